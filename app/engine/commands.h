@@ -1,0 +1,12 @@
+// Subcommands of fp8scope-engine. Each registers itself on the CLI and, when chosen,
+// runs and stores its process exit code in `exit_code`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace fp8scope::cli {
+
+void add_analyze(CLI::App& app, int& exit_code);
+void add_devices(CLI::App& app, int& exit_code);
+
+}  // namespace fp8scope::cli

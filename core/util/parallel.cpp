@@ -1,0 +1,95 @@
+#include "util/parallel.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+namespace fp8scope {
+
+ThreadPool::ThreadPool(int threads) {
+    if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
+}
+
+ThreadPool::~ThreadPool() {
+    {
+        std::lock_guard lock(mu_);
+        stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : workers_) t.join();
+}
+
+// Takes tasks until none are left; called by workers and by the caller of run().
+void ThreadPool::drain() {
+    std::unique_lock lock(mu_);
+    while (next_ < tasks_) {
+        std::int64_t task = next_++;
+        const auto* job = job_;
+        lock.unlock();
+        (*job)(task);
+        lock.lock();
+        if (++finished_ == tasks_) done_.notify_all();
+    }
+}
+
+void ThreadPool::work() {
+    std::uint64_t seen = 0;
+    for (;;) {
+        {
+            std::unique_lock lock(mu_);
+            wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+            if (stop_) return;
+            seen = generation_;
+        }
+        drain();
+    }
+}
+
+void ThreadPool::run(std::int64_t tasks, const std::function<void(std::int64_t)>& f) {
+    if (tasks <= 0) return;
+    if (workers_.empty() || tasks == 1) {
+        for (std::int64_t t = 0; t < tasks; ++t) f(t);
+        return;
+    }
+    std::lock_guard turn(run_mu_);
+    {
+        std::lock_guard lock(mu_);
+        job_ = &f;
+        tasks_ = tasks;
+        next_ = 0;
+        finished_ = 0;
+        ++generation_;
+    }
+    wake_.notify_all();
+    drain();
+    std::unique_lock lock(mu_);
+    done_.wait(lock, [&] { return finished_ == tasks_; });
+    job_ = nullptr;
+    tasks_ = 0;
+}
+
+ThreadPool& ThreadPool::shared(int threads) {
+    if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    static std::mutex mu;
+    static std::map<int, std::unique_ptr<ThreadPool>> pools;
+    std::lock_guard lock(mu);
+    auto& pool = pools[threads];
+    if (!pool) pool = std::make_unique<ThreadPool>(threads);
+    return *pool;
+}
+
+void parallel_for(std::int64_t n, std::int64_t grain, int threads,
+                  const std::function<void(std::int64_t, std::int64_t)>& f) {
+    if (n <= 0) return;
+    ThreadPool& pool = ThreadPool::shared(threads);
+    grain = std::max<std::int64_t>(1, grain);
+    std::int64_t chunks = std::min<std::int64_t>((n + grain - 1) / grain, 4 * pool.size());
+    std::int64_t step = (n + chunks - 1) / chunks;
+    pool.run(chunks, [&](std::int64_t c) {
+        std::int64_t b = c * step, e = std::min(n, b + step);
+        if (b < e) f(b, e);
+    });
+}
+
+}  // namespace fp8scope
