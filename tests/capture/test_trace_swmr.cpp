@@ -59,6 +59,7 @@ TEST(TraceSwmr, ReaderFollowsAGrowingFileInAnotherProcess) {
             TraceWriter w(path, m, {.flush_interval = std::chrono::milliseconds(60000)});
             send(up[1], 0);
             std::int64_t ack = 0;
+            if (!receive(down[0], ack)) _exit(1);  // the reader has opened the file
             for (int round = 1; round <= kRounds; ++round) {
                 for (int i = 0; i < kPerRound; ++i) write_step(w, m, (round - 1) * kPerRound + i);
                 w.flush();
@@ -76,6 +77,7 @@ TEST(TraceSwmr, ReaderFollowsAGrowingFileInAnotherProcess) {
     ASSERT_TRUE(receive(up[0], n));
     TraceReader reader(path);  // opened while the writer holds the file
     EXPECT_EQ(reader.steps(0).size(), 0u);
+    send(down[1], 0);
     TraceMeta m = sample_meta();
     for (int round = 1; round <= kRounds; ++round) {
         ASSERT_TRUE(receive(up[0], n));
