@@ -24,7 +24,8 @@ struct Dataset {
     h5::Id dset;
     h5::Id memtype;
     hsize_t rows = 0;
-    hsize_t cols = 0;  // 0: 1-D
+    hsize_t cols = 0;        // 0: 1-D
+    std::size_t row_bytes = 0;  // in the file
 };
 
 // A key of the (run, step) indexes.
@@ -59,6 +60,9 @@ h5::Id op_key_type() {
     return t;
 }
 
+constexpr unsigned kReadAttempts = 10;
+constexpr std::size_t kConversionBuffer = 64u << 10;
+
 bool in_bounds(std::uint64_t offset, std::uint64_t count, hsize_t rows) {
     return count <= rows && offset <= rows - count;
 }
@@ -69,6 +73,7 @@ struct TraceReader::Impl {
     std::string path;
     TraceMeta meta;
     h5::Id file;
+    h5::Id dxpl;  // small conversion buffers: most reads are a few rows
 
     Dataset runs, linears, recipes, training_recipes, op_names;
     Dataset steps, events, scaling_index, scaling_amax, scaling_scale;
@@ -96,7 +101,13 @@ struct TraceReader::Impl {
         if (!std::filesystem::exists(path, ec)) throw fail("no such file");
         if (!std::filesystem::is_regular_file(path, ec)) throw fail("not a regular file");
         if (H5Fis_hdf5(path.c_str()) <= 0) throw fail("not an HDF5 file (no HDF5 signature)");
-        file = h5::Id(H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT));
+        // SWMR reading retries metadata whose checksum fails (the writer may be mid-write),
+        // with a growing sleep; a few attempts keep a damaged file from stalling the caller.
+        dxpl = h5::check(H5Pcreate(H5P_DATASET_XFER), "dxpl");
+        h5::check(H5Pset_buffer(dxpl, kConversionBuffer, nullptr, nullptr), "conversion buffer");
+        h5::Id fapl = h5::check(H5Pcreate(H5P_FILE_ACCESS), "fapl");
+        h5::check(H5Pset_metadata_read_attempts(fapl, kReadAttempts), "read attempts");
+        file = h5::Id(H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl));
         if (!file.valid()) file = h5::Id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
         if (!file.valid()) throw fail("damaged or truncated HDF5 file: the library cannot open it");
 
@@ -223,6 +234,8 @@ struct TraceReader::Impl {
         }
         d.memtype = std::move(memtype);
         d.cols = cols;
+        d.row_bytes = H5Tget_size(ftype) * (cols ? cols : 1);
+        if (d.row_bytes == 0) throw fail(std::string(p) + " has an empty element type");
         read_extent(d);
         return d;
     }
@@ -247,6 +260,13 @@ struct TraceReader::Impl {
         if (d.cols && dims[1] != d.cols)
             throw fail(std::string(d.path) + " has " + std::to_string(dims[1]) + " columns, expected " +
                        std::to_string(d.cols));
+        // Every row the writer adds is written: a damaged extent shows as more rows than
+        // the file can hold, and is caught before anything is allocated for it.
+        hsize_t file_size = 0;
+        if (H5Fget_filesize(file, &file_size) < 0) throw fail("cannot get the file size");
+        if (dims[0] > file_size / d.row_bytes)
+            throw fail(std::string(d.path) + " claims " + std::to_string(dims[0]) +
+                       " rows, more than the file's " + std::to_string(file_size) + " bytes can hold");
         d.rows = dims[0];
     }
 
@@ -260,7 +280,7 @@ struct TraceReader::Impl {
         h5::Id mem(H5Screate_simple(d.cols ? 2 : 1, cn, nullptr));
         if (!space.valid() || !mem.valid() ||
             H5Sselect_hyperslab(space, H5S_SELECT_SET, st, nullptr, cn, nullptr) < 0 ||
-            H5Dread(d.dset, memtype >= 0 ? memtype : d.memtype.get(), mem, space, H5P_DEFAULT, buf) < 0)
+            H5Dread(d.dset, memtype >= 0 ? memtype : d.memtype.get(), mem, space, dxpl, buf) < 0)
             throw fail(std::string("cannot read ") + d.path + " (damaged data)");
     }
 
@@ -284,7 +304,7 @@ struct TraceReader::Impl {
         hsize_t n = rows.size();
         h5::Id mem(H5Screate_simple(1, &n, nullptr));
         if (!space.valid() || !mem.valid() || H5Sselect_elements(space, H5S_SELECT_SET, n, rows.data()) < 0 ||
-            H5Dread(d.dset, d.memtype, mem, space, H5P_DEFAULT, v.data()) < 0)
+            H5Dread(d.dset, d.memtype, mem, space, dxpl, v.data()) < 0)
             throw fail(std::string("cannot read ") + d.path + " (damaged data)");
         return v;
     }
