@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
     int exit_code = 0;
     fp8scope::cli::add_analyze(app, exit_code);
     fp8scope::cli::add_devices(app, exit_code);
+    fp8scope::cli::add_train(app, exit_code);
     CLI11_PARSE(app, argc, argv);
     return exit_code;
 }
