@@ -16,6 +16,7 @@ namespace fp8scope {
 namespace {
 
 using nlohmann::json;
+using nlohmann::ordered_json;
 
 struct Limits {
     double lo = -std::numeric_limits<double>::infinity();
@@ -34,6 +35,16 @@ const Choice kMlps[] = {{"gelu", int(MlpKind::GELU)}, {"swiglu", int(MlpKind::Sw
 template <class V>
 void visit_fields(TrainConfig& c, V& v) {
     const double big = 1 << 30;
+    v("recipe", c.recipe);
+    v("compare", c.compare);
+    v("steps", c.steps, Limits{0, big});
+    v("batch_size", c.batch_size, Limits{1, 1 << 20});
+    v("seq_len", c.seq_len, Limits{1, 1 << 20});
+    v("seed", c.seed);
+    v("threads", c.threads, Limits{0, 4096});
+    v("capture_every", c.capture_every, Limits{0, big});
+    v("log_every", c.log_every, Limits{1, big});
+
     v("model.vocab_size", c.model.vocab_size, Limits{2, 1 << 24});
     v("model.max_seq", c.model.max_seq, Limits{1, 1 << 20});
     v("model.n_layer", c.model.n_layer, Limits{1, 1024});
@@ -72,15 +83,6 @@ void visit_fields(TrainConfig& c, V& v) {
     v("rewind.snapshot_every", c.rewind.snapshot_every, Limits{1, big});
     v("rewind.max_rewinds", c.rewind.max_rewinds, Limits{0, 1 << 20});
 
-    v("recipe", c.recipe);
-    v("compare", c.compare);
-    v("steps", c.steps, Limits{0, big});
-    v("batch_size", c.batch_size, Limits{1, 1 << 20});
-    v("seq_len", c.seq_len, Limits{1, 1 << 20});
-    v("seed", c.seed);
-    v("threads", c.threads, Limits{0, 4096});
-    v("capture_every", c.capture_every, Limits{0, big});
-    v("log_every", c.log_every, Limits{1, big});
 }
 
 json::json_pointer pointer(std::string_view path) {
@@ -218,14 +220,15 @@ class Writer {
 public:
     template <class T>
     void operator()(std::string_view path, const T& value, Limits = {}) {
-        out[pointer(path)] = value;
+        out[ordered_json::json_pointer(pointer(path).to_string())] = value;
     }
     template <class E, std::size_t N>
     void choice(std::string_view path, const E& value, const Choice (&choices)[N]) {
         for (const auto& c : choices)
-            if (c.value == static_cast<int>(value)) out[pointer(path)] = std::string(c.name);
+            if (c.value == static_cast<int>(value))
+                out[ordered_json::json_pointer(pointer(path).to_string())] = std::string(c.name);
     }
-    json out = json::object();
+    ordered_json out = ordered_json::object();  // fields in visit order: readable files
 };
 
 // How an override's text is to be read: strings are taken literally.
@@ -333,8 +336,9 @@ void apply_override(TrainConfig& config, std::string_view assignment) {
     }
     Writer w;
     visit_fields(config, w);
-    w.out[pointer(path)] = value;
-    config = from_json(w.out, prefix);
+    json doc = json::parse(w.out.dump());
+    doc[pointer(path)] = value;
+    config = from_json(doc, prefix);
 }
 
 }  // namespace fp8scope
