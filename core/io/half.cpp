@@ -3,6 +3,8 @@
 #include "io/half.h"
 
 #include <bit>
+#include <cmath>
+#include <limits>
 
 namespace fp8scope {
 
@@ -71,6 +73,17 @@ std::uint16_t float_to_bf16(float f) {
     std::uint32_t x = std::bit_cast<std::uint32_t>(f);
     if ((x & 0x7FFFFFFFu) > 0x7F800000u) return std::uint16_t((x >> 16) | 0x0040u);  // quiet NaN
     return std::uint16_t(shift_rne(x, 16));  // sign bit rides along; carry reaches Inf
+}
+
+float double_to_float(double d) {
+    // Past the midpoint between float32 max and 2^128 the tie goes to Inf (max is odd).
+    constexpr double kRoundsToInf = 0x1.ffffffp127;
+    constexpr float kMax = std::numeric_limits<float>::max();
+    double a = std::fabs(d);
+    float sign = d < 0 ? -1.0f : 1.0f;
+    if (a >= kRoundsToInf) return sign * std::numeric_limits<float>::infinity();
+    if (a > double(kMax)) return sign * kMax;
+    return static_cast<float>(d);  // in range (or NaN): the conversion is defined
 }
 
 }  // namespace fp8scope

@@ -170,3 +170,20 @@ TEST(Half, NarrowingRandomMatchesNearestSearch) { check_random(kHalf, float_to_h
 TEST(Bf16, NarrowingRandomMatchesNearestSearch) { check_random(kBf16, float_to_bf16); }
 TEST(Half, NarrowingSpecials) { check_specials(kHalf, float_to_half); }
 TEST(Bf16, NarrowingSpecials) { check_specials(kBf16, float_to_bf16); }
+
+TEST(DoubleToFloat, RoundsAndOverflowsToInf) {
+    constexpr float kMax = std::numeric_limits<float>::max();
+    EXPECT_EQ(double_to_float(0.1), 0.1f);
+    EXPECT_EQ(double_to_float(double(kMax)), kMax);
+    EXPECT_EQ(double_to_float(0x1.fffffefffffffp127), kMax);  // just below the tie
+    EXPECT_EQ(double_to_float(0x1.ffffffp127), INFINITY);     // the tie: max is odd
+    EXPECT_EQ(double_to_float(-0x1.ffffffp127), -INFINITY);
+    EXPECT_EQ(double_to_float(1e300), INFINITY);
+    EXPECT_EQ(double_to_float(-1e300), -INFINITY);
+    EXPECT_EQ(double_to_float(-INFINITY), -INFINITY);
+    EXPECT_TRUE(std::isnan(double_to_float(NAN)));
+    EXPECT_EQ(double_to_float(1.0 + 0x1p-24), 1.0f);          // tie to even
+    EXPECT_EQ(double_to_float(1.0 + 0x3p-24), 1.0f + 0x1p-22f);
+    EXPECT_EQ(double_to_float(0x1p-150), 0.0f);               // tie with the smallest subnormal
+    EXPECT_EQ(double_to_float(0x1.8p-150), 0x1p-149f);
+}
