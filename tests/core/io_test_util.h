@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <functional>
+#include <typeinfo>
 #include <string>
 #include <vector>
 
@@ -74,6 +76,44 @@ inline void expect_error(const std::function<void()>& read, const std::string& p
         EXPECT_EQ(e.path(), path);
         EXPECT_NE(e.problem().find(problem), std::string::npos) << "problem: " << e.problem();
         EXPECT_EQ(std::string(e.what()), path + ": " + e.problem());
+    }
+}
+
+}  // namespace io_test
+
+namespace io_test {
+
+// Corrupts `good` many ways (byte flips, truncation, random bytes at the front) and
+// checks each read either succeeds or throws a TensorFileError: no other exception,
+// and (under the sanitizers) no memory error.
+inline void expect_only_tensor_file_errors(const std::string& path, const std::string& good,
+                                           const std::function<void()>& read) {
+    std::uint64_t state = 0x9E3779B97F4A7C15ull;
+    auto next = [&] {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        return state;
+    };
+    for (int round = 0; round < 400; ++round) {
+        std::string bytes = good;
+        switch (round % 3) {
+            case 0:
+                for (int k = 0; k < 1 + int(next() % 4); ++k) bytes[next() % bytes.size()] = char(next());
+                break;
+            case 1: bytes.resize(next() % bytes.size()); break;
+            default:
+                for (std::size_t k = 0; k < std::min<std::size_t>(bytes.size(), 16); ++k)
+                    if (next() % 2) bytes[k] = char(next());
+        }
+        write_file(path, bytes);
+        try {
+            read();
+        } catch (const fp8scope::TensorFileError&) {
+        } catch (const std::exception& e) {
+            ADD_FAILURE() << "round " << round << ": " << typeid(e).name() << ": " << e.what();
+            return;
+        }
     }
 }
 

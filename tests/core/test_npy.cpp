@@ -348,3 +348,9 @@ TEST_F(Npy, ReadTensorFileDispatchesByExtension) {
     auto path = file("a.pt", bytes);
     expect_error([&] { read_tensor_file(path); }, path, "unsupported file type (extension '.pt')");
 }
+
+TEST_F(Npy, CorruptedFilesOnlyGiveTensorFileErrors) {
+    std::string good = npy(dict(">f2", true, "(3, 2, 2)"), f16_bytes(std::vector<std::uint16_t>(12, 0x3C00), true));
+    std::string path = dir + "/fuzz.npy";
+    expect_only_tensor_file_errors(path, good, [&] { read_npy(path); });
+}

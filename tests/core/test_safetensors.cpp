@@ -205,3 +205,11 @@ TEST_F(Safetensors, ReadTensorFileDispatch) {
     expect_error([&] { read_tensor_file(path); }, path,
                  "unsupported file type (extension '.safetensor'); supported: .npy, .safetensors");
 }
+
+TEST_F(Safetensors, CorruptedFilesOnlyGiveTensorFileErrors) {
+    std::string header = R"({"__metadata__": {"a": "b"}, "w": {"dtype": "BF16", "shape": [2, 2], "data_offsets": [0, 8]},
+        "v": {"dtype": "F64", "shape": [1], "data_offsets": [8, 16]}})";
+    std::string good = st(header, f16_bytes({1, 2, 3, 4}) + f64_bytes({1.0}));
+    std::string path = dir + "/fuzz.safetensors";
+    expect_only_tensor_file_errors(path, good, [&] { read_safetensors(path); });
+}
