@@ -1,6 +1,7 @@
 // NumPy .npy files (format versions 1.0, 2.0, 3.0): the header is a Python dict
 // literal parsed strictly, the data float16/32/64 in either byte order and either
-// memory order, converted to a C-order float32 tensor.
+// memory order, converted to a C-order float32 tensor. Bytes after the array are
+// ignored, as NumPy ignores them.
 #include <algorithm>
 #include <bit>
 #include <cerrno>
