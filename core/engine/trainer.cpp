@@ -172,9 +172,11 @@ bool Trainer::step() {
     const float lr = schedule_.at(static_cast<int>(step_));
     const bool capture = config_.capture_every > 0 && step_ % config_.capture_every == 0;
     for (auto* o : observers_) o->on_step_begin(step_ + 1, capture);
-    if (poisoned_.erase(b))
+    if (auto fault = corruptions_.find(b); fault != corruptions_.end()) {
         for (auto& rep : replicas_)
-            std::fill(rep->model.params().begin(), rep->model.params().end(), std::numeric_limits<float>::quiet_NaN());
+            for (float& p : rep->model.params()) p *= fault->second;
+        corruptions_.erase(fault);
+    }
 
     std::vector<StepRecord> records;
     for (std::size_t i = 0; i < replicas_.size(); ++i) {
@@ -283,7 +285,7 @@ bool Trainer::recover(std::uint64_t batch, TrainEventKind why, int replica, cons
 
 void Trainer::take_snapshot() { snapshot_ = state(); }
 
-void Trainer::inject_nan_at_batch(std::uint64_t batch) { poisoned_.insert(batch); }
+void Trainer::corrupt_params_at_batch(std::uint64_t batch, float factor) { corruptions_[batch] = factor; }
 void Trainer::skip_batch(std::uint64_t batch) { skipped_.insert(batch); }
 
 // --- state --------------------------------------------------------------------------

@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -92,8 +93,9 @@ public:
     void save_checkpoint(const std::string& path) const;
 
     // Test hook: right before training batch `batch` the parameters of every replica are
-    // set to NaN, as a diverged update would leave them.
-    void inject_nan_at_batch(std::uint64_t batch);
+    // multiplied by `factor`, as a diverged update would leave them (NaN: all NaN; a
+    // large factor: a loss spike).
+    void corrupt_params_at_batch(std::uint64_t batch, float factor);
     // Treats `batch` as one a rewind skipped (a run that never sees it).
     void skip_batch(std::uint64_t batch);
 
@@ -119,7 +121,7 @@ private:
     std::set<std::uint64_t> skipped_;
     std::int64_t rewinds_ = 0;
     std::optional<TrainState> snapshot_;
-    std::set<std::uint64_t> poisoned_;
+    std::map<std::uint64_t, float> corruptions_;
     Batch batch_;
 
     bool paused_ = false, stopping_ = false;

@@ -178,7 +178,7 @@ TEST(Trainer, ResumeIntoADifferentModelIsAClearError) {
 TEST(Trainer, InjectedNanRewindsToTheLastGoodStateAndSkipsTheBatch) {
     TrainConfig c = tiny(30);
     Trainer poisoned(c);
-    poisoned.inject_nan_at_batch(17);  // snapshots every 10 steps: rewinds to step 10
+    poisoned.corrupt_params_at_batch(17, NAN);  // snapshots every 10 steps: rewinds to step 10
     Recorder rec;
     poisoned.add_observer(&rec);
     TrainSummary s = poisoned.run();
@@ -206,11 +206,35 @@ TEST(Trainer, InjectedNanRewindsToTheLastGoodStateAndSkipsTheBatch) {
     EXPECT_EQ(params_of(poisoned), params_of(clean));
 }
 
+TEST(Trainer, LossSpikeOverTheMovingAverageIsRewound) {
+    TrainConfig c = tiny(30);
+    c.rewind.window = 5;
+    c.rewind.spike_factor = 2.0f;
+    Trainer spiked(c);
+    spiked.corrupt_params_at_batch(23, 50.0f);  // huge logits: a finite loss far above the average
+    Recorder rec;
+    spiked.add_observer(&rec);
+    TrainSummary s = spiked.run();
+    EXPECT_TRUE(s.error.empty()) << s.error;
+    EXPECT_EQ(s.rewinds, 1);
+    ASSERT_EQ(rec.count(TrainEventKind::Spike), 1);
+    EXPECT_EQ(rec.count(TrainEventKind::NaN), 0);
+    for (auto& e : rec.events) {
+        if (e.kind == TrainEventKind::Rewind) {
+            EXPECT_EQ(e.step, 20);
+        }
+    }
+    Trainer clean(c);
+    clean.skip_batch(23);
+    clean.run();
+    EXPECT_EQ(params_of(spiked), params_of(clean));
+}
+
 TEST(Trainer, NanWithoutRewindStopsWithAnError) {
     TrainConfig c = tiny(10);
     c.rewind.enabled = false;
     Trainer t(c);
-    t.inject_nan_at_batch(4);
+    t.corrupt_params_at_batch(4, NAN);
     TrainSummary s = t.run();
     EXPECT_EQ(s.steps, 4);
     EXPECT_NE(s.error.find("rewind disabled"), std::string::npos) << s.error;
