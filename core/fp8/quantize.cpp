@@ -1,6 +1,10 @@
 // Quantization under a recipe: block amaxes, the scale rules, then one elementwise pass
 // that casts with the block's scale. Every recipe is a grid of blocks (per-tensor is one
 // block), so one code path serves them all; the elementwise kernels come from cast.h.
+// GCC 12 warns falsely about uninitialized values inside the AVX-512 intrinsics.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
 #include "fp8/quantize.h"
 
 #include <algorithm>
@@ -29,27 +33,6 @@ struct Plan {
     std::vector<std::uint8_t> nan_block;  // MX only: 1 where the block holds NaN or Inf
     bool mx = false;
 };
-
-// |x| bits with NaN mapped to 0: the integer max of these is the scaling amax.
-inline std::uint32_t amax_bits(float v) {
-    const std::uint32_t a = std::bit_cast<std::uint32_t>(v) & ~cast::kSignBit;
-    return a > cast::kInfBits ? 0u : a;
-}
-
-// Scaling amax of x[0, n) and whether any element is NaN or Inf.
-struct SegmentAmax {
-    std::uint32_t amax = 0;
-    bool nonfinite = false;
-};
-SegmentAmax segment_amax(const float* x, std::int64_t n) {
-    std::uint32_t m = 0, raw = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-        const std::uint32_t a = std::bit_cast<std::uint32_t>(x[i]) & ~cast::kSignBit;
-        raw = std::max(raw, a);
-        m = std::max(m, a > cast::kInfBits ? 0u : a);
-    }
-    return {m, raw >= cast::kInfBits};
-}
 
 Plan plan_for(MatrixView x, const Recipe& recipe, const DelayedState* state, int threads) {
     Plan p;
@@ -99,10 +82,11 @@ Plan plan_for(MatrixView x, const Recipe& recipe, const DelayedState* state, int
             for (std::int64_t r = br * p.block_rows; r < r1; ++r) {
                 for (std::int64_t bc = 0; bc < p.scale_cols; ++bc) {
                     const std::int64_t c0 = bc * p.block_cols, c1 = std::min(cols, c0 + p.block_cols);
-                    const SegmentAmax m = segment_amax(x.row(r) + c0, c1 - c0);
+                    bool nf;
+                    const std::uint32_t m = cast::amax_bits(x.row(r) + c0, c1 - c0, nf);
                     const std::int64_t i = br * p.scale_cols + bc;
-                    amax[i] = std::max(amax[i], m.amax);
-                    nonfinite[i] |= m.nonfinite;
+                    amax[i] = std::max(amax[i], m);
+                    nonfinite[i] |= nf;
                 }
             }
         }
@@ -125,8 +109,8 @@ Plan plan_for(MatrixView x, const Recipe& recipe, const DelayedState* state, int
         } else {
             const int e = mx_exponent(a, mx->format, mx->rule);
             p.e8m0[i] = e8m0_from_exponent(e);
-            p.s[i] = std::ldexp(1.0f, -e);
-            p.scale_inv[i] = std::ldexp(1.0f, e);
+            p.s[i] = cast::pow2(-e);
+            p.scale_inv[i] = cast::pow2(e);
         }
     }
     return p;
@@ -140,8 +124,22 @@ inline std::uint32_t finite_bit(float x) {
 // count (finite inputs that saturation clamped).
 template <Format F>
 std::int64_t fake_segment(const float* x, std::int64_t n, float s, float scale_inv, float* out) {
+    std::int64_t i = 0;
     std::uint32_t overflow = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
+#if defined(__AVX512F__)
+    const __m512 vs = _mm512_set1_ps(s), vsi = _mm512_set1_ps(scale_inv);
+    const __m512i abs = _mm512_set1_epi32(static_cast<int>(~cast::kSignBit));
+    const __m512i inf = _mm512_set1_epi32(static_cast<int>(cast::kInfBits));
+    for (; i + 16 <= n; i += 16) {
+        const __m512 v = _mm512_loadu_ps(x + i);
+        __mmask16 clamped;
+        const __m512 r = cast::round_sat16<F>(_mm512_mul_ps(v, vs), clamped);
+        _mm512_storeu_ps(out + i, _mm512_mul_ps(r, vsi));
+        const __mmask16 fin = _mm512_cmplt_epu32_mask(_mm512_and_si512(_mm512_castps_si512(v), abs), inf);
+        overflow += std::popcount(static_cast<unsigned>(fin & clamped));
+    }
+#endif
+    for (; i < n; ++i) {
         std::uint32_t o;
         const float v = cast::round_sat<F>(x[i] * s, o);
         overflow += o & finite_bit(x[i]);
@@ -251,8 +249,8 @@ float scaling_amax(MatrixView x) {
     std::uint32_t m = 0;
     std::mutex mu;
     parallel_for(x.size(), kGrain, 0, [&](std::int64_t i0, std::int64_t i1) {
-        std::uint32_t local = 0;
-        for (std::int64_t i = i0; i < i1; ++i) local = std::max(local, amax_bits(x.data[i]));
+        bool nf;
+        const std::uint32_t local = cast::amax_bits(x.data + i0, i1 - i0, nf);
         std::lock_guard lock(mu);
         m = std::max(m, local);
     });
