@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <random>
 #include <variant>
 
 namespace fp8scope::ref {
@@ -262,6 +263,52 @@ TensorStats tensor_stats(MatrixView x, double outlier_k, int top_k) {
         t.outliers.top.push_back({x.data[order[j]], order[j] / x.cols, order[j] % x.cols});
     }
     return t;
+}
+
+const char* data_kind_name(DataKind k) {
+    switch (k) {
+        case DataKind::Gaussian: return "gaussian";
+        case DataKind::OutlierColumns: return "outlier_columns";
+        case DataKind::Tiny: return "tiny";
+        case DataKind::MixedZeros: return "mixed_zeros";
+        case DataKind::NonFinite: return "nonfinite";
+    }
+    return "?";
+}
+
+std::vector<float> make_data(DataKind kind, std::int64_t rows, std::int64_t cols, unsigned seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_int_distribution<int> coin(0, 99), exps(-20, 10);
+    std::vector<float> x(rows * cols);
+    for (std::int64_t i = 0; i < rows * cols; ++i) {
+        float v = normal(rng);
+        switch (kind) {
+            case DataKind::Gaussian: break;
+            case DataKind::OutlierColumns: if ((i % cols) % 7 == 3) v *= 100.0f; break;
+            case DataKind::Tiny: v *= 1e-30f; break;
+            case DataKind::MixedZeros: {
+                const int c = coin(rng);
+                v = c < 25 ? 0.0f : (c < 50 ? -0.0f : std::ldexp(v, exps(rng)));
+                break;
+            }
+            case DataKind::NonFinite: {
+                const int c = coin(rng);
+                if (c == 0) v = std::numeric_limits<float>::quiet_NaN();
+                else if (c == 1) v = std::numeric_limits<float>::infinity();
+                else if (c == 2) v = -std::numeric_limits<float>::infinity();
+                break;
+            }
+        }
+        x[i] = v;
+    }
+    return x;
+}
+
+bool close(double a, double b, double rel) {
+    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+    if (std::isinf(a) || std::isinf(b)) return a == b;
+    return std::fabs(a - b) <= rel * std::max(std::fabs(a), std::fabs(b));
 }
 
 }  // namespace fp8scope::ref

@@ -37,6 +37,20 @@ struct Delayed {
 };
 
 ErrorStats error_stats(MatrixView x, const Quantized& q);
+
+// Test inputs, deterministic for a seed.
+enum class DataKind {
+    Gaussian,        // N(0, 1)
+    OutlierColumns,  // N(0, 1) with every 7th column times 100
+    Tiny,            // N(0, 1) * 1e-30: per-tensor scales far from 1, flushes under some recipes
+    MixedZeros,      // half the elements exactly +-0, the rest N(0, 1) at mixed exponents
+    NonFinite,       // N(0, 1) with NaN, +Inf and -Inf scattered in
+};
+const char* data_kind_name(DataKind k);
+std::vector<float> make_data(DataKind kind, std::int64_t rows, std::int64_t cols, unsigned seed);
+
+// a and b agree to relative tolerance `rel`; NaN matches NaN, +-Inf match themselves.
+bool close(double a, double b, double rel);
 TensorStats tensor_stats(MatrixView x, double outlier_k, int top_k);
 
 }  // namespace fp8scope::ref
