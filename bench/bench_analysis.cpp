@@ -119,7 +119,11 @@ int main(int argc, char** argv) {
         std::printf("%-40s %8d %10.3f %9.0f M/s %12.3f\n", "analyze tensor_stats + 11 recipes", threads, ta, el / ta / 1e6,
                     last_cpu);
     }
-    std::printf("\npeak RSS %.0f MiB (input %.0f MiB, fake_quantize output %.0f MiB, one code copy %.0f MiB)\n",
-                peak_rss_mib(), el * 4 / (1 << 20), el * 4 / (1 << 20), el / (1 << 20));
+    if (fused_only) {
+        std::printf("\npeak RSS %.0f MiB (input %.0f MiB)\n", peak_rss_mib(), el * 4 / (1 << 20));
+    } else {
+        std::printf("\npeak RSS %.0f MiB (input %.0f MiB + fake_quantize output %.0f MiB + codes %.0f MiB)\n",
+                    peak_rss_mib(), el * 4 / (1 << 20), el * 4 / (1 << 20), el / (1 << 20));
+    }
     return 0;
 }
