@@ -1,0 +1,41 @@
+// The engine's side of capture: at a capture step the model hands every quantized GEMM
+// operand and its op timings to a sink. The sink (capture/, or a test) decides what to
+// compute and record; the model never knows about files or sockets.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "engine/training_recipe.h"
+#include "fp8/quantize.h"
+#include "tensor.h"
+
+namespace fp8scope {
+
+// One GEMM operand as the recipe saw it, before quantization.
+struct OperandCapture {
+    int linear = 0;         // index into Model::linears()
+    Gemm gemm = Gemm::Fprop;
+    Operand operand = Operand::X;
+    MatrixView values;      // float32, contraction dimension last
+    const Recipe* recipe = nullptr;          // the recipe in use; nullptr when unquantized
+    const DelayedState* delayed = nullptr;   // the amax history, for delayed scaling
+};
+
+// Wall time of one op of a step (CPU backend), in nanoseconds of a steady clock.
+struct OpTiming {
+    std::string_view op;    // "fprop", "dgrad", "wgrad", "quantize", "attention", "layernorm", ...
+    int linear = -1;        // the linear layer it belongs to, -1 if none
+    int layer = -1;         // transformer block, -1 for embedding/head
+    std::int64_t start_ns = 0, end_ns = 0;
+};
+
+class CaptureSink {
+public:
+    virtual ~CaptureSink() = default;
+    // Called from the training thread; `values` is only valid during the call.
+    virtual void on_operand(const OperandCapture& operand) = 0;
+    virtual void on_op(const OpTiming& timing) = 0;
+};
+
+}  // namespace fp8scope

@@ -1,0 +1,80 @@
+// The GPT-style decoder: token + position embedding, pre-norm blocks (causal multi-head
+// attention, MLP of GELU or SwiGLU), final norm, output head. Forward and backward are
+// written by hand. Parameters and their gradients are one allocation each, tensors carved
+// out of them in a fixed order (param_tensors()), so optimizers and checkpoints see flat
+// arrays. Every linear layer's fprop/dgrad/wgrad GEMMs go through the training recipe;
+// embeddings, head, norms, attention core and softmax stay float32.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/capture_sink.h"
+#include "engine/model_config.h"
+#include "engine/training_recipe.h"
+
+namespace fp8scope {
+
+struct ParamTensor {
+    std::string name;                // "blocks.0.attn.qkv.weight", "wte", ...
+    std::size_t offset = 0;          // into params() / grads()
+    std::vector<std::int64_t> shape;
+    bool decay = false;              // weight decay applies (matrices, not norms/biases)
+    std::size_t numel() const;
+};
+
+// A linear layer whose GEMMs are quantized: the unit of capture.
+struct LinearInfo {
+    std::string name;                // "blocks.0.attn.qkv", "blocks.0.mlp.fc1", ...
+    int layer = 0;                   // transformer block
+    std::int64_t in_features = 0, out_features = 0;
+};
+
+class Model {
+public:
+    explicit Model(const ModelConfig& config);
+    ~Model();
+    Model(const Model&) = delete;
+    Model& operator=(const Model&) = delete;
+
+    const ModelConfig& config() const;
+    // GPT-2 initialisation (normal 0.02, residual projections scaled by 1/sqrt(2*n_layer)),
+    // deterministic in `seed`.
+    void init(std::uint64_t seed);
+
+    std::span<float> params();
+    std::span<const float> params() const;
+    std::span<float> grads();
+    const std::vector<ParamTensor>& param_tensors() const;
+    const std::vector<LinearInfo>& linears() const;
+
+    // Mean cross-entropy of `targets` given `tokens`, both B*T int32 in [0, vocab).
+    // Keeps the activations for backward(). Delayed scaling updates its amax histories.
+    float forward(const std::int32_t* tokens, const std::int32_t* targets, int B, int T);
+    // After forward(): overwrites grads() with d loss / d params.
+    void backward();
+    // Loss only: no activations kept for backward, amax histories untouched.
+    float evaluate(const std::int32_t* tokens, const std::int32_t* targets, int B, int T);
+
+    // Switch between steps. Delayed-scaling histories are kept per recipe name, so
+    // switching away and back resumes them.
+    void set_recipe(const TrainingRecipe& recipe);
+    const TrainingRecipe& recipe() const;
+
+    // With a sink, every forward/backward reports op timings; with `operands` also every
+    // GEMM operand (a capture step). nullptr turns capture off.
+    void set_capture(CaptureSink* sink, bool operands);
+
+    // Delayed-scaling state, for checkpoints: opaque, versioned bytes.
+    std::vector<std::uint8_t> save_recipe_state() const;
+    void load_recipe_state(const std::vector<std::uint8_t>& bytes);  // throws on mismatch
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fp8scope
