@@ -27,7 +27,7 @@ static_assert(std::endian::native == std::endian::little, "the byte writers belo
 
 // ---- running the binary -------------------------------------------------------------
 
-struct Run {
+struct Result {
     int code = -1;
     std::string out, err;
 };
@@ -59,14 +59,17 @@ protected:
         if (!HasFailure()) fs::remove_all(dir_);
     }
 
-    Run analyze(const std::vector<std::string>& args) {
+    Result analyze(const std::vector<std::string>& args) {
         std::string cmd = quote(FP8SCOPE_ENGINE) + " analyze";
-        for (const auto& a : args) cmd += " " + quote(a);
+        for (const auto& a : args) {
+            cmd += ' ';
+            cmd += quote(a);
+        }
         const fs::path out = dir_.parent_path() / (dir_.filename().string() + ".stdout");
         const fs::path err = dir_.parent_path() / (dir_.filename().string() + ".stderr");
         cmd += " >" + quote(out.string()) + " 2>" + quote(err.string());
         const int status = std::system(cmd.c_str());
-        Run r;
+        Result r;
         r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
         r.out = slurp(out);
         r.err = slurp(err);
@@ -78,7 +81,7 @@ protected:
     json analyze_json(const std::vector<std::string>& args, int expect_code = 0) {
         std::vector<std::string> a = args;
         a.push_back("--json");
-        Run r = analyze(a);
+        Result r = analyze(a);
         EXPECT_EQ(r.code, expect_code) << r.err;
         try {
             return json::parse(r.out);  // throws if anything but the document is on stdout
@@ -348,7 +351,7 @@ TEST_F(AnalyzeCli, ThreadCountDoesNotChangeFigures) {
 TEST_F(AnalyzeCli, NanAndInfAreCountedWithAWarning) {
     const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
     const std::string path = file("nanny.npy", npy_f32("(5,)", {1.0f, nan, -inf, 0.0f, 0.5f}));
-    Run r = analyze({path, "--json", "--recipes", "current_e4m3"});
+    Result r = analyze({path, "--json", "--recipes", "current_e4m3"});
     EXPECT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.err.find("fp8scope-engine: warning: " + path + ": tensor 'nanny' has 1 NaN and 1 Inf"),
               std::string::npos)
@@ -367,7 +370,7 @@ TEST_F(AnalyzeCli, NanAndInfAreCountedWithAWarning) {
 
 TEST_F(AnalyzeCli, TextTableHasAlignedRowPerRecipe) {
     const std::string path = file("hand.npy", npy_f32("(4,)", kHand));
-    Run r = analyze({path, "--recipes", "current_e4m3,delayed_e4m3"});
+    Result r = analyze({path, "--recipes", "current_e4m3,delayed_e4m3"});
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_EQ(r.out.rfind(path + ": hand  float32  4  numel 4\n", 0), 0u) << r.out;
     EXPECT_NE(r.out.find("amax 5.0000e+02"), std::string::npos) << r.out;
@@ -422,14 +425,16 @@ TEST_P(AnalyzeBadInput, OneErrorLineAndTheOtherFileStillAnalyzed) {
     const BadInput& b = GetParam();
     const std::string bad = b.bytes.empty() ? (dir_ / b.name).string() : file(b.name, b.bytes);
     const std::string good = file("good.npy", npy_f32("(4,)", kHand));
-    Run r = analyze({bad, good, "--json", "--recipes", "current_e4m3"});
+    Result r = analyze({bad, good, "--json", "--recipes", "current_e4m3"});
     EXPECT_EQ(r.code, 1);
     const std::string prefix = "fp8scope-engine: error: " + bad + ": ";
     ASSERT_EQ(r.err.rfind(prefix, 0), 0u) << r.err;
     const std::string line = r.err.substr(0, r.err.find('\n'));
     EXPECT_GT(line.size(), prefix.size()) << "no problem text";
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    if (b.expect_in_problem) EXPECT_NE(line.find(b.expect_in_problem), std::string::npos) << line;
+    if (b.expect_in_problem) {
+        EXPECT_NE(line.find(b.expect_in_problem), std::string::npos) << line;
+    }
 
     const json doc = json::parse(r.out);
     ASSERT_EQ(doc["tensors"].size(), 1u);
@@ -447,7 +452,7 @@ INSTANTIATE_TEST_SUITE_P(Kinds, AnalyzeBadInput, ::testing::ValuesIn(bad_inputs(
 
 TEST_F(AnalyzeCli, UsageErrorsExitTwo) {
     const std::string path = file("hand.npy", npy_f32("(4,)", kHand));
-    Run bad_recipe = analyze({path, "--recipes", "current_e4m3,bogus_e9m9"});
+    Result bad_recipe = analyze({path, "--recipes", "current_e4m3,bogus_e9m9"});
     EXPECT_EQ(bad_recipe.code, 2);
     EXPECT_NE(bad_recipe.err.find("bogus_e9m9"), std::string::npos) << bad_recipe.err;
     EXPECT_TRUE(bad_recipe.out.empty());
@@ -482,7 +487,7 @@ TEST_F(AnalyzeCli, DumpWritesCodesAndScalesThatDecodeToTheDequantizedValues) {
         for (int k = -16; k < 16; ++k) x.push_back(k * (r == 0 ? 0.37f : 29.0f));
     const std::string path = file("act.npy", npy_f32("(2, 32)", x));
     const fs::path dump = dir_ / "dump";
-    Run r = analyze({path, "--recipes", "current_e4m3,mxfp8_e4m3_rceil", "--dump", dump.string()});
+    Result r = analyze({path, "--recipes", "current_e4m3,mxfp8_e4m3_rceil", "--dump", dump.string()});
     ASSERT_EQ(r.code, 0) << r.err;
 
     // current_e4m3: one scale, s = 448 / 464.
@@ -541,7 +546,7 @@ TEST_F(AnalyzeCli, DumpNamesAreFilesystemSafe) {
         R"("model.layers:0.w":{"dtype":"F32","shape":[4],"data_offsets":[16,32]}})";
     const std::string path = file("m.safetensors", safetensors(header, raw(v) + raw(v)));
     const fs::path dump = dir_ / "d";
-    Run r = analyze({path, "--recipes", "delayed_e4m3:margin=1", "--dump", dump.string()});
+    Result r = analyze({path, "--recipes", "delayed_e4m3:margin=1", "--dump", dump.string()});
     ASSERT_EQ(r.code, 0) << r.err;
     std::vector<std::string> names;
     for (const auto& e : fs::directory_iterator(dump)) {
@@ -618,7 +623,7 @@ TEST_F(AnalyzeCli, HdfReportReadsBackWithTheCApi) {
     const std::string hand = file("hand.npy", npy_f32("(4,)", kHand));
     const std::string exact = file("exact.npy", npy_f32("(2, 2)", {0.5f, -1.0f, 448.0f, 0.25f}));
     const fs::path out = dir_ / "report.h5";
-    Run r = analyze({hand, exact, "--recipes", "current_e4m3,delayed_e4m3", "--out", out.string()});
+    Result r = analyze({hand, exact, "--recipes", "current_e4m3,delayed_e4m3", "--out", out.string()});
     ASSERT_EQ(r.code, 0) << r.err;
     // The temporary file was renamed: only the report is left beside the inputs.
     std::vector<std::string> names;
@@ -707,7 +712,7 @@ TEST_F(AnalyzeCli, HdfReportReadsBackWithTheCApi) {
 TEST_F(AnalyzeCli, HdfReportFailureLeavesNoFileAndExitsOne) {
     const std::string hand = file("hand.npy", npy_f32("(4,)", kHand));
     const fs::path out = dir_ / "no_such_dir" / "report.h5";
-    Run r = analyze({hand, "--recipes", "current_e4m3", "--out", out.string()});
+    Result r = analyze({hand, "--recipes", "current_e4m3", "--out", out.string()});
     EXPECT_EQ(r.code, 1);
     EXPECT_EQ(r.err.rfind("fp8scope-engine: error: " + out.string() + ": ", 0), 0u) << r.err;
     EXPECT_NE(r.out.find("current_e4m3"), std::string::npos) << "the table is still printed";
