@@ -570,6 +570,7 @@ std::string read_string_attr(hid_t obj, const char* name) {
     if (a < 0) return {};
     hid_t t = H5Tcopy(H5T_C_S1);
     H5Tset_size(t, H5T_VARIABLE);
+    H5Tset_cset(t, H5T_CSET_UTF8);  // HDF5 does not convert between character sets
     char* s = nullptr;
     EXPECT_GE(H5Aread(a, t, &s), 0) << name;
     std::string out = s ? s : "";
@@ -700,7 +701,7 @@ TEST_F(AnalyzeCli, HdfReportReadsBackWithTheCApi) {
 
     if (std::system("command -v h5dump >/dev/null 2>&1") == 0) {
         const fs::path dumped = dir_.parent_path() / (dir_.filename().string() + ".h5dump");
-        const std::string cmd = "h5dump -H " + quote(out.string()) + " >" + quote(dumped.string()) + " 2>&1";
+        const std::string cmd = "h5dump -A " + quote(out.string()) + " >" + quote(dumped.string()) + " 2>&1";
         EXPECT_EQ(std::system(cmd.c_str()), 0);
         const std::string text = slurp(dumped);
         EXPECT_NE(text.find("fp8scope-analysis"), std::string::npos) << text;
