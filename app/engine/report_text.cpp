@@ -48,12 +48,18 @@ const Column kColumns[] = {
 
 constexpr std::size_t kTopShown = 5;
 
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+    std::string s;
+    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+    return s;
+}
+
 }  // namespace
 
 void print_tensor_text(std::FILE* out, const TensorAnalysis& t) {
     const TensorStats& s = t.analysis.tensor;
     std::fprintf(out, "%s: %s  %s  %s  numel %lld\n", t.file.c_str(), t.name.c_str(), t.dtype.c_str(),
-                 Tensor{t.name, t.shape, {}}.shape_string().c_str(), static_cast<long long>(s.numel));
+                 shape_text(t.shape).c_str(), static_cast<long long>(s.numel));
     std::fprintf(out,
                  "  amax %.4e  finite %lld  nan %lld  inf %lld  zero %lld  dynamic range %.2f bits"
                  "  kurtosis %.2f  frac |x| > %g rms %.3e\n",

@@ -323,6 +323,17 @@ TEST_F(AnalyzeCli, SafetensorsHalfAndBfloat16) {
     expect_figures(recipe_row(w, "current_e4m3"), error_figures(wx, per_tensor_e4m3(wx, s)));
 }
 
+TEST_F(AnalyzeCli, OutlierThresholdAndTopK) {
+    // rms of [1, 2, 448, 500] is sqrt(450709 / 4) = 335.7: two of four lie beyond 1 rms.
+    const std::string path = file("hand.npy", npy_f32("(4,)", kHand));
+    json doc = analyze_json({path, "--recipes", "current_e4m3", "--outlier-k", "1", "--top-k", "2"});
+    const json& o = doc["tensors"][0]["stats"]["outliers"];
+    EXPECT_EQ(o["k"].get<double>(), 1.0);
+    EXPECT_EQ(o["frac_beyond_k_rms"].get<double>(), 0.5);
+    ASSERT_EQ(o["top"].size(), 2u);
+    EXPECT_EQ(o["top"][1]["value"].get<double>(), 448.0);
+}
+
 TEST_F(AnalyzeCli, DefaultRecipesOneRowEachInOrder) {
     const std::string path = file("hand.npy", npy_f32("(4,)", kHand));
     json doc = analyze_json({path});
