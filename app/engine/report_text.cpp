@@ -50,7 +50,10 @@ constexpr std::size_t kTopShown = 5;
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
     std::string s;
-    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        if (i) s += 'x';
+        s += std::to_string(shape[i]);
+    }
     return s;
 }
 
