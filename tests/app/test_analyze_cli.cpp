@@ -294,6 +294,18 @@ TEST_F(AnalyzeCli, UnderflowAndExactQuantization) {
     EXPECT_EQ(doc["tensors"][1]["shape"], json::array({2, 2}));
 }
 
+TEST_F(AnalyzeCli, UndefinedFiguresOfAnAllZeroTensorAreNull) {
+    // sum x^2 = 0: sqnr, rel_l2 and cosine are 0/0, and no nonzero x leaves underflow 0/0.
+    const std::string path = file("zeros.npy", npy_f32("(3,)", {0.0f, 0.0f, 0.0f}));
+    json doc = analyze_json({path, "--recipes", "current_e4m3"});
+    const json& r = doc["tensors"][0]["recipes"][0];
+    EXPECT_EQ(r["mse"].get<double>(), 0.0);
+    for (const char* undefined : {"sqnr_db", "rel_l2", "cosine", "underflow_pct"})
+        EXPECT_TRUE(r[undefined].is_null()) << undefined << " = " << r[undefined];
+    EXPECT_EQ(doc["tensors"][0]["stats"]["zero"], 3);
+    EXPECT_EQ(doc["tensors"][0]["stats"]["histogram"]["zero"], 3);
+}
+
 TEST_F(AnalyzeCli, SafetensorsHalfAndBfloat16) {
     // F16 [1, -2.5, 0.5, 65504] and BF16 [0.15625, -3, 1024] (bits written by hand).
     const std::vector<std::uint16_t> f16 = {0x3C00, 0xC100, 0x3800, 0x7BFF};
