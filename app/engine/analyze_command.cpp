@@ -45,8 +45,7 @@ public:
             try {
                 dumper_.emplace(opt_.dump);
             } catch (const std::exception& e) {
-                fail(opt_.dump, e.what(), /*with_file=*/false);
-                return 1;
+                fail(opt_.dump, e.what());  // the analysis still runs, without dumps
             }
         }
         for (const std::string& file : opt_.files) analyze_file(file);
@@ -54,18 +53,22 @@ public:
             try {
                 write_analysis_report(opt_.out, kEngineVersion, recipe_names_, results_);
             } catch (const std::exception& e) {
-                fail(opt_.out, e.what(), false);
+                fail(opt_.out, e.what());
             }
         }
-        if (opt_.json) std::printf("%s\n", analysis_json(recipe_names_, results_, errors_).dump().c_str());
+        if (opt_.json) {
+            std::fputs(analysis_json(recipe_names_, results_, errors_).dump().c_str(), stdout);
+            std::fputc('\n', stdout);
+        }
         return errors_.empty() ? 0 : 1;
     }
 
 private:
-    // `problem` names the file already when with_file is false.
-    void fail(const std::string& file, const std::string& problem, bool with_file = true) {
+    // One line on stderr and an entry in the report; a problem text that starts with the
+    // file name already (exceptions from lower layers) is not prefixed twice.
+    void fail(const std::string& file, const std::string& problem) {
         std::string shown = problem;
-        if (!with_file && shown.rfind(file + ": ", 0) == 0) shown = shown.substr(file.size() + 2);
+        if (shown.rfind(file + ": ", 0) == 0) shown = shown.substr(file.size() + 2);
         std::fprintf(stderr, "fp8scope-engine: error: %s: %s\n", file.c_str(), shown.c_str());
         errors_.push_back({file, shown});
     }
@@ -78,7 +81,7 @@ private:
             fail(file, e.problem());
             return;
         } catch (const std::exception& e) {
-            fail(file, e.what(), false);
+            fail(file, e.what());
             return;
         }
         for (LoadedTensor& lt : loaded) {

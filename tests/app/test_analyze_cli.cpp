@@ -585,6 +585,20 @@ TEST_F(AnalyzeCli, DumpNamesAreFilesystemSafe) {
     EXPECT_TRUE(fs::exists(dump / "model.layers_0.w.delayed_e4m3_margin_1.codes.npy"));
 }
 
+TEST_F(AnalyzeCli, DumpDirectoryThatCannotBeCreatedStillReportsFigures) {
+    const std::string path = file("hand.npy", npy_f32("(4,)", kHand));
+    const std::string blocker = file("not_a_dir", "x");
+    const std::string dump = blocker + "/dump";
+    Result r = analyze({path, "--json", "--recipes", "current_e4m3", "--dump", dump});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_EQ(r.err.rfind("fp8scope-engine: error: " + dump + ": ", 0), 0u) << r.err;
+    const json doc = json::parse(r.out);
+    ASSERT_EQ(doc["tensors"].size(), 1u);
+    EXPECT_EQ(doc["tensors"][0]["stats"]["amax"].get<double>(), 500.0);
+    ASSERT_EQ(doc["errors"].size(), 1u);
+    EXPECT_EQ(doc["errors"][0]["file"], dump);
+}
+
 // ---- HDF5 report -----------------------------------------------------------------------------
 
 std::string read_string_attr(hid_t obj, const char* name) {
