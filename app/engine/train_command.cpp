@@ -55,13 +55,19 @@ struct History : TrainObserver {
     std::vector<nlohmann::json::array_t> eval;
 };
 
-TrainConfig build_config(const TrainOptions& o) {
+// The base config: the checkpoint's, replaced by --config when given. Errors are file errors.
+TrainConfig base_config(const TrainOptions& o) {
     TrainConfig c;
     if (!o.resume.empty()) {
         TrainState s = load_checkpoint(o.resume);
         c = train_config_from_json(s.config_json, o.resume + " (config)");
     }
     if (!o.config.empty()) c = load_train_config(o.config);
+    return c;
+}
+
+// Flags, then --set in order. Errors are usage errors.
+void apply_flags(const TrainOptions& o, TrainConfig& c) {
     auto set = [&](const std::string& field, const std::string& value) { apply_override(c, field + "=" + value); };
     if (o.recipe) set("recipe", *o.recipe);
     if (o.compare) set("compare", *o.compare);
@@ -79,8 +85,9 @@ TrainConfig build_config(const TrainOptions& o) {
     if (o.log_every) set("log_every", std::to_string(*o.log_every));
     for (const auto& s : o.sets) apply_override(c, s);
     if (!o.resume.empty()) c.checkpoint.resume = o.resume;
-    return c;
 }
+
+void report(const std::string& what) { std::fprintf(stderr, "fp8scope-engine: error: %s\n", what.c_str()); }
 
 void print_table(const TrainSummary& s) {
     const ReplicaSummary* baseline = nullptr;
@@ -100,13 +107,20 @@ void print_table(const TrainSummary& s) {
     }
 }
 
+// Exit status: 0 trained, 1 a file (config, data, checkpoint) or the run failed, 2 bad usage.
 int run_train(const TrainOptions& o) {
     TrainConfig config;
     try {
-        config = build_config(o);
+        config = base_config(o);
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "error: %s\n", e.what());
+        report(e.what());
         return 1;
+    }
+    try {
+        apply_flags(o, config);
+    } catch (const std::exception& e) {
+        report(e.what());
+        return 2;
     }
     if (o.print_config) {
         std::printf("%s\n", train_config_to_json(config).c_str());
@@ -116,7 +130,7 @@ int run_train(const TrainOptions& o) {
     try {
         trainer.emplace(config);
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "error: %s\n", e.what());
+        report(e.what());
         return 1;
     }
     const int replicas = trainer->replicas();
@@ -138,7 +152,7 @@ int run_train(const TrainOptions& o) {
         s = trainer->run();
     } catch (const std::exception& e) {
         progress.finish();
-        std::fprintf(stderr, "error: %s\n", e.what());
+        report(e.what());
         return 1;
     }
     std::signal(SIGINT, SIG_DFL);
@@ -160,8 +174,8 @@ int run_train(const TrainOptions& o) {
         print_table(s);
     }
     if (!s.error.empty()) {
-        std::fprintf(stderr, "error: %s\n", s.error.c_str());
-        return 2;
+        report(s.error);
+        return 1;
     }
     return 0;
 }

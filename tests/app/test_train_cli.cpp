@@ -116,14 +116,15 @@ TEST(TrainCli, BadInputIsAClearError) {
     std::ofstream(bad) << R"({"model": {"d_model": 64, "layers": 2}})";
     Result r = run("--config " + bad.string());
     EXPECT_EQ(r.status, 1);
-    EXPECT_NE(r.err.find(bad.string() + ": unknown field 'model.layers'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("fp8scope-engine: error: " + bad.string() + ": unknown field 'model.layers'"),
+              std::string::npos) << r.err;
 
     r = run(tiny() + " --set optimizer.beta2=1.5");
-    EXPECT_EQ(r.status, 1);
+    EXPECT_EQ(r.status, 2);  // bad usage
     EXPECT_NE(r.err.find("field 'optimizer.beta2': out of range [0, 1), got 1.5"), std::string::npos) << r.err;
 
     r = run(tiny() + " --recipe fp4");
-    EXPECT_EQ(r.status, 1);
+    EXPECT_EQ(r.status, 2);
     EXPECT_NE(r.err.find("fp4"), std::string::npos) << r.err;
 
     fs::path tokens = scratch() / "tokens.bin";
