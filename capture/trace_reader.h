@@ -1,0 +1,71 @@
+// Reading a trace: the GUI's only way to a recorded run. Opens finished traces and
+// traces still being written (HDF5 SWMR), follows a growing file with refresh(), and
+// gives random access by run, step, linear, GEMM, operand and recipe. Corrupt, truncated
+// or foreign files are rejected with a TraceError that names the file and the problem;
+// a reader never crashes on a bad file.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "trace_records.h"
+
+namespace fp8scope::trace {
+
+class TraceError : public std::runtime_error {
+public:
+    TraceError(const std::string& path, const std::string& problem)
+        : std::runtime_error(path + ": " + problem), path_(path) {}
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+};
+
+// Scalar figures of one operand at one capture step, for plots over steps.
+struct OperandPoint {
+    std::int64_t step = 0;
+    std::int32_t recipe_in_use = -1;
+    double amax = 0, scale = kNone, kurtosis = 0, dynamic_range = 0;
+    std::vector<ErrorStats> errors;  // one per recipe (recipe names empty: use meta)
+};
+
+class TraceReader {
+public:
+    // Throws TraceError: missing file, not HDF5, not an fp8scope trace, newer format
+    // version, missing or malformed objects.
+    explicit TraceReader(const std::string& path);
+    ~TraceReader();
+    TraceReader(TraceReader&&) noexcept;
+    TraceReader& operator=(TraceReader&&) noexcept;
+
+    const std::string& path() const;
+    const TraceMeta& meta() const;
+    // Re-reads the extent of every dataset of a growing file; true when rows were added.
+    bool refresh();
+
+    std::vector<StepRecord> steps(int run) const;
+    std::int64_t last_step(int run) const;  // -1 when none
+    std::vector<EventRecord> events() const;
+    // Per-step amax/scale of every operand slot, steps in [from, to].
+    std::vector<ScalingRecord> scaling(int run, std::int64_t from, std::int64_t to) const;
+
+    std::vector<std::int64_t> capture_steps(int run) const;
+    std::optional<OperandRecord> operand(const OperandKey& key) const;
+    std::vector<OperandRecord> operands(int run, std::int64_t step) const;
+    std::vector<OperandPoint> operand_series(int run, int linear, Gemm gemm, Operand operand) const;
+
+    std::vector<std::int64_t> blockmap_steps(int run) const;
+    std::vector<BlockMapRecord> blockmaps(const OperandKey& key) const;
+
+    std::vector<OpRecord> ops(int run, std::int64_t from, std::int64_t to) const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fp8scope::trace

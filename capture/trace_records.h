@@ -1,0 +1,139 @@
+// The trace data model: what a run records, in plain structs shared by the HDF5 writer,
+// the reader, the live stream and the GUI's series store. Live streaming and file loading
+// produce the same records, so views never know which one they are reading.
+//
+// Run -> step -> linear layer -> GEMM (fprop, dgrad, wgrad) -> operand (x, w, dy).
+// Names (runs, linears, recipes, ops) are stored once in the metadata and referred to by
+// id (their index), because an HDF5 file in SWMR mode cannot append strings.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "engine/model.h"
+#include "engine/training_recipe.h"
+#include "fp8/stats.h"
+
+namespace fp8scope::trace {
+
+constexpr int kFormatVersion = 1;
+constexpr double kNone = std::numeric_limits<double>::quiet_NaN();  // "not computed"
+
+struct RunInfo {
+    std::string name;    // "baseline", "delayed", ...: the replica of a lock-step run
+    std::string recipe;  // training recipe it started with
+};
+
+// Written before appending starts; fixed for the life of the trace.
+struct TraceMeta {
+    int format_version = kFormatVersion;
+    std::string tool_version;
+    std::string created;            // ISO 8601 UTC
+    std::string machine;            // host, CPU or GPU
+    std::string config_json;        // the run's full configuration
+    std::vector<RunInfo> runs;
+    std::vector<LinearInfo> linears;
+    std::vector<std::string> recipes;           // analysis (shadow) recipes; an id is an index
+    std::vector<std::string> training_recipes;  // training recipe names; an id is an index
+    std::vector<std::string> ops;               // op and kernel names; an id is an index
+    std::int64_t capture_every = 0;             // operand statistics every N steps
+    std::int64_t blockmap_every = 0;            // block maps every N steps (0: never)
+};
+
+struct StepRecord {
+    std::int32_t run = 0;
+    std::int64_t step = 0;
+    double loss = kNone;
+    double eval_loss = kNone;  // NaN unless computed at this step
+    double lr = kNone;
+    double grad_norm = kNone;
+    double step_time_s = kNone;
+    double tokens_per_s = kNone;
+    std::int32_t recipe = -1;  // training recipe id in use for this step
+};
+
+enum class EventKind : std::int32_t {
+    Rewind = 0,        // restored the last good checkpoint, skipped a batch
+    RecipeSwitch = 1,  // detail: "from -> to"
+    Pause = 2,
+    Resume = 3,
+    Stop = 4,
+    NonFinite = 5,     // NaN/Inf loss or gradient
+    LossSpike = 6,
+    Checkpoint = 7,    // detail: path
+    CaptureInterval = 8,
+    Start = 9,
+    End = 10,
+};
+const char* event_kind_name(EventKind k);
+
+struct EventRecord {
+    std::int32_t run = 0;
+    std::int64_t step = 0;
+    EventKind kind = EventKind::Start;
+    std::string detail;  // at most kEventDetailChars characters are kept
+};
+constexpr int kEventDetailChars = 255;
+
+struct OperandKey {
+    std::int32_t run = 0;
+    std::int64_t step = 0;
+    std::int32_t linear = 0;
+    Gemm gemm = Gemm::Fprop;
+    Operand operand = Operand::X;
+};
+
+// One GEMM operand at a capture step: its statistics, and its quantization error under
+// the recipe in use and under every shadow recipe (the what-if comparison).
+struct OperandRecord {
+    OperandKey key;
+    std::int32_t recipe_in_use = -1;  // id into TraceMeta::recipes; -1 when unquantized
+    double scale = kNone;             // per-tensor scale in use (NaN for block recipes)
+    TensorStats stats;                // incl. histogram, channel absmax and top values
+    std::vector<ErrorStats> errors;   // one per TraceMeta::recipes, same order
+    std::vector<float> amax_history;  // delayed scaling's window, oldest first
+};
+
+// Amax and scale in use of every operand of every linear layer at one step: dense and
+// cheap, recorded every step so amax spikes that delayed scaling misses are visible.
+// Index with operand_slot().
+struct ScalingRecord {
+    std::int32_t run = 0;
+    std::int64_t step = 0;
+    std::vector<float> amax;   // (n_linears * kOperandsPerLinear)
+    std::vector<float> scale;  // per-tensor scale in use; NaN for block recipes / unquantized
+};
+
+// Each GEMM has two operands: fprop (x, w), dgrad (dy, w), wgrad (dy, x).
+constexpr int kOperandsPerLinear = 6;
+int operand_slot(int linear, Gemm gemm, Operand operand);  // -1 if the GEMM has no such operand
+
+// Per-tile maps of one operand under one recipe at a block-map step. All recipes of an
+// operand share one tile grid, so their heatmaps line up with one colour scale.
+struct BlockMapRecord {
+    OperandKey key;
+    std::int32_t recipe = 0;           // id into TraceMeta::recipes
+    std::int64_t rows = 0, cols = 0;   // the operand
+    std::int32_t tile_rows = 0, tile_cols = 0;
+    std::int32_t grid_rows = 0, grid_cols = 0;
+    std::vector<float> absmax;         // (grid_rows, grid_cols): max |x| per tile
+    std::vector<float> scale_inv;      // the recipe's scale_inv covering each tile (max)
+    std::vector<float> sqnr_db;        // quantization SQNR per tile
+};
+
+// A timed op (CPU) or kernel (CUPTI) of a step.
+struct OpRecord {
+    std::int32_t run = 0;
+    std::int64_t step = 0;
+    std::int32_t op = 0;       // id into TraceMeta::ops
+    std::int32_t linear = -1;
+    std::int32_t layer = -1;
+    std::int32_t device = -1;  // -1: CPU
+    std::int32_t stream = 0;   // CPU: thread
+    std::int64_t start_ns = 0, end_ns = 0;
+};
+
+}  // namespace fp8scope::trace
