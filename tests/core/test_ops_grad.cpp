@@ -162,8 +162,8 @@ TEST(OpsGrad, SoftmaxCrossEntropy) {
     const std::size_t N = 6, V = 9;
     auto logits = randn(N * V, 51, 3.0f);
     std::vector<std::int32_t> tgt = {0, 8, 3, 3, 5, 1};
-    std::vector<float> probs(N * V), losses(N);
-    float loss = ops::softmax_ce_forward(probs.data(), losses.data(), logits.data(), tgt.data(), N, int(V));
+    std::vector<float> probs = logits, losses(N);  // in place, as the model runs it
+    float loss = ops::softmax_ce_forward(probs.data(), losses.data(), probs.data(), tgt.data(), N, int(V));
     EXPECT_NEAR(loss, ref::cross_entropy(to64(logits), tgt, N, V), 1e-5);
     std::vector<float> dlogits = probs;
     ops::softmax_ce_backward(dlogits.data(), dlogits.data(), tgt.data(), N, int(V));  // in place, as the model does

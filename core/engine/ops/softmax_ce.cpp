@@ -14,6 +14,7 @@ float softmax_ce_forward(float* probs, float* losses, const float* logits, const
         for (std::int64_t n = begin; n < end; ++n) {
             const float* x = logits + n * V;
             float* p = probs + n * V;
+            const float target_logit = x[targets[n]];  // read before an in-place write
             float maxv = -INFINITY;
             for (int v = 0; v < V; ++v) maxv = std::fmax(maxv, x[v]);
             double sum = 0;
@@ -23,7 +24,7 @@ float softmax_ce_forward(float* probs, float* losses, const float* logits, const
             }
             float inv = float(1.0 / sum);
             // -log p[target] from the log-sum-exp, accurate even when p[target] underflows
-            losses[n] = float(std::log(sum) - double(x[targets[n]] - maxv));
+            losses[n] = float(std::log(sum) - double(target_logit - maxv));
             for (int v = 0; v < V; ++v) p[v] *= inv;
         }
     });
