@@ -194,5 +194,93 @@ TEST(Model, EvaluateMatchesForwardAndDoesNotEnableBackward) {
     EXPECT_THROW(m.forward(tok.data(), tgt.data(), 1, 33), std::invalid_argument);  // T > max_seq
 }
 
+// Counts what a training step hands to the sink.
+class CountingSink : public CaptureSink {
+public:
+    std::map<std::pair<int, int>, int> per_gemm_operand;  // (gemm, operand) -> count
+    std::size_t x_history = 0;                             // blocks.0.attn.qkv fprop x
+    bool x_delayed = false;
+    std::map<std::string, int> ops;
+    void on_operand(const OperandCapture& o) override {
+        ++per_gemm_operand[{int(o.gemm), int(o.operand)}];
+        if (o.linear == 0 && o.gemm == Gemm::Fprop && o.operand == Operand::X) {
+            x_delayed = o.delayed != nullptr;
+            x_history = o.delayed ? o.delayed->history().size() : 0;
+        }
+    }
+    void on_op(const OpTiming& t) override { ++ops[std::string(t.op)]; }
+};
+
+TEST(Model, CaptureStepHandsSixOperandsPerLinearAndTimesOps) {
+    Model m(small());
+    m.init(1);
+    m.set_recipe(training_recipe("current"));
+    CountingSink sink;
+    m.set_capture(&sink, false);
+    train(m, 1);
+    EXPECT_TRUE(sink.per_gemm_operand.empty());  // timings only
+    EXPECT_EQ(sink.ops["attention"], 2 * 2);     // forward and backward of 2 layers
+    EXPECT_EQ(sink.ops["fprop"], 8);
+    EXPECT_GT(sink.ops["quantize"], 0);
+    m.set_capture(&sink, true);
+    train(m, 1);
+    ASSERT_EQ(sink.per_gemm_operand.size(), 6u);
+    for (const auto& [key, count] : sink.per_gemm_operand) EXPECT_EQ(count, 8) << key.first << "," << key.second;
+    sink.ops.clear();
+    m.set_capture(nullptr, false);
+    train(m, 1);
+    EXPECT_TRUE(sink.ops.empty());
+}
+
+TEST(Model, SetRecipeSwitchesAndKeepsDelayedHistories) {
+    Model m(small());
+    m.init(1);
+    CountingSink sink;
+    m.set_recipe(training_recipe("delayed"));
+    train(m, 2);
+    m.set_recipe(training_recipe("current"));
+    m.set_capture(&sink, true);
+    train(m, 1);
+    EXPECT_FALSE(sink.x_delayed);
+    m.set_recipe(training_recipe("delayed"));
+    train(m, 1);
+    EXPECT_TRUE(sink.x_delayed);
+    EXPECT_EQ(sink.x_history, 2u);  // the two delayed steps before the switch, not the current one
+    EXPECT_EQ(m.recipe().name, "delayed");
+}
+
+TEST(Model, RecipeStateRestoresDelayedScalingBitwise) {
+    Model a(small()), b(small());
+    a.init(9);
+    a.set_recipe(training_recipe("delayed"));
+    train(a, 3);
+    std::copy(a.params().begin(), a.params().end(), b.params().begin());
+    b.set_recipe(training_recipe("delayed"));
+    b.load_recipe_state(a.save_recipe_state());
+    float la = train(a, 1)[0], lb = train(b, 1)[0];
+    EXPECT_EQ(la, lb);
+    EXPECT_EQ(std::memcmp(a.grads().data(), b.grads().data(), a.grads().size_bytes()), 0);
+    Model fresh(small());  // without the histories the first delayed step uses scale 1
+    std::copy(a.params().begin(), a.params().end(), fresh.params().begin());
+    b.load_recipe_state(a.save_recipe_state());
+    fresh.set_recipe(training_recipe("delayed"));
+    EXPECT_NE(train(fresh, 1)[0], train(b, 1)[0]);
+}
+
+TEST(Model, EveryFp8RecipeTrainsCloseToBaseline) {
+    for (const auto& name : training_recipe_names()) {
+        ModelConfig c = small();
+        c.mlp = MlpKind::SwiGLU;
+        c.smooth_swiglu = true;
+        Model m(c);
+        m.init(1);
+        m.set_recipe(training_recipe(name));
+        auto losses = train(m, 40);
+        EXPECT_NEAR(losses.front(), std::log(16.0), 0.2) << name;
+        EXPECT_LT(losses.back(), 0.3f * losses.front()) << name;
+        for (float l : losses) EXPECT_TRUE(std::isfinite(l)) << name;
+    }
+}
+
 }  // namespace
 }  // namespace fp8scope
