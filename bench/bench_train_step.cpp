@@ -9,6 +9,7 @@
 //
 // usage: bench_train_step [--layers 12] [--width 768] [--heads 12] [--vocab 50257]
 //                         [--seq 64] [--batch 4] [--steps 2] [--warmup 1] [--recipes a,b,...]
+//                         [--profile 1]   (per-op time of the last step, from the capture sink)
 #include <cblas.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -52,6 +54,14 @@ double step_flops(const ModelConfig& c, int B, int T) {
     return linear + head + attention;
 }
 
+// Sums the op timings the model reports, per op name.
+class OpProfile : public CaptureSink {
+public:
+    std::map<std::string, double> ms;
+    void on_operand(const OperandCapture&) override {}
+    void on_op(const OpTiming& t) override { ms[std::string(t.op)] += (t.end_ns - t.start_ns) * 1e-6; }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -60,7 +70,7 @@ int main(int argc, char** argv) {
     c.d_model = 768;
     c.n_head = 12;
     c.vocab_size = 50257;
-    int B = 4, T = 64, steps = 2, warmup = 1;
+    int B = 4, T = 64, steps = 2, warmup = 1, profile = 0;
     std::string recipes = "baseline,delayed,delayed_e4m3,current,blockwise,mxfp8";
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string k = argv[i];
@@ -74,6 +84,7 @@ int main(int argc, char** argv) {
         else if (k == "--steps") steps = std::atoi(v);
         else if (k == "--warmup") warmup = std::atoi(v);
         else if (k == "--recipes") recipes = v;
+        else if (k == "--profile") profile = std::atoi(v);
         else {
             std::fprintf(stderr, "unknown option %s\n", k.c_str());
             return 2;
@@ -125,6 +136,14 @@ int main(int argc, char** argv) {
                     100.0 * gflops / peak,
                     base_ms > 0 ? (std::to_string(int(100.0 * (ms / base_ms - 1) + 0.5)) + "%").c_str() : "-",
                     loss);
+        if (profile) {
+            OpProfile prof;
+            model.set_capture(&prof, false);
+            model.forward(tok.data(), tgt.data(), B, T);
+            model.backward();
+            model.set_capture(nullptr, false);
+            for (const auto& [op, t] : prof.ms) std::printf("    %-14s %8.1f ms\n", op.c_str(), t);
+        }
     }
     return 0;
 }

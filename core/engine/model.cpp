@@ -2,6 +2,7 @@
 // carved tensors. Backward overwrites every parameter gradient (each parameter is used
 // once per step, the embeddings are zeroed and then scatter-added), and accumulates the
 // residual stream's gradient in dresidual, which every block adds into with +=.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -61,13 +62,21 @@ public:
         z ^= z >> 31;
         return (double(z >> 11) + 0.5) * 0x1.0p-53;
     }
-    double normal() {
-        double u1 = uniform(), u2 = uniform();
-        return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+    double normal() {  // both values of a Box-Muller pair are used
+        if (have_spare_) {
+            have_spare_ = false;
+            return spare_;
+        }
+        double r = std::sqrt(-2.0 * std::log(uniform())), phi = 6.283185307179586 * uniform();
+        spare_ = r * std::sin(phi);
+        have_spare_ = true;
+        return r * std::cos(phi);
     }
 
 private:
     std::uint64_t state_;
+    double spare_ = 0;
+    bool have_spare_ = false;
 };
 
 }  // namespace
@@ -249,19 +258,30 @@ Model::~Model() = default;
 const ModelConfig& Model::config() const { return impl_->config; }
 
 void Model::init(std::uint64_t seed) {
-    NormalRng rng(seed);
+    // Each (tensor, chunk) draws from its own stream, seeded from (seed, tensor, chunk), so
+    // chunks fill in parallel and the values do not depend on the thread count.
+    constexpr std::int64_t kChunk = 1 << 16;
     const double residual_std = 0.02 / std::sqrt(2.0 * impl_->config.n_layer);
-    for (const ParamTensor& t : impl_->tensors) {
+    const auto& tensors = impl_->tensors;
+    for (std::size_t ti = 0; ti < tensors.size(); ++ti) {
+        const ParamTensor& t = tensors[ti];
         float* w = impl_->params.data() + t.offset;
         const std::string& n = t.name;
         auto ends_with = [&](std::string_view s) { return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
-        if (t.shape.size() == 2) {
-            double std = (ends_with("attn.proj.weight") || ends_with("mlp.fc2.weight")) ? residual_std : 0.02;
-            for (std::size_t i = 0; i < t.numel(); ++i) w[i] = float(std * rng.normal());
-        } else {
+        const std::int64_t count = std::int64_t(t.numel());
+        if (t.shape.size() != 2) {
             float v = ends_with(".weight") ? 1.0f : 0.0f;  // norm gains 1, biases 0
-            for (std::size_t i = 0; i < t.numel(); ++i) w[i] = v;
+            std::fill(w, w + count, v);
+            continue;
         }
+        const double std = (ends_with("attn.proj.weight") || ends_with("mlp.fc2.weight")) ? residual_std : 0.02;
+        parallel_for((count + kChunk - 1) / kChunk, 1, 0, [&](std::int64_t c0, std::int64_t c1) {
+            for (std::int64_t c = c0; c < c1; ++c) {
+                NormalRng rng(seed * 0x9E3779B97F4A7C15ull ^ (std::uint64_t(ti) << 40) ^ std::uint64_t(c));
+                for (std::int64_t i = c * kChunk; i < std::min(count, (c + 1) * kChunk); ++i)
+                    w[i] = float(std * rng.normal());
+            }
+        });
     }
 }
 

@@ -1,10 +1,12 @@
-// GELU and SwiGLU, elementwise over rows. The Smooth-SwiGLU absmax is a max, which does
+// GELU and SwiGLU, elementwise over rows, with the vectorizable exp of vec_math.h
+// (libm's tanhf/expf are scalar calls and made GELU cost as much as a GEMM). The Smooth-SwiGLU absmax is a max, which does
 // not depend on the order of evaluation, so channel ranges run in parallel freely.
 #include "engine/ops/activation.h"
 
 #include <algorithm>
 #include <cmath>
 
+#include "engine/ops/vec_math.h"
 #include "util/parallel.h"
 
 namespace fp8scope::ops {
@@ -17,7 +19,7 @@ void gelu_forward(float* out, const float* inp, std::int64_t n) {
         for (std::int64_t i = begin; i < end; ++i) {
             float x = inp[i];
             float u = kGeluC * (x + 0.044715f * x * x * x);
-            out[i] = 0.5f * x * (1.0f + std::tanh(u));
+            out[i] = 0.5f * x * (1.0f + tanh_approx(u));
         }
     });
 }
@@ -27,7 +29,7 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_
         for (std::int64_t i = begin; i < end; ++i) {
             float x = inp[i];
             float u = kGeluC * (x + 0.044715f * x * x * x);
-            float th = std::tanh(u);
+            float th = tanh_approx(u);
             float sech2 = 1.0f - th * th;
             float du = kGeluC * (1.0f + 3.0f * 0.044715f * x * x);
             dinp[i] = (0.5f * (1.0f + th) + 0.5f * x * sech2 * du) * dout[i];
@@ -41,7 +43,7 @@ void swiglu_forward(float* out, const float* inp, std::int64_t N, int H) {
             const float* g = inp + n * 2 * H;
             const float* u = g + H;
             float* o = out + n * H;
-            for (int j = 0; j < H; ++j) o[j] = g[j] / (1.0f + std::exp(-g[j])) * u[j];
+            for (int j = 0; j < H; ++j) o[j] = g[j] * sigmoid_approx(g[j]) * u[j];
         }
     });
 }
@@ -55,7 +57,7 @@ void swiglu_backward(float* dinp, const float* inp, const float* dout, std::int6
             float* dg = dinp + n * 2 * H;
             float* du = dg + H;
             for (int j = 0; j < H; ++j) {
-                float sig = 1.0f / (1.0f + std::exp(-g[j]));
+                float sig = sigmoid_approx(g[j]);
                 float silu = g[j] * sig;
                 du[j] = d[j] * silu;
                 dg[j] = d[j] * u[j] * sig * (1.0f + g[j] * (1.0f - sig));

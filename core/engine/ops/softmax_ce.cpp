@@ -1,9 +1,11 @@
 // Fused softmax cross-entropy, one row per task; the mean over rows is summed afterwards
-// in row order, so the loss is bitwise independent of the thread count.
+// in row order, so the loss is bitwise independent of the thread count. Row max, exp and
+// sum use the lane-parallel kernels of vec_math.h.
 #include "engine/ops/softmax_ce.h"
 
 #include <cmath>
 
+#include "engine/ops/vec_math.h"
 #include "util/parallel.h"
 
 namespace fp8scope::ops {
@@ -15,13 +17,8 @@ float softmax_ce_forward(float* probs, float* losses, const float* logits, const
             const float* x = logits + n * V;
             float* p = probs + n * V;
             const float target_logit = x[targets[n]];  // read before an in-place write
-            float maxv = -INFINITY;
-            for (int v = 0; v < V; ++v) maxv = std::fmax(maxv, x[v]);
-            double sum = 0;
-            for (int v = 0; v < V; ++v) {
-                p[v] = std::exp(x[v] - maxv);
-                sum += p[v];
-            }
+            const float maxv = max_of(x, V);
+            const double sum = exp_shifted_sum(p, x, maxv, V);
             float inv = float(1.0 / sum);
             // -log p[target] from the log-sum-exp, accurate even when p[target] underflows
             losses[n] = float(std::log(sum) - double(target_logit - maxv));
