@@ -8,7 +8,7 @@
 // backward twice the forward). N = B*T tokens.
 //
 // usage: bench_train_step [--layers 12] [--width 768] [--heads 12] [--vocab 50257]
-//                         [--seq 64] [--batch 4] [--steps 2] [--warmup 1] [--recipes a,b,...]
+//                         [--seq 64] [--batch 4] [--steps 1] [--warmup 1] [--recipes a,b,...]
 //                         [--profile 1]   (per-op time of the last step, from the capture sink)
 #include <cblas.h>
 
@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
     c.d_model = 768;
     c.n_head = 12;
     c.vocab_size = 50257;
-    int B = 4, T = 64, steps = 2, warmup = 1, profile = 0;
+    int B = 4, T = 64, steps = 1, warmup = 1, profile = 0;
     std::string recipes = "baseline,delayed,delayed_e4m3,current,blockwise,mxfp8";
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string k = argv[i];
@@ -99,10 +99,13 @@ int main(int argc, char** argv) {
     std::printf("model L=%d C=%d NH=%d V=%d, B=%d T=%d, %.1f GFLOP per step, %d step(s) after %d warmup\n",
                 c.n_layer, c.d_model, c.n_head, c.vocab_size, B, T, step_flops(c, B, T) * 1e-9, steps, warmup);
 
-    auto t_init = std::chrono::steady_clock::now();
+    auto t_alloc = std::chrono::steady_clock::now();
     Model model(c);
+    double alloc_s = seconds_since(t_alloc);
+    auto t_init = std::chrono::steady_clock::now();
     model.init(1);
-    std::printf("init %.1f s, %.1f M parameters\n", seconds_since(t_init), model.params().size() * 1e-6);
+    std::printf("allocate %.1f s, init %.1f s, %.1f M parameters\n", alloc_s, seconds_since(t_init),
+                model.params().size() * 1e-6);
 
     std::vector<std::int32_t> tok(static_cast<std::size_t>(N)), tgt(static_cast<std::size_t>(N));
     for (int i = 0; i < N; ++i) {

@@ -62,12 +62,12 @@ public:
         z ^= z >> 31;
         return (double(z >> 11) + 0.5) * 0x1.0p-53;
     }
-    double normal() {  // both values of a Box-Muller pair are used
+    float normal() {  // both values of a Box-Muller pair; float math is plenty for init
         if (have_spare_) {
             have_spare_ = false;
             return spare_;
         }
-        double r = std::sqrt(-2.0 * std::log(uniform())), phi = 6.283185307179586 * uniform();
+        float r = std::sqrt(-2.0f * std::log(float(uniform()))), phi = 6.28318531f * float(uniform());
         spare_ = r * std::sin(phi);
         have_spare_ = true;
         return r * std::cos(phi);
@@ -75,7 +75,7 @@ public:
 
 private:
     std::uint64_t state_;
-    double spare_ = 0;
+    float spare_ = 0;
     bool have_spare_ = false;
 };
 
@@ -261,7 +261,7 @@ void Model::init(std::uint64_t seed) {
     // Each (tensor, chunk) draws from its own stream, seeded from (seed, tensor, chunk), so
     // chunks fill in parallel and the values do not depend on the thread count.
     constexpr std::int64_t kChunk = 1 << 16;
-    const double residual_std = 0.02 / std::sqrt(2.0 * impl_->config.n_layer);
+    const float residual_std = float(0.02 / std::sqrt(2.0 * impl_->config.n_layer));
     const auto& tensors = impl_->tensors;
     for (std::size_t ti = 0; ti < tensors.size(); ++ti) {
         const ParamTensor& t = tensors[ti];
@@ -274,12 +274,12 @@ void Model::init(std::uint64_t seed) {
             std::fill(w, w + count, v);
             continue;
         }
-        const double std = (ends_with("attn.proj.weight") || ends_with("mlp.fc2.weight")) ? residual_std : 0.02;
+        const float std = (ends_with("attn.proj.weight") || ends_with("mlp.fc2.weight")) ? residual_std : 0.02f;
         parallel_for((count + kChunk - 1) / kChunk, 1, 0, [&](std::int64_t c0, std::int64_t c1) {
             for (std::int64_t c = c0; c < c1; ++c) {
                 NormalRng rng(seed * 0x9E3779B97F4A7C15ull ^ (std::uint64_t(ti) << 40) ^ std::uint64_t(c));
                 for (std::int64_t i = c * kChunk; i < std::min(count, (c + 1) * kChunk); ++i)
-                    w[i] = float(std * rng.normal());
+                    w[i] = std * rng.normal();
             }
         });
     }
