@@ -3,6 +3,13 @@
 // the layer's "columnwise = transposed rowwise" shortcut is checked too), then a float64
 // GEMM. Delayed scaling is mirrored by the test's own DelayedState objects. Shapes are
 // multiples of 32 (MX blocks) but not of 128, so blockwise edge blocks are partial.
+//
+// Power-of-two block scales make a cast orientation-blind except where a block's amax
+// pushes small elements into subnormals. So the operands have rows that alternate
+// between 1 and 2^-18, with the other operand of each GEMM carrying the inverse factor:
+// every product then matters, and the crushed rows of a wrongly oriented cast change
+// the result by O(1). Results are compared per element against the float32 GEMM error
+// bound (|a| |b| summed), since their magnitudes span 2^36.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -52,7 +59,23 @@ Vec gemm_nt(const std::vector<float>& a, const std::vector<float>& b, std::int64
     return c;
 }
 
-// max |got - want| relative to max |want|; float32 accumulation over <= 160 terms.
+// max over elements of |got - want| / sum_p |a_ip| |b_jp|, for c = a b^T (a: m x k, b: n x k)
+double bound_error(const std::vector<float>& got, const Vec& want, const std::vector<float>& a,
+                   const std::vector<float>& b, std::int64_t m, std::int64_t n, std::int64_t k) {
+    std::vector<float> aa(a), bb(b);
+    for (auto& v : aa) v = std::abs(v);
+    for (auto& v : bb) v = std::abs(v);
+    Vec bound = gemm_nt(aa, bb, m, n, k);
+    double worst = 0;
+    for (std::size_t i = 0; i < want.size(); ++i)
+        if (bound[i] > 0) worst = std::max(worst, std::abs(got[i] - want[i]) / bound[i]);
+    return worst;
+}
+
+// float32 accumulation over k <= 160 terms stays below 160 * 2^-24 ~ 1e-5 of the bound.
+constexpr double kGemmTol = 2e-5;
+
+// max |got - want| relative to max |want|
 double rel_error(const std::vector<float>& got, const Vec& want) {
     double err = 0, scale = 0;
     for (std::size_t i = 0; i < want.size(); ++i) {
@@ -60,6 +83,18 @@ double rel_error(const std::vector<float>& got, const Vec& want) {
         scale = std::max(scale, std::abs(want[i]));
     }
     return err / scale;
+}
+
+// Row r of the matrix (rows x cols) times 2^-18 when r is odd (or, inverse, divided by it).
+void scale_odd_rows(std::vector<float>& m, std::int64_t cols, bool inverse) {
+    const float f = std::ldexp(1.0f, inverse ? 18 : -18);
+    for (std::size_t i = 0; i < m.size(); ++i)
+        if ((std::int64_t(i) / cols) % 2 == 1) m[i] *= f;
+}
+void scale_odd_cols(std::vector<float>& m, std::int64_t cols, bool inverse) {
+    const float f = std::ldexp(1.0f, inverse ? 18 : -18);
+    for (std::size_t i = 0; i < m.size(); ++i)
+        if ((std::int64_t(i) % cols) % 2 == 1) m[i] *= f;
 }
 
 struct Captured {
@@ -111,19 +146,19 @@ TEST_P(Fp8LinearRecipe, GemmsSeeTheQuantizedOperandsOfTheirOrientation) {
 
     for (int step = 0; step < 3; ++step) {  // the amax grows, so delayed scales move
         auto X = randn(N * K, 10 + step, 1.0f + 2 * step), W = randn(M * K, 20 + step, 0.05f);
-        auto b = randn(M, 30), dY = randn(N * M, 40 + step, 1e-3f * (step + 1));
+        auto dY = randn(N * M, 40 + step, 1e-3f * (step + 1));
+        scale_odd_rows(X, K, false);  // X rows n: f_n
+        scale_odd_rows(W, K, false);  // W rows m: g_m
+        scale_odd_rows(dY, M, true);  // dY: 1 / (f_n g_m)
+        scale_odd_cols(dY, M, true);
         std::vector<float> Y(N * M), dX(N * K), dW(M * K), db(M);
         sink.operands.clear();
-        lin.forward(0, X.data(), W.data(), b.data(), Y.data(), N, nullptr, true);
+        lin.forward(0, X.data(), W.data(), nullptr, Y.data(), N, nullptr, true);
         auto cx = sx, cw = sw;  // states as the forward cast saw them
         auto Xq = fake_q(X, N, K, recipe.x, ptr(sx)), Wq = fake_q(W, M, K, recipe.w, ptr(sw));
-        Vec Yref = gemm_nt(Xq, Wq, N, M, K);
-        for (std::int64_t i = 0; i < N * M; ++i) Yref[std::size_t(i)] += b[std::size_t(i % M)];
-        EXPECT_LT(rel_error(Y, Yref), 1e-5) << "fprop step " << step;
+        EXPECT_LT(bound_error(Y, gemm_nt(Xq, Wq, N, M, K), Xq, Wq, N, M, K), kGemmTol) << "fprop step " << step;
         if (recipe.quantized()) {  // and the check can tell quantized from float32
-            Vec Yf = gemm_nt(X, W, N, M, K);
-            for (std::int64_t i = 0; i < N * M; ++i) Yf[std::size_t(i)] += b[std::size_t(i % M)];
-            EXPECT_GT(rel_error(Y, Yf), 1e-4) << "fprop step " << step;
+            EXPECT_GT(bound_error(Y, gemm_nt(X, W, N, M, K), X, W, N, M, K), 1e-3) << "fprop step " << step;
         }
 
         lin.backward(0, dY.data(), X.data(), W.data(), dX.data(), dW.data(), db.data(), N, nullptr);
@@ -131,15 +166,11 @@ TEST_P(Fp8LinearRecipe, GemmsSeeTheQuantizedOperandsOfTheirOrientation) {
         auto dYq = fake_q(dY, N, M, recipe.dy, ptr(sdy));
         auto cw2 = cw;
         auto Wtq = fake_q(transposed(W, M, K), K, M, recipe.w, ptr(cw2));
-        EXPECT_LT(rel_error(dX, gemm_nt(dYq, Wtq, N, K, M)), 1e-5) << "dgrad step " << step;
+        EXPECT_LT(bound_error(dX, gemm_nt(dYq, Wtq, N, K, M), dYq, Wtq, N, K, M), kGemmTol) << "dgrad step " << step;
         auto cdy2 = cdy, cx2 = cx;
         auto dYtq = fake_q(transposed(dY, N, M), M, N, recipe.dy, ptr(cdy2));
         auto Xtq = fake_q(transposed(X, N, K), K, N, recipe.x, ptr(cx2));
-        EXPECT_LT(rel_error(dW, gemm_nt(dYtq, Xtq, M, K, N)), 1e-5) << "wgrad step " << step;
-        Vec dbref(M, 0.0);
-        for (std::int64_t i = 0; i < N * M; ++i) dbref[std::size_t(i % M)] += dY[std::size_t(i)];
-        EXPECT_LT(rel_error(db, dbref), 1e-5);
-
+        EXPECT_LT(bound_error(dW, gemm_nt(dYtq, Xtq, M, K, N), dYtq, Xtq, M, K, N), kGemmTol) << "wgrad step " << step;
         // Six operands, each in its GEMM's orientation (contraction dimension last).
         struct Want {
             Gemm g;
@@ -180,6 +211,20 @@ TEST_P(Fp8LinearRecipe, GemmsSeeTheQuantizedOperandsOfTheirOrientation) {
 
 INSTANTIATE_TEST_SUITE_P(Recipes, Fp8LinearRecipe,
                          ::testing::Values("baseline", "delayed", "delayed_e4m3", "current", "blockwise", "mxfp8"));
+
+TEST(Fp8Linear, BiasAndItsGradientStayFloat32) {
+    Fp8Linear lin({LinearInfo{"l", 0, K, M}});
+    lin.set_recipe(training_recipe("current"));
+    auto X = randn(N * K, 1), W = randn(M * K, 2), b = randn(M, 3), dY = randn(N * M, 4);
+    std::vector<float> Y(N * M), Yb(N * M), dX(N * K), dW(M * K), db(M);
+    lin.forward(0, X.data(), W.data(), nullptr, Y.data(), N, nullptr, true);
+    lin.forward(0, X.data(), W.data(), b.data(), Yb.data(), N, nullptr, true);
+    for (std::int64_t i = 0; i < N * M; ++i) ASSERT_EQ(Yb[std::size_t(i)], Y[std::size_t(i)] + b[std::size_t(i % M)]);
+    lin.backward(0, dY.data(), X.data(), W.data(), dX.data(), dW.data(), db.data(), N, nullptr);
+    Vec dbref(M, 0.0);
+    for (std::int64_t i = 0; i < N * M; ++i) dbref[std::size_t(i % M)] += dY[std::size_t(i)];  // unquantized dY
+    EXPECT_LT(rel_error(db, dbref), 1e-6);
+}
 
 TEST(Fp8Linear, SmoothSwigluQuantizesScaledChannelsAndUndoesTheScale) {
     for (const char* name : {"baseline", "current", "mxfp8"}) {
