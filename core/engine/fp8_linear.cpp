@@ -197,11 +197,8 @@ void Fp8Linear::backward(int linear, const float* dy, const float* x, const floa
     // dgrad: dX (N,K) = dY (N,M) W (M,K); contraction over M.
     if (capture_operands_) capture(linear, Gemm::Dgrad, Operand::DY, dy, N, M, snap_dy_p);
     const float* dYq = cast(Operand::DY, dy, N, M, grow(dyq_, N * M), sdy, linear);
-    const float* Wt = nullptr;
-    if (!w_rowwise || capture_operands_) {
-        Wt = grow(wt_, K * M);
-        ops::transpose(grow(wt_, K * M), W, M, K);
-    }
+    float* Wt = nullptr;
+    if (!w_rowwise || capture_operands_) ops::transpose(Wt = grow(wt_, K * M), W, M, K);
     if (capture_operands_) capture(linear, Gemm::Dgrad, Operand::W, Wt, K, M, snap_w);
     std::int64_t t0 = sink_ ? now_ns() : 0;
     if (w_rowwise) {
@@ -216,16 +213,10 @@ void Fp8Linear::backward(int linear, const float* dy, const float* x, const floa
     timing("dgrad", linear, t0);
 
     // wgrad: dW (M,K) = dY^T (M,N) X (N,K); contraction over N.
-    const float* dYt = nullptr;
-    const float* Xt = nullptr;
-    if (!dy_rowwise || capture_operands_) {
-        dYt = grow(dyt_, M * N);
-        ops::transpose(grow(dyt_, M * N), dy, N, M);
-    }
-    if (!x_rowwise || capture_operands_) {
-        Xt = grow(xt_, K * N);
-        ops::transpose(grow(xt_, K * N), X, N, K);
-    }
+    float* dYt = nullptr;
+    float* Xt = nullptr;
+    if (!dy_rowwise || capture_operands_) ops::transpose(dYt = grow(dyt_, M * N), dy, N, M);
+    if (!x_rowwise || capture_operands_) ops::transpose(Xt = grow(xt_, K * N), X, N, K);
     if (capture_operands_) {
         capture(linear, Gemm::Wgrad, Operand::DY, dYt, M, N, snap_dy_p);
         capture(linear, Gemm::Wgrad, Operand::X, Xt, K, N, snap_x);
