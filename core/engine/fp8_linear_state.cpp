@@ -1,5 +1,5 @@
 // Saving and restoring the delayed-scaling state of the linear layers (for checkpoints).
-// Layout, little-endian as the machine writes it:
+// Layout, in the machine's byte order (little-endian on x86-64 and aarch64):
 //   "F8RS" u32 version=1, u32 linears, u32 recipes, then per recipe:
 //   u32 name length, name bytes, then per linear and operand (x, w, dy):
 //   u8 present; if present: u8 format, i32 history length limit, u8 algo, i32 margin,
