@@ -51,6 +51,11 @@ public:
     void push(float amax);
     const std::deque<float>& history() const { return history_; }  // oldest first
     const DelayedScaling& recipe() const { return recipe_; }
+    // Checkpoint restore: the history (oldest first) and scale exactly as saved.
+    void restore(std::deque<float> history, float scale) {
+        history_ = std::move(history);
+        scale_ = scale;
+    }
 
 private:
     DelayedScaling recipe_;
