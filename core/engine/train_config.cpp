@@ -2,7 +2,9 @@
 // the reader, the writer and the override parser, so the three can never disagree.
 #include "engine/train_config.h"
 
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -221,6 +223,14 @@ public:
     template <class T>
     void operator()(std::string_view path, const T& value, Limits = {}) {
         out[ordered_json::json_pointer(pointer(path).to_string())] = value;
+    }
+    // Floats as the shortest decimal that reads back as the same float ("0.003", not
+    // "0.003000000026077032"), so written configs read as they were typed.
+    void operator()(std::string_view path, const float& value, Limits = {}) {
+        char buf[32];
+        const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+        out[ordered_json::json_pointer(pointer(path).to_string())] =
+            ec == std::errc() ? std::strtod(std::string(buf, end).c_str(), nullptr) : double(value);
     }
     template <class E, std::size_t N>
     void choice(std::string_view path, const E& value, const Choice (&choices)[N]) {
