@@ -1,20 +1,14 @@
 // Forward and backward of the quantized linear layers (see fp8_linear.h for the design).
 #include "engine/fp8_linear.h"
 
-#include <chrono>
 #include <stdexcept>
 
 #include "engine/ops/matmul.h"
+#include "util/clock.h"
 #include "util/parallel.h"
 
 namespace fp8scope {
 namespace {
-
-std::int64_t now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
 
 float* grow(std::vector<float>& v, std::int64_t n) {
     if (v.size() < std::size_t(n)) v.resize(std::size_t(n));

@@ -3,7 +3,6 @@
 // once per step, the embeddings are zeroed and then scatter-added), and accumulates the
 // residual stream's gradient in dresidual, which every block adds into with +=.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -15,16 +14,11 @@
 #include "engine/ops/matmul.h"
 #include "engine/ops/norm.h"
 #include "engine/ops/softmax_ce.h"
+#include "util/clock.h"
 #include "util/parallel.h"
 
 namespace fp8scope {
 namespace {
-
-std::int64_t now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
 
 // Reports the wall time of one op to the sink, if any, when it goes out of scope.
 class OpTimer {
