@@ -1,0 +1,22 @@
+// One look for every plot: fonts, colours per run and recipe, the step cursor line, mouse
+// zoom and pan, and a title. Views build their QCustomPlots through these helpers.
+#pragma once
+
+#include <QColor>
+#include <QVector>
+#include <qcustomplot.h>
+
+namespace fp8scope::views {
+
+QColor series_color(int index);  // runs and recipes: a qualitative palette
+QCustomPlot* make_plot(QWidget* parent, const QString& title);
+// A vertical line at the cursor step in `rect` (default: the plot's first axis rect).
+QCPItemStraightLine* add_cursor_line(QCustomPlot* plot, QCPAxisRect* rect = nullptr);
+void set_cursor_line(QCPItemStraightLine* line, double step);
+void set_log_axis(QCPAxis* axis);
+// Replaces NaN and non-positive values (for log axes) by QCustomPlot's gap marker.
+QVector<double> gaps_for_log(QVector<double> v);
+// Shows `text` in the middle of an empty plot (no data yet, nothing selected).
+void set_placeholder(QCustomPlot* plot, const QString& text);
+
+}  // namespace fp8scope::views
