@@ -45,7 +45,7 @@ AmaxView::AmaxView(const ViewContext& context, QWidget* parent) : StoreView(cont
     auto* history = plot_->addGraph();
     history->setName(tr("delayed amax history at cursor"));
     history->setLineStyle(QCPGraph::lsNone);
-    history->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, series_color(4), 4));
+    history->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, series_color(4), 7));
     auto* overflow = plot_->addGraph();
     overflow->setName(tr("overflow (amax x scale > fp8 max)"));
     overflow->setLineStyle(QCPGraph::lsNone);
@@ -88,7 +88,7 @@ void AmaxView::redraw() {
             plot_->graph(ScaleGraph)->setData(k, gaps_for_log(s), true);
             plot_->graph(OverflowGraph)->setData(ok_k, ok_v, true);
             plot_->graph(AmaxGraph)->setName(tr("amax of %1 (%2)").arg(operand_ref_label(d.meta, ref), run_label(d.meta, run)));
-            plot_->rescaleAxes();
+            fit_axes(plot_);
         }
         // History window: the previous steps' amax as delayed scaling saw them.
         QVector<double> hk, hv;

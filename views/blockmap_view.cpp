@@ -28,7 +28,7 @@ BlockMapView::BlockMapView(const ViewContext& context, QWidget* parent)
     layout->addLayout(row);
     plot_ = new QCustomPlot(this);
     plot_->setMinimumSize(300, 200);
-    layout->addWidget(plot_);
+    layout->addWidget(plot_, 1);
     connect(quantity_, &QComboBox::currentIndexChanged, this, [this] { refresh(true); });
 }
 

@@ -30,6 +30,7 @@ ErrorView::ErrorView(const ViewContext& context, QWidget* parent)
     bars_->legend->setVisible(true);
     steps_->xAxis->setLabel(tr("step"));
     cursor_line_ = add_cursor_line(steps_);
+    stat_->setCurrentIndex(static_cast<int>(context.selection->stat()));
     connect(stat_, &QComboBox::currentIndexChanged, this, [this](int i) { ctx().selection->setStat(ErrorStat(i)); });
     connect(context.selection, &Selection::changed, this,
             [this] { stat_->setCurrentIndex(static_cast<int>(ctx().selection->stat())); });
@@ -56,7 +57,7 @@ void ErrorView::drawBars() {
     }
     bars_->xAxis->setTicker(ticker);
     bars_->xAxis->setTickLabelRotation(rows > 6 ? 60 : 0);
-    bars_->rescaleAxes();
+    fit_axes(bars_);
     bars_->xAxis->setRange(-0.6, rows - 0.4);
     bars_->yAxis->setLabel(stat_->currentText());
     set_placeholder(bars_, rows == 0 || n == 0 ? tr("no analysis recipes in this trace") : QString());
@@ -83,7 +84,7 @@ void ErrorView::drawSteps(const TraceData& d) {
         g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 4));
         g->setData(k, v, true);
     }
-    steps_->rescaleAxes();
+    fit_axes(steps_);
     steps_->yAxis->setLabel(QString::fromLatin1(error_stat_name(stat)));
     set_placeholder(steps_, rd.capture_steps.empty() ? tr("no capture steps yet") : QString());
 }

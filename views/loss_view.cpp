@@ -88,7 +88,7 @@ void LossView::rebuild(const TraceData& d) {
         tok->setData(steps, qvec(c.tokens_per_s), true);
     }
     for (QCustomPlot* p : {loss_, diff_, speed_}) {
-        p->rescaleAxes();
+        fit_axes(p);
         set_placeholder(p, d.empty() ? tr("no steps yet") : QString());
     }
     set_placeholder(diff_, d.runs.size() < 2 ? tr("one run: no baseline comparison") : QString());

@@ -96,9 +96,14 @@ void OutliersView::drawLayers(const TraceData& d, const RunData& rd, std::int64_
         map->rescaleDataRange(true);
     }
     layers_->rescaleAxes();
+    QStringList names;
+    for (int l = 0; l < nl; ++l) names << linear_label(d.meta, l);
+    set_label_ticks(layers_->yAxis, names);
     bars(kurtosis_, series_color(5))->setData(lk, kv);
-    kurtosis_->rescaleAxes();
+    fit_axes(kurtosis_);
     kurtosis_->yAxis->setRangeLower(0);
+    set_label_ticks(kurtosis_->xAxis, names);
+    kurtosis_->xAxis->setTickLabelRotation(nl > 4 ? 45 : 0);
     set_placeholder(kurtosis_, lk.isEmpty() ? tr("no capture at or before this step") : QString());
 }
 
@@ -150,7 +155,7 @@ void OutliersView::drawChannels(const TraceData& d, const RunData& rd, std::int6
     }
     qobject_cast<QCPBars*>(channels_->plottable(0))->setData(k, v);
     qobject_cast<QCPBars*>(channels_->plottable(1))->setData(ok, ov);
-    channels_->rescaleAxes();
+    fit_axes(channels_);
     channels_->yAxis->setRangeLower(0);
     set_placeholder(channels_, k.isEmpty() && ok.isEmpty() ? tr("no channel absmax for %1").arg(operand_ref_label(d.meta, sel))
                                                            : QString());

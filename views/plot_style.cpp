@@ -60,8 +60,25 @@ void set_cursor_line(QCPItemStraightLine* line, double step) {
 void set_log_axis(QCPAxis* axis) {
     axis->setScaleType(QCPAxis::stLogarithmic);
     axis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
-    axis->setNumberFormat("eb");
-    axis->setNumberPrecision(0);
+    axis->setNumberFormat("g");
+    axis->setNumberPrecision(3);
+}
+
+void fit_axes(QCustomPlot* plot) {
+    plot->rescaleAxes();
+    for (QCPAxis* a : plot->axisRect()->axes(QCPAxis::atLeft | QCPAxis::atRight)) {
+        const QCPRange r = a->range();
+        if (a->scaleType() == QCPAxis::stLogarithmic) a->setRange(r.lower / 1.1, r.upper * 1.1);
+        else if (r.size() > 0) a->setRange(r.lower - 0.05 * r.size(), r.upper + 0.05 * r.size());
+        else a->setRange(r.lower - 1, r.upper + 1);
+    }
+}
+
+void set_label_ticks(QCPAxis* axis, const QStringList& labels) {
+    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    for (int i = 0; i < labels.size(); ++i) ticker->addTick(i, labels[i]);
+    axis->setTicker(ticker);
+    axis->setRange(-0.5, labels.size() - 0.5);
 }
 
 QVector<double> gaps_for_log(QVector<double> v) {

@@ -14,6 +14,11 @@ QCustomPlot* make_plot(QWidget* parent, const QString& title);
 QCPItemStraightLine* add_cursor_line(QCustomPlot* plot, QCPAxisRect* rect = nullptr);
 void set_cursor_line(QCPItemStraightLine* line, double step);
 void set_log_axis(QCPAxis* axis);
+// Rescales every axis to the data and pads the value axes by 5% so that lines on the
+// edge of the range stay visible.
+void fit_axes(QCustomPlot* plot);
+// Integer positions 0..n-1 labelled with `labels`, each cell centred on its tick.
+void set_label_ticks(QCPAxis* axis, const QStringList& labels);
 // Replaces NaN and non-positive values (for log axes) by QCustomPlot's gap marker.
 QVector<double> gaps_for_log(QVector<double> v);
 // Shows `text` in the middle of an empty plot (no data yet, nothing selected).
