@@ -91,7 +91,8 @@ void LossView::rebuild(const TraceData& d) {
         fit_axes(p);
         set_placeholder(p, d.empty() ? tr("no steps yet") : QString());
     }
-    set_placeholder(diff_, d.runs.size() < 2 ? tr("one run: no baseline comparison") : QString());
+    if (!d.empty() && d.runs.size() < 2) set_placeholder(diff_, tr("one run: no baseline comparison"));
+    loss_->legend->setVisible(loss_->graphCount() > 0);
     speed_->yAxis->setLabel(tr("ms"));
     speed_->yAxis2->setLabel(tr("tokens/s"));
 }
