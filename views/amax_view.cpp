@@ -51,6 +51,8 @@ AmaxView::AmaxView(const ViewContext& context, QWidget* parent) : StoreView(cont
     overflow->setLineStyle(QCPGraph::lsNone);
     overflow->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangleInverted, Qt::red, Qt::red, 8));
     cursor_line_ = add_cursor_line(plot_);
+    window_->setLayer(cursor_layer(plot_));
+    history->setLayer(cursor_layer(plot_));
     plot_->legend->setVisible(true);
     plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
 }
@@ -59,10 +61,11 @@ void AmaxView::redraw() {
     const OperandRef ref = ctx().selection->operand();
     const int run = ctx().selection->run();
     const std::int64_t step = ctx().cursor->step();
-    const bool rebuild = dataChanged() || !(ref == shown_) || run != shown_run_;
+    bool rebuild = dataChanged() || !(ref == shown_) || run != shown_run_;
     ctx().store->read([&](const TraceData& d) {
         const bool ok = run >= 0 && run < static_cast<int>(d.runs.size()) && ref.slot() >= 0 && ref.slot() < d.slot_count();
         if (!ok) {
+            rebuild = true;
             for (int g = 0; g < plot_->graphCount(); ++g) plot_->graph(g)->data()->clear();
             set_placeholder(plot_, d.empty() ? tr("no steps yet") : tr("select an operand"));
             window_->setVisible(false);
@@ -107,7 +110,7 @@ void AmaxView::redraw() {
     shown_ = ref;
     shown_run_ = run;
     set_cursor_line(cursor_line_, static_cast<double>(step));
-    plot_->replot();
+    rebuild ? plot_->replot() : replot_cursor_layer(plot_);
 }
 
 }  // namespace fp8scope::views

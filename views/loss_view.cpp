@@ -100,7 +100,8 @@ void LossView::rebuild(const TraceData& d) {
 void LossView::redraw() {
     if (dataChanged()) ctx().store->read([&](const TraceData& d) { rebuild(d); });
     for (auto* l : cursor_lines_) set_cursor_line(l, static_cast<double>(ctx().cursor->step()));
-    for (QCustomPlot* p : {loss_, diff_, speed_}) p->replot();
+    const bool full = dataChanged();
+    for (QCustomPlot* p : {loss_, diff_, speed_}) full ? p->replot() : replot_cursor_layer(p);
 }
 
 }  // namespace fp8scope::views

@@ -17,6 +17,8 @@ QCustomPlot* make_plot(QWidget* parent, const QString& title) {
     auto* plot = new QCustomPlot(parent);
     plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     plot->setNoAntialiasingOnDrag(true);
+    // Long, noisy series: draw polylines as segments, which Qt strokes far faster.
+    plot->setPlottingHint(QCP::phFastPolylines, true);
     plot->setMinimumSize(200, 140);
     QFont f = plot->font();
     f.setPointSize(9);
@@ -41,9 +43,22 @@ QCustomPlot* make_plot(QWidget* parent, const QString& title) {
     return plot;
 }
 
+QCPLayer* cursor_layer(QCustomPlot* plot) {
+    if (QCPLayer* l = plot->layer("cursor")) return l;
+    plot->addLayer("cursor", plot->layer("main"), QCustomPlot::limAbove);
+    QCPLayer* l = plot->layer("cursor");
+    l->setMode(QCPLayer::lmBuffered);
+    return l;
+}
+
+void replot_cursor_layer(QCustomPlot* plot) {
+    cursor_layer(plot)->replot();
+}
+
 QCPItemStraightLine* add_cursor_line(QCustomPlot* plot, QCPAxisRect* rect) {
     rect = rect ? rect : plot->axisRect();
     auto* line = new QCPItemStraightLine(plot);
+    line->setLayer(cursor_layer(plot));
     line->setClipAxisRect(rect);
     for (auto* p : {line->point1, line->point2}) p->setAxes(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
     line->setPen(QPen(QColor(0xe0, 0x40, 0x40), 1, Qt::DashLine));

@@ -13,6 +13,10 @@ QCustomPlot* make_plot(QWidget* parent, const QString& title);
 // A vertical line at the cursor step in `rect` (default: the plot's first axis rect).
 QCPItemStraightLine* add_cursor_line(QCustomPlot* plot, QCPAxisRect* rect = nullptr);
 void set_cursor_line(QCPItemStraightLine* line, double step);
+// The cursor line and whatever else follows the cursor live on their own buffered layer,
+// so a cursor move repaints that layer alone, not 100k-point series.
+QCPLayer* cursor_layer(QCustomPlot* plot);
+void replot_cursor_layer(QCustomPlot* plot);
 void set_log_axis(QCPAxis* axis);
 // Rescales every axis to the data and pads the value axes by 5% so that lines on the
 // edge of the range stay visible.

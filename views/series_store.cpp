@@ -100,9 +100,11 @@ void SeriesStore::append_locked(TraceBatch& batch) {
         auto& c = run->scaling;
         if (!c.step.empty() && s.step <= c.step.back()) truncate_scaling(c, static_cast<double>(s.step));
         c.step.push_back(static_cast<double>(s.step));
-        for (int i = 0; i < slot_count; ++i) {
-            c.amax.push_back(i < static_cast<int>(s.amax.size()) ? s.amax[i] : NAN);
-            c.scale.push_back(i < static_cast<int>(s.scale.size()) ? s.scale[i] : NAN);
+        // Short (damaged) rows are padded with NaN so every row keeps slot_count entries.
+        for (auto [dst, src] : {std::pair(&c.amax, &s.amax), std::pair(&c.scale, &s.scale)}) {
+            const auto n = std::min<std::size_t>(src->size(), slot_count);
+            dst->insert(dst->end(), src->begin(), src->begin() + n);
+            dst->resize(dst->size() + (slot_count - n), NAN);
         }
         see_step(s.step);
     }
