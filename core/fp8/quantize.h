@@ -9,7 +9,8 @@
 //   (for MX, s = 2^-e and scale_inv = 2^e exactly).
 // - The amax that sets a scale ignores NaN and includes Inf (fmax semantics, as the
 //   engines' amax kernels); MX blocks are the exception: NaN or Inf in a block makes its
-//   E8M0 scale NaN and every element of the block NaN.
+//   E8M0 scale NaN (0xFF), its scale_inv NaN and every code the positive canonical NaN.
+// - overflow counts finite x whose product x * s rounds past fp8_max (Inf x does not).
 #pragma once
 
 #include <cstdint>
@@ -45,10 +46,16 @@ public:
     // Scale for the coming cast: from the history of earlier steps (s = 1 before any).
     float scale() const { return scale_; }
     // After the cast: record this step's amax and compute the next step's scale. A
-    // reference amax of 0, Inf or NaN keeps the previous scale.
+    // reference amax of 0, Inf or NaN (algo max: NaN anywhere in the history) keeps the
+    // previous scale; a scale past FLT_MAX clamps to FLT_MAX.
     void push(float amax);
     const std::deque<float>& history() const { return history_; }  // oldest first
     const DelayedScaling& recipe() const { return recipe_; }
+    // Checkpoint restore: the history (oldest first) and scale exactly as saved.
+    void restore(std::deque<float> history, float scale) {
+        history_ = std::move(history);
+        scale_ = scale;
+    }
 
 private:
     DelayedScaling recipe_;
@@ -57,8 +64,9 @@ private:
 };
 
 // The scale rules, shared by every path that quantizes.
-// Per-tensor current and blockwise: s = fp8_max / max(amax, eps); amax 0/Inf/NaN gives 1;
-// a quotient past FLT_MAX clamps to FLT_MAX; pow2 clears the mantissa (rounds down).
+// Per-tensor current and blockwise: s = fp8_max / max(amax, eps); amax NaN, or an
+// eps-clamped amax of 0 or Inf, gives 1; a quotient past FLT_MAX clamps to FLT_MAX; pow2
+// clears the mantissa (rounds down).
 float compute_scale(float amax, Format f, float eps, bool pow2);
 // MX: the exponent e of X = 2^e for a block amax (finite, >= 0), clamped to [-127, 127].
 // Floor: floor(log2(amax)) - emax_elem; RCeil: the least e with amax <= fp8_max * 2^e.

@@ -31,7 +31,7 @@ struct TopValue {
 };
 
 struct OutlierSummary {
-    double kurtosis = 0;           // m4 / m2^2 about the mean (3 for a Gaussian)
+    double kurtosis = 0;           // m4 / m2^2 about the mean (3 for a Gaussian); NaN if m2 = 0
     double k = 0;                  // threshold in units of rms
     double frac_beyond_k_rms = 0;  // fraction of finite elements with |x| > k * rms
     std::vector<float> channel_absmax;  // per column (channel = last dimension), finite only
@@ -42,14 +42,16 @@ struct TensorStats {
     std::int64_t numel = 0, finite = 0, nan = 0, inf = 0, zero = 0;
     double amax = 0;             // max |x| over finite elements
     double min_nonzero_abs = 0;  // 0 when no nonzero finite element
-    double mean = 0, rms = 0, stddev = 0;
+    double mean = 0, rms = 0, stddev = 0;  // NaN when no finite element
     double dynamic_range = 0;    // log2(amax) - log2(min_nonzero_abs); 0 when undefined
     Log2Histogram histogram;
     OutlierSummary outliers;
 };
 
-// Quantization error of one recipe on one tensor. Figures that are undefined (an all-zero
-// tensor has no sqnr) are NaN; a perfect quantization has sqnr +Inf.
+// Quantization error of one recipe on one tensor. The sums run over finite x whose x' is
+// finite (x' is NaN only in MX blocks with a NaN scale: counted in nonfinite_out).
+// Figures that are undefined (an all-zero tensor has no sqnr) are NaN; a perfect
+// quantization has sqnr +Inf. docs/numerics.md has every definition.
 struct ErrorStats {
     std::string recipe;
     double amax = 0;  // the scaling amax (NaN-ignoring, Inf-including)

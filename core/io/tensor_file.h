@@ -29,9 +29,10 @@ struct LoadedTensor {
     std::string source_dtype;
 };
 
-// .npy: float16, float32, float64 (little or big endian), C or Fortran order.
+// .npy (versions 1.0-3.0): float16, float32, float64 (little or big endian), C or
+// Fortran order; a 0-d array loads with shape {}. float64 beyond float32 range -> +-Inf.
 LoadedTensor read_npy(const std::string& path);
-// .safetensors: every tensor of dtype F32, F16 or BF16, in file order of offsets.
+// .safetensors: every tensor of dtype F32, F16, BF16 or F64, in order of data offset.
 // Tensors of other dtypes are an error naming the tensor and dtype.
 std::vector<LoadedTensor> read_safetensors(const std::string& path);
 // Chooses by extension (.npy, .safetensors); anything else is an error.

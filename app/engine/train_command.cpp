@@ -1,0 +1,211 @@
+// `fp8scope-engine train`: builds a TrainConfig from defaults, a JSON file or a
+// checkpoint, dedicated flags and --set overrides (in that order), trains with a progress
+// display and prints each replica's final losses. Ctrl-C stops between steps (and writes
+// the final checkpoint when checkpoint.dir is set); a second Ctrl-C kills.
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "engine/checkpoint.h"
+#include "engine/trainer.h"
+#include "train_progress.h"
+
+namespace fp8scope::cli {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void on_interrupt(int) {
+    g_interrupted = true;
+    std::signal(SIGINT, SIG_DFL);
+}
+
+struct TrainOptions {
+    std::string config, resume;
+    std::vector<std::string> sets;
+    std::optional<std::string> recipe, compare, data, checkpoint_dir;
+    std::optional<long long> steps, batch, seq, seed, threads, eval_every, capture_every, checkpoint_every, log_every;
+    std::optional<double> lr;
+    bool print_config = false, json = false, quiet = false;
+};
+
+// Turns Ctrl-C into a stop request; the trainer applies it between steps.
+struct InterruptWatch : TrainObserver {
+    explicit InterruptWatch(Trainer& t) : trainer(t) {}
+    void on_step(const StepRecord&) override {
+        if (g_interrupted.exchange(false)) trainer.stop();
+    }
+    Trainer& trainer;
+};
+
+// Keeps every replica's loss curve for the --json summary.
+struct History : TrainObserver {
+    explicit History(int replicas) : loss(static_cast<std::size_t>(replicas)), eval(loss.size()) {}
+    void on_step(const StepRecord& r) override {
+        loss[static_cast<std::size_t>(r.replica)].push_back(r.loss);
+        if (r.eval_loss) eval[static_cast<std::size_t>(r.replica)].push_back({{"step", r.step}, {"loss", *r.eval_loss}});
+    }
+    std::vector<std::vector<float>> loss;
+    std::vector<nlohmann::json::array_t> eval;
+};
+
+// The base config: the checkpoint's, replaced by --config when given. Errors are file errors.
+TrainConfig base_config(const TrainOptions& o) {
+    TrainConfig c;
+    if (!o.resume.empty()) {
+        TrainState s = load_checkpoint(o.resume);
+        c = train_config_from_json(s.config_json, o.resume + " (config)");
+    }
+    if (!o.config.empty()) c = load_train_config(o.config);
+    return c;
+}
+
+// Flags, then --set in order. Errors are usage errors.
+void apply_flags(const TrainOptions& o, TrainConfig& c) {
+    auto set = [&](const std::string& field, const std::string& value) { apply_override(c, field + "=" + value); };
+    if (o.recipe) set("recipe", *o.recipe);
+    if (o.compare) set("compare", *o.compare);
+    if (o.data) set("data.source", *o.data);
+    if (o.steps) set("steps", std::to_string(*o.steps));
+    if (o.batch) set("batch_size", std::to_string(*o.batch));
+    if (o.seq) set("seq_len", std::to_string(*o.seq));
+    if (o.seed) set("seed", std::to_string(*o.seed));
+    if (o.threads) set("threads", std::to_string(*o.threads));
+    if (o.lr) set("optimizer.lr", nlohmann::json(*o.lr).dump());
+    if (o.eval_every) set("eval.every", std::to_string(*o.eval_every));
+    if (o.capture_every) set("capture_every", std::to_string(*o.capture_every));
+    if (o.checkpoint_dir) set("checkpoint.dir", *o.checkpoint_dir);
+    if (o.checkpoint_every) set("checkpoint.every", std::to_string(*o.checkpoint_every));
+    if (o.log_every) set("log_every", std::to_string(*o.log_every));
+    for (const auto& s : o.sets) apply_override(c, s);
+    if (!o.resume.empty()) c.checkpoint.resume = o.resume;
+}
+
+void report(const std::string& what) { std::fprintf(stderr, "fp8scope-engine: error: %s\n", what.c_str()); }
+
+void print_table(const TrainSummary& s) {
+    const ReplicaSummary* baseline = nullptr;
+    for (const auto& r : s.replicas)
+        if (r.recipe == "baseline" && !baseline) baseline = &r;
+    std::printf("%-8s %-14s %10s %10s %14s\n", "replica", "recipe", "loss", "eval_loss", "eval_vs_base");
+    for (std::size_t i = 0; i < s.replicas.size(); ++i) {
+        const auto& r = s.replicas[i];
+        std::string eval = r.eval_loss ? std::to_string(*r.eval_loss).substr(0, 8) : "-";
+        std::string rel = "-";
+        if (baseline && baseline->eval_loss && r.eval_loss && &r != baseline) {
+            char buf[32];
+            std::snprintf(buf, sizeof buf, "%+.3f%%", 100.0 * (*r.eval_loss - *baseline->eval_loss) / *baseline->eval_loss);
+            rel = buf;
+        }
+        std::printf("%-8zu %-14s %10.4f %10s %14s\n", i, r.recipe.c_str(), r.loss, eval.c_str(), rel.c_str());
+    }
+}
+
+// Exit status: 0 trained, 1 a file (config, data, checkpoint) or the run failed, 2 bad usage.
+int run_train(const TrainOptions& o) {
+    TrainConfig config;
+    try {
+        config = base_config(o);
+    } catch (const std::exception& e) {
+        report(e.what());
+        return 1;
+    }
+    try {
+        apply_flags(o, config);
+    } catch (const std::exception& e) {
+        report(e.what());
+        return 2;
+    }
+    if (o.print_config) {
+        std::printf("%s\n", train_config_to_json(config).c_str());
+        return 0;
+    }
+    std::optional<Trainer> trainer;
+    try {
+        trainer.emplace(config);
+    } catch (const std::exception& e) {
+        report(e.what());
+        return 1;
+    }
+    const int replicas = trainer->replicas();
+    TrainProgress progress(config.steps, replicas, config.log_every, trainer->steps_done(), o.quiet);
+    InterruptWatch watch(*trainer);
+    History history(replicas);
+    trainer->add_observer(&progress);
+    trainer->add_observer(&watch);
+    trainer->add_observer(&history);
+    if (!o.quiet) {
+        std::fprintf(stderr, "training %d replica%s (%s) on %s: %lld tokens, %lld held out, %zu parameters each\n",
+                     replicas, replicas == 1 ? "" : "s", nlohmann::json(config.replica_recipes()).dump().c_str(),
+                     trainer->data().data().origin.c_str(), static_cast<long long>(trainer->data().train_tokens()),
+                     static_cast<long long>(trainer->data().val_tokens()), trainer->model(0).params().size());
+    }
+    std::signal(SIGINT, on_interrupt);
+    TrainSummary s;
+    try {
+        s = trainer->run();
+    } catch (const std::exception& e) {
+        progress.finish();
+        report(e.what());
+        return 1;
+    }
+    std::signal(SIGINT, SIG_DFL);
+    progress.finish();
+
+    if (o.json) {
+        nlohmann::json out = {{"steps", s.steps}, {"rewinds", s.rewinds}, {"stopped", s.stopped}, {"error", s.error}};
+        out["replicas"] = nlohmann::json::array();
+        for (std::size_t i = 0; i < s.replicas.size(); ++i) {
+            const auto& r = s.replicas[i];
+            out["replicas"].push_back({{"recipe", r.recipe},
+                                       {"loss", r.loss},
+                                       {"eval_loss", r.eval_loss ? nlohmann::json(*r.eval_loss) : nlohmann::json()},
+                                       {"losses", history.loss[i]},
+                                       {"eval", history.eval[i]}});
+        }
+        std::printf("%s\n", out.dump().c_str());
+    } else {
+        print_table(s);
+    }
+    if (!s.error.empty()) {
+        report(s.error);
+        return 1;
+    }
+    return 0;
+}
+
+}  // namespace
+
+void add_train(CLI::App& app, int& exit_code) {
+    auto opts = std::make_shared<TrainOptions>();
+    CLI::App* cmd = app.add_subcommand("train", "Train the GPT-style model (several recipes in lock step with --compare)");
+    cmd->add_option("--config", opts->config, "JSON run configuration (resources/configs/*.json)");
+    cmd->add_option("--resume", opts->resume, "Continue from a checkpoint (its config is the base)");
+    cmd->add_option("--recipe", opts->recipe, "Training recipe: baseline, delayed, delayed_e4m3, current, blockwise, mxfp8");
+    cmd->add_option("--compare", opts->compare, "Comma-separated recipes trained in lock step, e.g. baseline,delayed");
+    cmd->add_option("--steps", opts->steps, "Training steps");
+    cmd->add_option("--data", opts->data, "builtin, text:PATH, tokens:PATH or a file (.bin: token file)");
+    cmd->add_option("--batch", opts->batch, "Batch size B");
+    cmd->add_option("--seq", opts->seq, "Sequence length T");
+    cmd->add_option("--seed", opts->seed, "Seed of initialisation and batch sampling");
+    cmd->add_option("--threads", opts->threads, "Worker threads (0: all)");
+    cmd->add_option("--lr", opts->lr, "Peak learning rate");
+    cmd->add_option("--eval-every", opts->eval_every, "Steps between eval losses");
+    cmd->add_option("--capture-every", opts->capture_every, "Steps between GEMM operand captures");
+    cmd->add_option("--checkpoint-dir", opts->checkpoint_dir, "Directory for checkpoints");
+    cmd->add_option("--checkpoint-every", opts->checkpoint_every, "Steps between checkpoints");
+    cmd->add_option("--log-every", opts->log_every, "Steps between progress lines when stderr is not a terminal");
+    cmd->add_option("--set", opts->sets, "Override any config field: --set model.d_model=192 (repeatable)");
+    cmd->add_flag("--print-config", opts->print_config, "Print the resulting config as JSON and exit");
+    cmd->add_flag("--json", opts->json, "Print the summary and loss curves as JSON");
+    cmd->add_flag("--quiet", opts->quiet, "No progress output");
+    cmd->callback([opts, &exit_code] { exit_code = run_train(*opts); });
+}
+
+}  // namespace fp8scope::cli

@@ -1,0 +1,14 @@
+// File dialogs and writers behind File > Export: a view as PNG/PDF, a view's table as
+// CSV, the kernel timeline as Chrome/Perfetto JSON. Failures come back as a message.
+#pragma once
+
+#include <QString>
+
+#include "series_store.h"
+#include "store_view.h"
+
+class QWidget;
+
+QString export_view_image(QWidget* parent, const fp8scope::views::StoreView& view);
+QString export_view_table(QWidget* parent, const fp8scope::views::StoreView& view);
+QString export_timeline(QWidget* parent, const fp8scope::views::SeriesStore& store, int run);

@@ -1,0 +1,322 @@
+// The model's forward and backward passes, llm.c style: ops called in order over the
+// carved tensors. Backward overwrites every parameter gradient (each parameter is used
+// once per step, the embeddings are zeroed and then scatter-added), and accumulates the
+// residual stream's gradient in dresidual, which every block adds into with +=.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "engine/model_impl.h"
+#include "engine/ops/activation.h"
+#include "engine/ops/attention.h"
+#include "engine/ops/embedding.h"
+#include "engine/ops/matmul.h"
+#include "engine/ops/norm.h"
+#include "engine/ops/softmax_ce.h"
+#include "util/clock.h"
+#include "util/parallel.h"
+
+namespace fp8scope {
+namespace {
+
+// Reports the wall time of one op to the sink, if any, when it goes out of scope.
+class OpTimer {
+public:
+    OpTimer(CaptureSink* sink, const char* op, int layer) : sink_(sink), op_(op), layer_(layer) {
+        if (sink_) start_ = now_ns();
+    }
+    ~OpTimer() {
+        if (sink_) sink_->on_op(OpTiming{op_, -1, layer_, start_, now_ns()});
+    }
+    OpTimer(const OpTimer&) = delete;
+    OpTimer& operator=(const OpTimer&) = delete;
+
+private:
+    CaptureSink* sink_;
+    const char* op_;
+    int layer_;
+    std::int64_t start_ = 0;
+};
+
+void add(float* out, const float* a, const float* b, std::int64_t n) {
+    parallel_for(n, 4096, 0, [&](std::int64_t i0, std::int64_t i1) {
+        for (std::int64_t i = i0; i < i1; ++i) out[i] = a[i] + b[i];
+    });
+}
+
+// splitmix64 + Box-Muller: a normal stream that is the same on every platform.
+class NormalRng {
+public:
+    explicit NormalRng(std::uint64_t seed) : state_(seed) {}
+    double uniform() {  // (0, 1)
+        std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        return (double(z >> 11) + 0.5) * 0x1.0p-53;
+    }
+    float normal() {  // both values of a Box-Muller pair; float math is plenty for init
+        if (have_spare_) {
+            have_spare_ = false;
+            return spare_;
+        }
+        float r = std::sqrt(-2.0f * std::log(float(uniform()))), phi = 6.28318531f * float(uniform());
+        spare_ = r * std::sin(phi);
+        have_spare_ = true;
+        return r * std::cos(phi);
+    }
+
+private:
+    std::uint64_t state_;
+    float spare_ = 0;
+    bool have_spare_ = false;
+};
+
+}  // namespace
+
+Model::Impl::Impl(const ModelConfig& c) : config(c), linear((c.validate(), model_linears(c))) {
+    std::size_t n = carve_params(c, nullptr, p, &tensors);
+    params.assign(n, 0.0f);
+    grads.assign(n, 0.0f);
+    carve_params(c, params.data(), p, nullptr);
+    carve_params(c, grads.data(), dp, nullptr);
+    smoothed.assign(std::size_t(c.n_layer), false);
+}
+
+void Model::Impl::ensure_activations(int b, int t) {
+    if (b == B && t == T) return;
+    std::size_t n = carve_activations(config, b, t, nullptr, a);
+    if (acts.size() < n) acts.assign(n, 0.0f);
+    carve_activations(config, b, t, acts.data(), a);
+    B = b;
+    T = t;
+}
+
+float Model::Impl::run_forward(const std::int32_t* tok, const std::int32_t* tgt, int b, int t, bool training) {
+    const ModelConfig& c = config;
+    if (b < 1 || t < 1 || t > c.max_seq)
+        throw std::invalid_argument("forward: need B >= 1 and 1 <= T <= max_seq (" + std::to_string(c.max_seq) + ")");
+    for (std::int64_t i = 0; i < std::int64_t(b) * t; ++i)
+        if (tok[i] < 0 || tok[i] >= c.vocab_size || tgt[i] < 0 || tgt[i] >= c.vocab_size)
+            throw std::invalid_argument("forward: token or target outside [0, vocab_size)");
+    ensure_activations(b, t);
+    tokens.assign(tok, tok + std::int64_t(b) * t);
+    targets.assign(tgt, tgt + std::int64_t(b) * t);
+    have_forward = false;
+
+    const std::int64_t N = std::int64_t(B) * T, C = c.d_model, V = c.vocab_size, H = c.hidden();
+    const std::int64_t H1 = c.mlp == MlpKind::SwiGLU ? 2 * H : H;
+    const bool ln = c.norm == NormKind::LayerNorm;
+    const char* norm_op = ln ? "layernorm" : "rmsnorm";
+    auto norm = [&](float* out, float* mean, float* rstd, const float* in, const float* w, const float* bias) {
+        if (ln) ops::layernorm_forward(out, mean, rstd, in, w, bias, N, int(C));
+        else ops::rmsnorm_forward(out, rstd, in, w, N, int(C));
+    };
+    auto at = [](float* base, std::int64_t l, std::int64_t size) { return base ? base + l * size : nullptr; };
+
+    {
+        OpTimer timer(sink, "embedding", -1);
+        ops::embedding_forward(a.encoded, tokens.data(), p.wte, p.wpe, B, T, int(C));
+    }
+    for (int l = 0; l < c.n_layer; ++l) {
+        const float* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * N * C;
+        float* ln1 = a.ln1 + l * N * C;
+        float* qkv = a.qkv + l * N * 3 * C;
+        float* atty = a.atty + l * N * C;
+        float* residual2 = a.residual2 + l * N * C;
+        float* ln2 = a.ln2 + l * N * C;
+        float* fch = a.fch + l * N * H1;
+        float* fch_act = a.fch_act + l * N * H;
+        const int lin = l * kLinearsPerBlock;
+        {
+            OpTimer timer(sink, norm_op, l);
+            norm(ln1, at(a.ln1_mean, l, N), a.ln1_rstd + l * N, residual, p.ln1w + l * C, at(p.ln1b, l, C));
+        }
+        linear.forward(lin + kQkv, ln1, p.qkvw + l * 3 * C * C, at(p.qkvb, l, 3 * C), qkv, N, nullptr, training);
+        {
+            OpTimer timer(sink, "attention", l);
+            ops::attention_forward(atty, a.att + l * N * c.n_head * T, qkv, B, T, int(C), c.n_head);
+        }
+        linear.forward(lin + kProj, atty, p.projw + l * C * C, at(p.projb, l, C), a.proj_out, N, nullptr, training);
+        add(residual2, residual, a.proj_out, N * C);
+        {
+            OpTimer timer(sink, norm_op, l);
+            norm(ln2, at(a.ln2_mean, l, N), a.ln2_rstd + l * N, residual2, p.ln2w + l * C, at(p.ln2b, l, C));
+        }
+        linear.forward(lin + kFc1, ln2, p.fc1w + l * H1 * C, at(p.fc1b, l, H1), fch, N, nullptr, training);
+        const float* smooth = nullptr;
+        {
+            OpTimer timer(sink, c.mlp == MlpKind::SwiGLU ? "swiglu" : "gelu", l);
+            if (c.mlp == MlpKind::SwiGLU) ops::swiglu_forward(fch_act, fch, N, int(H));
+            else ops::gelu_forward(fch_act, fch, N * H);
+            // In float32 the smoothing cancels exactly, so only a quantized run needs it.
+            if (c.smooth_swiglu && linear.recipe().quantized()) {
+                ops::smooth_swiglu_scales(a.smooth + l * H, fch_act, N, int(H));
+                smooth = a.smooth + l * H;
+            }
+        }
+        if (training) smoothed[std::size_t(l)] = smooth != nullptr;
+        linear.forward(lin + kFc2, fch_act, p.fc2w + l * C * H, at(p.fc2b, l, C), a.proj_out, N, smooth, training);
+        add(a.residual3 + l * N * C, residual2, a.proj_out, N * C);
+    }
+    {
+        OpTimer timer(sink, norm_op, -1);
+        norm(a.lnf, a.lnf_mean, a.lnf_rstd, a.residual3 + (c.n_layer - 1) * N * C, p.lnfw, p.lnfb);
+    }
+    {
+        OpTimer timer(sink, "head", -1);
+        ops::matmul_forward(a.logits, a.lnf, p.head, nullptr, N, C, V);
+    }
+    OpTimer timer(sink, "softmax_ce", -1);
+    float loss = ops::softmax_ce_forward(a.logits, a.losses, a.logits, targets.data(), N, int(V));
+    have_forward = training;
+    return loss;
+}
+
+void Model::Impl::run_backward() {
+    if (!have_forward) throw std::logic_error("backward: needs a training forward() first");
+    have_forward = false;  // the logits buffer becomes dlogits
+    const ModelConfig& c = config;
+    const std::int64_t N = std::int64_t(B) * T, C = c.d_model, V = c.vocab_size, H = c.hidden();
+    const std::int64_t H1 = c.mlp == MlpKind::SwiGLU ? 2 * H : H;
+    const bool ln = c.norm == NormKind::LayerNorm;
+    const char* norm_op = ln ? "layernorm" : "rmsnorm";
+    // dinp += norm backward; parameter gradients overwritten
+    auto norm_backward = [&](float* dinp, float* dw, float* db, const float* dout, const float* in, const float* w,
+                             const float* mean, const float* rstd) {
+        if (ln) ops::layernorm_backward(dinp, dw, db, dout, in, w, mean, rstd, N, int(C));
+        else ops::rmsnorm_backward(dinp, dw, dout, in, w, rstd, N, int(C));
+    };
+    auto at = [](float* base, std::int64_t l, std::int64_t size) { return base ? base + l * size : nullptr; };
+
+    {
+        OpTimer timer(sink, "softmax_ce", -1);
+        ops::softmax_ce_backward(a.logits, a.logits, targets.data(), N, int(V));
+    }
+    {
+        OpTimer timer(sink, "head", -1);
+        ops::matmul_backward(a.dln, dp.head, nullptr, a.logits, a.lnf, p.head, N, C, V);
+    }
+    {
+        OpTimer timer(sink, norm_op, -1);
+        std::memset(a.dresidual, 0, sizeof(float) * std::size_t(N * C));
+        norm_backward(a.dresidual, dp.lnfw, dp.lnfb, a.dln, a.residual3 + (c.n_layer - 1) * N * C, p.lnfw,
+                      a.lnf_mean, a.lnf_rstd);
+    }
+    for (int l = c.n_layer - 1; l >= 0; --l) {
+        const float* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * N * C;
+        const int lin = l * kLinearsPerBlock;
+        const float* smooth = smoothed[std::size_t(l)] ? a.smooth + l * H : nullptr;
+        // dresidual holds d loss / d residual3[l]; the skip passes it on to residual2 and residual.
+        linear.backward(lin + kFc2, a.dresidual, a.fch_act + l * N * H, p.fc2w + l * C * H, a.dfch_act,
+                        dp.fc2w + l * C * H, at(dp.fc2b, l, C), N, smooth);
+        {
+            OpTimer timer(sink, c.mlp == MlpKind::SwiGLU ? "swiglu" : "gelu", l);
+            if (c.mlp == MlpKind::SwiGLU) ops::swiglu_backward(a.dfch, a.fch + l * N * H1, a.dfch_act, N, int(H));
+            else ops::gelu_backward(a.dfch, a.fch + l * N * H1, a.dfch_act, N * H);
+        }
+        linear.backward(lin + kFc1, a.dfch, a.ln2 + l * N * C, p.fc1w + l * H1 * C, a.dln, dp.fc1w + l * H1 * C,
+                        at(dp.fc1b, l, H1), N, nullptr);
+        {
+            OpTimer timer(sink, norm_op, l);
+            norm_backward(a.dresidual, dp.ln2w + l * C, at(dp.ln2b, l, C), a.dln, a.residual2 + l * N * C,
+                          p.ln2w + l * C, at(a.ln2_mean, l, N), a.ln2_rstd + l * N);
+        }
+        linear.backward(lin + kProj, a.dresidual, a.atty + l * N * C, p.projw + l * C * C, a.datty,
+                        dp.projw + l * C * C, at(dp.projb, l, C), N, nullptr);
+        {
+            OpTimer timer(sink, "attention", l);
+            ops::attention_backward(a.dqkv, a.datty, a.qkv + l * N * 3 * C, a.att + l * N * c.n_head * T, B, T,
+                                    int(C), c.n_head);
+        }
+        linear.backward(lin + kQkv, a.dqkv, a.ln1 + l * N * C, p.qkvw + l * 3 * C * C, a.dln,
+                        dp.qkvw + l * 3 * C * C, at(dp.qkvb, l, 3 * C), N, nullptr);
+        {
+            OpTimer timer(sink, norm_op, l);
+            norm_backward(a.dresidual, dp.ln1w + l * C, at(dp.ln1b, l, C), a.dln, residual, p.ln1w + l * C,
+                          at(a.ln1_mean, l, N), a.ln1_rstd + l * N);
+        }
+    }
+    OpTimer timer(sink, "embedding", -1);
+    std::memset(dp.wte, 0, sizeof(float) * std::size_t(V * C));
+    std::memset(dp.wpe, 0, sizeof(float) * std::size_t(c.max_seq) * std::size_t(C));
+    ops::embedding_backward(dp.wte, dp.wpe, a.dresidual, tokens.data(), B, T, int(C));
+}
+
+// ---- public API ----
+
+Model::Model(const ModelConfig& config) : impl_(std::make_unique<Impl>(config)) {}
+Model::~Model() = default;
+
+const ModelConfig& Model::config() const { return impl_->config; }
+
+void Model::init(std::uint64_t seed) {
+    // Each (tensor, chunk) draws from its own stream, seeded from (seed, tensor, chunk), so
+    // chunks fill in parallel and the values do not depend on the thread count.
+    constexpr std::int64_t kChunk = 1 << 16;
+    const float residual_std = float(0.02 / std::sqrt(2.0 * impl_->config.n_layer));
+    const auto& tensors = impl_->tensors;
+    for (std::size_t ti = 0; ti < tensors.size(); ++ti) {
+        const ParamTensor& t = tensors[ti];
+        float* w = impl_->params.data() + t.offset;
+        const std::string& n = t.name;
+        auto ends_with = [&](std::string_view s) { return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
+        const std::int64_t count = std::int64_t(t.numel());
+        if (t.shape.size() != 2) {
+            float v = ends_with(".weight") ? 1.0f : 0.0f;  // norm gains 1, biases 0
+            std::fill(w, w + count, v);
+            continue;
+        }
+        const float std = (ends_with("attn.proj.weight") || ends_with("mlp.fc2.weight")) ? residual_std : 0.02f;
+        parallel_for((count + kChunk - 1) / kChunk, 1, 0, [&](std::int64_t c0, std::int64_t c1) {
+            for (std::int64_t c = c0; c < c1; ++c) {
+                NormalRng rng(seed * 0x9E3779B97F4A7C15ull ^ (std::uint64_t(ti) << 40) ^ std::uint64_t(c));
+                for (std::int64_t i = c * kChunk; i < std::min(count, (c + 1) * kChunk); ++i)
+                    w[i] = std * rng.normal();
+            }
+        });
+    }
+}
+
+std::span<float> Model::params() { return impl_->params; }
+std::span<const float> Model::params() const { return impl_->params; }
+std::span<float> Model::grads() { return impl_->grads; }
+const std::vector<ParamTensor>& Model::param_tensors() const { return impl_->tensors; }
+const std::vector<LinearInfo>& Model::linears() const { return impl_->linear.linears(); }
+
+float Model::forward(const std::int32_t* tokens, const std::int32_t* targets, int B, int T) {
+    return impl_->run_forward(tokens, targets, B, T, true);
+}
+
+void Model::backward() { impl_->run_backward(); }
+
+float Model::evaluate(const std::int32_t* tokens, const std::int32_t* targets, int B, int T) {
+    // Evaluation is not part of a training step: no operands, no op timings.
+    CaptureSink* sink = impl_->sink;
+    bool operands = impl_->capture_operands;
+    set_capture(nullptr, false);
+    float loss = impl_->run_forward(tokens, targets, B, T, false);
+    set_capture(sink, operands);
+    return loss;
+}
+
+void Model::set_recipe(const TrainingRecipe& recipe) { impl_->linear.set_recipe(recipe); }
+const TrainingRecipe& Model::recipe() const { return impl_->linear.recipe(); }
+
+void Model::set_capture(CaptureSink* sink, bool operands) {
+    impl_->sink = sink;
+    impl_->capture_operands = sink && operands;
+    impl_->linear.set_capture(sink, operands);
+}
+
+std::vector<std::uint8_t> Model::save_recipe_state() const { return impl_->linear.save_state(); }
+void Model::load_recipe_state(const std::vector<std::uint8_t>& bytes) { impl_->linear.load_state(bytes); }
+
+std::size_t ParamTensor::numel() const {
+    std::size_t n = 1;
+    for (auto d : shape) n *= std::size_t(d);
+    return n;
+}
+
+}  // namespace fp8scope

@@ -1,0 +1,354 @@
+// Strict JSON reading and writing of TrainConfig. One list of fields (visit_fields) drives
+// the reader, the writer and the override parser, so the three can never disagree.
+#include "engine/train_config.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "engine/training_recipe.h"
+
+namespace fp8scope {
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+struct Limits {
+    double lo = -std::numeric_limits<double>::infinity();
+    double hi = std::numeric_limits<double>::infinity();
+    bool hi_open = false;  // hi itself is out of range (beta < 1)
+};
+
+struct Choice {
+    std::string_view name;
+    int value;
+};
+const Choice kNorms[] = {{"layernorm", int(NormKind::LayerNorm)}, {"rmsnorm", int(NormKind::RMSNorm)}};
+const Choice kMlps[] = {{"gelu", int(MlpKind::GELU)}, {"swiglu", int(MlpKind::SwiGLU)}};
+
+// The one list of fields. V has an overload per field type.
+template <class V>
+void visit_fields(TrainConfig& c, V& v) {
+    const double big = 1 << 30;
+    v("recipe", c.recipe);
+    v("compare", c.compare);
+    v("steps", c.steps, Limits{0, big});
+    v("batch_size", c.batch_size, Limits{1, 1 << 20});
+    v("seq_len", c.seq_len, Limits{1, 1 << 20});
+    v("seed", c.seed);
+    v("threads", c.threads, Limits{0, 4096});
+    v("capture_every", c.capture_every, Limits{0, big});
+    v("log_every", c.log_every, Limits{1, big});
+
+    v("model.vocab_size", c.model.vocab_size, Limits{2, 1 << 24});
+    v("model.max_seq", c.model.max_seq, Limits{1, 1 << 20});
+    v("model.n_layer", c.model.n_layer, Limits{1, 1024});
+    v("model.d_model", c.model.d_model, Limits{1, 1 << 16});
+    v("model.n_head", c.model.n_head, Limits{1, 1024});
+    v("model.d_ff", c.model.d_ff, Limits{0, 1 << 20});
+    v.choice("model.norm", c.model.norm, kNorms);
+    v.choice("model.mlp", c.model.mlp, kMlps);
+    v("model.smooth_swiglu", c.model.smooth_swiglu);
+
+    v("optimizer.lr", c.optimizer.lr, Limits{0, 10});
+    v("optimizer.beta1", c.optimizer.beta1, Limits{0, 1, true});
+    v("optimizer.beta2", c.optimizer.beta2, Limits{0, 1, true});
+    v("optimizer.eps", c.optimizer.eps, Limits{0, 1});
+    v("optimizer.weight_decay", c.optimizer.weight_decay, Limits{0, 10});
+    v("optimizer.grad_clip", c.optimizer.grad_clip, Limits{0, 1e9});
+
+    v("schedule.warmup_steps", c.schedule.warmup_steps, Limits{0, big});
+    v("schedule.min_lr", c.schedule.min_lr, Limits{0, 10});
+
+    v("data.source", c.data.source);
+    v("data.val_fraction", c.data.val_fraction, Limits{0.001, 0.9});
+    v("data.corpus_bytes", c.data.corpus_bytes, Limits{1024, double(1ll << 34)});
+    v("data.corpus_seed", c.data.corpus_seed);
+
+    v("eval.every", c.eval.every, Limits{0, big});
+    v("eval.batches", c.eval.batches, Limits{1, 1 << 16});
+
+    v("checkpoint.dir", c.checkpoint.dir);
+    v("checkpoint.every", c.checkpoint.every, Limits{0, big});
+    v("checkpoint.resume", c.checkpoint.resume);
+
+    v("rewind.enabled", c.rewind.enabled);
+    v("rewind.spike_factor", c.rewind.spike_factor, Limits{1, 1e9});
+    v("rewind.window", c.rewind.window, Limits{1, 1 << 20});
+    v("rewind.snapshot_every", c.rewind.snapshot_every, Limits{1, big});
+    v("rewind.max_rewinds", c.rewind.max_rewinds, Limits{0, 1 << 20});
+
+}
+
+json::json_pointer pointer(std::string_view path) {
+    std::string p = "/";
+    for (char ch : path) p += ch == '.' ? '/' : ch;
+    return json::json_pointer(p);
+}
+
+std::string show(const json& j) {
+    std::string s = j.dump();
+    return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+}
+
+std::string range_text(const Limits& l) {
+    std::ostringstream s;
+    s << "[" << l.lo << ", " << l.hi << (l.hi_open ? ")" : "]");
+    return s.str();
+}
+
+// Reads fields from a JSON document, remembering which ones exist so that anything left
+// over is reported as unknown.
+class Reader {
+public:
+    Reader(const json& root, std::string prefix) : root_(root), prefix_(std::move(prefix)) {}
+
+    template <class T>
+        requires std::is_arithmetic_v<T> && (!std::is_same_v<T, bool>)
+    void operator()(std::string_view path, T& out, Limits lim = {}) {
+        const json* j = find(path);
+        if (!j) return;
+        if (!j->is_number() || (std::is_integral_v<T> && !j->is_number_integer() &&
+                                !j->is_number_unsigned()))
+            fail(path, *j, std::is_integral_v<T> ? "expected an integer" : "expected a number");
+        if constexpr (std::is_same_v<T, std::uint64_t>) {
+            if (!j->is_number_unsigned()) fail(path, *j, "expected a non-negative integer");
+            out = j->get<std::uint64_t>();
+        } else {
+            double d = j->get<double>();
+            if (!std::isfinite(d) || d < lim.lo || d > lim.hi || (lim.hi_open && d == lim.hi))
+                fail(path, *j, "out of range " + range_text(lim));
+            out = std::is_integral_v<T> ? static_cast<T>(j->get<std::int64_t>()) : static_cast<T>(d);
+        }
+    }
+    void operator()(std::string_view path, bool& out) {
+        const json* j = find(path);
+        if (!j) return;
+        if (!j->is_boolean()) fail(path, *j, "expected true or false");
+        out = j->get<bool>();
+    }
+    void operator()(std::string_view path, std::string& out) {
+        const json* j = find(path);
+        if (!j) return;
+        if (!j->is_string()) fail(path, *j, "expected a string");
+        out = j->get<std::string>();
+    }
+    // A list of names: a JSON array of strings or one comma-separated string.
+    void operator()(std::string_view path, std::vector<std::string>& out) {
+        const json* j = find(path);
+        if (!j) return;
+        out.clear();
+        if (j->is_string()) {
+            std::string s = j->get<std::string>(), item;
+            std::istringstream in(s);
+            while (std::getline(in, item, ','))
+                if (!item.empty()) out.push_back(item);
+            return;
+        }
+        if (!j->is_array()) fail(path, *j, "expected a list of names");
+        for (const auto& e : *j) {
+            if (!e.is_string()) fail(path, *j, "expected a list of names");
+            out.push_back(e.get<std::string>());
+        }
+    }
+    template <class E, std::size_t N>
+    void choice(std::string_view path, E& out, const Choice (&choices)[N]) {
+        const json* j = find(path);
+        if (!j) return;
+        std::string names;
+        for (const auto& c : choices) {
+            if (j->is_string() && j->get<std::string>() == c.name) {
+                out = static_cast<E>(c.value);
+                return;
+            }
+            names += (names.empty() ? "" : ", ") + std::string(c.name);
+        }
+        fail(path, *j, "expected one of " + names);
+    }
+
+    // After visiting: every key of the document must be a known field or section.
+    void check_unknown(const json& node, const std::string& path) const {
+        for (auto it = node.begin(); it != node.end(); ++it) {
+            std::string p = path.empty() ? it.key() : path + "." + it.key();
+            if (seen_.count(p)) continue;
+            if (sections_.count(p)) {
+                if (!it->is_object())
+                    throw std::invalid_argument(prefix_ + "field '" + p + "' must be an object, got " + show(*it));
+                check_unknown(*it, p);
+                continue;
+            }
+            throw std::invalid_argument(prefix_ + "unknown field '" + p + "'");
+        }
+    }
+    void note_sections(std::string_view path) {
+        for (std::size_t dot = path.find('.'); dot != std::string_view::npos; dot = path.find('.', dot + 1))
+            sections_.emplace(path.substr(0, dot));
+    }
+
+private:
+    const json* find(std::string_view path) {
+        note_sections(path);
+        seen_.emplace(path);
+        const json* node = &root_;
+        std::size_t start = 0;
+        for (;;) {
+            std::size_t dot = path.find('.', start);
+            std::string key(path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
+            if (!node->is_object()) return nullptr;  // reported by check_unknown
+            auto it = node->find(key);
+            if (it == node->end()) return nullptr;
+            node = &*it;
+            if (dot == std::string_view::npos) return node;
+            start = dot + 1;
+        }
+    }
+    [[noreturn]] void fail(std::string_view path, const json& value, const std::string& why) const {
+        throw std::invalid_argument(prefix_ + "field '" + std::string(path) + "': " + why + ", got " + show(value));
+    }
+
+    const json& root_;
+    std::string prefix_;
+    std::set<std::string, std::less<>> seen_, sections_;
+};
+
+class Writer {
+public:
+    template <class T>
+    void operator()(std::string_view path, const T& value, Limits = {}) {
+        out[ordered_json::json_pointer(pointer(path).to_string())] = value;
+    }
+    // Floats as the shortest decimal that reads back as the same float ("0.003", not
+    // "0.003000000026077032"), so written configs read as they were typed.
+    void operator()(std::string_view path, const float& value, Limits = {}) {
+        char buf[32];
+        const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+        out[ordered_json::json_pointer(pointer(path).to_string())] =
+            ec == std::errc() ? std::strtod(std::string(buf, end).c_str(), nullptr) : double(value);
+    }
+    template <class E, std::size_t N>
+    void choice(std::string_view path, const E& value, const Choice (&choices)[N]) {
+        for (const auto& c : choices)
+            if (c.value == static_cast<int>(value))
+                out[ordered_json::json_pointer(pointer(path).to_string())] = std::string(c.name);
+    }
+    ordered_json out = ordered_json::object();  // fields in visit order: readable files
+};
+
+// How an override's text is to be read: strings are taken literally.
+class KindFinder {
+public:
+    explicit KindFinder(std::string_view path) : path_(path) {}
+    template <class T>
+    void operator()(std::string_view p, const T&, Limits = {}) {
+        if (p != path_) return;
+        found = true;
+        textual = std::is_same_v<T, std::string> || std::is_same_v<T, std::vector<std::string>>;
+    }
+    template <class E, std::size_t N>
+    void choice(std::string_view p, const E&, const Choice (&)[N]) {
+        if (p == path_) found = textual = true;
+    }
+    bool found = false, textual = false;
+
+private:
+    std::string_view path_;
+};
+
+TrainConfig from_json(const json& root, const std::string& prefix) {
+    if (!root.is_object()) throw std::invalid_argument(prefix + "a config must be a JSON object");
+    TrainConfig c;
+    Reader reader(root, prefix);
+    visit_fields(c, reader);
+    reader.check_unknown(root, "");
+    try {
+        c.validate();
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(prefix + e.what());
+    }
+    return c;
+}
+
+}  // namespace
+
+std::vector<std::string> TrainConfig::replica_recipes() const {
+    return compare.empty() ? std::vector<std::string>{recipe} : compare;
+}
+
+void TrainConfig::validate() const {
+    model.validate();
+    if (seq_len > model.max_seq)
+        throw std::invalid_argument("seq_len " + std::to_string(seq_len) + " exceeds model.max_seq " +
+                                    std::to_string(model.max_seq));
+    if (schedule.min_lr > optimizer.lr)
+        throw std::invalid_argument("schedule.min_lr " + std::to_string(schedule.min_lr) +
+                                    " exceeds optimizer.lr " + std::to_string(optimizer.lr));
+    bool bytes = data.source == "builtin" || data.source.rfind("text:", 0) == 0;
+    if (bytes && model.vocab_size < 256)
+        throw std::invalid_argument("model.vocab_size " + std::to_string(model.vocab_size) +
+                                    " is too small for byte-level data (needs 256)");
+    if (data.source.empty()) throw std::invalid_argument("data.source is empty");
+    for (const auto& name : replica_recipes()) {
+        try {
+            (void)training_recipe(name);
+        } catch (const std::invalid_argument& e) {
+            throw std::invalid_argument(std::string(compare.empty() ? "recipe" : "compare") + ": " + e.what());
+        }
+    }
+}
+
+TrainConfig train_config_from_json(std::string_view json_text, std::string_view origin) {
+    std::string prefix = origin.empty() ? "" : std::string(origin) + ": ";
+    json root;
+    try {
+        root = json::parse(json_text);
+    } catch (const json::parse_error& e) {
+        throw std::invalid_argument(prefix + "invalid JSON: " + e.what());
+    }
+    return from_json(root, prefix);
+}
+
+TrainConfig load_train_config(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::invalid_argument(path + ": cannot open config file");
+    std::stringstream text;
+    text << in.rdbuf();
+    return train_config_from_json(text.str(), path);
+}
+
+std::string train_config_to_json(const TrainConfig& config) {
+    Writer w;
+    visit_fields(const_cast<TrainConfig&>(config), w);  // the writer only reads
+    return w.out.dump(2);
+}
+
+void apply_override(TrainConfig& config, std::string_view assignment) {
+    std::string prefix = "--set " + std::string(assignment) + ": ";
+    std::size_t eq = assignment.find('=');
+    if (eq == std::string_view::npos || eq == 0)
+        throw std::invalid_argument(prefix + "expected FIELD=VALUE");
+    std::string_view path = assignment.substr(0, eq), text = assignment.substr(eq + 1);
+    KindFinder kind(path);
+    visit_fields(config, kind);
+    if (!kind.found) throw std::invalid_argument(prefix + "unknown field '" + std::string(path) + "'");
+    json value;
+    if (kind.textual && !(text.size() && text.front() == '[')) {
+        value = std::string(text);
+    } else {
+        value = json::parse(text, nullptr, false);
+        if (value.is_discarded()) value = std::string(text);  // reported as a type error
+    }
+    Writer w;
+    visit_fields(config, w);
+    json doc = json::parse(w.out.dump());
+    doc[pointer(path)] = value;
+    config = from_json(doc, prefix);
+}
+
+}  // namespace fp8scope

@@ -1,0 +1,95 @@
+// Everything a training run is made of, as one value: model shape, optimizer, learning
+// rate schedule, data, batch shape, seed, evaluation, checkpoints, rewind and capture.
+// JSON is the file format (the section and field names below are the JSON names);
+// loading is strict: an unknown field, a wrong type or a value out of range is an error
+// that names the field and the value. Any field can be overridden by its dotted path
+// ("model.d_model=192"), which goes through the same validation.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/model_config.h"
+
+namespace fp8scope {
+
+struct OptimizerConfig {       // AdamW on float32 master weights
+    float lr = 3e-3f;          // peak learning rate
+    float beta1 = 0.9f;
+    float beta2 = 0.95f;
+    float eps = 1e-8f;
+    float weight_decay = 0.1f; // decoupled, on decay parameters only
+    float grad_clip = 1.0f;    // max global gradient norm; 0: no clipping
+};
+
+struct ScheduleConfig {        // linear warmup, then cosine down to min_lr
+    int warmup_steps = 30;
+    float min_lr = 3e-4f;
+};
+
+struct DataConfig {
+    // "builtin" (the synthetic corpus), "text:PATH" (bytes, vocab 256), "tokens:PATH"
+    // (GPT-2 style uint16 token file), or a bare PATH (".bin" files are token files).
+    std::string source = "builtin";
+    double val_fraction = 0.1;               // tail of the data held out for eval loss
+    std::int64_t corpus_bytes = 1 << 21;     // size of the builtin corpus
+    std::uint64_t corpus_seed = 20240520;    // the builtin corpus is fixed, not the run seed
+};
+
+struct EvalConfig {
+    int every = 50;            // eval loss every N steps (and after the last); 0: only at the end
+    int batches = 4;           // held-out batches per evaluation
+};
+
+struct CheckpointConfig {
+    std::string dir;           // where periodic checkpoints go; empty: none on disk
+    int every = 0;             // steps between checkpoints on disk; 0: only at the end (with dir)
+    std::string resume;        // checkpoint file to resume from; empty: fresh start
+};
+
+struct RewindConfig {
+    bool enabled = true;
+    float spike_factor = 3.0f; // loss > factor * moving average of recent losses: a spike
+    int window = 20;           // losses in the moving average (spikes checked once full)
+    int snapshot_every = 25;   // steps between in-memory snapshots of the last good state
+    int max_rewinds = 8;       // give up (stop with an error) after this many
+};
+
+struct TrainConfig {
+    ModelConfig model;
+    OptimizerConfig optimizer;
+    ScheduleConfig schedule;
+    DataConfig data;
+    EvalConfig eval;
+    CheckpointConfig checkpoint;
+    RewindConfig rewind;
+
+    std::string recipe = "baseline";     // training recipe of a single run
+    std::vector<std::string> compare;    // lock-step replicas; non-empty overrides `recipe`
+    int steps = 300;
+    int batch_size = 16;                 // B
+    int seq_len = 64;                    // T
+    std::uint64_t seed = 1;
+    int threads = 0;                     // 0: all hardware threads
+    int capture_every = 0;               // capture GEMM operands every N steps; 0: never
+    int log_every = 10;                  // plain progress lines every N steps
+
+    // The recipes of the replicas: `compare` if set, else {recipe}.
+    std::vector<std::string> replica_recipes() const;
+    // Cross-field checks (seq_len <= model.max_seq, ...); throws std::invalid_argument.
+    void validate() const;
+};
+
+// Throws std::invalid_argument naming the field and value. `origin` (a file name) is put
+// in front of the message.
+TrainConfig train_config_from_json(std::string_view json_text, std::string_view origin = "");
+TrainConfig load_train_config(const std::string& path);
+std::string train_config_to_json(const TrainConfig& config);  // pretty, every field
+
+// "model.d_model=192": the value is JSON ("192", "true", "[\"a\"]") or, when it does not
+// parse as JSON, a plain string ("rmsnorm"). Throws std::invalid_argument naming the path.
+void apply_override(TrainConfig& config, std::string_view assignment);
+
+}  // namespace fp8scope

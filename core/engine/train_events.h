@@ -1,0 +1,44 @@
+// What a training run reports while it runs: one record per step and replica, and events.
+// Observers are called on the training thread, between steps; they must not block long.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace fp8scope {
+
+struct StepRecord {
+    std::int64_t step = 0;          // 1-based: the number of steps completed
+    int replica = 0;
+    std::string recipe;
+    std::uint64_t batch = 0;        // training batch index used by this step
+    float loss = 0.0f;
+    std::optional<float> eval_loss; // when this step ran an evaluation
+    float lr = 0.0f;
+    double grad_norm = 0.0;         // before clipping
+    double step_seconds = 0.0;      // forward + backward + optimizer of this replica
+    double tokens_per_second = 0.0;
+};
+
+enum class TrainEventKind { Pause, Resume, Stop, RecipeSwitch, Checkpoint, NaN, Spike, Rewind, Error };
+std::string_view event_name(TrainEventKind kind);  // "pause", "rewind", ...
+
+struct TrainEvent {
+    TrainEventKind kind = TrainEventKind::Pause;
+    std::int64_t step = 0;          // steps completed when it happened
+    int replica = -1;               // -1: the whole run
+    std::string detail;             // e.g. "to step 50, skipping batch 57", a file name
+};
+
+class TrainObserver {
+public:
+    virtual ~TrainObserver() = default;
+    // Before a step's forward passes; `capture` says whether GEMM operands are captured.
+    virtual void on_step_begin(std::int64_t /*step*/, bool /*capture*/) {}
+    virtual void on_step(const StepRecord& /*record*/) {}
+    virtual void on_event(const TrainEvent& /*event*/) {}
+};
+
+}  // namespace fp8scope

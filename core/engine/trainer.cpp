@@ -1,0 +1,358 @@
+// The training loop, its control requests and its recovery.
+#include "engine/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <stdexcept>
+
+namespace fp8scope {
+
+struct Trainer::Replica {
+    Replica(const TrainConfig& c, const std::string& recipe_name) : model(c.model) {
+        model.init(c.seed);
+        model.set_recipe(training_recipe(recipe_name));
+        adam.emplace(c.optimizer, model.param_tensors(), model.params().size());
+    }
+    Model model;
+    std::optional<AdamW> adam;
+    std::deque<float> recent_losses;   // spike-detection window
+    CaptureSink* sink = nullptr;
+    float last_loss = std::numeric_limits<float>::quiet_NaN();
+    std::optional<float> last_eval;
+};
+
+struct Trainer::Request {
+    enum Kind { Pause, Resume, Stop, Switch, Checkpoint } kind;
+    int replica = -1;
+    std::string text;  // recipe name or checkpoint path
+};
+
+Trainer::Trainer(const TrainConfig& config) : config_(config) {
+    config_.validate();
+    sampler_ = std::make_unique<BatchSampler>(load_data(config_.data, config_.model.vocab_size),
+                                              config_.data.val_fraction, config_.batch_size,
+                                              config_.seq_len, config_.seed);
+    eval_batches_.resize(static_cast<std::size_t>(config_.eval.batches));
+    for (int i = 0; i < config_.eval.batches; ++i) sampler_->eval_batch(i, config_.eval.batches, eval_batches_[i]);
+    schedule_ = CosineSchedule{config_.optimizer.lr, config_.schedule.min_lr, config_.schedule.warmup_steps,
+                               config_.steps};
+    for (const auto& name : config_.replica_recipes())
+        replicas_.push_back(std::make_unique<Replica>(config_, name));
+    if (!config_.checkpoint.resume.empty()) restore(load_checkpoint(config_.checkpoint.resume));
+    take_snapshot();
+}
+
+Trainer::~Trainer() = default;
+
+Model& Trainer::model(int replica) { return replicas_.at(static_cast<std::size_t>(replica))->model; }
+
+void Trainer::add_observer(TrainObserver* observer) { observers_.push_back(observer); }
+
+void Trainer::set_capture_sink(int replica, CaptureSink* sink) {
+    replicas_.at(static_cast<std::size_t>(replica))->sink = sink;
+    if (!sink) model(replica).set_capture(nullptr, false);
+}
+
+// --- control requests -------------------------------------------------------------
+
+void Trainer::pause() {
+    std::lock_guard lock(mu_);
+    requests_.push_back({Request::Pause, -1, {}});
+    wake_.notify_all();
+}
+
+void Trainer::resume() {
+    std::lock_guard lock(mu_);
+    requests_.push_back({Request::Resume, -1, {}});
+    wake_.notify_all();
+}
+
+void Trainer::stop() {
+    std::lock_guard lock(mu_);
+    requests_.push_back({Request::Stop, -1, {}});
+    wake_.notify_all();
+}
+
+void Trainer::switch_recipe(int replica, const std::string& recipe) {
+    if (replica < 0 || replica >= replicas())
+        throw std::invalid_argument("switch_recipe: no replica " + std::to_string(replica) + " (the run has " +
+                                    std::to_string(replicas()) + ")");
+    (void)training_recipe(recipe);  // unknown names fail here, in the caller's thread
+    std::lock_guard lock(mu_);
+    requests_.push_back({Request::Switch, replica, recipe});
+    wake_.notify_all();
+}
+
+void Trainer::checkpoint_now(const std::string& path) {
+    if (path.empty() && config_.checkpoint.dir.empty())
+        throw std::invalid_argument("checkpoint_now: no path given and checkpoint.dir is not set");
+    std::lock_guard lock(mu_);
+    requests_.push_back({Request::Checkpoint, -1, path});
+    wake_.notify_all();
+}
+
+void Trainer::emit(TrainEventKind kind, int replica, std::string detail) {
+    TrainEvent e{kind, step_, replica, std::move(detail)};
+    for (auto* o : observers_) o->on_event(e);
+}
+
+void Trainer::apply_requests() {
+    std::deque<Request> pending;
+    {
+        std::lock_guard lock(mu_);
+        pending.swap(requests_);
+    }
+    for (auto& r : pending) {
+        switch (r.kind) {
+        case Request::Pause:
+            if (!paused_) emit(TrainEventKind::Pause, -1, "");
+            paused_ = true;
+            break;
+        case Request::Resume:
+            if (paused_) emit(TrainEventKind::Resume, -1, "");
+            paused_ = false;
+            break;
+        case Request::Stop:
+            if (!stopping_) emit(TrainEventKind::Stop, -1, "");
+            stopping_ = true;
+            break;
+        case Request::Switch: {
+            auto& rep = *replicas_[static_cast<std::size_t>(r.replica)];
+            std::string from = rep.model.recipe().name;
+            rep.model.set_recipe(training_recipe(r.text));
+            emit(TrainEventKind::RecipeSwitch, r.replica, from + " -> " + r.text);
+            take_snapshot();  // a rewind must not undo the switch
+            break;
+        }
+        case Request::Checkpoint: {
+            std::string path = r.text.empty() ? default_checkpoint_path() : r.text;
+            try {
+                save_checkpoint(path);
+                emit(TrainEventKind::Checkpoint, -1, path);
+            } catch (const std::exception& e) {
+                emit(TrainEventKind::Error, -1, e.what());
+            }
+            break;
+        }
+        }
+    }
+}
+
+// --- the loop ---------------------------------------------------------------------
+
+TrainSummary Trainer::run() {
+    for (;;) {
+        if (paused_) {
+            std::unique_lock lock(mu_);
+            wake_.wait(lock, [&] { return !requests_.empty(); });
+        }
+        apply_requests();
+        if (stopping_ || !error_.empty() || step_ >= config_.steps) break;
+        if (paused_) continue;
+        step();
+    }
+    if (!config_.checkpoint.dir.empty() && error_.empty()) {
+        std::string path = default_checkpoint_path();
+        save_checkpoint(path);
+        emit(TrainEventKind::Checkpoint, -1, path);
+    }
+    return summary();
+}
+
+bool Trainer::step() {
+    apply_requests();
+    if (stopping_ || !error_.empty() || step_ >= config_.steps) return false;
+    using clock = std::chrono::steady_clock;
+
+    std::uint64_t b = next_batch_;
+    while (skipped_.count(b)) ++b;
+    sampler_->train_batch(b, batch_);
+    const float lr = schedule_.at(static_cast<int>(step_));
+    const bool capture = config_.capture_every > 0 && step_ % config_.capture_every == 0;
+    for (auto* o : observers_) o->on_step_begin(step_ + 1, capture);
+    if (auto fault = corruptions_.find(b); fault != corruptions_.end()) {
+        for (auto& rep : replicas_)
+            for (float& p : rep->model.params()) p *= fault->second;
+        corruptions_.erase(fault);
+    }
+
+    std::vector<StepRecord> records;
+    for (std::size_t i = 0; i < replicas_.size(); ++i) {
+        Replica& rep = *replicas_[i];
+        auto t0 = clock::now();
+        if (rep.sink) rep.model.set_capture(rep.sink, capture);
+        float loss = rep.model.forward(batch_.tokens.data(), batch_.targets.data(), batch_.B, batch_.T);
+        const int r = static_cast<int>(i);
+        if (!std::isfinite(loss))
+            return recover(b, TrainEventKind::NaN, r, "loss " + std::to_string(loss) + " on batch " + std::to_string(b));
+        if (config_.rewind.enabled && static_cast<int>(rep.recent_losses.size()) >= config_.rewind.window) {
+            double mean = 0.0;
+            for (float l : rep.recent_losses) mean += l;
+            mean /= static_cast<double>(rep.recent_losses.size());
+            if (loss > config_.rewind.spike_factor * mean)
+                return recover(b, TrainEventKind::Spike, r,
+                               "loss " + std::to_string(loss) + " over moving average " + std::to_string(mean));
+        }
+        rep.model.backward();
+        double norm = global_grad_norm(rep.model.grads(), config_.threads);
+        if (!std::isfinite(norm))
+            return recover(b, TrainEventKind::NaN, r, "gradient norm " + std::to_string(norm) + " on batch " + std::to_string(b));
+        clip_grad_norm(rep.model.grads(), norm, config_.optimizer.grad_clip, config_.threads);
+        rep.adam->step(rep.model.params(), rep.model.grads(), lr, config_.threads);
+        double seconds = std::chrono::duration<double>(clock::now() - t0).count();
+
+        StepRecord rec;
+        rec.replica = r;
+        rec.recipe = rep.model.recipe().name;
+        rec.batch = b;
+        rec.loss = loss;
+        rec.lr = lr;
+        rec.grad_norm = norm;
+        rec.step_seconds = seconds;
+        rec.tokens_per_second = seconds > 0 ? double(batch_.B) * batch_.T / seconds : 0.0;
+        records.push_back(std::move(rec));
+    }
+
+    ++step_;
+    next_batch_ = b + 1;
+    for (std::size_t i = 0; i < replicas_.size(); ++i) {
+        Replica& rep = *replicas_[i];
+        rep.last_loss = records[i].loss;
+        rep.recent_losses.push_back(records[i].loss);
+        while (static_cast<int>(rep.recent_losses.size()) > config_.rewind.window) rep.recent_losses.pop_front();
+    }
+    bool eval_now = step_ == config_.steps || (config_.eval.every > 0 && step_ % config_.eval.every == 0);
+    if (eval_now) {
+        std::vector<float> eval = evaluate();
+        for (std::size_t i = 0; i < replicas_.size(); ++i) {
+            replicas_[i]->last_eval = eval[i];
+            records[i].eval_loss = eval[i];
+        }
+    }
+    for (auto& rec : records) {
+        rec.step = step_;
+        for (auto* o : observers_) o->on_step(rec);
+    }
+    if (config_.rewind.enabled && step_ % config_.rewind.snapshot_every == 0) take_snapshot();
+    if (!config_.checkpoint.dir.empty() && config_.checkpoint.every > 0 && step_ % config_.checkpoint.every == 0 &&
+        step_ < config_.steps) {
+        std::string path = default_checkpoint_path();
+        save_checkpoint(path);
+        emit(TrainEventKind::Checkpoint, -1, path);
+    }
+    return true;
+}
+
+std::vector<float> Trainer::evaluate() {
+    std::vector<float> out;
+    for (auto& rep : replicas_) {
+        double sum = 0.0;
+        for (const Batch& b : eval_batches_)
+            sum += rep->model.evaluate(b.tokens.data(), b.targets.data(), b.B, b.T);
+        out.push_back(static_cast<float>(sum / static_cast<double>(eval_batches_.size())));
+    }
+    return out;
+}
+
+// --- recovery ---------------------------------------------------------------------
+
+bool Trainer::recover(std::uint64_t batch, TrainEventKind why, int replica, const std::string& detail) {
+    emit(why, replica, detail);
+    if (!config_.rewind.enabled) {
+        if (why == TrainEventKind::NaN) {
+            error_ = "non-finite " + detail + " at step " + std::to_string(step_ + 1) + " (rewind disabled)";
+            emit(TrainEventKind::Error, replica, error_);
+        }
+        return true;
+    }
+    if (rewinds_ >= config_.rewind.max_rewinds) {
+        error_ = "gave up after " + std::to_string(rewinds_) + " rewinds (rewind.max_rewinds); last: " + detail;
+        emit(TrainEventKind::Error, replica, error_);
+        return true;
+    }
+    std::set<std::uint64_t> skipped = skipped_;
+    skipped.insert(batch);
+    std::int64_t rewinds = rewinds_ + 1;
+    restore(*snapshot_);
+    skipped_ = std::move(skipped);  // skips outlive the rewind, or the same batch comes back
+    rewinds_ = rewinds;
+    emit(TrainEventKind::Rewind, replica,
+         "to step " + std::to_string(step_) + ", skipping batch " + std::to_string(batch));
+    return true;
+}
+
+void Trainer::take_snapshot() { snapshot_ = state(); }
+
+void Trainer::corrupt_params_at_batch(std::uint64_t batch, float factor) { corruptions_[batch] = factor; }
+void Trainer::skip_batch(std::uint64_t batch) { skipped_.insert(batch); }
+
+// --- state --------------------------------------------------------------------------
+
+TrainState Trainer::state() const {
+    TrainState s;
+    s.config_json = train_config_to_json(config_);
+    s.step = step_;
+    s.next_batch = next_batch_;
+    s.skipped_batches.assign(skipped_.begin(), skipped_.end());
+    s.rewinds = rewinds_;
+    for (const auto& rep : replicas_) {
+        ReplicaState r;
+        r.recipe = rep->model.recipe().name;
+        auto p = rep->model.params();
+        r.params.assign(p.begin(), p.end());
+        r.m.assign(rep->adam->m().begin(), rep->adam->m().end());
+        r.v.assign(rep->adam->v().begin(), rep->adam->v().end());
+        r.adam_steps = rep->adam->steps_taken();
+        r.recipe_state = rep->model.save_recipe_state();
+        r.recent_losses.assign(rep->recent_losses.begin(), rep->recent_losses.end());
+        s.replicas.push_back(std::move(r));
+    }
+    return s;
+}
+
+void Trainer::restore(const TrainState& s) {
+    if (s.replicas.size() != replicas_.size())
+        throw std::invalid_argument("checkpoint has " + std::to_string(s.replicas.size()) + " replicas, the run " +
+                                    std::to_string(replicas_.size()));
+    for (std::size_t i = 0; i < replicas_.size(); ++i)
+        if (s.replicas[i].params.size() != replicas_[i]->model.params().size())
+            throw std::invalid_argument("checkpoint replica " + std::to_string(i) + " has " +
+                                        std::to_string(s.replicas[i].params.size()) + " parameters, the model " +
+                                        std::to_string(replicas_[i]->model.params().size()) +
+                                        " (a different model config)");
+    for (std::size_t i = 0; i < replicas_.size(); ++i) {
+        Replica& rep = *replicas_[i];
+        const ReplicaState& r = s.replicas[i];
+        rep.model.set_recipe(training_recipe(r.recipe));
+        rep.model.load_recipe_state(r.recipe_state);
+        std::copy(r.params.begin(), r.params.end(), rep.model.params().begin());
+        rep.adam->set_state(r.m, r.v, r.adam_steps);
+        rep.recent_losses.assign(r.recent_losses.begin(), r.recent_losses.end());
+        rep.last_loss = r.recent_losses.empty() ? std::numeric_limits<float>::quiet_NaN() : r.recent_losses.back();
+    }
+    step_ = s.step;
+    next_batch_ = s.next_batch;
+    skipped_ = std::set<std::uint64_t>(s.skipped_batches.begin(), s.skipped_batches.end());
+    rewinds_ = s.rewinds;
+}
+
+void Trainer::save_checkpoint(const std::string& path) const { fp8scope::save_checkpoint(path, state()); }
+
+std::string Trainer::default_checkpoint_path() const {
+    return (std::filesystem::path(config_.checkpoint.dir) / ("step_" + std::to_string(step_) + ".ckpt")).string();
+}
+
+TrainSummary Trainer::summary() const {
+    TrainSummary s;
+    s.steps = step_;
+    s.rewinds = rewinds_;
+    s.stopped = stopping_ && step_ < config_.steps;
+    s.error = error_;
+    for (const auto& rep : replicas_)
+        s.replicas.push_back({rep->model.recipe().name, rep->last_loss, rep->last_eval});
+    return s;
+}
+
+}  // namespace fp8scope

@@ -1,0 +1,134 @@
+// The training loop. One Trainer runs one or several replicas (one Model and AdamW each)
+// in lock step: the same initial weights, the same batches, each with its own training
+// recipe, so their losses differ only by the recipe.
+//
+// Control from other threads (the live view, a signal handler) goes through requests
+// (pause, resume, stop, switch a replica's recipe, checkpoint now) that the training
+// thread applies between steps. Observers receive per-step records and events.
+//
+// Recovery: the last good state is kept in memory (every rewind.snapshot_every steps and
+// after every recipe switch). A NaN/Inf loss or gradient norm, or a loss above
+// rewind.spike_factor times the moving average of the last rewind.window losses, restores
+// it for every replica (lock step is kept), skips the offending batch for good and goes on.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/capture_sink.h"
+#include "engine/checkpoint.h"
+#include "engine/data.h"
+#include "engine/model.h"
+#include "engine/optimizer.h"
+#include "engine/schedule.h"
+#include "engine/train_config.h"
+#include "engine/train_events.h"
+
+namespace fp8scope {
+
+struct ReplicaSummary {
+    std::string recipe;
+    float loss = 0.0f;                  // last training loss
+    std::optional<float> eval_loss;     // last eval loss
+};
+
+struct TrainSummary {
+    std::int64_t steps = 0;             // steps completed
+    std::vector<ReplicaSummary> replicas;
+    std::int64_t rewinds = 0;
+    bool stopped = false;               // ended by stop() before config.steps
+    std::string error;                  // non-empty: training gave up (NaN without rewind, ...)
+};
+
+class Trainer {
+public:
+    // Loads the data, builds and initialises the replicas from config.seed (identical
+    // weights), or restores config.checkpoint.resume. Throws on bad data or checkpoints.
+    explicit Trainer(const TrainConfig& config);
+    ~Trainer();
+    Trainer(const Trainer&) = delete;
+    Trainer& operator=(const Trainer&) = delete;
+
+    // Set up before run(), from the thread that will run it.
+    void add_observer(TrainObserver* observer);
+    // The replica's model reports op timings to `sink` every step and GEMM operands every
+    // config.capture_every steps. nullptr: no capture.
+    void set_capture_sink(int replica, CaptureSink* sink);
+
+    // Thread-safe; applied between steps. switch_recipe and checkpoint_now throw
+    // std::invalid_argument at once on an unknown recipe or replica.
+    void pause();
+    void resume();
+    void stop();
+    void switch_recipe(int replica, const std::string& recipe);
+    void checkpoint_now(const std::string& path = "");  // "": checkpoint.dir/step_N.ckpt
+
+    // Trains until config.steps, stop() or an unrecoverable error.
+    TrainSummary run();
+    // One step, after applying pending requests (a pause does not block here). Returns
+    // false when there is nothing left to do. A step that is rewound returns true but
+    // completes no step.
+    bool step();
+    // Eval loss of every replica on the held-out batches.
+    std::vector<float> evaluate();
+
+    const TrainConfig& config() const { return config_; }
+    std::int64_t steps_done() const { return step_; }
+    int replicas() const { return static_cast<int>(replicas_.size()); }
+    Model& model(int replica);
+    const BatchSampler& data() const { return *sampler_; }
+    TrainSummary summary() const;
+
+    // The complete state, as a checkpoint holds it, and back.
+    TrainState state() const;
+    void restore(const TrainState& state);  // throws if it does not fit these replicas
+    void save_checkpoint(const std::string& path) const;
+
+    // Test hook: right before training batch `batch` the parameters of every replica are
+    // multiplied by `factor`, as a diverged update would leave them (NaN: all NaN; a
+    // large factor: a loss spike).
+    void corrupt_params_at_batch(std::uint64_t batch, float factor);
+    // Treats `batch` as one a rewind skipped (a run that never sees it).
+    void skip_batch(std::uint64_t batch);
+
+private:
+    struct Replica;
+    struct Request;
+
+    void apply_requests();
+    void emit(TrainEventKind kind, int replica, std::string detail);
+    bool recover(std::uint64_t batch, TrainEventKind why, int replica, const std::string& detail);
+    void take_snapshot();
+    std::string default_checkpoint_path() const;
+
+    TrainConfig config_;
+    std::unique_ptr<BatchSampler> sampler_;
+    std::vector<Batch> eval_batches_;
+    CosineSchedule schedule_;
+    std::vector<std::unique_ptr<Replica>> replicas_;
+    std::vector<TrainObserver*> observers_;
+
+    std::int64_t step_ = 0;
+    std::uint64_t next_batch_ = 0;
+    std::set<std::uint64_t> skipped_;
+    std::int64_t rewinds_ = 0;
+    std::optional<TrainState> snapshot_;
+    std::map<std::uint64_t, float> corruptions_;
+    Batch batch_;
+
+    bool paused_ = false, stopping_ = false;
+    std::string error_;
+    std::mutex mu_;                      // guards requests_
+    std::condition_variable wake_;
+    std::deque<Request> requests_;
+};
+
+}  // namespace fp8scope

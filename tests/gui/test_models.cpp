@@ -1,0 +1,239 @@
+// The data side of the GUI without widgets: series store ingest (incl. rewinds and stale
+// generations), step cursor, coalescing redraws, and every table model under
+// QAbstractItemModelTester, checked against the synthetic trace's formulas.
+#include <QAbstractItemModelTester>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QSignalSpy>
+#include <QSortFilterProxyModel>
+#include <QTest>
+#include <thread>
+
+#include "chrome_trace.h"
+#include "events_model.h"
+#include "kernel_stats_model.h"
+#include "layers_model.h"
+#include "model_roles.h"
+#include "recipe_error_model.h"
+#include "redraw_scheduler.h"
+#include "step_cursor.h"
+#include "synthetic_trace.h"
+#include "table_csv.h"
+
+using namespace fp8scope;
+using namespace fp8scope::views;
+using fp8scope::testing::SyntheticSpec;
+
+class ModelsTest : public QObject {
+    Q_OBJECT
+    SeriesStore store_;
+    SyntheticSpec spec_;
+
+    void load() {
+        const auto gen = store_.reset(testing::synthetic_meta(spec_));
+        QVERIFY(store_.append(gen, testing::synthetic_batch(spec_)));
+    }
+
+private slots:
+    void init() { load(); }
+
+    void storeHoldsEveryStep() {
+        store_.read([&](const TraceData& d) {
+            QCOMPARE(d.first_step, 0);
+            QCOMPARE(d.last_step, spec_.steps - 1);
+            QCOMPARE(static_cast<int>(d.runs.size()), spec_.runs);
+            const RunData& r1 = d.runs[1];
+            QCOMPARE(static_cast<std::int64_t>(r1.steps.size()), spec_.steps);
+            QCOMPARE(r1.steps.loss[17], testing::loss_of(1, 17));
+            QCOMPARE(r1.scaling.amax_at(33, 5), testing::amax_of(1, 33, 5));
+            QCOMPARE(r1.capture_steps.size(), std::size_t(5));
+            const auto* o = r1.operand_at(37, {2, Gemm::Dgrad, Operand::DY});
+            QVERIFY(o);
+            QCOMPARE(o->key.step, 30);
+            QCOMPARE(o->stats.outliers.kurtosis, testing::kurtosis_of(trace::operand_slot(2, Gemm::Dgrad, Operand::DY), 30));
+            QVERIFY(!r1.operand_at(37, {2, Gemm::Fprop, Operand::DY}));  // fprop has no dy
+            auto [lo, hi] = r1.ops_of_step(12);
+            QCOMPARE(hi - lo, std::size_t(spec_.ops_per_step));
+            QCOMPARE(r1.blockmap_step_at(49, {0, Gemm::Fprop, Operand::X}), 25);
+            QCOMPARE(r1.blockmaps_of(25, {0, Gemm::Fprop, Operand::X}).size(), testing::synthetic_recipes().size());
+        });
+    }
+
+    void rewindDropsTheDiscardedSteps() {
+        TraceBatch b;
+        b.steps.push_back({0, 40, 9.0});
+        trace::ScalingRecord sc{0, 40, std::vector<float>(24, 7.0f), std::vector<float>(24, 1.0f)};
+        b.scaling.push_back(sc);
+        QVERIFY(store_.append(store_.generation(), std::move(b)));
+        store_.read([&](const TraceData& d) {
+            const RunData& r = d.runs[0];
+            QCOMPARE(r.steps.size(), std::size_t(41));  // steps 0..39 kept, 40 replaced
+            QCOMPARE(r.steps.loss.back(), 9.0);
+            QCOMPARE(r.scaling.step.size(), std::size_t(41));
+            QCOMPARE(r.scaling.amax_at(40, 3), 7.0f);
+            QCOMPARE(r.scaling.amax_at(39, 3), testing::amax_of(0, 39, 3));
+        });
+    }
+
+    void staleGenerationIsDropped() {
+        const auto old = store_.generation();
+        const auto gen = store_.reset(testing::synthetic_meta(spec_));
+        QVERIFY(gen != old);
+        QVERIFY(!store_.append(old, testing::synthetic_batch(spec_)));
+        QVERIFY(store_.read([](const TraceData& d) { return d.empty(); }));
+    }
+
+    void producerThreadsAppendWhileUiReads() {
+        const auto gen = store_.reset(testing::synthetic_meta(spec_));
+        std::thread producer([&] {
+            for (std::int64_t s = 0; s < 2000; ++s) {
+                TraceBatch b;
+                b.steps.push_back({0, s, testing::loss_of(0, s)});
+                store_.append(gen, std::move(b));
+            }
+        });
+        std::size_t seen = 0;
+        while (seen < 2000) {
+            seen = store_.read([](const TraceData& d) {
+                const auto& c = d.runs[0].steps;
+                for (std::size_t i = 0; i < c.size(); ++i)  // never a torn row
+                    if (c.loss[i] != testing::loss_of(0, static_cast<std::int64_t>(c.step[i]))) return std::size_t(0);
+                return c.size();
+            });
+        }
+        producer.join();
+        QCOMPARE(seen, std::size_t(2000));
+    }
+
+    void cursorFollowsPausesAndPlays() {
+        StepCursor c;
+        QSignalSpy moved(&c, &StepCursor::stepChanged);
+        c.setRange(0, 10);
+        QCOMPARE(c.step(), 10);  // follow starts at the newest step
+        c.setRange(0, 20);
+        QCOMPARE(c.step(), 20);
+        c.setStep(5);
+        QCOMPARE(c.mode(), StepCursor::Mode::Paused);
+        c.setRange(0, 30);
+        QCOMPARE(c.step(), 5);  // paused: stays
+        c.setStep(99);
+        QCOMPARE(c.step(), 30);  // clamped
+        c.follow();
+        c.setStep(25);
+        c.play(2, 1);
+        QTRY_COMPARE(c.step(), 30);
+        QTRY_COMPARE(c.mode(), StepCursor::Mode::Paused);
+        QVERIFY(moved.count() >= 6);
+    }
+
+    void redrawsCoalesce() {
+        RedrawScheduler s(20);
+        int refreshes = 0;
+        s.addClient([&] { ++refreshes; });
+        for (int i = 0; i < 100; ++i) s.markDirty();
+        QTRY_COMPARE(refreshes, 1);
+        QTest::qWait(50);
+        QCOMPARE(refreshes, 1);
+    }
+
+    void layersModel() {
+        LayersModel m(&store_);
+        QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        m.refresh(1, 37);
+        QCOMPARE(m.rowCount(), spec_.linears * trace::kOperandsPerLinear);
+        const OperandRef ref{3, Gemm::Wgrad, Operand::X};
+        const int row = m.rowOf(ref);
+        QVERIFY(row >= 0);
+        QCOMPARE(m.operandAt(row), ref);
+        const int slot = ref.slot();
+        auto v = [&](int col) { return m.data(m.index(row, col), kValueRole).toDouble(); };
+        QCOMPARE(v(LayersModel::Amax), double(testing::amax_of(1, 37, slot)));
+        QCOMPARE(v(LayersModel::Scale), double(testing::scale_of(1, 37, slot)));
+        QCOMPARE(v(LayersModel::Kurtosis), testing::kurtosis_of(slot, 30));
+        QCOMPARE(v(LayersModel::CaptureStep), 30.0);
+        QCOMPARE(v(LayersModel::SqnrDb), testing::sqnr_of(1, 30, slot, 1));  // run 1 uses recipe 1
+        QCOMPARE(m.data(m.index(row, LayersModel::Recipe), Qt::DisplayRole).toString(), QString("block1x128"));
+        QCOMPARE(m.data(m.index(row, LayersModel::Linear), Qt::DisplayRole).toString(), QString("blocks.1.mlp.fc1"));
+        m.refresh(0, 12);  // baseline: unquantized, no error of the recipe in use
+        QVERIFY(std::isnan(m.data(m.index(row, LayersModel::SqnrDb), kValueRole).toDouble()));
+        m.refresh(7, 12);  // a run that does not exist: empty, no crash
+        QCOMPARE(m.rowCount(), 0);
+
+        m.refresh(1, 37);
+        QSortFilterProxyModel proxy;
+        proxy.setSourceModel(&m);
+        proxy.setSortRole(kValueRole);
+        proxy.sort(LayersModel::Amax, Qt::DescendingOrder);
+        QCOMPARE(proxy.data(proxy.index(0, LayersModel::Amax), kValueRole).toDouble(),
+                 double(testing::amax_of(1, 37, spec_.linears * 6 - 1)));
+        proxy.setFilterKeyColumn(LayersModel::Linear);
+        proxy.setFilterFixedString("fc1");
+        QCOMPARE(proxy.rowCount(), spec_.linears / 2 * trace::kOperandsPerLinear);
+    }
+
+    void eventsModel() {
+        EventsModel m(&store_);
+        QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        m.refresh();
+        QCOMPARE(m.rowCount(), 3);
+        QCOMPARE(m.data(m.index(0, EventsModel::Step), kStepRole).toLongLong(), 5);  // step order
+        QCOMPARE(m.data(m.index(0, EventsModel::Kind), Qt::DisplayRole).toString(), QString("non_finite"));
+        QCOMPARE(m.data(m.index(1, EventsModel::Detail), Qt::DisplayRole).toString(), QString("delayed -> current"));
+        QCOMPARE(m.data(m.index(2, EventsModel::Run), Qt::DisplayRole).toString(), QString("blockwise"));
+    }
+
+    void kernelStatsModel() {
+        KernelStatsModel m(&store_);
+        QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        m.refresh(2, 12);
+        QCOMPARE(m.rowCount(), 6);
+        // Sorted by total: op 5 (duration 6000 + 20 ns) first.
+        QCOMPARE(m.data(m.index(0, KernelStatsModel::Name), Qt::DisplayRole).toString(), QString("layernorm"));
+        QCOMPARE(m.data(m.index(0, KernelStatsModel::Calls), kValueRole).toDouble(), 1.0);
+        QCOMPARE(m.data(m.index(0, KernelStatsModel::TotalMs), kValueRole).toDouble(), 6020 * 1e-6);
+        QCOMPARE(m.data(m.index(0, KernelStatsModel::SharePct), kValueRole).toDouble(),
+                 100.0 * 6020e-9 / testing::step_time_of(2, 12));
+    }
+
+    void recipeErrorModel() {
+        RecipeErrorModel m(&store_);
+        QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        m.refresh(2, 45, Gemm::Fprop, Operand::W, ErrorStat::SqnrDb);
+        QCOMPARE(m.rowCount(), spec_.linears);
+        QCOMPARE(m.columnCount(), 1 + 4);
+        for (int l = 0; l < spec_.linears; ++l)
+            for (int r = 0; r < 4; ++r)
+                QCOMPARE(m.value(l, r), testing::sqnr_of(2, 40, trace::operand_slot(l, Gemm::Fprop, Operand::W), r));
+        m.refresh(2, 45, Gemm::Fprop, Operand::W, ErrorStat::UnderflowPct);
+        QCOMPARE(m.value(1, 3), 1.5);
+        QCOMPARE(m.headerData(2, Qt::Horizontal, Qt::DisplayRole).toString(), QString("block1x128"));
+    }
+
+    void csvExport() {
+        EventsModel m(&store_);
+        m.refresh();
+        const QStringList lines = table_csv(m).split('\n', Qt::SkipEmptyParts);
+        QCOMPARE(lines.size(), 4);
+        QCOMPARE(lines[0], QString("step,run,event,detail"));
+        QCOMPARE(lines[2], QString("20,delayed,recipe_switch,delayed -> current"));
+        QString error;
+        QVERIFY(!write_table_csv(m, "/nonexistent-dir/x.csv", &error));
+        QVERIFY(error.contains("/nonexistent-dir/x.csv"));
+    }
+
+    void chromeTraceExport() {
+        const QByteArray json = store_.read([](const TraceData& d) { return chrome_trace_json(d, 1, 3, 4); });
+        const QJsonArray events = QJsonDocument::fromJson(json).object()["traceEvents"].toArray();
+        QCOMPARE(events.size(), 2 * spec_.ops_per_step);
+        const QJsonObject e = events[1].toObject();
+        QCOMPARE(e["ph"].toString(), QString("X"));
+        QCOMPARE(e["name"].toString(), QString("dgrad"));
+        QCOMPARE(e["dur"].toDouble(), (2000 + 10) * 1e-3);
+        QCOMPARE(e["ts"].toDouble(), (1000 + 10 + 100) * 1e-3);
+        QCOMPARE(e["args"].toObject()["step"].toInt(), 3);
+    }
+};
+
+QTEST_GUILESS_MAIN(ModelsTest)
+#include "test_models.moc"

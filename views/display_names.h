@@ -1,0 +1,24 @@
+// Labels of trace ids for display: names from the trace's metadata, with a readable
+// fallback when an id is out of range (a damaged or newer trace must not crash a view).
+#pragma once
+
+#include <QString>
+#include <vector>
+
+#include "run_data.h"
+
+namespace fp8scope::views {
+
+QString gemm_label(Gemm g);
+QString operand_label(Operand o);
+QString operand_ref_label(const trace::TraceMeta& meta, const OperandRef& ref);  // "blocks.0.mlp.fc1 fprop x"
+QString linear_label(const trace::TraceMeta& meta, int linear);
+QString run_label(const trace::TraceMeta& meta, int run);
+QString recipe_label(const trace::TraceMeta& meta, int recipe);           // analysis recipes
+QString training_recipe_label(const trace::TraceMeta& meta, int recipe);
+QString op_label(const trace::TraceMeta& meta, int op);
+
+// Every operand of linears [0, n) in slot order.
+std::vector<OperandRef> all_operands(int n_linears);
+
+}  // namespace fp8scope::views

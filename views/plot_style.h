@@ -1,0 +1,31 @@
+// One look for every plot: fonts, colours per run and recipe, the step cursor line, mouse
+// zoom and pan, and a title. Views build their QCustomPlots through these helpers.
+#pragma once
+
+#include <QColor>
+#include <QVector>
+#include <qcustomplot.h>
+
+namespace fp8scope::views {
+
+QColor series_color(int index);  // runs and recipes: a qualitative palette
+QCustomPlot* make_plot(QWidget* parent, const QString& title);
+// A vertical line at the cursor step in `rect` (default: the plot's first axis rect).
+QCPItemStraightLine* add_cursor_line(QCustomPlot* plot, QCPAxisRect* rect = nullptr);
+void set_cursor_line(QCPItemStraightLine* line, double step);
+// The cursor line and whatever else follows the cursor live on their own buffered layer,
+// so a cursor move repaints that layer alone, not 100k-point series.
+QCPLayer* cursor_layer(QCustomPlot* plot);
+void replot_cursor_layer(QCustomPlot* plot);
+void set_log_axis(QCPAxis* axis);
+// Rescales every axis to the data and pads the value axes by 5% so that lines on the
+// edge of the range stay visible.
+void fit_axes(QCustomPlot* plot);
+// Integer positions 0..n-1 labelled with `labels`, each cell centred on its tick.
+void set_label_ticks(QCPAxis* axis, const QStringList& labels);
+// Replaces NaN and non-positive values (for log axes) by QCustomPlot's gap marker.
+QVector<double> gaps_for_log(QVector<double> v);
+// Shows `text` in the middle of an empty plot (no data yet, nothing selected).
+void set_placeholder(QCustomPlot* plot, const QString& text);
+
+}  // namespace fp8scope::views

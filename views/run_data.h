@@ -1,0 +1,73 @@
+// What the series store holds: a trace's records, reorganised into columns per run so the
+// views read plots over 100k steps without copying or searching. Filled only by
+// SeriesStore; views read it under the store's lock (SeriesStore::read).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "trace_records.h"
+
+namespace fp8scope::views {
+
+// Per-step figures of one run, one entry per step (steps ascending).
+struct StepColumns {
+    std::vector<double> step, loss, eval_loss, lr, step_time_s, tokens_per_s;
+    std::vector<std::int32_t> recipe;
+    std::size_t size() const { return step.size(); }
+};
+
+// Amax and scale of every operand slot at every step: row-major (steps, slot_count).
+struct ScalingColumns {
+    int slot_count = 0;
+    std::vector<double> step;
+    std::vector<float> amax, scale;
+    float amax_at(std::size_t row, int slot) const { return amax[row * slot_count + slot]; }
+    float scale_at(std::size_t row, int slot) const { return scale[row * slot_count + slot]; }
+};
+
+struct OperandRef {
+    int linear = 0;
+    Gemm gemm = Gemm::Fprop;
+    Operand operand = Operand::X;
+    int slot() const { return trace::operand_slot(linear, gemm, operand); }
+    bool operator==(const OperandRef&) const = default;
+};
+
+struct RunData {
+    trace::RunInfo info;
+    StepColumns steps;
+    ScalingColumns scaling;
+    // Operand records per capture step, indexed by operand slot (absent: recipe_in_use
+    // -2, see kAbsent).
+    std::vector<std::int64_t> capture_steps;
+    std::vector<std::vector<trace::OperandRecord>> operands;
+    std::vector<trace::BlockMapRecord> blockmaps;
+    std::vector<trace::OpRecord> ops;  // step ascending
+
+    static constexpr std::int32_t kAbsent = -2;
+
+    // Index of the newest capture step <= step; -1 when none.
+    std::ptrdiff_t capture_index_at(std::int64_t step) const;
+    const trace::OperandRecord* operand(std::ptrdiff_t capture_index, const OperandRef& ref) const;
+    // Newest record of the operand at or before `step`.
+    const trace::OperandRecord* operand_at(std::int64_t step, const OperandRef& ref) const;
+    // Newest block-map step <= step that holds maps of `ref`; -1 when none.
+    std::int64_t blockmap_step_at(std::int64_t step, const OperandRef& ref) const;
+    std::vector<const trace::BlockMapRecord*> blockmaps_of(std::int64_t step, const OperandRef& ref) const;
+    // Ops of one step: [first, last) into ops.
+    std::pair<std::size_t, std::size_t> ops_of_step(std::int64_t step) const;
+    // Row of the newest step <= step in `steps`; -1 when none.
+    std::ptrdiff_t step_row_at(std::int64_t step) const;
+};
+
+struct TraceData {
+    trace::TraceMeta meta;
+    std::vector<RunData> runs;
+    std::vector<trace::EventRecord> events;
+    std::int64_t first_step = -1, last_step = -1;  // over all runs; -1 when empty
+    bool empty() const { return last_step < 0; }
+    int slot_count() const { return static_cast<int>(meta.linears.size()) * trace::kOperandsPerLinear; }
+};
+
+}  // namespace fp8scope::views

@@ -1,0 +1,49 @@
+// The op/kernel timeline of one step: one lane per (device, stream), a box per op, zoom
+// with the mouse wheel and pan by dragging. Painted directly rather than through
+// QCustomPlot items, which cost an object per op.
+#pragma once
+
+#include <QWidget>
+#include <vector>
+
+namespace fp8scope::views {
+
+struct TimelineBox {
+    QString name;
+    int lane = 0;
+    double start_us = 0, end_us = 0;  // relative to the step's first op
+    int color = 0;                    // op id, for a stable colour per op name
+};
+
+class TimelineWidget : public QWidget {
+    Q_OBJECT
+public:
+    explicit TimelineWidget(QWidget* parent = nullptr);
+    void setBoxes(std::vector<TimelineBox> boxes, QStringList lanes);
+    const std::vector<TimelineBox>& boxes() const { return boxes_; }
+    // Visible time range in microseconds.
+    double viewStart() const { return view_start_; }
+    double viewEnd() const { return view_end_; }
+    void setView(double start_us, double end_us);
+    void resetView();
+
+protected:
+    void paintEvent(QPaintEvent*) override;
+    void wheelEvent(QWheelEvent* e) override;
+    void mousePressEvent(QMouseEvent* e) override;
+    void mouseMoveEvent(QMouseEvent* e) override;
+    bool event(QEvent* e) override;  // tooltips
+
+private:
+    double toX(double us) const;
+    double toUs(double x) const;
+    const TimelineBox* boxAt(QPoint p) const;
+
+    std::vector<TimelineBox> boxes_;
+    QStringList lanes_;
+    double total_us_ = 1, view_start_ = 0, view_end_ = 1;
+    int drag_x_ = 0;
+    double drag_start_ = 0;
+};
+
+}  // namespace fp8scope::views
