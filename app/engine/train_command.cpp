@@ -15,6 +15,7 @@
 #include "engine/checkpoint.h"
 #include "engine/trainer.h"
 #include "train_progress.h"
+#include "train_trace.h"
 
 namespace fp8scope::cli {
 namespace {
@@ -33,6 +34,7 @@ struct TrainOptions {
     std::optional<long long> steps, batch, seq, seed, threads, eval_every, capture_every, checkpoint_every, log_every;
     std::optional<double> lr;
     bool print_config = false, json = false, quiet = false;
+    TraceOptions trace;
 };
 
 // Turns Ctrl-C into a stop request; the trainer applies it between steps.
@@ -80,6 +82,7 @@ void apply_flags(const TrainOptions& o, TrainConfig& c) {
     if (o.lr) set("optimizer.lr", nlohmann::json(*o.lr).dump());
     if (o.eval_every) set("eval.every", std::to_string(*o.eval_every));
     if (o.capture_every) set("capture_every", std::to_string(*o.capture_every));
+    else if (!o.trace.out.empty() && c.capture_every == 0) c.capture_every = kDefaultCaptureEvery;
     if (o.checkpoint_dir) set("checkpoint.dir", *o.checkpoint_dir);
     if (o.checkpoint_every) set("checkpoint.every", std::to_string(*o.checkpoint_every));
     if (o.log_every) set("log_every", std::to_string(*o.log_every));
@@ -140,6 +143,13 @@ int run_train(const TrainOptions& o) {
     trainer->add_observer(&progress);
     trainer->add_observer(&watch);
     trainer->add_observer(&history);
+    std::optional<TrainTrace> trace;
+    try {
+        if (o.trace.enabled()) trace.emplace(o.trace, config, *trainer, o.quiet);
+    } catch (const std::exception& e) {
+        report(e.what());
+        return 1;
+    }
     if (!o.quiet) {
         std::fprintf(stderr, "training %d replica%s (%s) on %s: %lld tokens, %lld held out, %zu parameters each\n",
                      replicas, replicas == 1 ? "" : "s", nlohmann::json(config.replica_recipes()).dump().c_str(),
@@ -157,6 +167,12 @@ int run_train(const TrainOptions& o) {
     }
     std::signal(SIGINT, SIG_DFL);
     progress.finish();
+    try {
+        if (trace) trace->finish(s);
+    } catch (const std::exception& e) {
+        report(e.what());
+        return 1;
+    }
 
     if (o.json) {
         nlohmann::json out = {{"steps", s.steps}, {"rewinds", s.rewinds}, {"stopped", s.stopped}, {"error", s.error}};
@@ -198,6 +214,7 @@ void add_train(CLI::App& app, int& exit_code) {
     cmd->add_option("--lr", opts->lr, "Peak learning rate");
     cmd->add_option("--eval-every", opts->eval_every, "Steps between eval losses");
     cmd->add_option("--capture-every", opts->capture_every, "Steps between GEMM operand captures");
+    add_trace_options(*cmd, opts->trace);
     cmd->add_option("--checkpoint-dir", opts->checkpoint_dir, "Directory for checkpoints");
     cmd->add_option("--checkpoint-every", opts->checkpoint_every, "Steps between checkpoints");
     cmd->add_option("--log-every", opts->log_every, "Steps between progress lines when stderr is not a terminal");

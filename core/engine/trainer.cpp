@@ -24,7 +24,7 @@ struct Trainer::Replica {
 };
 
 struct Trainer::Request {
-    enum Kind { Pause, Resume, Stop, Switch, Checkpoint } kind;
+    enum Kind { Pause, Resume, Stop, Switch, Checkpoint, CaptureEvery } kind;
     int replica = -1;
     std::string text;  // recipe name or checkpoint path
 };
@@ -93,6 +93,13 @@ void Trainer::checkpoint_now(const std::string& path) {
     wake_.notify_all();
 }
 
+void Trainer::set_capture_every(int every) {
+    if (every < 0) throw std::invalid_argument("set_capture_every: " + std::to_string(every) + " is negative");
+    std::lock_guard lock(mu_);
+    requests_.push_back({Request::CaptureEvery, every, {}});
+    wake_.notify_all();
+}
+
 void Trainer::emit(TrainEventKind kind, int replica, std::string detail) {
     TrainEvent e{kind, step_, replica, std::move(detail)};
     for (auto* o : observers_) o->on_event(e);
@@ -126,6 +133,9 @@ void Trainer::apply_requests() {
             take_snapshot();  // a rewind must not undo the switch
             break;
         }
+        case Request::CaptureEvery:
+            config_.capture_every = r.replica;  // the interval rides in the int field
+            break;
         case Request::Checkpoint: {
             std::string path = r.text.empty() ? default_checkpoint_path() : r.text;
             try {
