@@ -82,7 +82,7 @@ void apply_flags(const TrainOptions& o, TrainConfig& c) {
     if (o.lr) set("optimizer.lr", nlohmann::json(*o.lr).dump());
     if (o.eval_every) set("eval.every", std::to_string(*o.eval_every));
     if (o.capture_every) set("capture_every", std::to_string(*o.capture_every));
-    else if (!o.trace.out.empty() && c.capture_every == 0) c.capture_every = kDefaultCaptureEvery;
+    else if (o.trace.enabled() && c.capture_every == 0) c.capture_every = kDefaultCaptureEvery;
     if (o.checkpoint_dir) set("checkpoint.dir", *o.checkpoint_dir);
     if (o.checkpoint_every) set("checkpoint.every", std::to_string(*o.checkpoint_every));
     if (o.log_every) set("log_every", std::to_string(*o.log_every));
