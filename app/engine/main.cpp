@@ -11,6 +11,8 @@ int main(int argc, char** argv) {
     fp8scope::cli::add_analyze(app, exit_code);
     fp8scope::cli::add_devices(app, exit_code);
     fp8scope::cli::add_train(app, exit_code);
+    fp8scope::cli::add_export(app, exit_code);
+    fp8scope::cli::add_inspect(app, exit_code);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -1,0 +1,100 @@
+// `fp8scope-engine inspect TRACE`: a summary of a trace: runs, steps, layers, recipes,
+// events, and the worst tensors by SQNR and by overflow under the recipe in use.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "commands.h"
+#include "trace_reader.h"
+
+namespace fp8scope::cli {
+namespace {
+
+using namespace trace;
+
+struct InspectOptions {
+    std::string trace;
+    int top = 10;
+};
+
+struct Worst {
+    int run;
+    std::int64_t step;
+    OperandKey key;
+    std::string recipe;
+    double sqnr, overflow;
+};
+
+const char* gemm_str(Gemm g) { return g == Gemm::Fprop ? "fprop" : g == Gemm::Dgrad ? "dgrad" : "wgrad"; }
+const char* operand_str(Operand o) { return o == Operand::X ? "x" : o == Operand::W ? "w" : "dy"; }
+
+int run_inspect(const InspectOptions& o) {
+    try {
+        TraceReader r(o.trace);
+        const TraceMeta& m = r.meta();
+        std::printf("%s: fp8scope trace v%d, %s, created %s on %s\n", o.trace.c_str(), m.format_version,
+                    m.tool_version.c_str(), m.created.c_str(), m.machine.c_str());
+        std::printf("linears %zu (layers %d), recipes %zu, capture every %lld, block maps every %lld\n",
+                    m.linears.size(),
+                    m.linears.empty() ? 0 : 1 + std::max_element(m.linears.begin(), m.linears.end(), [](auto& a, auto& b) {
+                                                    return a.layer < b.layer;
+                                                })->layer,
+                    m.recipes.size(), (long long)m.capture_every, (long long)m.blockmap_every);
+        std::vector<Worst> all;
+        for (int run = 0; run < (int)m.runs.size(); ++run) {
+            auto steps = r.steps(run);
+            auto caps = r.capture_steps(run);
+            std::printf("run %d %-12s steps %zu (last %lld)", run, m.runs[run].name.c_str(), steps.size(),
+                        (long long)r.last_step(run));
+            if (!steps.empty()) std::printf(", loss %.4f", steps.back().loss);
+            std::printf(", capture steps %zu, block-map steps %zu\n", caps.size(), r.blockmap_steps(run).size());
+            for (auto step : caps)
+                for (const auto& op : r.operands(run, step)) {
+                    if (op.recipe_in_use < 0 || op.recipe_in_use >= (int)op.errors.size()) continue;
+                    const ErrorStats& e = op.errors[op.recipe_in_use];
+                    all.push_back({run, step, op.key, m.recipes[op.recipe_in_use], e.sqnr_db, e.overflow_pct});
+                }
+        }
+        std::printf("recipes:");
+        for (const auto& n : m.recipes) std::printf(" %s", n.c_str());
+        std::printf("\n");
+        auto events = r.events();
+        std::printf("events %zu\n", events.size());
+        for (const auto& e : events)
+            std::printf("  step %-6lld %-16s %s %s\n", (long long)e.step, event_kind_name(e.kind),
+                        e.run >= 0 ? m.runs.at(e.run).name.c_str() : "", e.detail.c_str());
+        auto print = [&](const char* title, auto better) {
+            std::vector<Worst> v = all;
+            std::sort(v.begin(), v.end(), better);
+            std::printf("%s\n", title);
+            if (v.empty()) std::printf("  (no quantized operands captured)\n");
+            for (std::size_t i = 0; i < v.size() && (int)i < o.top; ++i)
+                std::printf("  %-10s step %-6lld %-28s %-5s %-2s %-24s sqnr %8.2f dB  overflow %.4f%%\n",
+                            m.runs[v[i].run].name.c_str(), (long long)v[i].step, m.linears[v[i].key.linear].name.c_str(),
+                            gemm_str(v[i].key.gemm), operand_str(v[i].key.operand), v[i].recipe.c_str(), v[i].sqnr,
+                            v[i].overflow);
+        };
+        // NaN SQNR (an all-zero tensor) sorts last.
+        print("worst by sqnr (recipe in use):", [](const Worst& a, const Worst& b) {
+            return std::isnan(b.sqnr) ? !std::isnan(a.sqnr) : (!std::isnan(a.sqnr) && a.sqnr < b.sqnr);
+        });
+        print("worst by overflow (recipe in use):",
+              [](const Worst& a, const Worst& b) { return a.overflow > b.overflow; });
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "fp8scope-engine: error: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
+
+}  // namespace
+
+void add_inspect(CLI::App& app, int& exit_code) {
+    auto opts = std::make_shared<InspectOptions>();
+    CLI::App* cmd = app.add_subcommand("inspect", "Summarise a trace: runs, steps, layers, recipes, worst tensors");
+    cmd->add_option("trace", opts->trace, "HDF5 trace written by train --out")->required();
+    cmd->add_option("--top", opts->top, "Tensors in each worst list")->check(CLI::PositiveNumber);
+    cmd->callback([opts, &exit_code] { exit_code = run_inspect(*opts); });
+}
+
+}  // namespace fp8scope::cli
