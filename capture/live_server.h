@@ -1,0 +1,48 @@
+// The engine's side of the live stream: serves records to any number of clients and
+// hands their commands to the trainer. Publishing never blocks training: each client has
+// a bounded queue, and a client that falls behind or misbehaves is disconnected.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "live_protocol.h"
+#include "trace_records.h"
+
+namespace fp8scope::live {
+
+class LiveServer {
+public:
+    // Called on the server's thread for each valid command; must be thread-safe (the
+    // trainer's control API is). Its reply goes back to the client.
+    using CommandHandler = std::function<CommandReply(const Command&)>;
+
+    // Binds and starts serving. TCP needs a non-empty token; a Local socket may have one.
+    // Throws LiveError (address in use, bad path, TCP without token, ...).
+    LiveServer(const Endpoint& endpoint, std::string token, trace::TraceMeta meta,
+               CommandHandler handler);
+    ~LiveServer();
+    LiveServer(const LiveServer&) = delete;
+    LiveServer& operator=(const LiveServer&) = delete;
+
+    const Endpoint& endpoint() const;  // with the bound port when 0 was asked
+    const std::string& token() const;
+
+    // A client that connects late first receives the metadata, every step and event
+    // record so far and the newest capture step's operand records, then new records.
+    void publish(const trace::StepRecord& r);
+    void publish(const trace::EventRecord& r);
+    void publish(const trace::ScalingRecord& r);
+    void publish(const trace::OperandRecord& r);
+    void publish(const trace::BlockMapRecord& r);
+    void publish(const trace::OpRecord& r);
+
+    int clients() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fp8scope::live
