@@ -30,6 +30,7 @@ constexpr std::size_t kMaxClients = 32;
 constexpr int kMaxStrikes = 3;                  // refused frames before a client is dropped
 constexpr auto kHandshakeTimeout = std::chrono::seconds(5);
 constexpr auto kLingerAfterError = std::chrono::seconds(1);
+constexpr auto kDrainOnShutdown = std::chrono::milliseconds(1000);
 constexpr std::size_t kReadChunk = 64u << 10;
 constexpr std::size_t kReadPerWake = 4u << 20;  // fairness between clients
 
@@ -83,6 +84,7 @@ struct LiveServer::Impl {
     void refuse(Client& c, wire::ErrorCode code, const std::string& why, bool close);
     void welcome(Client& c);
     void flush(Client& c);
+    void drain(std::chrono::milliseconds limit);
     void enqueue_locked(Client& c, const Frame& f);
     void enqueue(Client& c, std::string bytes);
     void publish(std::string bytes, bool history_record, const trace::OperandKey* operand);
@@ -246,6 +248,22 @@ void LiveServer::Impl::flush(Client& c) {
     }
 }
 
+// The last records of a run (its end event) still reach clients that keep reading.
+void LiveServer::Impl::drain(std::chrono::milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    std::vector<pollfd> fds;
+    while (Clock::now() < deadline) {
+        fds.clear();
+        for (auto& c : clients) {
+            flush(*c);
+            std::lock_guard lock(mu);
+            if (!c->dead && !c->out.empty()) fds.push_back({c->fd.get(), POLLOUT, 0});
+        }
+        if (fds.empty()) return;
+        ::poll(fds.data(), fds.size(), 20);
+    }
+}
+
 void LiveServer::Impl::accept_clients() {
     for (;;) {
         int fd = net::accept_one(listener.get());
@@ -320,6 +338,7 @@ LiveServer::~LiveServer() {
     impl_->stopping = true;
     impl_->waker.wake();
     impl_->thread.join();
+    impl_->drain(kDrainOnShutdown);
     impl_->clients.clear();
     impl_->listener.reset();
     if (impl_->endpoint.kind == Endpoint::Kind::Local) ::unlink(impl_->endpoint.path.c_str());
