@@ -96,7 +96,11 @@ TEST(LiveEngine, AttachFollowAndSteerARealRun) {
     Collected got;
     auto client = attach(parse_endpoint("unix:" + sock), "", got);
     ASSERT_TRUE(client) << read_file(dir / "stderr.txt");
-    EXPECT_NE(read_file(dir / "stderr.txt").find("fp8scope-engine: listening on unix:" + sock), std::string::npos);
+    // Printed right after the socket is bound, so possibly just after we connected.
+    EXPECT_TRUE(eventually([&] {
+        return read_file(dir / "stderr.txt").find("fp8scope-engine: listening on unix:" + sock + "\n") !=
+               std::string::npos;
+    }));
 
     ASSERT_TRUE(got.wait([&] { return got.steps.size() >= 3; }, 30s));
     const auto names = training_recipe_names();
