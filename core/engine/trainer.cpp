@@ -7,6 +7,9 @@
 #include <limits>
 #include <stdexcept>
 
+#include "engine/ops/matmul.h"
+#include "util/parallel.h"
+
 namespace fp8scope {
 
 struct Trainer::Replica {
@@ -32,6 +35,9 @@ struct Trainer::Request {
 
 Trainer::Trainer(const TrainConfig& config) : config_(config) {
     config_.validate();
+    // One setting bounds every thread of the run: our pools and OpenBLAS.
+    set_default_threads(config_.threads);
+    ops::set_blas_threads(config_.threads);
     sampler_ = std::make_unique<BatchSampler>(load_data(config_.data, config_.model.vocab_size),
                                               config_.data.val_fraction, config_.batch_size,
                                               config_.seq_len, config_.seed);
