@@ -27,9 +27,10 @@ struct Trainer::Replica {
 };
 
 struct Trainer::Request {
-    enum Kind { Pause, Resume, Stop, Switch, Checkpoint } kind;
+    enum Kind { Pause, Resume, Stop, Switch, Checkpoint, CaptureEvery } kind;
     int replica = -1;
     std::string text;  // recipe name or checkpoint path
+    int value = 0;     // capture interval
 };
 
 Trainer::Trainer(const TrainConfig& config) : config_(config) {
@@ -99,6 +100,13 @@ void Trainer::checkpoint_now(const std::string& path) {
     wake_.notify_all();
 }
 
+void Trainer::set_capture_every(int every) {
+    if (every < 0) throw std::invalid_argument("set_capture_every: negative interval " + std::to_string(every));
+    std::lock_guard lock(mu_);
+    requests_.push_back({Request::CaptureEvery, -1, {}, every});
+    wake_.notify_all();
+}
+
 void Trainer::emit(TrainEventKind kind, int replica, std::string detail) {
     TrainEvent e{kind, step_, replica, std::move(detail)};
     for (auto* o : observers_) o->on_event(e);
@@ -132,6 +140,10 @@ void Trainer::apply_requests() {
             take_snapshot();  // a rewind must not undo the switch
             break;
         }
+        case Request::CaptureEvery:
+            config_.capture_every = r.value;
+            emit(TrainEventKind::CaptureInterval, -1, "every " + std::to_string(r.value) + " steps");
+            break;
         case Request::Checkpoint: {
             std::string path = r.text.empty() ? default_checkpoint_path() : r.text;
             try {

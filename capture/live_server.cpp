@@ -1,0 +1,364 @@
+// The engine's live server: one thread polls the listening socket and every client.
+// publish() encodes a record once, appends it to the history a late client replays and
+// to each client's outgoing queue, and wakes the thread; it never touches a socket, so
+// training never waits on a slow client. A client whose queue passes its limit, that
+// sends garbage repeatedly or never completes the handshake is disconnected.
+#include "live_server.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "live_socket.h"
+#include "live_wire.h"
+
+namespace fp8scope::live {
+namespace {
+
+using Frame = std::shared_ptr<const std::string>;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::size_t kQueueLimit = 64u << 20;  // bytes a client may lag behind live records
+constexpr std::size_t kMaxClients = 32;
+constexpr int kMaxStrikes = 3;                  // refused frames before a client is dropped
+constexpr auto kHandshakeTimeout = std::chrono::seconds(5);
+constexpr auto kLingerAfterError = std::chrono::seconds(1);
+constexpr auto kDrainOnShutdown = std::chrono::milliseconds(1000);
+constexpr std::size_t kReadChunk = 64u << 10;
+constexpr std::size_t kReadPerWake = 4u << 20;  // fairness between clients
+
+// Equal length and bytes, in time that depends on the expected token only.
+bool token_matches(const std::string& expected, const std::string& given) {
+    unsigned char diff = expected.size() != given.size();
+    for (std::size_t i = 0; i < expected.size(); ++i)
+        diff |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
+    return diff == 0;
+}
+
+struct Client {
+    net::Fd fd;
+    std::string in;                 // received, not yet framed
+    std::deque<Frame> out;          // guarded by Impl::mu
+    std::size_t out_offset = 0;     // bytes of out.front() already sent
+    std::size_t out_bytes = 0;
+    std::size_t limit = kQueueLimit;
+    bool authed = false;            // guarded by Impl::mu
+    bool dead = false;              // guarded by Impl::mu
+    bool closing = false;           // an error went out; close once it is sent
+    int strikes = 0;
+    Clock::time_point deadline;     // handshake, or linger after an error
+};
+
+}  // namespace
+
+struct LiveServer::Impl {
+    Endpoint endpoint;
+    std::string token;
+    Frame meta;
+    CommandHandler handler;
+    net::Fd listener;
+    net::Waker waker;
+
+    mutable std::mutex mu;
+    std::vector<std::unique_ptr<Client>> clients;
+    std::vector<Frame> history;          // step and event records, in order
+    std::size_t history_bytes = 0;
+    std::vector<Frame> operands;         // of the newest capture step
+    std::size_t operand_bytes = 0;
+    std::int64_t operand_step = -1;
+
+    std::atomic<bool> stopping{false};
+    std::thread thread;
+
+    void loop();
+    void accept_clients();
+    void read_client(Client& c);
+    void handle(Client& c, const wire::FrameView& f);
+    void refuse(Client& c, wire::ErrorCode code, const std::string& why, bool close);
+    void welcome(Client& c);
+    void flush(Client& c);
+    void drain(std::chrono::milliseconds limit);
+    void enqueue_locked(Client& c, const Frame& f);
+    void enqueue(Client& c, std::string bytes);
+    void publish(std::string bytes, bool history_record, const trace::OperandKey* operand);
+};
+
+void LiveServer::Impl::enqueue_locked(Client& c, const Frame& f) {
+    if (c.dead) return;
+    c.out.push_back(f);
+    c.out_bytes += f->size();
+    if (c.out_bytes > c.limit) c.dead = true;  // fell behind: dropped rather than slowing training
+}
+
+void LiveServer::Impl::enqueue(Client& c, std::string bytes) {
+    auto f = std::make_shared<const std::string>(std::move(bytes));
+    std::lock_guard lock(mu);
+    enqueue_locked(c, f);
+}
+
+void LiveServer::Impl::publish(std::string bytes, bool history_record, const trace::OperandKey* operand) {
+    if (bytes.size() > wire::kMaxFrame + 4) return;  // no client would accept it
+    auto f = std::make_shared<const std::string>(std::move(bytes));
+    {
+        std::lock_guard lock(mu);
+        if (history_record) {
+            history.push_back(f);
+            history_bytes += f->size();
+        }
+        if (operand && operand->step >= operand_step) {
+            if (operand->step > operand_step) {
+                operands.clear();
+                operand_bytes = 0;
+                operand_step = operand->step;
+            }
+            operands.push_back(f);
+            operand_bytes += f->size();
+        }
+        for (auto& c : clients)
+            if (c->authed) enqueue_locked(*c, f);
+    }
+    waker.wake();
+}
+
+void LiveServer::Impl::refuse(Client& c, wire::ErrorCode code, const std::string& why, bool close) {
+    enqueue(c, wire::frame(wire::ErrorMsg{code, why}));
+    if (close || ++c.strikes >= kMaxStrikes) {
+        c.closing = true;
+        c.deadline = Clock::now() + kLingerAfterError;
+    }
+}
+
+// The handshake's answer: metadata, then the history, then live records (publish()
+// appends behind these under the same lock, so nothing is missed or repeated).
+void LiveServer::Impl::welcome(Client& c) {
+    std::lock_guard lock(mu);
+    c.authed = true;
+    c.limit = kQueueLimit + meta->size() + history_bytes + operand_bytes;
+    enqueue_locked(c, meta);
+    for (const auto& f : history) enqueue_locked(c, f);
+    for (const auto& f : operands) enqueue_locked(c, f);
+}
+
+void LiveServer::Impl::handle(Client& c, const wire::FrameView& f) {
+    using wire::ErrorCode;
+    using wire::Msg;
+    if (!c.authed) {
+        if (f.type != Msg::Hello) return refuse(c, ErrorCode::NotHello, "expected a hello first", true);
+        wire::Hello hello;
+        try {
+            hello = wire::decode_hello(f.body);
+        } catch (const wire::WireError& e) {
+            return refuse(c, ErrorCode::Malformed, std::string("bad hello: ") + e.what(), true);
+        }
+        if (hello.version != wire::kVersion)
+            return refuse(c, ErrorCode::BadVersion,
+                          "protocol version " + std::to_string(hello.version) + " not supported; this engine speaks " +
+                              std::to_string(wire::kVersion),
+                          true);
+        if (!token.empty() && !token_matches(token, hello.token))
+            return refuse(c, ErrorCode::WrongToken, "wrong token", true);
+        return welcome(c);
+    }
+    if (f.type != Msg::Command)
+        return refuse(c, ErrorCode::UnknownType,
+                      "unexpected message type " + std::to_string(static_cast<int>(f.type)), false);
+    wire::CommandMsg m;
+    try {
+        m = wire::decode_command(f.body);
+    } catch (const wire::WireError& e) {
+        return refuse(c, ErrorCode::Malformed, std::string("bad command: ") + e.what(), false);
+    }
+    CommandReply reply;
+    try {
+        reply = handler ? handler(m.command) : CommandReply{false, "this engine takes no commands"};
+    } catch (const std::exception& e) {
+        reply = {false, e.what()};
+    }
+    enqueue(c, wire::frame(wire::ReplyMsg{m.id, reply}));
+}
+
+void LiveServer::Impl::read_client(Client& c) {
+    std::size_t got = 0;
+    char buf[kReadChunk];
+    while (got < kReadPerWake && !c.closing) {
+        ssize_t n = ::recv(c.fd.get(), buf, sizeof buf, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        if (n <= 0) {
+            std::lock_guard lock(mu);
+            c.dead = true;  // closed by the client, or broken
+            return;
+        }
+        c.in.append(buf, static_cast<std::size_t>(n));
+        got += static_cast<std::size_t>(n);
+
+        std::size_t pos = 0;
+        while (!c.closing) {
+            wire::FrameView f{};
+            std::size_t used = 0;
+            auto s = wire::split_frame(std::string_view(c.in).substr(pos), f, used);
+            if (s == wire::Split::NeedMore) break;
+            if (s == wire::Split::TooLarge) {
+                // The stream cannot be resynchronised after a bogus length.
+                refuse(c, wire::ErrorCode::FrameTooLarge,
+                       "frame over " + std::to_string(wire::kMaxFrame) + " bytes", true);
+                break;
+            }
+            if (s == wire::Split::Empty) {
+                refuse(c, wire::ErrorCode::Malformed, "empty frame", false);
+                pos += 4;
+                continue;
+            }
+            handle(c, f);
+            pos += used;
+        }
+        c.in.erase(0, pos);
+    }
+    if (c.closing) c.in.clear();
+}
+
+void LiveServer::Impl::flush(Client& c) {
+    for (;;) {
+        Frame front;
+        std::size_t offset;
+        {
+            std::lock_guard lock(mu);
+            if (c.dead || c.out.empty()) return;
+            front = c.out.front();
+            offset = c.out_offset;
+        }
+        long n = net::send_some(c.fd.get(), std::string_view(*front).substr(offset));
+        std::lock_guard lock(mu);
+        if (n < 0) {
+            c.dead = true;
+            return;
+        }
+        c.out_offset += static_cast<std::size_t>(n);
+        if (c.out_offset < front->size()) return;  // the socket is full
+        c.out_bytes -= front->size();
+        c.out.pop_front();
+        c.out_offset = 0;
+    }
+}
+
+// The last records of a run (its end event) still reach clients that keep reading.
+void LiveServer::Impl::drain(std::chrono::milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    std::vector<pollfd> fds;
+    while (Clock::now() < deadline) {
+        fds.clear();
+        for (auto& c : clients) {
+            flush(*c);
+            std::lock_guard lock(mu);
+            if (!c->dead && !c->out.empty()) fds.push_back({c->fd.get(), POLLOUT, 0});
+        }
+        if (fds.empty()) return;
+        ::poll(fds.data(), fds.size(), 20);
+    }
+}
+
+void LiveServer::Impl::accept_clients() {
+    for (;;) {
+        int fd = net::accept_one(listener.get());
+        if (fd < 0) return;
+        auto c = std::make_unique<Client>();
+        c->fd = net::Fd(fd);
+        c->deadline = Clock::now() + kHandshakeTimeout;
+        std::lock_guard lock(mu);
+        if (clients.size() >= kMaxClients) {
+            net::send_some(fd, wire::frame(wire::ErrorMsg{wire::ErrorCode::TooManyClients, "too many clients"}));
+            continue;  // closed by the Fd
+        }
+        clients.push_back(std::move(c));
+    }
+}
+
+void LiveServer::Impl::loop() {
+    std::vector<pollfd> fds;
+    std::vector<Client*> polled;
+    while (!stopping) {
+        fds.assign({{waker.fd(), POLLIN, 0}, {listener.get(), POLLIN, 0}});
+        polled.clear();
+        {
+            std::lock_guard lock(mu);
+            for (auto& c : clients) {
+                short ev = static_cast<short>((c->closing ? 0 : POLLIN) | (c->out.empty() ? 0 : POLLOUT));
+                fds.push_back({c->fd.get(), ev, 0});
+                polled.push_back(c.get());
+            }
+        }
+        if (::poll(fds.data(), fds.size(), 200) < 0 && errno != EINTR) break;
+        if (fds[0].revents) waker.drain();
+        for (std::size_t i = 0; i < polled.size(); ++i)
+            if (fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) read_client(*polled[i]);
+        // Every queue is tried, not only those poll flagged: publish() may have added to it.
+        for (Client* c : polled) flush(*c);
+
+        const auto now = Clock::now();
+        {
+            std::lock_guard lock(mu);
+            for (auto& c : clients) {
+                if (c->closing && (c->out.empty() || now > c->deadline)) {
+                    // Unread input would make close() reset the connection and lose the error.
+                    ::shutdown(c->fd.get(), SHUT_WR);
+                    char buf[4096];
+                    for (int i = 0; i < 64 && ::recv(c->fd.get(), buf, sizeof buf, 0) > 0; ++i) {
+                    }
+                    c->dead = true;
+                }
+                if (!c->authed && now > c->deadline) c->dead = true;
+            }
+            std::erase_if(clients, [](const auto& c) { return c->dead; });
+        }
+        if (fds[1].revents & POLLIN) accept_clients();
+    }
+}
+
+LiveServer::LiveServer(const Endpoint& endpoint, std::string token, trace::TraceMeta meta, CommandHandler handler)
+    : impl_(std::make_unique<Impl>()) {
+    if (endpoint.kind == Endpoint::Kind::Tcp && token.empty())
+        throw LiveError("a TCP endpoint needs a token (" + endpoint.to_string() + ")");
+    impl_->endpoint = endpoint;
+    impl_->token = std::move(token);
+    impl_->meta = std::make_shared<const std::string>(wire::frame(wire::MetaMsg{wire::kVersion, std::move(meta)}));
+    if (impl_->meta->size() > wire::kMaxFrame + 4) throw LiveError("trace metadata over the 16 MiB frame limit");
+    impl_->handler = std::move(handler);
+    impl_->listener = net::listen_on(impl_->endpoint);
+    impl_->thread = std::thread([this] { impl_->loop(); });
+}
+
+LiveServer::~LiveServer() {
+    impl_->stopping = true;
+    impl_->waker.wake();
+    impl_->thread.join();
+    impl_->drain(kDrainOnShutdown);
+    impl_->clients.clear();
+    impl_->listener.reset();
+    if (impl_->endpoint.kind == Endpoint::Kind::Local) ::unlink(impl_->endpoint.path.c_str());
+}
+
+const Endpoint& LiveServer::endpoint() const { return impl_->endpoint; }
+const std::string& LiveServer::token() const { return impl_->token; }
+
+void LiveServer::publish(const trace::StepRecord& r) { impl_->publish(wire::frame(r), true, nullptr); }
+void LiveServer::publish(const trace::EventRecord& r) { impl_->publish(wire::frame(r), true, nullptr); }
+void LiveServer::publish(const trace::ScalingRecord& r) { impl_->publish(wire::frame(r), false, nullptr); }
+void LiveServer::publish(const trace::OperandRecord& r) { impl_->publish(wire::frame(r), false, &r.key); }
+void LiveServer::publish(const trace::BlockMapRecord& r) { impl_->publish(wire::frame(r), false, nullptr); }
+void LiveServer::publish(const trace::OpRecord& r) { impl_->publish(wire::frame(r), false, nullptr); }
+
+int LiveServer::clients() const {
+    std::lock_guard lock(impl_->mu);
+    int n = 0;
+    for (const auto& c : impl_->clients) n += c->authed && !c->dead;
+    return n;
+}
+
+}  // namespace fp8scope::live
