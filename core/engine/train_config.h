@@ -25,7 +25,7 @@ struct OptimizerConfig {       // AdamW on float32 master weights
 };
 
 struct ScheduleConfig {        // linear warmup, then cosine down to min_lr
-    int warmup_steps = 60;
+    int warmup_steps = 30;
     float min_lr = 3e-4f;
 };
 
