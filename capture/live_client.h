@@ -1,53 +1,48 @@
-// The GUI side of the live stream: connects to an engine's LiveServer, receives the
-// TraceMeta and then records (the same structs a trace file gives), and sends control
-// commands. Not thread-safe: one thread (the GUI's live worker) owns a client.
+// The GUI's side of the live stream: connects to an engine, receives its records on a
+// reader thread and sends commands. No Qt here; the GUI marshals the callbacks onto its
+// own threads.
 #pragma once
 
 #include <chrono>
-#include <deque>
-#include <optional>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "live_protocol.h"
-#include "live_socket.h"
+#include "trace_records.h"
 
-namespace fp8scope::trace::live {
+namespace fp8scope::live {
 
-class LiveError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
+struct ClientHandlers {
+    std::function<void(const trace::TraceMeta&)> on_meta;  // first, once
+    std::function<void(const trace::StepRecord&)> on_step;
+    std::function<void(const trace::EventRecord&)> on_event;
+    std::function<void(const trace::ScalingRecord&)> on_scaling;
+    std::function<void(const trace::OperandRecord&)> on_operand;
+    std::function<void(const trace::BlockMapRecord&)> on_blockmap;
+    std::function<void(const trace::OpRecord&)> on_op;
+    std::function<void(const std::string& why)> on_closed;  // engine ended, connection lost
 };
 
 class LiveClient {
 public:
-    // `address`: what the server printed ("unix:PATH" or "tcp:HOST:PORT"). TCP needs the
-    // token. Throws LiveError: cannot connect, wrong token, no meta within `timeout`.
-    LiveClient(const std::string& address, const std::string& token = "",
-               std::chrono::milliseconds timeout = std::chrono::seconds(10));
+    // Connects and authenticates. Throws LiveError with a message a user can act on:
+    // "connection refused", "wrong token", "not an fp8scope engine", protocol version.
+    // Handlers run on the client's reader thread.
+    LiveClient(const Endpoint& endpoint, const std::string& token, ClientHandlers handlers);
+    ~LiveClient();
+    LiveClient(const LiveClient&) = delete;
+    LiveClient& operator=(const LiveClient&) = delete;
 
-    const TraceMeta& meta() const { return meta_; }
-    // The next record, waiting up to `timeout`; nullopt when none came. Throws LiveError
-    // when the connection ended or the server sent something malformed.
-    std::optional<Record> next(std::chrono::milliseconds timeout);
-    // Sends a command and waits for its reply (records arriving meanwhile are kept for
-    // next()). Throws LiveError when no reply comes within `timeout`.
-    Reply command(const Command& command, std::chrono::milliseconds timeout = std::chrono::seconds(10));
-    // Sends raw bytes: for tests of the server's handling of bad input.
-    void send_raw(const void* data, std::size_t n);
-    // Waits up to `timeout` for the next reply, keeping records for next().
-    std::optional<Reply> next_reply(std::chrono::milliseconds timeout);
+    // Sends a command and waits for the engine's reply (a timeout is a failed reply).
+    CommandReply send(const Command& command,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(5));
+    bool connected() const;
+    void close();
 
 private:
-    // Reads what is there (waiting up to `timeout` for the first bytes); false on timeout.
-    bool pump(std::chrono::milliseconds timeout);
-    void handle(const Frame& f);
-
-    Fd fd_;
-    FrameReader in_;
-    TraceMeta meta_;
-    bool have_meta_ = false;
-    std::deque<Record> records_;
-    std::deque<Reply> replies_;
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace fp8scope::trace::live
+}  // namespace fp8scope::live

@@ -1,353 +1,364 @@
-// The live server's I/O thread: poll() over the listening socket, a wake-up pipe and the
-// clients. Records are encoded once and appended to each client's outgoing queue; a
-// queue past its limit drops that client. Commands are decoded, handed to the handler
-// and answered; anything malformed is answered with an error and changes nothing.
+// The engine's live server: one thread polls the listening socket and every client.
+// publish() encodes a record once, appends it to the history a late client replays and
+// to each client's outgoing queue, and wakes the thread; it never touches a socket, so
+// training never waits on a slow client. A client whose queue passes its limit, that
+// sends garbage repeatedly or never completes the handshake is disconnected.
 #include "live_server.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
-#include <cstdlib>
+#include <chrono>
 #include <deque>
-#include <list>
 #include <mutex>
-#include <random>
 #include <thread>
+#include <vector>
 
 #include "live_socket.h"
+#include "live_wire.h"
 
-namespace fp8scope::trace::live {
-
+namespace fp8scope::live {
 namespace {
 
-constexpr auto kAuthTimeout = std::chrono::seconds(10);
+using Frame = std::shared_ptr<const std::string>;
+using Clock = std::chrono::steady_clock;
 
-std::string random_token() {
-    std::random_device rd;
-    static const char* hex = "0123456789abcdef";
-    std::string t;
-    for (int i = 0; i < 32; ++i) t += hex[rd() & 15];
-    return t;
-}
+constexpr std::size_t kQueueLimit = 64u << 20;  // bytes a client may lag behind live records
+constexpr std::size_t kMaxClients = 32;
+constexpr int kMaxStrikes = 3;                  // refused frames before a client is dropped
+constexpr auto kHandshakeTimeout = std::chrono::seconds(5);
+constexpr auto kLingerAfterError = std::chrono::seconds(1);
+constexpr auto kDrainOnShutdown = std::chrono::milliseconds(1000);
+constexpr std::size_t kReadChunk = 64u << 10;
+constexpr std::size_t kReadPerWake = 4u << 20;  // fairness between clients
 
-// Same time for every wrong token of the same length.
-bool token_equal(const std::string& a, const std::string& b) {
-    if (a.size() != b.size()) return false;
-    unsigned char d = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i]);
-    return d == 0;
+// Equal length and bytes, in time that depends on the expected token only.
+bool token_matches(const std::string& expected, const std::string& given) {
+    unsigned char diff = expected.size() != given.size();
+    for (std::size_t i = 0; i < expected.size(); ++i)
+        diff |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
+    return diff == 0;
 }
 
 struct Client {
-    Fd fd;
-    bool authed = false;
-    bool closing = false;  // close once the queue is sent
-    std::chrono::steady_clock::time_point connected = std::chrono::steady_clock::now();
-    FrameReader in;
-    std::deque<std::vector<std::uint8_t>> out;
-    std::size_t out_bytes = 0, out_pos = 0;
+    net::Fd fd;
+    std::string in;                 // received, not yet framed
+    std::deque<Frame> out;          // guarded by Impl::mu
+    std::size_t out_offset = 0;     // bytes of out.front() already sent
+    std::size_t out_bytes = 0;
+    std::size_t limit = kQueueLimit;
+    bool authed = false;            // guarded by Impl::mu
+    bool dead = false;              // guarded by Impl::mu
+    bool closing = false;           // an error went out; close once it is sent
+    int strikes = 0;
+    Clock::time_point deadline;     // handshake, or linger after an error
 };
 
 }  // namespace
 
-Endpoint parse_endpoint(const std::string& spec) {
-    Endpoint e;
-    auto bad = [&](const std::string& why) {
-        return std::invalid_argument("--listen '" + spec + "': " + why +
-                                     " (expected unix, unix:PATH, tcp:PORT or ADDR:PORT)");
-    };
-    auto port_of = [&](const std::string& s) {
-        if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 5) throw bad("bad port");
-        int p = std::stoi(s);
-        if (p > 65535) throw bad("port past 65535");
-        return p;
-    };
-    if (spec.empty() || spec == "unix") {
-        e.path = default_socket_path();
-    } else if (spec.rfind("unix:", 0) == 0) {
-        e.path = spec.substr(5);
-        if (e.path.empty()) throw bad("empty path");
-    } else if (spec.rfind("tcp:", 0) == 0) {
-        e.tcp = true;
-        e.host = "127.0.0.1";
-        e.port = port_of(spec.substr(4));
-    } else {
-        auto colon = spec.rfind(':');
-        if (colon == std::string::npos || colon == 0) throw bad("no address");
-        e.tcp = true;
-        e.host = spec.substr(0, colon);
-        if (e.host.size() > 2 && e.host.front() == '[' && e.host.back() == ']') e.host = e.host.substr(1, e.host.size() - 2);
-        e.port = port_of(spec.substr(colon + 1));
-    }
-    return e;
-}
-
-std::string default_socket_path() {
-    std::string dir;
-    const char* xdg = std::getenv("XDG_RUNTIME_DIR");
-    struct stat st{};
-    if (xdg && *xdg && stat(xdg, &st) == 0 && S_ISDIR(st.st_mode)) dir = std::string(xdg) + "/fp8scope";
-    else dir = "/tmp/fp8scope-" + std::to_string(getuid());
-    if (mkdir(dir.c_str(), 0700) < 0 && errno != EEXIST) throw std::runtime_error("cannot create " + dir);
-    // An existing directory must be ours and closed to others, or anyone could swap the socket.
-    if (lstat(dir.c_str(), &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) != 0)
-        throw std::runtime_error(dir + " is not a directory only this user can use (want mode 0700)");
-    return dir + "/engine-" + std::to_string(getpid()) + ".sock";
-}
-
 struct LiveServer::Impl {
-    TraceMeta meta;
-    ServerOptions options;
-    CommandHandler handler;
     Endpoint endpoint;
-    Fd listener, wake_read, wake_write;
+    std::string token;
+    Frame meta;
+    CommandHandler handler;
+    net::Fd listener;
+    net::Waker waker;
+
+    mutable std::mutex mu;
+    std::vector<std::unique_ptr<Client>> clients;
+    std::vector<Frame> history;          // step and event records, in order
+    std::size_t history_bytes = 0;
+    std::vector<Frame> operands;         // of the newest capture step
+    std::size_t operand_bytes = 0;
+    std::int64_t operand_step = -1;
+
+    std::atomic<bool> stopping{false};
     std::thread thread;
 
-    std::mutex mu;  // inbox, overflow, meta.ops
-    std::deque<Record> inbox;
-    bool overflow = false;
-    std::atomic<int> authed{0};
-    std::atomic<bool> stopping{false};
-    std::list<Client> clients;  // I/O thread only
-
-    void wake() {
-        char c = 1;
-        [[maybe_unused]] auto n = ::write(wake_write.get(), &c, 1);
-    }
-
-    void queue(Client& c, std::vector<std::uint8_t> frame) {
-        c.out_bytes += frame.size();
-        c.out.push_back(std::move(frame));
-        if (c.out_bytes > options.client_queue_bytes) drop(c);
-    }
-    void reply(Client& c, bool ok, const std::string& error) { queue(c, encode_frame(MsgType::Reply, encode_reply({ok, error}))); }
-    void drop(Client& c) {
-        if (c.authed) --authed;
-        c.authed = false;
-        c.fd.reset();
-    }
-    void send_meta(Client& c) {
-        std::vector<std::uint8_t> payload;
-        {
-            std::lock_guard lock(mu);
-            payload = encode_meta(meta);
-        }
-        c.authed = true;
-        ++authed;
-        queue(c, encode_frame(MsgType::Meta, payload));
-    }
-
-    void on_frame(Client& c, const Frame& f) {
-        if (!c.authed) {
-            if (f.type != MsgType::Auth) {
-                reply(c, false, "authentication required: the first message must be the token");
-                c.closing = true;
-                return;
-            }
-            std::string token;
-            try {
-                token = decode_auth(f.payload);
-            } catch (const ProtocolError& e) {
-                token.clear();
-            }
-            if (!token_equal(token, options.token)) {
-                reply(c, false, "authentication failed: wrong token");
-                c.closing = true;
-                return;
-            }
-            send_meta(c);
-            return;
-        }
-        if (f.type != MsgType::Command) {
-            reply(c, false, "unexpected message type " + std::to_string(static_cast<int>(f.type)));
-            return;
-        }
-        Command cmd;
-        try {
-            cmd = decode_command(f.payload);
-        } catch (const ProtocolError& e) {
-            reply(c, false, std::string("malformed command: ") + e.what());
-            return;
-        }
-        try {
-            handler(cmd);
-            reply(c, true, "");
-        } catch (const std::exception& e) {
-            reply(c, false, std::string(command_name(cmd.kind)) + ": " + e.what());
-        }
-    }
-
-    void read_client(Client& c) {
-        char buf[65536];
-        for (;;) {
-            ssize_t n = ::recv(c.fd.get(), buf, sizeof buf, 0);
-            if (n > 0) {
-                c.in.feed(buf, static_cast<std::size_t>(n));
-                continue;
-            }
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-            if (n < 0 && errno == EINTR) continue;
-            drop(c);  // closed or failed
-            return;
-        }
-        try {
-            while (!c.closing && c.fd.valid())
-                if (auto f = c.in.next()) on_frame(c, *f);
-                else break;
-        } catch (const ProtocolError& e) {  // a bad length: the stream cannot be resynchronised
-            reply(c, false, std::string("protocol error: ") + e.what());
-            c.closing = true;
-        }
-    }
-
-    void write_client(Client& c) {
-        while (c.fd.valid() && !c.out.empty()) {
-            auto& front = c.out.front();
-            ssize_t n = ::send(c.fd.get(), front.data() + c.out_pos, front.size() - c.out_pos, MSG_NOSIGNAL);
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) {
-                drop(c);
-                return;
-            }
-            c.out_pos += static_cast<std::size_t>(n);
-            if (c.out_pos == front.size()) {
-                c.out_bytes -= front.size();
-                c.out.pop_front();
-                c.out_pos = 0;
-            }
-        }
-        if (c.closing && c.out.empty()) drop(c);
-    }
-
-    void broadcast() {
-        std::deque<Record> batch;
-        bool lost = false;
-        {
-            std::lock_guard lock(mu);
-            batch.swap(inbox);
-            lost = std::exchange(overflow, false);
-        }
-        if (lost)  // these clients missed records: they must reconnect (and re-read the file)
-            for (auto& c : clients)
-                if (c.authed) drop(c);
-        for (const auto& r : batch) {
-            std::vector<std::uint8_t> frame = encode_frame(MsgType::Record, encode_record(r));
-            for (auto& c : clients)
-                if (c.authed && !c.closing && c.fd.valid()) queue(c, frame);
-        }
-    }
-
-    void accept_clients() {
-        for (;;) {
-            int fd = ::accept4(listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-            if (fd < 0) return;
-            clients.emplace_back();
-            Client& c = clients.back();
-            c.fd = Fd(fd);
-            if (!endpoint.tcp) send_meta(c);  // the socket's mode is the access control
-        }
-    }
-
-    void run() {
-        while (!stopping) {
-            std::vector<pollfd> fds{{listener.get(), POLLIN, 0}, {wake_read.get(), POLLIN, 0}};
-            for (auto& c : clients)
-                fds.push_back({c.fd.get(), static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
-            if (::poll(fds.data(), fds.size(), 200) < 0 && errno != EINTR) break;
-            if (fds[1].revents & POLLIN) {
-                char buf[256];
-                while (::read(wake_read.get(), buf, sizeof buf) > 0) {
-                }
-            }
-            broadcast();
-            std::size_t i = 2;
-            auto now = std::chrono::steady_clock::now();
-            for (auto& c : clients) {
-                short ev = i < fds.size() ? fds[i++].revents : 0;
-                if (!c.fd.valid()) continue;
-                if (ev & (POLLIN | POLLHUP | POLLERR)) read_client(c);
-                if (c.fd.valid() && !c.authed && !c.closing && now - c.connected > kAuthTimeout) {
-                    reply(c, false, "authentication timed out");
-                    c.closing = true;
-                }
-                if (c.fd.valid()) write_client(c);
-            }
-            if (fds[0].revents & POLLIN) accept_clients();
-            clients.remove_if([](const Client& c) { return !c.fd.valid(); });
-        }
-        for (auto& c : clients) drop(c);
-        clients.clear();
-    }
+    void loop();
+    void accept_clients();
+    void read_client(Client& c);
+    void handle(Client& c, const wire::FrameView& f);
+    void refuse(Client& c, wire::ErrorCode code, const std::string& why, bool close);
+    void welcome(Client& c);
+    void flush(Client& c);
+    void drain(std::chrono::milliseconds limit);
+    void enqueue_locked(Client& c, const Frame& f);
+    void enqueue(Client& c, std::string bytes);
+    void publish(std::string bytes, bool history_record, const trace::OperandKey* operand);
 };
 
-LiveServer::LiveServer(const TraceMeta& meta, ServerOptions options, CommandHandler handler)
-    : impl_(std::make_unique<Impl>()) {
-    Impl& d = *impl_;
-    d.meta = meta;
-    d.options = std::move(options);
-    d.handler = std::move(handler);
-    d.endpoint = parse_endpoint(d.options.listen);
-    if (d.endpoint.tcp) {
-        if (d.options.token.empty()) d.options.token = random_token();
-        int port = 0;
-        d.listener = listen_tcp(d.endpoint.host, d.endpoint.port, port);
-        d.endpoint.port = port;
-    } else {
-        d.options.token.clear();
-        d.listener = listen_unix(d.endpoint.path);
-    }
-    set_nonblocking(d.listener.get());
-    int p[2];
-    if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0) throw std::runtime_error("pipe failed");
-    d.wake_read = Fd(p[0]);
-    d.wake_write = Fd(p[1]);
-    d.thread = std::thread([&d] { d.run(); });
+void LiveServer::Impl::enqueue_locked(Client& c, const Frame& f) {
+    if (c.dead) return;
+    c.out.push_back(f);
+    c.out_bytes += f->size();
+    if (c.out_bytes > c.limit) c.dead = true;  // fell behind: dropped rather than slowing training
 }
 
-LiveServer::~LiveServer() { stop(); }
-
-void LiveServer::stop() {
-    Impl& d = *impl_;
-    if (!d.thread.joinable()) return;
-    d.stopping = true;
-    d.wake();
-    d.thread.join();
-    d.listener.reset();
-    if (!d.endpoint.tcp) ::unlink(d.endpoint.path.c_str());
+void LiveServer::Impl::enqueue(Client& c, std::string bytes) {
+    auto f = std::make_shared<const std::string>(std::move(bytes));
+    std::lock_guard lock(mu);
+    enqueue_locked(c, f);
 }
 
-void LiveServer::write(Record record) {
-    Impl& d = *impl_;
-    if (auto* n = std::get_if<OpNameRecord>(&record)) {  // later clients get it in their meta
-        std::lock_guard lock(d.mu);
-        d.meta.ops.push_back(n->name);
-    }
-    if (d.authed.load(std::memory_order_relaxed) == 0) return;
-    bool was_empty = false;
+void LiveServer::Impl::publish(std::string bytes, bool history_record, const trace::OperandKey* operand) {
+    if (bytes.size() > wire::kMaxFrame + 4) return;  // no client would accept it
+    auto f = std::make_shared<const std::string>(std::move(bytes));
     {
-        std::lock_guard lock(d.mu);
-        if (d.inbox.size() >= d.options.record_queue) {
-            d.overflow = true;
+        std::lock_guard lock(mu);
+        if (history_record) {
+            history.push_back(f);
+            history_bytes += f->size();
+        }
+        if (operand && operand->step >= operand_step) {
+            if (operand->step > operand_step) {
+                operands.clear();
+                operand_bytes = 0;
+                operand_step = operand->step;
+            }
+            operands.push_back(f);
+            operand_bytes += f->size();
+        }
+        for (auto& c : clients)
+            if (c->authed) enqueue_locked(*c, f);
+    }
+    waker.wake();
+}
+
+void LiveServer::Impl::refuse(Client& c, wire::ErrorCode code, const std::string& why, bool close) {
+    enqueue(c, wire::frame(wire::ErrorMsg{code, why}));
+    if (close || ++c.strikes >= kMaxStrikes) {
+        c.closing = true;
+        c.deadline = Clock::now() + kLingerAfterError;
+    }
+}
+
+// The handshake's answer: metadata, then the history, then live records (publish()
+// appends behind these under the same lock, so nothing is missed or repeated).
+void LiveServer::Impl::welcome(Client& c) {
+    std::lock_guard lock(mu);
+    c.authed = true;
+    c.limit = kQueueLimit + meta->size() + history_bytes + operand_bytes;
+    enqueue_locked(c, meta);
+    for (const auto& f : history) enqueue_locked(c, f);
+    for (const auto& f : operands) enqueue_locked(c, f);
+}
+
+void LiveServer::Impl::handle(Client& c, const wire::FrameView& f) {
+    using wire::ErrorCode;
+    using wire::Msg;
+    if (!c.authed) {
+        if (f.type != Msg::Hello) return refuse(c, ErrorCode::NotHello, "expected a hello first", true);
+        wire::Hello hello;
+        try {
+            hello = wire::decode_hello(f.body);
+        } catch (const wire::WireError& e) {
+            return refuse(c, ErrorCode::Malformed, std::string("bad hello: ") + e.what(), true);
+        }
+        if (hello.version != wire::kVersion)
+            return refuse(c, ErrorCode::BadVersion,
+                          "protocol version " + std::to_string(hello.version) + " not supported; this engine speaks " +
+                              std::to_string(wire::kVersion),
+                          true);
+        if (!token.empty() && !token_matches(token, hello.token))
+            return refuse(c, ErrorCode::WrongToken, "wrong token", true);
+        return welcome(c);
+    }
+    if (f.type != Msg::Command)
+        return refuse(c, ErrorCode::UnknownType,
+                      "unexpected message type " + std::to_string(static_cast<int>(f.type)), false);
+    wire::CommandMsg m;
+    try {
+        m = wire::decode_command(f.body);
+    } catch (const wire::WireError& e) {
+        return refuse(c, ErrorCode::Malformed, std::string("bad command: ") + e.what(), false);
+    }
+    CommandReply reply;
+    try {
+        reply = handler ? handler(m.command) : CommandReply{false, "this engine takes no commands"};
+    } catch (const std::exception& e) {
+        reply = {false, e.what()};
+    }
+    enqueue(c, wire::frame(wire::ReplyMsg{m.id, reply}));
+}
+
+void LiveServer::Impl::read_client(Client& c) {
+    std::size_t got = 0;
+    char buf[kReadChunk];
+    while (got < kReadPerWake && !c.closing) {
+        ssize_t n = ::recv(c.fd.get(), buf, sizeof buf, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        if (n <= 0) {
+            std::lock_guard lock(mu);
+            c.dead = true;  // closed by the client, or broken
             return;
         }
-        was_empty = d.inbox.empty();
-        d.inbox.push_back(std::move(record));
+        c.in.append(buf, static_cast<std::size_t>(n));
+        got += static_cast<std::size_t>(n);
+
+        std::size_t pos = 0;
+        while (!c.closing) {
+            wire::FrameView f{};
+            std::size_t used = 0;
+            auto s = wire::split_frame(std::string_view(c.in).substr(pos), f, used);
+            if (s == wire::Split::NeedMore) break;
+            if (s == wire::Split::TooLarge) {
+                // The stream cannot be resynchronised after a bogus length.
+                refuse(c, wire::ErrorCode::FrameTooLarge,
+                       "frame over " + std::to_string(wire::kMaxFrame) + " bytes", true);
+                break;
+            }
+            if (s == wire::Split::Empty) {
+                refuse(c, wire::ErrorCode::Malformed, "empty frame", false);
+                pos += 4;
+                continue;
+            }
+            handle(c, f);
+            pos += used;
+        }
+        c.in.erase(0, pos);
     }
-    if (was_empty) d.wake();
+    if (c.closing) c.in.clear();
 }
 
-std::string LiveServer::address() const {
-    const Endpoint& e = impl_->endpoint;
-    if (!e.tcp) return "unix:" + e.path;
-    return "tcp:" + (e.host.find(':') != std::string::npos ? "[" + e.host + "]" : e.host) + ":" + std::to_string(e.port);
+void LiveServer::Impl::flush(Client& c) {
+    for (;;) {
+        Frame front;
+        std::size_t offset;
+        {
+            std::lock_guard lock(mu);
+            if (c.dead || c.out.empty()) return;
+            front = c.out.front();
+            offset = c.out_offset;
+        }
+        long n = net::send_some(c.fd.get(), std::string_view(*front).substr(offset));
+        std::lock_guard lock(mu);
+        if (n < 0) {
+            c.dead = true;
+            return;
+        }
+        c.out_offset += static_cast<std::size_t>(n);
+        if (c.out_offset < front->size()) return;  // the socket is full
+        c.out_bytes -= front->size();
+        c.out.pop_front();
+        c.out_offset = 0;
+    }
 }
-const std::string& LiveServer::token() const { return impl_->options.token; }
-int LiveServer::clients() const { return impl_->authed.load(); }
 
-}  // namespace fp8scope::trace::live
+// The last records of a run (its end event) still reach clients that keep reading.
+void LiveServer::Impl::drain(std::chrono::milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    std::vector<pollfd> fds;
+    while (Clock::now() < deadline) {
+        fds.clear();
+        for (auto& c : clients) {
+            flush(*c);
+            std::lock_guard lock(mu);
+            if (!c->dead && !c->out.empty()) fds.push_back({c->fd.get(), POLLOUT, 0});
+        }
+        if (fds.empty()) return;
+        ::poll(fds.data(), fds.size(), 20);
+    }
+}
+
+void LiveServer::Impl::accept_clients() {
+    for (;;) {
+        int fd = net::accept_one(listener.get());
+        if (fd < 0) return;
+        auto c = std::make_unique<Client>();
+        c->fd = net::Fd(fd);
+        c->deadline = Clock::now() + kHandshakeTimeout;
+        std::lock_guard lock(mu);
+        if (clients.size() >= kMaxClients) {
+            net::send_some(fd, wire::frame(wire::ErrorMsg{wire::ErrorCode::TooManyClients, "too many clients"}));
+            continue;  // closed by the Fd
+        }
+        clients.push_back(std::move(c));
+    }
+}
+
+void LiveServer::Impl::loop() {
+    std::vector<pollfd> fds;
+    std::vector<Client*> polled;
+    while (!stopping) {
+        fds.assign({{waker.fd(), POLLIN, 0}, {listener.get(), POLLIN, 0}});
+        polled.clear();
+        {
+            std::lock_guard lock(mu);
+            for (auto& c : clients) {
+                short ev = static_cast<short>((c->closing ? 0 : POLLIN) | (c->out.empty() ? 0 : POLLOUT));
+                fds.push_back({c->fd.get(), ev, 0});
+                polled.push_back(c.get());
+            }
+        }
+        if (::poll(fds.data(), fds.size(), 200) < 0 && errno != EINTR) break;
+        if (fds[0].revents) waker.drain();
+        for (std::size_t i = 0; i < polled.size(); ++i)
+            if (fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) read_client(*polled[i]);
+        // Every queue is tried, not only those poll flagged: publish() may have added to it.
+        for (Client* c : polled) flush(*c);
+
+        const auto now = Clock::now();
+        {
+            std::lock_guard lock(mu);
+            for (auto& c : clients) {
+                if (c->closing && (c->out.empty() || now > c->deadline)) {
+                    // Unread input would make close() reset the connection and lose the error.
+                    ::shutdown(c->fd.get(), SHUT_WR);
+                    char buf[4096];
+                    for (int i = 0; i < 64 && ::recv(c->fd.get(), buf, sizeof buf, 0) > 0; ++i) {
+                    }
+                    c->dead = true;
+                }
+                if (!c->authed && now > c->deadline) c->dead = true;
+            }
+            std::erase_if(clients, [](const auto& c) { return c->dead; });
+        }
+        if (fds[1].revents & POLLIN) accept_clients();
+    }
+}
+
+LiveServer::LiveServer(const Endpoint& endpoint, std::string token, trace::TraceMeta meta, CommandHandler handler)
+    : impl_(std::make_unique<Impl>()) {
+    if (endpoint.kind == Endpoint::Kind::Tcp && token.empty())
+        throw LiveError("a TCP endpoint needs a token (" + endpoint.to_string() + ")");
+    impl_->endpoint = endpoint;
+    impl_->token = std::move(token);
+    impl_->meta = std::make_shared<const std::string>(wire::frame(wire::MetaMsg{wire::kVersion, std::move(meta)}));
+    if (impl_->meta->size() > wire::kMaxFrame + 4) throw LiveError("trace metadata over the 16 MiB frame limit");
+    impl_->handler = std::move(handler);
+    impl_->listener = net::listen_on(impl_->endpoint);
+    impl_->thread = std::thread([this] { impl_->loop(); });
+}
+
+LiveServer::~LiveServer() {
+    impl_->stopping = true;
+    impl_->waker.wake();
+    impl_->thread.join();
+    impl_->drain(kDrainOnShutdown);
+    impl_->clients.clear();
+    impl_->listener.reset();
+    if (impl_->endpoint.kind == Endpoint::Kind::Local) ::unlink(impl_->endpoint.path.c_str());
+}
+
+const Endpoint& LiveServer::endpoint() const { return impl_->endpoint; }
+const std::string& LiveServer::token() const { return impl_->token; }
+
+void LiveServer::publish(const trace::StepRecord& r) { impl_->publish(wire::frame(r), true, nullptr); }
+void LiveServer::publish(const trace::EventRecord& r) { impl_->publish(wire::frame(r), true, nullptr); }
+void LiveServer::publish(const trace::ScalingRecord& r) { impl_->publish(wire::frame(r), false, nullptr); }
+void LiveServer::publish(const trace::OperandRecord& r) { impl_->publish(wire::frame(r), false, &r.key); }
+void LiveServer::publish(const trace::BlockMapRecord& r) { impl_->publish(wire::frame(r), false, nullptr); }
+void LiveServer::publish(const trace::OpRecord& r) { impl_->publish(wire::frame(r), false, nullptr); }
+
+int LiveServer::clients() const {
+    std::lock_guard lock(impl_->mu);
+    int n = 0;
+    for (const auto& c : impl_->clients) n += c->authed && !c->dead;
+    return n;
+}
+
+}  // namespace fp8scope::live

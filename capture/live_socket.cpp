@@ -1,10 +1,9 @@
-// POSIX socket helpers (live_socket.h).
+// POSIX sockets for the live stream (see live_socket.h).
 #include "live_socket.h"
 
 #include <fcntl.h>
 #include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -12,34 +11,110 @@
 
 #include <cerrno>
 #include <cstring>
-#include <stdexcept>
 
-namespace fp8scope::trace::live {
-
+namespace fp8scope::live::net {
 namespace {
 
-std::runtime_error sys_error(const std::string& what) { return std::runtime_error(what + ": " + std::strerror(errno)); }
+std::string sys_error(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 sockaddr_un unix_address(const std::string& path) {
     sockaddr_un a{};
     a.sun_family = AF_UNIX;
-    if (path.empty() || path.size() >= sizeof a.sun_path)
-        throw std::runtime_error("socket path '" + path + "' is empty or longer than " +
-                                 std::to_string(sizeof a.sun_path - 1) + " characters");
+    if (path.size() >= sizeof(a.sun_path))
+        throw LiveError("socket path too long (" + std::to_string(path.size()) + " bytes, at most " +
+                        std::to_string(sizeof(a.sun_path) - 1) + "): " + path);
     std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
     return a;
 }
 
-addrinfo* resolve(const std::string& host, int port, bool passive) {
+// A socket file nobody answers on is left over from a process that died.
+bool stale_socket(const sockaddr_un& a) {
+    struct stat st {};
+    if (::lstat(a.sun_path, &st) != 0 || !S_ISSOCK(st.st_mode)) return false;
+    Fd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!probe) return false;
+    return ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0 && errno == ECONNREFUSED;
+}
+
+Fd listen_local(const Endpoint& e) {
+    const sockaddr_un a = unix_address(e.path);
+    Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!fd) throw LiveError(sys_error("socket"));
+    if (stale_socket(a)) ::unlink(a.sun_path);
+    if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
+        if (errno == EADDRINUSE) throw LiveError("address in use: " + e.to_string());
+        throw LiveError(sys_error("cannot bind " + e.to_string()));
+    }
+    if (::chmod(a.sun_path, 0600) != 0 || ::listen(fd.get(), 16) != 0) {
+        std::string why = sys_error("cannot listen on " + e.to_string());
+        ::unlink(a.sun_path);
+        throw LiveError(why);
+    }
+    return fd;
+}
+
+struct AddrInfo {
+    addrinfo* list = nullptr;
+    ~AddrInfo() {
+        if (list) ::freeaddrinfo(list);
+    }
+};
+
+AddrInfo resolve(const Endpoint& e, bool passive) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = passive ? AI_PASSIVE : 0;
-    addrinfo* res = nullptr;
-    std::string service = std::to_string(port);
-    if (int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &res); rc != 0)
-        throw std::runtime_error("cannot resolve '" + host + "': " + gai_strerror(rc));
-    return res;
+    AddrInfo ai;
+    const std::string port = std::to_string(e.port);
+    if (int rc = ::getaddrinfo(e.host.c_str(), port.c_str(), &hints, &ai.list); rc != 0)
+        throw LiveError("cannot resolve " + e.to_string() + ": " + ::gai_strerror(rc));
+    return ai;
+}
+
+Fd listen_tcp(Endpoint& e) {
+    AddrInfo ai = resolve(e, true);
+    std::string why = "no address";
+    for (addrinfo* p = ai.list; p; p = p->ai_next) {
+        Fd fd(::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, p->ai_protocol));
+        if (!fd) continue;
+        int one = 1;
+        ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (::bind(fd.get(), p->ai_addr, p->ai_addrlen) != 0 || ::listen(fd.get(), 16) != 0) {
+            why = errno == EADDRINUSE ? "address in use" : std::strerror(errno);
+            continue;
+        }
+        sockaddr_storage bound{};
+        socklen_t len = sizeof bound;
+        if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &len) == 0) {
+            char port[16];
+            if (::getnameinfo(reinterpret_cast<sockaddr*>(&bound), len, nullptr, 0, port, sizeof port,
+                              NI_NUMERICSERV) == 0)
+                e.port = std::atoi(port);
+        }
+        return fd;
+    }
+    throw LiveError(why + ": " + e.to_string());
+}
+
+// Waits for a non-blocking connect to finish; returns its errno (0: connected).
+int finish_connect(int fd, std::chrono::milliseconds timeout) {
+    pollfd p{fd, POLLOUT, 0};
+    int rc;
+    do rc = ::poll(&p, 1, static_cast<int>(timeout.count()));
+    while (rc < 0 && errno == EINTR);
+    if (rc == 0) return ETIMEDOUT;
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (rc < 0 || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return errno;
+    return err;
+}
+
+std::string connect_error(int err, const Endpoint& e) {
+    if (err == ECONNREFUSED) return "connection refused: " + e.to_string();
+    if (err == ENOENT) return "connection refused: " + e.to_string() + " (no such socket)";
+    if (err == ETIMEDOUT) return "timed out connecting to " + e.to_string();
+    return "cannot connect to " + e.to_string() + ": " + std::strerror(err);
 }
 
 }  // namespace
@@ -49,88 +124,76 @@ void Fd::reset() {
     fd_ = -1;
 }
 
-void set_nonblocking(int fd) {
-    int flags = fcntl(fd, F_GETFL, 0);
-    fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+Fd listen_on(Endpoint& endpoint) {
+    if (endpoint.kind == Endpoint::Kind::Local) return listen_local(endpoint);
+    return listen_tcp(endpoint);
 }
 
-bool send_all(int fd, const void* data, std::size_t n) {
-    auto* p = static_cast<const char*>(data);
-    while (n > 0) {
-        ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return false;
-        p += k;
-        n -= static_cast<std::size_t>(k);
+Fd connect_to(const Endpoint& e, std::chrono::milliseconds timeout) {
+    if (e.kind == Endpoint::Kind::Local) {
+        const sockaddr_un a = unix_address(e.path);
+        Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+        if (!fd) throw LiveError(sys_error("socket"));
+        int err = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0 ? 0 : errno;
+        if (err == EINPROGRESS || err == EAGAIN) err = finish_connect(fd.get(), timeout);
+        if (err) throw LiveError(connect_error(err, e));
+        return fd;
+    }
+    AddrInfo ai = resolve(e, false);
+    int err = ECONNREFUSED;
+    for (addrinfo* p = ai.list; p; p = p->ai_next) {
+        Fd fd(::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, p->ai_protocol));
+        if (!fd) continue;
+        err = ::connect(fd.get(), p->ai_addr, p->ai_addrlen) == 0 ? 0 : errno;
+        if (err == EINPROGRESS) err = finish_connect(fd.get(), timeout);
+        if (err == 0) return fd;
+    }
+    throw LiveError(connect_error(err, e));
+}
+
+int accept_one(int listen_fd) { return ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC); }
+
+Waker::Waker() {
+    int p[2];
+    if (::pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0) throw LiveError(sys_error("pipe"));
+    read_ = Fd(p[0]);
+    write_ = Fd(p[1]);
+}
+
+void Waker::wake() {
+    const char c = 1;
+    [[maybe_unused]] auto n = ::write(write_.get(), &c, 1);  // a full pipe already wakes
+}
+
+void Waker::drain() {
+    char buf[256];
+    while (::read(read_.get(), buf, sizeof buf) > 0) {
+    }
+}
+
+long send_some(int fd, std::string_view data) {
+    for (;;) {
+        ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+        if (n >= 0) return static_cast<long>(n);
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+        return -1;
+    }
+}
+
+bool send_all(int fd, std::string_view data, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!data.empty()) {
+        long n = send_some(fd, data);
+        if (n < 0) return false;
+        data.remove_prefix(static_cast<std::size_t>(n));
+        if (data.empty()) break;
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) return false;
+        pollfd p{fd, POLLOUT, 0};
+        if (::poll(&p, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) return false;
     }
     return true;
 }
 
-Fd listen_unix(const std::string& path) {
-    sockaddr_un a = unix_address(path);
-    struct stat st{};
-    if (lstat(path.c_str(), &st) == 0) {
-        if (!S_ISSOCK(st.st_mode)) throw std::runtime_error("'" + path + "' exists and is not a socket");
-        ::unlink(path.c_str());  // a stale socket of an earlier run
-    }
-    Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!fd.valid()) throw sys_error("socket");
-    if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) throw sys_error("bind " + path);
-    if (::chmod(path.c_str(), 0600) < 0) throw sys_error("chmod " + path);
-    if (::listen(fd.get(), 16) < 0) throw sys_error("listen " + path);
-    return fd;
-}
-
-Fd listen_tcp(const std::string& host, int port, int& bound_port) {
-    addrinfo* res = resolve(host, port, true);
-    Fd fd;
-    std::string err = "no address";
-    for (addrinfo* ai = res; ai; ai = ai->ai_next) {
-        Fd s(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
-        if (!s.valid()) continue;
-        int one = 1;
-        setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (::bind(s.get(), ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(s.get(), 16) == 0) {
-            fd = std::move(s);
-            break;
-        }
-        err = std::strerror(errno);
-    }
-    freeaddrinfo(res);
-    if (!fd.valid()) throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port) + ": " + err);
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    getsockname(fd.get(), reinterpret_cast<sockaddr*>(&ss), &len);
-    bound_port = ss.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port)
-                                          : ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
-    return fd;
-}
-
-Fd connect_unix(const std::string& path) {
-    sockaddr_un a = unix_address(path);
-    Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!fd.valid()) throw sys_error("socket");
-    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) throw sys_error("connect " + path);
-    return fd;
-}
-
-Fd connect_tcp(const std::string& host, int port) {
-    addrinfo* res = resolve(host, port, false);
-    Fd fd;
-    std::string err = "no address";
-    for (addrinfo* ai = res; ai; ai = ai->ai_next) {
-        Fd s(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
-        if (s.valid() && ::connect(s.get(), ai->ai_addr, ai->ai_addrlen) == 0) {
-            fd = std::move(s);
-            break;
-        }
-        err = std::strerror(errno);
-    }
-    freeaddrinfo(res);
-    if (!fd.valid()) throw std::runtime_error("cannot connect to " + host + ":" + std::to_string(port) + ": " + err);
-    int one = 1;
-    setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    return fd;
-}
-
-}  // namespace fp8scope::trace::live
+}  // namespace fp8scope::live::net

@@ -1,16 +1,21 @@
-// Small POSIX socket helpers of the live stream: owned descriptors, listening and
-// connecting on Unix-domain and TCP sockets, with errors that name the endpoint.
+// POSIX socket plumbing shared by the live server and client: an owning descriptor,
+// listening and connecting on Unix-domain and TCP endpoints, writes without SIGPIPE.
 #pragma once
 
+#include <chrono>
 #include <string>
+#include <string_view>
 #include <utility>
 
-namespace fp8scope::trace::live {
+#include "live_protocol.h"
+
+namespace fp8scope::live::net {
 
 class Fd {
 public:
     Fd() = default;
     explicit Fd(int fd) : fd_(fd) {}
+    ~Fd() { reset(); }
     Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
     Fd& operator=(Fd&& o) noexcept {
         if (this != &o) {
@@ -19,25 +24,40 @@ public:
         }
         return *this;
     }
-    ~Fd() { reset(); }
     int get() const { return fd_; }
-    bool valid() const { return fd_ >= 0; }
+    explicit operator bool() const { return fd_ >= 0; }
     void reset();
 
 private:
     int fd_ = -1;
 };
 
-void set_nonblocking(int fd);
-// Sends all of `n` bytes on a blocking socket; false when the peer is gone.
-bool send_all(int fd, const void* data, std::size_t n);
+// A non-blocking listening socket. Local: mode 0600; a stale socket file (nobody
+// answers) is replaced, a live one is "address in use". Tcp: port 0 picks a free port,
+// written back into `endpoint`. Throws LiveError.
+Fd listen_on(Endpoint& endpoint);
+// A connected socket, non-blocking once connected. Throws LiveError: "connection refused:
+// <endpoint>", "timed out connecting to <endpoint>", ...
+Fd connect_to(const Endpoint& endpoint, std::chrono::milliseconds timeout);
+// Accepts one pending connection (non-blocking, close-on-exec); -1 when none.
+int accept_one(int listen_fd);
 
-// Listening sockets. The Unix one is created with mode 0600 (a stale socket file at the
-// path is replaced); the TCP one reports the port it got when asked for port 0.
-Fd listen_unix(const std::string& path);
-Fd listen_tcp(const std::string& host, int port, int& bound_port);
-// Connected, blocking sockets.
-Fd connect_unix(const std::string& path);
-Fd connect_tcp(const std::string& host, int port);
+// A self-pipe that wakes a poll() loop from another thread.
+class Waker {
+public:
+    Waker();
+    int fd() const { return read_.get(); }
+    void wake();   // never blocks
+    void drain();
 
-}  // namespace fp8scope::trace::live
+private:
+    Fd read_, write_;
+};
+
+// Sends as much as the socket takes now. Returns bytes written (0 when it would block),
+// -1 on a broken connection.
+long send_some(int fd, std::string_view data);
+// Sends all of `data`, waiting up to `timeout` for room. False on error or timeout.
+bool send_all(int fd, std::string_view data, std::chrono::milliseconds timeout);
+
+}  // namespace fp8scope::live::net

@@ -27,6 +27,11 @@ std::int32_t OpNames::id(std::string_view name, RecordSink& sink) {
     return id;
 }
 
+std::vector<std::string> default_op_names() {
+    return {"fprop",     "dgrad",   "wgrad",  "quantize", "smooth_swiglu", "embedding", "layernorm",
+            "rmsnorm",   "attention", "gelu", "swiglu",   "head",          "softmax_ce"};
+}
+
 std::vector<std::string> trace_recipe_names(const std::vector<Recipe>& analysis) {
     std::vector<std::string> names;
     auto add = [&](const Recipe& r) {

@@ -29,6 +29,9 @@ private:
     std::unordered_map<std::string, std::int32_t> ids_;
 };
 
+// The op names the CPU engine reports, in a fixed order: their ids need no OpNameRecord.
+std::vector<std::string> default_op_names();
+
 // The recipes a trace analyses: `analysis` plus every operand recipe of every named
 // training recipe, so the recipe in use (and any recipe a run may switch to) has an id.
 std::vector<std::string> trace_recipe_names(const std::vector<Recipe>& analysis);

@@ -15,9 +15,9 @@ TraceMeta make_trace_meta(const TrainConfig& config, const std::vector<LinearInf
     m.linears = linears;
     m.recipes = trace_recipe_names(analysis);
     m.training_recipes = training_recipe_names();
-    m.ops = {"fprop", "dgrad", "wgrad", "quantize"};
+    m.ops = default_op_names();
     m.capture_every = config.capture_every;
-    m.blockmap_every = blockmap_every;
+    m.blockmap_every = blockmap_every >= 0 ? blockmap_every : 10LL * config.capture_every;
     return m;
 }
 
@@ -63,6 +63,7 @@ void TrainRecorder::on_event(const TrainEvent& e) {
         case TrainEventKind::NaN: k = EventKind::NonFinite; break;
         case TrainEventKind::Spike: k = EventKind::LossSpike; break;
         case TrainEventKind::Rewind: k = EventKind::Rewind; break;
+        case TrainEventKind::CaptureInterval: k = EventKind::CaptureInterval; break;
         case TrainEventKind::Error: k = EventKind::Error; break;
     }
     int run = e.replica >= 0 && e.replica < static_cast<int>(meta_.runs.size()) ? e.replica : -1;

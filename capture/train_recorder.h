@@ -14,6 +14,7 @@ namespace fp8scope::trace {
 
 // The metadata of a training run: config JSON, replicas, linears, every recipe an
 // operand may be cast with, the named training recipes and the known op names.
+// blockmap_every < 0: 10 x the capture interval.
 TraceMeta make_trace_meta(const TrainConfig& config, const std::vector<LinearInfo>& linears,
                           const std::string& tool_version, std::int64_t blockmap_every,
                           const std::vector<Recipe>& analysis = default_analysis_recipes());

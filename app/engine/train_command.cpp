@@ -1,7 +1,8 @@
 // `fp8scope-engine train`: builds a TrainConfig from defaults, a JSON file or a
 // checkpoint, dedicated flags and --set overrides (in that order), trains with a progress
 // display and prints each replica's final losses. Ctrl-C stops between steps (and writes
-// the final checkpoint when checkpoint.dir is set); a second Ctrl-C kills.
+// the final checkpoint when checkpoint.dir is set); a second Ctrl-C kills. With --listen
+// the run is served on the live stream for the GUI to follow and steer.
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -14,8 +15,9 @@
 #include "commands.h"
 #include "engine/checkpoint.h"
 #include "engine/trainer.h"
-#include "train_progress.h"
+#include "live_train.h"
 #include "train_trace.h"
+#include "train_progress.h"
 
 namespace fp8scope::cli {
 namespace {
@@ -34,8 +36,17 @@ struct TrainOptions {
     std::optional<long long> steps, batch, seq, seed, threads, eval_every, capture_every, checkpoint_every, log_every;
     std::optional<double> lr;
     bool print_config = false, json = false, quiet = false;
-    TraceOptions trace;
+    bool listen = false;                 // --listen given
+    std::vector<std::string> listen_at;  // its value; empty: a default local socket
+    std::string token;
+    TraceOptions trace;  // --out and its settings
 };
+
+// The --listen endpoint: a fresh local socket when no value is given.
+live::Endpoint listen_endpoint(const TrainOptions& o) {
+    if (o.listen_at.empty() || o.listen_at[0].empty()) return live::parse_endpoint("unix:" + live::default_socket_path());
+    return live::parse_endpoint(o.listen_at[0]);
+}
 
 // Turns Ctrl-C into a stop request; the trainer applies it between steps.
 struct InterruptWatch : TrainObserver {
@@ -82,7 +93,7 @@ void apply_flags(const TrainOptions& o, TrainConfig& c) {
     if (o.lr) set("optimizer.lr", nlohmann::json(*o.lr).dump());
     if (o.eval_every) set("eval.every", std::to_string(*o.eval_every));
     if (o.capture_every) set("capture_every", std::to_string(*o.capture_every));
-    else if (o.trace.enabled() && c.capture_every == 0) c.capture_every = kDefaultCaptureEvery;
+    else if ((!o.trace.out.empty() || o.listen) && c.capture_every == 0) c.capture_every = kDefaultCaptureEvery;
     if (o.checkpoint_dir) set("checkpoint.dir", *o.checkpoint_dir);
     if (o.checkpoint_every) set("checkpoint.every", std::to_string(*o.checkpoint_every));
     if (o.log_every) set("log_every", std::to_string(*o.log_every));
@@ -129,6 +140,17 @@ int run_train(const TrainOptions& o) {
         std::printf("%s\n", train_config_to_json(config).c_str());
         return 0;
     }
+    std::optional<live::Endpoint> endpoint;
+    std::string token = o.token;
+    if (o.listen) {
+        try {
+            endpoint = listen_endpoint(o);
+        } catch (const std::exception& e) {
+            report(e.what());
+            return 2;
+        }
+        if (endpoint->kind == live::Endpoint::Kind::Tcp && token.empty()) token = random_token();
+    }
     std::optional<Trainer> trainer;
     try {
         trainer.emplace(config);
@@ -143,12 +165,29 @@ int run_train(const TrainOptions& o) {
     trainer->add_observer(&progress);
     trainer->add_observer(&watch);
     trainer->add_observer(&history);
-    std::optional<TrainTrace> trace;
-    try {
-        if (o.trace.enabled()) trace.emplace(o.trace, config, *trainer, o.quiet);
-    } catch (const std::exception& e) {
-        report(e.what());
-        return 1;
+    std::optional<LiveTrain> serving;
+    if (endpoint) {
+        try {
+            serving.emplace(*trainer, config, *endpoint, token);
+        } catch (const std::exception& e) {
+            report(e.what());
+            return 1;
+        }
+        trainer->add_observer(&*serving);
+        const std::string at = serving->server().endpoint().to_string();
+        if (endpoint->kind == live::Endpoint::Kind::Tcp && o.token.empty())
+            std::fprintf(stderr, "fp8scope-engine: listening on %s (token %s)\n", at.c_str(), token.c_str());
+        else
+            std::fprintf(stderr, "fp8scope-engine: listening on %s\n", at.c_str());
+    }
+    std::optional<TrainTrace> tracing;
+    if (!o.trace.out.empty() || serving) {
+        try {
+            tracing.emplace(o.trace, config, *trainer, serving ? &serving->server() : nullptr, o.quiet);
+        } catch (const std::exception& e) {
+            report(e.what());
+            return 1;
+        }
     }
     if (!o.quiet) {
         std::fprintf(stderr, "training %d replica%s (%s) on %s: %lld tokens, %lld held out, %zu parameters each\n",
@@ -162,16 +201,26 @@ int run_train(const TrainOptions& o) {
         s = trainer->run();
     } catch (const std::exception& e) {
         progress.finish();
+        if (serving) serving->finish(trainer->steps_done(), e.what());
+        try {
+            if (tracing) tracing->finish(trainer->steps_done(), e.what());
+        } catch (const std::exception& te) {
+            report(te.what());
+        }
         report(e.what());
         return 1;
     }
     std::signal(SIGINT, SIG_DFL);
     progress.finish();
     try {
-        if (trace) trace->finish(s);
+        if (tracing) tracing->finish(s.steps, s.error.empty() ? (s.stopped ? "stopped" : "done") : s.error);
     } catch (const std::exception& e) {
         report(e.what());
         return 1;
+    }
+    if (serving) {
+        serving->finish(s.steps, s.error.empty() ? (s.stopped ? "stopped" : "done") : s.error);
+        serving.reset();  // clients see the end of the stream now, not at exit
     }
 
     if (o.json) {
@@ -222,7 +271,14 @@ void add_train(CLI::App& app, int& exit_code) {
     cmd->add_flag("--print-config", opts->print_config, "Print the resulting config as JSON and exit");
     cmd->add_flag("--json", opts->json, "Print the summary and loss curves as JSON");
     cmd->add_flag("--quiet", opts->quiet, "No progress output");
-    cmd->callback([opts, &exit_code] { exit_code = run_train(*opts); });
+    CLI::Option* listen = cmd->add_option("--listen", opts->listen_at,
+                                          "Serve the run live: unix:PATH, tcp:PORT or HOST:PORT (no value: a local socket)")
+                              ->expected(0, 1);
+    cmd->add_option("--token", opts->token, "Token live clients must present (TCP without it: a random one, printed)");
+    cmd->callback([opts, listen, &exit_code] {
+        opts->listen = listen->count() > 0;
+        exit_code = run_train(*opts);
+    });
 }
 
 }  // namespace fp8scope::cli

@@ -1,5 +1,7 @@
-// What `train --out/--listen` adds to a run: the HDF5 trace writer, the live server with
-// its control of the trainer, and the recorder that feeds both.
+// What `train --out` adds to a run: the HDF5 trace writer and the recorder that turns
+// the trainer's records and the captured operands into trace records. With --listen the
+// same capture records (operands, scaling, block maps, op timings) also go to the live
+// stream, whose LiveTrain publishes the steps and events itself.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -14,35 +16,45 @@
 
 namespace fp8scope::cli {
 
-// Capture interval of a traced run whose config says never: full statistics under every
-// recipe cost about four training steps on the CPU (bench_capture_overhead), so one in
-// 100 steps keeps capture within 5% of step time.
+// Capture interval of a traced or served run whose config says never: full statistics
+// under every recipe cost a few training steps on the CPU (bench_capture_overhead), so
+// one in 100 steps keeps capture within 5% of the step time.
 inline constexpr int kDefaultCaptureEvery = 100;
 
 struct TraceOptions {
-    std::string out;      // HDF5 trace file
-    std::string listen;   // live endpoint spec ("" : no live stream)
-    std::string token;    // TCP token ("" : random)
-    long long blockmap_every = -1;  // -1: 10 x capture_every
+    std::string out;                // HDF5 trace file ("" : none)
+    long long blockmap_every = -1;  // -1: 10 x capture interval
     int flush_ms = 500;
-    bool enabled() const { return !out.empty() || !listen.empty(); }
 };
 
 void add_trace_options(CLI::App& cmd, TraceOptions& o);
 
+// Hands capture records to the live server (steps and events come from LiveTrain).
+class LivePublisher : public trace::RecordSink {
+public:
+    LivePublisher(live::LiveServer& server, std::size_t known_ops) : server_(server), known_ops_(known_ops) {}
+    void write(trace::Record record) override;
+
+private:
+    live::LiveServer& server_;
+    std::size_t known_ops_;  // op ids the stream's meta names
+};
+
 class TrainTrace {
 public:
-    // Creates the file and the server, prints where to connect, hooks into `trainer`.
-    TrainTrace(const TraceOptions& options, const TrainConfig& config, Trainer& trainer, bool quiet);
+    // Creates the file (when asked), hooks the recorder into `trainer`; `server` (may be
+    // null) also receives the capture records.
+    TrainTrace(const TraceOptions& options, const TrainConfig& config, Trainer& trainer, live::LiveServer* server,
+               bool quiet);
     ~TrainTrace();
     // Records the end of the run and closes the file (throws on a write error).
-    void finish(const TrainSummary& summary);
+    void finish(std::int64_t steps, const std::string& why);
 
 private:
     trace::TraceMeta meta_;
     trace::RecordTee tee_;
     std::unique_ptr<trace::TraceWriter> writer_;
-    std::unique_ptr<trace::live::LiveServer> server_;
+    std::unique_ptr<LivePublisher> publisher_;
     std::unique_ptr<trace::TrainRecorder> recorder_;
     Trainer& trainer_;
 };

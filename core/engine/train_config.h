@@ -39,8 +39,8 @@ struct DataConfig {
 };
 
 struct EvalConfig {
-    int every = 50;            // eval loss every N steps (and after the last); 0: only at the end
-    int batches = 4;           // held-out batches per evaluation
+    int every = 100;           // eval loss every N steps (and after the last); 0: only at the end
+    int batches = 16;          // held-out batches per evaluation (16k tokens at the defaults)
 };
 
 struct CheckpointConfig {
@@ -68,7 +68,7 @@ struct TrainConfig {
 
     std::string recipe = "baseline";     // training recipe of a single run
     std::vector<std::string> compare;    // lock-step replicas; non-empty overrides `recipe`
-    int steps = 300;
+    int steps = 600;
     int batch_size = 16;                 // B
     int seq_len = 64;                    // T
     std::uint64_t seed = 1;

@@ -14,6 +14,7 @@ std::string_view event_name(TrainEventKind kind) {
     case TrainEventKind::Spike: return "spike";
     case TrainEventKind::Rewind: return "rewind";
     case TrainEventKind::Error: return "error";
+    case TrainEventKind::CaptureInterval: return "capture_interval";
     }
     return "unknown";
 }

@@ -22,7 +22,7 @@ struct StepRecord {
     double tokens_per_second = 0.0;
 };
 
-enum class TrainEventKind { Pause, Resume, Stop, RecipeSwitch, Checkpoint, NaN, Spike, Rewind, Error };
+enum class TrainEventKind { Pause, Resume, Stop, RecipeSwitch, Checkpoint, NaN, Spike, Rewind, Error, CaptureInterval };
 std::string_view event_name(TrainEventKind kind);  // "pause", "rewind", ...
 
 struct TrainEvent {

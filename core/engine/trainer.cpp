@@ -7,6 +7,9 @@
 #include <limits>
 #include <stdexcept>
 
+#include "engine/ops/matmul.h"
+#include "util/parallel.h"
+
 namespace fp8scope {
 
 struct Trainer::Replica {
@@ -27,10 +30,14 @@ struct Trainer::Request {
     enum Kind { Pause, Resume, Stop, Switch, Checkpoint, CaptureEvery } kind;
     int replica = -1;
     std::string text;  // recipe name or checkpoint path
+    int value = 0;     // capture interval
 };
 
 Trainer::Trainer(const TrainConfig& config) : config_(config) {
     config_.validate();
+    // One setting bounds every thread of the run: our pools and OpenBLAS.
+    set_default_threads(config_.threads);
+    ops::set_blas_threads(config_.threads);
     sampler_ = std::make_unique<BatchSampler>(load_data(config_.data, config_.model.vocab_size),
                                               config_.data.val_fraction, config_.batch_size,
                                               config_.seq_len, config_.seed);
@@ -94,9 +101,9 @@ void Trainer::checkpoint_now(const std::string& path) {
 }
 
 void Trainer::set_capture_every(int every) {
-    if (every < 0) throw std::invalid_argument("set_capture_every: " + std::to_string(every) + " is negative");
+    if (every < 0) throw std::invalid_argument("set_capture_every: negative interval " + std::to_string(every));
     std::lock_guard lock(mu_);
-    requests_.push_back({Request::CaptureEvery, every, {}});
+    requests_.push_back({Request::CaptureEvery, -1, {}, every});
     wake_.notify_all();
 }
 
@@ -134,7 +141,8 @@ void Trainer::apply_requests() {
             break;
         }
         case Request::CaptureEvery:
-            config_.capture_every = r.replica;  // the interval rides in the int field
+            config_.capture_every = r.value;
+            emit(TrainEventKind::CaptureInterval, -1, "every " + std::to_string(r.value) + " steps");
             break;
         case Request::Checkpoint: {
             std::string path = r.text.empty() ? default_checkpoint_path() : r.text;

@@ -70,7 +70,7 @@ public:
     void stop();
     void switch_recipe(int replica, const std::string& recipe);
     void checkpoint_now(const std::string& path = "");  // "": checkpoint.dir/step_N.ckpt
-    // GEMM operands every `every` steps from the next step on (0: never); throws
+    // Capture GEMM operands every `every` steps from the next step on (0: off). Throws
     // std::invalid_argument at once when negative.
     void set_capture_every(int every);
 

@@ -1,13 +1,26 @@
 #include "util/parallel.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <memory>
 
 namespace fp8scope {
+namespace {
+std::atomic<int> g_default_threads{0};
+
+int hardware_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+}  // namespace
+
+void set_default_threads(int threads) { g_default_threads = threads > 0 ? threads : 0; }
+
+int default_threads() {
+    const int t = g_default_threads;
+    return t > 0 ? t : hardware_threads();
+}
 
 ThreadPool::ThreadPool(int threads) {
-    if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    if (threads <= 0) threads = hardware_threads();
     for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
 }
 
@@ -70,7 +83,7 @@ void ThreadPool::run(std::int64_t tasks, const std::function<void(std::int64_t)>
 }
 
 ThreadPool& ThreadPool::shared(int threads) {
-    if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    if (threads <= 0) threads = default_threads();
     static std::mutex mu;
     static std::map<int, std::unique_ptr<ThreadPool>> pools;
     std::lock_guard lock(mu);

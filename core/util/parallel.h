@@ -24,7 +24,7 @@ public:
     // Callers from several threads take turns; f must not call run() on the same pool.
     void run(std::int64_t tasks, const std::function<void(std::int64_t)>& f);
 
-    // The shared pool for a thread count (0: hardware concurrency).
+    // The shared pool for a thread count (0: default_threads()).
     static ThreadPool& shared(int threads = 0);
 
 private:
@@ -40,6 +40,11 @@ private:
     std::uint64_t generation_ = 0;
     bool stop_ = false;
 };
+
+// The thread count that `threads = 0` means everywhere: hardware concurrency unless a
+// run asked for fewer (TrainConfig::threads), so one setting bounds the whole process.
+void set_default_threads(int threads);  // <= 0: back to hardware concurrency
+int default_threads();
 
 // parallel_for over [0, n) in chunks of at least `grain`; f(begin, end).
 void parallel_for(std::int64_t n, std::int64_t grain, int threads,

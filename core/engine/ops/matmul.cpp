@@ -11,6 +11,10 @@
 
 namespace fp8scope::ops {
 
+void set_blas_threads(int threads) {
+    openblas_set_num_threads(threads > 0 ? threads : openblas_get_num_procs());
+}
+
 void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
            const float* b, float* c, float beta) {
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,

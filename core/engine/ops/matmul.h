@@ -8,6 +8,9 @@
 
 namespace fp8scope::ops {
 
+// Threads OpenBLAS may use for one GEMM (<= 0: its default, all cores).
+void set_blas_threads(int threads);
+
 // c (m,n) = alpha * op(a) op(b) + beta * c, row-major; op = transpose when the flag is set.
 // a is (m,k) or, transposed, (k,m); b is (k,n) or, transposed, (n,k).
 void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,

@@ -1,0 +1,126 @@
+// The live stream's wire format: length-prefixed binary frames, one per message.
+//
+// Frame: u32 payload length (little-endian, counts the type byte and the body, at most
+// kMaxFrame), u8 message type, body. Bodies are the fields of a record in declaration
+// order: integers and IEEE floats little-endian in their own width (so NaN "not computed"
+// survives), bool and enums as u8/i32, strings and vectors as a u32 count followed by
+// their elements. Every count is checked against the bytes left in the frame before
+// anything is allocated, and a body must be consumed exactly, so a malformed frame is
+// refused as a whole. Binary rather than JSON because an operand record carries a
+// 277-bin histogram and per-channel vectors at every capture step.
+//
+// Session: the client sends Hello (magic, version, token); the engine answers Meta
+// (magic, version, TraceMeta) or Error and closes. Then records flow to the client, and
+// Command frames (with an id) flow to the engine, each answered by a Reply with that id.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "live_protocol.h"
+#include "trace_records.h"
+
+namespace fp8scope::live::wire {
+
+constexpr std::uint32_t kVersion = 1;
+constexpr std::string_view kMagic = "fp8scope";   // 8 bytes at the start of Hello and Meta
+constexpr std::uint32_t kMaxFrame = 16u << 20;    // 16 MiB
+constexpr std::size_t kHeader = 5;                // length + type
+
+enum class Msg : std::uint8_t {
+    Hello = 1,
+    Meta = 2,
+    Step = 3,
+    Event = 4,
+    Scaling = 5,
+    Operand = 6,
+    BlockMap = 7,
+    Op = 8,
+    Command = 9,
+    Reply = 10,
+    Error = 11,
+};
+
+// Why the engine refused something; the client turns these into LiveError messages.
+enum class ErrorCode : std::uint32_t {
+    WrongToken = 1,
+    BadVersion = 2,
+    FrameTooLarge = 3,
+    UnknownType = 4,
+    Malformed = 5,
+    NotHello = 6,
+    TooManyClients = 7,
+};
+
+// A body that does not decode: truncated, trailing bytes, a count past the frame, an
+// enum out of range.
+class WireError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct Hello {
+    std::uint32_t version = kVersion;
+    std::string token;
+};
+
+struct MetaMsg {
+    std::uint32_t version = kVersion;
+    trace::TraceMeta meta;
+};
+
+struct CommandMsg {
+    std::uint32_t id = 0;
+    Command command;
+};
+
+struct ReplyMsg {
+    std::uint32_t id = 0;
+    CommandReply reply;
+};
+
+struct ErrorMsg {
+    ErrorCode code = ErrorCode::Malformed;
+    std::string message;
+};
+
+// A whole frame (header and body) for each message.
+std::string frame(const Hello& m);
+std::string frame(const MetaMsg& m);
+std::string frame(const trace::StepRecord& r);
+std::string frame(const trace::EventRecord& r);
+std::string frame(const trace::ScalingRecord& r);
+std::string frame(const trace::OperandRecord& r);
+std::string frame(const trace::BlockMapRecord& r);
+std::string frame(const trace::OpRecord& r);
+std::string frame(const CommandMsg& m);
+std::string frame(const ReplyMsg& m);
+std::string frame(const ErrorMsg& m);
+
+// Decoders take the body (the bytes after the type byte) and throw WireError.
+// Hello and Meta also throw when the magic is missing.
+Hello decode_hello(std::string_view body);
+MetaMsg decode_meta(std::string_view body);
+trace::StepRecord decode_step(std::string_view body);
+trace::EventRecord decode_event(std::string_view body);
+trace::ScalingRecord decode_scaling(std::string_view body);
+trace::OperandRecord decode_operand(std::string_view body);
+trace::BlockMapRecord decode_blockmap(std::string_view body);
+trace::OpRecord decode_op(std::string_view body);
+CommandMsg decode_command(std::string_view body);
+ReplyMsg decode_reply(std::string_view body);
+ErrorMsg decode_error(std::string_view body);
+
+// Splits complete frames off the front of a receive buffer.
+struct FrameView {
+    Msg type;               // may be a value outside Msg: the caller checks
+    std::string_view body;
+};
+enum class Split { Frame, NeedMore, TooLarge, Empty };
+// Frame: `out` views into `buffer` and `consumed` is its size. TooLarge: the announced
+// length is over kMaxFrame. Empty: a zero length (no type byte), also refused.
+Split split_frame(std::string_view buffer, FrameView& out, std::size_t& consumed);
+
+}  // namespace fp8scope::live::wire

@@ -1,0 +1,136 @@
+// The live wire format: every message decodes to what was encoded, and every malformed
+// body (truncated anywhere, trailing bytes, counts past the frame, enums out of range)
+// is refused with WireError instead of crashing or allocating without bound.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "live_test_util.h"
+#include "live_wire.h"
+
+namespace fp8scope::live::test {
+namespace {
+
+using wire::FrameView;
+using wire::Split;
+
+FrameView split_one(const std::string& bytes) {
+    FrameView f{};
+    std::size_t used = 0;
+    EXPECT_EQ(wire::split_frame(bytes, f, used), Split::Frame);
+    EXPECT_EQ(used, bytes.size());
+    return f;
+}
+
+// Decoding must fail for every proper prefix of the body and for one extra byte.
+template <class Decode>
+void expect_strict(const std::string& frame, Decode decode) {
+    const std::string body = frame.substr(wire::kHeader);
+    for (std::size_t n = 0; n < body.size(); ++n)
+        EXPECT_THROW(decode(std::string_view(body).substr(0, n)), wire::WireError) << "prefix " << n;
+    EXPECT_THROW(decode(body + '\0'), wire::WireError);
+}
+
+TEST(LiveWire, FrameHeaderCountsTypeAndBody) {
+    std::string f = wire::frame(sample_step(3));
+    std::uint32_t len;
+    std::memcpy(&len, f.data(), 4);
+    EXPECT_EQ(len, f.size() - 4);
+    EXPECT_EQ(static_cast<wire::Msg>(f[4]), wire::Msg::Step);
+}
+
+TEST(LiveWire, EveryRecordRoundTrips) {
+    auto meta = sample_meta();
+    auto m = wire::decode_meta(split_one(wire::frame(wire::MetaMsg{wire::kVersion, meta})).body);
+    EXPECT_EQ(m.version, wire::kVersion);
+    expect_same(m.meta, meta);
+    expect_same(wire::decode_step(split_one(wire::frame(sample_step(7))).body), sample_step(7));
+    expect_same(wire::decode_step(split_one(wire::frame(sample_step(8))).body), sample_step(8));
+    expect_same(wire::decode_event(split_one(wire::frame(sample_event(9))).body), sample_event(9));
+    expect_same(wire::decode_scaling(split_one(wire::frame(sample_scaling(9))).body), sample_scaling(9));
+    expect_same(wire::decode_operand(split_one(wire::frame(sample_operand(10))).body), sample_operand(10));
+    expect_same(wire::decode_blockmap(split_one(wire::frame(sample_blockmap(10))).body), sample_blockmap(10));
+    expect_same(wire::decode_op(split_one(wire::frame(sample_op(11))).body), sample_op(11));
+
+    auto h = wire::decode_hello(split_one(wire::frame(wire::Hello{wire::kVersion, "s3cret"})).body);
+    EXPECT_EQ(h.version, wire::kVersion);
+    EXPECT_EQ(h.token, "s3cret");
+    Command cmd{CommandKind::SwitchRecipe, 1, "blockwise", 42};
+    auto c = wire::decode_command(split_one(wire::frame(wire::CommandMsg{77, cmd})).body);
+    EXPECT_EQ(c.id, 77u);
+    EXPECT_EQ(c.command.kind, CommandKind::SwitchRecipe);
+    EXPECT_EQ(c.command.run, 1);
+    EXPECT_EQ(c.command.recipe, "blockwise");
+    EXPECT_EQ(c.command.value, 42);
+    auto r = wire::decode_reply(split_one(wire::frame(wire::ReplyMsg{77, {false, "no replica 4"}})).body);
+    EXPECT_EQ(r.id, 77u);
+    EXPECT_FALSE(r.reply.ok);
+    EXPECT_EQ(r.reply.error, "no replica 4");
+    auto e = wire::decode_error(split_one(wire::frame(wire::ErrorMsg{wire::ErrorCode::WrongToken, "wrong token"})).body);
+    EXPECT_EQ(e.code, wire::ErrorCode::WrongToken);
+    EXPECT_EQ(e.message, "wrong token");
+}
+
+TEST(LiveWire, TruncatedOrPaddedBodiesAreRefused) {
+    expect_strict(wire::frame(wire::MetaMsg{wire::kVersion, sample_meta()}), wire::decode_meta);
+    expect_strict(wire::frame(sample_step(1)), wire::decode_step);
+    expect_strict(wire::frame(sample_event(1)), wire::decode_event);
+    expect_strict(wire::frame(sample_scaling(1)), wire::decode_scaling);
+    expect_strict(wire::frame(sample_operand(1)), wire::decode_operand);
+    expect_strict(wire::frame(sample_blockmap(1)), wire::decode_blockmap);
+    expect_strict(wire::frame(sample_op(1)), wire::decode_op);
+    expect_strict(wire::frame(wire::Hello{wire::kVersion, "t"}), wire::decode_hello);
+    expect_strict(wire::frame(wire::CommandMsg{1, {CommandKind::Stop, -1, "x", 0}}), wire::decode_command);
+}
+
+TEST(LiveWire, HugeCountIsRefusedBeforeAllocating) {
+    // A scaling record whose amax count claims four billion floats.
+    std::string body = wire::frame(sample_scaling(1)).substr(wire::kHeader);
+    const std::uint32_t huge = 0xffffffffu;
+    std::memcpy(body.data() + 4 + 8, &huge, 4);
+    EXPECT_THROW(wire::decode_scaling(body), wire::WireError);
+}
+
+TEST(LiveWire, EnumsOutOfRangeAreRefused) {
+    std::string body = wire::frame(sample_event(1)).substr(wire::kHeader);
+    const std::int32_t bad = 99;
+    std::memcpy(body.data() + 4 + 8, &bad, 4);
+    EXPECT_THROW(wire::decode_event(body), wire::WireError);
+
+    std::string cmd = wire::frame(wire::CommandMsg{1, {}}).substr(wire::kHeader);
+    std::memcpy(cmd.data() + 4, &bad, 4);
+    EXPECT_THROW(wire::decode_command(cmd), wire::WireError);
+
+    std::string op = wire::frame(sample_operand(1)).substr(wire::kHeader);
+    op[4 + 8 + 4] = 7;  // gemm
+    EXPECT_THROW(wire::decode_operand(op), wire::WireError);
+}
+
+TEST(LiveWire, HelloWithoutMagicIsRefused) {
+    std::string body = wire::frame(wire::Hello{wire::kVersion, "t"}).substr(wire::kHeader);
+    body[0] = 'X';
+    EXPECT_THROW(wire::decode_hello(body), wire::WireError);
+}
+
+TEST(LiveWire, SplitFrameWaitsForWholeFramesAndRefusesBadLengths) {
+    std::string two = wire::frame(sample_step(1)) + wire::frame(sample_op(2));
+    FrameView f{};
+    std::size_t used = 0;
+    const std::size_t first = wire::frame(sample_step(1)).size();
+    for (std::size_t n = 0; n < first; ++n)
+        EXPECT_EQ(wire::split_frame(std::string_view(two).substr(0, n), f, used), Split::NeedMore) << n;
+    ASSERT_EQ(wire::split_frame(two, f, used), Split::Frame);
+    EXPECT_EQ(used, first);
+    EXPECT_EQ(f.type, wire::Msg::Step);
+    ASSERT_EQ(wire::split_frame(std::string_view(two).substr(used), f, used), Split::Frame);
+    EXPECT_EQ(f.type, wire::Msg::Op);
+
+    std::string big(5, '\0');
+    const std::uint32_t over = wire::kMaxFrame + 1;
+    std::memcpy(big.data(), &over, 4);
+    EXPECT_EQ(wire::split_frame(big, f, used), Split::TooLarge);
+    EXPECT_EQ(wire::split_frame(std::string(4, '\0'), f, used), Split::Empty);
+}
+
+}  // namespace
+}  // namespace fp8scope::live::test
