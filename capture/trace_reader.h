@@ -7,23 +7,12 @@
 
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "trace_records.h"
 
 namespace fp8scope::trace {
-
-class TraceError : public std::runtime_error {
-public:
-    TraceError(const std::string& path, const std::string& problem)
-        : std::runtime_error(path + ": " + problem), path_(path) {}
-    const std::string& path() const { return path_; }
-
-private:
-    std::string path_;
-};
 
 // Scalar figures of one operand at one capture step, for plots over steps.
 struct OperandPoint {

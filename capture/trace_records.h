@@ -10,7 +10,9 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "engine/model.h"
@@ -20,6 +22,18 @@
 namespace fp8scope::trace {
 
 constexpr int kFormatVersion = 1;
+
+// A trace file that cannot be written or read; the message names the file and the problem.
+class TraceError : public std::runtime_error {
+public:
+    TraceError(const std::string& path, const std::string& problem)
+        : std::runtime_error(path + ": " + problem), path_(path) {}
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+};
+
 constexpr double kNone = std::numeric_limits<double>::quiet_NaN();  // "not computed"
 
 struct RunInfo {
@@ -135,5 +149,28 @@ struct OpRecord {
     std::int32_t stream = 0;   // CPU: thread
     std::int64_t start_ns = 0, end_ns = 0;
 };
+
+// An op or kernel name that appeared after the trace started (CUPTI kernel names are not
+// known in advance): it becomes TraceMeta::ops[id]; ids are handed out in order.
+struct OpNameRecord {
+    std::int32_t id = 0;
+    std::string name;
+};
+
+// Any record, as queued for the writer and sent over the live stream.
+using Record = std::variant<StepRecord, EventRecord, ScalingRecord, OperandRecord, BlockMapRecord,
+                            OpRecord, OpNameRecord>;
+
+// Where records go: the trace writer, the live server, or both.
+class RecordSink {
+public:
+    virtual ~RecordSink() = default;
+    // Thread-safe. Throws std::invalid_argument for a record that does not fit the meta.
+    virtual void write(Record record) = 0;
+};
+
+// Empty when `record` fits `meta` (ids in range, vector sizes consistent); otherwise what
+// is wrong, naming the field and the value. `ops` is the number of op names known so far.
+std::string check_record(const TraceMeta& meta, std::size_t ops, const Record& record);
 
 }  // namespace fp8scope::trace

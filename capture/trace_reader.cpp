@@ -1,0 +1,709 @@
+// The trace reader. Opens with SWMR read access (plain read-only for files that are not
+// SWMR-capable, so foreign files get a clear answer), checks the format attributes, the
+// type and shape of every dataset, and indexes the tables by (run, step) once, then
+// incrementally on refresh(). Every id, offset and count read from the file is checked
+// before it is used: a damaged file raises TraceError, never reads out of bounds.
+#include "trace_reader.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "h5.h"
+#include "trace_schema.h"
+
+namespace fp8scope::trace {
+namespace s = schema;
+
+namespace {
+
+struct Dataset {
+    const char* path = nullptr;
+    h5::Id dset;
+    h5::Id memtype;
+    hsize_t rows = 0;
+    hsize_t cols = 0;        // 0: 1-D
+    std::size_t row_bytes = 0;  // in the file
+};
+
+// A key of the (run, step) indexes.
+using RunStep = std::pair<std::int32_t, std::int64_t>;
+
+// Key columns of the operand and block-map tables, read without the rest of the row.
+struct KeyRow {
+    std::int32_t run;
+    std::int64_t step;
+    std::int32_t linear;
+    std::int8_t gemm, operand;
+};
+struct OpKeyRow {
+    std::int32_t run;
+    std::int64_t step;
+};
+
+h5::Id key_type() {
+    h5::Id t = h5::check(H5Tcreate(H5T_COMPOUND, sizeof(KeyRow)), "key type");
+    H5Tinsert(t, "run", offsetof(KeyRow, run), H5T_NATIVE_INT32);
+    H5Tinsert(t, "step", offsetof(KeyRow, step), H5T_NATIVE_INT64);
+    H5Tinsert(t, "linear", offsetof(KeyRow, linear), H5T_NATIVE_INT32);
+    H5Tinsert(t, "gemm", offsetof(KeyRow, gemm), H5T_NATIVE_INT8);
+    H5Tinsert(t, "operand", offsetof(KeyRow, operand), H5T_NATIVE_INT8);
+    return t;
+}
+
+h5::Id op_key_type() {
+    h5::Id t = h5::check(H5Tcreate(H5T_COMPOUND, sizeof(OpKeyRow)), "op key type");
+    H5Tinsert(t, "run", offsetof(OpKeyRow, run), H5T_NATIVE_INT32);
+    H5Tinsert(t, "step", offsetof(OpKeyRow, step), H5T_NATIVE_INT64);
+    return t;
+}
+
+constexpr unsigned kReadAttempts = 10;
+constexpr std::size_t kConversionBuffer = 64u << 10;
+
+bool in_bounds(std::uint64_t offset, std::uint64_t count, hsize_t rows) {
+    return count <= rows && offset <= rows - count;
+}
+
+}  // namespace
+
+struct TraceReader::Impl {
+    std::string path;
+    TraceMeta meta;
+    h5::Id file;
+    h5::Id dxpl;  // small conversion buffers: most reads are a few rows
+
+    Dataset runs, linears, recipes, training_recipes, op_names;
+    Dataset steps, events, scaling_index, scaling_amax, scaling_scale;
+    Dataset operands, errors, histogram, channel_absmax, top, amax_history;
+    Dataset blockmaps, block_absmax, block_scale_inv, block_sqnr;
+    Dataset ops;
+    hsize_t slots = 0;
+
+    // What has been indexed so far.
+    std::vector<StepRecord> step_records;
+    std::vector<EventRecord> event_records;
+    std::map<RunStep, std::vector<hsize_t>> operand_rows, blockmap_rows;
+    std::map<RunStep, hsize_t> scaling_rows;
+    std::map<std::pair<std::int32_t, int>, std::vector<std::pair<std::int64_t, hsize_t>>> series_rows;  // (run, slot)
+    std::vector<std::vector<std::pair<std::int64_t, hsize_t>>> op_rows;  // per run: (step, row)
+    hsize_t indexed_steps = 0, indexed_events = 0, indexed_scaling = 0, indexed_operands = 0,
+            indexed_blockmaps = 0, indexed_ops = 0;
+
+    TraceError fail(const std::string& problem) const { return TraceError(path, problem); }
+
+    // ---- opening ----
+    void open() {
+        h5::quiet_errors();
+        std::error_code ec;
+        if (!std::filesystem::exists(path, ec)) throw fail("no such file");
+        if (!std::filesystem::is_regular_file(path, ec)) throw fail("not a regular file");
+        if (H5Fis_hdf5(path.c_str()) <= 0) throw fail("not an HDF5 file (no HDF5 signature)");
+        // SWMR reading retries metadata whose checksum fails (the writer may be mid-write),
+        // with a growing sleep; a few attempts keep a damaged file from stalling the caller.
+        dxpl = h5::check(H5Pcreate(H5P_DATASET_XFER), "dxpl");
+        h5::check(H5Pset_buffer(dxpl, kConversionBuffer, nullptr, nullptr), "conversion buffer");
+        h5::Id fapl = h5::check(H5Pcreate(H5P_FILE_ACCESS), "fapl");
+        h5::check(H5Pset_metadata_read_attempts(fapl, kReadAttempts), "read attempts");
+        file = h5::Id(H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl));
+        if (!file.valid()) file = h5::Id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+        if (!file.valid()) throw fail("damaged or truncated HDF5 file: the library cannot open it");
+
+        std::string format;
+        if (!read_string_attr("format", format))
+            throw fail("not an fp8scope trace: the root has no 'format' attribute");
+        if (format != s::kFormatName)
+            throw fail("not an fp8scope trace: format attribute is '" + format + "', expected '" +
+                       s::kFormatName + "'");
+        std::int64_t version = 0;
+        if (!read_int_attr("format_version", version)) throw fail("missing or malformed 'format_version' attribute");
+        if (version < 1) throw fail("invalid format_version " + std::to_string(version));
+        if (version > kFormatVersion)
+            throw fail("format_version " + std::to_string(version) + " is newer than this reader (reads up to " +
+                       std::to_string(kFormatVersion) + "); update fp8scope to open it");
+        meta.format_version = static_cast<int>(version);
+        read_string_attr("tool_version", meta.tool_version);
+        read_string_attr("created", meta.created);
+        read_string_attr("machine", meta.machine);
+        read_string_attr("config", meta.config_json);
+        read_int_attr("capture_every", meta.capture_every);
+        read_int_attr("blockmap_every", meta.blockmap_every);
+
+        runs = open_ds(s::kRuns, s::run_type());
+        linears = open_ds(s::kLinears, s::linear_type());
+        recipes = open_ds(s::kRecipes, s::name_type());
+        training_recipes = open_ds(s::kTrainingRecipes, s::name_type());
+        op_names = open_ds(s::kOps, s::name_type());
+        for (const auto& r : read_all<s::RunRow>(runs)) meta.runs.push_back({s::get_name(r.name), s::get_name(r.recipe)});
+        for (const auto& r : read_all<s::LinearRow>(linears)) {
+            LinearInfo l;
+            l.name = s::get_name(r.name);
+            l.layer = r.layer;
+            l.in_features = r.in_features;
+            l.out_features = r.out_features;
+            meta.linears.push_back(l);
+        }
+        for (const auto& r : read_all<s::NameRow>(recipes)) meta.recipes.push_back(s::get_name(r.name));
+        for (const auto& r : read_all<s::NameRow>(training_recipes)) meta.training_recipes.push_back(s::get_name(r.name));
+        slots = meta.linears.size() * kOperandsPerLinear;
+
+        steps = open_ds(s::kSteps, s::step_type());
+        events = open_ds(s::kEvents, s::event_type());
+        scaling_index = open_ds(s::kScalingIndex, s::scaling_index_type());
+        scaling_amax = open_ds(s::kScalingAmax, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)), slots ? slots : 1);
+        scaling_scale = open_ds(s::kScalingScale, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)), slots ? slots : 1);
+        operands = open_ds(s::kOperands, s::operand_type());
+        errors = open_ds(s::kOperandErrors, s::error_type());
+        histogram = open_ds(s::kOperandHistogram, h5::Id(H5Tcopy(H5T_NATIVE_INT64)));
+        channel_absmax = open_ds(s::kOperandChannelAbsmax, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)));
+        top = open_ds(s::kOperandTop, s::top_type());
+        amax_history = open_ds(s::kOperandAmaxHistory, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)));
+        blockmaps = open_ds(s::kBlockMaps, s::blockmap_type());
+        block_absmax = open_ds(s::kBlockAbsmax, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)));
+        block_scale_inv = open_ds(s::kBlockScaleInv, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)));
+        block_sqnr = open_ds(s::kBlockSqnr, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)));
+        ops = open_ds(s::kOpTimes, s::op_type());
+        op_rows.resize(meta.runs.size());
+        index();
+    }
+
+    bool read_string_attr(const char* name, std::string& out) {
+        if (H5Aexists(file, name) <= 0) return false;
+        h5::Id attr(H5Aopen(file, name, H5P_DEFAULT));
+        if (!attr.valid()) return false;
+        h5::Id type(H5Aget_type(attr));
+        h5::Id space(H5Aget_space(attr));
+        if (!type.valid() || !space.valid() || H5Tget_class(type) != H5T_STRING ||
+            H5Sget_simple_extent_npoints(space) != 1)
+            return false;
+        if (H5Tis_variable_str(type) > 0) {
+            h5::Id mem(H5Tcopy(type));  // same character set: HDF5 does not convert between them
+            char* p = nullptr;
+            if (H5Aread(attr, mem, &p) < 0 || p == nullptr) return false;
+            out = p;
+            H5free_memory(p);
+            return true;
+        }
+        std::size_t n = H5Tget_size(type);
+        if (n == 0 || n > (64u << 20)) return false;
+        std::string buf(n, '\0');
+        h5::Id mem(H5Tcopy(type));
+        if (H5Aread(attr, mem, buf.data()) < 0) return false;
+        out = buf.substr(0, std::strlen(buf.c_str()));
+        return true;
+    }
+
+    bool read_int_attr(const char* name, std::int64_t& out) {
+        if (H5Aexists(file, name) <= 0) return false;
+        h5::Id attr(H5Aopen(file, name, H5P_DEFAULT));
+        if (!attr.valid()) return false;
+        h5::Id type(H5Aget_type(attr));
+        h5::Id space(H5Aget_space(attr));
+        if (!type.valid() || !space.valid() || H5Tget_class(type) != H5T_INTEGER ||
+            H5Sget_simple_extent_npoints(space) != 1)
+            return false;
+        return H5Aread(attr, H5T_NATIVE_INT64, &out) >= 0;
+    }
+
+    // Opens a dataset and checks that its type holds every field the reader needs (same
+    // type class) and that its shape is (rows) or (rows, cols).
+    Dataset open_ds(const char* p, h5::Id memtype, hsize_t cols = 0) {
+        Dataset d;
+        d.path = p;
+        if (H5Lexists(file, p + 1, H5P_DEFAULT) <= 0 && !group_and_link_exist(p))
+            throw fail(std::string("missing dataset ") + p);
+        d.dset = h5::Id(H5Dopen2(file, p, H5P_DEFAULT));
+        if (!d.dset.valid()) throw fail(std::string("cannot open dataset ") + p + " (damaged?)");
+        h5::Id ftype(H5Dget_type(d.dset));
+        if (!ftype.valid()) throw fail(std::string("unreadable type of ") + p);
+        H5T_class_t mc = H5Tget_class(memtype), fc = H5Tget_class(ftype);
+        if (mc != fc) throw fail(std::string(p) + " has the wrong element type class");
+        if (mc == H5T_COMPOUND) {
+            int n = H5Tget_nmembers(memtype);
+            for (int i = 0; i < n; ++i) {
+                char* name = H5Tget_member_name(memtype, i);
+                std::string member = name ? name : "";
+                H5free_memory(name);
+                int fi = H5Tget_member_index(ftype, member.c_str());
+                if (fi < 0) throw fail(std::string(p) + " lacks the field '" + member + "'");
+                if (H5Tget_member_class(ftype, fi) != H5Tget_member_class(memtype, i))
+                    throw fail(std::string(p) + " field '" + member + "' has the wrong type class");
+            }
+        }
+        d.memtype = std::move(memtype);
+        d.cols = cols;
+        d.row_bytes = H5Tget_size(ftype) * (cols ? cols : 1);
+        if (d.row_bytes == 0) throw fail(std::string(p) + " has an empty element type");
+        read_extent(d);
+        return d;
+    }
+
+    bool group_and_link_exist(const char* p) {
+        // H5Lexists needs each parent group to exist: check them in turn.
+        std::string path_s(p);
+        for (std::size_t pos = path_s.find('/', 1); pos != std::string::npos; pos = path_s.find('/', pos + 1))
+            if (H5Lexists(file, path_s.substr(0, pos).c_str(), H5P_DEFAULT) <= 0) return false;
+        return H5Lexists(file, p, H5P_DEFAULT) > 0;
+    }
+
+    void read_extent(Dataset& d) {
+        h5::Id space(H5Dget_space(d.dset));
+        if (!space.valid()) throw fail(std::string("unreadable shape of ") + d.path);
+        int rank = H5Sget_simple_extent_ndims(space);
+        int want = d.cols ? 2 : 1;
+        if (rank != want)
+            throw fail(std::string(d.path) + " has rank " + std::to_string(rank) + ", expected " + std::to_string(want));
+        hsize_t dims[2] = {0, 0};
+        H5Sget_simple_extent_dims(space, dims, nullptr);
+        if (d.cols && dims[1] != d.cols)
+            throw fail(std::string(d.path) + " has " + std::to_string(dims[1]) + " columns, expected " +
+                       std::to_string(d.cols));
+        // Every row the writer adds is written: a damaged extent shows as more rows than
+        // the file can hold, and is caught before anything is allocated for it.
+        hsize_t file_size = 0;
+        if (H5Fget_filesize(file, &file_size) < 0) throw fail("cannot get the file size");
+        if (dims[0] > file_size / d.row_bytes)
+            throw fail(std::string(d.path) + " claims " + std::to_string(dims[0]) +
+                       " rows, more than the file's " + std::to_string(file_size) + " bytes can hold");
+        d.rows = dims[0];
+    }
+
+    void read_rows(const Dataset& d, hsize_t start, hsize_t count, void* buf, hid_t memtype = -1) const {
+        if (count == 0) return;
+        if (!in_bounds(start, count, d.rows))
+            throw fail(std::string(d.path) + ": rows [" + std::to_string(start) + ", +" + std::to_string(count) +
+                       ") are past its end " + std::to_string(d.rows));
+        h5::Id space(H5Dget_space(d.dset));
+        hsize_t st[2] = {start, 0}, cn[2] = {count, d.cols};
+        h5::Id mem(H5Screate_simple(d.cols ? 2 : 1, cn, nullptr));
+        if (!space.valid() || !mem.valid() ||
+            H5Sselect_hyperslab(space, H5S_SELECT_SET, st, nullptr, cn, nullptr) < 0 ||
+            H5Dread(d.dset, memtype >= 0 ? memtype : d.memtype.get(), mem, space, dxpl, buf) < 0)
+            throw fail(std::string("cannot read ") + d.path + " (damaged data)");
+    }
+
+    template <class T>
+    std::vector<T> read_range(const Dataset& d, hsize_t start, hsize_t count, hid_t memtype = -1) const {
+        std::vector<T> v(count);
+        read_rows(d, start, count, v.data(), memtype);
+        return v;
+    }
+    template <class T>
+    std::vector<T> read_all(const Dataset& d) const { return read_range<T>(d, 0, d.rows); }
+
+    // Rows at arbitrary positions, in one read (a point selection keeps the given order).
+    template <class T>
+    std::vector<T> read_at(const Dataset& d, const std::vector<hsize_t>& rows) const {
+        std::vector<T> v(rows.size());
+        if (rows.empty()) return v;
+        for (hsize_t r : rows)
+            if (r >= d.rows) throw fail(std::string(d.path) + ": row " + std::to_string(r) + " is past its end");
+        h5::Id space(H5Dget_space(d.dset));
+        hsize_t n = rows.size();
+        h5::Id mem(H5Screate_simple(1, &n, nullptr));
+        if (!space.valid() || !mem.valid() || H5Sselect_elements(space, H5S_SELECT_SET, n, rows.data()) < 0 ||
+            H5Dread(d.dset, d.memtype, mem, space, dxpl, v.data()) < 0)
+            throw fail(std::string("cannot read ") + d.path + " (damaged data)");
+        return v;
+    }
+
+    // ---- indexing ----
+    void check_run(std::int32_t run, const char* table, hsize_t row) const {
+        if (run < 0 || run >= static_cast<int>(meta.runs.size()))
+            throw fail(std::string(table) + " row " + std::to_string(row) + ": run " + std::to_string(run) +
+                       " is not in /meta/runs");
+    }
+
+    int check_key(const KeyRow& k, const char* table, hsize_t row) const {
+        check_run(k.run, table, row);
+        if (k.linear < 0 || k.linear >= static_cast<int>(meta.linears.size()) || k.gemm < 0 || k.gemm > 2 ||
+            k.operand < 0 || k.operand > 2)
+            throw fail(std::string(table) + " row " + std::to_string(row) + ": linear/gemm/operand " +
+                       std::to_string(k.linear) + "/" + std::to_string(k.gemm) + "/" + std::to_string(k.operand) +
+                       " out of range");
+        int slot = operand_slot(k.linear, static_cast<Gemm>(k.gemm), static_cast<Operand>(k.operand));
+        if (slot < 0)
+            throw fail(std::string(table) + " row " + std::to_string(row) + ": operand " +
+                       std::to_string(k.operand) + " does not belong to gemm " + std::to_string(k.gemm));
+        return slot;
+    }
+
+    // Indexes rows added since the last call; true when any were.
+    bool index() {
+        bool grew = false;
+        // Op names first: op rows refer to them.
+        if (op_names.rows > meta.ops.size()) {
+            for (const auto& r : read_range<s::NameRow>(op_names, meta.ops.size(), op_names.rows - meta.ops.size()))
+                meta.ops.push_back(s::get_name(r.name));
+            grew = true;
+        }
+        if (steps.rows > indexed_steps) {
+            auto rows = read_range<s::StepRow>(steps, indexed_steps, steps.rows - indexed_steps);
+            for (std::size_t i = 0; i < rows.size(); ++i) {
+                const auto& r = rows[i];
+                check_run(r.run, s::kSteps, indexed_steps + i);
+                if (r.recipe < -1 || r.recipe >= static_cast<int>(meta.training_recipes.size()))
+                    throw fail(std::string(s::kSteps) + " row " + std::to_string(indexed_steps + i) + ": recipe " +
+                               std::to_string(r.recipe) + " is not in /meta/training_recipes");
+                step_records.push_back({r.run, r.step, r.loss, r.eval_loss, r.lr, r.grad_norm, r.step_time_s,
+                                        r.tokens_per_s, r.recipe});
+            }
+            indexed_steps = steps.rows;
+            grew = true;
+        }
+        if (events.rows > indexed_events) {
+            auto rows = read_range<s::EventRow>(events, indexed_events, events.rows - indexed_events);
+            for (std::size_t i = 0; i < rows.size(); ++i) {
+                const auto& r = rows[i];
+                check_run(r.run, s::kEvents, indexed_events + i);
+                if (r.kind < 0 || r.kind > static_cast<int>(EventKind::End))
+                    throw fail(std::string(s::kEvents) + " row " + std::to_string(indexed_events + i) +
+                               ": unknown event kind " + std::to_string(r.kind));
+                event_records.push_back({r.run, r.step, static_cast<EventKind>(r.kind), s::get_name(r.detail)});
+            }
+            indexed_events = events.rows;
+            grew = true;
+        }
+        if (scaling_index.rows > indexed_scaling) {
+            if (scaling_amax.rows < scaling_index.rows || scaling_scale.rows < scaling_index.rows)
+                throw fail("/scaling/amax or /scaling/scale has fewer rows than /scaling/index");
+            auto rows = read_range<s::ScalingIndexRow>(scaling_index, indexed_scaling,
+                                                       scaling_index.rows - indexed_scaling);
+            for (std::size_t i = 0; i < rows.size(); ++i) {
+                check_run(rows[i].run, s::kScalingIndex, indexed_scaling + i);
+                scaling_rows[{rows[i].run, rows[i].step}] = indexed_scaling + i;
+            }
+            indexed_scaling = scaling_index.rows;
+            grew = true;
+        }
+        if (operands.rows > indexed_operands) {
+            h5::Id kt = key_type();
+            auto rows = read_range<KeyRow>(operands, indexed_operands, operands.rows - indexed_operands, kt);
+            for (std::size_t i = 0; i < rows.size(); ++i) {
+                hsize_t row = indexed_operands + i;
+                int slot = check_key(rows[i], s::kOperands, row);
+                operand_rows[{rows[i].run, rows[i].step}].push_back(row);
+                series_rows[{rows[i].run, slot}].push_back({rows[i].step, row});
+            }
+            indexed_operands = operands.rows;
+            grew = true;
+        }
+        if (blockmaps.rows > indexed_blockmaps) {
+            h5::Id kt = key_type();
+            auto rows = read_range<KeyRow>(blockmaps, indexed_blockmaps, blockmaps.rows - indexed_blockmaps, kt);
+            for (std::size_t i = 0; i < rows.size(); ++i) {
+                check_key(rows[i], s::kBlockMaps, indexed_blockmaps + i);
+                blockmap_rows[{rows[i].run, rows[i].step}].push_back(indexed_blockmaps + i);
+            }
+            indexed_blockmaps = blockmaps.rows;
+            grew = true;
+        }
+        if (ops.rows > indexed_ops) {
+            h5::Id kt = op_key_type();
+            auto rows = read_range<OpKeyRow>(ops, indexed_ops, ops.rows - indexed_ops, kt);
+            for (std::size_t i = 0; i < rows.size(); ++i) {
+                check_run(rows[i].run, s::kOpTimes, indexed_ops + i);
+                auto& v = op_rows[rows[i].run];
+                v.push_back({rows[i].step, indexed_ops + i});
+                if (v.size() > 1 && v[v.size() - 2].first > v.back().first)  // after a rewind
+                    std::stable_sort(v.begin(), v.end(),
+                                     [](const auto& a, const auto& b) { return a.first < b.first; });
+            }
+            indexed_ops = ops.rows;
+            grew = true;
+        }
+        return grew;
+    }
+
+    // Tables first, then the data they point into: the writer flushes in the opposite
+    // order, so every row seen here has its data visible too.
+    bool refresh() {
+        Dataset* order[] = {&steps, &events, &scaling_index, &operands, &blockmaps, &ops, &op_names,
+                            &scaling_amax, &scaling_scale, &errors, &histogram, &channel_absmax, &top,
+                            &amax_history, &block_absmax, &block_scale_inv, &block_sqnr};
+        for (Dataset* d : order) {
+            if (H5Drefresh(d->dset) < 0) throw fail(std::string("cannot refresh ") + d->path);
+            read_extent(*d);
+        }
+        return index();
+    }
+
+    // ---- decoding rows ----
+    template <class T>
+    void check_span(const Dataset& d, std::uint64_t offset, std::uint64_t count, const char* field,
+                    hsize_t row) const {
+        if (!in_bounds(offset, count, d.rows))
+            throw fail(std::string(s::kOperands) + " row " + std::to_string(row) + ": " + field + " (offset " +
+                       std::to_string(offset) + ", count " + std::to_string(count) + ") points past the end of " +
+                       d.path + " (" + std::to_string(d.rows) + " rows)");
+    }
+
+    std::vector<ErrorStats> read_errors(const s::OperandRow& r, hsize_t row, bool names) const {
+        std::vector<ErrorStats> out;
+        if (r.errors_count == 0) return out;
+        if (r.errors_count != meta.recipes.size())
+            throw fail(std::string(s::kOperands) + " row " + std::to_string(row) + ": errors_count " +
+                       std::to_string(r.errors_count) + " differs from the " + std::to_string(meta.recipes.size()) +
+                       " recipes");
+        check_span<s::ErrorRow>(errors, r.errors_offset, r.errors_count, "errors", row);
+        auto rows = read_range<s::ErrorRow>(errors, r.errors_offset, r.errors_count);
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            const auto& e = rows[i];
+            if (e.recipe != static_cast<std::int32_t>(i))
+                throw fail(std::string(s::kOperandErrors) + " row " + std::to_string(r.errors_offset + i) +
+                           ": recipe " + std::to_string(e.recipe) + ", expected " + std::to_string(i));
+            ErrorStats es;
+            if (names) es.recipe = meta.recipes[i];
+            es.amax = e.amax;
+            es.mse = e.mse;
+            es.sqnr_db = e.sqnr_db;
+            es.rel_l2 = e.rel_l2;
+            es.max_abs_err = e.max_abs_err;
+            es.cosine = e.cosine;
+            es.underflow_pct = e.underflow_pct;
+            es.overflow_pct = e.overflow_pct;
+            es.scale_inv_min = e.scale_inv_min;
+            es.scale_inv_max = e.scale_inv_max;
+            es.nonfinite_out = e.nonfinite_out;
+            out.push_back(es);
+        }
+        return out;
+    }
+
+    void check_recipe_in_use(const s::OperandRow& r, hsize_t row) const {
+        if (r.recipe_in_use < -1 || r.recipe_in_use >= static_cast<int>(meta.recipes.size()))
+            throw fail(std::string(s::kOperands) + " row " + std::to_string(row) + ": recipe_in_use " +
+                       std::to_string(r.recipe_in_use) + " is not in /meta/recipes");
+    }
+
+    OperandRecord decode_operand(const s::OperandRow& r, hsize_t row) const {
+        check_recipe_in_use(r, row);
+        OperandRecord o;
+        o.key = {r.run, r.step, r.linear, static_cast<Gemm>(r.gemm), static_cast<Operand>(r.operand)};
+        o.recipe_in_use = r.recipe_in_use;
+        o.scale = r.scale;
+        TensorStats& st = o.stats;
+        st.numel = r.numel;
+        st.finite = r.finite;
+        st.nan = r.nan;
+        st.inf = r.inf;
+        st.zero = r.zero;
+        st.amax = r.amax;
+        st.min_nonzero_abs = r.min_nonzero_abs;
+        st.mean = r.mean;
+        st.rms = r.rms;
+        st.stddev = r.stddev;
+        st.dynamic_range = r.dynamic_range;
+        st.outliers.kurtosis = r.kurtosis;
+        st.outliers.k = r.outlier_k;
+        st.outliers.frac_beyond_k_rms = r.frac_beyond_k_rms;
+        st.histogram.zero = r.hist_zero;
+        st.histogram.nan = r.hist_nan;
+        st.histogram.inf = r.hist_inf;
+        if (r.hist_count > 0) {
+            if (r.hist_min_exp < kHistMinExp || r.hist_count > static_cast<std::uint64_t>(kHistBins) ||
+                r.hist_min_exp - kHistMinExp + static_cast<std::int64_t>(r.hist_count) > kHistBins)
+                throw fail(std::string(s::kOperands) + " row " + std::to_string(row) + ": histogram span (min_exp " +
+                           std::to_string(r.hist_min_exp) + ", count " + std::to_string(r.hist_count) +
+                           ") is outside the exponent range");
+            check_span<std::int64_t>(histogram, r.hist_offset, r.hist_count, "histogram", row);
+            read_rows(histogram, r.hist_offset, r.hist_count, &st.histogram.bins[r.hist_min_exp - kHistMinExp]);
+        }
+        check_span<float>(channel_absmax, r.channel_offset, r.channel_count, "channel_absmax", row);
+        st.outliers.channel_absmax = read_range<float>(channel_absmax, r.channel_offset, r.channel_count);
+        check_span<s::TopRow>(top, r.top_offset, r.top_count, "top", row);
+        for (const auto& t : read_range<s::TopRow>(top, r.top_offset, r.top_count))
+            st.outliers.top.push_back({t.value, t.row, t.col});
+        check_span<float>(amax_history, r.history_offset, r.history_count, "amax_history", row);
+        o.amax_history = read_range<float>(amax_history, r.history_offset, r.history_count);
+        o.errors = read_errors(r, row, true);
+        return o;
+    }
+
+    BlockMapRecord decode_blockmap(const s::BlockMapRow& r, hsize_t row) const {
+        std::string where = std::string(s::kBlockMaps) + " row " + std::to_string(row) + ": ";
+        if (r.recipe < 0 || r.recipe >= static_cast<int>(meta.recipes.size()))
+            throw fail(where + "recipe " + std::to_string(r.recipe) + " is not in /meta/recipes");
+        if (r.grid_rows < 0 || r.grid_cols < 0 ||
+            static_cast<std::uint64_t>(r.grid_rows) * static_cast<std::uint64_t>(r.grid_cols) != r.count)
+            throw fail(where + "grid " + std::to_string(r.grid_rows) + "x" + std::to_string(r.grid_cols) +
+                       " does not match count " + std::to_string(r.count));
+        for (const Dataset* d : {&block_absmax, &block_scale_inv, &block_sqnr})
+            if (!in_bounds(r.offset, r.count, d->rows))
+                throw fail(where + "(offset " + std::to_string(r.offset) + ", count " + std::to_string(r.count) +
+                           ") points past the end of " + d->path);
+        BlockMapRecord b;
+        b.key = {r.run, r.step, r.linear, static_cast<Gemm>(r.gemm), static_cast<Operand>(r.operand)};
+        b.recipe = r.recipe;
+        b.rows = r.rows;
+        b.cols = r.cols;
+        b.tile_rows = r.tile_rows;
+        b.tile_cols = r.tile_cols;
+        b.grid_rows = r.grid_rows;
+        b.grid_cols = r.grid_cols;
+        b.absmax = read_range<float>(block_absmax, r.offset, r.count);
+        b.scale_inv = read_range<float>(block_scale_inv, r.offset, r.count);
+        b.sqnr_db = read_range<float>(block_sqnr, r.offset, r.count);
+        return b;
+    }
+};
+
+TraceReader::TraceReader(const std::string& path) : impl_(std::make_unique<Impl>()) {
+    impl_->path = path;
+    try {
+        impl_->open();
+    } catch (const h5::Error& e) {
+        throw TraceError(path, e.what());
+    }
+}
+TraceReader::~TraceReader() = default;
+TraceReader::TraceReader(TraceReader&&) noexcept = default;
+TraceReader& TraceReader::operator=(TraceReader&&) noexcept = default;
+
+const std::string& TraceReader::path() const { return impl_->path; }
+const TraceMeta& TraceReader::meta() const { return impl_->meta; }
+bool TraceReader::refresh() { return impl_->refresh(); }
+
+std::vector<StepRecord> TraceReader::steps(int run) const {
+    std::vector<StepRecord> out;
+    for (const auto& s : impl_->step_records)
+        if (s.run == run) out.push_back(s);
+    return out;
+}
+
+std::int64_t TraceReader::last_step(int run) const {
+    std::int64_t last = -1;
+    for (const auto& s : impl_->step_records)
+        if (s.run == run) last = std::max(last, s.step);
+    return last;
+}
+
+std::vector<EventRecord> TraceReader::events() const { return impl_->event_records; }
+
+std::vector<ScalingRecord> TraceReader::scaling(int run, std::int64_t from, std::int64_t to) const {
+    const Impl& d = *impl_;
+    std::vector<ScalingRecord> out;
+    auto it = d.scaling_rows.lower_bound({run, from});
+    for (; it != d.scaling_rows.end() && it->first.first == run && it->first.second <= to; ++it) {
+        ScalingRecord r;
+        r.run = run;
+        r.step = it->first.second;
+        std::vector<float> amax(d.scaling_amax.cols), scale(d.scaling_amax.cols);
+        d.read_rows(d.scaling_amax, it->second, 1, amax.data());
+        d.read_rows(d.scaling_scale, it->second, 1, scale.data());
+        amax.resize(d.slots);
+        scale.resize(d.slots);
+        r.amax = std::move(amax);
+        r.scale = std::move(scale);
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
+std::vector<std::int64_t> TraceReader::capture_steps(int run) const {
+    std::vector<std::int64_t> out;
+    for (auto it = impl_->operand_rows.lower_bound({run, INT64_MIN});
+         it != impl_->operand_rows.end() && it->first.first == run; ++it)
+        out.push_back(it->first.second);
+    return out;
+}
+
+std::optional<OperandRecord> TraceReader::operand(const OperandKey& key) const {
+    const Impl& d = *impl_;
+    auto it = d.operand_rows.find({key.run, key.step});
+    if (it == d.operand_rows.end()) return std::nullopt;
+    int slot = operand_slot(key.linear, key.gemm, key.operand);
+    if (slot < 0) return std::nullopt;
+    auto rows = d.read_at<s::OperandRow>(d.operands, it->second);
+    // The last row wins: a step recorded again after a rewind replaces the first.
+    for (std::size_t i = rows.size(); i-- > 0;)
+        if (rows[i].linear == key.linear && rows[i].gemm == static_cast<std::int8_t>(key.gemm) &&
+            rows[i].operand == static_cast<std::int8_t>(key.operand))
+            return d.decode_operand(rows[i], it->second[i]);
+    return std::nullopt;
+}
+
+std::vector<OperandRecord> TraceReader::operands(int run, std::int64_t step) const {
+    const Impl& d = *impl_;
+    std::vector<OperandRecord> out;
+    auto it = d.operand_rows.find({run, step});
+    if (it == d.operand_rows.end()) return out;
+    auto rows = d.read_at<s::OperandRow>(d.operands, it->second);
+    std::map<int, std::size_t> last;  // slot -> index of its newest row
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        last[operand_slot(rows[i].linear, static_cast<Gemm>(rows[i].gemm), static_cast<Operand>(rows[i].operand))] = i;
+    for (const auto& [slot, i] : last) out.push_back(d.decode_operand(rows[i], it->second[i]));
+    return out;
+}
+
+std::vector<OperandPoint> TraceReader::operand_series(int run, int linear, Gemm gemm, Operand operand) const {
+    const Impl& d = *impl_;
+    std::vector<OperandPoint> out;
+    auto it = d.series_rows.find({run, operand_slot(linear, gemm, operand)});
+    if (it == d.series_rows.end()) return out;
+    std::vector<hsize_t> idx;
+    for (const auto& [step, row] : it->second) idx.push_back(row);
+    auto rows = d.read_at<s::OperandRow>(d.operands, idx);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const auto& r = rows[i];
+        d.check_recipe_in_use(r, idx[i]);
+        OperandPoint p;
+        p.step = r.step;
+        p.recipe_in_use = r.recipe_in_use;
+        p.amax = r.amax;
+        p.scale = r.scale;
+        p.kurtosis = r.kurtosis;
+        p.dynamic_range = r.dynamic_range;
+        p.errors = d.read_errors(r, idx[i], false);
+        // A step recorded again after a rewind replaces the earlier point.
+        if (!out.empty() && out.back().step == p.step) out.back() = std::move(p);
+        else out.push_back(std::move(p));
+    }
+    return out;
+}
+
+std::vector<std::int64_t> TraceReader::blockmap_steps(int run) const {
+    std::vector<std::int64_t> out;
+    for (auto it = impl_->blockmap_rows.lower_bound({run, INT64_MIN});
+         it != impl_->blockmap_rows.end() && it->first.first == run; ++it)
+        out.push_back(it->first.second);
+    return out;
+}
+
+std::vector<BlockMapRecord> TraceReader::blockmaps(const OperandKey& key) const {
+    const Impl& d = *impl_;
+    std::vector<BlockMapRecord> out;
+    auto it = d.blockmap_rows.find({key.run, key.step});
+    if (it == d.blockmap_rows.end()) return out;
+    auto rows = d.read_at<s::BlockMapRow>(d.blockmaps, it->second);
+    std::map<int, std::size_t> last;  // recipe -> newest row of this operand
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        if (rows[i].linear == key.linear && rows[i].gemm == static_cast<std::int8_t>(key.gemm) &&
+            rows[i].operand == static_cast<std::int8_t>(key.operand))
+            last[rows[i].recipe] = i;
+    for (const auto& [recipe, i] : last) out.push_back(d.decode_blockmap(rows[i], it->second[i]));
+    return out;
+}
+
+std::vector<OpRecord> TraceReader::ops(int run, std::int64_t from, std::int64_t to) const {
+    const Impl& d = *impl_;
+    std::vector<OpRecord> out;
+    if (run < 0 || run >= static_cast<int>(d.op_rows.size())) return out;
+    const auto& v = d.op_rows[run];
+    auto lo = std::lower_bound(v.begin(), v.end(), from, [](const auto& a, std::int64_t s) { return a.first < s; });
+    std::vector<hsize_t> idx;
+    for (auto it = lo; it != v.end() && it->first <= to; ++it) idx.push_back(it->second);
+    auto rows = d.read_at<s::OpRow>(d.ops, idx);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const auto& r = rows[i];
+        if (r.op < 0 || static_cast<std::size_t>(r.op) >= d.meta.ops.size())
+            throw d.fail(std::string(s::kOpTimes) + " row " + std::to_string(idx[i]) + ": op " + std::to_string(r.op) +
+                         " is not in /meta/ops");
+        out.push_back({r.run, r.step, r.op, r.linear, r.layer, r.device, r.stream, r.start_ns, r.end_ns});
+    }
+    return out;
+}
+
+}  // namespace fp8scope::trace

@@ -1,0 +1,107 @@
+// Names and slot layout of the trace data model (trace_records.h).
+#include "trace_records.h"
+
+#include <string>
+
+namespace fp8scope::trace {
+
+const char* event_kind_name(EventKind k) {
+    switch (k) {
+        case EventKind::Rewind: return "rewind";
+        case EventKind::RecipeSwitch: return "recipe_switch";
+        case EventKind::Pause: return "pause";
+        case EventKind::Resume: return "resume";
+        case EventKind::Stop: return "stop";
+        case EventKind::NonFinite: return "non_finite";
+        case EventKind::LossSpike: return "loss_spike";
+        case EventKind::Checkpoint: return "checkpoint";
+        case EventKind::CaptureInterval: return "capture_interval";
+        case EventKind::Start: return "start";
+        case EventKind::End: return "end";
+    }
+    return "unknown";
+}
+
+// Slot = linear * 6 + gemm * 2 + (0: the GEMM's left operand, 1: its right operand):
+// fprop (x, w), dgrad (dy, w), wgrad (dy, x).
+int operand_slot(int linear, Gemm gemm, Operand operand) {
+    if (linear < 0) return -1;
+    int side = -1;
+    switch (gemm) {
+        case Gemm::Fprop: side = operand == Operand::X ? 0 : operand == Operand::W ? 1 : -1; break;
+        case Gemm::Dgrad: side = operand == Operand::DY ? 0 : operand == Operand::W ? 1 : -1; break;
+        case Gemm::Wgrad: side = operand == Operand::DY ? 0 : operand == Operand::X ? 1 : -1; break;
+    }
+    if (side < 0) return -1;
+    return linear * kOperandsPerLinear + static_cast<int>(gemm) * 2 + side;
+}
+
+namespace {
+
+std::string out_of_range(const char* field, long long v, long long end) {
+    return std::string(field) + " = " + std::to_string(v) + " is outside [0, " + std::to_string(end) + ")";
+}
+
+std::string check_key(const TraceMeta& m, const OperandKey& k) {
+    if (k.run < 0 || k.run >= static_cast<int>(m.runs.size())) return out_of_range("run", k.run, m.runs.size());
+    if (k.linear < 0 || k.linear >= static_cast<int>(m.linears.size()))
+        return out_of_range("linear", k.linear, m.linears.size());
+    if (static_cast<int>(k.gemm) > 2) return out_of_range("gemm", static_cast<int>(k.gemm), 3);
+    if (static_cast<int>(k.operand) > 2) return out_of_range("operand", static_cast<int>(k.operand), 3);
+    if (operand_slot(k.linear, k.gemm, k.operand) < 0)
+        return "operand " + std::to_string(static_cast<int>(k.operand)) + " is not an operand of gemm " +
+               std::to_string(static_cast<int>(k.gemm));
+    return {};
+}
+
+std::string check_run(const TraceMeta& m, std::int32_t run) {
+    if (run < 0 || run >= static_cast<int>(m.runs.size())) return out_of_range("run", run, m.runs.size());
+    return {};
+}
+
+}  // namespace
+
+std::string check_record(const TraceMeta& m, std::size_t ops, const Record& record) {
+    const auto recipes = static_cast<long long>(m.recipes.size());
+    if (auto* r = std::get_if<StepRecord>(&record)) {
+        if (auto e = check_run(m, r->run); !e.empty()) return "step: " + e;
+        if (r->recipe < -1 || r->recipe >= static_cast<int>(m.training_recipes.size()))
+            return "step: " + out_of_range("recipe", r->recipe, m.training_recipes.size());
+    } else if (auto* r = std::get_if<EventRecord>(&record)) {
+        if (auto e = check_run(m, r->run); !e.empty()) return "event: " + e;
+        auto k = static_cast<int>(r->kind);
+        if (k < 0 || k > static_cast<int>(EventKind::End)) return "event: " + out_of_range("kind", k, 11);
+    } else if (auto* r = std::get_if<ScalingRecord>(&record)) {
+        if (auto e = check_run(m, r->run); !e.empty()) return "scaling: " + e;
+        std::size_t slots = m.linears.size() * kOperandsPerLinear;
+        if (r->amax.size() != slots || r->scale.size() != slots)
+            return "scaling: amax/scale hold " + std::to_string(r->amax.size()) + "/" +
+                   std::to_string(r->scale.size()) + " values, expected " + std::to_string(slots);
+    } else if (auto* r = std::get_if<OperandRecord>(&record)) {
+        if (auto e = check_key(m, r->key); !e.empty()) return "operand: " + e;
+        if (r->recipe_in_use < -1 || r->recipe_in_use >= recipes)
+            return "operand: " + out_of_range("recipe_in_use", r->recipe_in_use, recipes);
+        if (!r->errors.empty() && static_cast<long long>(r->errors.size()) != recipes)
+            return "operand: " + std::to_string(r->errors.size()) + " error entries, expected " +
+                   std::to_string(recipes);
+    } else if (auto* r = std::get_if<BlockMapRecord>(&record)) {
+        if (auto e = check_key(m, r->key); !e.empty()) return "blockmap: " + e;
+        if (r->recipe < 0 || r->recipe >= recipes) return "blockmap: " + out_of_range("recipe", r->recipe, recipes);
+        if (r->grid_rows < 0 || r->grid_cols < 0 || r->tile_rows < 0 || r->tile_cols < 0)
+            return "blockmap: negative grid or tile size";
+        auto cells = static_cast<std::size_t>(r->grid_rows) * static_cast<std::size_t>(r->grid_cols);
+        if (r->absmax.size() != cells || r->scale_inv.size() != cells || r->sqnr_db.size() != cells)
+            return "blockmap: maps must hold grid_rows * grid_cols = " + std::to_string(cells) + " values";
+    } else if (auto* r = std::get_if<OpRecord>(&record)) {
+        if (auto e = check_run(m, r->run); !e.empty()) return "op: " + e;
+        if (r->op < 0 || static_cast<std::size_t>(r->op) >= ops) return "op: " + out_of_range("op", r->op, ops);
+    } else if (auto* r = std::get_if<OpNameRecord>(&record)) {
+        if (r->id < 0 || static_cast<std::size_t>(r->id) != ops)
+            return "op name: id " + std::to_string(r->id) + " is not the next id " + std::to_string(ops);
+        if (r->name.empty() || r->name.size() > 128)
+            return "op name: '" + r->name + "' must have 1 to 128 characters";
+    }
+    return {};
+}
+
+}  // namespace fp8scope::trace
