@@ -357,8 +357,8 @@ struct TraceReader::Impl {
             auto rows = read_range<s::EventRow>(events, indexed_events, events.rows - indexed_events);
             for (std::size_t i = 0; i < rows.size(); ++i) {
                 const auto& r = rows[i];
-                check_run(r.run, s::kEvents, indexed_events + i);
-                if (r.kind < 0 || r.kind > static_cast<int>(EventKind::End))
+                if (r.run != -1) check_run(r.run, s::kEvents, indexed_events + i);
+                if (r.kind < 0 || r.kind > static_cast<int>(EventKind::Error))
                     throw fail(std::string(s::kEvents) + " row " + std::to_string(indexed_events + i) +
                                ": unknown event kind " + std::to_string(r.kind));
                 event_records.push_back({r.run, r.step, static_cast<EventKind>(r.kind), s::get_name(r.detail)});

@@ -18,6 +18,7 @@ const char* event_kind_name(EventKind k) {
         case EventKind::CaptureInterval: return "capture_interval";
         case EventKind::Start: return "start";
         case EventKind::End: return "end";
+        case EventKind::Error: return "error";
     }
     return "unknown";
 }
@@ -68,9 +69,11 @@ std::string check_record(const TraceMeta& m, std::size_t ops, const Record& reco
         if (r->recipe < -1 || r->recipe >= static_cast<int>(m.training_recipes.size()))
             return "step: " + out_of_range("recipe", r->recipe, m.training_recipes.size());
     } else if (auto* r = std::get_if<EventRecord>(&record)) {
-        if (auto e = check_run(m, r->run); !e.empty()) return "event: " + e;
+        if (r->run != -1)
+            if (auto e = check_run(m, r->run); !e.empty()) return "event: " + e;
         auto k = static_cast<int>(r->kind);
-        if (k < 0 || k > static_cast<int>(EventKind::End)) return "event: " + out_of_range("kind", k, 11);
+        if (k < 0 || k > static_cast<int>(EventKind::Error))
+            return "event: " + out_of_range("kind", k, static_cast<int>(EventKind::Error) + 1);
     } else if (auto* r = std::get_if<ScalingRecord>(&record)) {
         if (auto e = check_run(m, r->run); !e.empty()) return "scaling: " + e;
         std::size_t slots = m.linears.size() * kOperandsPerLinear;

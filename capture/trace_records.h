@@ -81,11 +81,12 @@ enum class EventKind : std::int32_t {
     CaptureInterval = 8,
     Start = 9,
     End = 10,
+    Error = 11,        // the engine gave up or an action failed; detail: the message
 };
 const char* event_kind_name(EventKind k);
 
 struct EventRecord {
-    std::int32_t run = 0;
+    std::int32_t run = 0;  // -1: the whole (lock-step) run
     std::int64_t step = 0;
     EventKind kind = EventKind::Start;
     std::string detail;  // at most kEventDetailChars characters are kept

@@ -201,7 +201,7 @@ struct TraceWriter::Impl {
         name_table(operands_names, {"x", "w", "dy"}, "operand");
         event_kinds = make_table(s::kEventKinds, s::name_type(), 16);
         std::vector<std::string> kinds;
-        for (int k = 0; k <= static_cast<int>(EventKind::End); ++k)
+        for (int k = 0; k <= static_cast<int>(EventKind::Error); ++k)
             kinds.push_back(event_kind_name(static_cast<EventKind>(k)));
         name_table(event_kinds, kinds, "event kind");
 

@@ -1,0 +1,178 @@
+// StatsCapture: the figures of each captured operand, computed where the model hands it
+// over (its values are only valid during the call), then queued as records.
+#include "stats_capture.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "engine/training_recipe.h"
+#include "fp8/analysis.h"
+#include "fp8/quantize.h"
+#include "fp8/stats.h"
+
+namespace fp8scope::trace {
+
+OpNames::OpNames(const std::vector<std::string>& known) {
+    for (std::size_t i = 0; i < known.size(); ++i) ids_.emplace(known[i], static_cast<std::int32_t>(i));
+}
+
+std::int32_t OpNames::id(std::string_view name, RecordSink& sink) {
+    std::lock_guard lock(mu_);
+    auto it = ids_.find(std::string(name));
+    if (it != ids_.end()) return it->second;
+    auto id = static_cast<std::int32_t>(ids_.size());
+    sink.write(OpNameRecord{id, std::string(name)});
+    ids_.emplace(std::string(name), id);
+    return id;
+}
+
+std::vector<std::string> trace_recipe_names(const std::vector<Recipe>& analysis) {
+    std::vector<std::string> names;
+    auto add = [&](const Recipe& r) {
+        std::string n = recipe_name(r);
+        if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+    };
+    for (const Recipe& r : analysis) add(r);
+    for (const std::string& t : training_recipe_names()) {
+        TrainingRecipe tr = training_recipe(t);
+        for (Operand o : {Operand::X, Operand::W, Operand::DY})
+            if (const auto& r = tr.operand(o)) add(*r);
+    }
+    return names;
+}
+
+StatsCapture::StatsCapture(int run, const TraceMeta& meta, RecordSink& sink, OpNames& ops, StatsCaptureOptions options)
+    : run_(run), meta_(meta), sink_(sink), ops_(ops), options_(options) {
+    for (const auto& n : meta.recipes) recipes_.push_back(parse_recipe(n));
+}
+
+int StatsCapture::recipe_id(const Recipe* r) const {
+    if (!r) return -1;
+    std::string n = recipe_name(*r);
+    auto it = std::find(meta_.recipes.begin(), meta_.recipes.end(), n);
+    return it == meta_.recipes.end() ? -1 : static_cast<int>(it - meta_.recipes.begin());
+}
+
+void StatsCapture::begin_step(std::int64_t step, bool full, bool blockmaps) {
+    if (pending_) end_step();
+    step_ = step;
+    full_ = full;
+    blockmaps_ = blockmaps;
+}
+
+void StatsCapture::end_step() {
+    if (!pending_) return;
+    pending_ = false;
+    sink_.write(std::move(scaling_));
+    scaling_ = {};
+}
+
+namespace {
+
+// The per-tensor scale a recipe uses for this cast; NaN for block recipes.
+float scale_in_use(const Recipe* r, const DelayedState* delayed, float amax) {
+    if (!r) return std::numeric_limits<float>::quiet_NaN();
+    if (auto* c = std::get_if<CurrentScaling>(r)) return compute_scale(amax, c->format, c->eps, c->pow2);
+    if (std::holds_alternative<DelayedScaling>(*r)) return delayed ? delayed->scale() : 1.0f;
+    return std::numeric_limits<float>::quiet_NaN();
+}
+
+}  // namespace
+
+void StatsCapture::on_operand(const OperandCapture& c) {
+    const int slot = operand_slot(c.linear, c.gemm, c.operand);
+    if (slot < 0) return;
+    if (!pending_) {
+        std::size_t slots = meta_.linears.size() * kOperandsPerLinear;
+        scaling_.run = run_;
+        scaling_.step = step_;
+        scaling_.amax.assign(slots, std::numeric_limits<float>::quiet_NaN());
+        scaling_.scale.assign(slots, std::numeric_limits<float>::quiet_NaN());
+        pending_ = true;
+    }
+    const float amax = scaling_amax(c.values);
+    const float scale = scale_in_use(c.recipe, c.delayed, amax);
+    if (static_cast<std::size_t>(slot) < scaling_.amax.size()) {
+        scaling_.amax[slot] = amax;
+        scaling_.scale[slot] = scale;
+    }
+    if (!full_) return;
+
+    OperandRecord rec;
+    rec.key = {run_, step_, c.linear, c.gemm, c.operand};
+    rec.recipe_in_use = recipe_id(c.recipe);
+    rec.scale = scale;
+    Analysis a = analyze(c.values, recipes_, options_.stats);
+    rec.stats = std::move(a.tensor);
+    rec.errors = std::move(a.errors);
+    if (c.delayed) {
+        const auto& h = c.delayed->history();
+        rec.amax_history.assign(h.begin(), h.end());
+    }
+    // Delayed scaling depends on its history: the figures of the cast training really
+    // made replace the what-if (first step) entry of that recipe.
+    if (c.recipe && c.delayed && std::holds_alternative<DelayedScaling>(*c.recipe) && rec.recipe_in_use >= 0) {
+        DelayedState state = *c.delayed;
+        QuantizedTensor q = quantize(c.values, *c.recipe, &state, options_.stats.threads);
+        rec.errors[rec.recipe_in_use] = error_stats(c.values, q, meta_.recipes[rec.recipe_in_use]);
+    }
+    sink_.write(std::move(rec));
+    if (blockmaps_) record_blockmaps(c);
+}
+
+void StatsCapture::record_blockmaps(const OperandCapture& c) {
+    int tr = static_cast<int>(std::min<std::int64_t>(options_.tile, std::max<std::int64_t>(c.values.rows, 1)));
+    int tc = static_cast<int>(std::min<std::int64_t>(options_.tile, std::max<std::int64_t>(c.values.cols, 1)));
+    for (std::size_t i = 0; i < recipes_.size(); ++i) {
+        if (std::holds_alternative<DelayedScaling>(recipes_[i])) continue;  // needs a history
+        BlockMapRecord b = block_map(c.values, recipes_[i], tr, tc);
+        b.key = {run_, step_, c.linear, c.gemm, c.operand};
+        b.recipe = static_cast<std::int32_t>(i);
+        sink_.write(std::move(b));
+    }
+}
+
+void StatsCapture::on_op(const OpTiming& t) {
+    std::int32_t id = ops_.id(t.op, sink_);
+    sink_.write(OpRecord{run_, step_, id, t.linear, t.layer, -1, 0, t.start_ns, t.end_ns});
+}
+
+BlockMapRecord block_map(MatrixView x, const Recipe& recipe, int tile_rows, int tile_cols) {
+    BlockMapRecord b;
+    b.rows = x.rows;
+    b.cols = x.cols;
+    b.tile_rows = tile_rows;
+    b.tile_cols = tile_cols;
+    b.grid_rows = static_cast<int>((x.rows + tile_rows - 1) / tile_rows);
+    b.grid_cols = static_cast<int>((x.cols + tile_cols - 1) / tile_cols);
+    const std::size_t cells = static_cast<std::size_t>(b.grid_rows) * b.grid_cols;
+    std::vector<double> sig(cells, 0.0), err(cells, 0.0);
+    b.absmax.assign(cells, 0.0f);
+    b.scale_inv.assign(cells, 0.0f);
+    QuantizedTensor q = quantize(x, recipe);
+    std::vector<float> deq(static_cast<std::size_t>(x.size()));
+    dequantize(q, deq.data());
+    for (std::int64_t r = 0; r < x.rows; ++r) {
+        const float* row = x.row(r);
+        const float* drow = deq.data() + r * x.cols;
+        for (std::int64_t col = 0; col < x.cols; ++col) {
+            std::size_t cell = static_cast<std::size_t>(r / tile_rows) * b.grid_cols + col / tile_cols;
+            float v = row[col];
+            if (!std::isfinite(v)) continue;
+            b.absmax[cell] = std::max(b.absmax[cell], std::fabs(v));
+            b.scale_inv[cell] = std::max(b.scale_inv[cell], q.scale_inv_at(r, col));
+            double d = static_cast<double>(drow[col]) - v;
+            sig[cell] += static_cast<double>(v) * v;
+            err[cell] += d * d;
+        }
+    }
+    b.sqnr_db.resize(cells);
+    for (std::size_t i = 0; i < cells; ++i)
+        b.sqnr_db[i] = sig[i] == 0 ? std::numeric_limits<float>::quiet_NaN()
+                       : err[i] == 0 ? std::numeric_limits<float>::infinity()
+                                     : static_cast<float>(10.0 * std::log10(sig[i] / err[i]));
+    return b;
+}
+
+}  // namespace fp8scope::trace

@@ -1,0 +1,74 @@
+// The capture sink a replica's Model reports to. Every operand it is handed gets its
+// amax and scale in use recorded (one ScalingRecord per step: cheap); at capture steps it
+// also gets the full statistics of FP8.md and its error under every trace recipe
+// (OperandRecord), and at block-map steps per-tile maps on one tile grid for every
+// recipe (BlockMapRecord). Op timings become OpRecords. The figures are computed on the
+// calling (training) thread; records go to a RecordSink, whose writer thread does the I/O.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/capture_sink.h"
+#include "trace_records.h"
+
+namespace fp8scope::trace {
+
+// Op and kernel names to ids, shared by every replica of a trace. A new name is sent as
+// an OpNameRecord before its first use.
+class OpNames {
+public:
+    explicit OpNames(const std::vector<std::string>& known);
+    std::int32_t id(std::string_view name, RecordSink& sink);
+
+private:
+    std::mutex mu_;
+    std::unordered_map<std::string, std::int32_t> ids_;
+};
+
+// The recipes a trace analyses: `analysis` plus every operand recipe of every named
+// training recipe, so the recipe in use (and any recipe a run may switch to) has an id.
+std::vector<std::string> trace_recipe_names(const std::vector<Recipe>& analysis);
+
+struct StatsCaptureOptions {
+    StatsOptions stats;       // outlier k, top-k, threads
+    int tile = 128;           // block-map tile edge (the coarsest block of any recipe)
+};
+
+class StatsCapture : public CaptureSink {
+public:
+    // `meta.recipes` must name parseable recipes (trace_recipe_names()).
+    StatsCapture(int run, const TraceMeta& meta, RecordSink& sink, OpNames& ops, StatsCaptureOptions options = {});
+
+    // Before the step's forward pass: full statistics when `full`, maps when `blockmaps`.
+    // Sends the previous step's ScalingRecord if end_step() was not called (a rewind).
+    void begin_step(std::int64_t step, bool full, bool blockmaps);
+    // After the step: sends its ScalingRecord (if any operand was seen).
+    void end_step();
+
+    void on_operand(const OperandCapture& operand) override;
+    void on_op(const OpTiming& timing) override;
+
+private:
+    int recipe_id(const Recipe* r) const;
+    void record_blockmaps(const OperandCapture& c);
+
+    int run_;
+    const TraceMeta& meta_;
+    RecordSink& sink_;
+    OpNames& ops_;
+    StatsCaptureOptions options_;
+    std::vector<Recipe> recipes_;  // parsed meta_.recipes
+    std::int64_t step_ = 0;
+    bool full_ = false, blockmaps_ = false, pending_ = false;
+    ScalingRecord scaling_;
+};
+
+// Per-tile maps of one operand under one recipe on a tile grid (tile_rows x tile_cols):
+// max |x|, the largest scale_inv covering the tile and the tile's SQNR. Public for tests.
+BlockMapRecord block_map(MatrixView x, const Recipe& recipe, int tile_rows, int tile_cols);
+
+}  // namespace fp8scope::trace

@@ -1,0 +1,72 @@
+// TrainRecorder: trainer records to trace records, names to ids.
+#include "train_recorder.h"
+
+#include <algorithm>
+
+namespace fp8scope::trace {
+
+TraceMeta make_trace_meta(const TrainConfig& config, const std::vector<LinearInfo>& linears,
+                          const std::string& tool_version, std::int64_t blockmap_every,
+                          const std::vector<Recipe>& analysis) {
+    TraceMeta m;
+    m.tool_version = tool_version;
+    m.config_json = train_config_to_json(config);
+    for (const auto& r : config.replica_recipes()) m.runs.push_back({r, r});
+    m.linears = linears;
+    m.recipes = trace_recipe_names(analysis);
+    m.training_recipes = training_recipe_names();
+    m.ops = {"fprop", "dgrad", "wgrad", "quantize"};
+    m.capture_every = config.capture_every;
+    m.blockmap_every = blockmap_every;
+    return m;
+}
+
+TrainRecorder::TrainRecorder(const TraceMeta& meta, RecordSink& sink, StatsCaptureOptions options)
+    : meta_(meta), sink_(sink), ops_(meta.ops) {
+    for (std::size_t i = 0; i < meta.runs.size(); ++i)
+        captures_.push_back(std::make_unique<StatsCapture>(static_cast<int>(i), meta, sink, ops_, options));
+}
+
+CaptureSink* TrainRecorder::sink(int replica) { return captures_.at(static_cast<std::size_t>(replica)).get(); }
+
+void TrainRecorder::on_step_begin(std::int64_t step, bool capture) {
+    step_ = step;
+    // Capture steps are 1, 1 + capture_every, ...; block maps on every blockmap_every-th step of those.
+    bool maps = capture && meta_.blockmap_every > 0 && (step - 1) % meta_.blockmap_every == 0;
+    for (auto& c : captures_) c->begin_step(step, capture, maps);
+}
+
+void TrainRecorder::on_step(const fp8scope::StepRecord& r) {
+    StepRecord s;
+    s.run = r.replica;
+    s.step = r.step;
+    s.loss = r.loss;
+    s.eval_loss = r.eval_loss ? static_cast<double>(*r.eval_loss) : kNone;
+    s.lr = r.lr;
+    s.grad_norm = r.grad_norm;
+    s.step_time_s = r.step_seconds;
+    s.tokens_per_s = r.tokens_per_second;
+    auto it = std::find(meta_.training_recipes.begin(), meta_.training_recipes.end(), r.recipe);
+    s.recipe = it == meta_.training_recipes.end() ? -1 : static_cast<std::int32_t>(it - meta_.training_recipes.begin());
+    sink_.write(s);
+    if (r.replica >= 0 && r.replica < static_cast<int>(captures_.size())) captures_[r.replica]->end_step();
+}
+
+void TrainRecorder::on_event(const TrainEvent& e) {
+    EventKind k = EventKind::Error;
+    switch (e.kind) {
+        case TrainEventKind::Pause: k = EventKind::Pause; break;
+        case TrainEventKind::Resume: k = EventKind::Resume; break;
+        case TrainEventKind::Stop: k = EventKind::Stop; break;
+        case TrainEventKind::RecipeSwitch: k = EventKind::RecipeSwitch; break;
+        case TrainEventKind::Checkpoint: k = EventKind::Checkpoint; break;
+        case TrainEventKind::NaN: k = EventKind::NonFinite; break;
+        case TrainEventKind::Spike: k = EventKind::LossSpike; break;
+        case TrainEventKind::Rewind: k = EventKind::Rewind; break;
+        case TrainEventKind::Error: k = EventKind::Error; break;
+    }
+    int run = e.replica >= 0 && e.replica < static_cast<int>(meta_.runs.size()) ? e.replica : -1;
+    sink_.write(EventRecord{run, e.step, k, e.detail});
+}
+
+}  // namespace fp8scope::trace

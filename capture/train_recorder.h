@@ -1,0 +1,38 @@
+// Connects a Trainer to the trace data model: the TraceMeta of a run, one StatsCapture
+// per replica, and the trainer's step records and events turned into trace records.
+// Register it with Trainer::add_observer and give each replica sink(replica).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "engine/train_config.h"
+#include "engine/train_events.h"
+#include "stats_capture.h"
+
+namespace fp8scope::trace {
+
+// The metadata of a training run: config JSON, replicas, linears, every recipe an
+// operand may be cast with, the named training recipes and the known op names.
+TraceMeta make_trace_meta(const TrainConfig& config, const std::vector<LinearInfo>& linears,
+                          const std::string& tool_version, std::int64_t blockmap_every,
+                          const std::vector<Recipe>& analysis = default_analysis_recipes());
+
+class TrainRecorder : public TrainObserver {
+public:
+    TrainRecorder(const TraceMeta& meta, RecordSink& sink, StatsCaptureOptions options = {});
+    CaptureSink* sink(int replica);
+
+    void on_step_begin(std::int64_t step, bool capture) override;
+    void on_step(const fp8scope::StepRecord& record) override;
+    void on_event(const TrainEvent& event) override;
+
+private:
+    const TraceMeta& meta_;
+    RecordSink& sink_;
+    OpNames ops_;
+    std::vector<std::unique_ptr<StatsCapture>> captures_;
+    std::int64_t step_ = 0;
+};
+
+}  // namespace fp8scope::trace

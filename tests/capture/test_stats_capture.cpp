@@ -1,0 +1,235 @@
+// The capture sink: what it records for an operand, checked against figures computed
+// here from the values (scalar FP8 encoder, plain loops), and a short training run
+// recorded end to end through the writer and read back.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <mutex>
+#include <random>
+
+#include "engine/trainer.h"
+#include "fp8/format.h"
+#include "stats_capture.h"
+#include "trace_fixture.h"
+#include "trace_reader.h"
+#include "trace_writer.h"
+#include "train_recorder.h"
+
+namespace fp8scope::trace {
+namespace {
+using namespace testing;
+
+struct VectorSink : RecordSink {
+    void write(Record r) override {
+        std::lock_guard lock(mu);
+        records.push_back(std::move(r));
+    }
+    template <class T>
+    std::vector<T> all() const {
+        std::vector<T> out;
+        for (const auto& r : records)
+            if (auto* p = std::get_if<T>(&r)) out.push_back(*p);
+        return out;
+    }
+    std::mutex mu;
+    std::vector<Record> records;
+};
+
+TraceMeta capture_meta(std::vector<std::string> recipes) {
+    TraceMeta m = sample_meta();
+    m.runs = {{"r", "current"}};
+    m.recipes = std::move(recipes);
+    return m;
+}
+
+std::vector<float> gaussian(std::int64_t n, unsigned seed, float outlier) {
+    std::mt19937 g(seed);
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    std::vector<float> v(n);
+    for (auto& x : v) x = d(g);
+    v[n / 3] = outlier;
+    return v;
+}
+
+TEST(StatsCapture, ScalingEveryStepOperandsOnlyAtCaptureSteps) {
+    TraceMeta m = capture_meta({"current_e4m3", "block1x128_fp32"});
+    VectorSink sink;
+    OpNames ops(m.ops);
+    StatsCapture cap(0, m, sink, ops);
+    auto v = gaussian(64 * 64, 1, -37.5f);
+    Recipe current = CurrentScaling{Format::E4M3};
+    OperandCapture c{1, Gemm::Wgrad, Operand::X, MatrixView{v.data(), 64, 64}, &current, nullptr};
+
+    cap.begin_step(1, false, false);
+    cap.on_operand(c);
+    cap.end_step();
+    cap.begin_step(2, true, false);
+    cap.on_operand(c);
+    cap.on_op(OpTiming{"fprop", 1, 0, 100, 250});
+    cap.on_op(OpTiming{"softmax", -1, 0, 300, 400});
+    cap.end_step();
+
+    auto scaling = sink.all<ScalingRecord>();
+    ASSERT_EQ(scaling.size(), 2u);
+    int slot = operand_slot(1, Gemm::Wgrad, Operand::X);
+    for (const auto& s : scaling) {
+        EXPECT_EQ(s.amax[slot], 37.5f);
+        EXPECT_EQ(s.scale[slot], 448.0f / 37.5f);
+        EXPECT_TRUE(std::isnan(s.amax[0]));  // not seen this step
+    }
+    auto operands = sink.all<OperandRecord>();
+    ASSERT_EQ(operands.size(), 1u);  // step 2 only
+    const auto& o = operands[0];
+    EXPECT_EQ(o.key.step, 2);
+    EXPECT_EQ(o.recipe_in_use, 0);
+    EXPECT_FLOAT_EQ(static_cast<float>(o.scale), 448.0f / 37.5f);
+    EXPECT_EQ(o.stats.amax, 37.5);
+    ASSERT_EQ(o.errors.size(), 2u);
+    // The in-use figure, from the exact scalar encoder.
+    double sig = 0, err = 0;
+    float s = 448.0f / 37.5f;
+    for (float x : v) {
+        double xq = decode(Format::E4M3, encode(Format::E4M3, x * s)) * (1.0f / s);
+        sig += double(x) * x;
+        err += (xq - x) * (xq - x);
+    }
+    EXPECT_NEAR(o.errors[0].sqnr_db, 10 * std::log10(sig / err), 1e-6);
+
+    auto names = sink.all<OpNameRecord>();
+    ASSERT_EQ(names.size(), 1u);
+    EXPECT_EQ(names[0].name, "softmax");
+    EXPECT_EQ(names[0].id, 3);
+    auto times = sink.all<OpRecord>();
+    ASSERT_EQ(times.size(), 2u);
+    EXPECT_EQ(times[0].op, 0);
+    EXPECT_EQ(times[1].op, 3);
+    EXPECT_EQ(times[0].end_ns - times[0].start_ns, 150);
+}
+
+TEST(StatsCapture, DelayedScalingIsJudgedWithItsHistory) {
+    TraceMeta m = capture_meta({"current_e4m3", "delayed_e4m3"});
+    VectorSink sink;
+    OpNames ops(m.ops);
+    StatsCapture cap(0, m, sink, ops);
+    auto v = gaussian(32 * 128, 2, 9.0f);
+    Recipe delayed = DelayedScaling{Format::E4M3};
+    DelayedState state(std::get<DelayedScaling>(delayed));
+    state.push(2.0f);  // the history says amax 2: this step's 9 overflows
+    cap.begin_step(5, true, false);
+    cap.on_operand({0, Gemm::Fprop, Operand::X, MatrixView{v.data(), 32, 128}, &delayed, &state});
+    auto o = sink.all<OperandRecord>().at(0);
+    EXPECT_EQ(o.recipe_in_use, 1);
+    EXPECT_EQ(o.scale, 224.0);  // 448 / 2
+    EXPECT_EQ(o.amax_history, std::vector<float>{2.0f});
+    std::int64_t clamped = 0;
+    for (float x : v)  // past max when the non-saturating cast gives NaN
+        clamped += !is_finite_code(Format::E4M3, encode(Format::E4M3, x * 224.0f, Overflow::NonSaturate));
+    EXPECT_GT(clamped, 0);
+    EXPECT_NEAR(o.errors[1].overflow_pct, 100.0 * clamped / v.size(), 1e-9);
+}
+
+TEST(StatsCapture, BlockMapTilesMatchAHandComputation) {
+    const std::int64_t R = 130, C = 200;  // partial edge tiles both ways
+    auto v = gaussian(R * C, 3, 100.0f);
+    MatrixView x{v.data(), R, C};
+    BlockMapRecord b = block_map(x, CurrentScaling{Format::E4M3}, 64, 64);
+    ASSERT_EQ(b.grid_rows, 3);
+    ASSERT_EQ(b.grid_cols, 4);
+    float amax = 0;
+    for (float f : v) amax = std::max(amax, std::fabs(f));
+    float s = 448.0f / amax;
+    for (int gr = 0; gr < 3; ++gr)
+        for (int gc = 0; gc < 4; ++gc) {
+            float tmax = 0;
+            double sig = 0, err = 0;
+            for (std::int64_t r = gr * 64; r < std::min<std::int64_t>(R, gr * 64 + 64); ++r)
+                for (std::int64_t c = gc * 64; c < std::min<std::int64_t>(C, gc * 64 + 64); ++c) {
+                    float f = v[r * C + c];
+                    tmax = std::max(tmax, std::fabs(f));
+                    double q = decode(Format::E4M3, encode(Format::E4M3, f * s)) * (1.0f / s);
+                    sig += double(f) * f;
+                    err += (q - f) * (q - f);
+                }
+            int cell = gr * 4 + gc;
+            EXPECT_EQ(b.absmax[cell], tmax);
+            EXPECT_EQ(b.scale_inv[cell], 1.0f / s);
+            EXPECT_NEAR(b.sqnr_db[cell], 10 * std::log10(sig / err), 1e-3);
+        }
+    // 1x128 tiles: the scale_inv of a 64x64 tile is the largest of the row blocks it covers.
+    BlockMapRecord bb = block_map(x, BlockScaling{Format::E4M3, 1, 128, false}, 64, 64);
+    float want = 0;
+    for (std::int64_t r = 0; r < 64; ++r) {
+        float bmax = 0;
+        for (std::int64_t c = 0; c < 128; ++c) bmax = std::max(bmax, std::fabs(v[r * C + c]));
+        want = std::max(want, 1.0f / (448.0f / bmax));
+    }
+    EXPECT_FLOAT_EQ(bb.scale_inv[0], want);
+}
+
+TEST(TrainRecorder, AShortRunIsRecordedEndToEnd) {
+    TempDir dir;
+    TrainConfig config;
+    config.model.n_layer = 1;
+    config.model.d_model = 32;
+    config.model.n_head = 2;
+    config.model.max_seq = 16;
+    config.compare = {"baseline", "delayed"};
+    config.steps = 6;
+    config.batch_size = 2;
+    config.seq_len = 16;
+    config.capture_every = 2;
+    config.eval.every = 3;
+    config.data.corpus_bytes = 1 << 14;
+    config.threads = 1;
+    Trainer trainer(config);
+    std::vector<LinearInfo> linears = trainer.model(0).linears();
+    TraceMeta meta = make_trace_meta(config, linears, "test", 4);
+    std::string path = dir.file("train.h5");
+    std::vector<fp8scope::StepRecord> seen;
+    struct Keep : TrainObserver {
+        std::vector<fp8scope::StepRecord>* out;
+        void on_step(const fp8scope::StepRecord& r) override { out->push_back(r); }
+    } keep;
+    keep.out = &seen;
+    {
+        TraceWriter writer(path, meta);
+        TrainRecorder recorder(meta, writer);
+        trainer.add_observer(&recorder);
+        trainer.add_observer(&keep);
+        for (int r = 0; r < trainer.replicas(); ++r) trainer.set_capture_sink(r, recorder.sink(r));
+        trainer.run();
+        writer.close();
+    }
+    TraceReader reader(path);
+    ASSERT_EQ(reader.meta().runs.size(), 2u);
+    ASSERT_EQ(reader.meta().linears.size(), linears.size());
+    for (int run = 0; run < 2; ++run) {
+        auto steps = reader.steps(run);
+        ASSERT_EQ(steps.size(), 6u);
+        for (const auto& want : seen) {
+            if (want.replica != run) continue;
+            const auto& got = steps[want.step - 1];
+            EXPECT_EQ(got.step, want.step);
+            EXPECT_EQ(got.loss, want.loss);
+            EXPECT_EQ(got.lr, want.lr);
+            EXPECT_EQ(got.grad_norm, want.grad_norm);
+            EXPECT_EQ(std::isnan(got.eval_loss), !want.eval_loss.has_value());
+            EXPECT_EQ(reader.meta().training_recipes.at(got.recipe), want.recipe);
+        }
+        EXPECT_EQ(reader.capture_steps(run), (std::vector<std::int64_t>{1, 3, 5}));
+        auto ops = reader.operands(run, 3);
+        EXPECT_EQ(ops.size(), linears.size() * kOperandsPerLinear);
+        for (const auto& o : ops) {
+            EXPECT_EQ(o.errors.size(), reader.meta().recipes.size());
+            if (run == 0) EXPECT_EQ(o.recipe_in_use, -1);  // baseline: unquantized
+            else EXPECT_EQ(reader.meta().recipes.at(o.recipe_in_use).rfind("delayed", 0), 0u);
+            EXPECT_GT(o.stats.numel, 0);
+        }
+        EXPECT_EQ(reader.blockmap_steps(run), (std::vector<std::int64_t>{1, 5}));
+        EXPECT_FALSE(reader.ops(run, 1, 6).empty());
+        EXPECT_EQ(reader.scaling(run, 1, 6).size(), 3u);  // operands reach the sink at capture steps
+    }
+}
+
+}  // namespace
+}  // namespace fp8scope::trace
