@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Sets up (installs what is missing, builds) and runs the main job: the analysis of the
-# sample tensors (an activation with outlier channels, a BF16 weight, an F16 gradient).
+# Sets up (installs what is missing, builds) and starts the GUI, which launches a small
+# lock-step comparison run (baseline, delayed, blockwise, MXFP8) on the CPU and shows it
+# as it trains. Arguments go to the GUI: a trace file to open, or --no-launch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-exec build/bin/fp8scope-engine analyze resources/samples/*.npy resources/samples/*.safetensors "$@"
+exec build/bin/fp8scope "$@"

@@ -67,11 +67,16 @@ void BlockMapView::redraw() {
             auto* map = new QCPColorMap(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
             map->setInterpolate(false);
             map->setGradient(quantity == SqnrDb ? QCPColorGradient::gpJet : QCPColorGradient::gpThermal);
-            map->data()->setSize(b->grid_cols, b->grid_rows);
-            map->data()->setRange(QCPRange(0, b->grid_cols - 1), QCPRange(0, b->grid_rows - 1));
-            for (int r = 0; r < b->grid_rows; ++r)
-                for (int c = 0; c < b->grid_cols; ++c) {
-                    double v = src[static_cast<std::size_t>(r) * b->grid_cols + c];
+            // QCustomPlot sizes cells from the distance between cell centres, so a grid
+            // one tile wide (a small model's operand) is stored as two half-width cells.
+            const int cols = std::max(2, b->grid_cols), rows = std::max(2, b->grid_rows);
+            auto extent = [](int n) { return n > 1 ? QCPRange(0, n - 1) : QCPRange(-0.25, 0.25); };
+            map->data()->setSize(cols, rows);
+            map->data()->setRange(extent(b->grid_cols), extent(b->grid_rows));
+            for (int r = 0; r < rows; ++r)
+                for (int c = 0; c < cols; ++c) {
+                    const int sr = std::min(r, b->grid_rows - 1), sc = std::min(c, b->grid_cols - 1);
+                    double v = src[static_cast<std::size_t>(sr) * b->grid_cols + sc];
                     if (quantity != SqnrDb) v = v > 0 ? std::log10(v) : qQNaN();
                     map->data()->setCell(c, r, v);
                     if (std::isfinite(v)) range = QCPRange(std::min(range.lower, v), std::max(range.upper, v));

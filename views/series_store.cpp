@@ -80,6 +80,9 @@ void SeriesStore::append_locked(TraceBatch& batch) {
         d.first_step = d.first_step < 0 ? s : std::min(d.first_step, s);
         d.last_step = std::max(d.last_step, s);
     };
+    // Names are handed out in order; one that skips an id is ignored.
+    for (auto& n : batch.op_names)
+        if (n.id == static_cast<std::int32_t>(d.meta.ops.size())) d.meta.ops.push_back(std::move(n.name));
     for (const auto& s : batch.steps) {
         RunData* run = run_of(s.run);
         if (!run) continue;

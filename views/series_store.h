@@ -23,9 +23,10 @@ struct TraceBatch {
     std::vector<trace::BlockMapRecord> blockmaps;
     std::vector<trace::OpRecord> ops;
     std::vector<trace::EventRecord> events;
+    std::vector<trace::OpNameRecord> op_names;  // kernel names seen after the trace began
     bool empty() const {
         return steps.empty() && scaling.empty() && operands.empty() && blockmaps.empty() &&
-               ops.empty() && events.empty();
+               ops.empty() && events.empty() && op_names.empty();
     }
 };
 

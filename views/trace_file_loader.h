@@ -3,13 +3,20 @@
 // and the UI never waits for the disk. Opening another file starts a new store generation,
 // which makes an older load stop and drop its batches. A damaged or foreign file ends in
 // failed(path, message) and leaves the store empty and the app working.
+//
+// A trace still being written (an engine's --out file) is followed: with following on,
+// a timer re-reads the file's extent and appends only what is new.
 #pragma once
 
 #include <QObject>
 #include <QThreadPool>
+#include <QTimer>
 #include <atomic>
+#include <memory>
 
 #include "series_store.h"
+
+namespace fp8scope::trace { class TraceReader; }
 
 namespace fp8scope::views {
 
@@ -20,6 +27,13 @@ public:
     ~TraceFileLoader() override;
 
     void open(const QString& path);
+    // Drops the open file (the store is left to its next owner).
+    void close();
+    // Following re-reads a growing file every `interval_ms`.
+    void setFollowing(bool on, int interval_ms = 500);
+    bool following() const { return poll_.isActive(); }
+    // Reads what was appended to the open file since the last read (a worker job).
+    void poll();
     // Waits for the running load (screenshots, tests); true when it ended in time.
     bool wait(int timeout_ms);
     bool busy() const { return busy_.load() > 0; }
@@ -27,12 +41,19 @@ public:
 signals:
     void opened(const QString& path);                // metadata read, records streaming in
     void finished(const QString& path, qint64 ms);   // everything read
+    void grew(const QString& path, qint64 last_step);  // a followed file had new records
     void failed(const QString& path, const QString& message);
 
 private:
+    struct Open;  // the reader of the open file and how far it has been read
     void load(const QString& path);
+    void readNew(Open& o, bool notify_growth);
+    void fail(const QString& path, const QString& message);
+
     SeriesStore* store_;
-    QThreadPool pool_;
+    QThreadPool pool_;  // one thread: loads and polls run in order
+    QTimer poll_;
+    std::shared_ptr<Open> open_;  // touched only by the worker, except for reset in open()
     std::atomic<int> busy_{0};
 };
 

@@ -1,11 +1,14 @@
-// fp8scope: the GUI. `fp8scope [trace.h5]` opens a window; `fp8scope --screenshot out.png
-// [--open trace.h5] [--view NAME]` renders one view to PNG without a display and exits.
+// fp8scope: the GUI. `fp8scope` launches a small lock-step comparison run on the CPU and
+// shows it as it trains; `fp8scope trace.h5` opens a trace instead; `--no-launch` opens an
+// empty window. `fp8scope --screenshot out.png [--open trace.h5] [--view NAME]` renders
+// one view to PNG without a display and exits.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDockWidget>
 #include <cstdio>
 
 #include "main_window.h"
+#include "run_control.h"
 #include "view_set.h"
 
 namespace {
@@ -60,7 +63,8 @@ int main(int argc, char** argv) {
     QCommandLineOption open_opt("open", "trace file to open", "trace.h5");
     QCommandLineOption shot_opt("screenshot", "render to PNG and exit", "out.png");
     QCommandLineOption view_opt("view", "view for --screenshot: " + fp8scope::views::ViewSet::names().join(", "), "NAME");
-    cli.addOptions({open_opt, shot_opt, view_opt});
+    QCommandLineOption no_launch_opt("no-launch", "open an empty window instead of starting a run");
+    cli.addOptions({open_opt, shot_opt, view_opt, no_launch_opt});
     cli.process(app);
     QString trace = cli.value(open_opt);
     if (trace.isEmpty() && !cli.positionalArguments().isEmpty()) trace = cli.positionalArguments().first();
@@ -69,5 +73,6 @@ int main(int argc, char** argv) {
     if (cli.isSet(shot_opt)) return screenshot(window, cli.value(shot_opt), cli.value(view_opt), trace);
     window.show();
     if (!trace.isEmpty()) window.openTrace(trace);
+    else if (!cli.isSet(no_launch_opt)) window.runControl()->launch(RunControl::defaultSpec());
     return app.exec();
 }

@@ -15,6 +15,7 @@
 
 #include "cursor_bar.h"
 #include "export_actions.h"
+#include "run_control.h"
 #include "trace_file_loader.h"
 
 using namespace fp8scope::views;
@@ -29,13 +30,19 @@ MainWindow::MainWindow() {
     setDockOptions(AnimatedDocks | AllowTabbedDocks | AllowNestedDocks);
     views_ = std::make_unique<ViewSet>(&store_, &cursor_, &selection_);
     loader_ = std::make_unique<TraceFileLoader>(&store_);
+    run_ = new RunControl(&store_, loader_.get(), this);
+    connect(run_, &RunControl::message, this, [this](const QString& m) { statusBar()->showMessage(m); });
+    connect(run_, &RunControl::error, this, &MainWindow::showError);
+    connect(run_, &RunControl::sourceChanged, this,
+            [this](const QString& title) { setWindowTitle(QStringLiteral("fp8scope - %1").arg(title)); });
 
     start_page_ = new QLabel(this);
     start_page_->setAlignment(Qt::AlignCenter);
     start_page_->setWordWrap(true);
     start_page_->setText(tr("<h2>fp8scope</h2><p>Open a saved trace with <b>File &gt; Open</b>, drop a trace file "
                             "here, or pass it on the command line: <code>fp8scope run.h5</code>.</p>"
-                            "<p>Live runs (launch and attach) need the engine's live stream.</p>"));
+                            "<p>Start a training run with <b>Run &gt; Launch run</b>, or attach to a running "
+                            "engine with <b>Run &gt; Attach to engine</b>.</p>"));
     setCentralWidget(start_page_);
 
     bar_ = new CursorBar(&store_, &cursor_, &selection_, this);
@@ -80,7 +87,9 @@ MainWindow::MainWindow() {
     rebuildRecentMenu();
 }
 
-MainWindow::~MainWindow() = default;
+MainWindow::~MainWindow() {
+    delete run_;  // stops the engine and the live client while the store still exists
+}
 
 void MainWindow::buildMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
@@ -102,13 +111,7 @@ void MainWindow::buildMenus() {
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
-    QMenu* run = menuBar()->addMenu(tr("&Run"));
-    for (const QString& what : {tr("Launch run..."), tr("Attach to engine..."), tr("Switch recipe..."),
-                                tr("Pause / resume"), tr("Stop"), tr("Checkpoint now")}) {
-        QAction* a = run->addAction(what);
-        a->setEnabled(false);
-        a->setStatusTip(tr("needs the engine's live stream, not in this build"));
-    }
+    run_->fillMenu(menuBar()->addMenu(tr("&Run")));
     QMenu* view = menuBar()->addMenu(tr("&View"));
     for (QDockWidget* d : findChildren<QDockWidget*>()) view->addAction(d->toggleViewAction());
 }
@@ -118,7 +121,9 @@ void MainWindow::openTrace(const QString& path) {
         showError(tr("%1: no such file").arg(path));
         return;
     }
+    run_->live()->detach();
     loader_->open(path);
+    loader_->setFollowing(true);
 }
 
 bool MainWindow::waitUntilLoaded(int timeout_ms) {

@@ -12,6 +12,7 @@
 #include "view_set.h"
 
 class CursorBar;
+class RunControl;
 class QLabel;
 class QMenu;
 namespace fp8scope::views { class TraceFileLoader; }
@@ -22,13 +23,16 @@ public:
     MainWindow();
     ~MainWindow() override;
 
-    // Opens a trace on a worker thread; errors end in a message, never a crash.
+    // Opens a trace on a worker thread and follows it while it grows; errors end in a
+    // message, never a crash.
     void openTrace(const QString& path);
     // Blocks until a running load is over and every view is redrawn (screenshots).
     bool waitUntilLoaded(int timeout_ms);
     // Shows the dock of view `name` on top; false when there is no such view.
     bool raiseView(const QString& name);
     fp8scope::views::ViewSet* viewSet() { return views_.get(); }
+    RunControl* runControl() { return run_; }
+    const fp8scope::views::SeriesStore& store() const { return store_; }
     QString lastError() const { return last_error_; }
 
 protected:
@@ -48,6 +52,7 @@ private:
     fp8scope::views::Selection selection_;
     std::unique_ptr<fp8scope::views::ViewSet> views_;
     std::unique_ptr<fp8scope::views::TraceFileLoader> loader_;
+    RunControl* run_;
     CursorBar* bar_;
     QLabel* start_page_;
     QMenu* recent_menu_;

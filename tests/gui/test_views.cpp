@@ -1,8 +1,13 @@
 // Every view drawn offscreen from the synthetic trace: the plotted points, heatmap cells,
 // bars, timeline boxes and table rows are checked against the trace's formulas, and the
 // cross-view flows (layers table selects the operand, events jump the cursor) run.
+// The suite runs twice: on a store filled directly, and on the same trace written to an
+// HDF5 file by capture's writer and read back through the GUI's file loader.
 // With FP8SCOPE_SCREENSHOT_DIR set, each view is also saved as PNG for a look.
+#include <QApplication>
 #include <QLineEdit>
+#include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QTest>
@@ -19,6 +24,8 @@
 #include "outliers_view.h"
 #include "synthetic_trace.h"
 #include "timeline_widget.h"
+#include "trace_file.h"
+#include "trace_file_loader.h"
 #include "view_set.h"
 
 using namespace fp8scope;
@@ -27,11 +34,18 @@ namespace t = fp8scope::testing;
 
 class ViewsTest : public QObject {
     Q_OBJECT
+public:
+    explicit ViewsTest(bool from_file) : from_file_(from_file) {}
+
+private:
+    bool from_file_;
+    QTemporaryDir dir_;
     t::SyntheticSpec spec_;
     SeriesStore store_;
     StepCursor cursor_;
     Selection selection_;
     std::unique_ptr<ViewSet> set_;
+    std::unique_ptr<TraceFileLoader> loader_;  // when reading the trace file
 
     template <class V>
     V* show(const char* name) {
@@ -47,8 +61,22 @@ class ViewsTest : public QObject {
     static double keyAt(QCPGraph* g, int i) { return (g->data()->constBegin() + i)->key; }
 
 private slots:
+    void initTestCase() {
+        if (!from_file_) return;
+        QVERIFY(dir_.isValid());
+        t::write_synthetic_trace(dir_.filePath("synthetic.h5"), spec_);
+    }
     void init() {
-        store_.append(store_.reset(t::synthetic_meta(spec_)), t::synthetic_batch(spec_));
+        if (from_file_) {
+            loader_ = std::make_unique<TraceFileLoader>(&store_);
+            QSignalSpy failed(loader_.get(), &TraceFileLoader::failed);
+            loader_->open(dir_.filePath("synthetic.h5"));
+            QVERIFY(loader_->wait(30000));
+            QCoreApplication::processEvents();
+            QCOMPARE(failed.count(), 0);
+        } else {
+            store_.append(store_.reset(t::synthetic_meta(spec_)), t::synthetic_batch(spec_));
+        }
         set_ = std::make_unique<ViewSet>(&store_, &cursor_, &selection_);
         selection_.setRun(1);
         selection_.setOperand({2, Gemm::Fprop, Operand::X});
@@ -58,6 +86,7 @@ private slots:
     void cleanup() {
         for (StoreView* v : set_->views()) v->hide();
         set_.reset();
+        loader_.reset();
     }
 
     void cursorRangeFollowsStore() {
@@ -217,5 +246,11 @@ private:
     }
 };
 
-QTEST_MAIN(ViewsTest)
+int main(int argc, char** argv) {
+    QApplication app(argc, argv);
+    ViewsTest from_store(false), from_file(true);
+    int rc = QTest::qExec(&from_store, argc, argv);
+    rc |= QTest::qExec(&from_file, argc, argv);
+    return rc;
+}
 #include "test_views.moc"

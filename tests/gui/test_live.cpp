@@ -1,0 +1,174 @@
+// Live runs from the GUI's side: the engine command line a launch becomes; a launched
+// tiny run whose step records reach the store; engine failures that end in a message;
+// attaching over a local socket, refused connections and wrong tokens; a recipe switch
+// sent from the GUI and recorded as an event.
+#include <QProcess>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "engine_process.h"
+#include "live_source.h"
+#include "trace_file_loader.h"
+#ifdef FP8SCOPE_HAVE_LIVE
+#include "live_server.h"
+#include "synthetic_trace.h"
+#endif
+
+using namespace fp8scope;
+using namespace fp8scope::views;
+
+namespace {
+// What the engine's train command accepts, from its own help.
+bool engine_accepts(const QString& flag) {
+    QProcess p;
+    p.start(FP8SCOPE_ENGINE, {"train", "--help"});
+    p.waitForFinished(10000);
+    return QString::fromLocal8Bit(p.readAllStandardOutput()).contains(flag);
+}
+std::size_t steps_of(const SeriesStore& s, int run) {
+    return s.read([run](const TraceData& d) { return run < int(d.runs.size()) ? d.runs[run].steps.size() : 0; });
+}
+}  // namespace
+
+class LiveTest : public QObject {
+    Q_OBJECT
+    QTemporaryDir dir_;
+
+private slots:
+    void commandLine() {
+        LaunchSpec s;
+        s.config = "tiny.json";
+        s.recipes = {"baseline", "mxfp8"};
+        s.steps = 12;
+        s.capture_every = 3;
+        s.out = "/tmp/x.h5";
+        s.socket = "unix:/tmp/x.sock";
+        const QStringList a = s.arguments();
+        QCOMPARE(a.first(), QString("train"));
+        QCOMPARE(a[a.indexOf("--config") + 1], QString("tiny.json"));
+        QCOMPARE(a[a.indexOf("--compare") + 1], QString("baseline,mxfp8"));
+        QCOMPARE(a[a.indexOf("--steps") + 1], QString("12"));
+        QCOMPARE(a[a.indexOf("--capture-every") + 1], QString("3"));
+        QCOMPARE(a[a.indexOf("--out") + 1], QString("/tmp/x.h5"));
+        QCOMPARE(a[a.indexOf("--listen") + 1], QString("unix:/tmp/x.sock"));
+        QVERIFY(!a.contains("--recipe") && !a.contains("--token"));
+        s.recipes = {"delayed"};
+        QCOMPARE(s.arguments()[s.arguments().indexOf("--recipe") + 1], QString("delayed"));
+    }
+
+    void missingEngineBinary() {
+        EngineProcess e;
+        QSignalSpy failed(&e, &EngineProcess::failed);
+        QVERIFY(!e.start(LaunchSpec{}, dir_.filePath("no-such-engine")));
+        QCOMPARE(failed.count(), 1);
+        QVERIFY(failed.at(0).at(0).toString().contains("no engine binary"));
+    }
+
+    void engineErrorExitIsReported() {
+        LaunchSpec s;
+        s.data = "text:" + dir_.filePath("missing-corpus.txt");
+        s.out.clear();
+        EngineProcess e;
+        QSignalSpy failed(&e, &EngineProcess::failed);
+        QVERIFY(e.start(s, FP8SCOPE_ENGINE));
+        QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 20000);
+        const QString msg = failed.at(0).at(0).toString();
+        QVERIFY2(msg.contains("exited with status") && msg.contains("error"), qPrintable(msg));
+        QVERIFY(!e.running());
+    }
+
+    void launchedTinyRunReachesTheStore() {
+        if (!engine_accepts("--out")) QSKIP("fp8scope-engine train has no --out yet: a launched run writes no trace");
+        LaunchSpec s;
+        s.config = FP8SCOPE_SOURCE_DIR "/resources/configs/tiny.json";
+        s.recipes = {"baseline", "delayed"};
+        s.steps = 30;
+        s.capture_every = 5;
+        s.out = dir_.filePath("tiny.h5");
+        SeriesStore store;
+        TraceFileLoader loader(&store);
+        EngineProcess e;
+        QSignalSpy finished(&e, &EngineProcess::finished), failed(&e, &EngineProcess::failed);
+        connect(&e, &EngineProcess::traceReady, &loader, [&](const QString& p) {
+            loader.open(p);
+            loader.setFollowing(true, 50);
+        });
+        QVERIFY(e.start(s, FP8SCOPE_ENGINE));
+        QTRY_VERIFY_WITH_TIMEOUT(steps_of(store, 1) > 0, 60000);  // while it trains
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+        QCOMPARE(failed.count(), 0);
+        QTRY_COMPARE_WITH_TIMEOUT(steps_of(store, 1), std::size_t(30), 10000);
+        store.read([](const TraceData& d) {
+            QCOMPARE(d.runs[0].info.recipe, std::string("baseline"));
+            QCOMPARE(d.runs[1].capture_steps.front(), 0);
+            QVERIFY(std::isfinite(d.runs[0].steps.loss.back()) && d.runs[0].steps.loss.back() > 0);
+        });
+    }
+
+    void attachWhereNothingListens() {
+        SeriesStore store;
+        LiveSource live(&store);
+        QSignalSpy failed(&live, &LiveSource::failed);
+        live.attach("unix:" + dir_.filePath("nobody.sock"), QString());
+        QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 10000);
+        QVERIFY(failed.at(0).at(0).toString().contains("nobody.sock"));
+        QVERIFY(!live.isAttached());
+        QVERIFY(store.read([](const TraceData& d) { return d.meta.runs.empty(); }));
+    }
+
+#ifdef FP8SCOPE_HAVE_LIVE
+    // An in-process engine stand-in: a LiveServer publishing the synthetic trace and
+    // answering a recipe switch with the event the trainer records.
+    void attachSwitchAndWrongToken() {
+        testing::SyntheticSpec spec;
+        spec.steps = 20;
+        const std::string sock = dir_.filePath("engine.sock").toStdString();
+        live::LiveServer* server_ptr = nullptr;
+        live::LiveServer server(live::parse_endpoint("unix:" + sock), "secret", testing::synthetic_meta(spec),
+                                [&](const live::Command& c) {
+                                    if (c.kind != live::CommandKind::SwitchRecipe) return live::CommandReply{false, "not now"};
+                                    server_ptr->publish(trace::EventRecord{c.run, 19, trace::EventKind::RecipeSwitch,
+                                                                           "delayed -> " + c.recipe});
+                                    return live::CommandReply{true, ""};
+                                });
+        server_ptr = &server;
+        const TraceBatch b = testing::synthetic_batch(spec);
+        for (const auto& r : b.steps) server.publish(r);
+
+        SeriesStore store;
+        LiveSource wrong(&store);
+        QSignalSpy refused(&wrong, &LiveSource::failed);
+        wrong.attach(QString::fromStdString("unix:" + sock), "guess");
+        QTRY_COMPARE_WITH_TIMEOUT(refused.count(), 1, 10000);
+        QVERIFY(refused.at(0).at(0).toString().contains("token"));
+
+        LiveSource live(&store);
+        QSignalSpy attached(&live, &LiveSource::attached), replied(&live, &LiveSource::replied);
+        live.attach(QString::fromStdString("unix:" + sock), "secret");
+        QTRY_COMPARE_WITH_TIMEOUT(attached.count(), 1, 10000);
+        QTRY_COMPARE_WITH_TIMEOUT(steps_of(store, 2), std::size_t(20), 10000);
+        QCOMPARE(store.read([](const TraceData& d) { return d.runs[1].steps.loss[7]; }), testing::loss_of(1, 7));
+
+        live::Command c;
+        c.kind = live::CommandKind::SwitchRecipe;
+        c.run = 1;
+        c.recipe = "mxfp8";
+        live.send(c, "switch");
+        QTRY_COMPARE_WITH_TIMEOUT(replied.count(), 1, 10000);
+        QVERIFY(replied.at(0).at(1).toBool());
+        QTRY_VERIFY_WITH_TIMEOUT(store.read([](const TraceData& d) {
+            for (const auto& e : d.events)
+                if (e.kind == trace::EventKind::RecipeSwitch && e.run == 1 && e.detail == "delayed -> mxfp8") return true;
+            return false;
+        }), 10000);
+        live.send(live::Command{live::CommandKind::Pause, -1, "", 0}, "pause");
+        QTRY_COMPARE_WITH_TIMEOUT(replied.count(), 2, 10000);
+        QVERIFY(!replied.at(1).at(1).toBool());
+        QCOMPARE(replied.at(1).at(2).toString(), QString("not now"));
+    }
+#endif
+};
+
+QTEST_GUILESS_MAIN(LiveTest)
+#include "test_live.moc"
