@@ -262,8 +262,11 @@ struct TraceReader::Impl {
                        std::to_string(d.cols));
         // Every row the writer adds is written: a damaged extent shows as more rows than
         // the file can hold, and is caught before anything is allocated for it.
-        hsize_t file_size = 0;
-        if (H5Fget_filesize(file, &file_size) < 0) throw fail("cannot get the file size");
+        // The size on disk now: a SWMR reader's own idea of the file's end stays where it
+        // was at open, while the writer keeps appending.
+        std::error_code ec;
+        const hsize_t file_size = std::filesystem::file_size(path, ec);
+        if (ec) throw fail("cannot get the file size: " + ec.message());
         if (dims[0] > file_size / d.row_bytes)
             throw fail(std::string(d.path) + " claims " + std::to_string(dims[0]) +
                        " rows, more than the file's " + std::to_string(file_size) + " bytes can hold");

@@ -86,6 +86,8 @@ QString EngineProcess::lastWords() const {
 }
 
 void EngineProcess::onFinished(int code, QProcess::ExitStatus status) {
+    // A short run can write its whole trace between two ticks of the watch timer.
+    if (code == 0 && status == QProcess::NormalExit) watch();
     watch_.stop();
     stderr_tail_ += QString::fromLocal8Bit(process_.readAllStandardError());
     const QString words = lastWords();

@@ -31,20 +31,8 @@ LiveSource::~LiveSource() {
     pool_.waitForDone();
 }
 
-bool LiveSource::available() {
-#ifdef FP8SCOPE_HAVE_LIVE
-    return true;
-#else
-    return false;
-#endif
-}
-
 void LiveSource::attach(const QString& endpoint, const QString& token) {
     detach();
-#ifndef FP8SCOPE_HAVE_LIVE
-    (void)token;
-    emit failed(tr("%1: this build has no live client; follow the run's trace file instead").arg(endpoint));
-#else
     endpoint_ = endpoint;
     auto pending = std::make_shared<Pending>();
     pending_ = pending;
@@ -95,7 +83,6 @@ void LiveSource::attach(const QString& endpoint, const QString& token) {
             QMetaObject::invokeMethod(self, [self, msg] { if (self) emit self->failed(msg); }, Qt::QueuedConnection);
         }
     });
-#endif
 }
 
 void LiveSource::detach() {
@@ -107,9 +94,7 @@ void LiveSource::detach() {
         pending_.reset();
     }
     attached_ = false;
-#ifdef FP8SCOPE_HAVE_LIVE
     if (client) client->close();
-#endif
 }
 
 void LiveSource::flush() {
@@ -143,11 +128,7 @@ void LiveSource::send(const live::Command& command, const QString& what) {
     pool_.start([self, client, command, what] {
         live::CommandReply r;
         try {
-#ifdef FP8SCOPE_HAVE_LIVE
             r = client->send(command);
-#else
-            r = {false, "this build has no live client"};
-#endif
         } catch (const std::exception& e) {
             r = {false, e.what()};
         }

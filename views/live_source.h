@@ -28,8 +28,6 @@ public:
     // is "unix:PATH", "tcp:HOST:PORT" or "HOST:PORT".
     void attach(const QString& endpoint, const QString& token);
     void detach();
-    // False in a build without the live client: attaching then fails with a message.
-    static bool available();
     bool isAttached() const { return attached_.load(); }
     QString endpoint() const { return endpoint_; }
 

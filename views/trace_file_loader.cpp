@@ -33,6 +33,12 @@ struct TraceFileLoader::Open {
     std::size_t events_read = 0, ops_known = 0;
 };
 
+struct TraceFileLoader::Pending {
+    QString path;
+    QElapsedTimer clock;
+    int timeout_ms = 0;
+};
+
 TraceFileLoader::TraceFileLoader(SeriesStore* store, QObject* parent) : QObject(parent), store_(store) {
     pool_.setMaxThreadCount(1);
     connect(&poll_, &QTimer::timeout, this, &TraceFileLoader::poll);
@@ -47,9 +53,28 @@ TraceFileLoader::~TraceFileLoader() {
 void TraceFileLoader::open(const QString& path) {
     ++busy_;
     pool_.start([this, path] {
+        pending_.reset();
         load(path);
         --busy_;
     });
+}
+
+void TraceFileLoader::openGrowing(const QString& path, int timeout_ms) {
+    ++busy_;
+    pool_.start([this, path, timeout_ms] {
+        pending_ = std::make_shared<Pending>();
+        pending_->path = path;
+        pending_->timeout_ms = timeout_ms;
+        pending_->clock.start();
+        tryPending();
+        --busy_;
+    });
+    setFollowing(true);
+}
+
+void TraceFileLoader::tryPending() {
+    const bool last_try = pending_->clock.elapsed() >= pending_->timeout_ms;
+    if (load(pending_->path, !last_try) || last_try) pending_.reset();
 }
 
 void TraceFileLoader::close() {
@@ -66,6 +91,7 @@ void TraceFileLoader::poll() {
     if (busy()) return;  // the previous read is still going; the next tick catches up
     ++busy_;
     pool_.start([this] {
+        if (!open_ && pending_) tryPending();
         if (open_) {
             try {
                 if (open_->reader->refresh()) readNew(*open_, true);
@@ -89,7 +115,7 @@ void TraceFileLoader::fail(const QString& path, const QString& message) {
         this, [self, path, message] { if (self) emit self->failed(path, message); }, Qt::QueuedConnection);
 }
 
-void TraceFileLoader::load(const QString& path) {
+bool TraceFileLoader::load(const QString& path, bool quiet) {
     QElapsedTimer clock;
     clock.start();
     QPointer<TraceFileLoader> self(this);
@@ -109,14 +135,17 @@ void TraceFileLoader::load(const QString& path) {
         const qint64 ms = clock.elapsed();
         QMetaObject::invokeMethod(
             this, [self, path, ms] { if (self) emit self->finished(path, ms); }, Qt::QueuedConnection);
+        return true;
     } catch (const Superseded&) {
+        return true;  // a newer source took over: nothing to retry
     } catch (const trace::TraceError& e) {
         store_->clear();
-        fail(path, QString::fromStdString(e.what()));
+        if (!quiet) fail(path, QString::fromStdString(e.what()));
     } catch (const std::exception& e) {
         store_->clear();
-        fail(path, QStringLiteral("%1: %2").arg(path, QString::fromStdString(e.what())));
+        if (!quiet) fail(path, QStringLiteral("%1: %2").arg(path, QString::fromStdString(e.what())));
     }
+    return false;
 }
 
 void TraceFileLoader::readNew(Open& o, bool notify_growth) {

@@ -27,6 +27,10 @@ public:
     ~TraceFileLoader() override;
 
     void open(const QString& path);
+    // Opens a file an engine is still creating: until it can be read (its objects exist
+    // once the writer starts appending), every poll tries again; after `timeout_ms` the
+    // last error is reported. Turns following on.
+    void openGrowing(const QString& path, int timeout_ms = 30000);
     // Drops the open file (the store is left to its next owner).
     void close();
     // Following re-reads a growing file every `interval_ms`.
@@ -46,7 +50,10 @@ signals:
 
 private:
     struct Open;  // the reader of the open file and how far it has been read
-    void load(const QString& path);
+    struct Pending;  // a file waiting to become readable
+    // False on failure; the error is reported unless `quiet`.
+    bool load(const QString& path, bool quiet = false);
+    void tryPending();
     void readNew(Open& o, bool notify_growth);
     void fail(const QString& path, const QString& message);
 
@@ -54,6 +61,7 @@ private:
     QThreadPool pool_;  // one thread: loads and polls run in order
     QTimer poll_;
     std::shared_ptr<Open> open_;  // touched only by the worker, except for reset in open()
+    std::shared_ptr<Pending> pending_;  // touched only by the worker
     std::atomic<int> busy_{0};
 };
 

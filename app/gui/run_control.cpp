@@ -16,12 +16,11 @@ using fp8scope::live::CommandKind;
 RunControl::RunControl(SeriesStore* store, TraceFileLoader* loader, QWidget* window)
     : QObject(window), store_(store), loader_(loader), window_(window), live_(store) {
     connect(&engine_, &EngineProcess::socketReady, this, [this](const QString& endpoint) {
-        if (LiveSource::available()) attach(endpoint, engine_.spec().token);
+        attach(endpoint, engine_.spec().token);
     });
     connect(&engine_, &EngineProcess::traceReady, this, [this](const QString& path) {
-        if (live_.isAttached() || (LiveSource::available() && !engine_.spec().socket.isEmpty())) return;
-        loader_->open(path);
-        loader_->setFollowing(true);
+        if (live_.isAttached() || !engine_.spec().socket.isEmpty()) return;  // the stream serves it
+        loader_->openGrowing(path);
         emit sourceChanged(QFileInfo(path).fileName() + tr(" (following)"));
     });
     connect(&engine_, &EngineProcess::failed, this, [this](const QString& m) {
@@ -41,8 +40,7 @@ RunControl::RunControl(SeriesStore* store, TraceFileLoader* loader, QWidget* win
         emit error(m);
         // A launched run that cannot be attached is still readable from its trace file.
         if (engine_.running() && QFileInfo(engine_.spec().out).size() > 0) {
-            loader_->open(engine_.spec().out);
-            loader_->setFollowing(true);
+            loader_->openGrowing(engine_.spec().out);
         }
         updateActions();
     });
