@@ -81,7 +81,8 @@ TrainConfig base_config(const TrainOptions& o) {
 
 // Flags, then --set in order. Errors are usage errors.
 void apply_flags(const TrainOptions& o, TrainConfig& c) {
-    auto set = [&](const std::string& field, const std::string& value) { apply_override(c, field + "=" + value); };
+    std::vector<std::string> sets;
+    auto set = [&](const std::string& field, const std::string& value) { sets.push_back(field + "=" + value); };
     if (o.recipe) set("recipe", *o.recipe);
     if (o.compare) set("compare", *o.compare);
     if (o.data) set("data.source", *o.data);
@@ -93,11 +94,12 @@ void apply_flags(const TrainOptions& o, TrainConfig& c) {
     if (o.lr) set("optimizer.lr", nlohmann::json(*o.lr).dump());
     if (o.eval_every) set("eval.every", std::to_string(*o.eval_every));
     if (o.capture_every) set("capture_every", std::to_string(*o.capture_every));
-    else if ((!o.trace.out.empty() || o.listen) && c.capture_every == 0) c.capture_every = kDefaultCaptureEvery;
+    else if ((!o.trace.out.empty() || o.listen) && c.capture_every == 0) set("capture_every", std::to_string(kDefaultCaptureEvery));
     if (o.checkpoint_dir) set("checkpoint.dir", *o.checkpoint_dir);
     if (o.checkpoint_every) set("checkpoint.every", std::to_string(*o.checkpoint_every));
     if (o.log_every) set("log_every", std::to_string(*o.log_every));
-    for (const auto& s : o.sets) apply_override(c, s);
+    sets.insert(sets.end(), o.sets.begin(), o.sets.end());
+    apply_overrides(c, sets);
     if (!o.resume.empty()) c.checkpoint.resume = o.resume;
 }
 

@@ -261,12 +261,15 @@ private:
     std::string_view path_;
 };
 
-TrainConfig from_json(const json& root, const std::string& prefix) {
+// Field checks always; the checks across fields (validate()) unless `partial`, for an
+// override that later overrides may complete.
+TrainConfig from_json(const json& root, const std::string& prefix, bool partial = false) {
     if (!root.is_object()) throw std::invalid_argument(prefix + "a config must be a JSON object");
     TrainConfig c;
     Reader reader(root, prefix);
     visit_fields(c, reader);
     reader.check_unknown(root, "");
+    if (partial) return c;
     try {
         c.validate();
     } catch (const std::invalid_argument& e) {
@@ -328,7 +331,8 @@ std::string train_config_to_json(const TrainConfig& config) {
     return w.out.dump(2);
 }
 
-void apply_override(TrainConfig& config, std::string_view assignment) {
+namespace {
+void apply_one(TrainConfig& config, std::string_view assignment, bool partial) {
     std::string prefix = "--set " + std::string(assignment) + ": ";
     std::size_t eq = assignment.find('=');
     if (eq == std::string_view::npos || eq == 0)
@@ -348,7 +352,15 @@ void apply_override(TrainConfig& config, std::string_view assignment) {
     visit_fields(config, w);
     json doc = json::parse(w.out.dump());
     doc[pointer(path)] = value;
-    config = from_json(doc, prefix);
+    config = from_json(doc, prefix, partial);
+}
+}  // namespace
+
+void apply_override(TrainConfig& config, std::string_view assignment) { apply_one(config, assignment, false); }
+
+void apply_overrides(TrainConfig& config, const std::vector<std::string>& assignments) {
+    for (const auto& a : assignments) apply_one(config, a, true);
+    config.validate();
 }
 
 }  // namespace fp8scope

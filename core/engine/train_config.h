@@ -91,5 +91,9 @@ std::string train_config_to_json(const TrainConfig& config);  // pretty, every f
 // "model.d_model=192": the value is JSON ("192", "true", "[\"a\"]") or, when it does not
 // parse as JSON, a plain string ("rmsnorm"). Throws std::invalid_argument naming the path.
 void apply_override(TrainConfig& config, std::string_view assignment);
+// Several at once, as a command line gives them: each is checked on its own, the checks
+// across fields (seq_len <= model.max_seq, ...) once all are applied, so their order
+// does not matter.
+void apply_overrides(TrainConfig& config, const std::vector<std::string>& assignments);
 
 }  // namespace fp8scope

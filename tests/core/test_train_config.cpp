@@ -150,3 +150,22 @@ TEST(TrainConfig, ShippedConfigsLoad) {
     EXPECT_EQ(train_config_to_json(load_train_config((dir / "default.json").string())),
               train_config_to_json(TrainConfig{}));  // default.json documents the defaults
 }
+
+TEST(TrainConfigOverride, SeveralAtOnceAreCheckedTogetherWhateverTheirOrder) {
+    TrainConfig one_by_one;
+    EXPECT_THROW(apply_override(one_by_one, "model.max_seq=32"), std::invalid_argument);  // seq_len 64 > 32
+
+    TrainConfig c;
+    apply_overrides(c, {"model.max_seq=32", "seq_len=32"});
+    EXPECT_EQ(c.model.max_seq, 32);
+    EXPECT_EQ(c.seq_len, 32);
+
+    TrainConfig bad;
+    try {
+        apply_overrides(bad, {"model.max_seq=16", "model.d_model=64"});
+        FAIL() << "seq_len 64 > max_seq 16 must be refused";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("exceeds model.max_seq 16"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(apply_overrides(bad, {"model.d_model=abc"}), std::invalid_argument);
+}
