@@ -1,0 +1,162 @@
+// `fp8scope-engine export` and `inspect` on a trace the engine wrote, checked against the
+// losses the same run printed as JSON: the CSV tables, the Chrome/Perfetto timeline, the
+// summary, and a clear error for a file that is not a trace.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const fs::path kConfigs = fs::path(__FILE__).parent_path() / ".." / ".." / "resources" / "configs";
+
+struct Result {
+    int status = -1;
+    std::string out, err;
+};
+
+fs::path scratch() {
+    fs::path d = fs::temp_directory_path() / ("fp8scope_trace_cli_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+}
+
+Result engine(const std::string& args) {
+    fs::path err = scratch() / "stderr.txt";
+    std::string cmd = std::string(FP8SCOPE_ENGINE) + " " + args + " 2>" + err.string();
+    Result r;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    char buf[4096];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    int status = ::pclose(p);
+    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream in(err);
+    std::stringstream s;
+    s << in.rdbuf();
+    r.err = s.str();
+    return r;
+}
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+    std::vector<std::string> cells;
+    std::string cell;
+    bool quoted = false;
+    for (char ch : line) {
+        if (ch == '"') quoted = !quoted;
+        else if (ch == ',' && !quoted) cells.push_back(std::exchange(cell, {}));
+        else cell += ch;
+    }
+    cells.push_back(cell);
+    return cells;
+}
+
+// One traced lock-step run shared by the tests below.
+class TraceCli : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        trace_ = new fs::path(scratch() / "run.h5");
+        Result r = engine("train --config " + (kConfigs / "tiny.json").string() +
+                          " --threads 2 --compare baseline,delayed --capture-every 10 --json --out " +
+                          trace_->string());
+        ASSERT_EQ(r.status, 0) << r.err;
+        printed_ = new json(json::parse(r.out));
+    }
+    static void TearDownTestSuite() {
+        delete trace_;
+        delete printed_;
+    }
+    static fs::path* trace_;
+    static json* printed_;
+};
+fs::path* TraceCli::trace_ = nullptr;
+json* TraceCli::printed_ = nullptr;
+
+}  // namespace
+
+TEST_F(TraceCli, CsvStepsHoldEveryLossTheRunPrinted) {
+    const fs::path dir = scratch() / "csv";
+    Result r = engine("export " + trace_->string() + " --csv " + dir.string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    for (const char* table : {"steps.csv", "events.csv", "operands.csv", "errors.csv", "ops.csv"})
+        EXPECT_TRUE(fs::exists(dir / table)) << table;
+
+    std::ifstream in(dir / "steps.csv");
+    std::string line;
+    std::getline(in, line);
+    const auto header = split_csv_line(line);
+    ASSERT_GE(header.size(), 3u);
+    ASSERT_EQ(header[0], "run");
+    ASSERT_EQ(header[1], "step");
+    ASSERT_EQ(header[2], "loss");
+    const json& replicas = (*printed_)["replicas"];
+    std::size_t rows = 0;
+    while (std::getline(in, line)) {
+        const auto cells = split_csv_line(line);
+        const std::string run = cells[0];
+        const int step = std::stoi(cells[1]);
+        int replica = run == "baseline" ? 0 : run == "delayed" ? 1 : -1;
+        ASSERT_GE(replica, 0) << line;
+        const json& losses = replicas[replica]["losses"];
+        ASSERT_GE(step, 1);
+        ASSERT_LE(step, int(losses.size()));
+        // Both hold the float32 loss; compare at float precision.
+        EXPECT_EQ(float(std::stod(cells[2])), float(losses[step - 1].get<double>())) << line;
+        ++rows;
+    }
+    EXPECT_EQ(rows, replicas[0]["losses"].size() + replicas[1]["losses"].size());
+}
+
+TEST_F(TraceCli, ChromeTimelineHasOneCompleteEventPerOp) {
+    const fs::path out = scratch() / "timeline.json";
+    Result r = engine("export " + trace_->string() + " --chrome-trace " + out.string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::ifstream in(out);
+    const json doc = json::parse(in);
+    std::size_t complete = 0;
+    std::set<std::string> processes;
+    for (const auto& e : doc["traceEvents"]) {
+        if (e["ph"] == "X") {
+            ++complete;
+            EXPECT_GE(e["dur"].get<double>(), 0.0);
+            EXPECT_GE(e["args"]["step"].get<int>(), 1);
+        } else if (e["ph"] == "M" && e["name"] == "process_name") {
+            processes.insert(e["args"]["name"].get<std::string>());
+        }
+    }
+    EXPECT_GT(complete, 0u);
+    EXPECT_EQ(processes.size(), 2u);  // one per replica
+}
+
+TEST_F(TraceCli, InspectSummarisesRunsAndWorstTensors) {
+    Result r = engine("inspect " + trace_->string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    const std::string steps = std::to_string((*printed_)["replicas"][0]["losses"].size());
+    EXPECT_NE(r.out.find("run 0 baseline"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("run 1 delayed"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("steps " + steps), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("worst by sqnr"), std::string::npos) << r.out;
+}
+
+TEST(TraceCliErrors, AFileThatIsNotATraceIsNamedAndFails) {
+    const fs::path bogus = scratch() / "notes.h5";
+    std::ofstream(bogus) << "not an HDF5 file\n";
+    for (const std::string& cmd : {"inspect " + bogus.string(), "export " + bogus.string() + " --csv " +
+                                                                 (scratch() / "never").string()}) {
+        Result r = engine(cmd);
+        EXPECT_EQ(r.status, 1) << cmd;
+        EXPECT_NE(r.err.find(bogus.string()), std::string::npos) << r.err;
+    }
+}
