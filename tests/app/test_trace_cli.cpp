@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "app/run_engine.h"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -22,33 +24,11 @@ namespace {
 
 const fs::path kConfigs = fs::path(__FILE__).parent_path() / ".." / ".." / "resources" / "configs";
 
-struct Result {
-    int status = -1;
-    std::string out, err;
-};
+using Result = fp8scope::testing::EngineResult;
 
-fs::path scratch() {
-    fs::path d = fs::temp_directory_path() / ("fp8scope_trace_cli_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-}
+fs::path scratch() { return fp8scope::testing::scratch_dir("fp8scope_trace_cli"); }
 
-Result engine(const std::string& args) {
-    fs::path err = scratch() / "stderr.txt";
-    std::string cmd = std::string(FP8SCOPE_ENGINE) + " " + args + " 2>" + err.string();
-    Result r;
-    FILE* p = ::popen(cmd.c_str(), "r");
-    char buf[4096];
-    std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-    int status = ::pclose(p);
-    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::ifstream in(err);
-    std::stringstream s;
-    s << in.rdbuf();
-    r.err = s.str();
-    return r;
-}
+Result engine(const std::string& args) { return fp8scope::testing::run_engine(args, scratch()); }
 
 std::vector<std::string> split_csv_line(const std::string& line) {
     std::vector<std::string> cells;

@@ -1,0 +1,48 @@
+// Runs the real fp8scope-engine binary as a user would, capturing exit status, stdout and
+// stderr, for the CLI tests.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace fp8scope::testing {
+
+struct EngineResult {
+    int status = -1;
+    std::string out, err;
+};
+
+// A per-process scratch folder under the system temp dir.
+inline std::filesystem::path scratch_dir(const std::string& name) {
+    std::filesystem::path d = std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(d);
+    return d;
+}
+
+// `args` after the binary's name, e.g. "train --steps 3"; stderr goes through a file in
+// `scratch` so both streams are kept whole.
+inline EngineResult run_engine(const std::string& args, const std::filesystem::path& scratch) {
+    const std::filesystem::path err = scratch / "stderr.txt";
+    const std::string cmd = std::string(FP8SCOPE_ENGINE) + " " + args + " 2>" + err.string();
+    EngineResult r;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    if (!p) return r;
+    char buf[4096];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    const int status = ::pclose(p);
+    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream in(err);
+    std::stringstream s;
+    s << in.rdbuf();
+    r.err = s.str();
+    return r;
+}
+
+}  // namespace fp8scope::testing
