@@ -39,6 +39,15 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 inline std::uint32_t bits(float v) { return std::bit_cast<std::uint32_t>(v); }
 
+// The kLanes values at x[i]; the last, short group is copied into `pad` behind NaNs,
+// which every portable loop counts apart from the finite values.
+[[maybe_unused]] inline const float* lanes_at(const float* x, std::int64_t i, std::int64_t n, float* pad) {
+    if (n - i >= kLanes) return x + i;
+    std::fill(pad, pad + kLanes, std::numeric_limits<float>::quiet_NaN());
+    std::copy(x + i, x + n, pad);
+    return pad;
+}
+
 // Sum of lanes in a fixed order.
 inline double lane_sum(const double (&l)[kLanes]) {
     double s = 0;
@@ -108,12 +117,7 @@ void pass1_range(const float* x, std::int64_t n, Pass1& p) {
     std::uint32_t amax[kLanes] = {}, amax_fin[kLanes] = {}, nan[kLanes] = {}, inf[kLanes] = {};
     alignas(64) float pad[kLanes];
     for (std::int64_t i = 0; i < n; i += kLanes) {
-        const float* v = x + i;
-        if (n - i < kLanes) {  // the tail, padded with NaN (counted apart below)
-            std::fill(pad, pad + kLanes, std::numeric_limits<float>::quiet_NaN());
-            std::copy(x + i, x + n, pad);
-            v = pad;
-        }
+        const float* v = lanes_at(x, i, n, pad);
         for (int j = 0; j < kLanes; ++j) {
             const std::uint32_t a = bits(v[j]) & kAbs;
             const bool fin = a < cast::kInfBits;
@@ -201,12 +205,7 @@ std::uint32_t moments_segment(const float* x, std::int64_t n, double mean, doubl
     std::fill(min_nz, min_nz + kLanes, cast::kInfBits);
     alignas(64) float pad[kLanes];
     for (std::int64_t i = 0; i < n; i += kLanes) {
-        const float* v = x + i;
-        if (n - i < kLanes) {
-            std::fill(pad, pad + kLanes, std::numeric_limits<float>::quiet_NaN());
-            std::copy(x + i, x + n, pad);
-            v = pad;
-        }
+        const float* v = lanes_at(x, i, n, pad);
         for (int j = 0; j < kLanes; ++j) {
             const std::uint32_t a = bits(v[j]) & kAbs;
             const bool fin = a < cast::kInfBits;
@@ -347,12 +346,7 @@ void error_segment(const float* x, std::int64_t n, float s, float scale_inv, Err
     std::uint32_t under[kLanes] = {}, over[kLanes] = {}, nonfinite[kLanes] = {};
     alignas(64) float pad[kLanes];
     for (std::int64_t i = 0; i < n; i += kLanes) {
-        const float* v = x + i;
-        if (n - i < kLanes) {
-            std::fill(pad, pad + kLanes, std::numeric_limits<float>::quiet_NaN());
-            std::copy(x + i, x + n, pad);
-            v = pad;
-        }
+        const float* v = lanes_at(x, i, n, pad);
         for (int j = 0; j < kLanes; ++j) {
             const std::uint32_t a = bits(v[j]) & kAbs;
             const bool fin = a < cast::kInfBits;
