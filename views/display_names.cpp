@@ -26,6 +26,14 @@ QString operand_ref_label(const trace::TraceMeta& meta, const OperandRef& ref) {
                                           operand_label(ref.operand));
 }
 
+QString short_operand_label(const trace::TraceMeta& meta, const OperandRef& ref) {
+    if (ref.linear < 0 || ref.linear >= static_cast<int>(meta.linears.size())) return operand_ref_label(meta, ref);
+    const auto& l = meta.linears[ref.linear];
+    const QString name = QString::fromStdString(l.name);
+    return QStringLiteral("L%1 %2 %3 %4").arg(l.layer).arg(name.section('.', -1), gemm_label(ref.gemm),
+                                               operand_label(ref.operand));
+}
+
 QString run_label(const trace::TraceMeta& meta, int run) {
     if (run >= 0 && run < static_cast<int>(meta.runs.size()))
         return QString::fromStdString(meta.runs[run].name);
@@ -44,7 +52,23 @@ std::vector<OperandRef> all_operands(int n_linears) {
         for (Gemm g : {Gemm::Fprop, Gemm::Dgrad, Gemm::Wgrad})
             for (Operand o : {Operand::X, Operand::W, Operand::DY})
                 if (trace::operand_slot(l, g, o) >= 0) out.push_back({l, g, o});
-    std::sort(out.begin(), out.end(), [](const OperandRef& a, const OperandRef& b) { return a.slot() < b.slot(); });
+    std::sort(out.begin(), out.end(), slot_order);
+    return out;
+}
+
+std::vector<OperandRef> parse_operand_list(const trace::TraceMeta& meta, const QString& list, QStringList* unknown) {
+    const std::vector<OperandRef> all = all_operands(static_cast<int>(meta.linears.size()));
+    std::vector<OperandRef> out;
+    for (const QString& item : list.split(',', Qt::SkipEmptyParts)) {
+        const QString name = item.simplified();
+        if (name.isEmpty()) continue;
+        auto it = std::find_if(all.begin(), all.end(), [&](const OperandRef& r) {
+            return name.compare(operand_ref_label(meta, r), Qt::CaseInsensitive) == 0 ||
+                   name.compare(short_operand_label(meta, r), Qt::CaseInsensitive) == 0;
+        });
+        if (it != all.end()) out.push_back(*it);
+        else if (unknown) unknown->push_back(name);
+    }
     return out;
 }
 

@@ -6,6 +6,7 @@
 #include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "model_roles.h"
 
@@ -28,29 +29,66 @@ LayersView::LayersView(const ViewContext& context, QWidget* parent)
     view_->setSortingEnabled(true);
     view_->sortByColumn(-1, Qt::AscendingOrder);
     view_->setSelectionBehavior(QAbstractItemView::SelectRows);
-    view_->setSelectionMode(QAbstractItemView::SingleSelection);
+    view_->setSelectionMode(QAbstractItemView::ExtendedSelection);
     view_->verticalHeader()->hide();
     view_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
     layout->addWidget(filter_);
     layout->addWidget(view_);
-    connect(filter_, &QLineEdit::textChanged, proxy_, &QSortFilterProxyModel::setFilterFixedString);
-    connect(view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& i) {
-        if (i.isValid()) ctx().selection->setOperand(model_.operandAt(proxy_->mapToSource(i).row()));
+    // Filtering hides rows, it does not unselect their operands.
+    connect(filter_, &QLineEdit::textChanged, this, [this](const QString& text) {
+        syncing_ = true;
+        proxy_->setFilterFixedString(text);
+        syncing_ = false;
+        showSelection();
     });
+    connect(view_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &LayersView::takeSelection);
+    connect(view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &LayersView::takeSelection);
     connect(context.selection, &Selection::changed, this, &LayersView::showSelection);
 }
 
+std::vector<OperandRef> LayersView::selectedOperands() const {
+    std::vector<OperandRef> refs;
+    for (const QModelIndex& i : view_->selectionModel()->selectedRows())
+        refs.push_back(model_.operandAt(proxy_->mapToSource(i).row()));
+    std::sort(refs.begin(), refs.end(), slot_order);
+    return refs;
+}
+
+void LayersView::takeSelection() {
+    if (syncing_) return;
+    std::vector<OperandRef> refs = selectedOperands();
+    if (refs.empty()) return;  // a table being reset, not a choice
+    // The current operand is the focused row once it is selected (a Ctrl-click moves the
+    // focus before it toggles the row), else the previous one while it stays selected.
+    OperandRef current = ctx().selection->operand();
+    const QModelIndex focus = view_->currentIndex();
+    if (focus.isValid() && view_->selectionModel()->isRowSelected(focus.row(), focus.parent()))
+        current = model_.operandAt(proxy_->mapToSource(focus).row());
+    else if (std::find(refs.begin(), refs.end(), current) == refs.end())
+        current = refs.front();
+    syncing_ = true;  // the echo must not reset a selection the user is still making
+    ctx().selection->setOperands(std::move(refs), current);
+    syncing_ = false;
+}
+
 void LayersView::showSelection() {
-    const int row = model_.rowOf(ctx().selection->operand());
-    if (row < 0) return;
-    const QModelIndex i = proxy_->mapFromSource(model_.index(row, 0));
-    if (i.isValid() && view_->currentIndex().row() != i.row())
-        view_->selectionModel()->setCurrentIndex(i, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    if (syncing_) return;
+    QItemSelection rows;
+    for (const OperandRef& ref : ctx().selection->operands())
+        if (const int row = model_.rowOf(ref); row >= 0)
+            if (const QModelIndex i = proxy_->mapFromSource(model_.index(row, 0)); i.isValid()) rows.select(i, i);
+    const QModelIndex current = proxy_->mapFromSource(model_.index(model_.rowOf(ctx().selection->operand()), 0));
+    syncing_ = true;
+    view_->selectionModel()->select(rows, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    if (current.isValid()) view_->selectionModel()->setCurrentIndex(current, QItemSelectionModel::NoUpdate);
+    syncing_ = false;
 }
 
 void LayersView::redraw() {
     const bool first = model_.rowCount() == 0;
+    syncing_ = true;
     model_.refresh(ctx().selection->run(), ctx().cursor->step());
+    syncing_ = false;
     if (first && model_.rowCount() > 0) {
         view_->resizeColumnsToContents();
         showSelection();

@@ -1,5 +1,6 @@
 // Layers table view: every layer x GEMM x operand with its latest figures, sortable and
-// filterable; choosing a row selects that operand in every other view.
+// filterable; choosing a row selects that operand in every other view, choosing several
+// rows (Ctrl/Shift-click) selects them all, the row with the focus being the current.
 #pragma once
 
 #include "layers_model.h"
@@ -26,10 +27,13 @@ protected:
 
 private:
     void showSelection();
+    void takeSelection();
+    std::vector<OperandRef> selectedOperands() const;  // rows selected in the table, slot order
     LayersModel model_;
     QSortFilterProxyModel* proxy_;
     QTableView* view_;
     QLineEdit* filter_;
+    bool syncing_ = false;  // the table and the Selection are being made to agree
 };
 
 }  // namespace fp8scope::views

@@ -33,6 +33,7 @@ struct OperandRef {
     int slot() const { return trace::operand_slot(linear, gemm, operand); }
     bool operator==(const OperandRef&) const = default;
 };
+inline bool slot_order(const OperandRef& a, const OperandRef& b) { return a.slot() < b.slot(); }
 
 struct RunData {
     trace::RunInfo info;

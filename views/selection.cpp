@@ -1,6 +1,8 @@
 // Selection setters and the error statistics by name.
 #include "selection.h"
 
+#include <algorithm>
+
 namespace fp8scope::views {
 
 const char* error_stat_name(ErrorStat s) {
@@ -35,9 +37,15 @@ void Selection::setRun(int run) {
     emit changed();
 }
 
-void Selection::setOperand(OperandRef ref) {
-    if (ref == operand_) return;
-    operand_ = ref;
+void Selection::setOperand(OperandRef ref) { setOperands({ref}, ref); }
+
+void Selection::setOperands(std::vector<OperandRef> refs, OperandRef current) {
+    refs.push_back(current);
+    std::sort(refs.begin(), refs.end(), slot_order);
+    refs.erase(std::unique(refs.begin(), refs.end()), refs.end());
+    if (current == operand_ && refs == operands_) return;
+    operand_ = current;
+    operands_ = std::move(refs);
     emit changed();
 }
 

@@ -2,21 +2,25 @@
 // generations), step cursor, coalescing redraws, and every table model under
 // QAbstractItemModelTester, checked against the synthetic trace's formulas.
 #include <QAbstractItemModelTester>
+#include <QItemSelectionModel>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
 #include <QTest>
+#include <algorithm>
 #include <thread>
 
 #include "chrome_trace.h"
+#include "display_names.h"
 #include "events_model.h"
 #include "kernel_stats_model.h"
 #include "layers_model.h"
 #include "model_roles.h"
 #include "recipe_error_model.h"
 #include "redraw_scheduler.h"
+#include "selection.h"
 #include "step_cursor.h"
 #include "synthetic_trace.h"
 #include "table_csv.h"
@@ -170,6 +174,71 @@ private slots:
         proxy.setFilterKeyColumn(LayersModel::Linear);
         proxy.setFilterFixedString("fc1");
         QCOMPARE(proxy.rowCount(), spec_.linears / 2 * trace::kOperandsPerLinear);
+    }
+
+    // Several rows picked in the layers table (through a sorting proxy, as the view does)
+    // name their operands, and a refresh while the run streams keeps them picked.
+    void layersModelKeepsAMultiRowSelection() {
+        LayersModel m(&store_);
+        QSortFilterProxyModel proxy;
+        proxy.setSourceModel(&m);
+        proxy.setSortRole(kValueRole);
+        QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester proxy_tester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        m.refresh(1, 37);
+        proxy.sort(LayersModel::Amax, Qt::DescendingOrder);
+        QItemSelectionModel picked(&proxy);
+        for (int row : {0, 2, 5}) picked.select(proxy.index(row, 0), QItemSelectionModel::Select | QItemSelectionModel::Rows);
+        auto operands = [&] {
+            std::vector<OperandRef> out;
+            for (const QModelIndex& i : picked.selectedRows()) out.push_back(m.operandAt(proxy.mapToSource(i).row()));
+            std::sort(out.begin(), out.end(), slot_order);
+            return out;
+        };
+        // Sorted by amax, descending: the three largest slots of run 1 at step 37, whose
+        // amax grows with the slot.
+        const int n = spec_.linears * trace::kOperandsPerLinear;
+        const std::vector<int> largest{n - 6, n - 3, n - 1};
+        const std::vector<OperandRef> before = operands();
+        QCOMPARE(int(before.size()), 3);
+        for (int i = 0; i < 3; ++i) QCOMPARE(before[i].slot(), largest[i]);
+        m.refresh(1, 45);
+        QCOMPARE(operands(), before);
+    }
+
+    // Several operands picked at once, in slot order with the current one among them.
+    void selectionHoldsSeveralOperands() {
+        Selection s;
+        QSignalSpy changed(&s, &Selection::changed);
+        const OperandRef a{3, Gemm::Wgrad, Operand::X}, b{0, Gemm::Dgrad, Operand::DY}, c{1, Gemm::Fprop, Operand::W};
+        s.setOperands({a, b, a}, c);
+        QCOMPARE(changed.count(), 1);
+        QCOMPARE(s.operand(), c);
+        QCOMPARE(s.operands(), (std::vector<OperandRef>{b, c, a}));
+        s.setOperands({c, a, b}, c);  // the same choice again
+        QCOMPARE(changed.count(), 1);
+        s.setOperands({c, a, b}, a);  // another current operand
+        QCOMPARE(changed.count(), 2);
+        QCOMPARE(s.operand(), a);
+        s.setOperand(b);
+        QCOMPARE(changed.count(), 3);
+        QCOMPARE(s.operands(), std::vector<OperandRef>{b});
+    }
+
+    void operandLabelsParseBack() {
+        const trace::TraceMeta meta = testing::synthetic_meta(spec_);
+        const OperandRef ref{3, Gemm::Dgrad, Operand::DY};
+        QCOMPARE(short_operand_label(meta, ref), QString("L1 fc1 dgrad dy"));
+        QCOMPARE(operand_ref_label(meta, ref), QString("blocks.1.mlp.fc1 dgrad dy"));
+        QStringList unknown;
+        const auto refs = parse_operand_list(meta, " blocks.1.mlp.fc1 dgrad dy,l0 QKV fprop x,, L9 fc1 fprop x", &unknown);
+        QCOMPARE(refs, (std::vector<OperandRef>{ref, {0, Gemm::Fprop, Operand::X}}));
+        QCOMPARE(unknown, QStringList{"L9 fc1 fprop x"});
+        // Every operand's labels, long and short, name it and no other.
+        for (const OperandRef& r : all_operands(spec_.linears)) {
+            QCOMPARE(parse_operand_list(meta, operand_ref_label(meta, r), nullptr), std::vector<OperandRef>{r});
+            QCOMPARE(parse_operand_list(meta, short_operand_label(meta, r), nullptr), std::vector<OperandRef>{r});
+        }
     }
 
     void eventsModel() {
