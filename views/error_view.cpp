@@ -27,7 +27,7 @@ ErrorView::ErrorView(const ViewContext& context, QWidget* parent)
     steps_ = make_plot(this, tr("selected operand over capture steps"));
     layout->addWidget(bars_, 3);
     layout->addWidget(steps_, 2);
-    bars_->legend->setVisible(true);
+    place_legend_below(bars_, 5);  // 13 recipes side by side leave no free corner inside
     steps_->xAxis->setLabel(tr("step"));
     cursor_line_ = add_cursor_line(steps_);
     stat_->setCurrentIndex(static_cast<int>(context.selection->stat()));
@@ -48,13 +48,14 @@ void ErrorView::drawBars() {
         b->setName(model_.recipeName(r));
         b->setWidth(width);
         b->setPen(Qt::NoPen);
-        b->setBrush(series_color(r + 1));
+        b->setBrush(colors_.value(r));
         b->setBarsGroup(group);
         QVector<double> k, v;
         for (int l = 0; l < rows; ++l)
             if (const double x = model_.value(l, r); std::isfinite(x)) { k << l; v << x; }
         b->setData(k, v);
     }
+    wrap_legend(bars_);
     bars_->xAxis->setTicker(ticker);
     bars_->xAxis->setTickLabelRotation(rows > 6 ? 60 : 0);
     fit_axes(bars_);
@@ -80,7 +81,7 @@ void ErrorView::drawSteps(const TraceData& d) {
             }
         QCPGraph* g = steps_->addGraph();
         g->setName(recipe_label(d.meta, r));
-        g->setPen(QPen(series_color(r + 1), 1.2));
+        g->setPen(QPen(colors_.value(r), 1.2));
         g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 4));
         g->setData(k, v, true);
     }
@@ -92,8 +93,9 @@ void ErrorView::drawSteps(const TraceData& d) {
 void ErrorView::redraw() {
     const OperandRef sel = ctx().selection->operand();
     model_.refresh(ctx().selection->run(), ctx().cursor->step(), sel.gemm, sel.operand, ctx().selection->stat());
-    drawBars();
     ctx().store->read([&](const TraceData& d) {
+        colors_ = recipe_colors(d.meta.recipes);
+        drawBars();
         bars_->xAxis->setLabel(tr("linear (%1 %2)").arg(gemm_label(sel.gemm), operand_label(sel.operand)));
         drawSteps(d);
     });

@@ -21,6 +21,7 @@ public:
     const RecipeErrorModel& model() const { return model_; }
     QCustomPlot* barsPlot() const { return bars_; }
     QCustomPlot* stepsPlot() const { return steps_; }
+    QColor recipeColor(int recipe) const { return colors_.value(recipe); }
 
 protected:
     void redraw() override;
@@ -32,6 +33,7 @@ private:
     QComboBox* stat_;
     QCustomPlot *bars_, *steps_;
     QCPItemStraightLine* cursor_line_;
+    QVector<QColor> colors_;  // per recipe, shared by both plots
 };
 
 }  // namespace fp8scope::views

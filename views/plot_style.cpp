@@ -1,16 +1,45 @@
 // Shared plot look.
 #include "plot_style.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace fp8scope::views {
 
+namespace {
+// Tableau's ten hues, then ten more picked to stay at least 60 apart (RGB distance) from
+// all others; Tableau's own light shades of blue, purple and cyan are too close.
+constexpr QRgb kPalette[kPaletteSize] = {
+    0x333333, 0x1f77b4, 0xd62728, 0x2ca02c, 0xff7f0e, 0x9467bd, 0x8c564b, 0xe377c2, 0x17becf, 0xbcbd22,
+    0xaec7e8, 0xff9896, 0x98df8a, 0xe7ba52, 0x000080, 0x800000, 0x008080, 0x808000, 0x4b0082, 0x7f7f7f};
+constexpr int kHues = 9;  // palette entries 1..9 have distinct hues
+}  // namespace
+
 QColor series_color(int index) {
-    static const QColor palette[] = {QColor(0x33, 0x33, 0x33), QColor(0x1f, 0x77, 0xb4), QColor(0xd6, 0x27, 0x28),
-                                     QColor(0x2c, 0xa0, 0x2c), QColor(0xff, 0x7f, 0x0e), QColor(0x94, 0x67, 0xbd),
-                                     QColor(0x8c, 0x56, 0x4b), QColor(0xe3, 0x77, 0xc2), QColor(0x17, 0xbe, 0xcf)};
-    const int n = static_cast<int>(sizeof(palette) / sizeof(palette[0]));
-    return palette[((index % n) + n) % n];
+    return QColor(kPalette[((index % kPaletteSize) + kPaletteSize) % kPaletteSize]);
+}
+
+QVector<QColor> recipe_colors(const std::vector<std::string>& names) {
+    std::vector<std::string> families;
+    std::vector<int> family(names.size()), variant(names.size()), size;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        const std::string f = names[i].substr(0, names[i].find_first_of("_:"));
+        const auto it = std::find(families.begin(), families.end(), f);
+        family[i] = static_cast<int>(it - families.begin());
+        if (it == families.end()) { families.push_back(f); size.push_back(0); }
+        variant[i] = size[family[i]]++;
+    }
+    QVector<QColor> out;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        const QColor hue = series_color(1 + family[i] % kHues);
+        const int n = size[family[i]];
+        if (n == 1) { out << hue; continue; }
+        // Variants from dark to light; the span keeps neighbours apart and the lightest
+        // still visible on white.
+        const double lightness = 0.28 + 0.44 * variant[i] / (n - 1);
+        out << QColor::fromHslF(hue.hslHueF(), hue.hslSaturationF(), lightness);
+    }
+    return out;
 }
 
 QCustomPlot* make_plot(QWidget* parent, const QString& title) {
@@ -77,6 +106,59 @@ void set_log_axis(QCPAxis* axis) {
     axis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
     axis->setNumberFormat("g");
     axis->setNumberPrecision(3);
+}
+
+namespace {
+constexpr char kLegendColumns[] = "fp8scope_legend_columns";
+
+// Re-flows a legend below its plot when the plot's width changes.
+class LegendWrapper : public QObject {
+public:
+    using QObject::QObject;
+    bool eventFilter(QObject* watched, QEvent* e) override {
+        if (e->type() == QEvent::Resize) wrap_legend(static_cast<QCustomPlot*>(watched));
+        return false;
+    }
+};
+}  // namespace
+
+void place_legend_below(QCustomPlot* plot, int max_columns) {
+    QCPLayoutGrid* layout = plot->plotLayout();
+    QCPLegend* legend = plot->legend;
+    int row = 0;
+    while (row < layout->rowCount() && layout->element(row, 0) != plot->axisRect()) ++row;
+    plot->axisRect()->insetLayout()->take(legend);
+    // Centred between two empty elements that take the spare width, so the entries stay
+    // together instead of spreading over the plot's width.
+    auto* band = new QCPLayoutGrid;
+    layout->insertRow(row + 1);
+    layout->addElement(row + 1, 0, band);
+    layout->setRowStretchFactor(row + 1, 0.001);  // only the height its entries need
+    band->addElement(0, 0, new QCPLayoutElement(plot));
+    band->addElement(0, 1, legend);
+    band->addElement(0, 2, new QCPLayoutElement(plot));
+    band->setColumnStretchFactor(1, 0.001);
+    legend->setBorderPen(Qt::NoPen);
+    legend->setBrush(Qt::NoBrush);
+    legend->setVisible(true);
+    plot->setProperty(kLegendColumns, max_columns);
+    plot->installEventFilter(new LegendWrapper(plot));
+}
+
+void wrap_legend(QCustomPlot* plot) {
+    QCPLegend* legend = plot->legend;
+    int n = 0, widest = 1;  // entries, not grid cells: a wrapped grid has empty cells
+    for (int i = 0; i < legend->itemCount(); ++i)
+        if (QCPAbstractLegendItem* item = legend->item(i)) {
+            ++n;
+            widest = std::max(widest, item->minimumOuterSizeHint().width() + legend->columnSpacing());
+        }
+    const int fit = (plot->width() - 20) / widest;
+    const int columns = std::clamp(fit, 1, std::max(1, plot->property(kLegendColumns).toInt()));
+    const int rows = std::max(1, (n + columns - 1) / columns);
+    const int wrap = std::max(1, (n + rows - 1) / rows);
+    legend->setWrap(wrap);
+    legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
 }
 
 void fit_axes(QCustomPlot* plot) {

@@ -5,10 +5,18 @@
 #include <QColor>
 #include <QVector>
 #include <qcustomplot.h>
+#include <string>
+#include <vector>
 
 namespace fp8scope::views {
 
-QColor series_color(int index);  // runs and recipes: a qualitative palette
+// Runs and operands: a qualitative palette of kPaletteSize distinct colours (dark grey
+// first, for the baseline), repeating after that.
+constexpr int kPaletteSize = 20;
+QColor series_color(int index);
+// One colour per analysis recipe: a hue per family (current, delayed, block1x128, ...,
+// the name up to its first '_'), shades of it for the family's variants.
+QVector<QColor> recipe_colors(const std::vector<std::string>& names);
 QCustomPlot* make_plot(QWidget* parent, const QString& title);
 // A vertical line at the cursor step in `rect` (default: the plot's first axis rect).
 QCPItemStraightLine* add_cursor_line(QCustomPlot* plot, QCPAxisRect* rect = nullptr);
@@ -18,6 +26,12 @@ void set_cursor_line(QCPItemStraightLine* line, double step);
 QCPLayer* cursor_layer(QCustomPlot* plot);
 void replot_cursor_layer(QCustomPlot* plot);
 void set_log_axis(QCPAxis* axis);
+// Moves the legend from inside the axis rect to its own row under it, so that it never
+// covers data, and shows it. Its entries flow into balanced rows of at most `max_columns`
+// that fit the plot's width, again whenever the plot is resized.
+void place_legend_below(QCustomPlot* plot, int max_columns);
+// Re-flows the legend's entries after entries were added or removed.
+void wrap_legend(QCustomPlot* plot);
 // Rescales every axis to the data and pads the value axes by 5% so that lines on the
 // edge of the range stay visible.
 void fit_axes(QCustomPlot* plot);

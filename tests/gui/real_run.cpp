@@ -1,27 +1,58 @@
 // Real runs recorded for the GUI tests and the screenshots.
 #include "real_run.h"
 
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
 #include "engine/trainer.h"
+#include "trace_records.h"
 #include "train_recorder.h"
 #include "trace_writer.h"
 
 namespace fp8scope::testing {
 
+namespace {
+// Passes captures on to the recorder and notes each operand's amax on the way.
+struct AmaxTee : CaptureSink {
+    AmaxTee(CaptureSink* next, int replica, const std::int64_t* step) : next(next), replica(replica), step(step) {}
+    void on_operand(const OperandCapture& o) override {
+        float m = 0;
+        for (std::int64_t i = 0; i < o.values.size(); ++i) m = std::max(m, std::fabs(o.values.data[i]));
+        seen.push_back({replica, *step, trace::operand_slot(o.linear, o.gemm, o.operand), m});
+        next->on_operand(o);
+    }
+    void on_op(const OpTiming& t) override { next->on_op(t); }
+    CaptureSink* next;
+    int replica;
+    const std::int64_t* step;
+    std::vector<CapturedAmax> seen;  // one tee per replica: no lock across replica threads
+};
+}  // namespace
+
 std::vector<fp8scope::StepRecord> train_and_record(const std::string& path, const TrainConfig& config,
-                                                   std::int64_t blockmap_every) {
+                                                   std::int64_t blockmap_every, std::vector<CapturedAmax>* amax) {
     Trainer trainer(config);
     const trace::TraceMeta meta = trace::make_trace_meta(config, trainer.model(0).linears(), "test", blockmap_every);
     struct Keep : TrainObserver {
         std::vector<fp8scope::StepRecord> seen;
+        std::int64_t step = 0;
+        void on_step_begin(std::int64_t s, bool) override { step = s; }
         void on_step(const fp8scope::StepRecord& r) override { seen.push_back(r); }
     } keep;
     trace::TraceWriter writer(path, meta);
     trace::TrainRecorder recorder(meta, writer);
     trainer.add_observer(&recorder);
     trainer.add_observer(&keep);
-    for (int r = 0; r < trainer.replicas(); ++r) trainer.set_capture_sink(r, recorder.sink(r));
+    std::vector<std::unique_ptr<AmaxTee>> tees;
+    for (int r = 0; r < trainer.replicas(); ++r) {
+        tees.push_back(std::make_unique<AmaxTee>(recorder.sink(r), r, &keep.step));
+        trainer.set_capture_sink(r, amax ? tees.back().get() : recorder.sink(r));
+    }
     trainer.run();
     writer.close();
+    if (amax)
+        for (const auto& t : tees) amax->insert(amax->end(), t->seen.begin(), t->seen.end());
     return keep.seen;
 }
 

@@ -11,17 +11,22 @@
 #include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QTest>
+#include <algorithm>
 #include <cmath>
 #include <qcustomplot.h>
 
 #include "amax_view.h"
 #include "blockmap_view.h"
+#include "display_names.h"
 #include "error_view.h"
 #include "events_view.h"
 #include "kernel_view.h"
 #include "layers_view.h"
 #include "loss_view.h"
 #include "outliers_view.h"
+#include "plot_style.h"
+#include "real_run.h"
+#include "stats_capture.h"
 #include "synthetic_trace.h"
 #include "timeline_widget.h"
 #include "trace_file.h"
@@ -108,22 +113,80 @@ private slots:
         QCOMPARE(at(v->speedPlot()->graph(0), 4), t::step_time_of(0, 4) * 1e3);
     }
 
-    void amaxView() {
+    // Three operands, the current one in the middle: each curve holds its own operand's
+    // amax and scale at every step, and its overflow steps.
+    void amaxViewDrawsEverySelectedOperand() {
+        const std::vector<OperandRef> refs{{0, Gemm::Dgrad, Operand::DY}, {2, Gemm::Fprop, Operand::X},
+                                           {3, Gemm::Wgrad, Operand::X}};
+        selection_.setOperands({refs[2], refs[0], refs[1]}, refs[1]);
         auto* v = show<AmaxView>("amax");
-        const int slot = trace::operand_slot(2, Gemm::Fprop, Operand::X);
-        QCPGraph* amax = v->plot()->graph(AmaxView::AmaxGraph);
-        QCOMPARE(amax->dataCount(), int(spec_.steps));
-        QCOMPARE(at(amax, 23), double(t::amax_of(1, 23, slot)));
-        QCOMPARE(at(v->plot()->graph(AmaxView::ScaleGraph), 23), double(t::scale_of(1, 23, slot)));
-        QCPGraph* hist = v->plot()->graph(AmaxView::HistoryGraph);  // window of the capture at 30
+        QCOMPARE(v->operandCount(), 3);
+        const QStringList names{"L0 qkv dgrad dy", "L1 qkv fprop x", "L1 fc1 wgrad x"};
+        for (int i = 0; i < 3; ++i) {
+            QCOMPARE(v->operandAt(i), refs[i]);
+            const int slot = refs[i].slot();
+            QCPGraph* amax = v->graph(i, AmaxView::AmaxGraph);
+            QCPGraph* scale = v->graph(i, AmaxView::ScaleGraph);
+            QCOMPARE(amax->name(), names[i]);
+            QCOMPARE(amax->dataCount(), int(spec_.steps));
+            QCOMPARE(scale->dataCount(), int(spec_.steps));
+            QVector<double> overflow;
+            for (int s = 0; s < spec_.steps; ++s) {
+                QCOMPARE(keyAt(amax, s), double(s));
+                QCOMPARE(at(amax, s), double(t::amax_of(1, s, slot)));
+                QCOMPARE(at(scale, s), double(t::scale_of(1, s, slot)));
+                // Overflow: amax x scale beyond E4M3's 448 (run 1 uses block1x128: E4M3).
+                if (double(t::amax_of(1, s, slot)) * double(t::scale_of(1, s, slot)) > 448.0) overflow << s;
+            }
+            QVERIFY(!overflow.isEmpty());
+            QCPGraph* over = v->graph(i, AmaxView::OverflowGraph);
+            QCOMPARE(over->dataCount(), int(overflow.size()));
+            for (int k = 0; k < overflow.size(); ++k) {
+                QCOMPARE(keyAt(over, k), overflow[k]);
+                QCOMPARE(at(over, k), double(t::amax_of(1, std::int64_t(overflow[k]), slot)));
+            }
+            // One colour per operand, shared by its three graphs.
+            const QColor c = amax->pen().color();
+            QCOMPARE(scale->pen().color(), c);
+            QCOMPARE(over->scatterStyle().brush().color(), c);
+            for (int j = 0; j < i; ++j) QVERIFY(v->graph(j, AmaxView::AmaxGraph)->pen().color() != c);
+        }
+        // The history window is the current operand's (the capture at 30 before cursor 37).
+        const int slot = refs[1].slot();
+        QCPGraph* hist = v->historyGraph();
         QCOMPARE(hist->dataCount(), 16);
         QCOMPARE(keyAt(hist, 0), 14.0);
+        QCOMPARE(at(hist, 0), double(t::amax_of(1, 14, slot)));
         QCOMPARE(at(hist, 15), double(t::amax_of(1, 29, slot)));
-        // Overflow: amax x scale beyond E4M3's 448 (run 1 uses block1x128: E4M3).
-        int expected = 0;
-        for (int s = 0; s < spec_.steps; ++s) expected += double(t::amax_of(1, s, slot)) * double(t::scale_of(1, s, slot)) > 448.0;
-        QVERIFY(expected > 0);
-        QCOMPARE(v->plot()->graph(AmaxView::OverflowGraph)->dataCount(), expected);
+        QVERIFY(hist->name().contains("L1 qkv fprop x"));
+        expectLegendOutside(v->plot());
+        // The cursor moves the window only.
+        cursor_.setStep(12);
+        set_->refreshNow();
+        QCOMPARE(keyAt(v->historyGraph(), 0), -6.0);
+        QCOMPARE(at(v->graph(2, AmaxView::AmaxGraph), 40), double(t::amax_of(1, 40, refs[2].slot())));
+        // Picking one operand again leaves one curve.
+        selection_.setOperand(refs[2]);
+        set_->refreshNow();
+        QCOMPARE(v->operandCount(), 1);
+        QCOMPARE(at(v->graph(0, AmaxView::AmaxGraph), 7), double(t::amax_of(1, 7, refs[2].slot())));
+    }
+
+    // Every operand selected: the first kMaxOperands are drawn, the current one always,
+    // and the legend says how many are left out.
+    void amaxViewCapsTheCurves() {
+        const std::vector<OperandRef> all = all_operands(spec_.linears);
+        selection_.setOperands(all, all.back());
+        auto* v = show<AmaxView>("amax");
+        QCOMPARE(v->operandCount(), int(AmaxView::kMaxOperands));
+        for (int i = 0; i + 1 < AmaxView::kMaxOperands; ++i) QCOMPARE(v->operandAt(i), all[i]);
+        QCOMPARE(v->operandAt(AmaxView::kMaxOperands - 1), all.back());
+        const int last = all.back().slot();
+        QCOMPARE(at(v->graph(AmaxView::kMaxOperands - 1, AmaxView::AmaxGraph), 3), double(t::amax_of(1, 3, last)));
+        const QStringList legend = legendEntries(v->plot());
+        const int left_out = int(all.size()) - AmaxView::kMaxOperands;
+        QVERIFY2(legend.filter(QString("%1 more selected").arg(left_out)).size() == 1, qPrintable(legend.join("; ")));
+        expectLegendOutside(v->plot());
     }
 
     void outliersView() {
@@ -162,6 +225,53 @@ private slots:
         selection_.setStat(ErrorStat::UnderflowPct);
         set_->refreshNow();
         QCOMPARE((qobject_cast<QCPBars*>(v->barsPlot()->plottable(2))->data()->constBegin())->value, 1.0);
+    }
+
+    // The recipes a real trace holds (13): every bar and line gets its own colour, and
+    // the legend sits beside the bars, never on them.
+    void errorViewLegendAndColours() {
+        const std::vector<std::string> names = trace::trace_recipe_names(default_analysis_recipes());
+        QCOMPARE(int(names.size()), 13);
+        trace::TraceMeta meta = t::synthetic_meta(spec_);
+        meta.recipes = names;
+        TraceBatch batch = t::synthetic_batch(spec_);
+        for (trace::OperandRecord& o : batch.operands)
+            while (o.errors.size() < names.size()) {
+                ErrorStats e;
+                e.sqnr_db = t::sqnr_of(o.key.run, o.key.step, trace::operand_slot(o.key.linear, o.key.gemm, o.key.operand),
+                                       int(o.errors.size()));
+                o.errors.push_back(e);
+            }
+        QVERIFY(store_.append(store_.reset(meta), std::move(batch)));
+        selection_.setOperand({1, Gemm::Fprop, Operand::W});
+        selection_.setStat(ErrorStat::SqnrDb);
+        auto* v = show<ErrorView>("error");
+        QCustomPlot* bars = v->barsPlot();
+        QCOMPARE(bars->plottableCount(), 13);
+        QCOMPARE(legendEntries(bars).size(), 13);
+        QVector<QColor> colours;
+        for (int r = 0; r < 13; ++r) {
+            auto* b = qobject_cast<QCPBars*>(bars->plottable(r));
+            QCOMPARE(b->name(), QString::fromStdString(names[r]));
+            QCOMPARE((b->data()->constBegin() + 3)->value, t::sqnr_of(1, 30, trace::operand_slot(3, Gemm::Fprop, Operand::W), r));
+            QCOMPARE(v->stepsPlot()->graph(r)->pen().color(), b->brush().color());
+            colours << b->brush().color();
+        }
+        expectDistinguishable(colours);
+        expectLegendOutside(bars);
+    }
+
+    void paletteHasSixteenDistinctColours() {
+        QVERIFY(kPaletteSize >= 16);
+        QVector<QColor> colours;
+        for (int i = 0; i < kPaletteSize; ++i) colours << series_color(i);
+        expectDistinguishable(colours);
+        QCOMPARE(series_color(kPaletteSize), series_color(0));
+        // One family, one hue: the shades of block1x128 differ in lightness only.
+        const QVector<QColor> r = recipe_colors({"current_e4m3", "block1x128_fp32", "block1x128_pow2"});
+        QCOMPARE(r[1].hslHue(), r[2].hslHue());
+        QVERIFY(r[1].lightness() < r[2].lightness());
+        QVERIFY(r[0].hslHue() != r[1].hslHue());
     }
 
     void blockMapView() {
@@ -204,6 +314,38 @@ private slots:
         QCOMPARE(linear_label_of(chosen), QString("blocks.0.mlp.fc1"));
     }
 
+    // Ctrl-clicking rows picks several operands, the last clicked being the current one;
+    // filtering does not drop them, and a choice made elsewhere shows in the table.
+    void layersViewSelectsSeveralOperands() {
+        auto* v = show<LayersView>("layers");
+        QTableView* table = v->tableView();
+        auto click = [&](int row, Qt::KeyboardModifiers mods) {
+            QTest::mouseClick(table->viewport(), Qt::LeftButton, mods, table->visualRect(v->proxy()->index(row, 1)).center());
+        };
+        auto operand_of = [&](int row) { return v->model().operandAt(v->proxy()->mapToSource(v->proxy()->index(row, 0)).row()); };
+        click(9, Qt::NoModifier);
+        click(1, Qt::ControlModifier);
+        click(4, Qt::ControlModifier);
+        std::vector<OperandRef> expected{operand_of(1), operand_of(4), operand_of(9)};
+        std::sort(expected.begin(), expected.end(), slot_order);
+        QCOMPARE(selection_.operands(), expected);
+        QCOMPARE(selection_.operand(), operand_of(4));
+        v->filter()->setText("fc1");
+        QCOMPARE(selection_.operands(), expected);
+        v->filter()->clear();
+        QCOMPARE(table->selectionModel()->selectedRows().size(), 3);
+        // The amax view draws the three.
+        auto* amax = show<AmaxView>("amax");
+        QCOMPARE(amax->operandCount(), 3);
+        for (int i = 0; i < 3; ++i)
+            QCOMPARE(at(amax->graph(i, AmaxView::AmaxGraph), 20), double(t::amax_of(1, 20, expected[i].slot())));
+        selection_.setOperand(operand_of(6));
+        const QModelIndexList rows = table->selectionModel()->selectedRows();
+        QCOMPARE(rows.size(), 1);
+        QCOMPARE(rows[0].row(), 6);
+        QCOMPARE(table->currentIndex().row(), 6);
+    }
+
     void eventsViewJumps() {
         auto* v = show<EventsView>("events");
         QCOMPARE(v->tableView()->model()->rowCount(), 3);
@@ -241,16 +383,101 @@ private slots:
     }
 
 private:
+    // Names of the legend's entries (a wrapped legend's grid also has empty cells).
+    static QStringList legendEntries(QCustomPlot* plot) {
+        QStringList names;
+        for (int i = 0; i < plot->legend->itemCount(); ++i)
+            if (auto* item = qobject_cast<QCPPlottableLegendItem*>(plot->legend->item(i)))
+                names << item->plottable()->name();
+        return names;
+    }
+    // The legend's entries lie in the plot, off the axis rect and its labels.
+    static void expectLegendOutside(QCustomPlot* plot) {
+        QCPLegend* legend = plot->legend;
+        QVERIFY(legend->visible() && !legendEntries(plot).isEmpty());
+        for (int i = 0; i < legend->itemCount(); ++i) {
+            QCPAbstractLegendItem* item = legend->item(i);
+            if (!item) continue;
+            const QRect r = item->outerRect();
+            QVERIFY(r.isValid());
+            QVERIFY(!r.intersects(plot->axisRect()->outerRect()));
+            QVERIFY(plot->viewport().contains(r));
+        }
+    }
+    // Pairwise RGB distance of at least 45 of 441: no two look alike.
+    static void expectDistinguishable(const QVector<QColor>& colours) {
+        for (int i = 0; i < colours.size(); ++i)
+            for (int j = 0; j < i; ++j) {
+                const double d = std::hypot(colours[i].red() - colours[j].red(), colours[i].green() - colours[j].green(),
+                                             colours[i].blue() - colours[j].blue());
+                QVERIFY2(d >= 45, qPrintable(QString("%1 and %2").arg(colours[i].name(), colours[j].name())));
+            }
+    }
     QString linear_label_of(const OperandRef& r) {
         return store_.read([&](const TraceData& d) { return QString::fromStdString(d.meta.linears[r.linear].name); });
+    }
+};
+
+// The amax view over the trace of a real lock-step run: at every captured step, each
+// selected operand's curve holds the amax computed from the values the model captured.
+class RealRunAmaxTest : public QObject {
+    Q_OBJECT
+    QTemporaryDir dir_;
+    std::vector<t::CapturedAmax> captured_;
+
+private slots:
+    void initTestCase() {
+        QVERIFY(dir_.isValid());
+        TrainConfig c = t::tiny_compare_config(12);
+        c.compare = {"baseline", "delayed"};
+        c.capture_every = 5;
+        t::train_and_record(dir_.filePath("real.h5").toStdString(), c, 10, &captured_);
+        QVERIFY(!captured_.empty());
+    }
+
+    void curvesHoldEachOperandsAmax() {
+        SeriesStore store;
+        StepCursor cursor;
+        Selection selection;
+        TraceFileLoader loader(&store);
+        loader.open(dir_.filePath("real.h5"));
+        QVERIFY(loader.wait(30000));
+        QCoreApplication::processEvents();
+        ViewSet set(&store, &cursor, &selection);
+        const std::vector<OperandRef> refs{{0, Gemm::Fprop, Operand::X}, {2, Gemm::Fprop, Operand::X},
+                                           {5, Gemm::Dgrad, Operand::DY}};
+        selection.setRun(1);
+        selection.setOperands(refs, refs[2]);
+        auto* v = qobject_cast<AmaxView*>(set.view("amax"));  // the set deletes it
+        v->resize(1000, 640);
+        v->show();
+        set.refreshNow();
+        QCOMPARE(v->operandCount(), 3);
+        for (int i = 0; i < 3; ++i) {
+            QCPGraph* g = v->graph(i, AmaxView::AmaxGraph);
+            int checked = 0;
+            for (const t::CapturedAmax& c : captured_) {
+                if (c.replica != 1 || c.slot != refs[i].slot()) continue;
+                auto it = g->data()->findBegin(double(c.step), false);
+                QVERIFY(it != g->data()->constEnd() && it->key == double(c.step));
+                QCOMPARE(it->value, double(c.amax));
+                ++checked;
+            }
+            QCOMPARE(checked, 3);  // steps 1, 6, 11
+        }
+        QCOMPARE(v->graph(0, AmaxView::AmaxGraph)->name(), QString("L0 qkv fprop x"));
+        QCOMPARE(v->graph(2, AmaxView::AmaxGraph)->name(), QString("L1 proj dgrad dy"));
+        v->hide();
     }
 };
 
 int main(int argc, char** argv) {
     QApplication app(argc, argv);
     ViewsTest from_store(false), from_file(true);
+    RealRunAmaxTest real_run;
     int rc = QTest::qExec(&from_store, argc, argv);
     rc |= QTest::qExec(&from_file, argc, argv);
+    rc |= QTest::qExec(&real_run, argc, argv);
     return rc;
 }
 #include "test_views.moc"
