@@ -32,6 +32,7 @@ public:
     bool raiseView(const QString& name);
     fp8scope::views::ViewSet* viewSet() { return views_.get(); }
     RunControl* runControl() { return run_; }
+    fp8scope::views::Selection* selection() { return &selection_; }
     const fp8scope::views::SeriesStore& store() const { return store_; }
     QString lastError() const { return last_error_; }
 

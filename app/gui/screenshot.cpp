@@ -1,0 +1,66 @@
+// Screenshot mode.
+#include "screenshot.h"
+
+#include <cstdio>
+
+#include "display_names.h"
+#include "main_window.h"
+
+using namespace fp8scope::views;
+
+namespace {
+
+// Applies --run and --select once the trace's names are known; false on a name that
+// matches nothing (the message names it).
+bool apply_choices(MainWindow& window, const ScreenshotRequest& r) {
+    QStringList unknown;
+    int run = -1;
+    std::vector<OperandRef> refs;
+    window.store().read([&](const TraceData& d) {
+        for (int i = 0; i < static_cast<int>(d.meta.runs.size()); ++i)
+            if (run_label(d.meta, i) == r.run) run = i;
+        refs = parse_operand_list(d.meta, r.select, &unknown);
+    });
+    if (!r.run.isEmpty() && run < 0) {
+        std::fprintf(stderr, "no run named '%s' in the trace\n", qPrintable(r.run));
+        return false;
+    }
+    if (!unknown.isEmpty()) {
+        std::fprintf(stderr, "no operand named '%s' in the trace (e.g. 'blocks.0.mlp.fc1 fprop x' or 'L0 fc1 fprop x')\n",
+                     qPrintable(unknown.join("', '")));
+        return false;
+    }
+    if (run >= 0) window.selection()->setRun(run);
+    if (!refs.empty()) window.selection()->setOperands(refs, refs.front());
+    return true;
+}
+
+}  // namespace
+
+int take_screenshot(MainWindow& window, const ScreenshotRequest& r) {
+    window.resize(1400, 900);
+    window.show();
+    if (!r.trace.isEmpty()) {
+        window.openTrace(r.trace);
+        window.waitUntilLoaded(120000);
+    }
+    if (!window.lastError().isEmpty()) std::fprintf(stderr, "%s\n", qPrintable(window.lastError()));
+    if (!apply_choices(window, r)) return 2;
+    QWidget* target = &window;
+    if (!r.view.isEmpty()) {
+        StoreView* v = window.viewSet()->view(r.view);
+        if (!v) {
+            std::fprintf(stderr, "unknown view '%s'; views: %s\n", qPrintable(r.view), qPrintable(ViewSet::names().join(", ")));
+            return 2;
+        }
+        window.raiseView(r.view);
+        v->resize(1200, 760);  // a view alone, at a readable size
+        target = v;
+    }
+    window.waitUntilLoaded(0);
+    if (!target->grab().save(r.out)) {
+        std::fprintf(stderr, "%s: cannot write the image\n", qPrintable(r.out));
+        return 1;
+    }
+    return window.lastError().isEmpty() ? 0 : 1;
+}
