@@ -85,9 +85,7 @@ float scale_in_use(const Recipe* r, const DelayedState* delayed, float amax) {
 
 }  // namespace
 
-void StatsCapture::on_operand(const OperandCapture& c) {
-    const int slot = operand_slot(c.linear, c.gemm, c.operand);
-    if (slot < 0) return;
+void StatsCapture::note_scaling(int slot, float amax, float scale) {
     if (!pending_) {
         std::size_t slots = meta_.linears.size() * kOperandsPerLinear;
         scaling_.run = run_;
@@ -96,12 +94,25 @@ void StatsCapture::on_operand(const OperandCapture& c) {
         scaling_.scale.assign(slots, std::numeric_limits<float>::quiet_NaN());
         pending_ = true;
     }
-    const float amax = scaling_amax(c.values);
-    const float scale = scale_in_use(c.recipe, c.delayed, amax);
-    if (static_cast<std::size_t>(slot) < scaling_.amax.size()) {
+    if (slot >= 0 && static_cast<std::size_t>(slot) < scaling_.amax.size()) {
         scaling_.amax[slot] = amax;
         scaling_.scale[slot] = scale;
     }
+}
+
+void StatsCapture::on_scaling(const OperandScaling& s) {
+    // The operand's two GEMMs cast the same tensor (the second one transposed).
+    for (Gemm g : {Gemm::Fprop, Gemm::Dgrad, Gemm::Wgrad})
+        if (const int slot = operand_slot(s.linear, g, s.operand); slot >= 0)
+            note_scaling(slot, s.cast.amax, s.cast.scale);
+}
+
+void StatsCapture::on_operand(const OperandCapture& c) {
+    const int slot = operand_slot(c.linear, c.gemm, c.operand);
+    if (slot < 0) return;
+    const float amax = scaling_amax(c.values);
+    const float scale = scale_in_use(c.recipe, c.delayed, amax);
+    note_scaling(slot, amax, scale);
     if (!full_) return;
 
     OperandRecord rec;

@@ -1,5 +1,5 @@
-// The capture sink a replica's Model reports to. Every operand it is handed gets its
-// amax and scale in use recorded (one ScalingRecord per step: cheap); at capture steps it
+// The capture sink a replica's Model reports to. Every cast's amax and scale in use are
+// recorded (one ScalingRecord per step: they come free with the cast); at capture steps it
 // also gets the full statistics of FP8.md and its error under every trace recipe
 // (OperandRecord), and at block-map steps per-tile maps on one tile grid for every
 // recipe (BlockMapRecord). Op timings become OpRecords. The figures are computed on the
@@ -53,10 +53,12 @@ public:
     void end_step();
 
     void on_operand(const OperandCapture& operand) override;
+    void on_scaling(const OperandScaling& scaling) override;
     void on_op(const OpTiming& timing) override;
 
 private:
     int recipe_id(const Recipe* r) const;
+    void note_scaling(int slot, float amax, float scale);  // into this step's ScalingRecord
     void record_blockmaps(const OperandCapture& c);
 
     int run_;
