@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/capture_sink.h"
+#include "fp8/analysis.h"
 #include "trace_records.h"
 
 namespace fp8scope::trace {
@@ -37,8 +38,7 @@ std::vector<std::string> default_op_names();
 std::vector<std::string> trace_recipe_names(const std::vector<Recipe>& analysis);
 
 struct StatsCaptureOptions {
-    StatsOptions stats;       // outlier k, top-k, threads
-    int tile = 128;           // block-map tile edge (the coarsest block of any recipe)
+    StatsOptions stats;  // outlier k, top-k, threads
 };
 
 class StatsCapture : public CaptureSink {
@@ -59,7 +59,7 @@ public:
 private:
     int recipe_id(const Recipe* r) const;
     void note_scaling(int slot, float amax, float scale);  // into this step's ScalingRecord
-    void record_blockmaps(const OperandCapture& c);
+    void record_blockmaps(const OperandCapture& c, const TileMaps& maps);
 
     int run_;
     const TraceMeta& meta_;
@@ -72,8 +72,8 @@ private:
     ScalingRecord scaling_;
 };
 
-// Per-tile maps of one operand under one recipe on a tile grid (tile_rows x tile_cols):
-// max |x|, the largest scale_inv covering the tile and the tile's SQNR. Public for tests.
-BlockMapRecord block_map(MatrixView x, const Recipe& recipe, int tile_rows, int tile_cols);
+// The block map of one recipe from the analysis' tile maps of x: max |x|, the largest
+// scale_inv covering the tile and the tile's SQNR.
+BlockMapRecord block_map_record(MatrixView x, const TileMaps& maps, std::size_t recipe);
 
 }  // namespace fp8scope::trace
