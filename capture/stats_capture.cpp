@@ -85,9 +85,7 @@ float scale_in_use(const Recipe* r, const DelayedState* delayed, float amax) {
 
 }  // namespace
 
-void StatsCapture::on_operand(const OperandCapture& c) {
-    const int slot = operand_slot(c.linear, c.gemm, c.operand);
-    if (slot < 0) return;
+void StatsCapture::note_scaling(int slot, float amax, float scale) {
     if (!pending_) {
         std::size_t slots = meta_.linears.size() * kOperandsPerLinear;
         scaling_.run = run_;
@@ -96,42 +94,54 @@ void StatsCapture::on_operand(const OperandCapture& c) {
         scaling_.scale.assign(slots, std::numeric_limits<float>::quiet_NaN());
         pending_ = true;
     }
-    const float amax = scaling_amax(c.values);
-    const float scale = scale_in_use(c.recipe, c.delayed, amax);
-    if (static_cast<std::size_t>(slot) < scaling_.amax.size()) {
+    if (slot >= 0 && static_cast<std::size_t>(slot) < scaling_.amax.size()) {
         scaling_.amax[slot] = amax;
         scaling_.scale[slot] = scale;
     }
+}
+
+void StatsCapture::on_scaling(const OperandScaling& s) {
+    // The operand's two GEMMs cast the same tensor (the second one transposed).
+    for (Gemm g : {Gemm::Fprop, Gemm::Dgrad, Gemm::Wgrad})
+        if (const int slot = operand_slot(s.linear, g, s.operand); slot >= 0)
+            note_scaling(slot, s.cast.amax, s.cast.scale);
+}
+
+void StatsCapture::on_operand(const OperandCapture& c) {
+    const int slot = operand_slot(c.linear, c.gemm, c.operand);
+    if (slot < 0) return;
+    const float amax = scaling_amax(c.values);
+    const float scale = scale_in_use(c.recipe, c.delayed, amax);
+    note_scaling(slot, amax, scale);
     if (!full_) return;
 
     OperandRecord rec;
     rec.key = {run_, step_, c.linear, c.gemm, c.operand};
     rec.recipe_in_use = recipe_id(c.recipe);
     rec.scale = scale;
-    Analysis a = analyze(c.values, recipes_, options_.stats);
+    // Delayed scaling depends on its history: the recipe in use is judged with the scale
+    // training really cast with; other delayed entries are what-if first steps.
+    AnalysisExtras extras;
+    extras.tile_maps = blockmaps_;
+    if (c.recipe && c.delayed && std::holds_alternative<DelayedScaling>(*c.recipe) && rec.recipe_in_use >= 0) {
+        extras.delayed_scales.assign(recipes_.size(), std::numeric_limits<float>::quiet_NaN());
+        extras.delayed_scales[rec.recipe_in_use] = c.delayed->scale();
+    }
+    Analysis a = analyze(c.values, recipes_, options_.stats, extras);
     rec.stats = std::move(a.tensor);
     rec.errors = std::move(a.errors);
     if (c.delayed) {
         const auto& h = c.delayed->history();
         rec.amax_history.assign(h.begin(), h.end());
     }
-    // Delayed scaling depends on its history: the figures of the cast training really
-    // made replace the what-if (first step) entry of that recipe.
-    if (c.recipe && c.delayed && std::holds_alternative<DelayedScaling>(*c.recipe) && rec.recipe_in_use >= 0) {
-        DelayedState state = *c.delayed;
-        QuantizedTensor q = quantize(c.values, *c.recipe, &state, options_.stats.threads);
-        rec.errors[rec.recipe_in_use] = error_stats(c.values, q, meta_.recipes[rec.recipe_in_use]);
-    }
     sink_.write(std::move(rec));
-    if (blockmaps_) record_blockmaps(c);
+    if (blockmaps_) record_blockmaps(c, a.maps);
 }
 
-void StatsCapture::record_blockmaps(const OperandCapture& c) {
-    int tr = static_cast<int>(std::min<std::int64_t>(options_.tile, std::max<std::int64_t>(c.values.rows, 1)));
-    int tc = static_cast<int>(std::min<std::int64_t>(options_.tile, std::max<std::int64_t>(c.values.cols, 1)));
+void StatsCapture::record_blockmaps(const OperandCapture& c, const TileMaps& maps) {
     for (std::size_t i = 0; i < recipes_.size(); ++i) {
-        if (std::holds_alternative<DelayedScaling>(recipes_[i])) continue;  // needs a history
-        BlockMapRecord b = block_map(c.values, recipes_[i], tr, tc);
+        if (std::holds_alternative<DelayedScaling>(recipes_[i])) continue;  // a what-if without history
+        BlockMapRecord b = block_map_record(c.values, maps, i);
         b.key = {run_, step_, c.linear, c.gemm, c.operand};
         b.recipe = static_cast<std::int32_t>(i);
         sink_.write(std::move(b));
@@ -143,40 +153,22 @@ void StatsCapture::on_op(const OpTiming& t) {
     sink_.write(OpRecord{run_, step_, id, t.linear, t.layer, -1, 0, t.start_ns, t.end_ns});
 }
 
-BlockMapRecord block_map(MatrixView x, const Recipe& recipe, int tile_rows, int tile_cols) {
+BlockMapRecord block_map_record(MatrixView x, const TileMaps& maps, std::size_t recipe) {
     BlockMapRecord b;
     b.rows = x.rows;
     b.cols = x.cols;
-    b.tile_rows = tile_rows;
-    b.tile_cols = tile_cols;
-    b.grid_rows = static_cast<int>((x.rows + tile_rows - 1) / tile_rows);
-    b.grid_cols = static_cast<int>((x.cols + tile_cols - 1) / tile_cols);
-    const std::size_t cells = static_cast<std::size_t>(b.grid_rows) * b.grid_cols;
-    std::vector<double> sig(cells, 0.0), err(cells, 0.0);
-    b.absmax.assign(cells, 0.0f);
-    b.scale_inv.assign(cells, 0.0f);
-    QuantizedTensor q = quantize(x, recipe);
-    std::vector<float> deq(static_cast<std::size_t>(x.size()));
-    dequantize(q, deq.data());
-    for (std::int64_t r = 0; r < x.rows; ++r) {
-        const float* row = x.row(r);
-        const float* drow = deq.data() + r * x.cols;
-        for (std::int64_t col = 0; col < x.cols; ++col) {
-            std::size_t cell = static_cast<std::size_t>(r / tile_rows) * b.grid_cols + col / tile_cols;
-            float v = row[col];
-            if (!std::isfinite(v)) continue;
-            b.absmax[cell] = std::max(b.absmax[cell], std::fabs(v));
-            b.scale_inv[cell] = std::max(b.scale_inv[cell], q.scale_inv_at(r, col));
-            double d = static_cast<double>(drow[col]) - v;
-            sig[cell] += static_cast<double>(v) * v;
-            err[cell] += d * d;
-        }
-    }
-    b.sqnr_db.resize(cells);
-    for (std::size_t i = 0; i < cells; ++i)
-        b.sqnr_db[i] = sig[i] == 0 ? std::numeric_limits<float>::quiet_NaN()
-                       : err[i] == 0 ? std::numeric_limits<float>::infinity()
-                                     : static_cast<float>(10.0 * std::log10(sig[i] / err[i]));
+    b.tile_rows = maps.tile_rows;
+    b.tile_cols = maps.tile_cols;
+    b.grid_rows = maps.grid_rows;
+    b.grid_cols = maps.grid_cols;
+    b.absmax = maps.absmax;
+    const TileMap& m = maps.recipes.at(recipe);
+    b.scale_inv = m.scale_inv;
+    b.sqnr_db.resize(m.signal.size());
+    for (std::size_t i = 0; i < m.signal.size(); ++i)
+        b.sqnr_db[i] = m.signal[i] == 0 ? std::numeric_limits<float>::quiet_NaN()
+                       : m.error[i] == 0 ? std::numeric_limits<float>::infinity()
+                                         : static_cast<float>(10.0 * std::log10(m.signal[i] / m.error[i]));
     return b;
 }
 

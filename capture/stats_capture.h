@@ -1,5 +1,5 @@
-// The capture sink a replica's Model reports to. Every operand it is handed gets its
-// amax and scale in use recorded (one ScalingRecord per step: cheap); at capture steps it
+// The capture sink a replica's Model reports to. Every cast's amax and scale in use are
+// recorded (one ScalingRecord per step: they come free with the cast); at capture steps it
 // also gets the full statistics of FP8.md and its error under every trace recipe
 // (OperandRecord), and at block-map steps per-tile maps on one tile grid for every
 // recipe (BlockMapRecord). Op timings become OpRecords. The figures are computed on the
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/capture_sink.h"
+#include "fp8/analysis.h"
 #include "trace_records.h"
 
 namespace fp8scope::trace {
@@ -37,8 +38,7 @@ std::vector<std::string> default_op_names();
 std::vector<std::string> trace_recipe_names(const std::vector<Recipe>& analysis);
 
 struct StatsCaptureOptions {
-    StatsOptions stats;       // outlier k, top-k, threads
-    int tile = 128;           // block-map tile edge (the coarsest block of any recipe)
+    StatsOptions stats;  // outlier k, top-k, threads
 };
 
 class StatsCapture : public CaptureSink {
@@ -53,11 +53,13 @@ public:
     void end_step();
 
     void on_operand(const OperandCapture& operand) override;
+    void on_scaling(const OperandScaling& scaling) override;
     void on_op(const OpTiming& timing) override;
 
 private:
     int recipe_id(const Recipe* r) const;
-    void record_blockmaps(const OperandCapture& c);
+    void note_scaling(int slot, float amax, float scale);  // into this step's ScalingRecord
+    void record_blockmaps(const OperandCapture& c, const TileMaps& maps);
 
     int run_;
     const TraceMeta& meta_;
@@ -70,8 +72,8 @@ private:
     ScalingRecord scaling_;
 };
 
-// Per-tile maps of one operand under one recipe on a tile grid (tile_rows x tile_cols):
-// max |x|, the largest scale_inv covering the tile and the tile's SQNR. Public for tests.
-BlockMapRecord block_map(MatrixView x, const Recipe& recipe, int tile_rows, int tile_cols);
+// The block map of one recipe from the analysis' tile maps of x: max |x|, the largest
+// scale_inv covering the tile and the tile's SQNR.
+BlockMapRecord block_map_record(MatrixView x, const TileMaps& maps, std::size_t recipe);
 
 }  // namespace fp8scope::trace

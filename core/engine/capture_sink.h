@@ -1,5 +1,5 @@
-// The engine's side of capture: at a capture step the model hands every quantized GEMM
-// operand and its op timings to a sink. The sink (capture/, or a test) decides what to
+// The engine's side of capture: every step the model reports its op timings and what each
+// cast computed (amax, scale); at a capture step it also hands over every GEMM operand. The sink (capture/, or a test) decides what to
 // compute and record; the model never knows about files or sockets.
 #pragma once
 
@@ -22,6 +22,15 @@ struct OperandCapture {
     const DelayedState* delayed = nullptr;   // the amax history, for delayed scaling
 };
 
+// The cast of one operand in a training step: what the recipe computed anyway, so it is
+// reported every step (capture or not) and lets amax spikes between capture steps show.
+// The operand feeds two GEMMs; the figures hold for both (the same tensor, transposed).
+struct OperandScaling {
+    int linear = 0;
+    Operand operand = Operand::X;
+    CastInfo cast;  // amax, per-tensor scale (NaN for block recipes), overflow count
+};
+
 // Wall time of one op of a step (CPU backend), in nanoseconds of a steady clock.
 struct OpTiming {
     std::string_view op;    // "fprop", "dgrad", "wgrad", "quantize", "attention", "layernorm", ...
@@ -35,6 +44,7 @@ public:
     virtual ~CaptureSink() = default;
     // Called from the training thread; `values` is only valid during the call.
     virtual void on_operand(const OperandCapture& operand) = 0;
+    virtual void on_scaling(const OperandScaling& /*scaling*/) {}
     virtual void on_op(const OpTiming& timing) = 0;
 };
 

@@ -85,12 +85,13 @@ void Fp8Linear::timing(const char* op, int linear, std::int64_t start_ns) const 
 // The values a GEMM reads for one operand: `values` itself when the operand stays
 // float32, else its fake-quantized copy in `out`. A delayed `state` has its amax pushed.
 const float* Fp8Linear::cast(Operand o, const float* values, std::int64_t rows, std::int64_t cols, float* out,
-                             DelayedState* state, int linear) {
+                             DelayedState* state, int linear, bool report) {
     const auto& r = recipe_.operand(o);
     if (!r) return values;
     std::int64_t t0 = sink_ ? now_ns() : 0;
-    fake_quantize(MatrixView{values, rows, cols}, *r, out, state);
+    const CastInfo info = fake_quantize(MatrixView{values, rows, cols}, *r, out, state);
     timing("quantize", linear, t0);
+    if (report && sink_) sink_->on_scaling(OperandScaling{linear, o, info});
     return out;
 }
 
@@ -155,8 +156,8 @@ void Fp8Linear::forward(int linear, const float* x, const float* w, const float*
         if (sx) sx = &ex.emplace(*sx);
         if (sw) sw = &ew.emplace(*sw);
     }
-    const float* Xq = cast(Operand::X, X, N, K, xq(linear, N), sx, linear);
-    const float* Wq = cast(Operand::W, W, M, K, wq(linear), sw, linear);
+    const float* Xq = cast(Operand::X, X, N, K, xq(linear, N), sx, linear, training);
+    const float* Wq = cast(Operand::W, W, M, K, wq(linear), sw, linear, training);
 
     t0 = sink_ ? now_ns() : 0;
     ops::sgemm(false, true, N, M, K, Xq, Wq, y);
@@ -190,7 +191,7 @@ void Fp8Linear::backward(int linear, const float* dy, const float* x, const floa
 
     // dgrad: dX (N,K) = dY (N,M) W (M,K); contraction over M.
     if (capture_operands_) capture(linear, Gemm::Dgrad, Operand::DY, dy, N, M, snap_dy_p);
-    const float* dYq = cast(Operand::DY, dy, N, M, grow(dyq_, N * M), sdy, linear);
+    const float* dYq = cast(Operand::DY, dy, N, M, grow(dyq_, N * M), sdy, linear, true);
     float* Wt = nullptr;
     if (!w_rowwise || capture_operands_) ops::transpose(Wt = grow(wt_, K * M), W, M, K);
     if (capture_operands_) capture(linear, Gemm::Dgrad, Operand::W, Wt, K, M, snap_w);
@@ -199,7 +200,7 @@ void Fp8Linear::backward(int linear, const float* dy, const float* x, const floa
         ops::sgemm(false, false, N, K, M, dYq, Wq, dx);
     } else {
         std::optional<DelayedState> tmp;
-        const float* Wtq = cast(Operand::W, Wt, K, M, grow(wtq_, K * M), scratch_state(snap_w, tmp), linear);
+        const float* Wtq = cast(Operand::W, Wt, K, M, grow(wtq_, K * M), scratch_state(snap_w, tmp), linear, false);
         t0 = sink_ ? now_ns() : 0;
         ops::sgemm(false, true, N, K, M, dYq, Wtq, dx);
     }
@@ -217,9 +218,9 @@ void Fp8Linear::backward(int linear, const float* dy, const float* x, const floa
     }
     std::optional<DelayedState> tmp_dy, tmp_x;
     const float* A = dy_rowwise ? dYq : cast(Operand::DY, dYt, M, N, grow(dytq_, M * N),
-                                              scratch_state(snap_dy_p, tmp_dy), linear);
+                                              scratch_state(snap_dy_p, tmp_dy), linear, false);
     const float* B = x_rowwise ? Xq : cast(Operand::X, Xt, K, N, grow(xtq_, K * N),
-                                            scratch_state(snap_x, tmp_x), linear);
+                                            scratch_state(snap_x, tmp_x), linear, false);
     t0 = sink_ ? now_ns() : 0;
     // A is dY (N,M) or dY^T (M,N); B is X (N,K) or X^T (K,N).
     ops::sgemm(dy_rowwise, !x_rowwise, M, K, N, A, B, dw);

@@ -62,8 +62,9 @@ private:
     using States = std::array<std::optional<DelayedState>, 3>;  // indexed by Operand
 
     DelayedState* live_state(int linear, Operand o);
+    // `report`: a training cast whose amax and scale go to the sink (once per operand).
     const float* cast(Operand o, const float* values, std::int64_t rows, std::int64_t cols, float* out,
-                      DelayedState* state, int linear);
+                      DelayedState* state, int linear, bool report);
     void capture(int linear, Gemm g, Operand o, const float* values, std::int64_t rows, std::int64_t cols,
                  const DelayedState* state);
     void timing(const char* op, int linear, std::int64_t start_ns) const;

@@ -5,8 +5,9 @@
 //   Pass 2 (tiles of P rows x W columns, threads over tiles): each tile is walked in
 //     sub-tiles of P x SW (128 x 128 by default, so a 128x128 block and its source stay in
 //     L1/L2); a sub-tile gets its block amaxes and its tensor statistics, then every recipe
-//     casts it and accumulates its error sums.
-// Sums are kept in 8 float64 lanes per quantity so the loops vectorize; every tile keeps
+//     casts it and accumulates its error sums. A sub-tile's sums are also one cell of
+//     the tile maps (the block heatmaps), so those cost no pass of their own.
+// Sums are kept in 16 float64 lanes per quantity so the loops vectorize; every tile keeps
 // its own partial results and they are combined in tile order, so the figures do not
 // depend on the thread count. No codes or dequantized copies are stored.
 // GCC 12 warns falsely about uninitialized values inside the AVX-512 intrinsics.
@@ -231,8 +232,9 @@ std::uint32_t moments_segment(const float* x, std::int64_t n, double mean, doubl
 #endif
 }
 
-void stats_segment(const float* x, std::int64_t n, std::int64_t index0, double mean, double threshold,
-                   int top_k, StatsAcc& acc, std::uint32_t* channel_amax) {
+// Returns the bits of the segment's largest finite |x|.
+std::uint32_t stats_segment(const float* x, std::int64_t n, std::int64_t index0, double mean, double threshold,
+                            int top_k, StatsAcc& acc, std::uint32_t* channel_amax) {
     const std::uint32_t smax = moments_segment(x, n, mean, threshold, acc);
     for (std::int64_t i = 0; i < n; ++i) {
         const std::uint32_t a = bits(x[i]) & kAbs;
@@ -251,9 +253,9 @@ void stats_segment(const float* x, std::int64_t n, std::int64_t index0, double m
         }
     }
     // Top-k: only segments that can reach the heap are scanned.
-    if (top_k <= 0) return;
+    if (top_k <= 0) return smax;
     auto worse = [](const TopEntry& a, const TopEntry& b) { return ranks_before(a, b); };
-    if (static_cast<int>(acc.top.size()) == top_k && smax < acc.top.front().abs_bits) return;
+    if (static_cast<int>(acc.top.size()) == top_k && smax < acc.top.front().abs_bits) return smax;
     for (std::int64_t i = 0; i < n; ++i) {
         const std::uint32_t a = bits(x[i]) & kAbs;
         if (a >= cast::kInfBits) continue;
@@ -267,6 +269,7 @@ void stats_segment(const float* x, std::int64_t n, std::int64_t index0, double m
             std::push_heap(acc.top.begin(), acc.top.end(), worse);
         }
     }
+    return smax;
 }
 
 // ---- Pass 2: error sums of one recipe over one block segment -------------------------
@@ -280,6 +283,20 @@ struct ErrAcc {
         if (std::isnan(si)) return;
         scale_inv_min = std::min(scale_inv_min, si);
         scale_inv_max = std::max(scale_inv_max, si);
+    }
+    void add(const ErrAcc& o) {
+        for (int j = 0; j < kLanes; ++j) {
+            sxx[j] += o.sxx[j];
+            sdd[j] += o.sdd[j];
+            sqq[j] += o.sqq[j];
+            sxq[j] += o.sxq[j];
+            max_err[j] = std::max(max_err[j], o.max_err[j]);
+        }
+        underflow += o.underflow;
+        overflow += o.overflow;
+        nonfinite_out += o.nonfinite_out;
+        scale_inv_min = std::min(scale_inv_min, o.scale_inv_min);
+        scale_inv_max = std::max(scale_inv_max, o.scale_inv_max);
     }
 };
 
@@ -399,7 +416,7 @@ struct RecipePlan {
     float s = 1, scale_inv = 1;  // per-tensor recipes
 };
 
-RecipePlan plan_recipe(const Recipe& r, float amax) {
+RecipePlan plan_recipe(const Recipe& r, float amax, float delayed_scale) {
     RecipePlan p;
     p.format = recipe_format(r);
     p.kernel = p.format == Format::E4M3 ? &error_segment<Format::E4M3> : &error_segment<Format::E5M2>;
@@ -407,8 +424,8 @@ RecipePlan plan_recipe(const Recipe& r, float amax) {
         p.per_tensor = true;
         p.s = compute_scale(amax, c->format, c->eps, c->pow2);
     } else if (std::holds_alternative<DelayedScaling>(r)) {
-        p.per_tensor = true;  // a lone tensor is the first step: s = 1
-        p.s = 1.0f;
+        p.per_tensor = true;  // without its history's scale, a lone tensor is a first step: s = 1
+        p.s = std::isnan(delayed_scale) ? 1.0f : delayed_scale;
     } else if (const auto* b = std::get_if<BlockScaling>(&r)) {
         if (b->block_rows < 1 || b->block_cols < 1)
             throw std::invalid_argument("recipe " + recipe_name(r) + ": block shape must be positive");
@@ -499,9 +516,40 @@ void errors_subtile(MatrixView x, std::int64_t r0, std::int64_t r1, std::int64_t
     }
 }
 
+void init_maps(TileMaps& maps, MatrixView x, const Tiling& t, std::size_t recipes) {
+    maps.tile_rows = static_cast<int>(std::min(t.P, std::max<std::int64_t>(x.rows, 1)));
+    maps.tile_cols = static_cast<int>(std::min(t.SW, std::max<std::int64_t>(x.cols, 1)));
+    maps.grid_rows = static_cast<int>(t.panels);
+    maps.grid_cols = static_cast<int>((x.cols + t.SW - 1) / t.SW);
+    const std::size_t cells = static_cast<std::size_t>(maps.grid_rows) * maps.grid_cols;
+    maps.absmax.assign(cells, 0.0f);
+    maps.recipes.resize(recipes);
+    for (TileMap& m : maps.recipes) {
+        m.scale_inv.assign(cells, std::numeric_limits<float>::quiet_NaN());
+        m.signal.assign(cells, 0.0);
+        m.error.assign(cells, 0.0);
+    }
+}
+
+// One cell of every map from its sub-tile's sums (each cell has one writer).
+void fill_cell(TileMaps& maps, std::int64_t cell, std::uint32_t absmax_bits, const std::vector<RecipePlan>& plans,
+               const std::vector<ErrAcc>& sub) {
+    maps.absmax[cell] = std::bit_cast<float>(absmax_bits);
+    for (std::size_t k = 0; k < plans.size(); ++k) {
+        TileMap& m = maps.recipes[k];
+        const ErrAcc& a = sub[k];
+        m.scale_inv[cell] = plans[k].per_tensor ? plans[k].scale_inv
+                            : a.scale_inv_min <= a.scale_inv_max ? a.scale_inv_max
+                                                                 : std::numeric_limits<float>::quiet_NaN();
+        m.signal[cell] = lane_sum(a.sxx);
+        m.error[cell] = lane_sum(a.sdd);
+    }
+}
+
 }  // namespace
 
-Analysis analyze(MatrixView x, const std::vector<Recipe>& recipes, const StatsOptions& opt) {
+Analysis analyze(MatrixView x, const std::vector<Recipe>& recipes, const StatsOptions& opt,
+                 const AnalysisExtras& extras) {
     Analysis out;
     TensorStats& t = out.tensor;
     const std::int64_t n = x.size();
@@ -537,8 +585,13 @@ Analysis analyze(MatrixView x, const std::vector<Recipe>& recipes, const StatsOp
     const float scaling_amax = std::bit_cast<float>(amax_bits);
 
     std::vector<RecipePlan> plans;
-    for (const Recipe& r : recipes) plans.push_back(plan_recipe(r, scaling_amax));
+    for (std::size_t k = 0; k < recipes.size(); ++k) {
+        const float delayed = k < extras.delayed_scales.size() ? extras.delayed_scales[k] : kNaN;
+        plans.push_back(plan_recipe(recipes[k], scaling_amax, delayed));
+    }
     const Tiling tiling = make_tiling(x, plans);
+    TileMaps& maps = out.maps;
+    if (extras.tile_maps) init_maps(maps, x, tiling, plans.size());
 
     // Pass 2 over tiles.
     const std::int64_t tiles = tiling.panels * tiling.chunks;
@@ -553,13 +606,20 @@ Analysis analyze(MatrixView x, const std::vector<Recipe>& recipes, const StatsOp
         res.errors.resize(plans.size());
         std::vector<std::uint32_t> ch(w1 - w0, 0), amax;
         std::vector<std::uint8_t> nonfinite;
+        std::vector<ErrAcc> sub(plans.size());  // per sub-tile: a cell of the tile maps
         for (std::int64_t c0 = w0; c0 < w1; c0 += tiling.SW) {
             const std::int64_t c1 = std::min(w1, c0 + tiling.SW);
+            std::uint32_t sub_max = 0;
             for (std::int64_t r = r0; r < r1; ++r) {
-                stats_segment(x.row(r) + c0, c1 - c0, r * x.cols + c0, mean, threshold, opt.top_k, res.stats,
-                              ch.data() + (c0 - w0));
+                sub_max = std::max(sub_max, stats_segment(x.row(r) + c0, c1 - c0, r * x.cols + c0, mean, threshold,
+                                                          opt.top_k, res.stats, ch.data() + (c0 - w0)));
             }
-            errors_subtile(x, r0, r1, c0, c1, plans, res.errors, amax, nonfinite);
+            std::fill(sub.begin(), sub.end(), ErrAcc{});
+            errors_subtile(x, r0, r1, c0, c1, plans, sub, amax, nonfinite);
+            for (std::size_t k = 0; k < plans.size(); ++k) res.errors[k].add(sub[k]);
+            if (extras.tile_maps) {
+                fill_cell(maps, (r0 / tiling.P) * maps.grid_cols + c0 / tiling.SW, sub_max, plans, sub);
+            }
         }
         std::lock_guard lock(channel_mu);
         for (std::int64_t c = w0; c < w1; ++c) channel[c] = std::max(channel[c], ch[c - w0]);

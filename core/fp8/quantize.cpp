@@ -32,6 +32,8 @@ struct Plan {
     std::vector<std::uint8_t> e8m0;      // MX only
     std::vector<std::uint8_t> nan_block;  // MX only: 1 where the block holds NaN or Inf
     bool mx = false;
+    float amax = 0;  // scaling amax of the whole tensor
+    float tensor_scale = std::numeric_limits<float>::quiet_NaN();  // per-tensor recipes
 };
 
 Plan plan_for(MatrixView x, const Recipe& recipe, const DelayedState* state, int threads) {
@@ -46,15 +48,18 @@ Plan plan_for(MatrixView x, const Recipe& recipe, const DelayedState* state, int
     };
     auto per_tensor = [&](float s) {
         grid(rows, cols);
+        p.tensor_scale = s;
         p.s.assign(p.scale_rows * p.scale_cols, s);
         p.scale_inv.assign(p.s.size(), 1.0f / s);
     };
 
     if (const auto* c = std::get_if<CurrentScaling>(&recipe)) {
-        per_tensor(compute_scale(scaling_amax(x), c->format, c->eps, c->pow2));
+        p.amax = scaling_amax(x);
+        per_tensor(compute_scale(p.amax, c->format, c->eps, c->pow2));
         return p;
     }
     if (std::holds_alternative<DelayedScaling>(recipe)) {
+        p.amax = scaling_amax(x);  // pushed into the history after the cast
         per_tensor(state ? state->scale() : 1.0f);
         return p;
     }
@@ -98,6 +103,7 @@ Plan plan_for(MatrixView x, const Recipe& recipe, const DelayedState* state, int
         p.e8m0.resize(nblocks);
         p.nan_block = nonfinite;
     }
+    p.amax = std::bit_cast<float>(nblocks ? *std::max_element(amax.begin(), amax.end()) : 0u);
     for (std::int64_t i = 0; i < nblocks; ++i) {
         const float a = std::bit_cast<float>(amax[i]);
         if (b) {
@@ -290,15 +296,19 @@ QuantizedTensor quantize(MatrixView x, const Recipe& recipe, DelayedState* state
     q.codes.resize(x.size());
     q.overflow = p.format == Format::E4M3 ? codes_all<Format::E4M3>(x, p, q.codes.data(), threads)
                                           : codes_all<Format::E5M2>(x, p, q.codes.data(), threads);
-    if (state && std::holds_alternative<DelayedScaling>(recipe)) state->push(scaling_amax(x));
+    if (state && std::holds_alternative<DelayedScaling>(recipe)) state->push(p.amax);
     return q;
 }
 
-void fake_quantize(MatrixView x, const Recipe& recipe, float* out, DelayedState* state, int threads) {
+CastInfo fake_quantize(MatrixView x, const Recipe& recipe, float* out, DelayedState* state, int threads) {
     const Plan p = plan_for(x, recipe, state, threads);
-    if (p.format == Format::E4M3) fake_all<Format::E4M3>(x, p, out, threads);
-    else fake_all<Format::E5M2>(x, p, out, threads);
-    if (state && std::holds_alternative<DelayedScaling>(recipe)) state->push(scaling_amax(x));
+    CastInfo info;
+    info.amax = p.amax;
+    info.scale = p.tensor_scale;
+    info.overflow = p.format == Format::E4M3 ? fake_all<Format::E4M3>(x, p, out, threads)
+                                             : fake_all<Format::E5M2>(x, p, out, threads);
+    if (state && std::holds_alternative<DelayedScaling>(recipe)) state->push(p.amax);
+    return info;
 }
 
 void dequantize(const QuantizedTensor& q, float* out) {

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <vector>
 
 #include "fp8/recipe.h"
@@ -80,9 +81,18 @@ float scaling_amax(MatrixView x);
 // tensor's amax pushed); without one it runs as a first step (s = 1). Threads over rows.
 QuantizedTensor quantize(MatrixView x, const Recipe& recipe, DelayedState* state = nullptr,
                          int threads = 0);
+// What a cast computed on the way, at no extra cost: the scaling amax of the tensor (the
+// max of the block amaxes for block recipes), the per-tensor scale (NaN for block
+// recipes) and the overflow count.
+struct CastInfo {
+    float amax = 0;
+    float scale = std::numeric_limits<float>::quiet_NaN();
+    std::int64_t overflow = 0;
+};
+
 // Quantize-dequantize in place into `out` (rows x cols): what the CPU engine feeds its
 // GEMMs. Same values as quantize() followed by dequantize().
-void fake_quantize(MatrixView x, const Recipe& recipe, float* out, DelayedState* state = nullptr,
+CastInfo fake_quantize(MatrixView x, const Recipe& recipe, float* out, DelayedState* state = nullptr,
                    int threads = 0);
 void dequantize(const QuantizedTensor& q, float* out);
 

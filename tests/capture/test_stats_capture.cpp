@@ -51,6 +51,17 @@ std::vector<float> gaussian(std::int64_t n, unsigned seed, float outlier) {
     return v;
 }
 
+// SQNR of a per-tensor cast with scale s, from the exact scalar encoder.
+double hand_sqnr(const std::vector<float>& v, Format f, float s) {
+    double sig = 0, err = 0;
+    for (float x : v) {
+        double q = decode(f, encode(f, x * s)) * (1.0f / s);
+        sig += double(x) * x;
+        err += (q - x) * (q - x);
+    }
+    return 10 * std::log10(sig / err);
+}
+
 TEST(StatsCapture, ScalingEveryStepOperandsOnlyAtCaptureSteps) {
     TraceMeta m = capture_meta({"current_e4m3", "block1x128_fp32"});
     VectorSink sink;
@@ -85,15 +96,7 @@ TEST(StatsCapture, ScalingEveryStepOperandsOnlyAtCaptureSteps) {
     EXPECT_FLOAT_EQ(static_cast<float>(o.scale), 448.0f / 37.5f);
     EXPECT_EQ(o.stats.amax, 37.5);
     ASSERT_EQ(o.errors.size(), 2u);
-    // The in-use figure, from the exact scalar encoder.
-    double sig = 0, err = 0;
-    float s = 448.0f / 37.5f;
-    for (float x : v) {
-        double xq = decode(Format::E4M3, encode(Format::E4M3, x * s)) * (1.0f / s);
-        sig += double(x) * x;
-        err += (xq - x) * (xq - x);
-    }
-    EXPECT_NEAR(o.errors[0].sqnr_db, 10 * std::log10(sig / err), 1e-6);
+    EXPECT_NEAR(o.errors[0].sqnr_db, hand_sqnr(v, Format::E4M3, 448.0f / 37.5f), 1e-6);
 
     auto names = sink.all<OpNameRecord>();
     ASSERT_EQ(names.size(), 1u);
@@ -106,8 +109,10 @@ TEST(StatsCapture, ScalingEveryStepOperandsOnlyAtCaptureSteps) {
     EXPECT_EQ(times[0].end_ns - times[0].start_ns, 150);
 }
 
+// The delayed recipe in use is judged with the scale it cast with; a delayed entry that
+// is not in use stays a what-if first step (s = 1).
 TEST(StatsCapture, DelayedScalingIsJudgedWithItsHistory) {
-    TraceMeta m = capture_meta({"current_e4m3", "delayed_e4m3"});
+    TraceMeta m = capture_meta({"current_e4m3", "delayed_e4m3", "delayed_e5m2"});
     VectorSink sink;
     OpNames ops(m.ops);
     StatsCapture cap(0, m, sink, ops);
@@ -126,44 +131,57 @@ TEST(StatsCapture, DelayedScalingIsJudgedWithItsHistory) {
         clamped += !is_finite_code(Format::E4M3, encode(Format::E4M3, x * 224.0f, Overflow::NonSaturate));
     EXPECT_GT(clamped, 0);
     EXPECT_NEAR(o.errors[1].overflow_pct, 100.0 * clamped / v.size(), 1e-9);
+    EXPECT_NEAR(o.errors[1].sqnr_db, hand_sqnr(v, Format::E4M3, 224.0f), 1e-9);
+    EXPECT_NEAR(o.errors[2].sqnr_db, hand_sqnr(v, Format::E5M2, 1.0f), 1e-9);
 }
 
+// Block maps at a block-map step: 128 x 128 tiles (partial at the edges) whose max |x|,
+// largest scale_inv and SQNR are computed here with the scalar encoder.
 TEST(StatsCapture, BlockMapTilesMatchAHandComputation) {
-    const std::int64_t R = 130, C = 200;  // partial edge tiles both ways
+    const std::int64_t R = 300, C = 200;
     auto v = gaussian(R * C, 3, 100.0f);
-    MatrixView x{v.data(), R, C};
-    BlockMapRecord b = block_map(x, CurrentScaling{Format::E4M3}, 64, 64);
-    ASSERT_EQ(b.grid_rows, 3);
-    ASSERT_EQ(b.grid_cols, 4);
+    TraceMeta m = capture_meta({"current_e4m3", "block1x128_fp32", "delayed_e4m3"});
+    VectorSink sink;
+    OpNames ops(m.ops);
+    StatsCapture cap(0, m, sink, ops);
+    cap.begin_step(1, true, true);
+    cap.on_operand({0, Gemm::Fprop, Operand::X, MatrixView{v.data(), R, C}, nullptr, nullptr});
+    auto maps = sink.all<BlockMapRecord>();
+    ASSERT_EQ(maps.size(), 2u);  // delayed needs a history: no map
     float amax = 0;
     for (float f : v) amax = std::max(amax, std::fabs(f));
-    float s = 448.0f / amax;
-    for (int gr = 0; gr < 3; ++gr)
-        for (int gc = 0; gc < 4; ++gc) {
-            float tmax = 0;
-            double sig = 0, err = 0;
-            for (std::int64_t r = gr * 64; r < std::min<std::int64_t>(R, gr * 64 + 64); ++r)
-                for (std::int64_t c = gc * 64; c < std::min<std::int64_t>(C, gc * 64 + 64); ++c) {
-                    float f = v[r * C + c];
-                    tmax = std::max(tmax, std::fabs(f));
-                    double q = decode(Format::E4M3, encode(Format::E4M3, f * s)) * (1.0f / s);
-                    sig += double(f) * f;
-                    err += (q - f) * (q - f);
+    for (const BlockMapRecord& b : maps) {
+        SCOPED_TRACE(m.recipes.at(b.recipe));
+        ASSERT_EQ(b.grid_rows, 3);
+        ASSERT_EQ(b.grid_cols, 2);
+        EXPECT_EQ(b.tile_rows, 128);
+        EXPECT_EQ(b.tile_cols, 128);
+        const bool per_tensor = b.recipe == 0;
+        for (int gr = 0; gr < 3; ++gr)
+            for (int gc = 0; gc < 2; ++gc) {
+                float tmax = 0, si_max = 0;
+                double sig = 0, err = 0;
+                for (std::int64_t r = gr * 128; r < std::min<std::int64_t>(R, gr * 128 + 128); ++r) {
+                    // Per tensor: one scale; 1x128: the amax of this row's 128-column block.
+                    const std::int64_t c0 = gc * 128, c1 = std::min<std::int64_t>(C, c0 + 128);
+                    float bmax = 0;
+                    for (std::int64_t c = c0; c < c1; ++c) bmax = std::max(bmax, std::fabs(v[r * C + c]));
+                    const float s = 448.0f / (per_tensor ? amax : bmax);
+                    si_max = std::max(si_max, 1.0f / s);
+                    for (std::int64_t c = c0; c < c1; ++c) {
+                        float f = v[r * C + c];
+                        tmax = std::max(tmax, std::fabs(f));
+                        double q = decode(Format::E4M3, encode(Format::E4M3, f * s)) * (1.0f / s);
+                        sig += double(f) * f;
+                        err += (q - f) * (q - f);
+                    }
                 }
-            int cell = gr * 4 + gc;
-            EXPECT_EQ(b.absmax[cell], tmax);
-            EXPECT_EQ(b.scale_inv[cell], 1.0f / s);
-            EXPECT_NEAR(b.sqnr_db[cell], 10 * std::log10(sig / err), 1e-3);
-        }
-    // 1x128 tiles: the scale_inv of a 64x64 tile is the largest of the row blocks it covers.
-    BlockMapRecord bb = block_map(x, BlockScaling{Format::E4M3, 1, 128, false}, 64, 64);
-    float want = 0;
-    for (std::int64_t r = 0; r < 64; ++r) {
-        float bmax = 0;
-        for (std::int64_t c = 0; c < 128; ++c) bmax = std::max(bmax, std::fabs(v[r * C + c]));
-        want = std::max(want, 1.0f / (448.0f / bmax));
+                int cell = gr * 2 + gc;
+                EXPECT_EQ(b.absmax[cell], tmax);
+                EXPECT_EQ(b.scale_inv[cell], si_max);
+                EXPECT_NEAR(b.sqnr_db[cell], 10 * std::log10(sig / err), 1e-3);
+            }
     }
-    EXPECT_FLOAT_EQ(bb.scale_inv[0], want);
 }
 
 TEST(TrainRecorder, AShortRunIsRecordedEndToEnd) {
@@ -227,7 +245,13 @@ TEST(TrainRecorder, AShortRunIsRecordedEndToEnd) {
         }
         EXPECT_EQ(reader.blockmap_steps(run), (std::vector<std::int64_t>{1, 5}));
         EXPECT_FALSE(reader.ops(run, 1, 6).empty());
-        EXPECT_EQ(reader.scaling(run, 1, 6).size(), 3u);  // operands reach the sink at capture steps
+        // Delayed casts report every step; baseline operands are seen at capture steps.
+        auto scaling = reader.scaling(run, 1, 6);
+        ASSERT_EQ(scaling.size(), run == 0 ? 3u : 6u);
+        if (run == 1) {  // every quantized operand has an amax at every step
+            for (const auto& s : scaling)
+                for (float a : s.amax) EXPECT_GT(a, 0.0f) << "step " << s.step;
+        }
     }
 }
 

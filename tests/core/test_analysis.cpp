@@ -3,13 +3,16 @@
 // thread count (bitwise).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
+#include <limits>
 #include <cmath>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "fp8/analysis.h"
+#include "fp8/format.h"
 #include "fp8/quantize.h"
 #include "reference/reference.h"
 
@@ -125,6 +128,66 @@ TEST(Analysis, DelayedRecipeIsItsFirstStep) {
     EXPECT_EQ(a.errors[0].scale_inv_min, 1.0);
     EXPECT_DOUBLE_EQ(a.errors[0].overflow_pct, 50.0);
     EXPECT_EQ(a.errors[0].max_abs_err, 552.0);
+}
+
+TEST(Analysis, DelayedScalesComeFromTheCaller) {
+    std::vector<float> x = {1000.0f, 3.0f, -600.0f, 0.25f};
+    AnalysisExtras extras;
+    extras.delayed_scales = {0.25f, std::numeric_limits<float>::quiet_NaN()};
+    const Analysis a = analyze(MatrixView{x.data(), 2, 2}, {DelayedScaling{}, DelayedScaling{}}, {}, extras);
+    double err = 0;
+    for (float v : x) {
+        const double q = decode(Format::E4M3, encode(Format::E4M3, v * 0.25f)) * 4.0f;
+        err += (q - v) * (q - v);
+    }
+    EXPECT_EQ(a.errors[0].scale_inv_min, 4.0);
+    EXPECT_EQ(a.errors[0].overflow_pct, 0.0);
+    EXPECT_DOUBLE_EQ(a.errors[0].mse, err / 4);
+    EXPECT_EQ(a.errors[1].scale_inv_min, 1.0);  // NaN: a first step
+}
+
+// The tile maps partition the tensor: their cells add up to the tensor's figures, and
+// the grid is the sub-tile grid that holds whole blocks of every recipe.
+TEST(Analysis, TileMapsPartitionTheTensorsSums) {
+    const std::int64_t R = 700, C = 2300;
+    std::vector<float> data = ref::make_data(DataKind::OutlierColumns, R, C, 9);
+    data[5 * C + 7] = std::numeric_limits<float>::quiet_NaN();
+    data[400 * C + 2000] = std::numeric_limits<float>::infinity();
+    const MatrixView x{data.data(), R, C};
+    const std::vector<Recipe> recipes = analysis_recipes();  // incl. 3x40 blocks: 384 x 640 tiles
+    AnalysisExtras extras;
+    extras.tile_maps = true;
+    const Analysis a = analyze(x, recipes, {}, extras);
+    const TileMaps& m = a.maps;
+    EXPECT_EQ(m.tile_rows, 384);
+    EXPECT_EQ(m.tile_cols, 640);
+    ASSERT_EQ(m.grid_rows, 2);
+    ASSERT_EQ(m.grid_cols, 4);
+    ASSERT_EQ(m.recipes.size(), recipes.size());
+    // Cell (1, 3) covers rows 384.. and columns 1920..: its max |x| by hand.
+    float tmax = 0;
+    for (std::int64_t r = 384; r < R; ++r)
+        for (std::int64_t c = 1920; c < C; ++c)
+            if (std::isfinite(data[r * C + c])) tmax = std::max(tmax, std::fabs(data[r * C + c]));
+    EXPECT_EQ(m.absmax[7], tmax);
+    EXPECT_EQ(*std::max_element(m.absmax.begin(), m.absmax.end()), static_cast<float>(a.tensor.amax));
+    for (std::size_t k = 0; k < recipes.size(); ++k) {
+        SCOPED_TRACE(a.errors[k].recipe);
+        double sig = 0, err = 0;
+        float si = 0;
+        for (std::size_t cell = 0; cell < m.absmax.size(); ++cell) {
+            sig += m.recipes[k].signal[cell];
+            err += m.recipes[k].error[cell];
+            if (!std::isnan(m.recipes[k].scale_inv[cell])) si = std::max(si, m.recipes[k].scale_inv[cell]);
+        }
+        EXPECT_NEAR(10 * std::log10(sig / err), a.errors[k].sqnr_db, 1e-9);
+        EXPECT_EQ(si, a.errors[k].scale_inv_max);
+    }
+    // Without maps, the figures are the same bits.
+    const Analysis b = analyze(x, recipes);
+    EXPECT_TRUE(b.maps.absmax.empty());
+    for (std::size_t k = 0; k < recipes.size(); ++k)
+        EXPECT_TRUE(bitwise_equal(a.errors[k].sqnr_db, b.errors[k].sqnr_db));
 }
 
 }  // namespace

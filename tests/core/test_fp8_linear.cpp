@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 
 #include "engine/fp8_linear.h"
@@ -270,6 +271,57 @@ TEST(Fp8Linear, EvaluationLeavesDelayedHistoriesAlone) {
     EXPECT_EQ(lin.delayed_state(0, Operand::X)->history().size(), 1u);
     EXPECT_EQ(lin.delayed_state(0, Operand::X)->scale(), scale);
     EXPECT_EQ(lin.delayed_state(0, Operand::W)->history().size(), 1u);
+}
+
+// Every training cast reports the operand's amax and scale, capture step or not; the
+// figures are checked against max |x| and the delayed rule computed here.
+TEST(Fp8Linear, TrainingCastsReportAmaxAndScaleEveryStep) {
+    struct ScalingSink : CaptureSink {
+        std::vector<OperandScaling> seen;
+        void on_operand(const OperandCapture&) override {}
+        void on_op(const OpTiming&) override {}
+        void on_scaling(const OperandScaling& s) override { seen.push_back(s); }
+    };
+    auto amax_of = [](const std::vector<float>& v) {
+        float m = 0;
+        for (float x : v) m = std::max(m, std::abs(x));
+        return m;
+    };
+    for (const char* name : {"delayed", "mxfp8"}) {
+        SCOPED_TRACE(name);
+        Fp8Linear lin({LinearInfo{"l", 0, K, M}});
+        lin.set_recipe(training_recipe(name));
+        ScalingSink sink;
+        lin.set_capture(&sink, false);
+        const bool delayed = std::string(name) == "delayed";
+        float x_scale = 1.0f, x_history_max = 0.0f;  // delayed: the first step casts with s = 1
+        for (int step = 0; step < 3; ++step) {
+            auto X = randn(N * K, 10 + step, 1.0f + step), W = randn(M * K, 20 + step), dY = randn(N * M, 30 + step);
+            std::vector<float> Y(N * M), dX(N * K), dW(M * K);
+            sink.seen.clear();
+            lin.forward(0, X.data(), W.data(), nullptr, Y.data(), N, nullptr, true);
+            lin.backward(0, dY.data(), X.data(), W.data(), dX.data(), dW.data(), nullptr, N, nullptr);
+            ASSERT_EQ(sink.seen.size(), 3u);  // x, w, dy: once each
+            std::map<Operand, float> want{{Operand::X, amax_of(X)}, {Operand::W, amax_of(W)}, {Operand::DY, amax_of(dY)}};
+            for (const auto& s : sink.seen) {
+                EXPECT_EQ(s.linear, 0);
+                EXPECT_EQ(s.cast.amax, want.at(s.operand));
+                if (!delayed) {
+                    EXPECT_TRUE(std::isnan(s.cast.scale));
+                }
+            }
+            if (delayed) {
+                EXPECT_EQ(sink.seen[0].operand, Operand::X);
+                EXPECT_EQ(sink.seen[0].cast.scale, x_scale);
+                x_history_max = std::max(x_history_max, amax_of(X));
+                x_scale = 448.0f / x_history_max;  // algo max over the history, margin 0
+            }
+            // Evaluation casts are not training casts: nothing is reported.
+            sink.seen.clear();
+            lin.forward(0, X.data(), W.data(), nullptr, Y.data(), N, nullptr, false);
+            EXPECT_TRUE(sink.seen.empty());
+        }
+    }
 }
 
 TEST(Fp8Linear, RecipeStateRoundTripsAndRejectsDamage) {
