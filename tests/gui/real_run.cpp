@@ -22,6 +22,7 @@ struct AmaxTee : CaptureSink {
         seen.push_back({replica, *step, trace::operand_slot(o.linear, o.gemm, o.operand), m});
         next->on_operand(o);
     }
+    void on_scaling(const OperandScaling& s) override { next->on_scaling(s); }
     void on_op(const OpTiming& t) override { next->on_op(t); }
     CaptureSink* next;
     int replica;

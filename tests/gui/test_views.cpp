@@ -464,6 +464,7 @@ private slots:
                 ++checked;
             }
             QCOMPARE(checked, 3);  // steps 1, 6, 11
+            QCOMPARE(g->dataCount(), 12);  // amax is recorded at every step
         }
         QCOMPARE(v->graph(0, AmaxView::AmaxGraph)->name(), QString("L0 qkv fprop x"));
         QCOMPARE(v->graph(2, AmaxView::AmaxGraph)->name(), QString("L1 proj dgrad dy"));
