@@ -40,9 +40,13 @@ void ErrorView::drawBars() {
     bars_->clearPlottables();
     auto* group = new QCPBarsGroup(bars_);
     const int n = model_.recipeCount(), rows = model_.rowCount();
-    const double width = 0.8 / std::max(1, n);
-    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
-    for (int l = 0; l < rows; ++l) ticker->addTick(l, model_.data(model_.index(l, 0), Qt::DisplayRole).toString());
+    // A linear's bars share 0.8 of its slot, gaps in plot units too: pixel gaps would push
+    // 13 narrow bars into the neighbouring linear's slot.
+    const double width = 0.7 / std::max(1, n);
+    group->setSpacingType(QCPBarsGroup::stPlotCoords);
+    group->setSpacing(0.1 / std::max(1, n));
+    QStringList linears;
+    for (int l = 0; l < rows; ++l) linears << model_.data(model_.index(l, 0), Qt::DisplayRole).toString();
     for (int r = 0; r < n; ++r) {
         auto* b = new QCPBars(bars_->xAxis, bars_->yAxis);
         b->setName(model_.recipeName(r));
@@ -56,10 +60,9 @@ void ErrorView::drawBars() {
         b->setData(k, v);
     }
     wrap_legend(bars_);
-    bars_->xAxis->setTicker(ticker);
-    bars_->xAxis->setTickLabelRotation(rows > 6 ? 60 : 0);
     fit_axes(bars_);
-    bars_->xAxis->setRange(-0.6, rows - 0.4);
+    set_label_ticks(bars_->xAxis, linears);
+    slant_tick_labels(bars_->xAxis, linears, rows > 6 ? 60 : 0);
     bars_->yAxis->setLabel(stat_->currentText());
     set_placeholder(bars_, rows == 0 || n == 0 ? tr("no analysis recipes in this trace") : QString());
 }

@@ -103,7 +103,7 @@ void OutliersView::drawLayers(const TraceData& d, const RunData& rd, std::int64_
     fit_axes(kurtosis_);
     kurtosis_->yAxis->setRangeLower(0);
     set_label_ticks(kurtosis_->xAxis, names);
-    kurtosis_->xAxis->setTickLabelRotation(nl > 4 ? 45 : 0);
+    slant_tick_labels(kurtosis_->xAxis, names, nl > 4 ? 45 : 0);
     set_placeholder(kurtosis_, lk.isEmpty() ? tr("no capture at or before this step") : QString());
 }
 

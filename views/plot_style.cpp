@@ -178,6 +178,16 @@ void set_label_ticks(QCPAxis* axis, const QStringList& labels) {
     axis->setRange(-0.5, labels.size() - 0.5);
 }
 
+void slant_tick_labels(QCPAxis* axis, const QStringList& labels, double degrees) {
+    axis->setTickLabelRotation(degrees);
+    const QFontMetrics metrics(axis->tickLabelFont());
+    int widest = 0;
+    for (const QString& l : labels) widest = std::max(widest, metrics.horizontalAdvance(l));
+    QMargins m = axis->axisRect()->minimumMargins();
+    m.setRight(degrees > 0 ? static_cast<int>(widest * std::cos(qDegreesToRadians(degrees))) : 0);
+    axis->axisRect()->setMinimumMargins(m);
+}
+
 QVector<double> gaps_for_log(QVector<double> v) {
     for (double& x : v)
         if (!(x > 0) || !std::isfinite(x)) x = qQNaN();

@@ -37,6 +37,9 @@ void wrap_legend(QCustomPlot* plot);
 void fit_axes(QCustomPlot* plot);
 // Integer positions 0..n-1 labelled with `labels`, each cell centred on its tick.
 void set_label_ticks(QCPAxis* axis, const QStringList& labels);
+// Rotates the tick labels by `degrees` (0: level) and keeps room on the right for the
+// last one: QCustomPlot drops a label that would cross the widget's edge.
+void slant_tick_labels(QCPAxis* axis, const QStringList& labels, double degrees);
 // Replaces NaN and non-positive values (for log axes) by QCustomPlot's gap marker.
 QVector<double> gaps_for_log(QVector<double> v);
 // Shows `text` in the middle of an empty plot (no data yet, nothing selected).

@@ -232,9 +232,11 @@ private slots:
     void errorViewLegendAndColours() {
         const std::vector<std::string> names = trace::trace_recipe_names(default_analysis_recipes());
         QCOMPARE(int(names.size()), 13);
-        trace::TraceMeta meta = t::synthetic_meta(spec_);
+        t::SyntheticSpec spec = spec_;
+        spec.linears = 8;  // as many as the tiny model: 104 bars side by side
+        trace::TraceMeta meta = t::synthetic_meta(spec);
         meta.recipes = names;
-        TraceBatch batch = t::synthetic_batch(spec_);
+        TraceBatch batch = t::synthetic_batch(spec);
         for (trace::OperandRecord& o : batch.operands)
             while (o.errors.size() < names.size()) {
                 ErrorStats e;
@@ -259,6 +261,14 @@ private slots:
         }
         expectDistinguishable(colours);
         expectLegendOutside(bars);
+        // Each linear's bars stay within its own slot on the axis.
+        for (int l = 0; l < spec.linears; ++l) {
+            const double left = bars->xAxis->coordToPixel(l - 0.5), right = bars->xAxis->coordToPixel(l + 0.5);
+            for (int r : {0, 12}) {
+                const double x = qobject_cast<QCPBars*>(bars->plottable(r))->dataPixelPosition(l).x();
+                QVERIFY2(x > left && x < right, qPrintable(QString("linear %1 recipe %2").arg(l).arg(r)));
+            }
+        }
     }
 
     void paletteHasSixteenDistinctColours() {
