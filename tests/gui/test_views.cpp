@@ -293,6 +293,12 @@ private slots:
         QCOMPARE(map->data()->keySize(), 16);
         QCOMPARE(map->data()->valueSize(), 8);
         QCOMPARE(map->data()->cell(5, 2), std::log10(1.0 + 2 * 16 + 5));  // absmax of tile (2, 5)
+        // One colour scale over every map's cells: absmax 1 .. 128.
+        QCOMPARE(map->colorScale()->dataRange().lower, 0.0);
+        QCOMPARE(map->colorScale()->dataRange().upper, std::log10(128.0));
+        QCOMPARE(qobject_cast<QCPColorMap*>(v->plot()->plottable(3))->colorScale(), map->colorScale());
+        QVERIFY(v->heading().contains("8x16 tiles of 32x32"));
+        QCOMPARE(map->gradient(), QCPColorGradient(QCPColorGradient::gpThermal));
         cursor_.setStep(10);  // before the block-map step 25 only step 0 exists
         set_->refreshNow();
         QVERIFY(v->heading().contains("step 0"));
