@@ -61,7 +61,9 @@ AmaxView::AmaxView(const ViewContext& context, QWidget* parent) : StoreView(cont
     history_ = plot_->addGraph();
     history_->setLineStyle(QCPGraph::lsNone);
     cursor_line_ = add_cursor_line(plot_);
-    window_->setLayer(cursor_layer(plot_));
+    // Under the curves, so that it does not tint their colours; it moves only when the
+    // cursor passes a capture step, and then the whole plot is redrawn.
+    window_->setLayer(QStringLiteral("grid"));
     history_->setLayer(cursor_layer(plot_));
     place_legend_below(plot_, 4);
 }
@@ -130,8 +132,11 @@ void AmaxView::rebuild(const TraceData& d, int run, const std::vector<OperandRef
     fit_axes(plot_);
 }
 
-// The previous steps' amax as delayed scaling saw them at the cursor's capture step.
-void AmaxView::drawHistory(const RunData& rd, std::int64_t step) {
+// The previous steps' amax as delayed scaling saw them at the cursor's capture step; true
+// when the window moved.
+bool AmaxView::drawHistory(const RunData& rd, std::int64_t step) {
+    const QPointF before = window_->topLeft->coords();
+    const bool was_visible = window_->visible();
     QVector<double> hk, hv;
     if (const trace::OperandRecord* o = rd.operand_at(step, ctx().selection->operand()); o && !o->amax_history.empty()) {
         const auto n = static_cast<std::int64_t>(o->amax_history.size());
@@ -144,6 +149,7 @@ void AmaxView::drawHistory(const RunData& rd, std::int64_t step) {
     }
     window_->setVisible(!hk.isEmpty());
     history_->setData(hk, gaps_for_log(hv), true);
+    return window_->visible() != was_visible || window_->topLeft->coords() != before;
 }
 
 void AmaxView::redraw() {
@@ -152,12 +158,12 @@ void AmaxView::redraw() {
     const std::vector<OperandRef> refs = drawn_operands(sel.operands(), current);
     const int run = sel.run();
     const std::int64_t step = ctx().cursor->step();
-    bool rebuilt = dataChanged() || refs != shown_ || !(current == shown_current_) || run != shown_run_;
+    const bool rebuild_all = dataChanged() || refs != shown_ || !(current == shown_current_) || run != shown_run_;
+    bool replot_all = true;
     ctx().store->read([&](const TraceData& d) {
         const bool ok = run >= 0 && run < static_cast<int>(d.runs.size()) && current.slot() >= 0 &&
                         current.slot() < d.slot_count();
         if (!ok) {
-            rebuilt = true;
             clearCurves();
             history_->data()->clear();
             set_placeholder(plot_, d.empty() ? tr("no steps yet") : tr("select an operand"));
@@ -165,14 +171,14 @@ void AmaxView::redraw() {
             return;
         }
         set_placeholder(plot_, QString());
-        if (rebuilt) rebuild(d, run, refs, sel.operands().size());
-        drawHistory(d.runs[run], step);
+        if (rebuild_all) rebuild(d, run, refs, sel.operands().size());
+        replot_all = drawHistory(d.runs[run], step) || rebuild_all;
     });
     shown_ = refs;
     shown_current_ = current;
     shown_run_ = run;
     set_cursor_line(cursor_line_, static_cast<double>(step));
-    rebuilt ? plot_->replot() : replot_cursor_layer(plot_);
+    replot_all ? plot_->replot() : replot_cursor_layer(plot_);
 }
 
 }  // namespace fp8scope::views

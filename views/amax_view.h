@@ -43,7 +43,7 @@ private:
         QCPGraph* graphs[GraphsPerOperand];
     };
     void rebuild(const TraceData& d, int run, const std::vector<OperandRef>& refs, std::size_t selected);
-    void drawHistory(const RunData& rd, std::int64_t step);
+    bool drawHistory(const RunData& rd, std::int64_t step);
     void clearCurves();
 
     QCustomPlot* plot_;

@@ -86,13 +86,17 @@ void LayersView::showSelection() {
 
 void LayersView::redraw() {
     const bool first = model_.rowCount() == 0;
+    const int run = ctx().selection->run();
     syncing_ = true;
-    model_.refresh(ctx().selection->run(), ctx().cursor->step());
+    model_.refresh(run, ctx().cursor->step());
     syncing_ = false;
-    if (first && model_.rowCount() > 0) {
+    if (model_.rowCount() == 0) return;
+    // Another run's figures (a baseline has no recipe or scale) need other widths.
+    if (run != sized_run_) {
         view_->resizeColumnsToContents();
-        showSelection();
+        sized_run_ = run;
     }
+    if (first) showSelection();
 }
 
 }  // namespace fp8scope::views

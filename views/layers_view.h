@@ -33,6 +33,7 @@ private:
     QSortFilterProxyModel* proxy_;
     QTableView* view_;
     QLineEdit* filter_;
+    int sized_run_ = -1;    // the run the column widths were fitted to
     bool syncing_ = false;  // the table and the Selection are being made to agree
 };
 

@@ -26,8 +26,8 @@ LossView::LossView(const ViewContext& context, QWidget* parent) : StoreView(cont
     layout->addWidget(speed_, 2);
     speed_->yAxis2->setVisible(true);
     QCustomPlot* plots[3] = {loss_, diff_, speed_};
+    speed_->xAxis->setLabel(tr("step"));  // the three plots share their steps; one label
     for (int i = 0; i < 3; ++i) {
-        plots[i]->xAxis->setLabel(tr("step"));
         cursor_lines_[i] = add_cursor_line(plots[i]);
         // Zooming one plot's steps zooms the others.
         for (int j = 0; j < 3; ++j)
@@ -37,7 +37,7 @@ LossView::LossView(const ViewContext& context, QWidget* parent) : StoreView(cont
                             if (p->xAxis->range() != r) { p->xAxis->setRange(r); p->replot(QCustomPlot::rpQueuedReplot); }
                         });
     }
-    loss_->legend->setVisible(true);
+    place_legend_below(loss_, 6);  // the plot is short: any corner inside covers a curve
 }
 
 static QVector<double> qvec(const std::vector<double>& v) { return QVector<double>(v.begin(), v.end()); }
@@ -93,6 +93,7 @@ void LossView::rebuild(const TraceData& d) {
     }
     if (!d.empty() && d.runs.size() < 2) set_placeholder(diff_, tr("one run: no baseline comparison"));
     loss_->legend->setVisible(loss_->graphCount() > 0);
+    wrap_legend(loss_);
     speed_->yAxis->setLabel(tr("ms"));
     speed_->yAxis2->setLabel(tr("tokens/s"));
 }
