@@ -2,7 +2,7 @@
 // shows it as it trains; `fp8scope trace.h5` opens a trace instead; `--no-launch` opens an
 // empty window. `fp8scope --screenshot out.png [--open trace.h5] [--view NAME]` renders
 // one view to PNG without a display and exits; `--run NAME --select "A, B"` choose the run
-// and the operands it shows.
+// and the operands it shows, `--blocks sqnr` what the block heatmaps show.
 #include <QApplication>
 #include <QCommandLineParser>
 
@@ -39,8 +39,9 @@ int main(int argc, char** argv) {
     QCommandLineOption select_opt("select",
                                   "operands for --screenshot, comma-separated labels (\"blocks.0.mlp.fc1 fprop x\" "
                                   "or \"L0 fc1 fprop x\"); the first is the current one", "LIST");
+    QCommandLineOption blocks_opt("blocks", "block heatmaps for --screenshot: absmax, scale_inv or sqnr", "NAME");
     QCommandLineOption no_launch_opt("no-launch", "open an empty window instead of starting a run");
-    cli.addOptions({open_opt, shot_opt, view_opt, run_opt, select_opt, no_launch_opt});
+    cli.addOptions({open_opt, shot_opt, view_opt, run_opt, select_opt, blocks_opt, no_launch_opt});
     cli.process(app);
     QString trace = cli.value(open_opt);
     if (trace.isEmpty() && !cli.positionalArguments().isEmpty()) trace = cli.positionalArguments().first();
@@ -48,7 +49,7 @@ int main(int argc, char** argv) {
     MainWindow window;
     if (cli.isSet(shot_opt))
         return take_screenshot(window, {cli.value(shot_opt), trace, cli.value(view_opt), cli.value(run_opt),
-                                        cli.value(select_opt)});
+                                        cli.value(select_opt), cli.value(blocks_opt)});
     window.show();
     if (!trace.isEmpty()) window.openTrace(trace);
     else if (!cli.isSet(no_launch_opt)) window.runControl()->launch(RunControl::defaultSpec());

@@ -134,14 +134,6 @@ bool MainWindow::waitUntilLoaded(int timeout_ms) {
     return done;
 }
 
-bool MainWindow::raiseView(const QString& name) {
-    auto* dock = findChild<QDockWidget*>("dock_" + name);
-    if (!dock) return false;
-    dock->show();
-    dock->raise();
-    return true;
-}
-
 StoreView* MainWindow::currentView() const {
     for (StoreView* v : views_->views())
         if (v->isVisible() && v->hasFocus()) return v;

@@ -28,8 +28,6 @@ public:
     void openTrace(const QString& path);
     // Blocks until a running load is over and every view is redrawn (screenshots).
     bool waitUntilLoaded(int timeout_ms);
-    // Shows the dock of view `name` on top; false when there is no such view.
-    bool raiseView(const QString& name);
     fp8scope::views::ViewSet* viewSet() { return views_.get(); }
     RunControl* runControl() { return run_; }
     fp8scope::views::Selection* selection() { return &selection_; }

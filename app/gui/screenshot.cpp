@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "blockmap_view.h"
 #include "display_names.h"
 #include "main_window.h"
 
@@ -32,13 +33,21 @@ bool apply_choices(MainWindow& window, const ScreenshotRequest& r) {
     }
     if (run >= 0) window.selection()->setRun(run);
     if (!refs.empty()) window.selection()->setOperands(refs, refs.front());
+    if (!r.blocks.isEmpty()) {
+        const int q = BlockMapView::quantityByName(r.blocks);
+        if (q < 0) {
+            std::fprintf(stderr, "unknown block map quantity '%s'; absmax, scale_inv or sqnr\n", qPrintable(r.blocks));
+            return false;
+        }
+        qobject_cast<BlockMapView*>(window.viewSet()->view("blocks"))->setQuantity(BlockMapView::Quantity(q));
+    }
     return true;
 }
 
 }  // namespace
 
 int take_screenshot(MainWindow& window, const ScreenshotRequest& r) {
-    window.resize(1400, 900);
+    window.resize(1200, 760);
     window.show();
     if (!r.trace.isEmpty()) {
         window.openTrace(r.trace);
@@ -53,12 +62,14 @@ int take_screenshot(MainWindow& window, const ScreenshotRequest& r) {
             std::fprintf(stderr, "unknown view '%s'; views: %s\n", qPrintable(r.view), qPrintable(ViewSet::names().join(", ")));
             return 2;
         }
-        window.raiseView(r.view);
-        v->resize(1200, 760);  // a view alone, at a readable size
+        // Out of its dock, so that the docks' layout does not decide its size.
+        v->setParent(nullptr);
+        v->resize(1200, 760);
+        v->show();
         target = v;
     }
     window.waitUntilLoaded(0);
-    if (!target->grab().save(r.out)) {
+    if (!target->grab().save(r.out, nullptr, 0)) {  // 0: the smallest PNG
         std::fprintf(stderr, "%s: cannot write the image\n", qPrintable(r.out));
         return 1;
     }

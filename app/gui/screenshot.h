@@ -12,8 +12,9 @@ struct ScreenshotRequest {
     QString view;    // view name; empty: the whole window
     QString run;     // run name; empty: the first run
     QString select;  // comma-separated operand labels; the first one is the current operand
+    QString blocks;  // block heatmaps' quantity: absmax, scale_inv or sqnr; empty: absmax
 };
 
 // Exit status: 0 when written, 1 when the trace or the image failed, 2 for a bad view,
-// run or operand name.
+// run, operand or quantity name.
 int take_screenshot(MainWindow& window, const ScreenshotRequest& request);

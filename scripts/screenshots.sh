@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Regenerates the README screenshots in docs/images/ from two real runs: the tiny
+# lock-step comparison of tests/gui/write_real_trace (200 steps, capture every 10) and,
+# for the block heatmaps, a wider model whose operands span many 128x128 tiles.
+# Needs a configured build (scripts/setup.sh); BUILD overrides its folder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${BUILD:-build}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+ninja -C "$build" fp8scope fp8scope-engine write_real_trace
+
+"$build/bin/write_real_trace" "$tmp/tiny.h5" 200
+"$build/bin/fp8scope-engine" train --recipe delayed --steps 6 --batch 8 --seq 128 \
+    --capture-every 3 --blockmap-every 3 --quiet --out "$tmp/wide.h5" \
+    --set model.n_layer=2 --set model.d_model=512 --set model.d_ff=2048 --set model.n_head=8
+
+shot() {
+    local name=$1
+    shift
+    QT_QPA_PLATFORM=offscreen "$build/bin/fp8scope" --screenshot "docs/images/$name.png" "$@"
+}
+shot main --open "$tmp/tiny.h5" --run delayed --select "L0 qkv fprop x, L0 qkv fprop w, L0 qkv dgrad dy"
+shot error --open "$tmp/tiny.h5" --view error --run delayed
+shot outliers --open "$tmp/tiny.h5" --view outliers
+shot kernels --open "$tmp/tiny.h5" --view kernels
+shot amax --open "$tmp/tiny.h5" --view amax --run delayed \
+    --select "L1 fc2 fprop x, L0 fc1 fprop x, L1 proj fprop w, L1 fc1 dgrad dy"
+shot blocks --open "$tmp/wide.h5" --view blocks --select "L1 fc2 fprop x" --blocks sqnr
+ls -l docs/images/*.png
