@@ -7,8 +7,9 @@
 namespace fp8scope::views {
 
 namespace {
-// Tableau's ten hues, then ten more picked to stay at least 60 apart (RGB distance) from
-// all others; Tableau's own light shades of blue, purple and cyan are too close.
+// Dark grey (the baseline) and Tableau's nine hues, then ten more picked to stay at least
+// 60 apart (RGB distance) from all others; Tableau's own light shades of blue, purple and
+// cyan are too close to each other.
 constexpr QRgb kPalette[kPaletteSize] = {
     0x333333, 0x1f77b4, 0xd62728, 0x2ca02c, 0xff7f0e, 0x9467bd, 0x8c564b, 0xe377c2, 0x17becf, 0xbcbd22,
     0xaec7e8, 0xff9896, 0x98df8a, 0xe7ba52, 0x000080, 0x800000, 0x008080, 0x808000, 0x4b0082, 0x7f7f7f};

@@ -14,8 +14,8 @@ namespace fp8scope::views {
 // first, for the baseline), repeating after that.
 constexpr int kPaletteSize = 20;
 QColor series_color(int index);
-// One colour per analysis recipe: a hue per family (current, delayed, block1x128, ...,
-// the name up to its first '_'), shades of it for the family's variants.
+// One colour per analysis recipe: a hue per family (current, delayed, block1x128, ...:
+// the name up to its first '_' or ':'), shades of it for the family's variants.
 QVector<QColor> recipe_colors(const std::vector<std::string>& names);
 QCustomPlot* make_plot(QWidget* parent, const QString& title);
 // A vertical line at the cursor step in `rect` (default: the plot's first axis rect).
