@@ -187,6 +187,13 @@ private slots:
         const int left_out = int(all.size()) - AmaxView::kMaxOperands;
         QVERIFY2(legend.filter(QString("%1 more selected").arg(left_out)).size() == 1, qPrintable(legend.join("; ")));
         expectLegendOutside(v->plot());
+        // A narrower plot re-flows the legend into fewer columns, still off the data.
+        const int wide = v->plot()->legend->wrap();
+        v->resize(520, 640);
+        QCoreApplication::processEvents();
+        v->plot()->replot();
+        QVERIFY(v->plot()->legend->wrap() < wide);
+        expectLegendOutside(v->plot());
     }
 
     void outliersView() {
