@@ -3,8 +3,6 @@
 
 #include <cstdio>
 
-#include "live_train.h"
-
 namespace fp8scope::cli {
 
 void add_trace_options(CLI::App& cmd, TraceOptions& o) {
@@ -13,11 +11,9 @@ void add_trace_options(CLI::App& cmd, TraceOptions& o) {
     cmd.add_option("--flush-ms", o.flush_ms, "Milliseconds between trace flushes")->check(CLI::Range(1, 60000));
 }
 
-TrainTrace::TrainTrace(const TraceOptions& o, const TrainConfig& config, Trainer& trainer, live::LiveServer* server,
+TrainTrace::TrainTrace(const TraceOptions& o, trace::TraceMeta meta, Trainer& trainer, live::LiveServer* server,
                        bool quiet)
-    : trainer_(trainer) {
-    meta_ = live_trace_meta(config, trainer);
-    if (o.blockmap_every >= 0) meta_.blockmap_every = o.blockmap_every;
+    : meta_(std::move(meta)), trainer_(trainer) {
     if (!o.out.empty()) {
         trace::TraceWriterOptions wo;
         wo.flush_interval = std::chrono::milliseconds(o.flush_ms);

@@ -31,9 +31,10 @@ void add_trace_options(CLI::App& cmd, TraceOptions& o);
 
 class TrainTrace {
 public:
-    // Creates the file (when asked), hooks the recorder into `trainer`; `server` (may be
-    // null) also receives the capture records.
-    TrainTrace(const TraceOptions& options, const TrainConfig& config, Trainer& trainer, live::LiveServer* server,
+    // Creates the file (when asked) with `meta` (run_trace_meta), hooks the recorder into
+    // `trainer`; `server` (may be null, serving the same meta) also receives the capture
+    // records.
+    TrainTrace(const TraceOptions& options, trace::TraceMeta meta, Trainer& trainer, live::LiveServer* server,
                bool quiet);
     ~TrainTrace();
     // Records the end of the run and closes the file (throws on a write error).
