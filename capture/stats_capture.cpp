@@ -19,6 +19,10 @@ OpNames::OpNames(const std::vector<std::string>& known) {
 }
 
 std::int32_t OpNames::id(std::string_view name, RecordSink& sink) {
+    // Kernel names (templated CUDA kernels) can be far longer than the trace keeps: the
+    // prefix names them, and names that share it share an id.
+    if (name.empty()) name = "?";
+    name = name.substr(0, OpNameRecord::kMaxLength);
     std::lock_guard lock(mu_);
     auto it = ids_.find(std::string(name));
     if (it != ids_.end()) return it->second;

@@ -99,10 +99,16 @@ TEST(StatsCapture, ScalingEveryStepOperandsOnlyAtCaptureSteps) {
     ASSERT_EQ(o.errors.size(), 2u);
     EXPECT_NEAR(o.errors[0].sqnr_db, hand_sqnr(v, Format::E4M3, 448.0f / 37.5f), 1e-6);
 
+    // A name longer than the trace keeps is cut to its prefix, and ids stay in order.
+    const std::string kernel = "void gemm_kernel<" + std::string(200, 'T') + ">";
+    EXPECT_EQ(ops.id(kernel, sink), 4);
+    EXPECT_EQ(ops.id(kernel.substr(0, 150), sink), 4);
     auto names = sink.all<OpNameRecord>();
-    ASSERT_EQ(names.size(), 1u);
+    ASSERT_EQ(names.size(), 2u);
     EXPECT_EQ(names[0].name, "softmax");
     EXPECT_EQ(names[0].id, 3);
+    EXPECT_EQ(names[1].name, kernel.substr(0, OpNameRecord::kMaxLength));
+    EXPECT_EQ(check_record(m, 4, names[1]), "");  // the writer and the stream accept it
     auto times = sink.all<OpRecord>();
     ASSERT_EQ(times.size(), 2u);
     EXPECT_EQ(times[0].op, 0);
