@@ -128,6 +128,17 @@ bool LiveClient::Impl::dispatch(const wire::FrameView& f, std::string& why) {
         case Msg::Operand: call(handlers.on_operand, wire::decode_operand(f.body)); return true;
         case Msg::BlockMap: call(handlers.on_blockmap, wire::decode_blockmap(f.body)); return true;
         case Msg::Op: call(handlers.on_op, wire::decode_op(f.body)); return true;
+        case Msg::OpName: {
+            auto n = wire::decode_op_name(f.body);
+            // Ids are handed out in order; any other would name the wrong ops from here on.
+            if (auto bad = trace::check_record(meta, meta.ops.size(), n); !bad.empty()) {
+                why = "malformed record from the engine: " + bad;
+                return false;
+            }
+            meta.ops.push_back(n.name);
+            call(handlers.on_op_name, n);
+            return true;
+        }
         case Msg::Reply: {
             auto m = wire::decode_reply(f.body);
             std::lock_guard lock(mu);

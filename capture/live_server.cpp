@@ -1,8 +1,9 @@
 // The engine's live server: one thread polls the listening socket and every client.
-// publish() encodes a record once, appends it to the history a late client replays and
-// to each client's outgoing queue, and wakes the thread; it never touches a socket, so
-// training never waits on a slow client. A client whose queue passes its limit, that
-// sends garbage repeatedly or never completes the handshake is disconnected.
+// publish() encodes a record once, appends it to the history a late client replays (a
+// late op name to the metadata it is sent) and to each client's outgoing queue, and
+// wakes the thread; it never touches a socket, so training never waits on a slow
+// client. A client whose queue passes its limit, that sends garbage repeatedly or never
+// completes the handshake is disconnected.
 #include "live_server.h"
 
 #include <poll.h>
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <deque>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -56,12 +58,17 @@ struct Client {
     Clock::time_point deadline;     // handshake, or linger after an error
 };
 
+Frame meta_frame(const trace::TraceMeta& meta) {
+    return std::make_shared<const std::string>(wire::frame(wire::MetaMsg{wire::kVersion, meta}));
+}
+
 }  // namespace
 
 struct LiveServer::Impl {
     Endpoint endpoint;
     std::string token;
-    Frame meta;
+    trace::TraceMeta meta_record;  // with the op names published so far; guarded by mu
+    Frame meta;                    // meta_record encoded; guarded by mu
     CommandHandler handler;
     net::Fd listener;
     net::Waker waker;
@@ -87,7 +94,12 @@ struct LiveServer::Impl {
     void drain(std::chrono::milliseconds limit);
     void enqueue_locked(Client& c, const Frame& f);
     void enqueue(Client& c, std::string bytes);
-    void publish(std::string bytes, bool history_record, const trace::OperandKey* operand);
+    // Queues `bytes` for every client; `keep` first files it, under the same lock, where
+    // a client that connects later will find it.
+    void publish(std::string bytes, const std::function<void(const Frame&)>& keep = {});
+    void keep_history(const Frame& f);
+    void keep_operand(const trace::OperandKey& key, const Frame& f);
+    void keep_op_name(const trace::OpNameRecord& r);
 };
 
 void LiveServer::Impl::enqueue_locked(Client& c, const Frame& f) {
@@ -103,28 +115,41 @@ void LiveServer::Impl::enqueue(Client& c, std::string bytes) {
     enqueue_locked(c, f);
 }
 
-void LiveServer::Impl::publish(std::string bytes, bool history_record, const trace::OperandKey* operand) {
+void LiveServer::Impl::publish(std::string bytes, const std::function<void(const Frame&)>& keep) {
     if (bytes.size() > wire::kMaxFrame + 4) return;  // no client would accept it
     auto f = std::make_shared<const std::string>(std::move(bytes));
     {
         std::lock_guard lock(mu);
-        if (history_record) {
-            history.push_back(f);
-            history_bytes += f->size();
-        }
-        if (operand && operand->step >= operand_step) {
-            if (operand->step > operand_step) {
-                operands.clear();
-                operand_bytes = 0;
-                operand_step = operand->step;
-            }
-            operands.push_back(f);
-            operand_bytes += f->size();
-        }
+        if (keep) keep(f);
         for (auto& c : clients)
             if (c->authed) enqueue_locked(*c, f);
     }
     waker.wake();
+}
+
+void LiveServer::Impl::keep_history(const Frame& f) {
+    history.push_back(f);
+    history_bytes += f->size();
+}
+
+void LiveServer::Impl::keep_operand(const trace::OperandKey& key, const Frame& f) {
+    if (key.step < operand_step) return;
+    if (key.step > operand_step) {
+        operands.clear();
+        operand_bytes = 0;
+        operand_step = key.step;
+    }
+    operands.push_back(f);
+    operand_bytes += f->size();
+}
+
+// A client that connects later gets the name in the metadata, as the file has it in
+// /meta/ops. Names out of order would shift every later id, so they are refused.
+void LiveServer::Impl::keep_op_name(const trace::OpNameRecord& r) {
+    if (auto why = trace::check_record(meta_record, meta_record.ops.size(), r); !why.empty())
+        throw std::invalid_argument(why);
+    meta_record.ops.push_back(r.name);
+    meta = meta_frame(meta_record);
 }
 
 void LiveServer::Impl::refuse(Client& c, wire::ErrorCode code, const std::string& why, bool close) {
@@ -327,7 +352,8 @@ LiveServer::LiveServer(const Endpoint& endpoint, std::string token, trace::Trace
         throw LiveError("a TCP endpoint needs a token (" + endpoint.to_string() + ")");
     impl_->endpoint = endpoint;
     impl_->token = std::move(token);
-    impl_->meta = std::make_shared<const std::string>(wire::frame(wire::MetaMsg{wire::kVersion, std::move(meta)}));
+    impl_->meta_record = std::move(meta);
+    impl_->meta = meta_frame(impl_->meta_record);
     if (impl_->meta->size() > wire::kMaxFrame + 4) throw LiveError("trace metadata over the 16 MiB frame limit");
     impl_->handler = std::move(handler);
     impl_->listener = net::listen_on(impl_->endpoint);
@@ -347,12 +373,21 @@ LiveServer::~LiveServer() {
 const Endpoint& LiveServer::endpoint() const { return impl_->endpoint; }
 const std::string& LiveServer::token() const { return impl_->token; }
 
-void LiveServer::publish(const trace::StepRecord& r) { impl_->publish(wire::frame(r), true, nullptr); }
-void LiveServer::publish(const trace::EventRecord& r) { impl_->publish(wire::frame(r), true, nullptr); }
-void LiveServer::publish(const trace::ScalingRecord& r) { impl_->publish(wire::frame(r), false, nullptr); }
-void LiveServer::publish(const trace::OperandRecord& r) { impl_->publish(wire::frame(r), false, &r.key); }
-void LiveServer::publish(const trace::BlockMapRecord& r) { impl_->publish(wire::frame(r), false, nullptr); }
-void LiveServer::publish(const trace::OpRecord& r) { impl_->publish(wire::frame(r), false, nullptr); }
+void LiveServer::publish(const trace::StepRecord& r) {
+    impl_->publish(wire::frame(r), [this](const Frame& f) { impl_->keep_history(f); });
+}
+void LiveServer::publish(const trace::EventRecord& r) {
+    impl_->publish(wire::frame(r), [this](const Frame& f) { impl_->keep_history(f); });
+}
+void LiveServer::publish(const trace::ScalingRecord& r) { impl_->publish(wire::frame(r)); }
+void LiveServer::publish(const trace::OperandRecord& r) {
+    impl_->publish(wire::frame(r), [this, &r](const Frame& f) { impl_->keep_operand(r.key, f); });
+}
+void LiveServer::publish(const trace::BlockMapRecord& r) { impl_->publish(wire::frame(r)); }
+void LiveServer::publish(const trace::OpRecord& r) { impl_->publish(wire::frame(r)); }
+void LiveServer::publish(const trace::OpNameRecord& r) {
+    impl_->publish(wire::frame(r), [this, &r](const Frame&) { impl_->keep_op_name(r); });
+}
 
 int LiveServer::clients() const {
     std::lock_guard lock(impl_->mu);

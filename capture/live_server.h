@@ -29,14 +29,18 @@ public:
     const Endpoint& endpoint() const;  // with the bound port when 0 was asked
     const std::string& token() const;
 
-    // A client that connects late first receives the metadata, every step and event
-    // record so far and the newest capture step's operand records, then new records.
+    // A client that connects late first receives the metadata (with the op names
+    // published so far), every step and event record so far and the newest capture
+    // step's operand records, then new records.
     void publish(const trace::StepRecord& r);
     void publish(const trace::EventRecord& r);
     void publish(const trace::ScalingRecord& r);
     void publish(const trace::OperandRecord& r);
     void publish(const trace::BlockMapRecord& r);
     void publish(const trace::OpRecord& r);
+    // An op name that appeared after the start, before the first OpRecord using it.
+    // Throws std::invalid_argument unless its id is the next one (check_record).
+    void publish(const trace::OpNameRecord& r);
 
     int clients() const;
 

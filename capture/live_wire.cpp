@@ -372,6 +372,13 @@ std::string frame(const trace::OpRecord& r) {
     return w.finish();
 }
 
+std::string frame(const trace::OpNameRecord& r) {
+    Writer w(Msg::OpName);
+    w.i32(r.id);
+    w.str(r.name);
+    return w.finish();
+}
+
 std::string frame(const CommandMsg& m) {
     Writer w(Msg::Command);
     w.u32(m.id);
@@ -497,6 +504,17 @@ trace::OpRecord decode_op(std::string_view body) {
         o.start_ns = r.i64();
         o.end_ns = r.i64();
         return o;
+    });
+}
+
+trace::OpNameRecord decode_op_name(std::string_view body) {
+    return decode(body, [](Reader& r) {
+        trace::OpNameRecord n;
+        n.id = r.i32();
+        if (n.id < 0) throw WireError("negative op name id");
+        n.name = r.str();
+        if (n.name.empty()) throw WireError("empty op name");
+        return n;
     });
 }
 

@@ -12,6 +12,12 @@
 // Session: the client sends Hello (magic, version, token); the engine answers Meta
 // (magic, version, TraceMeta) or Error and closes. Then records flow to the client, and
 // Command frames (with an id) flow to the engine, each answered by a Reply with that id.
+// An op name that appears after the start (a CUPTI kernel) comes as OpName before the
+// first record that uses its id; a later client finds it in Meta's op table instead.
+//
+// A message type a side does not know is an error: the engine answers Error UnknownType,
+// a client closes the connection. Both sides require the same version in the handshake,
+// so a new message type raises kVersion (2: OpName).
 #pragma once
 
 #include <cstdint>
@@ -24,7 +30,7 @@
 
 namespace fp8scope::live::wire {
 
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;
 constexpr std::string_view kMagic = "fp8scope";   // 8 bytes at the start of Hello and Meta
 constexpr std::uint32_t kMaxFrame = 16u << 20;    // 16 MiB
 constexpr std::size_t kHeader = 5;                // length + type
@@ -41,6 +47,7 @@ enum class Msg : std::uint8_t {
     Command = 9,
     Reply = 10,
     Error = 11,
+    OpName = 12,
 };
 
 // Why the engine refused something; the client turns these into LiveError messages.
@@ -95,6 +102,7 @@ std::string frame(const trace::ScalingRecord& r);
 std::string frame(const trace::OperandRecord& r);
 std::string frame(const trace::BlockMapRecord& r);
 std::string frame(const trace::OpRecord& r);
+std::string frame(const trace::OpNameRecord& r);
 std::string frame(const CommandMsg& m);
 std::string frame(const ReplyMsg& m);
 std::string frame(const ErrorMsg& m);
@@ -109,6 +117,8 @@ trace::ScalingRecord decode_scaling(std::string_view body);
 trace::OperandRecord decode_operand(std::string_view body);
 trace::BlockMapRecord decode_blockmap(std::string_view body);
 trace::OpRecord decode_op(std::string_view body);
+// Also refuses a negative id and an empty name.
+trace::OpNameRecord decode_op_name(std::string_view body);
 CommandMsg decode_command(std::string_view body);
 ReplyMsg decode_reply(std::string_view body);
 ErrorMsg decode_error(std::string_view body);

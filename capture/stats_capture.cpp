@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/fp8_linear.h"
 #include "engine/training_recipe.h"
 #include "fp8/analysis.h"
 #include "fp8/quantize.h"
@@ -18,6 +19,10 @@ OpNames::OpNames(const std::vector<std::string>& known) {
 }
 
 std::int32_t OpNames::id(std::string_view name, RecordSink& sink) {
+    // Kernel names (templated CUDA kernels) can be far longer than the trace keeps: the
+    // prefix names them, and names that share it share an id.
+    if (name.empty()) name = "?";
+    name = name.substr(0, OpNameRecord::kMaxLength);
     std::lock_guard lock(mu_);
     auto it = ids_.find(std::string(name));
     if (it != ids_.end()) return it->second;
@@ -50,6 +55,11 @@ std::vector<std::string> trace_recipe_names(const std::vector<Recipe>& analysis)
 StatsCapture::StatsCapture(int run, const TraceMeta& meta, RecordSink& sink, OpNames& ops, StatsCaptureOptions options)
     : run_(run), meta_(meta), sink_(sink), ops_(ops), options_(options) {
     for (const auto& n : meta.recipes) recipes_.push_back(parse_recipe(n));
+    for (std::size_t i = 0; i < recipes_.size(); ++i)
+        if (!columnwise_is_transpose(recipes_[i])) {
+            oriented_.push_back(i);
+            oriented_recipes_.push_back(recipes_[i]);
+        }
 }
 
 int StatsCapture::recipe_id(const Recipe* r) const {
@@ -61,6 +71,7 @@ int StatsCapture::recipe_id(const Recipe* r) const {
 
 void StatsCapture::begin_step(std::int64_t step, bool full, bool blockmaps) {
     if (pending_) end_step();
+    step_errors_.clear();
     step_ = step;
     full_ = full;
     blockmaps_ = blockmaps;
@@ -127,15 +138,27 @@ void StatsCapture::on_operand(const OperandCapture& c) {
         extras.delayed_scales.assign(recipes_.size(), std::numeric_limits<float>::quiet_NaN());
         extras.delayed_scales[rec.recipe_in_use] = c.delayed->scale();
     }
-    Analysis a = analyze(c.values, recipes_, options_.stats, extras);
-    rec.stats = std::move(a.tensor);
-    rec.errors = std::move(a.errors);
+    const auto key = std::make_pair(c.linear, static_cast<int>(c.operand));
+    const auto earlier = c.transposed_repeat && !blockmaps_ ? step_errors_.find(key) : step_errors_.end();
+    if (earlier == step_errors_.end()) {
+        Analysis a = analyze(c.values, recipes_, options_.stats, extras);
+        rec.stats = std::move(a.tensor);
+        rec.errors = std::move(a.errors);
+        if (!c.transposed_repeat) step_errors_[key] = rec.errors;
+        if (blockmaps_) record_blockmaps(c, a.maps);
+    } else {
+        // Per-tensor and square-block casts of a transpose are the transposed casts, with
+        // the same figures: only the recipes whose blocks follow the orientation run again.
+        Analysis a = analyze(c.values, oriented_recipes_, options_.stats);
+        rec.stats = std::move(a.tensor);
+        rec.errors = earlier->second;
+        for (std::size_t i = 0; i < oriented_.size(); ++i) rec.errors[oriented_[i]] = std::move(a.errors[i]);
+    }
     if (c.delayed) {
         const auto& h = c.delayed->history();
         rec.amax_history.assign(h.begin(), h.end());
     }
     sink_.write(std::move(rec));
-    if (blockmaps_) record_blockmaps(c, a.maps);
 }
 
 void StatsCapture::record_blockmaps(const OperandCapture& c, const TileMaps& maps) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -67,6 +68,11 @@ private:
     OpNames& ops_;
     StatsCaptureOptions options_;
     std::vector<Recipe> recipes_;  // parsed meta_.recipes
+    // The recipes whose casts depend on orientation (1xN and MX blocks), and their indices.
+    std::vector<Recipe> oriented_recipes_;
+    std::vector<std::size_t> oriented_;
+    // This step's errors per (linear, operand), for the operand's transposed repeat.
+    std::map<std::pair<int, int>, std::vector<ErrorStats>> step_errors_;
     std::int64_t step_ = 0;
     bool full_ = false, blockmaps_ = false, pending_ = false;
     ScalingRecord scaling_;

@@ -101,8 +101,9 @@ std::string check_record(const TraceMeta& m, std::size_t ops, const Record& reco
     } else if (auto* r = std::get_if<OpNameRecord>(&record)) {
         if (r->id < 0 || static_cast<std::size_t>(r->id) != ops)
             return "op name: id " + std::to_string(r->id) + " is not the next id " + std::to_string(ops);
-        if (r->name.empty() || r->name.size() > 128)
-            return "op name: '" + r->name + "' must have 1 to 128 characters";
+        if (r->name.empty() || r->name.size() > OpNameRecord::kMaxLength)
+            return "op name: '" + r->name + "' must have 1 to " + std::to_string(OpNameRecord::kMaxLength) +
+                   " characters";
     }
     return {};
 }

@@ -154,6 +154,7 @@ struct OpRecord {
 // An op or kernel name that appeared after the trace started (CUPTI kernel names are not
 // known in advance): it becomes TraceMeta::ops[id]; ids are handed out in order.
 struct OpNameRecord {
+    static constexpr std::size_t kMaxLength = 128;  // the trace's fixed-size string column
     std::int32_t id = 0;
     std::string name;
 };

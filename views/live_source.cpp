@@ -54,6 +54,8 @@ void LiveSource::attach(const QString& endpoint, const QString& token) {
         h.on_operand = [add](const trace::OperandRecord& r) { add([&](TraceBatch& b) { b.operands.push_back(r); }); };
         h.on_blockmap = [add](const trace::BlockMapRecord& r) { add([&](TraceBatch& b) { b.blockmaps.push_back(r); }); };
         h.on_op = [add](const trace::OpRecord& r) { add([&](TraceBatch& b) { b.ops.push_back(r); }); };
+        // A kernel name that appeared after the meta: the store adds it to the run's op table.
+        h.on_op_name = [add](const trace::OpNameRecord& r) { add([&](TraceBatch& b) { b.op_names.push_back(r); }); };
         h.on_closed = [self](const std::string& why) {
             const QString msg = QString::fromStdString(why);
             QMetaObject::invokeMethod(self, [self, msg] {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <tuple>
 
 #include "commands.h"
 #include "trace_reader.h"
@@ -21,6 +23,7 @@ struct Worst {
     int run;
     std::int64_t step;
     OperandKey key;
+    std::string gemms;  // "fprop", or "fprop+wgrad" when both GEMMs' casts have these figures
     std::string recipe;
     double sqnr, overflow;
 };
@@ -41,6 +44,8 @@ int run_inspect(const InspectOptions& o) {
                                                 })->layer,
                     m.recipes.size(), (long long)m.capture_every, (long long)m.blockmap_every);
         std::vector<Worst> all;
+        // A tensor cast the same way for both its GEMMs (per-tensor scales) is listed once.
+        std::map<std::tuple<int, std::int64_t, int, Operand>, std::size_t> seen;
         for (int run = 0; run < (int)m.runs.size(); ++run) {
             auto steps = r.steps(run);
             auto caps = r.capture_steps(run);
@@ -52,7 +57,16 @@ int run_inspect(const InspectOptions& o) {
                 for (const auto& op : r.operands(run, step)) {
                     if (op.recipe_in_use < 0 || op.recipe_in_use >= (int)op.errors.size()) continue;
                     const ErrorStats& e = op.errors[op.recipe_in_use];
-                    all.push_back({run, step, op.key, m.recipes[op.recipe_in_use], e.sqnr_db, e.overflow_pct});
+                    auto [it, fresh] = seen.try_emplace({run, step, op.key.linear, op.key.operand}, all.size());
+                    if (!fresh) {
+                        Worst& w = all[it->second];
+                        if (w.sqnr == e.sqnr_db && w.overflow == e.overflow_pct) {
+                            w.gemms += std::string("+") + gemm_str(op.key.gemm);
+                            continue;
+                        }
+                    }
+                    all.push_back({run, step, op.key, gemm_str(op.key.gemm), m.recipes[op.recipe_in_use], e.sqnr_db,
+                                   e.overflow_pct});
                 }
         }
         std::printf("recipes:");
@@ -69,9 +83,9 @@ int run_inspect(const InspectOptions& o) {
             std::printf("%s\n", title);
             if (v.empty()) std::printf("  (no quantized operands captured)\n");
             for (std::size_t i = 0; i < v.size() && (int)i < o.top; ++i)
-                std::printf("  %-10s step %-6lld %-28s %-5s %-2s %-24s sqnr %8.2f dB  overflow %.4f%%\n",
+                std::printf("  %-10s step %-6lld %-28s %-11s %-2s %-24s sqnr %8.2f dB  overflow %.4f%%\n",
                             m.runs[v[i].run].name.c_str(), (long long)v[i].step, m.linears[v[i].key.linear].name.c_str(),
-                            gemm_str(v[i].key.gemm), operand_str(v[i].key.operand), v[i].recipe.c_str(), v[i].sqnr,
+                            v[i].gemms.c_str(), operand_str(v[i].key.operand), v[i].recipe.c_str(), v[i].sqnr,
                             v[i].overflow);
         };
         // NaN SQNR (an all-zero tensor) sorts last.

@@ -60,10 +60,8 @@ trace::EventRecord event_record(std::int32_t run, std::int64_t step, trace::Even
 
 }  // namespace
 
-trace::TraceMeta live_trace_meta(const TrainConfig& config, Trainer& trainer) {
-    // Recipes, op names and linears as the trace file has them, so the capture records
-    // (recipe and op ids) mean the same on the stream and in the file.
-    trace::TraceMeta m = trace::make_trace_meta(config, trainer.model(0).linears(), kEngineVersion, -1);
+trace::TraceMeta run_trace_meta(const TrainConfig& config, Trainer& trainer, std::int64_t blockmap_every) {
+    trace::TraceMeta m = trace::make_trace_meta(config, trainer.model(0).linears(), kEngineVersion, blockmap_every);
     m.created = utc_now();
     m.machine = host_name();
     m.runs.clear();
@@ -116,10 +114,10 @@ std::string random_token() {
     return t;
 }
 
-LiveTrain::LiveTrain(Trainer& trainer, const TrainConfig& config, const live::Endpoint& endpoint, std::string token)
+LiveTrain::LiveTrain(Trainer& trainer, trace::TraceMeta meta, const live::Endpoint& endpoint, std::string token)
     : training_recipes_(training_recipe_names()) {
     server_ = std::make_unique<live::LiveServer>(
-        endpoint, std::move(token), live_trace_meta(config, trainer),
+        endpoint, std::move(token), std::move(meta),
         [&trainer](const live::Command& c) { return apply_command(trainer, c); });
     server_->publish(event_record(-1, trainer.steps_done(), trace::EventKind::Start, ""));
 }

@@ -14,9 +14,11 @@
 
 namespace fp8scope::cli {
 
-// What a live client learns first: the replicas with their recipes, the linear layers
-// and the training recipe names that step records refer to by id.
-trace::TraceMeta live_trace_meta(const TrainConfig& config, Trainer& trainer);
+// The run's metadata: what a live client learns first and what the trace file starts
+// with. Both are given this one value, so they name the replicas, linears, recipes and
+// ops with the same ids and agree on every field. blockmap_every < 0: 10 x the capture
+// interval.
+trace::TraceMeta run_trace_meta(const TrainConfig& config, Trainer& trainer, std::int64_t blockmap_every = -1);
 
 // The command handler: each Command to the Trainer request it names. Errors (an unknown
 // recipe or replica, checkpoint without a directory) become refused replies.
@@ -27,8 +29,9 @@ std::string random_token();
 
 class LiveTrain : public TrainObserver {
 public:
-    // Starts serving at `endpoint`; publishes a Start event. Throws live::LiveError.
-    LiveTrain(Trainer& trainer, const TrainConfig& config, const live::Endpoint& endpoint, std::string token);
+    // Starts serving `meta` (run_trace_meta) at `endpoint`; publishes a Start event.
+    // Throws live::LiveError.
+    LiveTrain(Trainer& trainer, trace::TraceMeta meta, const live::Endpoint& endpoint, std::string token);
     ~LiveTrain() override;
 
     live::LiveServer& server() { return *server_; }

@@ -154,8 +154,10 @@ int run_train(const TrainOptions& o) {
         if (endpoint->kind == live::Endpoint::Kind::Tcp && token.empty()) token = random_token();
     }
     std::optional<Trainer> trainer;
+    trace::TraceMeta meta;
     try {
         trainer.emplace(config);
+        meta = run_trace_meta(config, *trainer, o.trace.blockmap_every);
     } catch (const std::exception& e) {
         report(e.what());
         return 1;
@@ -170,7 +172,7 @@ int run_train(const TrainOptions& o) {
     std::optional<LiveTrain> serving;
     if (endpoint) {
         try {
-            serving.emplace(*trainer, config, *endpoint, token);
+            serving.emplace(*trainer, meta, *endpoint, token);
         } catch (const std::exception& e) {
             report(e.what());
             return 1;
@@ -185,7 +187,7 @@ int run_train(const TrainOptions& o) {
     std::optional<TrainTrace> tracing;
     if (!o.trace.out.empty() || serving) {
         try {
-            tracing.emplace(o.trace, config, *trainer, serving ? &serving->server() : nullptr, o.quiet);
+            tracing.emplace(o.trace, meta, *trainer, serving ? &serving->server() : nullptr, o.quiet);
         } catch (const std::exception& e) {
             report(e.what());
             return 1;

@@ -3,8 +3,6 @@
 
 #include <cstdio>
 
-#include "live_train.h"
-
 namespace fp8scope::cli {
 
 void add_trace_options(CLI::App& cmd, TraceOptions& o) {
@@ -13,25 +11,9 @@ void add_trace_options(CLI::App& cmd, TraceOptions& o) {
     cmd.add_option("--flush-ms", o.flush_ms, "Milliseconds between trace flushes")->check(CLI::Range(1, 60000));
 }
 
-void LivePublisher::write(trace::Record record) {
-    std::visit(
-        [&](auto& r) {
-            using T = std::decay_t<decltype(r)>;
-            if constexpr (std::is_same_v<T, trace::OpRecord>) {
-                if (static_cast<std::size_t>(r.op) < known_ops_) server_.publish(r);  // late names are file-only
-            } else if constexpr (std::is_same_v<T, trace::ScalingRecord> || std::is_same_v<T, trace::OperandRecord> ||
-                                 std::is_same_v<T, trace::BlockMapRecord>) {
-                server_.publish(r);
-            }
-        },
-        record);
-}
-
-TrainTrace::TrainTrace(const TraceOptions& o, const TrainConfig& config, Trainer& trainer, live::LiveServer* server,
+TrainTrace::TrainTrace(const TraceOptions& o, trace::TraceMeta meta, Trainer& trainer, live::LiveServer* server,
                        bool quiet)
-    : trainer_(trainer) {
-    meta_ = live_trace_meta(config, trainer);
-    if (o.blockmap_every >= 0) meta_.blockmap_every = o.blockmap_every;
+    : meta_(std::move(meta)), trainer_(trainer) {
     if (!o.out.empty()) {
         trace::TraceWriterOptions wo;
         wo.flush_interval = std::chrono::milliseconds(o.flush_ms);
@@ -41,7 +23,7 @@ TrainTrace::TrainTrace(const TraceOptions& o, const TrainConfig& config, Trainer
         writer_->write(trace::EventRecord{-1, trainer.steps_done(), trace::EventKind::Start, ""});
     }
     if (server) {
-        publisher_ = std::make_unique<LivePublisher>(*server, meta_.ops.size());
+        publisher_ = std::make_unique<live::LivePublisher>(*server);
         tee_.add(publisher_.get());
     }
     recorder_ = std::make_unique<trace::TrainRecorder>(meta_, tee_);

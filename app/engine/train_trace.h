@@ -1,7 +1,7 @@
 // What `train --out` adds to a run: the HDF5 trace writer and the recorder that turns
 // the trainer's records and the captured operands into trace records. With --listen the
-// same capture records (operands, scaling, block maps, op timings) also go to the live
-// stream, whose LiveTrain publishes the steps and events itself.
+// same capture records (operands, scaling, block maps, op timings, late op names) also
+// go to the live stream, whose LiveTrain publishes the steps and events itself.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "engine/trainer.h"
-#include "live_server.h"
+#include "live_publisher.h"
 #include "record_tee.h"
 #include "trace_writer.h"
 #include "train_recorder.h"
@@ -17,8 +17,8 @@
 namespace fp8scope::cli {
 
 // Capture interval of a traced or served run whose config says never: full statistics
-// under every recipe cost a few training steps on the CPU (bench_capture_overhead), so
-// one in 100 steps keeps capture within 5% of the step time.
+// under every recipe cost under two training steps on the CPU (bench_capture_overhead),
+// so one in 100 steps keeps capture near 2% of the step time.
 inline constexpr int kDefaultCaptureEvery = 100;
 
 struct TraceOptions {
@@ -29,22 +29,12 @@ struct TraceOptions {
 
 void add_trace_options(CLI::App& cmd, TraceOptions& o);
 
-// Hands capture records to the live server (steps and events come from LiveTrain).
-class LivePublisher : public trace::RecordSink {
-public:
-    LivePublisher(live::LiveServer& server, std::size_t known_ops) : server_(server), known_ops_(known_ops) {}
-    void write(trace::Record record) override;
-
-private:
-    live::LiveServer& server_;
-    std::size_t known_ops_;  // op ids the stream's meta names
-};
-
 class TrainTrace {
 public:
-    // Creates the file (when asked), hooks the recorder into `trainer`; `server` (may be
-    // null) also receives the capture records.
-    TrainTrace(const TraceOptions& options, const TrainConfig& config, Trainer& trainer, live::LiveServer* server,
+    // Creates the file (when asked) with `meta` (run_trace_meta), hooks the recorder into
+    // `trainer`; `server` (may be null, serving the same meta) also receives the capture
+    // records.
+    TrainTrace(const TraceOptions& options, trace::TraceMeta meta, Trainer& trainer, live::LiveServer* server,
                bool quiet);
     ~TrainTrace();
     // Records the end of the run and closes the file (throws on a write error).
@@ -54,7 +44,7 @@ private:
     trace::TraceMeta meta_;
     trace::RecordTee tee_;
     std::unique_ptr<trace::TraceWriter> writer_;
-    std::unique_ptr<LivePublisher> publisher_;
+    std::unique_ptr<live::LivePublisher> publisher_;
     std::unique_ptr<trace::TrainRecorder> recorder_;
     Trainer& trainer_;
 };

@@ -20,6 +20,9 @@ struct OperandCapture {
     MatrixView values;      // float32, contraction dimension last
     const Recipe* recipe = nullptr;          // the recipe in use; nullptr when unquantized
     const DelayedState* delayed = nullptr;   // the amax history, for delayed scaling
+    // The transpose of this operand as an earlier GEMM of the step saw it (W in dgrad,
+    // dY and X in wgrad): a sink may reuse what does not depend on orientation.
+    bool transposed_repeat = false;
 };
 
 // The cast of one operand in a training step: what the recipe computed anyway, so it is

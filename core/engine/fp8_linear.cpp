@@ -96,9 +96,10 @@ const float* Fp8Linear::cast(Operand o, const float* values, std::int64_t rows, 
 }
 
 void Fp8Linear::capture(int linear, Gemm g, Operand o, const float* values, std::int64_t rows,
-                        std::int64_t cols, const DelayedState* state) {
+                        std::int64_t cols, const DelayedState* state, bool transposed_repeat) {
     const auto& r = recipe_.operand(o);
-    sink_->on_operand(OperandCapture{linear, g, o, MatrixView{values, rows, cols}, r ? &*r : nullptr, state});
+    sink_->on_operand(OperandCapture{linear, g, o, MatrixView{values, rows, cols}, r ? &*r : nullptr, state,
+                                     transposed_repeat});
 }
 
 const float* Fp8Linear::smoothed_x(const float* x, const float* smooth, std::int64_t N, std::int64_t K) {
@@ -194,7 +195,7 @@ void Fp8Linear::backward(int linear, const float* dy, const float* x, const floa
     const float* dYq = cast(Operand::DY, dy, N, M, grow(dyq_, N * M), sdy, linear, true);
     float* Wt = nullptr;
     if (!w_rowwise || capture_operands_) ops::transpose(Wt = grow(wt_, K * M), W, M, K);
-    if (capture_operands_) capture(linear, Gemm::Dgrad, Operand::W, Wt, K, M, snap_w);
+    if (capture_operands_) capture(linear, Gemm::Dgrad, Operand::W, Wt, K, M, snap_w, true);
     std::int64_t t0 = sink_ ? now_ns() : 0;
     if (w_rowwise) {
         ops::sgemm(false, false, N, K, M, dYq, Wq, dx);
@@ -213,8 +214,8 @@ void Fp8Linear::backward(int linear, const float* dy, const float* x, const floa
     if (!dy_rowwise || capture_operands_) ops::transpose(dYt = grow(dyt_, M * N), dy, N, M);
     if (!x_rowwise || capture_operands_) ops::transpose(Xt = grow(xt_, K * N), X, N, K);
     if (capture_operands_) {
-        capture(linear, Gemm::Wgrad, Operand::DY, dYt, M, N, snap_dy_p);
-        capture(linear, Gemm::Wgrad, Operand::X, Xt, K, N, snap_x);
+        capture(linear, Gemm::Wgrad, Operand::DY, dYt, M, N, snap_dy_p, true);
+        capture(linear, Gemm::Wgrad, Operand::X, Xt, K, N, snap_x, true);
     }
     std::optional<DelayedState> tmp_dy, tmp_x;
     const float* A = dy_rowwise ? dYq : cast(Operand::DY, dYt, M, N, grow(dytq_, M * N),

@@ -66,7 +66,7 @@ private:
     const float* cast(Operand o, const float* values, std::int64_t rows, std::int64_t cols, float* out,
                       DelayedState* state, int linear, bool report);
     void capture(int linear, Gemm g, Operand o, const float* values, std::int64_t rows, std::int64_t cols,
-                 const DelayedState* state);
+                 const DelayedState* state, bool transposed_repeat = false);
     void timing(const char* op, int linear, std::int64_t start_ns) const;
     const float* smoothed_x(const float* x, const float* smooth, std::int64_t N, std::int64_t K);
     const float* smoothed_w(const float* w, const float* smooth, std::int64_t M, std::int64_t K);

@@ -128,6 +128,17 @@ TEST_F(TraceCli, InspectSummarisesRunsAndWorstTensors) {
     EXPECT_NE(r.out.find("run 1 delayed"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("steps " + steps), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("worst by sqnr"), std::string::npos) << r.out;
+    // Delayed scaling casts a tensor alike for both its GEMMs: each is listed once, for both.
+    std::istringstream lines(r.out);
+    int listed = 0;
+    for (std::string line; std::getline(lines, line);)
+        if (line.rfind("  delayed ", 0) == 0) {
+            ++listed;
+            EXPECT_TRUE(line.find("fprop+dgrad w") != std::string::npos || line.find("fprop+wgrad x") != std::string::npos ||
+                        line.find("dgrad+wgrad dy") != std::string::npos)
+                << line;
+        }
+    EXPECT_GT(listed, 0) << r.out;
 }
 
 TEST(TraceCliErrors, AFileThatIsNotATraceIsNamedAndFails) {

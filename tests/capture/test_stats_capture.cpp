@@ -8,6 +8,7 @@
 #include <random>
 
 #include "engine/trainer.h"
+#include "fp8/analysis.h"
 #include "fp8/format.h"
 #include "stats_capture.h"
 #include "trace_fixture.h"
@@ -98,10 +99,16 @@ TEST(StatsCapture, ScalingEveryStepOperandsOnlyAtCaptureSteps) {
     ASSERT_EQ(o.errors.size(), 2u);
     EXPECT_NEAR(o.errors[0].sqnr_db, hand_sqnr(v, Format::E4M3, 448.0f / 37.5f), 1e-6);
 
+    // A name longer than the trace keeps is cut to its prefix, and ids stay in order.
+    const std::string kernel = "void gemm_kernel<" + std::string(200, 'T') + ">";
+    EXPECT_EQ(ops.id(kernel, sink), 4);
+    EXPECT_EQ(ops.id(kernel.substr(0, 150), sink), 4);
     auto names = sink.all<OpNameRecord>();
-    ASSERT_EQ(names.size(), 1u);
+    ASSERT_EQ(names.size(), 2u);
     EXPECT_EQ(names[0].name, "softmax");
     EXPECT_EQ(names[0].id, 3);
+    EXPECT_EQ(names[1].name, kernel.substr(0, OpNameRecord::kMaxLength));
+    EXPECT_EQ(check_record(m, 4, names[1]), "");  // the writer and the stream accept it
     auto times = sink.all<OpRecord>();
     ASSERT_EQ(times.size(), 2u);
     EXPECT_EQ(times[0].op, 0);
@@ -182,6 +189,40 @@ TEST(StatsCapture, BlockMapTilesMatchAHandComputation) {
                 EXPECT_NEAR(b.sqnr_db[cell], 10 * std::log10(sig / err), 1e-3);
             }
     }
+}
+
+// A transposed repeat reuses the figures that do not depend on orientation; every figure
+// still equals a full analysis of the transposed values (up to summation order).
+TEST(StatsCapture, TransposedRepeatMatchesAFullAnalysis) {
+    TraceMeta m = capture_meta({"current_e4m3", "block128x128_fp32", "block1x128_fp32", "mxfp8_e4m3_rceil"});
+    VectorSink sink;
+    OpNames ops(m.ops);
+    StatsCapture cap(0, m, sink, ops);
+    const std::int64_t R = 200, C = 300;
+    auto v = gaussian(R * C, 5, 80.0f);
+    for (std::int64_t c = 0; c < C; ++c) v[7 * C + c] *= 50.0f;  // an outlier row: 1x128 blocks care
+    std::vector<float> t(v.size());
+    for (std::int64_t r = 0; r < R; ++r)
+        for (std::int64_t c = 0; c < C; ++c) t[c * R + r] = v[r * C + c];
+    Recipe current = CurrentScaling{Format::E4M3};
+    cap.begin_step(1, true, false);
+    cap.on_operand({0, Gemm::Fprop, Operand::X, MatrixView{v.data(), R, C}, &current, nullptr});
+    cap.on_operand({0, Gemm::Wgrad, Operand::X, MatrixView{t.data(), C, R}, &current, nullptr, true});
+    auto recs = sink.all<OperandRecord>();
+    ASSERT_EQ(recs.size(), 2u);
+    std::vector<Recipe> recipes;
+    for (const auto& n : m.recipes) recipes.push_back(parse_recipe(n));
+    Analysis full = analyze(MatrixView{t.data(), C, R}, recipes);
+    const auto& got = recs[1].errors;
+    ASSERT_EQ(got.size(), 4u);
+    for (std::size_t k = 0; k < 4; ++k) {
+        SCOPED_TRACE(m.recipes[k]);
+        EXPECT_NEAR(got[k].sqnr_db, full.errors[k].sqnr_db, 1e-9);
+        EXPECT_NEAR(got[k].mse, full.errors[k].mse, 1e-12 * full.errors[k].mse);
+        EXPECT_EQ(got[k].scale_inv_max, full.errors[k].scale_inv_max);
+    }
+    EXPECT_NE(got[2].sqnr_db, recs[0].errors[2].sqnr_db);  // 1x128 blocks follow the orientation
+    EXPECT_EQ(recs[1].stats.outliers.channel_absmax, full.tensor.outliers.channel_absmax);
 }
 
 TEST(TrainRecorder, AShortRunIsRecordedEndToEnd) {

@@ -186,13 +186,16 @@ TEST(OpsGrad, Linear) {
     EXPECT_LT(rel_error(db, ref::numeric_grad(fb, to64(b))), kTol);
 }
 
-TEST(Ops, TransposeAwkwardShape) {
-    const std::int64_t rows = 37, cols = 70;  // not multiples of the 32 tile
-    auto src = randn(std::size_t(rows * cols), 71);
-    std::vector<float> dst(src.size());
-    ops::transpose(dst.data(), src.data(), rows, cols);
-    for (std::int64_t r = 0; r < rows; ++r)
-        for (std::int64_t c = 0; c < cols; ++c) ASSERT_EQ(dst[std::size_t(c * rows + r)], src[std::size_t(r * cols + c)]);
+TEST(Ops, TransposeAwkwardShapes) {
+    // Edges of the 64 tile and of the 8x8 register blocks, and a single row/column.
+    for (auto [rows, cols] : {std::pair<std::int64_t, std::int64_t>{37, 70}, {130, 203}, {8, 8}, {1, 19}, {300, 1}}) {
+        auto src = randn(std::size_t(rows * cols), 71);
+        std::vector<float> dst(src.size());
+        ops::transpose(dst.data(), src.data(), rows, cols);
+        for (std::int64_t r = 0; r < rows; ++r)
+            for (std::int64_t c = 0; c < cols; ++c)
+                ASSERT_EQ(dst[std::size_t(c * rows + r)], src[std::size_t(r * cols + c)]) << rows << "x" << cols;
+    }
 }
 
 TEST(Ops, SmoothSwigluScalesArePowersOfTwoPuttingChannelAbsmaxInOneToTwo) {

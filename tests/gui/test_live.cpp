@@ -1,13 +1,15 @@
 // Live runs from the GUI's side: the engine command line a launch becomes; a launched
 // tiny run whose step records reach the store; engine failures that end in a message;
 // attaching over a local socket, refused connections and wrong tokens; a recipe switch
-// sent from the GUI and recorded as an event.
+// sent from the GUI and recorded as an event; a kernel name that appears during the run
+// in the kernel table.
 #include <QProcess>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include "engine_process.h"
+#include "kernel_stats_model.h"
 #include "live_source.h"
 #include "trace_file_loader.h"
 #include "live_server.h"
@@ -19,6 +21,18 @@ using namespace fp8scope::views;
 namespace {
 std::size_t steps_of(const SeriesStore& s, int run) {
     return s.read([run](const TraceData& d) { return run < int(d.runs.size()) ? d.runs[run].steps.size() : 0; });
+}
+
+// Name -> calls of the kernel table of one step.
+std::map<QString, int> kernel_calls(const SeriesStore& store, int run, std::int64_t step) {
+    KernelStatsModel m(&store);
+    m.refresh(run, step);
+    std::map<QString, int> out;
+    for (int r = 0; r < m.rowCount(); ++r) {
+        const QString name = m.data(m.index(r, KernelStatsModel::Name), Qt::DisplayRole).toString();
+        out[name] = m.data(m.index(r, KernelStatsModel::Calls), Qt::DisplayRole).toInt();
+    }
+    return out;
 }
 }  // namespace
 
@@ -158,6 +172,38 @@ private slots:
         QTRY_COMPARE_WITH_TIMEOUT(replied.count(), 2, 10000);
         QVERIFY(!replied.at(1).at(1).toBool());
         QCOMPARE(replied.at(1).at(2).toString(), QString("not now"));
+    }
+
+    // A kernel name the engine learns during the run: a source attached before it gets
+    // the name on the stream, one attached after finds it in the metadata.
+    void lateKernelNameInTheKernelTable() {
+        testing::SyntheticSpec spec;
+        const trace::TraceMeta meta = testing::synthetic_meta(spec);
+        const auto gemm_id = static_cast<std::int32_t>(meta.ops.size());
+        const std::string sock = dir_.filePath("names.sock").toStdString();
+        live::LiveServer server(live::parse_endpoint("unix:" + sock), "", meta, nullptr);
+        const QString endpoint = QString::fromStdString("unix:" + sock);
+
+        SeriesStore before_store;
+        LiveSource before(&before_store);
+        QSignalSpy attached(&before, &LiveSource::attached);
+        before.attach(endpoint, QString());
+        QTRY_COMPARE_WITH_TIMEOUT(attached.count(), 1, 10000);
+        server.publish(trace::OpNameRecord{gemm_id, "sm90_gemm_e4m3"});
+        for (std::int64_t t : {0, 5000, 9000}) server.publish(trace::OpRecord{0, 3, gemm_id, 1, 0, 0, 7, t, t + 4000});
+        server.publish(trace::OpRecord{0, 3, 0, 1, 0, -1, 0, 100, 600});
+        const std::map<QString, int> expected{{"sm90_gemm_e4m3", 3}, {"fprop", 1}};
+        QTRY_COMPARE_WITH_TIMEOUT(kernel_calls(before_store, 0, 3), expected, 10000);
+
+        SeriesStore after_store;
+        LiveSource after(&after_store);
+        after.attach(endpoint, QString());
+        QTRY_COMPARE_WITH_TIMEOUT(after_store.read([](const TraceData& d) { return d.meta.ops.size(); }),
+                                  meta.ops.size() + 1, 10000);
+        server.publish(trace::OpRecord{0, 4, gemm_id, 1, 0, 0, 7, 0, 4000});
+        const std::map<QString, int> one{{"sm90_gemm_e4m3", 1}};
+        QTRY_COMPARE_WITH_TIMEOUT(kernel_calls(after_store, 0, 4), one, 10000);
+        QTRY_COMPARE_WITH_TIMEOUT(kernel_calls(before_store, 0, 4), one, 10000);
     }
 };
 

@@ -159,6 +159,11 @@ inline void expect_same(const trace::OpRecord& a, const trace::OpRecord& b) {
     EXPECT_EQ(a.end_ns, b.end_ns);
 }
 
+inline void expect_same(const trace::OpNameRecord& a, const trace::OpNameRecord& b) {
+    EXPECT_EQ(a.id, b.id);
+    EXPECT_EQ(a.name, b.name);
+}
+
 // --- sample records: every field differs from its default and from its neighbours ---
 
 inline trace::TraceMeta sample_meta() {
@@ -261,6 +266,9 @@ inline trace::BlockMapRecord sample_blockmap(std::int64_t step, std::size_t tile
 
 inline trace::OpRecord sample_op(std::int64_t step) { return {1, step, 3, 1, 0, -1, 2, 1000 + step, 2500 + step}; }
 
+// The first name after sample_meta()'s op table.
+inline trace::OpNameRecord sample_op_name() { return {4, "sm90_xmma_gemm_e4m3bf16_e4m3f32_f32_tn_n_tile128x128"}; }
+
 // --- a client that keeps everything it receives -----------------------------------
 
 struct Collected {
@@ -273,6 +281,7 @@ struct Collected {
     std::vector<trace::OperandRecord> operands;
     std::vector<trace::BlockMapRecord> blockmaps;
     std::vector<trace::OpRecord> ops;
+    std::vector<trace::OpNameRecord> op_names;
     std::vector<std::string> closed;
 
     ClientHandlers handlers() {
@@ -291,6 +300,7 @@ struct Collected {
         h.on_operand = keep(operands);
         h.on_blockmap = keep(blockmaps);
         h.on_op = keep(ops);
+        h.on_op_name = keep(op_names);
         h.on_closed = keep(closed);
         return h;
     }

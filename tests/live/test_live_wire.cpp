@@ -51,6 +51,7 @@ TEST(LiveWire, EveryRecordRoundTrips) {
     expect_same(wire::decode_operand(split_one(wire::frame(sample_operand(10))).body), sample_operand(10));
     expect_same(wire::decode_blockmap(split_one(wire::frame(sample_blockmap(10))).body), sample_blockmap(10));
     expect_same(wire::decode_op(split_one(wire::frame(sample_op(11))).body), sample_op(11));
+    expect_same(wire::decode_op_name(split_one(wire::frame(sample_op_name())).body), sample_op_name());
 
     auto h = wire::decode_hello(split_one(wire::frame(wire::Hello{wire::kVersion, "s3cret"})).body);
     EXPECT_EQ(h.version, wire::kVersion);
@@ -79,6 +80,7 @@ TEST(LiveWire, TruncatedOrPaddedBodiesAreRefused) {
     expect_strict(wire::frame(sample_operand(1)), wire::decode_operand);
     expect_strict(wire::frame(sample_blockmap(1)), wire::decode_blockmap);
     expect_strict(wire::frame(sample_op(1)), wire::decode_op);
+    expect_strict(wire::frame(sample_op_name()), wire::decode_op_name);
     expect_strict(wire::frame(wire::Hello{wire::kVersion, "t"}), wire::decode_hello);
     expect_strict(wire::frame(wire::CommandMsg{1, {CommandKind::Stop, -1, "x", 0}}), wire::decode_command);
 }
@@ -104,6 +106,29 @@ TEST(LiveWire, EnumsOutOfRangeAreRefused) {
     std::string op = wire::frame(sample_operand(1)).substr(wire::kHeader);
     op[4 + 8 + 4] = 7;  // gemm
     EXPECT_THROW(wire::decode_operand(op), wire::WireError);
+}
+
+TEST(LiveWire, OpNameWithoutAnIdOrANameIsRefused) {
+    // Body: i32 id, u32 length, the name's bytes.
+    std::string body = wire::frame(sample_op_name()).substr(wire::kHeader);
+    const std::int32_t negative = -1;
+    std::string bad_id = body;
+    std::memcpy(bad_id.data(), &negative, 4);
+    EXPECT_THROW(wire::decode_op_name(bad_id), wire::WireError);
+
+    std::string empty = wire::frame(trace::OpNameRecord{4, ""}).substr(wire::kHeader);
+    ASSERT_EQ(empty.size(), 8u);
+    EXPECT_THROW(wire::decode_op_name(empty), wire::WireError);
+
+    std::string long_count = body;
+    const std::uint32_t one_more = static_cast<std::uint32_t>(sample_op_name().name.size() + 1);
+    std::memcpy(long_count.data() + 4, &one_more, 4);
+    EXPECT_THROW(wire::decode_op_name(long_count), wire::WireError);
+
+    // Id 0 and a one-character name are fine.
+    auto n = wire::decode_op_name(wire::frame(trace::OpNameRecord{0, "k"}).substr(wire::kHeader));
+    EXPECT_EQ(n.id, 0);
+    EXPECT_EQ(n.name, "k");
 }
 
 TEST(LiveWire, HelloWithoutMagicIsRefused) {

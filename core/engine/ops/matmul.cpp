@@ -50,18 +50,5 @@ void bias_backward(float* dbias, const float* dout, std::int64_t N, std::int64_t
     });
 }
 
-void transpose(float* dst, const float* src, std::int64_t rows, std::int64_t cols) {
-    constexpr std::int64_t kTile = 32;  // a tile of each side stays in L1
-    std::int64_t row_tiles = (rows + kTile - 1) / kTile;
-    parallel_for(row_tiles, 1, 0, [&](std::int64_t t0, std::int64_t t1) {
-        for (std::int64_t r0 = t0 * kTile; r0 < std::min(rows, t1 * kTile); r0 += kTile)
-            for (std::int64_t c0 = 0; c0 < cols; c0 += kTile) {
-                std::int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
-                for (std::int64_t r = r0; r < r1; ++r)
-                    for (std::int64_t c = c0; c < c1; ++c) dst[c * rows + r] = src[r * cols + c];
-            }
-    });
-}
-
 }  // namespace fp8scope::ops
 
