@@ -61,9 +61,13 @@ AmaxView::AmaxView(const ViewContext& context, QWidget* parent) : StoreView(cont
     history_ = plot_->addGraph();
     history_->setLineStyle(QCPGraph::lsNone);
     cursor_line_ = add_cursor_line(plot_);
-    // Under the curves, so that it does not tint their colours; it moves only when the
-    // cursor passes a capture step, and then the whole plot is redrawn.
-    window_->setLayer(QStringLiteral("grid"));
+    // Under the curves, so that it does not tint their colours, on a buffered layer of its
+    // own: when the cursor passes a capture step only that layer is redrawn, not 100k-point
+    // curves.
+    plot_->addLayer(QStringLiteral("window"), plot_->layer(QStringLiteral("main")), QCustomPlot::limBelow);
+    window_layer_ = plot_->layer(QStringLiteral("window"));
+    window_layer_->setMode(QCPLayer::lmBuffered);
+    window_->setLayer(window_layer_);
     history_->setLayer(cursor_layer(plot_));
     place_legend_below(plot_, 4);
 }
@@ -159,7 +163,7 @@ void AmaxView::redraw() {
     const int run = sel.run();
     const std::int64_t step = ctx().cursor->step();
     const bool rebuild_all = dataChanged() || refs != shown_ || !(current == shown_current_) || run != shown_run_;
-    bool replot_all = true;
+    bool replot_all = true, window_moved = false;
     ctx().store->read([&](const TraceData& d) {
         const bool ok = run >= 0 && run < static_cast<int>(d.runs.size()) && current.slot() >= 0 &&
                         current.slot() < d.slot_count();
@@ -172,13 +176,19 @@ void AmaxView::redraw() {
         }
         set_placeholder(plot_, QString());
         if (rebuild_all) rebuild(d, run, refs, sel.operands().size());
-        replot_all = drawHistory(d.runs[run], step) || rebuild_all;
+        window_moved = drawHistory(d.runs[run], step);
+        replot_all = rebuild_all;
     });
     shown_ = refs;
     shown_current_ = current;
     shown_run_ = run;
     set_cursor_line(cursor_line_, static_cast<double>(step));
-    replot_all ? plot_->replot() : replot_cursor_layer(plot_);
+    if (replot_all) {
+        plot_->replot();
+        return;
+    }
+    if (window_moved) window_layer_->replot();
+    replot_cursor_layer(plot_);
 }
 
 }  // namespace fp8scope::views

@@ -13,6 +13,7 @@ class QCustomPlot;
 class QCPGraph;
 class QCPItemStraightLine;
 class QCPItemRect;
+class QCPLayer;
 
 namespace fp8scope::views {
 
@@ -49,6 +50,7 @@ private:
     QCustomPlot* plot_;
     QCPItemStraightLine* cursor_line_;
     QCPItemRect* window_;
+    QCPLayer* window_layer_;
     QCPGraph* history_;
     std::vector<Curve> curves_;
     std::vector<QCPGraph*> keys_;  // legend entries that explain the line styles

@@ -165,6 +165,11 @@ private slots:
         set_->refreshNow();
         QCOMPARE(keyAt(v->historyGraph(), 0), -6.0);
         QCOMPARE(at(v->graph(2, AmaxView::AmaxGraph), 40), double(t::amax_of(1, 40, refs[2].slot())));
+        // Only the window's and the cursor's layers were redrawn: what shows is what a full
+        // replot draws.
+        const QImage partial = v->plot()->grab().toImage();
+        v->plot()->replot();
+        QCOMPARE(v->plot()->grab().toImage(), partial);
         // Picking one operand again leaves one curve.
         selection_.setOperand(refs[2]);
         set_->refreshNow();
