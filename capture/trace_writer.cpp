@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <ctime>
 #include <deque>
@@ -381,6 +382,8 @@ struct TraceWriter::Impl {
         h5::check(H5Fflush(file, H5F_SCOPE_LOCAL), "flushing the file");
     }
 
+    std::size_t wake_at() const { return std::max<std::size_t>(1, options.queue_capacity / 2); }
+
     void run() {
         auto next_flush = std::chrono::steady_clock::now() + options.flush_interval;
         std::deque<Record> batch;
@@ -390,8 +393,10 @@ struct TraceWriter::Impl {
                 bool stop = false;
                 {
                     std::unique_lock lock(mu);
+                    // Records wait for the flush: waking per record would cost the training
+                    // threads a context switch per op timing.
                     wake.wait_until(lock, next_flush, [&] {
-                        return !queue.empty() || closing || flush_requested > flush_done;
+                        return queue.size() >= wake_at() || closing || flush_requested > flush_done;
                     });
                     batch.swap(queue);
                     flush_target = flush_requested;
@@ -459,7 +464,7 @@ void TraceWriter::write(Record record) {
     if (d.closed) throw d.fail("writer failed: " + d.error);
     if (std::holds_alternative<OpNameRecord>(record)) ++d.ops_known;
     d.queue.push_back(std::move(record));
-    if (d.queue.size() == 1) d.wake.notify_one();
+    if (d.queue.size() == d.wake_at()) d.wake.notify_one();  // half full: drain before writers block
 }
 
 void TraceWriter::flush() {
