@@ -17,8 +17,8 @@
 namespace fp8scope::cli {
 
 // Capture interval of a traced or served run whose config says never: full statistics
-// under every recipe cost under two training steps on the CPU (bench_capture_overhead),
-// so one in 100 steps keeps capture near 2% of the step time.
+// under every recipe cost about two training steps on the CPU (bench_capture_overhead),
+// so one in 100 steps keeps capture near 1% of the step time.
 inline constexpr int kDefaultCaptureEvery = 100;
 
 struct TraceOptions {
