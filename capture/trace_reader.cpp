@@ -484,7 +484,7 @@ struct TraceReader::Impl {
     OperandRecord decode_operand(const s::OperandRow& r, hsize_t row) const {
         check_recipe_in_use(r, row);
         OperandRecord o;
-        o.key = {r.run, r.step, r.linear, static_cast<Gemm>(r.gemm), static_cast<Operand>(r.operand)};
+        o.key = s::key_of(r);
         o.recipe_in_use = r.recipe_in_use;
         o.scale = r.scale;
         TensorStats& st = o.stats;
@@ -538,7 +538,7 @@ struct TraceReader::Impl {
                 throw fail(where + "(offset " + std::to_string(r.offset) + ", count " + std::to_string(r.count) +
                            ") points past the end of " + d->path);
         BlockMapRecord b;
-        b.key = {r.run, r.step, r.linear, static_cast<Gemm>(r.gemm), static_cast<Operand>(r.operand)};
+        b.key = s::key_of(r);
         b.recipe = r.recipe;
         b.rows = r.rows;
         b.cols = r.cols;
@@ -635,8 +635,10 @@ std::vector<OperandRecord> TraceReader::operands(int run, std::int64_t step) con
     if (it == d.operand_rows.end()) return out;
     auto rows = d.read_at<s::OperandRow>(d.operands, it->second);
     std::map<int, std::size_t> last;  // slot -> index of its newest row
-    for (std::size_t i = 0; i < rows.size(); ++i)
-        last[operand_slot(rows[i].linear, static_cast<Gemm>(rows[i].gemm), static_cast<Operand>(rows[i].operand))] = i;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const OperandKey k = s::key_of(rows[i]);
+        last[operand_slot(k.linear, k.gemm, k.operand)] = i;
+    }
     for (const auto& [slot, i] : last) out.push_back(d.decode_operand(rows[i], it->second[i]));
     return out;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "h5.h"
+#include "trace_records.h"
 
 namespace fp8scope::trace::schema {
 
@@ -94,6 +95,19 @@ struct OperandRow {
     std::uint64_t top_offset, top_count;
     std::uint64_t history_offset, history_count;
 };
+// The operand key columns that OperandRow and BlockMapRow share.
+template <class Row>
+void put_key(Row& row, const OperandKey& k) {
+    row.run = k.run;
+    row.step = k.step;
+    row.linear = k.linear;
+    row.gemm = static_cast<std::int8_t>(k.gemm);
+    row.operand = static_cast<std::int8_t>(k.operand);
+}
+template <class Row>
+OperandKey key_of(const Row& row) {
+    return {row.run, row.step, row.linear, static_cast<Gemm>(row.gemm), static_cast<Operand>(row.operand)};
+}
 struct ErrorRow {
     std::int32_t recipe;
     double amax, mse, sqnr_db, rel_l2, max_abs_err, cosine;

@@ -257,11 +257,7 @@ struct TraceWriter::Impl {
     void add(const OperandRecord& r) {
         const TensorStats& st = r.stats;
         s::OperandRow row{};
-        row.run = r.key.run;
-        row.step = r.key.step;
-        row.linear = r.key.linear;
-        row.gemm = static_cast<std::int8_t>(r.key.gemm);
-        row.operand = static_cast<std::int8_t>(r.key.operand);
+        s::put_key(row, r.key);
         row.recipe_in_use = r.recipe_in_use;
         row.scale = r.scale;
         row.numel = st.numel;
@@ -314,11 +310,7 @@ struct TraceWriter::Impl {
     }
     void add(const BlockMapRecord& r) {
         s::BlockMapRow row{};
-        row.run = r.key.run;
-        row.step = r.key.step;
-        row.linear = r.key.linear;
-        row.gemm = static_cast<std::int8_t>(r.key.gemm);
-        row.operand = static_cast<std::int8_t>(r.key.operand);
+        s::put_key(row, r.key);
         row.recipe = r.recipe;
         row.rows = r.rows;
         row.cols = r.cols;
