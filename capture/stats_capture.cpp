@@ -121,39 +121,42 @@ void StatsCapture::on_scaling(const OperandScaling& s) {
 void StatsCapture::on_operand(const OperandCapture& c) {
     const int slot = operand_slot(c.linear, c.gemm, c.operand);
     if (slot < 0) return;
-    const float amax = scaling_amax(c.values);
-    const float scale = scale_in_use(c.recipe, c.delayed, amax);
-    note_scaling(slot, amax, scale);
-    if (!full_) return;
+    if (!full_) {
+        const float amax = scaling_amax(c.values);
+        note_scaling(slot, amax, scale_in_use(c.recipe, c.delayed, amax));
+        return;
+    }
 
     OperandRecord rec;
     rec.key = {run_, step_, c.linear, c.gemm, c.operand};
     rec.recipe_in_use = recipe_id(c.recipe);
-    rec.scale = scale;
-    // Delayed scaling depends on its history: the recipe in use is judged with the scale
-    // training really cast with; other delayed entries are what-if first steps.
-    AnalysisExtras extras;
-    extras.tile_maps = blockmaps_;
-    if (c.recipe && c.delayed && std::holds_alternative<DelayedScaling>(*c.recipe) && rec.recipe_in_use >= 0) {
-        extras.delayed_scales.assign(recipes_.size(), std::numeric_limits<float>::quiet_NaN());
-        extras.delayed_scales[rec.recipe_in_use] = c.delayed->scale();
-    }
     const auto key = std::make_pair(c.linear, static_cast<int>(c.operand));
     const auto earlier = c.transposed_repeat && !blockmaps_ ? step_errors_.find(key) : step_errors_.end();
+    Analysis a;
     if (earlier == step_errors_.end()) {
-        Analysis a = analyze(c.values, recipes_, options_.stats, extras);
-        rec.stats = std::move(a.tensor);
+        // Delayed scaling depends on its history: the recipe in use is judged with the
+        // scale training really cast with; other delayed entries are what-if first steps.
+        AnalysisExtras extras;
+        extras.tile_maps = blockmaps_;
+        if (c.recipe && c.delayed && std::holds_alternative<DelayedScaling>(*c.recipe) && rec.recipe_in_use >= 0) {
+            extras.delayed_scales.assign(recipes_.size(), std::numeric_limits<float>::quiet_NaN());
+            extras.delayed_scales[rec.recipe_in_use] = c.delayed->scale();
+        }
+        a = analyze(c.values, recipes_, options_.stats, extras);
         rec.errors = std::move(a.errors);
         if (!c.transposed_repeat) step_errors_[key] = rec.errors;
         if (blockmaps_) record_blockmaps(c, a.maps);
     } else {
         // Per-tensor and square-block casts of a transpose are the transposed casts, with
         // the same figures: only the recipes whose blocks follow the orientation run again.
-        Analysis a = analyze(c.values, oriented_recipes_, options_.stats);
-        rec.stats = std::move(a.tensor);
+        a = analyze(c.values, oriented_recipes_, options_.stats);
         rec.errors = earlier->second;
         for (std::size_t i = 0; i < oriented_.size(); ++i) rec.errors[oriented_[i]] = std::move(a.errors[i]);
     }
+    rec.stats = std::move(a.tensor);
+    const float scale = scale_in_use(c.recipe, c.delayed, a.scaling_amax);
+    rec.scale = scale;
+    note_scaling(slot, a.scaling_amax, scale);
     if (c.delayed) {
         const auto& h = c.delayed->history();
         rec.amax_history.assign(h.begin(), h.end());

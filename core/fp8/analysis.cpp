@@ -582,7 +582,7 @@ Analysis analyze(MatrixView x, const std::vector<Recipe>& recipes, const StatsOp
     t.mean = t.finite ? sum / nf : kNaN;
     t.rms = t.finite ? std::sqrt(sum2 / nf) : kNaN;
     const double threshold = opt.outlier_k * t.rms;
-    const float scaling_amax = std::bit_cast<float>(amax_bits);
+    const float scaling_amax = out.scaling_amax = std::bit_cast<float>(amax_bits);
 
     std::vector<RecipePlan> plans;
     for (std::size_t k = 0; k < recipes.size(); ++k) {

@@ -27,6 +27,7 @@ struct TileMaps {
 };
 
 struct Analysis {
+    float scaling_amax = 0;  // NaN-ignoring, Inf-including: the amax scales are set from
     TensorStats tensor;
     std::vector<ErrorStats> errors;  // one per recipe, in the order asked
     TileMaps maps;                   // when asked for (AnalysisExtras::tile_maps)

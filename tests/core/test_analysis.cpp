@@ -171,6 +171,7 @@ TEST(Analysis, TileMapsPartitionTheTensorsSums) {
             if (std::isfinite(data[r * C + c])) tmax = std::max(tmax, std::fabs(data[r * C + c]));
     EXPECT_EQ(m.absmax[7], tmax);
     EXPECT_EQ(*std::max_element(m.absmax.begin(), m.absmax.end()), static_cast<float>(a.tensor.amax));
+    EXPECT_EQ(a.scaling_amax, std::numeric_limits<float>::infinity());  // NaN ignored, Inf included
     for (std::size_t k = 0; k < recipes.size(); ++k) {
         SCOPED_TRACE(a.errors[k].recipe);
         double sig = 0, err = 0;
