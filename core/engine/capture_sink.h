@@ -1,6 +1,7 @@
 // The engine's side of capture: every step the model reports its op timings and what each
-// cast computed (amax, scale); at a capture step it also hands over every GEMM operand. The sink (capture/, or a test) decides what to
-// compute and record; the model never knows about files or sockets.
+// cast computed (amax, scale); at a capture step it also hands over every GEMM operand.
+// The sink (capture/, or a test) decides what to compute and record; the model never
+// knows about files or sockets.
 #pragma once
 
 #include <cstdint>
