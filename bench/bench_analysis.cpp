@@ -16,10 +16,10 @@
 #include <thread>
 #include <vector>
 
-#include "fp8/analysis.h"
-#include "fp8/quantize.h"
+#include "cpu/analysis.h"
+#include "cpu/quantize.h"
 #include "fp8/recipe.h"
-#include "fp8/stats.h"
+#include "cpu/stats.h"
 
 using namespace fp8scope;
 

@@ -10,7 +10,7 @@
 #include "analysis_report.h"
 #include "commands.h"
 #include "dump.h"
-#include "fp8/analysis.h"
+#include "cpu/analysis.h"
 #include "io/tensor_file.h"
 #include "report_json.h"
 #include "report_text.h"

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "fp8/quantize.h"
+#include "cpu/quantize.h"
 #include "io/tensor_file.h"
 
 namespace fp8scope::cli {

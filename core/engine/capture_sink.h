@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "engine/training_recipe.h"
-#include "fp8/quantize.h"
+#include "fp8/scaling.h"
 #include "tensor.h"
 
 namespace fp8scope {

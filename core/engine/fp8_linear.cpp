@@ -3,7 +3,7 @@
 
 #include <stdexcept>
 
-#include "engine/ops/matmul.h"
+#include "cpu/ops/matmul.h"
 #include "util/clock.h"
 #include "util/parallel.h"
 

@@ -27,7 +27,7 @@
 #include "engine/capture_sink.h"
 #include "engine/model.h"
 #include "engine/training_recipe.h"
-#include "fp8/quantize.h"
+#include "cpu/quantize.h"
 
 namespace fp8scope {
 

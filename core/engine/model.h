@@ -15,6 +15,7 @@
 #include "engine/capture_sink.h"
 #include "engine/model_config.h"
 #include "engine/training_recipe.h"
+#include "operands.h"
 
 namespace fp8scope {
 
@@ -24,13 +25,6 @@ struct ParamTensor {
     std::vector<std::int64_t> shape;
     bool decay = false;              // weight decay applies (matrices, not norms/biases)
     std::size_t numel() const;
-};
-
-// A linear layer whose GEMMs are quantized: the unit of capture.
-struct LinearInfo {
-    std::string name;                // "blocks.0.attn.qkv", "blocks.0.mlp.fc1", ...
-    int layer = 0;                   // transformer block
-    std::int64_t in_features = 0, out_features = 0;
 };
 
 class Model {

@@ -7,7 +7,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "engine/ops/matmul.h"
+#include "cpu/ops/matmul.h"
 #include "util/parallel.h"
 
 namespace fp8scope {

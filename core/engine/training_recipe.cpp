@@ -6,24 +6,6 @@
 
 namespace fp8scope {
 
-std::string_view gemm_name(Gemm g) {
-    switch (g) {
-        case Gemm::Fprop: return "fprop";
-        case Gemm::Dgrad: return "dgrad";
-        case Gemm::Wgrad: return "wgrad";
-    }
-    return "?";
-}
-
-std::string_view operand_name(Operand o) {
-    switch (o) {
-        case Operand::X: return "x";
-        case Operand::W: return "w";
-        case Operand::DY: return "dy";
-    }
-    return "?";
-}
-
 std::vector<std::string> training_recipe_names() {
     return {"baseline", "delayed", "delayed_e4m3", "current", "blockwise", "mxfp8"};
 }

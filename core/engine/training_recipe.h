@@ -14,14 +14,9 @@
 #include <vector>
 
 #include "fp8/recipe.h"
+#include "operands.h"
 
 namespace fp8scope {
-
-enum class Gemm : std::uint8_t { Fprop, Dgrad, Wgrad };
-enum class Operand : std::uint8_t { X, W, DY };  // activation, weight, output gradient
-
-std::string_view gemm_name(Gemm g);        // "fprop", "dgrad", "wgrad"
-std::string_view operand_name(Operand o);  // "x", "w", "dy"
 
 struct TrainingRecipe {
     std::string name;  // "baseline", "delayed", "delayed_e4m3", "current", "blockwise", "mxfp8"

@@ -1,8 +1,6 @@
-// The full analysis of one tensor: its statistics and its quantization error under every
-// requested recipe, computed in fused, vectorized passes over row panels (threads over
-// panels) without materializing codes. Results equal quantize() + error_stats(); partial
-// sums are combined in panel order, so they do not depend on the thread count. Figures
-// agree with quantize() + error_stats() up to float64 summation order.
+// What the analysis of one tensor yields: its statistics and its quantization error under
+// every requested recipe, and optionally per-tile maps. Backends compute it
+// (Backend::analyze); the CPU's fused passes are in kernels/cpu/analysis.h.
 #pragma once
 
 #include <vector>
@@ -39,8 +37,5 @@ struct AnalysisExtras {
     std::vector<float> delayed_scales;
     bool tile_maps = false;  // also fill Analysis::maps (no extra pass over the data)
 };
-
-Analysis analyze(MatrixView x, const std::vector<Recipe>& recipes, const StatsOptions& opt = {},
-                 const AnalysisExtras& extras = {});
 
 }  // namespace fp8scope

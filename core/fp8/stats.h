@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "fp8/quantize.h"
 #include "tensor.h"
 
 namespace fp8scope {
@@ -66,9 +65,5 @@ struct StatsOptions {
     int top_k = 16;
     int threads = 0;  // 0: all hardware threads
 };
-
-TensorStats tensor_stats(MatrixView x, const StatsOptions& opt = {});
-// Error of an already quantized tensor: the simple path, used by the engine's capture.
-ErrorStats error_stats(MatrixView x, const QuantizedTensor& q, const std::string& recipe);
 
 }  // namespace fp8scope

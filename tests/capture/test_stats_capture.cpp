@@ -8,7 +8,7 @@
 #include <random>
 
 #include "engine/trainer.h"
-#include "fp8/analysis.h"
+#include "cpu/analysis.h"
 #include "fp8/format.h"
 #include "stats_capture.h"
 #include "trace_fixture.h"

@@ -11,9 +11,10 @@
 #include <tuple>
 #include <vector>
 
-#include "fp8/analysis.h"
+#include "cpu/analysis.h"
+#include "cpu/stats.h"
 #include "fp8/format.h"
-#include "fp8/quantize.h"
+#include "cpu/quantize.h"
 #include "reference/reference.h"
 
 namespace fp8scope {

@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "fp8/cast.h"
+#include "cpu/cast.h"
 #include "fp8/format.h"
 
 namespace fp8scope {

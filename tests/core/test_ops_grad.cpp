@@ -9,12 +9,12 @@
 #include <cmath>
 #include <random>
 
-#include "engine/ops/activation.h"
-#include "engine/ops/attention.h"
-#include "engine/ops/embedding.h"
-#include "engine/ops/matmul.h"
-#include "engine/ops/norm.h"
-#include "engine/ops/softmax_ce.h"
+#include "cpu/ops/activation.h"
+#include "cpu/ops/attention.h"
+#include "cpu/ops/embedding.h"
+#include "cpu/ops/matmul.h"
+#include "cpu/ops/norm.h"
+#include "cpu/ops/softmax_ce.h"
 #include "engine_reference.h"
 
 namespace fp8scope {

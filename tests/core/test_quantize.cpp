@@ -11,7 +11,7 @@
 #include <tuple>
 #include <vector>
 
-#include "fp8/quantize.h"
+#include "cpu/quantize.h"
 #include "reference/reference.h"
 
 namespace fp8scope {

@@ -8,8 +8,8 @@
 #include <tuple>
 #include <vector>
 
-#include "fp8/quantize.h"
-#include "fp8/stats.h"
+#include "cpu/quantize.h"
+#include "cpu/stats.h"
 #include "reference/reference.h"
 
 namespace fp8scope {

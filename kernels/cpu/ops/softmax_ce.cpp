@@ -1,11 +1,11 @@
 // Fused softmax cross-entropy, one row per task; the mean over rows is summed afterwards
 // in row order, so the loss is bitwise independent of the thread count. Row max, exp and
 // sum use the lane-parallel kernels of vec_math.h.
-#include "engine/ops/softmax_ce.h"
+#include "cpu/ops/softmax_ce.h"
 
 #include <cmath>
 
-#include "engine/ops/vec_math.h"
+#include "cpu/ops/vec_math.h"
 #include "util/parallel.h"
 
 namespace fp8scope::ops {

@@ -1,6 +1,6 @@
 // Embedding lookup and its scatter-add backward. The backward runs serially over rows:
 // it is O(B*T*C), far below the GEMMs, and a serial scatter needs no atomics.
-#include "engine/ops/embedding.h"
+#include "cpu/ops/embedding.h"
 
 #include "util/parallel.h"
 

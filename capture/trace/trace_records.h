@@ -15,9 +15,8 @@
 #include <variant>
 #include <vector>
 
-#include "engine/model.h"
-#include "engine/training_recipe.h"
 #include "fp8/stats.h"
+#include "operands.h"
 
 namespace fp8scope::trace {
 

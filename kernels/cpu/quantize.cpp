@@ -5,7 +5,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
-#include "fp8/quantize.h"
+#include "cpu/quantize.h"
 
 #include <algorithm>
 #include <bit>
@@ -16,7 +16,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "fp8/cast.h"
+#include "cpu/cast.h"
 #include "util/parallel.h"
 
 namespace fp8scope {
@@ -220,37 +220,6 @@ std::int64_t codes_all(MatrixView x, const Plan& p, std::uint8_t* codes, int thr
 
 }  // namespace
 
-float compute_scale(float amax, Format f, float eps, bool pow2) {
-    if (std::isnan(amax)) return 1.0f;
-    const float a = std::max(amax, eps);
-    if (a == 0.0f || std::isinf(a)) return 1.0f;
-    float s = fp8_max(f) / a;
-    if (std::isinf(s)) s = FLT_MAX;
-    if (pow2) s = std::bit_cast<float>(std::bit_cast<std::uint32_t>(s) & 0xFF800000u);
-    return s;
-}
-
-int mx_exponent(float block_amax, Format f, MXRule rule) {
-    if (!(block_amax > 0.0f)) return -127;
-    const std::uint32_t a = std::bit_cast<std::uint32_t>(block_amax) & ~cast::kSignBit;
-    int e2;                 // floor(log2 amax)
-    std::uint32_t frac;     // mantissa bits after the leading one, in 23 bits
-    if (a < 0x00800000u) {  // subnormal: normalize
-        const int lead = 31 - std::countl_zero(a);
-        e2 = lead - 149;
-        frac = (a << (23 - lead)) & 0x7FFFFFu;
-    } else {
-        e2 = static_cast<int>(a >> 23) - 127;
-        frac = a & 0x7FFFFFu;
-    }
-    const int emax = info(f).emax;
-    int e = e2 - emax;
-    // fp8_max is 1.75 * 2^emax in both formats: amax needs one more power of two
-    // exactly when its mantissa exceeds 1.75.
-    if (rule == MXRule::RCeil && frac > 0x600000u) ++e;
-    return std::clamp(e, -127, 127);
-}
-
 float scaling_amax(MatrixView x) {
     std::uint32_t m = 0;
     std::mutex mu;
@@ -261,22 +230,6 @@ float scaling_amax(MatrixView x) {
         m = std::max(m, local);
     });
     return std::bit_cast<float>(m);
-}
-
-void DelayedState::push(float amax) {
-    history_.push_back(amax);
-    const std::size_t keep = static_cast<std::size_t>(std::max(1, recipe_.history));
-    while (history_.size() > keep) history_.pop_front();
-
-    float ref = history_.back();
-    if (recipe_.algo == AmaxAlgo::Max) {
-        for (float h : history_) ref = (std::isnan(h) || std::isnan(ref)) ? std::numeric_limits<float>::quiet_NaN() : std::max(ref, h);
-    }
-    if (std::isnan(ref) || std::isinf(ref) || ref == 0.0f) return;  // keep the previous scale
-    float s = std::ldexp(fp8_max(recipe_.format) / ref, -recipe_.margin);
-    if (std::isinf(s)) s = FLT_MAX;
-    if (s == 0.0f) return;  // a margin so large the scale underflows: keep the previous one
-    scale_ = s;
 }
 
 float QuantizedTensor::dequantize(std::int64_t r, std::int64_t c) const {

@@ -8,8 +8,8 @@
 
 #include "engine/fp8_linear.h"
 #include "engine/training_recipe.h"
-#include "fp8/analysis.h"
-#include "fp8/quantize.h"
+#include "cpu/analysis.h"
+#include "cpu/quantize.h"
 #include "fp8/stats.h"
 
 namespace fp8scope::trace {

@@ -2,14 +2,14 @@
 // tensor_stats is the fused analysis with no recipe (analysis.cpp), so the two can never
 // disagree. error_stats is the plain path for a QuantizedTensor the caller already holds:
 // decode table, block scale_inv, float64 sums in fixed row chunks combined in order.
-#include "fp8/stats.h"
+#include "cpu/stats.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 
-#include "fp8/analysis.h"
+#include "cpu/analysis.h"
 #include "util/parallel.h"
 
 namespace fp8scope {

@@ -3,13 +3,13 @@
 // engine's sizes (T up to a few hundred) the plain loops cost a few percent of a step;
 // the GEMM-shaped work is in the linear layers. Dot products and the softmax use the
 // lane-parallel kernels of vec_math.h so they vectorize.
-#include "engine/ops/attention.h"
+#include "cpu/ops/attention.h"
 
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
-#include "engine/ops/vec_math.h"
+#include "cpu/ops/vec_math.h"
 #include "util/parallel.h"
 
 namespace fp8scope::ops {

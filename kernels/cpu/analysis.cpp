@@ -14,7 +14,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
-#include "fp8/analysis.h"
+#include "cpu/analysis.h"
 
 #include <algorithm>
 #include <bit>
@@ -24,8 +24,8 @@
 #include <numeric>
 #include <variant>
 
-#include "fp8/cast.h"
-#include "fp8/quantize.h"
+#include "cpu/cast.h"
+#include "cpu/quantize.h"
 #include "util/parallel.h"
 
 

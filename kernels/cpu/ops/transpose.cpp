@@ -7,7 +7,7 @@
 #include <immintrin.h>
 #endif
 
-#include "engine/ops/matmul.h"
+#include "cpu/ops/matmul.h"
 #include "util/parallel.h"
 
 namespace fp8scope::ops {

@@ -1,7 +1,7 @@
 // Float32 GEMMs through cblas_sgemm. OpenBLAS splits a GEMM over threads by output tiles,
 // never along k, so a product is bitwise reproducible for a fixed thread count. The bias
 // gradient is split by column ranges for the same reason.
-#include "engine/ops/matmul.h"
+#include "cpu/ops/matmul.h"
 
 #include <cblas.h>
 

@@ -3,7 +3,7 @@
 // several contributions) and overwrites the parameter gradients; those are reductions
 // over rows, split by channel ranges so every channel sums its rows in one fixed order
 // whatever the thread count.
-#include "engine/ops/norm.h"
+#include "cpu/ops/norm.h"
 
 #include <cmath>
 

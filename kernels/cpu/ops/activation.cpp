@@ -1,12 +1,12 @@
 // GELU and SwiGLU, elementwise over rows, with the vectorizable exp of vec_math.h
 // (libm's tanhf/expf are scalar calls and made GELU cost as much as a GEMM). The Smooth-SwiGLU absmax is a max, which does
 // not depend on the order of evaluation, so channel ranges run in parallel freely.
-#include "engine/ops/activation.h"
+#include "cpu/ops/activation.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "engine/ops/vec_math.h"
+#include "cpu/ops/vec_math.h"
 #include "util/parallel.h"
 
 namespace fp8scope::ops {
