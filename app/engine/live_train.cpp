@@ -37,18 +37,18 @@ int index_of(const std::vector<std::string>& names, const std::string& name) {
 }
 
 // Training events as the trace names them; nullopt for those it has no kind for.
-std::optional<trace::EventKind> trace_kind(TrainEventKind k) {
+std::optional<trace::EventKind> trace_kind(EventKind k) {
     switch (k) {
-    case TrainEventKind::Pause: return trace::EventKind::Pause;
-    case TrainEventKind::Resume: return trace::EventKind::Resume;
-    case TrainEventKind::Stop: return trace::EventKind::Stop;
-    case TrainEventKind::RecipeSwitch: return trace::EventKind::RecipeSwitch;
-    case TrainEventKind::Checkpoint: return trace::EventKind::Checkpoint;
-    case TrainEventKind::NaN: return trace::EventKind::NonFinite;
-    case TrainEventKind::Spike: return trace::EventKind::LossSpike;
-    case TrainEventKind::Rewind: return trace::EventKind::Rewind;
-    case TrainEventKind::CaptureInterval: return trace::EventKind::CaptureInterval;
-    case TrainEventKind::Error: return std::nullopt;
+    case EventKind::Pause: return trace::EventKind::Pause;
+    case EventKind::Resume: return trace::EventKind::Resume;
+    case EventKind::Stop: return trace::EventKind::Stop;
+    case EventKind::RecipeSwitch: return trace::EventKind::RecipeSwitch;
+    case EventKind::Checkpoint: return trace::EventKind::Checkpoint;
+    case EventKind::NonFinite: return trace::EventKind::NonFinite;
+    case EventKind::LossSpike: return trace::EventKind::LossSpike;
+    case EventKind::Rewind: return trace::EventKind::Rewind;
+    case EventKind::CaptureInterval: return trace::EventKind::CaptureInterval;
+    case EventKind::Error: return std::nullopt;
     }
     return std::nullopt;
 }

@@ -73,11 +73,11 @@ void TrainProgress::draw(const StepRecord& r) {
 }
 
 void TrainProgress::on_event(const TrainEvent& e) {
-    if (quiet_ && e.kind != TrainEventKind::Error) return;
+    if (quiet_ && e.kind != EventKind::Error) return;
     finish();
     std::string who = e.replica >= 0 ? " replica " + std::to_string(e.replica) : "";
     std::fprintf(stderr, "[step %lld]%s %s%s%s\n", static_cast<long long>(e.step), who.c_str(),
-                 std::string(event_name(e.kind)).c_str(), e.detail.empty() ? "" : ": ", e.detail.c_str());
+                 std::string(event_kind_name(e.kind)).c_str(), e.detail.empty() ? "" : ": ", e.detail.c_str());
 }
 
 void TrainProgress::finish() {

@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "engine/fp8_linear.h"
-#include "engine/training_recipe.h"
+#include "fp8/training_recipe.h"
 #include "cpu/analysis.h"
 #include "cpu/quantize.h"
 #include "fp8/stats.h"

@@ -53,21 +53,8 @@ void TrainRecorder::on_step(const fp8scope::StepRecord& r) {
 }
 
 void TrainRecorder::on_event(const TrainEvent& e) {
-    EventKind k = EventKind::Error;
-    switch (e.kind) {
-        case TrainEventKind::Pause: k = EventKind::Pause; break;
-        case TrainEventKind::Resume: k = EventKind::Resume; break;
-        case TrainEventKind::Stop: k = EventKind::Stop; break;
-        case TrainEventKind::RecipeSwitch: k = EventKind::RecipeSwitch; break;
-        case TrainEventKind::Checkpoint: k = EventKind::Checkpoint; break;
-        case TrainEventKind::NaN: k = EventKind::NonFinite; break;
-        case TrainEventKind::Spike: k = EventKind::LossSpike; break;
-        case TrainEventKind::Rewind: k = EventKind::Rewind; break;
-        case TrainEventKind::CaptureInterval: k = EventKind::CaptureInterval; break;
-        case TrainEventKind::Error: k = EventKind::Error; break;
-    }
     int run = e.replica >= 0 && e.replica < static_cast<int>(meta_.runs.size()) ? e.replica : -1;
-    sink_.write(EventRecord{run, e.step, k, e.detail});
+    sink_.write(EventRecord{run, e.step, e.kind, e.detail});
 }
 
 }  // namespace fp8scope::trace

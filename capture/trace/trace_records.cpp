@@ -5,24 +5,6 @@
 
 namespace fp8scope::trace {
 
-const char* event_kind_name(EventKind k) {
-    switch (k) {
-        case EventKind::Rewind: return "rewind";
-        case EventKind::RecipeSwitch: return "recipe_switch";
-        case EventKind::Pause: return "pause";
-        case EventKind::Resume: return "resume";
-        case EventKind::Stop: return "stop";
-        case EventKind::NonFinite: return "non_finite";
-        case EventKind::LossSpike: return "loss_spike";
-        case EventKind::Checkpoint: return "checkpoint";
-        case EventKind::CaptureInterval: return "capture_interval";
-        case EventKind::Start: return "start";
-        case EventKind::End: return "end";
-        case EventKind::Error: return "error";
-    }
-    return "unknown";
-}
-
 // Slot = linear * 6 + gemm * 2 + (0: the GEMM's left operand, 1: its right operand):
 // fprop (x, w), dgrad (dy, w), wgrad (dy, x).
 int operand_slot(int linear, Gemm gemm, Operand operand) {

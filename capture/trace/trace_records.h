@@ -17,6 +17,7 @@
 
 #include "fp8/stats.h"
 #include "operands.h"
+#include "run_events.h"
 
 namespace fp8scope::trace {
 
@@ -68,21 +69,9 @@ struct StepRecord {
     std::int32_t recipe = -1;  // training recipe id in use for this step
 };
 
-enum class EventKind : std::int32_t {
-    Rewind = 0,        // restored the last good checkpoint, skipped a batch
-    RecipeSwitch = 1,  // detail: "from -> to"
-    Pause = 2,
-    Resume = 3,
-    Stop = 4,
-    NonFinite = 5,     // NaN/Inf loss or gradient
-    LossSpike = 6,
-    Checkpoint = 7,    // detail: path
-    CaptureInterval = 8,
-    Start = 9,
-    End = 10,
-    Error = 11,        // the engine gave up or an action failed; detail: the message
-};
-const char* event_kind_name(EventKind k);
+using fp8scope::EventKind;
+using fp8scope::event_kind_name;
+
 
 struct EventRecord {
     std::int32_t run = 0;  // -1: the whole (lock-step) run

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "engine/training_recipe.h"
+#include "fp8/training_recipe.h"
 #include "fp8/scaling.h"
 #include "tensor.h"
 

@@ -26,7 +26,7 @@
 
 #include "engine/capture_sink.h"
 #include "engine/model.h"
-#include "engine/training_recipe.h"
+#include "fp8/training_recipe.h"
 #include "cpu/quantize.h"
 
 namespace fp8scope {

@@ -14,7 +14,7 @@
 
 #include "engine/capture_sink.h"
 #include "engine/model_config.h"
-#include "engine/training_recipe.h"
+#include "fp8/training_recipe.h"
 #include "operands.h"
 
 namespace fp8scope {

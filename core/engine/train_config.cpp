@@ -12,7 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "engine/training_recipe.h"
+#include "fp8/training_recipe.h"
 
 namespace fp8scope {
 namespace {

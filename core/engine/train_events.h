@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "run_events.h"
+
 namespace fp8scope {
 
 struct StepRecord {
@@ -22,11 +24,9 @@ struct StepRecord {
     double tokens_per_second = 0.0;
 };
 
-enum class TrainEventKind { Pause, Resume, Stop, RecipeSwitch, Checkpoint, NaN, Spike, Rewind, Error, CaptureInterval };
-std::string_view event_name(TrainEventKind kind);  // "pause", "rewind", ...
 
 struct TrainEvent {
-    TrainEventKind kind = TrainEventKind::Pause;
+    EventKind kind = EventKind::Pause;
     std::int64_t step = 0;          // steps completed when it happened
     int replica = -1;               // -1: the whole run
     std::string detail;             // e.g. "to step 50, skipping batch 57", a file name

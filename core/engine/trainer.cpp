@@ -107,7 +107,7 @@ void Trainer::set_capture_every(int every) {
     wake_.notify_all();
 }
 
-void Trainer::emit(TrainEventKind kind, int replica, std::string detail) {
+void Trainer::emit(EventKind kind, int replica, std::string detail) {
     TrainEvent e{kind, step_, replica, std::move(detail)};
     for (auto* o : observers_) o->on_event(e);
 }
@@ -121,36 +121,36 @@ void Trainer::apply_requests() {
     for (auto& r : pending) {
         switch (r.kind) {
         case Request::Pause:
-            if (!paused_) emit(TrainEventKind::Pause, -1, "");
+            if (!paused_) emit(EventKind::Pause, -1, "");
             paused_ = true;
             break;
         case Request::Resume:
-            if (paused_) emit(TrainEventKind::Resume, -1, "");
+            if (paused_) emit(EventKind::Resume, -1, "");
             paused_ = false;
             break;
         case Request::Stop:
-            if (!stopping_) emit(TrainEventKind::Stop, -1, "");
+            if (!stopping_) emit(EventKind::Stop, -1, "");
             stopping_ = true;
             break;
         case Request::Switch: {
             auto& rep = *replicas_[static_cast<std::size_t>(r.replica)];
             std::string from = rep.model.recipe().name;
             rep.model.set_recipe(training_recipe(r.text));
-            emit(TrainEventKind::RecipeSwitch, r.replica, from + " -> " + r.text);
+            emit(EventKind::RecipeSwitch, r.replica, from + " -> " + r.text);
             take_snapshot();  // a rewind must not undo the switch
             break;
         }
         case Request::CaptureEvery:
             config_.capture_every = r.value;
-            emit(TrainEventKind::CaptureInterval, -1, "every " + std::to_string(r.value) + " steps");
+            emit(EventKind::CaptureInterval, -1, "every " + std::to_string(r.value) + " steps");
             break;
         case Request::Checkpoint: {
             std::string path = r.text.empty() ? default_checkpoint_path() : r.text;
             try {
                 save_checkpoint(path);
-                emit(TrainEventKind::Checkpoint, -1, path);
+                emit(EventKind::Checkpoint, -1, path);
             } catch (const std::exception& e) {
-                emit(TrainEventKind::Error, -1, e.what());
+                emit(EventKind::Error, -1, e.what());
             }
             break;
         }
@@ -174,7 +174,7 @@ TrainSummary Trainer::run() {
     if (!config_.checkpoint.dir.empty() && error_.empty()) {
         std::string path = default_checkpoint_path();
         save_checkpoint(path);
-        emit(TrainEventKind::Checkpoint, -1, path);
+        emit(EventKind::Checkpoint, -1, path);
     }
     return summary();
 }
@@ -204,19 +204,19 @@ bool Trainer::step() {
         float loss = rep.model.forward(batch_.tokens.data(), batch_.targets.data(), batch_.B, batch_.T);
         const int r = static_cast<int>(i);
         if (!std::isfinite(loss))
-            return recover(b, TrainEventKind::NaN, r, "loss " + std::to_string(loss) + " on batch " + std::to_string(b));
+            return recover(b, EventKind::NonFinite, r, "loss " + std::to_string(loss) + " on batch " + std::to_string(b));
         if (config_.rewind.enabled && static_cast<int>(rep.recent_losses.size()) >= config_.rewind.window) {
             double mean = 0.0;
             for (float l : rep.recent_losses) mean += l;
             mean /= static_cast<double>(rep.recent_losses.size());
             if (loss > config_.rewind.spike_factor * mean)
-                return recover(b, TrainEventKind::Spike, r,
+                return recover(b, EventKind::LossSpike, r,
                                "loss " + std::to_string(loss) + " over moving average " + std::to_string(mean));
         }
         rep.model.backward();
         double norm = global_grad_norm(rep.model.grads(), config_.threads);
         if (!std::isfinite(norm))
-            return recover(b, TrainEventKind::NaN, r, "gradient norm " + std::to_string(norm) + " on batch " + std::to_string(b));
+            return recover(b, EventKind::NonFinite, r, "gradient norm " + std::to_string(norm) + " on batch " + std::to_string(b));
         clip_grad_norm(rep.model.grads(), norm, config_.optimizer.grad_clip, config_.threads);
         rep.adam->step(rep.model.params(), rep.model.grads(), lr, config_.threads);
         double seconds = std::chrono::duration<double>(clock::now() - t0).count();
@@ -258,7 +258,7 @@ bool Trainer::step() {
         step_ < config_.steps) {
         std::string path = default_checkpoint_path();
         save_checkpoint(path);
-        emit(TrainEventKind::Checkpoint, -1, path);
+        emit(EventKind::Checkpoint, -1, path);
     }
     return true;
 }
@@ -276,18 +276,18 @@ std::vector<float> Trainer::evaluate() {
 
 // --- recovery ---------------------------------------------------------------------
 
-bool Trainer::recover(std::uint64_t batch, TrainEventKind why, int replica, const std::string& detail) {
+bool Trainer::recover(std::uint64_t batch, EventKind why, int replica, const std::string& detail) {
     emit(why, replica, detail);
     if (!config_.rewind.enabled) {
-        if (why == TrainEventKind::NaN) {
+        if (why == EventKind::NonFinite) {
             error_ = "non-finite " + detail + " at step " + std::to_string(step_ + 1) + " (rewind disabled)";
-            emit(TrainEventKind::Error, replica, error_);
+            emit(EventKind::Error, replica, error_);
         }
         return true;
     }
     if (rewinds_ >= config_.rewind.max_rewinds) {
         error_ = "gave up after " + std::to_string(rewinds_) + " rewinds (rewind.max_rewinds); last: " + detail;
-        emit(TrainEventKind::Error, replica, error_);
+        emit(EventKind::Error, replica, error_);
         return true;
     }
     std::set<std::uint64_t> skipped = skipped_;
@@ -296,7 +296,7 @@ bool Trainer::recover(std::uint64_t batch, TrainEventKind why, int replica, cons
     restore(*snapshot_);
     skipped_ = std::move(skipped);  // skips outlive the rewind, or the same batch comes back
     rewinds_ = rewinds;
-    emit(TrainEventKind::Rewind, replica,
+    emit(EventKind::Rewind, replica,
          "to step " + std::to_string(step_) + ", skipping batch " + std::to_string(batch));
     return true;
 }

@@ -107,8 +107,8 @@ private:
     struct Request;
 
     void apply_requests();
-    void emit(TrainEventKind kind, int replica, std::string detail);
-    bool recover(std::uint64_t batch, TrainEventKind why, int replica, const std::string& detail);
+    void emit(EventKind kind, int replica, std::string detail);
+    bool recover(std::uint64_t batch, EventKind why, int replica, const std::string& detail);
     void take_snapshot();
     std::string default_checkpoint_path() const;
 

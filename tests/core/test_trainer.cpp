@@ -60,7 +60,7 @@ struct Recorder : TrainObserver {
             if (s.replica == replica) out.push_back(s.loss);
         return out;
     }
-    int count(TrainEventKind k) {
+    int count(EventKind k) {
         int n = 0;
         for (auto& e : events) n += e.kind == k;
         return n;
@@ -185,13 +185,13 @@ TEST(Trainer, InjectedNanRewindsToTheLastGoodStateAndSkipsTheBatch) {
     EXPECT_TRUE(s.error.empty()) << s.error;
     EXPECT_EQ(s.steps, 30);
     EXPECT_EQ(s.rewinds, 1);
-    ASSERT_EQ(rec.count(TrainEventKind::NaN), 1);
-    ASSERT_EQ(rec.count(TrainEventKind::Rewind), 1);
+    ASSERT_EQ(rec.count(EventKind::NonFinite), 1);
+    ASSERT_EQ(rec.count(EventKind::Rewind), 1);
     for (auto& e : rec.events) {
-        if (e.kind == TrainEventKind::NaN) {
+        if (e.kind == EventKind::NonFinite) {
             EXPECT_EQ(e.step, 17);  // 17 steps done when batch 17 failed
         }
-        if (e.kind == TrainEventKind::Rewind) {
+        if (e.kind == EventKind::Rewind) {
             EXPECT_EQ(e.step, 10);
             EXPECT_NE(e.detail.find("skipping batch 17"), std::string::npos) << e.detail;
         }
@@ -217,10 +217,10 @@ TEST(Trainer, LossSpikeOverTheMovingAverageIsRewound) {
     TrainSummary s = spiked.run();
     EXPECT_TRUE(s.error.empty()) << s.error;
     EXPECT_EQ(s.rewinds, 1);
-    ASSERT_EQ(rec.count(TrainEventKind::Spike), 1);
-    EXPECT_EQ(rec.count(TrainEventKind::NaN), 0);
+    ASSERT_EQ(rec.count(EventKind::LossSpike), 1);
+    EXPECT_EQ(rec.count(EventKind::NonFinite), 0);
     for (auto& e : rec.events) {
-        if (e.kind == TrainEventKind::Rewind) {
+        if (e.kind == EventKind::Rewind) {
             EXPECT_EQ(e.step, 20);
         }
     }
@@ -263,7 +263,7 @@ TEST(Trainer, ControlRequestsFromAnotherThreadApplyBetweenSteps) {
     };
     wait_for([&] { return rec.last_step >= 3; });
     t.pause();
-    wait_for([&] { std::lock_guard l(rec.mu); return rec.count(TrainEventKind::Pause) == 1; });
+    wait_for([&] { std::lock_guard l(rec.mu); return rec.count(EventKind::Pause) == 1; });
     std::int64_t paused_at = rec.last_step;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     EXPECT_EQ(rec.last_step, paused_at);  // no step while paused
@@ -276,10 +276,10 @@ TEST(Trainer, ControlRequestsFromAnotherThreadApplyBetweenSteps) {
 
     EXPECT_TRUE(summary.stopped);
     EXPECT_EQ(summary.replicas[1].recipe, "delayed");
-    EXPECT_EQ(rec.count(TrainEventKind::Resume), 1);
-    EXPECT_EQ(rec.count(TrainEventKind::RecipeSwitch), 1);
-    EXPECT_EQ(rec.count(TrainEventKind::Checkpoint), 1);
-    EXPECT_EQ(rec.count(TrainEventKind::Stop), 1);
+    EXPECT_EQ(rec.count(EventKind::Resume), 1);
+    EXPECT_EQ(rec.count(EventKind::RecipeSwitch), 1);
+    EXPECT_EQ(rec.count(EventKind::Checkpoint), 1);
+    EXPECT_EQ(rec.count(EventKind::Stop), 1);
     EXPECT_TRUE(fs::exists(dir / "now.ckpt"));
     EXPECT_EQ(load_checkpoint((dir / "now.ckpt").string()).step, paused_at);
     for (auto& r : rec.steps)

@@ -13,7 +13,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/training_recipe.h"
+#include "fp8/training_recipe.h"
 #include "live_test_util.h"
 
 extern char** environ;

@@ -1,6 +1,6 @@
 // The named training recipes, built directly as Recipe values (no name parsing), so the
 // engine's choices are visible in one place and match training_recipe.h.
-#include "engine/training_recipe.h"
+#include "fp8/training_recipe.h"
 
 #include <stdexcept>
 

@@ -1,0 +1,23 @@
+#include "run_events.h"
+
+namespace fp8scope {
+
+const char* event_kind_name(EventKind k) {
+    switch (k) {
+        case EventKind::Rewind: return "rewind";
+        case EventKind::RecipeSwitch: return "recipe_switch";
+        case EventKind::Pause: return "pause";
+        case EventKind::Resume: return "resume";
+        case EventKind::Stop: return "stop";
+        case EventKind::NonFinite: return "non_finite";
+        case EventKind::LossSpike: return "loss_spike";
+        case EventKind::Checkpoint: return "checkpoint";
+        case EventKind::CaptureInterval: return "capture_interval";
+        case EventKind::Start: return "start";
+        case EventKind::End: return "end";
+        case EventKind::Error: return "error";
+    }
+    return "unknown";
+}
+
+}  // namespace fp8scope

@@ -1,0 +1,27 @@
+// What happens to a run besides its steps: one list of event kinds for the engine, the
+// trace (where the values are stored, so they never change) and the GUI.
+#pragma once
+
+#include <cstdint>
+
+namespace fp8scope {
+
+enum class EventKind : std::int32_t {
+    Rewind = 0,        // restored the last good state, skipped a batch
+    RecipeSwitch = 1,  // detail: "from -> to"
+    Pause = 2,
+    Resume = 3,
+    Stop = 4,
+    NonFinite = 5,     // NaN/Inf loss or gradient
+    LossSpike = 6,
+    Checkpoint = 7,    // detail: path
+    CaptureInterval = 8,
+    Start = 9,
+    End = 10,
+    Error = 11,        // the engine gave up or an action failed; detail: the message
+};
+constexpr int kEventKinds = 12;
+
+const char* event_kind_name(EventKind k);  // "rewind", "non_finite", ...
+
+}  // namespace fp8scope
