@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/cpu_backend.h"
 #include "engine/trainer.h"
 #include "trace_writer.h"
 #include "train_recorder.h"
@@ -46,7 +47,8 @@ struct Setup {
         config.threads = threads;
         config.eval.every = 0;
         config.capture_every = std::max(capture_every, 0);
-        trainer = std::make_unique<Trainer>(config);
+        backend = std::make_unique<CpuBackend>(threads);
+        trainer = std::make_unique<Trainer>(config, *backend);
         if (capture_every >= 0) {
             meta = trace::make_trace_meta(config, trainer->model(0).linears(), "bench", 10LL * config.capture_every);
             writer = std::make_unique<trace::TraceWriter>(path, meta);
@@ -63,6 +65,7 @@ struct Setup {
     }
     std::string path;
     TrainConfig config;
+    std::unique_ptr<CpuBackend> backend;
     std::unique_ptr<Trainer> trainer;
     trace::TraceMeta meta;
     std::unique_ptr<trace::TraceWriter> writer;

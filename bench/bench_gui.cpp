@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <random>
 
-#include "view_set.h"
+#include "widgets/view_set.h"
 
 using namespace fp8scope;
 using namespace fp8scope::views;

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/cpu_backend.h"
 #include "engine/model.h"
 
 using namespace fp8scope;
@@ -121,12 +122,14 @@ int main(int argc, char** argv) {
                 c.n_layer, c.d_model, c.n_head, c.vocab_size, B, T, step_flops(c, B, T) * 1e-9, steps, warmup);
 
     auto t_alloc = std::chrono::steady_clock::now();
-    Model model(c);
+    CpuBackend cpu;
+    std::printf("%s\n", cpu.describe().c_str());
+    Model model(c, cpu);
     double alloc_s = seconds_since(t_alloc);
     auto t_init = std::chrono::steady_clock::now();
     model.init(1);
     std::printf("allocate %.1f s, init %.1f s, %.1f M parameters\n", alloc_s, seconds_since(t_init),
-                model.params().size() * 1e-6);
+                model.num_params() * 1e-6);
 
     std::vector<std::int32_t> tok(static_cast<std::size_t>(N)), tgt(static_cast<std::size_t>(N));
     for (int i = 0; i < N; ++i) {

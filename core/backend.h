@@ -94,15 +94,6 @@ struct GemmOperand {
 
 enum class Copy : std::uint8_t { Rowwise, Columnwise };
 
-// What a cast computed on the way: the scaling amax of the tensor (the largest block amax
-// for block recipes), the per-tensor scale it cast with (NaN for block recipes) and the
-// count of finite elements the saturation clamped. Filled by synchronize().
-struct CastReport {
-    float amax = 0;
-    float scale = 0;
-    std::int64_t overflow = 0;
-};
-
 // Delayed scaling's state of one operand (its amax history and the scale of the next
 // cast), kept in the backend's memory so a device can update it without the host.
 class AmaxHistory {
@@ -127,7 +118,8 @@ struct CastSpec {
     AmaxHistory* history = nullptr;  // delayed scaling: casts with its scale
     bool push = false;               // delayed scaling: then pushes this cast's amax
     bool rowwise = true, columnwise = false;
-    CastReport* report = nullptr;    // where the figures go (null: not wanted)
+    CastInfo* report = nullptr;      // amax, scale, overflow of the rowwise cast (null: not
+                                     // wanted); filled by synchronize()
 };
 
 struct AdamWParams {

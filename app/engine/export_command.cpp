@@ -7,8 +7,12 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
 
 #include "commands.h"
+#include "record_fields.h"
 #include "trace_reader.h"
 
 namespace fp8scope::cli {
@@ -34,70 +38,136 @@ std::string quoted(const std::string& s) {
     return out + "\"";
 }
 
-const char* gemm_str(Gemm g) { return g == Gemm::Fprop ? "fprop" : g == Gemm::Dgrad ? "dgrad" : "wgrad"; }
-const char* operand_str(Operand o) { return o == Operand::X ? "x" : o == Operand::W ? "w" : "dy"; }
-
 std::ofstream open_out(const std::filesystem::path& p) {
     std::ofstream f(p);
     if (!f) throw std::runtime_error("cannot write " + p.string());
     return f;
 }
 
+// The name an id stands for ("" for none, e.g. run -1: the whole run).
+std::string name_of(const TraceMeta& m, NameTable table, long long id) {
+    auto pick = [&](const auto& v) -> std::string {
+        if (id < 0 || id >= static_cast<long long>(v.size())) return {};
+        if constexpr (std::is_same_v<std::decay_t<decltype(v[0])>, std::string>) return v[id];
+        else return v[id].name;
+    };
+    switch (table) {
+        case NameTable::Runs: return pick(m.runs);
+        case NameTable::Linears: return pick(m.linears);
+        case NameTable::Recipes: return pick(m.recipes);
+        case NameTable::TrainingRecipes: return pick(m.training_recipes);
+        case NameTable::Ops: return pick(m.ops);
+    }
+    return {};
+}
+
+std::string text_of(Gemm g) { return std::string(gemm_name(g)); }
+std::string text_of(Operand o) { return std::string(operand_name(o)); }
+std::string text_of(EventKind k) { return event_kind_name(k); }
+
+// A CSV table's columns come from the field lists (record_fields.h): the header is their
+// names, a row their values. Ids are written as the quoted name they stand for, enums by
+// name, numbers as the shortest text that reads back the same, strings quoted. Settings
+// (the outlier k) are not figures of a row and are left out.
+class Csv {
+public:
+    Csv(const TraceMeta& meta, const std::filesystem::path& path) : meta_(meta), out_(open_out(path)) {}
+
+    // `columns(v, objects...)` visits a row's columns; the header is their names.
+    template <class... O, class Columns>
+    void header(Columns columns) {
+        std::tuple<O...> defaults{};
+        std::apply([&](auto&... d) { columns(*this, d...); }, defaults);
+        end_line();
+    }
+    template <class Columns, class... O>
+    void row(Columns columns, const O&... objects) {
+        writing_ = true;
+        columns(*this, objects...);
+        end_line();
+        writing_ = false;
+    }
+
+    template <class T, class... F>
+    void operator()(std::string_view name, const T& v, const F&... facts) {
+        if constexpr (!fields::has<fields::Setting, F...>) {
+            if (!first_) line_ += ',';
+            first_ = false;
+            if (!writing_) line_ += name;
+            else if constexpr (fields::has<IdIn, F...>) line_ += quoted(name_of(meta_, fields::find<IdIn>(facts...)->table, v));
+            else if constexpr (std::is_enum_v<T>) line_ += text_of(v);
+            else if constexpr (std::is_floating_point_v<T>) line_ += num(v);
+            else if constexpr (std::is_arithmetic_v<T>) line_ += std::to_string(v);
+            else line_ += quoted(v);
+        }
+    }
+
+private:
+    void end_line() {
+        out_ << line_ << '\n';
+        line_.clear();
+        first_ = true;
+    }
+
+    const TraceMeta& meta_;
+    std::ofstream out_;
+    std::string line_;
+    bool writing_ = false, first_ = true;
+};
+
+// Columns of the tables that are not one record: an operand and its figures, and one
+// recipe's error figures on an operand.
+template <class V, class O>
+void operand_columns(V& v, const O& o) {
+    fields::visit_scalars(o.key, v);
+    fields::visit_scalars(o, v);                 // recipe_in_use, scale
+    fields::visit_scalars(o.stats, v);           // counts, amax, moments, dynamic range
+    fields::visit_scalars(o.stats.outliers, v);  // kurtosis, frac_beyond_k_rms
+}
+template <class V, class O>
+void error_columns(V& v, const O& o, const std::int32_t& recipe, const int& in_use, const ErrorStats& e) {
+    fields::visit_scalars(o.key, v);
+    v("recipe", recipe, IdIn{NameTable::Recipes});
+    v("in_use", in_use);
+    fields::visit_scalars(e, [&](std::string_view name, const auto& m, const auto&... facts) {
+        if constexpr (std::is_arithmetic_v<std::remove_cvref_t<decltype(m)>>) v(name, m, facts...);
+    });
+}
+
 void write_csv(const TraceReader& r, const std::string& dir) {
     namespace fs = std::filesystem;
     fs::create_directories(dir);
     const TraceMeta& m = r.meta();
-    auto recipe_of = [&](int id) { return id >= 0 && id < (int)m.recipes.size() ? m.recipes[id] : std::string(); };
+    auto record = [](auto& v, const auto& rec) { fields::visit_scalars(rec, v); };
 
-    auto steps = open_out(fs::path(dir) / "steps.csv");
-    steps << "run,step,loss,eval_loss,lr,grad_norm,step_time_s,tokens_per_s,recipe\n";
+    Csv steps(m, fs::path(dir) / "steps.csv");
+    steps.header<StepRecord>(record);
     for (int run = 0; run < (int)m.runs.size(); ++run)
-        for (const auto& s : r.steps(run))
-            steps << quoted(m.runs[run].name) << ',' << s.step << ',' << num(s.loss) << ',' << num(s.eval_loss) << ','
-                  << num(s.lr) << ',' << num(s.grad_norm) << ',' << num(s.step_time_s) << ',' << num(s.tokens_per_s)
-                  << ',' << quoted(s.recipe >= 0 ? m.training_recipes.at(s.recipe) : "") << '\n';
+        for (const auto& s : r.steps(run)) steps.row(record, s);
 
-    auto events = open_out(fs::path(dir) / "events.csv");
-    events << "run,step,kind,detail\n";
-    for (const auto& e : r.events())
-        events << quoted(e.run >= 0 ? m.runs.at(e.run).name : "") << ',' << e.step << ',' << event_kind_name(e.kind)
-               << ',' << quoted(e.detail) << '\n';
+    Csv events(m, fs::path(dir) / "events.csv");
+    events.header<EventRecord>(record);
+    for (const auto& e : r.events()) events.row(record, e);
 
-    auto ops = open_out(fs::path(dir) / "operands.csv");
-    ops << "run,step,linear,gemm,operand,recipe_in_use,scale,numel,finite,nan,inf,zero,amax,min_nonzero_abs,mean,"
-           "rms,stddev,dynamic_range,kurtosis,frac_beyond_k_rms\n";
-    auto errs = open_out(fs::path(dir) / "errors.csv");
-    errs << "run,step,linear,gemm,operand,recipe,in_use,amax,mse,sqnr_db,rel_l2,max_abs_err,cosine,underflow_pct,"
-            "overflow_pct,scale_inv_min,scale_inv_max,nonfinite_out\n";
+    auto operand = [](auto& v, const auto& o) { operand_columns(v, o); };
+    auto error = [](auto& v, const auto&... x) { error_columns(v, x...); };
+    Csv operands(m, fs::path(dir) / "operands.csv");
+    operands.header<OperandRecord>(operand);
+    Csv errors(m, fs::path(dir) / "errors.csv");
+    errors.header<OperandRecord, std::int32_t, int, ErrorStats>(error);
     for (int run = 0; run < (int)m.runs.size(); ++run)
         for (auto step : r.capture_steps(run))
             for (const auto& o : r.operands(run, step)) {
-                std::string key = quoted(m.runs[run].name) + ',' + std::to_string(step) + ',' +
-                                  quoted(m.linears.at(o.key.linear).name) + ',' + gemm_str(o.key.gemm) + ',' +
-                                  operand_str(o.key.operand);
-                const TensorStats& s = o.stats;
-                ops << key << ',' << quoted(recipe_of(o.recipe_in_use)) << ',' << num(o.scale) << ',' << s.numel << ','
-                    << s.finite << ',' << s.nan << ',' << s.inf << ',' << s.zero << ',' << num(s.amax) << ','
-                    << num(s.min_nonzero_abs) << ',' << num(s.mean) << ',' << num(s.rms) << ',' << num(s.stddev) << ','
-                    << num(s.dynamic_range) << ',' << num(s.outliers.kurtosis) << ','
-                    << num(s.outliers.frac_beyond_k_rms) << '\n';
-                for (std::size_t i = 0; i < o.errors.size(); ++i) {
-                    const ErrorStats& e = o.errors[i];
-                    errs << key << ',' << quoted(m.recipes[i]) << ',' << (int(i) == o.recipe_in_use) << ','
-                         << num(e.amax) << ',' << num(e.mse) << ',' << num(e.sqnr_db) << ',' << num(e.rel_l2) << ','
-                         << num(e.max_abs_err) << ',' << num(e.cosine) << ',' << num(e.underflow_pct) << ','
-                         << num(e.overflow_pct) << ',' << num(e.scale_inv_min) << ',' << num(e.scale_inv_max) << ','
-                         << e.nonfinite_out << '\n';
-                }
+                operands.row(operand, o);
+                for (std::size_t i = 0; i < o.errors.size(); ++i)
+                    errors.row(error, o, static_cast<std::int32_t>(i), int(int(i) == o.recipe_in_use), o.errors[i]);
             }
 
-    auto times = open_out(fs::path(dir) / "ops.csv");
-    times << "run,step,op,linear,layer,device,stream,start_ns,end_ns\n";
+    Csv ops(m, fs::path(dir) / "ops.csv");
+    ops.header<OpRecord>(record);
     for (int run = 0; run < (int)m.runs.size(); ++run)
         for (const auto& t : r.ops(run, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()))
-            times << quoted(m.runs[run].name) << ',' << t.step << ',' << quoted(m.ops.at(t.op)) << ','
-                  << quoted(t.linear >= 0 && t.linear < (int)m.linears.size() ? m.linears[t.linear].name : "") << ','
-                  << t.layer << ',' << t.device << ',' << t.stream << ',' << t.start_ns << ',' << t.end_ns << '\n';
+            ops.row(record, t);
 }
 
 // Chrome trace event format ("X" complete events, microseconds): one process per run and

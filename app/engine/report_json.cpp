@@ -1,9 +1,12 @@
-// Builds the JSON document of `analyze --json`. Key order follows the structs so the
-// output reads like the definitions in FP8.md.
+// Builds the JSON document of `analyze --json`. Keys and their order come from the field
+// lists (fp8/stats_fields.h), so the output reads like the definitions in FP8.md.
 #include "report_json.h"
 
 #include <cmath>
+#include <string_view>
+#include <type_traits>
 
+#include "fp8/stats_fields.h"
 #include "version.h"
 
 namespace fp8scope::cli {
@@ -15,55 +18,31 @@ using json = nlohmann::ordered_json;
 // is +Inf, figures of an all-zero tensor are NaN).
 json number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
-json histogram_json(const Log2Histogram& h) {
-    return json{{"min_exponent", kHistMinExp},
-                {"counts", h.bins},
-                {"zero", h.zero},
-                {"nan", h.nan},
-                {"inf", h.inf}};
-}
-
-json outliers_json(const OutlierSummary& o) {
-    json absmax = json::array();
-    for (float v : o.channel_absmax) absmax.push_back(number(v));
-    json top = json::array();
-    for (const TopValue& v : o.top) top.push_back({{"value", number(v.value)}, {"row", v.row}, {"col", v.col}});
-    return json{{"kurtosis", number(o.kurtosis)},
-                {"k", number(o.k)},
-                {"frac_beyond_k_rms", number(o.frac_beyond_k_rms)},
-                {"channel_absmax", absmax},
-                {"top", top}};
-}
-
-json stats_json(const TensorStats& s) {
-    return json{{"numel", s.numel},
-                {"finite", s.finite},
-                {"nan", s.nan},
-                {"inf", s.inf},
-                {"zero", s.zero},
-                {"amax", number(s.amax)},
-                {"min_nonzero_abs", number(s.min_nonzero_abs)},
-                {"mean", number(s.mean)},
-                {"rms", number(s.rms)},
-                {"stddev", number(s.stddev)},
-                {"dynamic_range", number(s.dynamic_range)},
-                {"histogram", histogram_json(s.histogram)},
-                {"outliers", outliers_json(s.outliers)}};
-}
-
-json error_json(const ErrorStats& e) {
-    return json{{"recipe", e.recipe},
-                {"amax", number(e.amax)},
-                {"mse", number(e.mse)},
-                {"sqnr_db", number(e.sqnr_db)},
-                {"rel_l2", number(e.rel_l2)},
-                {"max_abs_err", number(e.max_abs_err)},
-                {"cosine", number(e.cosine)},
-                {"underflow_pct", number(e.underflow_pct)},
-                {"overflow_pct", number(e.overflow_pct)},
-                {"scale_inv_min", number(e.scale_inv_min)},
-                {"scale_inv_max", number(e.scale_inv_max)},
-                {"nonfinite_out", e.nonfinite_out}};
+// Any field: numbers, strings, lists, and structs as objects in their list's order.
+template <class T>
+json value(const T& v) {
+    if constexpr (std::is_floating_point_v<T>) {
+        return number(v);
+    } else if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, std::string>) {
+        return json(v);
+    } else if constexpr (fields::Record<T>) {
+        json j = json::object();
+        visit_fields(v, [&](std::string_view name, const auto& member, const auto&...) {
+            using M = std::remove_cvref_t<decltype(member)>;
+            if constexpr (std::is_same_v<M, decltype(Log2Histogram::bins)>) {
+                // Dense bins: written as counts from the exponent of the first bin.
+                j["min_exponent"] = kHistMinExp;
+                j["counts"] = member;
+            } else {
+                j[std::string(name)] = value(member);
+            }
+        });
+        return j;
+    } else {  // a vector or an array
+        json a = json::array();
+        for (const auto& e : v) a.push_back(value(e));
+        return a;
+    }
 }
 
 }  // namespace
@@ -74,13 +53,13 @@ json analysis_json(const std::vector<std::string>& recipes, const std::vector<Te
     json& ts = doc["tensors"] = json::array();
     for (const TensorAnalysis& t : tensors) {
         json rs = json::array();
-        for (const ErrorStats& e : t.analysis.errors) rs.push_back(error_json(e));
+        for (const ErrorStats& e : t.analysis.errors) rs.push_back(value(e));
         ts.push_back({{"file", t.file},
                       {"name", t.name},
                       {"dtype", t.dtype},
                       {"shape", t.shape},
                       {"numel", t.analysis.tensor.numel},
-                      {"stats", stats_json(t.analysis.tensor)},
+                      {"stats", value(t.analysis.tensor)},
                       {"recipes", rs}});
     }
     json& es = doc["errors"] = json::array();

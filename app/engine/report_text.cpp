@@ -1,12 +1,17 @@
 // Text tables for `analyze`: aligned columns, dB and percentages with two decimals,
-// error magnitudes in scientific notation (they span many decades between recipes).
+// error magnitudes in scientific notation (they span many decades between recipes). The
+// error table's figures come from ErrorStats' field list; kShown orders and formats them.
 #include "report_text.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdarg>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
+
+#include "fp8/stats_fields.h"
 
 namespace fp8scope::cli {
 namespace {
@@ -27,24 +32,61 @@ std::string scale_spread(const ErrorStats& e) {
     return format("%.2f", std::log2(e.scale_inv_max / e.scale_inv_min));
 }
 
-struct Column {
-    const char* title;
-    std::string (*cell)(const ErrorStats&);
+// The numeric figures of ErrorStats (fp8/stats_fields.h), in list order.
+std::vector<double> figures(const ErrorStats& e) {
+    std::vector<double> out;
+    fields::visit_scalars(e, [&](std::string_view, const auto& m, const auto&...) {
+        if constexpr (std::is_arithmetic_v<std::remove_cvref_t<decltype(m)>>) out.push_back(static_cast<double>(m));
+    });
+    return out;
+}
+std::vector<std::string_view> figure_names() {
+    std::vector<std::string_view> out;
+    const ErrorStats probe;
+    fields::visit_scalars(probe, [&](std::string_view name, const auto& m, const auto&...) {
+        if constexpr (std::is_arithmetic_v<std::remove_cvref_t<decltype(m)>>) out.push_back(name);
+    });
+    return out;
+}
+
+// How the table shows a figure, in the order it shows them; nullptr: not shown. Figures
+// not named here follow them, as "%.4g".
+struct Shown {
+    std::string_view field;
+    const char* format;
+};
+constexpr Shown kShown[] = {
+    {"amax", "%.3e"},          {"sqnr_db", "%.2f"},      {"mse", "%.3e"},
+    {"rel_l2", "%.3e"},        {"max_abs_err", "%.3e"},  {"cosine", "%.6f"},
+    {"underflow_pct", "%.2f"}, {"overflow_pct", "%.2f"}, {"scale_inv_min", "%.3e"},
+    {"scale_inv_max", "%.3e"}, {"nonfinite_out", nullptr},
 };
 
-const Column kColumns[] = {
-    {"amax", [](const ErrorStats& e) { return format("%.3e", e.amax); }},
-    {"sqnr_db", [](const ErrorStats& e) { return format("%.2f", e.sqnr_db); }},
-    {"mse", [](const ErrorStats& e) { return format("%.3e", e.mse); }},
-    {"rel_l2", [](const ErrorStats& e) { return format("%.3e", e.rel_l2); }},
-    {"max_abs_err", [](const ErrorStats& e) { return format("%.3e", e.max_abs_err); }},
-    {"cosine", [](const ErrorStats& e) { return format("%.6f", e.cosine); }},
-    {"underflow_pct", [](const ErrorStats& e) { return format("%.2f", e.underflow_pct); }},
-    {"overflow_pct", [](const ErrorStats& e) { return format("%.2f", e.overflow_pct); }},
-    {"scale_inv_min", [](const ErrorStats& e) { return format("%.3e", e.scale_inv_min); }},
-    {"scale_inv_max", [](const ErrorStats& e) { return format("%.3e", e.scale_inv_max); }},
-    {"scale_range_bits", scale_spread},
+struct Column {
+    std::string_view title;
+    int figure;          // index into figures(); -1: the scale spread
+    const char* format;
 };
+
+std::vector<Column> error_columns() {
+    const auto names = figure_names();
+    auto index_of = [&](std::string_view n) {
+        return static_cast<int>(std::find(names.begin(), names.end(), n) - names.begin());
+    };
+    std::vector<Column> out;
+    for (const Shown& s : kShown)
+        if (s.format && index_of(s.field) < static_cast<int>(names.size()))
+            out.push_back({s.field, index_of(s.field), s.format});
+    for (std::string_view n : names)
+        if (std::none_of(std::begin(kShown), std::end(kShown), [&](const Shown& s) { return s.field == n; }))
+            out.push_back({n, index_of(n), "%.4g"});
+    out.push_back({"scale_range_bits", -1, nullptr});
+    return out;
+}
+
+std::string cell(const Column& c, const ErrorStats& e, const std::vector<double>& values) {
+    return c.figure < 0 ? scale_spread(e) : format(c.format, values[c.figure]);
+}
 
 constexpr std::size_t kTopShown = 5;
 
@@ -82,19 +124,21 @@ void print_tensor_text(std::FILE* out, const TensorAnalysis& t) {
     // Widths: the widest of title and cells per column.
     std::size_t recipe_w = 6;
     for (const auto& e : t.analysis.errors) recipe_w = std::max(recipe_w, e.recipe.size());
+    static const std::vector<Column> columns = error_columns();
     std::vector<std::vector<std::string>> cells;
     std::vector<std::size_t> widths;
-    for (const Column& c : kColumns) widths.push_back(std::string(c.title).size());
+    for (const Column& c : columns) widths.push_back(c.title.size());
     for (const auto& e : t.analysis.errors) {
         auto& row = cells.emplace_back();
-        for (std::size_t i = 0; i < std::size(kColumns); ++i) {
-            row.push_back(kColumns[i].cell(e));
+        const auto values = figures(e);
+        for (std::size_t i = 0; i < columns.size(); ++i) {
+            row.push_back(cell(columns[i], e, values));
             widths[i] = std::max(widths[i], row.back().size());
         }
     }
     std::string header = format("  %-*s", static_cast<int>(recipe_w), "recipe");
-    for (std::size_t i = 0; i < std::size(kColumns); ++i)
-        header += format("  %*s", static_cast<int>(widths[i]), kColumns[i].title);
+    for (std::size_t i = 0; i < columns.size(); ++i)
+        header += format("  %*s", static_cast<int>(widths[i]), std::string(columns[i].title).c_str());
     std::fprintf(out, "%s\n", header.c_str());
     for (std::size_t r = 0; r < cells.size(); ++r) {
         std::string line = format("  %-*s", static_cast<int>(recipe_w), t.analysis.errors[r].recipe.c_str());

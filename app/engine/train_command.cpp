@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "backends.h"
 #include "commands.h"
 #include "engine/checkpoint.h"
 #include "engine/trainer.h"
@@ -32,7 +33,7 @@ extern "C" void on_interrupt(int) {
 struct TrainOptions {
     std::string config, resume;
     std::vector<std::string> sets;
-    std::optional<std::string> recipe, compare, data, checkpoint_dir;
+    std::optional<std::string> device, recipe, compare, data, checkpoint_dir;
     std::optional<long long> steps, batch, seq, seed, threads, eval_every, capture_every, checkpoint_every, log_every;
     std::optional<double> lr;
     bool print_config = false, json = false, quiet = false;
@@ -83,6 +84,7 @@ TrainConfig base_config(const TrainOptions& o) {
 void apply_flags(const TrainOptions& o, TrainConfig& c) {
     std::vector<std::string> sets;
     auto set = [&](const std::string& field, const std::string& value) { sets.push_back(field + "=" + value); };
+    if (o.device) set("device", *o.device);
     if (o.recipe) set("recipe", *o.recipe);
     if (o.compare) set("compare", *o.compare);
     if (o.data) set("data.source", *o.data);
@@ -153,10 +155,12 @@ int run_train(const TrainOptions& o) {
         }
         if (endpoint->kind == live::Endpoint::Kind::Tcp && token.empty()) token = random_token();
     }
+    std::unique_ptr<Backend> backend;
     std::optional<Trainer> trainer;
     trace::TraceMeta meta;
     try {
-        trainer.emplace(config);
+        backend = make_backend(config.device, config.threads);
+        trainer.emplace(config, *backend);
         meta = run_trace_meta(config, *trainer, o.trace.blockmap_every);
     } catch (const std::exception& e) {
         report(e.what());
@@ -197,7 +201,7 @@ int run_train(const TrainOptions& o) {
         std::fprintf(stderr, "training %d replica%s (%s) on %s: %lld tokens, %lld held out, %zu parameters each\n",
                      replicas, replicas == 1 ? "" : "s", nlohmann::json(config.replica_recipes()).dump().c_str(),
                      trainer->data().data().origin.c_str(), static_cast<long long>(trainer->data().train_tokens()),
-                     static_cast<long long>(trainer->data().val_tokens()), trainer->model(0).params().size());
+                     static_cast<long long>(trainer->data().val_tokens()), trainer->model(0).num_params());
     }
     std::signal(SIGINT, on_interrupt);
     TrainSummary s;
@@ -256,6 +260,7 @@ void add_train(CLI::App& app, int& exit_code) {
     CLI::App* cmd = app.add_subcommand("train", "Train the GPT-style model (several recipes in lock step with --compare)");
     cmd->add_option("--config", opts->config, "JSON run configuration (resources/configs/*.json)");
     cmd->add_option("--resume", opts->resume, "Continue from a checkpoint (its config is the base)");
+    cmd->add_option("--device", opts->device, "Where to train: cpu or cuda");
     cmd->add_option("--recipe", opts->recipe, "Training recipe: baseline, delayed, delayed_e4m3, current, blockwise, mxfp8");
     cmd->add_option("--compare", opts->compare, "Comma-separated recipes trained in lock step, e.g. baseline,delayed");
     cmd->add_option("--steps", opts->steps, "Training steps");

@@ -8,7 +8,7 @@
 #include <QSlider>
 #include <QSpinBox>
 
-#include "display_names.h"
+#include "models/display_names.h"
 
 using namespace fp8scope::views;
 

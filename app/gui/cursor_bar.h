@@ -4,9 +4,9 @@
 
 #include <QToolBar>
 
-#include "selection.h"
-#include "series_store.h"
-#include "step_cursor.h"
+#include "models/selection.h"
+#include "models/series_store.h"
+#include "models/step_cursor.h"
 
 class QComboBox;
 class QSlider;

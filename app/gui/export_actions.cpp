@@ -4,8 +4,8 @@
 #include <QFile>
 #include <QFileDialog>
 
-#include "chrome_trace.h"
-#include "table_csv.h"
+#include "models/chrome_trace.h"
+#include "models/table_csv.h"
 
 using namespace fp8scope::views;
 

@@ -4,8 +4,8 @@
 
 #include <QString>
 
-#include "series_store.h"
-#include "store_view.h"
+#include "models/series_store.h"
+#include "widgets/store_view.h"
 
 class QWidget;
 

@@ -14,10 +14,6 @@
 
 using fp8scope::views::LaunchSpec;
 
-namespace {
-const QStringList kRecipes{"baseline", "delayed", "delayed_e4m3", "current", "blockwise", "mxfp8"};
-}
-
 LaunchDialog::LaunchDialog(const LaunchSpec& initial, QWidget* parent) : QDialog(parent) {
     setWindowTitle(tr("Launch run"));
     preset_ = new QComboBox(this);
@@ -33,7 +29,7 @@ LaunchDialog::LaunchDialog(const LaunchSpec& initial, QWidget* parent) : QDialog
     capture_->setValue(initial.capture_every);
     capture_->setSpecialValueText(tr("off"));
     auto* recipe_row = new QHBoxLayout;
-    for (const QString& r : kRecipes) {
+    for (const QString& r : LaunchSpec::recipeNames()) {
         auto* box = new QCheckBox(r, this);
         box->setChecked(initial.recipes.contains(r));
         recipes_ << box;

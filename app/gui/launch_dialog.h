@@ -4,7 +4,7 @@
 
 #include <QDialog>
 
-#include "engine_launch.h"
+#include "models/engine_launch.h"
 
 class QCheckBox;
 class QComboBox;

@@ -9,7 +9,7 @@
 #include "main_window.h"
 #include "run_control.h"
 #include "screenshot.h"
-#include "view_set.h"
+#include "widgets/view_set.h"
 
 namespace {
 

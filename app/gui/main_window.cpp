@@ -15,8 +15,8 @@
 
 #include "cursor_bar.h"
 #include "export_actions.h"
+#include "models/trace_file_loader.h"
 #include "run_control.h"
-#include "trace_file_loader.h"
 
 using namespace fp8scope::views;
 
@@ -69,15 +69,15 @@ MainWindow::MainWindow() {
     if (auto* first = findChild<QDockWidget*>("dock_loss")) first->raise();
     if (auto* layers = findChild<QDockWidget*>("dock_layers")) layers->raise();
 
-    connect(loader_.get(), &TraceFileLoader::opened, this, [this](const QString& path) {
+    connect(loader_.get(), &DataSource::opened, this, [this](const QString& path) {
         setWindowTitle(QStringLiteral("fp8scope - %1").arg(QFileInfo(path).fileName()));
         statusBar()->showMessage(tr("reading %1 ...").arg(path));
         rememberRecent(path);
     });
-    connect(loader_.get(), &TraceFileLoader::finished, this, [this](const QString& path, qint64 ms) {
+    connect(loader_.get(), &DataSource::finished, this, [this](const QString& path, qint64 ms) {
         statusBar()->showMessage(tr("%1 read in %2 ms").arg(path).arg(ms));
     });
-    connect(loader_.get(), &TraceFileLoader::failed, this, [this](const QString&, const QString& msg) { showError(msg); });
+    connect(loader_.get(), &DataSource::failed, this, [this](const QString&, const QString& msg) { showError(msg); });
 
     buildMenus();
     QSettings settings;
@@ -121,7 +121,7 @@ void MainWindow::openTrace(const QString& path) {
         showError(tr("%1: no such file").arg(path));
         return;
     }
-    run_->live()->detach();
+    run_->live()->close();  // the file replaces the live run in the store
     loader_->open(path);
     loader_->setFollowing(true);
 }

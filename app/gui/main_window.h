@@ -6,10 +6,10 @@
 #include <QMainWindow>
 #include <memory>
 
-#include "selection.h"
-#include "series_store.h"
-#include "step_cursor.h"
-#include "view_set.h"
+#include "models/selection.h"
+#include "models/series_store.h"
+#include "models/step_cursor.h"
+#include "widgets/view_set.h"
 
 class CursorBar;
 class RunControl;

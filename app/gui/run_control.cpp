@@ -7,8 +7,8 @@
 
 #include "attach_dialog.h"
 #include "launch_dialog.h"
+#include "models/trace_file_loader.h"
 #include "switch_recipe_dialog.h"
-#include "trace_file_loader.h"
 
 using namespace fp8scope::views;
 using fp8scope::live::CommandKind;
@@ -31,12 +31,12 @@ RunControl::RunControl(SeriesStore* store, TraceFileLoader* loader, QWidget* win
         emit message(m);
         updateActions();
     });
-    connect(&live_, &LiveSource::attached, this, [this](const QString& endpoint) {
+    connect(&live_, &DataSource::opened, this, [this](const QString& endpoint) {
         emit message(tr("attached to %1").arg(endpoint));
         emit sourceChanged(endpoint);
         updateActions();
     });
-    connect(&live_, &LiveSource::failed, this, [this](const QString& m) {
+    connect(&live_, &DataSource::failed, this, [this](const QString&, const QString& m) {
         emit error(m);
         // A launched run that cannot be attached is still readable from its trace file.
         if (engine_.running() && QFileInfo(engine_.spec().out).size() > 0) {
@@ -44,7 +44,7 @@ RunControl::RunControl(SeriesStore* store, TraceFileLoader* loader, QWidget* win
         }
         updateActions();
     });
-    connect(&live_, &LiveSource::closed, this, [this](const QString& why) {
+    connect(&live_, &DataSource::closed, this, [this](const QString&, const QString& why) {
         emit message(tr("live stream closed: %1").arg(why));
         updateActions();
     });
@@ -55,7 +55,7 @@ RunControl::RunControl(SeriesStore* store, TraceFileLoader* loader, QWidget* win
 }
 
 RunControl::~RunControl() {
-    live_.detach();
+    live_.close();
     engine_.stop(2000);
 }
 
@@ -64,14 +64,14 @@ LaunchSpec RunControl::defaultSpec() {
     s.preset = "tiny";
     s.steps = 400;
     s.capture_every = 10;
-    s.recipes = {"baseline", "delayed", "blockwise", "mxfp8"};
+    s.recipes = LaunchSpec::kDefaultLockStep;
     s.out = default_trace_path();
     s.socket = "unix:" + QFileInfo(s.out).absolutePath() + "/" + QFileInfo(s.out).completeBaseName() + ".sock";
     return s;
 }
 
 bool RunControl::launch(const LaunchSpec& spec) {
-    live_.detach();
+    live_.close();
     const bool ok = engine_.start(spec);
     if (ok) emit message(tr("engine started: %1").arg(spec.recipes.join(", ")));
     updateActions();
@@ -97,7 +97,7 @@ void RunControl::fillMenu(QMenu* menu) {
         if (d.exec() == QDialog::Accepted) attach(d.endpoint(), d.token());
     });
     live_actions_ << menu->addAction(tr("&Detach"), this, [this] {
-        live_.detach();
+        live_.close();
         emit message(tr("detached"));
         updateActions();
     });

@@ -5,9 +5,9 @@
 
 #include <QObject>
 
-#include "engine_process.h"
-#include "live_source.h"
-#include "series_store.h"
+#include "models/engine_process.h"
+#include "models/live_source.h"
+#include "models/series_store.h"
 
 class QAction;
 class QMenu;

@@ -3,9 +3,9 @@
 
 #include <cstdio>
 
-#include "blockmap_view.h"
-#include "display_names.h"
 #include "main_window.h"
+#include "models/display_names.h"
+#include "widgets/blockmap_view.h"
 
 using namespace fp8scope::views;
 

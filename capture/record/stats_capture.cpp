@@ -6,10 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/fp8_linear.h"
 #include "fp8/training_recipe.h"
-#include "cpu/analysis.h"
-#include "cpu/quantize.h"
 #include "fp8/stats.h"
 
 namespace fp8scope::trace {
@@ -122,7 +119,7 @@ void StatsCapture::on_operand(const OperandCapture& c) {
     const int slot = operand_slot(c.linear, c.gemm, c.operand);
     if (slot < 0) return;
     if (!full_) {
-        const float amax = scaling_amax(c.values);
+        const float amax = c.backend->scaling_amax(c.values);
         note_scaling(slot, amax, scale_in_use(c.recipe, c.delayed, amax));
         return;
     }
@@ -142,14 +139,14 @@ void StatsCapture::on_operand(const OperandCapture& c) {
             extras.delayed_scales.assign(recipes_.size(), std::numeric_limits<float>::quiet_NaN());
             extras.delayed_scales[rec.recipe_in_use] = c.delayed->scale();
         }
-        a = analyze(c.values, recipes_, options_.stats, extras);
+        a = c.backend->analyze(c.values, recipes_, options_.stats, extras);
         rec.errors = std::move(a.errors);
         if (!c.transposed_repeat) step_errors_[key] = rec.errors;
         if (blockmaps_) record_blockmaps(c, a.maps);
     } else {
         // Per-tensor and square-block casts of a transpose are the transposed casts, with
         // the same figures: only the recipes whose blocks follow the orientation run again.
-        a = analyze(c.values, oriented_recipes_, options_.stats);
+        a = c.backend->analyze(c.values, oriented_recipes_, options_.stats, {});
         rec.errors = earlier->second;
         for (std::size_t i = 0; i < oriented_.size(); ++i) rec.errors[oriented_[i]] = std::move(a.errors[i]);
     }
@@ -167,7 +164,7 @@ void StatsCapture::on_operand(const OperandCapture& c) {
 void StatsCapture::record_blockmaps(const OperandCapture& c, const TileMaps& maps) {
     for (std::size_t i = 0; i < recipes_.size(); ++i) {
         if (std::holds_alternative<DelayedScaling>(recipes_[i])) continue;  // a what-if without history
-        BlockMapRecord b = block_map_record(c.values, maps, i);
+        BlockMapRecord b = block_map_record(c.values.rows, c.values.cols, maps, i);
         b.key = {run_, step_, c.linear, c.gemm, c.operand};
         b.recipe = static_cast<std::int32_t>(i);
         sink_.write(std::move(b));
@@ -179,10 +176,10 @@ void StatsCapture::on_op(const OpTiming& t) {
     sink_.write(OpRecord{run_, step_, id, t.linear, t.layer, -1, 0, t.start_ns, t.end_ns});
 }
 
-BlockMapRecord block_map_record(MatrixView x, const TileMaps& maps, std::size_t recipe) {
+BlockMapRecord block_map_record(std::int64_t rows, std::int64_t cols, const TileMaps& maps, std::size_t recipe) {
     BlockMapRecord b;
-    b.rows = x.rows;
-    b.cols = x.cols;
+    b.rows = rows;
+    b.cols = cols;
     b.tile_rows = maps.tile_rows;
     b.tile_cols = maps.tile_cols;
     b.grid_rows = maps.grid_rows;

@@ -78,8 +78,8 @@ private:
     ScalingRecord scaling_;
 };
 
-// The block map of one recipe from the analysis' tile maps of x: max |x|, the largest
-// scale_inv covering the tile and the tile's SQNR.
-BlockMapRecord block_map_record(MatrixView x, const TileMaps& maps, std::size_t recipe);
+// The block map of one recipe from the analysis' tile maps of an operand (rows, cols):
+// max |x|, the largest scale_inv covering the tile and the tile's SQNR.
+BlockMapRecord block_map_record(std::int64_t rows, std::int64_t cols, const TileMaps& maps, std::size_t recipe);
 
 }  // namespace fp8scope::trace

@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <system_error>
 
+#include "fp8/stats_fields.h"
 #include "h5.h"
+#include "h5_columns.h"
 
 namespace fp8scope {
 namespace {
@@ -61,98 +63,71 @@ void write_dataset(hid_t group, const char* name, hid_t file_type, hid_t mem_typ
                                std::string("dataset ") + name);
 }
 
-struct StatsRow {
-    std::int64_t numel, finite, nan, inf, zero;
-    double amax, min_nonzero_abs, mean, rms, stddev, dynamic_range;
-    double kurtosis, outlier_k, frac_beyond_k_rms;
-};
-
-void write_stats(hid_t group, const TensorStats& s) {
-    StatsRow row{s.numel, s.finite, s.nan, s.inf, s.zero, s.amax, s.min_nonzero_abs, s.mean, s.rms,
-                 s.stddev, s.dynamic_range, s.outliers.kurtosis, s.outliers.k, s.outliers.frac_beyond_k_rms};
-    h5::Id t = h5::check(H5Tcreate(H5T_COMPOUND, sizeof(StatsRow)), "stats type");
-#define FP8SCOPE_MEMBER(field, type) H5Tinsert(t, #field, HOFFSET(StatsRow, field), type)
-    FP8SCOPE_MEMBER(numel, H5T_NATIVE_INT64);
-    FP8SCOPE_MEMBER(finite, H5T_NATIVE_INT64);
-    FP8SCOPE_MEMBER(nan, H5T_NATIVE_INT64);
-    FP8SCOPE_MEMBER(inf, H5T_NATIVE_INT64);
-    FP8SCOPE_MEMBER(zero, H5T_NATIVE_INT64);
-    FP8SCOPE_MEMBER(amax, H5T_NATIVE_DOUBLE);
-    FP8SCOPE_MEMBER(min_nonzero_abs, H5T_NATIVE_DOUBLE);
-    FP8SCOPE_MEMBER(mean, H5T_NATIVE_DOUBLE);
-    FP8SCOPE_MEMBER(rms, H5T_NATIVE_DOUBLE);
-    FP8SCOPE_MEMBER(stddev, H5T_NATIVE_DOUBLE);
-    FP8SCOPE_MEMBER(dynamic_range, H5T_NATIVE_DOUBLE);
-    FP8SCOPE_MEMBER(kurtosis, H5T_NATIVE_DOUBLE);
-    FP8SCOPE_MEMBER(outlier_k, H5T_NATIVE_DOUBLE);
-    FP8SCOPE_MEMBER(frac_beyond_k_rms, H5T_NATIVE_DOUBLE);
-#undef FP8SCOPE_MEMBER
-    write_dataset(group, "stats", t, t, 1, &row, /*scalar=*/true);
+// The report's compound types lay members out as a C struct would (format 1 has them so),
+// with columns from the field lists: the tensor's figures and its outlier figures.
+template <class V, class S>
+void stats_columns(V& v, S& s) {
+    fields::visit_scalars(s, v);           // counts, amax, moments, dynamic range
+    fields::visit_scalars(s.outliers, v);  // kurtosis, outlier_k, frac_beyond_k_rms
 }
 
+void write_stats(hid_t group, const TensorStats& s) {
+    const h5::Layout layout = h5::make_layout<h5::Packing::Aligned>([](auto& v) {
+        TensorStats defaults;
+        stats_columns(v, defaults);
+    });
+    std::vector<unsigned char> row(layout.size, 0);
+    h5::Put<h5::Packing::Aligned> put(row.data());
+    stats_columns(put, s);
+    h5::Id t = layout.type();
+    write_dataset(group, "stats", t, t, 1, row.data(), /*scalar=*/true);
+}
+
+// The dense bins, with the exponent of bin 0 and the histogram's counts as attributes.
 void write_histogram(hid_t group, const Log2Histogram& h) {
     write_dataset(group, "histogram", H5T_STD_I64LE, H5T_NATIVE_INT64, h.bins.size(), h.bins.data());
     h5::Id ds = h5::check(H5Dopen2(group, "histogram", H5P_DEFAULT), "dataset histogram");
     write_int64_attr(ds, "min_exponent", {kHistMinExp}, true);
-    write_int64_attr(ds, "zero", {h.zero}, true);
-    write_int64_attr(ds, "nan", {h.nan}, true);
-    write_int64_attr(ds, "inf", {h.inf}, true);
+    fields::visit_scalars(h, [&](std::string_view name, std::int64_t count, const auto&...) {
+        write_int64_attr(ds, std::string(name).c_str(), {count}, true);
+    });
 }
 
 void write_top(hid_t group, const std::vector<TopValue>& top) {
-    struct Row {
-        float value;
-        std::int64_t row, col;
-    };
-    std::vector<Row> rows;
-    for (const auto& v : top) rows.push_back({v.value, v.row, v.col});
-    h5::Id t = h5::check(H5Tcreate(H5T_COMPOUND, sizeof(Row)), "top type");
-    H5Tinsert(t, "value", HOFFSET(Row, value), H5T_NATIVE_FLOAT);
-    H5Tinsert(t, "row", HOFFSET(Row, row), H5T_NATIVE_INT64);
-    H5Tinsert(t, "col", HOFFSET(Row, col), H5T_NATIVE_INT64);
-    write_dataset(group, "top", t, t, rows.size(), rows.data());
+    const h5::Layout layout = h5::make_layout<h5::Packing::Aligned>([](auto& v) {
+        TopValue defaults;
+        fields::visit_scalars(defaults, v);
+    });
+    std::vector<unsigned char> rows(layout.size * top.size(), 0);
+    for (std::size_t i = 0; i < top.size(); ++i) {
+        h5::Put<h5::Packing::Aligned> put(rows.data() + i * layout.size);
+        fields::visit_scalars(top[i], put);
+    }
+    h5::Id t = layout.type();
+    write_dataset(group, "top", t, t, top.size(), rows.data());
 }
 
-// One row per recipe; the recipe name is a fixed-length string sized to the longest name.
+// One row per recipe: its name, a fixed-length string sized to the longest name, then the
+// numbers of ErrorStats.
 void write_errors(hid_t group, const std::vector<ErrorStats>& errors) {
     std::size_t name_size = 1;
     for (const auto& e : errors) name_size = std::max(name_size, e.recipe.size() + 1);
-    const std::size_t numbers_at = (name_size + 7) / 8 * 8;
-    struct Numbers {
-        double amax, mse, sqnr_db, rel_l2, max_abs_err, cosine;
-        double underflow_pct, overflow_pct, scale_inv_min, scale_inv_max;
-        std::int64_t nonfinite_out;
-    };
-    const std::size_t row_size = numbers_at + sizeof(Numbers);
+    h5::LayoutBuilder<h5::Packing::Aligned> builder;
+    builder.string("recipe", name_size, H5T_STR_NULLTERM);
+    const ErrorStats defaults;
+    fields::visit_scalars(defaults, builder);  // the name has no width: not a column again
+    const h5::Layout layout = std::move(builder).finish();
 
-    h5::Id str = h5::check(H5Tcopy(H5T_C_S1), "recipe string type");
-    h5::check(H5Tset_size(str, name_size), "recipe string type");
-    h5::check(H5Tset_strpad(str, H5T_STR_NULLTERM), "recipe string type");
-    h5::Id t = h5::check(H5Tcreate(H5T_COMPOUND, row_size), "errors type");
-    H5Tinsert(t, "recipe", 0, str);
-#define FP8SCOPE_MEMBER(field, type) H5Tinsert(t, #field, numbers_at + HOFFSET(Numbers, field), type)
-    FP8SCOPE_MEMBER(amax, H5T_NATIVE_DOUBLE);
-    FP8SCOPE_MEMBER(mse, H5T_NATIVE_DOUBLE);
-    FP8SCOPE_MEMBER(sqnr_db, H5T_NATIVE_DOUBLE);
-    FP8SCOPE_MEMBER(rel_l2, H5T_NATIVE_DOUBLE);
-    FP8SCOPE_MEMBER(max_abs_err, H5T_NATIVE_DOUBLE);
-    FP8SCOPE_MEMBER(cosine, H5T_NATIVE_DOUBLE);
-    FP8SCOPE_MEMBER(underflow_pct, H5T_NATIVE_DOUBLE);
-    FP8SCOPE_MEMBER(overflow_pct, H5T_NATIVE_DOUBLE);
-    FP8SCOPE_MEMBER(scale_inv_min, H5T_NATIVE_DOUBLE);
-    FP8SCOPE_MEMBER(scale_inv_max, H5T_NATIVE_DOUBLE);
-    FP8SCOPE_MEMBER(nonfinite_out, H5T_NATIVE_INT64);
-#undef FP8SCOPE_MEMBER
-
-    std::vector<unsigned char> buf(row_size * errors.size(), 0);
+    std::vector<unsigned char> buf(layout.size * errors.size(), 0);
     for (std::size_t i = 0; i < errors.size(); ++i) {
         const auto& e = errors[i];
-        unsigned char* row = buf.data() + i * row_size;
+        unsigned char* row = buf.data() + i * layout.size;
         std::memcpy(row, e.recipe.data(), e.recipe.size());
-        Numbers n{e.amax, e.mse, e.sqnr_db, e.rel_l2, e.max_abs_err, e.cosine, e.underflow_pct,
-                  e.overflow_pct, e.scale_inv_min, e.scale_inv_max, e.nonfinite_out};
-        std::memcpy(row + numbers_at, &n, sizeof n);
+        h5::Put<h5::Packing::Aligned> put(row);
+        put.skip(name_size);
+        fields::visit_scalars(e, put);
     }
+    h5::Id t = layout.type();
     write_dataset(group, "errors", t, t, errors.size(), buf.data());
 }
 

@@ -1,9 +1,13 @@
 // Encoding and decoding of the live stream's frames (format in live_wire.h).
 #include "live_wire.h"
 
+#include <array>
 #include <bit>
 #include <cstring>
 #include <type_traits>
+#include <vector>
+
+#include "record_fields.h"
 
 namespace fp8scope::live::wire {
 namespace {
@@ -33,10 +37,10 @@ public:
         buf_.append(s);
     }
     void raw(std::string_view s) { buf_.append(s); }
-    template <class T>
-    void nums(const std::vector<T>& v) {
+    template <class C>  // a vector or array of numbers
+    void nums(const C& v) {
         count(v.size());
-        if (!v.empty()) buf_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+        if (!v.empty()) buf_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(v[0]));
     }
 
     std::string finish() {
@@ -102,12 +106,6 @@ public:
         if (v < 0 || v > max) throw WireError("enum value out of range");
         return static_cast<E>(v);
     }
-    template <class E>
-    E enum_u8(std::uint8_t max) {
-        std::uint8_t v = u8();
-        if (v > max) throw WireError("enum value out of range");
-        return static_cast<E>(v);
-    }
     void done() const {
         if (pos_ != s_.size()) throw WireError("trailing bytes after the message");
     }
@@ -121,162 +119,107 @@ private:
     std::size_t pos_ = 0;
 };
 
-// --- records, field by field ------------------------------------------------------
+// --- records, from their field lists ---------------------------------------------
+// The wire order is the list order (record_fields.h, stats_fields.h): numbers and enums
+// in their own width, strings and vectors as a count and their elements, nested structs
+// field by field. Vectors and arrays of numbers go as one block.
 
-void put(Writer& w, const trace::OperandKey& k) {
-    w.i32(k.run);
-    w.i64(k.step);
-    w.i32(k.linear);
-    w.u8(static_cast<std::uint8_t>(k.gemm));
-    w.u8(static_cast<std::uint8_t>(k.operand));
-}
-trace::OperandKey get_key(Reader& r) {
-    trace::OperandKey k;
-    k.run = r.i32();
-    k.step = r.i64();
-    k.linear = r.i32();
-    k.gemm = r.enum_u8<Gemm>(static_cast<std::uint8_t>(Gemm::Wgrad));
-    k.operand = r.enum_u8<Operand>(static_cast<std::uint8_t>(Operand::DY));
-    return k;
-}
+template <class T>
+struct IsVector : std::false_type {};
+template <class T>
+struct IsVector<std::vector<T>> : std::true_type {};
+template <class T>
+struct IsArray : std::false_type {};
+template <class T, std::size_t N>
+struct IsArray<std::array<T, N>> : std::true_type {};
 
-void put(Writer& w, const TensorStats& s) {
-    w.i64(s.numel);
-    w.i64(s.finite);
-    w.i64(s.nan);
-    w.i64(s.inf);
-    w.i64(s.zero);
-    w.f64(s.amax);
-    w.f64(s.min_nonzero_abs);
-    w.f64(s.mean);
-    w.f64(s.rms);
-    w.f64(s.stddev);
-    w.f64(s.dynamic_range);
-    w.count(s.histogram.bins.size());
-    for (auto b : s.histogram.bins) w.i64(b);
-    w.i64(s.histogram.zero);
-    w.i64(s.histogram.nan);
-    w.i64(s.histogram.inf);
-    const auto& o = s.outliers;
-    w.f64(o.kurtosis);
-    w.f64(o.k);
-    w.f64(o.frac_beyond_k_rms);
-    w.nums(o.channel_absmax);
-    w.count(o.top.size());
-    for (const auto& t : o.top) {
-        w.num(t.value);
-        w.i64(t.row);
-        w.i64(t.col);
+template <class T>
+void put(Writer& w, const T& v) {
+    if constexpr (std::is_enum_v<T>) {
+        w.num(static_cast<std::underlying_type_t<T>>(v));
+    } else if constexpr (std::is_arithmetic_v<T>) {
+        w.num(v);
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        w.str(v);
+    } else if constexpr (IsVector<T>::value || IsArray<T>::value) {
+        using E = typename T::value_type;
+        if constexpr (std::is_arithmetic_v<E>) {
+            w.nums(v);
+        } else {
+            w.count(v.size());
+            for (const auto& e : v) put(w, e);
+        }
+    } else {
+        visit_fields(v, [&](std::string_view, const auto& member, const auto&...) { put(w, member); });
     }
-}
-TensorStats get_stats(Reader& r) {
-    TensorStats s;
-    s.numel = r.i64();
-    s.finite = r.i64();
-    s.nan = r.i64();
-    s.inf = r.i64();
-    s.zero = r.i64();
-    s.amax = r.f64();
-    s.min_nonzero_abs = r.f64();
-    s.mean = r.f64();
-    s.rms = r.f64();
-    s.stddev = r.f64();
-    s.dynamic_range = r.f64();
-    if (r.count(8) != s.histogram.bins.size()) throw WireError("histogram bin count differs from this build's");
-    for (auto& b : s.histogram.bins) b = r.i64();
-    s.histogram.zero = r.i64();
-    s.histogram.nan = r.i64();
-    s.histogram.inf = r.i64();
-    auto& o = s.outliers;
-    o.kurtosis = r.f64();
-    o.k = r.f64();
-    o.frac_beyond_k_rms = r.f64();
-    o.channel_absmax = r.nums<float>();
-    o.top.resize(r.count(4 + 8 + 8));
-    for (auto& t : o.top) {
-        t.value = r.num<float>();
-        t.row = r.i64();
-        t.col = r.i64();
-    }
-    return s;
 }
 
-void put(Writer& w, const ErrorStats& e) {
-    w.str(e.recipe);
-    for (double v : {e.amax, e.mse, e.sqnr_db, e.rel_l2, e.max_abs_err, e.cosine, e.underflow_pct, e.overflow_pct,
-                     e.scale_inv_min, e.scale_inv_max})
-        w.f64(v);
-    w.i64(e.nonfinite_out);
-}
-ErrorStats get_error(Reader& r) {
-    ErrorStats e;
-    e.recipe = r.str();
-    for (double* v : {&e.amax, &e.mse, &e.sqnr_db, &e.rel_l2, &e.max_abs_err, &e.cosine, &e.underflow_pct,
-                      &e.overflow_pct, &e.scale_inv_min, &e.scale_inv_max})
-        *v = r.f64();
-    e.nonfinite_out = r.i64();
-    return e;
+// The fewest bytes an element can take: a count is checked against it before anything
+// is allocated.
+template <class T>
+std::size_t min_bytes() {
+    if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T>) {
+        return sizeof(T);
+    } else if constexpr (std::is_same_v<T, std::string> || IsVector<T>::value) {
+        return 4;
+    } else if constexpr (IsArray<T>::value) {
+        return 4 + std::tuple_size_v<T> * min_bytes<typename T::value_type>();
+    } else {
+        static const std::size_t n = [] {
+            std::size_t sum = 0;
+            T t{};
+            visit_fields(t, [&](std::string_view, const auto& m, const auto&...) {
+                sum += min_bytes<std::remove_cvref_t<decltype(m)>>();
+            });
+            return sum;
+        }();
+        return n;
+    }
 }
 
-void put_strings(Writer& w, const std::vector<std::string>& v) {
-    w.count(v.size());
-    for (const auto& s : v) w.str(s);
-}
-std::vector<std::string> get_strings(Reader& r) {
-    std::vector<std::string> v(r.count(4));
-    for (auto& s : v) s = r.str();
-    return v;
+template <class T, class... F>
+void get(Reader& r, std::string_view name, T& v, const F&... facts) {
+    if constexpr (std::is_enum_v<T>) {
+        using U = std::underlying_type_t<T>;
+        const U u = r.num<U>();
+        bool bad = u > fields::last<T>(facts...);
+        if constexpr (std::is_signed_v<U>) bad = bad || u < 0;
+        if (bad) throw WireError(std::string(name) + ": enum value out of range");
+        v = static_cast<T>(u);
+    } else if constexpr (std::is_arithmetic_v<T>) {
+        v = r.num<T>();
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        v = r.str();
+    } else if constexpr (IsArray<T>::value) {
+        using E = typename T::value_type;
+        if (r.count(min_bytes<E>()) != v.size())
+            throw WireError(std::string(name) + ": " + std::to_string(v.size()) + " elements expected (this build's)");
+        for (auto& e : v) get(r, name, e);
+    } else if constexpr (IsVector<T>::value) {
+        using E = typename T::value_type;
+        if constexpr (std::is_arithmetic_v<E>) {
+            v = r.nums<E>();
+        } else {
+            v.resize(r.count(min_bytes<E>()));
+            for (auto& e : v) get(r, name, e);
+        }
+    } else {
+        visit_fields(v, [&](std::string_view field, auto& member, const auto&... f) { get(r, field, member, f...); });
+    }
 }
 
-void put(Writer& w, const trace::TraceMeta& m) {
-    w.i32(m.format_version);
-    w.str(m.tool_version);
-    w.str(m.created);
-    w.str(m.machine);
-    w.str(m.config_json);
-    w.count(m.runs.size());
-    for (const auto& run : m.runs) {
-        w.str(run.name);
-        w.str(run.recipe);
-    }
-    w.count(m.linears.size());
-    for (const auto& l : m.linears) {
-        w.str(l.name);
-        w.i32(l.layer);
-        w.i64(l.in_features);
-        w.i64(l.out_features);
-    }
-    put_strings(w, m.recipes);
-    put_strings(w, m.training_recipes);
-    put_strings(w, m.ops);
-    w.i64(m.capture_every);
-    w.i64(m.blockmap_every);
+template <class T>
+std::string frame_of(Msg type, const T& record) {
+    Writer w(type);
+    put(w, record);
+    return w.finish();
 }
-trace::TraceMeta get_meta(Reader& r) {
-    trace::TraceMeta m;
-    m.format_version = r.i32();
-    m.tool_version = r.str();
-    m.created = r.str();
-    m.machine = r.str();
-    m.config_json = r.str();
-    m.runs.resize(r.count(8));
-    for (auto& run : m.runs) {
-        run.name = r.str();
-        run.recipe = r.str();
-    }
-    m.linears.resize(r.count(4 + 4 + 8 + 8));
-    for (auto& l : m.linears) {
-        l.name = r.str();
-        l.layer = r.i32();
-        l.in_features = r.i64();
-        l.out_features = r.i64();
-    }
-    m.recipes = get_strings(r);
-    m.training_recipes = get_strings(r);
-    m.ops = get_strings(r);
-    m.capture_every = r.i64();
-    m.blockmap_every = r.i64();
-    return m;
+
+template <class T>
+T get_record(Reader& r) {
+    T record;
+    get(r, "", record);
+    return record;
 }
 
 template <class F>
@@ -307,77 +250,13 @@ std::string frame(const MetaMsg& m) {
     return w.finish();
 }
 
-std::string frame(const trace::StepRecord& r) {
-    Writer w(Msg::Step);
-    w.i32(r.run);
-    w.i64(r.step);
-    for (double v : {r.loss, r.eval_loss, r.lr, r.grad_norm, r.step_time_s, r.tokens_per_s}) w.f64(v);
-    w.i32(r.recipe);
-    return w.finish();
-}
-
-std::string frame(const trace::EventRecord& r) {
-    Writer w(Msg::Event);
-    w.i32(r.run);
-    w.i64(r.step);
-    w.i32(static_cast<std::int32_t>(r.kind));
-    w.str(r.detail);
-    return w.finish();
-}
-
-std::string frame(const trace::ScalingRecord& r) {
-    Writer w(Msg::Scaling);
-    w.i32(r.run);
-    w.i64(r.step);
-    w.nums(r.amax);
-    w.nums(r.scale);
-    return w.finish();
-}
-
-std::string frame(const trace::OperandRecord& r) {
-    Writer w(Msg::Operand);
-    put(w, r.key);
-    w.i32(r.recipe_in_use);
-    w.f64(r.scale);
-    put(w, r.stats);
-    w.count(r.errors.size());
-    for (const auto& e : r.errors) put(w, e);
-    w.nums(r.amax_history);
-    return w.finish();
-}
-
-std::string frame(const trace::BlockMapRecord& r) {
-    Writer w(Msg::BlockMap);
-    put(w, r.key);
-    w.i32(r.recipe);
-    w.i64(r.rows);
-    w.i64(r.cols);
-    w.i32(r.tile_rows);
-    w.i32(r.tile_cols);
-    w.i32(r.grid_rows);
-    w.i32(r.grid_cols);
-    w.nums(r.absmax);
-    w.nums(r.scale_inv);
-    w.nums(r.sqnr_db);
-    return w.finish();
-}
-
-std::string frame(const trace::OpRecord& r) {
-    Writer w(Msg::Op);
-    w.i32(r.run);
-    w.i64(r.step);
-    for (std::int32_t v : {r.op, r.linear, r.layer, r.device, r.stream}) w.i32(v);
-    w.i64(r.start_ns);
-    w.i64(r.end_ns);
-    return w.finish();
-}
-
-std::string frame(const trace::OpNameRecord& r) {
-    Writer w(Msg::OpName);
-    w.i32(r.id);
-    w.str(r.name);
-    return w.finish();
-}
+std::string frame(const trace::StepRecord& r) { return frame_of(Msg::Step, r); }
+std::string frame(const trace::EventRecord& r) { return frame_of(Msg::Event, r); }
+std::string frame(const trace::ScalingRecord& r) { return frame_of(Msg::Scaling, r); }
+std::string frame(const trace::OperandRecord& r) { return frame_of(Msg::Operand, r); }
+std::string frame(const trace::BlockMapRecord& r) { return frame_of(Msg::BlockMap, r); }
+std::string frame(const trace::OpRecord& r) { return frame_of(Msg::Op, r); }
+std::string frame(const trace::OpNameRecord& r) { return frame_of(Msg::OpName, r); }
 
 std::string frame(const CommandMsg& m) {
     Writer w(Msg::Command);
@@ -421,98 +300,24 @@ MetaMsg decode_meta(std::string_view body) {
         r.magic();
         MetaMsg m;
         m.version = r.u32();
-        m.meta = get_meta(r);
+        m.meta = get_record<trace::TraceMeta>(r);
         return m;
     });
 }
 
-trace::StepRecord decode_step(std::string_view body) {
-    return decode(body, [](Reader& r) {
-        trace::StepRecord s;
-        s.run = r.i32();
-        s.step = r.i64();
-        for (double* v : {&s.loss, &s.eval_loss, &s.lr, &s.grad_norm, &s.step_time_s, &s.tokens_per_s}) *v = r.f64();
-        s.recipe = r.i32();
-        return s;
-    });
-}
-
-trace::EventRecord decode_event(std::string_view body) {
-    return decode(body, [](Reader& r) {
-        trace::EventRecord e;
-        e.run = r.i32();
-        e.step = r.i64();
-        e.kind = r.enum_i32<trace::EventKind>(static_cast<std::int32_t>(trace::EventKind::End));
-        e.detail = r.str();
-        return e;
-    });
-}
-
-trace::ScalingRecord decode_scaling(std::string_view body) {
-    return decode(body, [](Reader& r) {
-        trace::ScalingRecord s;
-        s.run = r.i32();
-        s.step = r.i64();
-        s.amax = r.nums<float>();
-        s.scale = r.nums<float>();
-        return s;
-    });
-}
-
-trace::OperandRecord decode_operand(std::string_view body) {
-    return decode(body, [](Reader& r) {
-        trace::OperandRecord o;
-        o.key = get_key(r);
-        o.recipe_in_use = r.i32();
-        o.scale = r.f64();
-        o.stats = get_stats(r);
-        o.errors.resize(r.count(4 + 10 * 8 + 8));
-        for (auto& e : o.errors) e = get_error(r);
-        o.amax_history = r.nums<float>();
-        return o;
-    });
-}
-
+trace::StepRecord decode_step(std::string_view body) { return decode(body, get_record<trace::StepRecord>); }
+trace::EventRecord decode_event(std::string_view body) { return decode(body, get_record<trace::EventRecord>); }
+trace::ScalingRecord decode_scaling(std::string_view body) { return decode(body, get_record<trace::ScalingRecord>); }
+trace::OperandRecord decode_operand(std::string_view body) { return decode(body, get_record<trace::OperandRecord>); }
 trace::BlockMapRecord decode_blockmap(std::string_view body) {
-    return decode(body, [](Reader& r) {
-        trace::BlockMapRecord b;
-        b.key = get_key(r);
-        b.recipe = r.i32();
-        b.rows = r.i64();
-        b.cols = r.i64();
-        b.tile_rows = r.i32();
-        b.tile_cols = r.i32();
-        b.grid_rows = r.i32();
-        b.grid_cols = r.i32();
-        b.absmax = r.nums<float>();
-        b.scale_inv = r.nums<float>();
-        b.sqnr_db = r.nums<float>();
-        return b;
-    });
+    return decode(body, get_record<trace::BlockMapRecord>);
 }
-
-trace::OpRecord decode_op(std::string_view body) {
-    return decode(body, [](Reader& r) {
-        trace::OpRecord o;
-        o.run = r.i32();
-        o.step = r.i64();
-        o.op = r.i32();
-        o.linear = r.i32();
-        o.layer = r.i32();
-        o.device = r.i32();
-        o.stream = r.i32();
-        o.start_ns = r.i64();
-        o.end_ns = r.i64();
-        return o;
-    });
-}
+trace::OpRecord decode_op(std::string_view body) { return decode(body, get_record<trace::OpRecord>); }
 
 trace::OpNameRecord decode_op_name(std::string_view body) {
     return decode(body, [](Reader& r) {
-        trace::OpNameRecord n;
-        n.id = r.i32();
+        auto n = get_record<trace::OpNameRecord>(r);
         if (n.id < 0) throw WireError("negative op name id");
-        n.name = r.str();
         if (n.name.empty()) throw WireError("empty op name");
         return n;
     });

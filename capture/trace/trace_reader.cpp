@@ -10,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <stdexcept>
+#include <tuple>
 
 #include "h5.h"
 #include "trace_schema.h"
@@ -26,39 +28,12 @@ struct Dataset {
     hsize_t rows = 0;
     hsize_t cols = 0;        // 0: 1-D
     std::size_t row_bytes = 0;  // in the file
+    h5::Layout layout;          // a compound table's columns (trace_schema.h)
+    std::vector<std::size_t> absent;  // columns an older file lacks: they read as defaults
 };
 
 // A key of the (run, step) indexes.
 using RunStep = std::pair<std::int32_t, std::int64_t>;
-
-// Key columns of the operand and block-map tables, read without the rest of the row.
-struct KeyRow {
-    std::int32_t run;
-    std::int64_t step;
-    std::int32_t linear;
-    std::int8_t gemm, operand;
-};
-struct OpKeyRow {
-    std::int32_t run;
-    std::int64_t step;
-};
-
-h5::Id key_type() {
-    h5::Id t = h5::check(H5Tcreate(H5T_COMPOUND, sizeof(KeyRow)), "key type");
-    H5Tinsert(t, "run", offsetof(KeyRow, run), H5T_NATIVE_INT32);
-    H5Tinsert(t, "step", offsetof(KeyRow, step), H5T_NATIVE_INT64);
-    H5Tinsert(t, "linear", offsetof(KeyRow, linear), H5T_NATIVE_INT32);
-    H5Tinsert(t, "gemm", offsetof(KeyRow, gemm), H5T_NATIVE_INT8);
-    H5Tinsert(t, "operand", offsetof(KeyRow, operand), H5T_NATIVE_INT8);
-    return t;
-}
-
-h5::Id op_key_type() {
-    h5::Id t = h5::check(H5Tcreate(H5T_COMPOUND, sizeof(OpKeyRow)), "op key type");
-    H5Tinsert(t, "run", offsetof(OpKeyRow, run), H5T_NATIVE_INT32);
-    H5Tinsert(t, "step", offsetof(OpKeyRow, step), H5T_NATIVE_INT64);
-    return t;
-}
 
 constexpr unsigned kReadAttempts = 10;
 constexpr std::size_t kConversionBuffer = 64u << 10;
@@ -81,6 +56,8 @@ struct TraceReader::Impl {
     Dataset blockmaps, block_absmax, block_scale_inv, block_sqnr;
     Dataset ops;
     hsize_t slots = 0;
+    h5::Layout key_layout;  // the key columns of operand and block-map rows
+    h5::Id key_type;
 
     // What has been indexed so far.
     std::vector<StepRecord> step_records;
@@ -131,40 +108,42 @@ struct TraceReader::Impl {
         read_int_attr("capture_every", meta.capture_every);
         read_int_attr("blockmap_every", meta.blockmap_every);
 
-        runs = open_ds(s::kRuns, s::run_type());
-        linears = open_ds(s::kLinears, s::linear_type());
-        recipes = open_ds(s::kRecipes, s::name_type());
-        training_recipes = open_ds(s::kTrainingRecipes, s::name_type());
-        op_names = open_ds(s::kOps, s::name_type());
-        for (const auto& r : read_all<s::RunRow>(runs)) meta.runs.push_back({s::get_name(r.name), s::get_name(r.recipe)});
-        for (const auto& r : read_all<s::LinearRow>(linears)) {
-            LinearInfo l;
-            l.name = s::get_name(r.name);
-            l.layer = r.layer;
-            l.in_features = r.in_features;
-            l.out_features = r.out_features;
-            meta.linears.push_back(l);
-        }
-        for (const auto& r : read_all<s::NameRow>(recipes)) meta.recipes.push_back(s::get_name(r.name));
-        for (const auto& r : read_all<s::NameRow>(training_recipes)) meta.training_recipes.push_back(s::get_name(r.name));
+        runs = open_table<s::RunTable>(s::kRuns);
+        linears = open_table<s::LinearTable>(s::kLinears);
+        recipes = open_table<s::NamesTable>(s::kRecipes);
+        training_recipes = open_table<s::NamesTable>(s::kTrainingRecipes);
+        op_names = open_table<s::NamesTable>(s::kOps);
+        meta.runs = read_records<s::RunTable>(runs, 0, runs.rows);
+        meta.linears = read_records<s::LinearTable>(linears, 0, linears.rows);
+        meta.recipes = read_records<s::NamesTable>(recipes, 0, recipes.rows);
+        meta.training_recipes = read_records<s::NamesTable>(training_recipes, 0, training_recipes.rows);
         slots = meta.linears.size() * kOperandsPerLinear;
 
-        steps = open_ds(s::kSteps, s::step_type());
-        events = open_ds(s::kEvents, s::event_type());
-        scaling_index = open_ds(s::kScalingIndex, s::scaling_index_type());
+        steps = open_table<s::StepTable>(s::kSteps);
+        events = open_table<s::EventTable>(s::kEvents);
+        scaling_index = open_table<s::ScalingIndexTable>(s::kScalingIndex);
         scaling_amax = open_ds(s::kScalingAmax, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)), slots ? slots : 1);
         scaling_scale = open_ds(s::kScalingScale, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)), slots ? slots : 1);
-        operands = open_ds(s::kOperands, s::operand_type());
-        errors = open_ds(s::kOperandErrors, s::error_type());
+        operands = open_table<s::OperandTable>(s::kOperands);
+        errors = open_table<s::ErrorTable>(s::kOperandErrors);
         histogram = open_ds(s::kOperandHistogram, h5::Id(H5Tcopy(H5T_NATIVE_INT64)));
         channel_absmax = open_ds(s::kOperandChannelAbsmax, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)));
-        top = open_ds(s::kOperandTop, s::top_type());
+        top = open_table<s::TopTable>(s::kOperandTop);
         amax_history = open_ds(s::kOperandAmaxHistory, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)));
-        blockmaps = open_ds(s::kBlockMaps, s::blockmap_type());
+        blockmaps = open_table<s::BlockMapTable>(s::kBlockMaps);
         block_absmax = open_ds(s::kBlockAbsmax, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)));
         block_scale_inv = open_ds(s::kBlockScaleInv, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)));
         block_sqnr = open_ds(s::kBlockSqnr, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)));
-        ops = open_ds(s::kOpTimes, s::op_type());
+        ops = open_table<s::OpTable>(s::kOpTimes);
+        key_layout = s::layout<s::KeyTable>();
+        key_type = key_layout.type();
+        // Indexing reads the key columns alone; an operand or block-map row starts with
+        // them (trace_schema.h), so the same bytes decode as a key.
+        for (const Dataset* d : {&operands, &blockmaps})
+            for (std::size_t i = 0; i < key_layout.columns.size(); ++i)
+                if (d->layout.columns.at(i).name != key_layout.columns[i].name ||
+                    d->layout.columns[i].offset != key_layout.columns[i].offset)
+                    throw std::logic_error(std::string(d->path) + ": the key columns do not lead the row");
         op_rows.resize(meta.runs.size());
         index();
     }
@@ -207,9 +186,20 @@ struct TraceReader::Impl {
         return H5Aread(attr, H5T_NATIVE_INT64, &out) >= 0;
     }
 
+    // Opens a table and checks that its type holds every column of its layout (same type
+    // class). A column added after the file's format version is allowed to be missing:
+    // it reads as the default of its field.
+    template <class Table>
+    Dataset open_table(const char* p) {
+        h5::Layout layout = s::layout<Table>();
+        Dataset d = open_ds(p, layout.type(), 0, &layout);
+        d.layout = std::move(layout);
+        return d;
+    }
+
     // Opens a dataset and checks that its type holds every field the reader needs (same
     // type class) and that its shape is (rows) or (rows, cols).
-    Dataset open_ds(const char* p, h5::Id memtype, hsize_t cols = 0) {
+    Dataset open_ds(const char* p, h5::Id memtype, hsize_t cols = 0, const h5::Layout* layout = nullptr) {
         Dataset d;
         d.path = p;
         if (H5Lexists(file, p + 1, H5P_DEFAULT) <= 0 && !group_and_link_exist(p))
@@ -222,15 +212,22 @@ struct TraceReader::Impl {
         if (mc != fc) throw fail(std::string(p) + " has the wrong element type class");
         if (mc == H5T_COMPOUND) {
             int n = H5Tget_nmembers(memtype);
+            std::vector<bool> keep(n, true);
             for (int i = 0; i < n; ++i) {
                 char* name = H5Tget_member_name(memtype, i);
                 std::string member = name ? name : "";
                 H5free_memory(name);
                 int fi = H5Tget_member_index(ftype, member.c_str());
+                if (fi < 0 && layout && layout->columns.at(i).since > meta.format_version) {
+                    keep[i] = false;
+                    d.absent.push_back(i);
+                    continue;
+                }
                 if (fi < 0) throw fail(std::string(p) + " lacks the field '" + member + "'");
                 if (H5Tget_member_class(ftype, fi) != H5Tget_member_class(memtype, i))
                     throw fail(std::string(p) + " field '" + member + "' has the wrong type class");
             }
+            if (!d.absent.empty()) memtype = layout->type(keep);
         }
         d.memtype = std::move(memtype);
         d.cols = cols;
@@ -288,18 +285,22 @@ struct TraceReader::Impl {
     }
 
     template <class T>
-    std::vector<T> read_range(const Dataset& d, hsize_t start, hsize_t count, hid_t memtype = -1) const {
+    std::vector<T> read_range(const Dataset& d, hsize_t start, hsize_t count) const {
         std::vector<T> v(count);
-        read_rows(d, start, count, v.data(), memtype);
+        read_rows(d, start, count, v.data());
         return v;
     }
-    template <class T>
-    std::vector<T> read_all(const Dataset& d) const { return read_range<T>(d, 0, d.rows); }
 
+    // Rows of a compound table in its layout. Columns the file lacks get their defaults.
+    std::vector<unsigned char> read_table(const Dataset& d, hsize_t start, hsize_t count) const {
+        std::vector<unsigned char> rows(count * d.layout.size);
+        read_rows(d, start, count, rows.data());
+        fill_absent(d, rows);
+        return rows;
+    }
     // Rows at arbitrary positions, in one read (a point selection keeps the given order).
-    template <class T>
-    std::vector<T> read_at(const Dataset& d, const std::vector<hsize_t>& rows) const {
-        std::vector<T> v(rows.size());
+    std::vector<unsigned char> read_table_at(const Dataset& d, const std::vector<hsize_t>& rows) const {
+        std::vector<unsigned char> v(rows.size() * d.layout.size);
         if (rows.empty()) return v;
         for (hsize_t r : rows)
             if (r >= d.rows) throw fail(std::string(d.path) + ": row " + std::to_string(r) + " is past its end");
@@ -309,7 +310,39 @@ struct TraceReader::Impl {
         if (!space.valid() || !mem.valid() || H5Sselect_elements(space, H5S_SELECT_SET, n, rows.data()) < 0 ||
             H5Dread(d.dset, d.memtype, mem, space, dxpl, v.data()) < 0)
             throw fail(std::string("cannot read ") + d.path + " (damaged data)");
+        fill_absent(d, v);
         return v;
+    }
+    void fill_absent(const Dataset& d, std::vector<unsigned char>& rows) const {
+        if (d.absent.empty()) return;
+        for (std::size_t at = 0; at < rows.size(); at += d.layout.size)
+            for (std::size_t i : d.absent) {
+                const h5::Column& c = d.layout.columns[i];
+                std::memcpy(rows.data() + at + c.offset, d.layout.defaults.data() + c.offset, c.size);
+            }
+    }
+
+    // The records of a one-record table (trace_schema.h's RecordTable, NamesTable).
+    template <class Table, class R = std::tuple_element_t<0, typename Table::Objects>>
+    std::vector<R> read_records(const Dataset& d, hsize_t start, hsize_t count) const {
+        const auto rows = read_table(d, start, count);
+        std::vector<R> out(count);
+        for (std::size_t i = 0; i < out.size(); ++i) s::get_row<Table>(rows.data() + i * d.layout.size, out[i]);
+        return out;
+    }
+
+    // The keys of operand or block-map rows, read without the rest of the row.
+    std::vector<OperandKey> read_keys(const Dataset& d, hsize_t start, hsize_t count) const {
+        std::vector<unsigned char> rows(count * key_layout.size);
+        read_rows(d, start, count, rows.data(), key_type);
+        std::vector<OperandKey> out(count);
+        for (std::size_t i = 0; i < out.size(); ++i) s::get_row<s::KeyTable>(rows.data() + i * key_layout.size, out[i]);
+        return out;
+    }
+    static OperandKey key_at(const unsigned char* row) {
+        OperandKey k;
+        s::get_row<s::KeyTable>(row, k);
+        return k;
     }
 
     // ---- indexing ----
@@ -319,17 +352,19 @@ struct TraceReader::Impl {
                        " is not in /meta/runs");
     }
 
-    int check_key(const KeyRow& k, const char* table, hsize_t row) const {
+    int check_key(const OperandKey& k, const char* table, hsize_t row) const {
         check_run(k.run, table, row);
-        if (k.linear < 0 || k.linear >= static_cast<int>(meta.linears.size()) || k.gemm < 0 || k.gemm > 2 ||
-            k.operand < 0 || k.operand > 2)
+        // Stored as int8: a negative value reads back as a large one.
+        const int gemm = static_cast<std::int8_t>(k.gemm), operand = static_cast<std::int8_t>(k.operand);
+        if (k.linear < 0 || k.linear >= static_cast<int>(meta.linears.size()) || gemm < 0 || gemm > 2 ||
+            operand < 0 || operand > 2)
             throw fail(std::string(table) + " row " + std::to_string(row) + ": linear/gemm/operand " +
-                       std::to_string(k.linear) + "/" + std::to_string(k.gemm) + "/" + std::to_string(k.operand) +
+                       std::to_string(k.linear) + "/" + std::to_string(gemm) + "/" + std::to_string(operand) +
                        " out of range");
-        int slot = operand_slot(k.linear, static_cast<Gemm>(k.gemm), static_cast<Operand>(k.operand));
+        int slot = operand_slot(k.linear, k.gemm, k.operand);
         if (slot < 0)
             throw fail(std::string(table) + " row " + std::to_string(row) + ": operand " +
-                       std::to_string(k.operand) + " does not belong to gemm " + std::to_string(k.gemm));
+                       std::to_string(operand) + " does not belong to gemm " + std::to_string(gemm));
         return slot;
     }
 
@@ -338,33 +373,33 @@ struct TraceReader::Impl {
         bool grew = false;
         // Op names first: op rows refer to them.
         if (op_names.rows > meta.ops.size()) {
-            for (const auto& r : read_range<s::NameRow>(op_names, meta.ops.size(), op_names.rows - meta.ops.size()))
-                meta.ops.push_back(s::get_name(r.name));
+            for (auto& name : read_records<s::NamesTable>(op_names, meta.ops.size(), op_names.rows - meta.ops.size()))
+                meta.ops.push_back(std::move(name));
             grew = true;
         }
         if (steps.rows > indexed_steps) {
-            auto rows = read_range<s::StepRow>(steps, indexed_steps, steps.rows - indexed_steps);
+            auto rows = read_records<s::StepTable>(steps, indexed_steps, steps.rows - indexed_steps);
             for (std::size_t i = 0; i < rows.size(); ++i) {
-                const auto& r = rows[i];
+                const StepRecord& r = rows[i];
                 check_run(r.run, s::kSteps, indexed_steps + i);
                 if (r.recipe < -1 || r.recipe >= static_cast<int>(meta.training_recipes.size()))
                     throw fail(std::string(s::kSteps) + " row " + std::to_string(indexed_steps + i) + ": recipe " +
                                std::to_string(r.recipe) + " is not in /meta/training_recipes");
-                step_records.push_back({r.run, r.step, r.loss, r.eval_loss, r.lr, r.grad_norm, r.step_time_s,
-                                        r.tokens_per_s, r.recipe});
+                step_records.push_back(r);
             }
             indexed_steps = steps.rows;
             grew = true;
         }
         if (events.rows > indexed_events) {
-            auto rows = read_range<s::EventRow>(events, indexed_events, events.rows - indexed_events);
+            auto rows = read_records<s::EventTable>(events, indexed_events, events.rows - indexed_events);
             for (std::size_t i = 0; i < rows.size(); ++i) {
-                const auto& r = rows[i];
+                EventRecord& r = rows[i];
                 if (r.run != -1) check_run(r.run, s::kEvents, indexed_events + i);
-                if (r.kind < 0 || r.kind > static_cast<int>(EventKind::Error))
+                const int kind = static_cast<int>(r.kind);
+                if (kind < 0 || kind > static_cast<int>(EventKind::Error))
                     throw fail(std::string(s::kEvents) + " row " + std::to_string(indexed_events + i) +
-                               ": unknown event kind " + std::to_string(r.kind));
-                event_records.push_back({r.run, r.step, static_cast<EventKind>(r.kind), s::get_name(r.detail)});
+                               ": unknown event kind " + std::to_string(kind));
+                event_records.push_back(std::move(r));
             }
             indexed_events = events.rows;
             grew = true;
@@ -372,8 +407,8 @@ struct TraceReader::Impl {
         if (scaling_index.rows > indexed_scaling) {
             if (scaling_amax.rows < scaling_index.rows || scaling_scale.rows < scaling_index.rows)
                 throw fail("/scaling/amax or /scaling/scale has fewer rows than /scaling/index");
-            auto rows = read_range<s::ScalingIndexRow>(scaling_index, indexed_scaling,
-                                                       scaling_index.rows - indexed_scaling);
+            auto rows = read_records<s::ScalingIndexTable>(scaling_index, indexed_scaling,
+                                                           scaling_index.rows - indexed_scaling);
             for (std::size_t i = 0; i < rows.size(); ++i) {
                 check_run(rows[i].run, s::kScalingIndex, indexed_scaling + i);
                 scaling_rows[{rows[i].run, rows[i].step}] = indexed_scaling + i;
@@ -382,8 +417,7 @@ struct TraceReader::Impl {
             grew = true;
         }
         if (operands.rows > indexed_operands) {
-            h5::Id kt = key_type();
-            auto rows = read_range<KeyRow>(operands, indexed_operands, operands.rows - indexed_operands, kt);
+            auto rows = read_keys(operands, indexed_operands, operands.rows - indexed_operands);
             for (std::size_t i = 0; i < rows.size(); ++i) {
                 hsize_t row = indexed_operands + i;
                 int slot = check_key(rows[i], s::kOperands, row);
@@ -394,8 +428,7 @@ struct TraceReader::Impl {
             grew = true;
         }
         if (blockmaps.rows > indexed_blockmaps) {
-            h5::Id kt = key_type();
-            auto rows = read_range<KeyRow>(blockmaps, indexed_blockmaps, blockmaps.rows - indexed_blockmaps, kt);
+            auto rows = read_keys(blockmaps, indexed_blockmaps, blockmaps.rows - indexed_blockmaps);
             for (std::size_t i = 0; i < rows.size(); ++i) {
                 check_key(rows[i], s::kBlockMaps, indexed_blockmaps + i);
                 blockmap_rows[{rows[i].run, rows[i].step}].push_back(indexed_blockmaps + i);
@@ -404,8 +437,7 @@ struct TraceReader::Impl {
             grew = true;
         }
         if (ops.rows > indexed_ops) {
-            h5::Id kt = op_key_type();
-            auto rows = read_range<OpKeyRow>(ops, indexed_ops, ops.rows - indexed_ops, kt);
+            auto rows = read_records<s::OpTable>(ops, indexed_ops, ops.rows - indexed_ops);
             for (std::size_t i = 0; i < rows.size(); ++i) {
                 check_run(rows[i].run, s::kOpTimes, indexed_ops + i);
                 auto& v = op_rows[rows[i].run];
@@ -434,7 +466,6 @@ struct TraceReader::Impl {
     }
 
     // ---- decoding rows ----
-    template <class T>
     void check_span(const Dataset& d, std::uint64_t offset, std::uint64_t count, const char* field,
                     hsize_t row) const {
         if (!in_bounds(offset, count, d.rows))
@@ -443,109 +474,73 @@ struct TraceReader::Impl {
                        d.path + " (" + std::to_string(d.rows) + " rows)");
     }
 
-    std::vector<ErrorStats> read_errors(const s::OperandRow& r, hsize_t row, bool names) const {
+    std::vector<ErrorStats> read_errors(const s::OperandSpans& r, hsize_t row, bool names) const {
         std::vector<ErrorStats> out;
         if (r.errors_count == 0) return out;
         if (r.errors_count != meta.recipes.size())
             throw fail(std::string(s::kOperands) + " row " + std::to_string(row) + ": errors_count " +
                        std::to_string(r.errors_count) + " differs from the " + std::to_string(meta.recipes.size()) +
                        " recipes");
-        check_span<s::ErrorRow>(errors, r.errors_offset, r.errors_count, "errors", row);
-        auto rows = read_range<s::ErrorRow>(errors, r.errors_offset, r.errors_count);
-        for (std::size_t i = 0; i < rows.size(); ++i) {
-            const auto& e = rows[i];
-            if (e.recipe != static_cast<std::int32_t>(i))
+        check_span(errors, r.errors_offset, r.errors_count, "errors", row);
+        const auto rows = read_table(errors, r.errors_offset, r.errors_count);
+        out.resize(r.errors_count);
+        for (std::size_t i = 0; i < out.size(); ++i) {
+            std::int32_t recipe = -1;
+            s::get_row<s::ErrorTable>(rows.data() + i * errors.layout.size, recipe, out[i]);
+            if (recipe != static_cast<std::int32_t>(i))
                 throw fail(std::string(s::kOperandErrors) + " row " + std::to_string(r.errors_offset + i) +
-                           ": recipe " + std::to_string(e.recipe) + ", expected " + std::to_string(i));
-            ErrorStats es;
-            if (names) es.recipe = meta.recipes[i];
-            es.amax = e.amax;
-            es.mse = e.mse;
-            es.sqnr_db = e.sqnr_db;
-            es.rel_l2 = e.rel_l2;
-            es.max_abs_err = e.max_abs_err;
-            es.cosine = e.cosine;
-            es.underflow_pct = e.underflow_pct;
-            es.overflow_pct = e.overflow_pct;
-            es.scale_inv_min = e.scale_inv_min;
-            es.scale_inv_max = e.scale_inv_max;
-            es.nonfinite_out = e.nonfinite_out;
-            out.push_back(es);
+                           ": recipe " + std::to_string(recipe) + ", expected " + std::to_string(i));
+            if (names) out[i].recipe = meta.recipes[i];
         }
         return out;
     }
 
-    void check_recipe_in_use(const s::OperandRow& r, hsize_t row) const {
-        if (r.recipe_in_use < -1 || r.recipe_in_use >= static_cast<int>(meta.recipes.size()))
+    void check_recipe_in_use(std::int32_t recipe_in_use, hsize_t row) const {
+        if (recipe_in_use < -1 || recipe_in_use >= static_cast<int>(meta.recipes.size()))
             throw fail(std::string(s::kOperands) + " row " + std::to_string(row) + ": recipe_in_use " +
-                       std::to_string(r.recipe_in_use) + " is not in /meta/recipes");
+                       std::to_string(recipe_in_use) + " is not in /meta/recipes");
     }
 
-    OperandRecord decode_operand(const s::OperandRow& r, hsize_t row) const {
-        check_recipe_in_use(r, row);
+    OperandRecord decode_operand(const unsigned char* bytes, hsize_t row) const {
         OperandRecord o;
-        o.key = s::key_of(r);
-        o.recipe_in_use = r.recipe_in_use;
-        o.scale = r.scale;
+        s::OperandSpans r;
+        s::get_row<s::OperandTable>(bytes, o, r);
+        check_recipe_in_use(o.recipe_in_use, row);
         TensorStats& st = o.stats;
-        st.numel = r.numel;
-        st.finite = r.finite;
-        st.nan = r.nan;
-        st.inf = r.inf;
-        st.zero = r.zero;
-        st.amax = r.amax;
-        st.min_nonzero_abs = r.min_nonzero_abs;
-        st.mean = r.mean;
-        st.rms = r.rms;
-        st.stddev = r.stddev;
-        st.dynamic_range = r.dynamic_range;
-        st.outliers.kurtosis = r.kurtosis;
-        st.outliers.k = r.outlier_k;
-        st.outliers.frac_beyond_k_rms = r.frac_beyond_k_rms;
-        st.histogram.zero = r.hist_zero;
-        st.histogram.nan = r.hist_nan;
-        st.histogram.inf = r.hist_inf;
         if (r.hist_count > 0) {
             if (r.hist_min_exp < kHistMinExp || r.hist_count > static_cast<std::uint64_t>(kHistBins) ||
                 r.hist_min_exp - kHistMinExp + static_cast<std::int64_t>(r.hist_count) > kHistBins)
                 throw fail(std::string(s::kOperands) + " row " + std::to_string(row) + ": histogram span (min_exp " +
                            std::to_string(r.hist_min_exp) + ", count " + std::to_string(r.hist_count) +
                            ") is outside the exponent range");
-            check_span<std::int64_t>(histogram, r.hist_offset, r.hist_count, "histogram", row);
+            check_span(histogram, r.hist_offset, r.hist_count, "histogram", row);
             read_rows(histogram, r.hist_offset, r.hist_count, &st.histogram.bins[r.hist_min_exp - kHistMinExp]);
         }
-        check_span<float>(channel_absmax, r.channel_offset, r.channel_count, "channel_absmax", row);
+        check_span(channel_absmax, r.channel_offset, r.channel_count, "channel_absmax", row);
         st.outliers.channel_absmax = read_range<float>(channel_absmax, r.channel_offset, r.channel_count);
-        check_span<s::TopRow>(top, r.top_offset, r.top_count, "top", row);
-        for (const auto& t : read_range<s::TopRow>(top, r.top_offset, r.top_count))
-            st.outliers.top.push_back({t.value, t.row, t.col});
-        check_span<float>(amax_history, r.history_offset, r.history_count, "amax_history", row);
+        check_span(top, r.top_offset, r.top_count, "top", row);
+        st.outliers.top = read_records<s::TopTable>(top, r.top_offset, r.top_count);
+        check_span(amax_history, r.history_offset, r.history_count, "amax_history", row);
         o.amax_history = read_range<float>(amax_history, r.history_offset, r.history_count);
         o.errors = read_errors(r, row, true);
         return o;
     }
 
-    BlockMapRecord decode_blockmap(const s::BlockMapRow& r, hsize_t row) const {
+    BlockMapRecord decode_blockmap(const unsigned char* bytes, hsize_t row) const {
+        BlockMapRecord b;
+        s::BlockMapSpan r;
+        s::get_row<s::BlockMapTable>(bytes, b, r);
         std::string where = std::string(s::kBlockMaps) + " row " + std::to_string(row) + ": ";
-        if (r.recipe < 0 || r.recipe >= static_cast<int>(meta.recipes.size()))
-            throw fail(where + "recipe " + std::to_string(r.recipe) + " is not in /meta/recipes");
-        if (r.grid_rows < 0 || r.grid_cols < 0 ||
-            static_cast<std::uint64_t>(r.grid_rows) * static_cast<std::uint64_t>(r.grid_cols) != r.count)
-            throw fail(where + "grid " + std::to_string(r.grid_rows) + "x" + std::to_string(r.grid_cols) +
+        if (b.recipe < 0 || b.recipe >= static_cast<int>(meta.recipes.size()))
+            throw fail(where + "recipe " + std::to_string(b.recipe) + " is not in /meta/recipes");
+        if (b.grid_rows < 0 || b.grid_cols < 0 ||
+            static_cast<std::uint64_t>(b.grid_rows) * static_cast<std::uint64_t>(b.grid_cols) != r.count)
+            throw fail(where + "grid " + std::to_string(b.grid_rows) + "x" + std::to_string(b.grid_cols) +
                        " does not match count " + std::to_string(r.count));
         for (const Dataset* d : {&block_absmax, &block_scale_inv, &block_sqnr})
             if (!in_bounds(r.offset, r.count, d->rows))
                 throw fail(where + "(offset " + std::to_string(r.offset) + ", count " + std::to_string(r.count) +
                            ") points past the end of " + d->path);
-        BlockMapRecord b;
-        b.key = s::key_of(r);
-        b.recipe = r.recipe;
-        b.rows = r.rows;
-        b.cols = r.cols;
-        b.tile_rows = r.tile_rows;
-        b.tile_cols = r.tile_cols;
-        b.grid_rows = r.grid_rows;
-        b.grid_cols = r.grid_cols;
         b.absmax = read_range<float>(block_absmax, r.offset, r.count);
         b.scale_inv = read_range<float>(block_scale_inv, r.offset, r.count);
         b.sqnr_db = read_range<float>(block_sqnr, r.offset, r.count);
@@ -619,12 +614,14 @@ std::optional<OperandRecord> TraceReader::operand(const OperandKey& key) const {
     if (it == d.operand_rows.end()) return std::nullopt;
     int slot = operand_slot(key.linear, key.gemm, key.operand);
     if (slot < 0) return std::nullopt;
-    auto rows = d.read_at<s::OperandRow>(d.operands, it->second);
+    const auto rows = d.read_table_at(d.operands, it->second);
+    const std::size_t n = d.operands.layout.size;
     // The last row wins: a step recorded again after a rewind replaces the first.
-    for (std::size_t i = rows.size(); i-- > 0;)
-        if (rows[i].linear == key.linear && rows[i].gemm == static_cast<std::int8_t>(key.gemm) &&
-            rows[i].operand == static_cast<std::int8_t>(key.operand))
-            return d.decode_operand(rows[i], it->second[i]);
+    for (std::size_t i = it->second.size(); i-- > 0;) {
+        const OperandKey k = Impl::key_at(rows.data() + i * n);
+        if (k.linear == key.linear && k.gemm == key.gemm && k.operand == key.operand)
+            return d.decode_operand(rows.data() + i * n, it->second[i]);
+    }
     return std::nullopt;
 }
 
@@ -633,13 +630,14 @@ std::vector<OperandRecord> TraceReader::operands(int run, std::int64_t step) con
     std::vector<OperandRecord> out;
     auto it = d.operand_rows.find({run, step});
     if (it == d.operand_rows.end()) return out;
-    auto rows = d.read_at<s::OperandRow>(d.operands, it->second);
+    const auto rows = d.read_table_at(d.operands, it->second);
+    const std::size_t n = d.operands.layout.size;
     std::map<int, std::size_t> last;  // slot -> index of its newest row
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-        const OperandKey k = s::key_of(rows[i]);
+    for (std::size_t i = 0; i < it->second.size(); ++i) {
+        const OperandKey k = Impl::key_at(rows.data() + i * n);
         last[operand_slot(k.linear, k.gemm, k.operand)] = i;
     }
-    for (const auto& [slot, i] : last) out.push_back(d.decode_operand(rows[i], it->second[i]));
+    for (const auto& [slot, i] : last) out.push_back(d.decode_operand(rows.data() + i * n, it->second[i]));
     return out;
 }
 
@@ -650,18 +648,20 @@ std::vector<OperandPoint> TraceReader::operand_series(int run, int linear, Gemm 
     if (it == d.series_rows.end()) return out;
     std::vector<hsize_t> idx;
     for (const auto& [step, row] : it->second) idx.push_back(row);
-    auto rows = d.read_at<s::OperandRow>(d.operands, idx);
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-        const auto& r = rows[i];
-        d.check_recipe_in_use(r, idx[i]);
+    const auto rows = d.read_table_at(d.operands, idx);
+    OperandRecord r;  // reused: only the row's own columns are read into it
+    s::OperandSpans spans;
+    for (std::size_t i = 0; i < idx.size(); ++i) {
+        s::get_row<s::OperandTable>(rows.data() + i * d.operands.layout.size, r, spans);
+        d.check_recipe_in_use(r.recipe_in_use, idx[i]);
         OperandPoint p;
-        p.step = r.step;
+        p.step = r.key.step;
         p.recipe_in_use = r.recipe_in_use;
-        p.amax = r.amax;
+        p.amax = r.stats.amax;
         p.scale = r.scale;
-        p.kurtosis = r.kurtosis;
-        p.dynamic_range = r.dynamic_range;
-        p.errors = d.read_errors(r, idx[i], false);
+        p.kurtosis = r.stats.outliers.kurtosis;
+        p.dynamic_range = r.stats.dynamic_range;
+        p.errors = d.read_errors(spans, idx[i], false);
         // A step recorded again after a rewind replaces the earlier point.
         if (!out.empty() && out.back().step == p.step) out.back() = std::move(p);
         else out.push_back(std::move(p));
@@ -682,13 +682,16 @@ std::vector<BlockMapRecord> TraceReader::blockmaps(const OperandKey& key) const 
     std::vector<BlockMapRecord> out;
     auto it = d.blockmap_rows.find({key.run, key.step});
     if (it == d.blockmap_rows.end()) return out;
-    auto rows = d.read_at<s::BlockMapRow>(d.blockmaps, it->second);
+    const auto rows = d.read_table_at(d.blockmaps, it->second);
+    const std::size_t n = d.blockmaps.layout.size;
     std::map<int, std::size_t> last;  // recipe -> newest row of this operand
-    for (std::size_t i = 0; i < rows.size(); ++i)
-        if (rows[i].linear == key.linear && rows[i].gemm == static_cast<std::int8_t>(key.gemm) &&
-            rows[i].operand == static_cast<std::int8_t>(key.operand))
-            last[rows[i].recipe] = i;
-    for (const auto& [recipe, i] : last) out.push_back(d.decode_blockmap(rows[i], it->second[i]));
+    for (std::size_t i = 0; i < it->second.size(); ++i) {
+        BlockMapRecord b;
+        s::BlockMapSpan span;
+        s::get_row<s::BlockMapTable>(rows.data() + i * n, b, span);
+        if (b.key.linear == key.linear && b.key.gemm == key.gemm && b.key.operand == key.operand) last[b.recipe] = i;
+    }
+    for (const auto& [recipe, i] : last) out.push_back(d.decode_blockmap(rows.data() + i * n, it->second[i]));
     return out;
 }
 
@@ -700,13 +703,14 @@ std::vector<OpRecord> TraceReader::ops(int run, std::int64_t from, std::int64_t 
     auto lo = std::lower_bound(v.begin(), v.end(), from, [](const auto& a, std::int64_t s) { return a.first < s; });
     std::vector<hsize_t> idx;
     for (auto it = lo; it != v.end() && it->first <= to; ++it) idx.push_back(it->second);
-    auto rows = d.read_at<s::OpRow>(d.ops, idx);
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-        const auto& r = rows[i];
+    const auto rows = d.read_table_at(d.ops, idx);
+    out.resize(idx.size());
+    for (std::size_t i = 0; i < idx.size(); ++i) {
+        OpRecord& r = out[i];
+        s::get_row<s::OpTable>(rows.data() + i * d.ops.layout.size, r);
         if (r.op < 0 || static_cast<std::size_t>(r.op) >= d.meta.ops.size())
             throw d.fail(std::string(s::kOpTimes) + " row " + std::to_string(idx[i]) + ": op " + std::to_string(r.op) +
                          " is not in /meta/ops");
-        out.push_back({r.run, r.step, r.op, r.linear, r.layer, r.device, r.stream, r.start_ns, r.end_ns});
     }
     return out;
 }

@@ -1,25 +1,21 @@
 // The HDF5 layout of a trace (docs/trace-format.md), shared by the writer and the reader:
-// dataset paths, the row structs of every table and their compound types. One definition
-// for both sides, so the writer cannot write a field the reader does not know.
+// dataset paths and the column list of every table. A table's columns are the scalar
+// fields of the records it holds (record_fields.h, stats_fields.h) plus its own (offset,
+// count) columns into flat datasets; h5_columns.h turns a list into the compound type and
+// the record <-> row copies. One definition for both sides, so the writer cannot write a
+// column the reader does not know.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <string>
-#include <string_view>
-#include <vector>
+#include <tuple>
 
-#include "h5.h"
-#include "trace_records.h"
+#include "h5_columns.h"
+#include "record_fields.h"
 
 namespace fp8scope::trace::schema {
 
 inline constexpr const char* kFormatName = "fp8scope-trace";
-
-// Fixed string widths of the name tables (SWMR cannot append variable-length strings).
-inline constexpr std::size_t kRunNameChars = 64;
-inline constexpr std::size_t kNameChars = 128;
-inline constexpr std::size_t kDetailChars = 255;
 
 // Dataset paths.
 inline constexpr const char* kRuns = "/meta/runs";
@@ -47,120 +43,118 @@ inline constexpr const char* kBlockScaleInv = "/blockmaps/scale_inv";
 inline constexpr const char* kBlockSqnr = "/blockmaps/sqnr_db";
 inline constexpr const char* kOpTimes = "/ops";
 
-// Row structs. Names are NUL-padded fixed-length strings.
-struct RunRow {
-    char name[kRunNameChars];
-    char recipe[kNameChars];
+// Where an operand row's vectors went: (offset, count) into the flat datasets.
+struct OperandSpans {
+    std::int32_t hist_min_exp = 0;  // exponent of the first stored histogram bin
+    std::uint64_t hist_offset = 0, hist_count = 0;
+    std::uint64_t errors_offset = 0, errors_count = 0;
+    std::uint64_t channel_offset = 0, channel_count = 0;
+    std::uint64_t top_offset = 0, top_count = 0;
+    std::uint64_t history_offset = 0, history_count = 0;
 };
-struct LinearRow {
-    char name[kNameChars];
-    std::int32_t layer;
-    std::int64_t in_features, out_features;
-};
-struct NameRow {
-    char name[kNameChars];
-};
-struct StepRow {
-    std::int32_t run;
-    std::int64_t step;
-    double loss, eval_loss, lr, grad_norm, step_time_s, tokens_per_s;
-    std::int32_t recipe;
-};
-struct EventRow {
-    std::int32_t run;
-    std::int64_t step;
-    std::int32_t kind;
-    char detail[kDetailChars];
-};
-struct ScalingIndexRow {
-    std::int32_t run;
-    std::int64_t step;
-};
-// One operand at one capture step. (offset, count) pairs point into the flat datasets.
-struct OperandRow {
-    std::int32_t run;
-    std::int64_t step;
-    std::int32_t linear;
-    std::int8_t gemm, operand;
-    std::int32_t recipe_in_use;
-    double scale;
-    std::int64_t numel, finite, nan, inf, zero;
-    double amax, min_nonzero_abs, mean, rms, stddev, dynamic_range;
-    double kurtosis, outlier_k, frac_beyond_k_rms;
-    std::int64_t hist_zero, hist_nan, hist_inf;
-    std::int32_t hist_min_exp;  // exponent of the first stored histogram bin
-    std::uint64_t hist_offset, hist_count;
-    std::uint64_t errors_offset, errors_count;
-    std::uint64_t channel_offset, channel_count;
-    std::uint64_t top_offset, top_count;
-    std::uint64_t history_offset, history_count;
-};
-// The operand key columns that OperandRow and BlockMapRow share.
-template <class Row>
-void put_key(Row& row, const OperandKey& k) {
-    row.run = k.run;
-    row.step = k.step;
-    row.linear = k.linear;
-    row.gemm = static_cast<std::int8_t>(k.gemm);
-    row.operand = static_cast<std::int8_t>(k.operand);
+template <fields::Of<OperandSpans> S, class V>
+void visit_fields(S& s, V&& v) {
+    v("hist_min_exp", s.hist_min_exp);
+    v("hist_offset", s.hist_offset);
+    v("hist_count", s.hist_count);
+    v("errors_offset", s.errors_offset);
+    v("errors_count", s.errors_count);
+    v("channel_offset", s.channel_offset);
+    v("channel_count", s.channel_count);
+    v("top_offset", s.top_offset);
+    v("top_count", s.top_count);
+    v("history_offset", s.history_offset);
+    v("history_count", s.history_count);
 }
-template <class Row>
-OperandKey key_of(const Row& row) {
-    return {row.run, row.step, row.linear, static_cast<Gemm>(row.gemm), static_cast<Operand>(row.operand)};
+
+// A block map's three maps share one (offset, count).
+struct BlockMapSpan {
+    std::uint64_t offset = 0, count = 0;
+};
+template <fields::Of<BlockMapSpan> S, class V>
+void visit_fields(S& s, V&& v) {
+    v("offset", s.offset);
+    v("count", s.count);
 }
-struct ErrorRow {
-    std::int32_t recipe;
-    double amax, mse, sqnr_db, rel_l2, max_abs_err, cosine;
-    double underflow_pct, overflow_pct, scale_inv_min, scale_inv_max;
-    std::int64_t nonfinite_out;
+
+// --- tables: the objects a row holds and its columns, in file order -------------------
+
+// A row per record, its scalar fields as columns.
+template <class R>
+struct RecordTable {
+    using Objects = std::tuple<R>;
+    template <class V, class S>
+    static void columns(V&& v, S& r) { fields::visit_scalars(r, v); }
 };
-struct TopRow {
-    float value;
-    std::int64_t row, col;
-};
-struct BlockMapRow {
-    std::int32_t run;
-    std::int64_t step;
-    std::int32_t linear;
-    std::int8_t gemm, operand;
-    std::int32_t recipe;
-    std::int64_t rows, cols;
-    std::int32_t tile_rows, tile_cols, grid_rows, grid_cols;
-    std::uint64_t offset, count;  // into absmax, scale_inv and sqnr_db alike
-};
-struct OpRow {
-    std::int32_t run;
-    std::int64_t step;
-    std::int32_t op, linear, layer, device, stream;
-    std::int64_t start_ns, end_ns;
+using RunTable = RecordTable<RunInfo>;
+using LinearTable = RecordTable<LinearInfo>;
+using StepTable = RecordTable<StepRecord>;
+using EventTable = RecordTable<EventRecord>;
+using ScalingIndexTable = RecordTable<ScalingRecord>;  // run, step; amax and scale apart
+using TopTable = RecordTable<TopValue>;
+using OpTable = RecordTable<OpRecord>;
+using KeyTable = RecordTable<OperandKey>;  // the key columns alone, for indexing
+
+// /meta/recipes, /meta/ops, ...: one name per row.
+struct NamesTable {
+    using Objects = std::tuple<std::string>;
+    template <class V, class S>
+    static void columns(V&& v, S& name) { v("name", name, fields::MaxChars<kNameChars>{}); }
 };
 
-// Memory (native, struct layout) compound types. The file types are their packed copies.
-h5::Id run_type();
-h5::Id linear_type();
-h5::Id name_type();
-h5::Id step_type();
-h5::Id event_type();
-h5::Id scaling_index_type();
-h5::Id operand_type();
-h5::Id error_type();
-h5::Id top_type();
-h5::Id blockmap_type();
-h5::Id op_type();
-h5::Id packed(hid_t memtype);
+// The statistics of one operand at one capture step; its vectors are in flat datasets.
+struct OperandTable {
+    using Objects = std::tuple<OperandRecord, OperandSpans>;
+    template <class V, class O, class S>
+    static void columns(V&& v, O& o, S& spans) {
+        fields::visit_scalars(o.key, v);
+        fields::visit_scalars(o, v);                 // recipe_in_use, scale
+        fields::visit_scalars(o.stats, v);           // counts, amax, moments, dynamic range
+        fields::visit_scalars(o.stats.outliers, v);  // kurtosis, outlier_k, frac_beyond_k_rms
+        fields::visit_scalars(o.stats.histogram, h5::with_prefix("hist_", v));
+        fields::visit_scalars(spans, v);
+    }
+};
 
-// A NUL-padded fixed string field: copies at most N bytes; `fits` false when longer.
-template <std::size_t N>
-bool put_name(char (&dst)[N], std::string_view s) {
-    std::size_t n = s.size() < N ? s.size() : N;
-    for (std::size_t i = 0; i < N; ++i) dst[i] = i < n ? s[i] : '\0';
-    return s.size() <= N;
+// One row per recipe of /meta/recipes: its id, then ErrorStats (its name is in the meta).
+struct ErrorTable {
+    using Objects = std::tuple<std::int32_t, ErrorStats>;
+    template <class V, class I, class E>
+    static void columns(V&& v, I& recipe, E& e) {
+        v("recipe", recipe);
+        fields::visit_scalars(e, v);  // the recipe name is a string without a width: no column
+    }
+};
+
+struct BlockMapTable {
+    using Objects = std::tuple<BlockMapRecord, BlockMapSpan>;
+    template <class V, class B, class S>
+    static void columns(V&& v, B& b, S& span) {
+        fields::visit_scalars(b.key, v);
+        fields::visit_scalars(b, v);
+        fields::visit_scalars(span, v);
+    }
+};
+
+// The layout of a table's rows (packed: the file's own type).
+template <class Table>
+h5::Layout layout() {
+    return h5::make_layout([](auto& v) {
+        typename Table::Objects objects{};
+        std::apply([&](auto&... o) { Table::columns(v, o...); }, objects);
+    });
 }
-template <std::size_t N>
-std::string get_name(const char (&src)[N]) {
-    std::size_t n = 0;
-    while (n < N && src[n] != '\0') ++n;
-    return std::string(src, n);
+
+// A table's columns copied from its objects into a row, and back.
+template <class Table, class... O>
+void put_row(unsigned char* row, const O&... objects) {
+    h5::Put<h5::Packing::Packed> put(row);
+    Table::columns(put, objects...);
+}
+template <class Table, class... O>
+void get_row(const unsigned char* row, O&... objects) {
+    h5::Get<h5::Packing::Packed> get(row);
+    Table::columns(get, objects...);
 }
 
 }  // namespace fp8scope::trace::schema

@@ -14,6 +14,7 @@
 #include <limits>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 
 #include "h5.h"
 #include "trace_schema.h"
@@ -59,6 +60,17 @@ struct Table {
     void flush() { h5::check(H5Dflush(dset), std::string("flushing ") + path); }
 };
 
+// A table of compound rows whose columns are the schema table `Desc` (trace_schema.h).
+template <class Desc>
+struct RowTable : Table {
+    template <class... O>
+    void add(const O&... objects) {
+        const std::size_t at = pending.size();
+        pending.resize(at + row_bytes);
+        s::put_row<Desc>(pending.data() + at, objects...);
+    }
+};
+
 std::string now_iso8601() {
     std::time_t t = std::time(nullptr);
     std::tm tm{};
@@ -100,11 +112,20 @@ struct TraceWriter::Impl {
     TraceWriterOptions options;
     h5::Id file;
 
-    Table runs, linears, recipes, training_recipes, ops_names, gemms, operands_names, event_kinds;
-    Table steps, events, scaling_index, scaling_amax, scaling_scale;
-    Table operands, errors, histogram, channel_absmax, top, amax_history;
-    Table blockmaps, block_absmax, block_scale_inv, block_sqnr;
-    Table ops;
+    RowTable<s::RunTable> runs;
+    RowTable<s::LinearTable> linears;
+    RowTable<s::NamesTable> recipes, training_recipes, ops_names, gemms, operands_names, event_kinds;
+    RowTable<s::StepTable> steps;
+    RowTable<s::EventTable> events;
+    RowTable<s::ScalingIndexTable> scaling_index;
+    Table scaling_amax, scaling_scale;
+    RowTable<s::OperandTable> operands;
+    RowTable<s::ErrorTable> errors;
+    RowTable<s::TopTable> top;
+    Table histogram, channel_absmax, amax_history;
+    RowTable<s::BlockMapTable> blockmaps;
+    Table block_absmax, block_scale_inv, block_sqnr;
+    RowTable<s::OpTable> ops;
     hsize_t slots = 0;
 
     // Queue shared with producers.
@@ -119,14 +140,15 @@ struct TraceWriter::Impl {
 
     TraceError fail(const std::string& problem) const { return TraceError(path, problem); }
 
-    Table make_table(const char* p, h5::Id memtype, hsize_t chunk_rows, hsize_t cols = 0) {
-        Table t;
+    // An appendable dataset of `memtype` elements; compound types are stored packed.
+    void make_dataset(Table& t, const char* p, h5::Id memtype, hsize_t chunk_rows, hsize_t cols = 0) {
         t.path = p;
         t.row_bytes = H5Tget_size(memtype) * (cols ? cols : 1);
         t.cols = cols;
-        h5::Id filetype = H5Tget_class(memtype) == H5T_COMPOUND ? s::packed(memtype)
+        h5::Id filetype = H5Tget_class(memtype) == H5T_COMPOUND ? h5::Id(H5Tcopy(memtype))
                           : H5Tequal(memtype, H5T_NATIVE_FLOAT) > 0 ? h5::Id(H5Tcopy(H5T_IEEE_F32LE))
                                                                     : h5::Id(H5Tcopy(H5T_STD_I64LE));
+        if (H5Tget_class(memtype) == H5T_COMPOUND) h5::check(H5Tpack(filetype), "H5Tpack");
         hsize_t dims[2] = {0, cols}, maxdims[2] = {H5S_UNLIMITED, cols}, chunk[2] = {chunk_rows, cols};
         int rank = cols ? 2 : 1;
         h5::Id space = h5::check(H5Screate_simple(rank, dims, maxdims), p);
@@ -137,16 +159,35 @@ struct TraceWriter::Impl {
         t.dset = h5::check(H5Dcreate2(file, p, filetype, space, lcpl, dcpl, H5P_DEFAULT),
                            std::string("creating ") + p);
         t.memtype = std::move(memtype);
+    }
+    Table make_table(const char* p, h5::Id memtype, hsize_t chunk_rows, hsize_t cols = 0) {
+        Table t;
+        make_dataset(t, p, std::move(memtype), chunk_rows, cols);
+        return t;
+    }
+    template <class Desc>
+    RowTable<Desc> make_table(const char* p, hsize_t chunk_rows) {
+        RowTable<Desc> t;
+        make_dataset(t, p, s::layout<Desc>().type(), chunk_rows);
         return t;
     }
 
-    void name_table(Table& t, const std::vector<std::string>& names, const char* what) {
-        for (const auto& n : names) {
-            s::NameRow row{};
-            if (!s::put_name(row.name, n))
-                throw fail(std::string(what) + " name '" + n + "' is longer than " +
-                           std::to_string(s::kNameChars) + " characters");
-            t.push_row(row);
+    // Names go into fixed-width columns: one that does not fit is an error, not cut.
+    template <class Desc, class O>
+    void check_fits(const char* what, const O& object) const {
+        Desc::columns([&](const auto& name, const auto& value, const auto&... facts) {
+            constexpr std::size_t width = fields::max_chars<std::remove_cvref_t<decltype(facts)>...>;
+            if constexpr (width > 0)
+                if (value.size() > width)
+                    throw fail(std::string(what) + " " + h5::column_name(name, facts...) + " '" + value +
+                               "' is longer than " + std::to_string(width) + " characters");
+        }, object);
+    }
+    template <class Desc, class O>
+    void meta_table(RowTable<Desc>& t, const std::vector<O>& rows, const char* what) {
+        for (const auto& r : rows) {
+            check_fits<Desc>(what, r);
+            t.add(r);
         }
         t.write();
     }
@@ -160,91 +201,72 @@ struct TraceWriter::Impl {
 
         if (meta.created.empty()) meta.created = now_iso8601();
         if (meta.machine.empty()) meta.machine = host_name();
+        if (meta.config_json.empty()) meta.config_json = "{}";  // still a JSON document
         write_string_attr(file, "format", s::kFormatName);
-        write_int_attr(file, "format_version", kFormatVersion);
-        write_string_attr(file, "tool_version", meta.tool_version);
-        write_string_attr(file, "created", meta.created);
-        write_string_attr(file, "machine", meta.machine);
-        write_string_attr(file, "config", meta.config_json.empty() ? "{}" : meta.config_json);
-        write_int_attr(file, "capture_every", meta.capture_every);
-        write_int_attr(file, "blockmap_every", meta.blockmap_every);
+        write_meta_attrs();
 
-        runs = make_table(s::kRuns, s::run_type(), 64);
-        for (const auto& r : meta.runs) {
-            s::RunRow row{};
-            if (!s::put_name(row.name, r.name))
-                throw fail("run name '" + r.name + "' is longer than " + std::to_string(s::kRunNameChars) +
-                           " characters");
-            if (!s::put_name(row.recipe, r.recipe))
-                throw fail("run recipe '" + r.recipe + "' is too long");
-            runs.push_row(row);
-        }
-        runs.write();
-        linears = make_table(s::kLinears, s::linear_type(), 256);
-        for (const auto& l : meta.linears) {
-            s::LinearRow row{};
-            if (!s::put_name(row.name, l.name)) throw fail("linear name '" + l.name + "' is too long");
-            row.layer = l.layer;
-            row.in_features = l.in_features;
-            row.out_features = l.out_features;
-            linears.push_row(row);
-        }
-        linears.write();
-        recipes = make_table(s::kRecipes, s::name_type(), 64);
-        name_table(recipes, meta.recipes, "recipe");
-        training_recipes = make_table(s::kTrainingRecipes, s::name_type(), 64);
-        name_table(training_recipes, meta.training_recipes, "training recipe");
-        ops_names = make_table(s::kOps, s::name_type(), 64);
-        name_table(ops_names, meta.ops, "op");
-        gemms = make_table(s::kGemmNames, s::name_type(), 4);
-        name_table(gemms, {"fprop", "dgrad", "wgrad"}, "gemm");
-        operands_names = make_table(s::kOperandNames, s::name_type(), 4);
-        name_table(operands_names, {"x", "w", "dy"}, "operand");
-        event_kinds = make_table(s::kEventKinds, s::name_type(), 16);
+        runs = make_table<s::RunTable>(s::kRuns, 64);
+        meta_table(runs, meta.runs, "run");
+        linears = make_table<s::LinearTable>(s::kLinears, 256);
+        meta_table(linears, meta.linears, "linear");
+        recipes = make_table<s::NamesTable>(s::kRecipes, 64);
+        meta_table(recipes, meta.recipes, "recipe");
+        training_recipes = make_table<s::NamesTable>(s::kTrainingRecipes, 64);
+        meta_table(training_recipes, meta.training_recipes, "training recipe");
+        ops_names = make_table<s::NamesTable>(s::kOps, 64);
+        meta_table(ops_names, meta.ops, "op");
+        gemms = make_table<s::NamesTable>(s::kGemmNames, 4);
+        meta_table(gemms, std::vector<std::string>{"fprop", "dgrad", "wgrad"}, "gemm");
+        operands_names = make_table<s::NamesTable>(s::kOperandNames, 4);
+        meta_table(operands_names, std::vector<std::string>{"x", "w", "dy"}, "operand");
+        event_kinds = make_table<s::NamesTable>(s::kEventKinds, 16);
         std::vector<std::string> kinds;
         for (int k = 0; k <= static_cast<int>(EventKind::Error); ++k)
             kinds.push_back(event_kind_name(static_cast<EventKind>(k)));
-        name_table(event_kinds, kinds, "event kind");
+        meta_table(event_kinds, kinds, "event kind");
 
-        steps = make_table(s::kSteps, s::step_type(), 512);
-        events = make_table(s::kEvents, s::event_type(), 64);
+        steps = make_table<s::StepTable>(s::kSteps, 512);
+        events = make_table<s::EventTable>(s::kEvents, 64);
         slots = meta.linears.size() * kOperandsPerLinear;
         hsize_t scols = slots ? slots : 1;  // a chunk needs a nonzero width
-        scaling_index = make_table(s::kScalingIndex, s::scaling_index_type(), 512);
+        scaling_index = make_table<s::ScalingIndexTable>(s::kScalingIndex, 512);
         scaling_amax = make_table(s::kScalingAmax, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)), 64, scols);
         scaling_scale = make_table(s::kScalingScale, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)), 64, scols);
-        operands = make_table(s::kOperands, s::operand_type(), 256);
-        errors = make_table(s::kOperandErrors, s::error_type(), 1024);
+        operands = make_table<s::OperandTable>(s::kOperands, 256);
+        errors = make_table<s::ErrorTable>(s::kOperandErrors, 1024);
         histogram = make_table(s::kOperandHistogram, h5::Id(H5Tcopy(H5T_NATIVE_INT64)), 8192);
         channel_absmax = make_table(s::kOperandChannelAbsmax, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)), 16384);
-        top = make_table(s::kOperandTop, s::top_type(), 2048);
+        top = make_table<s::TopTable>(s::kOperandTop, 2048);
         amax_history = make_table(s::kOperandAmaxHistory, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)), 16384);
-        blockmaps = make_table(s::kBlockMaps, s::blockmap_type(), 256);
+        blockmaps = make_table<s::BlockMapTable>(s::kBlockMaps, 256);
         block_absmax = make_table(s::kBlockAbsmax, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)), 16384);
         block_scale_inv = make_table(s::kBlockScaleInv, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)), 16384);
         block_sqnr = make_table(s::kBlockSqnr, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)), 16384);
-        ops = make_table(s::kOpTimes, s::op_type(), 4096);
+        ops = make_table<s::OpTable>(s::kOpTimes, 4096);
 
         h5::check(H5Fflush(file, H5F_SCOPE_LOCAL), "flush before SWMR");
         if (H5Fstart_swmr_write(file) < 0) throw fail("cannot switch to SWMR writing");
         ops_known = meta.ops.size();
     }
 
+    // The root attributes: the numbers and strings of TraceMeta, in its list's order (its
+    // vectors are the /meta tables). format_version is this writer's (set in the constructor).
+    void write_meta_attrs() {
+        visit_fields(meta, [&](std::string_view name, const auto& value, const auto&... facts) {
+            using T = std::remove_cvref_t<decltype(value)>;
+            const std::string attr(fields::flat_name(name, facts...));
+            if constexpr (std::is_same_v<T, std::string>)
+                write_string_attr(file, attr.c_str(), value);
+            else if constexpr (std::is_integral_v<T>)
+                write_int_attr(file, attr.c_str(), value);
+        });
+    }
+
     // ---- records to rows (writer thread) ----
-    void add(const StepRecord& r) {
-        s::StepRow row{r.run, r.step, r.loss, r.eval_loss, r.lr, r.grad_norm, r.step_time_s, r.tokens_per_s, r.recipe};
-        steps.push_row(row);
-    }
-    void add(const EventRecord& r) {
-        s::EventRow row{};
-        row.run = r.run;
-        row.step = r.step;
-        row.kind = static_cast<std::int32_t>(r.kind);
-        s::put_name(row.detail, r.detail);  // longer details are cut (kEventDetailChars)
-        events.push_row(row);
-    }
+    void add(const StepRecord& r) { steps.add(r); }
+    void add(const EventRecord& r) { events.add(r); }  // longer details are cut (kEventDetailChars)
     void add(const ScalingRecord& r) {
-        scaling_index.push_row(s::ScalingIndexRow{r.run, r.step});
+        scaling_index.add(r);
         if (slots == 0) {  // keep the 1-wide placeholder column aligned with the index
             float nan = std::numeric_limits<float>::quiet_NaN();
             scaling_amax.push_row(nan);
@@ -256,27 +278,7 @@ struct TraceWriter::Impl {
     }
     void add(const OperandRecord& r) {
         const TensorStats& st = r.stats;
-        s::OperandRow row{};
-        s::put_key(row, r.key);
-        row.recipe_in_use = r.recipe_in_use;
-        row.scale = r.scale;
-        row.numel = st.numel;
-        row.finite = st.finite;
-        row.nan = st.nan;
-        row.inf = st.inf;
-        row.zero = st.zero;
-        row.amax = st.amax;
-        row.min_nonzero_abs = st.min_nonzero_abs;
-        row.mean = st.mean;
-        row.rms = st.rms;
-        row.stddev = st.stddev;
-        row.dynamic_range = st.dynamic_range;
-        row.kurtosis = st.outliers.kurtosis;
-        row.outlier_k = st.outliers.k;
-        row.frac_beyond_k_rms = st.outliers.frac_beyond_k_rms;
-        row.hist_zero = st.histogram.zero;
-        row.hist_nan = st.histogram.nan;
-        row.hist_inf = st.histogram.inf;
+        s::OperandSpans sp;
         // Only the span of nonzero bins is stored.
         const auto& bins = st.histogram.bins;
         int lo = 0, hi = -1;
@@ -285,63 +287,42 @@ struct TraceWriter::Impl {
                 if (hi < 0) lo = i;
                 hi = i;
             }
-        row.hist_min_exp = hi < 0 ? 0 : lo + kHistMinExp;
-        row.hist_offset = histogram.total();
-        row.hist_count = hi < 0 ? 0 : static_cast<std::uint64_t>(hi - lo + 1);
-        if (row.hist_count) histogram.push(&bins[lo], row.hist_count);
-        row.errors_offset = errors.total();
-        row.errors_count = r.errors.size();
-        for (std::size_t i = 0; i < r.errors.size(); ++i) {
-            const ErrorStats& e = r.errors[i];
-            errors.push_row(s::ErrorRow{static_cast<std::int32_t>(i), e.amax, e.mse, e.sqnr_db, e.rel_l2,
-                                        e.max_abs_err, e.cosine, e.underflow_pct, e.overflow_pct,
-                                        e.scale_inv_min, e.scale_inv_max, e.nonfinite_out});
-        }
-        row.channel_offset = channel_absmax.total();
-        row.channel_count = st.outliers.channel_absmax.size();
-        channel_absmax.push(st.outliers.channel_absmax.data(), row.channel_count);
-        row.top_offset = top.total();
-        row.top_count = st.outliers.top.size();
-        for (const auto& t : st.outliers.top) top.push_row(s::TopRow{t.value, t.row, t.col});
-        row.history_offset = amax_history.total();
-        row.history_count = r.amax_history.size();
-        amax_history.push(r.amax_history.data(), row.history_count);
-        operands.push_row(row);
+        sp.hist_min_exp = hi < 0 ? 0 : lo + kHistMinExp;
+        sp.hist_offset = histogram.total();
+        sp.hist_count = hi < 0 ? 0 : static_cast<std::uint64_t>(hi - lo + 1);
+        if (sp.hist_count) histogram.push(&bins[lo], sp.hist_count);
+        sp.errors_offset = errors.total();
+        sp.errors_count = r.errors.size();
+        for (std::size_t i = 0; i < r.errors.size(); ++i) errors.add(static_cast<std::int32_t>(i), r.errors[i]);
+        sp.channel_offset = channel_absmax.total();
+        sp.channel_count = st.outliers.channel_absmax.size();
+        channel_absmax.push(st.outliers.channel_absmax.data(), sp.channel_count);
+        sp.top_offset = top.total();
+        sp.top_count = st.outliers.top.size();
+        for (const auto& t : st.outliers.top) top.add(t);
+        sp.history_offset = amax_history.total();
+        sp.history_count = r.amax_history.size();
+        amax_history.push(r.amax_history.data(), sp.history_count);
+        operands.add(r, sp);
     }
     void add(const BlockMapRecord& r) {
-        s::BlockMapRow row{};
-        s::put_key(row, r.key);
-        row.recipe = r.recipe;
-        row.rows = r.rows;
-        row.cols = r.cols;
-        row.tile_rows = r.tile_rows;
-        row.tile_cols = r.tile_cols;
-        row.grid_rows = r.grid_rows;
-        row.grid_cols = r.grid_cols;
-        row.offset = block_absmax.total();
-        row.count = r.absmax.size();
-        block_absmax.push(r.absmax.data(), row.count);
-        block_scale_inv.push(r.scale_inv.data(), row.count);
-        block_sqnr.push(r.sqnr_db.data(), row.count);
-        blockmaps.push_row(row);
+        s::BlockMapSpan span{block_absmax.total(), r.absmax.size()};
+        block_absmax.push(r.absmax.data(), span.count);
+        block_scale_inv.push(r.scale_inv.data(), span.count);
+        block_sqnr.push(r.sqnr_db.data(), span.count);
+        blockmaps.add(r, span);
     }
-    void add(const OpRecord& r) {
-        ops.push_row(s::OpRow{r.run, r.step, r.op, r.linear, r.layer, r.device, r.stream, r.start_ns, r.end_ns});
-    }
-    void add(const OpNameRecord& r) {
-        s::NameRow row{};
-        s::put_name(row.name, r.name);
-        ops_names.push_row(row);
-    }
+    void add(const OpRecord& r) { ops.add(r); }
+    void add(const OpNameRecord& r) { ops_names.add(r.name); }
 
     // Every dataset closed before the file, so the file really closes (and its SWMR mark
     // is cleared) now rather than when the last id goes.
     void close_file() {
-        for (Table* t : {&runs, &linears, &recipes, &training_recipes, &ops_names, &gemms, &operands_names,
-                         &event_kinds, &steps, &events, &scaling_index, &scaling_amax, &scaling_scale, &operands,
-                         &errors, &histogram, &channel_absmax, &top, &amax_history, &blockmaps, &block_absmax,
-                         &block_scale_inv, &block_sqnr, &ops})
-            t->dset.reset();
+        Table* tables[] = {&runs, &linears, &recipes, &training_recipes, &ops_names, &gemms, &operands_names,
+                           &event_kinds, &steps, &events, &scaling_index, &scaling_amax, &scaling_scale, &operands,
+                           &errors, &histogram, &channel_absmax, &top, &amax_history, &blockmaps, &block_absmax,
+                           &block_scale_inv, &block_sqnr, &ops};
+        for (Table* t : tables) t->dset.reset();
         file.reset();
     }
 

@@ -1,5 +1,6 @@
 // The engine's side of capture: every step the model reports its op timings and what each
-// cast computed (amax, scale); at a capture step it also hands over every GEMM operand.
+// cast computed (amax, scale; after the step's backward); at a capture step it also hands
+// over every GEMM operand.
 // The sink (capture/, or a test) decides what to compute and record; the model never
 // knows about files or sockets.
 #pragma once
@@ -7,18 +8,20 @@
 #include <cstdint>
 #include <string_view>
 
-#include "fp8/training_recipe.h"
+#include "backend.h"
 #include "fp8/scaling.h"
-#include "tensor.h"
+#include "fp8/training_recipe.h"
 
 namespace fp8scope {
 
-// One GEMM operand as the recipe saw it, before quantization.
+// One GEMM operand as the recipe saw it, before quantization: a descriptor of backend
+// memory, so a device analyses it where it lives (Backend::analyze).
 struct OperandCapture {
     int linear = 0;         // index into Model::linears()
     Gemm gemm = Gemm::Fprop;
     Operand operand = Operand::X;
-    MatrixView values;      // float32, contraction dimension last
+    TensorDesc values;      // contraction dimension last (a transposed view for repeats)
+    Backend* backend = nullptr;              // where `values` lives
     const Recipe* recipe = nullptr;          // the recipe in use; nullptr when unquantized
     const DelayedState* delayed = nullptr;   // the amax history, for delayed scaling
     // The transpose of this operand as an earlier GEMM of the step saw it (W in dgrad,

@@ -3,60 +3,43 @@
 
 #include <stdexcept>
 
-#include "cpu/ops/matmul.h"
 #include "util/clock.h"
-#include "util/parallel.h"
 
 namespace fp8scope {
-namespace {
 
-float* grow(std::vector<float>& v, std::int64_t n) {
-    if (v.size() < std::size_t(n)) v.resize(std::size_t(n));
-    return v.data();
-}
+struct Fp8Linear::Cached {
+    std::unique_ptr<OperandStorage> x, w;
+    GemmOperand xq, wq;  // the casts of the last training forward
+    bool smoothed = false;  // they read the smoothing scratch, which later linears reuse
+};
 
-// m (rows,cols): columns scaled by s[c] (or by 1/s[c] when `inverse`).
-void scale_columns(float* out, const float* in, const float* s, std::int64_t rows, std::int64_t cols,
-                   bool inverse) {
-    parallel_for(rows, 16, 0, [&](std::int64_t r0, std::int64_t r1) {
-        for (std::int64_t r = r0; r < r1; ++r)
-            for (std::int64_t c = 0; c < cols; ++c)
-                out[r * cols + c] = inverse ? in[r * cols + c] / s[c] : in[r * cols + c] * s[c];
-    });
-}
-
-}  // namespace
-
-bool columnwise_is_transpose(const std::optional<Recipe>& r) {
-    if (!r) return true;
-    if (std::holds_alternative<CurrentScaling>(*r) || std::holds_alternative<DelayedScaling>(*r)) return true;
-    if (const auto* b = std::get_if<BlockScaling>(&*r)) return b->block_rows == b->block_cols;
-    return false;
-}
-
-Fp8Linear::Fp8Linear(std::vector<LinearInfo> linears) : linears_(std::move(linears)) {
-    std::size_t xo = 0, wo = 0;
-    for (const auto& l : linears_) {
-        x_offset_.push_back(xo);
-        w_offset_.push_back(wo);
-        xo += std::size_t(l.in_features);
-        wo += std::size_t(l.in_features * l.out_features);
-    }
+Fp8Linear::Fp8Linear(Backend& backend, std::vector<LinearInfo> linears)
+    : backend_(backend), linears_(std::move(linears)), xs_(backend), ws_(backend) {
     snapshot_.resize(linears_.size());
+    for (std::size_t i = 0; i < linears_.size(); ++i) {
+        auto c = std::make_unique<Cached>();
+        c->x = backend_.make_operand_storage();
+        c->w = backend_.make_operand_storage();
+        cached_.push_back(std::move(c));
+    }
+    dy_storage_ = backend_.make_operand_storage();
+    report_slots_.resize(linears_.size() * 3);
     set_recipe(training_recipe("baseline"));
 }
 
+Fp8Linear::~Fp8Linear() = default;
+
 void Fp8Linear::set_recipe(const TrainingRecipe& recipe) {
     recipe_ = recipe;
-    auto& states = delayed_[recipe.name];
-    if (states.empty()) states.resize(linears_.size());
-    for (auto& s : states)
+    auto& per_linear = delayed_[recipe.name];
+    if (per_linear.empty()) per_linear.resize(linears_.size());
+    for (auto& h : per_linear)
         for (Operand o : {Operand::X, Operand::W, Operand::DY}) {
             const auto& r = recipe.operand(o);
             const auto* d = r ? std::get_if<DelayedScaling>(&*r) : nullptr;
-            auto& slot = s[std::size_t(o)];
+            auto& slot = h[std::size_t(o)];
             if (!d) slot.reset();
-            else if (!slot) slot.emplace(*d);
+            else if (!slot) slot = backend_.make_amax_history(*d);
         }
 }
 
@@ -65,16 +48,19 @@ void Fp8Linear::set_capture(CaptureSink* sink, bool operands) {
     capture_operands_ = sink && operands;
 }
 
-DelayedState* Fp8Linear::live_state(int linear, Operand o) {
-    auto& slot = delayed_.at(recipe_.name)[std::size_t(linear)][std::size_t(o)];
-    return slot ? &*slot : nullptr;
+AmaxHistory* Fp8Linear::history(int linear, Operand o) {
+    return delayed_.at(recipe_.name)[std::size_t(linear)][std::size_t(o)].get();
 }
 
-const DelayedState* Fp8Linear::delayed_state(int linear, Operand o) const {
+std::optional<DelayedState> Fp8Linear::read(AmaxHistory* h) const {
+    return h ? std::optional(h->read()) : std::nullopt;
+}
+
+std::optional<DelayedState> Fp8Linear::delayed_state(int linear, Operand o) const {
     auto it = delayed_.find(recipe_.name);
-    if (it == delayed_.end()) return nullptr;
-    const auto& slot = it->second[std::size_t(linear)][std::size_t(o)];
-    return slot ? &*slot : nullptr;
+    if (it == delayed_.end()) return std::nullopt;
+    const auto& h = it->second[std::size_t(linear)][std::size_t(o)];
+    return read(h.get());
 }
 
 void Fp8Linear::timing(const char* op, int linear, std::int64_t start_ns) const {
@@ -82,151 +68,134 @@ void Fp8Linear::timing(const char* op, int linear, std::int64_t start_ns) const 
     sink_->on_op(OpTiming{op, linear, linears_[std::size_t(linear)].layer, start_ns, now_ns()});
 }
 
-// The values a GEMM reads for one operand: `values` itself when the operand stays
-// float32, else its fake-quantized copy in `out`. A delayed `state` has its amax pushed.
-const float* Fp8Linear::cast(Operand o, const float* values, std::int64_t rows, std::int64_t cols, float* out,
-                             DelayedState* state, int linear, bool report) {
+// The operand as its GEMMs read it: the rowwise copy and, when asked, the columnwise one.
+// `report`: a training cast whose figures go to the sink after the step.
+GemmOperand Fp8Linear::cast(Operand o, const TensorDesc& values, AmaxHistory* h, bool push, bool columnwise,
+                            OperandStorage& storage, int linear, bool report) {
     const auto& r = recipe_.operand(o);
-    if (!r) return values;
-    std::int64_t t0 = sink_ ? now_ns() : 0;
-    const CastInfo info = fake_quantize(MatrixView{values, rows, cols}, *r, out, state);
-    timing("quantize", linear, t0);
-    if (report && sink_) sink_->on_scaling(OperandScaling{linear, o, info});
-    return out;
+    CastSpec spec;
+    spec.recipe = r ? &*r : nullptr;
+    spec.history = h;
+    spec.push = push;
+    spec.columnwise = columnwise;
+    CastInfo* slot = &report_slots_[std::size_t(linear) * 3 + std::size_t(o)];
+    spec.report = report && r && sink_ ? slot : nullptr;
+    std::int64_t t0 = sink_ && r ? now_ns() : 0;
+    GemmOperand op = backend_.cast(values, spec, storage);
+    if (r) timing("quantize", linear, t0);
+    if (spec.report) reports_.push_back(OperandScaling{linear, o, {}});
+    return op;
 }
 
-void Fp8Linear::capture(int linear, Gemm g, Operand o, const float* values, std::int64_t rows,
-                        std::int64_t cols, const DelayedState* state, bool transposed_repeat) {
+void Fp8Linear::flush_reports() {
+    if (reports_.empty()) return;
+    backend_.synchronize();
+    for (OperandScaling& s : reports_) {
+        s.cast = report_slots_[std::size_t(s.linear) * 3 + std::size_t(s.operand)];
+        if (sink_) sink_->on_scaling(s);
+    }
+    reports_.clear();
+}
+
+void Fp8Linear::capture(int linear, Gemm g, Operand o, const TensorDesc& values,
+                        const std::optional<DelayedState>& state, bool transposed_repeat) {
     const auto& r = recipe_.operand(o);
-    sink_->on_operand(OperandCapture{linear, g, o, MatrixView{values, rows, cols}, r ? &*r : nullptr, state,
+    sink_->on_operand(OperandCapture{linear, g, o, values, &backend_, r ? &*r : nullptr, state ? &*state : nullptr,
                                      transposed_repeat});
 }
 
-const float* Fp8Linear::smoothed_x(const float* x, const float* smooth, std::int64_t N, std::int64_t K) {
-    if (!smooth) return x;
-    float* out = grow(xs_, N * K);
-    scale_columns(out, x, smooth, N, K, false);
+TensorDesc Fp8Linear::smoothed(DeviceBuffer<float>& scratch, const TensorDesc& in, const float* smooth,
+                               bool inverse) {
+    if (!smooth) return in;
+    TensorDesc out = in;
+    const std::size_t bytes = std::size_t(in.numel()) * dtype_size(in.dtype);
+    out.data = scratch.grow((bytes + sizeof(float) - 1) / sizeof(float));
+    backend_.scale_columns(out, in, smooth, inverse);
     return out;
 }
 
-const float* Fp8Linear::smoothed_w(const float* w, const float* smooth, std::int64_t M, std::int64_t K) {
-    if (!smooth) return w;
-    float* out = grow(ws_, M * K);
-    scale_columns(out, w, smooth, M, K, true);
-    return out;
-}
-
-float* Fp8Linear::xq(int linear, std::int64_t N) {
-    if (xq_rows_ != N) {
-        xq_rows_ = N;
-        xq_cache_.assign(std::size_t(N) * (x_offset_.back() + std::size_t(linears_.back().in_features)), 0.0f);
-    }
-    return xq_cache_.data() + std::size_t(N) * x_offset_[std::size_t(linear)];
-}
-
-float* Fp8Linear::wq(int linear) {
-    if (wq_cache_.empty()) {
-        const auto& last = linears_.back();
-        wq_cache_.resize(w_offset_.back() + std::size_t(last.in_features * last.out_features));
-    }
-    return wq_cache_.data() + w_offset_[std::size_t(linear)];
-}
-
-void Fp8Linear::forward(int linear, const float* x, const float* w, const float* b, float* y, std::int64_t N,
+void Fp8Linear::forward(int linear, ActPtr x, const float* w, const float* b, ActPtr y, std::int64_t N,
                         const float* smooth, bool training) {
     const auto& info = linears_[std::size_t(linear)];
     const std::int64_t K = info.in_features, M = info.out_features;
+    const Device dev = backend_.device();
     std::int64_t t0 = sink_ ? now_ns() : 0;
-    const float* X = smoothed_x(x, smooth, N, K);
-    const float* W = smoothed_w(w, smooth, M, K);
+    const TensorDesc X = smoothed(xs_, TensorDesc::of(x, N, K, dev), smooth, false);
+    const TensorDesc W = smoothed(ws_, TensorDesc::of(w, M, K, dev), smooth, true);
     if (smooth) timing("smooth_swiglu", linear, t0);
 
-    States& snap = snapshot_[std::size_t(linear)];
-    DelayedState* sx = live_state(linear, Operand::X);
-    DelayedState* sw = live_state(linear, Operand::W);
-    // Evaluation casts with copies, so the histories stay as they were.
-    std::optional<DelayedState> ex, ew;
+    AmaxHistory* hx = history(linear, Operand::X);
+    AmaxHistory* hw = history(linear, Operand::W);
     if (training) {
-        snap[0] = sx ? std::optional(*sx) : std::nullopt;
-        snap[1] = sw ? std::optional(*sw) : std::nullopt;
+        auto& snap = snapshot_[std::size_t(linear)];
+        snap = {std::nullopt, std::nullopt};
         if (capture_operands_) {
-            capture(linear, Gemm::Fprop, Operand::X, X, N, K, sx);
-            capture(linear, Gemm::Fprop, Operand::W, W, M, K, sw);
+            snap = {read(hx), read(hw)};
+            capture(linear, Gemm::Fprop, Operand::X, X, snap[0]);
+            capture(linear, Gemm::Fprop, Operand::W, W, snap[1]);
         }
-    } else {
-        if (sx) sx = &ex.emplace(*sx);
-        if (sw) sw = &ew.emplace(*sw);
     }
-    const float* Xq = cast(Operand::X, X, N, K, xq(linear, N), sx, linear, training);
-    const float* Wq = cast(Operand::W, W, M, K, wq(linear), sw, linear, training);
+    Cached& c = *cached_[std::size_t(linear)];
+    // Evaluation casts only the rowwise copies and leaves the histories as they are.
+    c.xq = cast(Operand::X, X, hx, training, training, *c.x, linear, training);
+    c.wq = cast(Operand::W, W, hw, training, training, *c.w, linear, training);
+    c.smoothed = smooth != nullptr;
 
     t0 = sink_ ? now_ns() : 0;
-    ops::sgemm(false, true, N, M, K, Xq, Wq, y);
-    if (b) ops::add_bias(y, b, N, M);
+    backend_.gemm(c.xq, Copy::Rowwise, c.wq, Copy::Rowwise, TensorDesc::of(y, N, M, dev), b, false);
     timing("fprop", linear, t0);
 }
 
-void Fp8Linear::backward(int linear, const float* dy, const float* x, const float* w, float* dx, float* dw,
-                         float* db, std::int64_t N, const float* smooth) {
+void Fp8Linear::backward(int linear, ActPtr dy, ActPtr x, const float* w, ActPtr dx, float* dw, float* db,
+                         std::int64_t N, const float* smooth) {
     const auto& info = linears_[std::size_t(linear)];
     const std::int64_t K = info.in_features, M = info.out_features;
-    const States& snap = snapshot_[std::size_t(linear)];
-    const DelayedState* snap_x = snap[0] ? &*snap[0] : nullptr;
-    const DelayedState* snap_w = snap[1] ? &*snap[1] : nullptr;
-    DelayedState* sdy = live_state(linear, Operand::DY);
-    std::optional<DelayedState> snap_dy = sdy ? std::optional(*sdy) : std::nullopt;
-    const DelayedState* snap_dy_p = snap_dy ? &*snap_dy : nullptr;
-    // A cast of the other orientation must not push again: it gets a throwaway copy.
-    auto scratch_state = [](const DelayedState* s, std::optional<DelayedState>& tmp) {
-        return s ? &tmp.emplace(*s) : nullptr;
-    };
-
-    const bool x_rowwise = columnwise_is_transpose(recipe_.x);
-    const bool w_rowwise = columnwise_is_transpose(recipe_.w);
-    const bool dy_rowwise = columnwise_is_transpose(recipe_.dy);
-    // The operands as forward fed them (raw or smoothed, then cast).
-    const float* X = (!x_rowwise || capture_operands_ || !recipe_.x) ? smoothed_x(x, smooth, N, K) : nullptr;
-    const float* W = (!w_rowwise || capture_operands_ || !recipe_.w) ? smoothed_w(w, smooth, M, K) : nullptr;
-    const float* Xq = recipe_.x ? xq(linear, N) : X;
-    const float* Wq = recipe_.w ? wq(linear) : W;
+    const Device dev = backend_.device();
+    const auto& snap = snapshot_[std::size_t(linear)];
+    Cached& c = *cached_[std::size_t(linear)];
+    // Forward cast both copies of X and W. An unquantized operand may be a view of the
+    // smoothing scratch, which later linears overwrote: then it is smoothed again.
+    const bool redo_x = !recipe_.x && c.smoothed, redo_w = !recipe_.w && c.smoothed;
+    const TensorDesc X = redo_x || capture_operands_ ? smoothed(xs_, TensorDesc::of(x, N, K, dev), smooth, false)
+                                                     : TensorDesc{};
+    const TensorDesc W = redo_w || capture_operands_ ? smoothed(ws_, TensorDesc::of(w, M, K, dev), smooth, true)
+                                                     : TensorDesc{};
+    CastSpec columnwise_only;
+    columnwise_only.rowwise = false;
+    columnwise_only.columnwise = true;
+    if (redo_x) c.xq = backend_.cast(X, columnwise_only, *c.x);
+    if (redo_w) c.wq = backend_.cast(W, columnwise_only, *c.w);
+    const GemmOperand& Xop = c.xq;
+    const GemmOperand& Wop = c.wq;
 
     // dgrad: dX (N,K) = dY (N,M) W (M,K); contraction over M.
-    if (capture_operands_) capture(linear, Gemm::Dgrad, Operand::DY, dy, N, M, snap_dy_p);
-    const float* dYq = cast(Operand::DY, dy, N, M, grow(dyq_, N * M), sdy, linear, true);
-    float* Wt = nullptr;
-    if (!w_rowwise || capture_operands_) ops::transpose(Wt = grow(wt_, K * M), W, M, K);
-    if (capture_operands_) capture(linear, Gemm::Dgrad, Operand::W, Wt, K, M, snap_w, true);
+    const TensorDesc dY = TensorDesc::of(dy, N, M, dev);
+    AmaxHistory* hdy = history(linear, Operand::DY);
+    const std::optional<DelayedState> snap_dy = capture_operands_ ? read(hdy) : std::nullopt;
+    auto transposed = [](TensorDesc t) {
+        std::swap(t.rows, t.cols);
+        t.transposed = !t.transposed;
+        return t;
+    };
+    if (capture_operands_) capture(linear, Gemm::Dgrad, Operand::DY, dY, snap_dy);
+    const GemmOperand dYop = cast(Operand::DY, dY, hdy, true, true, *dy_storage_, linear, true);
+    if (capture_operands_) capture(linear, Gemm::Dgrad, Operand::W, transposed(W), snap[1], true);
     std::int64_t t0 = sink_ ? now_ns() : 0;
-    if (w_rowwise) {
-        ops::sgemm(false, false, N, K, M, dYq, Wq, dx);
-    } else {
-        std::optional<DelayedState> tmp;
-        const float* Wtq = cast(Operand::W, Wt, K, M, grow(wtq_, K * M), scratch_state(snap_w, tmp), linear, false);
-        t0 = sink_ ? now_ns() : 0;
-        ops::sgemm(false, true, N, K, M, dYq, Wtq, dx);
-    }
-    if (smooth) scale_columns(dx, dx, smooth, N, K, false);  // X' = X diag(s): dX = dX' diag(s)
+    const TensorDesc dX = TensorDesc::of(dx, N, K, dev);
+    backend_.gemm(dYop, Copy::Rowwise, Wop, Copy::Columnwise, dX, nullptr, false);
+    if (smooth) backend_.scale_columns(dX, dX, smooth, false);  // X' = X diag(s): dX = dX' diag(s)
     timing("dgrad", linear, t0);
 
     // wgrad: dW (M,K) = dY^T (M,N) X (N,K); contraction over N.
-    float* dYt = nullptr;
-    float* Xt = nullptr;
-    if (!dy_rowwise || capture_operands_) ops::transpose(dYt = grow(dyt_, M * N), dy, N, M);
-    if (!x_rowwise || capture_operands_) ops::transpose(Xt = grow(xt_, K * N), X, N, K);
     if (capture_operands_) {
-        capture(linear, Gemm::Wgrad, Operand::DY, dYt, M, N, snap_dy_p, true);
-        capture(linear, Gemm::Wgrad, Operand::X, Xt, K, N, snap_x, true);
+        capture(linear, Gemm::Wgrad, Operand::DY, transposed(dY), snap_dy, true);
+        capture(linear, Gemm::Wgrad, Operand::X, transposed(X), snap[0], true);
     }
-    std::optional<DelayedState> tmp_dy, tmp_x;
-    const float* A = dy_rowwise ? dYq : cast(Operand::DY, dYt, M, N, grow(dytq_, M * N),
-                                              scratch_state(snap_dy_p, tmp_dy), linear, false);
-    const float* B = x_rowwise ? Xq : cast(Operand::X, Xt, K, N, grow(xtq_, K * N),
-                                            scratch_state(snap_x, tmp_x), linear, false);
     t0 = sink_ ? now_ns() : 0;
-    // A is dY (N,M) or dY^T (M,N); B is X (N,K) or X^T (K,N).
-    ops::sgemm(dy_rowwise, !x_rowwise, M, K, N, A, B, dw);
-    if (smooth) scale_columns(dw, dw, smooth, M, K, true);  // W' = W diag(1/s): dW = dW' diag(1/s)
-    if (db) ops::bias_backward(db, dy, N, M);
+    const TensorDesc dW = TensorDesc::of(dw, M, K, dev);
+    backend_.gemm(dYop, Copy::Columnwise, Xop, Copy::Columnwise, dW, nullptr, false);
+    if (smooth) backend_.scale_columns(dW, dW, smooth, true);  // W' = W diag(1/s): dW = dW' diag(1/s)
+    if (db) backend_.bias_backward(db, dY);
     timing("wgrad", linear, t0);
 }
 

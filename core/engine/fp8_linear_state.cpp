@@ -45,10 +45,12 @@ std::vector<std::uint8_t> Fp8Linear::save_state() const {
     for (const auto& [name, per_linear] : delayed_) {
         put<std::uint32_t>(out, std::uint32_t(name.size()));
         out.insert(out.end(), name.begin(), name.end());
-        for (const States& states : per_linear)
-            for (const auto& s : states) {
-                put<std::uint8_t>(out, s ? 1 : 0);
-                if (!s) continue;
+        for (const Histories& histories : per_linear)
+            for (const auto& h : histories) {
+                put<std::uint8_t>(out, h ? 1 : 0);
+                if (!h) continue;
+                const DelayedState state = h->read();
+                const DelayedState* s = &state;
                 const DelayedScaling& r = s->recipe();
                 put<std::uint8_t>(out, std::uint8_t(r.format));
                 put<std::int32_t>(out, r.history);
@@ -72,7 +74,7 @@ void Fp8Linear::load_state(const std::vector<std::uint8_t>& bytes) {
     if (auto n = in.get<std::uint32_t>(); n != linears_.size())
         throw std::runtime_error("recipe state: saved for " + std::to_string(n) + " linear layers, model has " +
                                  std::to_string(linears_.size()));
-    std::map<std::string, std::vector<States>> loaded;
+    std::map<std::string, std::vector<Histories>> loaded;
     std::uint32_t recipes = in.get<std::uint32_t>();
     for (std::uint32_t i = 0; i < recipes; ++i) {
         std::uint32_t len = in.get<std::uint32_t>();
@@ -81,8 +83,8 @@ void Fp8Linear::load_state(const std::vector<std::uint8_t>& bytes) {
         in.pos += len;
         auto& per_linear = loaded[name];
         per_linear.resize(linears_.size());
-        for (States& states : per_linear)
-            for (auto& s : states) {
+        for (Histories& histories : per_linear)
+            for (auto& h : histories) {
                 if (!in.get<std::uint8_t>()) continue;
                 DelayedScaling r;
                 auto format = in.get<std::uint8_t>();
@@ -93,9 +95,15 @@ void Fp8Linear::load_state(const std::vector<std::uint8_t>& bytes) {
                 r.format = Format(format);
                 r.algo = AmaxAlgo(algo);
                 float scale = in.get<float>();
-                std::deque<float> history(in.get<std::uint32_t>());
+                const std::uint32_t n = in.get<std::uint32_t>();
+                // Sized only once the bytes are there: a damaged count must not allocate.
+                if ((bytes.size() - in.pos) / sizeof(float) < n) throw std::runtime_error("recipe state: truncated");
+                std::deque<float> history(n);
                 for (float& a : history) a = in.get<float>();
-                s.emplace(r).restore(std::move(history), scale);
+                DelayedState state(r);
+                state.restore(std::move(history), scale);
+                h = backend_.make_amax_history(r);
+                h->restore(state);
             }
     }
     if (in.pos != bytes.size()) throw std::runtime_error("recipe state: trailing bytes");

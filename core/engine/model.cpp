@@ -8,12 +8,6 @@
 #include <stdexcept>
 
 #include "engine/model_impl.h"
-#include "cpu/ops/activation.h"
-#include "cpu/ops/attention.h"
-#include "cpu/ops/embedding.h"
-#include "cpu/ops/matmul.h"
-#include "cpu/ops/norm.h"
-#include "cpu/ops/softmax_ce.h"
 #include "util/clock.h"
 #include "util/parallel.h"
 
@@ -38,12 +32,6 @@ private:
     int layer_;
     std::int64_t start_ = 0;
 };
-
-void add(float* out, const float* a, const float* b, std::int64_t n) {
-    parallel_for(n, 4096, 0, [&](std::int64_t i0, std::int64_t i1) {
-        for (std::int64_t i = i0; i < i1; ++i) out[i] = a[i] + b[i];
-    });
-}
 
 // splitmix64 + Box-Muller: a normal stream that is the same on every platform.
 class NormalRng {
@@ -75,10 +63,12 @@ private:
 
 }  // namespace
 
-Model::Impl::Impl(const ModelConfig& c) : config(c), linear((c.validate(), model_linears(c))) {
-    std::size_t n = carve_params(c, nullptr, p, &tensors);
-    params.assign(n, 0.0f);
-    grads.assign(n, 0.0f);
+Model::Impl::Impl(const ModelConfig& c, Backend& b)
+    : backend(b), config(c), params(b), grads(b), stats(b), acts(b), linear(b, (c.validate(), model_linears(c))),
+      tokens(b), targets(b) {
+    n_params = carve_params(c, nullptr, p, &tensors);
+    params.resize(n_params);
+    grads.resize(n_params);
     carve_params(c, params.data(), p, nullptr);
     carve_params(c, grads.data(), dp, nullptr);
     smoothed.assign(std::size_t(c.n_layer), false);
@@ -86,9 +76,14 @@ Model::Impl::Impl(const ModelConfig& c) : config(c), linear((c.validate(), model
 
 void Model::Impl::ensure_activations(int b, int t) {
     if (b == B && t == T) return;
-    std::size_t n = carve_activations(config, b, t, nullptr, a);
-    if (acts.size() < n) acts.assign(n, 0.0f);
-    carve_activations(config, b, t, acts.data(), a);
+    const std::int64_t att = backend.attention_saved(b, t, config.n_head);
+    const DType dt = backend.activation_dtype();
+    ActivationSizes n = carve_activations(config, b, t, att, ActPtr{nullptr, dt}, nullptr, a);
+    acts.grow(n.acts * dtype_size(dt));
+    stats.grow(n.stats);
+    carve_activations(config, b, t, att, ActPtr{acts.data(), dt}, stats.data(), a);
+    tokens.grow(std::size_t(b) * std::size_t(t));
+    targets.grow(std::size_t(b) * std::size_t(t));
     B = b;
     T = t;
 }
@@ -101,33 +96,34 @@ float Model::Impl::run_forward(const std::int32_t* tok, const std::int32_t* tgt,
         if (tok[i] < 0 || tok[i] >= c.vocab_size || tgt[i] < 0 || tgt[i] >= c.vocab_size)
             throw std::invalid_argument("forward: token or target outside [0, vocab_size)");
     ensure_activations(b, t);
-    tokens.assign(tok, tok + std::int64_t(b) * t);
-    targets.assign(tgt, tgt + std::int64_t(b) * t);
+    backend.copy_from_host(tokens.data(), tok, sizeof(std::int32_t) * std::size_t(b) * std::size_t(t));
+    backend.copy_from_host(targets.data(), tgt, sizeof(std::int32_t) * std::size_t(b) * std::size_t(t));
     have_forward = false;
 
     const std::int64_t N = std::int64_t(B) * T, C = c.d_model, V = c.vocab_size, H = c.hidden();
     const std::int64_t H1 = c.mlp == MlpKind::SwiGLU ? 2 * H : H;
     const bool ln = c.norm == NormKind::LayerNorm;
     const char* norm_op = ln ? "layernorm" : "rmsnorm";
-    auto norm = [&](float* out, float* mean, float* rstd, const float* in, const float* w, const float* bias) {
-        if (ln) ops::layernorm_forward(out, mean, rstd, in, w, bias, N, int(C));
-        else ops::rmsnorm_forward(out, rstd, in, w, N, int(C));
+    auto norm = [&](ActPtr out, float* mean, float* rstd, ActPtr in, const float* w, const float* bias) {
+        if (ln) backend.layernorm_forward(out, mean, rstd, in, w, bias, N, int(C));
+        else backend.rmsnorm_forward(out, rstd, in, w, N, int(C));
     };
+    const std::int64_t att = backend.attention_saved(B, T, c.n_head);
     auto at = [](float* base, std::int64_t l, std::int64_t size) { return base ? base + l * size : nullptr; };
 
     {
         OpTimer timer(sink, "embedding", -1);
-        ops::embedding_forward(a.encoded, tokens.data(), p.wte, p.wpe, B, T, int(C));
+        backend.embedding_forward(a.encoded, tokens.data(), p.wte, p.wpe, B, T, int(C));
     }
     for (int l = 0; l < c.n_layer; ++l) {
-        const float* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * N * C;
-        float* ln1 = a.ln1 + l * N * C;
-        float* qkv = a.qkv + l * N * 3 * C;
-        float* atty = a.atty + l * N * C;
-        float* residual2 = a.residual2 + l * N * C;
-        float* ln2 = a.ln2 + l * N * C;
-        float* fch = a.fch + l * N * H1;
-        float* fch_act = a.fch_act + l * N * H;
+        const ActPtr residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * N * C;
+        const ActPtr ln1 = a.ln1 + l * N * C;
+        const ActPtr qkv = a.qkv + l * N * 3 * C;
+        const ActPtr atty = a.atty + l * N * C;
+        const ActPtr residual2 = a.residual2 + l * N * C;
+        const ActPtr ln2 = a.ln2 + l * N * C;
+        const ActPtr fch = a.fch + l * N * H1;
+        const ActPtr fch_act = a.fch_act + l * N * H;
         const int lin = l * kLinearsPerBlock;
         {
             OpTimer timer(sink, norm_op, l);
@@ -136,10 +132,10 @@ float Model::Impl::run_forward(const std::int32_t* tok, const std::int32_t* tgt,
         linear.forward(lin + kQkv, ln1, p.qkvw + l * 3 * C * C, at(p.qkvb, l, 3 * C), qkv, N, nullptr, training);
         {
             OpTimer timer(sink, "attention", l);
-            ops::attention_forward(atty, a.att + l * N * c.n_head * T, qkv, B, T, int(C), c.n_head);
+            backend.attention_forward(atty, a.att + l * att, qkv, B, T, int(C), c.n_head);
         }
         linear.forward(lin + kProj, atty, p.projw + l * C * C, at(p.projb, l, C), a.proj_out, N, nullptr, training);
-        add(residual2, residual, a.proj_out, N * C);
+        backend.add(residual2, residual, a.proj_out, N * C);
         {
             OpTimer timer(sink, norm_op, l);
             norm(ln2, at(a.ln2_mean, l, N), a.ln2_rstd + l * N, residual2, p.ln2w + l * C, at(p.ln2b, l, C));
@@ -148,17 +144,17 @@ float Model::Impl::run_forward(const std::int32_t* tok, const std::int32_t* tgt,
         const float* smooth = nullptr;
         {
             OpTimer timer(sink, c.mlp == MlpKind::SwiGLU ? "swiglu" : "gelu", l);
-            if (c.mlp == MlpKind::SwiGLU) ops::swiglu_forward(fch_act, fch, N, int(H));
-            else ops::gelu_forward(fch_act, fch, N * H);
+            if (c.mlp == MlpKind::SwiGLU) backend.swiglu_forward(fch_act, fch, N, int(H));
+            else backend.gelu_forward(fch_act, fch, N * H);
             // In float32 the smoothing cancels exactly, so only a quantized run needs it.
             if (c.smooth_swiglu && linear.recipe().quantized()) {
-                ops::smooth_swiglu_scales(a.smooth + l * H, fch_act, N, int(H));
+                backend.smooth_swiglu_scales(a.smooth + l * H, fch_act, N, int(H));
                 smooth = a.smooth + l * H;
             }
         }
         if (training) smoothed[std::size_t(l)] = smooth != nullptr;
         linear.forward(lin + kFc2, fch_act, p.fc2w + l * C * H, at(p.fc2b, l, C), a.proj_out, N, smooth, training);
-        add(a.residual3 + l * N * C, residual2, a.proj_out, N * C);
+        backend.add(a.residual3 + l * N * C, residual2, a.proj_out, N * C);
     }
     {
         OpTimer timer(sink, norm_op, -1);
@@ -166,10 +162,11 @@ float Model::Impl::run_forward(const std::int32_t* tok, const std::int32_t* tgt,
     }
     {
         OpTimer timer(sink, "head", -1);
-        ops::matmul_forward(a.logits, a.lnf, p.head, nullptr, N, C, V);
+        backend.matmul_forward(a.logits, a.lnf, p.head, nullptr, N, C, V);
     }
     OpTimer timer(sink, "softmax_ce", -1);
-    float loss = ops::softmax_ce_forward(a.logits, a.losses, a.logits, targets.data(), N, int(V));
+    backend.softmax_ce_forward(a.logits, a.losses, a.logits, targets.data(), N, int(V));
+    const float loss = backend.mean_loss(a.losses, N);
     have_forward = training;
     return loss;
 }
@@ -183,29 +180,30 @@ void Model::Impl::run_backward() {
     const bool ln = c.norm == NormKind::LayerNorm;
     const char* norm_op = ln ? "layernorm" : "rmsnorm";
     // dinp += norm backward; parameter gradients overwritten
-    auto norm_backward = [&](float* dinp, float* dw, float* db, const float* dout, const float* in, const float* w,
+    auto norm_backward = [&](ActPtr dinp, float* dw, float* db, ActPtr dout, ActPtr in, const float* w,
                              const float* mean, const float* rstd) {
-        if (ln) ops::layernorm_backward(dinp, dw, db, dout, in, w, mean, rstd, N, int(C));
-        else ops::rmsnorm_backward(dinp, dw, dout, in, w, rstd, N, int(C));
+        if (ln) backend.layernorm_backward(dinp, dw, db, dout, in, w, mean, rstd, N, int(C));
+        else backend.rmsnorm_backward(dinp, dw, dout, in, w, rstd, N, int(C));
     };
+    const std::int64_t att = backend.attention_saved(B, T, c.n_head);
     auto at = [](float* base, std::int64_t l, std::int64_t size) { return base ? base + l * size : nullptr; };
 
     {
         OpTimer timer(sink, "softmax_ce", -1);
-        ops::softmax_ce_backward(a.logits, a.logits, targets.data(), N, int(V));
+        backend.softmax_ce_backward(a.logits, a.logits, targets.data(), N, int(V));
     }
     {
         OpTimer timer(sink, "head", -1);
-        ops::matmul_backward(a.dln, dp.head, nullptr, a.logits, a.lnf, p.head, N, C, V);
+        backend.matmul_backward(a.dln, dp.head, nullptr, a.logits, a.lnf, p.head, N, C, V);
     }
     {
         OpTimer timer(sink, norm_op, -1);
-        std::memset(a.dresidual, 0, sizeof(float) * std::size_t(N * C));
+        backend.fill_zero(a.dresidual.ptr, dtype_size(a.dresidual.dtype) * std::size_t(N * C));
         norm_backward(a.dresidual, dp.lnfw, dp.lnfb, a.dln, a.residual3 + (c.n_layer - 1) * N * C, p.lnfw,
                       a.lnf_mean, a.lnf_rstd);
     }
     for (int l = c.n_layer - 1; l >= 0; --l) {
-        const float* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * N * C;
+        const ActPtr residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * N * C;
         const int lin = l * kLinearsPerBlock;
         const float* smooth = smoothed[std::size_t(l)] ? a.smooth + l * H : nullptr;
         // dresidual holds d loss / d residual3[l]; the skip passes it on to residual2 and residual.
@@ -213,8 +211,8 @@ void Model::Impl::run_backward() {
                         dp.fc2w + l * C * H, at(dp.fc2b, l, C), N, smooth);
         {
             OpTimer timer(sink, c.mlp == MlpKind::SwiGLU ? "swiglu" : "gelu", l);
-            if (c.mlp == MlpKind::SwiGLU) ops::swiglu_backward(a.dfch, a.fch + l * N * H1, a.dfch_act, N, int(H));
-            else ops::gelu_backward(a.dfch, a.fch + l * N * H1, a.dfch_act, N * H);
+            if (c.mlp == MlpKind::SwiGLU) backend.swiglu_backward(a.dfch, a.fch + l * N * H1, a.dfch_act, N, int(H));
+            else backend.gelu_backward(a.dfch, a.fch + l * N * H1, a.dfch_act, N * H);
         }
         linear.backward(lin + kFc1, a.dfch, a.ln2 + l * N * C, p.fc1w + l * H1 * C, a.dln, dp.fc1w + l * H1 * C,
                         at(dp.fc1b, l, H1), N, nullptr);
@@ -227,7 +225,7 @@ void Model::Impl::run_backward() {
                         dp.projw + l * C * C, at(dp.projb, l, C), N, nullptr);
         {
             OpTimer timer(sink, "attention", l);
-            ops::attention_backward(a.dqkv, a.datty, a.qkv + l * N * 3 * C, a.att + l * N * c.n_head * T, B, T,
+            backend.attention_backward(a.dqkv, a.datty, a.qkv + l * N * 3 * C, a.att + l * att, B, T,
                                     int(C), c.n_head);
         }
         linear.backward(lin + kQkv, a.dqkv, a.ln1 + l * N * C, p.qkvw + l * 3 * C * C, a.dln,
@@ -238,15 +236,18 @@ void Model::Impl::run_backward() {
                           at(a.ln1_mean, l, N), a.ln1_rstd + l * N);
         }
     }
-    OpTimer timer(sink, "embedding", -1);
-    std::memset(dp.wte, 0, sizeof(float) * std::size_t(V * C));
-    std::memset(dp.wpe, 0, sizeof(float) * std::size_t(c.max_seq) * std::size_t(C));
-    ops::embedding_backward(dp.wte, dp.wpe, a.dresidual, tokens.data(), B, T, int(C));
+    {
+        OpTimer timer(sink, "embedding", -1);
+        backend.fill_zero(dp.wte, sizeof(float) * std::size_t(V * C));
+        backend.fill_zero(dp.wpe, sizeof(float) * std::size_t(c.max_seq) * std::size_t(C));
+        backend.embedding_backward(dp.wte, dp.wpe, a.dresidual, tokens.data(), B, T, int(C));
+    }
+    linear.flush_reports();
 }
 
 // ---- public API ----
 
-Model::Model(const ModelConfig& config) : impl_(std::make_unique<Impl>(config)) {}
+Model::Model(const ModelConfig& config, Backend& backend) : impl_(std::make_unique<Impl>(config, backend)) {}
 Model::~Model() = default;
 
 const ModelConfig& Model::config() const { return impl_->config; }
@@ -257,9 +258,10 @@ void Model::init(std::uint64_t seed) {
     constexpr std::int64_t kChunk = 1 << 16;
     const float residual_std = float(0.02 / std::sqrt(2.0 * impl_->config.n_layer));
     const auto& tensors = impl_->tensors;
+    std::vector<float> host(impl_->n_params);  // drawn on the host, then copied to the backend
     for (std::size_t ti = 0; ti < tensors.size(); ++ti) {
         const ParamTensor& t = tensors[ti];
-        float* w = impl_->params.data() + t.offset;
+        float* w = host.data() + t.offset;
         const std::string& n = t.name;
         auto ends_with = [&](std::string_view s) { return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
         const std::int64_t count = std::int64_t(t.numel());
@@ -277,11 +279,33 @@ void Model::init(std::uint64_t seed) {
             }
         });
     }
+    params_from_host(host);
 }
 
-std::span<float> Model::params() { return impl_->params; }
-std::span<const float> Model::params() const { return impl_->params; }
-std::span<float> Model::grads() { return impl_->grads; }
+Backend& Model::backend() const { return impl_->backend; }
+std::size_t Model::num_params() const { return impl_->n_params; }
+std::span<float> Model::params() { return {impl_->params.data(), impl_->n_params}; }
+std::span<const float> Model::params() const { return {impl_->params.data(), impl_->n_params}; }
+std::span<float> Model::grads() { return {impl_->grads.data(), impl_->n_params}; }
+
+std::vector<float> Model::params_to_host() const {
+    std::vector<float> out(impl_->n_params);
+    impl_->backend.copy_to_host(out.data(), impl_->params.data(), sizeof(float) * out.size());
+    return out;
+}
+
+void Model::params_from_host(std::span<const float> values) {
+    if (values.size() != impl_->n_params)
+        throw std::invalid_argument("model has " + std::to_string(impl_->n_params) + " parameters, got " +
+                                    std::to_string(values.size()));
+    impl_->backend.copy_from_host(impl_->params.data(), values.data(), sizeof(float) * values.size());
+}
+
+std::vector<float> Model::grads_to_host() const {
+    std::vector<float> out(impl_->n_params);
+    impl_->backend.copy_to_host(out.data(), impl_->grads.data(), sizeof(float) * out.size());
+    return out;
+}
 const std::vector<ParamTensor>& Model::param_tensors() const { return impl_->tensors; }
 const std::vector<LinearInfo>& Model::linears() const { return impl_->linear.linears(); }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "backend.h"
 #include "engine/capture_sink.h"
 #include "engine/model_config.h"
 #include "fp8/training_recipe.h"
@@ -29,7 +30,8 @@ struct ParamTensor {
 
 class Model {
 public:
-    explicit Model(const ModelConfig& config);
+    // Parameters, gradients and activations live in `backend`'s memory; it runs every op.
+    Model(const ModelConfig& config, Backend& backend);
     ~Model();
     Model(const Model&) = delete;
     Model& operator=(const Model&) = delete;
@@ -39,9 +41,17 @@ public:
     // deterministic in `seed`.
     void init(std::uint64_t seed);
 
+    Backend& backend() const;
+    std::size_t num_params() const;
+    // The flat float32 parameter and gradient arrays in backend memory (host-addressable
+    // only on the CPU backend; elsewhere pass them to the backend's ops).
     std::span<float> params();
     std::span<const float> params() const;
     std::span<float> grads();
+    // Copies between backend memory and the host (checkpoints, snapshots, tests).
+    std::vector<float> params_to_host() const;
+    void params_from_host(std::span<const float> values);  // throws on a size mismatch
+    std::vector<float> grads_to_host() const;
     const std::vector<ParamTensor>& param_tensors() const;
     const std::vector<LinearInfo>& linears() const;
 

@@ -39,35 +39,37 @@ struct ParameterTensors {
 };
 
 // Forward activations kept for backward, then the activation gradients of one layer
-// (reused by every layer on the way back). Norm means are null under RMSNorm.
+// (reused by every layer on the way back), in the backend's activation dtype. Norm
+// statistics, losses and Smooth-SwiGLU scales are float32 on every backend; norm means
+// are null under RMSNorm.
 struct ActivationTensors {
-    float* encoded;    // (B, T, C)
-    float* ln1;        // (L, B, T, C)
+    ActPtr encoded;    // (B, T, C)
+    ActPtr ln1;        // (L, B, T, C)
     float* ln1_mean;   // (L, B, T)
     float* ln1_rstd;   // (L, B, T)
-    float* qkv;        // (L, B, T, 3*C)
-    float* atty;       // (L, B, T, C)
-    float* att;        // (L, B, NH, T, T)
-    float* residual2;  // (L, B, T, C)
-    float* ln2;        // (L, B, T, C)
+    ActPtr qkv;        // (L, B, T, 3*C)
+    ActPtr atty;       // (L, B, T, C)
+    ActPtr att;        // (L, attention_saved(B, T, NH)) what attention backward needs
+    ActPtr residual2;  // (L, B, T, C)
+    ActPtr ln2;        // (L, B, T, C)
     float* ln2_mean;   // (L, B, T)
     float* ln2_rstd;   // (L, B, T)
-    float* fch;        // (L, B, T, H1) fc1 output
-    float* fch_act;    // (L, B, T, H) GELU/SwiGLU output, fc2 input
+    ActPtr fch;        // (L, B, T, H1) fc1 output
+    ActPtr fch_act;    // (L, B, T, H) GELU/SwiGLU output, fc2 input
     float* smooth;     // (L, H) Smooth-SwiGLU channel scales
-    float* residual3;  // (L, B, T, C)
-    float* lnf;        // (B, T, C)
+    ActPtr residual3;  // (L, B, T, C)
+    ActPtr lnf;        // (B, T, C)
     float* lnf_mean;   // (B, T)
     float* lnf_rstd;   // (B, T)
-    float* logits;     // (B, T, V) probabilities after forward, dlogits during backward
+    ActPtr logits;     // (B, T, V) probabilities after forward, dlogits during backward
     float* losses;     // (B, T)
-    float* proj_out;   // (B, T, C) attn.proj / mlp.fc2 output before the residual add
-    float* dresidual;  // (B, T, C)
-    float* dln;        // (B, T, C)
-    float* dqkv;       // (B, T, 3*C)
-    float* datty;      // (B, T, C)
-    float* dfch;       // (B, T, H1)
-    float* dfch_act;   // (B, T, H)
+    ActPtr proj_out;   // (B, T, C) attn.proj / mlp.fc2 output before the residual add
+    ActPtr dresidual;  // (B, T, C)
+    ActPtr dln;        // (B, T, C)
+    ActPtr dqkv;       // (B, T, 3*C)
+    ActPtr datty;      // (B, T, C)
+    ActPtr dfch;       // (B, T, H1)
+    ActPtr dfch_act;   // (B, T, H)
 };
 
 // Linear layers of block l are l*kLinearsPerBlock + these.
@@ -78,25 +80,33 @@ enum BlockLinear : int { kQkv = 0, kProj = 1, kFc1 = 2, kFc2 = 3 };
 // and, when `tensors` is given, lists them with names, shapes and offsets.
 std::size_t carve_params(const ModelConfig& c, float* base, ParameterTensors& p,
                          std::vector<ParamTensor>* tensors);
-// Same for the activations of a (B, T) step.
-std::size_t carve_activations(const ModelConfig& c, int B, int T, float* base, ActivationTensors& a);
+// Same for the activations of a (B, T) step: elements of the activation dtype from `base`
+// and float32 statistics from `stats`; `att_saved` is the backend's attention_saved(B,T,NH).
+struct ActivationSizes {
+    std::size_t acts = 0, stats = 0;
+};
+ActivationSizes carve_activations(const ModelConfig& c, int B, int T, std::int64_t att_saved, ActPtr base,
+                                  float* stats, ActivationTensors& a);
 std::vector<LinearInfo> model_linears(const ModelConfig& c);
 
 struct Model::Impl {
+    Backend& backend;
     ModelConfig config;
-    std::vector<float> params, grads, acts;  // one allocation each
+    std::size_t n_params = 0;
+    DeviceBuffer<float> params, grads, stats;  // one allocation each, in backend memory
+    DeviceBuffer<std::byte> acts;
     ParameterTensors p{}, dp{};              // dp: the same layout over grads
     ActivationTensors a{};
     std::vector<ParamTensor> tensors;
     Fp8Linear linear;
     int B = 0, T = 0;                        // shape the activations are carved for
-    std::vector<std::int32_t> tokens, targets;
+    DeviceBuffer<std::int32_t> tokens, targets;  // (B, T) of the last forward
     std::vector<bool> smoothed;              // per layer: fc2 ran with Smooth-SwiGLU scales
     bool have_forward = false;
     CaptureSink* sink = nullptr;
     bool capture_operands = false;
 
-    explicit Impl(const ModelConfig& c);
+    Impl(const ModelConfig& c, Backend& backend);
     void ensure_activations(int B, int T);
     float run_forward(const std::int32_t* tokens, const std::int32_t* targets, int B, int T, bool training);
     void run_backward();

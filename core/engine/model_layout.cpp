@@ -64,32 +64,25 @@ std::size_t carve_params(const ModelConfig& c, float* base, ParameterTensors& p,
     return offset;
 }
 
-std::size_t carve_activations(const ModelConfig& c, int B, int T, float* base, ActivationTensors& a) {
+ActivationSizes carve_activations(const ModelConfig& c, int B, int T, std::int64_t att_saved, ActPtr base,
+                                  float* stats, ActivationTensors& a) {
     const std::size_t BT = std::size_t(B) * T, C = std::size_t(c.d_model), V = std::size_t(c.vocab_size);
-    const std::size_t L = std::size_t(c.n_layer), NH = std::size_t(c.n_head), H = std::size_t(c.hidden());
+    const std::size_t L = std::size_t(c.n_layer), H = std::size_t(c.hidden());
     const std::size_t H1 = c.mlp == MlpKind::SwiGLU ? 2 * H : H;
     const bool ln = c.norm == NormKind::LayerNorm;
-    const std::pair<float**, std::size_t> slots[] = {
+    const std::pair<ActPtr*, std::size_t> act_slots[] = {
         {&a.encoded, BT * C},
         {&a.ln1, L * BT * C},
-        {&a.ln1_mean, ln ? L * BT : 0},
-        {&a.ln1_rstd, L * BT},
         {&a.qkv, L * BT * 3 * C},
         {&a.atty, L * BT * C},
-        {&a.att, L * B * NH * T * T},
+        {&a.att, L * std::size_t(att_saved)},
         {&a.residual2, L * BT * C},
         {&a.ln2, L * BT * C},
-        {&a.ln2_mean, ln ? L * BT : 0},
-        {&a.ln2_rstd, L * BT},
         {&a.fch, L * BT * H1},
         {&a.fch_act, L * BT * H},
-        {&a.smooth, L * H},
         {&a.residual3, L * BT * C},
         {&a.lnf, BT * C},
-        {&a.lnf_mean, ln ? BT : 0},
-        {&a.lnf_rstd, BT},
         {&a.logits, BT * V},
-        {&a.losses, BT},
         {&a.proj_out, BT * C},
         {&a.dresidual, BT * C},
         {&a.dln, BT * C},
@@ -98,12 +91,26 @@ std::size_t carve_activations(const ModelConfig& c, int B, int T, float* base, A
         {&a.dfch, BT * H1},
         {&a.dfch_act, BT * H},
     };
-    std::size_t offset = 0;
-    for (const auto& [field, n] : slots) {
-        *field = (base && n) ? base + offset : nullptr;
-        offset += n;
+    const std::pair<float**, std::size_t> stat_slots[] = {
+        {&a.ln1_mean, ln ? L * BT : 0},
+        {&a.ln1_rstd, L * BT},
+        {&a.ln2_mean, ln ? L * BT : 0},
+        {&a.ln2_rstd, L * BT},
+        {&a.smooth, L * H},
+        {&a.lnf_mean, ln ? BT : 0},
+        {&a.lnf_rstd, BT},
+        {&a.losses, BT},
+    };
+    ActivationSizes n;
+    for (const auto& [field, size] : act_slots) {
+        *field = base ? base + std::int64_t(n.acts) : ActPtr{nullptr, base.dtype};
+        n.acts += size;
     }
-    return offset;
+    for (const auto& [field, size] : stat_slots) {
+        *field = (stats && size) ? stats + n.stats : nullptr;
+        n.stats += size;
+    }
+    return n;
 }
 
 std::vector<LinearInfo> model_linears(const ModelConfig& c) {

@@ -37,6 +37,7 @@ const Choice kMlps[] = {{"gelu", int(MlpKind::GELU)}, {"swiglu", int(MlpKind::Sw
 template <class V>
 void visit_fields(TrainConfig& c, V& v) {
     const double big = 1 << 30;
+    v("device", c.device);
     v("recipe", c.recipe);
     v("compare", c.compare);
     v("steps", c.steps, Limits{0, big});
@@ -297,6 +298,8 @@ void TrainConfig::validate() const {
         throw std::invalid_argument("model.vocab_size " + std::to_string(model.vocab_size) +
                                     " is too small for byte-level data (needs 256)");
     if (data.source.empty()) throw std::invalid_argument("data.source is empty");
+    if (device != "cpu" && device != "cuda")
+        throw std::invalid_argument("device '" + device + "' is not one of cpu, cuda");
     for (const auto& name : replica_recipes()) {
         try {
             (void)training_recipe(name);

@@ -66,6 +66,7 @@ struct TrainConfig {
     CheckpointConfig checkpoint;
     RewindConfig rewind;
 
+    std::string device = "cpu";          // backend: "cpu" or "cuda"
     std::string recipe = "baseline";     // training recipe of a single run
     std::vector<std::string> compare;    // lock-step replicas; non-empty overrides `recipe`
     int steps = 600;

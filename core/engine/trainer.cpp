@@ -7,16 +7,15 @@
 #include <limits>
 #include <stdexcept>
 
-#include "cpu/ops/matmul.h"
-#include "util/parallel.h"
+
 
 namespace fp8scope {
 
 struct Trainer::Replica {
-    Replica(const TrainConfig& c, const std::string& recipe_name) : model(c.model) {
+    Replica(const TrainConfig& c, const std::string& recipe_name, Backend& backend) : model(c.model, backend) {
         model.init(c.seed);
         model.set_recipe(training_recipe(recipe_name));
-        adam.emplace(c.optimizer, model.param_tensors(), model.params().size());
+        adam.emplace(c.optimizer, model.param_tensors(), model.num_params(), backend);
     }
     Model model;
     std::optional<AdamW> adam;
@@ -33,11 +32,11 @@ struct Trainer::Request {
     int value = 0;     // capture interval
 };
 
-Trainer::Trainer(const TrainConfig& config) : config_(config) {
+Trainer::Trainer(const TrainConfig& config, Backend& backend) : config_(config), backend_(backend) {
     config_.validate();
-    // One setting bounds every thread of the run: our pools and OpenBLAS.
-    set_default_threads(config_.threads);
-    ops::set_blas_threads(config_.threads);
+    if (config_.device != device_name(backend.device()))
+        throw std::invalid_argument("config asks for device '" + config_.device + "', the backend is " +
+                                    device_name(backend.device()));
     sampler_ = std::make_unique<BatchSampler>(load_data(config_.data, config_.model.vocab_size),
                                               config_.data.val_fraction, config_.batch_size,
                                               config_.seq_len, config_.seed);
@@ -46,7 +45,7 @@ Trainer::Trainer(const TrainConfig& config) : config_(config) {
     schedule_ = CosineSchedule{config_.optimizer.lr, config_.schedule.min_lr, config_.schedule.warmup_steps,
                                config_.steps};
     for (const auto& name : config_.replica_recipes())
-        replicas_.push_back(std::make_unique<Replica>(config_, name));
+        replicas_.push_back(std::make_unique<Replica>(config_, name, backend_));
     if (!config_.checkpoint.resume.empty()) restore(load_checkpoint(config_.checkpoint.resume));
     take_snapshot();
 }
@@ -192,7 +191,7 @@ bool Trainer::step() {
     for (auto* o : observers_) o->on_step_begin(step_ + 1, capture);
     if (auto fault = corruptions_.find(b); fault != corruptions_.end()) {
         for (auto& rep : replicas_)
-            for (float& p : rep->model.params()) p *= fault->second;
+            backend_.scale(rep->model.params().data(), fault->second, std::int64_t(rep->model.num_params()));
         corruptions_.erase(fault);
     }
 
@@ -214,11 +213,12 @@ bool Trainer::step() {
                                "loss " + std::to_string(loss) + " over moving average " + std::to_string(mean));
         }
         rep.model.backward();
-        double norm = global_grad_norm(rep.model.grads(), config_.threads);
+        const std::int64_t n = std::int64_t(rep.model.num_params());
+        double norm = backend_.grad_norm(rep.model.grads().data(), n);
         if (!std::isfinite(norm))
             return recover(b, EventKind::NonFinite, r, "gradient norm " + std::to_string(norm) + " on batch " + std::to_string(b));
-        clip_grad_norm(rep.model.grads(), norm, config_.optimizer.grad_clip, config_.threads);
-        rep.adam->step(rep.model.params(), rep.model.grads(), lr, config_.threads);
+        clip_grad_norm(backend_, rep.model.grads().data(), n, norm, config_.optimizer.grad_clip);
+        rep.adam->step(rep.model.params(), rep.model.grads(), lr);
         double seconds = std::chrono::duration<double>(clock::now() - t0).count();
 
         StepRecord rec;
@@ -318,10 +318,9 @@ TrainState Trainer::state() const {
     for (const auto& rep : replicas_) {
         ReplicaState r;
         r.recipe = rep->model.recipe().name;
-        auto p = rep->model.params();
-        r.params.assign(p.begin(), p.end());
-        r.m.assign(rep->adam->m().begin(), rep->adam->m().end());
-        r.v.assign(rep->adam->v().begin(), rep->adam->v().end());
+        r.params = rep->model.params_to_host();
+        r.m = rep->adam->m_to_host();
+        r.v = rep->adam->v_to_host();
         r.adam_steps = rep->adam->steps_taken();
         r.recipe_state = rep->model.save_recipe_state();
         r.recent_losses.assign(rep->recent_losses.begin(), rep->recent_losses.end());
@@ -335,17 +334,17 @@ void Trainer::restore(const TrainState& s) {
         throw std::invalid_argument("checkpoint has " + std::to_string(s.replicas.size()) + " replicas, the run " +
                                     std::to_string(replicas_.size()));
     for (std::size_t i = 0; i < replicas_.size(); ++i)
-        if (s.replicas[i].params.size() != replicas_[i]->model.params().size())
+        if (s.replicas[i].params.size() != replicas_[i]->model.num_params())
             throw std::invalid_argument("checkpoint replica " + std::to_string(i) + " has " +
                                         std::to_string(s.replicas[i].params.size()) + " parameters, the model " +
-                                        std::to_string(replicas_[i]->model.params().size()) +
+                                        std::to_string(replicas_[i]->model.num_params()) +
                                         " (a different model config)");
     for (std::size_t i = 0; i < replicas_.size(); ++i) {
         Replica& rep = *replicas_[i];
         const ReplicaState& r = s.replicas[i];
         rep.model.set_recipe(training_recipe(r.recipe));
         rep.model.load_recipe_state(r.recipe_state);
-        std::copy(r.params.begin(), r.params.end(), rep.model.params().begin());
+        rep.model.params_from_host(r.params);
         rep.adam->set_state(r.m, r.v, r.adam_steps);
         rep.recent_losses.assign(r.recent_losses.begin(), r.recent_losses.end());
         rep.last_loss = r.recent_losses.empty() ? std::numeric_limits<float>::quiet_NaN() : r.recent_losses.back();

@@ -52,7 +52,8 @@ class Trainer {
 public:
     // Loads the data, builds and initialises the replicas from config.seed (identical
     // weights), or restores config.checkpoint.resume. Throws on bad data or checkpoints.
-    explicit Trainer(const TrainConfig& config);
+    // Every replica runs on `backend` (which must be the config's device).
+    Trainer(const TrainConfig& config, Backend& backend);
     ~Trainer();
     Trainer(const Trainer&) = delete;
     Trainer& operator=(const Trainer&) = delete;
@@ -113,6 +114,7 @@ private:
     std::string default_checkpoint_path() const;
 
     TrainConfig config_;
+    Backend& backend_;
     std::unique_ptr<BatchSampler> sampler_;
     std::vector<Batch> eval_batches_;
     CosineSchedule schedule_;

@@ -57,4 +57,10 @@ void DelayedState::push(float amax) {
     scale_ = s;
 }
 
+bool columnwise_is_transpose(const Recipe& r) {
+    if (std::holds_alternative<CurrentScaling>(r) || std::holds_alternative<DelayedScaling>(r)) return true;
+    if (const auto* b = std::get_if<BlockScaling>(&r)) return b->block_rows == b->block_cols;
+    return false;
+}
+
 }  // namespace fp8scope

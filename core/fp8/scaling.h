@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <optional>
 
 #include "fp8/recipe.h"
 
@@ -54,5 +55,11 @@ struct CastInfo {
     float scale = std::numeric_limits<float>::quiet_NaN();
     std::int64_t overflow = 0;
 };
+
+// True when quantizing the transpose gives the transpose of the rowwise result: no
+// quantization, per-tensor scales, square blocks. 1x128 tiles and MX blocks run along
+// one axis, so their columnwise copy is a cast of its own.
+bool columnwise_is_transpose(const Recipe& r);
+inline bool columnwise_is_transpose(const std::optional<Recipe>& r) { return !r || columnwise_is_transpose(*r); }
 
 }  // namespace fp8scope

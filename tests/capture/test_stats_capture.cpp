@@ -9,15 +9,30 @@
 
 #include "engine/trainer.h"
 #include "cpu/analysis.h"
+#include "cpu/cpu_backend.h"
 #include "fp8/format.h"
 #include "stats_capture.h"
 #include "trace_fixture.h"
 #include "trace_reader.h"
 #include "trace_writer.h"
 #include "train_recorder.h"
+#include "support/cpu_engine.h"
 
 namespace fp8scope::trace {
 namespace {
+
+using fp8scope::testing::CpuModel;
+using fp8scope::testing::CpuTrainer;
+
+CpuBackend& cpu() {
+    static CpuBackend backend;
+    return backend;
+}
+
+// A host matrix as the capture hook sees an operand of the CPU backend.
+TensorDesc host(std::vector<float>& v, std::int64_t rows, std::int64_t cols) {
+    return TensorDesc::of(v.data(), rows, cols, Device::CPU);
+}
 using namespace testing;
 
 struct VectorSink : RecordSink {
@@ -70,7 +85,7 @@ TEST(StatsCapture, ScalingEveryStepOperandsOnlyAtCaptureSteps) {
     StatsCapture cap(0, m, sink, ops);
     auto v = gaussian(64 * 64, 1, -37.5f);
     Recipe current = CurrentScaling{Format::E4M3};
-    OperandCapture c{1, Gemm::Wgrad, Operand::X, MatrixView{v.data(), 64, 64}, &current, nullptr};
+    OperandCapture c{1, Gemm::Wgrad, Operand::X, host(v, 64, 64), &cpu(), &current, nullptr};
 
     cap.begin_step(1, false, false);
     cap.on_operand(c);
@@ -128,7 +143,7 @@ TEST(StatsCapture, DelayedScalingIsJudgedWithItsHistory) {
     DelayedState state(std::get<DelayedScaling>(delayed));
     state.push(2.0f);  // the history says amax 2: this step's 9 overflows
     cap.begin_step(5, true, false);
-    cap.on_operand({0, Gemm::Fprop, Operand::X, MatrixView{v.data(), 32, 128}, &delayed, &state});
+    cap.on_operand({0, Gemm::Fprop, Operand::X, host(v, 32, 128), &cpu(), &delayed, &state});
     auto o = sink.all<OperandRecord>().at(0);
     EXPECT_EQ(o.recipe_in_use, 1);
     EXPECT_EQ(o.scale, 224.0);  // 448 / 2
@@ -152,7 +167,7 @@ TEST(StatsCapture, BlockMapTilesMatchAHandComputation) {
     OpNames ops(m.ops);
     StatsCapture cap(0, m, sink, ops);
     cap.begin_step(1, true, true);
-    cap.on_operand({0, Gemm::Fprop, Operand::X, MatrixView{v.data(), R, C}, nullptr, nullptr});
+    cap.on_operand({0, Gemm::Fprop, Operand::X, host(v, R, C), &cpu(), nullptr, nullptr});
     auto maps = sink.all<BlockMapRecord>();
     ASSERT_EQ(maps.size(), 2u);  // delayed needs a history: no map
     float amax = 0;
@@ -206,8 +221,8 @@ TEST(StatsCapture, TransposedRepeatMatchesAFullAnalysis) {
         for (std::int64_t c = 0; c < C; ++c) t[c * R + r] = v[r * C + c];
     Recipe current = CurrentScaling{Format::E4M3};
     cap.begin_step(1, true, false);
-    cap.on_operand({0, Gemm::Fprop, Operand::X, MatrixView{v.data(), R, C}, &current, nullptr});
-    cap.on_operand({0, Gemm::Wgrad, Operand::X, MatrixView{t.data(), C, R}, &current, nullptr, true});
+    cap.on_operand({0, Gemm::Fprop, Operand::X, host(v, R, C), &cpu(), &current, nullptr});
+    cap.on_operand({0, Gemm::Wgrad, Operand::X, host(t, C, R), &cpu(), &current, nullptr, true});
     auto recs = sink.all<OperandRecord>();
     ASSERT_EQ(recs.size(), 2u);
     std::vector<Recipe> recipes;
@@ -240,7 +255,7 @@ TEST(TrainRecorder, AShortRunIsRecordedEndToEnd) {
     config.eval.every = 3;
     config.data.corpus_bytes = 1 << 14;
     config.threads = 1;
-    Trainer trainer(config);
+    CpuTrainer trainer(config);
     std::vector<LinearInfo> linears = trainer.model(0).linears();
     TraceMeta meta = make_trace_meta(config, linears, "test", 4);
     std::string path = dir.file("train.h5");

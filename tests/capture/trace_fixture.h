@@ -1,14 +1,23 @@
-// Sample trace contents for the capture tests: metadata and records of every kind whose
-// values follow from their indices, so a test can regenerate what it expects to read.
+// Sample trace contents for the capture and live tests: metadata and records of every
+// kind whose values follow from their indices, so a test can regenerate what it expects
+// to read; a bit-exact comparison of any record, driven by its field list; temporary
+// directories.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <unistd.h>
+#include <vector>
 
+#include "record_fields.h"
 #include "trace_records.h"
 
 namespace fp8scope::trace::testing {
@@ -110,7 +119,8 @@ inline OperandRecord sample_operand(const TraceMeta& m, OperandKey key) {
     return o;
 }
 
-inline BlockMapRecord sample_blockmap(OperandKey key, int recipe) {
+// `grid_cols` < 0: 6 + recipe. Large grids make large frames for the live tests.
+inline BlockMapRecord sample_blockmap(OperandKey key, int recipe, std::int32_t grid_cols = -1) {
     BlockMapRecord b;
     b.key = key;
     b.recipe = recipe;
@@ -119,7 +129,7 @@ inline BlockMapRecord sample_blockmap(OperandKey key, int recipe) {
     b.tile_rows = 32;
     b.tile_cols = 32;
     b.grid_rows = 2;
-    b.grid_cols = 6 + recipe;
+    b.grid_cols = grid_cols < 0 ? 6 + recipe : grid_cols;
     for (int i = 0; i < b.grid_rows * b.grid_cols; ++i) {
         b.absmax.push_back(static_cast<float>(i + key.step + recipe));
         b.scale_inv.push_back(static_cast<float>((i + 1) / 448.0));
@@ -132,10 +142,52 @@ inline OpRecord sample_op(int run, std::int64_t step, int i) {
     return {run, step, i % 3, i % 2, 0, -1, i % 4, step * 1000000 + i * 100, step * 1000000 + i * 100 + 50 + i};
 }
 
-// Doubles equal, NaN equal to NaN.
-inline void expect_same(double a, double b, const char* what) {
-    if (std::isnan(a) && std::isnan(b)) return;
-    EXPECT_EQ(a, b) << what;
+// A kernel name that arrives after the start: the next id of `m`'s op table.
+inline OpNameRecord sample_op_name(const TraceMeta& m) {
+    return {static_cast<std::int32_t>(m.ops.size()), "sm90_xmma_gemm_e4m3bf16_e4m3f32_f32_tn_n_tile128x128"};
+}
+
+// --- bit-exact comparison, field by field from the field lists ---------------------
+
+// One value of a record: where it is, its bytes (floats compare by bit pattern, so NaN
+// "not computed" equals itself) and how to show it.
+struct Leaf {
+    std::string path, bits, shown;
+};
+
+template <class T>
+void flatten(const T& v, const std::string& path, std::vector<Leaf>& out) {
+    if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T>) {
+        char shown[32];
+        if constexpr (std::is_floating_point_v<T>) std::snprintf(shown, sizeof shown, "%.17g", double(v));
+        else std::snprintf(shown, sizeof shown, "%lld", static_cast<long long>(v));
+        out.push_back({path, std::string(reinterpret_cast<const char*>(&v), sizeof v), shown});
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        out.push_back({path, v, "'" + v + "'"});
+    } else if constexpr (fields::Record<T>) {
+        visit_fields(v, [&](std::string_view name, const auto& member, const auto&...) {
+            flatten(member, path.empty() ? std::string(name) : path + "." + std::string(name), out);
+        });
+    } else {  // a vector or an array
+        out.push_back({path + ".size", std::to_string(v.size()), std::to_string(v.size())});
+        for (std::size_t i = 0; i < v.size(); ++i) flatten(v[i], path + "[" + std::to_string(i) + "]", out);
+    }
+}
+
+// Every field of `got` has the bits of the same field of `want`.
+template <class T>
+void expect_same(const T& got, const T& want) {
+    std::vector<Leaf> a, b;
+    flatten(got, "", a);
+    flatten(want, "", b);
+    for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+        if (a[i].path != b[i].path) {  // a vector of another size: the rest does not line up
+            ADD_FAILURE() << "fields differ from " << a[i].path << " / " << b[i].path;
+            return;
+        }
+        EXPECT_TRUE(a[i].bits == b[i].bits) << a[i].path << ": " << a[i].shown << " vs " << b[i].shown;
+    }
+    EXPECT_EQ(a.size(), b.size());
 }
 
 // A fresh directory under the system temp dir, removed at the end of the test.
@@ -143,13 +195,17 @@ class TempDir {
 public:
     TempDir() {
         std::string t = (std::filesystem::temp_directory_path() / "fp8scope-test-XXXXXX").string();
-        path_ = mkdtemp(t.data());
+        if (!mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
+        path_ = t;
     }
     ~TempDir() {
         std::error_code ec;
         std::filesystem::remove_all(path_, ec);
     }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
     std::string file(const std::string& name) const { return path_ + "/" + name; }
+    std::string operator/(const std::string& name) const { return file(name); }
     const std::string& path() const { return path_; }
 
 private:

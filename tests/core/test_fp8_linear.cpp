@@ -16,12 +16,21 @@
 #include <map>
 #include <random>
 
+#include "cpu/cpu_backend.h"
+#include "cpu/quantize.h"
 #include "engine/fp8_linear.h"
 
 namespace fp8scope {
 namespace {
 
 using Vec = std::vector<double>;
+
+CpuBackend& cpu() {
+    static CpuBackend backend;
+    return backend;
+}
+
+ActPtr act(std::vector<float>& v) { return ActPtr{reinterpret_cast<std::byte*>(v.data()), DType::F32}; }
 
 std::vector<float> randn(std::size_t n, unsigned seed, float scale = 1.0f) {
     std::mt19937 rng(seed);
@@ -114,8 +123,11 @@ public:
     std::vector<std::string> ops;
     bool ordered = true;  // every timing has start <= end
     void on_operand(const OperandCapture& o) override {
-        operands.push_back({o.gemm, o.operand, o.values.rows, o.values.cols,
-                            std::vector<float>(o.values.data, o.values.data + o.values.size()), o.recipe != nullptr,
+        // A transposed repeat is a view of the stored matrix: read it in its own layout.
+        const float* d = static_cast<const float*>(o.values.data);
+        std::vector<float> v(d, d + o.values.numel());
+        if (o.values.transposed) v = transposed(v, o.values.cols, o.values.rows);
+        operands.push_back({o.gemm, o.operand, o.values.rows, o.values.cols, std::move(v), o.recipe != nullptr,
                             o.delayed != nullptr, o.delayed ? o.delayed->scale() : 0.0f,
                             o.delayed ? o.delayed->history().size() : 0});
     }
@@ -139,7 +151,7 @@ class Fp8LinearRecipe : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Fp8LinearRecipe, GemmsSeeTheQuantizedOperandsOfTheirOrientation) {
     const TrainingRecipe recipe = training_recipe(GetParam());
-    Fp8Linear lin({LinearInfo{"blocks.0.attn.proj", 0, K, M}});
+    Fp8Linear lin(cpu(), {LinearInfo{"blocks.0.attn.proj", 0, K, M}});
     lin.set_recipe(recipe);
     RecordingSink sink;
     lin.set_capture(&sink, true);
@@ -154,7 +166,7 @@ TEST_P(Fp8LinearRecipe, GemmsSeeTheQuantizedOperandsOfTheirOrientation) {
         scale_odd_cols(dY, M, true);
         std::vector<float> Y(N * M), dX(N * K), dW(M * K), db(M);
         sink.operands.clear();
-        lin.forward(0, X.data(), W.data(), nullptr, Y.data(), N, nullptr, true);
+        lin.forward(0, act(X), W.data(), nullptr, act(Y), N, nullptr, true);
         auto cx = sx, cw = sw;  // states as the forward cast saw them
         auto Xq = fake_q(X, N, K, recipe.x, ptr(sx)), Wq = fake_q(W, M, K, recipe.w, ptr(sw));
         EXPECT_LT(bound_error(Y, gemm_nt(Xq, Wq, N, M, K), Xq, Wq, N, M, K), kGemmTol) << "fprop step " << step;
@@ -162,7 +174,8 @@ TEST_P(Fp8LinearRecipe, GemmsSeeTheQuantizedOperandsOfTheirOrientation) {
             EXPECT_GT(bound_error(Y, gemm_nt(X, W, N, M, K), X, W, N, M, K), 1e-3) << "fprop step " << step;
         }
 
-        lin.backward(0, dY.data(), X.data(), W.data(), dX.data(), dW.data(), db.data(), N, nullptr);
+        lin.backward(0, act(dY), act(X), W.data(), act(dX), dW.data(), db.data(), N, nullptr);
+        lin.flush_reports();
         auto cdy = sdy;
         auto dYq = fake_q(dY, N, M, recipe.dy, ptr(sdy));
         auto cw2 = cw;
@@ -214,14 +227,15 @@ INSTANTIATE_TEST_SUITE_P(Recipes, Fp8LinearRecipe,
                          ::testing::Values("baseline", "delayed", "delayed_e4m3", "current", "blockwise", "mxfp8"));
 
 TEST(Fp8Linear, BiasAndItsGradientStayFloat32) {
-    Fp8Linear lin({LinearInfo{"l", 0, K, M}});
+    Fp8Linear lin(cpu(), {LinearInfo{"l", 0, K, M}});
     lin.set_recipe(training_recipe("current"));
     auto X = randn(N * K, 1), W = randn(M * K, 2), b = randn(M, 3), dY = randn(N * M, 4);
     std::vector<float> Y(N * M), Yb(N * M), dX(N * K), dW(M * K), db(M);
-    lin.forward(0, X.data(), W.data(), nullptr, Y.data(), N, nullptr, true);
-    lin.forward(0, X.data(), W.data(), b.data(), Yb.data(), N, nullptr, true);
+    lin.forward(0, act(X), W.data(), nullptr, act(Y), N, nullptr, true);
+    lin.forward(0, act(X), W.data(), b.data(), act(Yb), N, nullptr, true);
     for (std::int64_t i = 0; i < N * M; ++i) ASSERT_EQ(Yb[std::size_t(i)], Y[std::size_t(i)] + b[std::size_t(i % M)]);
-    lin.backward(0, dY.data(), X.data(), W.data(), dX.data(), dW.data(), db.data(), N, nullptr);
+    lin.backward(0, act(dY), act(X), W.data(), act(dX), dW.data(), db.data(), N, nullptr);
+    lin.flush_reports();
     Vec dbref(M, 0.0);
     for (std::int64_t i = 0; i < N * M; ++i) dbref[std::size_t(i % M)] += dY[std::size_t(i)];  // unquantized dY
     EXPECT_LT(rel_error(db, dbref), 1e-6);
@@ -230,7 +244,7 @@ TEST(Fp8Linear, BiasAndItsGradientStayFloat32) {
 TEST(Fp8Linear, SmoothSwigluQuantizesScaledChannelsAndUndoesTheScale) {
     for (const char* name : {"baseline", "current", "mxfp8"}) {
         const TrainingRecipe recipe = training_recipe(name);
-        Fp8Linear lin({LinearInfo{"blocks.0.mlp.fc2", 0, K, M}});
+        Fp8Linear lin(cpu(), {LinearInfo{"blocks.0.mlp.fc2", 0, K, M}});
         lin.set_recipe(recipe);
         auto X = randn(N * K, 1), W = randn(M * K, 2, 0.05f), dY = randn(N * M, 3);
         std::vector<float> s(K);
@@ -241,8 +255,9 @@ TEST(Fp8Linear, SmoothSwigluQuantizesScaledChannelsAndUndoesTheScale) {
         std::vector<float> Xs(X), Ws(W), Y(N * M), dX(N * K), dW(M * K);
         for (std::int64_t i = 0; i < N * K; ++i) Xs[std::size_t(i)] *= s[std::size_t(i % K)];
         for (std::int64_t i = 0; i < M * K; ++i) Ws[std::size_t(i)] /= s[std::size_t(i % K)];
-        lin.forward(0, X.data(), W.data(), nullptr, Y.data(), N, s.data(), true);
-        lin.backward(0, dY.data(), X.data(), W.data(), dX.data(), dW.data(), nullptr, N, s.data());
+        lin.forward(0, act(X), W.data(), nullptr, act(Y), N, s.data(), true);
+        lin.backward(0, act(dY), act(X), W.data(), act(dX), dW.data(), nullptr, N, s.data());
+        lin.flush_reports();
         auto Xq = fake_q(Xs, N, K, recipe.x, nullptr), Wq = fake_q(Ws, M, K, recipe.w, nullptr);
         EXPECT_LT(rel_error(Y, gemm_nt(Xq, Wq, N, M, K)), 1e-5) << name;
         if (!recipe.quantized()) {
@@ -260,14 +275,14 @@ TEST(Fp8Linear, SmoothSwigluQuantizesScaledChannelsAndUndoesTheScale) {
 }
 
 TEST(Fp8Linear, EvaluationLeavesDelayedHistoriesAlone) {
-    Fp8Linear lin({LinearInfo{"l", 0, K, M}});
+    Fp8Linear lin(cpu(), {LinearInfo{"l", 0, K, M}});
     lin.set_recipe(training_recipe("delayed"));
     auto X = randn(N * K, 1), W = randn(M * K, 2);
     std::vector<float> Y(N * M);
-    lin.forward(0, X.data(), W.data(), nullptr, Y.data(), N, nullptr, true);
+    lin.forward(0, act(X), W.data(), nullptr, act(Y), N, nullptr, true);
     ASSERT_EQ(lin.delayed_state(0, Operand::X)->history().size(), 1u);
     float scale = lin.delayed_state(0, Operand::X)->scale();
-    lin.forward(0, X.data(), W.data(), nullptr, Y.data(), N, nullptr, false);
+    lin.forward(0, act(X), W.data(), nullptr, act(Y), N, nullptr, false);
     EXPECT_EQ(lin.delayed_state(0, Operand::X)->history().size(), 1u);
     EXPECT_EQ(lin.delayed_state(0, Operand::X)->scale(), scale);
     EXPECT_EQ(lin.delayed_state(0, Operand::W)->history().size(), 1u);
@@ -289,7 +304,7 @@ TEST(Fp8Linear, TrainingCastsReportAmaxAndScaleEveryStep) {
     };
     for (const char* name : {"delayed", "mxfp8"}) {
         SCOPED_TRACE(name);
-        Fp8Linear lin({LinearInfo{"l", 0, K, M}});
+        Fp8Linear lin(cpu(), {LinearInfo{"l", 0, K, M}});
         lin.set_recipe(training_recipe(name));
         ScalingSink sink;
         lin.set_capture(&sink, false);
@@ -299,8 +314,9 @@ TEST(Fp8Linear, TrainingCastsReportAmaxAndScaleEveryStep) {
             auto X = randn(N * K, 10 + step, 1.0f + step), W = randn(M * K, 20 + step), dY = randn(N * M, 30 + step);
             std::vector<float> Y(N * M), dX(N * K), dW(M * K);
             sink.seen.clear();
-            lin.forward(0, X.data(), W.data(), nullptr, Y.data(), N, nullptr, true);
-            lin.backward(0, dY.data(), X.data(), W.data(), dX.data(), dW.data(), nullptr, N, nullptr);
+            lin.forward(0, act(X), W.data(), nullptr, act(Y), N, nullptr, true);
+            lin.backward(0, act(dY), act(X), W.data(), act(dX), dW.data(), nullptr, N, nullptr);
+            lin.flush_reports();
             ASSERT_EQ(sink.seen.size(), 3u);  // x, w, dy: once each
             std::map<Operand, float> want{{Operand::X, amax_of(X)}, {Operand::W, amax_of(W)}, {Operand::DY, amax_of(dY)}};
             for (const auto& s : sink.seen) {
@@ -318,26 +334,27 @@ TEST(Fp8Linear, TrainingCastsReportAmaxAndScaleEveryStep) {
             }
             // Evaluation casts are not training casts: nothing is reported.
             sink.seen.clear();
-            lin.forward(0, X.data(), W.data(), nullptr, Y.data(), N, nullptr, false);
+            lin.forward(0, act(X), W.data(), nullptr, act(Y), N, nullptr, false);
             EXPECT_TRUE(sink.seen.empty());
         }
     }
 }
 
 TEST(Fp8Linear, RecipeStateRoundTripsAndRejectsDamage) {
-    Fp8Linear a({LinearInfo{"l0", 0, K, M}, LinearInfo{"l1", 0, M, K}});
+    Fp8Linear a(cpu(), {LinearInfo{"l0", 0, K, M}, LinearInfo{"l1", 0, M, K}});
     auto X = randn(N * K, 1, 3.0f), W = randn(M * K, 2), dY = randn(N * M, 3);
     std::vector<float> Y(N * M), dX(N * K), dW(M * K);
     for (const char* name : {"delayed", "delayed_e4m3"}) {
         a.set_recipe(training_recipe(name));
         for (int s = 0; s < 2; ++s) {
-            a.forward(0, X.data(), W.data(), nullptr, Y.data(), N, nullptr, true);
-            a.backward(0, dY.data(), X.data(), W.data(), dX.data(), dW.data(), nullptr, N, nullptr);
+            a.forward(0, act(X), W.data(), nullptr, act(Y), N, nullptr, true);
+            a.backward(0, act(dY), act(X), W.data(), act(dX), dW.data(), nullptr, N, nullptr);
+            a.flush_reports();
         }
     }
     a.set_recipe(training_recipe("delayed"));
     auto bytes = a.save_state();
-    Fp8Linear b({LinearInfo{"l0", 0, K, M}, LinearInfo{"l1", 0, M, K}});
+    Fp8Linear b(cpu(), {LinearInfo{"l0", 0, K, M}, LinearInfo{"l1", 0, M, K}});
     b.set_recipe(training_recipe("delayed"));
     b.load_state(bytes);
     for (const char* name : {"delayed", "delayed_e4m3"}) {
@@ -357,17 +374,17 @@ TEST(Fp8Linear, RecipeStateRoundTripsAndRejectsDamage) {
     auto bad = bytes;
     bad[0] = 'X';
     EXPECT_THROW(b.load_state(bad), std::runtime_error);
-    Fp8Linear c({LinearInfo{"l0", 0, K, M}});
+    Fp8Linear c(cpu(), {LinearInfo{"l0", 0, K, M}});
     EXPECT_THROW(c.load_state(bytes), std::runtime_error);
 }
 
 TEST(Fp8Linear, ColumnwiseIsTransposeOnlyForSymmetricScaling) {
     EXPECT_TRUE(columnwise_is_transpose(std::nullopt));
-    EXPECT_TRUE(columnwise_is_transpose(*training_recipe("current").x));
-    EXPECT_TRUE(columnwise_is_transpose(*training_recipe("delayed").dy));
-    EXPECT_TRUE(columnwise_is_transpose(*training_recipe("blockwise").w));   // 128x128
-    EXPECT_FALSE(columnwise_is_transpose(*training_recipe("blockwise").x));  // 1x128
-    EXPECT_FALSE(columnwise_is_transpose(*training_recipe("mxfp8").w));
+    EXPECT_TRUE(columnwise_is_transpose(training_recipe("current").x));
+    EXPECT_TRUE(columnwise_is_transpose(training_recipe("delayed").dy));
+    EXPECT_TRUE(columnwise_is_transpose(training_recipe("blockwise").w));   // 128x128
+    EXPECT_FALSE(columnwise_is_transpose(training_recipe("blockwise").x));  // 1x128
+    EXPECT_FALSE(columnwise_is_transpose(training_recipe("mxfp8").w));
 }
 
 }  // namespace

@@ -10,9 +10,13 @@
 
 #include "engine/model.h"
 #include "engine_reference.h"
+#include "support/cpu_engine.h"
 
 namespace fp8scope {
 namespace {
+
+using fp8scope::testing::CpuModel;
+using fp8scope::testing::CpuTrainer;
 
 ModelConfig tiny(NormKind norm, MlpKind mlp, bool bias) {
     ModelConfig c;
@@ -103,7 +107,7 @@ TEST(TrainingRecipe, NamedRecipes) {
 }
 
 TEST(Model, ParameterLayoutIsContiguousAndNamed) {
-    Model m(tiny(NormKind::LayerNorm, MlpKind::GELU, true));
+    CpuModel m(tiny(NormKind::LayerNorm, MlpKind::GELU, true));
     std::size_t next = 0;
     std::map<std::string, std::vector<std::int64_t>> shapes;
     for (const auto& t : m.param_tensors()) {
@@ -119,14 +123,14 @@ TEST(Model, ParameterLayoutIsContiguousAndNamed) {
     ASSERT_EQ(m.linears().size(), 8u);
     EXPECT_EQ(m.linears()[6].name, "blocks.1.mlp.fc1");
     EXPECT_EQ(m.linears()[6].out_features, 32);
-    Model r(tiny(NormKind::RMSNorm, MlpKind::SwiGLU, false));
+    CpuModel r(tiny(NormKind::RMSNorm, MlpKind::SwiGLU, false));
     for (const auto& t : r.param_tensors()) EXPECT_EQ(t.name.find("bias"), std::string::npos) << t.name;
     EXPECT_EQ(r.linears()[2].out_features, 24);  // fc1: gate and up
 }
 
 // Whole model: analytic gradients vs central differences of the float64 forward.
 void check_model_gradient(const ModelConfig& c) {
-    Model m(c);
+    CpuModel m(c);
     std::mt19937 rng(5);
     std::normal_distribution<float> nd(0.0f, 0.4f);
     for (auto& p : m.params()) p = nd(rng);  // larger than GPT-2 init so every term matters
@@ -161,7 +165,7 @@ TEST(Model, GradientMatchesFloat64FiniteDifferencesRMSNormSwiGLUNoBias) {
 }
 
 TEST(Model, BaselineSgdLearnsARepetitiveSequence) {
-    Model m(small());
+    CpuModel m(small());
     m.init(1);
     auto losses = train(m, 60);
     EXPECT_NEAR(losses.front(), std::log(16.0), 0.2);  // GPT-2 init: near-uniform predictions
@@ -170,7 +174,7 @@ TEST(Model, BaselineSgdLearnsARepetitiveSequence) {
 
 TEST(Model, SameSeedGivesBitwiseIdenticalRuns) {
     for (const char* recipe : {"baseline", "delayed", "mxfp8"}) {
-        Model a(small()), b(small());
+        CpuModel a(small()), b(small());
         a.init(42);
         b.init(42);
         a.set_recipe(training_recipe(recipe));
@@ -181,14 +185,14 @@ TEST(Model, SameSeedGivesBitwiseIdenticalRuns) {
             EXPECT_EQ(std::memcmp(&la[i], &lb[i], sizeof(float)), 0) << recipe << " step " << i;
         EXPECT_EQ(std::memcmp(a.params().data(), b.params().data(), a.params().size_bytes()), 0) << recipe;
     }
-    Model a(small()), c(small());
+    CpuModel a(small()), c(small());
     a.init(42);
     c.init(43);
     EXPECT_NE(std::memcmp(a.params().data(), c.params().data(), 4096), 0);
 }
 
 TEST(Model, EvaluateMatchesForwardAndDoesNotEnableBackward) {
-    Model m(small());
+    CpuModel m(small());
     m.init(3);
     std::vector<std::int32_t> tok, tgt;
     repetitive_batch(2, 8, tok, tgt);
@@ -218,7 +222,7 @@ public:
 };
 
 TEST(Model, CaptureStepHandsSixOperandsPerLinearAndTimesOps) {
-    Model m(small());
+    CpuModel m(small());
     m.init(1);
     m.set_recipe(training_recipe("current"));
     CountingSink sink;
@@ -239,7 +243,7 @@ TEST(Model, CaptureStepHandsSixOperandsPerLinearAndTimesOps) {
 }
 
 TEST(Model, SetRecipeSwitchesAndKeepsDelayedHistories) {
-    Model m(small());
+    CpuModel m(small());
     m.init(1);
     CountingSink sink;
     m.set_recipe(training_recipe("delayed"));
@@ -256,7 +260,7 @@ TEST(Model, SetRecipeSwitchesAndKeepsDelayedHistories) {
 }
 
 TEST(Model, RecipeStateRestoresDelayedScalingBitwise) {
-    Model a(small()), b(small());
+    CpuModel a(small()), b(small());
     a.init(9);
     a.set_recipe(training_recipe("delayed"));
     train(a, 3);
@@ -266,7 +270,7 @@ TEST(Model, RecipeStateRestoresDelayedScalingBitwise) {
     float la = train(a, 1)[0], lb = train(b, 1)[0];
     EXPECT_EQ(la, lb);
     EXPECT_EQ(std::memcmp(a.grads().data(), b.grads().data(), a.grads().size_bytes()), 0);
-    Model fresh(small());  // without the histories the first delayed step uses scale 1
+    CpuModel fresh(small());  // without the histories the first delayed step uses scale 1
     std::copy(a.params().begin(), a.params().end(), fresh.params().begin());
     b.load_recipe_state(a.save_recipe_state());
     fresh.set_recipe(training_recipe("delayed"));
@@ -278,7 +282,7 @@ TEST(Model, EveryFp8RecipeTrainsCloseToBaseline) {
         ModelConfig c = small();
         c.mlp = MlpKind::SwiGLU;
         c.smooth_swiglu = true;
-        Model m(c);
+        CpuModel m(c);
         m.init(1);
         m.set_recipe(training_recipe(name));
         auto losses = train(m, 40);

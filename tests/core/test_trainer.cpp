@@ -14,11 +14,15 @@
 #include <vector>
 
 #include "engine/trainer.h"
+#include "support/cpu_engine.h"
 
 using namespace fp8scope;
 namespace fs = std::filesystem;
 
 namespace {
+
+using fp8scope::testing::CpuModel;
+using fp8scope::testing::CpuTrainer;
 
 TrainConfig tiny(int steps = 40) {
     TrainConfig c;
@@ -82,7 +86,7 @@ fs::path temp_dir(const std::string& name) {
 
 TEST(Trainer, LossFallsAndEvalLossIsReported) {
     TrainConfig c = tiny(60);
-    Trainer t(c);
+    CpuTrainer t(c);
     float before = t.evaluate()[0];
     Recorder rec;
     t.add_observer(&rec);
@@ -104,13 +108,13 @@ TEST(Trainer, LossFallsAndEvalLossIsReported) {
 }
 
 TEST(Trainer, SameSeedSameThreadsGivesBitwiseIdenticalRuns) {
-    Trainer a(tiny(15)), b(tiny(15));
+    CpuTrainer a(tiny(15)), b(tiny(15));
     a.run();
     b.run();
     EXPECT_EQ(params_of(a), params_of(b));
     TrainConfig other = tiny(15);
     other.seed = 12;
-    Trainer c(other);
+    CpuTrainer c(other);
     c.run();
     EXPECT_NE(params_of(a), params_of(c));
 }
@@ -118,7 +122,7 @@ TEST(Trainer, SameSeedSameThreadsGivesBitwiseIdenticalRuns) {
 TEST(Trainer, LockStepReplicasUnderTheSameRecipeStayIdentical) {
     TrainConfig c = tiny(20);
     c.compare = {"baseline", "baseline", "delayed"};
-    Trainer t(c);
+    CpuTrainer t(c);
     EXPECT_EQ(params_of(t, 0), params_of(t, 2));  // identical initial weights, any recipe
     Recorder rec;
     t.add_observer(&rec);
@@ -134,19 +138,19 @@ TEST(Trainer, ResumedCheckpointContinuesBitForBit) {
     fs::path dir = temp_dir("resume");
     TrainConfig c = tiny(30);
     c.compare = {"baseline", "delayed"};
-    Trainer whole(c);
+    CpuTrainer whole(c);
     Recorder whole_rec;
     whole.add_observer(&whole_rec);
     whole.run();
 
-    Trainer first(c);
+    CpuTrainer first(c);
     for (int i = 0; i < 13; ++i) first.step();
     std::string path = (dir / "mid.ckpt").string();
     first.save_checkpoint(path);
 
     TrainConfig resumed_config = c;
     resumed_config.checkpoint.resume = path;
-    Trainer second(resumed_config);
+    CpuTrainer second(resumed_config);
     EXPECT_EQ(second.steps_done(), 13);
     Recorder second_rec;
     second.add_observer(&second_rec);
@@ -160,14 +164,14 @@ TEST(Trainer, ResumedCheckpointContinuesBitForBit) {
 
 TEST(Trainer, ResumeIntoADifferentModelIsAClearError) {
     fs::path dir = temp_dir("mismatch");
-    Trainer t(tiny(2));
+    CpuTrainer t(tiny(2));
     std::string path = (dir / "a.ckpt").string();
     t.save_checkpoint(path);
     TrainConfig other = tiny(2);
     other.model.d_model = 64;
     other.checkpoint.resume = path;
     try {
-        Trainer u(other);
+        CpuTrainer u(other);
         FAIL();
     } catch (const std::invalid_argument& e) {
         EXPECT_NE(std::string(e.what()).find("parameters"), std::string::npos) << e.what();
@@ -177,7 +181,7 @@ TEST(Trainer, ResumeIntoADifferentModelIsAClearError) {
 
 TEST(Trainer, InjectedNanRewindsToTheLastGoodStateAndSkipsTheBatch) {
     TrainConfig c = tiny(30);
-    Trainer poisoned(c);
+    CpuTrainer poisoned(c);
     poisoned.corrupt_params_at_batch(17, NAN);  // snapshots every 10 steps: rewinds to step 10
     Recorder rec;
     poisoned.add_observer(&rec);
@@ -200,7 +204,7 @@ TEST(Trainer, InjectedNanRewindsToTheLastGoodStateAndSkipsTheBatch) {
     for (float p : params_of(poisoned)) ASSERT_TRUE(std::isfinite(p));
 
     // The rewound run is exactly a run that never saw batch 17.
-    Trainer clean(c);
+    CpuTrainer clean(c);
     clean.skip_batch(17);
     clean.run();
     EXPECT_EQ(params_of(poisoned), params_of(clean));
@@ -210,7 +214,7 @@ TEST(Trainer, LossSpikeOverTheMovingAverageIsRewound) {
     TrainConfig c = tiny(30);
     c.rewind.window = 5;
     c.rewind.spike_factor = 2.0f;
-    Trainer spiked(c);
+    CpuTrainer spiked(c);
     spiked.corrupt_params_at_batch(23, 50.0f);  // huge logits: a finite loss far above the average
     Recorder rec;
     spiked.add_observer(&rec);
@@ -224,7 +228,7 @@ TEST(Trainer, LossSpikeOverTheMovingAverageIsRewound) {
             EXPECT_EQ(e.step, 20);
         }
     }
-    Trainer clean(c);
+    CpuTrainer clean(c);
     clean.skip_batch(23);
     clean.run();
     EXPECT_EQ(params_of(spiked), params_of(clean));
@@ -233,7 +237,7 @@ TEST(Trainer, LossSpikeOverTheMovingAverageIsRewound) {
 TEST(Trainer, NanWithoutRewindStopsWithAnError) {
     TrainConfig c = tiny(10);
     c.rewind.enabled = false;
-    Trainer t(c);
+    CpuTrainer t(c);
     t.corrupt_params_at_batch(4, NAN);
     TrainSummary s = t.run();
     EXPECT_EQ(s.steps, 4);
@@ -244,7 +248,7 @@ TEST(Trainer, ControlRequestsFromAnotherThreadApplyBetweenSteps) {
     fs::path dir = temp_dir("control");
     TrainConfig c = tiny(100000);
     c.compare = {"baseline", "baseline"};
-    Trainer t(c);
+    CpuTrainer t(c);
 
     struct Driver : Recorder {
         Trainer* trainer = nullptr;
@@ -304,7 +308,7 @@ TEST(Trainer, CaptureSinkSeesOperandsOnlyOnCaptureSteps) {
     TrainConfig c = tiny(6);
     c.capture_every = 3;
     c.recipe = "delayed";
-    Trainer t(c);
+    CpuTrainer t(c);
     t.set_capture_sink(0, &sink);
     t.add_observer(&steps);
     t.run();

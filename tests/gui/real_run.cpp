@@ -9,6 +9,7 @@
 #include "trace_records.h"
 #include "train_recorder.h"
 #include "trace_writer.h"
+#include "support/cpu_engine.h"
 
 namespace fp8scope::testing {
 
@@ -18,7 +19,8 @@ struct AmaxTee : CaptureSink {
     AmaxTee(CaptureSink* next, int replica, const std::int64_t* step) : next(next), replica(replica), step(step) {}
     void on_operand(const OperandCapture& o) override {
         float m = 0;
-        for (std::int64_t i = 0; i < o.values.size(); ++i) m = std::max(m, std::fabs(o.values.data[i]));
+        const float* v = static_cast<const float*>(o.values.data);  // the CPU trainer's float32
+        for (std::int64_t i = 0; i < o.values.numel(); ++i) m = std::max(m, std::fabs(v[i]));
         seen.push_back({replica, *step, trace::operand_slot(o.linear, o.gemm, o.operand), m});
         next->on_operand(o);
     }
@@ -33,7 +35,7 @@ struct AmaxTee : CaptureSink {
 
 std::vector<fp8scope::StepRecord> train_and_record(const std::string& path, const TrainConfig& config,
                                                    std::int64_t blockmap_every, std::vector<CapturedAmax>* amax) {
-    Trainer trainer(config);
+    CpuTrainer trainer(config);
     const trace::TraceMeta meta = trace::make_trace_meta(config, trainer.model(0).linears(), "test", blockmap_every);
     struct Keep : TrainObserver {
         std::vector<fp8scope::StepRecord> seen;

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "series_store.h"
+#include "models/series_store.h"
 
 namespace fp8scope::testing {
 

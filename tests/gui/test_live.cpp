@@ -2,18 +2,20 @@
 // tiny run whose step records reach the store; engine failures that end in a message;
 // attaching over a local socket, refused connections and wrong tokens; a recipe switch
 // sent from the GUI and recorded as an event; a kernel name that appears during the run
-// in the kernel table.
+// in the kernel table; the trace file and the live run driven alike through DataSource.
 #include <QProcess>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 
-#include "engine_process.h"
-#include "kernel_stats_model.h"
-#include "live_source.h"
-#include "trace_file_loader.h"
+#include "fp8/training_recipe.h"
 #include "live_server.h"
+#include "models/engine_process.h"
+#include "models/kernel_stats_model.h"
+#include "models/live_source.h"
+#include "models/trace_file_loader.h"
 #include "synthetic_trace.h"
+#include "trace_file.h"
 
 using namespace fp8scope;
 using namespace fp8scope::views;
@@ -33,6 +35,20 @@ std::map<QString, int> kernel_calls(const SeriesStore& store, int run, std::int6
         out[name] = m.data(m.index(r, KernelStatsModel::Calls), Qt::DisplayRole).toInt();
     }
     return out;
+}
+
+// Starts `source` and checks it through the interface the app uses: opened() with its
+// name, the synthetic trace's steps in the store, no failure.
+void expectSynthetic(DataSource& source, const std::function<void()>& start, const QString& name,
+                     const SeriesStore& store, std::size_t steps) {
+    QSignalSpy opened(&source, &DataSource::opened), failed(&source, &DataSource::failed);
+    start();
+    QTRY_COMPARE_WITH_TIMEOUT(opened.count(), 1, 10000);
+    QCOMPARE(opened.at(0).at(0).toString(), name);
+    QTRY_COMPARE_WITH_TIMEOUT(steps_of(store, 2), steps, 10000);
+    QCOMPARE(store.read([](const TraceData& d) { return d.runs[1].steps.loss[7]; }), testing::loss_of(1, 7));
+    QVERIFY(source.wait(10000));
+    QCOMPARE(failed.count(), 0);
 }
 }  // namespace
 
@@ -60,6 +76,16 @@ private slots:
         QVERIFY(!a.contains("--recipe") && !a.contains("--token"));
         s.recipes = {"delayed"};
         QCOMPARE(s.arguments()[s.arguments().indexOf("--recipe") + 1], QString("delayed"));
+    }
+
+    // The GUI offers core's recipes, and its default lock-step set is made of them.
+    void recipeNamesComeFromCore() {
+        const QStringList names = LaunchSpec::recipeNames();
+        QCOMPARE(names.size(), qsizetype(training_recipe_names().size()));
+        for (const std::string& n : training_recipe_names()) QVERIFY(names.contains(QString::fromStdString(n)));
+        QVERIFY(LaunchSpec::kDefaultLockStep.size() > 1);
+        for (const QString& r : LaunchSpec::kDefaultLockStep) QVERIFY2(names.contains(r), qPrintable(r));
+        QCOMPARE(LaunchSpec{}.recipes, LaunchSpec::kDefaultLockStep);
     }
 
     void missingEngineBinary() {
@@ -119,7 +145,7 @@ private slots:
         QSignalSpy failed(&live, &LiveSource::failed);
         live.attach("unix:" + dir_.filePath("nobody.sock"), QString());
         QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 10000);
-        QVERIFY(failed.at(0).at(0).toString().contains("nobody.sock"));
+        QVERIFY(failed.at(0).at(1).toString().contains("nobody.sock"));
         QVERIFY(!live.isAttached());
         QVERIFY(store.read([](const TraceData& d) { return d.meta.runs.empty(); }));
     }
@@ -147,10 +173,10 @@ private slots:
         QSignalSpy refused(&wrong, &LiveSource::failed);
         wrong.attach(QString::fromStdString("unix:" + sock), "guess");
         QTRY_COMPARE_WITH_TIMEOUT(refused.count(), 1, 10000);
-        QVERIFY(refused.at(0).at(0).toString().contains("token"));
+        QVERIFY(refused.at(0).at(1).toString().contains("token"));
 
         LiveSource live(&store);
-        QSignalSpy attached(&live, &LiveSource::attached), replied(&live, &LiveSource::replied);
+        QSignalSpy attached(&live, &LiveSource::opened), replied(&live, &LiveSource::replied);
         live.attach(QString::fromStdString("unix:" + sock), "secret");
         QTRY_COMPARE_WITH_TIMEOUT(attached.count(), 1, 10000);
         QTRY_COMPARE_WITH_TIMEOUT(steps_of(store, 2), std::size_t(20), 10000);
@@ -186,7 +212,7 @@ private slots:
 
         SeriesStore before_store;
         LiveSource before(&before_store);
-        QSignalSpy attached(&before, &LiveSource::attached);
+        QSignalSpy attached(&before, &LiveSource::opened);
         before.attach(endpoint, QString());
         QTRY_COMPARE_WITH_TIMEOUT(attached.count(), 1, 10000);
         server.publish(trace::OpNameRecord{gemm_id, "sm90_gemm_e4m3"});
@@ -204,6 +230,45 @@ private slots:
         const std::map<QString, int> one{{"sm90_gemm_e4m3", 1}};
         QTRY_COMPARE_WITH_TIMEOUT(kernel_calls(after_store, 0, 4), one, 10000);
         QTRY_COMPARE_WITH_TIMEOUT(kernel_calls(before_store, 0, 4), one, 10000);
+    }
+
+    // A trace file and a live run filling one store through the one interface: the newer
+    // source's trace wins, a stale source's batches are dropped (the file grew after the
+    // live run took over), and a closed source delivers nothing more.
+    void bothSourcesThroughTheInterface() {
+        testing::SyntheticSpec spec;
+        spec.steps = 25;
+        const QString file = dir_.filePath("interface.h5");
+        trace::TraceWriter writer(file.toStdString(), testing::synthetic_meta(spec));
+        testing::write_synthetic_steps(writer, spec, 0, 20);
+        writer.flush();
+        const std::string sock = dir_.filePath("interface.sock").toStdString();
+        const QString endpoint = QString::fromStdString("unix:" + sock);
+        live::LiveServer server(live::parse_endpoint("unix:" + sock), "", testing::synthetic_meta(spec), nullptr);
+        for (const auto& r : testing::synthetic_batch(spec).steps)
+            if (r.step < 10) server.publish(r);  // fewer than the file: the store shows whose trace it holds
+
+        SeriesStore store;
+        TraceFileLoader loader(&store);
+        LiveSource live(&store);
+        expectSynthetic(loader, [&] { loader.open(file); }, file, store, 20);
+        expectSynthetic(live, [&] { live.attach(endpoint, QString()); }, endpoint, store, 10);
+
+        QSignalSpy grew(&loader, &TraceFileLoader::grew);
+        testing::write_synthetic_steps(writer, spec, 20, 25);
+        writer.flush();
+        loader.poll();
+        QVERIFY(loader.wait(10000));
+        QCoreApplication::processEvents();
+        QCOMPARE(grew.count(), 0);
+        QCOMPARE(steps_of(store, 2), std::size_t(10));
+
+        DataSource& source = live;
+        source.close();
+        server.publish(trace::StepRecord{2, 10, 1.0});
+        QTest::qWait(300);
+        QCOMPARE(steps_of(store, 2), std::size_t(10));
+        writer.close();
     }
 };
 

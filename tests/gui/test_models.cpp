@@ -12,18 +12,18 @@
 #include <algorithm>
 #include <thread>
 
-#include "chrome_trace.h"
-#include "display_names.h"
-#include "events_model.h"
-#include "kernel_stats_model.h"
-#include "layers_model.h"
-#include "model_roles.h"
-#include "recipe_error_model.h"
-#include "redraw_scheduler.h"
-#include "selection.h"
-#include "step_cursor.h"
+#include "models/chrome_trace.h"
+#include "models/display_names.h"
+#include "models/events_model.h"
+#include "models/kernel_stats_model.h"
+#include "models/layers_model.h"
+#include "models/model_roles.h"
+#include "models/recipe_error_model.h"
+#include "models/redraw_scheduler.h"
+#include "models/selection.h"
+#include "models/step_cursor.h"
+#include "models/table_csv.h"
 #include "synthetic_trace.h"
-#include "table_csv.h"
 
 using namespace fp8scope;
 using namespace fp8scope::views;

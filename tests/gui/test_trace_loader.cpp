@@ -8,9 +8,9 @@
 #include <fstream>
 #include <hdf5.h>
 
+#include "models/trace_file_loader.h"
 #include "real_run.h"
 #include "trace_file.h"
-#include "trace_file_loader.h"
 
 using namespace fp8scope;
 using namespace fp8scope::views;

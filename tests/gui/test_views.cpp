@@ -15,23 +15,23 @@
 #include <cmath>
 #include <qcustomplot.h>
 
-#include "amax_view.h"
-#include "blockmap_view.h"
-#include "display_names.h"
-#include "error_view.h"
-#include "events_view.h"
-#include "kernel_view.h"
-#include "layers_view.h"
-#include "loss_view.h"
-#include "outliers_view.h"
-#include "plot_style.h"
+#include "models/display_names.h"
+#include "models/trace_file_loader.h"
 #include "real_run.h"
 #include "stats_capture.h"
 #include "synthetic_trace.h"
-#include "timeline_widget.h"
 #include "trace_file.h"
-#include "trace_file_loader.h"
-#include "view_set.h"
+#include "widgets/amax_view.h"
+#include "widgets/blockmap_view.h"
+#include "widgets/error_view.h"
+#include "widgets/events_view.h"
+#include "widgets/kernel_view.h"
+#include "widgets/layers_view.h"
+#include "widgets/loss_view.h"
+#include "widgets/outliers_view.h"
+#include "widgets/plot_style.h"
+#include "widgets/timeline_widget.h"
+#include "widgets/view_set.h"
 
 using namespace fp8scope;
 using namespace fp8scope::views;

@@ -58,7 +58,7 @@ TEST(LiveEndpoint, DefaultSocketPathIsFreshAndPrivate) {
     TempDir runtime;
     const char* old = std::getenv("XDG_RUNTIME_DIR");
     std::string saved = old ? old : "";
-    ::setenv("XDG_RUNTIME_DIR", runtime.path.c_str(), 1);
+    ::setenv("XDG_RUNTIME_DIR", runtime.path().c_str(), 1);
     std::string a = default_socket_path();
     std::string b = default_socket_path();
     if (old)
@@ -66,10 +66,10 @@ TEST(LiveEndpoint, DefaultSocketPathIsFreshAndPrivate) {
     else
         ::unsetenv("XDG_RUNTIME_DIR");
 
-    EXPECT_EQ(a.rfind(runtime.path + "/fp8scope/engine-" + std::to_string(::getpid()), 0), 0u) << a;
+    EXPECT_EQ(a.rfind(runtime.path() + "/fp8scope/engine-" + std::to_string(::getpid()), 0), 0u) << a;
     EXPECT_NE(a, b);
     struct stat st {};
-    ASSERT_EQ(::stat((runtime.path + "/fp8scope").c_str(), &st), 0);
+    ASSERT_EQ(::stat((runtime.path() + "/fp8scope").c_str(), &st), 0);
     EXPECT_TRUE(S_ISDIR(st.st_mode));
     EXPECT_EQ(st.st_mode & 0777, 0700u);
 }

@@ -20,6 +20,13 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// The sample metadata with a fourth op, so that names added late start at id 4.
+trace::TraceMeta four_op_meta() {
+    trace::TraceMeta m = sample_meta();
+    m.ops.push_back("quantize");
+    return m;
+}
+
 // A client that also counts op records whose id it had no name for when they arrived.
 struct NamingClient {
     explicit NamingClient(const LiveServer& server) {
@@ -48,7 +55,7 @@ std::vector<std::string> names_of(const std::vector<trace::OpNameRecord>& v) {
 
 TEST(LiveOpNames, LateNamesReachClientsConnectedBeforeAndAfter) {
     TempDir dir;
-    const trace::TraceMeta meta = sample_meta();  // ops: fprop, dgrad, wgrad, quantize
+    const trace::TraceMeta meta = four_op_meta();  // ops: fprop, dgrad, wgrad, quantize
     LiveServer server(parse_endpoint("unix:" + (dir / "engine.sock")), "", meta, nullptr);
     LivePublisher publisher(server);
     trace::OpNames names(meta.ops);
@@ -58,7 +65,7 @@ TEST(LiveOpNames, LateNamesReachClientsConnectedBeforeAndAfter) {
     // As StatsCapture::on_op does: the id (a new name goes out first), then the record.
     std::vector<trace::OpRecord> sent;
     auto op = [&](const std::string& name, std::int64_t step) {
-        trace::OpRecord r = sample_op(step);
+        trace::OpRecord r = sample_op(0, step, 0);
         r.op = names.id(name, publisher);
         r.start_ns += static_cast<std::int64_t>(sent.size());
         publisher.write(r);
@@ -114,20 +121,20 @@ TEST(LiveOpNames, LateNamesReachClientsConnectedBeforeAndAfter) {
 
 TEST(LiveOpNames, ANameOutOfOrderIsRefusedAndTheStreamGoesOn) {
     TempDir dir;
-    const trace::TraceMeta meta = sample_meta();
+    const trace::TraceMeta meta = four_op_meta();
     LiveServer server(parse_endpoint("unix:" + (dir / "engine.sock")), "", meta, nullptr);
     NamingClient client(server);
     EXPECT_THROW(server.publish(trace::OpNameRecord{6, "skips_ids"}), std::invalid_argument);
     EXPECT_THROW(server.publish(trace::OpNameRecord{2, "wgrad_again"}), std::invalid_argument);
     EXPECT_THROW(server.publish(trace::OpNameRecord{4, ""}), std::invalid_argument);
-    server.publish(sample_op_name());
-    trace::OpRecord r = sample_op(1);
-    r.op = sample_op_name().id;
+    server.publish(sample_op_name(meta));
+    trace::OpRecord r = sample_op(0, 1, 0);
+    r.op = sample_op_name(meta).id;
     server.publish(r);
     ASSERT_TRUE(client.got.wait([&] { return client.got.ops.size() == 1; }));
     std::lock_guard lock(client.got.mu);
     ASSERT_EQ(client.got.op_names.size(), 1u);
-    expect_same(client.got.op_names[0], sample_op_name());
+    expect_same(client.got.op_names[0], sample_op_name(meta));
     EXPECT_TRUE(client.got.closed.empty());
     EXPECT_EQ(client.unnamed, 0u);
 }
@@ -145,9 +152,9 @@ TEST(LiveOpNames, AClientClosesOnANameOutOfOrder) {
         if (int fd = net::accept_one(listener.get()); fd >= 0) conn = net::Fd(fd);
         return static_cast<bool>(conn);
     }));
-    trace::OpRecord r = sample_op(1);
+    trace::OpRecord r = sample_op(0, 1, 0);
     r.op = 5;
-    const std::string frames = wire::frame(wire::MetaMsg{wire::kVersion, sample_meta()}) +
+    const std::string frames = wire::frame(wire::MetaMsg{wire::kVersion, four_op_meta()}) +
                                wire::frame(trace::OpNameRecord{5, "skips_id_4"}) + wire::frame(r);
     ASSERT_TRUE(net::send_all(conn.get(), frames, 5s));
     auto client = connecting.get();

@@ -18,9 +18,13 @@
 #include "live_train.h"
 #include "trace_reader.h"
 #include "train_trace.h"
+#include "support/cpu_engine.h"
 
 namespace fp8scope::live::test {
 namespace {
+
+using fp8scope::testing::CpuModel;
+using fp8scope::testing::CpuTrainer;
 
 constexpr std::int64_t kSteps = 4;
 
@@ -48,7 +52,7 @@ TEST(LivePublisher, CaptureRecordsOnTheStreamEqualTheTraceFile) {
     cli::TraceOptions options;
     options.out = dir / "run.h5";
     options.blockmap_every = 2;
-    Trainer trainer(config);
+    CpuTrainer trainer(config);
     const trace::TraceMeta meta = cli::run_trace_meta(config, trainer, options.blockmap_every);
     cli::LiveTrain serving(trainer, meta, parse_endpoint("unix:" + (dir / "engine.sock")), "");
     trainer.add_observer(&serving);

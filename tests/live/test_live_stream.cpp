@@ -17,6 +17,12 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// An operand of the sample records (the delayed run's dgrad dy) and an event.
+trace::OperandKey key(std::int64_t step, std::int32_t linear = 1) {
+    return {1, step, linear, Gemm::Dgrad, Operand::DY};
+}
+trace::EventRecord event(std::int64_t step) { return sample_event(1, step, trace::EventKind::RecipeSwitch); }
+
 // Records every command it is given; refuses SwitchRecipe to "bogus".
 struct FakeHandler {
     std::mutex mu;
@@ -56,50 +62,52 @@ TEST_P(LiveStream, EveryRecordArrivesFieldByField) {
     ASSERT_TRUE(got.wait([&] { return got.meta.size() == 1; }));
     expect_same(got.meta[0], sample_meta());
 
-    for (int s = 1; s <= 3; ++s) fx.server->publish(sample_step(s, s % 2));
-    fx.server->publish(sample_event(3));
-    fx.server->publish(sample_scaling(3));
-    fx.server->publish(sample_operand(3));
-    fx.server->publish(sample_blockmap(3));
-    fx.server->publish(sample_op(3));
+    const auto meta = sample_meta();
+    for (int s = 1; s <= 3; ++s) fx.server->publish(sample_step(s % 2, s));
+    fx.server->publish(event(3));
+    fx.server->publish(sample_scaling(meta, 1, 3));
+    fx.server->publish(sample_operand(meta, key(3)));
+    fx.server->publish(sample_blockmap(key(3), 2));
+    fx.server->publish(sample_op(1, 3, 3));
     ASSERT_TRUE(got.wait([&] { return got.ops.size() == 1; }));
 
     ASSERT_EQ(got.steps.size(), 3u);
-    for (int s = 1; s <= 3; ++s) expect_same(got.steps[s - 1], sample_step(s, s % 2));
+    for (int s = 1; s <= 3; ++s) expect_same(got.steps[s - 1], sample_step(s % 2, s));
     ASSERT_EQ(got.events.size(), 1u);
-    expect_same(got.events[0], sample_event(3));
+    expect_same(got.events[0], event(3));
     ASSERT_EQ(got.scaling.size(), 1u);
-    expect_same(got.scaling[0], sample_scaling(3));
+    expect_same(got.scaling[0], sample_scaling(meta, 1, 3));
     ASSERT_EQ(got.operands.size(), 1u);
-    expect_same(got.operands[0], sample_operand(3));
+    expect_same(got.operands[0], sample_operand(meta, key(3)));
     ASSERT_EQ(got.blockmaps.size(), 1u);
-    expect_same(got.blockmaps[0], sample_blockmap(3));
-    expect_same(got.ops[0], sample_op(3));
+    expect_same(got.blockmaps[0], sample_blockmap(key(3), 2));
+    expect_same(got.ops[0], sample_op(1, 3, 3));
     EXPECT_EQ(got.meta.size(), 1u);
 }
 
 TEST_P(LiveStream, LateClientGetsMetaHistoryAndNewestOperands) {
     Fixture fx(GetParam());
-    for (int s = 1; s <= 20; ++s) fx.server->publish(sample_step(s));
-    fx.server->publish(sample_event(5));
-    fx.server->publish(sample_operand(10, 0));
-    fx.server->publish(sample_operand(20, 0));
-    fx.server->publish(sample_operand(20, 1));
-    fx.server->publish(sample_scaling(20));  // not history: only live clients see it
-    fx.server->publish(sample_op(20));
+    const auto meta = sample_meta();
+    for (int s = 1; s <= 20; ++s) fx.server->publish(sample_step(0, s));
+    fx.server->publish(event(5));
+    fx.server->publish(sample_operand(meta, key(10, 0)));
+    fx.server->publish(sample_operand(meta, key(20, 0)));
+    fx.server->publish(sample_operand(meta, key(20, 1)));
+    fx.server->publish(sample_scaling(meta, 1, 20));  // not history: only live clients see it
+    fx.server->publish(sample_op(1, 20, 3));
 
     Collected got;
     LiveClient client(fx.server->endpoint(), fx.server->token(), got.handlers());
     ASSERT_TRUE(got.wait([&] { return got.steps.size() == 20 && got.operands.size() == 2 && got.events.size() == 1; }));
     expect_same(got.meta.at(0), sample_meta());
-    for (int s = 1; s <= 20; ++s) expect_same(got.steps[s - 1], sample_step(s));
-    expect_same(got.events[0], sample_event(5));
-    expect_same(got.operands[0], sample_operand(20, 0));
-    expect_same(got.operands[1], sample_operand(20, 1));
+    for (int s = 1; s <= 20; ++s) expect_same(got.steps[s - 1], sample_step(0, s));
+    expect_same(got.events[0], event(5));
+    expect_same(got.operands[0], sample_operand(meta, key(20, 0)));
+    expect_same(got.operands[1], sample_operand(meta, key(20, 1)));
 
-    fx.server->publish(sample_step(21));
+    fx.server->publish(sample_step(0, 21));
     ASSERT_TRUE(got.wait([&] { return got.steps.size() == 21; }));
-    expect_same(got.steps[20], sample_step(21));
+    expect_same(got.steps[20], sample_step(0, 21));
     std::this_thread::sleep_for(50ms);
     std::lock_guard lock(got.mu);
     EXPECT_EQ(got.steps.size(), 21u);  // nothing repeated
@@ -159,7 +167,7 @@ TEST_P(LiveStream, GarbageGetsErrorsAndOthersAreStillServed) {
     bad.hello(fx.server->token());
     ASSERT_EQ(bad.next()->type, wire::Msg::Meta);
     // An unknown type, then a command whose body is cut short: errors, nothing runs.
-    std::string unknown = wire::frame(sample_step(1));
+    std::string unknown = wire::frame(sample_step(0, 1));
     unknown[4] = static_cast<char>(200);
     ASSERT_TRUE(bad.send(unknown));
     auto e1 = bad.next_error();
@@ -180,7 +188,7 @@ TEST_P(LiveStream, GarbageGetsErrorsAndOthersAreStillServed) {
     EXPECT_TRUE(bad.next_error());
     EXPECT_TRUE(bad.closes_within(5s));
 
-    fx.server->publish(sample_step(1));
+    fx.server->publish(sample_step(0, 1));
     ASSERT_TRUE(got.wait([&] { return got.steps.size() == 1; }));
     EXPECT_TRUE(good.send({CommandKind::Pause, -1, "", 0}).ok);
     EXPECT_EQ(fx.handler.commands().size(), 1u);
@@ -206,7 +214,7 @@ TEST_P(LiveStream, OversizedLengthGetsAnErrorAndOthersAreStillServed) {
         EXPECT_EQ(e->code, wire::ErrorCode::FrameTooLarge);
         EXPECT_TRUE(bad.closes_within(5s));
     }
-    fx.server->publish(sample_step(2));
+    fx.server->publish(sample_step(0, 2));
     ASSERT_TRUE(got.wait([&] { return got.steps.size() == 1; }));
     EXPECT_TRUE(good.send({CommandKind::Resume, -1, "", 0}).ok);
     EXPECT_EQ(fx.server->clients(), 1);
@@ -219,7 +227,7 @@ TEST_P(LiveStream, ClientThatStopsReadingIsDroppedWithoutBlockingPublish) {
     ASSERT_TRUE(eventually([&] { return fx.server->clients() == 1; }));
 
     // 40 block maps of 4 MiB each: far past the socket buffers and the 64 MiB queue.
-    auto big = sample_blockmap(1, std::size_t{1} << 20);
+    auto big = sample_blockmap(key(1), 2, 1 << 19);  // 2 x 2^19 tiles
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < 40; ++i) fx.server->publish(big);
     const auto took = std::chrono::steady_clock::now() - t0;
@@ -229,9 +237,9 @@ TEST_P(LiveStream, ClientThatStopsReadingIsDroppedWithoutBlockingPublish) {
 
     Collected got;
     LiveClient fresh(fx.server->endpoint(), fx.server->token(), got.handlers());
-    fx.server->publish(sample_step(7));
+    fx.server->publish(sample_step(0, 7));
     ASSERT_TRUE(got.wait([&] { return got.steps.size() == 1; }));
-    expect_same(got.steps[0], sample_step(7));
+    expect_same(got.steps[0], sample_step(0, 7));
 }
 
 TEST_P(LiveStream, ClientIsToldWhenTheEngineGoesAway) {

@@ -14,6 +14,9 @@ namespace {
 using wire::FrameView;
 using wire::Split;
 
+const trace::OperandKey kKey{1, 10, 1, Gemm::Dgrad, Operand::DY};
+const trace::OperandKey kMapKey{0, 10, 1, Gemm::Fprop, Operand::W};
+
 FrameView split_one(const std::string& bytes) {
     FrameView f{};
     std::size_t used = 0;
@@ -32,7 +35,7 @@ void expect_strict(const std::string& frame, Decode decode) {
 }
 
 TEST(LiveWire, FrameHeaderCountsTypeAndBody) {
-    std::string f = wire::frame(sample_step(3));
+    std::string f = wire::frame(sample_step(0, 3));
     std::uint32_t len;
     std::memcpy(&len, f.data(), 4);
     EXPECT_EQ(len, f.size() - 4);
@@ -44,14 +47,21 @@ TEST(LiveWire, EveryRecordRoundTrips) {
     auto m = wire::decode_meta(split_one(wire::frame(wire::MetaMsg{wire::kVersion, meta})).body);
     EXPECT_EQ(m.version, wire::kVersion);
     expect_same(m.meta, meta);
-    expect_same(wire::decode_step(split_one(wire::frame(sample_step(7))).body), sample_step(7));
-    expect_same(wire::decode_step(split_one(wire::frame(sample_step(8))).body), sample_step(8));
-    expect_same(wire::decode_event(split_one(wire::frame(sample_event(9))).body), sample_event(9));
-    expect_same(wire::decode_scaling(split_one(wire::frame(sample_scaling(9))).body), sample_scaling(9));
-    expect_same(wire::decode_operand(split_one(wire::frame(sample_operand(10))).body), sample_operand(10));
-    expect_same(wire::decode_blockmap(split_one(wire::frame(sample_blockmap(10))).body), sample_blockmap(10));
-    expect_same(wire::decode_op(split_one(wire::frame(sample_op(11))).body), sample_op(11));
-    expect_same(wire::decode_op_name(split_one(wire::frame(sample_op_name())).body), sample_op_name());
+    const auto step7 = sample_step(0, 7), step8 = sample_step(1, 8);
+    expect_same(wire::decode_step(split_one(wire::frame(step7)).body), step7);
+    expect_same(wire::decode_step(split_one(wire::frame(step8)).body), step8);
+    const auto event = sample_event(1, 9, trace::EventKind::RecipeSwitch);
+    expect_same(wire::decode_event(split_one(wire::frame(event)).body), event);
+    const auto scaling = sample_scaling(meta, 1, 9);
+    expect_same(wire::decode_scaling(split_one(wire::frame(scaling)).body), scaling);
+    const auto operand = sample_operand(meta, kKey);
+    expect_same(wire::decode_operand(split_one(wire::frame(operand)).body), operand);
+    const auto map = sample_blockmap(kMapKey, 2);
+    expect_same(wire::decode_blockmap(split_one(wire::frame(map)).body), map);
+    const auto op = sample_op(1, 11, 3);
+    expect_same(wire::decode_op(split_one(wire::frame(op)).body), op);
+    const auto name = sample_op_name(meta);
+    expect_same(wire::decode_op_name(split_one(wire::frame(name)).body), name);
 
     auto h = wire::decode_hello(split_one(wire::frame(wire::Hello{wire::kVersion, "s3cret"})).body);
     EXPECT_EQ(h.version, wire::kVersion);
@@ -74,27 +84,28 @@ TEST(LiveWire, EveryRecordRoundTrips) {
 
 TEST(LiveWire, TruncatedOrPaddedBodiesAreRefused) {
     expect_strict(wire::frame(wire::MetaMsg{wire::kVersion, sample_meta()}), wire::decode_meta);
-    expect_strict(wire::frame(sample_step(1)), wire::decode_step);
-    expect_strict(wire::frame(sample_event(1)), wire::decode_event);
-    expect_strict(wire::frame(sample_scaling(1)), wire::decode_scaling);
-    expect_strict(wire::frame(sample_operand(1)), wire::decode_operand);
-    expect_strict(wire::frame(sample_blockmap(1)), wire::decode_blockmap);
-    expect_strict(wire::frame(sample_op(1)), wire::decode_op);
-    expect_strict(wire::frame(sample_op_name()), wire::decode_op_name);
+    const auto meta = sample_meta();
+    expect_strict(wire::frame(sample_step(0, 1)), wire::decode_step);
+    expect_strict(wire::frame(sample_event(1, 1, trace::EventKind::RecipeSwitch)), wire::decode_event);
+    expect_strict(wire::frame(sample_scaling(meta, 1, 1)), wire::decode_scaling);
+    expect_strict(wire::frame(sample_operand(meta, kKey)), wire::decode_operand);
+    expect_strict(wire::frame(sample_blockmap(kMapKey, 2)), wire::decode_blockmap);
+    expect_strict(wire::frame(sample_op(1, 1, 3)), wire::decode_op);
+    expect_strict(wire::frame(sample_op_name(meta)), wire::decode_op_name);
     expect_strict(wire::frame(wire::Hello{wire::kVersion, "t"}), wire::decode_hello);
     expect_strict(wire::frame(wire::CommandMsg{1, {CommandKind::Stop, -1, "x", 0}}), wire::decode_command);
 }
 
 TEST(LiveWire, HugeCountIsRefusedBeforeAllocating) {
     // A scaling record whose amax count claims four billion floats.
-    std::string body = wire::frame(sample_scaling(1)).substr(wire::kHeader);
+    std::string body = wire::frame(sample_scaling(sample_meta(), 1, 1)).substr(wire::kHeader);
     const std::uint32_t huge = 0xffffffffu;
     std::memcpy(body.data() + 4 + 8, &huge, 4);
     EXPECT_THROW(wire::decode_scaling(body), wire::WireError);
 }
 
 TEST(LiveWire, EnumsOutOfRangeAreRefused) {
-    std::string body = wire::frame(sample_event(1)).substr(wire::kHeader);
+    std::string body = wire::frame(sample_event(1, 1, trace::EventKind::RecipeSwitch)).substr(wire::kHeader);
     const std::int32_t bad = 99;
     std::memcpy(body.data() + 4 + 8, &bad, 4);
     EXPECT_THROW(wire::decode_event(body), wire::WireError);
@@ -103,14 +114,15 @@ TEST(LiveWire, EnumsOutOfRangeAreRefused) {
     std::memcpy(cmd.data() + 4, &bad, 4);
     EXPECT_THROW(wire::decode_command(cmd), wire::WireError);
 
-    std::string op = wire::frame(sample_operand(1)).substr(wire::kHeader);
+    std::string op = wire::frame(sample_operand(sample_meta(), kKey)).substr(wire::kHeader);
     op[4 + 8 + 4] = 7;  // gemm
     EXPECT_THROW(wire::decode_operand(op), wire::WireError);
 }
 
 TEST(LiveWire, OpNameWithoutAnIdOrANameIsRefused) {
     // Body: i32 id, u32 length, the name's bytes.
-    std::string body = wire::frame(sample_op_name()).substr(wire::kHeader);
+    const auto name = sample_op_name(sample_meta());
+    std::string body = wire::frame(name).substr(wire::kHeader);
     const std::int32_t negative = -1;
     std::string bad_id = body;
     std::memcpy(bad_id.data(), &negative, 4);
@@ -121,7 +133,7 @@ TEST(LiveWire, OpNameWithoutAnIdOrANameIsRefused) {
     EXPECT_THROW(wire::decode_op_name(empty), wire::WireError);
 
     std::string long_count = body;
-    const std::uint32_t one_more = static_cast<std::uint32_t>(sample_op_name().name.size() + 1);
+    const std::uint32_t one_more = static_cast<std::uint32_t>(name.name.size() + 1);
     std::memcpy(long_count.data() + 4, &one_more, 4);
     EXPECT_THROW(wire::decode_op_name(long_count), wire::WireError);
 
@@ -138,10 +150,10 @@ TEST(LiveWire, HelloWithoutMagicIsRefused) {
 }
 
 TEST(LiveWire, SplitFrameWaitsForWholeFramesAndRefusesBadLengths) {
-    std::string two = wire::frame(sample_step(1)) + wire::frame(sample_op(2));
+    std::string two = wire::frame(sample_step(0, 1)) + wire::frame(sample_op(1, 2, 3));
     FrameView f{};
     std::size_t used = 0;
-    const std::size_t first = wire::frame(sample_step(1)).size();
+    const std::size_t first = wire::frame(sample_step(0, 1)).size();
     for (std::size_t n = 0; n < first; ++n)
         EXPECT_EQ(wire::split_frame(std::string_view(two).substr(0, n), f, used), Split::NeedMore) << n;
     ASSERT_EQ(wire::split_frame(two, f, used), Split::Frame);

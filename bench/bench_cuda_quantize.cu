@@ -1,0 +1,174 @@
+// The FP8 casts of the CUDA backend against the device-to-device copy bandwidth measured
+// in the same run: x (R, C) BF16 (activations) and float32 (weights), normal data with a
+// few outliers and no zeros, cast to the rowwise and the columnwise copy at once. Bytes
+// counted are those a cast must move: every read of x (current scaling reads it twice),
+// both code copies, the scale_inv grids (and E8M0 grids for MX); the copy moves 2 bytes
+// per byte copied (read + write). Times: CUDA events, median of the runs after warm-up.
+//
+//   bench_cuda_quantize [--rows R] [--cols C] [--runs N]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cuda/check.h"
+#include "cuda/quantize.h"
+
+namespace {
+
+using namespace fp8scope;
+
+// N(0,1) from a hash of the index (Box-Muller), times 50 for one element in 1000; a
+// value that comes out 0 becomes 0.5 (the bench never feeds zeros).
+__global__ void fill_normal(void* x, bool bf16, std::int64_t n, std::uint32_t seed) {
+    const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+    for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+        std::uint32_t h = std::uint32_t(i) * 0x9E3779B1u ^ seed ^ std::uint32_t(i >> 32) * 0x85EBCA77u;
+        h ^= h >> 15, h *= 0x2C1B3C6Du, h ^= h >> 12, h *= 0x297A2D39u, h ^= h >> 15;
+        const std::uint32_t h2 = h * 0x9E3779B1u + 0x7F4A7C15u;
+        const float u1 = (float(h >> 8) + 1.0f) * (1.0f / 16777217.0f), u2 = float(h2 >> 8) * (1.0f / 16777216.0f);
+        float v = sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
+        if ((h2 & 1023u) == 7u) v *= 50.0f;
+        if (v == 0.0f) v = 0.5f;
+        if (bf16) {
+            const std::uint32_t b = __float_as_uint(v);
+            static_cast<std::uint16_t*>(x)[i] = std::uint16_t((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
+        } else {
+            static_cast<float*>(x)[i] = v;
+        }
+    }
+}
+
+// Median milliseconds of `runs` calls of f on `stream`, after 3 warm-up calls.
+double median_ms(cudaStream_t stream, int runs, const std::function<void()>& f) {
+    for (int i = 0; i < 3; ++i) f();
+    cudaEvent_t a, b;
+    FP8SCOPE_CUDA_CHECK(cudaEventCreate(&a));
+    FP8SCOPE_CUDA_CHECK(cudaEventCreate(&b));
+    std::vector<double> ms;
+    for (int i = 0; i < runs; ++i) {
+        FP8SCOPE_CUDA_CHECK(cudaEventRecord(a, stream));
+        f();
+        FP8SCOPE_CUDA_CHECK(cudaEventRecord(b, stream));
+        FP8SCOPE_CUDA_CHECK(cudaEventSynchronize(b));
+        float t = 0;
+        FP8SCOPE_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+        ms.push_back(t);
+    }
+    FP8SCOPE_CUDA_CHECK(cudaEventDestroy(a));
+    FP8SCOPE_CUDA_CHECK(cudaEventDestroy(b));
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+}
+
+struct Case {
+    const char* name;
+    Recipe recipe;
+    int reads;  // passes over x
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::int64_t rows = 8192, cols = 8192;
+    int runs = 30;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!std::strcmp(argv[i], "--rows")) rows = std::atoll(argv[i + 1]);
+        else if (!std::strcmp(argv[i], "--cols")) cols = std::atoll(argv[i + 1]);
+        else if (!std::strcmp(argv[i], "--runs")) runs = std::max(20, std::atoi(argv[i + 1]));
+    }
+    int device = 0;
+    cudaDeviceProp prop{};
+    if (cudaGetDevice(&device) != cudaSuccess || cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+        std::printf("bench_cuda_quantize: no CUDA device\n");
+        return 1;
+    }
+    const std::int64_t n = rows * cols;
+    std::printf("gpu: %s, %d SMs\nx: %lld x %lld, %d runs (median)\n", prop.name, prop.multiProcessorCount,
+                (long long)rows, (long long)cols, runs);
+
+    cudaStream_t stream;
+    FP8SCOPE_CUDA_CHECK(cudaStreamCreate(&stream));
+    void *x, *copy_dst;
+    std::uint8_t *row, *col, *row_e8m0, *col_e8m0;
+    float *row_sinv, *col_sinv;
+    cuda::CastStats* stats;
+    FP8SCOPE_CUDA_CHECK(cudaMalloc(&x, n * 4));
+    FP8SCOPE_CUDA_CHECK(cudaMalloc(&copy_dst, n * 4));
+    FP8SCOPE_CUDA_CHECK(cudaMalloc(&row, n));
+    FP8SCOPE_CUDA_CHECK(cudaMalloc(&col, n));
+    FP8SCOPE_CUDA_CHECK(cudaMalloc(&row_sinv, n / 8 + 64));  // grids of blocks >= 32 elements
+    FP8SCOPE_CUDA_CHECK(cudaMalloc(&col_sinv, n / 8 + 64));
+    FP8SCOPE_CUDA_CHECK(cudaMalloc(&row_e8m0, n / 32 + 64));
+    FP8SCOPE_CUDA_CHECK(cudaMalloc(&col_e8m0, n / 32 + 64));
+    FP8SCOPE_CUDA_CHECK(cudaMalloc(&stats, sizeof(cuda::CastStats)));
+
+    // The copy ceiling: 4 bytes per element of x copied, read + write.
+    const double copy_ms = median_ms(stream, runs, [&] {
+        FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(copy_dst, x, n * 4, cudaMemcpyDeviceToDevice, stream));
+    });
+    const double copy_gbs = 2.0 * n * 4 / copy_ms * 1e-6;
+    std::printf("device-to-device copy: %.3f ms for %.0f MB, %.0f GB/s\n\n", copy_ms, 2.0 * n * 4 * 1e-6, copy_gbs);
+
+    const DelayedScaling delayed{Format::E4M3, 1024, AmaxAlgo::Max, 0};
+    void* state;
+    FP8SCOPE_CUDA_CHECK(cudaMalloc(&state, cuda::delayed_state_bytes(delayed)));
+    DelayedState host(delayed);
+    host.push(40.0f);
+    cuda::delayed_state_write(state, host, stream);
+
+    const std::vector<Case> cases = {
+        {"current e4m3", CurrentScaling{Format::E4M3}, 2},
+        {"delayed e4m3 (+push)", delayed, 1},
+        {"block 1x128", BlockScaling{Format::E4M3, 1, 128, false}, 1},
+        {"block 128x128", BlockScaling{Format::E4M3, 128, 128, true}, 1},
+        {"mxfp8 e4m3 rceil", MXScaling{Format::E4M3, MXRule::RCeil, 32}, 1},
+    };
+    for (DType in : {DType::BF16, DType::F32}) {
+        FP8SCOPE_CUDA_CHECK(cudaMemset(x, 0, n * 4));
+        fill_normal<<<prop.multiProcessorCount * 8, 256, 0, stream>>>(x, in == DType::BF16, n, 12345u);
+        FP8SCOPE_CUDA_LAUNCHED();
+        const double in_bytes = double(n) * dtype_size(in);
+        std::printf("%s input, rowwise + columnwise + amax\n", dtype_name(in));
+        std::printf("  %-22s %10s %10s %10s %8s\n", "recipe", "ms", "MB moved", "GB/s", "% copy");
+        for (const Case& c : cases) {
+            const cuda::ScaleGrid rg = cuda::scale_grid(c.recipe, rows, cols), cg = cuda::scale_grid(c.recipe, cols, rows);
+            const bool mx = std::holds_alternative<MXScaling>(c.recipe);
+            const cuda::CastTarget t{row, row_sinv, mx ? row_e8m0 : nullptr, col, col_sinv, mx ? col_e8m0 : nullptr, stats};
+            const cuda::CastInput xi{x, in, rows, cols};
+            const bool is_delayed = std::holds_alternative<DelayedScaling>(c.recipe);
+            const double ms = median_ms(stream, runs, [&] { cuda::cast(xi, c.recipe, t, stream, is_delayed ? state : nullptr, true); });
+            const double bytes = c.reads * in_bytes + 2.0 * n + 4.0 * (rg.size() + cg.size()) +
+                                 (mx ? double(rg.size() + cg.size()) : 0.0);
+            const double gbs = bytes / ms * 1e-6;
+            std::printf("  %-22s %10.3f %10.1f %10.0f %7.1f%%\n", c.name, ms, bytes * 1e-6, gbs, 100.0 * gbs / copy_gbs);
+        }
+        std::printf("\n");
+    }
+
+    // The MXFP8 GEMM path on Hopper: codes + scale_inv -> BF16.
+    {
+        const cuda::ScaleGrid g = cuda::scale_grid(MXScaling{}, rows, cols);
+        const cuda::QuantizedInput q{row, row_sinv, Format::E4M3, rows, cols, g.block_rows, g.block_cols};
+        const double ms = median_ms(stream, runs, [&] { cuda::dequantize(q, copy_dst, DType::BF16, stream); });
+        const double bytes = double(n) + 2.0 * n + 4.0 * g.size();
+        const double gbs = bytes / ms * 1e-6;
+        std::printf("dequantize mxfp8 -> bf16: %.3f ms, %.0f GB/s, %.1f%% copy\n", ms, gbs, 100.0 * gbs / copy_gbs);
+    }
+
+    cuda::CastStats st{};
+    FP8SCOPE_CUDA_CHECK(cudaMemcpy(&st, stats, sizeof st, cudaMemcpyDeviceToHost));
+    std::printf("(last cast: amax %g, overflow %llu / %llu)\n", st.amax, st.overflow_rowwise, st.overflow_columnwise);
+    for (void* p : {x, copy_dst, static_cast<void*>(row), static_cast<void*>(col), static_cast<void*>(row_sinv),
+                    static_cast<void*>(col_sinv), static_cast<void*>(row_e8m0), static_cast<void*>(col_e8m0),
+                    static_cast<void*>(stats), state})
+        cudaFree(p);
+    cudaStreamDestroy(stream);
+    return 0;
+}

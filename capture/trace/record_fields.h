@@ -1,0 +1,144 @@
+// The field lists of the trace records (trace_records.h), in declaration order: the live
+// wire sends the fields in this order, the HDF5 tables, CSV export and the tests'
+// comparisons take their columns from here (core/util/field_list.h has the pattern).
+// Adding a field: one line here, plus the version rule of docs/trace-format.md.
+#pragma once
+
+#include "fp8/stats_fields.h"
+#include "trace_records.h"
+#include "util/field_list.h"
+
+namespace fp8scope::trace {
+
+// Name tables keep this many characters (SWMR cannot append variable-length strings).
+constexpr std::size_t kRunNameChars = 64;
+constexpr std::size_t kNameChars = 128;
+static_assert(OpNameRecord::kMaxLength == kNameChars);
+
+}  // namespace fp8scope::trace
+
+namespace fp8scope {
+
+template <fields::Of<LinearInfo> S, class V>
+void visit_fields(S& l, V&& v) {
+    v("name", l.name, fields::MaxChars<trace::kNameChars>{});
+    v("layer", l.layer);
+    v("in_features", l.in_features);
+    v("out_features", l.out_features);
+}
+
+}  // namespace fp8scope
+
+namespace fp8scope::trace {
+
+// The metadata table an id field indexes (its name is TraceMeta's entry at the id).
+enum class NameTable { Runs, Linears, Recipes, TrainingRecipes, Ops };
+struct IdIn {
+    NameTable table;
+};
+
+template <fields::Of<RunInfo> S, class V>
+void visit_fields(S& r, V&& v) {
+    v("name", r.name, fields::MaxChars<kRunNameChars>{});
+    v("recipe", r.recipe, fields::MaxChars<kNameChars>{});
+}
+
+template <fields::Of<TraceMeta> S, class V>
+void visit_fields(S& m, V&& v) {
+    v("format_version", m.format_version);
+    v("tool_version", m.tool_version);
+    v("created", m.created);
+    v("machine", m.machine);
+    v("config_json", m.config_json, fields::FlatName{"config"});
+    v("runs", m.runs);
+    v("linears", m.linears);
+    v("recipes", m.recipes);
+    v("training_recipes", m.training_recipes);
+    v("ops", m.ops);
+    v("capture_every", m.capture_every);
+    v("blockmap_every", m.blockmap_every);
+}
+
+template <fields::Of<StepRecord> S, class V>
+void visit_fields(S& s, V&& v) {
+    v("run", s.run, IdIn{NameTable::Runs});
+    v("step", s.step);
+    v("loss", s.loss);
+    v("eval_loss", s.eval_loss);
+    v("lr", s.lr);
+    v("grad_norm", s.grad_norm);
+    v("step_time_s", s.step_time_s);
+    v("tokens_per_s", s.tokens_per_s);
+    v("recipe", s.recipe, IdIn{NameTable::TrainingRecipes});
+}
+
+template <fields::Of<EventRecord> S, class V>
+void visit_fields(S& e, V&& v) {
+    v("run", e.run, IdIn{NameTable::Runs});
+    v("step", e.step);
+    v("kind", e.kind, fields::Last<EventKind>{EventKind::Error});
+    v("detail", e.detail, fields::MaxChars<kEventDetailChars>{});
+}
+
+template <fields::Of<OperandKey> S, class V>
+void visit_fields(S& k, V&& v) {
+    v("run", k.run, IdIn{NameTable::Runs});
+    v("step", k.step);
+    v("linear", k.linear, IdIn{NameTable::Linears});
+    v("gemm", k.gemm, fields::Last<Gemm>{Gemm::Wgrad});
+    v("operand", k.operand, fields::Last<Operand>{Operand::DY});
+}
+
+template <fields::Of<OperandRecord> S, class V>
+void visit_fields(S& o, V&& v) {
+    v("key", o.key);
+    v("recipe_in_use", o.recipe_in_use, IdIn{NameTable::Recipes});
+    v("scale", o.scale);
+    v("stats", o.stats);
+    v("errors", o.errors);
+    v("amax_history", o.amax_history);
+}
+
+template <fields::Of<ScalingRecord> S, class V>
+void visit_fields(S& s, V&& v) {
+    v("run", s.run, IdIn{NameTable::Runs});
+    v("step", s.step);
+    v("amax", s.amax);
+    v("scale", s.scale);
+}
+
+template <fields::Of<BlockMapRecord> S, class V>
+void visit_fields(S& b, V&& v) {
+    v("key", b.key);
+    v("recipe", b.recipe, IdIn{NameTable::Recipes});
+    v("rows", b.rows);
+    v("cols", b.cols);
+    v("tile_rows", b.tile_rows);
+    v("tile_cols", b.tile_cols);
+    v("grid_rows", b.grid_rows);
+    v("grid_cols", b.grid_cols);
+    v("absmax", b.absmax);
+    v("scale_inv", b.scale_inv);
+    v("sqnr_db", b.sqnr_db);
+}
+
+template <fields::Of<OpRecord> S, class V>
+void visit_fields(S& o, V&& v) {
+    v("run", o.run, IdIn{NameTable::Runs});
+    v("step", o.step);
+    v("op", o.op, IdIn{NameTable::Ops});
+    v("linear", o.linear, IdIn{NameTable::Linears});
+    v("layer", o.layer);
+    v("device", o.device);
+    v("stream", o.stream);
+    v("start_ns", o.start_ns);
+    v("end_ns", o.end_ns);
+}
+
+template <fields::Of<OpNameRecord> S, class V>
+void visit_fields(S& n, V&& v) {
+    v("id", n.id);
+    v("name", n.name, fields::MaxChars<OpNameRecord::kMaxLength>{});
+}
+
+}  // namespace fp8scope::trace

@@ -1,0 +1,92 @@
+// The CPU backend: float32 everywhere, FP8 emulated. A cast writes the dequantized values
+// (bit-exact FP8 values times their scale_inv, kernels/cpu/quantize.h) and the GEMMs are
+// OpenBLAS sgemms on them, so results equal a real FP8 GEMM with float32 accumulation up
+// to summation order. Memory is host memory; everything is synchronous.
+//
+// Operand orientation: a per-tensor scale or square blocks quantize the transpose to
+// exactly the transposed values, so those columnwise copies are transposed views of the
+// rowwise copy (the sgemm's transpose flags read them, no second cast). 1x128 tiles and MX
+// blocks run along one axis, so their columnwise copy is cast from the transposed tensor.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "backend.h"
+
+namespace fp8scope {
+
+class CpuBackend final : public Backend {
+public:
+    // threads <= 0: all hardware threads. Sets the process's default thread count and
+    // OpenBLAS's, so one setting bounds every thread of the run.
+    explicit CpuBackend(int threads = 0);
+
+    Device device() const override { return Device::CPU; }
+    std::string describe() const override;
+    DType activation_dtype() const override { return DType::F32; }
+
+    void* allocate(std::size_t bytes) override;
+    void release(void* p) override;
+    void copy_to_host(void* host, const void* src, std::size_t bytes) override;
+    void copy_from_host(void* dst, const void* host, std::size_t bytes) override;
+    void copy(void* dst, const void* src, std::size_t bytes) override;
+    void fill_zero(void* p, std::size_t bytes) override;
+    void synchronize() override {}
+
+    void embedding_forward(ActPtr out, const std::int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+                           int C) override;
+    void embedding_backward(float* dwte, float* dwpe, ActPtr dout, const std::int32_t* tokens, int B, int T,
+                            int C) override;
+    void layernorm_forward(ActPtr out, float* mean, float* rstd, ActPtr inp, const float* weight, const float* bias,
+                           std::int64_t N, int C) override;
+    void layernorm_backward(ActPtr dinp, float* dweight, float* dbias, ActPtr dout, ActPtr inp, const float* weight,
+                            const float* mean, const float* rstd, std::int64_t N, int C) override;
+    void rmsnorm_forward(ActPtr out, float* rstd, ActPtr inp, const float* weight, std::int64_t N, int C) override;
+    void rmsnorm_backward(ActPtr dinp, float* dweight, ActPtr dout, ActPtr inp, const float* weight,
+                          const float* rstd, std::int64_t N, int C) override;
+    std::int64_t attention_saved(int B, int T, int NH) const override;
+    void attention_forward(ActPtr out, ActPtr att, ActPtr qkv, int B, int T, int C, int NH) override;
+    void attention_backward(ActPtr dqkv, ActPtr dout, ActPtr qkv, ActPtr att, int B, int T, int C,
+                            int NH) override;
+    void gelu_forward(ActPtr out, ActPtr inp, std::int64_t n) override;
+    void gelu_backward(ActPtr dinp, ActPtr inp, ActPtr dout, std::int64_t n) override;
+    void swiglu_forward(ActPtr out, ActPtr inp, std::int64_t N, int H) override;
+    void swiglu_backward(ActPtr dinp, ActPtr inp, ActPtr dout, std::int64_t N, int H) override;
+    void smooth_swiglu_scales(float* scales, ActPtr h, std::int64_t N, int H) override;
+    void scale_columns(const TensorDesc& out, const TensorDesc& in, const float* s, bool inverse) override;
+    void add(ActPtr out, ActPtr a, ActPtr b, std::int64_t n) override;
+    void softmax_ce_forward(ActPtr probs, float* losses, ActPtr logits, const std::int32_t* targets, std::int64_t N,
+                            int V) override;
+    float mean_loss(const float* losses, std::int64_t N) override;
+    void softmax_ce_backward(ActPtr dlogits, ActPtr probs, const std::int32_t* targets, std::int64_t N,
+                             int V) override;
+
+    void matmul_forward(ActPtr out, ActPtr inp, const float* weight, const float* bias, std::int64_t N,
+                        std::int64_t K, std::int64_t M) override;
+    void matmul_backward(ActPtr dinp, float* dweight, float* dbias, ActPtr dout, ActPtr inp, const float* weight,
+                         std::int64_t N, std::int64_t K, std::int64_t M) override;
+    std::unique_ptr<OperandStorage> make_operand_storage() override;
+    std::unique_ptr<AmaxHistory> make_amax_history(const DelayedScaling& recipe) override;
+    GemmOperand cast(const TensorDesc& x, const CastSpec& spec, OperandStorage& storage) override;
+    void gemm(const GemmOperand& a, Copy ca, const GemmOperand& b, Copy cb, const TensorDesc& out,
+              const float* bias, bool accumulate) override;
+    void bias_backward(float* dbias, const TensorDesc& dout) override;
+
+    void adamw(float* params, const float* grads, float* m, float* v, const std::uint8_t* decay, std::int64_t n,
+               const AdamWParams& p) override;
+    double grad_norm(const float* grads, std::int64_t n) override;
+    void scale(float* x, float factor, std::int64_t n) override;
+
+    float scaling_amax(const TensorDesc& x) override;
+    Analysis analyze(const TensorDesc& x, const std::vector<Recipe>& recipes, const StatsOptions& opt,
+                     const AnalysisExtras& extras) override;
+
+private:
+    int threads_;
+};
+
+// The BLAS library and kernel this build's CPU GEMMs run on ("OpenBLAS 0.3.21 ... Haswell").
+std::string blas_description();
+
+}  // namespace fp8scope

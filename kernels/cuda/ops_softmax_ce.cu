@@ -1,0 +1,145 @@
+// Fused softmax cross-entropy over the vocabulary. Forward: one block per row (N,V); each
+// thread keeps an online (max, sum of exp) pair over its slice of the row, the pairs
+// combine in a fixed tree (bitwise reproducible), and a second pass over the row (in L2
+// by then) writes the BF16 probabilities, so the row is read from memory about once.
+// The target logit is read before the block's first barrier, so probs may alias logits.
+// The loss is log(sum) - (logit[target] - max): accurate even when probs[target]
+// underflows. Backward, (probs - onehot) / N, is one elementwise pass in place or not,
+// with the CPU's float operations in its order (_rn intrinsics: no contraction).
+// mean_loss is one block: contiguous ranges summed in double, then a fixed tree.
+// Shapes: N rows (B*T), V vocabulary.
+#include <algorithm>
+#include <cmath>
+
+#include "cuda/ops_common.cuh"
+
+namespace fp8scope::cuda {
+namespace {
+
+using namespace detail;
+
+struct MaxSum {
+    float m, s;  // running max and sum of exp(x - m)
+};
+
+__device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
+    const float m = fmaxf(a.m, b.m);
+    if (m == -INFINITY) return {m, 0.0f};
+    // Commutative term by term, so both lanes of a butterfly get the same bits.
+    return {m, a.s * expf(a.m - m) + b.s * expf(b.m - m)};
+}
+
+template <int VEC>
+__global__ void softmax_ce_forward_kernel(bf16* probs, float* losses, const bf16* logits,
+                                          const std::int32_t* targets, int V) {
+    __shared__ MaxSum warp_part[32];
+    const std::int64_t n = blockIdx.x;
+    const bf16* x = logits + n * V;
+    bf16* p = probs + n * V;
+    const int units = V / VEC;
+    float target_logit = 0.0f;
+    if (threadIdx.x == 0) target_logit = bf16_to_f32(x[targets[n]]);  // before any write to the row
+
+    MaxSum ms{-INFINITY, 0.0f};
+    for (int u = threadIdx.x; u < units; u += blockDim.x) {
+        float v[VEC];
+        load<VEC>(x + std::int64_t(u) * VEC, v);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+            if (v[k] > ms.m) {
+                ms.s = ms.s * expf(ms.m - v[k]) + 1.0f;
+                ms.m = v[k];
+            } else {
+                ms.s += expf(v[k] - ms.m);
+            }
+        }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        ms = combine(ms, MaxSum{__shfl_xor_sync(0xffffffffu, ms.m, o), __shfl_xor_sync(0xffffffffu, ms.s, o)});
+    if (threadIdx.x % 32 == 0) warp_part[threadIdx.x / 32] = ms;
+    __syncthreads();
+    MaxSum row = warp_part[0];
+    for (int w = 1; w < int(blockDim.x / 32); ++w) row = combine(row, warp_part[w]);
+
+    const float inv = 1.0f / row.s;
+    for (int u = threadIdx.x; u < units; u += blockDim.x) {
+        float v[VEC];
+        load<VEC>(x + std::int64_t(u) * VEC, v);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) v[k] = expf(v[k] - row.m) * inv;
+        store<VEC>(p + std::int64_t(u) * VEC, v);
+    }
+    if (threadIdx.x == 0) losses[n] = logf(row.s) - (target_logit - row.m);
+}
+
+// dlogits (N,V) = (probs - onehot) / N: thread per VEC elements of a row.
+template <int VEC>
+__global__ void softmax_ce_backward_kernel(bf16* dlogits, const bf16* probs, const std::int32_t* targets,
+                                           std::int64_t N, int V, float inv_n) {
+    const int units = V / VEC;
+    const std::int64_t u = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (u >= N * units) return;
+    const std::int64_t n = u / units;
+    const int j = int(u % units) * VEC;
+    const int t = targets[n];
+    float v[VEC];
+    load<VEC>(probs + n * V + j, v);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+        v[k] = __fmul_rn(v[k], inv_n);
+        if (j + k == t) v[k] = __fsub_rn(v[k], inv_n);
+    }
+    store<VEC>(dlogits + n * V + j, v);
+}
+
+__global__ void mean_loss_kernel(float* mean, const float* losses, std::int64_t N) {
+    __shared__ double scratch[32];
+    const std::int64_t per = (N + blockDim.x - 1) / blockDim.x;
+    const std::int64_t i0 = threadIdx.x * per;
+    const std::int64_t i1 = i0 + per < N ? i0 + per : N;
+    double s = 0.0;
+    for (std::int64_t i = i0; i < i1; ++i) s += double(losses[i]);
+    s = block_sum(s, scratch);
+    if (threadIdx.x == 0) *mean = float(s / double(N));
+}
+
+}  // namespace
+
+void softmax_ce_forward(bf16* probs, float* losses, const bf16* logits, const std::int32_t* targets, std::int64_t N,
+                        int V, cudaStream_t stream) {
+    if (N <= 0 || V <= 0) return;
+    if (N > 0x7fffffff) throw std::invalid_argument("cuda softmax_ce_forward: too many rows");
+    const bool packed = V % kPack == 0 && aligned16(probs) && aligned16(logits);
+    const int units = packed ? V / kPack : V;
+    const int threads = std::min(1024, std::max(32, round_up(units, 32)));
+    if (packed)
+        softmax_ce_forward_kernel<kPack><<<unsigned(N), threads, 0, stream>>>(probs, losses, logits, targets, V);
+    else
+        softmax_ce_forward_kernel<1><<<unsigned(N), threads, 0, stream>>>(probs, losses, logits, targets, V);
+    FP8SCOPE_CUDA_LAUNCHED();
+}
+
+void mean_loss(float* mean, const float* losses, std::int64_t N, cudaStream_t stream) {
+    if (N <= 0) {
+        FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(mean, 0, sizeof(float), stream));
+        return;
+    }
+    mean_loss_kernel<<<1, 1024, 0, stream>>>(mean, losses, N);
+    FP8SCOPE_CUDA_LAUNCHED();
+}
+
+void softmax_ce_backward(bf16* dlogits, const bf16* probs, const std::int32_t* targets, std::int64_t N, int V,
+                         cudaStream_t stream) {
+    if (N <= 0 || V <= 0) return;
+    const float inv_n = 1.0f / float(N);
+    if (V % kPack == 0 && aligned16(dlogits) && aligned16(probs))
+        softmax_ce_backward_kernel<kPack><<<blocks_for(N * (V / kPack), 256), 256, 0, stream>>>(dlogits, probs,
+                                                                                                targets, N, V, inv_n);
+    else
+        softmax_ce_backward_kernel<1><<<blocks_for(N * V, 256), 256, 0, stream>>>(dlogits, probs, targets, N, V,
+                                                                                  inv_n);
+    FP8SCOPE_CUDA_LAUNCHED();
+}
+
+}  // namespace fp8scope::cuda

@@ -1,0 +1,75 @@
+// Labels of trace ids.
+#include "models/display_names.h"
+
+#include <algorithm>
+
+namespace fp8scope::views {
+
+namespace {
+QString from_list(const std::vector<std::string>& names, int id, const char* what) {
+    if (id >= 0 && id < static_cast<int>(names.size())) return QString::fromStdString(names[id]);
+    return id < 0 ? QStringLiteral("-") : QStringLiteral("%1 #%2").arg(what).arg(id);
+}
+}  // namespace
+
+QString gemm_label(Gemm g) { return QString::fromLatin1(gemm_name(g)); }
+QString operand_label(Operand o) { return QString::fromLatin1(operand_name(o)); }
+
+QString linear_label(const trace::TraceMeta& meta, int linear) {
+    if (linear >= 0 && linear < static_cast<int>(meta.linears.size()))
+        return QString::fromStdString(meta.linears[linear].name);
+    return linear < 0 ? QStringLiteral("-") : QStringLiteral("linear #%1").arg(linear);
+}
+
+QString operand_ref_label(const trace::TraceMeta& meta, const OperandRef& ref) {
+    return QStringLiteral("%1 %2 %3").arg(linear_label(meta, ref.linear), gemm_label(ref.gemm),
+                                          operand_label(ref.operand));
+}
+
+QString short_operand_label(const trace::TraceMeta& meta, const OperandRef& ref) {
+    if (ref.linear < 0 || ref.linear >= static_cast<int>(meta.linears.size())) return operand_ref_label(meta, ref);
+    const auto& l = meta.linears[ref.linear];
+    const QString name = QString::fromStdString(l.name);
+    return QStringLiteral("L%1 %2 %3 %4").arg(l.layer).arg(name.section('.', -1), gemm_label(ref.gemm),
+                                               operand_label(ref.operand));
+}
+
+QString run_label(const trace::TraceMeta& meta, int run) {
+    if (run >= 0 && run < static_cast<int>(meta.runs.size()))
+        return QString::fromStdString(meta.runs[run].name);
+    return QStringLiteral("run #%1").arg(run);
+}
+
+QString recipe_label(const trace::TraceMeta& meta, int recipe) { return from_list(meta.recipes, recipe, "recipe"); }
+QString training_recipe_label(const trace::TraceMeta& meta, int recipe) {
+    return from_list(meta.training_recipes, recipe, "recipe");
+}
+QString op_label(const trace::TraceMeta& meta, int op) { return from_list(meta.ops, op, "op"); }
+
+std::vector<OperandRef> all_operands(int n_linears) {
+    std::vector<OperandRef> out;
+    for (int l = 0; l < n_linears; ++l)
+        for (Gemm g : {Gemm::Fprop, Gemm::Dgrad, Gemm::Wgrad})
+            for (Operand o : {Operand::X, Operand::W, Operand::DY})
+                if (trace::operand_slot(l, g, o) >= 0) out.push_back({l, g, o});
+    std::sort(out.begin(), out.end(), slot_order);
+    return out;
+}
+
+std::vector<OperandRef> parse_operand_list(const trace::TraceMeta& meta, const QString& list, QStringList* unknown) {
+    const std::vector<OperandRef> all = all_operands(static_cast<int>(meta.linears.size()));
+    std::vector<OperandRef> out;
+    for (const QString& item : list.split(',', Qt::SkipEmptyParts)) {
+        const QString name = item.simplified();
+        if (name.isEmpty()) continue;
+        auto it = std::find_if(all.begin(), all.end(), [&](const OperandRef& r) {
+            return name.compare(operand_ref_label(meta, r), Qt::CaseInsensitive) == 0 ||
+                   name.compare(short_operand_label(meta, r), Qt::CaseInsensitive) == 0;
+        });
+        if (it != all.end()) out.push_back(*it);
+        else if (unknown) unknown->push_back(name);
+    }
+    return out;
+}
+
+}  // namespace fp8scope::views

@@ -1,0 +1,30 @@
+// Labels of trace ids for display: names from the trace's metadata, with a readable
+// fallback when an id is out of range (a damaged or newer trace must not crash a view).
+#pragma once
+
+#include <QString>
+#include <QStringList>
+#include <vector>
+
+#include "models/run_data.h"
+
+namespace fp8scope::views {
+
+QString gemm_label(Gemm g);
+QString operand_label(Operand o);
+QString operand_ref_label(const trace::TraceMeta& meta, const OperandRef& ref);  // "blocks.0.mlp.fc1 fprop x"
+// For legends where several operands share a plot: layer and the linear's last name part.
+QString short_operand_label(const trace::TraceMeta& meta, const OperandRef& ref);  // "L0 fc1 fprop x"
+QString linear_label(const trace::TraceMeta& meta, int linear);
+QString run_label(const trace::TraceMeta& meta, int run);
+QString recipe_label(const trace::TraceMeta& meta, int recipe);           // analysis recipes
+QString training_recipe_label(const trace::TraceMeta& meta, int recipe);
+QString op_label(const trace::TraceMeta& meta, int op);
+
+// Every operand of linears [0, n) in slot order.
+std::vector<OperandRef> all_operands(int n_linears);
+// The operands named in a comma-separated list of labels, long or short, in any case
+// ("blocks.0.mlp.fc1 fprop x, L1 fc1 fprop x"). Names that match nothing go to `unknown`.
+std::vector<OperandRef> parse_operand_list(const trace::TraceMeta& meta, const QString& list, QStringList* unknown);
+
+}  // namespace fp8scope::views

@@ -1,0 +1,59 @@
+// Launch spec to engine command line. Model presets are --set overrides of the default
+// configuration: small enough to stream within seconds on a CPU.
+#include "models/engine_launch.h"
+
+#include <QCoreApplication>
+#include <QDateTime>
+#include <QDir>
+#include <QStandardPaths>
+
+#include "fp8/training_recipe.h"
+
+namespace fp8scope::views {
+
+namespace {
+QStringList preset_overrides(const QString& preset) {
+    if (preset == "tiny")
+        return {"model.n_layer=1", "model.d_model=32", "model.n_head=2", "model.max_seq=32", "batch_size=4",
+                "seq_len=32", "data.corpus_bytes=65536"};
+    if (preset == "small")
+        return {"model.n_layer=2", "model.d_model=64", "model.n_head=2", "model.max_seq=64", "batch_size=8",
+                "seq_len=64"};
+    return {};  // "default": the engine's own configuration
+}
+}  // namespace
+
+QStringList LaunchSpec::presets() { return {"tiny", "small", "default"}; }
+
+QStringList LaunchSpec::recipeNames() {
+    QStringList names;
+    for (const std::string& n : training_recipe_names()) names << QString::fromStdString(n);
+    return names;
+}
+
+QStringList LaunchSpec::arguments() const {
+    QStringList a{"train", "--quiet"};
+    if (!config.isEmpty()) a << "--config" << config;
+    if (!socket.isEmpty()) a << "--listen" << socket;
+    if (!token.isEmpty()) a << "--token" << token;
+    if (!out.isEmpty()) a << "--out" << out;
+    a << "--steps" << QString::number(steps) << "--capture-every" << QString::number(capture_every);
+    if (!data.isEmpty()) a << "--data" << data;
+    if (recipes.size() > 1) a << "--compare" << recipes.join(',');
+    else if (!recipes.isEmpty()) a << "--recipe" << recipes.first();
+    for (const QString& s : preset_overrides(preset)) a << "--set" << s;
+    return a;
+}
+
+QString engine_binary() {
+    return QDir(QCoreApplication::applicationDirPath()).filePath("fp8scope-engine");
+}
+
+QString default_trace_path() {
+    QDir dir(QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation));
+    if (dir.path().isEmpty() || !dir.mkpath("runs")) dir = QDir(QDir::tempPath());
+    else dir.cd("runs");
+    return dir.filePath(QDateTime::currentDateTime().toString("'run-'yyyyMMdd-HHmmss-zzz'.h5'"));
+}
+
+}  // namespace fp8scope::views

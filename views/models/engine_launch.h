@@ -1,0 +1,38 @@
+// What the Launch dialog asks for, and the `fp8scope-engine train` command line it
+// becomes. Kept apart from the process so the command line is tested on its own.
+#pragma once
+
+#include <QString>
+#include <QStringList>
+
+namespace fp8scope::views {
+
+struct LaunchSpec {
+    // The lock-step comparison a new run trains by default (the Run menu's first run, the
+    // Launch dialog's ticks): the float32 reference against per-tensor delayed, blockwise
+    // and MXFP8 scaling. Spelled only here; each name is one of recipeNames() (tested).
+    static inline const QStringList kDefaultLockStep{"baseline", "delayed", "blockwise", "mxfp8"};
+
+    QString config;             // a JSON run configuration the rest overrides (optional)
+    QString preset = "tiny";    // model size: tiny, small, default (see presets())
+    QString data = "builtin";   // builtin, text:PATH, tokens:PATH
+    int steps = 200;
+    QStringList recipes = kDefaultLockStep;  // several: lock step
+    int capture_every = 10;     // operand statistics every N steps (0: off)
+    QString out;                // the trace file the engine writes
+    QString socket;             // the engine's live socket (unix:PATH)
+    QString token;              // empty on a local socket
+
+    static QStringList presets();
+    // Every training recipe the engine knows, from core's list (training_recipe_names()).
+    static QStringList recipeNames();
+    // Arguments after the engine binary.
+    QStringList arguments() const;
+};
+
+// The engine binary next to the running GUI binary (build/bin/ holds both).
+QString engine_binary();
+// A fresh trace file in the user's data folder: .../fp8scope/runs/run-YYYYmmdd-HHMMSS.h5.
+QString default_trace_path();
+
+}  // namespace fp8scope::views

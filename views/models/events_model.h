@@ -1,0 +1,33 @@
+// The events table: rewinds, recipe switches, NaNs, pauses, checkpoints of every run,
+// in step order. kStepRole gives the step to jump to.
+#pragma once
+
+#include <QAbstractTableModel>
+
+#include "models/series_store.h"
+
+namespace fp8scope::views {
+
+class EventsModel : public QAbstractTableModel {
+    Q_OBJECT
+public:
+    enum Column { Step, Run, Kind, Detail, ColumnCount };
+
+    explicit EventsModel(const SeriesStore* store, QObject* parent = nullptr);
+    void refresh();
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role) const override;
+    QVariant headerData(int section, Qt::Orientation o, int role) const override;
+
+private:
+    struct Row {
+        qint64 step = 0;
+        QString run, kind, detail;
+    };
+    const SeriesStore* store_;
+    std::vector<Row> rows_;
+};
+
+}  // namespace fp8scope::views

@@ -1,0 +1,119 @@
+// Layers table model. A refresh with the same row count only reports changed data, so
+// the view keeps its sorting, filter and selection while a run streams.
+#include "models/layers_model.h"
+
+#include <algorithm>
+
+#include "models/display_names.h"
+#include "models/model_roles.h"
+
+namespace fp8scope::views {
+
+LayersModel::LayersModel(const SeriesStore* store, QObject* parent)
+    : QAbstractTableModel(parent), store_(store) {}
+
+void LayersModel::refresh(int run, std::int64_t step) {
+    std::vector<Row> rows = store_->read([&](const TraceData& d) {
+        std::vector<Row> out;
+        if (run < 0 || run >= static_cast<int>(d.runs.size())) return out;
+        const RunData& rd = d.runs[run];
+        const auto cap = rd.capture_index_at(step);
+        const auto& sc = rd.scaling;
+        auto srow = std::upper_bound(sc.step.begin(), sc.step.end(), static_cast<double>(step)) - sc.step.begin() - 1;
+        for (const OperandRef& ref : all_operands(static_cast<int>(d.meta.linears.size()))) {
+            Row r;
+            r.ref = ref;
+            r.layer = d.meta.linears[ref.linear].layer;
+            r.linear = linear_label(d.meta, ref.linear);
+            if (srow >= 0 && ref.slot() < sc.slot_count) {
+                r.amax = sc.amax_at(srow, ref.slot());
+                r.scale = sc.scale_at(srow, ref.slot());
+            }
+            if (const trace::OperandRecord* o = rd.operand(cap, ref)) {
+                r.capture_step = o->key.step;
+                r.recipe = recipe_label(d.meta, o->recipe_in_use);
+                if (srow < 0) { r.amax = o->stats.amax; r.scale = o->scale; }
+                r.kurtosis = o->stats.outliers.kurtosis;
+                r.dynamic_range = o->stats.dynamic_range;
+                if (o->recipe_in_use >= 0 && o->recipe_in_use < static_cast<int>(o->errors.size())) {
+                    const ErrorStats& e = o->errors[o->recipe_in_use];
+                    r.sqnr_db = e.sqnr_db;
+                    r.underflow_pct = e.underflow_pct;
+                    r.overflow_pct = e.overflow_pct;
+                }
+            }
+            out.push_back(std::move(r));
+        }
+        return out;
+    });
+    if (rows.size() == rows_.size()) {
+        rows_ = std::move(rows);
+        if (!rows_.empty()) emit dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
+    } else {
+        beginResetModel();
+        rows_ = std::move(rows);
+        endResetModel();
+    }
+}
+
+OperandRef LayersModel::operandAt(int row) const {
+    return row >= 0 && row < rowCount() ? rows_[row].ref : OperandRef{};
+}
+
+int LayersModel::rowOf(const OperandRef& ref) const {
+    for (int i = 0; i < rowCount(); ++i)
+        if (rows_[i].ref == ref) return i;
+    return -1;
+}
+
+int LayersModel::rowCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+
+int LayersModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+double LayersModel::value(const Row& r, int column) const {
+    switch (column) {
+        case Layer: return r.layer;
+        case Amax: return r.amax;
+        case Scale: return r.scale;
+        case Kurtosis: return r.kurtosis;
+        case DynamicRange: return r.dynamic_range;
+        case SqnrDb: return r.sqnr_db;
+        case UnderflowPct: return r.underflow_pct;
+        case OverflowPct: return r.overflow_pct;
+        case CaptureStep: return r.capture_step < 0 ? NAN : static_cast<double>(r.capture_step);
+        default: return NAN;
+    }
+}
+
+QVariant LayersModel::data(const QModelIndex& index, int role) const {
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
+    const Row& r = rows_[index.row()];
+    const int c = index.column();
+    const bool text_column = c == Linear || c == GemmCol || c == OperandCol || c == Recipe;
+    if (role == Qt::DisplayRole || role == Qt::ToolTipRole) {
+        switch (c) {
+            case Linear: return r.linear;
+            case GemmCol: return gemm_label(r.ref.gemm);
+            case OperandCol: return operand_label(r.ref.operand);
+            case Recipe: return r.recipe;
+            case Layer: return r.layer;
+            case CaptureStep: return r.capture_step < 0 ? QVariant(QString()) : QVariant(r.capture_step);
+            default: return format_figure(value(r, c));
+        }
+    }
+    if (role == kValueRole) return text_column ? data(index, Qt::DisplayRole) : QVariant(value(r, c));
+    if (role == Qt::TextAlignmentRole && !text_column) return int(Qt::AlignRight | Qt::AlignVCenter);
+    return {};
+}
+
+QVariant LayersModel::headerData(int section, Qt::Orientation o, int role) const {
+    if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
+    static const char* names[ColumnCount] = {"layer", "linear", "gemm", "operand", "recipe", "amax",
+                                             "scale", "kurtosis", "dyn. range", "sqnr dB", "underflow %",
+                                             "overflow %", "capture step"};
+    return section >= 0 && section < ColumnCount ? QString::fromLatin1(names[section]) : QVariant();
+}
+
+}  // namespace fp8scope::views

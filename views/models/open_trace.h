@@ -1,0 +1,49 @@
+// An open trace file and how far it has been read: each readNew() hands over only what was
+// appended since the last one, as store batches. No Qt threads here; TraceFileLoader runs
+// it on its worker.
+//
+// Reading is incremental per run: everything up to the newest step record is read, and
+// that step is the run's watermark; the next read covers only what lies past it. Step
+// records are written after their step's scaling, operands and ops, so what a step record
+// covers is complete. A step record at or before the watermark is a rewind: the watermark
+// goes back and the store drops the abandoned steps as the re-recorded ones arrive.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/series_store.h"
+
+namespace fp8scope::trace { class TraceReader; }
+
+namespace fp8scope::views {
+
+class OpenTrace {
+public:
+    // Throws trace::TraceError (damaged or foreign file) or std::exception.
+    explicit OpenTrace(const std::string& path);
+    ~OpenTrace();
+
+    const trace::TraceMeta& meta() const;
+    // Re-reads the extent of a file still being written; true when it grew.
+    bool refresh();
+    // Passes everything new to `push`, in batches of at most kBatchSteps steps so the first
+    // plots of a large trace appear while it is read; `push` may throw to stop. Returns the
+    // newest step read, -1 when there was none.
+    std::int64_t readNew(const std::function<void(TraceBatch&&)>& push);
+
+    static constexpr std::int64_t kBatchSteps = 20000;
+
+private:
+    std::int64_t readRun(int run, const std::function<void(TraceBatch&&)>& push);
+
+    std::unique_ptr<trace::TraceReader> reader_;
+    std::vector<std::size_t> steps_read_;  // step records consumed, per run
+    std::vector<std::int64_t> done_;       // watermark step, per run
+    std::size_t events_read_ = 0, ops_known_ = 0;
+};
+
+}  // namespace fp8scope::views

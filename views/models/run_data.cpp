@@ -1,0 +1,58 @@
+// Lookups into a run's columns: binary searches over ascending steps.
+#include "models/run_data.h"
+
+#include <algorithm>
+
+namespace fp8scope::views {
+
+std::ptrdiff_t RunData::capture_index_at(std::int64_t step) const {
+    auto it = std::upper_bound(capture_steps.begin(), capture_steps.end(), step);
+    return (it - capture_steps.begin()) - 1;
+}
+
+const trace::OperandRecord* RunData::operand(std::ptrdiff_t capture_index, const OperandRef& ref) const {
+    const int slot = ref.slot();
+    if (capture_index < 0 || capture_index >= static_cast<std::ptrdiff_t>(operands.size()) || slot < 0)
+        return nullptr;
+    const auto& at = operands[capture_index];
+    if (slot >= static_cast<int>(at.size()) || at[slot].recipe_in_use == kAbsent) return nullptr;
+    return &at[slot];
+}
+
+const trace::OperandRecord* RunData::operand_at(std::int64_t step, const OperandRef& ref) const {
+    return operand(capture_index_at(step), ref);
+}
+
+static bool same_operand(const trace::OperandKey& k, const OperandRef& ref) {
+    return k.linear == ref.linear && k.gemm == ref.gemm && k.operand == ref.operand;
+}
+
+std::int64_t RunData::blockmap_step_at(std::int64_t step, const OperandRef& ref) const {
+    std::int64_t best = -1;
+    for (const auto& b : blockmaps)
+        if (same_operand(b.key, ref) && b.key.step <= step) best = std::max(best, b.key.step);
+    return best;
+}
+
+std::vector<const trace::BlockMapRecord*> RunData::blockmaps_of(std::int64_t step, const OperandRef& ref) const {
+    std::vector<const trace::BlockMapRecord*> out;
+    for (const auto& b : blockmaps)
+        if (same_operand(b.key, ref) && b.key.step == step) out.push_back(&b);
+    std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->recipe < b->recipe; });
+    return out;
+}
+
+std::pair<std::size_t, std::size_t> RunData::ops_of_step(std::int64_t step) const {
+    auto lo = std::lower_bound(ops.begin(), ops.end(), step,
+                               [](const trace::OpRecord& o, std::int64_t s) { return o.step < s; });
+    auto hi = std::upper_bound(lo, ops.end(), step,
+                               [](std::int64_t s, const trace::OpRecord& o) { return s < o.step; });
+    return {static_cast<std::size_t>(lo - ops.begin()), static_cast<std::size_t>(hi - ops.begin())};
+}
+
+std::ptrdiff_t RunData::step_row_at(std::int64_t step) const {
+    auto it = std::upper_bound(steps.step.begin(), steps.step.end(), static_cast<double>(step));
+    return (it - steps.step.begin()) - 1;
+}
+
+}  // namespace fp8scope::views

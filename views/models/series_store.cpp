@@ -1,0 +1,156 @@
+// Ingest of records into per-run columns. A step that is not newer than the run's last
+// one means the run went back (a rewind to a checkpoint): the later entries are dropped so
+// every series shows the history the run kept.
+#include "models/series_store.h"
+
+#include <algorithm>
+#include <mutex>
+
+namespace fp8scope::views {
+
+SeriesStore::SeriesStore(QObject* parent) : QObject(parent) {}
+
+std::uint64_t SeriesStore::reset(trace::TraceMeta meta) {
+    std::uint64_t gen;
+    {
+        std::unique_lock lock(mutex_);
+        data_ = TraceData{};
+        data_.runs.resize(meta.runs.size());
+        for (std::size_t r = 0; r < meta.runs.size(); ++r) data_.runs[r].info = meta.runs[r];
+        data_.meta = std::move(meta);
+        for (auto& run : data_.runs) run.scaling.slot_count = data_.slot_count();
+        gen = ++generation_;
+        ++revision_;
+    }
+    emit changed();
+    return gen;
+}
+
+void SeriesStore::clear() {
+    {
+        std::unique_lock lock(mutex_);
+        data_ = TraceData{};
+        ++generation_;
+        ++revision_;
+    }
+    emit changed();
+}
+
+bool SeriesStore::append(std::uint64_t generation, TraceBatch batch) {
+    {
+        std::unique_lock lock(mutex_);
+        if (generation != generation_.load()) return false;
+        append_locked(batch);
+        ++revision_;
+    }
+    emit changed();
+    return true;
+}
+
+namespace {
+
+template <class V>
+void cut(V& v, std::size_t n) {
+    if (v.size() > n) v.resize(n);
+}
+
+// Drops the rows of steps >= step.
+void truncate_steps(StepColumns& c, double step) {
+    auto n = static_cast<std::size_t>(std::lower_bound(c.step.begin(), c.step.end(), step) - c.step.begin());
+    cut(c.step, n); cut(c.loss, n); cut(c.eval_loss, n); cut(c.lr, n);
+    cut(c.step_time_s, n); cut(c.tokens_per_s, n); cut(c.recipe, n);
+}
+
+void truncate_scaling(ScalingColumns& c, double step) {
+    auto n = static_cast<std::size_t>(std::lower_bound(c.step.begin(), c.step.end(), step) - c.step.begin());
+    cut(c.step, n);
+    cut(c.amax, n * c.slot_count);
+    cut(c.scale, n * c.slot_count);
+}
+
+}  // namespace
+
+void SeriesStore::append_locked(TraceBatch& batch) {
+    auto& d = data_;
+    const int slot_count = d.slot_count();
+    auto run_of = [&](std::int32_t r) -> RunData* {
+        return r >= 0 && r < static_cast<std::int32_t>(d.runs.size()) ? &d.runs[r] : nullptr;
+    };
+    auto see_step = [&](std::int64_t s) {
+        d.first_step = d.first_step < 0 ? s : std::min(d.first_step, s);
+        d.last_step = std::max(d.last_step, s);
+    };
+    // Names are handed out in order; one that skips an id is ignored.
+    for (auto& n : batch.op_names)
+        if (n.id == static_cast<std::int32_t>(d.meta.ops.size())) d.meta.ops.push_back(std::move(n.name));
+    for (const auto& s : batch.steps) {
+        RunData* run = run_of(s.run);
+        if (!run) continue;
+        auto& c = run->steps;
+        if (!c.step.empty() && s.step <= c.step.back()) truncate_steps(c, static_cast<double>(s.step));
+        c.step.push_back(static_cast<double>(s.step));
+        c.loss.push_back(s.loss);
+        c.eval_loss.push_back(s.eval_loss);
+        c.lr.push_back(s.lr);
+        c.step_time_s.push_back(s.step_time_s);
+        c.tokens_per_s.push_back(s.tokens_per_s);
+        c.recipe.push_back(s.recipe);
+        see_step(s.step);
+    }
+    for (const auto& s : batch.scaling) {
+        RunData* run = run_of(s.run);
+        if (!run || slot_count == 0) continue;
+        auto& c = run->scaling;
+        if (!c.step.empty() && s.step <= c.step.back()) truncate_scaling(c, static_cast<double>(s.step));
+        c.step.push_back(static_cast<double>(s.step));
+        // Short (damaged) rows are padded with NaN so every row keeps slot_count entries.
+        for (auto [dst, src] : {std::pair(&c.amax, &s.amax), std::pair(&c.scale, &s.scale)}) {
+            const auto n = std::min<std::size_t>(src->size(), slot_count);
+            dst->insert(dst->end(), src->begin(), src->begin() + n);
+            dst->resize(dst->size() + (slot_count - n), NAN);
+        }
+        see_step(s.step);
+    }
+    for (auto& o : batch.operands) {
+        RunData* run = run_of(o.key.run);
+        const int slot = trace::operand_slot(o.key.linear, o.key.gemm, o.key.operand);
+        if (!run || slot < 0 || slot >= slot_count) continue;
+        auto& steps = run->capture_steps;
+        if (steps.empty() || o.key.step > steps.back()) {
+            steps.push_back(o.key.step);
+            trace::OperandRecord absent;
+            absent.recipe_in_use = RunData::kAbsent;
+            run->operands.emplace_back(slot_count, absent);
+        } else if (o.key.step < steps.back()) {
+            auto keep = std::lower_bound(steps.begin(), steps.end(), o.key.step) - steps.begin();
+            if (steps[keep] != o.key.step) {  // went back to a step never captured
+                steps.resize(keep);
+                run->operands.resize(keep);
+                steps.push_back(o.key.step);
+                trace::OperandRecord absent;
+                absent.recipe_in_use = RunData::kAbsent;
+                run->operands.emplace_back(slot_count, absent);
+            }
+        }
+        auto at = std::lower_bound(steps.begin(), steps.end(), o.key.step) - steps.begin();
+        run->operands[at][slot] = std::move(o);
+        see_step(steps[at]);
+    }
+    for (auto& b : batch.blockmaps)
+        if (RunData* run = run_of(b.key.run)) run->blockmaps.push_back(std::move(b));
+    for (const auto& op : batch.ops) {
+        RunData* run = run_of(op.run);
+        if (!run) continue;
+        if (!run->ops.empty() && op.step < run->ops.back().step) {
+            auto [lo, hi] = run->ops_of_step(op.step);
+            (void)hi;
+            run->ops.resize(lo);
+        }
+        run->ops.push_back(op);
+    }
+    for (auto& e : batch.events) d.events.push_back(std::move(e));
+    std::stable_sort(d.events.begin(), d.events.end(),
+                     [](const auto& a, const auto& b) { return a.step < b.step; });
+}
+
+}  // namespace fp8scope::views

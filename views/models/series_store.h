@@ -1,0 +1,79 @@
+// The series store every view reads: filled with trace records by a DataSource (a trace
+// file or a live run; the views never know which), read by the UI under a shared lock.
+//
+// Producers append batches from their own threads; each batch carries the generation it
+// was made for, and a batch for an older generation (a file replaced by another, a
+// detached run) is dropped, so the newest source always wins. The store only announces
+// appends; the UI redraws on a coalescing timer (RedrawScheduler), never per record.
+#pragma once
+
+#include <QObject>
+#include <atomic>
+#include <cstdint>
+#include <shared_mutex>
+
+#include "models/run_data.h"
+
+namespace fp8scope::views {
+
+struct TraceBatch {
+    std::vector<trace::StepRecord> steps;
+    std::vector<trace::ScalingRecord> scaling;
+    std::vector<trace::OperandRecord> operands;
+    std::vector<trace::BlockMapRecord> blockmaps;
+    std::vector<trace::OpRecord> ops;
+    std::vector<trace::EventRecord> events;
+    std::vector<trace::OpNameRecord> op_names;  // kernel names seen after the trace began
+
+    // Files one record under its kind (the live stream delivers them one at a time).
+    void add(const trace::StepRecord& r) { steps.push_back(r); }
+    void add(const trace::ScalingRecord& r) { scaling.push_back(r); }
+    void add(const trace::OperandRecord& r) { operands.push_back(r); }
+    void add(const trace::BlockMapRecord& r) { blockmaps.push_back(r); }
+    void add(const trace::OpRecord& r) { ops.push_back(r); }
+    void add(const trace::EventRecord& r) { events.push_back(r); }
+    void add(const trace::OpNameRecord& r) { op_names.push_back(r); }
+
+    bool empty() const {
+        return steps.empty() && scaling.empty() && operands.empty() && blockmaps.empty() &&
+               ops.empty() && events.empty() && op_names.empty();
+    }
+};
+
+class SeriesStore : public QObject {
+    Q_OBJECT
+public:
+    explicit SeriesStore(QObject* parent = nullptr);
+
+    // Starts a new trace (any thread); returns its generation.
+    std::uint64_t reset(trace::TraceMeta meta);
+    // Empties the store (nothing open).
+    void clear();
+    std::uint64_t generation() const { return generation_.load(); }
+    // False (and nothing changes) when `generation` is no longer current.
+    bool append(std::uint64_t generation, TraceBatch batch);
+    // Changes with every reset and accepted append.
+    std::uint64_t revision() const { return revision_.load(); }
+
+    // Runs f(const TraceData&) under the shared lock and returns its result. Keep f short:
+    // producers wait for it.
+    template <class F>
+    auto read(F&& f) const {
+        std::shared_lock lock(mutex_);
+        return f(static_cast<const TraceData&>(data_));
+    }
+
+signals:
+    // Emitted from the producer's thread after a reset or an accepted append.
+    void changed();
+
+private:
+    void append_locked(TraceBatch& batch);
+
+    mutable std::shared_mutex mutex_;
+    TraceData data_;
+    std::atomic<std::uint64_t> generation_{0};
+    std::atomic<std::uint64_t> revision_{0};
+};
+
+}  // namespace fp8scope::views

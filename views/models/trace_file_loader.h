@@ -1,0 +1,61 @@
+// Opens a saved trace off the UI thread: reads it on a worker (OpenTrace) and hands the
+// records to the series store in batches, so the views fill while it reads and the UI never
+// waits for the disk. Opening another file begins a new store trace, which makes an older
+// load stop and drop its batches. A damaged or foreign file ends in failed(path, message)
+// and leaves the store empty and the app working.
+//
+// A trace still being written (an engine's --out file) is followed: with following on,
+// a timer re-reads the file's extent and appends only what is new.
+#pragma once
+
+#include <QTimer>
+#include <atomic>
+#include <memory>
+
+#include "models/data_source.h"
+
+namespace fp8scope::views {
+
+class OpenTrace;
+
+class TraceFileLoader : public DataSource {
+    Q_OBJECT
+public:
+    explicit TraceFileLoader(SeriesStore* store, QObject* parent = nullptr);
+    ~TraceFileLoader() override;
+
+    void open(const QString& path);
+    // Opens a file an engine is still creating: until it can be read (its objects exist
+    // once the writer starts appending), every poll tries again; after `timeout_ms` the
+    // last error is reported. Turns following on.
+    void openGrowing(const QString& path, int timeout_ms = 30000);
+    // Lets the open file go; a load still running stops at its next batch.
+    void close() override;
+    // Following re-reads a growing file every `interval_ms`.
+    void setFollowing(bool on, int interval_ms = 500);
+    bool following() const { return poll_.isActive(); }
+    // Reads what was appended to the open file since the last read (a worker job).
+    void poll();
+    bool busy() const { return busy_.load() > 0; }
+
+signals:
+    void grew(const QString& path, qint64 last_step);  // a followed file had new records
+
+private:
+    struct Pending;  // a file waiting to become readable
+    // False on failure; the error is reported unless `quiet`.
+    bool load(const QString& path, bool quiet = false);
+    void tryPending();
+    // Reads what is new in the open file; throws Superseded when the store moved on.
+    std::int64_t readNew();
+    void fail(const QString& path, const QString& message);
+
+    QTimer poll_;
+    // Touched only by the worker (one thread: loads and polls run in order).
+    std::unique_ptr<OpenTrace> open_;
+    QString open_path_;
+    std::unique_ptr<Pending> pending_;
+    std::atomic<int> busy_{0};
+};
+
+}  // namespace fp8scope::views

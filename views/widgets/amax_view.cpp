@@ -1,0 +1,194 @@
+// Amax and scale view.
+#include "widgets/amax_view.h"
+
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+
+#include "fp8/recipe.h"
+#include "models/display_names.h"
+#include "widgets/plot_style.h"
+
+namespace fp8scope::views {
+
+double recipe_fp8_max(const std::string& recipe) {
+    try {
+        return fp8_max(recipe_format(parse_recipe(recipe)));
+    } catch (const std::exception&) {
+        return fp8_max(Format::E4M3);
+    }
+}
+
+std::vector<OperandRef> drawn_operands(const std::vector<OperandRef>& selected, const OperandRef& current) {
+    std::vector<OperandRef> out = selected;
+    if (out.size() <= static_cast<std::size_t>(AmaxView::kMaxOperands)) return out;
+    const bool has_current = std::find(out.begin(), out.begin() + AmaxView::kMaxOperands, current) !=
+                             out.begin() + AmaxView::kMaxOperands;
+    out.resize(AmaxView::kMaxOperands);
+    if (!has_current) out.back() = current;  // past the others in slot order: still sorted
+    return out;
+}
+
+namespace {
+// The format's maximum comes from the operand's recipe in use at the newest capture.
+double format_max_of(const TraceData& d, const RunData& rd, const OperandRef& ref) {
+    const trace::OperandRecord* last = rd.operand_at(d.last_step, ref);
+    return last && last->recipe_in_use >= 0 && last->recipe_in_use < static_cast<int>(d.meta.recipes.size())
+               ? recipe_fp8_max(d.meta.recipes[last->recipe_in_use])
+               : fp8_max(Format::E4M3);
+}
+
+QColor operand_color(int index) { return series_color(1 + index); }  // past the baseline's grey
+}  // namespace
+
+AmaxView::AmaxView(const ViewContext& context, QWidget* parent) : StoreView(context, "amax", tr("Amax and scale"), parent) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    plot_ = make_plot(this, QString());
+    layout->addWidget(plot_);
+    plot_->xAxis->setLabel(tr("step"));
+    plot_->yAxis->setLabel(tr("amax"));
+    plot_->yAxis2->setLabel(tr("scale in use"));
+    plot_->yAxis2->setVisible(true);
+    set_log_axis(plot_->yAxis);
+    set_log_axis(plot_->yAxis2);
+    window_ = new QCPItemRect(plot_);
+    window_->setPen(Qt::NoPen);
+    window_->setBrush(QColor(255, 160, 0, 40));
+    window_->topLeft->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    window_->bottomRight->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    window_->setVisible(false);
+    history_ = plot_->addGraph();
+    history_->setLineStyle(QCPGraph::lsNone);
+    cursor_line_ = add_cursor_line(plot_);
+    // Under the curves, so that it does not tint their colours, on a buffered layer of its
+    // own: when the cursor passes a capture step only that layer is redrawn, not 100k-point
+    // curves.
+    plot_->addLayer(QStringLiteral("window"), plot_->layer(QStringLiteral("main")), QCustomPlot::limBelow);
+    window_layer_ = plot_->layer(QStringLiteral("window"));
+    window_layer_->setMode(QCPLayer::lmBuffered);
+    window_->setLayer(window_layer_);
+    history_->setLayer(cursor_layer(plot_));
+    place_legend_below(plot_, 4);
+}
+
+void AmaxView::clearCurves() {
+    for (const Curve& c : curves_)
+        for (QCPGraph* g : c.graphs) plot_->removeGraph(g);
+    for (QCPGraph* g : keys_) plot_->removeGraph(g);
+    curves_.clear();
+    keys_.clear();
+}
+
+void AmaxView::rebuild(const TraceData& d, int run, const std::vector<OperandRef>& refs, std::size_t selected) {
+    clearCurves();
+    const RunData& rd = d.runs[run];
+    const ScalingColumns& sc = rd.scaling;
+    const QVector<double> k(sc.step.begin(), sc.step.end());
+    const OperandRef current = ctx().selection->operand();
+    QColor current_color = operand_color(0);
+    for (const OperandRef& ref : refs) {
+        const int slot = ref.slot();
+        if (slot < 0 || slot >= d.slot_count()) continue;
+        const QColor color = operand_color(static_cast<int>(curves_.size()));
+        if (ref == current) current_color = color;
+        Curve c{ref, {plot_->addGraph(), plot_->addGraph(plot_->xAxis, plot_->yAxis2), plot_->addGraph()}};
+        c.graphs[AmaxGraph]->setName(short_operand_label(d.meta, ref));
+        c.graphs[AmaxGraph]->setPen(QPen(color, 1.4));
+        c.graphs[ScaleGraph]->setPen(QPen(color, 1.0, Qt::DashLine));
+        c.graphs[OverflowGraph]->setLineStyle(QCPGraph::lsNone);
+        c.graphs[OverflowGraph]->setScatterStyle(
+            QCPScatterStyle(QCPScatterStyle::ssTriangleInverted, color.darker(160), color, 9));
+        for (Graph g : {ScaleGraph, OverflowGraph}) c.graphs[g]->removeFromLegend();
+        const std::size_t n = slot < sc.slot_count ? sc.step.size() : 0;
+        const double fmax = format_max_of(d, rd, ref);
+        QVector<double> a(n), s(n), over_k, over_v;
+        for (std::size_t i = 0; i < n; ++i) {
+            a[i] = sc.amax_at(i, slot);
+            s[i] = sc.scale_at(i, slot);
+            if (std::isfinite(s[i]) && a[i] * s[i] > fmax) { over_k << k[i]; over_v << a[i]; }
+        }
+        c.graphs[AmaxGraph]->setData(k.mid(0, static_cast<int>(n)), gaps_for_log(a), true);
+        c.graphs[ScaleGraph]->setData(k.mid(0, static_cast<int>(n)), gaps_for_log(s), true);
+        c.graphs[OverflowGraph]->setData(over_k, over_v, true);
+        curves_.push_back(c);
+    }
+    // Legend entries for what the styles mean, after the operands' names.
+    auto key = [this](const QString& name) {
+        QCPGraph* g = plot_->addGraph();
+        g->setName(name);
+        keys_.push_back(g);
+        return g;
+    };
+    key(tr("scale in use (dashed, right axis)"))->setPen(QPen(Qt::darkGray, 1.0, Qt::DashLine));
+    QCPGraph* overflow = key(tr("overflow: amax x scale > fp8 max"));
+    overflow->setLineStyle(QCPGraph::lsNone);
+    overflow->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangleInverted, Qt::darkGray, Qt::gray, 9));
+    if (selected > curves_.size())
+        key(tr("%1 more selected, not drawn (at most %2)").arg(selected - curves_.size()).arg(kMaxOperands))
+            ->setPen(Qt::NoPen);
+    history_->removeFromLegend();
+    history_->addToLegend();
+    history_->setName(tr("delayed amax history of %1 at cursor").arg(short_operand_label(d.meta, current)));
+    history_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(current_color, 1.5), Qt::white, 7));
+    wrap_legend(plot_);
+    plot_->yAxis->setLabel(tr("amax (run %1)").arg(run_label(d.meta, run)));
+    fit_axes(plot_);
+}
+
+// The previous steps' amax as delayed scaling saw them at the cursor's capture step; true
+// when the window moved.
+bool AmaxView::drawHistory(const RunData& rd, std::int64_t step) {
+    const QPointF before = window_->topLeft->coords();
+    const bool was_visible = window_->visible();
+    QVector<double> hk, hv;
+    if (const trace::OperandRecord* o = rd.operand_at(step, ctx().selection->operand()); o && !o->amax_history.empty()) {
+        const auto n = static_cast<std::int64_t>(o->amax_history.size());
+        for (std::int64_t i = 0; i < n; ++i) {
+            hk << static_cast<double>(o->key.step - n + i);
+            hv << o->amax_history[i];
+        }
+        window_->topLeft->setCoords(static_cast<double>(o->key.step - n), 0);
+        window_->bottomRight->setCoords(static_cast<double>(o->key.step), 1);
+    }
+    window_->setVisible(!hk.isEmpty());
+    history_->setData(hk, gaps_for_log(hv), true);
+    return window_->visible() != was_visible || window_->topLeft->coords() != before;
+}
+
+void AmaxView::redraw() {
+    const Selection& sel = *ctx().selection;
+    const OperandRef current = sel.operand();
+    const std::vector<OperandRef> refs = drawn_operands(sel.operands(), current);
+    const int run = sel.run();
+    const std::int64_t step = ctx().cursor->step();
+    const bool rebuild_all = dataChanged() || refs != shown_ || !(current == shown_current_) || run != shown_run_;
+    bool replot_all = true, window_moved = false;
+    ctx().store->read([&](const TraceData& d) {
+        const bool ok = run >= 0 && run < static_cast<int>(d.runs.size()) && current.slot() >= 0 &&
+                        current.slot() < d.slot_count();
+        if (!ok) {
+            clearCurves();
+            history_->data()->clear();
+            set_placeholder(plot_, d.empty() ? tr("no steps yet") : tr("select an operand"));
+            window_->setVisible(false);
+            return;
+        }
+        set_placeholder(plot_, QString());
+        if (rebuild_all) rebuild(d, run, refs, sel.operands().size());
+        window_moved = drawHistory(d.runs[run], step);
+        replot_all = rebuild_all;
+    });
+    shown_ = refs;
+    shown_current_ = current;
+    shown_run_ = run;
+    set_cursor_line(cursor_line_, static_cast<double>(step));
+    if (replot_all) {
+        plot_->replot();
+        return;
+    }
+    if (window_moved) window_layer_->replot();
+    replot_cursor_layer(plot_);
+}
+
+}  // namespace fp8scope::views

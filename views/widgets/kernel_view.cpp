@@ -1,0 +1,59 @@
+// Kernels view.
+#include "widgets/kernel_view.h"
+
+#include <QHeaderView>
+#include <QSplitter>
+#include <QTableView>
+#include <QVBoxLayout>
+#include <map>
+
+#include "models/display_names.h"
+#include "widgets/timeline_widget.h"
+
+namespace fp8scope::views {
+
+KernelView::KernelView(const ViewContext& context, QWidget* parent)
+    : StoreView(context, "kernels", tr("Kernels"), parent), model_(context.store) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    auto* split = new QSplitter(Qt::Vertical, this);
+    timeline_ = new TimelineWidget(split);
+    view_ = new QTableView(split);
+    view_->setModel(&model_);
+    view_->verticalHeader()->hide();
+    view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    view_->horizontalHeader()->setStretchLastSection(true);
+    split->addWidget(timeline_);
+    split->addWidget(view_);
+    layout->addWidget(split);
+}
+
+void KernelView::redraw() {
+    const int run = ctx().selection->run();
+    const std::int64_t step = ctx().cursor->step();
+    model_.refresh(run, step);
+    std::vector<TimelineBox> boxes;
+    QStringList lanes;
+    ctx().store->read([&](const TraceData& d) {
+        if (run < 0 || run >= static_cast<int>(d.runs.size())) return;
+        const RunData& rd = d.runs[run];
+        auto [lo, hi] = rd.ops_of_step(step);
+        std::map<std::pair<int, int>, int> lane_of;  // (device, stream) -> lane
+        for (auto i = lo; i < hi; ++i) lane_of[{rd.ops[i].device, rd.ops[i].stream}] = 0;
+        for (auto& [key, lane] : lane_of) {
+            lane = static_cast<int>(lanes.size());
+            lanes << (key.first < 0 ? tr("CPU thread %1").arg(key.second) : tr("GPU%1 stream %2").arg(key.first).arg(key.second));
+        }
+        std::int64_t t0 = INT64_MAX;
+        for (auto i = lo; i < hi; ++i) t0 = std::min(t0, rd.ops[i].start_ns);
+        for (auto i = lo; i < hi; ++i) {
+            const trace::OpRecord& op = rd.ops[i];
+            QString name = op_label(d.meta, op.op);
+            if (op.linear >= 0) name += " " + linear_label(d.meta, op.linear);
+            boxes.push_back({name, lane_of[{op.device, op.stream}], (op.start_ns - t0) * 1e-3, (op.end_ns - t0) * 1e-3, op.op});
+        }
+    });
+    timeline_->setBoxes(std::move(boxes), lanes);
+}
+
+}  // namespace fp8scope::views

@@ -1,0 +1,102 @@
+// Layers table view.
+#include "widgets/layers_view.h"
+
+#include <QHeaderView>
+#include <QLineEdit>
+#include <QSortFilterProxyModel>
+#include <QTableView>
+#include <QVBoxLayout>
+#include <algorithm>
+
+#include "models/model_roles.h"
+
+namespace fp8scope::views {
+
+LayersView::LayersView(const ViewContext& context, QWidget* parent)
+    : StoreView(context, "layers", tr("Layers"), parent), model_(context.store) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    filter_ = new QLineEdit(this);
+    filter_->setPlaceholderText(tr("filter: linear, gemm, operand or recipe (e.g. mlp, dgrad)"));
+    filter_->setClearButtonEnabled(true);
+    proxy_ = new QSortFilterProxyModel(this);
+    proxy_->setSourceModel(&model_);
+    proxy_->setSortRole(kValueRole);
+    proxy_->setFilterKeyColumn(-1);
+    proxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
+    view_ = new QTableView(this);
+    view_->setModel(proxy_);
+    view_->setSortingEnabled(true);
+    view_->sortByColumn(-1, Qt::AscendingOrder);
+    view_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    view_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    view_->verticalHeader()->hide();
+    view_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
+    layout->addWidget(filter_);
+    layout->addWidget(view_);
+    // Filtering hides rows, it does not unselect their operands.
+    connect(filter_, &QLineEdit::textChanged, this, [this](const QString& text) {
+        syncing_ = true;
+        proxy_->setFilterFixedString(text);
+        syncing_ = false;
+        showSelection();
+    });
+    connect(view_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &LayersView::takeSelection);
+    connect(view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &LayersView::takeSelection);
+    connect(context.selection, &Selection::changed, this, &LayersView::showSelection);
+}
+
+std::vector<OperandRef> LayersView::selectedOperands() const {
+    std::vector<OperandRef> refs;
+    for (const QModelIndex& i : view_->selectionModel()->selectedRows())
+        refs.push_back(model_.operandAt(proxy_->mapToSource(i).row()));
+    std::sort(refs.begin(), refs.end(), slot_order);
+    return refs;
+}
+
+void LayersView::takeSelection() {
+    if (syncing_) return;
+    std::vector<OperandRef> refs = selectedOperands();
+    if (refs.empty()) return;  // a table being reset, not a choice
+    // The current operand is the focused row once it is selected (a Ctrl-click moves the
+    // focus before it toggles the row), else the previous one while it stays selected.
+    OperandRef current = ctx().selection->operand();
+    const QModelIndex focus = view_->currentIndex();
+    if (focus.isValid() && view_->selectionModel()->isRowSelected(focus.row(), focus.parent()))
+        current = model_.operandAt(proxy_->mapToSource(focus).row());
+    else if (std::find(refs.begin(), refs.end(), current) == refs.end())
+        current = refs.front();
+    syncing_ = true;  // the echo must not reset a selection the user is still making
+    ctx().selection->setOperands(std::move(refs), current);
+    syncing_ = false;
+}
+
+void LayersView::showSelection() {
+    if (syncing_) return;
+    QItemSelection rows;
+    for (const OperandRef& ref : ctx().selection->operands())
+        if (const int row = model_.rowOf(ref); row >= 0)
+            if (const QModelIndex i = proxy_->mapFromSource(model_.index(row, 0)); i.isValid()) rows.select(i, i);
+    const QModelIndex current = proxy_->mapFromSource(model_.index(model_.rowOf(ctx().selection->operand()), 0));
+    syncing_ = true;
+    view_->selectionModel()->select(rows, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    if (current.isValid()) view_->selectionModel()->setCurrentIndex(current, QItemSelectionModel::NoUpdate);
+    syncing_ = false;
+}
+
+void LayersView::redraw() {
+    const bool first = model_.rowCount() == 0;
+    const int run = ctx().selection->run();
+    syncing_ = true;
+    model_.refresh(run, ctx().cursor->step());
+    syncing_ = false;
+    if (model_.rowCount() == 0) return;
+    // Another run's figures (a baseline has no recipe or scale) need other widths.
+    if (run != sized_run_) {
+        view_->resizeColumnsToContents();
+        sized_run_ = run;
+    }
+    if (first) showSelection();
+}
+
+}  // namespace fp8scope::views

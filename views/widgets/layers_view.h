@@ -1,0 +1,40 @@
+// Layers table view: every layer x GEMM x operand with its latest figures, sortable and
+// filterable; choosing a row selects that operand in every other view, choosing several
+// rows (Ctrl/Shift-click) selects them all, the row with the focus being the current.
+#pragma once
+
+#include "models/layers_model.h"
+#include "widgets/store_view.h"
+
+class QLineEdit;
+class QSortFilterProxyModel;
+class QTableView;
+
+namespace fp8scope::views {
+
+class LayersView : public StoreView {
+    Q_OBJECT
+public:
+    explicit LayersView(const ViewContext& ctx, QWidget* parent = nullptr);
+    const QAbstractItemModel* table() const override { return &model_; }
+    const LayersModel& model() const { return model_; }
+    QTableView* tableView() const { return view_; }
+    QSortFilterProxyModel* proxy() const { return proxy_; }
+    QLineEdit* filter() const { return filter_; }
+
+protected:
+    void redraw() override;
+
+private:
+    void showSelection();
+    void takeSelection();
+    std::vector<OperandRef> selectedOperands() const;  // rows selected in the table, slot order
+    LayersModel model_;
+    QSortFilterProxyModel* proxy_;
+    QTableView* view_;
+    QLineEdit* filter_;
+    int sized_run_ = -1;    // the run the column widths were fitted to
+    bool syncing_ = false;  // the table and the Selection are being made to agree
+};
+
+}  // namespace fp8scope::views

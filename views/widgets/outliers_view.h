@@ -1,0 +1,36 @@
+// Outliers view: log2 histograms of the selected GEMM operand kind for every layer at the
+// cursor (layers x exponent bins), the selected operand's histogram over capture steps,
+// kurtosis per layer, and the selected operand's per-channel absmax with outlier channels
+// (above kOutlierFactor x the median) in red.
+#pragma once
+
+#include "widgets/store_view.h"
+
+class QCustomPlot;
+
+namespace fp8scope::views {
+
+class OutliersView : public StoreView {
+    Q_OBJECT
+public:
+    static constexpr double kOutlierFactor = 8.0;
+    explicit OutliersView(const ViewContext& ctx, QWidget* parent = nullptr);
+    QCustomPlot* layersHeatmap() const { return layers_; }
+    QCustomPlot* stepsHeatmap() const { return steps_; }
+    QCustomPlot* kurtosisPlot() const { return kurtosis_; }
+    QCustomPlot* channelPlot() const { return channels_; }
+
+protected:
+    void redraw() override;
+
+private:
+    void drawLayers(const TraceData& d, const RunData& rd, std::int64_t step);
+    void drawSteps(const RunData& rd, std::int64_t step);
+    void drawChannels(const TraceData& d, const RunData& rd, std::int64_t step);
+    QCustomPlot *layers_, *steps_, *kurtosis_, *channels_;
+};
+
+// The exponent range [lo, hi] holding counts in any of `hists`; false when all are empty.
+bool histogram_extent(const std::vector<const Log2Histogram*>& hists, int& lo, int& hi);
+
+}  // namespace fp8scope::views

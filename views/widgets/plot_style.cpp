@@ -1,0 +1,206 @@
+// Shared plot look.
+#include "widgets/plot_style.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fp8scope::views {
+
+namespace {
+// Dark grey (the baseline) and Tableau's nine hues, then ten more picked to stay at least
+// 60 apart (RGB distance) from all others; Tableau's own light shades of blue, purple and
+// cyan are too close to each other.
+constexpr QRgb kPalette[kPaletteSize] = {
+    0x333333, 0x1f77b4, 0xd62728, 0x2ca02c, 0xff7f0e, 0x9467bd, 0x8c564b, 0xe377c2, 0x17becf, 0xbcbd22,
+    0xaec7e8, 0xff9896, 0x98df8a, 0xe7ba52, 0x000080, 0x800000, 0x008080, 0x808000, 0x4b0082, 0x7f7f7f};
+constexpr int kHues = 9;  // palette entries 1..9 have distinct hues
+}  // namespace
+
+QColor series_color(int index) {
+    return QColor(kPalette[((index % kPaletteSize) + kPaletteSize) % kPaletteSize]);
+}
+
+QVector<QColor> recipe_colors(const std::vector<std::string>& names) {
+    std::vector<std::string> families;
+    std::vector<int> family(names.size()), variant(names.size()), size;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        const std::string f = names[i].substr(0, names[i].find_first_of("_:"));
+        const auto it = std::find(families.begin(), families.end(), f);
+        family[i] = static_cast<int>(it - families.begin());
+        if (it == families.end()) { families.push_back(f); size.push_back(0); }
+        variant[i] = size[family[i]]++;
+    }
+    QVector<QColor> out;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        const QColor hue = series_color(1 + family[i] % kHues);
+        const int n = size[family[i]];
+        if (n == 1) { out << hue; continue; }
+        // Variants from dark to light; the span keeps neighbours apart and the lightest
+        // still visible on white.
+        const double lightness = 0.28 + 0.44 * variant[i] / (n - 1);
+        out << QColor::fromHslF(hue.hslHueF(), hue.hslSaturationF(), lightness);
+    }
+    return out;
+}
+
+QCustomPlot* make_plot(QWidget* parent, const QString& title) {
+    auto* plot = new QCustomPlot(parent);
+    plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    plot->setNoAntialiasingOnDrag(true);
+    // Long, noisy series: draw polylines as segments, which Qt strokes far faster.
+    plot->setPlottingHint(QCP::phFastPolylines, true);
+    plot->setMinimumSize(200, 140);
+    QFont f = plot->font();
+    f.setPointSize(9);
+    for (QCPAxis* a : plot->axisRect()->axes()) {
+        a->setTickLabelFont(f);
+        a->setLabelFont(f);
+    }
+    plot->legend->setFont(f);
+    plot->legend->setBrush(QColor(255, 255, 255, 210));
+    if (!title.isEmpty()) {
+        plot->plotLayout()->insertRow(0);
+        QFont tf = f;
+        tf.setBold(true);
+        plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title, tf));
+    }
+    auto* placeholder = new QCPItemText(plot);
+    placeholder->setObjectName("placeholder");
+    placeholder->position->setType(QCPItemPosition::ptAxisRectRatio);
+    placeholder->position->setCoords(0.5, 0.5);
+    placeholder->setColor(Qt::gray);
+    placeholder->setVisible(false);
+    return plot;
+}
+
+QCPLayer* cursor_layer(QCustomPlot* plot) {
+    if (QCPLayer* l = plot->layer("cursor")) return l;
+    plot->addLayer("cursor", plot->layer("main"), QCustomPlot::limAbove);
+    QCPLayer* l = plot->layer("cursor");
+    l->setMode(QCPLayer::lmBuffered);
+    return l;
+}
+
+void replot_cursor_layer(QCustomPlot* plot) {
+    cursor_layer(plot)->replot();
+}
+
+QCPItemStraightLine* add_cursor_line(QCustomPlot* plot, QCPAxisRect* rect) {
+    rect = rect ? rect : plot->axisRect();
+    auto* line = new QCPItemStraightLine(plot);
+    line->setLayer(cursor_layer(plot));
+    line->setClipAxisRect(rect);
+    for (auto* p : {line->point1, line->point2}) p->setAxes(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
+    line->setPen(QPen(QColor(0xe0, 0x40, 0x40), 1, Qt::DashLine));
+    line->setVisible(false);
+    return line;
+}
+
+void set_cursor_line(QCPItemStraightLine* line, double step) {
+    line->setVisible(step >= 0);
+    line->point1->setCoords(step, 0);
+    line->point2->setCoords(step, 1);
+}
+
+void set_log_axis(QCPAxis* axis) {
+    axis->setScaleType(QCPAxis::stLogarithmic);
+    axis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+    axis->setNumberFormat("g");
+    axis->setNumberPrecision(3);
+}
+
+namespace {
+constexpr char kLegendColumns[] = "fp8scope_legend_columns";
+
+// Re-flows a legend below its plot when the plot's width changes.
+class LegendWrapper : public QObject {
+public:
+    using QObject::QObject;
+    bool eventFilter(QObject* watched, QEvent* e) override {
+        if (e->type() == QEvent::Resize) wrap_legend(static_cast<QCustomPlot*>(watched));
+        return false;
+    }
+};
+}  // namespace
+
+void place_legend_below(QCustomPlot* plot, int max_columns) {
+    QCPLayoutGrid* layout = plot->plotLayout();
+    QCPLegend* legend = plot->legend;
+    int row = 0;
+    while (row < layout->rowCount() && layout->element(row, 0) != plot->axisRect()) ++row;
+    plot->axisRect()->insetLayout()->take(legend);
+    // Centred between two empty elements that take the spare width, so the entries stay
+    // together instead of spreading over the plot's width.
+    auto* band = new QCPLayoutGrid;
+    layout->insertRow(row + 1);
+    layout->addElement(row + 1, 0, band);
+    layout->setRowStretchFactor(row + 1, 0.001);  // only the height its entries need
+    band->addElement(0, 0, new QCPLayoutElement(plot));
+    band->addElement(0, 1, legend);
+    band->addElement(0, 2, new QCPLayoutElement(plot));
+    band->setColumnStretchFactor(1, 0.001);
+    legend->setBorderPen(Qt::NoPen);
+    legend->setBrush(Qt::NoBrush);
+    legend->setVisible(true);
+    plot->setProperty(kLegendColumns, max_columns);
+    plot->installEventFilter(new LegendWrapper(plot));
+}
+
+void wrap_legend(QCustomPlot* plot) {
+    QCPLegend* legend = plot->legend;
+    int n = 0, widest = 1;  // entries, not grid cells: a wrapped grid has empty cells
+    for (int i = 0; i < legend->itemCount(); ++i)
+        if (QCPAbstractLegendItem* item = legend->item(i)) {
+            ++n;
+            widest = std::max(widest, item->minimumOuterSizeHint().width() + legend->columnSpacing());
+        }
+    const int fit = (plot->width() - 20) / widest;
+    const int columns = std::clamp(fit, 1, std::max(1, plot->property(kLegendColumns).toInt()));
+    const int rows = std::max(1, (n + columns - 1) / columns);
+    const int wrap = std::max(1, (n + rows - 1) / rows);
+    legend->setWrap(wrap);
+    legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
+}
+
+void fit_axes(QCustomPlot* plot) {
+    plot->rescaleAxes();
+    for (QCPAxis* a : plot->axisRect()->axes(QCPAxis::atLeft | QCPAxis::atRight)) {
+        const QCPRange r = a->range();
+        if (a->scaleType() == QCPAxis::stLogarithmic) a->setRange(r.lower / 1.1, r.upper * 1.1);
+        else if (r.size() > 0) a->setRange(r.lower - 0.05 * r.size(), r.upper + 0.05 * r.size());
+        else a->setRange(r.lower - 1, r.upper + 1);
+    }
+}
+
+void set_label_ticks(QCPAxis* axis, const QStringList& labels) {
+    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    for (int i = 0; i < labels.size(); ++i) ticker->addTick(i, labels[i]);
+    axis->setTicker(ticker);
+    axis->setRange(-0.5, labels.size() - 0.5);
+}
+
+void slant_tick_labels(QCPAxis* axis, const QStringList& labels, double degrees) {
+    axis->setTickLabelRotation(degrees);
+    const QFontMetrics metrics(axis->tickLabelFont());
+    int widest = 0;
+    for (const QString& l : labels) widest = std::max(widest, metrics.horizontalAdvance(l));
+    QMargins m = axis->axisRect()->minimumMargins();
+    m.setRight(degrees > 0 ? static_cast<int>(widest * std::cos(qDegreesToRadians(degrees))) : 0);
+    axis->axisRect()->setMinimumMargins(m);
+}
+
+QVector<double> gaps_for_log(QVector<double> v) {
+    for (double& x : v)
+        if (!(x > 0) || !std::isfinite(x)) x = qQNaN();
+    return v;
+}
+
+void set_placeholder(QCustomPlot* plot, const QString& text) {
+    for (int i = 0; i < plot->itemCount(); ++i)
+        if (auto* t = qobject_cast<QCPItemText*>(plot->item(i)); t && t->objectName() == "placeholder") {
+            t->setText(text);
+            t->setVisible(!text.isEmpty());
+        }
+}
+
+}  // namespace fp8scope::views

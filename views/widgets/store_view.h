@@ -1,0 +1,50 @@
+// The base of every view: a widget over the series store that redraws from it when the
+// redraw scheduler asks (and only while visible), and exports itself as PNG or PDF and,
+// when it has one, its table as CSV.
+#pragma once
+
+#include <QAbstractItemModel>
+#include <QWidget>
+
+#include "models/selection.h"
+#include "models/series_store.h"
+#include "models/step_cursor.h"
+
+namespace fp8scope::views {
+
+struct ViewContext {
+    const SeriesStore* store = nullptr;
+    StepCursor* cursor = nullptr;
+    Selection* selection = nullptr;
+};
+
+class StoreView : public QWidget {
+    Q_OBJECT
+public:
+    StoreView(const ViewContext& ctx, const QString& name, const QString& title, QWidget* parent = nullptr);
+
+    QString name() const { return objectName(); }   // "loss", "amax", ... (--view NAME)
+    QString title() const { return title_; }
+    // Redraws from the store if visible (or `force`): new data, cursor or selection.
+    void refresh(bool force = false);
+    // PNG or PDF by extension; false with `error` set when it cannot be written.
+    bool exportImage(const QString& path, QString* error) const;
+    // The view's table for CSV export, if it has one.
+    virtual const QAbstractItemModel* table() const { return nullptr; }
+
+protected:
+    virtual void redraw() = 0;
+    void showEvent(QShowEvent* e) override;
+    const ViewContext& ctx() const { return ctx_; }
+    // True when the store changed since the last redraw (plot data must be rebuilt);
+    // false when only the cursor or the selection moved.
+    bool dataChanged() const { return data_changed_; }
+
+private:
+    ViewContext ctx_;
+    QString title_;
+    std::uint64_t seen_revision_ = ~0ull;
+    bool data_changed_ = true, stale_ = true;
+};
+
+}  // namespace fp8scope::views

@@ -1,0 +1,136 @@
+// Timeline painting and zoom/pan.
+#include "widgets/timeline_widget.h"
+
+#include <QHelpEvent>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QToolTip>
+#include <QWheelEvent>
+#include <algorithm>
+#include <cmath>
+
+#include "widgets/plot_style.h"
+
+namespace fp8scope::views {
+
+namespace {
+constexpr int kLabelWidth = 110, kLaneHeight = 26, kAxisHeight = 22;
+}
+
+TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent) {
+    setMinimumHeight(kAxisHeight + 2 * kLaneHeight);
+    setMouseTracking(false);
+}
+
+void TimelineWidget::setBoxes(std::vector<TimelineBox> boxes, QStringList lanes) {
+    boxes_ = std::move(boxes);
+    lanes_ = std::move(lanes);
+    double end = 0;
+    for (const auto& b : boxes_) end = std::max(end, b.end_us);
+    const bool keep = total_us_ == std::max(end, 1.0) && view_end_ > view_start_;
+    total_us_ = std::max(end, 1.0);
+    if (!keep) resetView();
+    setMinimumHeight(kAxisHeight + std::max<int>(2, lanes_.size()) * kLaneHeight);
+    update();
+}
+
+void TimelineWidget::setView(double start_us, double end_us) {
+    const double span = std::clamp(end_us - start_us, 1e-3, total_us_ * 1.05);
+    view_start_ = std::clamp(start_us, -0.05 * total_us_, total_us_ - span * 0.1);
+    view_end_ = view_start_ + span;
+    update();
+}
+
+void TimelineWidget::resetView() { setView(0, total_us_); }
+
+double TimelineWidget::toX(double us) const {
+    return kLabelWidth + (us - view_start_) / (view_end_ - view_start_) * (width() - kLabelWidth - 4);
+}
+double TimelineWidget::toUs(double x) const {
+    return view_start_ + (x - kLabelWidth) / (width() - kLabelWidth - 4) * (view_end_ - view_start_);
+}
+
+void TimelineWidget::paintEvent(QPaintEvent*) {
+    QPainter p(this);
+    p.fillRect(rect(), Qt::white);
+    if (boxes_.empty()) {
+        p.setPen(Qt::gray);
+        p.drawText(rect(), Qt::AlignCenter, tr("no op or kernel records at this step"));
+        return;
+    }
+    // Time axis with about 8 ticks at round numbers.
+    const double span = view_end_ - view_start_;
+    const double raw = span / 8, mag = std::pow(10.0, std::floor(std::log10(raw)));
+    const double tick = raw / mag < 2 ? 2 * mag : raw / mag < 5 ? 5 * mag : 10 * mag;
+    p.setPen(QColor(0xcc, 0xcc, 0xcc));
+    for (double t = std::ceil(view_start_ / tick) * tick; t <= view_end_; t += tick) {
+        const int x = static_cast<int>(toX(t));
+        p.drawLine(x, kAxisHeight, x, height());
+        p.setPen(Qt::darkGray);
+        p.drawText(QRect(x - 50, 2, 100, kAxisHeight - 4), Qt::AlignCenter, QString::number(t, 'g', 5) + " us");
+        p.setPen(QColor(0xcc, 0xcc, 0xcc));
+    }
+    for (int l = 0; l < lanes_.size(); ++l) {
+        const int y = kAxisHeight + l * kLaneHeight;
+        p.setPen(Qt::black);
+        p.drawText(QRect(4, y, kLabelWidth - 8, kLaneHeight), Qt::AlignVCenter | Qt::AlignLeft, lanes_[l]);
+    }
+    p.setClipRect(QRect(kLabelWidth, kAxisHeight, width() - kLabelWidth, height() - kAxisHeight));
+    for (const auto& b : boxes_) {
+        const double x0 = toX(b.start_us), x1 = std::max(toX(b.end_us), x0 + 1);
+        if (x1 < kLabelWidth || x0 > width()) continue;
+        const QRectF r(x0, kAxisHeight + b.lane * kLaneHeight + 3, x1 - x0, kLaneHeight - 6);
+        const QColor c = series_color(b.color + 1).lighter(130);
+        p.fillRect(r, c);
+        p.setPen(c.darker(150));
+        p.drawRect(r);
+        if (r.width() > 30) {
+            p.setPen(Qt::black);
+            p.drawText(r.adjusted(2, 0, -2, 0), Qt::AlignVCenter | Qt::AlignLeft, b.name);
+        }
+    }
+}
+
+void TimelineWidget::wheelEvent(QWheelEvent* e) {
+    const double at = toUs(e->position().x());
+    const double factor = e->angleDelta().y() > 0 ? 0.8 : 1.25;
+    setView(at - (at - view_start_) * factor, at + (view_end_ - at) * factor);
+    e->accept();
+}
+
+void TimelineWidget::mousePressEvent(QMouseEvent* e) {
+    drag_x_ = static_cast<int>(e->position().x());
+    drag_start_ = view_start_;
+    if (e->button() == Qt::RightButton) resetView();
+}
+
+void TimelineWidget::mouseMoveEvent(QMouseEvent* e) {
+    if (!(e->buttons() & Qt::LeftButton)) return;
+    const double span = view_end_ - view_start_;
+    const double shift = (e->position().x() - drag_x_) / (width() - kLabelWidth - 4) * span;
+    setView(drag_start_ - shift, drag_start_ - shift + span);
+}
+
+const TimelineBox* TimelineWidget::boxAt(QPoint pos) const {
+    const int lane = (pos.y() - kAxisHeight) / kLaneHeight;
+    const double us = toUs(pos.x());
+    const double slack = (view_end_ - view_start_) / std::max(1, width()) * 2;
+    for (const auto& b : boxes_)
+        if (b.lane == lane && us >= b.start_us - slack && us <= b.end_us + slack) return &b;
+    return nullptr;
+}
+
+bool TimelineWidget::event(QEvent* e) {
+    if (e->type() == QEvent::ToolTip) {
+        auto* help = static_cast<QHelpEvent*>(e);
+        if (const TimelineBox* b = boxAt(help->pos()))
+            QToolTip::showText(help->globalPos(), QStringLiteral("%1\n%2 us at %3 us").arg(b->name)
+                                                      .arg(b->end_us - b->start_us, 0, 'g', 4).arg(b->start_us, 0, 'g', 6));
+        else
+            QToolTip::hideText();
+        return true;
+    }
+    return QWidget::event(e);
+}
+
+}  // namespace fp8scope::views
