@@ -19,7 +19,7 @@ end=$(date +%s)
 echo "$table"
 echo
 echo "wall time: $((end - start)) s"
-# Columns: replica recipe loss eval_loss eval_vs_base ("+0.123%").
+# Columns: run recipe loss eval_loss eval_vs_base ("+0.123%").
 echo "$table" | awk -v goal="$goal" '
     NR > 1 && $5 != "-" { pct = $5; sub("%", "", pct); pct += 0; a = pct < 0 ? -pct : pct;
                           worst = a > worst ? a : worst; n++ }

@@ -3,6 +3,10 @@
 #include <stdexcept>
 
 #include "cpu/cpu_backend.h"
+#ifdef FP8SCOPE_HAVE_CUDA
+#include "cuda/cuda_backend.h"
+#include "cuda/devices.h"
+#endif
 
 namespace fp8scope {
 
@@ -10,7 +14,14 @@ std::unique_ptr<Backend> make_backend(const std::string& device, int threads) {
     if (device == "cpu") return std::make_unique<CpuBackend>(threads);
     if (device == "cuda") {
 #ifdef FP8SCOPE_HAVE_CUDA
-        throw std::runtime_error("device cuda: the CUDA backend is not finished in this build");
+        std::string why;
+        const auto list = cuda::devices(&why);
+        if (list.empty()) throw std::runtime_error("device cuda: no usable CUDA device (" + why + ")");
+        try {
+            return std::make_unique<CudaBackend>(list.front().index, threads);
+        } catch (const std::exception& e) {
+            throw std::runtime_error("device cuda: cannot use " + list.front().name + ": " + e.what());
+        }
 #else
         throw std::runtime_error("device cuda: this build has no CUDA backend (nvcc was not found when it was configured)");
 #endif

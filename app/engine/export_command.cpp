@@ -122,7 +122,7 @@ void operand_columns(V& v, const O& o) {
     fields::visit_scalars(o.key, v);
     fields::visit_scalars(o, v);                 // recipe_in_use, scale
     fields::visit_scalars(o.stats, v);           // counts, amax, moments, dynamic range
-    fields::visit_scalars(o.stats.outliers, v);  // kurtosis, frac_beyond_k_rms
+    fields::visit_scalars(o.stats.outliers, v);  // the outlier figures (not the setting k)
 }
 template <class V, class O>
 void error_columns(V& v, const O& o, const std::int32_t& recipe, const int& in_use, const ErrorStats& e) {

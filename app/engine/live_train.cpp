@@ -65,9 +65,9 @@ trace::TraceMeta run_trace_meta(const TrainConfig& config, Trainer& trainer, std
     m.created = utc_now();
     m.machine = host_name();
     m.runs.clear();
-    const auto recipes = config.replica_recipes();
+    const auto recipes = config.run_recipes();
     for (std::size_t i = 0; i < recipes.size(); ++i) {
-        // Replicas are named by recipe; a repeated recipe gets its replica index.
+        // Runs are named by recipe; a repeated recipe gets its run index.
         bool repeated = std::count(recipes.begin(), recipes.end(), recipes[i]) > 1;
         m.runs.push_back({repeated ? recipes[i] + "#" + std::to_string(i) : recipes[i], recipes[i]});
     }
@@ -83,8 +83,8 @@ live::CommandReply apply_command(Trainer& trainer, const live::Command& c) {
         case CommandKind::Stop: trainer.stop(); break;
         case CommandKind::SwitchRecipe:
             if (c.run == -1) {
-                (void)training_recipe(c.recipe);  // refuse before any replica switches
-                for (int r = 0; r < trainer.replicas(); ++r) trainer.switch_recipe(r, c.recipe);
+                (void)training_recipe(c.recipe);  // refuse before any run switches
+                for (int r = 0; r < trainer.runs(); ++r) trainer.switch_recipe(r, c.recipe);
             } else {
                 trainer.switch_recipe(c.run, c.recipe);
             }
@@ -126,20 +126,20 @@ LiveTrain::~LiveTrain() = default;
 
 void LiveTrain::on_step(const StepRecord& s) {
     trace::StepRecord r;
-    r.run = s.replica;
+    r.run = s.run;
     r.step = s.step;
     r.loss = s.loss;
     r.eval_loss = s.eval_loss ? static_cast<double>(*s.eval_loss) : trace::kNone;
     r.lr = s.lr;
     r.grad_norm = s.grad_norm;
-    r.step_time_s = s.step_seconds;
-    r.tokens_per_s = s.tokens_per_second;
+    r.step_time_s = s.step_time_s;
+    r.tokens_per_s = s.tokens_per_s;
     r.recipe = index_of(training_recipes_, s.recipe);
     server_->publish(r);
 }
 
 void LiveTrain::on_event(const TrainEvent& e) {
-    if (auto kind = trace_kind(e.kind)) server_->publish(event_record(e.replica, e.step, *kind, e.detail));
+    if (auto kind = trace_kind(e.kind)) server_->publish(event_record(e.run, e.step, *kind, e.detail));
 }
 
 void LiveTrain::finish(std::int64_t steps_done, const std::string& why) {

@@ -15,13 +15,13 @@
 namespace fp8scope::cli {
 
 // The run's metadata: what a live client learns first and what the trace file starts
-// with. Both are given this one value, so they name the replicas, linears, recipes and
+// with. Both are given this one value, so they name the runs, linears, recipes and
 // ops with the same ids and agree on every field. blockmap_every < 0: 10 x the capture
 // interval.
 trace::TraceMeta run_trace_meta(const TrainConfig& config, Trainer& trainer, std::int64_t blockmap_every = -1);
 
 // The command handler: each Command to the Trainer request it names. Errors (an unknown
-// recipe or replica, checkpoint without a directory) become refused replies.
+// recipe or run, checkpoint without a directory) become refused replies.
 live::CommandReply apply_command(Trainer& trainer, const live::Command& command);
 
 // A random token for TCP (32 hex digits from the system's random source).

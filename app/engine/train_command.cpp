@@ -1,6 +1,6 @@
 // `fp8scope-engine train`: builds a TrainConfig from defaults, a JSON file or a
 // checkpoint, dedicated flags and --set overrides (in that order), trains with a progress
-// display and prints each replica's final losses. Ctrl-C stops between steps (and writes
+// display and prints each run's final losses. Ctrl-C stops between steps (and writes
 // the final checkpoint when checkpoint.dir is set); a second Ctrl-C kills. With --listen
 // the run is served on the live stream for the GUI to follow and steer.
 #include <atomic>
@@ -58,12 +58,12 @@ struct InterruptWatch : TrainObserver {
     Trainer& trainer;
 };
 
-// Keeps every replica's loss curve for the --json summary.
+// Keeps every run's loss curve for the --json summary.
 struct History : TrainObserver {
-    explicit History(int replicas) : loss(static_cast<std::size_t>(replicas)), eval(loss.size()) {}
+    explicit History(int runs) : loss(static_cast<std::size_t>(runs)), eval(loss.size()) {}
     void on_step(const StepRecord& r) override {
-        loss[static_cast<std::size_t>(r.replica)].push_back(r.loss);
-        if (r.eval_loss) eval[static_cast<std::size_t>(r.replica)].push_back({{"step", r.step}, {"loss", *r.eval_loss}});
+        loss[static_cast<std::size_t>(r.run)].push_back(r.loss);
+        if (r.eval_loss) eval[static_cast<std::size_t>(r.run)].push_back({{"step", r.step}, {"loss", *r.eval_loss}});
     }
     std::vector<std::vector<float>> loss;
     std::vector<nlohmann::json::array_t> eval;
@@ -108,12 +108,12 @@ void apply_flags(const TrainOptions& o, TrainConfig& c) {
 void report(const std::string& what) { std::fprintf(stderr, "fp8scope-engine: error: %s\n", what.c_str()); }
 
 void print_table(const TrainSummary& s) {
-    const ReplicaSummary* baseline = nullptr;
-    for (const auto& r : s.replicas)
+    const RunSummary* baseline = nullptr;
+    for (const auto& r : s.runs)
         if (r.recipe == "baseline" && !baseline) baseline = &r;
-    std::printf("%-8s %-14s %10s %10s %14s\n", "replica", "recipe", "loss", "eval_loss", "eval_vs_base");
-    for (std::size_t i = 0; i < s.replicas.size(); ++i) {
-        const auto& r = s.replicas[i];
+    std::printf("%-8s %-14s %10s %10s %14s\n", "run", "recipe", "loss", "eval_loss", "eval_vs_base");
+    for (std::size_t i = 0; i < s.runs.size(); ++i) {
+        const auto& r = s.runs[i];
         std::string eval = r.eval_loss ? std::to_string(*r.eval_loss).substr(0, 8) : "-";
         std::string rel = "-";
         if (baseline && baseline->eval_loss && r.eval_loss && &r != baseline) {
@@ -166,10 +166,10 @@ int run_train(const TrainOptions& o) {
         report(e.what());
         return 1;
     }
-    const int replicas = trainer->replicas();
-    TrainProgress progress(config.steps, replicas, config.log_every, trainer->steps_done(), o.quiet);
+    const int runs = trainer->runs();
+    TrainProgress progress(config.steps, runs, config.log_every, trainer->steps_done(), o.quiet);
     InterruptWatch watch(*trainer);
-    History history(replicas);
+    History history(runs);
     trainer->add_observer(&progress);
     trainer->add_observer(&watch);
     trainer->add_observer(&history);
@@ -198,8 +198,8 @@ int run_train(const TrainOptions& o) {
         }
     }
     if (!o.quiet) {
-        std::fprintf(stderr, "training %d replica%s (%s) on %s: %lld tokens, %lld held out, %zu parameters each\n",
-                     replicas, replicas == 1 ? "" : "s", nlohmann::json(config.replica_recipes()).dump().c_str(),
+        std::fprintf(stderr, "training %d run%s (%s) on %s: %lld tokens, %lld held out, %zu parameters each\n",
+                     runs, runs == 1 ? "" : "s", nlohmann::json(config.run_recipes()).dump().c_str(),
                      trainer->data().data().origin.c_str(), static_cast<long long>(trainer->data().train_tokens()),
                      static_cast<long long>(trainer->data().val_tokens()), trainer->model(0).num_params());
     }
@@ -233,10 +233,10 @@ int run_train(const TrainOptions& o) {
 
     if (o.json) {
         nlohmann::json out = {{"steps", s.steps}, {"rewinds", s.rewinds}, {"stopped", s.stopped}, {"error", s.error}};
-        out["replicas"] = nlohmann::json::array();
-        for (std::size_t i = 0; i < s.replicas.size(); ++i) {
-            const auto& r = s.replicas[i];
-            out["replicas"].push_back({{"recipe", r.recipe},
+        out["runs"] = nlohmann::json::array();
+        for (std::size_t i = 0; i < s.runs.size(); ++i) {
+            const auto& r = s.runs[i];
+            out["runs"].push_back({{"recipe", r.recipe},
                                        {"loss", r.loss},
                                        {"eval_loss", r.eval_loss ? nlohmann::json(*r.eval_loss) : nlohmann::json()},
                                        {"losses", history.loss[i]},

@@ -20,17 +20,17 @@ std::string duration(double seconds) {
 
 }  // namespace
 
-TrainProgress::TrainProgress(std::int64_t total_steps, int replicas, int log_every, std::int64_t first_step,
+TrainProgress::TrainProgress(std::int64_t total_steps, int runs, int log_every, std::int64_t first_step,
                              bool quiet)
-    : total_(total_steps), first_(first_step), replicas_(replicas), log_every_(log_every), quiet_(quiet),
-      tty_(::isatty(STDERR_FILENO) != 0), loss_(static_cast<std::size_t>(replicas), NAN),
-      eval_(static_cast<std::size_t>(replicas), NAN), start_(std::chrono::steady_clock::now()) {}
+    : total_(total_steps), first_(first_step), runs_(runs), log_every_(log_every), quiet_(quiet),
+      tty_(::isatty(STDERR_FILENO) != 0), loss_(static_cast<std::size_t>(runs), NAN),
+      eval_(static_cast<std::size_t>(runs), NAN), start_(std::chrono::steady_clock::now()) {}
 
 void TrainProgress::on_step(const StepRecord& r) {
-    loss_[static_cast<std::size_t>(r.replica)] = r.loss;
-    if (r.eval_loss) eval_[static_cast<std::size_t>(r.replica)] = *r.eval_loss;
-    if (r.tokens_per_second > 0) tokens_per_step_ = r.tokens_per_second * r.step_seconds;
-    if (r.replica + 1 < replicas_) return;  // draw once all replicas did the step
+    loss_[static_cast<std::size_t>(r.run)] = r.loss;
+    if (r.eval_loss) eval_[static_cast<std::size_t>(r.run)] = *r.eval_loss;
+    if (r.tokens_per_s > 0) tokens_per_step_ = r.tokens_per_s * r.step_time_s;
+    if (r.run + 1 < runs_) return;  // draw once all runs did the step
     if (!quiet_ && (tty_ || r.step % log_every_ == 0 || r.eval_loss || r.step == total_)) draw(r);
 }
 
@@ -38,7 +38,7 @@ void TrainProgress::draw(const StepRecord& r) {
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     double done = static_cast<double>(r.step - first_);
     double per_step = done > 0 ? elapsed / done : 0.0;
-    double tok_s = per_step > 0 ? tokens_per_step_ * replicas_ / per_step : 0.0;  // all replicas, wall clock
+    double tok_s = per_step > 0 ? tokens_per_step_ * runs_ / per_step : 0.0;  // all runs, wall clock
     std::string losses;
     for (std::size_t i = 0; i < loss_.size(); ++i) {
         char buf[48];
@@ -75,7 +75,7 @@ void TrainProgress::draw(const StepRecord& r) {
 void TrainProgress::on_event(const TrainEvent& e) {
     if (quiet_ && e.kind != EventKind::Error) return;
     finish();
-    std::string who = e.replica >= 0 ? " replica " + std::to_string(e.replica) : "";
+    std::string who = e.run >= 0 ? " run " + std::to_string(e.run) : "";
     std::fprintf(stderr, "[step %lld]%s %s%s%s\n", static_cast<long long>(e.step), who.c_str(),
                  std::string(event_kind_name(e.kind)).c_str(), e.detail.empty() ? "" : ": ", e.detail.c_str());
 }

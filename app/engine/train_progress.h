@@ -14,7 +14,7 @@ namespace fp8scope::cli {
 
 class TrainProgress : public TrainObserver {
 public:
-    TrainProgress(std::int64_t total_steps, int replicas, int log_every, std::int64_t first_step, bool quiet);
+    TrainProgress(std::int64_t total_steps, int runs, int log_every, std::int64_t first_step, bool quiet);
     void on_step(const StepRecord& record) override;
     void on_event(const TrainEvent& event) override;
     void finish();  // ends the bar's line
@@ -23,7 +23,7 @@ private:
     void draw(const StepRecord& last);
 
     std::int64_t total_, first_;
-    int replicas_, log_every_;
+    int runs_, log_every_;
     bool quiet_, tty_;
     bool bar_open_ = false;
     std::vector<float> loss_, eval_;

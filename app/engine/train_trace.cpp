@@ -28,11 +28,11 @@ TrainTrace::TrainTrace(const TraceOptions& o, trace::TraceMeta meta, Trainer& tr
     }
     recorder_ = std::make_unique<trace::TrainRecorder>(meta_, tee_);
     trainer.add_observer(recorder_.get());
-    for (int r = 0; r < trainer.replicas(); ++r) trainer.set_capture_sink(r, recorder_->sink(r));
+    for (int r = 0; r < trainer.runs(); ++r) trainer.set_capture_sink(r, recorder_->sink(r));
 }
 
 TrainTrace::~TrainTrace() {
-    for (int r = 0; r < trainer_.replicas(); ++r) trainer_.set_capture_sink(r, nullptr);
+    for (int r = 0; r < trainer_.runs(); ++r) trainer_.set_capture_sink(r, nullptr);
 }
 
 void TrainTrace::finish(std::int64_t steps, const std::string& why) {

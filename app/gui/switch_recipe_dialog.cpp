@@ -9,7 +9,7 @@ SwitchRecipeDialog::SwitchRecipeDialog(const QStringList& runs, const QStringLis
     : QDialog(parent) {
     setWindowTitle(tr("Switch recipe"));
     run_ = new QComboBox(this);
-    run_->addItem(tr("every replica"), -1);
+    run_->addItem(tr("every run"), -1);
     for (int i = 0; i < runs.size(); ++i) run_->addItem(runs[i], i);
     recipe_ = new QComboBox(this);
     recipe_->addItems(recipes);
@@ -17,7 +17,7 @@ SwitchRecipeDialog::SwitchRecipeDialog(const QStringList& runs, const QStringLis
     connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
     auto* form = new QFormLayout(this);
-    form->addRow(tr("Replica"), run_);
+    form->addRow(tr("Run"), run_);
     form->addRow(tr("Recipe"), recipe_);
     form->addRow(buttons);
 }

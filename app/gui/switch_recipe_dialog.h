@@ -1,4 +1,4 @@
-// Switch the training recipe of one replica of a live run, or of every replica.
+// Switch the training recipe of one run of a live run, or of every run.
 #pragma once
 
 #include <QDialog>
@@ -8,9 +8,9 @@ class QComboBox;
 class SwitchRecipeDialog : public QDialog {
     Q_OBJECT
 public:
-    // `runs`: replica names; `recipes`: the training recipes the engine knows.
+    // `runs`: run names; `recipes`: the training recipes the engine knows.
     SwitchRecipeDialog(const QStringList& runs, const QStringList& recipes, QWidget* parent = nullptr);
-    int run() const;  // -1: every replica
+    int run() const;  // -1: every run
     QString recipe() const;
 
 private:

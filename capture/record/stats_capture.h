@@ -1,4 +1,4 @@
-// The capture sink a replica's Model reports to. Every cast's amax and scale in use are
+// The capture sink a run's Model reports to. Every cast's amax and scale in use are
 // recorded (one ScalingRecord per step: they come free with the cast); at capture steps it
 // also gets the full statistics of FP8.md and its error under every trace recipe
 // (OperandRecord), and at block-map steps per-tile maps on one tile grid for every
@@ -19,7 +19,7 @@
 
 namespace fp8scope::trace {
 
-// Op and kernel names to ids, shared by every replica of a trace. A new name is sent as
+// Op and kernel names to ids, shared by every run of a trace. A new name is sent as
 // an OpNameRecord before its first use.
 class OpNames {
 public:

@@ -11,7 +11,7 @@ TraceMeta make_trace_meta(const TrainConfig& config, const std::vector<LinearInf
     TraceMeta m;
     m.tool_version = tool_version;
     m.config_json = train_config_to_json(config);
-    for (const auto& r : config.replica_recipes()) m.runs.push_back({r, r});
+    for (const auto& r : config.run_recipes()) m.runs.push_back({r, r});
     m.linears = linears;
     m.recipes = trace_recipe_names(analysis);
     m.training_recipes = training_recipe_names();
@@ -27,7 +27,7 @@ TrainRecorder::TrainRecorder(const TraceMeta& meta, RecordSink& sink, StatsCaptu
         captures_.push_back(std::make_unique<StatsCapture>(static_cast<int>(i), meta, sink, ops_, options));
 }
 
-CaptureSink* TrainRecorder::sink(int replica) { return captures_.at(static_cast<std::size_t>(replica)).get(); }
+CaptureSink* TrainRecorder::sink(int run) { return captures_.at(static_cast<std::size_t>(run)).get(); }
 
 void TrainRecorder::on_step_begin(std::int64_t step, bool capture) {
     step_ = step;
@@ -38,22 +38,22 @@ void TrainRecorder::on_step_begin(std::int64_t step, bool capture) {
 
 void TrainRecorder::on_step(const fp8scope::StepRecord& r) {
     StepRecord s;
-    s.run = r.replica;
+    s.run = r.run;
     s.step = r.step;
     s.loss = r.loss;
     s.eval_loss = r.eval_loss ? static_cast<double>(*r.eval_loss) : kNone;
     s.lr = r.lr;
     s.grad_norm = r.grad_norm;
-    s.step_time_s = r.step_seconds;
-    s.tokens_per_s = r.tokens_per_second;
+    s.step_time_s = r.step_time_s;
+    s.tokens_per_s = r.tokens_per_s;
     auto it = std::find(meta_.training_recipes.begin(), meta_.training_recipes.end(), r.recipe);
     s.recipe = it == meta_.training_recipes.end() ? -1 : static_cast<std::int32_t>(it - meta_.training_recipes.begin());
     sink_.write(s);
-    if (r.replica >= 0 && r.replica < static_cast<int>(captures_.size())) captures_[r.replica]->end_step();
+    if (r.run >= 0 && r.run < static_cast<int>(captures_.size())) captures_[r.run]->end_step();
 }
 
 void TrainRecorder::on_event(const TrainEvent& e) {
-    int run = e.replica >= 0 && e.replica < static_cast<int>(meta_.runs.size()) ? e.replica : -1;
+    int run = e.run >= 0 && e.run < static_cast<int>(meta_.runs.size()) ? e.run : -1;
     sink_.write(EventRecord{run, e.step, e.kind, e.detail});
 }
 

@@ -1,6 +1,6 @@
 // Connects a Trainer to the trace data model: the TraceMeta of a run, one StatsCapture
-// per replica, and the trainer's step records and events turned into trace records.
-// Register it with Trainer::add_observer and give each replica sink(replica).
+// per run, and the trainer's step records and events turned into trace records.
+// Register it with Trainer::add_observer and give each run sink(run).
 #pragma once
 
 #include <memory>
@@ -12,7 +12,7 @@
 
 namespace fp8scope::trace {
 
-// The metadata of a training run: config JSON, replicas, linears, every recipe an
+// The metadata of a training run: config JSON, runs, linears, every recipe an
 // operand may be cast with, the named training recipes and the known op names.
 // blockmap_every < 0: 10 x the capture interval.
 TraceMeta make_trace_meta(const TrainConfig& config, const std::vector<LinearInfo>& linears,
@@ -22,7 +22,7 @@ TraceMeta make_trace_meta(const TrainConfig& config, const std::vector<LinearInf
 class TrainRecorder : public TrainObserver {
 public:
     TrainRecorder(const TraceMeta& meta, RecordSink& sink, StatsCaptureOptions options = {});
-    CaptureSink* sink(int replica);
+    CaptureSink* sink(int run);
 
     void on_step_begin(std::int64_t step, bool capture) override;
     void on_step(const fp8scope::StepRecord& record) override;

@@ -68,7 +68,7 @@ void write_dataset(hid_t group, const char* name, hid_t file_type, hid_t mem_typ
 template <class V, class S>
 void stats_columns(V& v, S& s) {
     fields::visit_scalars(s, v);           // counts, amax, moments, dynamic range
-    fields::visit_scalars(s.outliers, v);  // kurtosis, outlier_k, frac_beyond_k_rms
+    fields::visit_scalars(s.outliers, v);  // the outlier figures and their k
 }
 
 void write_stats(hid_t group, const TensorStats& s) {

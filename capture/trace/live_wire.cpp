@@ -93,6 +93,12 @@ public:
         pos_ += kMagic.size();
     }
     template <class T>
+    void fill(T* out, std::size_t n) {
+        need(n * sizeof(T));
+        if (n) std::memcpy(out, s_.data() + pos_, n * sizeof(T));
+        pos_ += n * sizeof(T);
+    }
+    template <class T>
     std::vector<T> nums() {
         std::size_t n = count(sizeof(T));
         std::vector<T> v(n);
@@ -186,6 +192,8 @@ void get(Reader& r, std::string_view name, T& v, const F&... facts) {
         if constexpr (std::is_signed_v<U>) bad = bad || u < 0;
         if (bad) throw WireError(std::string(name) + ": enum value out of range");
         v = static_cast<T>(u);
+    } else if constexpr (std::is_same_v<T, bool>) {
+        v = r.boolean();
     } else if constexpr (std::is_arithmetic_v<T>) {
         v = r.num<T>();
     } else if constexpr (std::is_same_v<T, std::string>) {
@@ -194,7 +202,8 @@ void get(Reader& r, std::string_view name, T& v, const F&... facts) {
         using E = typename T::value_type;
         if (r.count(min_bytes<E>()) != v.size())
             throw WireError(std::string(name) + ": " + std::to_string(v.size()) + " elements expected (this build's)");
-        for (auto& e : v) get(r, name, e);
+        if constexpr (std::is_arithmetic_v<E> && !std::is_same_v<E, bool>) r.fill(v.data(), v.size());
+        else for (auto& e : v) get(r, name, e);
     } else if constexpr (IsVector<T>::value) {
         using E = typename T::value_type;
         if constexpr (std::is_arithmetic_v<E>) {

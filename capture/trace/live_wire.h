@@ -1,10 +1,11 @@
 // The live stream's wire format: length-prefixed binary frames, one per message.
 //
 // Frame: u32 payload length (little-endian, counts the type byte and the body, at most
-// kMaxFrame), u8 message type, body. Bodies are the fields of a record in declaration
-// order: integers and IEEE floats little-endian in their own width (so NaN "not computed"
-// survives), bool and enums as u8/i32, strings and vectors as a u32 count followed by
-// their elements. Every count is checked against the bytes left in the frame before
+// kMaxFrame), u8 message type, body. Bodies are the fields of a record in the order of its
+// field list (record_fields.h, fp8/stats_fields.h; declaration order): integers and IEEE
+// floats little-endian in their own width (so NaN "not computed" survives), bool as u8,
+// enums in the width of their type (gemm u8, event kind i32), strings and vectors as a u32
+// count followed by their elements. Every count is checked against the bytes left in the frame before
 // anything is allocated, and a body must be consumed exactly, so a malformed frame is
 // refused as a whole. Binary rather than JSON because an operand record carries a
 // 277-bin histogram and per-channel vectors at every capture step.

@@ -110,7 +110,7 @@ struct OperandTable {
         fields::visit_scalars(o.key, v);
         fields::visit_scalars(o, v);                 // recipe_in_use, scale
         fields::visit_scalars(o.stats, v);           // counts, amax, moments, dynamic range
-        fields::visit_scalars(o.stats.outliers, v);  // kurtosis, outlier_k, frac_beyond_k_rms
+        fields::visit_scalars(o.stats.outliers, v);  // the outlier figures and their k
         fields::visit_scalars(o.stats.histogram, h5::with_prefix("hist_", v));
         fields::visit_scalars(spans, v);
     }

@@ -108,8 +108,8 @@ std::vector<std::uint8_t> serialize_checkpoint(const TrainState& s) {
     p.pod(s.next_batch);
     p.array(s.skipped_batches);
     p.pod(s.rewinds);
-    p.pod(static_cast<std::uint64_t>(s.replicas.size()));
-    for (const auto& r : s.replicas) {
+    p.pod(static_cast<std::uint64_t>(s.runs.size()));
+    for (const auto& r : s.runs) {
         p.string(r.recipe);
         p.array(r.params);
         p.array(r.m);
@@ -151,10 +151,10 @@ TrainState deserialize_checkpoint(std::span<const std::uint8_t> bytes, const std
     s.next_batch = r.pod<std::uint64_t>("next_batch");
     s.skipped_batches = r.array<std::uint64_t>("skipped_batches");
     s.rewinds = r.pod<std::int64_t>("rewinds");
-    auto n = r.pod<std::uint64_t>("replicas");
-    if (n > 1024) r.fail("implausible replica count " + std::to_string(n));
+    auto n = r.pod<std::uint64_t>("runs");
+    if (n > 1024) r.fail("implausible run count " + std::to_string(n));
     for (std::uint64_t i = 0; i < n; ++i) {
-        ReplicaState rep;
+        RunState rep;
         rep.recipe = r.string("recipe");
         rep.params = r.array<float>("params");
         rep.m = r.array<float>("adam m");
@@ -163,11 +163,11 @@ TrainState deserialize_checkpoint(std::span<const std::uint8_t> bytes, const std
         rep.recipe_state = r.array<std::uint8_t>("recipe state");
         rep.recent_losses = r.array<float>("recent losses");
         if (rep.m.size() != rep.params.size() || rep.v.size() != rep.params.size())
-            r.fail("replica " + std::to_string(i) + " has " + std::to_string(rep.params.size()) +
+            r.fail("run " + std::to_string(i) + " has " + std::to_string(rep.params.size()) +
                    " params but " + std::to_string(rep.m.size()) + "/" + std::to_string(rep.v.size()) + " moments");
-        s.replicas.push_back(std::move(rep));
+        s.runs.push_back(std::move(rep));
     }
-    if (!r.at_end()) r.fail("unexpected bytes after the last replica");
+    if (!r.at_end()) r.fail("unexpected bytes after the last run");
     return s;
 }
 

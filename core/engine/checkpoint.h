@@ -19,7 +19,7 @@
 
 namespace fp8scope {
 
-struct ReplicaState {
+struct RunState {
     std::string recipe;                      // training recipe in use
     std::vector<float> params, m, v;         // master weights and AdamW moments
     std::int64_t adam_steps = 0;
@@ -33,7 +33,7 @@ struct TrainState {
     std::uint64_t next_batch = 0;            // next training batch index
     std::vector<std::uint64_t> skipped_batches;  // batches a rewind skipped, ascending
     std::int64_t rewinds = 0;
-    std::vector<ReplicaState> replicas;
+    std::vector<RunState> runs;
 };
 
 std::uint32_t crc32(std::span<const std::uint8_t> bytes);

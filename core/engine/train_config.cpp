@@ -281,7 +281,7 @@ TrainConfig from_json(const json& root, const std::string& prefix, bool partial 
 
 }  // namespace
 
-std::vector<std::string> TrainConfig::replica_recipes() const {
+std::vector<std::string> TrainConfig::run_recipes() const {
     return compare.empty() ? std::vector<std::string>{recipe} : compare;
 }
 
@@ -300,7 +300,7 @@ void TrainConfig::validate() const {
     if (data.source.empty()) throw std::invalid_argument("data.source is empty");
     if (device != "cpu" && device != "cuda")
         throw std::invalid_argument("device '" + device + "' is not one of cpu, cuda");
-    for (const auto& name : replica_recipes()) {
+    for (const auto& name : run_recipes()) {
         try {
             (void)training_recipe(name);
         } catch (const std::invalid_argument& e) {

@@ -68,7 +68,7 @@ struct TrainConfig {
 
     std::string device = "cpu";          // backend: "cpu" or "cuda"
     std::string recipe = "baseline";     // training recipe of a single run
-    std::vector<std::string> compare;    // lock-step replicas; non-empty overrides `recipe`
+    std::vector<std::string> compare;    // lock-step runs; non-empty overrides `recipe`
     int steps = 600;
     int batch_size = 16;                 // B
     int seq_len = 64;                    // T
@@ -77,8 +77,8 @@ struct TrainConfig {
     int capture_every = 0;               // capture GEMM operands every N steps; 0: never
     int log_every = 10;                  // plain progress lines every N steps
 
-    // The recipes of the replicas: `compare` if set, else {recipe}.
-    std::vector<std::string> replica_recipes() const;
+    // The recipes of the runs: `compare` if set, else {recipe}.
+    std::vector<std::string> run_recipes() const;
     // Cross-field checks (seq_len <= model.max_seq, ...); throws std::invalid_argument.
     void validate() const;
 };

@@ -1,4 +1,4 @@
-// What a training run reports while it runs: one record per step and replica, and events.
+// What a training run reports while it runs: one record per step and run, and events.
 // Observers are called on the training thread, between steps; they must not block long.
 #pragma once
 
@@ -13,22 +13,22 @@ namespace fp8scope {
 
 struct StepRecord {
     std::int64_t step = 0;          // 1-based: the number of steps completed
-    int replica = 0;
+    int run = 0;
     std::string recipe;
     std::uint64_t batch = 0;        // training batch index used by this step
     float loss = 0.0f;
     std::optional<float> eval_loss; // when this step ran an evaluation
     float lr = 0.0f;
     double grad_norm = 0.0;         // before clipping
-    double step_seconds = 0.0;      // forward + backward + optimizer of this replica
-    double tokens_per_second = 0.0;
+    double step_time_s = 0.0;      // forward + backward + optimizer of this run
+    double tokens_per_s = 0.0;
 };
 
 
 struct TrainEvent {
     EventKind kind = EventKind::Pause;
     std::int64_t step = 0;          // steps completed when it happened
-    int replica = -1;               // -1: the whole run
+    int run = -1;               // -1: the whole run
     std::string detail;             // e.g. "to step 50, skipping batch 57", a file name
 };
 

@@ -11,8 +11,8 @@
 
 namespace fp8scope {
 
-struct Trainer::Replica {
-    Replica(const TrainConfig& c, const std::string& recipe_name, Backend& backend) : model(c.model, backend) {
+struct Trainer::Run {
+    Run(const TrainConfig& c, const std::string& recipe_name, Backend& backend) : model(c.model, backend) {
         model.init(c.seed);
         model.set_recipe(training_recipe(recipe_name));
         adam.emplace(c.optimizer, model.param_tensors(), model.num_params(), backend);
@@ -27,7 +27,7 @@ struct Trainer::Replica {
 
 struct Trainer::Request {
     enum Kind { Pause, Resume, Stop, Switch, Checkpoint, CaptureEvery } kind;
-    int replica = -1;
+    int run = -1;
     std::string text;  // recipe name or checkpoint path
     int value = 0;     // capture interval
 };
@@ -44,21 +44,21 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend) : config_(config),
     for (int i = 0; i < config_.eval.batches; ++i) sampler_->eval_batch(i, config_.eval.batches, eval_batches_[i]);
     schedule_ = CosineSchedule{config_.optimizer.lr, config_.schedule.min_lr, config_.schedule.warmup_steps,
                                config_.steps};
-    for (const auto& name : config_.replica_recipes())
-        replicas_.push_back(std::make_unique<Replica>(config_, name, backend_));
+    for (const auto& name : config_.run_recipes())
+        runs_.push_back(std::make_unique<Run>(config_, name, backend_));
     if (!config_.checkpoint.resume.empty()) restore(load_checkpoint(config_.checkpoint.resume));
     take_snapshot();
 }
 
 Trainer::~Trainer() = default;
 
-Model& Trainer::model(int replica) { return replicas_.at(static_cast<std::size_t>(replica))->model; }
+Model& Trainer::model(int run) { return runs_.at(static_cast<std::size_t>(run))->model; }
 
 void Trainer::add_observer(TrainObserver* observer) { observers_.push_back(observer); }
 
-void Trainer::set_capture_sink(int replica, CaptureSink* sink) {
-    replicas_.at(static_cast<std::size_t>(replica))->sink = sink;
-    if (!sink) model(replica).set_capture(nullptr, false);
+void Trainer::set_capture_sink(int run, CaptureSink* sink) {
+    runs_.at(static_cast<std::size_t>(run))->sink = sink;
+    if (!sink) model(run).set_capture(nullptr, false);
 }
 
 // --- control requests -------------------------------------------------------------
@@ -81,13 +81,13 @@ void Trainer::stop() {
     wake_.notify_all();
 }
 
-void Trainer::switch_recipe(int replica, const std::string& recipe) {
-    if (replica < 0 || replica >= replicas())
-        throw std::invalid_argument("switch_recipe: no replica " + std::to_string(replica) + " (the run has " +
-                                    std::to_string(replicas()) + ")");
+void Trainer::switch_recipe(int run, const std::string& recipe) {
+    if (run < 0 || run >= runs())
+        throw std::invalid_argument("switch_recipe: no run " + std::to_string(run) + " (the run has " +
+                                    std::to_string(runs()) + ")");
     (void)training_recipe(recipe);  // unknown names fail here, in the caller's thread
     std::lock_guard lock(mu_);
-    requests_.push_back({Request::Switch, replica, recipe});
+    requests_.push_back({Request::Switch, run, recipe});
     wake_.notify_all();
 }
 
@@ -106,8 +106,8 @@ void Trainer::set_capture_every(int every) {
     wake_.notify_all();
 }
 
-void Trainer::emit(EventKind kind, int replica, std::string detail) {
-    TrainEvent e{kind, step_, replica, std::move(detail)};
+void Trainer::emit(EventKind kind, int run, std::string detail) {
+    TrainEvent e{kind, step_, run, std::move(detail)};
     for (auto* o : observers_) o->on_event(e);
 }
 
@@ -132,10 +132,10 @@ void Trainer::apply_requests() {
             stopping_ = true;
             break;
         case Request::Switch: {
-            auto& rep = *replicas_[static_cast<std::size_t>(r.replica)];
+            auto& rep = *runs_[static_cast<std::size_t>(r.run)];
             std::string from = rep.model.recipe().name;
             rep.model.set_recipe(training_recipe(r.text));
-            emit(EventKind::RecipeSwitch, r.replica, from + " -> " + r.text);
+            emit(EventKind::RecipeSwitch, r.run, from + " -> " + r.text);
             take_snapshot();  // a rewind must not undo the switch
             break;
         }
@@ -190,14 +190,14 @@ bool Trainer::step() {
     const bool capture = config_.capture_every > 0 && step_ % config_.capture_every == 0;
     for (auto* o : observers_) o->on_step_begin(step_ + 1, capture);
     if (auto fault = corruptions_.find(b); fault != corruptions_.end()) {
-        for (auto& rep : replicas_)
+        for (auto& rep : runs_)
             backend_.scale(rep->model.params().data(), fault->second, std::int64_t(rep->model.num_params()));
         corruptions_.erase(fault);
     }
 
     std::vector<StepRecord> records;
-    for (std::size_t i = 0; i < replicas_.size(); ++i) {
-        Replica& rep = *replicas_[i];
+    for (std::size_t i = 0; i < runs_.size(); ++i) {
+        Run& rep = *runs_[i];
         auto t0 = clock::now();
         if (rep.sink) rep.model.set_capture(rep.sink, capture);
         float loss = rep.model.forward(batch_.tokens.data(), batch_.targets.data(), batch_.B, batch_.T);
@@ -222,21 +222,21 @@ bool Trainer::step() {
         double seconds = std::chrono::duration<double>(clock::now() - t0).count();
 
         StepRecord rec;
-        rec.replica = r;
+        rec.run = r;
         rec.recipe = rep.model.recipe().name;
         rec.batch = b;
         rec.loss = loss;
         rec.lr = lr;
         rec.grad_norm = norm;
-        rec.step_seconds = seconds;
-        rec.tokens_per_second = seconds > 0 ? double(batch_.B) * batch_.T / seconds : 0.0;
+        rec.step_time_s = seconds;
+        rec.tokens_per_s = seconds > 0 ? double(batch_.B) * batch_.T / seconds : 0.0;
         records.push_back(std::move(rec));
     }
 
     ++step_;
     next_batch_ = b + 1;
-    for (std::size_t i = 0; i < replicas_.size(); ++i) {
-        Replica& rep = *replicas_[i];
+    for (std::size_t i = 0; i < runs_.size(); ++i) {
+        Run& rep = *runs_[i];
         rep.last_loss = records[i].loss;
         rep.recent_losses.push_back(records[i].loss);
         while (static_cast<int>(rep.recent_losses.size()) > config_.rewind.window) rep.recent_losses.pop_front();
@@ -244,8 +244,8 @@ bool Trainer::step() {
     bool eval_now = step_ == config_.steps || (config_.eval.every > 0 && step_ % config_.eval.every == 0);
     if (eval_now) {
         std::vector<float> eval = evaluate();
-        for (std::size_t i = 0; i < replicas_.size(); ++i) {
-            replicas_[i]->last_eval = eval[i];
+        for (std::size_t i = 0; i < runs_.size(); ++i) {
+            runs_[i]->last_eval = eval[i];
             records[i].eval_loss = eval[i];
         }
     }
@@ -265,7 +265,7 @@ bool Trainer::step() {
 
 std::vector<float> Trainer::evaluate() {
     std::vector<float> out;
-    for (auto& rep : replicas_) {
+    for (auto& rep : runs_) {
         double sum = 0.0;
         for (const Batch& b : eval_batches_)
             sum += rep->model.evaluate(b.tokens.data(), b.targets.data(), b.B, b.T);
@@ -276,18 +276,18 @@ std::vector<float> Trainer::evaluate() {
 
 // --- recovery ---------------------------------------------------------------------
 
-bool Trainer::recover(std::uint64_t batch, EventKind why, int replica, const std::string& detail) {
-    emit(why, replica, detail);
+bool Trainer::recover(std::uint64_t batch, EventKind why, int run, const std::string& detail) {
+    emit(why, run, detail);
     if (!config_.rewind.enabled) {
         if (why == EventKind::NonFinite) {
             error_ = "non-finite " + detail + " at step " + std::to_string(step_ + 1) + " (rewind disabled)";
-            emit(EventKind::Error, replica, error_);
+            emit(EventKind::Error, run, error_);
         }
         return true;
     }
     if (rewinds_ >= config_.rewind.max_rewinds) {
         error_ = "gave up after " + std::to_string(rewinds_) + " rewinds (rewind.max_rewinds); last: " + detail;
-        emit(EventKind::Error, replica, error_);
+        emit(EventKind::Error, run, error_);
         return true;
     }
     std::set<std::uint64_t> skipped = skipped_;
@@ -296,7 +296,7 @@ bool Trainer::recover(std::uint64_t batch, EventKind why, int replica, const std
     restore(*snapshot_);
     skipped_ = std::move(skipped);  // skips outlive the rewind, or the same batch comes back
     rewinds_ = rewinds;
-    emit(EventKind::Rewind, replica,
+    emit(EventKind::Rewind, run,
          "to step " + std::to_string(step_) + ", skipping batch " + std::to_string(batch));
     return true;
 }
@@ -315,8 +315,8 @@ TrainState Trainer::state() const {
     s.next_batch = next_batch_;
     s.skipped_batches.assign(skipped_.begin(), skipped_.end());
     s.rewinds = rewinds_;
-    for (const auto& rep : replicas_) {
-        ReplicaState r;
+    for (const auto& rep : runs_) {
+        RunState r;
         r.recipe = rep->model.recipe().name;
         r.params = rep->model.params_to_host();
         r.m = rep->adam->m_to_host();
@@ -324,24 +324,24 @@ TrainState Trainer::state() const {
         r.adam_steps = rep->adam->steps_taken();
         r.recipe_state = rep->model.save_recipe_state();
         r.recent_losses.assign(rep->recent_losses.begin(), rep->recent_losses.end());
-        s.replicas.push_back(std::move(r));
+        s.runs.push_back(std::move(r));
     }
     return s;
 }
 
 void Trainer::restore(const TrainState& s) {
-    if (s.replicas.size() != replicas_.size())
-        throw std::invalid_argument("checkpoint has " + std::to_string(s.replicas.size()) + " replicas, the run " +
-                                    std::to_string(replicas_.size()));
-    for (std::size_t i = 0; i < replicas_.size(); ++i)
-        if (s.replicas[i].params.size() != replicas_[i]->model.num_params())
-            throw std::invalid_argument("checkpoint replica " + std::to_string(i) + " has " +
-                                        std::to_string(s.replicas[i].params.size()) + " parameters, the model " +
-                                        std::to_string(replicas_[i]->model.num_params()) +
+    if (s.runs.size() != runs_.size())
+        throw std::invalid_argument("checkpoint has " + std::to_string(s.runs.size()) + " runs, the run " +
+                                    std::to_string(runs_.size()));
+    for (std::size_t i = 0; i < runs_.size(); ++i)
+        if (s.runs[i].params.size() != runs_[i]->model.num_params())
+            throw std::invalid_argument("checkpoint run " + std::to_string(i) + " has " +
+                                        std::to_string(s.runs[i].params.size()) + " parameters, the model " +
+                                        std::to_string(runs_[i]->model.num_params()) +
                                         " (a different model config)");
-    for (std::size_t i = 0; i < replicas_.size(); ++i) {
-        Replica& rep = *replicas_[i];
-        const ReplicaState& r = s.replicas[i];
+    for (std::size_t i = 0; i < runs_.size(); ++i) {
+        Run& rep = *runs_[i];
+        const RunState& r = s.runs[i];
         rep.model.set_recipe(training_recipe(r.recipe));
         rep.model.load_recipe_state(r.recipe_state);
         rep.model.params_from_host(r.params);
@@ -367,8 +367,8 @@ TrainSummary Trainer::summary() const {
     s.rewinds = rewinds_;
     s.stopped = stopping_ && step_ < config_.steps;
     s.error = error_;
-    for (const auto& rep : replicas_)
-        s.replicas.push_back({rep->model.recipe().name, rep->last_loss, rep->last_eval});
+    for (const auto& rep : runs_)
+        s.runs.push_back({rep->model.recipe().name, rep->last_loss, rep->last_eval});
     return s;
 }
 

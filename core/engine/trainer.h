@@ -1,15 +1,15 @@
-// The training loop. One Trainer runs one or several replicas (one Model and AdamW each)
+// The training loop. One Trainer runs one or several runs (one Model and AdamW each)
 // in lock step: the same initial weights, the same batches, each with its own training
 // recipe, so their losses differ only by the recipe.
 //
 // Control from other threads (the live view, a signal handler) goes through requests
-// (pause, resume, stop, switch a replica's recipe, checkpoint now) that the training
+// (pause, resume, stop, switch a run's recipe, checkpoint now) that the training
 // thread applies between steps. Observers receive per-step records and events.
 //
 // Recovery: the last good state is kept in memory (every rewind.snapshot_every steps and
 // after every recipe switch). A NaN/Inf loss or gradient norm, or a loss above
 // rewind.spike_factor times the moving average of the last rewind.window losses, restores
-// it for every replica (lock step is kept), skips the offending batch for good and goes on.
+// it for every run (lock step is kept), skips the offending batch for good and goes on.
 #pragma once
 
 #include <condition_variable>
@@ -34,7 +34,7 @@
 
 namespace fp8scope {
 
-struct ReplicaSummary {
+struct RunSummary {
     std::string recipe;
     float loss = 0.0f;                  // last training loss
     std::optional<float> eval_loss;     // last eval loss
@@ -42,7 +42,7 @@ struct ReplicaSummary {
 
 struct TrainSummary {
     std::int64_t steps = 0;             // steps completed
-    std::vector<ReplicaSummary> replicas;
+    std::vector<RunSummary> runs;
     std::int64_t rewinds = 0;
     bool stopped = false;               // ended by stop() before config.steps
     std::string error;                  // non-empty: training gave up (NaN without rewind, ...)
@@ -50,9 +50,9 @@ struct TrainSummary {
 
 class Trainer {
 public:
-    // Loads the data, builds and initialises the replicas from config.seed (identical
+    // Loads the data, builds and initialises the runs from config.seed (identical
     // weights), or restores config.checkpoint.resume. Throws on bad data or checkpoints.
-    // Every replica runs on `backend` (which must be the config's device).
+    // Every run runs on `backend` (which must be the config's device).
     Trainer(const TrainConfig& config, Backend& backend);
     ~Trainer();
     Trainer(const Trainer&) = delete;
@@ -60,16 +60,16 @@ public:
 
     // Set up before run(), from the thread that will run it.
     void add_observer(TrainObserver* observer);
-    // The replica's model reports op timings to `sink` every step and GEMM operands every
+    // The run's model reports op timings to `sink` every step and GEMM operands every
     // config.capture_every steps. nullptr: no capture.
-    void set_capture_sink(int replica, CaptureSink* sink);
+    void set_capture_sink(int run, CaptureSink* sink);
 
     // Thread-safe; applied between steps. switch_recipe and checkpoint_now throw
-    // std::invalid_argument at once on an unknown recipe or replica.
+    // std::invalid_argument at once on an unknown recipe or run.
     void pause();
     void resume();
     void stop();
-    void switch_recipe(int replica, const std::string& recipe);
+    void switch_recipe(int run, const std::string& recipe);
     void checkpoint_now(const std::string& path = "");  // "": checkpoint.dir/step_N.ckpt
     // Capture GEMM operands every `every` steps from the next step on (0: off). Throws
     // std::invalid_argument at once when negative.
@@ -81,22 +81,22 @@ public:
     // false when there is nothing left to do. A step that is rewound returns true but
     // completes no step.
     bool step();
-    // Eval loss of every replica on the held-out batches.
+    // Eval loss of every run on the held-out batches.
     std::vector<float> evaluate();
 
     const TrainConfig& config() const { return config_; }
     std::int64_t steps_done() const { return step_; }
-    int replicas() const { return static_cast<int>(replicas_.size()); }
-    Model& model(int replica);
+    int runs() const { return static_cast<int>(runs_.size()); }
+    Model& model(int run);
     const BatchSampler& data() const { return *sampler_; }
     TrainSummary summary() const;
 
     // The complete state, as a checkpoint holds it, and back.
     TrainState state() const;
-    void restore(const TrainState& state);  // throws if it does not fit these replicas
+    void restore(const TrainState& state);  // throws if it does not fit these runs
     void save_checkpoint(const std::string& path) const;
 
-    // Test hook: right before training batch `batch` the parameters of every replica are
+    // Test hook: right before training batch `batch` the parameters of every run are
     // multiplied by `factor`, as a diverged update would leave them (NaN: all NaN; a
     // large factor: a loss spike).
     void corrupt_params_at_batch(std::uint64_t batch, float factor);
@@ -104,12 +104,12 @@ public:
     void skip_batch(std::uint64_t batch);
 
 private:
-    struct Replica;
+    struct Run;
     struct Request;
 
     void apply_requests();
-    void emit(EventKind kind, int replica, std::string detail);
-    bool recover(std::uint64_t batch, EventKind why, int replica, const std::string& detail);
+    void emit(EventKind kind, int run, std::string detail);
+    bool recover(std::uint64_t batch, EventKind why, int run, const std::string& detail);
     void take_snapshot();
     std::string default_checkpoint_path() const;
 
@@ -118,7 +118,7 @@ private:
     std::unique_ptr<BatchSampler> sampler_;
     std::vector<Batch> eval_batches_;
     CosineSchedule schedule_;
-    std::vector<std::unique_ptr<Replica>> replicas_;
+    std::vector<std::unique_ptr<Run>> runs_;
     std::vector<TrainObserver*> observers_;
 
     std::int64_t step_ = 0;

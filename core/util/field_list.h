@@ -42,7 +42,7 @@ struct AnyVisitor {
 template <class T>
 concept Record = requires(T& t) { visit_fields(t, AnyVisitor{}); };
 
-// A field that holds one value: the kind every flat table has a column for.
+// A field that holds one value: what a flat row (a table row, a CSV line) can hold.
 template <class T>
 concept Scalar = std::is_arithmetic_v<T> || std::is_enum_v<T> || std::same_as<T, std::string>;
 

@@ -113,16 +113,20 @@ __device__ __forceinline__ uint2 cast_run_fast(const float (&y)[8]) {
     return make_uint2(h[0] | (h[1] << 16), h[2] | (h[3] << 16));
 }
 
+// The exact path: rare (runs with NaN, Inf or a possible overflow), so kept out of line
+// to leave the hot loop small. Returns the codes in x, y and the overflow count in z.
 template <Format F>
-__device__ __forceinline__ uint2 cast_run_exact(const float (&x)[8], float s, std::uint32_t& overflow) {
-    std::uint32_t w[2] = {0, 0};
+__device__ __noinline__ uint3 cast_run_exact(float x0, float x1, float x2, float x3, float x4, float x5, float x6,
+                                             float x7, float s) {
+    const float x[8] = {x0, x1, x2, x3, x4, x5, x6, x7};
+    std::uint32_t w[2] = {0, 0}, overflow = 0;
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
         std::uint32_t o;
         w[i / 4] |= static_cast<std::uint32_t>(cast_scaled_exact<F>(x[i], s, o)) << (8 * (i % 4));
         overflow += o;
     }
-    return make_uint2(w[0], w[1]);
+    return make_uint3(w[0], w[1], overflow);
 }
 
 // The codes of one run of 8 values x sharing the scale s; `run_amax` is their NaN-ignoring
@@ -131,7 +135,11 @@ template <Format F>
 __device__ __forceinline__ uint2 cast_run(const float (&x)[8], float s, float run_amax, bool special, bool mx,
                                           std::uint32_t& overflow) {
     if (mx && is_nan(s)) return make_uint2(0x01010101u * Fp8<F>::kNaNCode, 0x01010101u * Fp8<F>::kNaNCode);
-    if (special || !(fabsf(mul_rn(run_amax, s)) <= Fp8<F>::kFastMax)) return cast_run_exact<F>(x, s, overflow);
+    if (special || !(fabsf(mul_rn(run_amax, s)) <= Fp8<F>::kFastMax)) {
+        const uint3 r = cast_run_exact<F>(x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], s);
+        overflow += r.z;
+        return make_uint2(r.x, r.y);
+    }
     float y[8];
 #pragma unroll
     for (int i = 0; i < 8; ++i) y[i] = mul_rn(x[i], s);

@@ -81,22 +81,22 @@ TEST_F(TraceCli, CsvStepsHoldEveryLossTheRunPrinted) {
     ASSERT_EQ(header[0], "run");
     ASSERT_EQ(header[1], "step");
     ASSERT_EQ(header[2], "loss");
-    const json& replicas = (*printed_)["replicas"];
+    const json& runs = (*printed_)["runs"];
     std::size_t rows = 0;
     while (std::getline(in, line)) {
         const auto cells = split_csv_line(line);
         const std::string run = cells[0];
         const int step = std::stoi(cells[1]);
-        int replica = run == "baseline" ? 0 : run == "delayed" ? 1 : -1;
-        ASSERT_GE(replica, 0) << line;
-        const json& losses = replicas[replica]["losses"];
+        const int index = run == "baseline" ? 0 : run == "delayed" ? 1 : -1;
+        ASSERT_GE(index, 0) << line;
+        const json& losses = runs[index]["losses"];
         ASSERT_GE(step, 1);
         ASSERT_LE(step, int(losses.size()));
         // Both hold the float32 loss; compare at float precision.
         EXPECT_EQ(float(std::stod(cells[2])), float(losses[step - 1].get<double>())) << line;
         ++rows;
     }
-    EXPECT_EQ(rows, replicas[0]["losses"].size() + replicas[1]["losses"].size());
+    EXPECT_EQ(rows, runs[0]["losses"].size() + runs[1]["losses"].size());
 }
 
 TEST_F(TraceCli, ChromeTimelineHasOneCompleteEventPerOp) {
@@ -117,13 +117,13 @@ TEST_F(TraceCli, ChromeTimelineHasOneCompleteEventPerOp) {
         }
     }
     EXPECT_GT(complete, 0u);
-    EXPECT_EQ(processes.size(), 2u);  // one per replica
+    EXPECT_EQ(processes.size(), 2u);  // one per run
 }
 
 TEST_F(TraceCli, InspectSummarisesRunsAndWorstTensors) {
     Result r = engine("inspect " + trace_->string());
     ASSERT_EQ(r.status, 0) << r.err;
-    const std::string steps = std::to_string((*printed_)["replicas"][0]["losses"].size());
+    const std::string steps = std::to_string((*printed_)["runs"][0]["losses"].size());
     EXPECT_NE(r.out.find("run 0 baseline"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("run 1 delayed"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("steps " + steps), std::string::npos) << r.out;

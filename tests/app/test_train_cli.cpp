@@ -1,5 +1,5 @@
 // `fp8scope-engine train` run as a user runs it: a short run whose loss falls, lock-step
-// replicas, overrides, checkpoint resume through the CLI, and clear errors for bad input.
+// runs, overrides, checkpoint resume through the CLI, and clear errors for bad input.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -41,11 +41,11 @@ TEST(TrainCli, ShortRunLossFallsAndProgressIsPrinted) {
     ASSERT_EQ(r.status, 0) << r.err;
     json j = json::parse(r.out);
     EXPECT_EQ(j["steps"], 40);
-    const json& losses = j["replicas"][0]["losses"];
+    const json& losses = j["runs"][0]["losses"];
     ASSERT_EQ(losses.size(), 40u);
     EXPECT_LT(mean(losses, 35, 40), mean(losses, 0, 5) - 0.5) << losses.dump();
-    EXPECT_EQ(j["replicas"][0]["eval"].size(), 2u);  // steps 20 and 40
-    EXPECT_TRUE(j["replicas"][0]["eval_loss"].is_number());
+    EXPECT_EQ(j["runs"][0]["eval"].size(), 2u);  // steps 20 and 40
+    EXPECT_TRUE(j["runs"][0]["eval_loss"].is_number());
     // stderr is not a terminal here: plain progress lines
     EXPECT_NE(r.err.find("step 10/40  loss "), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("step 40/40"), std::string::npos) << r.err;
@@ -55,8 +55,8 @@ TEST(TrainCli, CompareTrainsLockStepReplicas) {
     Result r = run(tiny() + " --steps 12 --compare baseline,baseline --json --quiet");
     ASSERT_EQ(r.status, 0) << r.err;
     json j = json::parse(r.out);
-    ASSERT_EQ(j["replicas"].size(), 2u);
-    EXPECT_EQ(j["replicas"][0]["losses"], j["replicas"][1]["losses"]);
+    ASSERT_EQ(j["runs"].size(), 2u);
+    EXPECT_EQ(j["runs"][0]["losses"], j["runs"][1]["losses"]);
     Result table = run(tiny() + " --steps 4 --compare baseline,baseline --quiet");
     ASSERT_EQ(table.status, 0) << table.err;
     EXPECT_NE(table.out.find("eval_vs_base"), std::string::npos) << table.out;
@@ -85,9 +85,9 @@ TEST(TrainCli, ResumeFromACheckpointContinuesTheSameRun) {
     json a = json::parse(whole.out), b = json::parse(rest.out);
     EXPECT_EQ(b["steps"], 20);
     json tail = json::array();
-    for (std::size_t i = 10; i < 20; ++i) tail.push_back(a["replicas"][0]["losses"][i]);
-    EXPECT_EQ(b["replicas"][0]["losses"], tail);
-    EXPECT_EQ(b["replicas"][0]["eval_loss"], a["replicas"][0]["eval_loss"]);
+    for (std::size_t i = 10; i < 20; ++i) tail.push_back(a["runs"][0]["losses"][i]);
+    EXPECT_EQ(b["runs"][0]["losses"], tail);
+    EXPECT_EQ(b["runs"][0]["eval_loss"], a["runs"][0]["eval_loss"]);
     fs::remove_all(dir);
 }
 

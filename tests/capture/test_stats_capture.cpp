@@ -270,7 +270,7 @@ TEST(TrainRecorder, AShortRunIsRecordedEndToEnd) {
         TrainRecorder recorder(meta, writer);
         trainer.add_observer(&recorder);
         trainer.add_observer(&keep);
-        for (int r = 0; r < trainer.replicas(); ++r) trainer.set_capture_sink(r, recorder.sink(r));
+        for (int r = 0; r < trainer.runs(); ++r) trainer.set_capture_sink(r, recorder.sink(r));
         trainer.run();
         writer.close();
     }
@@ -281,7 +281,7 @@ TEST(TrainRecorder, AShortRunIsRecordedEndToEnd) {
         auto steps = reader.steps(run);
         ASSERT_EQ(steps.size(), 6u);
         for (const auto& want : seen) {
-            if (want.replica != run) continue;
+            if (want.run != run) continue;
             const auto& got = steps[want.step - 1];
             EXPECT_EQ(got.step, want.step);
             EXPECT_EQ(got.loss, want.loss);

@@ -24,7 +24,7 @@ TrainState sample_state() {
     s.skipped_batches = {7, 19};
     s.rewinds = 2;
     for (int r = 0; r < 2; ++r) {
-        ReplicaState rep;
+        RunState rep;
         rep.recipe = r ? "delayed" : "baseline";
         rep.params = {1.5f, -2.25f, 3e-8f, static_cast<float>(r)};
         rep.m = {0.1f, 0.2f, 0.3f, 0.4f};
@@ -32,7 +32,7 @@ TrainState sample_state() {
         rep.adam_steps = 42;
         rep.recipe_state = {1, 2, 3, static_cast<std::uint8_t>(r)};
         rep.recent_losses = {3.0f, 2.5f};
-        s.replicas.push_back(rep);
+        s.runs.push_back(rep);
     }
     return s;
 }
@@ -69,15 +69,15 @@ TEST(Checkpoint, RoundTripsEveryField) {
     EXPECT_EQ(b.next_batch, 45u);
     EXPECT_EQ(b.skipped_batches, a.skipped_batches);
     EXPECT_EQ(b.rewinds, 2);
-    ASSERT_EQ(b.replicas.size(), 2u);
+    ASSERT_EQ(b.runs.size(), 2u);
     for (int r = 0; r < 2; ++r) {
-        EXPECT_EQ(b.replicas[r].recipe, a.replicas[r].recipe);
-        EXPECT_EQ(b.replicas[r].params, a.replicas[r].params);
-        EXPECT_EQ(b.replicas[r].m, a.replicas[r].m);
-        EXPECT_EQ(b.replicas[r].v, a.replicas[r].v);
-        EXPECT_EQ(b.replicas[r].adam_steps, 42);
-        EXPECT_EQ(b.replicas[r].recipe_state, a.replicas[r].recipe_state);
-        EXPECT_EQ(b.replicas[r].recent_losses, a.replicas[r].recent_losses);
+        EXPECT_EQ(b.runs[r].recipe, a.runs[r].recipe);
+        EXPECT_EQ(b.runs[r].params, a.runs[r].params);
+        EXPECT_EQ(b.runs[r].m, a.runs[r].m);
+        EXPECT_EQ(b.runs[r].v, a.runs[r].v);
+        EXPECT_EQ(b.runs[r].adam_steps, 42);
+        EXPECT_EQ(b.runs[r].recipe_state, a.runs[r].recipe_state);
+        EXPECT_EQ(b.runs[r].recent_losses, a.runs[r].recent_losses);
     }
 }
 
@@ -87,13 +87,13 @@ TEST(Checkpoint, FileRoundTripReplacesAtomicallyAndLeavesNoTemporaries) {
     TrainState a = sample_state();
     save_checkpoint(path, a);
     a.step = 43;
-    a.replicas[0].params.assign(1000, 0.5f);
-    a.replicas[0].m.assign(1000, 0.0f);
-    a.replicas[0].v.assign(1000, 0.0f);
+    a.runs[0].params.assign(1000, 0.5f);
+    a.runs[0].m.assign(1000, 0.0f);
+    a.runs[0].v.assign(1000, 0.0f);
     save_checkpoint(path, a);  // over the old one
     TrainState b = load_checkpoint(path);
     EXPECT_EQ(b.step, 43);
-    EXPECT_EQ(b.replicas[0].params.size(), 1000u);
+    EXPECT_EQ(b.runs[0].params.size(), 1000u);
     auto files = std::distance(fs::directory_iterator(dir / "sub"), fs::directory_iterator());
     EXPECT_EQ(files, 1);
     fs::remove_all(dir);
@@ -101,7 +101,7 @@ TEST(Checkpoint, FileRoundTripReplacesAtomicallyAndLeavesNoTemporaries) {
 
 TEST(Checkpoint, RejectsACorruptPayloadByChecksum) {
     auto bytes = serialize_checkpoint(sample_state());
-    bytes[bytes.size() - 9] ^= 0x10;  // inside the last replica's data
+    bytes[bytes.size() - 9] ^= 0x10;  // inside the last run's data
     std::string e = error_of(bytes);
     EXPECT_NE(e.find("ck.bin"), std::string::npos) << e;
     EXPECT_NE(e.find("checksum"), std::string::npos) << e;

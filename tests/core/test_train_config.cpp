@@ -51,7 +51,7 @@ TEST(TrainConfig, ReadsNestedFieldsAndKeepsDefaultsForTheRest) {
     EXPECT_EQ(c.schedule.warmup_steps, 7);
     EXPECT_EQ(c.data.source, "text:corpus.txt");
     EXPECT_DOUBLE_EQ(c.data.val_fraction, 0.25);
-    EXPECT_EQ(c.replica_recipes(), (std::vector<std::string>{"baseline", "delayed"}));
+    EXPECT_EQ(c.run_recipes(), (std::vector<std::string>{"baseline", "delayed"}));
     EXPECT_EQ(c.steps, 123);
     EXPECT_EQ(c.batch_size, 4);
     EXPECT_EQ(c.seed, 18446744073709551615ull);

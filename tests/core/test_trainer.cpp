@@ -1,5 +1,5 @@
 // The training loop end to end on a tiny model: the loss falls, runs are bitwise
-// reproducible, lock-step replicas under one recipe stay identical, a resumed checkpoint
+// reproducible, lock-step runs under one recipe stay identical, a resumed checkpoint
 // continues bit for bit, an injected NaN is rewound, and control requests from another
 // thread arrive between steps.
 #include <gtest/gtest.h>
@@ -58,10 +58,10 @@ struct Recorder : TrainObserver {
         std::lock_guard lock(mu);
         events.push_back(e);
     }
-    std::vector<float> losses(int replica) {
+    std::vector<float> losses(int run) {
         std::vector<float> out;
         for (auto& s : steps)
-            if (s.replica == replica) out.push_back(s.loss);
+            if (s.run == run) out.push_back(s.loss);
         return out;
     }
     int count(EventKind k) {
@@ -71,8 +71,8 @@ struct Recorder : TrainObserver {
     }
 };
 
-std::vector<float> params_of(Trainer& t, int replica = 0) {
-    auto p = t.model(replica).params();
+std::vector<float> params_of(Trainer& t, int run = 0) {
+    auto p = t.model(run).params();
     return {p.begin(), p.end()};
 }
 
@@ -94,8 +94,8 @@ TEST(Trainer, LossFallsAndEvalLossIsReported) {
     EXPECT_EQ(s.steps, 60);
     EXPECT_TRUE(s.error.empty()) << s.error;
     ASSERT_EQ(rec.steps.size(), 60u);
-    ASSERT_TRUE(s.replicas[0].eval_loss.has_value());
-    EXPECT_LT(*s.replicas[0].eval_loss, before - 1.0f) << "eval loss " << before << " -> " << *s.replicas[0].eval_loss;
+    ASSERT_TRUE(s.runs[0].eval_loss.has_value());
+    EXPECT_LT(*s.runs[0].eval_loss, before - 1.0f) << "eval loss " << before << " -> " << *s.runs[0].eval_loss;
     EXPECT_NEAR(before, std::log(256.0f), 0.5f);  // an untrained byte-level model is near uniform
     // eval losses at steps 20, 40, 60 only
     int evals = 0;
@@ -103,7 +103,7 @@ TEST(Trainer, LossFallsAndEvalLossIsReported) {
     EXPECT_EQ(evals, 3);
     EXPECT_TRUE(rec.steps[19].eval_loss.has_value());
     EXPECT_EQ(rec.steps[0].step, 1);
-    EXPECT_GT(rec.steps[0].tokens_per_second, 0.0);
+    EXPECT_GT(rec.steps[0].tokens_per_s, 0.0);
     EXPECT_FLOAT_EQ(rec.steps[0].lr, 1e-2f / 5);  // warmup
 }
 
@@ -127,10 +127,10 @@ TEST(Trainer, LockStepReplicasUnderTheSameRecipeStayIdentical) {
     Recorder rec;
     t.add_observer(&rec);
     TrainSummary s = t.run();
-    ASSERT_EQ(s.replicas.size(), 3u);
+    ASSERT_EQ(s.runs.size(), 3u);
     EXPECT_EQ(rec.losses(0), rec.losses(1));
     EXPECT_EQ(params_of(t, 0), params_of(t, 1));
-    EXPECT_EQ(s.replicas[2].recipe, "delayed");
+    EXPECT_EQ(s.runs[2].recipe, "delayed");
     for (auto& r : rec.steps) EXPECT_EQ(r.batch, static_cast<std::uint64_t>(r.step - 1));  // one batch per step
 }
 
@@ -155,7 +155,7 @@ TEST(Trainer, ResumedCheckpointContinuesBitForBit) {
     Recorder second_rec;
     second.add_observer(&second_rec);
     second.run();
-    for (int r = 0; r < 2; ++r) EXPECT_EQ(params_of(second, r), params_of(whole, r)) << "replica " << r;
+    for (int r = 0; r < 2; ++r) EXPECT_EQ(params_of(second, r), params_of(whole, r)) << "run " << r;
     auto tail = whole_rec.losses(1);
     tail.erase(tail.begin(), tail.begin() + 13);
     EXPECT_EQ(second_rec.losses(1), tail);
@@ -279,7 +279,7 @@ TEST(Trainer, ControlRequestsFromAnotherThreadApplyBetweenSteps) {
     runner.join();
 
     EXPECT_TRUE(summary.stopped);
-    EXPECT_EQ(summary.replicas[1].recipe, "delayed");
+    EXPECT_EQ(summary.runs[1].recipe, "delayed");
     EXPECT_EQ(rec.count(EventKind::Resume), 1);
     EXPECT_EQ(rec.count(EventKind::RecipeSwitch), 1);
     EXPECT_EQ(rec.count(EventKind::Checkpoint), 1);
@@ -287,7 +287,7 @@ TEST(Trainer, ControlRequestsFromAnotherThreadApplyBetweenSteps) {
     EXPECT_TRUE(fs::exists(dir / "now.ckpt"));
     EXPECT_EQ(load_checkpoint((dir / "now.ckpt").string()).step, paused_at);
     for (auto& r : rec.steps)
-        if (r.replica == 1) {
+        if (r.run == 1) {
             EXPECT_EQ(r.recipe, r.step <= paused_at ? "baseline" : "delayed");
         }
     EXPECT_THROW(t.switch_recipe(5, "delayed"), std::invalid_argument);

@@ -204,6 +204,9 @@ struct RecipeCase {
     Recipe recipe;
 };
 
+void PrintTo(const RecipeCase& r, std::ostream* os) { *os << r.name; }
+void PrintTo(const Shape& s, std::ostream* os) { *os << s.rows << "x" << s.cols; }
+
 std::vector<RecipeCase> grid_recipes() {
     std::vector<Recipe> r = {
         CurrentScaling{Format::E4M3},

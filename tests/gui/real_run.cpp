@@ -16,20 +16,20 @@ namespace fp8scope::testing {
 namespace {
 // Passes captures on to the recorder and notes each operand's amax on the way.
 struct AmaxTee : CaptureSink {
-    AmaxTee(CaptureSink* next, int replica, const std::int64_t* step) : next(next), replica(replica), step(step) {}
+    AmaxTee(CaptureSink* next, int run, const std::int64_t* step) : next(next), run(run), step(step) {}
     void on_operand(const OperandCapture& o) override {
         float m = 0;
         const float* v = static_cast<const float*>(o.values.data);  // the CPU trainer's float32
         for (std::int64_t i = 0; i < o.values.numel(); ++i) m = std::max(m, std::fabs(v[i]));
-        seen.push_back({replica, *step, trace::operand_slot(o.linear, o.gemm, o.operand), m});
+        seen.push_back({run, *step, trace::operand_slot(o.linear, o.gemm, o.operand), m});
         next->on_operand(o);
     }
     void on_scaling(const OperandScaling& s) override { next->on_scaling(s); }
     void on_op(const OpTiming& t) override { next->on_op(t); }
     CaptureSink* next;
-    int replica;
+    int run;
     const std::int64_t* step;
-    std::vector<CapturedAmax> seen;  // one tee per replica: no lock across replica threads
+    std::vector<CapturedAmax> seen;  // one tee per run: no lock across run threads
 };
 }  // namespace
 
@@ -48,7 +48,7 @@ std::vector<fp8scope::StepRecord> train_and_record(const std::string& path, cons
     trainer.add_observer(&recorder);
     trainer.add_observer(&keep);
     std::vector<std::unique_ptr<AmaxTee>> tees;
-    for (int r = 0; r < trainer.replicas(); ++r) {
+    for (int r = 0; r < trainer.runs(); ++r) {
         tees.push_back(std::make_unique<AmaxTee>(recorder.sink(r), r, &keep.step));
         trainer.set_capture_sink(r, amax ? tees.back().get() : recorder.sink(r));
     }

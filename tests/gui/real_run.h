@@ -13,7 +13,7 @@ namespace fp8scope::testing {
 
 // The amax of one captured operand, max |x| over the values the model handed to capture.
 struct CapturedAmax {
-    int replica = 0;
+    int run = 0;
     std::int64_t step = 0;
     int slot = 0;  // trace::operand_slot
     float amax = 0;

@@ -142,7 +142,7 @@ private slots:
     }
 
     // A real lock-step run recorded as the engine records it: the store shows the
-    // trainer's own losses for every replica, and its capture steps.
+    // trainer's own losses for every run, and its capture steps.
     void realTrainingRun() {
         const QString path = dir_.filePath("real.h5");
         TrainConfig c = t::tiny_compare_config(12);
@@ -157,8 +157,8 @@ private slots:
             QCOMPARE(d.runs.size(), std::size_t(2));
             QCOMPARE(d.runs[1].info.name, std::string("mxfp8"));
             for (const auto& r : seen) {
-                const auto& cols = d.runs[r.replica].steps;
-                const std::ptrdiff_t row = d.runs[r.replica].step_row_at(r.step);
+                const auto& cols = d.runs[r.run].steps;
+                const std::ptrdiff_t row = d.runs[r.run].step_row_at(r.step);
                 QVERIFY(row >= 0);
                 QCOMPARE(cols.step[row], double(r.step));
                 QCOMPARE(cols.loss[row], double(r.loss));

@@ -485,7 +485,7 @@ private slots:
             QCPGraph* g = v->graph(i, AmaxView::AmaxGraph);
             int checked = 0;
             for (const t::CapturedAmax& c : captured_) {
-                if (c.replica != 1 || c.slot != refs[i].slot()) continue;
+                if (c.run != 1 || c.slot != refs[i].slot()) continue;
                 auto it = g->data()->findBegin(double(c.step), false);
                 QVERIFY(it != g->data()->constEnd() && it->key == double(c.step));
                 QCOMPARE(it->value, double(c.amax));

@@ -35,7 +35,7 @@ auto op_order(const trace::OpRecord& r) {
     return std::tuple(r.run, r.step, r.start_ns, r.end_ns, r.op, r.linear, r.layer, r.device, r.stream);
 }
 
-// Records of one run in step order (ops: also by start time, as replicas may interleave).
+// Records of one run in step order (ops: also by start time, as runs may interleave).
 template <class T, class Order>
 std::vector<T> of_run(const std::vector<T>& all, int run, Order order) {
     std::vector<T> out;

@@ -1,0 +1,375 @@
+// The CUDA backend (cuda_backend.h): the device, the stream, memory, the cast reports,
+// the layer ops, the optimizer and the statistics. The cast and the GEMMs are in
+// cuda_backend_gemm.cpp.
+#include "cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "cpu/analysis.h"
+#include "cuda/check.h"
+#include "cuda/gemm.h"
+#include "cuda/ops.h"
+#include "cuda/quantize.h"
+#include "io/half.h"
+#include "util/parallel.h"
+
+namespace fp8scope {
+namespace {
+
+using cuda::bf16;
+
+const char* kind(DType t) { return dtype_name(t); }
+
+bf16* bits(ActPtr p, const char* op) {
+    if (p.dtype != DType::BF16)
+        throw std::logic_error(std::string("cuda ") + op + ": activations are " + kind(p.dtype) + ", not bf16");
+    return reinterpret_cast<bf16*>(p.ptr);
+}
+
+// Sizes of the small results read back: mean loss (float), grad norm (double), amax (float).
+constexpr std::size_t kResultBytes = 64;
+constexpr std::size_t kNormOffset = 16, kAmaxOffset = 32;
+
+}  // namespace
+
+std::string cublaslt_version() {
+    const std::size_t v = cublasLtGetVersion();
+    return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
+std::string cuda_runtime_version() {
+    int v = 0;
+    if (cudaRuntimeGetVersion(&v) != cudaSuccess) return "?";
+    return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
+
+// --- scratch ---------------------------------------------------------------------------
+
+CudaBackend::Scratch::~Scratch() {
+    if (ptr_) backend_->free_now(ptr_);
+}
+
+void* CudaBackend::Scratch::grow(std::size_t bytes) {
+    if (bytes <= bytes_) return ptr_;
+    if (ptr_) backend_->free_now(ptr_);
+    ptr_ = nullptr;
+    bytes_ = 0;
+    FP8SCOPE_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+    bytes_ = bytes;
+    return ptr_;
+}
+
+// --- device, stream, memory ------------------------------------------------------------
+
+CudaBackend::CudaBackend(int device, int threads) : device_(device) {
+    set_default_threads(threads);
+    FP8SCOPE_CUDA_CHECK(cudaSetDevice(device));
+    cudaDeviceProp p{};
+    FP8SCOPE_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+    name_ = p.name;
+    major_ = p.major;
+    minor_ = p.minor;
+    memory_bytes_ = p.totalGlobalMem;
+    FP8SCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    runner_ = std::make_unique<cuda::GemmRunner>(stream_);
+    workspace_ = std::make_unique<Scratch>(*this);
+    head_weight_ = std::make_unique<Scratch>(*this);
+    emulated_a_ = std::make_unique<Scratch>(*this);
+    emulated_b_ = std::make_unique<Scratch>(*this);
+    results_ = std::make_unique<Scratch>(*this);
+    results_->grow(kResultBytes);
+    FP8SCOPE_CUDA_CHECK(cudaMallocHost(&host_results_, kResultBytes));
+}
+
+CudaBackend::~CudaBackend() {
+    // Nothing may throw here: a failure means the context is gone, and so is the memory.
+    cudaStreamSynchronize(stream_);
+    workspace_.reset(), head_weight_.reset(), emulated_a_.reset(), emulated_b_.reset(), results_.reset();
+    runner_.reset();
+    if (report_device_) cudaFree(report_device_);
+    if (report_host_) cudaFreeHost(report_host_);
+    if (host_results_) cudaFreeHost(host_results_);
+    if (stream_) cudaStreamDestroy(stream_);
+}
+
+std::string CudaBackend::describe() const {
+    char mem[32];
+    std::snprintf(mem, sizeof mem, "%.1f GiB", double(memory_bytes_) / 1073741824.0);
+    return "cuda: " + name_ + " (sm_" + std::to_string(major_) + std::to_string(minor_) + "), " + mem +
+           ", CUDA runtime " + cuda_runtime_version() + ", cuBLASLt " + cublaslt_version();
+}
+
+void CudaBackend::free_now(void* p) {
+    if (!p) return;
+    cudaStreamSynchronize(stream_);
+    cudaFree(p);
+}
+
+void* CudaBackend::allocate(std::size_t bytes) {
+    if (bytes == 0) return nullptr;
+    void* p = nullptr;
+    FP8SCOPE_CUDA_CHECK(cudaMalloc(&p, bytes));
+    if (cudaError_t e = cudaMemsetAsync(p, 0, bytes, stream_); e != cudaSuccess) {
+        cudaFree(p);
+        cuda::fail("cudaMemsetAsync", __FILE__, __LINE__, cudaGetErrorString(e));
+    }
+    return p;
+}
+
+// Called from destructors (DeviceBuffer): never throws.
+void CudaBackend::release(void* p) { free_now(p); }
+
+void CudaBackend::copy_to_host(void* host, const void* src, std::size_t bytes) {
+    if (!bytes) return;
+    FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    FP8SCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaBackend::copy_from_host(void* dst, const void* host, std::size_t bytes) {
+    if (!bytes) return;
+    FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_));
+    FP8SCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the host buffer may go right after
+}
+
+// memmove semantics: overlapping ranges go through scratch (cudaMemcpy does not allow them).
+void CudaBackend::copy(void* dst, const void* src, std::size_t bytes) {
+    if (!bytes || dst == src) return;
+    const auto d = reinterpret_cast<std::uintptr_t>(dst), s = reinterpret_cast<std::uintptr_t>(src);
+    if (d < s + bytes && s < d + bytes) {
+        void* tmp = emulated_a_->grow(bytes);
+        FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(tmp, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+        src = tmp;
+    }
+    FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+}
+
+void CudaBackend::fill_zero(void* p, std::size_t bytes) {
+    if (bytes) FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_));
+}
+
+void* CudaBackend::workspace(std::size_t bytes) { return workspace_->grow(std::max<std::size_t>(bytes, 256)); }
+
+// --- cast reports ------------------------------------------------------------------------
+
+cuda::CastStats* CudaBackend::report_slot() {
+    if (pending_reports_.size() == report_capacity_) {
+        synchronize();  // nothing pending now: the arrays may move
+        const std::size_t capacity = std::max<std::size_t>(256, 2 * report_capacity_);
+        if (report_device_) cudaFree(report_device_);
+        if (report_host_) cudaFreeHost(report_host_);
+        report_device_ = nullptr, report_host_ = nullptr, report_capacity_ = 0;
+        FP8SCOPE_CUDA_CHECK(cudaMalloc(&report_device_, capacity * sizeof(cuda::CastStats)));
+        FP8SCOPE_CUDA_CHECK(cudaMallocHost(&report_host_, capacity * sizeof(cuda::CastStats)));
+        report_capacity_ = capacity;
+    }
+    return report_device_ + pending_reports_.size();
+}
+
+void CudaBackend::synchronize() {
+    const std::size_t n = pending_reports_.size();
+    if (n) FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(report_host_, report_device_, n * sizeof(cuda::CastStats),
+                                               cudaMemcpyDeviceToHost, stream_));
+    FP8SCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    for (std::size_t i = 0; i < n; ++i) {
+        const cuda::CastStats& s = report_host_[i];
+        CastInfo& info = *pending_reports_[i];
+        info.amax = s.amax;
+        info.scale = s.scale;
+        info.overflow = std::int64_t(s.overflow_rowwise);
+    }
+    pending_reports_.clear();
+}
+
+// --- layer ops ---------------------------------------------------------------------------
+
+void CudaBackend::embedding_forward(ActPtr out, const std::int32_t* tokens, const float* wte, const float* wpe, int B,
+                                    int T, int C) {
+    cuda::embedding_forward(bits(out, "embedding_forward"), tokens, wte, wpe, B, T, C, stream_);
+}
+
+void CudaBackend::embedding_backward(float* dwte, float* dwpe, ActPtr dout, const std::int32_t* tokens, int B, int T,
+                                     int C) {
+    const std::size_t bytes = cuda::embedding_backward_workspace(B, T);
+    cuda::embedding_backward(dwte, dwpe, bits(dout, "embedding_backward"), tokens, B, T, C,
+                             {workspace(bytes), bytes}, stream_);
+}
+
+void CudaBackend::layernorm_forward(ActPtr out, float* mean, float* rstd, ActPtr inp, const float* weight,
+                                    const float* bias, std::int64_t N, int C) {
+    cuda::layernorm_forward(bits(out, "layernorm_forward"), mean, rstd, bits(inp, "layernorm_forward"), weight, bias,
+                            N, C, stream_);
+}
+
+void CudaBackend::layernorm_backward(ActPtr dinp, float* dweight, float* dbias, ActPtr dout, ActPtr inp,
+                                     const float* weight, const float* mean, const float* rstd, std::int64_t N,
+                                     int C) {
+    const std::size_t bytes = cuda::norm_backward_workspace(N, C);
+    cuda::layernorm_backward(bits(dinp, "layernorm_backward"), dweight, dbias, bits(dout, "layernorm_backward"),
+                             bits(inp, "layernorm_backward"), weight, mean, rstd, N, C, {workspace(bytes), bytes},
+                             stream_);
+}
+
+void CudaBackend::rmsnorm_forward(ActPtr out, float* rstd, ActPtr inp, const float* weight, std::int64_t N, int C) {
+    cuda::rmsnorm_forward(bits(out, "rmsnorm_forward"), rstd, bits(inp, "rmsnorm_forward"), weight, N, C, stream_);
+}
+
+void CudaBackend::rmsnorm_backward(ActPtr dinp, float* dweight, ActPtr dout, ActPtr inp, const float* weight,
+                                   const float* rstd, std::int64_t N, int C) {
+    const std::size_t bytes = cuda::norm_backward_workspace(N, C);
+    cuda::rmsnorm_backward(bits(dinp, "rmsnorm_backward"), dweight, bits(dout, "rmsnorm_backward"),
+                           bits(inp, "rmsnorm_backward"), weight, rstd, N, C, {workspace(bytes), bytes}, stream_);
+}
+
+std::int64_t CudaBackend::attention_saved(int B, int T, int NH) const { return cuda::attention_saved(B, T, NH); }
+
+void CudaBackend::attention_forward(ActPtr out, ActPtr att, ActPtr qkv, int B, int T, int C, int NH) {
+    const std::size_t bytes = cuda::attention_workspace(B, T, NH);
+    cuda::attention_forward(bits(out, "attention_forward"), bits(att, "attention_forward"),
+                            bits(qkv, "attention_forward"), B, T, C, NH, {workspace(bytes), bytes}, stream_);
+}
+
+void CudaBackend::attention_backward(ActPtr dqkv, ActPtr dout, ActPtr qkv, ActPtr att, int B, int T, int C, int NH) {
+    const std::size_t bytes = cuda::attention_workspace(B, T, NH);
+    cuda::attention_backward(bits(dqkv, "attention_backward"), bits(dout, "attention_backward"),
+                             bits(qkv, "attention_backward"), bits(att, "attention_backward"), B, T, C, NH,
+                             {workspace(bytes), bytes}, stream_);
+}
+
+void CudaBackend::gelu_forward(ActPtr out, ActPtr inp, std::int64_t n) {
+    cuda::gelu_forward(bits(out, "gelu_forward"), bits(inp, "gelu_forward"), n, stream_);
+}
+
+void CudaBackend::gelu_backward(ActPtr dinp, ActPtr inp, ActPtr dout, std::int64_t n) {
+    cuda::gelu_backward(bits(dinp, "gelu_backward"), bits(inp, "gelu_backward"), bits(dout, "gelu_backward"), n,
+                        stream_);
+}
+
+void CudaBackend::swiglu_forward(ActPtr out, ActPtr inp, std::int64_t N, int H) {
+    cuda::swiglu_forward(bits(out, "swiglu_forward"), bits(inp, "swiglu_forward"), N, H, stream_);
+}
+
+void CudaBackend::swiglu_backward(ActPtr dinp, ActPtr inp, ActPtr dout, std::int64_t N, int H) {
+    cuda::swiglu_backward(bits(dinp, "swiglu_backward"), bits(inp, "swiglu_backward"), bits(dout, "swiglu_backward"),
+                          N, H, stream_);
+}
+
+void CudaBackend::smooth_swiglu_scales(float* scales, ActPtr h, std::int64_t N, int H) {
+    cuda::smooth_swiglu_scales(scales, bits(h, "smooth_swiglu_scales"), N, H, stream_);
+}
+
+void CudaBackend::scale_columns(const TensorDesc& out, const TensorDesc& in, const float* s, bool inverse) {
+    if (in.transposed || out.transposed || out.dtype != in.dtype || out.rows != in.rows || out.cols != in.cols)
+        throw std::logic_error("cuda scale_columns: out and in must be row-major tensors of one shape and dtype");
+    if (in.dtype == DType::BF16)
+        cuda::scale_columns(static_cast<bf16*>(out.data), static_cast<const bf16*>(in.data), s, inverse, in.rows,
+                            in.cols, stream_);
+    else if (in.dtype == DType::F32)
+        cuda::scale_columns(static_cast<float*>(out.data), static_cast<const float*>(in.data), s, inverse, in.rows,
+                            in.cols, stream_);
+    else
+        throw std::logic_error(std::string("cuda scale_columns: tensor is ") + kind(in.dtype));
+}
+
+void CudaBackend::add(ActPtr out, ActPtr a, ActPtr b, std::int64_t n) {
+    cuda::add(bits(out, "add"), bits(a, "add"), bits(b, "add"), n, stream_);
+}
+
+void CudaBackend::softmax_ce_forward(ActPtr probs, float* losses, ActPtr logits, const std::int32_t* targets,
+                                     std::int64_t N, int V) {
+    cuda::softmax_ce_forward(bits(probs, "softmax_ce_forward"), losses, bits(logits, "softmax_ce_forward"), targets,
+                             N, V, stream_);
+}
+
+float CudaBackend::mean_loss(const float* losses, std::int64_t N) {
+    auto* mean = static_cast<float*>(results_->grow(kResultBytes));
+    cuda::mean_loss(mean, losses, N, stream_);
+    FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(host_results_, mean, sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    FP8SCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    float out;
+    std::memcpy(&out, host_results_, sizeof out);
+    return out;
+}
+
+void CudaBackend::softmax_ce_backward(ActPtr dlogits, ActPtr probs, const std::int32_t* targets, std::int64_t N,
+                                      int V) {
+    cuda::softmax_ce_backward(bits(dlogits, "softmax_ce_backward"), bits(probs, "softmax_ce_backward"), targets, N, V,
+                              stream_);
+}
+
+void CudaBackend::bias_backward(float* dbias, const TensorDesc& dout) {
+    if (dout.transposed) throw std::logic_error("cuda bias_backward: dout must be row-major");
+    const std::size_t bytes = cuda::bias_backward_workspace(dout.rows, dout.cols);
+    const cuda::Workspace ws{workspace(bytes), bytes};
+    if (dout.dtype == DType::BF16)
+        cuda::bias_backward(dbias, static_cast<const bf16*>(dout.data), dout.rows, dout.cols, ws, stream_);
+    else if (dout.dtype == DType::F32)
+        cuda::bias_backward(dbias, static_cast<const float*>(dout.data), dout.rows, dout.cols, ws, stream_);
+    else
+        throw std::logic_error(std::string("cuda bias_backward: dout is ") + kind(dout.dtype));
+}
+
+// --- optimizer ---------------------------------------------------------------------------
+
+void CudaBackend::adamw(float* params, const float* grads, float* m, float* v, const std::uint8_t* decay,
+                        std::int64_t n, const AdamWParams& p) {
+    cuda::adamw(params, grads, m, v, decay, n, p, stream_);
+}
+
+double CudaBackend::grad_norm(const float* grads, std::int64_t n) {
+    const std::size_t bytes = cuda::grad_norm_workspace(n);
+    auto* norm = reinterpret_cast<double*>(static_cast<char*>(results_->grow(kResultBytes)) + kNormOffset);
+    cuda::grad_norm(norm, grads, n, {workspace(bytes), bytes}, stream_);
+    FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(host_results_, norm, sizeof(double), cudaMemcpyDeviceToHost, stream_));
+    FP8SCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    double out;
+    std::memcpy(&out, host_results_, sizeof out);
+    return out;
+}
+
+void CudaBackend::scale(float* x, float factor, std::int64_t n) { cuda::scale(x, factor, n, stream_); }
+
+// --- statistics --------------------------------------------------------------------------
+
+float CudaBackend::scaling_amax(const TensorDesc& x) {
+    if (x.dtype != DType::F32 && x.dtype != DType::BF16)
+        throw std::logic_error(std::string("cuda scaling_amax: tensor is ") + kind(x.dtype));
+    // The amax does not depend on the layout: a transposed view is read as it is stored.
+    auto* amax = reinterpret_cast<float*>(static_cast<char*>(results_->grow(kResultBytes)) + kAmaxOffset);
+    cuda::scaling_amax(cuda::CastInput{x.data, x.dtype, 1, x.numel()}, amax, stream_);
+    FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(host_results_, amax, sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    FP8SCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    float out;
+    std::memcpy(&out, host_results_, sizeof out);
+    return out;
+}
+
+Analysis CudaBackend::analyze(const TensorDesc& x, const std::vector<Recipe>& recipes, const StatsOptions& opt,
+                              const AnalysisExtras& extras) {
+    if (x.dtype != DType::F32 && x.dtype != DType::BF16)
+        throw std::logic_error(std::string("cuda analyze: tensor is ") + kind(x.dtype));
+    const std::size_t n = std::size_t(x.numel());
+    std::vector<float> stored(n);  // as stored: (rows, cols), or (cols, rows) for a transposed view
+    if (x.dtype == DType::F32) {
+        copy_to_host(stored.data(), x.data, n * sizeof(float));
+    } else {
+        std::vector<std::uint16_t> raw(n);
+        copy_to_host(raw.data(), x.data, n * sizeof(std::uint16_t));
+        parallel_for(std::int64_t(n), 1 << 16, 0, [&](std::int64_t i0, std::int64_t i1) {
+            for (std::int64_t i = i0; i < i1; ++i) stored[std::size_t(i)] = bf16_to_float(raw[std::size_t(i)]);
+        });
+    }
+    if (!x.transposed) return fp8scope::analyze(MatrixView{stored.data(), x.rows, x.cols}, recipes, opt, extras);
+    std::vector<float> values(n);  // the view's (rows, cols) = the transpose of what is stored
+    const std::int64_t rows = x.rows, cols = x.cols;
+    parallel_for(rows, 16, 0, [&](std::int64_t r0, std::int64_t r1) {
+        for (std::int64_t r = r0; r < r1; ++r)
+            for (std::int64_t c = 0; c < cols; ++c) values[std::size_t(r * cols + c)] = stored[std::size_t(c * rows + r)];
+    });
+    return fp8scope::analyze(MatrixView{values.data(), rows, cols}, recipes, opt, extras);
+}
+
+}  // namespace fp8scope

@@ -1,0 +1,183 @@
+// The CUDA backend: the Backend interface (core/backend.h) on one NVIDIA GPU, over the
+// cast (quantize.h), the cuBLASLt GEMMs (gemm.h) and the layer ops (ops.h).
+//
+// Design choices:
+// - One stream per backend, every op enqueued on it and asynchronous to the host. The
+//   host waits only where it reads a result: synchronize(), copy_to_host/copy_from_host,
+//   mean_loss, grad_norm, scaling_amax, analyze, and an AmaxHistory's read/restore
+//   (checkpoints and capture steps, not every step). Everything else is stream order.
+// - Types: activations BF16 (activation_dtype()); parameters, gradients, AdamW moments,
+//   norm statistics, losses and Smooth-SwiGLU scales float32, as on the CPU.
+// - Memory: allocate() is cudaMalloc, then a cudaMemsetAsync to zero on the stream, so
+//   every later op of this backend (and every copy, which waits for the stream) sees the
+//   zeros without a host wait. release() waits for the stream before cudaFree: no op
+//   still queued may read freed memory. Scratch buffers grow the same way (wait, free,
+//   allocate), which happens in the first steps only.
+// - Cast reports: a cast that wants one writes its CastStats into the next slot of one
+//   device array; synchronize() copies all pending slots back with one cudaMemcpyAsync
+//   into pinned memory and fills the host CastInfo of each (in cast order, so a later
+//   cast of the same slot wins); a CastInfo handed to cast() must live until then. The
+//   array grows between steps (after a synchronize).
+// - cast(): without a recipe BF16 is the GEMM's type: a BF16 x is its own rowwise copy
+//   and its transposed view the columnwise copy (cuBLASLt reads transposed BF16); an F32
+//   x (a weight) is converted to BF16 once, into the operand's storage. With a recipe,
+//   cuda::cast writes both copies' codes and scale_inv grids in one pass (the columnwise
+//   copy is the cast of x^T, as the CPU's quantize of the transpose); delayed scaling
+//   casts with the history's scale on the device and pushes the amax there.
+// - gemm(): cuBLASLt's FP8 kernels where they exist (per-tensor, 1x128 x 128x128,
+//   1x128 x 1x128). MX operands (no MX tensor cores on Hopper) and whatever cuBLASLt
+//   refuses are "emulated": both copies dequantized to BF16 and a BF16 GEMM. For MX and
+//   power-of-two block scales the BF16 values are exact, so the result is the FP8 GEMM's
+//   up to summation order; per-tensor float32 scales round once more (2^-9) there. The
+//   choice is cached per problem, so only the first call of a shape pays an exception.
+// - The output head (matmul_*) is unquantized: BF16 activations times the float32
+//   weight converted to BF16 per call, float32 weight gradients.
+// - analyze() copies the tensor to the host (BF16 widened exactly, a transposed view
+//   materialized) and runs the CPU's fused analysis; a device analysis comes later.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+
+namespace fp8scope {
+
+namespace cuda {
+class GemmRunner;
+struct CastStats;
+}  // namespace cuda
+
+class CudaBackend final : public Backend {
+public:
+    // device: a CUDA device index (make_backend takes the first). threads: host threads of
+    // analyze() (<= 0: all). Throws cuda::CudaError when the device cannot be used.
+    explicit CudaBackend(int device = 0, int threads = 0);
+    ~CudaBackend() override;
+    CudaBackend(const CudaBackend&) = delete;
+    CudaBackend& operator=(const CudaBackend&) = delete;
+
+    Device device() const override { return Device::CUDA; }
+    std::string describe() const override;
+    DType activation_dtype() const override { return DType::BF16; }
+    cudaStream_t stream() const { return stream_; }
+
+    void* allocate(std::size_t bytes) override;
+    void release(void* p) override;
+    void copy_to_host(void* host, const void* src, std::size_t bytes) override;
+    void copy_from_host(void* dst, const void* host, std::size_t bytes) override;
+    void copy(void* dst, const void* src, std::size_t bytes) override;
+    void fill_zero(void* p, std::size_t bytes) override;
+    void synchronize() override;
+
+    void embedding_forward(ActPtr out, const std::int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+                           int C) override;
+    void embedding_backward(float* dwte, float* dwpe, ActPtr dout, const std::int32_t* tokens, int B, int T,
+                            int C) override;
+    void layernorm_forward(ActPtr out, float* mean, float* rstd, ActPtr inp, const float* weight, const float* bias,
+                           std::int64_t N, int C) override;
+    void layernorm_backward(ActPtr dinp, float* dweight, float* dbias, ActPtr dout, ActPtr inp, const float* weight,
+                            const float* mean, const float* rstd, std::int64_t N, int C) override;
+    void rmsnorm_forward(ActPtr out, float* rstd, ActPtr inp, const float* weight, std::int64_t N, int C) override;
+    void rmsnorm_backward(ActPtr dinp, float* dweight, ActPtr dout, ActPtr inp, const float* weight,
+                          const float* rstd, std::int64_t N, int C) override;
+    std::int64_t attention_saved(int B, int T, int NH) const override;
+    void attention_forward(ActPtr out, ActPtr att, ActPtr qkv, int B, int T, int C, int NH) override;
+    void attention_backward(ActPtr dqkv, ActPtr dout, ActPtr qkv, ActPtr att, int B, int T, int C,
+                            int NH) override;
+    void gelu_forward(ActPtr out, ActPtr inp, std::int64_t n) override;
+    void gelu_backward(ActPtr dinp, ActPtr inp, ActPtr dout, std::int64_t n) override;
+    void swiglu_forward(ActPtr out, ActPtr inp, std::int64_t N, int H) override;
+    void swiglu_backward(ActPtr dinp, ActPtr inp, ActPtr dout, std::int64_t N, int H) override;
+    void smooth_swiglu_scales(float* scales, ActPtr h, std::int64_t N, int H) override;
+    void scale_columns(const TensorDesc& out, const TensorDesc& in, const float* s, bool inverse) override;
+    void add(ActPtr out, ActPtr a, ActPtr b, std::int64_t n) override;
+    void softmax_ce_forward(ActPtr probs, float* losses, ActPtr logits, const std::int32_t* targets, std::int64_t N,
+                            int V) override;
+    float mean_loss(const float* losses, std::int64_t N) override;
+    void softmax_ce_backward(ActPtr dlogits, ActPtr probs, const std::int32_t* targets, std::int64_t N,
+                             int V) override;
+
+    void matmul_forward(ActPtr out, ActPtr inp, const float* weight, const float* bias, std::int64_t N,
+                        std::int64_t K, std::int64_t M) override;
+    void matmul_backward(ActPtr dinp, float* dweight, float* dbias, ActPtr dout, ActPtr inp, const float* weight,
+                         std::int64_t N, std::int64_t K, std::int64_t M) override;
+    std::unique_ptr<OperandStorage> make_operand_storage() override;
+    std::unique_ptr<AmaxHistory> make_amax_history(const DelayedScaling& recipe) override;
+    GemmOperand cast(const TensorDesc& x, const CastSpec& spec, OperandStorage& storage) override;
+    void gemm(const GemmOperand& a, Copy ca, const GemmOperand& b, Copy cb, const TensorDesc& out,
+              const float* bias, bool accumulate) override;
+    void bias_backward(float* dbias, const TensorDesc& dout) override;
+
+    void adamw(float* params, const float* grads, float* m, float* v, const std::uint8_t* decay, std::int64_t n,
+               const AdamWParams& p) override;
+    double grad_norm(const float* grads, std::int64_t n) override;
+    void scale(float* x, float factor, std::int64_t n) override;
+
+    float scaling_amax(const TensorDesc& x) override;
+    Analysis analyze(const TensorDesc& x, const std::vector<Recipe>& recipes, const StatsOptions& opt,
+                     const AnalysisExtras& extras) override;
+
+    // GEMMs so far that ran emulated (dequantized to BF16) instead of on FP8 tensor cores.
+    std::int64_t emulated_gemms() const { return emulated_gemms_; }
+
+    // Device scratch that grows on demand (contents lost); waits for the stream before it
+    // frees, so no queued op reads freed memory. Shared with the operand storage.
+    class Scratch {
+    public:
+        explicit Scratch(CudaBackend& b) : backend_(&b) {}
+        ~Scratch();
+        Scratch(const Scratch&) = delete;
+        Scratch& operator=(const Scratch&) = delete;
+        void* grow(std::size_t bytes);
+        template <class T>
+        T* grow_as(std::size_t n) {
+            return static_cast<T*>(grow(n * sizeof(T)));
+        }
+        void* data() const { return ptr_; }
+
+    private:
+        CudaBackend* backend_;
+        void* ptr_ = nullptr;
+        std::size_t bytes_ = 0;
+    };
+
+private:
+    void* workspace(std::size_t bytes);
+    void run_gemm(const GemmOperand& a, Copy ca, const GemmOperand& b, Copy cb, const TensorDesc& out,
+                  const float* bias, bool accumulate);
+    cuda::CastStats* report_slot();
+    void free_now(void* p);  // waits for the stream, then cudaFree (errors ignored)
+
+    int device_ = 0;
+    cudaStream_t stream_ = nullptr;
+    std::string name_;
+    int major_ = 0, minor_ = 0;
+    std::size_t memory_bytes_ = 0;
+    std::unique_ptr<cuda::GemmRunner> runner_;
+    std::unique_ptr<Scratch> workspace_, head_weight_, emulated_a_, emulated_b_, results_;
+    void* host_results_ = nullptr;  // pinned: mean loss, grad norm, amax
+
+    // Cast reports (see the top of the file).
+    cuda::CastStats* report_device_ = nullptr;
+    cuda::CastStats* report_host_ = nullptr;  // pinned
+    std::size_t report_capacity_ = 0;
+    std::vector<CastInfo*> pending_reports_;
+
+    // Per GEMM problem: true when it runs emulated (see run_gemm).
+    std::map<std::array<std::int64_t, 20>, bool> emulate_;
+    std::int64_t emulated_gemms_ = 0;
+};
+
+// cuBLASLt's version as "13.1.0" and the CUDA runtime's as "13.0".
+std::string cublaslt_version();
+std::string cuda_runtime_version();
+
+}  // namespace fp8scope

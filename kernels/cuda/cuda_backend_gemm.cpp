@@ -1,0 +1,281 @@
+// The CUDA backend's casts and GEMMs (design in cuda_backend.h): the operand storage, the
+// delayed-scaling history in device memory, cast(), gemm() with its emulated path, and
+// the unquantized output head.
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+#include <string>
+#include <variant>
+
+#include "cuda/check.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/cuda_backend_kernels.h"
+#include "cuda/gemm.h"
+#include "cuda/ops.h"
+#include "cuda/quantize.h"
+
+namespace fp8scope {
+namespace {
+
+using cuda::bf16;
+
+// The buffers of one cast operand, grown on demand.
+struct CudaStorage final : OperandStorage {
+    explicit CudaStorage(CudaBackend& b)
+        : rowwise(b), columnwise(b), rowwise_scale_inv(b), columnwise_scale_inv(b), rowwise_e8m0(b),
+          columnwise_e8m0(b), stats(b), bf16_copy(b) {}
+    CudaBackend::Scratch rowwise, columnwise;                        // codes (R,C), (C,R)
+    CudaBackend::Scratch rowwise_scale_inv, columnwise_scale_inv;    // float32 grids
+    CudaBackend::Scratch rowwise_e8m0, columnwise_e8m0;              // MX only
+    CudaBackend::Scratch stats;                                      // cuda::CastStats
+    CudaBackend::Scratch bf16_copy;                                  // F32 x in BF16 (no recipe)
+};
+
+// Delayed scaling's state in device memory (quantize.h's layout).
+class CudaAmaxHistory final : public AmaxHistory {
+public:
+    CudaAmaxHistory(CudaBackend& b, const DelayedScaling& r) : backend_(b), recipe_(r), state_(b) {
+        cuda::delayed_state_write(state_.grow(cuda::delayed_state_bytes(r)), DelayedState(r), backend_.stream());
+    }
+    const DelayedScaling& recipe() const override { return recipe_; }
+    DelayedState read() const override {
+        return cuda::delayed_state_read(state_.data(), recipe_, backend_.stream());
+    }
+    // The history and scale of `s` under this history's own recipe (its ring length).
+    void restore(const DelayedState& s) override {
+        DelayedState mine(recipe_);
+        mine.restore(s.history(), s.scale());
+        cuda::delayed_state_write(state_.data(), mine, backend_.stream());
+    }
+    void* state() const { return state_.data(); }
+
+private:
+    CudaBackend& backend_;
+    DelayedScaling recipe_;
+    CudaBackend::Scratch state_;
+};
+
+TensorDesc transposed_view(const TensorDesc& t) {
+    TensorDesc v = t;
+    v.rows = t.cols;
+    v.cols = t.rows;
+    v.transposed = !t.transposed;
+    return v;
+}
+
+DType code_type(Format f) { return f == Format::E4M3 ? DType::E4M3 : DType::E5M2; }
+
+// The block of one copy (rows, cols) of an operand: per-tensor is one block of the copy.
+cuda::QuantizedInput quantized(const GemmOperand& op, const TensorDesc& data, const TensorDesc& scale_inv) {
+    cuda::QuantizedInput q;
+    q.codes = static_cast<const std::uint8_t*>(data.data);
+    q.scale_inv = static_cast<const float*>(scale_inv.data);
+    q.format = op.format;
+    q.rows = data.rows;
+    q.cols = data.cols;
+    if (op.mode == ScalingMode::PerTensor) q.block_rows = std::max<std::int64_t>(1, data.rows), q.block_cols = std::max<std::int64_t>(1, data.cols);
+    else q.block_rows = op.block_rows, q.block_cols = op.block_cols;
+    return q;
+}
+
+// The largest power of two up to 256 dividing the address (what cuBLASLt's plans depend on).
+std::int64_t alignment(const void* p) {
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    std::int64_t al = 256;
+    while (al > 1 && a % std::uintptr_t(al) != 0) al /= 2;
+    return al;
+}
+
+}  // namespace
+
+std::unique_ptr<OperandStorage> CudaBackend::make_operand_storage() { return std::make_unique<CudaStorage>(*this); }
+
+std::unique_ptr<AmaxHistory> CudaBackend::make_amax_history(const DelayedScaling& recipe) {
+    return std::make_unique<CudaAmaxHistory>(*this, recipe);
+}
+
+// --- the cast ----------------------------------------------------------------------------
+
+GemmOperand CudaBackend::cast(const TensorDesc& x, const CastSpec& spec, OperandStorage& storage) {
+    auto& s = static_cast<CudaStorage&>(storage);
+    GemmOperand op;
+    if (x.dtype != DType::F32 && x.dtype != DType::BF16)
+        throw std::logic_error(std::string("cuda cast: tensor is ") + dtype_name(x.dtype));
+    if (!spec.recipe) {  // BF16 is the GEMM's own type
+        TensorDesc v = x;
+        if (x.dtype == DType::F32) {  // a weight: its BF16 copy (same layout)
+            v.data = s.bf16_copy.grow_as<bf16>(std::size_t(x.numel()));
+            v.dtype = DType::BF16;
+            cuda::f32_to_bf16(static_cast<bf16*>(v.data), static_cast<const float*>(x.data), x.numel(), stream_);
+        }
+        op.rowwise = v;
+        op.columnwise = transposed_view(v);
+        return op;
+    }
+    if (x.transposed) throw std::logic_error("cuda cast: a recipe casts row-major tensors, not transposed views");
+
+    const Recipe& r = *spec.recipe;
+    const std::int64_t R = x.rows, C = x.cols;
+    const cuda::ScaleGrid rg = cuda::scale_grid(r, R, C), cg = cuda::scale_grid(r, C, R);
+    const bool mx = std::holds_alternative<MXScaling>(r);
+    op.mode = mx ? ScalingMode::MX : std::holds_alternative<BlockScaling>(r) ? ScalingMode::Block : ScalingMode::PerTensor;
+    op.format = recipe_format(r);
+    if (op.mode != ScalingMode::PerTensor) op.block_rows = int(rg.block_rows), op.block_cols = int(rg.block_cols);
+    const DType codes = code_type(op.format);
+
+    cuda::CastTarget t;
+    if (spec.rowwise) {
+        t.rowwise = s.rowwise.grow_as<std::uint8_t>(std::size_t(R * C));
+        t.rowwise_scale_inv = s.rowwise_scale_inv.grow_as<float>(std::size_t(rg.size()));
+        if (mx) t.rowwise_e8m0 = s.rowwise_e8m0.grow_as<std::uint8_t>(std::size_t(rg.size()));
+        op.rowwise = TensorDesc{t.rowwise, codes, R, C, Device::CUDA, false};
+        op.rowwise_scale_inv = TensorDesc{t.rowwise_scale_inv, DType::F32, rg.rows, rg.cols, Device::CUDA, false};
+    }
+    if (spec.columnwise) {
+        t.columnwise = s.columnwise.grow_as<std::uint8_t>(std::size_t(R * C));
+        t.columnwise_scale_inv = s.columnwise_scale_inv.grow_as<float>(std::size_t(cg.size()));
+        if (mx) t.columnwise_e8m0 = s.columnwise_e8m0.grow_as<std::uint8_t>(std::size_t(cg.size()));
+        op.columnwise = TensorDesc{t.columnwise, codes, C, R, Device::CUDA, false};
+        op.columnwise_scale_inv = TensorDesc{t.columnwise_scale_inv, DType::F32, cg.rows, cg.cols, Device::CUDA, false};
+    }
+    t.stats = spec.report ? report_slot() : s.stats.grow_as<cuda::CastStats>(1);
+    void* state = spec.history && std::holds_alternative<DelayedScaling>(r)
+                      ? static_cast<CudaAmaxHistory*>(spec.history)->state()
+                      : nullptr;
+    cuda::cast(cuda::CastInput{x.data, x.dtype, R, C}, r, t, stream_, state, spec.push);
+    if (spec.report) pending_reports_.push_back(spec.report);  // the slot report_slot() handed out
+    return op;
+}
+
+// --- GEMMs -------------------------------------------------------------------------------
+
+namespace {
+
+// The chosen copy of an operand as a BF16 GEMM input: itself when it is BF16, else
+// dequantized (codes) or rounded (float32) to BF16 in `scratch`.
+cuda::GemmInput bf16_input(const GemmOperand& op, Copy copy, CudaBackend::Scratch& scratch, cudaStream_t stream) {
+    const bool rowwise = copy == Copy::Rowwise;
+    const TensorDesc& data = rowwise ? op.rowwise : op.columnwise;
+    cuda::GemmInput in;
+    in.dtype = DType::BF16;
+    in.transposed = data.transposed;
+    if (data.dtype == DType::BF16) {
+        in.data = data.data;
+        return in;
+    }
+    auto* out = scratch.grow_as<bf16>(std::size_t(data.numel()));
+    in.data = out;
+    if (data.dtype == DType::F32) {  // an emulated copy or a float32 operand: same layout
+        cuda::f32_to_bf16(out, static_cast<const float*>(data.data), data.numel(), stream);
+        return in;
+    }
+    cuda::dequantize(quantized(op, data, rowwise ? op.rowwise_scale_inv : op.columnwise_scale_inv), out, DType::BF16,
+                     stream);
+    return in;
+}
+
+}  // namespace
+
+void CudaBackend::gemm(const GemmOperand& a, Copy ca, const GemmOperand& b, Copy cb, const TensorDesc& out,
+                       const float* bias, bool accumulate) {
+    const TensorDesc& A = ca == Copy::Rowwise ? a.rowwise : a.columnwise;  // (m,k)
+    const TensorDesc& B = cb == Copy::Rowwise ? b.rowwise : b.columnwise;  // (n,k)
+    if (!A.data || !B.data || A.cols != B.cols || out.rows != A.rows || out.cols != B.rows || out.transposed)
+        throw std::logic_error("cuda gemm: operands (" + std::to_string(A.rows) + "x" + std::to_string(A.cols) + ", " +
+                               std::to_string(B.rows) + "x" + std::to_string(B.cols) + ") do not give " +
+                               std::to_string(out.rows) + "x" + std::to_string(out.cols));
+    run_gemm(a, ca, b, cb, out, bias, accumulate);
+}
+
+// The problem's key holds everything GemmRunner::check and cuBLASLt's heuristic decide on.
+void CudaBackend::run_gemm(const GemmOperand& a, Copy ca, const GemmOperand& b, Copy cb, const TensorDesc& out,
+                           const float* bias, bool accumulate) {
+    const TensorDesc& A = ca == Copy::Rowwise ? a.rowwise : a.columnwise;
+    const TensorDesc& B = cb == Copy::Rowwise ? b.rowwise : b.columnwise;
+    cuda::GemmArgs g;
+    g.m = A.rows, g.n = B.rows, g.k = A.cols;
+    g.out = out.data;
+    g.out_dtype = out.dtype;
+    g.bias = bias;
+    g.accumulate = accumulate;
+
+    const std::array<std::int64_t, 20> key = {
+        g.m, g.n, g.k, std::int64_t(out.dtype), bias != nullptr, accumulate,
+        std::int64_t(a.mode), std::int64_t(A.dtype), a.block_rows, a.block_cols, A.transposed, a.emulated,
+        std::int64_t(b.mode), std::int64_t(B.dtype), b.block_rows, b.block_cols, B.transposed, b.emulated,
+        alignment(A.data) | alignment(B.data) << 16, alignment(out.data) | alignment(bias) << 16};
+    auto it = emulate_.find(key);
+    if (it == emulate_.end() || !it->second) {
+        bool native = a.mode != ScalingMode::MX && b.mode != ScalingMode::MX;
+        if (native) {
+            try {
+                g.a = cuda::gemm_input(a, ca);
+                g.b = cuda::gemm_input(b, cb);
+                native = cuda::GemmRunner::check(g).empty();
+                if (native) {
+                    runner_->gemm(g);
+                    if (it == emulate_.end()) emulate_.emplace(key, false);
+                    return;
+                }
+            } catch (const cuda::GemmUnsupported&) {
+                native = false;
+            }
+        }
+        it = emulate_.insert_or_assign(key, true).first;
+    }
+    // Emulated: both copies as BF16 (exact for FP8 codes times power-of-two scales).
+    g.a = bf16_input(a, ca, *emulated_a_, stream_);
+    g.b = bf16_input(b, cb, *emulated_b_, stream_);
+    runner_->gemm(g);
+    ++emulated_gemms_;
+}
+
+// --- the output head (unquantized) ----------------------------------------------------------
+
+void CudaBackend::matmul_forward(ActPtr out, ActPtr inp, const float* weight, const float* bias, std::int64_t N,
+                                 std::int64_t K, std::int64_t M) {
+    if (out.dtype != DType::BF16 || inp.dtype != DType::BF16)
+        throw std::logic_error("cuda matmul_forward: activations must be bf16");
+    auto* w = head_weight_->grow_as<bf16>(std::size_t(M * K));
+    cuda::f32_to_bf16(w, weight, M * K, stream_);
+    cuda::GemmArgs g;
+    g.m = N, g.n = M, g.k = K;
+    g.a = {inp.ptr, DType::BF16};
+    g.b = {w, DType::BF16};
+    g.out = out.ptr;
+    g.out_dtype = DType::BF16;
+    g.bias = bias;
+    runner_->gemm(g);
+}
+
+void CudaBackend::matmul_backward(ActPtr dinp, float* dweight, float* dbias, ActPtr dout, ActPtr inp,
+                                  const float* weight, std::int64_t N, std::int64_t K, std::int64_t M) {
+    if (dout.dtype != DType::BF16 || inp.dtype != DType::BF16 || (dinp && dinp.dtype != DType::BF16))
+        throw std::logic_error("cuda matmul_backward: activations must be bf16");
+    if (dinp) {  // dinp (N,K) = dout (N,M) weight (M,K): B = weight^T (K,M), a transposed view
+        auto* w = head_weight_->grow_as<bf16>(std::size_t(M * K));
+        cuda::f32_to_bf16(w, weight, M * K, stream_);
+        cuda::GemmArgs g;
+        g.m = N, g.n = K, g.k = M;
+        g.a = {dout.ptr, DType::BF16};
+        g.b = {w, DType::BF16};
+        g.b.transposed = true;
+        g.out = dinp.ptr;
+        g.out_dtype = DType::BF16;
+        runner_->gemm(g);
+    }
+    if (dweight) {  // dweight (M,K) = dout^T (M,N) inp (N,K): both read as transposed views
+        cuda::GemmArgs g;
+        g.m = M, g.n = K, g.k = N;
+        g.a = {dout.ptr, DType::BF16};
+        g.a.transposed = true;
+        g.b = {inp.ptr, DType::BF16};
+        g.b.transposed = true;
+        g.out = dweight;
+        g.out_dtype = DType::F32;
+        runner_->gemm(g);
+    }
+    if (dbias) bias_backward(dbias, TensorDesc::of(dout, N, M, Device::CUDA));
+}
+
+}  // namespace fp8scope
