@@ -16,9 +16,11 @@
 #include "commands.h"
 #include "engine/checkpoint.h"
 #include "engine/trainer.h"
-#include "live_train.h"
-#include "train_trace.h"
+#include "live_control.h"
+#include "run_recording.h"
+#include "trace_options.h"
 #include "train_progress.h"
+#include "version.h"
 
 namespace fp8scope::cli {
 namespace {
@@ -161,7 +163,7 @@ int run_train(const TrainOptions& o) {
     try {
         backend = make_backend(config.device, config.threads);
         trainer.emplace(config, *backend);
-        meta = run_trace_meta(config, *trainer, o.trace.blockmap_every);
+        meta = trace::run_trace_meta(config, *trainer, kEngineVersion, o.trace.blockmap_every);
     } catch (const std::exception& e) {
         report(e.what());
         return 1;
@@ -173,35 +175,32 @@ int run_train(const TrainOptions& o) {
     trainer->add_observer(&progress);
     trainer->add_observer(&watch);
     trainer->add_observer(&history);
-    std::optional<LiveTrain> serving;
-    if (endpoint) {
-        try {
-            serving.emplace(*trainer, meta, *endpoint, token);
-        } catch (const std::exception& e) {
-            report(e.what());
-            return 1;
+    std::unique_ptr<live::LiveServer> server;
+    std::optional<trace::RunRecording> recording;
+    try {
+        if (endpoint) {
+            server = std::make_unique<live::LiveServer>(
+                *endpoint, token, meta, [&t = *trainer](const live::Command& c) { return live::apply_command(t, c); });
+            const std::string at = server->endpoint().to_string();
+            if (endpoint->kind == live::Endpoint::Kind::Tcp && o.token.empty())
+                std::fprintf(stderr, "fp8scope-engine: listening on %s (token %s)\n", at.c_str(), token.c_str());
+            else
+                std::fprintf(stderr, "fp8scope-engine: listening on %s\n", at.c_str());
         }
-        trainer->add_observer(&*serving);
-        const std::string at = serving->server().endpoint().to_string();
-        if (endpoint->kind == live::Endpoint::Kind::Tcp && o.token.empty())
-            std::fprintf(stderr, "fp8scope-engine: listening on %s (token %s)\n", at.c_str(), token.c_str());
-        else
-            std::fprintf(stderr, "fp8scope-engine: listening on %s\n", at.c_str());
-    }
-    std::optional<TrainTrace> tracing;
-    if (!o.trace.out.empty() || serving) {
-        try {
-            tracing.emplace(o.trace, meta, *trainer, serving ? &serving->server() : nullptr, o.quiet);
-        } catch (const std::exception& e) {
-            report(e.what());
-            return 1;
+        if (!o.trace.out.empty() || server) {
+            recording.emplace(trace::RecordingOptions{o.trace.out, o.trace.flush_ms, {}}, meta, *trainer, server.get());
+            if (!o.trace.out.empty() && !o.quiet) std::fprintf(stderr, "trace: %s\n", o.trace.out.c_str());
         }
+    } catch (const std::exception& e) {
+        report(e.what());
+        return 1;
     }
     if (!o.quiet) {
         std::fprintf(stderr, "training %d run%s (%s) on %s: %lld tokens, %lld held out, %zu parameters each\n",
                      runs, runs == 1 ? "" : "s", nlohmann::json(config.run_recipes()).dump().c_str(),
                      trainer->data().data().origin.c_str(), static_cast<long long>(trainer->data().train_tokens()),
                      static_cast<long long>(trainer->data().val_tokens()), trainer->model(0).num_params());
+        std::fprintf(stderr, "on %s\n", backend->describe().c_str());
     }
     std::signal(SIGINT, on_interrupt);
     TrainSummary s;
@@ -209,9 +208,8 @@ int run_train(const TrainOptions& o) {
         s = trainer->run();
     } catch (const std::exception& e) {
         progress.finish();
-        if (serving) serving->finish(trainer->steps_done(), e.what());
         try {
-            if (tracing) tracing->finish(trainer->steps_done(), e.what());
+            if (recording) recording->finish(trainer->steps_done(), e.what());
         } catch (const std::exception& te) {
             report(te.what());
         }
@@ -221,15 +219,13 @@ int run_train(const TrainOptions& o) {
     std::signal(SIGINT, SIG_DFL);
     progress.finish();
     try {
-        if (tracing) tracing->finish(s.steps, s.error.empty() ? (s.stopped ? "stopped" : "done") : s.error);
+        if (recording) recording->finish(s.steps, s.error.empty() ? (s.stopped ? "stopped" : "done") : s.error);
     } catch (const std::exception& e) {
         report(e.what());
         return 1;
     }
-    if (serving) {
-        serving->finish(s.steps, s.error.empty() ? (s.stopped ? "stopped" : "done") : s.error);
-        serving.reset();  // clients see the end of the stream now, not at exit
-    }
+    recording.reset();
+    server.reset();  // clients see the end of the stream now, not at exit
 
     if (o.json) {
         nlohmann::json out = {{"steps", s.steps}, {"rewinds", s.rewinds}, {"stopped", s.stopped}, {"error", s.error}};

@@ -1,7 +1,6 @@
-// The capture records of a run on the live stream: a RecordSink (next to the trace
-// writer, behind a RecordTee) that hands scaling, operand, block-map and op records and
-// late op names to a LiveServer. Step and event records are left out: LiveTrain
-// publishes those as the trainer reports them, also in runs that capture nothing.
+// The records of a run on the live stream: a RecordSink (next to the trace writer,
+// behind a RecordTee) that hands every record to a LiveServer, so file and stream carry
+// the same records from one producer.
 #pragma once
 
 #include "live_server.h"

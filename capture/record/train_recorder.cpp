@@ -1,7 +1,10 @@
 // TrainRecorder: trainer records to trace records, names to ids.
 #include "train_recorder.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <ctime>
 
 namespace fp8scope::trace {
 
@@ -18,6 +21,39 @@ TraceMeta make_trace_meta(const TrainConfig& config, const std::vector<LinearInf
     m.ops = default_op_names();
     m.capture_every = config.capture_every;
     m.blockmap_every = blockmap_every >= 0 ? blockmap_every : 10LL * config.capture_every;
+    return m;
+}
+
+namespace {
+
+std::string utc_now() {
+    std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    ::gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+std::string host_name() {
+    char buf[256] = {};
+    if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+    return buf;
+}
+
+}  // namespace
+
+TraceMeta run_trace_meta(const TrainConfig& config, const Trainer& trainer, const std::string& tool_version,
+                         std::int64_t blockmap_every) {
+    TraceMeta m = make_trace_meta(config, trainer.model(0).linears(), tool_version, blockmap_every);
+    m.created = utc_now();
+    m.machine = host_name() + " (" + trainer.backend().describe() + ")";
+    m.runs.clear();
+    const auto recipes = config.run_recipes();
+    for (std::size_t i = 0; i < recipes.size(); ++i) {
+        bool repeated = std::count(recipes.begin(), recipes.end(), recipes[i]) > 1;
+        m.runs.push_back({repeated ? recipes[i] + "#" + std::to_string(i) : recipes[i], recipes[i]});
+    }
     return m;
 }
 
@@ -54,7 +90,8 @@ void TrainRecorder::on_step(const fp8scope::StepRecord& r) {
 
 void TrainRecorder::on_event(const TrainEvent& e) {
     int run = e.run >= 0 && e.run < static_cast<int>(meta_.runs.size()) ? e.run : -1;
-    sink_.write(EventRecord{run, e.step, e.kind, e.detail});
+    std::string detail = e.detail.substr(0, std::size_t(kEventDetailChars));  // the trace's column
+    sink_.write(EventRecord{run, e.step, e.kind, std::move(detail)});
 }
 
 }  // namespace fp8scope::trace

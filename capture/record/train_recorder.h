@@ -1,6 +1,7 @@
 // Connects a Trainer to the trace data model: the TraceMeta of a run, one StatsCapture
-// per run, and the trainer's step records and events turned into trace records.
-// Register it with Trainer::add_observer and give each run sink(run).
+// per run, and the trainer's step records and events turned into trace records (the
+// one place they are converted). Register it with Trainer::add_observer and give each
+// run sink(run); RunRecording does both.
 #pragma once
 
 #include <memory>
@@ -8,6 +9,7 @@
 
 #include "engine/train_config.h"
 #include "engine/train_events.h"
+#include "engine/trainer.h"
 #include "stats_capture.h"
 
 namespace fp8scope::trace {
@@ -18,6 +20,13 @@ namespace fp8scope::trace {
 TraceMeta make_trace_meta(const TrainConfig& config, const std::vector<LinearInfo>& linears,
                           const std::string& tool_version, std::int64_t blockmap_every,
                           const std::vector<Recipe>& analysis = default_analysis_recipes());
+
+// The metadata of a trainer's run as the engine records and serves it: make_trace_meta
+// plus the creation time, the machine (host and the backend's description) and run
+// names (by recipe; a repeated recipe gets its run index). The trace file and the live
+// stream are given this one value, so their ids agree.
+TraceMeta run_trace_meta(const TrainConfig& config, const Trainer& trainer, const std::string& tool_version,
+                         std::int64_t blockmap_every);
 
 class TrainRecorder : public TrainObserver {
 public:

@@ -1,6 +1,7 @@
 // The training loop, its control requests and its recovery.
 #include "engine/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -53,8 +54,13 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend) : config_(config),
 Trainer::~Trainer() = default;
 
 Model& Trainer::model(int run) { return runs_.at(static_cast<std::size_t>(run))->model; }
+const Model& Trainer::model(int run) const { return runs_.at(static_cast<std::size_t>(run))->model; }
 
 void Trainer::add_observer(TrainObserver* observer) { observers_.push_back(observer); }
+
+void Trainer::remove_observer(TrainObserver* observer) {
+    observers_.erase(std::remove(observers_.begin(), observers_.end(), observer), observers_.end());
+}
 
 void Trainer::set_capture_sink(int run, CaptureSink* sink) {
     runs_.at(static_cast<std::size_t>(run))->sink = sink;

@@ -60,6 +60,7 @@ public:
 
     // Set up before run(), from the thread that will run it.
     void add_observer(TrainObserver* observer);
+    void remove_observer(TrainObserver* observer);
     // The run's model reports op timings to `sink` every step and GEMM operands every
     // config.capture_every steps. nullptr: no capture.
     void set_capture_sink(int run, CaptureSink* sink);
@@ -88,6 +89,8 @@ public:
     std::int64_t steps_done() const { return step_; }
     int runs() const { return static_cast<int>(runs_.size()); }
     Model& model(int run);
+    const Model& model(int run) const;
+    Backend& backend() const { return backend_; }
     const BatchSampler& data() const { return *sampler_; }
     TrainSummary summary() const;
 

@@ -14,10 +14,10 @@
 
 #include "engine/train_config.h"
 #include "engine/trainer.h"
+#include "live_control.h"
 #include "live_test_util.h"
-#include "live_train.h"
+#include "run_recording.h"
 #include "trace_reader.h"
-#include "train_trace.h"
 #include "support/cpu_engine.h"
 
 namespace fp8scope::live::test {
@@ -49,21 +49,19 @@ TEST(LivePublisher, CaptureRecordsOnTheStreamEqualTheTraceFile) {
     TrainConfig config = load_train_config(std::string(FP8SCOPE_CONFIGS) + "/tiny.json");
     apply_overrides(config,
                     {"steps=" + std::to_string(kSteps), "capture_every=1", "threads=1", "compare=baseline,delayed"});
-    cli::TraceOptions options;
+    trace::RecordingOptions options;
     options.out = dir / "run.h5";
-    options.blockmap_every = 2;
     CpuTrainer trainer(config);
-    const trace::TraceMeta meta = cli::run_trace_meta(config, trainer, options.blockmap_every);
-    cli::LiveTrain serving(trainer, meta, parse_endpoint("unix:" + (dir / "engine.sock")), "");
-    trainer.add_observer(&serving);
-    cli::TrainTrace tracing(options, meta, trainer, &serving.server(), true);
+    const trace::TraceMeta meta = trace::run_trace_meta(config, trainer, "test", 2);
+    LiveServer server(parse_endpoint("unix:" + (dir / "engine.sock")), "", meta,
+                      [&](const Command& c) { return apply_command(trainer, c); });
+    trace::RunRecording recording(options, meta, trainer, &server);
 
     Collected got;
-    LiveClient client(serving.server().endpoint(), "", got.handlers());
+    LiveClient client(server.endpoint(), "", got.handlers());
     const TrainSummary summary = trainer.run();
     ASSERT_EQ(summary.steps, kSteps);
-    tracing.finish(summary.steps, "done");
-    serving.finish(summary.steps, "done");
+    recording.finish(summary.steps, "done");
     ASSERT_TRUE(got.wait([&] { return !got.events.empty() && got.events.back().kind == trace::EventKind::End; }));
     client.close();
 

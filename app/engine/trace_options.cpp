@@ -1,0 +1,25 @@
+#include "trace_options.h"
+
+#include <cstdint>
+#include <random>
+
+namespace fp8scope::cli {
+
+void add_trace_options(CLI::App& cmd, TraceOptions& o) {
+    cmd.add_option("--out", o.out, "Write an HDF5 trace (SWMR: readable while the run goes on)");
+    cmd.add_option("--blockmap-every", o.blockmap_every, "Steps between block maps (default 10 x capture interval)");
+    cmd.add_option("--flush-ms", o.flush_ms, "Milliseconds between trace flushes")->check(CLI::Range(1, 60000));
+}
+
+std::string random_token() {
+    std::random_device rd;
+    static const char* hex = "0123456789abcdef";
+    std::string t;
+    for (int i = 0; i < 4; ++i) {
+        std::uint32_t v = rd();
+        for (int j = 0; j < 8; ++j, v >>= 4) t += hex[v & 15];
+    }
+    return t;
+}
+
+}  // namespace fp8scope::cli

@@ -1,0 +1,38 @@
+#include "live_control.h"
+
+#include <climits>
+#include <string>
+
+#include "fp8/training_recipe.h"
+
+namespace fp8scope::live {
+
+CommandReply apply_command(Trainer& trainer, const Command& c) {
+    try {
+        switch (c.kind) {
+        case CommandKind::Pause: trainer.pause(); break;
+        case CommandKind::Resume: trainer.resume(); break;
+        case CommandKind::Stop: trainer.stop(); break;
+        case CommandKind::SwitchRecipe:
+            if (c.run == -1) {
+                (void)training_recipe(c.recipe);  // refuse before any run switches
+                for (int r = 0; r < trainer.runs(); ++r) trainer.switch_recipe(r, c.recipe);
+            } else {
+                trainer.switch_recipe(c.run, c.recipe);
+            }
+            break;
+        case CommandKind::SetCaptureEvery:
+            if (c.value < 0 || c.value > INT_MAX)
+                return {false, "capture interval out of range: " + std::to_string(c.value)};
+            trainer.set_capture_every(static_cast<int>(c.value));
+            break;
+        case CommandKind::Checkpoint: trainer.checkpoint_now(); break;
+        default: return {false, "unknown command " + std::to_string(static_cast<int>(c.kind))};
+        }
+    } catch (const std::exception& e) {
+        return {false, e.what()};
+    }
+    return {true, ""};
+}
+
+}  // namespace fp8scope::live

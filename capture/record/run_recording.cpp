@@ -1,0 +1,39 @@
+#include "run_recording.h"
+
+#include <chrono>
+
+namespace fp8scope::trace {
+
+RunRecording::RunRecording(const RecordingOptions& o, TraceMeta meta, Trainer& trainer, live::LiveServer* server)
+    : meta_(std::move(meta)), trainer_(trainer) {
+    if (!o.out.empty()) {
+        TraceWriterOptions wo;
+        wo.flush_interval = std::chrono::milliseconds(o.flush_ms);
+        writer_ = std::make_unique<TraceWriter>(o.out, meta_, wo);
+        tee_.add(writer_.get());
+    }
+    if (server) {
+        publisher_ = std::make_unique<live::LivePublisher>(*server);
+        tee_.add(publisher_.get());
+    }
+    tee_.write(EventRecord{-1, trainer.steps_done(), EventKind::Start, ""});
+    recorder_ = std::make_unique<TrainRecorder>(meta_, tee_, o.capture);
+    trainer.add_observer(recorder_.get());
+    for (int r = 0; r < trainer.runs(); ++r) trainer.set_capture_sink(r, recorder_->sink(r));
+}
+
+RunRecording::~RunRecording() {
+    for (int r = 0; r < trainer_.runs(); ++r) trainer_.set_capture_sink(r, nullptr);
+    trainer_.remove_observer(recorder_.get());
+}
+
+void RunRecording::finish(std::int64_t steps, const std::string& why) {
+    if (finished_) return;
+    finished_ = true;
+    std::string detail = why;
+    if (detail.size() > std::size_t(kEventDetailChars)) detail.resize(std::size_t(kEventDetailChars));
+    tee_.write(EventRecord{-1, steps, EventKind::End, detail});
+    if (writer_) writer_->close();
+}
+
+}  // namespace fp8scope::trace

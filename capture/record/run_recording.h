@@ -1,0 +1,49 @@
+// Everything a training run records, on one path: the trainer's steps, events and
+// captured operands -> TrainRecorder (the one conversion to trace records) -> RecordTee ->
+// {the HDF5 trace writer, the live publisher}. The app only decides where to (a file, a
+// server, or both) and hands over the trainer.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/trainer.h"
+#include "live_publisher.h"
+#include "live_server.h"
+#include "record_tee.h"
+#include "trace_writer.h"
+#include "train_recorder.h"
+
+namespace fp8scope::trace {
+
+struct RecordingOptions {
+    std::string out;  // HDF5 trace file ("": none)
+    int flush_ms = 500;
+    StatsCaptureOptions capture;
+};
+
+class RunRecording {
+public:
+    // Creates the trace file (when options.out is set) with `meta` (run_trace_meta; a
+    // `server` must serve the same meta), hooks the recorder into `trainer` and records
+    // a Start event on both. Throws TraceError when the file cannot be created.
+    RunRecording(const RecordingOptions& options, TraceMeta meta, Trainer& trainer, live::LiveServer* server);
+    ~RunRecording();  // unhooks the recorder from the trainer's runs
+    RunRecording(const RunRecording&) = delete;
+    RunRecording& operator=(const RunRecording&) = delete;
+
+    // Records the End event (`why`: "done", "stopped" or the error) on both and closes
+    // the file; throws TraceError on a write error. Called once, after the run.
+    void finish(std::int64_t steps, const std::string& why);
+
+private:
+    TraceMeta meta_;
+    Trainer& trainer_;
+    RecordTee tee_;
+    std::unique_ptr<TraceWriter> writer_;
+    std::unique_ptr<live::LivePublisher> publisher_;
+    std::unique_ptr<TrainRecorder> recorder_;
+    bool finished_ = false;
+};
+
+}  // namespace fp8scope::trace
