@@ -36,7 +36,7 @@ enum class CommandKind : std::int32_t {
     Pause = 0,
     Resume = 1,
     Stop = 2,
-    SwitchRecipe = 3,     // run (-1: every replica), recipe
+    SwitchRecipe = 3,     // run (-1: every run), recipe
     SetCaptureEvery = 4,  // value: capture operand statistics every N steps (0: off)
     Checkpoint = 5,       // write a checkpoint now
 };

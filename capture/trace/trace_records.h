@@ -37,7 +37,7 @@ private:
 constexpr double kNone = std::numeric_limits<double>::quiet_NaN();  // "not computed"
 
 struct RunInfo {
-    std::string name;    // "baseline", "delayed", ...: the replica of a lock-step run
+    std::string name;    // "baseline", "delayed", ...: one run of a lock-step comparison
     std::string recipe;  // training recipe it started with
 };
 
