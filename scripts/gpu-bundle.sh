@@ -3,6 +3,8 @@
 # into .gpu-run/gpu-run.tar.xz, for a machine that has none of them installed (the GPU
 # machines). Compressed, because OpenBLAS alone is 35 MiB.
 # Usage (from the project root, after a build): scripts/gpu-bundle.sh build/bin/NAME...
+# FP8SCOPE_BUNDLE_SKIP=/usr/local/cuda leaves out the libraries under that prefix (the
+# GPU machine has its own CUDA).
 # There: tar -C /tmp/g -xJf .gpu-run/gpu-run.tar.xz; LD_LIBRARY_PATH=/tmp/g/lib /tmp/g/bin/NAME
 set -euo pipefail
 [ $# -gt 0 ] || { echo "usage: $0 BINARY..." >&2; exit 2; }
@@ -14,6 +16,7 @@ for b in "$@"; do
     cp "$b" "$stage/bin/"
     # glibc and the C++ runtime are on the target already (and must match its loader).
     ldd "$b" | awk '/=> \//{print $3}' | grep -v -E '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s)\.so' |
+        { if [ -n "${FP8SCOPE_BUNDLE_SKIP:-}" ]; then grep -v "^${FP8SCOPE_BUNDLE_SKIP}" || true; else cat; fi; } |
         xargs -r -I{} cp -L {} "$stage/lib/"
 done
 strip "$stage"/bin/* 2>/dev/null || true

@@ -28,7 +28,7 @@
 //   1x128 x 1x128). MX operands (no MX tensor cores on Hopper) and whatever cuBLASLt
 //   refuses are "emulated": both copies dequantized to BF16 and a BF16 GEMM. For MX and
 //   power-of-two block scales the BF16 values are exact, so the result is the FP8 GEMM's
-//   up to summation order; per-tensor float32 scales round once more (2^-9) there. The
+//   up to summation order; per-tensor float32 scales round once more (2^-8) there. The
 //   choice is cached per problem, so only the first call of a shape pays an exception.
 // - The output head (matmul_*) is unquantized: BF16 activations times the float32
 //   weight converted to BF16 per call, float32 weight gradients.

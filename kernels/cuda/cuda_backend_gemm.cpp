@@ -204,24 +204,24 @@ void CudaBackend::run_gemm(const GemmOperand& a, Copy ca, const GemmOperand& b, 
         std::int64_t(a.mode), std::int64_t(A.dtype), a.block_rows, a.block_cols, A.transposed, a.emulated,
         std::int64_t(b.mode), std::int64_t(B.dtype), b.block_rows, b.block_cols, B.transposed, b.emulated,
         alignment(A.data) | alignment(B.data) << 16, alignment(out.data) | alignment(bias) << 16};
+    // Native until cuBLASLt refuses the problem once; from then on it is emulated without
+    // an exception. MX operands and what GemmRunner::check rules out go straight there.
     auto it = emulate_.find(key);
     if (it == emulate_.end() || !it->second) {
-        bool native = a.mode != ScalingMode::MX && b.mode != ScalingMode::MX;
-        if (native) {
+        if (a.mode != ScalingMode::MX && b.mode != ScalingMode::MX) {
             try {
                 g.a = cuda::gemm_input(a, ca);
                 g.b = cuda::gemm_input(b, cb);
-                native = cuda::GemmRunner::check(g).empty();
-                if (native) {
+                if (cuda::GemmRunner::check(g).empty()) {
                     runner_->gemm(g);
                     if (it == emulate_.end()) emulate_.emplace(key, false);
                     return;
                 }
             } catch (const cuda::GemmUnsupported&) {
-                native = false;
+                // no kernel for it: emulated below
             }
         }
-        it = emulate_.insert_or_assign(key, true).first;
+        emulate_.insert_or_assign(key, true);
     }
     // Emulated: both copies as BF16 (exact for FP8 codes times power-of-two scales).
     g.a = bf16_input(a, ca, *emulated_a_, stream_);

@@ -316,6 +316,13 @@ Plan& GemmRunner::Impl::plan(const GemmArgs& g, const CallPointers& p) {
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d,
                                                   sizeof(align_d));
+    // Split-K partial sums in the output type (the OUTPUT_TYPE and INPLACE schemes) would
+    // round a BF16 output at every partial, far past one rounding of the float32 sum:
+    // only float32 partials (or no split) are allowed.
+    const std::uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions,
+                                                  sizeof(reductions));
     if (st == CUBLAS_STATUS_SUCCESS) {
         ++heuristic_queries;
         st = cublasLtMatmulAlgoGetHeuristic(handle, pl->desc, pl->la, pl->lb, pl->ld, pl->ld, pref, 1, &result,

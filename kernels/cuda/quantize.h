@@ -82,7 +82,8 @@ static_assert(sizeof(DelayedStateHeader) == 16, "the ring starts 16 bytes in");
 
 std::size_t delayed_state_bytes(const DelayedScaling& recipe);
 // Synchronous copies between a DelayedState and the device layout (restore, read, a fresh
-// state). A host history longer than the ring keeps its newest entries.
+// state: a new allocation must be written once before any cast or push uses it). A host
+// history longer than the ring keeps its newest entries.
 void delayed_state_write(void* state, const DelayedState& host, cudaStream_t stream);
 DelayedState delayed_state_read(const void* state, const DelayedScaling& recipe, cudaStream_t stream);
 // DelayedState::push on the device: appends *amax and computes the next scale.
