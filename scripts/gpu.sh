@@ -6,13 +6,14 @@
 #   scripts/gpu.sh check  on the GPU machine: unpacks, lists the devices, runs the CUDA
 #                         tests and the benchmarks, and writes everything under $OUT
 # The device call: command "scripts/gpu.sh check", carry [".gpu-run"].
-# Environment for check: GTEST_FILTER (default: every test), BENCHES (default: all of
-# them), ENGINE_ARGS (an extra `fp8scope-engine` command to time, e.g. "train --device cuda").
+# Environment for check: GTEST_FILTER (default: every test; "-" skips them), BENCHES
+# (default: the CUDA kernel benchmarks), EXTRA (shell commands run after them, with the
+# unpacked binaries on PATH; their output goes to $OUT/extra.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 targets=(fp8scope-engine fp8scope_cuda_tests fp8scope_core_tests bench_cuda_gemm bench_cuda_quantize bench_cuda_ops
-         bench_train_step)
+         bench_step bench_train_step)
 
 pack() {
     cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DFP8SCOPE_GUI=OFF -DFP8SCOPE_NATIVE=OFF >/dev/null
@@ -31,19 +32,20 @@ check() {
         nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
         "$g/bin/fp8scope-engine" devices || true
     } >"$out/devices.txt" 2>&1
-    (cd "$g" && timeout 900 "$g/bin/fp8scope_cuda_tests" --gtest_brief=1 ${GTEST_FILTER:+--gtest_filter="$GTEST_FILTER"}) \
-        >"$out/cuda_tests.txt" 2>&1 || true
-    for b in ${BENCHES:-bench_cuda_gemm bench_cuda_quantize bench_cuda_ops}; do
+    if [ "${GTEST_FILTER:-}" != "-" ]; then
+        (cd "$g" && timeout 900 "$g/bin/fp8scope_cuda_tests" --gtest_brief=1 ${GTEST_FILTER:+--gtest_filter="$GTEST_FILTER"}) \
+            >"$out/cuda_tests.txt" 2>&1 || true
+    fi
+    for b in ${BENCHES-bench_cuda_gemm bench_cuda_quantize bench_cuda_ops}; do
         timeout 300 "$g/bin/$b" >"$out/$b.txt" 2>&1 || echo "exit $?" >>"$out/$b.txt"
     done
-    if [ -n "${ENGINE_ARGS:-}" ]; then
-        # shellcheck disable=SC2086
-        (cd /tmp && timeout 600 "$g/bin/fp8scope-engine" $ENGINE_ARGS) >"$out/engine.txt" 2>&1 || echo "exit $?" >>"$out/engine.txt"
+    if [ -n "${EXTRA:-}" ]; then
+        PATH="$g/bin:$PATH" bash -c "$EXTRA" >"$out/extra.txt" 2>&1 || echo "exit $?" >>"$out/extra.txt"
     fi
     {
         cat "$out/devices.txt"
-        echo "== cuda tests"; grep -E "^\[  (PASSED|FAILED|SKIPPED) \]|tests? ran|FAILED TEST" "$out/cuda_tests.txt" | tail -40
-        for f in "$out"/bench_*.txt "$out"/engine.txt; do [ -f "$f" ] && { echo "== $(basename "$f")"; tail -40 "$f"; }; done
+        [ -f "$out/cuda_tests.txt" ] && { echo "== cuda tests"; grep -E "^\[  (PASSED|FAILED|SKIPPED) \]|tests? ran|FAILED TEST" "$out/cuda_tests.txt" | tail -40; }
+        for f in "$out"/bench_*.txt "$out"/extra.txt; do [ -f "$f" ] && { echo "== $(basename "$f")"; tail -60 "$f"; }; done
     } >"$out/summary.txt"
     cat "$out/summary.txt"
 }
