@@ -3,8 +3,10 @@
 // vocabulary 50304 (B=4, T=2048, C=4096, NH=32, V=50304; MLP hidden 4C for GELU, 11008
 // for SwiGLU; AdamW over 2^28 parameters). Bandwidth-bound ops print the bytes they must
 // move and the achieved GB/s next to a device-to-device copy measured in the same run;
-// attention prints TFLOP/s of the GEMM work it issues (the full T x T products) and of
-// the causal half. Median of 20 timed runs after 3 warm-up runs, random inputs.
+// attention prints TFLOP/s of its causal work: forward 2 products (Q K^T, P V), backward
+// 4 (the model's: dV, dP, dQ, dK) and 5 counting the recomputed Q K^T (FlashAttention's
+// convention), each 2 B NH T (T+1)/2 hs FLOPs; with hs = 128 it also times hs = 64 at the
+// same C. Median of 20 timed runs after 3 warm-up runs, random inputs.
 // Usage: bench_cuda_ops [B T C NH V]
 #include <cuda_runtime.h>
 
@@ -113,10 +115,14 @@ struct Timer {
         return ms;
     }
 
-    double flops(const char* name, double flop, double causal_flop, const std::function<void()>& fn) {
+    // Causal attention: `products` T x T x hs matrix products over the causal half (each
+    // 2 B NH T (T+1)/2 hs FLOPs); `alt` > 0 prints the rate for that many too.
+    double attention(const char* name, double one_product, int products, int alt, const std::function<void()>& fn) {
         const double ms = median_ms(fn);
-        std::printf("%-34s %9.3f ms %10.1f TFLOP/s issued, %6.1f causal\n", name, ms, flop / (ms * 1e-3) / 1e12,
-                    causal_flop / (ms * 1e-3) / 1e12);
+        const double tf = one_product / (ms * 1e-3) / 1e12;
+        std::printf("%-34s %9.3f ms %10.1f TFLOP/s (%d causal products", name, ms, products * tf, products);
+        if (alt > 0) std::printf("; %.1f counting %d", alt * tf, alt);
+        std::printf(")\n");
         return ms;
     }
 };
@@ -157,8 +163,10 @@ int main(int argc, char** argv) {
     }
 
     std::size_t ws_bytes = std::max({ops::embedding_backward_workspace(B, T), ops::norm_backward_workspace(N, C),
-                                     ops::attention_workspace(B, T, NH), ops::bias_backward_workspace(N, 4 * C),
-                                     ops::grad_norm_workspace(P)});
+                                     ops::attention_forward_workspace(B, T, C, NH),
+                                     ops::attention_backward_workspace(B, T, C, NH),
+                                     ops::attention_backward_workspace(B, T, C, C / 64),
+                                     ops::bias_backward_workspace(N, 4 * C), ops::grad_norm_workspace(P)});
     const Workspace ws{device<unsigned char>(ws_bytes), ws_bytes};
 
     // --- embedding ---
@@ -207,15 +215,23 @@ int main(int argc, char** argv) {
     {
         bf16* qkv = random_bf16(std::size_t(N) * 3 * C, 2.0f);
         bf16* dqkv = device<bf16>(std::size_t(N) * 3 * C);
-        bf16* att = device<bf16>(std::size_t(ops::attention_saved(B, T, NH)));
-        const double f = 2.0 * B * NH * double(T) * T * hs;  // one T x T x hs product
-        layer_ms += timer.flops("attention_forward", 2 * f, f + f / T,
-                                [&] { ops::attention_forward(x, att, qkv, B, T, C, NH, ws, stream); });
-        layer_ms += timer.flops("attention_backward", 4 * f, 2 * f + 2 * f / T,
-                                [&] { ops::attention_backward(dqkv, dy, qkv, att, B, T, C, NH, ws, stream); });
+        std::vector<int> heads = {NH};
+        if (hs == 128 && C % 64 == 0) heads.push_back(C / 64);
+        for (const int nh : heads) {
+            bf16* att = device<bf16>(std::size_t(ops::attention_saved(B, T, nh)));
+            const double one = 2.0 * B * C * (double(T) * (T + 1) / 2);  // = 2 B nh T(T+1)/2 (C/nh)
+            const std::string f = "attention_forward hs=" + std::to_string(C / nh);
+            const std::string b = "attention_backward hs=" + std::to_string(C / nh);
+            const double fms = timer.attention(f.c_str(), one, 2, 0,
+                                               [&] { ops::attention_forward(x, att, qkv, B, T, C, nh, ws, stream); });
+            const double bms = timer.attention(b.c_str(), one, 4, 5, [&] {
+                ops::attention_backward(dqkv, dy, qkv, x, att, B, T, C, nh, ws, stream);
+            });
+            if (nh == NH) layer_ms += fms + bms;
+            FP8SCOPE_CUDA_CHECK(cudaFree(att));
+        }
         FP8SCOPE_CUDA_CHECK(cudaFree(qkv));
         FP8SCOPE_CUDA_CHECK(cudaFree(dqkv));
-        FP8SCOPE_CUDA_CHECK(cudaFree(att));
     }
 
     // --- activations ---

@@ -108,6 +108,9 @@ int main(int argc, char** argv) {
                 "MFU", "loss");
     double base_ms = 0;
     for (const std::string& name : split(recipes)) {
+        // Every recipe starts from the same weights and optimizer state.
+        model.init(1);
+        adam.reset();
         model.set_recipe(training_recipe(name));
         float loss = 0;
         std::vector<double> ms;

@@ -164,11 +164,12 @@ public:
     virtual void rmsnorm_backward(ActPtr dinp, float* dweight, ActPtr dout, ActPtr inp, const float* weight,
                                   const float* rstd, std::int64_t N, int C) = 0;
     // Causal attention over qkv (B,T,3C) = [q|k|v]; `att` keeps what backward needs
-    // (attention_saved() elements).
+    // (attention_saved() elements); backward also gets the forward's output `out`
+    // (flash attention's rowsum(dout * out)).
     virtual std::int64_t attention_saved(int B, int T, int NH) const = 0;
     virtual void attention_forward(ActPtr out, ActPtr att, ActPtr qkv, int B, int T, int C, int NH) = 0;
-    virtual void attention_backward(ActPtr dqkv, ActPtr dout, ActPtr qkv, ActPtr att, int B, int T, int C,
-                                    int NH) = 0;
+    virtual void attention_backward(ActPtr dqkv, ActPtr dout, ActPtr qkv, ActPtr out, ActPtr att, int B, int T,
+                                    int C, int NH) = 0;
     virtual void gelu_forward(ActPtr out, ActPtr inp, std::int64_t n) = 0;
     virtual void gelu_backward(ActPtr dinp, ActPtr inp, ActPtr dout, std::int64_t n) = 0;
     virtual void swiglu_forward(ActPtr out, ActPtr inp, std::int64_t N, int H) = 0;

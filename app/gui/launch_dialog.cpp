@@ -19,6 +19,11 @@ LaunchDialog::LaunchDialog(const LaunchSpec& initial, QWidget* parent) : QDialog
     preset_ = new QComboBox(this);
     preset_->addItems(LaunchSpec::presets());
     preset_->setCurrentText(initial.preset);
+    device_ = new QComboBox(this);
+    device_->addItems(LaunchSpec::devices());
+    device_->setCurrentText(initial.device);
+    device_->setToolTip(tr("cuda trains on the first NVIDIA GPU: it needs an engine built with CUDA "
+                           "(fp8scope-engine devices lists what it can use)"));
     data_ = new QLineEdit(initial.data, this);
     data_->setToolTip(tr("builtin (synthetic corpus), text:PATH or tokens:PATH"));
     steps_ = new QSpinBox(this);
@@ -55,6 +60,7 @@ LaunchDialog::LaunchDialog(const LaunchSpec& initial, QWidget* parent) : QDialog
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
     auto* form = new QFormLayout(this);
     form->addRow(tr("Model size"), preset_);
+    form->addRow(tr("Device"), device_);
     form->addRow(tr("Data"), data_);
     form->addRow(tr("Steps"), steps_);
     form->addRow(tr("Recipes (several: lock step)"), recipe_row);
@@ -66,6 +72,7 @@ LaunchDialog::LaunchDialog(const LaunchSpec& initial, QWidget* parent) : QDialog
 LaunchSpec LaunchDialog::spec() const {
     LaunchSpec s;
     s.preset = preset_->currentText();
+    s.device = device_->currentText();
     s.data = data_->text().trimmed();
     s.steps = steps_->value();
     s.capture_every = capture_->value();

@@ -19,6 +19,7 @@ public:
 
 private:
     QComboBox* preset_;
+    QComboBox* device_;
     QLineEdit *data_, *out_;
     QSpinBox *steps_, *capture_;
     QList<QCheckBox*> recipes_;

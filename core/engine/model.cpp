@@ -225,7 +225,7 @@ void Model::Impl::run_backward() {
                         dp.projw + l * C * C, at(dp.projb, l, C), N, nullptr);
         {
             OpTimer timer(sink, "attention", l);
-            backend.attention_backward(a.dqkv, a.datty, a.qkv + l * N * 3 * C, a.att + l * att, B, T,
+            backend.attention_backward(a.dqkv, a.datty, a.qkv + l * N * 3 * C, a.atty + l * N * C, a.att + l * att, B, T,
                                     int(C), c.n_head);
         }
         linear.backward(lin + kQkv, a.dqkv, a.ln1 + l * N * C, p.qkvw + l * 3 * C * C, a.dln,

@@ -58,6 +58,12 @@ void AdamW::set_state(const std::vector<float>& m, const std::vector<float>& v, 
     t_ = t;
 }
 
+void AdamW::reset() {
+    backend_.fill_zero(m_.data(), sizeof(float) * n_);
+    backend_.fill_zero(v_.data(), sizeof(float) * n_);
+    t_ = 0;
+}
+
 float clip_grad_norm(Backend& backend, float* grads, std::int64_t n, double norm, float max_norm) {
     if (max_norm <= 0.0f || !(norm > max_norm)) return 1.0f;
     const auto scale = static_cast<float>(max_norm / (norm + 1e-6));

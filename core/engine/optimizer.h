@@ -33,6 +33,7 @@ public:
     std::vector<float> m_to_host() const;
     std::vector<float> v_to_host() const;
     void set_state(const std::vector<float>& m, const std::vector<float>& v, std::int64_t t);  // throws on sizes
+    void reset();  // zero moments, no steps taken
 
 private:
     OptimizerConfig config_;

@@ -132,7 +132,8 @@ void CpuBackend::attention_forward(ActPtr out, ActPtr att, ActPtr qkv, int B, in
     ops::attention_forward(out.f32(), att.f32(), qkv.f32(), B, T, C, NH);
 }
 
-void CpuBackend::attention_backward(ActPtr dqkv, ActPtr dout, ActPtr qkv, ActPtr att, int B, int T, int C, int NH) {
+void CpuBackend::attention_backward(ActPtr dqkv, ActPtr dout, ActPtr qkv, ActPtr /*out*/, ActPtr att, int B, int T,
+                                    int C, int NH) {
     ops::attention_backward(dqkv.f32(), dout.f32(), qkv.f32(), att.f32(), B, T, C, NH);
 }
 

@@ -47,7 +47,7 @@ public:
                           const float* rstd, std::int64_t N, int C) override;
     std::int64_t attention_saved(int B, int T, int NH) const override;
     void attention_forward(ActPtr out, ActPtr att, ActPtr qkv, int B, int T, int C, int NH) override;
-    void attention_backward(ActPtr dqkv, ActPtr dout, ActPtr qkv, ActPtr att, int B, int T, int C,
+    void attention_backward(ActPtr dqkv, ActPtr dout, ActPtr qkv, ActPtr out, ActPtr att, int B, int T, int C,
                             int NH) override;
     void gelu_forward(ActPtr out, ActPtr inp, std::int64_t n) override;
     void gelu_backward(ActPtr dinp, ActPtr inp, ActPtr dout, std::int64_t n) override;

@@ -227,15 +227,17 @@ void CudaBackend::rmsnorm_backward(ActPtr dinp, float* dweight, ActPtr dout, Act
 std::int64_t CudaBackend::attention_saved(int B, int T, int NH) const { return cuda::attention_saved(B, T, NH); }
 
 void CudaBackend::attention_forward(ActPtr out, ActPtr att, ActPtr qkv, int B, int T, int C, int NH) {
-    const std::size_t bytes = cuda::attention_workspace(B, T, NH);
+    const std::size_t bytes = cuda::attention_forward_workspace(B, T, C, NH);
     cuda::attention_forward(bits(out, "attention_forward"), bits(att, "attention_forward"),
                             bits(qkv, "attention_forward"), B, T, C, NH, {workspace(bytes), bytes}, stream_);
 }
 
-void CudaBackend::attention_backward(ActPtr dqkv, ActPtr dout, ActPtr qkv, ActPtr att, int B, int T, int C, int NH) {
-    const std::size_t bytes = cuda::attention_workspace(B, T, NH);
+void CudaBackend::attention_backward(ActPtr dqkv, ActPtr dout, ActPtr qkv, ActPtr out, ActPtr att, int B, int T,
+                                     int C, int NH) {
+    const std::size_t bytes = cuda::attention_backward_workspace(B, T, C, NH);
     cuda::attention_backward(bits(dqkv, "attention_backward"), bits(dout, "attention_backward"),
-                             bits(qkv, "attention_backward"), bits(att, "attention_backward"), B, T, C, NH,
+                             bits(qkv, "attention_backward"), out ? bits(out, "attention_backward") : nullptr,
+                             bits(att, "attention_backward"), B, T, C, NH,
                              {workspace(bytes), bytes}, stream_);
 }
 

@@ -90,7 +90,7 @@ public:
                           const float* rstd, std::int64_t N, int C) override;
     std::int64_t attention_saved(int B, int T, int NH) const override;
     void attention_forward(ActPtr out, ActPtr att, ActPtr qkv, int B, int T, int C, int NH) override;
-    void attention_backward(ActPtr dqkv, ActPtr dout, ActPtr qkv, ActPtr att, int B, int T, int C,
+    void attention_backward(ActPtr dqkv, ActPtr dout, ActPtr qkv, ActPtr out, ActPtr att, int B, int T, int C,
                             int NH) override;
     void gelu_forward(ActPtr out, ActPtr inp, std::int64_t n) override;
     void gelu_backward(ActPtr dinp, ActPtr inp, ActPtr dout, std::int64_t n) override;
@@ -170,6 +170,7 @@ private:
     cuda::CastStats* report_host_ = nullptr;  // pinned
     std::size_t report_capacity_ = 0;
     std::vector<CastInfo*> pending_reports_;
+
 
     // Per GEMM problem: true when it runs emulated (see run_gemm).
     std::map<std::array<std::int64_t, 20>, bool> emulate_;

@@ -369,6 +369,10 @@ std::size_t GemmRunner::heuristic_queries() const { return impl_->heuristic_quer
 std::string GemmRunner::check(const GemmArgs& g) {
     const GemmInput &a = g.a, &b = g.b;
     if (g.out_dtype != DType::BF16 && g.out_dtype != DType::F32) return "output must be BF16 or F32";
+    // Measured on an H200 (cuBLASLt 13.1): BF16 x BF16 kernels round A B to BF16 before
+    // adding a BF16 C, an error of the size of A B, not of the sum. Accumulation happens
+    // into float32 (weight gradients) only.
+    if (g.accumulate && g.out_dtype == DType::BF16) return "accumulating into a BF16 output (use float32)";
     const bool fp8 = is_fp8(a.dtype);
     if (fp8 != is_fp8(b.dtype)) return "FP8 operands come in pairs (no FP8 x BF16/F32)";
     if (!fp8) {

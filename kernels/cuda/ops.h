@@ -68,18 +68,34 @@ void rmsnorm_forward(bf16* out, float* rstd, const bf16* inp, const float* weigh
 void rmsnorm_backward(bf16* dinp, float* dweight, const bf16* dout, const bf16* inp, const float* weight,
                       const float* rstd, std::int64_t N, int C, Workspace ws, cudaStream_t stream);
 
-// --- attention (ops_attention.cu) ------------------------------------------------------
-// Causal attention over qkv (B,T,3C) = [q|k|v], head h at columns h*hs. att (B,NH,T,T)
-// keeps the BF16 probabilities (zero above the diagonal), as the CPU backend does.
+// --- attention (ops_attention.cu, ops_attention_flash.cu) -------------------------------
+// Causal attention over qkv (B,T,3C) = [q|k|v], head h at columns h*hs. Head sizes 64 and
+// 128 with 16-byte aligned pointers run fused FlashAttention-2 style kernels (no T x T
+// matrix in memory: O(T) state and O(B NH T^2 / 2) bytes of BF16 scratch in backward);
+// every other shape runs cuBLAS GEMMs over the materialised scores of a few heads at a
+// time (ops_attention.cu). Both are deterministic (fixed summation orders, no atomics).
+// att, the state kept for backward, is the same for both: the row logsumexp
+// L[b,h,t] = ln sum_{t2<=t} exp(q_t . k_t2 / sqrt(hs)) as float32 (B,NH,T), stored from the
+// first 4-byte aligned address of att. attention_saved() counts BF16 elements: 2 per
+// float, 2 of alignment slack, rounded up to a multiple of 8 so that buffers carved after
+// att stay 16-byte aligned.
 std::int64_t attention_saved(int B, int T, int NH);  // elements of att
-// Scratch of one batch row at a time: (NH,T,T) float32 scores, plus (NH,T,T) BF16 in backward.
-std::size_t attention_workspace(int B, int T, int NH);
-// out (B,T,C) = softmax(q k^T / sqrt(hs), causal) v
+// Scratch of forward and of backward. The fused path: none in forward; in backward about
+// B*NH*T^2 bytes (the BF16 dS tiles of the causal half) plus a (B,T,C) BF16 output it
+// recomputes when `out` is null. The cuBLAS path: float32 + BF16 scores of all heads of
+// one batch row (6*NH*T^2 bytes); given less, it runs fewer heads at a time (down to one,
+// the least it accepts; the fused shapes' sizes include that much in case unaligned
+// pointers send them there).
+std::size_t attention_forward_workspace(int B, int T, int C, int NH);
+std::size_t attention_backward_workspace(int B, int T, int C, int NH);
+// out (B,T,C) = softmax(q k^T / sqrt(hs), causal) v; att = L (above).
 void attention_forward(bf16* out, bf16* att, const bf16* qkv, int B, int T, int C, int NH, Workspace ws,
                        cudaStream_t stream);
-// dqkv (B,T,3C) = ... (overwritten), from dout (B,T,C) and the saved qkv and att.
-void attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* att, int B, int T, int C, int NH,
-                        Workspace ws, cudaStream_t stream);
+// dqkv (B,T,3C) = ... (overwritten), from dout (B,T,C), the saved qkv and att, and `out`,
+// the forward's output (B,T,C), from which the fused path takes rowsum(dout * out). out
+// may be null: the fused path then recomputes it (one more forward pass).
+void attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out, const bf16* att, int B, int T,
+                        int C, int NH, Workspace ws, cudaStream_t stream);
 
 // --- activations (ops_activation.cu) ---------------------------------------------------
 // out (n) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))

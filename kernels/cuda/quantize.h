@@ -47,6 +47,12 @@ struct CastStats {
 };
 static_assert(sizeof(CastStats) == 24, "CastStats is read back as 24 bytes");
 
+// The host's CastInfo from stats read back: overflow of the rowwise copy, or of the
+// columnwise one when only that was cast.
+inline CastInfo to_cast_info(const CastStats& s, bool rowwise) {
+    return {s.amax, s.scale, static_cast<std::int64_t>(rowwise ? s.overflow_rowwise : s.overflow_columnwise)};
+}
+
 // Where a cast writes (device memory). A copy whose codes are null is not written; its
 // scale_inv grid is required with it, the E8M0 grid (MX only) is optional.
 struct CastTarget {

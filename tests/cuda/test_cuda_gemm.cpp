@@ -511,6 +511,10 @@ TEST(CudaGemm, BiasAndAccumulate) {
             Case fp{s.m, s.n, s.k, DType::F32, DType::F32, GemmScaling::None, GemmScaling::None, DType::F32};
             for (Case* c : {&pt, &bw, &wg, &hp, &fp}) {
                 c->bias = bias, c->accumulate = acc;
+                if (acc && c->out_type == DType::BF16) {  // refused: see GemmRunner::check
+                    EXPECT_THROW(run_case(runner, *c), GemmUnsupported) << name(*c);
+                    continue;
+                }
                 expect_correct(runner, *c);
             }
         }

@@ -476,6 +476,28 @@ TEST(CudaDelayed, TenStepsMatchDelayedState) {
     }
 }
 
+// Without push the cast reads the scale and leaves the state alone.
+TEST(CudaDelayed, CastWithoutPushLeavesState) {
+    FP8SCOPE_REQUIRE_GPU();
+    const DelayedScaling d{Format::E4M3, 8, AmaxAlgo::Max, 0};
+    const DeviceInput in(make_data(Kind::Gaussian, 64, 96, 11), DType::F32, 64, 96);
+    DelayedState host = delayed_start(d, in.values);
+    const float scale0 = host.scale();
+    GpuBuffer<std::uint8_t> dstate(cuda::delayed_state_bytes(d));
+    cuda::delayed_state_write(dstate.get(), host, nullptr);
+    DeviceCast dev(d, 64, 96);
+    cuda::cast(in.desc(), d, dev.target(), nullptr, dstate.get(), false);
+    const cuda::CastStats st = dev.stats.download()[0];
+    EXPECT_EQ(bits(st.scale), bits(scale0));
+    const QuantizedTensor want = quantize(MatrixView{in.values.data(), 64, 96}, d, &host);
+    EXPECT_TRUE(same_copy(want, download(dev.row, 0, 64 * 96), download(dev.row_sinv, 0, 1), {}, false, in.values));
+    const CastInfo info = cuda::to_cast_info(st, true);
+    EXPECT_EQ(info.overflow, want.overflow);
+    const DelayedState got = cuda::delayed_state_read(dstate.get(), d, nullptr);
+    EXPECT_EQ(got.history().size(), 2u);  // delayed_start's two pushes, not this cast's
+    EXPECT_EQ(bits(got.scale()), bits(scale0));
+}
+
 // The device state keeps the newest `history` entries of a host state; read gives back
 // exactly what was written.
 TEST(CudaDelayed, WriteReadRoundTrip) {

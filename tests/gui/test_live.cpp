@@ -74,6 +74,9 @@ private slots:
         QCOMPARE(a[a.indexOf("--out") + 1], QString("/tmp/x.h5"));
         QCOMPARE(a[a.indexOf("--listen") + 1], QString("unix:/tmp/x.sock"));
         QVERIFY(!a.contains("--recipe") && !a.contains("--token"));
+        QCOMPARE(a[a.indexOf("--device") + 1], QString("cpu"));
+        s.device = "cuda";
+        QCOMPARE(s.arguments()[s.arguments().indexOf("--device") + 1], QString("cuda"));
         s.recipes = {"delayed"};
         QCOMPARE(s.arguments()[s.arguments().indexOf("--recipe") + 1], QString("delayed"));
     }

@@ -24,6 +24,7 @@ QStringList preset_overrides(const QString& preset) {
 }  // namespace
 
 QStringList LaunchSpec::presets() { return {"tiny", "small", "default"}; }
+QStringList LaunchSpec::devices() { return {"cpu", "cuda"}; }
 
 QStringList LaunchSpec::recipeNames() {
     QStringList names;
@@ -34,6 +35,7 @@ QStringList LaunchSpec::recipeNames() {
 QStringList LaunchSpec::arguments() const {
     QStringList a{"train", "--quiet"};
     if (!config.isEmpty()) a << "--config" << config;
+    a << "--device" << device;
     if (!socket.isEmpty()) a << "--listen" << socket;
     if (!token.isEmpty()) a << "--token" << token;
     if (!out.isEmpty()) a << "--out" << out;

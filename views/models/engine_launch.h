@@ -14,6 +14,7 @@ struct LaunchSpec {
     static inline const QStringList kDefaultLockStep{"baseline", "delayed", "blockwise", "mxfp8"};
 
     QString config;             // a JSON run configuration the rest overrides (optional)
+    QString device = "cpu";     // cpu or cuda (an engine built with CUDA, on a GPU machine)
     QString preset = "tiny";    // model size: tiny, small, default (see presets())
     QString data = "builtin";   // builtin, text:PATH, tokens:PATH
     int steps = 200;
@@ -24,6 +25,7 @@ struct LaunchSpec {
     QString token;              // empty on a local socket
 
     static QStringList presets();
+    static QStringList devices();  // what the engine's --device takes
     // Every training recipe the engine knows, from core's list (training_recipe_names()).
     static QStringList recipeNames();
     // Arguments after the engine binary.
