@@ -1,12 +1,15 @@
 // fp8scope-engine: the headless side of fp8scope (no Qt). Runs anywhere the numerics
 // core builds, GPU servers included.
 #include "commands.h"
+#include "cpu/cpu_backend.h"
 #include "version.h"
 
 int main(int argc, char** argv) {
     CLI::App app{"fp8scope-engine: FP8 numerics analysis and training engine"};
     app.require_subcommand(1);
-    app.set_version_flag("--version", std::string("fp8scope-engine ") + fp8scope::cli::kEngineVersion);
+    app.set_version_flag("--version", [] {
+        return std::string("fp8scope-engine ") + fp8scope::cli::kEngineVersion + "\n" + fp8scope::cpu_description();
+    });
     int exit_code = 0;
     fp8scope::cli::add_analyze(app, exit_code);
     fp8scope::cli::add_devices(app, exit_code);

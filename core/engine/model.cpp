@@ -1,6 +1,7 @@
 // The model's forward and backward passes, llm.c style: ops called in order over the
 // carved tensors. Backward overwrites every parameter gradient (each parameter is used
-// once per step, the embeddings are zeroed and then scatter-added), and accumulates the
+// once per step, the embeddings are zeroed and then scatter-added; a tied head's
+// gradient is written first and the embedding's scatter adds to it), and accumulates the
 // residual stream's gradient in dresidual, which every block adds into with +=.
 #include <algorithm>
 #include <cmath>
@@ -238,7 +239,8 @@ void Model::Impl::run_backward() {
     }
     {
         OpTimer timer(sink, "embedding", -1);
-        backend.fill_zero(dp.wte, sizeof(float) * std::size_t(V * C));
+        // A tied head already wrote its gradient into dwte: the embedding's adds to it.
+        if (!c.tie_embeddings) backend.fill_zero(dp.wte, sizeof(float) * std::size_t(V * C));
         backend.fill_zero(dp.wpe, sizeof(float) * std::size_t(c.max_seq) * std::size_t(C));
         backend.embedding_backward(dp.wte, dp.wpe, a.dresidual, tokens.data(), B, T, int(C));
     }

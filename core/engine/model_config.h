@@ -19,6 +19,7 @@ struct ModelConfig {
     MlpKind mlp = MlpKind::GELU;
     bool smooth_swiglu = false;  // per-channel scaling of the SwiGLU output before FP8 (FP8.md)
     bool bias = true;            // biases on the linear layers (float32, never quantized)
+    bool tie_embeddings = false; // GPT-2's tied head: logits = lnf wte^T, its gradient adds into dwte
 
     int hidden() const;  // d_ff resolved
     // Throws std::invalid_argument naming the field (e.g. "d_model must be divisible by n_head").

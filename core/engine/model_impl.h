@@ -35,7 +35,7 @@ struct ParameterTensors {
     float* fc2b;   // (L, C)
     float* lnfw;   // (C)
     float* lnfb;   // (C)
-    float* head;   // (V, C) untied output head
+    float* head;   // (V, C) output head; wte itself when the config ties them
 };
 
 // Forward activations kept for backward, then the activation gradients of one layer

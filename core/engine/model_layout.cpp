@@ -46,7 +46,7 @@ std::size_t carve_params(const ModelConfig& c, float* base, ParameterTensors& p,
         {&p.fc2b, "mlp.fc2.bias", {C}, true, false, bias},
         {&p.lnfw, "ln_f.weight", {C}, false, false, true},
         {&p.lnfb, "ln_f.bias", {C}, false, false, ln},
-        {&p.head, "head.weight", {V, C}, false, true, true},
+        {&p.head, "head.weight", {V, C}, false, true, !c.tie_embeddings},
     };
     std::size_t offset = 0;
     if (tensors) tensors->clear();
@@ -61,6 +61,7 @@ std::size_t carve_params(const ModelConfig& c, float* base, ParameterTensors& p,
             offset += each;
         }
     }
+    if (c.tie_embeddings) p.head = p.wte;  // one tensor, two uses (GPT-2)
     return offset;
 }
 

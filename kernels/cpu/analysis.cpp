@@ -7,12 +7,10 @@
 //     L1/L2); a sub-tile gets its block amaxes and its tensor statistics, then every recipe
 //     casts it and accumulates its error sums. A sub-tile's sums are also one cell of
 //     the tile maps (the block heatmaps), so those cost no pass of their own.
-// Sums are kept in 16 float64 lanes per quantity so the loops vectorize; every tile keeps
-// its own partial results and they are combined in tile order, so the figures do not
-// depend on the thread count. No codes or dequantized copies are stored.
-// GCC 12 warns falsely about uninitialized values inside the AVX-512 intrinsics.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+// Sums are kept in 16 float64 lanes per quantity so the loops vectorize (the leaf kernels
+// are simd.h's, for the CPU's widest vector ISA, all giving the same sums); every tile
+// keeps its own partial results and they are combined in tile order, so the figures do
+// not depend on the thread count. No codes or dequantized copies are stored.
 
 #include "cpu/analysis.h"
 
@@ -26,28 +24,17 @@
 
 #include "cpu/cast.h"
 #include "cpu/quantize.h"
+#include "cpu/simd.h"
 #include "util/parallel.h"
-
 
 namespace fp8scope {
 namespace {
 
-// 16 float64 lanes per sum: one AVX-512 vector of floats, two of doubles. The portable
-// path keeps the same lanes, so both give the same sums.
-constexpr int kLanes = 16;
+using simd::kLanes;
 constexpr std::uint32_t kAbs = ~cast::kSignBit;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 inline std::uint32_t bits(float v) { return std::bit_cast<std::uint32_t>(v); }
-
-// The kLanes values at x[i]; the last, short group is copied into `pad` behind NaNs,
-// which every portable loop counts apart from the finite values.
-[[maybe_unused]] inline const float* lanes_at(const float* x, std::int64_t i, std::int64_t n, float* pad) {
-    if (n - i >= kLanes) return x + i;
-    std::fill(pad, pad + kLanes, std::numeric_limits<float>::quiet_NaN());
-    std::copy(x + i, x + n, pad);
-    return pad;
-}
 
 // Sum of lanes in a fixed order.
 inline double lane_sum(const double (&l)[kLanes]) {
@@ -56,93 +43,9 @@ inline double lane_sum(const double (&l)[kLanes]) {
     return s;
 }
 
-#if defined(__AVX512F__)
-// 16 floats from p, the lanes past `left` filled with NaN (which every kernel skips).
-inline __m512 load16(const float* p, std::int64_t left, __mmask16& valid) {
-    valid = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
-    return _mm512_mask_loadu_ps(_mm512_set1_ps(std::numeric_limits<float>::quiet_NaN()), valid, p);
-}
-inline __m512d lo_pd(__m512 v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
-inline __m512d hi_pd(__m512 v) {
-    return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-}
-inline __m512i abs_bits(__m512 v) {
-    return _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(static_cast<int>(kAbs)));
-}
-inline int popcount(__mmask16 m) { return std::popcount(static_cast<unsigned>(m)); }
-#endif
+// ---- Pass 1: sums, amax, NaN/Inf counts (simd::MomentSums) ---------------------------
 
-// ---- Pass 1 -------------------------------------------------------------------------
-
-struct Pass1 {
-    double sum[kLanes] = {}, sum2[kLanes] = {};
-    std::uint32_t amax = 0;  // scaling amax bits: NaN ignored, Inf included
-    std::uint32_t amax_finite = 0;
-    std::int64_t nan = 0, inf = 0;
-};
-
-void pass1_range(const float* x, std::int64_t n, Pass1& p) {
-#if defined(__AVX512F__)
-    __m512d sum0 = _mm512_loadu_pd(p.sum), sum1 = _mm512_loadu_pd(p.sum + 8);
-    __m512d sq0 = _mm512_loadu_pd(p.sum2), sq1 = _mm512_loadu_pd(p.sum2 + 8);
-    __m512i amax = _mm512_setzero_si512(), amax_fin = _mm512_setzero_si512();
-    const __m512i inf = _mm512_set1_epi32(static_cast<int>(cast::kInfBits));
-    std::int64_t nan = 0, infs = 0;
-    for (std::int64_t i = 0; i < n; i += 16) {
-        __mmask16 valid;
-        const __m512 v = load16(x + i, n - i, valid);
-        const __m512i a = abs_bits(v);
-        const __mmask16 fin = _mm512_cmplt_epu32_mask(a, inf);
-        const __mmask16 is_nan = _mm512_cmpgt_epu32_mask(a, inf);
-        nan += popcount(is_nan & valid);
-        infs += popcount(_mm512_cmpeq_epi32_mask(a, inf));
-        amax = _mm512_max_epu32(amax, _mm512_maskz_mov_epi32(static_cast<__mmask16>(~is_nan), a));
-        amax_fin = _mm512_max_epu32(amax_fin, _mm512_maskz_mov_epi32(fin, a));
-        const __m512 vf = _mm512_maskz_mov_ps(fin, v);
-        const __m512d d0 = lo_pd(vf), d1 = hi_pd(vf);
-        sum0 = _mm512_add_pd(sum0, d0);
-        sum1 = _mm512_add_pd(sum1, d1);
-        sq0 = _mm512_add_pd(sq0, _mm512_mul_pd(d0, d0));
-        sq1 = _mm512_add_pd(sq1, _mm512_mul_pd(d1, d1));
-    }
-    _mm512_storeu_pd(p.sum, sum0);
-    _mm512_storeu_pd(p.sum + 8, sum1);
-    _mm512_storeu_pd(p.sum2, sq0);
-    _mm512_storeu_pd(p.sum2 + 8, sq1);
-    p.amax = std::max(p.amax, static_cast<std::uint32_t>(_mm512_reduce_max_epu32(amax)));
-    p.amax_finite = std::max(p.amax_finite, static_cast<std::uint32_t>(_mm512_reduce_max_epu32(amax_fin)));
-    p.nan += nan;
-    p.inf += infs;
-#else
-    double sum[kLanes] = {}, sum2[kLanes] = {};
-    std::uint32_t amax[kLanes] = {}, amax_fin[kLanes] = {}, nan[kLanes] = {}, inf[kLanes] = {};
-    alignas(64) float pad[kLanes];
-    for (std::int64_t i = 0; i < n; i += kLanes) {
-        const float* v = lanes_at(x, i, n, pad);
-        for (int j = 0; j < kLanes; ++j) {
-            const std::uint32_t a = bits(v[j]) & kAbs;
-            const bool fin = a < cast::kInfBits;
-            const double d = fin ? static_cast<double>(v[j]) : 0.0;
-            sum[j] += d;
-            sum2[j] += d * d;
-            amax[j] = std::max(amax[j], a > cast::kInfBits ? 0u : a);
-            amax_fin[j] = std::max(amax_fin[j], fin ? a : 0u);
-            nan[j] += a > cast::kInfBits;
-            inf[j] += a == cast::kInfBits;
-        }
-    }
-    const std::int64_t padded = (kLanes - n % kLanes) % kLanes;
-    for (int j = 0; j < kLanes; ++j) {
-        p.sum[j] += sum[j];
-        p.sum2[j] += sum2[j];
-        p.amax = std::max(p.amax, amax[j]);
-        p.amax_finite = std::max(p.amax_finite, amax_fin[j]);
-        p.nan += nan[j];
-        p.inf += inf[j];
-    }
-    p.nan -= padded;
-#endif
-}
+using Pass1 = simd::MomentSums;
 
 // ---- Pass 2: tensor statistics of one row segment ------------------------------------
 
@@ -157,85 +60,16 @@ inline bool ranks_before(const TopEntry& a, const TopEntry& b) {
 }
 
 struct StatsAcc {
-    double m2[kLanes] = {}, m4[kLanes] = {};
-    std::int64_t beyond = 0, zero = 0;
-    std::uint32_t min_nz = cast::kInfBits;  // bits of the least nonzero |x|; Inf: none
+    simd::CentralSums central;  // moments, count beyond the threshold, least nonzero |x|
+    std::int64_t zero = 0;
     std::array<std::int64_t, kHistBins> hist{};
     std::vector<TopEntry> top;  // heap: the entry ranking last on top
 };
 
-// Central moments, the count beyond the threshold and the least nonzero |x| of a
-// segment; returns the largest finite |x| bits (for the top-k filter).
-std::uint32_t moments_segment(const float* x, std::int64_t n, double mean, double threshold, StatsAcc& acc) {
-#if defined(__AVX512F__)
-    __m512d m2_0 = _mm512_loadu_pd(acc.m2), m2_1 = _mm512_loadu_pd(acc.m2 + 8);
-    __m512d m4_0 = _mm512_loadu_pd(acc.m4), m4_1 = _mm512_loadu_pd(acc.m4 + 8);
-    const __m512d vmean = _mm512_set1_pd(mean), vthr = _mm512_set1_pd(threshold);
-    const __m512i inf = _mm512_set1_epi32(static_cast<int>(cast::kInfBits));
-    __m512i min_nz = inf, seg_max = _mm512_setzero_si512();
-    std::int64_t beyond = 0;
-    for (std::int64_t i = 0; i < n; i += 16) {
-        __mmask16 valid;
-        const __m512 v = load16(x + i, n - i, valid);
-        const __m512i a = abs_bits(v);
-        const __mmask16 fin = _mm512_cmplt_epu32_mask(a, inf);
-        const __mmask16 nz = fin & _mm512_test_epi32_mask(a, a);
-        min_nz = _mm512_mask_min_epu32(min_nz, nz, min_nz, a);
-        seg_max = _mm512_mask_max_epu32(seg_max, fin, seg_max, a);
-        const __m512d x0 = lo_pd(v), x1 = hi_pd(v);
-        const __mmask8 f0 = static_cast<__mmask8>(fin), f1 = static_cast<__mmask8>(fin >> 8);
-        const __m512d d0 = _mm512_maskz_sub_pd(f0, x0, vmean), d1 = _mm512_maskz_sub_pd(f1, x1, vmean);
-        const __m512d q0 = _mm512_mul_pd(d0, d0), q1 = _mm512_mul_pd(d1, d1);
-        m2_0 = _mm512_add_pd(m2_0, q0);
-        m2_1 = _mm512_add_pd(m2_1, q1);
-        m4_0 = _mm512_add_pd(m4_0, _mm512_mul_pd(q0, q0));
-        m4_1 = _mm512_add_pd(m4_1, _mm512_mul_pd(q1, q1));
-        beyond += std::popcount(static_cast<unsigned>(_mm512_mask_cmp_pd_mask(f0, _mm512_abs_pd(x0), vthr, _CMP_GT_OQ)));
-        beyond += std::popcount(static_cast<unsigned>(_mm512_mask_cmp_pd_mask(f1, _mm512_abs_pd(x1), vthr, _CMP_GT_OQ)));
-    }
-    _mm512_storeu_pd(acc.m2, m2_0);
-    _mm512_storeu_pd(acc.m2 + 8, m2_1);
-    _mm512_storeu_pd(acc.m4, m4_0);
-    _mm512_storeu_pd(acc.m4 + 8, m4_1);
-    acc.beyond += beyond;
-    acc.min_nz = std::min(acc.min_nz, static_cast<std::uint32_t>(_mm512_reduce_min_epu32(min_nz)));
-    return static_cast<std::uint32_t>(_mm512_reduce_max_epu32(seg_max));
-#else
-    double m2[kLanes] = {}, m4[kLanes] = {};
-    std::uint32_t beyond[kLanes] = {}, min_nz[kLanes], seg_max[kLanes] = {};
-    std::fill(min_nz, min_nz + kLanes, cast::kInfBits);
-    alignas(64) float pad[kLanes];
-    for (std::int64_t i = 0; i < n; i += kLanes) {
-        const float* v = lanes_at(x, i, n, pad);
-        for (int j = 0; j < kLanes; ++j) {
-            const std::uint32_t a = bits(v[j]) & kAbs;
-            const bool fin = a < cast::kInfBits;
-            const double xd = fin ? static_cast<double>(v[j]) : 0.0;
-            const double d = fin ? xd - mean : 0.0;
-            const double d2 = d * d;
-            m2[j] += d2;
-            m4[j] += d2 * d2;
-            beyond[j] += fin && std::fabs(xd) > threshold;
-            min_nz[j] = std::min(min_nz[j], a == 0 ? cast::kInfBits : (fin ? a : cast::kInfBits));
-            seg_max[j] = std::max(seg_max[j], fin ? a : 0u);
-        }
-    }
-    std::uint32_t smax = 0;
-    for (int j = 0; j < kLanes; ++j) {
-        acc.m2[j] += m2[j];
-        acc.m4[j] += m4[j];
-        acc.beyond += beyond[j];
-        acc.min_nz = std::min(acc.min_nz, min_nz[j]);
-        smax = std::max(smax, seg_max[j]);
-    }
-    return smax;
-#endif
-}
-
 // Returns the bits of the segment's largest finite |x|.
 std::uint32_t stats_segment(const float* x, std::int64_t n, std::int64_t index0, double mean, double threshold,
                             int top_k, StatsAcc& acc, std::uint32_t* channel_amax) {
-    const std::uint32_t smax = moments_segment(x, n, mean, threshold, acc);
+    const std::uint32_t smax = simd::kernels().central_sums(x, n, mean, threshold, acc.central);
     for (std::int64_t i = 0; i < n; ++i) {
         const std::uint32_t a = bits(x[i]) & kAbs;
         channel_amax[i] = std::max(channel_amax[i], a < cast::kInfBits ? a : 0u);
@@ -274,9 +108,7 @@ std::uint32_t stats_segment(const float* x, std::int64_t n, std::int64_t index0,
 
 // ---- Pass 2: error sums of one recipe over one block segment -------------------------
 
-struct ErrAcc {
-    double sxx[kLanes] = {}, sdd[kLanes] = {}, sqq[kLanes] = {}, sxq[kLanes] = {}, max_err[kLanes] = {};
-    std::int64_t underflow = 0, overflow = 0, nonfinite_out = 0;
+struct ErrAcc : simd::ErrorSums {
     float scale_inv_min = std::numeric_limits<float>::infinity();
     float scale_inv_max = -std::numeric_limits<float>::infinity();
     void note_scale_inv(float si) {
@@ -300,105 +132,7 @@ struct ErrAcc {
     }
 };
 
-// x' = round_sat(x * s) * scale_inv; sums over finite x with finite x'.
-template <Format F>
-void error_segment(const float* x, std::int64_t n, float s, float scale_inv, ErrAcc& acc) {
-#if defined(__AVX512F__)
-    __m512d sxx0 = _mm512_loadu_pd(acc.sxx), sxx1 = _mm512_loadu_pd(acc.sxx + 8);
-    __m512d sdd0 = _mm512_loadu_pd(acc.sdd), sdd1 = _mm512_loadu_pd(acc.sdd + 8);
-    __m512d sqq0 = _mm512_loadu_pd(acc.sqq), sqq1 = _mm512_loadu_pd(acc.sqq + 8);
-    __m512d sxq0 = _mm512_loadu_pd(acc.sxq), sxq1 = _mm512_loadu_pd(acc.sxq + 8);
-    __m512d me0 = _mm512_loadu_pd(acc.max_err), me1 = _mm512_loadu_pd(acc.max_err + 8);
-    const __m512 vs = _mm512_set1_ps(s), vsi = _mm512_set1_ps(scale_inv);
-    const __m512i inf = _mm512_set1_epi32(static_cast<int>(cast::kInfBits));
-    std::int64_t under = 0, over = 0, nonfinite = 0;
-    for (std::int64_t i = 0; i < n; i += 16) {
-        __mmask16 valid;
-        const __m512 v = load16(x + i, n - i, valid);
-        const __m512i a = abs_bits(v);
-        const __mmask16 fin = _mm512_cmplt_epu32_mask(a, inf);
-        __mmask16 clamped;
-        const __m512 r = cast::round_sat16<F>(_mm512_mul_ps(v, vs), clamped);
-        const __m512 q = _mm512_mul_ps(r, vsi);
-        const __mmask16 q_fin = _mm512_cmplt_epu32_mask(abs_bits(q), inf);
-        const __mmask16 use = fin & q_fin;
-        under += popcount(fin & _mm512_test_epi32_mask(a, a) & ~_mm512_test_epi32_mask(abs_bits(r), abs_bits(r)));
-        over += popcount(fin & clamped);
-        nonfinite += popcount(fin & ~q_fin);
-        const __mmask8 u0 = static_cast<__mmask8>(use), u1 = static_cast<__mmask8>(use >> 8);
-        const __m512d x0 = _mm512_maskz_mov_pd(u0, lo_pd(v)), x1 = _mm512_maskz_mov_pd(u1, hi_pd(v));
-        const __m512d q0 = _mm512_maskz_mov_pd(u0, lo_pd(q)), q1 = _mm512_maskz_mov_pd(u1, hi_pd(q));
-        const __m512d d0 = _mm512_sub_pd(q0, x0), d1 = _mm512_sub_pd(q1, x1);
-        sxx0 = _mm512_add_pd(sxx0, _mm512_mul_pd(x0, x0));
-        sxx1 = _mm512_add_pd(sxx1, _mm512_mul_pd(x1, x1));
-        sdd0 = _mm512_add_pd(sdd0, _mm512_mul_pd(d0, d0));
-        sdd1 = _mm512_add_pd(sdd1, _mm512_mul_pd(d1, d1));
-        sqq0 = _mm512_add_pd(sqq0, _mm512_mul_pd(q0, q0));
-        sqq1 = _mm512_add_pd(sqq1, _mm512_mul_pd(q1, q1));
-        sxq0 = _mm512_add_pd(sxq0, _mm512_mul_pd(x0, q0));
-        sxq1 = _mm512_add_pd(sxq1, _mm512_mul_pd(x1, q1));
-        me0 = _mm512_max_pd(me0, _mm512_abs_pd(d0));
-        me1 = _mm512_max_pd(me1, _mm512_abs_pd(d1));
-    }
-    _mm512_storeu_pd(acc.sxx, sxx0);
-    _mm512_storeu_pd(acc.sxx + 8, sxx1);
-    _mm512_storeu_pd(acc.sdd, sdd0);
-    _mm512_storeu_pd(acc.sdd + 8, sdd1);
-    _mm512_storeu_pd(acc.sqq, sqq0);
-    _mm512_storeu_pd(acc.sqq + 8, sqq1);
-    _mm512_storeu_pd(acc.sxq, sxq0);
-    _mm512_storeu_pd(acc.sxq + 8, sxq1);
-    _mm512_storeu_pd(acc.max_err, me0);
-    _mm512_storeu_pd(acc.max_err + 8, me1);
-    acc.underflow += under;
-    acc.overflow += over;
-    acc.nonfinite_out += nonfinite;
-#else
-    double sxx[kLanes], sdd[kLanes], sqq[kLanes], sxq[kLanes], max_err[kLanes];
-    std::copy(acc.sxx, acc.sxx + kLanes, sxx);
-    std::copy(acc.sdd, acc.sdd + kLanes, sdd);
-    std::copy(acc.sqq, acc.sqq + kLanes, sqq);
-    std::copy(acc.sxq, acc.sxq + kLanes, sxq);
-    std::copy(acc.max_err, acc.max_err + kLanes, max_err);
-    std::uint32_t under[kLanes] = {}, over[kLanes] = {}, nonfinite[kLanes] = {};
-    alignas(64) float pad[kLanes];
-    for (std::int64_t i = 0; i < n; i += kLanes) {
-        const float* v = lanes_at(x, i, n, pad);
-        for (int j = 0; j < kLanes; ++j) {
-            const std::uint32_t a = bits(v[j]) & kAbs;
-            const bool fin = a < cast::kInfBits;
-            std::uint32_t o;
-            const float r = cast::round_sat<F>(v[j] * s, o);
-            const float q = r * scale_inv;
-            const bool q_fin = (bits(q) & kAbs) < cast::kInfBits;
-            const bool use = fin && q_fin;
-            const double xd = use ? static_cast<double>(v[j]) : 0.0;
-            const double qd = use ? static_cast<double>(q) : 0.0;
-            const double d = qd - xd;
-            sxx[j] += xd * xd;
-            sdd[j] += d * d;
-            sqq[j] += qd * qd;
-            sxq[j] += xd * qd;
-            max_err[j] = std::max(max_err[j], std::fabs(d));
-            under[j] += fin && a != 0 && r == 0.0f;
-            over[j] += fin ? o : 0u;
-            nonfinite[j] += fin && !q_fin;
-        }
-    }
-    std::copy(sxx, sxx + kLanes, acc.sxx);
-    std::copy(sdd, sdd + kLanes, acc.sdd);
-    std::copy(sqq, sqq + kLanes, acc.sqq);
-    std::copy(sxq, sxq + kLanes, acc.sxq);
-    std::copy(max_err, max_err + kLanes, acc.max_err);
-    for (int j = 0; j < kLanes; ++j) {
-        acc.underflow += under[j];
-        acc.overflow += over[j];
-        acc.nonfinite_out += nonfinite[j];
-    }
-#endif
-}
-
-using ErrorKernel = void (*)(const float*, std::int64_t, float, float, ErrAcc&);
+using ErrorKernel = void (*)(const float*, std::int64_t, float, float, simd::ErrorSums&);
 
 std::int64_t count_finite(const float* x, std::int64_t n) {
     std::int64_t c = 0;
@@ -419,7 +153,7 @@ struct RecipePlan {
 RecipePlan plan_recipe(const Recipe& r, float amax, float delayed_scale) {
     RecipePlan p;
     p.format = recipe_format(r);
-    p.kernel = p.format == Format::E4M3 ? &error_segment<Format::E4M3> : &error_segment<Format::E5M2>;
+    p.kernel = simd::kernels().error_sums[simd::format_index(p.format == Format::E5M2)];
     if (const auto* c = std::get_if<CurrentScaling>(&r)) {
         p.per_tensor = true;
         p.s = compute_scale(amax, c->format, c->eps, c->pow2);
@@ -489,7 +223,7 @@ void errors_subtile(MatrixView x, std::int64_t r0, std::int64_t r1, std::int64_t
                 for (std::int64_t b = 0; b < segs; ++b) {
                     const std::int64_t s0 = c0 + b * p.block_cols, s1 = std::min(c1, s0 + p.block_cols);
                     bool nf;
-                    const std::uint32_t m = cast::amax_bits(x.row(r) + s0, s1 - s0, nf);
+                    const std::uint32_t m = simd::kernels().amax(x.row(r) + s0, s1 - s0, &nf);
                     amax[b] = std::max(amax[b], m);
                     nonfinite[b] |= nf;
                 }
@@ -562,7 +296,7 @@ Analysis analyze(MatrixView x, const std::vector<Recipe>& recipes, const StatsOp
     std::vector<Pass1> p1(chunks1);
     pool.run(chunks1, [&](std::int64_t c) {
         const std::int64_t i0 = c * kChunk, i1 = std::min(n, i0 + kChunk);
-        pass1_range(x.data + i0, i1 - i0, p1[c]);
+        simd::kernels().moment_sums(x.data + i0, i1 - i0, p1[c]);
     });
     double sum = 0, sum2 = 0;
     std::uint32_t amax_bits = 0, amax_finite_bits = 0;
@@ -631,11 +365,11 @@ Analysis analyze(MatrixView x, const std::vector<Recipe>& recipes, const StatsOp
     std::uint32_t min_nz = cast::kInfBits;
     std::vector<TopEntry> top;
     for (const TileResult& r : results) {
-        m2 += lane_sum(r.stats.m2);
-        m4 += lane_sum(r.stats.m4);
-        beyond += r.stats.beyond;
+        m2 += lane_sum(r.stats.central.m2);
+        m4 += lane_sum(r.stats.central.m4);
+        beyond += r.stats.central.beyond;
         t.zero += r.stats.zero;
-        min_nz = std::min(min_nz, r.stats.min_nz);
+        min_nz = std::min(min_nz, r.stats.central.min_nz);
         for (int b = 0; b < kHistBins; ++b) t.histogram.bins[b] += r.stats.hist[b];
         top.insert(top.end(), r.stats.top.begin(), r.stats.top.end());
     }

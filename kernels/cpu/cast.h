@@ -5,6 +5,11 @@
 // odd, then truncate), values below the smallest normal round by adding a power of two
 // whose float32 ulp is the FP8 subnormal step (the FPU's round-to-nearest-even does the
 // work). Exact against encode() in format.cpp, which is its test oracle.
+//
+// The vector form (simd_kernels.cpp, for AVX2 and AVX-512) takes the same integer and
+// float steps lane by lane. Files compiled for one vector ISA define FP8SCOPE_CAST_NS, so
+// their copies of these inline functions get a namespace of their own and never stand in
+// for another ISA's copies at link time.
 #pragma once
 
 #include <bit>
@@ -12,11 +17,12 @@
 
 #include "fp8/format.h"
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
+#ifndef FP8SCOPE_CAST_NS
+#define FP8SCOPE_CAST_NS base
 #endif
 
 namespace fp8scope::cast {
+inline namespace FP8SCOPE_CAST_NS {
 
 template <Format F>
 struct Traits;
@@ -110,63 +116,11 @@ inline float pow2(int e) {
                      : std::bit_cast<float>(1u << (e + 149));
 }
 
-// Scaling amax of x[0, n) as float32 bits (NaN ignored, Inf included) and whether any
-// element is NaN or Inf (what makes an MX block's scale NaN).
-inline std::uint32_t amax_bits(const float* x, std::int64_t n, bool& nonfinite) {
-    std::int64_t i = 0;
-    std::uint32_t m = 0, raw = 0;
-#if defined(__AVX512F__)
-    const __m512i abs = _mm512_set1_epi32(static_cast<int>(~kSignBit));
-    const __m512i inf = _mm512_set1_epi32(static_cast<int>(kInfBits));
-    __m512i vm = _mm512_setzero_si512(), vraw = _mm512_setzero_si512();
-    for (; i + 16 <= n; i += 16) {
-        const __m512i a = _mm512_and_si512(_mm512_loadu_si512(x + i), abs);
-        vraw = _mm512_max_epu32(vraw, a);
-        vm = _mm512_mask_max_epu32(vm, _mm512_cmple_epu32_mask(a, inf), vm, a);
-    }
-    m = static_cast<std::uint32_t>(_mm512_reduce_max_epu32(vm));
-    raw = static_cast<std::uint32_t>(_mm512_reduce_max_epu32(vraw));
-#endif
-    for (; i < n; ++i) {
-        const std::uint32_t a = std::bit_cast<std::uint32_t>(x[i]) & ~kSignBit;
-        raw = raw > a ? raw : a;
-        m = (a <= kInfBits && a > m) ? a : m;
-    }
-    nonfinite = raw >= kInfBits;
-    return m;
-}
-
 // Quantize-dequantize of one element: decode(cast(x * s)) * scale_inv, all in float32.
 template <Format F>
 inline float qdq(float x, float s, float scale_inv) {
     return round_sat<F>(x * s) * scale_inv;
 }
 
-#if defined(__AVX512F__)
-// round_sat for 16 lanes; `clamped` gets the lanes where a non-NaN y was clamped to max.
-// Same integer and float steps as the scalar version, so the results are identical.
-template <Format F>
-inline __m512 round_sat16(__m512 y, __mmask16& clamped) {
-    using T = Traits<F>;
-    const __m512i u = _mm512_castps_si512(y);
-    const __m512i a = _mm512_and_si512(u, _mm512_set1_epi32(static_cast<int>(~kSignBit)));
-    const __m512i one = _mm512_set1_epi32(1);
-    const __m512i half = _mm512_set1_epi32((1 << (T::kDrop - 1)) - 1);
-    const __m512i keep = _mm512_set1_epi32(static_cast<int>(~((1u << T::kDrop) - 1u)));
-    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(a, T::kDrop), one);
-    const __m512i normal = _mm512_and_si512(_mm512_add_epi32(_mm512_add_epi32(a, half), odd), keep);
-    const __m512 magic = _mm512_set1_ps(T::kSubMagic);
-    const __m512i sub = _mm512_castps_si512(_mm512_sub_ps(_mm512_add_ps(_mm512_castsi512_ps(a), magic), magic));
-    const __mmask16 is_sub = _mm512_cmplt_epu32_mask(a, _mm512_set1_epi32(static_cast<int>(T::kMinNormalBits)));
-    const __m512i r = _mm512_mask_blend_epi32(is_sub, normal, sub);
-    const __m512i inf = _mm512_set1_epi32(static_cast<int>(kInfBits));
-    const __m512i maxb = _mm512_set1_epi32(static_cast<int>(T::kMaxBits));
-    clamped = _mm512_cmpgt_epu32_mask(r, maxb) & _mm512_cmple_epu32_mask(a, inf);
-    __m512i mag = _mm512_mask_blend_epi32(clamped, r, maxb);
-    mag = _mm512_mask_blend_epi32(_mm512_cmpgt_epu32_mask(a, inf), mag, a);  // NaN stays NaN
-    const __m512i sign = _mm512_and_si512(u, _mm512_set1_epi32(static_cast<int>(kSignBit)));
-    return _mm512_castsi512_ps(_mm512_or_si512(mag, sign));
-}
-#endif
-
+}  // inline namespace FP8SCOPE_CAST_NS
 }  // namespace fp8scope::cast

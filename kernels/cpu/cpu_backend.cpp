@@ -2,16 +2,16 @@
 // fake-quantize cast (kernels/cpu/quantize.h) and the fused analysis.
 #include "cpu/cpu_backend.h"
 
-#include <cblas.h>
-
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
 #include "cpu/analysis.h"
+#include "cpu/blas.h"
 #include "cpu/cpu_info.h"
 #include "cpu/ops/activation.h"
 #include "cpu/ops/attention.h"
@@ -20,6 +20,7 @@
 #include "cpu/ops/norm.h"
 #include "cpu/ops/softmax_ce.h"
 #include "cpu/quantize.h"
+#include "cpu/simd.h"
 #include "util/parallel.h"
 
 namespace fp8scope {
@@ -68,18 +69,22 @@ float* grow(std::vector<float>& v, std::int64_t n) {
 
 }  // namespace
 
-std::string blas_description() {
-    std::string config = openblas_get_config();
-    return config + " (kernel " + openblas_get_corename() + ")";
-}
+std::string blas_description() { return blas::description(); }
 
 CpuBackend::CpuBackend(int threads) : threads_(threads > 0 ? threads : 0) {
+    blas::init();
     set_default_threads(threads_);
     ops::set_blas_threads(threads_);
 }
 
 std::string CpuBackend::describe() const {
-    return "cpu: " + cpu_model() + ", " + std::to_string(default_threads()) + " threads, " + blas_description();
+    return "cpu: " + cpu_model() + ", " + std::to_string(default_threads()) + " threads, " + isa_name(cpu_isa()) +
+           " kernels, " + blas_description();
+}
+
+std::string cpu_description() {
+    return "cpu: " + cpu_model() + " (" + cpu_features() + "; " + isa_name(cpu_isa()) + " kernels), " +
+           blas_description();
 }
 
 void* CpuBackend::allocate(std::size_t bytes) {
@@ -219,8 +224,6 @@ GemmOperand CpuBackend::cast(const TensorDesc& x, const CastSpec& spec, OperandS
     const Recipe& r = *spec.recipe;
     auto& s = static_cast<CpuStorage&>(storage);
     DelayedState* live = spec.history ? &static_cast<CpuAmaxHistory*>(spec.history)->state : nullptr;
-    // Both copies cast with the scale in force before this cast's push.
-    std::optional<DelayedState> before = live ? std::optional(*live) : std::nullopt;
     const bool by_transpose = columnwise_is_transpose(r);
     const MatrixView v = view(x);
 
@@ -231,25 +234,38 @@ GemmOperand CpuBackend::cast(const TensorDesc& x, const CastSpec& spec, OperandS
     op.emulated = true;
     if (const auto* b = std::get_if<BlockScaling>(&r)) op.block_rows = b->block_rows, op.block_cols = b->block_cols;
     if (const auto* m = std::get_if<MXScaling>(&r)) op.block_rows = 1, op.block_cols = m->block;
+    auto rowwise_desc = [&] { return TensorDesc{s.rowwise.data(), DType::F32, x.rows, x.cols, Device::CPU, false}; };
+    auto columnwise_desc = [&] { return TensorDesc{s.columnwise.data(), DType::F32, x.cols, x.rows, Device::CPU, false}; };
 
-    if (spec.rowwise || (spec.columnwise && by_transpose)) {
-        std::optional<DelayedState> scratch;
-        DelayedState* state = live && spec.push ? live : before ? &scratch.emplace(*before) : nullptr;
-        const CastInfo info = fake_quantize(v, r, grow(s.rowwise, x.numel()), state);
-        if (spec.report) *spec.report = info;
-        op.rowwise = TensorDesc{s.rowwise.data(), DType::F32, x.rows, x.cols, Device::CPU, false};
-    }
-    if (spec.columnwise) {
-        if (by_transpose) {
-            op.columnwise = transposed_view(op.rowwise);
-        } else {
-            ops::transpose(grow(s.transposed, x.numel()), v.data, x.rows, x.cols);
-            std::optional<DelayedState> scratch;
-            DelayedState* state = before ? &scratch.emplace(*before) : nullptr;
-            fake_quantize(MatrixView{s.transposed.data(), x.cols, x.rows}, r, grow(s.columnwise, x.numel()), state);
-            op.columnwise = TensorDesc{s.columnwise.data(), DType::F32, x.cols, x.rows, Device::CPU, false};
+    // Both copies cast with the scale in force before this cast's push; only the rowwise
+    // cast pushes (a columnwise-only cast of a delayed operand is a transposed view).
+    std::optional<CastInfo> info;  // of the rowwise cast, when there is one
+    if (spec.rowwise && spec.columnwise && !by_transpose && has_cast_transpose(r)) {
+        // 1 x B tiles and MX: both copies in one pass over x.
+        info = fake_quantize_transposed(v, r, grow(s.rowwise, x.numel()), grow(s.columnwise, x.numel()));
+        op.rowwise = rowwise_desc();
+        op.columnwise = columnwise_desc();
+    } else {
+        if (spec.rowwise || (spec.columnwise && by_transpose)) {
+            if (live && !spec.push) {
+                DelayedState scratch(*live);
+                info = fake_quantize(v, r, grow(s.rowwise, x.numel()), &scratch);
+            } else {
+                info = fake_quantize(v, r, grow(s.rowwise, x.numel()), live);
+            }
+            op.rowwise = rowwise_desc();
+        }
+        if (spec.columnwise) {
+            if (by_transpose) {
+                op.columnwise = transposed_view(op.rowwise);
+            } else {  // blocks of other shapes: cast the transpose
+                ops::transpose(grow(s.transposed, x.numel()), v.data, x.rows, x.cols);
+                fake_quantize(MatrixView{s.transposed.data(), x.cols, x.rows}, r, grow(s.columnwise, x.numel()));
+                op.columnwise = columnwise_desc();
+            }
         }
     }
+    if (spec.report && info) *spec.report = *info;
     if (!spec.rowwise) op.rowwise = {};
     return op;
 }
@@ -274,32 +290,40 @@ void CpuBackend::bias_backward(float* dbias, const TensorDesc& dout) {
 
 // --- optimizer -----------------------------------------------------------------------
 
-// Every element is updated independently, so the parallel loop cannot change results.
+// Every element is updated independently, so the parallel loop cannot change results
+// (simd.h's kernel: vectorized for the CPU, the same arithmetic as a scalar loop).
 void CpuBackend::adamw(float* params, const float* g, float* m, float* v, const std::uint8_t* decay, std::int64_t n,
                        const AdamWParams& p) {
-    const float b1 = p.beta1, b2 = p.beta2, eps = p.eps, wd = p.weight_decay, lr = p.lr;
-    const float c1 = p.bias_correction1, c2 = p.bias_correction2;
+    const simd::AdamWArgs a{p.beta1, p.beta2, p.eps, p.weight_decay, p.lr, p.bias_correction1, p.bias_correction2};
+    const simd::Kernels& k = simd::kernels();
     parallel_for(n, 1 << 14, 0, [&](std::int64_t i0, std::int64_t i1) {
-        for (std::int64_t i = i0; i < i1; ++i) {
-            m[i] = b1 * m[i] + (1.0f - b1) * g[i];
-            v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
-            float update = (m[i] / c1) / (std::sqrt(v[i] / c2) + eps);
-            if (decay[i]) update += wd * params[i];
-            params[i] -= lr * update;
-        }
+        k.adamw(params + i0, g + i0, m + i0, v + i0, decay + i0, i1 - i0, a);
     });
 }
 
-// Double sums over fixed-size chunks combined in order: the same for any thread count.
+// Double sums over fixed-size chunks, each summed in index order, combined in order: the
+// same for any thread count. A task sums 8 chunks side by side (8 independent chains
+// instead of one, the same order within each chunk).
 double CpuBackend::grad_norm(const float* grads, std::int64_t n) {
-    constexpr std::int64_t kChunk = 1 << 14;
-    std::vector<double> partial(std::size_t((n + kChunk - 1) / kChunk), 0.0);
-    parallel_for(std::int64_t(partial.size()), 1, 0, [&](std::int64_t b, std::int64_t e) {
-        for (std::int64_t c = b; c < e; ++c) {
-            double s = 0.0;
-            for (std::int64_t i = c * kChunk, end = std::min(n, i + kChunk); i < end; ++i)
-                s += double(grads[i]) * double(grads[i]);
-            partial[std::size_t(c)] = s;
+    constexpr std::int64_t kChunk = 1 << 14, kSide = 8;
+    const std::int64_t chunks = (n + kChunk - 1) / kChunk;
+    std::vector<double> partial(std::size_t(chunks), 0.0);
+    parallel_for((chunks + kSide - 1) / kSide, 1, 0, [&](std::int64_t b, std::int64_t e) {
+        for (std::int64_t c0 = b * kSide; c0 < std::min(chunks, e * kSide); c0 += kSide) {
+            if (c0 + kSide > chunks || (c0 + kSide) * kChunk > n) {  // the last, short group
+                for (std::int64_t c = c0; c < chunks; ++c) {
+                    double s = 0.0;
+                    for (std::int64_t i = c * kChunk, end = std::min(n, i + kChunk); i < end; ++i)
+                        s += double(grads[i]) * double(grads[i]);
+                    partial[std::size_t(c)] = s;
+                }
+                continue;
+            }
+            double s[kSide] = {};
+            const float* x = grads + c0 * kChunk;
+            for (std::int64_t i = 0; i < kChunk; ++i)
+                for (std::int64_t j = 0; j < kSide; ++j) s[j] += double(x[j * kChunk + i]) * double(x[j * kChunk + i]);
+            for (std::int64_t j = 0; j < kSide; ++j) partial[std::size_t(c0 + j)] = s[j];
         }
     });
     double total = 0.0;

@@ -6,7 +6,9 @@
 // Operand orientation: a per-tensor scale or square blocks quantize the transpose to
 // exactly the transposed values, so those columnwise copies are transposed views of the
 // rowwise copy (the sgemm's transpose flags read them, no second cast). 1x128 tiles and MX
-// blocks run along one axis, so their columnwise copy is cast from the transposed tensor.
+// blocks run along one axis, so their columnwise copy is a cast of its own, made in the same
+// pass over x as the rowwise one (fake_quantize_transposed). docs/cpu-backend.md has the
+// GEMM kernel choice and the vector kernels.
 #pragma once
 
 #include <memory>
@@ -86,7 +88,10 @@ private:
     int threads_;
 };
 
-// The BLAS library and kernel this build's CPU GEMMs run on ("OpenBLAS 0.3.21 ... Haswell").
+// The BLAS library and kernel this build's CPU GEMMs run on ("OpenBLAS 0.3.21 ...,
+// kernel SkylakeX (chosen from the CPU's features; OpenBLAS detected Prescott)").
 std::string blas_description();
+// One line for --version: "cpu: <model> (<vector features>, kernels <isa>), <blas_description()>".
+std::string cpu_description();
 
 }  // namespace fp8scope

@@ -1,10 +1,9 @@
 // Quantization under a recipe: block amaxes, the scale rules, then one elementwise pass
 // that casts with the block's scale. Every recipe is a grid of blocks (per-tensor is one
-// block), so one code path serves them all; the elementwise kernels come from cast.h.
-// GCC 12 warns falsely about uninitialized values inside the AVX-512 intrinsics.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-
+// block), so one code path serves them all. The elementwise kernels are simd.h's (the
+// widest vector ISA of the CPU); the codes of quantize() come from cast.h directly.
+// Delayed scaling knows its scale before the cast, so its amax is taken in the same pass.
+// The cast-transpose of 1 x B recipes reads x once, tile by tile, for both copies.
 #include "cpu/quantize.h"
 
 #include <algorithm>
@@ -17,12 +16,15 @@
 #include <string>
 
 #include "cpu/cast.h"
+#include "cpu/simd.h"
 #include "util/parallel.h"
 
 namespace fp8scope {
 namespace {
 
-constexpr std::int64_t kGrain = 1 << 16;  // elements per parallel chunk, at least
+// Elements per parallel chunk, at least: a chunk costs a few microseconds, and a weight
+// (a few M elements) splits into several chunks per thread, which balances the load.
+constexpr std::int64_t kGrain = 1 << 14;
 
 // Block shape, format and scales of one quantization, before any element is cast.
 struct Plan {
@@ -36,7 +38,9 @@ struct Plan {
     float tensor_scale = std::numeric_limits<float>::quiet_NaN();  // per-tensor recipes
 };
 
-Plan plan_for(MatrixView x, const Recipe& recipe, const DelayedState* state, int threads) {
+// `amax_in_cast`: a per-tensor scale known in advance (delayed) leaves the amax to the
+// cast pass.
+Plan plan_for(MatrixView x, const Recipe& recipe, const DelayedState* state, int threads, bool amax_in_cast = false) {
     Plan p;
     p.format = std::visit([](const auto& r) { return r.format; }, recipe);
     const std::int64_t rows = x.rows, cols = x.cols;
@@ -59,7 +63,7 @@ Plan plan_for(MatrixView x, const Recipe& recipe, const DelayedState* state, int
         return p;
     }
     if (std::holds_alternative<DelayedScaling>(recipe)) {
-        p.amax = scaling_amax(x);  // pushed into the history after the cast
+        if (!amax_in_cast) p.amax = scaling_amax(x);  // pushed into the history after the cast
         per_tensor(state ? state->scale() : 1.0f);
         return p;
     }
@@ -79,16 +83,22 @@ Plan plan_for(MatrixView x, const Recipe& recipe, const DelayedState* state, int
     const std::int64_t nblocks = p.scale_rows * p.scale_cols;
     std::vector<std::uint32_t> amax(nblocks, 0);
     std::vector<std::uint8_t> nonfinite(nblocks, 0);
-    // Bands of block_rows rows own disjoint blocks: no reduction across threads.
-    parallel_for(p.scale_rows, std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(1, cols * p.block_rows)),
-                 threads, [&](std::int64_t b0, std::int64_t b1) {
-        for (std::int64_t br = b0; br < b1; ++br) {
+    // Tasks of (band of block_rows rows, group of block columns) own disjoint blocks: no
+    // reduction across threads. Groups keep a band of tall blocks (128 x 128) spread.
+    const std::int64_t block_elems = std::max<std::int64_t>(1, p.block_rows * std::min(cols, p.block_cols));
+    const std::int64_t group = std::max<std::int64_t>(1, std::min(p.scale_cols, kGrain / block_elems));
+    const std::int64_t groups = (p.scale_cols + group - 1) / group;
+    const simd::Kernels& k = simd::kernels();
+    parallel_for(p.scale_rows * groups, std::max<std::int64_t>(1, kGrain / (block_elems * group)), threads,
+                 [&](std::int64_t t0, std::int64_t t1) {
+        for (std::int64_t t = t0; t < t1; ++t) {
+            const std::int64_t br = t / groups, bc0 = (t % groups) * group, bc1 = std::min(p.scale_cols, bc0 + group);
             const std::int64_t r1 = std::min(rows, (br + 1) * p.block_rows);
             for (std::int64_t r = br * p.block_rows; r < r1; ++r) {
-                for (std::int64_t bc = 0; bc < p.scale_cols; ++bc) {
+                for (std::int64_t bc = bc0; bc < bc1; ++bc) {
                     const std::int64_t c0 = bc * p.block_cols, c1 = std::min(cols, c0 + p.block_cols);
                     bool nf;
-                    const std::uint32_t m = cast::amax_bits(x.row(r) + c0, c1 - c0, nf);
+                    const std::uint32_t m = k.amax(x.row(r) + c0, c1 - c0, &nf);
                     const std::int64_t i = br * p.scale_cols + bc;
                     amax[i] = std::max(amax[i], m);
                     nonfinite[i] |= nf;
@@ -126,34 +136,6 @@ inline std::uint32_t finite_bit(float x) {
     return (std::bit_cast<std::uint32_t>(x) & ~cast::kSignBit) < cast::kInfBits ? 1u : 0u;
 }
 
-// The elementwise kernels: one block segment with its scale. They return the overflow
-// count (finite inputs that saturation clamped).
-template <Format F>
-std::int64_t fake_segment(const float* x, std::int64_t n, float s, float scale_inv, float* out) {
-    std::int64_t i = 0;
-    std::uint32_t overflow = 0;
-#if defined(__AVX512F__)
-    const __m512 vs = _mm512_set1_ps(s), vsi = _mm512_set1_ps(scale_inv);
-    const __m512i abs = _mm512_set1_epi32(static_cast<int>(~cast::kSignBit));
-    const __m512i inf = _mm512_set1_epi32(static_cast<int>(cast::kInfBits));
-    for (; i + 16 <= n; i += 16) {
-        const __m512 v = _mm512_loadu_ps(x + i);
-        __mmask16 clamped;
-        const __m512 r = cast::round_sat16<F>(_mm512_mul_ps(v, vs), clamped);
-        _mm512_storeu_ps(out + i, _mm512_mul_ps(r, vsi));
-        const __mmask16 fin = _mm512_cmplt_epu32_mask(_mm512_and_si512(_mm512_castps_si512(v), abs), inf);
-        overflow += std::popcount(static_cast<unsigned>(fin & clamped));
-    }
-#endif
-    for (; i < n; ++i) {
-        std::uint32_t o;
-        const float v = cast::round_sat<F>(x[i] * s, o);
-        overflow += o & finite_bit(x[i]);
-        out[i] = v * scale_inv;
-    }
-    return overflow;
-}
-
 template <Format F>
 std::int64_t code_segment(const float* x, std::int64_t n, float s, std::uint8_t* codes) {
     std::uint32_t overflow = 0;
@@ -165,57 +147,100 @@ std::int64_t code_segment(const float* x, std::int64_t n, float s, std::uint8_t*
     return overflow;
 }
 
-// Runs `segment(r, c0, c1, block index)` over every block segment of every row, threads
-// over rows (or over flat ranges for a per-tensor plan, so a single row also splits).
-// Returns the summed overflow.
-template <typename Segment>
-std::int64_t for_each_segment(MatrixView x, const Plan& p, int threads, Segment segment) {
+// Overflow count and, for a cast that takes it, the scaling amax (bits) of the chunks.
+struct Partial {
     std::int64_t overflow = 0;
+    std::uint32_t amax = 0;
+};
+
+// Runs `segment(i0, i1, block index, partial)` over every block segment of every row,
+// threads over rows (or over flat ranges for a per-tensor plan, so a single row also
+// splits). Returns the combined partials (sums and maxima: any order gives the same).
+template <typename Segment>
+Partial for_each_segment(MatrixView x, const Plan& p, int threads, Segment segment) {
+    Partial total;
     std::mutex mu;
+    auto combine = [&](const Partial& part) {
+        std::lock_guard lock(mu);
+        total.overflow += part.overflow;
+        total.amax = std::max(total.amax, part.amax);
+    };
     if (p.scale_rows == 1 && p.scale_cols == 1) {
         parallel_for(x.size(), kGrain, threads, [&](std::int64_t i0, std::int64_t i1) {
-            const std::int64_t o = segment(i0, i1, 0);
-            std::lock_guard lock(mu);
-            overflow += o;
+            Partial part;
+            segment(i0, i1, 0, part);
+            combine(part);
         });
-        return overflow;
+        return total;
     }
     parallel_for(x.rows, std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(1, x.cols)), threads,
                  [&](std::int64_t r0, std::int64_t r1) {
-        std::int64_t o = 0;
+        Partial part;
         for (std::int64_t r = r0; r < r1; ++r) {
             const std::int64_t br = r / p.block_rows;
             for (std::int64_t bc = 0; bc < p.scale_cols; ++bc) {
                 const std::int64_t c0 = bc * p.block_cols, c1 = std::min(x.cols, c0 + p.block_cols);
-                o += segment(r * x.cols + c0, r * x.cols + c1, br * p.scale_cols + bc);
+                segment(r * x.cols + c0, r * x.cols + c1, br * p.scale_cols + bc, part);
             }
         }
-        std::lock_guard lock(mu);
-        overflow += o;
+        combine(part);
     });
-    return overflow;
+    return total;
 }
 
-template <Format F>
-std::int64_t fake_all(MatrixView x, const Plan& p, float* out, int threads) {
-    return for_each_segment(x, p, threads, [&](std::int64_t i0, std::int64_t i1, std::int64_t blk) -> std::int64_t {
+// The dequantized cast; with `take_amax` (a per-tensor plan) also the tensor's amax.
+Partial fake_all(MatrixView x, const Plan& p, float* out, int threads, bool take_amax) {
+    const simd::Kernels& k = simd::kernels();
+    const int f = simd::format_index(p.format == Format::E5M2);
+    return for_each_segment(x, p, threads, [&](std::int64_t i0, std::int64_t i1, std::int64_t blk, Partial& part) {
         if (p.mx && p.nan_block[blk]) {
             std::fill(out + i0, out + i1, std::numeric_limits<float>::quiet_NaN());
-            return 0;
+            return;
         }
-        return fake_segment<F>(x.data + i0, i1 - i0, p.s[blk], p.scale_inv[blk], out + i0);
+        if (take_amax) {
+            std::uint32_t m = 0;
+            part.overflow += k.fake_amax[f](x.data + i0, i1 - i0, p.s[blk], p.scale_inv[blk], out + i0, &m);
+            part.amax = std::max(part.amax, m);
+        } else {
+            part.overflow += k.fake[f](x.data + i0, i1 - i0, p.s[blk], p.scale_inv[blk], out + i0);
+        }
     });
 }
 
 template <Format F>
 std::int64_t codes_all(MatrixView x, const Plan& p, std::uint8_t* codes, int threads) {
-    return for_each_segment(x, p, threads, [&](std::int64_t i0, std::int64_t i1, std::int64_t blk) -> std::int64_t {
+    return for_each_segment(x, p, threads, [&](std::int64_t i0, std::int64_t i1, std::int64_t blk, Partial& part) {
         if (p.mx && p.nan_block[blk]) {
             std::fill(codes + i0, codes + i1, cast::Traits<F>::kNaNCode);
-            return 0;
+            return;
         }
-        return code_segment<F>(x.data + i0, i1 - i0, p.s[blk], codes + i0);
-    });
+        part.overflow += code_segment<F>(x.data + i0, i1 - i0, p.s[blk], codes + i0);
+    }).overflow;
+}
+
+// ---- cast-transpose of 1 x B recipes ----------------------------------------------------
+
+// The block length B of a recipe whose blocks run along one axis (1 x B tiles, MX), or 0.
+std::int64_t row_block(const Recipe& r) {
+    if (const auto* b = std::get_if<BlockScaling>(&r)) return b->block_rows == 1 && b->block_cols <= 128 ? b->block_cols : 0;
+    if (const auto* m = std::get_if<MXScaling>(&r)) return m->block <= 128 ? m->block : 0;
+    return 0;
+}
+
+// Scale and scale_inv of one block from its amax (bits) and non-finite flag.
+void block_scale(const Recipe& r, std::uint32_t amax_bits, bool nonfinite, float& s, float& si) {
+    const float a = std::bit_cast<float>(amax_bits);
+    if (const auto* b = std::get_if<BlockScaling>(&r)) {
+        s = compute_scale(a, b->format, 0.0f, b->pow2);
+        si = 1.0f / s;
+    } else if (nonfinite) {  // MX: NaN or Inf in the block makes its scale NaN
+        s = si = std::numeric_limits<float>::quiet_NaN();
+    } else {
+        const auto& m = std::get<MXScaling>(r);
+        const int e = mx_exponent(a, m.format, m.rule);
+        s = cast::pow2(-e);
+        si = cast::pow2(e);
+    }
 }
 
 }  // namespace
@@ -223,9 +248,10 @@ std::int64_t codes_all(MatrixView x, const Plan& p, std::uint8_t* codes, int thr
 float scaling_amax(MatrixView x) {
     std::uint32_t m = 0;
     std::mutex mu;
+    const simd::Kernels& k = simd::kernels();
     parallel_for(x.size(), kGrain, 0, [&](std::int64_t i0, std::int64_t i1) {
         bool nf;
-        const std::uint32_t local = cast::amax_bits(x.data + i0, i1 - i0, nf);
+        const std::uint32_t local = k.amax(x.data + i0, i1 - i0, &nf);
         std::lock_guard lock(mu);
         m = std::max(m, local);
     });
@@ -254,13 +280,63 @@ QuantizedTensor quantize(MatrixView x, const Recipe& recipe, DelayedState* state
 }
 
 CastInfo fake_quantize(MatrixView x, const Recipe& recipe, float* out, DelayedState* state, int threads) {
-    const Plan p = plan_for(x, recipe, state, threads);
+    const bool delayed = std::holds_alternative<DelayedScaling>(recipe);
+    Plan p = plan_for(x, recipe, state, threads, delayed);
+    const Partial r = fake_all(x, p, out, threads, delayed);
+    if (delayed) p.amax = std::bit_cast<float>(r.amax);
     CastInfo info;
     info.amax = p.amax;
     info.scale = p.tensor_scale;
-    info.overflow = p.format == Format::E4M3 ? fake_all<Format::E4M3>(x, p, out, threads)
-                                             : fake_all<Format::E5M2>(x, p, out, threads);
-    if (state && std::holds_alternative<DelayedScaling>(recipe)) state->push(p.amax);
+    info.overflow = r.overflow;
+    if (state && delayed) state->push(p.amax);
+    return info;
+}
+
+bool has_cast_transpose(const Recipe& recipe) { return row_block(recipe) > 0; }
+
+CastInfo fake_quantize_transposed(MatrixView x, const Recipe& recipe, float* rowwise, float* columnwise,
+                                  int threads) {
+    const std::int64_t B = row_block(recipe);
+    if (B <= 0) throw std::invalid_argument("fake_quantize_transposed: " + recipe_name(recipe) + " has no 1 x B blocks");
+    const simd::Kernels& k = simd::kernels();
+    const int f = simd::format_index(recipe_format(recipe) == Format::E5M2);
+    const std::int64_t bands = (x.rows + B - 1) / B, tiles = (x.cols + B - 1) / B;
+    // Tasks of whole tiles (B x B: both copies' blocks end inside them), about kGrain
+    // elements each, so that a tensor of a few bands still spreads over the threads.
+    const std::int64_t per_task = std::max<std::int64_t>(1, kGrain / (B * B));
+    const std::int64_t row_tasks = (tiles + per_task - 1) / per_task;
+    Partial total;
+    std::mutex mu;
+    parallel_for(bands * row_tasks, 1, threads, [&](std::int64_t t0, std::int64_t t1) {
+        float s_row[128], si_row[128], s_col[128], si_col[128];
+        std::uint32_t row_amax[128], col_amax[128];
+        std::uint8_t row_nf[128], col_nf[128];
+        std::vector<float> xt(std::size_t(B * B));  // a tile's transpose
+        Partial part;
+        for (std::int64_t task = t0; task < t1; ++task) {
+            const std::int64_t band = task / row_tasks, first = (task % row_tasks) * per_task;
+            const std::int64_t r0 = band * B, nr = std::min(B, x.rows - r0);
+            for (std::int64_t tile = first; tile < std::min(tiles, first + per_task); ++tile) {
+                const std::int64_t c0 = tile * B, nc = std::min(B, x.cols - c0);
+                const simd::Tile t{x.data + r0 * x.cols + c0, x.cols, int(nr), int(nc), xt.data()};
+                k.tile_amax(t, row_amax, row_nf, col_amax, col_nf);
+                for (std::int64_t r = 0; r < nr; ++r) {
+                    block_scale(recipe, row_amax[r], row_nf[r], s_row[r], si_row[r]);
+                    part.amax = std::max(part.amax, row_amax[r]);
+                }
+                for (std::int64_t c = 0; c < nc; ++c) block_scale(recipe, col_amax[c], col_nf[c], s_col[c], si_col[c]);
+                const simd::TileCast cast{s_row, si_row, s_col, si_col, rowwise + r0 * x.cols + c0, x.cols,
+                                          columnwise + c0 * x.rows + r0, x.rows};
+                part.overflow += k.tile_cast[f](t, cast);
+            }
+        }
+        std::lock_guard lock(mu);
+        total.overflow += part.overflow;
+        total.amax = std::max(total.amax, part.amax);
+    });
+    CastInfo info;
+    info.amax = std::bit_cast<float>(total.amax);
+    info.overflow = total.overflow;
     return info;
 }
 

@@ -53,4 +53,13 @@ CastInfo fake_quantize(MatrixView x, const Recipe& recipe, float* out, DelayedSt
                    int threads = 0);
 void dequantize(const QuantizedTensor& q, float* out);
 
+// Recipes whose blocks run along the rows (1 x B tiles, MX; B <= 128): their columnwise
+// copy is a cast of its own, which fake_quantize_transposed() makes in the same pass.
+bool has_cast_transpose(const Recipe& recipe);
+// Both GEMM copies of x in one pass over it, tile by tile: `rowwise` (rows x cols) =
+// fake_quantize(x) and `columnwise` (cols x rows) = fake_quantize(x^T), bit for bit.
+// Returns the rowwise cast's figures. Throws std::invalid_argument for other recipes.
+CastInfo fake_quantize_transposed(MatrixView x, const Recipe& recipe, float* rowwise, float* columnwise,
+                                  int threads = 0);
+
 }  // namespace fp8scope

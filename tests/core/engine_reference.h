@@ -132,7 +132,8 @@ inline double model_loss(const Model& model, const Vec& params, const std::vecto
         for (std::size_t i = 0; i < x.size(); ++i) x[i] += out[i];
     }
     Vec h = norm(x, get("ln_f.weight"), get("ln_f.bias"), N, C, rms);
-    Vec logits = linear(h, get("head.weight"), {}, N, C, std::size_t(c.vocab_size));
+    const Vec head = c.tie_embeddings ? get("wte") : get("head.weight");  // GPT-2 ties them
+    Vec logits = linear(h, head, {}, N, C, std::size_t(c.vocab_size));
     return cross_entropy(logits, tgt, N, std::size_t(c.vocab_size));
 }
 

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "engine/model.h"
+#include "engine/model_impl.h"
 #include "engine_reference.h"
 #include "support/cpu_engine.h"
 
@@ -162,6 +163,31 @@ TEST(Model, GradientMatchesFloat64FiniteDifferencesLayerNormGelu) {
 
 TEST(Model, GradientMatchesFloat64FiniteDifferencesRMSNormSwiGLUNoBias) {
     check_model_gradient(tiny(NormKind::RMSNorm, MlpKind::SwiGLU, false));
+}
+
+// GPT-2's tied head: logits = lnf wte^T, and the head's gradient adds into dwte. The
+// float64 reference reads wte for both uses, so the finite differences of wte see both.
+TEST(Model, GradientMatchesFloat64FiniteDifferencesTiedEmbeddings) {
+    ModelConfig c = tiny(NormKind::LayerNorm, MlpKind::GELU, true);
+    c.tie_embeddings = true;
+    check_model_gradient(c);
+    c = tiny(NormKind::RMSNorm, MlpKind::SwiGLU, false);
+    c.tie_embeddings = true;
+    check_model_gradient(c);
+}
+
+TEST(Model, TiedEmbeddingsHaveNoHeadTensor) {
+    ModelConfig c = tiny(NormKind::LayerNorm, MlpKind::GELU, true);
+    CpuModel untied(c);
+    c.tie_embeddings = true;
+    CpuModel tied(c);
+    EXPECT_EQ(tied.num_params() + std::size_t(c.vocab_size) * std::size_t(c.d_model), untied.num_params());
+    for (const auto& t : tied.param_tensors()) EXPECT_NE(t.name, "head.weight");
+    // GPT-2 124M counted as llm.c and PyTorch's GPT-2 count it (wte (50257, 768) serves as the head).
+    const ModelConfig g{.vocab_size = 50257, .max_seq = 1024, .n_layer = 12, .d_model = 768, .n_head = 12,
+                        .tie_embeddings = true};
+    ParameterTensors p{};
+    EXPECT_EQ(carve_params(g, nullptr, p, nullptr), 124439808u);
 }
 
 TEST(Model, BaselineSgdLearnsARepetitiveSequence) {

@@ -1,22 +1,28 @@
-// Float32 GEMMs through cblas_sgemm. OpenBLAS splits a GEMM over threads by output tiles,
-// never along k, so a product is bitwise reproducible for a fixed thread count. The bias
-// gradient is split by column ranges for the same reason.
+// Float32 GEMMs through cblas_sgemm, on the OpenBLAS kernel blas::init() chose. OpenBLAS
+// splits a GEMM over threads by output tiles, never along k, so a product is bitwise
+// reproducible for a fixed kernel and thread count (another kernel blocks k differently,
+// so its sums differ in the last bits). The bias gradient is split by column ranges for
+// the same reason.
 #include "cpu/ops/matmul.h"
 
 #include <cblas.h>
 
 #include <algorithm>
 
+#include "cpu/blas.h"
 #include "util/parallel.h"
 
 namespace fp8scope::ops {
 
 void set_blas_threads(int threads) {
+    blas::init();
     openblas_set_num_threads(threads > 0 ? threads : openblas_get_num_procs());
 }
 
 void sgemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
            const float* b, float* c, float beta) {
+    static const bool chosen = (blas::init(), true);  // before the first GEMM
+    (void)chosen;
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
                 blasint(m), blasint(n), blasint(k), 1.0f, a, blasint(trans_a ? m : k), b,
                 blasint(trans_b ? k : n), beta, c, blasint(n));
