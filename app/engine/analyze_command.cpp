@@ -1,6 +1,7 @@
 // `fp8scope-engine analyze FILE...`: quantizes every tensor of .npy/.safetensors files
 // under every recipe and reports the statistics (text table, JSON, HDF5, .npy dumps).
 // A file that fails is reported on stderr and in the report; the others still run.
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -14,6 +15,8 @@
 #include "io/tensor_file.h"
 #include "report_json.h"
 #include "report_text.h"
+#include "util/json_input.h"
+#include "util/parallel.h"
 #include "version.h"
 
 namespace fp8scope::cli {
@@ -57,7 +60,8 @@ public:
             }
         }
         if (opt_.json) {
-            std::fputs(analysis_json(recipe_names_, results_, errors_).dump().c_str(), stdout);
+            // File names and quoted headers may not be UTF-8: replaced, never an abort.
+            std::fputs(dump_json(analysis_json(recipe_names_, results_, errors_)).c_str(), stdout);
             std::fputc('\n', stdout);
         }
         return errors_.empty() ? 0 : 1;
@@ -159,9 +163,17 @@ void add_analyze(CLI::App& app, int& exit_code) {
     cmd->add_option("--out", opt->out, "Write an HDF5 report to this file");
     cmd->add_option("--dump", opt->dump, "Write FP8 codes and scales as .npy files into this directory");
     cmd->add_option("--threads", opt->threads, "Worker threads (0: all hardware threads)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(CLI::Range(0, kMaxThreads));
+    // PositiveNumber lets NaN through (NaN <= 0 is false): finite and positive.
     cmd->add_option("--outlier-k", opt->outlier_k, "Outlier threshold in units of rms")
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Validator(
+            [](const std::string& text) {
+                double k = 0;
+                return CLI::detail::lexical_cast(text, k) && std::isfinite(k) && k > 0
+                           ? std::string()
+                           : "--outlier-k must be a finite number > 0, got '" + text + "'";
+            },
+            "POSITIVE", "finite positive"));
     cmd->add_option("--top-k", opt->top_k, "How many of the largest |x| to report")->check(CLI::NonNegativeNumber);
     cmd->callback([opt, &exit_code] { exit_code = run_analyze(*opt); });
 }

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "record_fields.h"
 #include "trace_reader.h"
+#include "util/json_input.h"
 
 namespace fp8scope::cli {
 namespace {
@@ -181,24 +182,26 @@ void write_chrome(const TraceReader& r, const std::string& path) {
         per_run.push_back(r.ops(run, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()));
         for (const auto& t : per_run.back()) origin = std::min(origin, t.start_ns);
     }
+    // Every id and time below comes from the file: 64-bit sums and double differences,
+    // so extreme values print as they are instead of overflowing.
     for (int run = 0; run < (int)m.runs.size(); ++run) {
-        int pid_base = run * 1000;
+        const std::int64_t pid_base = std::int64_t(run) * 1000;
         events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid_base},
                           {"args", {{"name", m.runs[run].name + " (CPU)"}}}});
         for (const auto& t : per_run[run]) {
-            int pid = pid_base + (t.device >= 0 ? t.device + 1 : 0);
+            const std::int64_t pid = pid_base + (t.device >= 0 ? std::int64_t(t.device) + 1 : 0);
             nlohmann::json args = {{"step", t.step}};
             if (t.linear >= 0 && t.linear < (int)m.linears.size()) args["linear"] = m.linears[t.linear].name;
             if (t.layer >= 0) args["layer"] = t.layer;
             events.push_back({{"ph", "X"}, {"name", m.ops.at(t.op)}, {"cat", t.device >= 0 ? "kernel" : "op"},
-                              {"ts", double(t.start_ns - origin) / 1000.0},
-                              {"dur", double(t.end_ns - t.start_ns) / 1000.0}, {"pid", pid}, {"tid", t.stream},
+                              {"ts", (double(t.start_ns) - double(origin)) / 1000.0},
+                              {"dur", (double(t.end_ns) - double(t.start_ns)) / 1000.0}, {"pid", pid}, {"tid", t.stream},
                               {"args", args}});
         }
     }
     std::ofstream f(path);
     if (!f) throw std::runtime_error("cannot write " + path);
-    f << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}.dump() << '\n';
+    f << dump_json(nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}) << '\n';
 }
 
 int run_export(const ExportOptions& o) {

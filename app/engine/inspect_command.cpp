@@ -37,11 +37,12 @@ int run_inspect(const InspectOptions& o) {
         const TraceMeta& m = r.meta();
         std::printf("%s: fp8scope trace v%d, %s, created %s on %s\n", o.trace.c_str(), m.format_version,
                     m.tool_version.c_str(), m.created.c_str(), m.machine.c_str());
-        std::printf("linears %zu (layers %d), recipes %zu, capture every %lld, block maps every %lld\n",
+        // 64-bit: a layer id read from the file may be INT32_MAX.
+        std::printf("linears %zu (layers %lld), recipes %zu, capture every %lld, block maps every %lld\n",
                     m.linears.size(),
-                    m.linears.empty() ? 0 : 1 + std::max_element(m.linears.begin(), m.linears.end(), [](auto& a, auto& b) {
-                                                    return a.layer < b.layer;
-                                                })->layer,
+                    m.linears.empty() ? 0LL : 1LL + std::max_element(m.linears.begin(), m.linears.end(), [](auto& a, auto& b) {
+                                                      return a.layer < b.layer;
+                                                  })->layer,
                     m.recipes.size(), (long long)m.capture_every, (long long)m.blockmap_every);
         std::vector<Worst> all;
         // A tensor cast the same way for both its GEMMs (per-tensor scales) is listed once.

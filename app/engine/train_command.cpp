@@ -1,10 +1,8 @@
 // `fp8scope-engine train`: builds a TrainConfig from defaults, a JSON file or a
 // checkpoint, dedicated flags and --set overrides (in that order), trains with a progress
-// display and prints each run's final losses. Ctrl-C stops between steps (and writes
-// the final checkpoint when checkpoint.dir is set); a second Ctrl-C kills. With --listen
+// display and prints each run's final losses. Ctrl-C or SIGTERM stops between steps (and
+// writes the final checkpoint when checkpoint.dir is set); a second one kills. With --listen
 // the run is served on the live stream for the GUI to follow and steer.
-#include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -18,19 +16,14 @@
 #include "engine/trainer.h"
 #include "live_control.h"
 #include "run_recording.h"
+#include "stop_signals.h"
 #include "trace_options.h"
 #include "train_progress.h"
+#include "util/json_input.h"
 #include "version.h"
 
 namespace fp8scope::cli {
 namespace {
-
-std::atomic<bool> g_interrupted{false};
-
-extern "C" void on_interrupt(int) {
-    g_interrupted = true;
-    std::signal(SIGINT, SIG_DFL);
-}
 
 struct TrainOptions {
     std::string config, resume;
@@ -50,15 +43,6 @@ live::Endpoint listen_endpoint(const TrainOptions& o) {
     if (o.listen_at.empty() || o.listen_at[0].empty()) return live::parse_endpoint("unix:" + live::default_socket_path());
     return live::parse_endpoint(o.listen_at[0]);
 }
-
-// Turns Ctrl-C into a stop request; the trainer applies it between steps.
-struct InterruptWatch : TrainObserver {
-    explicit InterruptWatch(Trainer& t) : trainer(t) {}
-    void on_step(const StepRecord&) override {
-        if (g_interrupted.exchange(false)) trainer.stop();
-    }
-    Trainer& trainer;
-};
 
 // Keeps every run's loss curve for the --json summary.
 struct History : TrainObserver {
@@ -95,7 +79,7 @@ void apply_flags(const TrainOptions& o, TrainConfig& c) {
     if (o.seq) set("seq_len", std::to_string(*o.seq));
     if (o.seed) set("seed", std::to_string(*o.seed));
     if (o.threads) set("threads", std::to_string(*o.threads));
-    if (o.lr) set("optimizer.lr", nlohmann::json(*o.lr).dump());
+    if (o.lr) set("optimizer.lr", dump_json(nlohmann::json(*o.lr)));
     if (o.eval_every) set("eval.every", std::to_string(*o.eval_every));
     if (o.capture_every) set("capture_every", std::to_string(*o.capture_every));
     else if ((!o.trace.out.empty() || o.listen) && c.capture_every == 0) set("capture_every", std::to_string(kDefaultCaptureEvery));
@@ -170,11 +154,11 @@ int run_train(const TrainOptions& o) {
     }
     const int runs = trainer->runs();
     TrainProgress progress(config.steps, runs, config.log_every, trainer->steps_done(), o.quiet);
-    InterruptWatch watch(*trainer);
     History history(runs);
     trainer->add_observer(&progress);
-    trainer->add_observer(&watch);
     trainer->add_observer(&history);
+    // Before the server binds: a SIGTERM from now on ends the run cleanly (socket removed).
+    std::optional<StopOnSignals> signals(std::in_place, *trainer);
     std::unique_ptr<live::LiveServer> server;
     std::optional<trace::RunRecording> recording;
     try {
@@ -197,16 +181,16 @@ int run_train(const TrainOptions& o) {
     }
     if (!o.quiet) {
         std::fprintf(stderr, "training %d run%s (%s) on %s: %lld tokens, %lld held out, %zu parameters each\n",
-                     runs, runs == 1 ? "" : "s", nlohmann::json(config.run_recipes()).dump().c_str(),
+                     runs, runs == 1 ? "" : "s", dump_json(nlohmann::json(config.run_recipes())).c_str(),
                      trainer->data().data().origin.c_str(), static_cast<long long>(trainer->data().train_tokens()),
                      static_cast<long long>(trainer->data().val_tokens()), trainer->model(0).num_params());
         std::fprintf(stderr, "on %s\n", backend->describe().c_str());
     }
-    std::signal(SIGINT, on_interrupt);
     TrainSummary s;
     try {
         s = trainer->run();
     } catch (const std::exception& e) {
+        signals.reset();
         progress.finish();
         try {
             if (recording) recording->finish(trainer->steps_done(), e.what());
@@ -216,7 +200,7 @@ int run_train(const TrainOptions& o) {
         report(e.what());
         return 1;
     }
-    std::signal(SIGINT, SIG_DFL);
+    signals.reset();
     progress.finish();
     try {
         if (recording) recording->finish(s.steps, s.error.empty() ? (s.stopped ? "stopped" : "done") : s.error);
@@ -238,7 +222,7 @@ int run_train(const TrainOptions& o) {
                                        {"losses", history.loss[i]},
                                        {"eval", history.eval[i]}});
         }
-        std::printf("%s\n", out.dump().c_str());
+        std::printf("%s\n", dump_json(out).c_str());
     } else {
         print_table(s);
     }

@@ -11,7 +11,7 @@ CommandReply apply_command(Trainer& trainer, const Command& c) {
     try {
         switch (c.kind) {
         case CommandKind::Pause: trainer.pause(); break;
-        case CommandKind::Resume: trainer.resume(); break;
+        case CommandKind::Resume: trainer.resume(c.reason); break;
         case CommandKind::Stop: trainer.stop(); break;
         case CommandKind::SwitchRecipe:
             if (c.run == -1) {

@@ -1,6 +1,7 @@
 #include "run_recording.h"
 
 #include <chrono>
+#include <filesystem>
 
 namespace fp8scope::trace {
 
@@ -16,7 +17,16 @@ RunRecording::RunRecording(const RecordingOptions& o, TraceMeta meta, Trainer& t
         publisher_ = std::make_unique<live::LivePublisher>(*server);
         tee_.add(publisher_.get());
     }
-    tee_.write(EventRecord{-1, trainer.steps_done(), EventKind::Start, ""});
+    // Where the file is, absolute: a live client that joins late is told to read it for
+    // the steps the server no longer keeps (live_server.h).
+    std::string start;
+    if (!o.out.empty()) {
+        std::error_code ec;
+        const auto abs = std::filesystem::absolute(o.out, ec);
+        start = std::string(live::kTraceFileDetail) + (ec ? o.out : abs.string());
+        if (start.size() > std::size_t(kEventDetailChars)) start.resize(std::size_t(kEventDetailChars));
+    }
+    tee_.write(EventRecord{-1, trainer.steps_done(), EventKind::Start, start});
     recorder_ = std::make_unique<TrainRecorder>(meta_, tee_, o.capture);
     trainer.add_observer(recorder_.get());
     for (int r = 0; r < trainer.runs(); ++r) trainer.set_capture_sink(r, recorder_->sink(r));

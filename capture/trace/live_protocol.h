@@ -46,6 +46,7 @@ struct Command {
     std::int32_t run = -1;
     std::string recipe;
     std::int64_t value = 0;
+    std::string reason = {};  // not on the wire: why the server issued it itself (an event's detail)
 };
 
 struct CommandReply {

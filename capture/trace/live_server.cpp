@@ -4,16 +4,27 @@
 // wakes the thread; it never touches a socket, so training never waits on a slow
 // client. A client whose queue passes its limit, that sends garbage repeatedly or never
 // completes the handshake is disconnected.
+//
+// Bounded for a long run and hostile local processes:
+// - The history a late client replays is the last kHistorySteps steps (and at most
+//   kHistoryBytes); the Start event is always kept, and once the history was trimmed a
+//   late client's copy says which steps it lacks and where the trace file is.
+// - Only authenticated clients count against kMaxClients. Connections still in the
+//   handshake (at most kMaxPending, the oldest dropped first) have kHandshakeTimeout.
+// - A pause whose clients all disconnected is undone: the run resumes, with an event.
 #include "live_server.h"
 
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -28,7 +39,10 @@ using Frame = std::shared_ptr<const std::string>;
 using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kQueueLimit = 64u << 20;  // bytes a client may lag behind live records
-constexpr std::size_t kMaxClients = 32;
+constexpr std::size_t kMaxClients = 32;         // authenticated clients
+constexpr std::size_t kMaxPending = 64;         // connections still in the handshake
+constexpr std::int64_t kHistorySteps = 1000;    // steps a late client is sent
+constexpr std::size_t kHistoryBytes = 16u << 20;
 constexpr int kMaxStrikes = 3;                  // refused frames before a client is dropped
 constexpr auto kHandshakeTimeout = std::chrono::seconds(5);
 constexpr auto kLingerAfterError = std::chrono::seconds(1);
@@ -53,6 +67,7 @@ struct Client {
     std::size_t limit = kQueueLimit;
     bool authed = false;            // guarded by Impl::mu
     bool dead = false;              // guarded by Impl::mu
+    bool paused = false;            // its pause is in force (server thread only)
     bool closing = false;           // an error went out; close once it is sent
     int strikes = 0;
     Clock::time_point deadline;     // handshake, or linger after an error
@@ -75,8 +90,11 @@ struct LiveServer::Impl {
 
     mutable std::mutex mu;
     std::vector<std::unique_ptr<Client>> clients;
-    std::vector<Frame> history;          // step and event records, in order
+    std::deque<std::pair<std::int64_t, Frame>> history;  // (step, frame) of step and event records
     std::size_t history_bytes = 0;
+    std::int64_t newest_step = INT64_MIN;
+    std::optional<std::int64_t> trimmed_before;  // steps before it are no longer in history
+    std::vector<trace::EventRecord> starts;      // Start events, kept whatever is trimmed
     std::vector<Frame> operands;         // of the newest capture step
     std::size_t operand_bytes = 0;
     std::int64_t operand_step = -1;
@@ -97,7 +115,9 @@ struct LiveServer::Impl {
     // Queues `bytes` for every client; `keep` first files it, under the same lock, where
     // a client that connects later will find it.
     void publish(std::string bytes, const std::function<void(const Frame&)>& keep = {});
-    void keep_history(const Frame& f);
+    void keep_history(std::int64_t step, const Frame& f);
+    void keep_start(const trace::EventRecord& r);
+    void resume_if_pausers_left(const std::vector<std::unique_ptr<Client>>& leaving);
     void keep_operand(const trace::OperandKey& key, const Frame& f);
     void keep_op_name(const trace::OpNameRecord& r);
 };
@@ -127,9 +147,21 @@ void LiveServer::Impl::publish(std::string bytes, const std::function<void(const
     waker.wake();
 }
 
-void LiveServer::Impl::keep_history(const Frame& f) {
-    history.push_back(f);
+void LiveServer::Impl::keep_history(std::int64_t step, const Frame& f) {
+    history.emplace_back(step, f);
     history_bytes += f->size();
+    newest_step = std::max(newest_step, step);
+    // Saturating: a step near INT64_MIN keeps everything rather than wrapping.
+    const std::int64_t oldest_kept = newest_step < INT64_MIN + kHistorySteps ? INT64_MIN : newest_step - kHistorySteps + 1;
+    while (!history.empty() && (history.front().first < oldest_kept || history_bytes > kHistoryBytes)) {
+        history_bytes -= history.front().second->size();
+        history.pop_front();
+        trimmed_before = history.empty() ? newest_step : history.front().first;
+    }
+}
+
+void LiveServer::Impl::keep_start(const trace::EventRecord& r) {
+    if (starts.size() < 16) starts.push_back(r);  // one per recording; the bound is for safety
 }
 
 void LiveServer::Impl::keep_operand(const trace::OperandKey& key, const Frame& f) {
@@ -163,11 +195,32 @@ void LiveServer::Impl::refuse(Client& c, wire::ErrorCode code, const std::string
 // The handshake's answer: metadata, then the history, then live records (publish()
 // appends behind these under the same lock, so nothing is missed or repeated).
 void LiveServer::Impl::welcome(Client& c) {
-    std::lock_guard lock(mu);
+    std::unique_lock lock(mu);
+    std::size_t authed = 0;
+    for (const auto& other : clients) authed += other->authed && !other->dead && !other->closing;
+    if (authed >= kMaxClients) {
+        lock.unlock();
+        return refuse(c, wire::ErrorCode::TooManyClients,
+                      "too many clients (" + std::to_string(kMaxClients) + " are attached)", true);
+    }
     c.authed = true;
-    c.limit = kQueueLimit + meta->size() + history_bytes + operand_bytes;
+    std::vector<Frame> start_frames;
+    for (trace::EventRecord e : starts) {
+        if (trimmed_before) {
+            const bool has_file = e.detail.rfind(kTraceFileDetail, 0) == 0;
+            e.detail = "the live history starts at step " + std::to_string(*trimmed_before) + " (the last " +
+                       std::to_string(kHistorySteps) + " steps); " +
+                       (has_file ? "earlier steps are in the " + e.detail : "earlier steps are not kept (no trace file)");
+            if (e.detail.size() > std::size_t(trace::kEventDetailChars)) e.detail.resize(trace::kEventDetailChars);
+        }
+        start_frames.push_back(std::make_shared<const std::string>(wire::frame(e)));
+    }
+    std::size_t start_bytes = 0;
+    for (const auto& f : start_frames) start_bytes += f->size();
+    c.limit = kQueueLimit + meta->size() + start_bytes + history_bytes + operand_bytes;
     enqueue_locked(c, meta);
-    for (const auto& f : history) enqueue_locked(c, f);
+    for (const auto& f : start_frames) enqueue_locked(c, f);
+    for (const auto& [step, f] : history) enqueue_locked(c, f);
     for (const auto& f : operands) enqueue_locked(c, f);
 }
 
@@ -206,7 +259,33 @@ void LiveServer::Impl::handle(Client& c, const wire::FrameView& f) {
     } catch (const std::exception& e) {
         reply = {false, e.what()};
     }
+    // Whose pause is in force: a resume from anyone lifts every pause.
+    if (reply.ok && m.command.kind == CommandKind::Pause) c.paused = true;
+    if (reply.ok && m.command.kind == CommandKind::Resume) {
+        std::lock_guard lock(mu);
+        for (auto& other : clients) other->paused = false;
+    }
     enqueue(c, wire::frame(wire::ReplyMsg{m.id, reply}));
+}
+
+// A pause must not outlive every client that asked for it: nobody would be left to
+// resume the run. Called on the server thread with the clients being dropped.
+void LiveServer::Impl::resume_if_pausers_left(const std::vector<std::unique_ptr<Client>>& leaving) {
+    bool left = false, remaining = false;
+    for (const auto& c : leaving) left |= c->paused;
+    {
+        std::lock_guard lock(mu);
+        for (const auto& c : clients) remaining |= c->paused;
+    }
+    if (!left || remaining || !handler) return;
+    Command resume;
+    resume.kind = CommandKind::Resume;
+    resume.reason = "resumed: the client that paused the run disconnected";
+    try {
+        handler(resume);
+    } catch (const std::exception&) {
+        // The run may have ended; there is nothing to resume then.
+    }
 }
 
 void LiveServer::Impl::read_client(Client& c) {
@@ -297,10 +376,16 @@ void LiveServer::Impl::accept_clients() {
         c->fd = net::Fd(fd);
         c->deadline = Clock::now() + kHandshakeTimeout;
         std::lock_guard lock(mu);
-        if (clients.size() >= kMaxClients) {
-            net::send_some(fd, wire::frame(wire::ErrorMsg{wire::ErrorCode::TooManyClients, "too many clients"}));
-            continue;  // closed by the Fd
-        }
+        // The client cap counts authenticated clients (welcome): connections that never
+        // say hello cannot lock anyone out. Too many of those: the oldest goes.
+        std::size_t pending = 0;
+        Client* oldest = nullptr;
+        for (auto& other : clients)
+            if (!other->authed && !other->dead) {
+                ++pending;
+                if (!oldest || other->deadline < oldest->deadline) oldest = other.get();
+            }
+        if (pending >= kMaxPending && oldest) oldest->dead = true;
         clients.push_back(std::move(c));
     }
 }
@@ -340,8 +425,15 @@ void LiveServer::Impl::loop() {
                 }
                 if (!c->authed && now > c->deadline) c->dead = true;
             }
-            std::erase_if(clients, [](const auto& c) { return c->dead; });
         }
+        std::vector<std::unique_ptr<Client>> leaving;
+        {
+            std::lock_guard lock(mu);
+            for (auto& c : clients)
+                if (c->dead) leaving.push_back(std::move(c));
+            std::erase_if(clients, [](const auto& c) { return !c; });
+        }
+        resume_if_pausers_left(leaving);
         if (fds[1].revents & POLLIN) accept_clients();
     }
 }
@@ -374,10 +466,13 @@ const Endpoint& LiveServer::endpoint() const { return impl_->endpoint; }
 const std::string& LiveServer::token() const { return impl_->token; }
 
 void LiveServer::publish(const trace::StepRecord& r) {
-    impl_->publish(wire::frame(r), [this](const Frame& f) { impl_->keep_history(f); });
+    impl_->publish(wire::frame(r), [this, &r](const Frame& f) { impl_->keep_history(r.step, f); });
 }
 void LiveServer::publish(const trace::EventRecord& r) {
-    impl_->publish(wire::frame(r), [this](const Frame& f) { impl_->keep_history(f); });
+    impl_->publish(wire::frame(r), [this, &r](const Frame& f) {
+        if (r.kind == trace::EventKind::Start) impl_->keep_start(r);
+        else impl_->keep_history(r.step, f);
+    });
 }
 void LiveServer::publish(const trace::ScalingRecord& r) { impl_->publish(wire::frame(r)); }
 void LiveServer::publish(const trace::OperandRecord& r) {

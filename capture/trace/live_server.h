@@ -6,11 +6,15 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "live_protocol.h"
 #include "trace_records.h"
 
 namespace fp8scope::live {
+
+// The Start event's detail of a run that writes a trace file: this, then the path.
+inline constexpr std::string_view kTraceFileDetail = "trace file ";
 
 class LiveServer {
 public:
@@ -30,8 +34,11 @@ public:
     const std::string& token() const;
 
     // A client that connects late first receives the metadata (with the op names
-    // published so far), every step and event record so far and the newest capture
-    // step's operand records, then new records.
+    // published so far), the Start event, the step and event records of the last
+    // 1000 steps and the newest capture step's operand records, then new records. When
+    // older steps were dropped, its Start event's detail says from which step it has
+    // them and, when the run writes a trace file (a Start detail of kTraceFileDetail +
+    // path), that the rest is there.
     void publish(const trace::StepRecord& r);
     void publish(const trace::EventRecord& r);
     void publish(const trace::ScalingRecord& r);

@@ -10,10 +10,17 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 namespace fp8scope::live::net {
 namespace {
+
+// Connections the kernel queues before the server thread accepts them: room for a burst
+// (the server itself bounds how many it keeps waiting for a hello).
+constexpr int kBacklog = 128;
+
 
 std::string sys_error(const std::string& what) { return what + ": " + std::strerror(errno); }
 
@@ -45,7 +52,7 @@ Fd listen_local(const Endpoint& e) {
         if (errno == EADDRINUSE) throw LiveError("address in use: " + e.to_string());
         throw LiveError(sys_error("cannot bind " + e.to_string()));
     }
-    if (::chmod(a.sun_path, 0600) != 0 || ::listen(fd.get(), 16) != 0) {
+    if (::chmod(a.sun_path, 0600) != 0 || ::listen(fd.get(), kBacklog) != 0) {
         std::string why = sys_error("cannot listen on " + e.to_string());
         ::unlink(a.sun_path);
         throw LiveError(why);
@@ -80,7 +87,7 @@ Fd listen_tcp(Endpoint& e) {
         if (!fd) continue;
         int one = 1;
         ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (::bind(fd.get(), p->ai_addr, p->ai_addrlen) != 0 || ::listen(fd.get(), 16) != 0) {
+        if (::bind(fd.get(), p->ai_addr, p->ai_addrlen) != 0 || ::listen(fd.get(), kBacklog) != 0) {
             why = errno == EADDRINUSE ? "address in use" : std::strerror(errno);
             continue;
         }
@@ -134,8 +141,16 @@ Fd connect_to(const Endpoint& e, std::chrono::milliseconds timeout) {
         const sockaddr_un a = unix_address(e.path);
         Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
         if (!fd) throw LiveError(sys_error("socket"));
-        int err = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0 ? 0 : errno;
-        if (err == EINPROGRESS || err == EAGAIN) err = finish_connect(fd.get(), timeout);
+        // EAGAIN on a Unix socket means the listener's backlog is full (many connections
+        // at once): unlike TCP's EINPROGRESS nothing is pending, so try again until the
+        // server has accepted some or the timeout passes.
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        int err;
+        while ((err = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0 ? 0 : errno) == EAGAIN &&
+               std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        if (err == EAGAIN) err = ETIMEDOUT;
+        if (err == EINPROGRESS) err = finish_connect(fd.get(), timeout);
         if (err) throw LiveError(connect_error(err, e));
         return fd;
     }

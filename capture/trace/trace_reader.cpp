@@ -28,6 +28,7 @@ struct Dataset {
     hsize_t rows = 0;
     hsize_t cols = 0;        // 0: 1-D
     std::size_t row_bytes = 0;  // in the file
+    hsize_t chunk_bytes = 0;    // HDF5 allocates a whole chunk to read any row of it
     h5::Layout layout;          // a compound table's columns (trace_schema.h)
     std::vector<std::size_t> absent;  // columns an older file lacks: they read as defaults
 };
@@ -166,7 +167,8 @@ struct TraceReader::Impl {
             return true;
         }
         std::size_t n = H5Tget_size(type);
-        if (n == 0 || n > (64u << 20)) return false;
+        std::error_code ec;
+        if (n == 0 || n > (64u << 20) || n > std::filesystem::file_size(path, ec) || ec) return false;
         std::string buf(n, '\0');
         h5::Id mem(H5Tcopy(type));
         if (H5Aread(attr, mem, buf.data()) < 0) return false;
@@ -233,6 +235,10 @@ struct TraceReader::Impl {
         d.cols = cols;
         d.row_bytes = H5Tget_size(ftype) * (cols ? cols : 1);
         if (d.row_bytes == 0) throw fail(std::string(p) + " has an empty element type");
+        h5::Id dcpl(H5Dget_create_plist(d.dset));
+        hsize_t chunk[2] = {0, 0};
+        if (dcpl.valid() && H5Pget_layout(dcpl) == H5D_CHUNKED && H5Pget_chunk(dcpl, 2, chunk) >= 1)
+            d.chunk_bytes = chunk[0] > UINT64_MAX / d.row_bytes ? UINT64_MAX : chunk[0] * d.row_bytes;
         read_extent(d);
         return d;
     }
@@ -267,6 +273,11 @@ struct TraceReader::Impl {
         if (dims[0] > file_size / d.row_bytes)
             throw fail(std::string(d.path) + " claims " + std::to_string(dims[0]) +
                        " rows, more than the file's " + std::to_string(file_size) + " bytes can hold");
+        // A written chunk takes its whole size on disk (the writer never compresses): a
+        // larger chunk is a damaged header that would make HDF5 allocate it to read a row.
+        if (dims[0] > 0 && d.chunk_bytes > file_size)
+            throw fail(std::string(d.path) + " has chunks of " + std::to_string(d.chunk_bytes) +
+                       " bytes, more than the file's " + std::to_string(file_size));
         d.rows = dims[0];
     }
 
@@ -508,13 +519,15 @@ struct TraceReader::Impl {
         check_recipe_in_use(o.recipe_in_use, row);
         TensorStats& st = o.stats;
         if (r.hist_count > 0) {
-            if (r.hist_min_exp < kHistMinExp || r.hist_count > static_cast<std::uint64_t>(kHistBins) ||
-                r.hist_min_exp - kHistMinExp + static_cast<std::int64_t>(r.hist_count) > kHistBins)
+            // 64-bit: min_exp near INT32_MAX must not wrap into a small, "valid" bin index.
+            const std::int64_t first_bin = std::int64_t(r.hist_min_exp) - kHistMinExp;
+            if (first_bin < 0 || r.hist_count > static_cast<std::uint64_t>(kHistBins) ||
+                first_bin + static_cast<std::int64_t>(r.hist_count) > kHistBins)
                 throw fail(std::string(s::kOperands) + " row " + std::to_string(row) + ": histogram span (min_exp " +
                            std::to_string(r.hist_min_exp) + ", count " + std::to_string(r.hist_count) +
                            ") is outside the exponent range");
             check_span(histogram, r.hist_offset, r.hist_count, "histogram", row);
-            read_rows(histogram, r.hist_offset, r.hist_count, &st.histogram.bins[r.hist_min_exp - kHistMinExp]);
+            read_rows(histogram, r.hist_offset, r.hist_count, &st.histogram.bins[std::size_t(first_bin)]);
         }
         check_span(channel_absmax, r.channel_offset, r.channel_count, "channel_absmax", row);
         st.outliers.channel_absmax = read_range<float>(channel_absmax, r.channel_offset, r.channel_count);
@@ -597,6 +610,22 @@ std::vector<ScalingRecord> TraceReader::scaling(int run, std::int64_t from, std:
         r.scale = std::move(scale);
         out.push_back(std::move(r));
     }
+    return out;
+}
+
+std::vector<std::int64_t> TraceReader::row_steps(int run, std::int64_t from, std::int64_t to) const {
+    const Impl& d = *impl_;
+    std::vector<std::int64_t> out;
+    for (auto it = d.scaling_rows.lower_bound({run, from});
+         it != d.scaling_rows.end() && it->first.first == run && it->first.second <= to; ++it)
+        out.push_back(it->first.second);
+    if (run >= 0 && run < static_cast<int>(d.op_rows.size())) {
+        const auto& v = d.op_rows[run];
+        auto lo = std::lower_bound(v.begin(), v.end(), from, [](const auto& a, std::int64_t s) { return a.first < s; });
+        for (auto it = lo; it != v.end() && it->first <= to; ++it) out.push_back(it->first);
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
 }
 

@@ -41,6 +41,10 @@ public:
     std::vector<EventRecord> events() const;
     // Per-step amax/scale of every operand slot, steps in [from, to].
     std::vector<ScalingRecord> scaling(int run, std::int64_t from, std::int64_t to) const;
+    // The steps in [from, to] that have scaling or op rows, ascending, each once: a
+    // reader that walks these does work in proportion to the rows, never to the range
+    // (one step far from the others, a flipped sign bit, is one step, not 2^63).
+    std::vector<std::int64_t> row_steps(int run, std::int64_t from, std::int64_t to) const;
 
     std::vector<std::int64_t> capture_steps(int run) const;
     std::optional<OperandRecord> operand(const OperandKey& key) const;

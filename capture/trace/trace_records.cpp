@@ -1,6 +1,8 @@
 // Names and slot layout of the trace data model (trace_records.h).
 #include "trace_records.h"
 
+#include <climits>
+
 #include <string>
 
 namespace fp8scope::trace {
@@ -8,7 +10,8 @@ namespace fp8scope::trace {
 // Slot = linear * 6 + gemm * 2 + (0: the GEMM's left operand, 1: its right operand):
 // fprop (x, w), dgrad (dy, w), wgrad (dy, x).
 int operand_slot(int linear, Gemm gemm, Operand operand) {
-    if (linear < 0) return -1;
+    // Past this the slot would not fit an int (a damaged or hostile linear id).
+    if (linear < 0 || linear > (INT_MAX - kOperandsPerLinear) / kOperandsPerLinear) return -1;
     int side = -1;
     switch (gemm) {
         case Gemm::Fprop: side = operand == Operand::X ? 0 : operand == Operand::W ? 1 : -1; break;

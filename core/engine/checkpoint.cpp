@@ -2,15 +2,17 @@
 #include "engine/checkpoint.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <array>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <stdexcept>
+#include <string_view>
+
+#include "io/input_file.h"
 
 namespace fp8scope {
 namespace {
@@ -68,7 +70,7 @@ public:
         auto n = pod<std::uint64_t>(field);
         if (n > (bytes_.size() - pos_) / sizeof(T)) fail(std::string("truncated field '") + field + "'");
         std::vector<T> v(static_cast<std::size_t>(n));
-        std::memcpy(v.data(), bytes_.data() + pos_, v.size() * sizeof(T));
+        if (n) std::memcpy(v.data(), bytes_.data() + pos_, v.size() * sizeof(T));  // data() may be null
         pos_ += v.size() * sizeof(T);
         return v;
     }
@@ -90,6 +92,27 @@ private:
 
 [[noreturn]] void io_error(const std::string& path, const char* what) {
     throw std::runtime_error(path + ": " + what + ": " + std::strerror(errno));
+}
+
+// A checkpoint is written as NAME.ckpt.tmp.PID and renamed; a writer killed with -9 leaves
+// the temporary behind. Those of processes that no longer exist are removed before the
+// next checkpoint in the directory; a live writer's (another run sharing it) is kept.
+constexpr std::string_view kTempInfix = ".ckpt.tmp.";
+
+bool process_exists(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
+
+void remove_stale_temporaries(const std::filesystem::path& dir) {
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        const std::size_t at = name.rfind(kTempInfix);
+        if (at == std::string::npos) continue;
+        const std::string digits = name.substr(at + kTempInfix.size());
+        if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::error_code file_ec;
+        if (!process_exists(std::stol(digits)) && it->is_regular_file(file_ec))
+            std::filesystem::remove(it->path(), file_ec);
+    }
 }
 
 }  // namespace
@@ -175,6 +198,7 @@ void save_checkpoint(const std::string& path, const TrainState& state) {
     std::vector<std::uint8_t> bytes = serialize_checkpoint(state);
     std::filesystem::path target(path);
     if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
+    remove_stale_temporaries(target.has_parent_path() ? target.parent_path() : ".");
     std::string tmp = path + ".tmp." + std::to_string(::getpid());
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) io_error(tmp, "cannot create checkpoint");
@@ -200,10 +224,15 @@ void save_checkpoint(const std::string& path, const TrainState& state) {
 }
 
 TrainState load_checkpoint(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error(path + ": cannot open checkpoint");
-    std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return deserialize_checkpoint(bytes, path);
+    // A regular file only: a FIFO or a device would hang or never end (read_regular_file).
+    // Its invalid_argument becomes this API's runtime_error (checkpoint.h).
+    std::string bytes;
+    try {
+        bytes = read_regular_file(path, "checkpoint");
+    } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(e.what());
+    }
+    return deserialize_checkpoint({reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()}, path);
 }
 
 }  // namespace fp8scope

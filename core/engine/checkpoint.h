@@ -8,8 +8,10 @@
 //   u32         CRC-32 (IEEE 802.3) of the payload
 //   payload     the TrainState fields in declaration order; strings and arrays are a u64
 //               length followed by their elements
-// Files are written to a temporary name in the same directory, flushed to disk and then
-// renamed, so a crash never leaves a half-written checkpoint under the real name.
+// Files are written to a temporary name in the same directory (NAME.tmp.PID), flushed to
+// disk and then renamed, so a crash never leaves a half-written checkpoint under the real
+// name; the next save in the directory removes *.ckpt.tmp.PID files of dead processes.
+// load_checkpoint reads regular files only (a FIFO or a device is refused by name).
 #pragma once
 
 #include <cstdint>

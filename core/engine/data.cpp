@@ -2,21 +2,14 @@
 #include "engine/data.h"
 
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <stdexcept>
 
 #include "engine/data_corpus.h"
 #include "engine/rng.h"
+#include "io/input_file.h"
 
 namespace fp8scope {
 namespace {
-
-std::vector<char> read_file(const std::string& path, const char* what) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::invalid_argument(path + ": cannot open " + what);
-    return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 std::int32_t read_le32(const char* p) {
     const auto* b = reinterpret_cast<const unsigned char*>(p);
@@ -27,7 +20,8 @@ std::int32_t read_le32(const char* p) {
 }  // namespace
 
 TokenData load_text_file(const std::string& path) {
-    std::vector<char> bytes = read_file(path, "text file");
+    // Regular files only (read_regular_file): a FIFO or a device would hang the start.
+    std::string bytes = read_regular_file(path, "text file");
     if (bytes.empty()) throw std::invalid_argument(path + ": text file is empty");
     TokenData d{path, {}};
     d.tokens.reserve(bytes.size());
@@ -36,7 +30,7 @@ TokenData load_text_file(const std::string& path) {
 }
 
 TokenData load_token_file(const std::string& path, int vocab_size) {
-    std::vector<char> bytes = read_file(path, "token file");
+    std::string bytes = read_regular_file(path, "token file");
     if (bytes.size() < kTokenFileHeaderBytes)
         throw std::invalid_argument(path + ": token file of " + std::to_string(bytes.size()) +
                                     " bytes is shorter than its 1024-byte header");

@@ -5,7 +5,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <limits>
 #include <set>
 #include <nlohmann/json.hpp>
@@ -13,6 +12,9 @@
 #include <stdexcept>
 
 #include "fp8/training_recipe.h"
+#include "io/input_file.h"
+#include "util/json_input.h"
+#include "util/parallel.h"
 
 namespace fp8scope {
 namespace {
@@ -44,7 +46,7 @@ void visit_fields(TrainConfig& c, V& v) {
     v("batch_size", c.batch_size, Limits{1, 1 << 20});
     v("seq_len", c.seq_len, Limits{1, 1 << 20});
     v("seed", c.seed);
-    v("threads", c.threads, Limits{0, 4096});
+    v("threads", c.threads, Limits{0, kMaxThreads});
     v("capture_every", c.capture_every, Limits{0, big});
     v("log_every", c.log_every, Limits{1, big});
 
@@ -57,6 +59,7 @@ void visit_fields(TrainConfig& c, V& v) {
     v.choice("model.norm", c.model.norm, kNorms);
     v.choice("model.mlp", c.model.mlp, kMlps);
     v("model.smooth_swiglu", c.model.smooth_swiglu);
+    v("model.tie_embeddings", c.model.tie_embeddings);
 
     v("optimizer.lr", c.optimizer.lr, Limits{0, 10});
     v("optimizer.beta1", c.optimizer.beta1, Limits{0, 1, true});
@@ -94,10 +97,8 @@ json::json_pointer pointer(std::string_view path) {
     return json::json_pointer(p);
 }
 
-std::string show(const json& j) {
-    std::string s = j.dump();
-    return s.size() > 60 ? s.substr(0, 57) + "..." : s;
-}
+// A value in a message: bounded, however large or deep the value is (json_input.h).
+std::string show(const json& j) { return show_json(j); }
 
 std::string range_text(const Limits& l) {
     std::ostringstream s;
@@ -185,7 +186,7 @@ public:
                 check_unknown(*it, p);
                 continue;
             }
-            throw std::invalid_argument(prefix_ + "unknown field '" + p + "'");
+            throw std::invalid_argument(prefix_ + "unknown field '" + clip(p) + "'");
         }
     }
     void note_sections(std::string_view path) {
@@ -219,27 +220,29 @@ private:
     std::set<std::string, std::less<>> seen_, sections_;
 };
 
+// Into an ordered_json (files read in visit order) or a json (overrides, read back).
+template <class J>
 class Writer {
 public:
     template <class T>
     void operator()(std::string_view path, const T& value, Limits = {}) {
-        out[ordered_json::json_pointer(pointer(path).to_string())] = value;
+        out[typename J::json_pointer(pointer(path).to_string())] = value;
     }
     // Floats as the shortest decimal that reads back as the same float ("0.003", not
     // "0.003000000026077032"), so written configs read as they were typed.
     void operator()(std::string_view path, const float& value, Limits = {}) {
         char buf[32];
         const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-        out[ordered_json::json_pointer(pointer(path).to_string())] =
+        out[typename J::json_pointer(pointer(path).to_string())] =
             ec == std::errc() ? std::strtod(std::string(buf, end).c_str(), nullptr) : double(value);
     }
     template <class E, std::size_t N>
     void choice(std::string_view path, const E& value, const Choice (&choices)[N]) {
         for (const auto& c : choices)
             if (c.value == static_cast<int>(value))
-                out[ordered_json::json_pointer(pointer(path).to_string())] = std::string(c.name);
+                out[typename J::json_pointer(pointer(path).to_string())] = std::string(c.name);
     }
-    ordered_json out = ordered_json::object();  // fields in visit order: readable files
+    J out = J::object();
 };
 
 // How an override's text is to be read: strings are taken literally.
@@ -299,12 +302,12 @@ void TrainConfig::validate() const {
                                     " is too small for byte-level data (needs 256)");
     if (data.source.empty()) throw std::invalid_argument("data.source is empty");
     if (device != "cpu" && device != "cuda")
-        throw std::invalid_argument("device '" + device + "' is not one of cpu, cuda");
+        throw std::invalid_argument("device '" + clip(device) + "' is not one of cpu, cuda");
     for (const auto& name : run_recipes()) {
         try {
             (void)training_recipe(name);
         } catch (const std::invalid_argument& e) {
-            throw std::invalid_argument(std::string(compare.empty() ? "recipe" : "compare") + ": " + e.what());
+            throw std::invalid_argument(std::string(compare.empty() ? "recipe" : "compare") + ": " + clip(e.what(), 160));
         }
     }
 }
@@ -313,47 +316,48 @@ TrainConfig train_config_from_json(std::string_view json_text, std::string_view 
     std::string prefix = origin.empty() ? "" : std::string(origin) + ": ";
     json root;
     try {
-        root = json::parse(json_text);
-    } catch (const json::parse_error& e) {
+        root = parse_json(json_text);  // bounded depth, no duplicate keys
+    } catch (const JsonInputError& e) {
         throw std::invalid_argument(prefix + "invalid JSON: " + e.what());
     }
     return from_json(root, prefix);
 }
 
 TrainConfig load_train_config(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::invalid_argument(path + ": cannot open config file");
-    std::stringstream text;
-    text << in.rdbuf();
-    return train_config_from_json(text.str(), path);
+    // A config is a few KB; the limit keeps a wrong path (a data file) from being parsed.
+    constexpr std::uint64_t kMaxConfigBytes = 64u << 20;
+    return train_config_from_json(read_regular_file(path, "config file", kMaxConfigBytes), path);
 }
 
 std::string train_config_to_json(const TrainConfig& config) {
-    Writer w;
+    Writer<ordered_json> w;  // fields in visit order: readable files
     visit_fields(const_cast<TrainConfig&>(config), w);  // the writer only reads
-    return w.out.dump(2);
+    return dump_json(w.out, 2);  // a non-UTF-8 path prints with U+FFFD instead of aborting
 }
 
 namespace {
 void apply_one(TrainConfig& config, std::string_view assignment, bool partial) {
-    std::string prefix = "--set " + std::string(assignment) + ": ";
+    std::string prefix = "--set " + clip(assignment) + ": ";
     std::size_t eq = assignment.find('=');
     if (eq == std::string_view::npos || eq == 0)
         throw std::invalid_argument(prefix + "expected FIELD=VALUE");
     std::string_view path = assignment.substr(0, eq), text = assignment.substr(eq + 1);
     KindFinder kind(path);
     visit_fields(config, kind);
-    if (!kind.found) throw std::invalid_argument(prefix + "unknown field '" + std::string(path) + "'");
+    if (!kind.found) throw std::invalid_argument(prefix + "unknown field '" + clip(path) + "'");
     json value;
     if (kind.textual && !(text.size() && text.front() == '[')) {
         value = std::string(text);
     } else {
-        value = json::parse(text, nullptr, false);
-        if (value.is_discarded()) value = std::string(text);  // reported as a type error
+        try {
+            value = parse_json(text);
+        } catch (const JsonInputError&) {
+            value = std::string(text);  // reported as a type error
+        }
     }
-    Writer w;
+    Writer<json> w;  // straight into a json: no dump and re-parse of a non-UTF-8 path
     visit_fields(config, w);
-    json doc = json::parse(w.out.dump());
+    json doc = std::move(w.out);
     doc[pointer(path)] = value;
     config = from_json(doc, prefix, partial);
 }

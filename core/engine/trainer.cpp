@@ -8,7 +8,7 @@
 #include <limits>
 #include <stdexcept>
 
-
+#include "engine/memory_estimate.h"
 
 namespace fp8scope {
 
@@ -29,7 +29,7 @@ struct Trainer::Run {
 struct Trainer::Request {
     enum Kind { Pause, Resume, Stop, Switch, Checkpoint, CaptureEvery } kind;
     int run = -1;
-    std::string text;  // recipe name or checkpoint path
+    std::string text;  // recipe name, checkpoint path or why a resume came
     int value = 0;     // capture interval
 };
 
@@ -38,6 +38,10 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend) : config_(config),
     if (config_.device != device_name(backend.device()))
         throw std::invalid_argument("config asks for device '" + config_.device + "', the backend is " +
                                     device_name(backend.device()));
+    // Memory check (memory_estimate.h): refuse a config this machine cannot hold before
+    // allocating any of it. On a GPU only the host part is compared here.
+    require_memory(estimate_memory(config_, dtype_size(backend.activation_dtype())), available_memory(),
+                   backend.device() != Device::CPU);
     sampler_ = std::make_unique<BatchSampler>(load_data(config_.data, config_.model.vocab_size),
                                               config_.data.val_fraction, config_.batch_size,
                                               config_.seq_len, config_.seed);
@@ -75,9 +79,9 @@ void Trainer::pause() {
     wake_.notify_all();
 }
 
-void Trainer::resume() {
+void Trainer::resume(std::string why) {
     std::lock_guard lock(mu_);
-    requests_.push_back({Request::Resume, -1, {}});
+    requests_.push_back({Request::Resume, -1, std::move(why)});
     wake_.notify_all();
 }
 
@@ -130,7 +134,7 @@ void Trainer::apply_requests() {
             paused_ = true;
             break;
         case Request::Resume:
-            if (paused_) emit(EventKind::Resume, -1, "");
+            if (paused_) emit(EventKind::Resume, -1, r.text);
             paused_ = false;
             break;
         case Request::Stop:

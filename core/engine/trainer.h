@@ -68,7 +68,7 @@ public:
     // Thread-safe; applied between steps. switch_recipe and checkpoint_now throw
     // std::invalid_argument at once on an unknown recipe or run.
     void pause();
-    void resume();
+    void resume(std::string why = "");  // `why`: the Resume event's detail
     void stop();
     void switch_recipe(int run, const std::string& recipe);
     void checkpoint_now(const std::string& path = "");  // "": checkpoint.dir/step_N.ckpt

@@ -14,6 +14,7 @@
 #include "io/py_literal.h"
 #include "io/raw_data.h"
 #include "io/tensor_file.h"
+#include "util/clip.h"
 
 namespace fp8scope {
 
@@ -30,18 +31,18 @@ struct NpyDtype {
 
 NpyDtype parse_descr(const std::string& path, const PyLiteral& descr) {
     if (descr.kind == PyLiteral::Kind::List)
-        throw TensorFileError(path, "dtype " + descr.repr() + " not supported (structured arrays)");
+        throw TensorFileError(path, "dtype " + clip(descr.repr()) + " not supported (structured arrays)");
     if (descr.kind != PyLiteral::Kind::Str)
-        throw TensorFileError(path, "malformed header: 'descr' must be a string, got " + descr.repr());
+        throw TensorFileError(path, "malformed header: 'descr' must be a string, got " + clip(descr.repr()));
     const std::string& s = descr.str;
-    if (s.size() >= 2 && s[1] == 'O') throw TensorFileError(path, "object arrays not supported (dtype '" + s + "')");
+    if (s.size() >= 2 && s[1] == 'O') throw TensorFileError(path, "object arrays not supported (dtype '" + clip(s) + "')");
     if (s.size() == 3 && (s[0] == '<' || s[0] == '>' || s[0] == '=') && s[1] == 'f') {
         bool big = s[0] == '>' || (s[0] == '=' && std::endian::native == std::endian::big);
         if (s[2] == '2') return {RawType::F16, big, "float16"};
         if (s[2] == '4') return {RawType::F32, big, "float32"};
         if (s[2] == '8') return {RawType::F64, big, "float64"};
     }
-    throw TensorFileError(path, "dtype '" + s + "' not supported (float16, float32, float64)");
+    throw TensorFileError(path, "dtype '" + clip(s) + "' not supported (float16, float32, float64)");
 }
 
 std::vector<std::int64_t> parse_shape(const std::string& path, const PyLiteral& shape) {
@@ -53,7 +54,7 @@ std::vector<std::int64_t> parse_shape(const std::string& path, const PyLiteral& 
     }
     if (!ok)
         throw TensorFileError(path, "malformed header: 'shape' must be a tuple of non-negative integers, got " +
-                                        shape.repr());
+                                        clip(shape.repr()));
     return dims;
 }
 
@@ -127,18 +128,18 @@ LoadedTensor read_npy(const std::string& path) {
         if (key == "descr") descr = &value;
         else if (key == "fortran_order") fortran = &value;
         else if (key == "shape") shape_lit = &value;
-        else throw TensorFileError(path, "malformed header: unexpected key '" + key + "'");
+        else throw TensorFileError(path, "malformed header: unexpected key '" + clip(key) + "'");
     }
     for (auto [ptr, name] : {std::pair{descr, "descr"}, {fortran, "fortran_order"}, {shape_lit, "shape"}})
         if (!ptr) throw TensorFileError(path, std::string("malformed header: missing key '") + name + "'");
     if (fortran->kind != PyLiteral::Kind::Bool)
-        throw TensorFileError(path, "malformed header: 'fortran_order' must be True or False, got " + fortran->repr());
+        throw TensorFileError(path, "malformed header: 'fortran_order' must be True or False, got " + clip(fortran->repr()));
     NpyDtype dtype = parse_descr(path, *descr);
     std::vector<std::int64_t> shape = parse_shape(path, *shape_lit);
 
     std::uint64_t itemsize = raw_itemsize(dtype.type);
     auto nbytes = checked_nbytes(shape, itemsize);
-    if (!nbytes) throw TensorFileError(path, "shape " + shape_repr(shape) + " is too large");
+    if (!nbytes) throw TensorFileError(path, "shape " + clip(shape_repr(shape)) + " is too large");
     std::uint64_t data_start = header_start + header_len;
     if (*nbytes > size - data_start)
         throw TensorFileError(path, "truncated: expected " + std::to_string(*nbytes) + " bytes of data, file has " +

@@ -2,6 +2,8 @@
 // nested brackets cannot exhaust the stack.
 #include "io/py_literal.h"
 
+#include "util/clip.h"
+
 #include <cctype>
 #include <cstdint>
 
@@ -81,8 +83,10 @@ private:
         std::size_t start = pos_;
         std::uint64_t mag = 0;
         while (pos_ < t_.size() && t_[pos_] >= '0' && t_[pos_] <= '9') {
-            mag = mag * 10 + std::uint64_t(t_[pos_] - '0');
-            if (mag > std::uint64_t(INT64_MAX)) fail("integer too large");
+            // Checked before the multiplication: after it, 2^64 + 4 would have wrapped to 4.
+            const std::uint64_t digit = std::uint64_t(t_[pos_] - '0');
+            if (mag > (std::uint64_t(INT64_MAX) - digit) / 10) fail("integer too large");
+            mag = mag * 10 + digit;
             ++pos_;
         }
         if (pos_ == start) fail("expected a digit");
@@ -107,7 +111,7 @@ private:
             v.kind = PyLiteral::Kind::None;
         } else {
             pos_ = start;
-            fail(w.empty() ? "unexpected character" : "unknown name '" + std::string(w) + "'");
+            fail(w.empty() ? "unexpected character" : "unknown name '" + clip(w) + "'");
         }
         return v;
     }
@@ -145,10 +149,10 @@ private:
             for (auto& [k, _] : v.entries)
                 if (k == key.str) {
                     pos_ = key_pos;
-                    fail("duplicate key '" + key.str + "'");
+                    fail("duplicate key '" + clip(key.str) + "'");
                 }
             expect(':');
-            v.entries.emplace_back(key.str, value(depth + 1));
+            v.entries.push_back({key.str, value(depth + 1)});
             if (peek('}')) break;
             expect(',');
         }
@@ -175,7 +179,7 @@ std::string PyLiteral::repr() const {
         case Kind::Dict: {
             std::string s = "{";
             for (std::size_t i = 0; i < entries.size(); ++i)
-                s += (i ? ", '" : "'") + entries[i].first + "': " + entries[i].second.repr();
+                s += (i ? ", '" : "'") + entries[i].key + "': " + entries[i].value.repr();
             return s + "}";
         }
     }

@@ -7,10 +7,11 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 namespace fp8scope {
+
+struct PyDictEntry;
 
 struct PyLiteral {
     enum class Kind { Str, Int, Bool, None, Tuple, List, Dict };
@@ -19,10 +20,17 @@ struct PyLiteral {
     std::int64_t integer = 0;                                // Int
     bool boolean = false;                                    // Bool
     std::vector<PyLiteral> items;                            // Tuple, List
-    std::vector<std::pair<std::string, PyLiteral>> entries;  // Dict (string keys only), in order
+    std::vector<PyDictEntry> entries;                        // Dict (string keys only), in order
 
     // Python spelling, for error messages ("(3, 4)", "'<f4'").
     std::string repr() const;
+};
+
+// A struct, not std::pair<std::string, PyLiteral>: a pair of the still incomplete
+// PyLiteral inside PyLiteral does not compile with clang and libstdc++.
+struct PyDictEntry {
+    std::string key;
+    PyLiteral value;
 };
 
 struct PyLiteralError : std::runtime_error {

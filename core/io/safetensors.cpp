@@ -9,6 +9,7 @@
 #include "io/input_file.h"
 #include "io/raw_data.h"
 #include "io/tensor_file.h"
+#include "util/json_input.h"
 
 namespace fp8scope {
 
@@ -43,7 +44,8 @@ constexpr DtypeInfo kDtypes[] = {
     {"F4", false, {}, ""},    {"F6_E2M3", false, {}, ""}, {"F6_E3M2", false, {}, ""}, {"C64", false, {}, ""},
 };
 
-std::string quoted(const std::string& name) { return "tensor '" + name + "': "; }
+// Names come from the file: clipped, a 100 MB name must not become the message.
+std::string quoted(const std::string& name) { return "tensor '" + clip(name) + "': "; }
 
 // A JSON integer in [0, INT64_MAX], or nullopt.
 std::optional<std::int64_t> non_negative(const json& v) {
@@ -58,25 +60,25 @@ std::optional<std::int64_t> non_negative(const json& v) {
 
 Entry parse_entry(const std::string& path, const std::string& name, const json& v, std::uint64_t buffer_size) {
     auto bad = [&](const std::string& what) { return TensorFileError(path, quoted(name) + what); };
-    if (!v.is_object()) throw bad("entry must be an object, got " + v.dump());
+    if (!v.is_object()) throw bad("entry must be an object, got " + show_json(v));
     for (const char* field : {"dtype", "shape", "data_offsets"})
         if (!v.contains(field)) throw bad(std::string("missing field '") + field + "'");
 
     const json& dt = v["dtype"];
-    if (!dt.is_string()) throw bad("'dtype' must be a string, got " + dt.dump());
+    if (!dt.is_string()) throw bad("'dtype' must be a string, got " + show_json(dt));
     std::string dtype = dt.get<std::string>();
     const DtypeInfo* info = nullptr;
     for (const DtypeInfo& d : kDtypes)
         if (dtype == d.name) info = &d;
-    if (!info) throw bad("unknown dtype '" + dtype + "'");
+    if (!info) throw bad("unknown dtype '" + clip(dtype) + "'");
     if (!info->supported) throw bad("dtype " + dtype + " not supported (F32, F16, BF16, F64)");
 
     Entry e{name, info->type, info->source_dtype, {}, 0, 0};
     const json& sh = v["shape"];
-    if (!sh.is_array()) throw bad("'shape' must be an array of non-negative integers, got " + sh.dump());
+    if (!sh.is_array()) throw bad("'shape' must be an array of non-negative integers, got " + show_json(sh));
     for (const json& d : sh) {
         auto n = non_negative(d);
-        if (!n) throw bad("'shape' must be an array of non-negative integers, got " + sh.dump());
+        if (!n) throw bad("'shape' must be an array of non-negative integers, got " + show_json(sh));
         e.shape.push_back(*n);
     }
 
@@ -86,7 +88,7 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
         b = non_negative(off[0]);
         en = non_negative(off[1]);
     }
-    if (!b || !en) throw bad("'data_offsets' must be [begin, end] of non-negative integers, got " + off.dump());
+    if (!b || !en) throw bad("'data_offsets' must be [begin, end] of non-negative integers, got " + show_json(off));
     e.begin = std::uint64_t(*b);
     e.end = std::uint64_t(*en);
     if (e.end < e.begin) throw bad("data_offsets end " + std::to_string(e.end) + " < begin " + std::to_string(e.begin));
@@ -95,9 +97,9 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
                   "] past the end of the data buffer (" + std::to_string(buffer_size) + " bytes)");
 
     auto nbytes = checked_nbytes(e.shape, raw_itemsize(e.type));
-    if (!nbytes) throw bad("shape " + sh.dump() + " is too large");
+    if (!nbytes) throw bad("shape " + show_json(sh) + " is too large");
     if (*nbytes != e.end - e.begin)
-        throw bad("shape " + sh.dump() + " of " + dtype + " needs " + std::to_string(*nbytes) +
+        throw bad("shape " + show_json(sh) + " of " + dtype + " needs " + std::to_string(*nbytes) +
                   " bytes, data_offsets span " + std::to_string(e.end - e.begin));
     return e;
 }
@@ -106,7 +108,7 @@ void check_metadata(const std::string& path, const json& meta) {
     if (!meta.is_object()) throw TensorFileError(path, "'__metadata__' must be an object of strings");
     for (const auto& [k, v] : meta.items())
         if (!v.is_string())
-            throw TensorFileError(path, "'__metadata__' value of '" + k + "' must be a string, got " + v.dump());
+            throw TensorFileError(path, "'__metadata__' value of '" + clip(k) + "' must be a string, got " + show_json(v));
 }
 
 }  // namespace
@@ -129,17 +131,13 @@ std::vector<LoadedTensor> read_safetensors(const std::string& path) {
     std::string text(n, '\0');
     file.read(8, text.data(), n);
 
-    // A depth limit keeps a header of nested brackets from costing gigabytes.
+    // A depth limit keeps a header of nested brackets from costing gigabytes; a tensor
+    // named twice would otherwise be read once, silently.
     constexpr int kMaxDepth = 16;
-    auto limit_depth = [&](int depth, json::parse_event_t, json&) {
-        if (depth > kMaxDepth)
-            throw TensorFileError(path, "invalid JSON header: nested deeper than " + std::to_string(kMaxDepth));
-        return true;
-    };
     json header;
     try {
-        header = json::parse(text, limit_depth);
-    } catch (const json::exception& e) {
+        header = parse_json(text, kMaxDepth);
+    } catch (const JsonInputError& e) {
         throw TensorFileError(path, std::string("invalid JSON header: ") + e.what());
     }
     if (!header.is_object()) throw TensorFileError(path, "invalid header: the JSON is not an object");
@@ -153,6 +151,7 @@ std::vector<LoadedTensor> read_safetensors(const std::string& path) {
         }
         entries.push_back(parse_entry(path, name, value, buffer_size));
     }
+    if (entries.empty()) throw TensorFileError(path, "no tensors: the header lists none");
     std::stable_sort(entries.begin(), entries.end(),
                      [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
     // Byte ranges must be disjoint; empty tensors occupy no bytes.
@@ -160,8 +159,8 @@ std::vector<LoadedTensor> read_safetensors(const std::string& path) {
     for (const Entry& e : entries) {
         if (e.begin == e.end) continue;
         if (prev && e.begin < prev->end)
-            throw TensorFileError(path, "tensors '" + prev->name + "' [" + std::to_string(prev->begin) + ", " +
-                                            std::to_string(prev->end) + "] and '" + e.name + "' [" +
+            throw TensorFileError(path, "tensors '" + clip(prev->name) + "' [" + std::to_string(prev->begin) + ", " +
+                                            std::to_string(prev->end) + "] and '" + clip(e.name) + "' [" +
                                             std::to_string(e.begin) + ", " + std::to_string(e.end) + "] overlap");
         prev = &e;
     }

@@ -1,9 +1,13 @@
+// The thread pool: workers wait on a generation counter and take tasks from a shared
+// counter; a pool that cannot start all its workers stops the ones it has and throws.
 #include "util/parallel.h"
 
 #include <algorithm>
 #include <atomic>
 #include <map>
 #include <memory>
+#include <stdexcept>
+#include <string>
 
 namespace fp8scope {
 namespace {
@@ -21,16 +25,30 @@ int default_threads() {
 
 ThreadPool::ThreadPool(int threads) {
     if (threads <= 0) threads = hardware_threads();
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
+    for (int i = 1; i < threads; ++i) {
+        try {
+            workers_.emplace_back([this] { work(); });
+        } catch (const std::exception& e) {
+            // Out of threads or address space: the workers started so far must be joined
+            // here (no destructor runs for a constructor that throws), then say why.
+            stop_workers();
+            throw std::runtime_error("cannot start worker thread " + std::to_string(i) + " of " +
+                                     std::to_string(threads) + " (" + e.what() +
+                                     "); ask for fewer threads (--threads)");
+        }
+    }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() {
     {
         std::lock_guard lock(mu_);
         stop_ = true;
     }
     wake_.notify_all();
     for (auto& t : workers_) t.join();
+    workers_.clear();
 }
 
 // Takes tasks until none are left; called by workers and by the caller of run().

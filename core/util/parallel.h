@@ -14,7 +14,9 @@ namespace fp8scope {
 
 class ThreadPool {
 public:
-    explicit ThreadPool(int threads);  // threads <= 0: hardware concurrency
+    // threads <= 0: hardware concurrency. Throws std::runtime_error naming the thread that
+    // could not be started (process or address-space limits).
+    explicit ThreadPool(int threads);
     ~ThreadPool();
     ThreadPool(const ThreadPool&) = delete;
     ThreadPool& operator=(const ThreadPool&) = delete;
@@ -30,6 +32,7 @@ public:
 private:
     void work();
     void drain();
+    void stop_workers();
 
     std::vector<std::thread> workers_;
     std::mutex run_mu_;  // one run() at a time when several threads share the pool
@@ -40,6 +43,10 @@ private:
     std::uint64_t generation_ = 0;
     bool stop_ = false;
 };
+
+// The most threads any setting may ask for (train's `threads`, analyze's --threads): more
+// would only exhaust the process table.
+constexpr int kMaxThreads = 4096;
 
 // The thread count that `threads = 0` means everywhere: hardware concurrency unless a
 // run asked for fewer (TrainConfig::threads), so one setting bounds the whole process.

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace fp8scope::testing {
 
@@ -25,6 +26,13 @@ inline std::filesystem::path scratch_dir(const std::string& name) {
     return d;
 }
 
+inline std::string read_bytes(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
 // `args` after the binary's name, e.g. "train --steps 3"; stderr goes through a file in
 // `scratch` so both streams are kept whole.
 inline EngineResult run_engine(const std::string& args, const std::filesystem::path& scratch) {
@@ -38,11 +46,20 @@ inline EngineResult run_engine(const std::string& args, const std::filesystem::p
     while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
     const int status = ::pclose(p);
     r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::ifstream in(err);
-    std::stringstream s;
-    s << in.rdbuf();
-    r.err = s.str();
+    r.err = read_bytes(err);
     return r;
+}
+
+// Each argument quoted for the shell, so any bytes (a non-UTF-8 file name) reach the
+// engine as they are.
+inline EngineResult run_engine(const std::vector<std::string>& args, const std::filesystem::path& scratch) {
+    std::string line;
+    for (const auto& a : args) {
+        line += line.empty() ? "'" : " '";
+        for (char c : a) line += c == '\'' ? std::string("'\\''") : std::string(1, c);
+        line += '\'';
+    }
+    return run_engine(line, scratch);
 }
 
 }  // namespace fp8scope::testing

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "capture/read_everything.h"
 #include "trace_fixture.h"
 #include "trace_reader.h"
 #include "trace_writer.h"
@@ -49,23 +50,7 @@ void put_bytes(const std::string& path, const char* data, std::size_t n) {
 // exception fails the test.
 bool read_everything(const std::string& path) {
     try {
-        TraceReader r(path);
-        const TraceMeta& m = r.meta();
-        r.refresh();
-        r.events();
-        for (int run = 0; run < static_cast<int>(m.runs.size()); ++run) {
-            r.steps(run);
-            r.scaling(run, INT64_MIN, INT64_MAX);
-            for (auto s : r.capture_steps(run)) r.operands(run, s);
-            for (int l = 0; l < static_cast<int>(m.linears.size()); ++l)
-                for (Gemm g : {Gemm::Fprop, Gemm::Dgrad, Gemm::Wgrad})
-                    for (Operand o : {Operand::X, Operand::W, Operand::DY})
-                        if (operand_slot(l, g, o) >= 0) {
-                            r.operand_series(run, l, g, o);
-                            for (auto s : r.blockmap_steps(run)) r.blockmaps({run, s, l, g, o});
-                        }
-            r.ops(run, INT64_MIN, INT64_MAX);
-        }
+        read_everything_of(path);
         return true;
     } catch (const TraceError& e) {
         EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << "the message names the file";

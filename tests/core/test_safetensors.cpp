@@ -85,7 +85,11 @@ TEST_F(Safetensors, RanksZeroToFourAndEmptyTensors) {
 }
 
 TEST_F(Safetensors, HeaderOnlyAndPaddedHeader) {
-    EXPECT_TRUE(read_safetensors(file(st("{}", ""))).empty());
+    // A file with no tensors is an error naming the file, never a silent success.
+    auto none = file(st("{}", ""));
+    expect_error([&] { read_safetensors(none); }, none, "no tensors");
+    auto meta_only = file(st(R"({"__metadata__": {"a": "b"}})", ""));
+    expect_error([&] { read_safetensors(meta_only); }, meta_only, "no tensors");
     std::string header = R"({"w": {"dtype": "F16", "shape": [1], "data_offsets": [0, 2]}})" + std::string(5, ' ');
     auto got = read_safetensors(file(st(header, f16_bytes({0xC000}))));
     ASSERT_EQ(got.size(), 1u);

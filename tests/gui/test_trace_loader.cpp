@@ -1,13 +1,15 @@
 // The GUI's file loader on real trace files written by capture's TraceWriter: the store
 // holds the numbers written; a growing file is followed (new steps, a rewind, kernel names
 // that appear later); damaged, truncated, foreign and missing files end in a message that
-// names the file, leave the store empty, and the loader keeps working.
+// names the file, leave the store empty, and the loader keeps working; steps far apart
+// load in a few batches.
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 #include <fstream>
 #include <hdf5.h>
 
+#include "models/open_trace.h"
 #include "models/trace_file_loader.h"
 #include "real_run.h"
 #include "trace_file.h"
@@ -139,6 +141,52 @@ private slots:
         });
         loader.setFollowing(false);
         w.close();
+    }
+
+    // One step far from the others (a flipped sign bit, a huge last step) made the loader
+    // walk [first, last] in batches of 20000 steps, for ever, and a step at INT64_MIN
+    // wrapped "first - 1". The work now follows the rows in the file (issue 13).
+    void farAwayStepsLoadInAFewBatches() {
+        const QString path = dir_.filePath("far.h5");
+        const trace::TraceMeta meta = t::synthetic_meta(spec_);
+        const std::size_t slot_count = meta.linears.size() * trace::kOperandsPerLinear;
+        trace::TraceWriter w(path.toStdString(), meta);
+        auto put = [&](std::int64_t step) {
+            trace::ScalingRecord sc;
+            sc.run = 0;
+            sc.step = step;
+            sc.amax.assign(slot_count, 1.0f);
+            sc.scale.assign(slot_count, 1.0f);
+            w.write(sc);
+            w.write(trace::StepRecord{0, step, 1.0});
+        };
+        put(0);
+        put(1);
+        put(INT64_MAX);
+        w.flush();
+        OpenTrace open(path.toStdString());
+        int batches = 0;
+        std::size_t scaling = 0;
+        auto push = [&](TraceBatch&& b) {
+            ++batches;
+            scaling += b.scaling.size();
+        };
+        QCOMPARE(open.readNew(push), INT64_MAX);
+        QCOMPARE(scaling, std::size_t(3));
+        QVERIFY2(batches < 10, qPrintable(QString::number(batches)));
+        put(INT64_MIN);  // a rewind to the lowest step there is
+        w.flush();
+        QVERIFY(open.refresh());
+        scaling = 0;
+        open.readNew(push);
+        QCOMPARE(scaling, std::size_t(1));
+        w.close();
+
+        SeriesStore store;
+        TraceFileLoader loader(&store);
+        QSignalSpy finished(&loader, &TraceFileLoader::finished);
+        load(loader, path);
+        QCOMPARE(finished.count(), 1);
     }
 
     // A real lock-step run recorded as the engine records it: the store shows the

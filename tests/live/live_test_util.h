@@ -17,6 +17,7 @@
 
 #include "capture/trace_fixture.h"
 #include "live_client.h"
+#include "live_server.h"
 #include "trace_records.h"
 
 namespace fp8scope::live::test {
@@ -74,6 +75,26 @@ struct Collected {
     bool wait(Pred done, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
         std::unique_lock lock(mu);
         return changed.wait_for(lock, timeout, done);
+    }
+};
+
+// --- a command handler that records what it is given -----------------------------
+
+// Records every command it is given; refuses SwitchRecipe to "bogus".
+struct FakeHandler {
+    std::mutex mu;
+    std::vector<Command> seen;
+    LiveServer::CommandHandler fn() {
+        return [this](const Command& c) -> CommandReply {
+            std::lock_guard lock(mu);
+            seen.push_back(c);
+            if (c.kind == CommandKind::SwitchRecipe && c.recipe == "bogus") return {false, "unknown recipe 'bogus'"};
+            return {true, ""};
+        };
+    }
+    std::vector<Command> commands() {
+        std::lock_guard lock(mu);
+        return seen;
     }
 };
 

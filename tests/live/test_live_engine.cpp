@@ -1,6 +1,7 @@
 // The real `fp8scope-engine train --listen` on a temporary socket: a client attaches,
 // receives the run's metadata and step records, and pauses, switches the recipe,
-// resumes, changes the capture interval and stops it.
+// resumes, changes the capture interval and stops it; SIGTERM and a pausing client that
+// goes away end or resume the run cleanly.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -80,6 +81,22 @@ std::unique_ptr<LiveClient> attach(const Endpoint& e, const std::string& token, 
     return client;
 }
 
+// A tiny run that goes on until stopped, served on the local socket `sock`.
+std::vector<std::string> tiny_listening_run(const std::string& sock) {
+    return {"--config", std::string(FP8SCOPE_CONFIGS) + "/tiny.json", "--threads", "1", "--steps", "100000",
+            "--quiet", "--listen", "unix:" + sock};
+}
+
+// tiny_listening_run() in a directory of its own.
+struct TinyRun {
+    TinyRun() : sock(dir / "engine.sock"), engine(tiny_listening_run(sock), dir / "stderr.txt") {}
+    Endpoint endpoint() const { return parse_endpoint("unix:" + sock); }
+    std::string err() const { return read_file(dir / "stderr.txt"); }
+    TempDir dir;
+    std::string sock;
+    Engine engine;
+};
+
 int count_events(Collected& got, trace::EventKind kind) {
     int n = 0;
     for (const auto& e : got.events) n += e.kind == kind;
@@ -89,9 +106,7 @@ int count_events(Collected& got, trace::EventKind kind) {
 TEST(LiveEngine, AttachFollowAndSteerARealRun) {
     TempDir dir;
     const std::string sock = dir / "engine.sock";
-    Engine engine({"--config", std::string(FP8SCOPE_CONFIGS) + "/tiny.json", "--threads", "1", "--steps", "100000",
-                   "--quiet", "--listen", "unix:" + sock},
-                  dir / "stderr.txt");
+    Engine engine(tiny_listening_run(sock), dir / "stderr.txt");
     ASSERT_GT(engine.pid, 0);
     Collected got;
     auto client = attach(parse_endpoint("unix:" + sock), "", got);
@@ -170,6 +185,53 @@ TEST(LiveEngine, AttachFollowAndSteerARealRun) {
     EXPECT_EQ(got.events.back().step, got.steps.back().step);
     struct stat st {};
     EXPECT_NE(::stat(sock.c_str(), &st), 0);  // the socket went with the engine
+}
+
+// SIGTERM (what a job scheduler or `kill` sends) ends the run like Ctrl-C: it stops
+// between steps, ends the stream and removes the socket file (issue 13). A paused run
+// is stopped too: the signal does not wait for a step.
+TEST(LiveEngine, SigtermStopsCleanlyAndRemovesTheSocket) {
+    for (bool paused : {false, true}) {
+        SCOPED_TRACE(paused ? "paused" : "running");
+        TinyRun run;
+        Collected got;
+        auto client = attach(run.endpoint(), "", got);
+        ASSERT_TRUE(client) << run.err();
+        ASSERT_TRUE(got.wait([&] { return got.steps.size() >= 2; }, 30s));
+        if (paused) ASSERT_TRUE(client->send({CommandKind::Pause, -1, "", 0}).ok);
+        ASSERT_EQ(::kill(run.engine.pid, SIGTERM), 0);
+        ASSERT_TRUE(run.engine.wait(30s));
+        EXPECT_EQ(run.engine.status, 0) << run.err();
+        struct stat st {};
+        EXPECT_NE(::stat(run.sock.c_str(), &st), 0) << "the socket file was left behind";
+        ASSERT_TRUE(got.wait([&] { return !got.events.empty() && got.events.back().kind == trace::EventKind::End; }));
+        EXPECT_EQ(got.events.back().detail, "stopped");
+    }
+}
+
+// A client pauses the run and goes away: the run resumes by itself and its Resume
+// event says why (issue 13).
+TEST(LiveEngine, APauseIsLiftedWhenThePausingClientDisconnects) {
+    TinyRun run;
+    Collected watcher;
+    auto watch = attach(run.endpoint(), "", watcher);
+    ASSERT_TRUE(watch) << run.err();
+    {
+        Collected got;
+        auto pauser = attach(run.endpoint(), "", got);
+        ASSERT_TRUE(pauser);
+        ASSERT_TRUE(pauser->send({CommandKind::Pause, -1, "", 0}).ok);
+        ASSERT_TRUE(watcher.wait([&] { return count_events(watcher, trace::EventKind::Pause) == 1; }));
+    }
+    ASSERT_TRUE(watcher.wait([&] { return count_events(watcher, trace::EventKind::Resume) == 1; }, 30s));
+    {
+        std::lock_guard lock(watcher.mu);
+        for (const auto& e : watcher.events)
+            if (e.kind == trace::EventKind::Resume)
+                EXPECT_NE(e.detail.find("the client that paused the run disconnected"), std::string::npos) << e.detail;
+    }
+    ASSERT_TRUE(watch->send({CommandKind::Stop, -1, "", 0}).ok);
+    ASSERT_TRUE(run.engine.wait(30s));
 }
 
 TEST(LiveEngine, TcpWithoutTokenPrintsAGeneratedOneThatIsRequired) {

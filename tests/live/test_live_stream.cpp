@@ -23,24 +23,6 @@ trace::OperandKey key(std::int64_t step, std::int32_t linear = 1) {
 }
 trace::EventRecord event(std::int64_t step) { return sample_event(1, step, trace::EventKind::RecipeSwitch); }
 
-// Records every command it is given; refuses SwitchRecipe to "bogus".
-struct FakeHandler {
-    std::mutex mu;
-    std::vector<Command> seen;
-    LiveServer::CommandHandler fn() {
-        return [this](const Command& c) -> CommandReply {
-            std::lock_guard lock(mu);
-            seen.push_back(c);
-            if (c.kind == CommandKind::SwitchRecipe && c.recipe == "bogus") return {false, "unknown recipe 'bogus'"};
-            return {true, ""};
-        };
-    }
-    std::vector<Command> commands() {
-        std::lock_guard lock(mu);
-        return seen;
-    }
-};
-
 struct Fixture {
     explicit Fixture(bool tcp, std::string token = "") {
         Endpoint e = tcp ? parse_endpoint("tcp:127.0.0.1:0") : parse_endpoint("unix:" + (dir / "engine.sock"));

@@ -12,7 +12,7 @@ namespace fp8scope::views {
 OpenTrace::OpenTrace(const std::string& path) : reader_(std::make_unique<trace::TraceReader>(path)) {
     const trace::TraceMeta& m = reader_->meta();
     steps_read_.assign(m.runs.size(), 0);
-    done_.assign(m.runs.size(), -1);
+    done_.assign(m.runs.size(), std::nullopt);
     ops_known_ = m.ops.size();
 }
 
@@ -51,25 +51,32 @@ std::int64_t OpenTrace::readRun(int run, const std::function<void(TraceBatch&&)>
         first = std::min(first, s.step);
         limit = s.step;  // the newest record says where the run is now
     }
-    std::int64_t& done = done_[run];
-    if (first <= done) done = first - 1;  // a rewind: re-read from there
+    std::optional<std::int64_t>& done = done_[run];
+    if (done && first <= *done) {  // a rewind: re-read from there (first - 1 would wrap at INT64_MIN)
+        if (first == std::numeric_limits<std::int64_t>::min()) done.reset();
+        else done = first - 1;
+    }
+    // No overflow: past the rewind check, *done < first <= INT64_MAX.
+    const std::int64_t from = done ? *done + 1 : std::numeric_limits<std::int64_t>::min();
     push(std::move(steps));
-    for (std::int64_t from = done + 1; from <= limit; from += kBatchSteps) {
-        const std::int64_t to = std::min(limit, from + kBatchSteps - 1);
+    const std::vector<std::int64_t> present = reader.row_steps(run, from, limit);
+    for (std::size_t i = 0; i < present.size(); i += static_cast<std::size_t>(kBatchSteps)) {
+        const std::int64_t lo = present[i];
+        const std::int64_t hi = present[std::min(present.size(), i + static_cast<std::size_t>(kBatchSteps)) - 1];
         TraceBatch b;
-        b.scaling = reader.scaling(run, from, to);
-        b.ops = reader.ops(run, from, to);
+        b.scaling = reader.scaling(run, lo, hi);
+        b.ops = reader.ops(run, lo, hi);
         push(std::move(b));
     }
     for (std::int64_t step : reader.capture_steps(run)) {
-        if (step <= done || step > limit) continue;
+        if (step < from || step > limit) continue;
         TraceBatch b;
         b.operands = reader.operands(run, step);
         push(std::move(b));
     }
     const auto refs = all_operands(static_cast<int>(reader.meta().linears.size()));
     for (std::int64_t step : reader.blockmap_steps(run)) {
-        if (step <= done || step > limit) continue;
+        if (step < from || step > limit) continue;
         TraceBatch b;
         for (const OperandRef& r : refs)
             for (auto& m : reader.blockmaps({run, step, r.linear, r.gemm, r.operand})) b.blockmaps.push_back(std::move(m));

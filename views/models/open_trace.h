@@ -7,11 +7,15 @@
 // records are written after their step's scaling, operands and ops, so what a step record
 // covers is complete. A step record at or before the watermark is a rewind: the watermark
 // goes back and the store drops the abandoned steps as the re-recorded ones arrive.
+//
+// The work follows the rows in the file, never the span of step numbers: a damaged
+// file's step far from the others (a flipped sign bit, INT64_MAX) costs one batch.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,9 +34,9 @@ public:
     const trace::TraceMeta& meta() const;
     // Re-reads the extent of a file still being written; true when it grew.
     bool refresh();
-    // Passes everything new to `push`, in batches of at most kBatchSteps steps so the first
-    // plots of a large trace appear while it is read; `push` may throw to stop. Returns the
-    // newest step read, -1 when there was none.
+    // Passes everything new to `push`, in batches of at most kBatchSteps steps that have
+    // rows, so the first plots of a large trace appear while it is read; `push` may throw
+    // to stop. Returns the newest step read, -1 when there was none.
     std::int64_t readNew(const std::function<void(TraceBatch&&)>& push);
 
     static constexpr std::int64_t kBatchSteps = 20000;
@@ -42,7 +46,7 @@ private:
 
     std::unique_ptr<trace::TraceReader> reader_;
     std::vector<std::size_t> steps_read_;  // step records consumed, per run
-    std::vector<std::int64_t> done_;       // watermark step, per run
+    std::vector<std::optional<std::int64_t>> done_;  // watermark step, per run (none: nothing read)
     std::size_t events_read_ = 0, ops_known_ = 0;
 };
 
