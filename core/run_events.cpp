@@ -16,6 +16,7 @@ const char* event_kind_name(EventKind k) {
         case EventKind::Start: return "start";
         case EventKind::End: return "end";
         case EventKind::Error: return "error";
+        case EventKind::KernelTiming: return "kernel_timing";
     }
     return "unknown";
 }

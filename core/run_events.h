@@ -19,8 +19,10 @@ enum class EventKind : std::int32_t {
     Start = 9,
     End = 10,
     Error = 11,        // the engine gave up or an action failed; detail: the message
+    KernelTiming = 12, // detail: kernel timing on, off and why, or records it dropped
 };
-constexpr int kEventKinds = 12;
+constexpr EventKind kLastEventKind = EventKind::KernelTiming;
+constexpr int kEventKinds = static_cast<int>(kLastEventKind) + 1;
 
 const char* event_kind_name(EventKind k);  // "rewind", "non_finite", ...
 

@@ -65,6 +65,7 @@ std::string name_of(const TraceMeta& m, NameTable table, long long id) {
 std::string text_of(Gemm g) { return std::string(gemm_name(g)); }
 std::string text_of(Operand o) { return std::string(operand_name(o)); }
 std::string text_of(EventKind k) { return event_kind_name(k); }
+std::string text_of(trace::OpKind k) { return trace::op_kind_name(k); }
 
 // A CSV table's columns come from the field lists (record_fields.h): the header is their
 // names, a row their values. Ids are written as the quoted name they stand for, enums by

@@ -9,6 +9,8 @@ void add_trace_options(CLI::App& cmd, TraceOptions& o) {
     cmd.add_option("--out", o.out, "Write an HDF5 trace (SWMR: readable while the run goes on)");
     cmd.add_option("--blockmap-every", o.blockmap_every, "Steps between block maps (default 10 x capture interval)");
     cmd.add_option("--flush-ms", o.flush_ms, "Milliseconds between trace flushes")->check(CLI::Range(1, 60000));
+    cmd.add_flag("!--no-kernel-timings", o.kernel_timings,
+                 "Do not record the GPU's kernels, copies and memsets (CUPTI) in the trace");
 }
 
 std::string random_token() {

@@ -16,6 +16,7 @@ struct TraceOptions {
     std::string out;                // HDF5 trace file ("" : none)
     long long blockmap_every = -1;  // -1: 10 x capture interval
     int flush_ms = 500;
+    bool kernel_timings = true;  // --no-kernel-timings turns the GPU's kernel records off
 };
 
 void add_trace_options(CLI::App& cmd, TraceOptions& o);

@@ -172,7 +172,8 @@ int run_train(const TrainOptions& o) {
                 std::fprintf(stderr, "fp8scope-engine: listening on %s\n", at.c_str());
         }
         if (!o.trace.out.empty() || server) {
-            recording.emplace(trace::RecordingOptions{o.trace.out, o.trace.flush_ms, {}}, meta, *trainer, server.get());
+            recording.emplace(trace::RecordingOptions{o.trace.out, o.trace.flush_ms, {}, o.trace.kernel_timings}, meta,
+                              *trainer, server.get());
             if (!o.trace.out.empty() && !o.quiet) std::fprintf(stderr, "trace: %s\n", o.trace.out.c_str());
         }
     } catch (const std::exception& e) {

@@ -30,6 +30,8 @@ RunRecording::RunRecording(const RecordingOptions& o, TraceMeta meta, Trainer& t
     recorder_ = std::make_unique<TrainRecorder>(meta_, tee_, o.capture);
     trainer.add_observer(recorder_.get());
     for (int r = 0; r < trainer.runs(); ++r) trainer.set_capture_sink(r, recorder_->sink(r));
+    // The CPU's ops are timed on the host already; a device's kernels need its tracer.
+    if (o.kernel_timings && trainer.backend().device() != Device::CPU) recorder_->trace_kernels(trainer.backend());
 }
 
 RunRecording::~RunRecording() {
@@ -40,6 +42,7 @@ RunRecording::~RunRecording() {
 void RunRecording::finish(std::int64_t steps, const std::string& why) {
     if (finished_) return;
     finished_ = true;
+    recorder_->stop_kernels();
     std::string detail = why;
     if (detail.size() > std::size_t(kEventDetailChars)) detail.resize(std::size_t(kEventDetailChars));
     tee_.write(EventRecord{-1, steps, EventKind::End, detail});

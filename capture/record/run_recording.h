@@ -20,6 +20,7 @@ struct RecordingOptions {
     std::string out;  // HDF5 trace file ("": none)
     int flush_ms = 500;
     StatsCaptureOptions capture;
+    bool kernel_timings = true;  // a GPU backend's kernels, copies and memsets (CUPTI)
 };
 
 class RunRecording {

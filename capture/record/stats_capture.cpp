@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "kernel_recorder.h"
+
 #include "fp8/training_recipe.h"
 #include "fp8/stats.h"
 
@@ -31,7 +33,7 @@ std::int32_t OpNames::id(std::string_view name, RecordSink& sink) {
 
 std::vector<std::string> default_op_names() {
     return {"fprop",     "dgrad",   "wgrad",  "quantize", "smooth_swiglu", "embedding", "layernorm",
-            "rmsnorm",   "attention", "gelu", "swiglu",   "head",          "softmax_ce"};
+            "rmsnorm",   "attention", "gelu", "swiglu",   "head",          "softmax_ce", "capture", "optimizer"};
 }
 
 std::vector<std::string> trace_recipe_names(const std::vector<Recipe>& analysis) {
@@ -172,8 +174,17 @@ void StatsCapture::record_blockmaps(const OperandCapture& c, const TileMaps& map
 }
 
 void StatsCapture::on_op(const OpTiming& t) {
-    std::int32_t id = ops_.id(t.op, sink_);
-    sink_.write(OpRecord{run_, step_, id, t.linear, t.layer, -1, 0, t.start_ns, t.end_ns});
+    OpRecord r;
+    r.run = run_;
+    r.step = step_;
+    r.op = ops_.id(t.op, sink_);
+    r.linear = t.linear;
+    r.layer = t.layer;
+    r.start_ns = t.start_ns;
+    r.end_ns = t.end_ns;
+    r.operand = t.operand;
+    if (kernels_ && t.scope) kernels_->note_scope(t.scope, r);
+    sink_.write(r);
 }
 
 BlockMapRecord block_map_record(std::int64_t rows, std::int64_t cols, const TileMaps& maps, std::size_t recipe) {

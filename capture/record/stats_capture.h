@@ -42,6 +42,8 @@ struct StatsCaptureOptions {
     StatsOptions stats;  // outlier k, top-k, threads
 };
 
+class KernelRecorder;
+
 class StatsCapture : public CaptureSink {
 public:
     // `meta.recipes` must name parseable recipes (trace_recipe_names()).
@@ -56,6 +58,8 @@ public:
     void on_operand(const OperandCapture& operand) override;
     void on_scaling(const OperandScaling& scaling) override;
     void on_op(const OpTiming& timing) override;
+    // Where op scopes go, for the kernel timings that arrive later (nullptr: nowhere).
+    void set_kernel_recorder(KernelRecorder* k) { kernels_ = k; }
 
 private:
     int recipe_id(const Recipe* r) const;
@@ -76,6 +80,7 @@ private:
     std::int64_t step_ = 0;
     bool full_ = false, blockmaps_ = false, pending_ = false;
     ScalingRecord scaling_;
+    KernelRecorder* kernels_ = nullptr;
 };
 
 // The block map of one recipe from the analysis' tile maps of an operand (rows, cols):

@@ -58,9 +58,40 @@ TraceMeta run_trace_meta(const TrainConfig& config, const Trainer& trainer, cons
 }
 
 TrainRecorder::TrainRecorder(const TraceMeta& meta, RecordSink& sink, StatsCaptureOptions options)
-    : meta_(meta), sink_(sink), ops_(meta.ops) {
+    : meta_(meta), sink_(sink), ops_(meta.ops), kernels_(sink, ops_) {
     for (std::size_t i = 0; i < meta.runs.size(); ++i)
         captures_.push_back(std::make_unique<StatsCapture>(static_cast<int>(i), meta, sink, ops_, options));
+}
+
+TrainRecorder::~TrainRecorder() {
+    if (traced_) traced_->trace_kernels(nullptr);  // no callbacks into a destroyed recorder
+}
+
+void TrainRecorder::event(EventKind kind, std::string detail) {
+    detail.resize(std::min(detail.size(), std::size_t(kEventDetailChars)));  // the trace's column
+    sink_.write(EventRecord{-1, step_, kind, std::move(detail)});
+}
+
+void TrainRecorder::trace_kernels(Backend& backend) {
+    const std::string why_not = backend.trace_kernels(&kernels_);
+    if (!why_not.empty()) {
+        event(EventKind::KernelTiming, "off: " + why_not);
+        return;
+    }
+    traced_ = &backend;
+    for (auto& c : captures_) c->set_kernel_recorder(&kernels_);
+    event(EventKind::KernelTiming, "on: every kernel, copy and memset of " + std::string(device_name(backend.device())));
+}
+
+void TrainRecorder::stop_kernels() {
+    if (!traced_) return;
+    traced_->flush_kernels();
+    const std::int64_t dropped = traced_->dropped_kernel_records();
+    traced_->trace_kernels(nullptr);
+    traced_ = nullptr;
+    for (auto& c : captures_) c->set_kernel_recorder(nullptr);
+    event(EventKind::KernelTiming, "off: " + std::to_string(kernels_.recorded()) + " records, " +
+                                       std::to_string(dropped) + " dropped by the tracer");
 }
 
 CaptureSink* TrainRecorder::sink(int run) { return captures_.at(static_cast<std::size_t>(run)).get(); }
@@ -70,6 +101,7 @@ void TrainRecorder::on_step_begin(std::int64_t step, bool capture) {
     // Capture steps are 1, 1 + capture_every, ...; block maps on every blockmap_every-th step of those.
     bool maps = capture && meta_.blockmap_every > 0 && (step - 1) % meta_.blockmap_every == 0;
     for (auto& c : captures_) c->begin_step(step, capture, maps);
+    kernels_.begin_step(step);
 }
 
 void TrainRecorder::on_step(const fp8scope::StepRecord& r) {
@@ -86,6 +118,8 @@ void TrainRecorder::on_step(const fp8scope::StepRecord& r) {
     s.recipe = it == meta_.training_recipes.end() ? -1 : static_cast<std::int32_t>(it - meta_.training_recipes.begin());
     sink_.write(s);
     if (r.run >= 0 && r.run < static_cast<int>(captures_.size())) captures_[r.run]->end_step();
+    // After the last run's step: its kernels stream like the host records.
+    if (traced_ && r.run + 1 == static_cast<int>(captures_.size())) traced_->flush_kernels();
 }
 
 void TrainRecorder::on_event(const TrainEvent& e) {

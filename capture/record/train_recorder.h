@@ -10,6 +10,7 @@
 #include "engine/train_config.h"
 #include "engine/train_events.h"
 #include "engine/trainer.h"
+#include "kernel_recorder.h"
 #include "stats_capture.h"
 
 namespace fp8scope::trace {
@@ -33,15 +34,27 @@ public:
     TrainRecorder(const TraceMeta& meta, RecordSink& sink, StatsCaptureOptions options = {});
     CaptureSink* sink(int run);
 
+    ~TrainRecorder() override;
+
+    // Records every kernel, copy and memset `backend` runs, tagged with its op (one
+    // kernel_timing event says whether it is on, and why not); flushed after each step.
+    void trace_kernels(Backend& backend);
+    // Stops the kernel timing with a last flush; an event counts what the tracer dropped.
+    void stop_kernels();
+
     void on_step_begin(std::int64_t step, bool capture) override;
     void on_step(const fp8scope::StepRecord& record) override;
     void on_event(const TrainEvent& event) override;
 
 private:
+    void event(EventKind kind, std::string detail);
+
     const TraceMeta& meta_;
     RecordSink& sink_;
     OpNames ops_;
     std::vector<std::unique_ptr<StatsCapture>> captures_;
+    KernelRecorder kernels_;
+    Backend* traced_ = nullptr;  // whose kernels are recorded
     std::int64_t step_ = 0;
 };
 

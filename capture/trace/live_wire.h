@@ -18,7 +18,7 @@
 //
 // A message type a side does not know is an error: the engine answers Error UnknownType,
 // a client closes the connection. Both sides require the same version in the handshake,
-// so a new message type raises kVersion (2: OpName).
+// so a new message type raises kVersion (2: OpName; 3: kernel fields of Op).
 #pragma once
 
 #include <cstdint>
@@ -31,7 +31,7 @@
 
 namespace fp8scope::live::wire {
 
-constexpr std::uint32_t kVersion = 2;
+constexpr std::uint32_t kVersion = 3;
 constexpr std::string_view kMagic = "fp8scope";   // 8 bytes at the start of Hello and Meta
 constexpr std::uint32_t kMaxFrame = 16u << 20;    // 16 MiB
 constexpr std::size_t kHeader = 5;                // length + type

@@ -76,7 +76,7 @@ template <fields::Of<EventRecord> S, class V>
 void visit_fields(S& e, V&& v) {
     v("run", e.run, IdIn{NameTable::Runs});
     v("step", e.step);
-    v("kind", e.kind, fields::Last<EventKind>{EventKind::Error});
+    v("kind", e.kind, fields::Last<EventKind>{kLastEventKind});
     v("detail", e.detail, fields::MaxChars<kEventDetailChars>{});
 }
 
@@ -133,6 +133,10 @@ void visit_fields(S& o, V&& v) {
     v("stream", o.stream);
     v("start_ns", o.start_ns);
     v("end_ns", o.end_ns);
+    v("kind", o.kind, fields::Last<OpKind>{OpKind::Memset}, fields::Since{2});
+    v("parent", o.parent, IdIn{NameTable::Ops}, fields::Since{2});
+    v("operand", o.operand, fields::Since{2});
+    v("bytes", o.bytes, fields::Since{2});
 }
 
 template <fields::Of<OpNameRecord> S, class V>

@@ -407,7 +407,7 @@ struct TraceReader::Impl {
                 EventRecord& r = rows[i];
                 if (r.run != -1) check_run(r.run, s::kEvents, indexed_events + i);
                 const int kind = static_cast<int>(r.kind);
-                if (kind < 0 || kind > static_cast<int>(EventKind::Error))
+                if (kind < 0 || kind > static_cast<int>(kLastEventKind))
                     throw fail(std::string(s::kEvents) + " row " + std::to_string(indexed_events + i) +
                                ": unknown event kind " + std::to_string(kind));
                 event_records.push_back(std::move(r));

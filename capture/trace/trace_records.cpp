@@ -7,6 +7,16 @@
 
 namespace fp8scope::trace {
 
+const char* op_kind_name(OpKind k) {
+    switch (k) {
+        case OpKind::Host: return "host";
+        case OpKind::Kernel: return "kernel";
+        case OpKind::Memcpy: return "memcpy";
+        case OpKind::Memset: return "memset";
+    }
+    return "?";
+}
+
 // Slot = linear * 6 + gemm * 2 + (0: the GEMM's left operand, 1: its right operand):
 // fprop (x, w), dgrad (dy, w), wgrad (dy, x).
 int operand_slot(int linear, Gemm gemm, Operand operand) {
@@ -57,8 +67,8 @@ std::string check_record(const TraceMeta& m, std::size_t ops, const Record& reco
         if (r->run != -1)
             if (auto e = check_run(m, r->run); !e.empty()) return "event: " + e;
         auto k = static_cast<int>(r->kind);
-        if (k < 0 || k > static_cast<int>(EventKind::Error))
-            return "event: " + out_of_range("kind", k, static_cast<int>(EventKind::Error) + 1);
+        if (k < 0 || k > static_cast<int>(kLastEventKind))
+            return "event: " + out_of_range("kind", k, static_cast<int>(kLastEventKind) + 1);
     } else if (auto* r = std::get_if<ScalingRecord>(&record)) {
         if (auto e = check_run(m, r->run); !e.empty()) return "scaling: " + e;
         std::size_t slots = m.linears.size() * kOperandsPerLinear;

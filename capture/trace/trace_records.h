@@ -21,7 +21,7 @@
 
 namespace fp8scope::trace {
 
-constexpr int kFormatVersion = 1;
+constexpr int kFormatVersion = 2;
 
 // A trace file that cannot be written or read; the message names the file and the problem.
 class TraceError : public std::runtime_error {
@@ -127,16 +127,24 @@ struct BlockMapRecord {
     std::vector<float> sqnr_db;        // quantization SQNR per tile
 };
 
-// A timed op (CPU) or kernel (CUPTI) of a step.
+// What an OpRecord times: an op's host code, or what a device ran (kernel timing).
+enum class OpKind : std::int32_t { Host = 0, Kernel = 1, Memcpy = 2, Memset = 3 };
+const char* op_kind_name(OpKind k);  // "host", "kernel", "memcpy", "memset"
+
+// A timed op (host) or kernel, copy or memset (device) of a step, on the host's clock.
 struct OpRecord {
     std::int32_t run = 0;
     std::int64_t step = 0;
-    std::int32_t op = 0;       // id into TraceMeta::ops
+    std::int32_t op = 0;       // id into TraceMeta::ops: the op, or the kernel's name
     std::int32_t linear = -1;
     std::int32_t layer = -1;
     std::int32_t device = -1;  // -1: CPU
     std::int32_t stream = 0;   // CPU: thread
     std::int64_t start_ns = 0, end_ns = 0;
+    OpKind kind = OpKind::Host;
+    std::int32_t parent = -1;   // a device record: id of the op it ran in ("fprop", "capture"), -1 none
+    std::int32_t operand = -1;  // the operand a quantize (or capture) op handled (Operand), -1 none
+    std::int64_t bytes = 0;     // copies and memsets
 };
 
 // An op or kernel name that appeared after the trace started (CUPTI kernel names are not

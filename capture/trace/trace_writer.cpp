@@ -221,7 +221,7 @@ struct TraceWriter::Impl {
         meta_table(operands_names, std::vector<std::string>{"x", "w", "dy"}, "operand");
         event_kinds = make_table<s::NamesTable>(s::kEventKinds, 16);
         std::vector<std::string> kinds;
-        for (int k = 0; k <= static_cast<int>(EventKind::Error); ++k)
+        for (int k = 0; k <= static_cast<int>(kLastEventKind); ++k)
             kinds.push_back(event_kind_name(static_cast<EventKind>(k)));
         meta_table(event_kinds, kinds, "event kind");
 

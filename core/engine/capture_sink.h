@@ -38,12 +38,15 @@ struct OperandScaling {
     CastInfo cast;  // amax, per-tensor scale (NaN for block recipes), overflow count
 };
 
-// Wall time of one op of a step (CPU backend), in nanoseconds of a steady clock.
+// Host wall time of one op of a step, in nanoseconds of a steady clock (on a GPU: the time
+// to launch its kernels; the kernels come with `scope`, see Backend::trace_kernels).
 struct OpTiming {
     std::string_view op;    // "fprop", "dgrad", "wgrad", "quantize", "attention", "layernorm", ...
     int linear = -1;        // the linear layer it belongs to, -1 if none
     int layer = -1;         // transformer block, -1 for embedding/head
     std::int64_t start_ns = 0, end_ns = 0;
+    int operand = -1;       // the operand a quantize op cast (Operand), -1 if none
+    std::uint64_t scope = 0;  // the op scope its kernels carry (Backend::begin_op)
 };
 
 class CaptureSink {

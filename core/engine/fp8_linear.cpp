@@ -1,9 +1,10 @@
 // Forward and backward of the quantized linear layers (see fp8_linear.h for the design).
 #include "engine/fp8_linear.h"
 
+#include <optional>
 #include <stdexcept>
 
-#include "util/clock.h"
+#include "engine/op_timer.h"
 
 namespace fp8scope {
 
@@ -63,10 +64,7 @@ std::optional<DelayedState> Fp8Linear::delayed_state(int linear, Operand o) cons
     return read(h.get());
 }
 
-void Fp8Linear::timing(const char* op, int linear, std::int64_t start_ns) const {
-    if (!sink_) return;
-    sink_->on_op(OpTiming{op, linear, linears_[std::size_t(linear)].layer, start_ns, now_ns()});
-}
+int Fp8Linear::layer_of(int linear) const { return linears_[std::size_t(linear)].layer; }
 
 // The operand as its GEMMs read it: the rowwise copy and, when asked, the columnwise one.
 // `report`: a training cast whose figures go to the sink after the step.
@@ -80,9 +78,10 @@ GemmOperand Fp8Linear::cast(Operand o, const TensorDesc& values, AmaxHistory* h,
     spec.columnwise = columnwise;
     CastInfo* slot = &report_slots_[std::size_t(linear) * 3 + std::size_t(o)];
     spec.report = report && r && sink_ ? slot : nullptr;
-    std::int64_t t0 = sink_ && r ? now_ns() : 0;
+    std::optional<OpTimer> timer;
+    if (r) timer.emplace(sink_, backend_, "quantize", layer_of(linear), linear, int(o));
     GemmOperand op = backend_.cast(values, spec, storage);
-    if (r) timing("quantize", linear, t0);
+    timer.reset();
     if (spec.report) reports_.push_back(OperandScaling{linear, o, {}});
     return op;
 }
@@ -100,6 +99,7 @@ void Fp8Linear::flush_reports() {
 void Fp8Linear::capture(int linear, Gemm g, Operand o, const TensorDesc& values,
                         const std::optional<DelayedState>& state, bool transposed_repeat) {
     const auto& r = recipe_.operand(o);
+    OpTimer timer(sink_, backend_, "capture", layer_of(linear), linear, int(o));
     sink_->on_operand(OperandCapture{linear, g, o, values, &backend_, r ? &*r : nullptr, state ? &*state : nullptr,
                                      transposed_repeat});
 }
@@ -119,10 +119,11 @@ void Fp8Linear::forward(int linear, ActPtr x, const float* w, const float* b, Ac
     const auto& info = linears_[std::size_t(linear)];
     const std::int64_t K = info.in_features, M = info.out_features;
     const Device dev = backend_.device();
-    std::int64_t t0 = sink_ ? now_ns() : 0;
+    std::optional<OpTimer> timer;
+    if (smooth) timer.emplace(sink_, backend_, "smooth_swiglu", info.layer, linear);
     const TensorDesc X = smoothed(xs_, TensorDesc::of(x, N, K, dev), smooth, false);
     const TensorDesc W = smoothed(ws_, TensorDesc::of(w, M, K, dev), smooth, true);
-    if (smooth) timing("smooth_swiglu", linear, t0);
+    timer.reset();
 
     AmaxHistory* hx = history(linear, Operand::X);
     AmaxHistory* hw = history(linear, Operand::W);
@@ -141,9 +142,8 @@ void Fp8Linear::forward(int linear, ActPtr x, const float* w, const float* b, Ac
     c.wq = cast(Operand::W, W, hw, training, training, *c.w, linear, training);
     c.smoothed = smooth != nullptr;
 
-    t0 = sink_ ? now_ns() : 0;
+    OpTimer fprop(sink_, backend_, "fprop", info.layer, linear);
     backend_.gemm(c.xq, Copy::Rowwise, c.wq, Copy::Rowwise, TensorDesc::of(y, N, M, dev), b, false);
-    timing("fprop", linear, t0);
 }
 
 void Fp8Linear::backward(int linear, ActPtr dy, ActPtr x, const float* w, ActPtr dx, float* dw, float* db,
@@ -180,23 +180,23 @@ void Fp8Linear::backward(int linear, ActPtr dy, ActPtr x, const float* w, ActPtr
     if (capture_operands_) capture(linear, Gemm::Dgrad, Operand::DY, dY, snap_dy);
     const GemmOperand dYop = cast(Operand::DY, dY, hdy, true, true, *dy_storage_, linear, true);
     if (capture_operands_) capture(linear, Gemm::Dgrad, Operand::W, transposed(W), snap[1], true);
-    std::int64_t t0 = sink_ ? now_ns() : 0;
     const TensorDesc dX = TensorDesc::of(dx, N, K, dev);
-    backend_.gemm(dYop, Copy::Rowwise, Wop, Copy::Columnwise, dX, nullptr, false);
-    if (smooth) backend_.scale_columns(dX, dX, smooth, false);  // X' = X diag(s): dX = dX' diag(s)
-    timing("dgrad", linear, t0);
+    {
+        OpTimer dgrad(sink_, backend_, "dgrad", info.layer, linear);
+        backend_.gemm(dYop, Copy::Rowwise, Wop, Copy::Columnwise, dX, nullptr, false);
+        if (smooth) backend_.scale_columns(dX, dX, smooth, false);  // X' = X diag(s): dX = dX' diag(s)
+    }
 
     // wgrad: dW (M,K) = dY^T (M,N) X (N,K); contraction over N.
     if (capture_operands_) {
         capture(linear, Gemm::Wgrad, Operand::DY, transposed(dY), snap_dy, true);
         capture(linear, Gemm::Wgrad, Operand::X, transposed(X), snap[0], true);
     }
-    t0 = sink_ ? now_ns() : 0;
+    OpTimer wgrad(sink_, backend_, "wgrad", info.layer, linear);
     const TensorDesc dW = TensorDesc::of(dw, M, K, dev);
     backend_.gemm(dYop, Copy::Columnwise, Xop, Copy::Columnwise, dW, nullptr, false);
     if (smooth) backend_.scale_columns(dW, dW, smooth, true);  // W' = W diag(1/s): dW = dW' diag(1/s)
     if (db) backend_.bias_backward(db, dY);
-    timing("wgrad", linear, t0);
 }
 
 }  // namespace fp8scope

@@ -69,7 +69,7 @@ private:
                      OperandStorage& storage, int linear, bool report);
     void capture(int linear, Gemm g, Operand o, const TensorDesc& values, const std::optional<DelayedState>& state,
                  bool transposed_repeat = false);
-    void timing(const char* op, int linear, std::int64_t start_ns) const;
+    int layer_of(int linear) const;
     TensorDesc smoothed(DeviceBuffer<float>& scratch, const TensorDesc& in, const float* smooth, bool inverse);
     std::optional<DelayedState> read(AmaxHistory* h) const;
 

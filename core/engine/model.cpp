@@ -9,30 +9,12 @@
 #include <stdexcept>
 
 #include "engine/model_impl.h"
+#include "engine/op_timer.h"
 #include "util/clock.h"
 #include "util/parallel.h"
 
 namespace fp8scope {
 namespace {
-
-// Reports the wall time of one op to the sink, if any, when it goes out of scope.
-class OpTimer {
-public:
-    OpTimer(CaptureSink* sink, const char* op, int layer) : sink_(sink), op_(op), layer_(layer) {
-        if (sink_) start_ = now_ns();
-    }
-    ~OpTimer() {
-        if (sink_) sink_->on_op(OpTiming{op_, -1, layer_, start_, now_ns()});
-    }
-    OpTimer(const OpTimer&) = delete;
-    OpTimer& operator=(const OpTimer&) = delete;
-
-private:
-    CaptureSink* sink_;
-    const char* op_;
-    int layer_;
-    std::int64_t start_ = 0;
-};
 
 // splitmix64 + Box-Muller: a normal stream that is the same on every platform.
 class NormalRng {
@@ -113,7 +95,7 @@ float Model::Impl::run_forward(const std::int32_t* tok, const std::int32_t* tgt,
     auto at = [](float* base, std::int64_t l, std::int64_t size) { return base ? base + l * size : nullptr; };
 
     {
-        OpTimer timer(sink, "embedding", -1);
+        OpTimer timer(sink, backend, "embedding", -1);
         backend.embedding_forward(a.encoded, tokens.data(), p.wte, p.wpe, B, T, int(C));
     }
     for (int l = 0; l < c.n_layer; ++l) {
@@ -127,24 +109,24 @@ float Model::Impl::run_forward(const std::int32_t* tok, const std::int32_t* tgt,
         const ActPtr fch_act = a.fch_act + l * N * H;
         const int lin = l * kLinearsPerBlock;
         {
-            OpTimer timer(sink, norm_op, l);
+            OpTimer timer(sink, backend, norm_op, l);
             norm(ln1, at(a.ln1_mean, l, N), a.ln1_rstd + l * N, residual, p.ln1w + l * C, at(p.ln1b, l, C));
         }
         linear.forward(lin + kQkv, ln1, p.qkvw + l * 3 * C * C, at(p.qkvb, l, 3 * C), qkv, N, nullptr, training);
         {
-            OpTimer timer(sink, "attention", l);
+            OpTimer timer(sink, backend, "attention", l);
             backend.attention_forward(atty, a.att + l * att, qkv, B, T, int(C), c.n_head);
         }
         linear.forward(lin + kProj, atty, p.projw + l * C * C, at(p.projb, l, C), a.proj_out, N, nullptr, training);
         backend.add(residual2, residual, a.proj_out, N * C);
         {
-            OpTimer timer(sink, norm_op, l);
+            OpTimer timer(sink, backend, norm_op, l);
             norm(ln2, at(a.ln2_mean, l, N), a.ln2_rstd + l * N, residual2, p.ln2w + l * C, at(p.ln2b, l, C));
         }
         linear.forward(lin + kFc1, ln2, p.fc1w + l * H1 * C, at(p.fc1b, l, H1), fch, N, nullptr, training);
         const float* smooth = nullptr;
         {
-            OpTimer timer(sink, c.mlp == MlpKind::SwiGLU ? "swiglu" : "gelu", l);
+            OpTimer timer(sink, backend, c.mlp == MlpKind::SwiGLU ? "swiglu" : "gelu", l);
             if (c.mlp == MlpKind::SwiGLU) backend.swiglu_forward(fch_act, fch, N, int(H));
             else backend.gelu_forward(fch_act, fch, N * H);
             // In float32 the smoothing cancels exactly, so only a quantized run needs it.
@@ -158,14 +140,14 @@ float Model::Impl::run_forward(const std::int32_t* tok, const std::int32_t* tgt,
         backend.add(a.residual3 + l * N * C, residual2, a.proj_out, N * C);
     }
     {
-        OpTimer timer(sink, norm_op, -1);
+        OpTimer timer(sink, backend, norm_op, -1);
         norm(a.lnf, a.lnf_mean, a.lnf_rstd, a.residual3 + (c.n_layer - 1) * N * C, p.lnfw, p.lnfb);
     }
     {
-        OpTimer timer(sink, "head", -1);
+        OpTimer timer(sink, backend, "head", -1);
         backend.matmul_forward(a.logits, a.lnf, p.head, nullptr, N, C, V);
     }
-    OpTimer timer(sink, "softmax_ce", -1);
+    OpTimer timer(sink, backend, "softmax_ce", -1);
     backend.softmax_ce_forward(a.logits, a.losses, a.logits, targets.data(), N, int(V));
     const float loss = backend.mean_loss(a.losses, N);
     have_forward = training;
@@ -190,15 +172,15 @@ void Model::Impl::run_backward() {
     auto at = [](float* base, std::int64_t l, std::int64_t size) { return base ? base + l * size : nullptr; };
 
     {
-        OpTimer timer(sink, "softmax_ce", -1);
+        OpTimer timer(sink, backend, "softmax_ce", -1);
         backend.softmax_ce_backward(a.logits, a.logits, targets.data(), N, int(V));
     }
     {
-        OpTimer timer(sink, "head", -1);
+        OpTimer timer(sink, backend, "head", -1);
         backend.matmul_backward(a.dln, dp.head, nullptr, a.logits, a.lnf, p.head, N, C, V);
     }
     {
-        OpTimer timer(sink, norm_op, -1);
+        OpTimer timer(sink, backend, norm_op, -1);
         backend.fill_zero(a.dresidual.ptr, dtype_size(a.dresidual.dtype) * std::size_t(N * C));
         norm_backward(a.dresidual, dp.lnfw, dp.lnfb, a.dln, a.residual3 + (c.n_layer - 1) * N * C, p.lnfw,
                       a.lnf_mean, a.lnf_rstd);
@@ -211,34 +193,34 @@ void Model::Impl::run_backward() {
         linear.backward(lin + kFc2, a.dresidual, a.fch_act + l * N * H, p.fc2w + l * C * H, a.dfch_act,
                         dp.fc2w + l * C * H, at(dp.fc2b, l, C), N, smooth);
         {
-            OpTimer timer(sink, c.mlp == MlpKind::SwiGLU ? "swiglu" : "gelu", l);
+            OpTimer timer(sink, backend, c.mlp == MlpKind::SwiGLU ? "swiglu" : "gelu", l);
             if (c.mlp == MlpKind::SwiGLU) backend.swiglu_backward(a.dfch, a.fch + l * N * H1, a.dfch_act, N, int(H));
             else backend.gelu_backward(a.dfch, a.fch + l * N * H1, a.dfch_act, N * H);
         }
         linear.backward(lin + kFc1, a.dfch, a.ln2 + l * N * C, p.fc1w + l * H1 * C, a.dln, dp.fc1w + l * H1 * C,
                         at(dp.fc1b, l, H1), N, nullptr);
         {
-            OpTimer timer(sink, norm_op, l);
+            OpTimer timer(sink, backend, norm_op, l);
             norm_backward(a.dresidual, dp.ln2w + l * C, at(dp.ln2b, l, C), a.dln, a.residual2 + l * N * C,
                           p.ln2w + l * C, at(a.ln2_mean, l, N), a.ln2_rstd + l * N);
         }
         linear.backward(lin + kProj, a.dresidual, a.atty + l * N * C, p.projw + l * C * C, a.datty,
                         dp.projw + l * C * C, at(dp.projb, l, C), N, nullptr);
         {
-            OpTimer timer(sink, "attention", l);
+            OpTimer timer(sink, backend, "attention", l);
             backend.attention_backward(a.dqkv, a.datty, a.qkv + l * N * 3 * C, a.atty + l * N * C, a.att + l * att, B, T,
                                     int(C), c.n_head);
         }
         linear.backward(lin + kQkv, a.dqkv, a.ln1 + l * N * C, p.qkvw + l * 3 * C * C, a.dln,
                         dp.qkvw + l * 3 * C * C, at(dp.qkvb, l, 3 * C), N, nullptr);
         {
-            OpTimer timer(sink, norm_op, l);
+            OpTimer timer(sink, backend, norm_op, l);
             norm_backward(a.dresidual, dp.ln1w + l * C, at(dp.ln1b, l, C), a.dln, residual, p.ln1w + l * C,
                           at(a.ln1_mean, l, N), a.ln1_rstd + l * N);
         }
     }
     {
-        OpTimer timer(sink, "embedding", -1);
+        OpTimer timer(sink, backend, "embedding", -1);
         // A tied head already wrote its gradient into dwte: the embedding's adds to it.
         if (!c.tie_embeddings) backend.fill_zero(dp.wte, sizeof(float) * std::size_t(V * C));
         backend.fill_zero(dp.wpe, sizeof(float) * std::size_t(c.max_seq) * std::size_t(C));

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "engine/memory_estimate.h"
+#include "engine/op_timer.h"
 
 namespace fp8scope {
 
@@ -224,11 +225,17 @@ bool Trainer::step() {
         }
         rep.model.backward();
         const std::int64_t n = std::int64_t(rep.model.num_params());
-        double norm = backend_.grad_norm(rep.model.grads().data(), n);
+        double norm = 0;
+        {
+            OpTimer timer(rep.sink, backend_, "optimizer", -1);
+            norm = backend_.grad_norm(rep.model.grads().data(), n);
+            if (std::isfinite(norm)) {
+                clip_grad_norm(backend_, rep.model.grads().data(), n, norm, config_.optimizer.grad_clip);
+                rep.adam->step(rep.model.params(), rep.model.grads(), lr);
+            }
+        }
         if (!std::isfinite(norm))
             return recover(b, EventKind::NonFinite, r, "gradient norm " + std::to_string(norm) + " on batch " + std::to_string(b));
-        clip_grad_norm(backend_, rep.model.grads().data(), n, norm, config_.optimizer.grad_clip);
-        rep.adam->step(rep.model.params(), rep.model.grads(), lr);
         double seconds = std::chrono::duration<double>(clock::now() - t0).count();
 
         StepRecord rec;

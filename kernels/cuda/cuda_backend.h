@@ -32,6 +32,9 @@
 //   choice is cached per problem, so only the first call of a shape pays an exception.
 // - The output head (matmul_*) is unquantized: BF16 activations times the float32
 //   weight converted to BF16 per call, float32 weight gradients.
+// - Kernel timing: CUPTI's activity records of every kernel, copy and memset, tagged
+//   with the op scope they were launched in (kernel_tracer.h); op scopes are also NVTX
+//   ranges, so Nsight Systems shows the same ops.
 // - analyze() copies the tensor to the host (BF16 widened exactly, a transposed view
 //   materialized) and runs the CPU's fused analysis; a device analysis comes later.
 #pragma once
@@ -65,6 +68,12 @@ public:
     CudaBackend& operator=(const CudaBackend&) = delete;
 
     Device device() const override { return Device::CUDA; }
+    // Kernel timing through CUPTI (kernel_tracer.h); op scopes are NVTX ranges as well.
+    void begin_op(std::uint64_t scope, const char* name) override;
+    void end_op() override;
+    std::string trace_kernels(KernelListener* listener) override;
+    void flush_kernels() override;
+    std::int64_t dropped_kernel_records() const override;
     std::string describe() const override;
     DType activation_dtype() const override { return DType::BF16; }
     cudaStream_t stream() const { return stream_; }

@@ -16,6 +16,7 @@
 #include "trace_reader.h"
 #include "trace_writer.h"
 #include "train_recorder.h"
+#include "vector_sink.h"
 #include "support/cpu_engine.h"
 
 namespace fp8scope::trace {
@@ -35,21 +36,6 @@ TensorDesc host(std::vector<float>& v, std::int64_t rows, std::int64_t cols) {
 }
 using namespace testing;
 
-struct VectorSink : RecordSink {
-    void write(Record r) override {
-        std::lock_guard lock(mu);
-        records.push_back(std::move(r));
-    }
-    template <class T>
-    std::vector<T> all() const {
-        std::vector<T> out;
-        for (const auto& r : records)
-            if (auto* p = std::get_if<T>(&r)) out.push_back(*p);
-        return out;
-    }
-    std::mutex mu;
-    std::vector<Record> records;
-};
 
 TraceMeta capture_meta(std::vector<std::string> recipes) {
     TraceMeta m = sample_meta();
