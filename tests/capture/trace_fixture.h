@@ -45,7 +45,7 @@ inline StepRecord sample_step(int run, std::int64_t step) {
     s.loss = 5.0 - 0.01 * step + 0.5 * run;
     s.eval_loss = step % 10 == 0 ? 5.5 - 0.01 * step : kNone;
     s.lr = 1e-3 * (1.0 + step) / 100.0;
-    s.grad_norm = 0.25 * (step + 1);
+    s.grad_norm = 0.25 * (double(step) + 1.0);  // no int64 overflow at extreme steps
     s.step_time_s = 0.1 + 1e-4 * step;
     s.tokens_per_s = 4096.0 / s.step_time_s;
     s.recipe = run;
