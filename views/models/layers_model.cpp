@@ -2,6 +2,7 @@
 // the view keeps its sorting, filter and selection while a run streams.
 #include "models/layers_model.h"
 
+#include <QColor>
 #include <algorithm>
 
 #include "models/display_names.h"
@@ -9,10 +10,20 @@
 
 namespace fp8scope::views {
 
+bool LayersModel::isBad(int column, double v) {
+    if (!std::isfinite(v)) return false;
+    switch (column) {
+        case SqnrDb: return v < kLowSqnrDb;
+        case OverflowPct: return v > kHighOverflowPct;
+        case UnderflowPct: return v > kHighUnderflowPct;
+        default: return false;
+    }
+}
+
 LayersModel::LayersModel(const SeriesStore* store, QObject* parent)
     : QAbstractTableModel(parent), store_(store) {}
 
-void LayersModel::refresh(int run, std::int64_t step) {
+void LayersModel::refresh(int run, std::int64_t step, int what_if) {
     std::vector<Row> rows = store_->read([&](const TraceData& d) {
         std::vector<Row> out;
         if (run < 0 || run >= static_cast<int>(d.runs.size())) return out;
@@ -35,8 +46,13 @@ void LayersModel::refresh(int run, std::int64_t step) {
                 if (srow < 0) { r.amax = o->stats.amax; r.scale = o->scale; }
                 r.kurtosis = o->stats.outliers.kurtosis;
                 r.dynamic_range = o->stats.dynamic_range;
-                if (o->recipe_in_use >= 0 && o->recipe_in_use < static_cast<int>(o->errors.size())) {
-                    const ErrorStats& e = o->errors[o->recipe_in_use];
+                const int shown = o->recipe_in_use >= 0 ? o->recipe_in_use : what_if;
+                if (o->recipe_in_use < 0 && shown >= 0) {
+                    r.recipe = tr("what-if: %1").arg(recipe_label(d.meta, shown));
+                    r.what_if = true;
+                }
+                if (shown >= 0 && shown < static_cast<int>(o->errors.size())) {
+                    const ErrorStats& e = o->errors[shown];
                     r.sqnr_db = e.sqnr_db;
                     r.underflow_pct = e.underflow_pct;
                     r.overflow_pct = e.overflow_pct;
@@ -105,6 +121,9 @@ QVariant LayersModel::data(const QModelIndex& index, int role) const {
     }
     if (role == kValueRole) return text_column ? data(index, Qt::DisplayRole) : QVariant(value(r, c));
     if (role == Qt::TextAlignmentRole && !text_column) return int(Qt::AlignRight | Qt::AlignVCenter);
+    if (role == Qt::BackgroundRole && !text_column && isBad(c, value(r, c))) return QColor(255, 205, 200);
+    if (role == Qt::ForegroundRole && r.what_if && (c == Recipe || c == SqnrDb || c == UnderflowPct || c == OverflowPct))
+        return QColor(Qt::darkGray);  // figures of a recipe the run does not use
     return {};
 }
 
