@@ -140,6 +140,35 @@ private slots:
         QCOMPARE(seen.size(), m.rowCount());
     }
 
+    // Linear 0's w read by fprop and dgrad with the same figures: one row for both.
+    void layersMergeSharedTensors() {
+        TraceBatch b = t::synthetic_batch(spec_);
+        const int fw = trace::operand_slot(0, Gemm::Fprop, Operand::W), dw = trace::operand_slot(0, Gemm::Dgrad, Operand::W);
+        for (trace::ScalingRecord& s : b.scaling) {
+            s.amax[dw] = s.amax[fw];
+            s.scale[dw] = s.scale[fw];
+        }
+        std::vector<trace::OperandRecord> fprop_w;
+        for (const trace::OperandRecord& o : b.operands)
+            if (o.key.linear == 0 && o.key.gemm == Gemm::Fprop && o.key.operand == Operand::W) fprop_w.push_back(o);
+        for (trace::OperandRecord& o : b.operands)
+            if (o.key.linear == 0 && o.key.gemm == Gemm::Dgrad && o.key.operand == Operand::W)
+                for (const trace::OperandRecord& f : fprop_w)
+                    if (f.key.run == o.key.run && f.key.step == o.key.step) {
+                        o = f;
+                        o.key.gemm = Gemm::Dgrad;
+                    }
+        QVERIFY(store_.append(store_.reset(t::synthetic_meta(spec_)), std::move(b)));
+        LayersModel m(&store_);
+        QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        m.refresh(1, 37);
+        QCOMPARE(m.rowCount(), spec_.linears * 6 - 1);
+        const int row = m.rowOf({0, Gemm::Fprop, Operand::W});
+        QCOMPARE(m.rowOf({0, Gemm::Dgrad, Operand::W}), row);
+        QCOMPARE(m.data(m.index(row, LayersModel::GemmCol), Qt::DisplayRole).toString(), QString("fprop+dgrad"));
+        QVERIFY(m.rowOf({0, Gemm::Wgrad, Operand::DY}) != m.rowOf({0, Gemm::Dgrad, Operand::DY}));
+    }
+
     void nearestRank() {
         std::vector<double> v{5, 1, 4, 2, 3};
         QCOMPARE(nearest_rank(v, 0.5), 3.0);

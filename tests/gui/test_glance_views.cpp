@@ -199,6 +199,19 @@ private slots:
         QCOMPARE(v->mapCount(), 2);
     }
 
+    // Tiles are square whatever the plot's shape; ticks only on tiles that exist.
+    void blockTilesSquare() {
+        selection_.setOperand({0, Gemm::Fprop, Operand::X});
+        auto* v = show<BlockMapView>("blocks");
+        QCPAxisRect* rect = v->plot()->axisRects().first();
+        QCPAxis *x = rect->axis(QCPAxis::atBottom), *y = rect->axis(QCPAxis::atLeft);
+        const double w = std::abs(x->coordToPixel(1) - x->coordToPixel(0)), h = std::abs(y->coordToPixel(1) - y->coordToPixel(0));
+        QVERIFY2(std::abs(w - h) < 1, qPrintable(QString("%1 x %2").arg(w).arg(h)));
+        const auto ticks = qSharedPointerCast<QCPAxisTickerText>(x->ticker())->ticks();
+        QCOMPARE(ticks.firstKey(), 0.0);
+        QVERIFY(ticks.lastKey() <= 15 && ticks.size() <= 8);
+    }
+
     // Numbers never wrap: every column at least as wide as its contents.
     void layersColumnsFit() {
         selection_.setRun(0);

@@ -34,6 +34,7 @@ void LayersModel::refresh(int run, std::int64_t step, int what_if) {
         for (const OperandRef& ref : all_operands(static_cast<int>(d.meta.linears.size()))) {
             Row r;
             r.ref = ref;
+            r.gemms = {ref.gemm};
             r.layer = d.meta.linears[ref.linear].layer;
             r.linear = linear_label(d.meta, ref.linear);
             if (srow >= 0 && ref.slot() < sc.slot_count) {
@@ -60,7 +61,7 @@ void LayersModel::refresh(int run, std::int64_t step, int what_if) {
             }
             out.push_back(std::move(r));
         }
-        return out;
+        return merge_shared_tensors(std::move(out));
     });
     if (rows.size() == rows_.size()) {
         rows_ = std::move(rows);
@@ -72,13 +73,33 @@ void LayersModel::refresh(int run, std::int64_t step, int what_if) {
     }
 }
 
+std::vector<LayersModel::Row> LayersModel::merge_shared_tensors(std::vector<Row> rows) {
+    auto same = [](double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); };
+    std::vector<Row> out;
+    for (Row& r : rows) {
+        auto it = std::find_if(out.begin(), out.end(), [&](const Row& o) {
+            return o.ref.linear == r.ref.linear && o.ref.operand == r.ref.operand && o.recipe == r.recipe &&
+                   o.capture_step == r.capture_step && same(o.amax, r.amax) && same(o.scale, r.scale) &&
+                   same(o.kurtosis, r.kurtosis) && same(o.dynamic_range, r.dynamic_range) && same(o.sqnr_db, r.sqnr_db) &&
+                   same(o.underflow_pct, r.underflow_pct) && same(o.overflow_pct, r.overflow_pct);
+        });
+        if (it == out.end()) out.push_back(std::move(r));
+        else it->gemms.push_back(r.ref.gemm);
+    }
+    return out;
+}
+
 OperandRef LayersModel::operandAt(int row) const {
     return row >= 0 && row < rowCount() ? rows_[row].ref : OperandRef{};
 }
 
 int LayersModel::rowOf(const OperandRef& ref) const {
-    for (int i = 0; i < rowCount(); ++i)
-        if (rows_[i].ref == ref) return i;
+    for (int i = 0; i < rowCount(); ++i) {
+        const Row& r = rows_[i];
+        if (r.ref.linear == ref.linear && r.ref.operand == ref.operand &&
+            std::find(r.gemms.begin(), r.gemms.end(), ref.gemm) != r.gemms.end())
+            return i;
+    }
     return -1;
 }
 
@@ -111,7 +132,11 @@ QVariant LayersModel::data(const QModelIndex& index, int role) const {
     if (role == Qt::DisplayRole || role == Qt::ToolTipRole) {
         switch (c) {
             case Linear: return r.linear;
-            case GemmCol: return gemm_label(r.ref.gemm);
+            case GemmCol: {
+                QStringList g;
+                for (Gemm x : r.gemms) g << gemm_label(x);
+                return g.join('+');
+            }
             case OperandCol: return operand_label(r.ref.operand);
             case Recipe: return r.recipe;
             case Layer: return r.layer;

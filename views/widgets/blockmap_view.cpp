@@ -31,11 +31,12 @@ int map_columns(int n, int grid_rows, int grid_cols, int width, int height) {
     return best;
 }
 
-// Integer ticks only: tiles have no half positions.
-void set_tile_ticks(QCPAxis* axis) {
-    QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
-    ticker->setTickStep(1);
-    ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+// Ticks on tiles that exist, at most about eight: square tiles widen one axis past the
+// grid, and a tick at tile -2 or 6 of a 4-tile grid would only confuse.
+void set_tile_ticks(QCPAxis* axis, int tiles) {
+    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    const int step = std::max(1, (tiles + 7) / 8);
+    for (int t = 0; t < tiles; t += step) ticker->addTick(t, QString::number(t));
     axis->setTicker(ticker);
 }
 }  // namespace
@@ -74,7 +75,7 @@ int BlockMapView::columnsFor(QSize plot) const {
 
 void BlockMapView::resizeEvent(QResizeEvent* e) {
     StoreView::resizeEvent(e);
-    if (maps_ > 0 && columnsFor(plot_->size()) != columns_) refresh();
+    if (maps_ > 0 && !one_tile_) refresh();  // the grid and the tiles' aspect follow the plot
 }
 
 namespace {
@@ -138,7 +139,7 @@ void BlockMapView::redraw() {
             return;
         }
         shape_ = {static_cast<int>(maps.size()), g.grid_rows, g.grid_cols};
-        const int columns = columns_ = columnsFor(plot_->size());
+        const int columns = columnsFor(plot_->size());
         // The maps in a grid of their own, so that the scales beside it span all its rows.
         auto* grid = new QCPLayoutGrid;
         plot_->plotLayout()->addElement(0, 0, grid);
@@ -162,10 +163,9 @@ void BlockMapView::redraw() {
             cell->setRowStretchFactor(0, 0.001);
             rect->setMarginGroup(QCP::msLeft | QCP::msRight | QCP::msTop | QCP::msBottom, margins_);
             rect->axis(QCPAxis::atLeft)->setRangeReversed(true);  // row 0 at the top, like the matrix
-            for (auto type : {QCPAxis::atLeft, QCPAxis::atBottom}) {
-                set_tile_ticks(rect->axis(type));
-                rect->axis(type)->setTickLabelFont(tf);
-            }
+            set_tile_ticks(rect->axis(QCPAxis::atLeft), b->grid_rows);
+            set_tile_ticks(rect->axis(QCPAxis::atBottom), b->grid_cols);
+            for (auto type : {QCPAxis::atLeft, QCPAxis::atBottom}) rect->axis(type)->setTickLabelFont(tf);
             auto* map = new QCPColorMap(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
             map->setInterpolate(false);
             fill_cells(map, b->grid_cols, b->grid_rows, [&](int c, int r) {
@@ -196,7 +196,22 @@ void BlockMapView::redraw() {
                 if (sc) sc->setDataRange(range);
     });
     heading_->setText(maps_ ? heading : tr("no block maps of the selected operand at or before this step"));
+    plot_->replot();  // lays the axis rects out
+    squareTiles();
     plot_->replot();
+}
+
+// Square tiles: the axis that would stretch them gets a wider range (white margins)
+// instead, so an 8x1 grid is a column, not eight wide bands.
+void BlockMapView::squareTiles() {
+    for (QCPAxisRect* rect : plot_->axisRects()) {
+        QCPAxis *x = rect->axis(QCPAxis::atBottom), *y = rect->axis(QCPAxis::atLeft);
+        if (rect->width() <= 0 || rect->height() <= 0) continue;
+        const double data_aspect = x->range().size() / y->range().size();
+        const double rect_aspect = double(rect->width()) / rect->height();
+        if (data_aspect < rect_aspect) x->setScaleRatio(y, 1.0);
+        else y->setScaleRatio(x, 1.0);
+    }
 }
 
 }  // namespace fp8scope::views

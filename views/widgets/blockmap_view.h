@@ -35,6 +35,7 @@ protected:
 
 private:
     int columnsFor(QSize plot) const;
+    void squareTiles();
     QComboBox* quantity_;
     QLabel* heading_;
     QCustomPlot* plot_;
@@ -42,7 +43,6 @@ private:
     int maps_ = 0;
     bool one_tile_ = false;
     struct { int maps = 0, grid_rows = 0, grid_cols = 0; } shape_;  // of the drawn maps
-    int columns_ = 1;
 };
 
 }  // namespace fp8scope::views

@@ -19,6 +19,8 @@ namespace fp8scope::views {
 
 namespace {
 constexpr char kOutline[] = "in_use_outline";
+constexpr char kCellText[] = "cell_text";
+constexpr int kMinTextCellPx = 34;  // narrower cells show their values on hover only
 }
 
 ErrorView::ErrorView(const ViewContext& context, QWidget* parent)
@@ -90,7 +92,7 @@ QVector<QPoint> ErrorView::outlinedCells() const {
 
 void ErrorView::drawHeatmap() {
     for (int i = heat_->itemCount() - 1; i >= 0; --i)
-        if (heat_->item(i)->objectName() == kOutline) heat_->removeItem(i);
+        if (heat_->item(i)->objectName() == kOutline || heat_->item(i)->objectName() == kCellText) heat_->removeItem(i);
     const int n = model_.recipeCount(), rows = model_.rowCount();
     const bool diff = mode_->currentIndex() == 0 && model_.reference() >= 0;
     const QStringList& recipes = model_.recipeNames();
@@ -110,11 +112,28 @@ void ErrorView::drawHeatmap() {
         if (const int r = model_.recipeInUse(l); r >= 0) {
             auto* frame = new QCPItemRect(heat_);
             frame->setObjectName(kOutline);
-            frame->setPen(QPen(Qt::black, 2.5));
+            frame->setPen(QPen(Qt::black, 2));
             frame->setBrush(Qt::NoBrush);
             frame->setClipToAxisRect(true);
             frame->topLeft->setCoords(r - 0.5, l - 0.5);
             frame->bottomRight->setCoords(r + 0.5, l + 0.5);
+        }
+    // The values in the cells, dark on light colours and light on dark ones.
+    const bool fits = n > 0 && heat_->axisRect()->width() / n >= kMinTextCellPx;
+    QFont small = font();
+    small.setPointSize(7);
+    for (int l = 0; fits && l < rows; ++l)
+        for (int r = 0; r < n; ++r) {
+            const double v = model_.value(l, r);
+            if (!std::isfinite(v)) continue;
+            auto* text = new QCPItemText(heat_);
+            text->setObjectName(kCellText);
+            text->setClipToAxisRect(true);
+            text->setFont(small);
+            text->position->setCoords(r, l);
+            text->setText(QString::number(v, 'g', 3));
+            const QColor cell = QColor::fromRgb(map_->gradient().color(v, map_->dataRange()));
+            text->setColor(cell.lightnessF() > 0.55 ? Qt::black : Qt::white);
         }
     set_label_ticks(heat_->xAxis, recipes);
     set_label_ticks(heat_->yAxis, linears);

@@ -10,8 +10,8 @@ namespace fp8scope::views {
 
 namespace {
 constexpr char kMark[] = "fp8_range_mark";
-// Bright on the thermal gradient's dark blue and its orange alike.
-QColor format_color(Format f) { return f == Format::E4M3 ? QColor(0x7c, 0xfc, 0x00) : QColor(0x00, 0xe5, 0xff); }
+// Lime and magenta: apart from each other and from the histograms' blues and whites.
+QColor format_color(Format f) { return f == Format::E4M3 ? QColor(0x7c, 0xfc, 0x00) : QColor(0xff, 0x3c, 0xc8); }
 const Qt::PenStyle kEdgeStyle[3] = {Qt::SolidLine, Qt::DashLine, Qt::DotLine};  // max, min normal, min subnormal
 }  // namespace
 

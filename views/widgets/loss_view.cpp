@@ -6,7 +6,6 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QSpinBox>
-#include <QSplitter>
 #include <QTableView>
 #include <QVBoxLayout>
 
@@ -92,6 +91,9 @@ LossView::LossView(const ViewContext& context, QWidget* parent)
     rects_[2]->axis(QCPAxis::atRight)->setVisible(true);
     rects_[2]->axis(QCPAxis::atBottom)->setLabel(tr("step"));
     set_log_axis(rects_[2]->axis(QCPAxis::atLeft));
+    // A short plot: few labels, or they run into each other.
+    rects_[2]->axis(QCPAxis::atLeft)->ticker()->setTickCount(3);
+    rects_[2]->axis(QCPAxis::atRight)->ticker()->setTickCount(3);
     for (int i = 0; i < 2; ++i) rects_[i]->axis(QCPAxis::atBottom)->setTickLabels(false);
     place_legend_below(plot_, 6);
     PlotInteraction::attach(plot_, context.cursor);
@@ -101,12 +103,12 @@ LossView::LossView(const ViewContext& context, QWidget* parent)
     table_->verticalHeader()->hide();
     table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     table_->setTextElideMode(Qt::ElideRight);
-    auto* split = new QSplitter(Qt::Vertical, this);
-    split->addWidget(plot_);
-    split->addWidget(table_);
-    split->setStretchFactor(0, 5);
-    split->setStretchFactor(1, 1);
-    layout->addWidget(split, 1);
+    table_->setWordWrap(false);
+    table_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
+    table_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
+    layout->addWidget(plot_, 1);
+    layout->addWidget(table_);
     connect(span_, &QSpinBox::valueChanged, this, [this] {
         ctx().store->read([&](const TraceData& d) { rebuild(d); });
         plot_->replot();
@@ -187,6 +189,9 @@ void LossView::redraw() {
     if (dataChanged()) {
         ctx().store->read([&](const TraceData& d) { rebuild(d); });
         summary_.refresh();
+        // Every run's row shows, the plots take the rest.
+        table_->setFixedHeight(table_->horizontalHeader()->height() + summary_.rowCount() * table_->verticalHeader()->defaultSectionSize() +
+                               2 * table_->frameWidth());
     }
     for (auto* l : cursor_lines_) set_cursor_line(l, static_cast<double>(ctx().cursor->step()));
     dataChanged() ? plot_->replot() : replot_cursor_layer(plot_);

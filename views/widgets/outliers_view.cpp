@@ -169,8 +169,8 @@ void OutliersView::drawLayers(const TraceData& d, const RunData& rd, std::int64_
 void OutliersView::drawSteps(const TraceData& d, const RunData& rd, std::int64_t step) {
     const OperandRef sel = ctx().selection->operand();
     clear_fp8_marks(steps_);
-    set_title(steps_, tr("log2 |x| histogram over capture steps: %1, run %2")
-                          .arg(operand_ref_label(d.meta, sel), run_label(d.meta, ctx().selection->run())));
+    set_title(steps_, tr("log2 |x| histogram over steps: %1, run %2")
+                          .arg(short_operand_label(d.meta, sel), run_label(d.meta, ctx().selection->run())));
     std::vector<const Log2Histogram*> hists;
     std::vector<double> steps;
     std::vector<const trace::OperandRecord*> records;
@@ -226,8 +226,8 @@ void OutliersView::drawChannels(const TraceData& d, const RunData& rd, std::int6
     outliers_->setData(ok, ov, true);
     fit_axes(channels_);
     channels_->yAxis->setRangeLower(0);
-    set_title(channels_, o ? tr("per-channel absmax: %1, run %2, step %3 (red: outlier channels)")
-                                 .arg(operand_ref_label(d.meta, sel), run_label(d.meta, ctx().selection->run()))
+    set_title(channels_, o ? tr("channel absmax: %1, run %2, step %3 (red: outliers)")
+                                 .arg(short_operand_label(d.meta, sel), run_label(d.meta, ctx().selection->run()))
                                  .arg(o->key.step)
                            : tr("per-channel absmax (red: outlier channels)"));
     set_placeholder(channels_, ch.empty() ? tr("no channel absmax for %1").arg(operand_ref_label(d.meta, sel)) : QString());
