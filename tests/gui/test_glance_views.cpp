@@ -86,6 +86,10 @@ private slots:
         // "Export view table as CSV": the loss view has a table now.
         QVERIFY(v->table());
         QVERIFY(table_csv(*v->table()).contains("baseline,49,"));
+        // Every run's row shows.
+        auto* table = v->findChild<QTableView*>();
+        const QModelIndex last = table->model()->index(table->model()->rowCount() - 1, 0);
+        QVERIFY(table->viewport()->rect().contains(table->visualRect(last)));
     }
 
     void clickHoverZoomLogOnAmax() {

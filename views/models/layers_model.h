@@ -26,6 +26,8 @@ public:
     static constexpr double kHighOverflowPct = 0.0;
     static constexpr double kHighUnderflowPct = 1.0;
     static bool isBad(int column, double value);
+    // Two GEMMs' rows of one tensor are merged when their figures agree to this much.
+    static constexpr double kSameFigureRel = 1e-6;
 
     explicit LayersModel(const SeriesStore* store, QObject* parent = nullptr);
 

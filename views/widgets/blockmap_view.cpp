@@ -127,7 +127,7 @@ void BlockMapView::redraw() {
         if (g.grid_rows == 1 && g.grid_cols == 1) {
             // One square per recipe would say nothing a line of text does not.
             one_tile_ = true;
-            QStringList lines{tr("The tensor is one tile at this block size (%1x%2 in %3x%4 tiles): one value per recipe.")
+            QStringList lines{tr("The tensor (%1x%2) is one tile at this block size (tiles of %3x%4): one value per recipe.")
                                   .arg(g.rows).arg(g.cols).arg(g.tile_rows).arg(g.tile_cols)};
             for (const trace::BlockMapRecord* b : maps)
                 lines << QStringLiteral("%1: %2").arg(quantity == Absmax ? tr("|x| absmax") : recipe_label(d.meta, b->recipe),

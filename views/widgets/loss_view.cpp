@@ -190,8 +190,8 @@ void LossView::redraw() {
         ctx().store->read([&](const TraceData& d) { rebuild(d); });
         summary_.refresh();
         // Every run's row shows, the plots take the rest.
-        table_->setFixedHeight(table_->horizontalHeader()->height() + summary_.rowCount() * table_->verticalHeader()->defaultSectionSize() +
-                               2 * table_->frameWidth());
+        table_->setFixedHeight(table_->horizontalHeader()->sizeHint().height() + table_->verticalHeader()->length() +
+                               2 * table_->frameWidth() + 2);
     }
     for (auto* l : cursor_lines_) set_cursor_line(l, static_cast<double>(ctx().cursor->step()));
     dataChanged() ? plot_->replot() : replot_cursor_layer(plot_);
