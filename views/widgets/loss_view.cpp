@@ -53,8 +53,7 @@ LossView::LossView(const ViewContext& context, QWidget* parent)
     // Three axis rects in one plot, so that one margin group lines their left edges up.
     QCPLayoutGrid* grid = plot_->plotLayout();
     auto* margins = new QCPMarginGroup(plot_);
-    const QString titles[3] = {tr("loss (lines), eval loss (dots)"),
-                               tr("loss - baseline: raw (thin), EMA (thick), eval (dashed)"),
+    const QString titles[3] = {tr("loss (lines), eval loss (dots)"), diffTitle(false),
                                tr("step time (ms, log; solid) and tokens/s (dashed, right)")};
     const double heights[3] = {4, 3, 2};  // the loss curves get most of the height
     rects_[0] = plot_->axisRect();
@@ -64,7 +63,8 @@ LossView::LossView(const ViewContext& context, QWidget* parent)
     tf.setBold(true);
     for (int i = 0; i < 3; ++i) {
         if (i > 0) rects_[i] = new QCPAxisRect(plot_);
-        grid->addElement(2 * i, 0, new QCPTextElement(plot_, titles[i], tf));
+        titles_[i] = new QCPTextElement(plot_, titles[i], tf);
+        grid->addElement(2 * i, 0, titles_[i]);
         grid->addElement(2 * i + 1, 0, rects_[i]);
         grid->setRowStretchFactor(2 * i, 0.001);
         grid->setRowStretchFactor(2 * i + 1, heights[i]);
@@ -115,13 +115,17 @@ LossView::LossView(const ViewContext& context, QWidget* parent)
     });
 }
 
+QString LossView::diffTitle(bool one_run) {
+    return one_run ? tr("loss - baseline: one run, nothing to compare")
+                   : tr("loss - baseline: raw (thin), EMA (thick), eval (dashed)");
+}
+
 void LossView::rebuild(const TraceData& d) {
     plot_->clearGraphs();
     const int base = baseline_run(d.meta);
     QCPAxisRect *lr = rects_[0], *dr = rects_[1], *sr = rects_[2];
     auto graph = [this](QCPAxisRect* r, QCPAxis::AxisType value_axis = QCPAxis::atLeft) {
-        QCPGraph* g = plot_->addGraph(r->axis(QCPAxis::atBottom), r->axis(value_axis));
-        return g;
+        return plot_->addGraph(r->axis(QCPAxis::atBottom), r->axis(value_axis));
     };
     for (int r = 0; r < static_cast<int>(d.runs.size()); ++r) {
         const StepColumns& c = d.runs[r].steps;
@@ -179,8 +183,8 @@ void LossView::rebuild(const TraceData& d) {
     }
     fit_axes(plot_);
     for (QCPAxisRect* r : rects_) mark_events(plot_, d, -1, r);
-    set_placeholder(plot_, d.empty() ? tr("no steps yet")
-                           : d.runs.size() < 2 ? tr("one run: no baseline comparison") : QString());
+    set_placeholder(plot_, d.empty() ? tr("no steps yet") : QString());
+    titles_[1]->setText(diffTitle(d.runs.size() == 1));
     plot_->legend->setVisible(plot_->legend->itemCount() > 0);
     wrap_legend(plot_);
 }

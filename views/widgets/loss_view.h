@@ -11,6 +11,7 @@
 class QCustomPlot;
 class QCPAxisRect;
 class QCPItemStraightLine;
+class QCPTextElement;
 class QSpinBox;
 class QTableView;
 
@@ -38,8 +39,10 @@ protected:
 
 private:
     void rebuild(const TraceData& d);
+    static QString diffTitle(bool one_run);
     QCustomPlot* plot_;
     QCPAxisRect* rects_[3];
+    QCPTextElement* titles_[3];
     QCPItemStraightLine* cursor_lines_[3];
     QSpinBox* span_;
     LossSummaryModel summary_;
