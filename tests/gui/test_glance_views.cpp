@@ -83,6 +83,11 @@ private slots:
         for (int i : {0, 17, 49})
             QCOMPARE(v->diffRect()->graphs()[LossView::DiffSmoothed]->data()->at(i)->value,
                      v->diffRect()->graphs()[LossView::DiffRaw]->data()->at(i)->value);
+        // Log y for one of the stacked plots leaves the others as they are.
+        PlotInteraction::of(v->plot())->setLogY(true, loss);
+        QVERIFY(PlotInteraction::of(v->plot())->logY(loss));
+        QVERIFY(!PlotInteraction::of(v->plot())->logY(diff));
+        QVERIFY(PlotInteraction::of(v->plot())->logY(speed));  // log from the start
         // "Export view table as CSV": the loss view has a table now.
         QVERIFY(v->table());
         QVERIFY(table_csv(*v->table()).contains("baseline,49,"));

@@ -133,11 +133,15 @@ void PlotInteraction::resetZoom() {
     plot_->replot();
 }
 
-void PlotInteraction::setLogY(bool on) {
-    if (on == log_y_) return;
-    log_y_ = on;
-    for (QCPAxisRect* r : plot_->axisRects()) {
+bool PlotInteraction::logY(QCPAxisRect* rect) const {
+    rect = rect ? rect : plot_->axisRect();
+    return rect && rect->axis(QCPAxis::atLeft)->scaleType() == QCPAxis::stLogarithmic;
+}
+
+void PlotInteraction::setLogY(bool on, QCPAxisRect* rect) {
+    for (QCPAxisRect* r : rect ? QList<QCPAxisRect*>{rect} : plot_->axisRects()) {
         QCPAxis* y = r->axis(QCPAxis::atLeft);
+        if (on == logY(r)) continue;
         if (on) {
             set_log_axis(y);
         } else {
@@ -146,17 +150,19 @@ void PlotInteraction::setLogY(bool on) {
             y->setNumberFormat("gb");
             y->setNumberPrecision(6);
         }
+        emit logYChanged(on, r);
     }
     resetZoom();
-    emit logYChanged(on);
 }
 
 void PlotInteraction::showMenu(const QPoint& pos) {
     QMenu menu(plot_);
+    QCPAxisRect* rect = rectAt(pos);
     QAction* log = menu.addAction(tr("Log y axis"));
     log->setCheckable(true);
-    log->setChecked(log_y_);
-    connect(log, &QAction::toggled, this, &PlotInteraction::setLogY);
+    log->setEnabled(rect != nullptr);
+    log->setChecked(rect && logY(rect));
+    connect(log, &QAction::toggled, this, [this, rect](bool on) { setLogY(on, rect); });
     menu.addAction(tr("Reset zoom (double-click)"), this, &PlotInteraction::resetZoom);
     menu.exec(plot_->mapToGlobal(pos));
 }

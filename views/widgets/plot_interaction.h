@@ -25,8 +25,10 @@ public:
     // The helper attached to `plot`, or null.
     static PlotInteraction* of(const QCustomPlot* plot);
 
-    bool logY() const { return log_y_; }
-    void setLogY(bool on);
+    // The y axis of `rect` (default: the plot's first) logarithmic or linear; setLogY
+    // without a rect sets every axis rect's. The context menu sets the one under the mouse.
+    bool logY(QCPAxisRect* rect = nullptr) const;
+    void setLogY(bool on, QCPAxisRect* rect = nullptr);
     // Resets the zoom to the data (what a double-click does).
     void resetZoom();
     // What the tooltip says at `pos` (widget pixels); empty outside any axis rect. For tests.
@@ -39,7 +41,7 @@ public:
     QCPItemStraightLine* crosshair() const { return vline_; }
 
 signals:
-    void logYChanged(bool on);
+    void logYChanged(bool on, QCPAxisRect* rect);
 
 private:
     PlotInteraction(QCustomPlot* plot, StepCursor* cursor);
@@ -54,7 +56,6 @@ private:
     QCPItemStraightLine *vline_, *hline_;
     QPoint press_;
     Describer describe_;
-    bool log_y_ = false;
 };
 
 }  // namespace fp8scope::views
