@@ -18,6 +18,7 @@
 #include "models/display_names.h"
 #include "models/trace_file_loader.h"
 #include "real_run.h"
+#include "show_view.h"
 #include "stats_capture.h"
 #include "synthetic_trace.h"
 #include "trace_file.h"
@@ -54,13 +55,7 @@ private:
 
     template <class V>
     V* show(const char* name) {
-        auto* v = qobject_cast<V*>(set_->view(name));
-        v->resize(1000, 640);
-        v->show();
-        set_->refreshNow();
-        if (const QByteArray dir = qgetenv("FP8SCOPE_SCREENSHOT_DIR"); !dir.isEmpty())
-            v->grab().save(QString("%1/%2.png").arg(QString(dir), name));
-        return v;
+        return t::show_view<V>(*set_, name, {1000, 640});
     }
     static double at(QCPGraph* g, int i) { return (g->data()->constBegin() + i)->value; }
     static double keyAt(QCPGraph* g, int i) { return (g->data()->constBegin() + i)->key; }
@@ -82,15 +77,10 @@ private slots:
         } else {
             store_.append(store_.reset(t::synthetic_meta(spec_)), t::synthetic_batch(spec_));
         }
-        set_ = std::make_unique<ViewSet>(&store_, &cursor_, &selection_);
-        selection_.setRun(1);
-        selection_.setOperand({2, Gemm::Fprop, Operand::X});
-        set_->refreshNow();
-        cursor_.setStep(37);
+        set_ = t::open_view_set(store_, cursor_, selection_);
     }
     void cleanup() {
-        for (StoreView* v : set_->views()) v->hide();
-        set_.reset();
+        t::close_view_set(set_);
         loader_.reset();
     }
 
@@ -102,15 +92,16 @@ private slots:
 
     void lossView() {
         auto* v = show<LossView>("loss");
-        QCustomPlot* p = v->lossPlot();
-        QCOMPARE(p->graphCount(), 2 * spec_.runs);  // loss and eval loss per run
-        QCOMPARE(p->graph(2)->dataCount(), int(spec_.steps));
-        QCOMPARE(at(p->graph(2), 17), t::loss_of(1, 17));
-        QCOMPARE(p->graph(3)->dataCount(), 5);  // eval every 10 steps
-        QCOMPARE(at(p->graph(3), 2), t::eval_loss_of(1, 20));
-        QCOMPARE(v->diffPlot()->graphCount(), spec_.runs - 1);
-        QCOMPARE(at(v->diffPlot()->graph(1), 9), t::loss_of(2, 9) - t::loss_of(0, 9));
-        QCOMPARE(at(v->speedPlot()->graph(0), 4), t::step_time_of(0, 4) * 1e3);
+        const QList<QCPGraph*> loss = v->lossRect()->graphs();
+        QCOMPARE(loss.size(), 2 * spec_.runs);  // loss and eval loss per run
+        QCOMPARE(loss[2]->dataCount(), int(spec_.steps));
+        QCOMPARE(at(loss[2], 17), t::loss_of(1, 17));
+        QCOMPARE(loss[3]->dataCount(), 5);  // eval every 10 steps
+        QCOMPARE(at(loss[3], 2), t::eval_loss_of(1, 20));
+        const QList<QCPGraph*> diff = v->diffRect()->graphs();
+        QCOMPARE(diff.size(), (spec_.runs - 1) * LossView::DiffGraphsPerRun);
+        QCOMPARE(at(diff[LossView::DiffGraphsPerRun + LossView::DiffRaw], 9), t::loss_of(2, 9) - t::loss_of(0, 9));
+        QCOMPARE(at(v->speedRect()->graphs()[0], 4), t::step_time_of(0, 4) * 1e3);
     }
 
     // Three operands, the current one in the middle: each curve holds its own operand's
@@ -151,19 +142,21 @@ private slots:
             QCOMPARE(over->scatterStyle().brush().color(), c);
             for (int j = 0; j < i; ++j) QVERIFY(v->graph(j, AmaxView::AmaxGraph)->pen().color() != c);
         }
-        // The history window is the current operand's (the capture at 30 before cursor 37).
+        // The history window is the current operand's, the one in force at cursor 37: the
+        // 16 steps before it (the length from the capture at 30).
         const int slot = refs[1].slot();
         QCPGraph* hist = v->historyGraph();
         QCOMPARE(hist->dataCount(), 16);
-        QCOMPARE(keyAt(hist, 0), 14.0);
-        QCOMPARE(at(hist, 0), double(t::amax_of(1, 14, slot)));
-        QCOMPARE(at(hist, 15), double(t::amax_of(1, 29, slot)));
+        QCOMPARE(keyAt(hist, 0), 21.0);
+        QCOMPARE(at(hist, 0), double(t::amax_of(1, 21, slot)));
+        QCOMPARE(at(hist, 15), double(t::amax_of(1, 36, slot)));
         QVERIFY(hist->name().contains("L1 qkv fprop x"));
         expectLegendOutside(v->plot());
         // The cursor moves the window only.
         cursor_.setStep(12);
         set_->refreshNow();
-        QCOMPARE(keyAt(v->historyGraph(), 0), -6.0);
+        QCOMPARE(keyAt(v->historyGraph(), 0), 0.0);  // the window [-4, 12) from step 0 on
+        QCOMPARE(v->historyGraph()->dataCount(), 12);
         QCOMPARE(at(v->graph(2, AmaxView::AmaxGraph), 40), double(t::amax_of(1, 40, refs[2].slot())));
         // Only the window's and the cursor's layers were redrawn: what shows is what a full
         // replot draws.
@@ -215,37 +208,46 @@ private slots:
         QCOMPARE((kurt->data()->constBegin() + 3)->value, t::kurtosis_of(slot, 30));
         auto* steps = qobject_cast<QCPColorMap*>(v->stepsHeatmap()->plottable(0));
         QCOMPARE(steps->data()->keySize(), 4);  // captures 0, 10, 20, 30 up to the cursor
-        auto* red = qobject_cast<QCPBars*>(v->channelPlot()->plottable(1));
+        QCPGraph* red = v->outlierChannels();
         QCOMPARE(red->dataCount(), 1);  // channel 7 holds the outlier
         QCOMPARE(red->data()->constBegin()->key, 7.0);
         QCOMPARE(red->data()->constBegin()->value, 50.0);
     }
 
+    // The heatmap in its default mode: each recipe's SQNR minus per-tensor current's on
+    // the same layer; the recipe in use (run 1: block1x128) outlined on every layer.
     void errorView() {
         selection_.setOperand({0, Gemm::Wgrad, Operand::DY});
         auto* v = show<ErrorView>("error");
-        QCOMPARE(v->barsPlot()->plottableCount(), 4);
-        for (int r = 0; r < 4; ++r) {
-            auto* b = qobject_cast<QCPBars*>(v->barsPlot()->plottable(r));
-            QCOMPARE(b->dataCount(), spec_.linears);
-            const int slot = trace::operand_slot(2, Gemm::Wgrad, Operand::DY);
-            QCOMPARE((b->data()->constBegin() + 2)->value, t::sqnr_of(1, 30, slot, r));
-        }
+        QCOMPARE(v->model().reference(), 0);  // current_e4m3
+        QCPColorMap* map = v->heatmap();
+        QCOMPARE(map->data()->keySize(), 4);
+        QCOMPARE(map->data()->valueSize(), spec_.linears);
+        const int slot = trace::operand_slot(2, Gemm::Wgrad, Operand::DY);
+        for (int r = 0; r < 4; ++r)
+            QCOMPARE(map->data()->cell(r, 2), t::sqnr_of(1, 30, slot, r) - t::sqnr_of(1, 30, slot, 0));
+        QCOMPARE(map->dataRange().lower, -map->dataRange().upper);  // white at zero
+        QVector<QPoint> outlined = v->outlinedCells();
+        std::sort(outlined.begin(), outlined.end(), [](QPoint a, QPoint b) { return a.y() < b.y(); });
+        QCOMPARE(outlined, (QVector<QPoint>{{1, 0}, {1, 1}, {1, 2}, {1, 3}}));
+        QVERIFY(v->cellText(2, 1).contains("recipe in use"));
+        v->setDifferenceMode(false);
+        QCOMPARE(map->data()->cell(3, 2), t::sqnr_of(1, 30, slot, 3));
         QCPGraph* g = v->stepsPlot()->graph(3);
         QCOMPARE(g->dataCount(), 5);
         QCOMPARE(at(g, 4), t::sqnr_of(1, 40, trace::operand_slot(0, Gemm::Wgrad, Operand::DY), 3));
         selection_.setStat(ErrorStat::UnderflowPct);
         set_->refreshNow();
-        QCOMPARE((qobject_cast<QCPBars*>(v->barsPlot()->plottable(2))->data()->constBegin())->value, 1.0);
+        QCOMPARE(map->data()->cell(2, 0), 1.0);
     }
 
-    // The recipes a real trace holds (13): every bar and line gets its own colour, and
-    // the legend sits beside the bars, never on them.
+    // The recipes a real trace holds (13): every line gets its own colour, the legend sits
+    // under the lines, never on them, and the heatmap has a column per recipe.
     void errorViewLegendAndColours() {
         const std::vector<std::string> names = trace::trace_recipe_names(default_analysis_recipes());
         QCOMPARE(int(names.size()), 13);
         t::SyntheticSpec spec = spec_;
-        spec.linears = 8;  // as many as the tiny model: 104 bars side by side
+        spec.linears = 8;
         trace::TraceMeta meta = t::synthetic_meta(spec);
         meta.recipes = names;
         TraceBatch batch = t::synthetic_batch(spec);
@@ -260,27 +262,16 @@ private slots:
         selection_.setOperand({1, Gemm::Fprop, Operand::W});
         selection_.setStat(ErrorStat::SqnrDb);
         auto* v = show<ErrorView>("error");
-        QCustomPlot* bars = v->barsPlot();
-        QCOMPARE(bars->plottableCount(), 13);
-        QCOMPARE(legendEntries(bars).size(), 13);
+        v->setDifferenceMode(false);
+        QCOMPARE(v->heatmap()->data()->keySize(), 13);
         QVector<QColor> colours;
         for (int r = 0; r < 13; ++r) {
-            auto* b = qobject_cast<QCPBars*>(bars->plottable(r));
-            QCOMPARE(b->name(), QString::fromStdString(names[r]));
-            QCOMPARE((b->data()->constBegin() + 3)->value, t::sqnr_of(1, 30, trace::operand_slot(3, Gemm::Fprop, Operand::W), r));
-            QCOMPARE(v->stepsPlot()->graph(r)->pen().color(), b->brush().color());
-            colours << b->brush().color();
+            QCOMPARE(v->stepsPlot()->graph(r)->name(), QString::fromStdString(names[r]));
+            QCOMPARE(v->heatmap()->data()->cell(r, 3), t::sqnr_of(1, 30, trace::operand_slot(3, Gemm::Fprop, Operand::W), r));
+            colours << v->stepsPlot()->graph(r)->pen().color();
         }
         expectDistinguishable(colours);
-        expectLegendOutside(bars);
-        // Each linear's bars stay within its own slot on the axis.
-        for (int l = 0; l < spec.linears; ++l) {
-            const double left = bars->xAxis->coordToPixel(l - 0.5), right = bars->xAxis->coordToPixel(l + 0.5);
-            for (int r : {0, 12}) {
-                const double x = qobject_cast<QCPBars*>(bars->plottable(r))->dataPixelPosition(l).x();
-                QVERIFY2(x > left && x < right, qPrintable(QString("linear %1 recipe %2").arg(l).arg(r)));
-            }
-        }
+        expectLegendOutside(v->stepsPlot());
     }
 
     void paletteHasSixteenDistinctColours() {
@@ -299,18 +290,29 @@ private slots:
     void blockMapView() {
         selection_.setOperand({0, Gemm::Fprop, Operand::X});
         auto* v = show<BlockMapView>("blocks");
-        QCOMPARE(v->mapCount(), 4);
+        // |x| absmax does not depend on the recipe: one map.
+        QCOMPARE(v->mapCount(), 1);
         QVERIFY(v->heading().contains("step 25"));
-        auto* map = qobject_cast<QCPColorMap*>(v->plot()->plottable(1));
+        auto* map = qobject_cast<QCPColorMap*>(v->plot()->plottable(0));
         QCOMPARE(map->data()->keySize(), 16);
         QCOMPARE(map->data()->valueSize(), 8);
         QCOMPARE(map->data()->cell(5, 2), std::log10(1.0 + 2 * 16 + 5));  // absmax of tile (2, 5)
-        // One colour scale over every map's cells: absmax 1 .. 128.
         QCOMPARE(map->colorScale()->dataRange().lower, 0.0);
         QCOMPARE(map->colorScale()->dataRange().upper, std::log10(128.0));
-        QCOMPARE(qobject_cast<QCPColorMap*>(v->plot()->plottable(3))->colorScale(), map->colorScale());
         QVERIFY(v->heading().contains("8x16 tiles of 32x32"));
-        QCOMPARE(map->gradient(), QCPColorGradient(QCPColorGradient::gpThermal));
+        QCOMPARE(map->gradient(), viridis_gradient());
+        // SQNR: a map per recipe, E4M3 recipes on viridis, MX on magma, one value range.
+        v->setQuantity(BlockMapView::SqnrDb);
+        set_->refreshNow();
+        QCOMPARE(v->mapCount(), 4);
+        auto* e4m3 = qobject_cast<QCPColorMap*>(v->plot()->plottable(0));
+        auto* mx = qobject_cast<QCPColorMap*>(v->plot()->plottable(3));
+        QVERIFY(e4m3->colorScale() != mx->colorScale());
+        QCOMPARE(e4m3->gradient(), viridis_gradient());
+        QCOMPARE(mx->gradient(), magma_gradient());
+        QCOMPARE(e4m3->colorScale()->dataRange(), mx->colorScale()->dataRange());
+        QCOMPARE(mx->colorScale()->dataRange().lower, 20.0);
+        v->setQuantity(BlockMapView::Absmax);
         cursor_.setStep(10);  // before the block-map step 25 only step 0 exists
         set_->refreshNow();
         QVERIFY(v->heading().contains("step 0"));

@@ -40,7 +40,17 @@ QString run_label(const trace::TraceMeta& meta, int run) {
     return QStringLiteral("run #%1").arg(run);
 }
 
+QString event_run_label(const trace::TraceMeta& meta, int run) {
+    return run == -1 ? QStringLiteral("all runs") : run_label(meta, run);
+}
+
 QString recipe_label(const trace::TraceMeta& meta, int recipe) { return from_list(meta.recipes, recipe, "recipe"); }
+QStringList recipe_labels(const trace::TraceMeta& meta) {
+    QStringList out;
+    for (std::size_t r = 0; r < meta.recipes.size(); ++r) out << recipe_label(meta, static_cast<int>(r));
+    return out;
+}
+
 QString training_recipe_label(const trace::TraceMeta& meta, int recipe) {
     return from_list(meta.training_recipes, recipe, "recipe");
 }

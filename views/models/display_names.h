@@ -17,7 +17,11 @@ QString operand_ref_label(const trace::TraceMeta& meta, const OperandRef& ref); 
 QString short_operand_label(const trace::TraceMeta& meta, const OperandRef& ref);  // "L0 fc1 fprop x"
 QString linear_label(const trace::TraceMeta& meta, int linear);
 QString run_label(const trace::TraceMeta& meta, int run);
+// The run an event belongs to: its name, or "all runs" for an event of the whole
+// lock-step comparison (run -1).
+QString event_run_label(const trace::TraceMeta& meta, int run);
 QString recipe_label(const trace::TraceMeta& meta, int recipe);           // analysis recipes
+QStringList recipe_labels(const trace::TraceMeta& meta);                 // all of them, in id order
 QString training_recipe_label(const trace::TraceMeta& meta, int recipe);
 QString op_label(const trace::TraceMeta& meta, int op);
 

@@ -6,6 +6,7 @@
 #include <QDateTime>
 #include <QDir>
 #include <QStandardPaths>
+#include <algorithm>
 
 #include "fp8/training_recipe.h"
 
@@ -32,6 +33,13 @@ QStringList LaunchSpec::recipeNames() {
     return names;
 }
 
+int LaunchSpec::blockMapInterval() const {
+    if (capture_every <= 0) return 0;
+    if (blockmap_every >= 0) return blockmap_every;
+    const int captures = std::max(1, steps / capture_every);
+    return capture_every * std::max(1, captures / kBlockMapsPerRun);
+}
+
 QStringList LaunchSpec::arguments() const {
     QStringList a{"train", "--quiet"};
     if (!config.isEmpty()) a << "--config" << config;
@@ -39,7 +47,8 @@ QStringList LaunchSpec::arguments() const {
     if (!socket.isEmpty()) a << "--listen" << socket;
     if (!token.isEmpty()) a << "--token" << token;
     if (!out.isEmpty()) a << "--out" << out;
-    a << "--steps" << QString::number(steps) << "--capture-every" << QString::number(capture_every);
+    a << "--steps" << QString::number(steps) << "--capture-every" << QString::number(capture_every)
+      << "--blockmap-every" << QString::number(blockMapInterval());
     if (!data.isEmpty()) a << "--data" << data;
     if (recipes.size() > 1) a << "--compare" << recipes.join(',');
     else if (!recipes.isEmpty()) a << "--recipe" << recipes.first();

@@ -20,6 +20,11 @@ struct LaunchSpec {
     int steps = 200;
     QStringList recipes = kDefaultLockStep;  // several: lock step
     int capture_every = 10;     // operand statistics every N steps (0: off)
+    // Block maps every N steps; -1: blockMapInterval() picks one that gives about
+    // kBlockMapsPerRun maps over the run (the engine's own default, 10 x the capture
+    // interval, can be longer than a short run: no maps at all past step 1).
+    int blockmap_every = -1;
+    static constexpr int kBlockMapsPerRun = 8;
     QString out;                // the trace file the engine writes
     QString socket;             // the engine's live socket (unix:PATH)
     QString token;              // empty on a local socket
@@ -28,6 +33,9 @@ struct LaunchSpec {
     static QStringList devices();  // what the engine's --device takes
     // Every training recipe the engine knows, from core's list (training_recipe_names()).
     static QStringList recipeNames();
+    // The block-map interval passed to the engine: a multiple of the capture interval
+    // (maps are taken on capture steps); 0 when nothing is captured.
+    int blockMapInterval() const;
     // Arguments after the engine binary.
     QStringList arguments() const;
 };

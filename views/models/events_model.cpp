@@ -14,7 +14,7 @@ void EventsModel::refresh() {
         std::vector<Row> out;
         out.reserve(d.events.size());
         for (const auto& e : d.events)
-            out.push_back({e.step, run_label(d.meta, e.run), QString::fromLatin1(event_kind_name(e.kind)),
+            out.push_back({e.step, event_run_label(d.meta, e.run), QString::fromLatin1(event_kind_name(e.kind)),
                            QString::fromStdString(e.detail)});
         return out;
     });

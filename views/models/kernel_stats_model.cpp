@@ -1,7 +1,8 @@
-// Per-kernel statistics of a step.
+// Per-kernel statistics of a step or a run.
 #include "models/kernel_stats_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "models/display_names.h"
@@ -9,41 +10,67 @@
 
 namespace fp8scope::views {
 
+double nearest_rank(std::vector<double>& v, double q) {
+    if (v.empty()) return NAN;
+    const auto rank = static_cast<std::size_t>(std::clamp(std::ceil(q * static_cast<double>(v.size())), 1.0,
+                                                          static_cast<double>(v.size()))) - 1;
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(rank), v.end());
+    return v[rank];
+}
+
 KernelStatsModel::KernelStatsModel(const SeriesStore* store, QObject* parent)
     : QAbstractTableModel(parent), store_(store) {}
 
-void KernelStatsModel::refresh(int run, std::int64_t step) {
+void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope) {
     double step_s = 0;
+    int steps = 0;
     std::vector<Row> rows = store_->read([&](const TraceData& d) {
         std::vector<Row> out;
         if (run < 0 || run >= static_cast<int>(d.runs.size())) return out;
         const RunData& rd = d.runs[run];
-        auto [lo, hi] = rd.ops_of_step(step);
-        std::map<int, Row> by_op;
-        std::int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+        auto [lo, hi] = scope == WholeRun ? std::pair<std::size_t, std::size_t>{0, rd.ops.size()} : rd.ops_of_step(step);
+        std::map<int, std::vector<double>> durations;  // op id -> call times, ns
+        // Each step's time: recorded, else the span of its ops.
+        std::int64_t t0 = INT64_MAX, t1 = INT64_MIN, cur = INT64_MIN;
+        auto close_step = [&] {
+            if (cur == INT64_MIN) return;
+            ++steps;
+            const auto row = rd.step_row_at(cur);
+            if (row >= 0 && rd.steps.step[row] == static_cast<double>(cur) && rd.steps.step_time_s[row] > 0)
+                step_s += rd.steps.step_time_s[row];
+            else
+                step_s += static_cast<double>(t1 - t0) * 1e-9;
+        };
         for (std::size_t i = lo; i < hi; ++i) {
             const auto& op = rd.ops[i];
-            Row& r = by_op[op.op];
-            r.calls += 1;
-            r.total_ns += static_cast<double>(op.end_ns - op.start_ns);
+            if (op.step != cur) {
+                close_step();
+                cur = op.step;
+                t0 = INT64_MAX;
+                t1 = INT64_MIN;
+            }
+            durations[op.op].push_back(static_cast<double>(op.end_ns - op.start_ns));
             t0 = std::min(t0, op.start_ns);
             t1 = std::max(t1, op.end_ns);
         }
-        for (auto& [id, r] : by_op) {
+        close_step();
+        for (auto& [id, t] : durations) {
+            Row r;
             r.name = op_label(d.meta, id);
+            r.calls = static_cast<qint64>(t.size());
+            for (double x : t) r.total_ns += x;
+            r.max_ns = *std::max_element(t.begin(), t.end());
+            r.median_ns = nearest_rank(t, 0.5);
+            r.p95_ns = nearest_rank(t, 0.95);
             out.push_back(r);
         }
         std::sort(out.begin(), out.end(), [](const Row& a, const Row& b) { return a.total_ns > b.total_ns; });
-        const auto row = rd.step_row_at(step);
-        if (row >= 0 && rd.steps.step[row] == static_cast<double>(step) && rd.steps.step_time_s[row] > 0)
-            step_s = rd.steps.step_time_s[row];
-        else if (hi > lo)
-            step_s = static_cast<double>(t1 - t0) * 1e-9;
         return out;
     });
     beginResetModel();
     rows_ = std::move(rows);
     step_s_ = step_s;
+    steps_ = steps;
     endResetModel();
 }
 
@@ -52,11 +79,16 @@ int KernelStatsModel::rowCount(const QModelIndex& parent) const {
 }
 int KernelStatsModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
-double KernelStatsModel::value(const Row& r, int column) const {
+double KernelStatsModel::value(int row, int column) const {
+    if (row < 0 || row >= rowCount()) return NAN;
+    const Row& r = rows_[row];
     switch (column) {
         case Calls: return static_cast<double>(r.calls);
         case TotalMs: return r.total_ns * 1e-6;
         case MeanUs: return r.calls ? r.total_ns * 1e-3 / static_cast<double>(r.calls) : NAN;
+        case MedianUs: return r.median_ns * 1e-3;
+        case P95Us: return r.p95_ns * 1e-3;
+        case MaxUs: return r.max_ns * 1e-3;
         case SharePct: return step_s_ > 0 ? 100.0 * r.total_ns * 1e-9 / step_s_ : NAN;
         default: return NAN;
     }
@@ -69,16 +101,17 @@ QVariant KernelStatsModel::data(const QModelIndex& index, int role) const {
     if (role == Qt::DisplayRole || role == Qt::ToolTipRole) {
         if (c == Name) return r.name;
         if (c == Calls) return r.calls;
-        return format_figure(value(r, c));
+        return format_figure(value(index.row(), c));
     }
-    if (role == kValueRole) return c == Name ? QVariant(r.name) : QVariant(value(r, c));
+    if (role == kValueRole) return c == Name ? QVariant(r.name) : QVariant(value(index.row(), c));
     if (role == Qt::TextAlignmentRole && c != Name) return int(Qt::AlignRight | Qt::AlignVCenter);
     return {};
 }
 
 QVariant KernelStatsModel::headerData(int section, Qt::Orientation o, int role) const {
     if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
-    static const char* names[ColumnCount] = {"op / kernel", "calls", "total ms", "mean us", "share of step %"};
+    static const char* names[ColumnCount] = {"op / kernel", "calls", "total ms", "mean us", "median us",
+                                             "p95 us", "max us", "share of time %"};
     return section >= 0 && section < ColumnCount ? QString::fromLatin1(names[section]) : QVariant();
 }
 

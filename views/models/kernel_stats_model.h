@@ -1,6 +1,7 @@
-// The per-kernel table: ops/kernels of one step of one run grouped by name, with calls,
-// total and mean time and their share of the step (step time when recorded, else the
-// span of the step's ops).
+// The per-kernel table: ops/kernels grouped by name, over the cursor step or over every
+// step of the run, with calls, total time, the distribution of a call's time (mean,
+// median, p95, max) and the share of the time (step time when recorded, else the span of
+// the steps' ops).
 #pragma once
 
 #include <QAbstractTableModel>
@@ -12,11 +13,15 @@ namespace fp8scope::views {
 class KernelStatsModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { Name, Calls, TotalMs, MeanUs, SharePct, ColumnCount };
+    enum Column { Name, Calls, TotalMs, MeanUs, MedianUs, P95Us, MaxUs, SharePct, ColumnCount };
+    enum Scope { CursorStep, WholeRun };
 
     explicit KernelStatsModel(const SeriesStore* store, QObject* parent = nullptr);
-    void refresh(int run, std::int64_t step);
+    void refresh(int run, std::int64_t step, Scope scope = CursorStep);
+    // The time the shares are of: the step's, or the sum over the run's steps.
     double stepSeconds() const { return step_s_; }
+    int steps() const { return steps_; }  // steps with ops in the scope
+    double value(int row, int column) const;
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
@@ -27,13 +32,16 @@ private:
     struct Row {
         QString name;
         qint64 calls = 0;
-        double total_ns = 0;
+        double total_ns = 0, median_ns = NAN, p95_ns = NAN, max_ns = NAN;
     };
-    double value(const Row& r, int column) const;
 
     const SeriesStore* store_;
     std::vector<Row> rows_;
     double step_s_ = 0;
+    int steps_ = 0;
 };
+
+// The q-quantile (0..1) of `v` by the nearest-rank method; reorders v; NaN when empty.
+double nearest_rank(std::vector<double>& v, double q);
 
 }  // namespace fp8scope::views

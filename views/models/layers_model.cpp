@@ -2,6 +2,7 @@
 // the view keeps its sorting, filter and selection while a run streams.
 #include "models/layers_model.h"
 
+#include <QColor>
 #include <algorithm>
 
 #include "models/display_names.h"
@@ -9,10 +10,20 @@
 
 namespace fp8scope::views {
 
+bool LayersModel::isBad(int column, double v) {
+    if (!std::isfinite(v)) return false;
+    switch (column) {
+        case SqnrDb: return v < kLowSqnrDb;
+        case OverflowPct: return v > kHighOverflowPct;
+        case UnderflowPct: return v > kHighUnderflowPct;
+        default: return false;
+    }
+}
+
 LayersModel::LayersModel(const SeriesStore* store, QObject* parent)
     : QAbstractTableModel(parent), store_(store) {}
 
-void LayersModel::refresh(int run, std::int64_t step) {
+void LayersModel::refresh(int run, std::int64_t step, int what_if) {
     std::vector<Row> rows = store_->read([&](const TraceData& d) {
         std::vector<Row> out;
         if (run < 0 || run >= static_cast<int>(d.runs.size())) return out;
@@ -23,6 +34,7 @@ void LayersModel::refresh(int run, std::int64_t step) {
         for (const OperandRef& ref : all_operands(static_cast<int>(d.meta.linears.size()))) {
             Row r;
             r.ref = ref;
+            r.gemms = {ref.gemm};
             r.layer = d.meta.linears[ref.linear].layer;
             r.linear = linear_label(d.meta, ref.linear);
             if (srow >= 0 && ref.slot() < sc.slot_count) {
@@ -35,8 +47,13 @@ void LayersModel::refresh(int run, std::int64_t step) {
                 if (srow < 0) { r.amax = o->stats.amax; r.scale = o->scale; }
                 r.kurtosis = o->stats.outliers.kurtosis;
                 r.dynamic_range = o->stats.dynamic_range;
-                if (o->recipe_in_use >= 0 && o->recipe_in_use < static_cast<int>(o->errors.size())) {
-                    const ErrorStats& e = o->errors[o->recipe_in_use];
+                const int shown = o->recipe_in_use >= 0 ? o->recipe_in_use : what_if;
+                if (o->recipe_in_use < 0 && shown >= 0) {
+                    r.recipe = tr("what-if: %1").arg(recipe_label(d.meta, shown));
+                    r.what_if = true;
+                }
+                if (shown >= 0 && shown < static_cast<int>(o->errors.size())) {
+                    const ErrorStats& e = o->errors[shown];
                     r.sqnr_db = e.sqnr_db;
                     r.underflow_pct = e.underflow_pct;
                     r.overflow_pct = e.overflow_pct;
@@ -44,7 +61,7 @@ void LayersModel::refresh(int run, std::int64_t step) {
             }
             out.push_back(std::move(r));
         }
-        return out;
+        return merge_shared_tensors(std::move(out));
     });
     if (rows.size() == rows_.size()) {
         rows_ = std::move(rows);
@@ -56,13 +73,37 @@ void LayersModel::refresh(int run, std::int64_t step) {
     }
 }
 
+std::vector<LayersModel::Row> LayersModel::merge_shared_tensors(std::vector<Row> rows) {
+    // Equal up to summation order: the two GEMMs' captures walk the tensor in different
+    // orders (w and its transpose), so kurtosis or SQNR can differ in the last bits.
+    auto same = [](double a, double b) {
+        return a == b || (std::isnan(a) && std::isnan(b)) || std::abs(a - b) <= kSameFigureRel * std::max(std::abs(a), std::abs(b));
+    };
+    std::vector<Row> out;
+    for (Row& r : rows) {
+        auto it = std::find_if(out.begin(), out.end(), [&](const Row& o) {
+            return o.ref.linear == r.ref.linear && o.ref.operand == r.ref.operand && o.recipe == r.recipe &&
+                   o.capture_step == r.capture_step && same(o.amax, r.amax) && same(o.scale, r.scale) &&
+                   same(o.kurtosis, r.kurtosis) && same(o.dynamic_range, r.dynamic_range) && same(o.sqnr_db, r.sqnr_db) &&
+                   same(o.underflow_pct, r.underflow_pct) && same(o.overflow_pct, r.overflow_pct);
+        });
+        if (it == out.end()) out.push_back(std::move(r));
+        else it->gemms.push_back(r.ref.gemm);
+    }
+    return out;
+}
+
 OperandRef LayersModel::operandAt(int row) const {
     return row >= 0 && row < rowCount() ? rows_[row].ref : OperandRef{};
 }
 
 int LayersModel::rowOf(const OperandRef& ref) const {
-    for (int i = 0; i < rowCount(); ++i)
-        if (rows_[i].ref == ref) return i;
+    for (int i = 0; i < rowCount(); ++i) {
+        const Row& r = rows_[i];
+        if (r.ref.linear == ref.linear && r.ref.operand == ref.operand &&
+            std::find(r.gemms.begin(), r.gemms.end(), ref.gemm) != r.gemms.end())
+            return i;
+    }
     return -1;
 }
 
@@ -95,7 +136,11 @@ QVariant LayersModel::data(const QModelIndex& index, int role) const {
     if (role == Qt::DisplayRole || role == Qt::ToolTipRole) {
         switch (c) {
             case Linear: return r.linear;
-            case GemmCol: return gemm_label(r.ref.gemm);
+            case GemmCol: {
+                QStringList g;
+                for (Gemm x : r.gemms) g << gemm_label(x);
+                return g.join('+');
+            }
             case OperandCol: return operand_label(r.ref.operand);
             case Recipe: return r.recipe;
             case Layer: return r.layer;
@@ -105,6 +150,9 @@ QVariant LayersModel::data(const QModelIndex& index, int role) const {
     }
     if (role == kValueRole) return text_column ? data(index, Qt::DisplayRole) : QVariant(value(r, c));
     if (role == Qt::TextAlignmentRole && !text_column) return int(Qt::AlignRight | Qt::AlignVCenter);
+    if (role == Qt::BackgroundRole && !text_column && isBad(c, value(r, c))) return QColor(255, 205, 200);
+    if (role == Qt::ForegroundRole && r.what_if && (c == Recipe || c == SqnrDb || c == UnderflowPct || c == OverflowPct))
+        return QColor(Qt::darkGray);  // figures of a recipe the run does not use
     return {};
 }
 

@@ -1,6 +1,10 @@
 // The layers table: every linear x GEMM x operand of the selected run with its latest
 // figures at the step cursor (amax and scale of that step, statistics of the newest
-// capture step at or before it). One row per operand slot.
+// capture step at or before it). One row per operand slot, except that a tensor two
+// GEMMs share (fprop and dgrad read the same w) is one row when its figures are the same
+// in both (per-tensor recipes quantize it once). An operand that trains
+// unquantized (a baseline run) shows the what-if figures of a chosen analysis recipe
+// instead of blanks. Bad values are coloured (thresholds below).
 #pragma once
 
 #include <QAbstractTableModel>
@@ -16,11 +20,22 @@ public:
     enum Column { Layer, Linear, GemmCol, OperandCol, Recipe, Amax, Scale, Kurtosis, DynamicRange,
                   SqnrDb, UnderflowPct, OverflowPct, CaptureStep, ColumnCount };
 
+    // What counts as bad: an SQNR under kLowSqnrDb (about 3 bits of mantissa lost against
+    // E4M3's ~31 dB on Gaussian data), any saturation, underflow past kHighUnderflowPct.
+    static constexpr double kLowSqnrDb = 20.0;
+    static constexpr double kHighOverflowPct = 0.0;
+    static constexpr double kHighUnderflowPct = 1.0;
+    static bool isBad(int column, double value);
+    // Two GEMMs' rows of one tensor are merged when their figures agree to this much.
+    static constexpr double kSameFigureRel = 1e-6;
+
     explicit LayersModel(const SeriesStore* store, QObject* parent = nullptr);
 
-    // Re-reads the store for `run` at `step`.
-    void refresh(int run, std::int64_t step);
+    // Re-reads the store for `run` at `step`. Unquantized operands take the error figures
+    // of analysis recipe `what_if` (-1: none, blank).
+    void refresh(int run, std::int64_t step, int what_if = -1);
     OperandRef operandAt(int row) const;
+    // The row showing `ref`, its own or the one it was merged into; -1 when none.
     int rowOf(const OperandRef& ref) const;
 
     int rowCount(const QModelIndex& parent = {}) const override;
@@ -36,7 +51,11 @@ private:
         double amax = NAN, scale = NAN, kurtosis = NAN, dynamic_range = NAN;
         double sqnr_db = NAN, underflow_pct = NAN, overflow_pct = NAN;
         qint64 capture_step = -1;
+        bool what_if = false;  // the error figures are another recipe's
+        std::vector<Gemm> gemms;  // this row's GEMM, then those of the rows merged into it
     };
+    // Merges each row into an earlier one of the same tensor with the same figures.
+    static std::vector<Row> merge_shared_tensors(std::vector<Row> rows);
     double value(const Row& r, int column) const;
 
     const SeriesStore* store_;

@@ -14,10 +14,12 @@ RecipeErrorModel::RecipeErrorModel(const SeriesStore* store, QObject* parent)
 void RecipeErrorModel::refresh(int run, std::int64_t step, Gemm gemm, Operand operand, ErrorStat stat) {
     QStringList linears, recipes;
     std::vector<double> values;
+    std::vector<int> in_use;
     store_->read([&](const TraceData& d) {
-        for (std::size_t r = 0; r < d.meta.recipes.size(); ++r) recipes << recipe_label(d.meta, static_cast<int>(r));
+        recipes = recipe_labels(d.meta);
         const int nl = static_cast<int>(d.meta.linears.size());
         values.assign(static_cast<std::size_t>(nl) * recipes.size(), NAN);
+        in_use.assign(static_cast<std::size_t>(nl), -1);
         for (int l = 0; l < nl; ++l) linears << linear_label(d.meta, l);
         if (run < 0 || run >= static_cast<int>(d.runs.size())) return 0;
         const RunData& rd = d.runs[run];
@@ -25,6 +27,7 @@ void RecipeErrorModel::refresh(int run, std::int64_t step, Gemm gemm, Operand op
         for (int l = 0; l < nl; ++l) {
             const trace::OperandRecord* o = rd.operand(cap, {l, gemm, operand});
             if (!o) continue;
+            in_use[l] = o->recipe_in_use >= 0 && o->recipe_in_use < recipes.size() ? o->recipe_in_use : -1;
             for (int r = 0; r < recipes.size() && r < static_cast<int>(o->errors.size()); ++r)
                 values[static_cast<std::size_t>(l) * recipes.size() + r] = error_stat_value(o->errors[r], stat);
         }
@@ -35,13 +38,37 @@ void RecipeErrorModel::refresh(int run, std::int64_t step, Gemm gemm, Operand op
     linears_ = std::move(linears);
     recipes_ = std::move(recipes);
     values_ = std::move(values);
+    in_use_ = std::move(in_use);
     if (!same_shape) endResetModel();
     else if (rowCount() > 0) emit dataChanged(index(0, 0), index(rowCount() - 1, columnCount() - 1));
 }
 
-double RecipeErrorModel::value(int row, int recipe) const {
+void RecipeErrorModel::setReference(int recipe) {
+    if (recipe == reference_) return;
+    reference_ = recipe;
+    if (rowCount() > 0) emit dataChanged(index(0, 1), index(rowCount() - 1, columnCount() - 1));
+    emit headerDataChanged(Qt::Horizontal, 1, recipeCount());
+}
+
+int RecipeErrorModel::defaultReference(const QStringList& recipes) {
+    if (const auto i = recipes.indexOf("current_e4m3"); i >= 0) return static_cast<int>(i);
+    for (int i = 0; i < recipes.size(); ++i)
+        if (recipes[i].startsWith("current_")) return i;
+    return -1;
+}
+
+double RecipeErrorModel::rawValue(int row, int recipe) const {
     if (row < 0 || row >= rowCount() || recipe < 0 || recipe >= recipeCount()) return NAN;
     return values_[static_cast<std::size_t>(row) * recipes_.size() + recipe];
+}
+
+double RecipeErrorModel::value(int row, int recipe) const {
+    const double v = rawValue(row, recipe);
+    return reference_ < 0 ? v : v - rawValue(row, reference_);
+}
+
+int RecipeErrorModel::recipeInUse(int row) const {
+    return row >= 0 && row < static_cast<int>(in_use_.size()) ? in_use_[row] : -1;
 }
 
 int RecipeErrorModel::rowCount(const QModelIndex& parent) const {
@@ -65,7 +92,8 @@ QVariant RecipeErrorModel::data(const QModelIndex& index, int role) const {
 QVariant RecipeErrorModel::headerData(int section, Qt::Orientation o, int role) const {
     if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
     if (section == 0) return QStringLiteral("linear");
-    return section > 0 && section <= recipeCount() ? QVariant(recipes_[section - 1]) : QVariant();
+    if (section <= 0 || section > recipeCount()) return {};
+    return reference_ < 0 ? recipes_[section - 1] : QStringLiteral("%1 - %2").arg(recipes_[section - 1], recipes_.value(reference_));
 }
 
 }  // namespace fp8scope::views

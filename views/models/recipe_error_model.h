@@ -1,6 +1,7 @@
 // Quantization error of one GEMM operand kind, per linear layer (rows) and analysis
 // recipe (columns), at the newest capture step at or before the cursor: the table behind
-// the error view's side-by-side bars.
+// the error view's heatmap. With a reference recipe set, the values are each recipe's
+// statistic minus the reference's on the same layer (the ~1 dB differences that matter).
 #pragma once
 
 #include <QAbstractTableModel>
@@ -17,9 +18,20 @@ public:
     // The GEMM and operand of `ref` are used for every linear; its linear is ignored.
     void refresh(int run, std::int64_t step, Gemm gemm, Operand operand, ErrorStat stat);
 
-    double value(int row, int recipe) const;  // NaN when not captured
+    // The reference recipe whose value is subtracted; -1: none (plain values).
+    void setReference(int recipe);
+    int reference() const { return reference_; }
+    // "current_e4m3" (per-tensor current scaling), else the first current_* recipe; -1.
+    static int defaultReference(const QStringList& recipes);
+
+    double value(int row, int recipe) const;     // minus the reference's; NaN when not captured
+    double rawValue(int row, int recipe) const;  // the statistic itself
+    // The analysis recipe the layer trains with (outlined in the heatmap); -1 when none.
+    int recipeInUse(int row) const;
+    QString linearName(int row) const { return linears_.value(row); }
     int recipeCount() const { return static_cast<int>(recipes_.size()); }
     QString recipeName(int recipe) const { return recipes_.value(recipe); }
+    const QStringList& recipeNames() const { return recipes_; }
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;  // linear + one per recipe
@@ -30,6 +42,8 @@ private:
     const SeriesStore* store_;
     QStringList linears_, recipes_;
     std::vector<double> values_;  // (linears, recipes)
+    std::vector<int> in_use_;     // per linear
+    int reference_ = -1;
 };
 
 }  // namespace fp8scope::views

@@ -7,6 +7,8 @@
 
 #include "fp8/recipe.h"
 #include "models/display_names.h"
+#include "widgets/event_markers.h"
+#include "widgets/plot_interaction.h"
 #include "widgets/plot_style.h"
 
 namespace fp8scope::views {
@@ -68,8 +70,10 @@ AmaxView::AmaxView(const ViewContext& context, QWidget* parent) : StoreView(cont
     window_layer_ = plot_->layer(QStringLiteral("window"));
     window_layer_->setMode(QCPLayer::lmBuffered);
     window_->setLayer(window_layer_);
-    history_->setLayer(cursor_layer(plot_));
+    // With the window, under the curves: hollow markers that never hide the amax line.
+    history_->setLayer(window_layer_);
     place_legend_below(plot_, 4);
+    PlotInteraction::attach(plot_, context.cursor);
 }
 
 void AmaxView::clearCurves() {
@@ -87,6 +91,7 @@ void AmaxView::rebuild(const TraceData& d, int run, const std::vector<OperandRef
     const QVector<double> k(sc.step.begin(), sc.step.end());
     const OperandRef current = ctx().selection->operand();
     QColor current_color = operand_color(0);
+    bool any_scale = false;
     for (const OperandRef& ref : refs) {
         const int slot = ref.slot();
         if (slot < 0 || slot >= d.slot_count()) continue;
@@ -94,6 +99,8 @@ void AmaxView::rebuild(const TraceData& d, int run, const std::vector<OperandRef
         if (ref == current) current_color = color;
         Curve c{ref, {plot_->addGraph(), plot_->addGraph(plot_->xAxis, plot_->yAxis2), plot_->addGraph()}};
         c.graphs[AmaxGraph]->setName(short_operand_label(d.meta, ref));
+        c.graphs[ScaleGraph]->setName(short_operand_label(d.meta, ref) + tr(" scale"));
+        c.graphs[OverflowGraph]->setName(short_operand_label(d.meta, ref) + tr(" overflow"));
         c.graphs[AmaxGraph]->setPen(QPen(color, 1.4));
         c.graphs[ScaleGraph]->setPen(QPen(color, 1.0, Qt::DashLine));
         c.graphs[OverflowGraph]->setLineStyle(QCPGraph::lsNone);
@@ -106,6 +113,7 @@ void AmaxView::rebuild(const TraceData& d, int run, const std::vector<OperandRef
         for (std::size_t i = 0; i < n; ++i) {
             a[i] = sc.amax_at(i, slot);
             s[i] = sc.scale_at(i, slot);
+            any_scale = any_scale || std::isfinite(s[i]);
             if (std::isfinite(s[i]) && a[i] * s[i] > fmax) { over_k << k[i]; over_v << a[i]; }
         }
         c.graphs[AmaxGraph]->setData(k.mid(0, static_cast<int>(n)), gaps_for_log(a), true);
@@ -120,7 +128,9 @@ void AmaxView::rebuild(const TraceData& d, int run, const std::vector<OperandRef
         keys_.push_back(g);
         return g;
     };
-    key(tr("scale in use (dashed, right axis)"))->setPen(QPen(Qt::darkGray, 1.0, Qt::DashLine));
+    // A run without a scale (the float32 baseline, block recipes) has no right axis.
+    plot_->yAxis2->setVisible(any_scale);
+    if (any_scale) key(tr("scale in use (dashed, right axis)"))->setPen(QPen(Qt::darkGray, 1.0, Qt::DashLine));
     QCPGraph* overflow = key(tr("overflow: amax x scale > fp8 max"));
     overflow->setLineStyle(QCPGraph::lsNone);
     overflow->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangleInverted, Qt::darkGray, Qt::gray, 9));
@@ -130,26 +140,41 @@ void AmaxView::rebuild(const TraceData& d, int run, const std::vector<OperandRef
     history_->removeFromLegend();
     history_->addToLegend();
     history_->setName(tr("delayed amax history of %1 at cursor").arg(short_operand_label(d.meta, current)));
-    history_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(current_color, 1.5), Qt::white, 7));
+    history_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(current_color, 1.2), Qt::NoBrush, 8));
     wrap_legend(plot_);
+    mark_events(plot_, d, run);
     plot_->yAxis->setLabel(tr("amax (run %1)").arg(run_label(d.meta, run)));
     fit_axes(plot_);
 }
 
-// The previous steps' amax as delayed scaling saw them at the cursor's capture step; true
-// when the window moved.
+// The amax history delayed scaling uses at the cursor step: the window's length comes
+// from the newest capture at or before it, the amax of the steps before the cursor from
+// the per-step scaling records (at a capture step itself, the recorded window). True when
+// the window moved.
 bool AmaxView::drawHistory(const RunData& rd, std::int64_t step) {
     const QPointF before = window_->topLeft->coords();
     const bool was_visible = window_->visible();
     QVector<double> hk, hv;
-    if (const trace::OperandRecord* o = rd.operand_at(step, ctx().selection->operand()); o && !o->amax_history.empty()) {
+    const OperandRef ref = ctx().selection->operand();
+    if (const trace::OperandRecord* o = rd.operand_at(step, ref); o && !o->amax_history.empty()) {
         const auto n = static_cast<std::int64_t>(o->amax_history.size());
-        for (std::int64_t i = 0; i < n; ++i) {
-            hk << static_cast<double>(o->key.step - n + i);
-            hv << o->amax_history[i];
+        const ScalingColumns& sc = rd.scaling;
+        const int slot = ref.slot();
+        if (o->key.step == step || slot < 0 || slot >= sc.slot_count) {
+            for (std::int64_t i = 0; i < n; ++i) {
+                hk << static_cast<double>(o->key.step - n + i);
+                hv << o->amax_history[i];
+            }
+            step = o->key.step;
+        } else {
+            auto row = std::lower_bound(sc.step.begin(), sc.step.end(), static_cast<double>(step - n)) - sc.step.begin();
+            for (; row < static_cast<std::ptrdiff_t>(sc.step.size()) && sc.step[row] < static_cast<double>(step); ++row) {
+                hk << sc.step[row];
+                hv << sc.amax_at(row, slot);
+            }
         }
-        window_->topLeft->setCoords(static_cast<double>(o->key.step - n), 0);
-        window_->bottomRight->setCoords(static_cast<double>(o->key.step), 1);
+        window_->topLeft->setCoords(static_cast<double>(step - n), 0);
+        window_->bottomRight->setCoords(static_cast<double>(step), 1);
     }
     window_->setVisible(!hk.isEmpty());
     history_->setData(hk, gaps_for_log(hv), true);

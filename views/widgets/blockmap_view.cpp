@@ -1,7 +1,6 @@
 // Block heatmaps. The plot's layout is rebuilt on each redraw: one axis rect per recipe
-// in a grid shaped so that the tiles come out as large as the plot allows, then the colour
-// scale they share. Values are log10 for |x| and scale_inv (they span decades), dB as they
-// are for SQNR.
+// in a grid shaped so that the tiles come out as large as the plot allows, then a colour
+// scale per format family, all over one value range.
 #include "widgets/blockmap_view.h"
 
 #include <QComboBox>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "models/display_names.h"
+#include "models/model_roles.h"
 #include "widgets/plot_style.h"
 
 namespace fp8scope::views {
@@ -31,11 +31,12 @@ int map_columns(int n, int grid_rows, int grid_cols, int width, int height) {
     return best;
 }
 
-// Integer ticks only: tiles have no half positions.
-void set_tile_ticks(QCPAxis* axis) {
-    QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
-    ticker->setTickStep(1);
-    ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+// Ticks on tiles that exist, at most about eight: square tiles widen one axis past the
+// grid, and a tick at tile -2 or 6 of a 4-tile grid would only confuse.
+void set_tile_ticks(QCPAxis* axis, int tiles) {
+    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    const int step = std::max(1, (tiles + 7) / 8);
+    for (int t = 0; t < tiles; t += step) ticker->addTick(t, QString::number(t));
     axis->setTicker(ticker);
 }
 }  // namespace
@@ -74,8 +75,25 @@ int BlockMapView::columnsFor(QSize plot) const {
 
 void BlockMapView::resizeEvent(QResizeEvent* e) {
     StoreView::resizeEvent(e);
-    if (maps_ > 0 && columnsFor(plot_->size()) != columns_) refresh();
+    if (maps_ > 0 && !one_tile_) refresh();  // the grid and the tiles' aspect follow the plot
 }
+
+namespace {
+// E5M2 and MX recipes on one perceptual scale, E4M3 ones on another: the family of a map
+// shows in its colours.
+bool e5m2_or_mx(const QString& recipe) {
+    return recipe.contains("e5m2", Qt::CaseInsensitive) || recipe.startsWith("mxfp8");
+}
+
+const std::vector<float>& quantity_of(const trace::BlockMapRecord& b, BlockMapView::Quantity q) {
+    return q == BlockMapView::Absmax ? b.absmax : q == BlockMapView::ScaleInv ? b.scale_inv : b.sqnr_db;
+}
+
+// log10 for |x| and scale_inv (they span decades), dB as they are.
+double shown_value(double v, BlockMapView::Quantity q) {
+    return q == BlockMapView::SqnrDb ? v : v > 0 ? std::log10(v) : qQNaN();
+}
+}  // namespace
 
 void BlockMapView::redraw() {
     const OperandRef sel = ctx().selection->operand();
@@ -85,6 +103,7 @@ void BlockMapView::redraw() {
     plot_->clearItems();
     plot_->plotLayout()->clear();
     maps_ = 0;
+    one_tile_ = false;
     QString heading;
     ctx().store->read([&](const TraceData& d) {
         if (run < 0 || run >= static_cast<int>(d.runs.size())) return;
@@ -92,67 +111,107 @@ void BlockMapView::redraw() {
         const std::int64_t at = rd.blockmap_step_at(ctx().cursor->step(), sel);
         if (at < 0) return;
         heading = tr("%1 at step %2").arg(operand_ref_label(d.meta, sel)).arg(at);
-        auto* scale = new QCPColorScale(plot_);
-        scale->setType(QCPAxis::atRight);
-        scale->axis()->setLabel(quantity_->currentText());
-        // The maps take the scale's gradient when they join it.
-        scale->setGradient(quantity == SqnrDb ? QCPColorGradient::gpJet : QCPColorGradient::gpThermal);
-        double lo = INFINITY, hi = -INFINITY;
         std::vector<const trace::BlockMapRecord*> maps;
         for (const trace::BlockMapRecord* b : rd.blockmaps_of(at, sel)) {
-            const auto& src = quantity == Absmax ? b->absmax : quantity == ScaleInv ? b->scale_inv : b->sqnr_db;
             const std::size_t cells = static_cast<std::size_t>(b->grid_rows) * b->grid_cols;
-            if (b->grid_rows > 0 && b->grid_cols > 0 && src.size() >= cells) maps.push_back(b);  // else damaged
+            if (b->grid_rows > 0 && b->grid_cols > 0 && quantity_of(*b, quantity).size() >= cells) maps.push_back(b);  // else damaged
         }
-        if (maps.empty()) {
-            delete scale;
-            return;
-        }
+        if (maps.empty()) return;
+        // |x| per tile is the tensor's, whatever the recipe: one map says it all.
+        if (quantity == Absmax) maps.erase(maps.begin() + 1, maps.end());
         // All recipes of an operand share one tile grid (the first map's, for the shape).
         const trace::BlockMapRecord& g = *maps.front();
         heading = tr("%1 (%2x%3) at step %4: %5x%6 tiles of %7x%8")
                       .arg(operand_ref_label(d.meta, sel)).arg(g.rows).arg(g.cols).arg(at)
                       .arg(g.grid_rows).arg(g.grid_cols).arg(g.tile_rows).arg(g.tile_cols);
+        if (g.grid_rows == 1 && g.grid_cols == 1) {
+            // One square per recipe would say nothing a line of text does not.
+            one_tile_ = true;
+            QStringList lines{tr("The tensor (%1x%2) is one tile at this block size (tiles of %3x%4): one value per recipe.")
+                                  .arg(g.rows).arg(g.cols).arg(g.tile_rows).arg(g.tile_cols)};
+            for (const trace::BlockMapRecord* b : maps)
+                lines << QStringLiteral("%1: %2").arg(quantity == Absmax ? tr("|x| absmax") : recipe_label(d.meta, b->recipe),
+                                                      format_figure(quantity_of(*b, quantity)[0]));
+            auto* text = new QCPTextElement(plot_, lines.join('\n'));
+            text->setTextFlags(Qt::AlignLeft | Qt::AlignVCenter);
+            plot_->plotLayout()->addElement(0, 0, text);
+            maps_ = static_cast<int>(maps.size());
+            return;
+        }
         shape_ = {static_cast<int>(maps.size()), g.grid_rows, g.grid_cols};
-        const int columns = columns_ = columnsFor(plot_->size());
-        // The maps in a grid of their own, so that the scale beside it spans all its rows.
+        const int columns = columnsFor(plot_->size());
+        // The maps in a grid of their own, so that the scales beside it span all its rows.
         auto* grid = new QCPLayoutGrid;
         plot_->plotLayout()->addElement(0, 0, grid);
+        auto* scales = new QCPLayoutGrid;
+        plot_->plotLayout()->addElement(0, 1, scales);
+        QCPColorScale* scale_of[2] = {nullptr, nullptr};  // E4M3 family, E5M2/MX family
+        QCPRange range;
+        bool any = false;
+        QFont tf = font();
+        tf.setPointSize(9);
         for (const trace::BlockMapRecord* b : maps) {
-            const auto& src = quantity == Absmax ? b->absmax : quantity == ScaleInv ? b->scale_inv : b->sqnr_db;
+            const auto& src = quantity_of(*b, quantity);
+            const QString name = quantity == Absmax ? tr("|x| absmax (the same under every recipe)") : recipe_label(d.meta, b->recipe);
+            // A title row over each map, not an axis label under it: it cannot run into the
+            // tick labels of the row below.
+            auto* cell = new QCPLayoutGrid;
+            grid->addElement(maps_ / columns, maps_ % columns, cell);
+            cell->addElement(0, 0, new QCPTextElement(plot_, name, tf));
             auto* rect = new QCPAxisRect(plot_);
-            grid->addElement(maps_ / columns, maps_ % columns, rect);
+            cell->addElement(1, 0, rect);
+            cell->setRowStretchFactor(0, 0.001);
             rect->setMarginGroup(QCP::msLeft | QCP::msRight | QCP::msTop | QCP::msBottom, margins_);
             rect->axis(QCPAxis::atLeft)->setRangeReversed(true);  // row 0 at the top, like the matrix
-            rect->axis(QCPAxis::atBottom)->setLabel(recipe_label(d.meta, b->recipe));
-            for (auto type : {QCPAxis::atLeft, QCPAxis::atBottom}) set_tile_ticks(rect->axis(type));
+            set_tile_ticks(rect->axis(QCPAxis::atLeft), b->grid_rows);
+            set_tile_ticks(rect->axis(QCPAxis::atBottom), b->grid_cols);
+            for (auto type : {QCPAxis::atLeft, QCPAxis::atBottom}) rect->axis(type)->setTickLabelFont(tf);
             auto* map = new QCPColorMap(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
             map->setInterpolate(false);
-            // QCustomPlot sizes cells from the distance between cell centres, so a grid
-            // one tile wide (a small model's operand) is stored as two half-width cells.
-            const int cols = std::max(2, b->grid_cols), rows = std::max(2, b->grid_rows);
-            auto extent = [](int n) { return n > 1 ? QCPRange(0, n - 1) : QCPRange(-0.25, 0.25); };
-            map->data()->setSize(cols, rows);
-            map->data()->setRange(extent(b->grid_cols), extent(b->grid_rows));
-            for (int r = 0; r < rows; ++r)
-                for (int c = 0; c < cols; ++c) {
-                    const int sr = std::min(r, b->grid_rows - 1), sc = std::min(c, b->grid_cols - 1);
-                    double v = src[static_cast<std::size_t>(sr) * b->grid_cols + sc];
-                    if (quantity != SqnrDb) v = v > 0 ? std::log10(v) : qQNaN();
-                    map->data()->setCell(c, r, v);
-                    if (std::isfinite(v)) { lo = std::min(lo, v); hi = std::max(hi, v); }
-                }
-            map->setColorScale(scale);
+            fill_cells(map, b->grid_cols, b->grid_rows, [&](int c, int r) {
+                return shown_value(src[static_cast<std::size_t>(r) * b->grid_cols + c], quantity);
+            });
+            if (QCPRange r; finite_range(map, &r)) {
+                range = any ? QCPRange(std::min(range.lower, r.lower), std::max(range.upper, r.upper)) : r;
+                any = true;
+            }
+            const int family = quantity != Absmax && e5m2_or_mx(recipe_label(d.meta, b->recipe)) ? 1 : 0;
+            if (!scale_of[family]) {
+                scale_of[family] = new QCPColorScale(plot_);
+                scale_of[family]->setType(QCPAxis::atRight);
+                scale_of[family]->setGradient(family ? magma_gradient() : viridis_gradient());
+                scale_of[family]->axis()->setLabel(quantity_->currentText() + (quantity == Absmax ? QString()
+                                                   : family ? tr(" (E5M2, MX)") : tr(" (E4M3)")));
+                scales->addElement(scales->elementCount(), 0, scale_of[family]);
+            }
+            map->setColorScale(scale_of[family]);  // the map takes the scale's gradient
             // Whole cells at the edges: the data range runs between the outer cells' centres.
             rect->axis(QCPAxis::atBottom)->setRange(-0.5, b->grid_cols - 0.5);
             rect->axis(QCPAxis::atLeft)->setRange(-0.5, b->grid_rows - 0.5);
             ++maps_;
         }
-        plot_->plotLayout()->addElement(0, 1, scale);
-        if (lo <= hi) scale->setDataRange(lo < hi ? QCPRange(lo, hi) : QCPRange(lo - 1, hi + 1));
+        // One value range for all scales: the same colour position means the same value.
+        if (any)
+            for (QCPColorScale* sc : scale_of)
+                if (sc) sc->setDataRange(range);
     });
     heading_->setText(maps_ ? heading : tr("no block maps of the selected operand at or before this step"));
+    plot_->replot();  // lays the axis rects out
+    squareTiles();
     plot_->replot();
+}
+
+// Square tiles: the axis that would stretch them gets a wider range (white margins)
+// instead, so an 8x1 grid is a column, not eight wide bands.
+void BlockMapView::squareTiles() {
+    for (QCPAxisRect* rect : plot_->axisRects()) {
+        QCPAxis *x = rect->axis(QCPAxis::atBottom), *y = rect->axis(QCPAxis::atLeft);
+        if (rect->width() <= 0 || rect->height() <= 0) continue;
+        const double data_aspect = x->range().size() / y->range().size();
+        const double rect_aspect = double(rect->width()) / rect->height();
+        if (data_aspect < rect_aspect) x->setScaleRatio(y, 1.0);
+        else y->setScaleRatio(x, 1.0);
+    }
 }
 
 }  // namespace fp8scope::views

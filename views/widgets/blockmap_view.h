@@ -1,7 +1,9 @@
 // Block heatmaps: one tensor (the current operand at the newest block-map step at or
 // before the cursor) under every recipe with block maps (per-tensor, 1x128, 128x128,
-// MXFP8), side by side with one shared colour scale, showing per-tile |x| absmax, the
-// scale_inv in use, or the per-tile SQNR.
+// MXFP8), side by side over one value range, showing the per-tile scale_inv in use or the
+// per-tile SQNR, with a perceptual colour scale per format family (E4M3; E5M2 and MX);
+// the per-tile |x| absmax, the same under every recipe, as one map. A tensor that is one
+// tile at the block size is described in text.
 #pragma once
 
 #include "widgets/store_view.h"
@@ -20,6 +22,8 @@ public:
     explicit BlockMapView(const ViewContext& ctx, QWidget* parent = nullptr);
     QCustomPlot* plot() const { return plot_; }
     int mapCount() const { return maps_; }
+    // True when the tensor is one tile at the block size: the view shows text, no maps.
+    bool oneTile() const { return one_tile_; }
     QString heading() const;
     void setQuantity(Quantity q);
     // "absmax", "scale_inv", "sqnr": names for the command line; -1 when unknown.
@@ -31,13 +35,14 @@ protected:
 
 private:
     int columnsFor(QSize plot) const;
+    void squareTiles();
     QComboBox* quantity_;
     QLabel* heading_;
     QCustomPlot* plot_;
     QCPMarginGroup* margins_;
     int maps_ = 0;
+    bool one_tile_ = false;
     struct { int maps = 0, grid_rows = 0, grid_cols = 0; } shape_;  // of the drawn maps
-    int columns_ = 1;
 };
 
 }  // namespace fp8scope::views

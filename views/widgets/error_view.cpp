@@ -1,4 +1,5 @@
-// Quantization error view.
+// Quantization error view. The heatmap is a QCPColorMap of recipes (x) by linears (y,
+// the first at the top); a recipe in use gets a black frame on its cell.
 #include "widgets/error_view.h"
 
 #include <QComboBox>
@@ -8,9 +9,19 @@
 #include <cmath>
 
 #include "models/display_names.h"
+#include "models/model_roles.h"
+#include "widgets/event_markers.h"
+#include "widgets/plot_interaction.h"
 #include "widgets/plot_style.h"
+#include "widgets/recipe_combo.h"
 
 namespace fp8scope::views {
+
+namespace {
+constexpr char kOutline[] = "in_use_outline";
+constexpr char kCellText[] = "cell_text";
+constexpr int kMinTextCellPx = 34;  // narrower cells show their values on hover only
+}
 
 ErrorView::ErrorView(const ViewContext& context, QWidget* parent)
     : StoreView(context, "error", tr("Quantization error"), parent), model_(context.store) {
@@ -21,50 +32,114 @@ ErrorView::ErrorView(const ViewContext& context, QWidget* parent)
     stat_ = new QComboBox(this);
     for (int s = 0; s < kErrorStatCount; ++s) stat_->addItem(QString::fromLatin1(error_stat_name(ErrorStat(s))));
     row->addWidget(stat_);
+    mode_ = new QComboBox(this);
+    mode_->addItems({tr("difference to"), tr("values")});
+    row->addWidget(mode_);
+    reference_ = new QComboBox(this);
+    reference_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    row->addWidget(reference_);
     row->addStretch();
     layout->addLayout(row);
-    bars_ = make_plot(this, tr("per layer, every recipe, at cursor"));
+    heat_ = make_plot(this, tr("per layer and recipe, at cursor (black frame: recipe in use)"));
     steps_ = make_plot(this, tr("selected operand over capture steps"));
-    layout->addWidget(bars_, 3);
+    layout->addWidget(heat_, 3);
     layout->addWidget(steps_, 2);
-    place_legend_below(bars_, 5);  // 13 recipes side by side leave no free corner inside
+    map_ = new QCPColorMap(heat_->xAxis, heat_->yAxis);
+    map_->setInterpolate(false);
+    map_->setTightBoundary(false);
+    auto* scale = new QCPColorScale(heat_);
+    heat_->plotLayout()->addElement(heat_->plotLayout()->rowCount() - 1, 1, scale);
+    map_->setColorScale(scale);
+    heat_->yAxis->setRangeReversed(true);  // the first linear at the top, as in the layers table
+    heat_->setInteractions({});           // cells do not pan or zoom
+    PlotInteraction::attach(heat_, nullptr)->setDescriber([this](QCPAxisRect*, double key, double value) {
+        return cellText(static_cast<int>(std::lround(value)), static_cast<int>(std::lround(key)));
+    });
+    place_legend_below(steps_, 5);
     steps_->xAxis->setLabel(tr("step"));
     cursor_line_ = add_cursor_line(steps_);
+    PlotInteraction::attach(steps_, context.cursor);
     stat_->setCurrentIndex(static_cast<int>(context.selection->stat()));
     connect(stat_, &QComboBox::currentIndexChanged, this, [this](int i) { ctx().selection->setStat(ErrorStat(i)); });
     connect(context.selection, &Selection::changed, this,
             [this] { stat_->setCurrentIndex(static_cast<int>(ctx().selection->stat())); });
+    connect(mode_, &QComboBox::currentIndexChanged, this, [this] { refresh(true); });
+    connect(reference_, &QComboBox::currentIndexChanged, this, [this] { refresh(true); });
 }
 
-void ErrorView::drawBars() {
-    bars_->clearPlottables();
-    auto* group = new QCPBarsGroup(bars_);
+void ErrorView::setDifferenceMode(bool on) { mode_->setCurrentIndex(on ? 0 : 1); }
+void ErrorView::setReference(int recipe) { reference_->setCurrentIndex(recipe); }
+
+QString ErrorView::cellText(int linear, int recipe) const {
+    if (linear < 0 || linear >= model_.rowCount() || recipe < 0 || recipe >= model_.recipeCount()) return {};
+    QString s = QStringLiteral("%1\n%2\n%3: %4").arg(model_.linearName(linear), model_.recipeName(recipe), stat_->currentText(),
+                                                    format_figure(model_.rawValue(linear, recipe)));
+    if (model_.reference() >= 0)
+        s += tr("\n- %1: %2").arg(model_.recipeName(model_.reference()), format_figure(model_.value(linear, recipe)));
+    if (model_.recipeInUse(linear) == recipe) s += tr("\n(recipe in use)");
+    return s;
+}
+
+QVector<QPoint> ErrorView::outlinedCells() const {
+    QVector<QPoint> cells;
+    for (int i = 0; i < heat_->itemCount(); ++i)
+        if (auto* r = qobject_cast<QCPItemRect*>(heat_->item(i)); r && r->objectName() == kOutline) {
+            const QPointF c = (r->topLeft->coords() + r->bottomRight->coords()) / 2;
+            cells << QPoint(static_cast<int>(std::lround(c.x())), static_cast<int>(std::lround(c.y())));
+        }
+    return cells;
+}
+
+void ErrorView::drawHeatmap() {
+    for (int i = heat_->itemCount() - 1; i >= 0; --i)
+        if (heat_->item(i)->objectName() == kOutline || heat_->item(i)->objectName() == kCellText) heat_->removeItem(i);
     const int n = model_.recipeCount(), rows = model_.rowCount();
-    // A linear's bars share 0.8 of its slot, gaps in plot units too: pixel gaps would push
-    // 13 narrow bars into the neighbouring linear's slot.
-    const double width = 0.7 / std::max(1, n);
-    group->setSpacingType(QCPBarsGroup::stPlotCoords);
-    group->setSpacing(0.1 / std::max(1, n));
+    const bool diff = mode_->currentIndex() == 0 && model_.reference() >= 0;
+    const QStringList& recipes = model_.recipeNames();
     QStringList linears;
-    for (int l = 0; l < rows; ++l) linears << model_.data(model_.index(l, 0), Qt::DisplayRole).toString();
-    for (int r = 0; r < n; ++r) {
-        auto* b = new QCPBars(bars_->xAxis, bars_->yAxis);
-        b->setName(model_.recipeName(r));
-        b->setWidth(width);
-        b->setPen(Qt::NoPen);
-        b->setBrush(colors_.value(r));
-        b->setBarsGroup(group);
-        QVector<double> k, v;
-        for (int l = 0; l < rows; ++l)
-            if (const double x = model_.value(l, r); std::isfinite(x)) { k << l; v << x; }
-        b->setData(k, v);
+    for (int l = 0; l < rows; ++l) linears << model_.linearName(l);
+    fill_cells(map_, n, rows, [this](int c, int r) { return model_.value(r, c); });
+    map_->colorScale()->setGradient(diff ? diverging_gradient() : viridis_gradient());
+    map_->setGradient(map_->colorScale()->gradient());
+    if (QCPRange range; finite_range(map_, &range)) {
+        // Differences: white at zero, so better and worse show at a glance.
+        const double m = std::max(std::abs(range.lower), std::abs(range.upper));
+        map_->setDataRange(diff ? QCPRange(-m, m) : range);
     }
-    wrap_legend(bars_);
-    fit_axes(bars_);
-    set_label_ticks(bars_->xAxis, linears);
-    slant_tick_labels(bars_->xAxis, linears, rows > 6 ? 60 : 0);
-    bars_->yAxis->setLabel(stat_->currentText());
-    set_placeholder(bars_, rows == 0 || n == 0 ? tr("no analysis recipes in this trace") : QString());
+    map_->colorScale()->axis()->setLabel(diff ? tr("%1 - %2").arg(stat_->currentText(), model_.recipeName(model_.reference()))
+                                              : stat_->currentText());
+    for (int l = 0; l < rows; ++l)
+        if (const int r = model_.recipeInUse(l); r >= 0) {
+            auto* frame = new QCPItemRect(heat_);
+            frame->setObjectName(kOutline);
+            frame->setPen(QPen(Qt::black, 2));
+            frame->setBrush(Qt::NoBrush);
+            frame->setClipToAxisRect(true);
+            frame->topLeft->setCoords(r - 0.5, l - 0.5);
+            frame->bottomRight->setCoords(r + 0.5, l + 0.5);
+        }
+    // The values in the cells, dark on light colours and light on dark ones.
+    const bool fits = n > 0 && heat_->axisRect()->width() / n >= kMinTextCellPx;
+    QFont small = font();
+    small.setPointSize(7);
+    for (int l = 0; fits && l < rows; ++l)
+        for (int r = 0; r < n; ++r) {
+            const double v = model_.value(l, r);
+            if (!std::isfinite(v)) continue;
+            auto* text = new QCPItemText(heat_);
+            text->setObjectName(kCellText);
+            text->setClipToAxisRect(true);
+            text->setFont(small);
+            text->position->setCoords(r, l);
+            text->setText(QString::number(v, 'g', 3));
+            const QColor cell = QColor::fromRgb(map_->gradient().color(v, map_->dataRange()));
+            text->setColor(cell.lightnessF() > 0.55 ? Qt::black : Qt::white);
+        }
+    set_label_ticks(heat_->xAxis, recipes);
+    set_label_ticks(heat_->yAxis, linears);
+    slant_tick_labels(heat_->xAxis, recipes, n > 4 ? 45 : 0);
+    set_placeholder(heat_, rows == 0 || n == 0 ? tr("no analysis recipes in this trace") : QString());
+    map_->setVisible(rows > 0 && n > 0);
 }
 
 void ErrorView::drawSteps(const TraceData& d) {
@@ -88,7 +163,9 @@ void ErrorView::drawSteps(const TraceData& d) {
         g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 4));
         g->setData(k, v, true);
     }
+    wrap_legend(steps_);
     fit_axes(steps_);
+    mark_events(steps_, d, run);
     steps_->yAxis->setLabel(QString::fromLatin1(error_stat_name(stat)));
     set_placeholder(steps_, rd.capture_steps.empty() ? tr("no capture steps yet") : QString());
 }
@@ -96,14 +173,17 @@ void ErrorView::drawSteps(const TraceData& d) {
 void ErrorView::redraw() {
     const OperandRef sel = ctx().selection->operand();
     model_.refresh(ctx().selection->run(), ctx().cursor->step(), sel.gemm, sel.operand, ctx().selection->stat());
+    fill_recipe_combo(reference_, model_.recipeNames());
+    reference_->setEnabled(mode_->currentIndex() == 0);
+    model_.setReference(mode_->currentIndex() == 0 ? reference_->currentIndex() : -1);
     ctx().store->read([&](const TraceData& d) {
         colors_ = recipe_colors(d.meta.recipes);
-        drawBars();
-        bars_->xAxis->setLabel(tr("linear (%1 %2)").arg(gemm_label(sel.gemm), operand_label(sel.operand)));
+        drawHeatmap();
+        heat_->yAxis->setLabel(tr("linear (%1 %2)").arg(gemm_label(sel.gemm), operand_label(sel.operand)));
         drawSteps(d);
     });
     set_cursor_line(cursor_line_, static_cast<double>(ctx().cursor->step()));
-    bars_->replot();
+    heat_->replot();
     steps_->replot();
 }
 

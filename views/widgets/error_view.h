@@ -1,7 +1,8 @@
-// Quantization error view: for the selected GEMM operand kind, the chosen statistic
-// (sqnr, mse, underflow, overflow, cosine, ...) of every analysis recipe per layer, side
-// by side at the cursor; below, the selected operand's statistic over capture steps, one
-// line per recipe.
+// Quantization error view: for the selected GEMM operand kind, a heatmap of layers x
+// analysis recipes of the chosen statistic (sqnr, mse, underflow, overflow, cosine, ...)
+// at the cursor, or of its difference to a reference recipe (default: per-tensor current
+// scaling), with each layer's recipe in use outlined and the values on hover; below, the
+// selected operand's statistic over capture steps, one line per recipe.
 #pragma once
 
 #include "models/recipe_error_model.h"
@@ -9,6 +10,7 @@
 
 class QCustomPlot;
 class QComboBox;
+class QCPColorMap;
 class QCPItemStraightLine;
 
 namespace fp8scope::views {
@@ -19,21 +21,30 @@ public:
     explicit ErrorView(const ViewContext& ctx, QWidget* parent = nullptr);
     const QAbstractItemModel* table() const override { return &model_; }
     const RecipeErrorModel& model() const { return model_; }
-    QCustomPlot* barsPlot() const { return bars_; }
+    QCustomPlot* heatmapPlot() const { return heat_; }
+    QCPColorMap* heatmap() const { return map_; }
     QCustomPlot* stepsPlot() const { return steps_; }
     QColor recipeColor(int recipe) const { return colors_.value(recipe); }
+    // "Difference to" on (the reference combo's recipe) or off (plain values).
+    void setDifferenceMode(bool on);
+    void setReference(int recipe);
+    // The outlines of the recipes in use: (recipe, linear) cell of each (for tests).
+    QVector<QPoint> outlinedCells() const;
+    // The tooltip text for a cell.
+    QString cellText(int linear, int recipe) const;
 
 protected:
     void redraw() override;
 
 private:
-    void drawBars();
+    void drawHeatmap();
     void drawSteps(const TraceData& d);
     RecipeErrorModel model_;
-    QComboBox* stat_;
-    QCustomPlot *bars_, *steps_;
+    QComboBox *stat_, *mode_, *reference_;
+    QCustomPlot *heat_, *steps_;
+    QCPColorMap* map_;
     QCPItemStraightLine* cursor_line_;
-    QVector<QColor> colors_;  // per recipe, shared by both plots
+    QVector<QColor> colors_;  // per recipe, for the lines over steps
 };
 
 }  // namespace fp8scope::views

@@ -1,7 +1,11 @@
 // Kernels view.
 #include "widgets/kernel_view.h"
 
+#include <QComboBox>
+#include <QHBoxLayout>
 #include <QHeaderView>
+#include <QLabel>
+#include <QSpinBox>
 #include <QSplitter>
 #include <QTableView>
 #include <QVBoxLayout>
@@ -16,28 +20,53 @@ KernelView::KernelView(const ViewContext& context, QWidget* parent)
     : StoreView(context, "kernels", tr("Kernels"), parent), model_(context.store) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
+    auto* row = new QHBoxLayout;
+    row->addWidget(new QLabel(tr("timeline: last"), this));
+    steps_ = new QSpinBox(this);
+    steps_->setRange(1, 100);
+    steps_->setValue(1);
+    steps_->setSuffix(tr(" step(s) to the cursor"));
+    row->addWidget(steps_);
+    row->addSpacing(20);
+    row->addWidget(new QLabel(tr("statistics over:"), this));
+    scope_ = new QComboBox(this);
+    scope_->addItems({tr("the cursor step"), tr("the whole run")});
+    row->addWidget(scope_);
+    row->addStretch();
+    layout->addLayout(row);
     auto* split = new QSplitter(Qt::Vertical, this);
     timeline_ = new TimelineWidget(split);
     view_ = new QTableView(split);
     view_->setModel(&model_);
     view_->verticalHeader()->hide();
+    view_->setWordWrap(false);
     view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     view_->horizontalHeader()->setStretchLastSection(true);
     split->addWidget(timeline_);
     split->addWidget(view_);
     layout->addWidget(split);
+    connect(scope_, &QComboBox::currentIndexChanged, this, [this] { refresh(true); });
+    connect(steps_, &QSpinBox::valueChanged, this, [this] { refresh(true); });
 }
+
+void KernelView::setScope(KernelStatsModel::Scope s) { scope_->setCurrentIndex(s); }
+void KernelView::setTimelineSteps(int n) { steps_->setValue(n); }
 
 void KernelView::redraw() {
     const int run = ctx().selection->run();
     const std::int64_t step = ctx().cursor->step();
-    model_.refresh(run, step);
+    const auto scope = static_cast<KernelStatsModel::Scope>(scope_->currentIndex());
+    // A whole-run table changes with the data only, not with the cursor.
+    if (scope == KernelStatsModel::CursorStep || dataChanged() || scope != shown_scope_ || run != shown_run_)
+        model_.refresh(run, step, scope);
+    shown_scope_ = scope;
+    shown_run_ = run;
     std::vector<TimelineBox> boxes;
     QStringList lanes;
     ctx().store->read([&](const TraceData& d) {
         if (run < 0 || run >= static_cast<int>(d.runs.size())) return;
         const RunData& rd = d.runs[run];
-        auto [lo, hi] = rd.ops_of_step(step);
+        const std::size_t lo = rd.ops_of_step(step - steps_->value() + 1).first, hi = rd.ops_of_step(step).second;
         std::map<std::pair<int, int>, int> lane_of;  // (device, stream) -> lane
         for (auto i = lo; i < hi; ++i) lane_of[{rd.ops[i].device, rd.ops[i].stream}] = 0;
         for (auto& [key, lane] : lane_of) {
@@ -50,6 +79,7 @@ void KernelView::redraw() {
             const trace::OpRecord& op = rd.ops[i];
             QString name = op_label(d.meta, op.op);
             if (op.linear >= 0) name += " " + linear_label(d.meta, op.linear);
+            if (steps_->value() > 1) name += tr(" (step %1)").arg(op.step);
             boxes.push_back({name, lane_of[{op.device, op.stream}], (op.start_ns - t0) * 1e-3, (op.end_ns - t0) * 1e-3, op.op});
         }
     });

@@ -1,10 +1,13 @@
-// Kernels view: the timeline of the cursor step's op/kernel records per stream, and the
-// per-kernel table (calls, total, mean, share of step).
+// Kernels view: the timeline of the op/kernel records per stream over the last N steps up
+// to the cursor, and the per-kernel table over the cursor step or the whole run (calls,
+// total, mean, median, p95, max, share of time).
 #pragma once
 
 #include "models/kernel_stats_model.h"
 #include "widgets/store_view.h"
 
+class QComboBox;
+class QSpinBox;
 class QTableView;
 
 namespace fp8scope::views {
@@ -18,6 +21,8 @@ public:
     const QAbstractItemModel* table() const override { return &model_; }
     const KernelStatsModel& model() const { return model_; }
     TimelineWidget* timeline() const { return timeline_; }
+    void setScope(KernelStatsModel::Scope s);
+    void setTimelineSteps(int n);
 
 protected:
     void redraw() override;
@@ -26,6 +31,9 @@ private:
     KernelStatsModel model_;
     TimelineWidget* timeline_;
     QTableView* view_;
+    QComboBox* scope_;
+    QSpinBox* steps_;
+    int shown_scope_ = -1, shown_run_ = -1;  // of the table
 };
 
 }  // namespace fp8scope::views

@@ -1,14 +1,19 @@
 // Layers table view.
 #include "widgets/layers_view.h"
 
+#include <QComboBox>
+#include <QHBoxLayout>
 #include <QHeaderView>
+#include <QLabel>
 #include <QLineEdit>
 #include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QVBoxLayout>
 #include <algorithm>
 
+#include "models/display_names.h"
 #include "models/model_roles.h"
+#include "widgets/recipe_combo.h"
 
 namespace fp8scope::views {
 
@@ -19,6 +24,9 @@ LayersView::LayersView(const ViewContext& context, QWidget* parent)
     filter_ = new QLineEdit(this);
     filter_->setPlaceholderText(tr("filter: linear, gemm, operand or recipe (e.g. mlp, dgrad)"));
     filter_->setClearButtonEnabled(true);
+    what_if_ = new QComboBox(this);
+    what_if_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    what_if_->setToolTip(tr("the analysis recipe whose error figures an unquantized (baseline) operand shows"));
     proxy_ = new QSortFilterProxyModel(this);
     proxy_->setSourceModel(&model_);
     proxy_->setSortRole(kValueRole);
@@ -31,8 +39,16 @@ LayersView::LayersView(const ViewContext& context, QWidget* parent)
     view_->setSelectionBehavior(QAbstractItemView::SelectRows);
     view_->setSelectionMode(QAbstractItemView::ExtendedSelection);
     view_->verticalHeader()->hide();
-    view_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
-    layout->addWidget(filter_);
+    // Numbers on one line: columns fit their contents, long linear names are elided.
+    view_->setWordWrap(false);
+    view_->setTextElideMode(Qt::ElideMiddle);
+    view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    view_->horizontalHeader()->setSectionResizeMode(LayersModel::Linear, QHeaderView::Interactive);
+    auto* row = new QHBoxLayout;
+    row->addWidget(filter_, 1);
+    row->addWidget(new QLabel(tr("baseline what-if:"), this));
+    row->addWidget(what_if_);
+    layout->addLayout(row);
     layout->addWidget(view_);
     // Filtering hides rows, it does not unselect their operands.
     connect(filter_, &QLineEdit::textChanged, this, [this](const QString& text) {
@@ -44,6 +60,7 @@ LayersView::LayersView(const ViewContext& context, QWidget* parent)
     connect(view_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &LayersView::takeSelection);
     connect(view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &LayersView::takeSelection);
     connect(context.selection, &Selection::changed, this, &LayersView::showSelection);
+    connect(what_if_, &QComboBox::currentIndexChanged, this, [this] { refresh(true); });
 }
 
 std::vector<OperandRef> LayersView::selectedOperands() const {
@@ -87,8 +104,9 @@ void LayersView::showSelection() {
 void LayersView::redraw() {
     const bool first = model_.rowCount() == 0;
     const int run = ctx().selection->run();
+    if (dataChanged()) fill_recipe_combo(what_if_, ctx().store->read([](const TraceData& d) { return recipe_labels(d.meta); }));
     syncing_ = true;
-    model_.refresh(run, ctx().cursor->step());
+    model_.refresh(run, ctx().cursor->step(), what_if_->currentIndex());
     syncing_ = false;
     if (model_.rowCount() == 0) return;
     // Another run's figures (a baseline has no recipe or scale) need other widths.

@@ -1,11 +1,13 @@
 // Layers table view: every layer x GEMM x operand with its latest figures, sortable and
 // filterable; choosing a row selects that operand in every other view, choosing several
 // rows (Ctrl/Shift-click) selects them all, the row with the focus being the current.
+// For a baseline run the error columns show a what-if recipe chosen beside the filter.
 #pragma once
 
 #include "models/layers_model.h"
 #include "widgets/store_view.h"
 
+class QComboBox;
 class QLineEdit;
 class QSortFilterProxyModel;
 class QTableView;
@@ -21,6 +23,8 @@ public:
     QTableView* tableView() const { return view_; }
     QSortFilterProxyModel* proxy() const { return proxy_; }
     QLineEdit* filter() const { return filter_; }
+    // The analysis recipe whose figures an unquantized (baseline) operand shows.
+    QComboBox* whatIf() const { return what_if_; }
 
 protected:
     void redraw() override;
@@ -33,6 +37,7 @@ private:
     QSortFilterProxyModel* proxy_;
     QTableView* view_;
     QLineEdit* filter_;
+    QComboBox* what_if_;
     int sized_run_ = -1;    // the run the column widths were fitted to
     bool syncing_ = false;  // the table and the Selection are being made to agree
 };

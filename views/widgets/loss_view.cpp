@@ -1,108 +1,204 @@
-// Loss view. Plot data is rebuilt only when the store changed; a cursor move only moves
-// the cursor lines, which keeps scrubbing cheap on 100k-step runs.
+// Loss view. Plot data is rebuilt only when the store changed (or the EMA span); a cursor
+// move only moves the cursor lines, which keeps scrubbing cheap on 100k-step runs.
 #include "widgets/loss_view.h"
 
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QSpinBox>
+#include <QTableView>
 #include <QVBoxLayout>
 
 #include "models/display_names.h"
+#include "models/smoothing.h"
+#include "widgets/event_markers.h"
+#include "widgets/plot_interaction.h"
 #include "widgets/plot_style.h"
 
 namespace fp8scope::views {
 
-int baseline_run(const trace::TraceMeta& meta) {
-    for (std::size_t r = 0; r < meta.runs.size(); ++r)
-        if (meta.runs[r].recipe == "baseline") return static_cast<int>(r);
-    return meta.runs.empty() ? -1 : 0;
-}
+namespace {
+QVector<double> qvec(const std::vector<double>& v) { return QVector<double>(v.begin(), v.end()); }
 
-LossView::LossView(const ViewContext& context, QWidget* parent) : StoreView(context, "loss", tr("Loss"), parent) {
+// `a` minus `b` at the steps both have (runs of one lock-step comparison share steps).
+std::pair<std::vector<double>, std::vector<double>> difference(const StepColumns& c, const std::vector<double>& a,
+                                                                const StepColumns& b, const std::vector<double>& bv) {
+    std::vector<double> k, v;
+    std::size_t j = 0;
+    for (std::size_t i = 0; i < c.size(); ++i) {
+        while (j < b.size() && b.step[j] < c.step[i]) ++j;
+        if (j < b.size() && b.step[j] == c.step[i] && std::isfinite(a[i]) && std::isfinite(bv[j])) {
+            k.push_back(c.step[i]);
+            v.push_back(a[i] - bv[j]);
+        }
+    }
+    return {k, v};
+}
+}  // namespace
+
+LossView::LossView(const ViewContext& context, QWidget* parent)
+    : StoreView(context, "loss", tr("Loss"), parent), summary_(context.store) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
-    loss_ = make_plot(this, tr("loss (lines) and eval loss (dots)"));
-    diff_ = make_plot(this, tr("loss - baseline loss"));
-    speed_ = make_plot(this, tr("step time (ms, solid) and tokens/s (dashed, right)"));
-    layout->addWidget(loss_, 3);
-    layout->addWidget(diff_, 2);
-    layout->addWidget(speed_, 2);
-    speed_->yAxis2->setVisible(true);
-    QCustomPlot* plots[3] = {loss_, diff_, speed_};
-    speed_->xAxis->setLabel(tr("step"));  // the three plots share their steps; one label
+    auto* row = new QHBoxLayout;
+    row->addWidget(new QLabel(tr("smoothing of the difference (EMA span, steps):"), this));
+    span_ = new QSpinBox(this);
+    span_->setRange(1, 10000);
+    span_->setValue(kDefaultEmaSpan);
+    row->addWidget(span_);
+    row->addStretch();
+    layout->addLayout(row);
+    plot_ = make_plot(this, QString());
+    plot_->setMinimumSize(300, 360);
+    // Three axis rects in one plot, so that one margin group lines their left edges up.
+    QCPLayoutGrid* grid = plot_->plotLayout();
+    auto* margins = new QCPMarginGroup(plot_);
+    const QString titles[3] = {tr("loss (lines), eval loss (dots)"), diffTitle(false),
+                               tr("step time (ms, log; solid) and tokens/s (dashed, right)")};
+    const double heights[3] = {4, 3, 2};  // the loss curves get most of the height
+    rects_[0] = plot_->axisRect();
+    grid->take(rects_[0]);
+    grid->simplify();
+    QFont tf = plot_->xAxis->labelFont();
+    tf.setBold(true);
     for (int i = 0; i < 3; ++i) {
-        cursor_lines_[i] = add_cursor_line(plots[i]);
-        // Zooming one plot's steps zooms the others.
-        for (int j = 0; j < 3; ++j)
-            if (i != j)
-                connect(plots[i]->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), plots[j]->xAxis,
-                        [p = plots[j]](const QCPRange& r) {
-                            if (p->xAxis->range() != r) { p->xAxis->setRange(r); p->replot(QCustomPlot::rpQueuedReplot); }
-                        });
+        if (i > 0) rects_[i] = new QCPAxisRect(plot_);
+        titles_[i] = new QCPTextElement(plot_, titles[i], tf);
+        grid->addElement(2 * i, 0, titles_[i]);
+        grid->addElement(2 * i + 1, 0, rects_[i]);
+        grid->setRowStretchFactor(2 * i, 0.001);
+        grid->setRowStretchFactor(2 * i + 1, heights[i]);
+        rects_[i]->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
+        for (QCPAxis* a : rects_[i]->axes()) {
+            a->setTickLabelFont(plot_->xAxis->tickLabelFont());
+            a->setLabelFont(plot_->xAxis->labelFont());
+        }
+        cursor_lines_[i] = add_cursor_line(plot_, rects_[i]);
     }
-    place_legend_below(loss_, 6);  // the plot is short: any corner inside covers a curve
+    grid->setRowSpacing(0);
+    // One step axis: zooming or panning any plot moves all three.
+    for (int i = 0; i < 3; ++i)
+        connect(rects_[i]->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
+                [this, i](const QCPRange& r) {
+                    for (int j = 0; j < 3; ++j)
+                        if (j != i && rects_[j]->axis(QCPAxis::atBottom)->range() != r)
+                            rects_[j]->axis(QCPAxis::atBottom)->setRange(r);
+                });
+    rects_[0]->axis(QCPAxis::atLeft)->setLabel(tr("loss"));
+    rects_[1]->axis(QCPAxis::atLeft)->setLabel(tr("loss - baseline"));
+    rects_[2]->axis(QCPAxis::atLeft)->setLabel(tr("ms"));
+    rects_[2]->axis(QCPAxis::atRight)->setLabel(tr("tokens/s"));
+    rects_[2]->axis(QCPAxis::atRight)->setVisible(true);
+    rects_[2]->axis(QCPAxis::atBottom)->setLabel(tr("step"));
+    set_log_axis(rects_[2]->axis(QCPAxis::atLeft));
+    // A short plot: few labels, or they run into each other.
+    rects_[2]->axis(QCPAxis::atLeft)->ticker()->setTickCount(3);
+    rects_[2]->axis(QCPAxis::atRight)->ticker()->setTickCount(3);
+    for (int i = 0; i < 2; ++i) rects_[i]->axis(QCPAxis::atBottom)->setTickLabels(false);
+    place_legend_below(plot_, 6);
+    PlotInteraction::attach(plot_, context.cursor);
+
+    table_ = new QTableView(this);
+    table_->setModel(&summary_);
+    table_->verticalHeader()->hide();
+    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    table_->setTextElideMode(Qt::ElideRight);
+    table_->setWordWrap(false);
+    table_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
+    table_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
+    layout->addWidget(plot_, 1);
+    layout->addWidget(table_);
+    connect(span_, &QSpinBox::valueChanged, this, [this] {
+        ctx().store->read([&](const TraceData& d) { rebuild(d); });
+        plot_->replot();
+    });
 }
 
-static QVector<double> qvec(const std::vector<double>& v) { return QVector<double>(v.begin(), v.end()); }
+QString LossView::diffTitle(bool one_run) {
+    return one_run ? tr("loss - baseline: one run, nothing to compare")
+                   : tr("loss - baseline: raw (thin), EMA (thick), eval (dashed)");
+}
 
 void LossView::rebuild(const TraceData& d) {
-    for (QCustomPlot* p : {loss_, diff_, speed_}) p->clearGraphs();
+    plot_->clearGraphs();
     const int base = baseline_run(d.meta);
+    QCPAxisRect *lr = rects_[0], *dr = rects_[1], *sr = rects_[2];
+    auto graph = [this](QCPAxisRect* r, QCPAxis::AxisType value_axis = QCPAxis::atLeft) {
+        return plot_->addGraph(r->axis(QCPAxis::atBottom), r->axis(value_axis));
+    };
     for (int r = 0; r < static_cast<int>(d.runs.size()); ++r) {
         const StepColumns& c = d.runs[r].steps;
         const QColor color = series_color(r);
         const QVector<double> steps = qvec(c.step);
-        QCPGraph* g = loss_->addGraph();
+        QCPGraph* g = graph(lr);
         g->setName(run_label(d.meta, r));
         g->setPen(QPen(color, 1.5));
         g->setData(steps, qvec(c.loss), true);
         QVector<double> ek, ev;
         for (std::size_t i = 0; i < c.size(); ++i)
-            if (c.eval_loss[i] == c.eval_loss[i]) { ek << c.step[i]; ev << c.eval_loss[i]; }
-        QCPGraph* e = loss_->addGraph();
+            if (std::isfinite(c.eval_loss[i])) { ek << c.step[i]; ev << c.eval_loss[i]; }
+        QCPGraph* e = graph(lr);
         e->setName(run_label(d.meta, r) + tr(" eval"));
         e->setLineStyle(QCPGraph::lsNone);
         e->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, 5));
         e->setData(ek, ev, true);
         e->removeFromLegend();
 
-        if (r != base && base >= 0) {
-            // Runs of one lock-step comparison share steps; match them by step number.
+        if (r != base && base >= 0 && base < static_cast<int>(d.runs.size())) {
             const StepColumns& b = d.runs[base].steps;
-            QVector<double> dk, dv;
-            std::size_t j = 0;
-            for (std::size_t i = 0; i < c.size(); ++i) {
-                while (j < b.size() && b.step[j] < c.step[i]) ++j;
-                if (j < b.size() && b.step[j] == c.step[i]) { dk << c.step[i]; dv << c.loss[i] - b.loss[j]; }
-            }
-            QCPGraph* dg = diff_->addGraph();
-            dg->setName(run_label(d.meta, r));
-            dg->setPen(QPen(color, 1.2));
-            dg->setData(dk, dv, true);
+            const auto [dk, dv] = difference(c, c.loss, b, b.loss);
+            QColor light = color;
+            light.setAlpha(90);
+            QCPGraph* raw = graph(dr);
+            raw->setName(run_label(d.meta, r) + tr(" raw"));
+            raw->setPen(QPen(light, 1.0));
+            raw->setData(qvec(dk), qvec(dv), true);
+            raw->removeFromLegend();
+            QCPGraph* smooth = graph(dr);
+            smooth->setName(run_label(d.meta, r) + tr(" EMA"));
+            smooth->setPen(QPen(color, 2.0));
+            smooth->setData(qvec(dk), qvec(ema(dv, span_->value())), true);
+            smooth->removeFromLegend();
+            const auto [ek2, ev2] = difference(c, c.eval_loss, b, b.eval_loss);
+            QCPGraph* eval = graph(dr);
+            eval->setName(run_label(d.meta, r) + tr(" eval"));
+            eval->setPen(QPen(color, 1.2, Qt::DashLine));
+            eval->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, 5));
+            eval->setData(qvec(ek2), qvec(ev2), true);
+            eval->removeFromLegend();
         }
         QVector<double> ms(c.step_time_s.begin(), c.step_time_s.end());
         for (double& x : ms) x *= 1e3;
-        QCPGraph* t = speed_->addGraph();
-        t->setName(run_label(d.meta, r));
+        QCPGraph* t = graph(sr);
+        t->setName(run_label(d.meta, r) + tr(" ms"));
         t->setPen(QPen(color, 1.0));
-        t->setData(steps, ms, true);
-        QCPGraph* tok = speed_->addGraph(speed_->xAxis, speed_->yAxis2);
+        t->setData(steps, gaps_for_log(ms), true);
+        t->removeFromLegend();
+        QCPGraph* tok = graph(sr, QCPAxis::atRight);
+        tok->setName(run_label(d.meta, r) + tr(" tokens/s"));
         tok->setPen(QPen(color, 1.0, Qt::DashLine));
         tok->setData(steps, qvec(c.tokens_per_s), true);
+        tok->removeFromLegend();
     }
-    for (QCustomPlot* p : {loss_, diff_, speed_}) {
-        fit_axes(p);
-        set_placeholder(p, d.empty() ? tr("no steps yet") : QString());
-    }
-    if (!d.empty() && d.runs.size() < 2) set_placeholder(diff_, tr("one run: no baseline comparison"));
-    loss_->legend->setVisible(loss_->graphCount() > 0);
-    wrap_legend(loss_);
-    speed_->yAxis->setLabel(tr("ms"));
-    speed_->yAxis2->setLabel(tr("tokens/s"));
+    fit_axes(plot_);
+    for (QCPAxisRect* r : rects_) mark_events(plot_, d, -1, r);
+    set_placeholder(plot_, d.empty() ? tr("no steps yet") : QString());
+    titles_[1]->setText(diffTitle(d.runs.size() == 1));
+    plot_->legend->setVisible(plot_->legend->itemCount() > 0);
+    wrap_legend(plot_);
 }
 
 void LossView::redraw() {
-    if (dataChanged()) ctx().store->read([&](const TraceData& d) { rebuild(d); });
+    if (dataChanged()) {
+        ctx().store->read([&](const TraceData& d) { rebuild(d); });
+        summary_.refresh();
+        // Every run's row shows, the plots take the rest.
+        table_->setFixedHeight(table_->horizontalHeader()->sizeHint().height() + table_->verticalHeader()->length() +
+                               2 * table_->frameWidth() + 2);
+    }
     for (auto* l : cursor_lines_) set_cursor_line(l, static_cast<double>(ctx().cursor->step()));
-    const bool full = dataChanged();
-    for (QCustomPlot* p : {loss_, diff_, speed_}) full ? p->replot() : replot_cursor_layer(p);
+    dataChanged() ? plot_->replot() : replot_cursor_layer(plot_);
 }
 
 }  // namespace fp8scope::views

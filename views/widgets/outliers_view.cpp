@@ -1,5 +1,7 @@
 // Outliers view. Heatmap cells hold log10(1 + count) so that rare exponents at the top
-// of the range (the outliers) stay visible next to the bulk.
+// of the range (the outliers) stay visible next to the bulk. The channel absmax plot
+// draws, when there are more channels than pixels, the min/max envelope of the channels
+// each pixel column covers: point sampling would alias away the outlier channels.
 #include "widgets/outliers_view.h"
 
 #include <QGridLayout>
@@ -7,6 +9,8 @@
 #include <cmath>
 
 #include "models/display_names.h"
+#include "widgets/fp8_range_marks.h"
+#include "widgets/plot_interaction.h"
 #include "widgets/plot_style.h"
 
 namespace fp8scope::views {
@@ -34,6 +38,7 @@ QCPColorMap* color_map(QCustomPlot* plot) {
     plot->plotLayout()->addElement(plot->plotLayout()->rowCount() - 1, 1, scale);
     scale->axis()->setLabel("log10(1 + count)");
     map->setColorScale(scale);
+    map->removeFromLegend();
     return map;
 }
 
@@ -43,6 +48,13 @@ QCPBars* bars(QCustomPlot* plot, const QColor& color) {
     b->setPen(Qt::NoPen);
     b->setBrush(color);
     return b;
+}
+
+// Widens the exponent axis to show the FP8 range marks too: what falls off either end.
+void show_marks(QCPAxis* axis, const QCPRange& marks) {
+    if (std::isnan(marks.lower)) return;
+    const QCPRange r = axis->range();
+    axis->setRange(std::min(r.lower, marks.lower - 0.5), std::max(r.upper, marks.upper + 0.5));
 }
 
 }  // namespace
@@ -66,6 +78,44 @@ OutliersView::OutliersView(const ViewContext& context, QWidget* parent)
     kurtosis_->xAxis->setLabel(tr("linear"));
     channels_->xAxis->setLabel(tr("channel"));
     channels_->yAxis->setLabel(tr("absmax"));
+    for (QCustomPlot* p : {layers_, steps_}) {
+        color_map(p);
+        add_fp8_mark_legend(p);
+        place_legend_below(p, 3);
+    }
+    PlotInteraction::attach(steps_, context.cursor);
+    // Channel absmax: bars while every channel has a pixel, else the envelope; outlier
+    // channels as red points, never lost in either.
+    bars(channels_, series_color(1));
+    envelope_max_ = channels_->addGraph();
+    envelope_min_ = channels_->addGraph();
+    for (QCPGraph* g : {envelope_max_, envelope_min_}) g->setPen(QPen(series_color(1), 1));
+    envelope_max_->setBrush(series_color(1).lighter(150));
+    envelope_max_->setChannelFillGraph(envelope_min_);
+    envelope_max_->setName(tr("absmax (max per pixel column)"));
+    envelope_min_->setName(tr("absmax (min per pixel column)"));
+    outliers_ = channels_->addGraph();
+    outliers_->setName(tr("outlier channel"));
+    outliers_->setLineStyle(QCPGraph::lsImpulse);
+    outliers_->setPen(QPen(Qt::red, 1.5));
+    outliers_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, Qt::red, 5));
+}
+
+std::vector<ChannelBucket> channel_envelope(const std::vector<float>& v, int buckets) {
+    std::vector<ChannelBucket> out;
+    const std::size_t n = v.size();
+    if (n == 0 || buckets <= 0) return out;
+    const std::size_t b = std::min<std::size_t>(static_cast<std::size_t>(buckets), n);
+    for (std::size_t i = 0; i < b; ++i) {
+        const std::size_t lo = i * n / b, hi = (i + 1) * n / b;
+        ChannelBucket k{0.5 * (static_cast<double>(lo) + static_cast<double>(hi - 1)), INFINITY, -INFINITY};
+        for (std::size_t c = lo; c < hi; ++c) {
+            k.min = std::min<double>(k.min, v[c]);
+            k.max = std::max<double>(k.max, v[c]);
+        }
+        out.push_back(k);
+    }
+    return out;
 }
 
 void OutliersView::drawLayers(const TraceData& d, const RunData& rd, std::int64_t step) {
@@ -82,6 +132,14 @@ void OutliersView::drawLayers(const TraceData& d, const RunData& rd, std::int64_
             kv << o->stats.outliers.kurtosis;
         }
     QCPColorMap* map = color_map(layers_);
+    clear_fp8_marks(layers_);
+    QCPRange marks(qQNaN(), qQNaN());
+    for (int l = 0; l < nl; ++l)
+        if (const trace::OperandRecord* o = rd.operand(cap, {l, sel.gemm, sel.operand}))
+            mark_fp8_range(&marks, layers_, d.meta, *o, l, true);
+    const QString what = tr("%1 %2, run %3").arg(gemm_label(sel.gemm), operand_label(sel.operand), run_label(d.meta, ctx().selection->run()));
+    set_title(layers_, cap >= 0 ? tr("log2 |x| histogram per layer: %1, step %2").arg(what).arg(rd.capture_steps[cap])
+                                : tr("log2 |x| histogram per layer: %1").arg(what));
     int lo, hi;
     if (!histogram_extent(present, lo, hi)) {
         map->data()->clear();
@@ -96,6 +154,7 @@ void OutliersView::drawLayers(const TraceData& d, const RunData& rd, std::int64_
         map->rescaleDataRange(true);
     }
     layers_->rescaleAxes();
+    show_marks(layers_->xAxis, marks);
     QStringList names;
     for (int l = 0; l < nl; ++l) names << linear_label(d.meta, l);
     set_label_ticks(layers_->yAxis, names);
@@ -107,14 +166,20 @@ void OutliersView::drawLayers(const TraceData& d, const RunData& rd, std::int64_
     set_placeholder(kurtosis_, lk.isEmpty() ? tr("no capture at or before this step") : QString());
 }
 
-void OutliersView::drawSteps(const RunData& rd, std::int64_t step) {
+void OutliersView::drawSteps(const TraceData& d, const RunData& rd, std::int64_t step) {
     const OperandRef sel = ctx().selection->operand();
+    clear_fp8_marks(steps_);
+    set_title(steps_, tr("log2 |x| histogram over steps: %1, run %2")
+                          .arg(short_operand_label(d.meta, sel), run_label(d.meta, ctx().selection->run())));
     std::vector<const Log2Histogram*> hists;
     std::vector<double> steps;
+    std::vector<const trace::OperandRecord*> records;
+    QCPRange marks(qQNaN(), qQNaN());
     for (std::size_t i = 0; i < rd.capture_steps.size() && rd.capture_steps[i] <= std::max<std::int64_t>(step, 0); ++i)
         if (const trace::OperandRecord* o = rd.operand(static_cast<std::ptrdiff_t>(i), sel)) {
             hists.push_back(&o->stats.histogram);
             steps.push_back(static_cast<double>(rd.capture_steps[i]));
+            records.push_back(o);
         }
     QCPColorMap* map = color_map(steps_);
     int lo, hi;
@@ -129,36 +194,43 @@ void OutliersView::drawSteps(const RunData& rd, std::int64_t step) {
         for (int i = 0; i < n; ++i)
             for (int e = lo; e <= hi; ++e) map->data()->setCell(i, e - lo, std::log10(1.0 + hists[i]->count(e)));
         map->rescaleDataRange(true);
+        // Each capture's column spans half the distance to its neighbours.
+        const double half = n > 1 ? 0.5 * (steps.back() - steps.front()) / (n - 1) : 0.5;
+        for (int i = 0; i < n; ++i) mark_fp8_range(&marks, steps_, d.meta, *records[i], steps[i], false, half);
     }
     steps_->rescaleAxes();
+    show_marks(steps_->yAxis, marks);
 }
 
 void OutliersView::drawChannels(const TraceData& d, const RunData& rd, std::int64_t step) {
     const OperandRef sel = ctx().selection->operand();
-    QVector<double> k, v, ok, ov;
-    if (const trace::OperandRecord* o = rd.operand_at(step, sel)) {
-        const auto& ch = o->stats.outliers.channel_absmax;
-        std::vector<float> sorted(ch.begin(), ch.end());
-        std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
-        const double median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
-        for (std::size_t c = 0; c < ch.size(); ++c) {
-            const bool outlier = median > 0 && ch[c] > kOutlierFactor * median;
-            (outlier ? ok : k) << static_cast<double>(c);
-            (outlier ? ov : v) << ch[c];
-        }
+    QVector<double> k, v, ok, ov, ek, emin, emax;
+    const trace::OperandRecord* o = rd.operand_at(step, sel);
+    const std::vector<float> none;
+    const auto& ch = o ? o->stats.outliers.channel_absmax : none;
+    std::vector<float> sorted(ch.begin(), ch.end());
+    std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+    const double median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
+    const int pixels = std::max(100, channels_->axisRect()->width());
+    const bool envelope = static_cast<int>(ch.size()) > pixels;
+    for (std::size_t c = 0; c < ch.size(); ++c) {
+        const bool outlier = median > 0 && ch[c] > kOutlierFactor * median;
+        if (outlier) { ok << static_cast<double>(c); ov << ch[c]; }
+        else if (!envelope) { k << static_cast<double>(c); v << ch[c]; }
     }
-    if (channels_->plottableCount() == 0) {
-        bars(channels_, series_color(1));
-        auto* red = new QCPBars(channels_->xAxis, channels_->yAxis);
-        red->setPen(Qt::NoPen);
-        red->setBrush(Qt::red);
-    }
+    if (envelope)
+        for (const ChannelBucket& b : channel_envelope(ch, pixels)) { ek << b.channel; emin << b.min; emax << b.max; }
     qobject_cast<QCPBars*>(channels_->plottable(0))->setData(k, v);
-    qobject_cast<QCPBars*>(channels_->plottable(1))->setData(ok, ov);
+    envelope_max_->setData(ek, emax, true);
+    envelope_min_->setData(ek, emin, true);
+    outliers_->setData(ok, ov, true);
     fit_axes(channels_);
     channels_->yAxis->setRangeLower(0);
-    set_placeholder(channels_, k.isEmpty() && ok.isEmpty() ? tr("no channel absmax for %1").arg(operand_ref_label(d.meta, sel))
-                                                           : QString());
+    set_title(channels_, o ? tr("channel absmax: %1, run %2, step %3 (red: outliers)")
+                                 .arg(short_operand_label(d.meta, sel), run_label(d.meta, ctx().selection->run()))
+                                 .arg(o->key.step)
+                           : tr("per-channel absmax (red: outlier channels)"));
+    set_placeholder(channels_, ch.empty() ? tr("no channel absmax for %1").arg(operand_ref_label(d.meta, sel)) : QString());
 }
 
 void OutliersView::redraw() {
@@ -168,7 +240,7 @@ void OutliersView::redraw() {
         static const RunData none;
         const RunData& rd = run >= 0 && run < static_cast<int>(d.runs.size()) ? d.runs[run] : none;
         drawLayers(d, rd, step);
-        drawSteps(rd, step);
+        drawSteps(d, rd, step);
         drawChannels(d, rd, step);
     });
     for (QCustomPlot* p : {layers_, steps_, kurtosis_, channels_}) p->replot();

@@ -13,7 +13,12 @@ namespace {
 constexpr QRgb kPalette[kPaletteSize] = {
     0x333333, 0x1f77b4, 0xd62728, 0x2ca02c, 0xff7f0e, 0x9467bd, 0x8c564b, 0xe377c2, 0x17becf, 0xbcbd22,
     0xaec7e8, 0xff9896, 0x98df8a, 0xe7ba52, 0x000080, 0x800000, 0x008080, 0x808000, 0x4b0082, 0x7f7f7f};
-constexpr int kHues = 9;  // palette entries 1..9 have distinct hues
+// One hue per recipe family (current, block1x128, block128x128, mxfp8, delayed in a
+// trace's order), chosen so that the dark and light shades of two families never meet
+// (with Tableau's order the orange, brown and red shades did): blue, orange, green,
+// purple, olive, then crimson, teal, magenta.
+constexpr QRgb kRecipeFamilyHues[] = {0x1f77b4, 0xff7f0e, 0x2ca02c, 0x9467bd, 0xbcbd22, 0xd62728, 0x17becf, 0xe377c2};
+constexpr int kRecipeFamilies = sizeof(kRecipeFamilyHues) / sizeof(kRecipeFamilyHues[0]);
 }  // namespace
 
 QColor series_color(int index) {
@@ -32,15 +37,61 @@ QVector<QColor> recipe_colors(const std::vector<std::string>& names) {
     }
     QVector<QColor> out;
     for (std::size_t i = 0; i < names.size(); ++i) {
-        const QColor hue = series_color(1 + family[i] % kHues);
+        const QColor hue(kRecipeFamilyHues[family[i] % kRecipeFamilies]);
         const int n = size[family[i]];
         if (n == 1) { out << hue; continue; }
-        // Variants from dark to light; the span keeps neighbours apart and the lightest
-        // still visible on white.
-        const double lightness = 0.28 + 0.44 * variant[i] / (n - 1);
+        // Variants from dark to light; darker than 0.3 all hues turn brown-black alike,
+        // lighter than 0.7 they fade on white.
+        const double lightness = 0.30 + 0.40 * variant[i] / (n - 1);
         out << QColor::fromHslF(hue.hslHueF(), hue.hslSaturationF(), lightness);
     }
     return out;
+}
+
+namespace {
+// Stops sampled from matplotlib's colour maps.
+QCPColorGradient gradient_of(std::initializer_list<QRgb> stops) {
+    QCPColorGradient g;
+    g.clearColorStops();
+    const int n = static_cast<int>(stops.size());
+    int i = 0;
+    for (QRgb c : stops) g.setColorStopAt(double(i++) / (n - 1), QColor(c));
+    g.setNanHandling(QCPColorGradient::nhTransparent);
+    return g;
+}
+}  // namespace
+
+QCPColorGradient viridis_gradient() {
+    return gradient_of({0x440154, 0x482878, 0x3e4989, 0x31688e, 0x26828e, 0x1f9e89, 0x35b779, 0x6ece58, 0xb5de2b, 0xfde725});
+}
+
+QCPColorGradient magma_gradient() {
+    return gradient_of({0x000004, 0x180f3d, 0x440f76, 0x721f81, 0x9e2f7f, 0xcd4071, 0xf1605d, 0xfd9668, 0xfeca8d, 0xfcfdbf});
+}
+
+QCPColorGradient diverging_gradient() {
+    return gradient_of({0x2166ac, 0x67a9cf, 0xd1e5f0, 0xf7f7f7, 0xfddbc7, 0xef8a62, 0xb2182b});
+}
+
+void fill_cells(QCPColorMap* map, int cols, int rows, const std::function<double(int c, int r)>& value) {
+    auto extent = [](int n) { return n > 1 ? QCPRange(0, n - 1) : QCPRange(-0.25, 0.25); };
+    const int nc = std::max(2, cols), nr = std::max(2, rows);
+    map->data()->setSize(nc, nr);
+    map->data()->setRange(extent(cols), extent(rows));
+    for (int r = 0; r < nr; ++r)
+        for (int c = 0; c < nc; ++c)
+            map->data()->setCell(c, r, cols > 0 && rows > 0 ? value(std::min(c, cols - 1), std::min(r, rows - 1)) : qQNaN());
+}
+
+bool finite_range(QCPColorMap* map, QCPRange* range) {
+    double lo = INFINITY, hi = -INFINITY;
+    QCPColorMapData* d = map->data();  // cell() is not const
+    for (int r = 0; r < d->valueSize(); ++r)
+        for (int c = 0; c < d->keySize(); ++c)
+            if (const double v = d->cell(c, r); std::isfinite(v)) { lo = std::min(lo, v); hi = std::max(hi, v); }
+    if (lo > hi) return false;
+    *range = lo < hi ? QCPRange(lo, hi) : QCPRange(lo - 1, hi + 1);
+    return true;
 }
 
 QCustomPlot* make_plot(QWidget* parent, const QString& title) {
@@ -71,6 +122,22 @@ QCustomPlot* make_plot(QWidget* parent, const QString& title) {
     placeholder->setColor(Qt::gray);
     placeholder->setVisible(false);
     return plot;
+}
+
+namespace {
+QCPTextElement* title_element(const QCustomPlot* plot) {
+    QCPLayoutGrid* layout = plot->plotLayout();
+    return layout->rowCount() > 0 && layout->columnCount() > 0 ? qobject_cast<QCPTextElement*>(layout->element(0, 0)) : nullptr;
+}
+}  // namespace
+
+void set_title(QCustomPlot* plot, const QString& title) {
+    if (QCPTextElement* t = title_element(plot)) t->setText(title);
+}
+
+QString plot_title(const QCustomPlot* plot) {
+    const QCPTextElement* t = title_element(plot);
+    return t ? t->text() : QString();
 }
 
 QCPLayer* cursor_layer(QCustomPlot* plot) {
@@ -164,12 +231,13 @@ void wrap_legend(QCustomPlot* plot) {
 
 void fit_axes(QCustomPlot* plot) {
     plot->rescaleAxes();
-    for (QCPAxis* a : plot->axisRect()->axes(QCPAxis::atLeft | QCPAxis::atRight)) {
-        const QCPRange r = a->range();
-        if (a->scaleType() == QCPAxis::stLogarithmic) a->setRange(r.lower / 1.1, r.upper * 1.1);
-        else if (r.size() > 0) a->setRange(r.lower - 0.05 * r.size(), r.upper + 0.05 * r.size());
-        else a->setRange(r.lower - 1, r.upper + 1);
-    }
+    for (QCPAxisRect* rect : plot->axisRects())
+        for (QCPAxis* a : rect->axes(QCPAxis::atLeft | QCPAxis::atRight)) {
+            const QCPRange r = a->range();
+            if (a->scaleType() == QCPAxis::stLogarithmic) a->setRange(r.lower / 1.1, r.upper * 1.1);
+            else if (r.size() > 0) a->setRange(r.lower - 0.05 * r.size(), r.upper + 0.05 * r.size());
+            else a->setRange(r.lower - 1, r.upper + 1);
+        }
 }
 
 void set_label_ticks(QCPAxis* axis, const QStringList& labels) {

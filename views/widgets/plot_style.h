@@ -5,6 +5,7 @@
 #include <QColor>
 #include <QVector>
 #include <qcustomplot.h>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,22 @@ QColor series_color(int index);
 // One colour per analysis recipe: a hue per family (current, delayed, block1x128, ...:
 // the name up to its first '_' or ':'), shades of it for the family's variants.
 QVector<QColor> recipe_colors(const std::vector<std::string>& names);
+// Perceptual colour scales (lightness rises evenly, readable in grey): viridis for the
+// E4M3 family, magma for E5M2 and MX; a diverging blue-white-red for differences, white
+// at zero when the data range is symmetric.
+QCPColorGradient viridis_gradient();
+QCPColorGradient magma_gradient();
+QCPColorGradient diverging_gradient();
+// Fills `map` with a grid of cols x rows cells, cell (c, r) centred on (c, r) and holding
+// value(c, r). QCustomPlot sizes cells from the distance between cell centres, so a grid
+// one cell wide or high is stored as two half-size cells of the same value.
+void fill_cells(QCPColorMap* map, int cols, int rows, const std::function<double(int c, int r)>& value);
+// The finite range of `map`'s cells; false when none is finite.
+bool finite_range(QCPColorMap* map, QCPRange* range);
 QCustomPlot* make_plot(QWidget* parent, const QString& title);
+// Changes the title make_plot gave `plot` (nothing when it has none).
+void set_title(QCustomPlot* plot, const QString& title);
+QString plot_title(const QCustomPlot* plot);
 // A vertical line at the cursor step in `rect` (default: the plot's first axis rect).
 QCPItemStraightLine* add_cursor_line(QCustomPlot* plot, QCPAxisRect* rect = nullptr);
 void set_cursor_line(QCPItemStraightLine* line, double step);
@@ -32,7 +48,7 @@ void set_log_axis(QCPAxis* axis);
 void place_legend_below(QCustomPlot* plot, int max_columns);
 // Re-flows the legend's entries after entries were added or removed.
 void wrap_legend(QCustomPlot* plot);
-// Rescales every axis to the data and pads the value axes by 5% so that lines on the
+// Rescales every axis to the data and pads the value axes (of every axis rect) by 5% so that lines on the
 // edge of the range stay visible.
 void fit_axes(QCustomPlot* plot);
 // Integer positions 0..n-1 labelled with `labels`, each cell centred on its tick.

@@ -11,7 +11,7 @@ namespace fp8scope::views {
 struct TimelineBox {
     QString name;
     int lane = 0;
-    double start_us = 0, end_us = 0;  // relative to the step's first op
+    double start_us = 0, end_us = 0;  // relative to the first op shown
     int color = 0;                    // op id, for a stable colour per op name
 };
 

@@ -1,0 +1,82 @@
+// Event markers on step plots.
+#include "widgets/event_markers.h"
+
+#include <qcustomplot.h>
+
+namespace fp8scope::views {
+
+namespace {
+constexpr char kMarker[] = "event_marker";
+constexpr int kMaxLabels = 12;  // past this many the labels would cover each other; lines only
+
+QCPLayer* events_layer(QCustomPlot* plot) {
+    if (QCPLayer* l = plot->layer("events")) return l;
+    plot->addLayer("events", plot->layer("main"), QCustomPlot::limBelow);
+    return plot->layer("events");
+}
+
+QColor event_color(EventKind k) {
+    switch (k) {
+        case EventKind::NonFinite:
+        case EventKind::Error: return QColor(200, 0, 0);
+        case EventKind::Rewind:
+        case EventKind::LossSpike: return QColor(230, 120, 0);
+        case EventKind::RecipeSwitch: return QColor(0, 110, 200);
+        default: return QColor(120, 120, 120);
+    }
+}
+}  // namespace
+
+bool marked_on_plots(EventKind k) {
+    return k != EventKind::Start && k != EventKind::End && k != EventKind::Pause && k != EventKind::Resume;
+}
+
+void mark_events(QCustomPlot* plot, const TraceData& d, int run, QCPAxisRect* rect) {
+    rect = rect ? rect : plot->axisRect();
+    for (int i = plot->itemCount() - 1; i >= 0; --i)
+        if (QCPAbstractItem* it = plot->item(i); it->objectName().startsWith(kMarker) && it->clipAxisRect() == rect)
+            plot->removeItem(it);
+    QCPAxis *x = rect->axis(QCPAxis::atBottom), *y = rect->axis(QCPAxis::atLeft);
+    int labels = 0;
+    for (const trace::EventRecord& e : d.events) {
+        if (!marked_on_plots(e.kind) || (run >= 0 && e.run >= 0 && e.run != run)) continue;
+        const QColor color = event_color(e.kind);
+        auto* line = new QCPItemStraightLine(plot);
+        line->setObjectName(kMarker);
+        line->setLayer(events_layer(plot));
+        line->setClipAxisRect(rect);
+        line->setSelectable(false);
+        for (auto* p : {line->point1, line->point2}) {
+            p->setAxes(x, y);
+            p->setTypeY(QCPItemPosition::ptAxisRectRatio);
+            p->setAxisRect(rect);
+        }
+        line->point1->setCoords(static_cast<double>(e.step), 0);
+        line->point2->setCoords(static_cast<double>(e.step), 1);
+        line->setPen(QPen(color, 1, Qt::DotLine));
+        if (labels++ >= kMaxLabels) continue;
+        auto* text = new QCPItemText(plot);
+        text->setObjectName(kMarker + QStringLiteral("_label"));
+        text->setLayer(events_layer(plot));
+        text->setClipAxisRect(rect);
+        text->setSelectable(false);
+        text->position->setAxes(x, y);
+        text->position->setAxisRect(rect);
+        text->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        text->position->setCoords(static_cast<double>(e.step), 0.02);
+        text->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+        text->setText(QString::fromLatin1(event_kind_name(e.kind)));
+        text->setColor(color);
+        QFont f = text->font();
+        f.setPointSize(7);
+        text->setFont(f);
+    }
+}
+
+int event_marker_count(const QCustomPlot* plot) {
+    int n = 0;
+    for (int i = 0; i < plot->itemCount(); ++i) n += plot->item(i)->objectName() == kMarker;
+    return n;
+}
+
+}  // namespace fp8scope::views

@@ -1,0 +1,89 @@
+// FP8 range marks on histogram heatmaps.
+#include "widgets/fp8_range_marks.h"
+
+#include <cmath>
+#include <qcustomplot.h>
+
+#include "fp8/recipe.h"
+
+namespace fp8scope::views {
+
+namespace {
+constexpr char kMark[] = "fp8_range_mark";
+// Lime and magenta: apart from each other and from the histograms' blues and whites.
+QColor format_color(Format f) { return f == Format::E4M3 ? QColor(0x7c, 0xfc, 0x00) : QColor(0xff, 0x3c, 0xc8); }
+const Qt::PenStyle kEdgeStyle[3] = {Qt::SolidLine, Qt::DashLine, Qt::DotLine};  // max, min normal, min subnormal
+}  // namespace
+
+Fp8RangeLog2 fp8_range_log2(Format f, double scale) {
+    if (!(scale > 0) || !std::isfinite(scale)) return {};
+    const FormatInfo& fi = info(f);
+    return {std::log2(fi.max / scale), std::log2(fi.min_normal / scale), std::log2(fi.min_subnormal / scale)};
+}
+
+double format_scale(const trace::TraceMeta& meta, const trace::OperandRecord& o, Format f) {
+    if (std::isfinite(o.scale) && o.scale > 0 && o.recipe_in_use >= 0 && o.recipe_in_use < static_cast<int>(meta.recipes.size()))
+        try {
+            // Per-tensor recipes only: a block recipe's scales are per tile.
+            const Recipe r = parse_recipe(meta.recipes[o.recipe_in_use]);
+            const bool per_tensor = std::holds_alternative<CurrentScaling>(r) || std::holds_alternative<DelayedScaling>(r);
+            if (per_tensor && recipe_format(r) == f) return o.scale;
+        } catch (const std::exception&) {
+            // an unknown recipe name: fall back to current scaling
+        }
+    return o.stats.amax > 0 ? fp8_max(f) / o.stats.amax : NAN;
+}
+
+void mark_fp8_range(QCPRange* extent, QCustomPlot* plot, const trace::TraceMeta& meta, const trace::OperandRecord& o, double at,
+                    bool exponent_on_x, double half_width) {
+    for (Format f : {Format::E4M3, Format::E5M2}) {
+        const Fp8RangeLog2 r = fp8_range_log2(f, format_scale(meta, o, f));
+        const double edges[3] = {r.max, r.min_normal, r.min_subnormal};
+        for (int e = 0; e < 3; ++e) {
+            if (!std::isfinite(edges[e])) continue;
+            const double x = exponent_coord(edges[e]);
+            if (std::isnan(extent->lower)) *extent = QCPRange(x, x);
+            else extent->expand(x);
+            auto* line = new QCPItemLine(plot);
+            line->setObjectName(kMark);
+            line->setSelectable(false);
+            line->setClipToAxisRect(true);
+            line->setPen(QPen(format_color(f), 2, kEdgeStyle[e]));
+            if (exponent_on_x) {
+                line->start->setCoords(x, at - half_width);
+                line->end->setCoords(x, at + half_width);
+            } else {
+                line->start->setCoords(at - half_width, x);
+                line->end->setCoords(at + half_width, x);
+            }
+        }
+    }
+}
+
+void clear_fp8_marks(QCustomPlot* plot) {
+    for (int i = plot->itemCount() - 1; i >= 0; --i)
+        if (plot->item(i)->objectName() == kMark) plot->removeItem(i);
+}
+
+int fp8_mark_count(const QCustomPlot* plot) {
+    int n = 0;
+    for (int i = 0; i < plot->itemCount(); ++i) n += plot->item(i)->objectName() == kMark;
+    return n;
+}
+
+void add_fp8_mark_legend(QCustomPlot* plot) {
+    const QString names[2] = {QObject::tr("E4M3"), QObject::tr("E5M2")};
+    const QString edges[3] = {QObject::tr("max"), QObject::tr("min normal"), QObject::tr("min subnormal")};
+    int i = 0;
+    for (Format f : {Format::E4M3, Format::E5M2}) {
+        for (int e = 0; e < 3; ++e) {
+            QCPGraph* g = plot->addGraph();
+            g->setName(QStringLiteral("%1 %2").arg(names[i], edges[e]));
+            QColor c = format_color(f).darker(130);  // readable on the white legend
+            g->setPen(QPen(c, 2, kEdgeStyle[e]));
+        }
+        ++i;
+    }
+}
+
+}  // namespace fp8scope::views
