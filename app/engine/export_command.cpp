@@ -7,6 +7,7 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
@@ -189,11 +190,19 @@ void write_chrome(const TraceReader& r, const std::string& path) {
         const std::int64_t pid_base = std::int64_t(run) * 1000;
         events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid_base},
                           {"args", {{"name", m.runs[run].name + " (CPU)"}}}});
+        std::set<std::int32_t> devices;
         for (const auto& t : per_run[run]) {
             const std::int64_t pid = pid_base + (t.device >= 0 ? std::int64_t(t.device) + 1 : 0);
+            if (t.device >= 0 && devices.insert(t.device).second)
+                events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid},
+                                  {"args", {{"name", m.runs[run].name + " (GPU " + std::to_string(t.device) + ")"}}}});
             nlohmann::json args = {{"step", t.step}};
             if (t.linear >= 0 && t.linear < (int)m.linears.size()) args["linear"] = m.linears[t.linear].name;
             if (t.layer >= 0) args["layer"] = t.layer;
+            // A kernel's op (fprop, quantize, capture, ...), operand and bytes moved.
+            if (t.parent >= 0 && t.parent < (int)m.ops.size()) args["op"] = m.ops[t.parent];
+            if (t.operand >= 0 && t.operand <= 2) args["operand"] = std::string(operand_name(Operand(t.operand)));
+            if (t.bytes > 0) args["bytes"] = t.bytes;
             events.push_back({{"ph", "X"}, {"name", m.ops.at(t.op)}, {"cat", t.device >= 0 ? "kernel" : "op"},
                               {"ts", (double(t.start_ns) - double(origin)) / 1000.0},
                               {"dur", (double(t.end_ns) - double(t.start_ns)) / 1000.0}, {"pid", pid}, {"tid", t.stream},
