@@ -5,7 +5,9 @@
 #include <QElapsedTimer>
 #include <QFileInfo>
 
+#include "analysis_report_reader.h"
 #include "models/open_trace.h"
+#include "models/report_trace.h"
 #include "models/trace_merge.h"
 #include "trace_reader.h"
 
@@ -125,16 +127,24 @@ bool TraceFileLoader::load(const QStringList& paths, bool quiet) {
     open_.clear();
     const QString path = paths.value(0);
     try {
-        std::vector<TraceMerge::Part> parts;
-        for (const QString& p : paths) {
-            open_.push_back(std::make_unique<OpenTrace>(p.toStdString()));
-            parts.push_back({QFileInfo(p).fileName(), open_.back()->meta()});
+        if (paths.size() == 1 && is_analysis_report(path.toStdString())) {
+            // A report is read whole: one step, and nothing to follow.
+            ReportTrace r = report_as_trace(read_analysis_report(path.toStdString()), QFileInfo(path).fileName().toStdString());
+            begin(std::move(r.meta));
+            post([this, path] { emit opened(path); });
+            if (!deliver(std::move(r.batch))) throw Superseded{};
+        } else {
+            std::vector<TraceMerge::Part> parts;
+            for (const QString& p : paths) {
+                open_.push_back(std::make_unique<OpenTrace>(p.toStdString()));
+                parts.push_back({QFileInfo(p).fileName(), open_.back()->meta()});
+            }
+            merge_ = std::make_unique<TraceMerge>(std::move(parts));
+            open_path_ = path;
+            begin(merge_->meta());
+            post([this, path] { emit opened(path); });
+            readNew(path);
         }
-        merge_ = std::make_unique<TraceMerge>(std::move(parts));
-        open_path_ = path;
-        begin(merge_->meta());
-        post([this, path] { emit opened(path); });
-        readNew(path);
         const qint64 ms = clock.elapsed();
         post([this, path, ms] { emit finished(path, ms); });
         return true;

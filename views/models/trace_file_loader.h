@@ -7,6 +7,8 @@
 // A trace still being written (an engine's --out file) is followed: with following on,
 // a timer re-reads the file's extent and appends only what is new.
 //
+// An `analyze` report opens as a trace of one step (ReportTrace).
+//
 // Several files open as one comparison (TraceMerge): their runs side by side, named by
 // file; they are read on the one worker and merged before the store sees them.
 #pragma once
