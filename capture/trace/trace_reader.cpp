@@ -61,6 +61,17 @@ struct TraceReader::Impl {
     h5::Layout key_layout;  // the key columns of operand and block-map rows
     h5::Id key_type;
 
+    // Flat data of many operand rows read in one go (operands() of a step): decoding a row
+    // copies its spans from here instead of reading each one, which costs HDF5 more per
+    // call than per byte. Set for the span of one call (a reader is used by one thread).
+    struct Block {
+        const Dataset* d = nullptr;
+        hsize_t start = 0, count = 0;
+        std::size_t elem = 0;
+        std::vector<unsigned char> bytes;
+    };
+    mutable const std::vector<Block>* blocks = nullptr;
+
     // What has been indexed so far.
     std::vector<StepRecord> step_records;
     std::vector<EventRecord> event_records;
@@ -287,6 +298,12 @@ struct TraceReader::Impl {
         if (!in_bounds(start, count, d.rows))
             throw fail(std::string(d.path) + ": rows [" + std::to_string(start) + ", +" + std::to_string(count) +
                        ") are past its end " + std::to_string(d.rows));
+        if (blocks && memtype < 0)
+            for (const Block& b : *blocks)
+                if (b.d == &d && count <= b.count && start >= b.start && start - b.start <= b.count - count) {
+                    std::memcpy(buf, b.bytes.data() + (start - b.start) * b.elem, count * b.elem);
+                    return;
+                }
         h5::Id space(H5Dget_space(d.dset));
         hsize_t st[2] = {start, 0}, cn[2] = {count, d.cols};
         h5::Id mem(H5Screate_simple(d.cols ? 2 : 1, cn, nullptr));
@@ -543,6 +560,46 @@ struct TraceReader::Impl {
                        std::to_string(recipe_in_use) + " is not in /meta/recipes");
     }
 
+    // Reads, for each flat dataset, the range that the spans of `rows` (operand rows in
+    // the table's layout) cover, when the spans lie close together (one step's operands
+    // were written together). Spans out of bounds are left to decode_operand to report.
+    std::vector<Block> read_blocks(const std::vector<unsigned char>& rows, std::size_t n) const {
+        struct Range {
+            const Dataset* d;
+            hsize_t lo = ~hsize_t(0), hi = 0, total = 0;
+        } ranges[] = {{&histogram}, {&errors}, {&channel_absmax}, {&top}, {&amax_history}};
+        for (std::size_t i = 0; i < n; ++i) {
+            OperandRecord o;
+            s::OperandSpans r;
+            s::get_row<s::OperandTable>(rows.data() + i * operands.layout.size, o, r);
+            const std::pair<std::uint64_t, std::uint64_t> spans[] = {{r.hist_offset, r.hist_count},
+                                                                     {r.errors_offset, r.errors_count},
+                                                                     {r.channel_offset, r.channel_count},
+                                                                     {r.top_offset, r.top_count},
+                                                                     {r.history_offset, r.history_count}};
+            for (std::size_t k = 0; k < std::size(spans); ++k) {
+                const auto [offset, count] = spans[k];
+                if (count == 0 || !in_bounds(offset, count, ranges[k].d->rows)) continue;
+                ranges[k].lo = std::min<hsize_t>(ranges[k].lo, offset);
+                ranges[k].hi = std::max<hsize_t>(ranges[k].hi, offset + count);
+                ranges[k].total += count;
+            }
+        }
+        std::vector<Block> out;
+        for (const Range& g : ranges) {
+            if (g.total == 0 || g.hi - g.lo > 2 * g.total + 4096) continue;  // scattered: row by row
+            Block b;
+            b.d = g.d;
+            b.start = g.lo;
+            b.count = g.hi - g.lo;
+            b.elem = H5Tget_size(g.d->memtype) * (g.d->cols ? g.d->cols : 1);
+            b.bytes.resize(b.count * b.elem);
+            read_rows(*g.d, b.start, b.count, b.bytes.data());
+            out.push_back(std::move(b));
+        }
+        return out;
+    }
+
     OperandRecord decode_operand(const unsigned char* bytes, hsize_t row) const {
         OperandRecord o;
         s::OperandSpans r;
@@ -697,6 +754,12 @@ std::vector<OperandRecord> TraceReader::operands(int run, std::int64_t step) con
         const OperandKey k = Impl::key_at(rows.data() + i * n);
         last[operand_slot(k.linear, k.gemm, k.operand)] = i;
     }
+    const auto blocks = d.read_blocks(rows, it->second.size());
+    d.blocks = &blocks;
+    struct Unset {
+        const Impl& d;
+        ~Unset() { d.blocks = nullptr; }
+    } unset{d};
     for (const auto& [slot, i] : last) out.push_back(d.decode_operand(rows.data() + i * n, it->second[i]));
     return out;
 }
