@@ -2,7 +2,7 @@
 // stepping over capture steps, the operand search, the cursor on a new trace, recent files.
 #include <QDir>
 #include <QSettings>
-#include <QShortcut>
+#include <QLineEdit>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QWidget>
@@ -69,25 +69,32 @@ private slots:
         QCOMPARE(cursor_.step(), 40);
     }
 
-    void keyPressesReachTheShortcuts() {
+    // Keys that the focused widget does not take reach the window; a text box keeps its own.
+    void keyPressesMoveTheCursorUnlessAWidgetTakesThem() {
         StepKeys keys(&store_, &cursor_, &selection_);
         QWidget window;
+        auto* plot = new QWidget(&window);  // like a plot: no key handling of its own
+        auto* box = new QLineEdit("text", &window);
         keys.bind(&window);
         window.show();
         QVERIFY(QTest::qWaitForWindowExposed(&window));
-        window.activateWindow();
-        QVERIFY(QTest::qWaitForWindowActive(&window));
         cursor_.setStep(20);
-        QTest::keyClick(&window, Qt::Key_Right);
+        QTest::keyClick(plot, Qt::Key_Right);
         QCOMPARE(cursor_.step(), 30);
-        QTest::keyClick(&window, Qt::Key_Left);
-        QTest::keyClick(&window, Qt::Key_Left);
+        QTest::keyClick(plot, Qt::Key_Left);
+        QTest::keyClick(plot, Qt::Key_Left);
         QCOMPARE(cursor_.step(), 10);
-        QTest::keyClick(&window, Qt::Key_End);
+        QTest::keyClick(plot, Qt::Key_End);
         QCOMPARE(cursor_.step(), 49);
-        QTest::keyClick(&window, Qt::Key_PageUp);
+        QTest::keyClick(plot, Qt::Key_PageUp);
         QCOMPARE(cursor_.step(), 0);
+        QTest::keyClick(plot, Qt::Key_PageDown);
+        QCOMPARE(cursor_.step(), 40);
         QTest::keyClick(&window, Qt::Key_Home);
+        QCOMPARE(cursor_.step(), 0);
+        QTest::keyClick(plot, Qt::Key_Right, Qt::ControlModifier);  // not ours
+        QCOMPARE(cursor_.step(), 0);
+        QTest::keyClick(box, Qt::Key_End);  // the text box moves its caret instead
         QCOMPARE(cursor_.step(), 0);
         QCOMPARE(StepKeys::keys().size(), std::size_t(6));
     }

@@ -1,7 +1,7 @@
 // Keyboard stepping: where each key moves the cursor, and the shortcuts that press them.
 #include "models/step_keys.h"
 
-#include <QShortcut>
+#include <QKeyEvent>
 #include <algorithm>
 #include <climits>
 
@@ -69,16 +69,20 @@ std::vector<StepKeys::Key> StepKeys::keys() {
     return out;
 }
 
-void StepKeys::bind(QObject* window) {
+void StepKeys::bind(QObject* window) { window->installEventFilter(this); }
+
+bool StepKeys::eventFilter(QObject* watched, QEvent* event) {
+    if (event->type() != QEvent::KeyPress) return QObject::eventFilter(watched, event);
+    const auto* key = static_cast<QKeyEvent*>(event);
+    if (key->modifiers() & ~Qt::KeypadModifier) return false;
     for (const Binding& b : kBindings) {
-        auto* s = new QShortcut(QKeySequence(b.key), window);
-        const int n = b.n;
-        connect(s, &QShortcut::activated, this, [this, n] {
-            if (n == kFirst) toFirst();
-            else if (n == kLast) toLast();
-            else by(n);
-        });
+        if (key->key() != b.key) continue;
+        if (b.n == kFirst) toFirst();
+        else if (b.n == kLast) toLast();
+        else by(b.n);
+        return true;
     }
+    return false;
 }
 
 }  // namespace fp8scope::views

@@ -30,7 +30,8 @@ public:
     void by(int n);  // n capture steps forward (n < 0: back)
     void toFirst();
     void toLast();
-    // Shortcuts on `window` (a QWidget or a QWindow) for the keys above.
+    // The keys above on `window`: a key press that no widget in it took (a table, a text
+    // box or the slider keep their own arrow keys) moves the cursor.
     void bind(QObject* window);
 
     struct Key {
@@ -38,6 +39,9 @@ public:
         QString what;
     };
     static std::vector<Key> keys();  // for the shortcut list
+
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
     std::vector<std::int64_t> stops() const;  // the steps the keys move between
