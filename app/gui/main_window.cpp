@@ -73,9 +73,11 @@ MainWindow::MainWindow(bool saved_layout) {
     for (DataSource* s : {static_cast<DataSource*>(loader_.get()), static_cast<DataSource*>(run_->live())})
         connect(s, &DataSource::opened, &cursor_, &StepCursor::follow);
     connect(loader_.get(), &DataSource::opened, this, [this](const QString& path) {
-        setWindowTitle(QStringLiteral("fp8scope - %1").arg(file_names(paths_.isEmpty() ? QStringList{path} : paths_)));
+        // A launched run's trace is opened by RunControl, not through openTraces().
+        const QStringList opened = !paths_.isEmpty() && paths_.first() == path ? paths_ : QStringList{path};
+        setWindowTitle(QStringLiteral("fp8scope - %1").arg(file_names(opened)));
         statusBar()->showMessage(tr("reading %1 ...").arg(path));
-        for (const QString& p : paths_) RecentFiles::add(p);
+        for (const QString& p : opened) RecentFiles::add(p);
         rebuildRecentMenu();
     });
     connect(loader_.get(), &TraceFileLoader::progress, this, [this](const QString& path, int percent) {

@@ -102,6 +102,7 @@ void RunControl::fillMenu(QMenu* menu) {
     live_actions_ << menu->addAction(tr("&Detach"), this, [this] {
         live_.close();
         emit message(tr("detached"));
+        emit sourceChanged(tr("detached"));
         updateActions();
     });
     menu->addSeparator();
