@@ -1,9 +1,13 @@
 // `fp8scope --screenshot` run as a user runs it: it waits for the whole trace, writes a
 // PNG that shows it, and on a trace it cannot read writes nothing and exits non-zero with
-// the reason (bug 2: it gave up after 120 s, wrote an empty image and exited 0). Two
-// traces on the command line open as one comparison, their runs named by file.
+// the reason (bug 2: it gave up after 120 s, wrote an empty image and exited 0); the
+// user's saved dock layout does not change it. Two traces on the command line open as one
+// comparison, their runs named by file.
+#include <QDockWidget>
 #include <QImage>
+#include <QMainWindow>
 #include <QProcess>
+#include <QSettings>
 #include <QTemporaryDir>
 #include <QTest>
 #include <fstream>
@@ -60,6 +64,28 @@ private slots:
         QVERIFY2(colours(img) > 20, qPrintable(QString::number(colours(img))));
     }
 
+    // A saved layout in which the user closed every dock but one: the same image.
+    void theSavedLayoutDoesNotMatter() {
+        const QString plain = dir_.filePath("plain.png"), saved = dir_.filePath("saved.png");
+        QCOMPARE(shoot({"--screenshot", plain, dir_.filePath("a.h5")}).exit_code, 0);
+        {
+            QMainWindow w;
+            for (const char* name : {"loss", "amax", "outliers", "error", "blocks", "kernels", "layers", "events"}) {
+                auto* dock = new QDockWidget(name, &w);
+                dock->setObjectName(QString("dock_") + name);
+                w.addDockWidget(Qt::LeftDockWidgetArea, dock);
+                if (QString(name) != "events") dock->hide();
+            }
+            QSettings settings(dir_.filePath("config/fp8scope/fp8scope.conf"), QSettings::IniFormat);
+            settings.setValue("window/state", w.saveState());
+            settings.setValue("window/geometry", QByteArray("garbage"));
+        }
+        QCOMPARE(shoot({"--screenshot", saved, dir_.filePath("a.h5")}).exit_code, 0);
+        // The status bar says how long the read took: leave it out.
+        const QRect docks(0, 0, 1200, 720);
+        QCOMPARE(QImage(saved).copy(docks), QImage(plain).copy(docks));
+    }
+
     void aViewOfAComparisonOfTwoTraces() {
         const QString out = dir_.filePath("loss.png");
         const Run r = shoot({"--screenshot", out, "--view", "loss", "--run", "b.h5: delayed", dir_.filePath("a.h5"),
@@ -81,5 +107,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(ScreenshotTest)
+QTEST_MAIN(ScreenshotTest)
 #include "test_screenshot.moc"
