@@ -48,10 +48,8 @@ ErrorStats not_computed(const std::string& recipe) {
 TraceMerge::TraceMerge(std::vector<Part> parts) {
     if (parts.empty()) return;
     meta_ = parts.front().meta;
-    if (parts.size() == 1) {
+    if (parts.size() == 1) {  // its ids are the merged ids: remap() passes batches through
         maps_.resize(1);
-        maps_.front().op = map_names(meta_.ops, meta_.ops);  // the identity
-        announced_ops_ = meta_.ops.size();
         return;
     }
     meta_.runs.clear();
@@ -77,6 +75,7 @@ int TraceMerge::opId(const std::string& name) { return id_of(meta_.ops, name); }
 
 void TraceMerge::remap(std::size_t part, TraceBatch& b) {
     if (part >= maps_.size()) throw std::out_of_range("TraceMerge: no such part");
+    if (maps_.size() == 1) return;
     IdMap& m = maps_[part];
     // Kernel names first: op records refer to them. Ids are handed out in order (the store
     // ignores one that skips), so the part's new name gets the next merged id.
@@ -87,7 +86,6 @@ void TraceMerge::remap(std::size_t part, TraceBatch& b) {
     b.op_names.clear();
     for (; announced_ops_ < meta_.ops.size(); ++announced_ops_)
         b.op_names.push_back({static_cast<std::int32_t>(announced_ops_), meta_.ops[announced_ops_]});
-    if (maps_.size() == 1) return;  // one trace: its ids are the merged ids
 
     for (auto& s : b.steps) {
         s.run += m.first_run;

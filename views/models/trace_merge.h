@@ -21,7 +21,7 @@ public:
         trace::TraceMeta meta;
     };
     // Throws std::runtime_error naming the part when its layers differ from the first's.
-    // One part: its meta unchanged.
+    // One part: its meta unchanged, and remap() leaves its batches as they are.
     explicit TraceMerge(std::vector<Part> parts);
 
     const trace::TraceMeta& meta() const { return meta_; }
