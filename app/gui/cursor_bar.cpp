@@ -3,6 +3,9 @@
 
 #include <QAction>
 #include <QComboBox>
+#include <QCompleter>
+#include <QLineEdit>
+#include <QStringListModel>
 #include <QLabel>
 #include <QSignalBlocker>
 #include <QSlider>
@@ -37,6 +40,20 @@ CursorBar::CursorBar(const SeriesStore* store, StepCursor* cursor, Selection* se
     step_->setMinimumWidth(90);
     addWidget(step_);
 
+    addSeparator();
+    search_box_ = new QLineEdit(this);
+    search_box_->setPlaceholderText(tr("find operand (e.g. fc1 wgrad dy)"));
+    search_box_->setClearButtonEnabled(true);
+    search_box_->setMaximumWidth(260);
+    search_labels_ = new QStringListModel(this);
+    auto* completer = new QCompleter(search_labels_, this);
+    completer->setCaseSensitivity(Qt::CaseInsensitive);
+    completer->setFilterMode(Qt::MatchContains);
+    search_box_->setCompleter(completer);
+    addWidget(search_box_);
+    connect(completer, qOverload<const QString&>(&QCompleter::activated), this, &CursorBar::search);
+    connect(search_box_, &QLineEdit::returnPressed, this, [this] { search(search_box_->text()); });
+
     connect(run_, &QComboBox::currentIndexChanged, selection, [selection](int i) { if (i >= 0) selection->setRun(i); });
     connect(operand_, &QComboBox::currentIndexChanged, selection, [this](int i) {
         if (i >= 0) selection_->setOperand(all_operands(operand_->count() / fp8scope::trace::kOperandsPerLinear)[i]);
@@ -62,9 +79,10 @@ void CursorBar::refresh() {
     operand_->clear();
     store_->read([&](const TraceData& d) {
         for (int r = 0; r < static_cast<int>(d.meta.runs.size()); ++r) run_->addItem(run_label(d.meta, r));
-        for (const OperandRef& ref : all_operands(static_cast<int>(d.meta.linears.size())))
-            operand_->addItem(operand_ref_label(d.meta, ref));
+        search_.setMeta(d.meta);
     });
+    operand_->addItems(search_.labels());
+    search_labels_->setStringList(search_.labels());
     run_->setCurrentIndex(std::min(selection_->run(), run_->count() - 1));
     operand_->setCurrentIndex(std::min(selection_->operand().slot(), operand_->count() - 1));
 }
@@ -79,4 +97,9 @@ void CursorBar::showCursor() {
     follow_->setChecked(cursor_->mode() == StepCursor::Mode::Follow);
     pause_->setChecked(cursor_->mode() == StepCursor::Mode::Paused);
     play_->setChecked(cursor_->mode() == StepCursor::Mode::Playing);
+}
+
+void CursorBar::search(const QString& text) {
+    if (const auto ref = search_.find(text)) selection_->setOperand(*ref);
+    else if (!text.isEmpty()) search_box_->selectAll();  // nothing (or several) matched: type on
 }

@@ -1,14 +1,17 @@
 // The step toolbar shared by all views: run and operand choosers, the step slider and
-// box, and follow / pause / play.
+// box, follow / pause / play, and the operand search box.
 #pragma once
 
 #include <QToolBar>
 
+#include "models/operand_search.h"
 #include "models/selection.h"
 #include "models/series_store.h"
 #include "models/step_cursor.h"
 
 class QComboBox;
+class QLineEdit;
+class QStringListModel;
 class QSlider;
 class QSpinBox;
 class QAction;
@@ -23,12 +26,16 @@ public:
 
 private:
     void showCursor();
+    void search(const QString& text);
     const fp8scope::views::SeriesStore* store_;
     fp8scope::views::StepCursor* cursor_;
     fp8scope::views::Selection* selection_;
     QComboBox *run_, *operand_;
     QSlider* slider_;
     QSpinBox* step_;
+    QLineEdit* search_box_;
+    QStringListModel* search_labels_;
+    fp8scope::views::OperandSearch search_;
     QAction *follow_, *pause_, *play_;
     std::uint64_t names_generation_ = ~0ull;
 };

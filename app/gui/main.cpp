@@ -1,6 +1,6 @@
 // fp8scope: the GUI. `fp8scope` launches a small lock-step comparison run on the CPU and
-// shows it as it trains; `fp8scope trace.h5` opens a trace instead; `--no-launch` opens an
-// empty window. `fp8scope --screenshot out.png [--open trace.h5] [--view NAME]` renders
+// shows it as it trains; `fp8scope trace.h5` opens a trace instead, `fp8scope a.h5 b.h5`
+// both as one comparison; `--no-launch` opens an empty window. `fp8scope --screenshot out.png [--open trace.h5] [--view NAME]` renders
 // one view to PNG without a display and exits; `--run NAME --select "A, B"` choose the run
 // and the operands it shows, `--blocks sqnr` what the block heatmaps show.
 #include <QApplication>
@@ -31,8 +31,8 @@ int main(int argc, char** argv) {
     QCommandLineParser cli;
     cli.setApplicationDescription("Profiler and numerics inspector for FP8 training");
     cli.addHelpOption();
-    cli.addPositionalArgument("trace", "trace file to open");
-    QCommandLineOption open_opt("open", "trace file to open", "trace.h5");
+    cli.addPositionalArgument("traces", "trace files to open; several are overlaid as a comparison", "[trace.h5...]");
+    QCommandLineOption open_opt("open", "trace file to open (repeat it to compare traces)", "trace.h5");
     QCommandLineOption shot_opt("screenshot", "render to PNG and exit", "out.png");
     QCommandLineOption view_opt("view", "view for --screenshot: " + fp8scope::views::ViewSet::names().join(", "), "NAME");
     QCommandLineOption run_opt("run", "run for --screenshot (its name)", "NAME");
@@ -43,15 +43,15 @@ int main(int argc, char** argv) {
     QCommandLineOption no_launch_opt("no-launch", "open an empty window instead of starting a run");
     cli.addOptions({open_opt, shot_opt, view_opt, run_opt, select_opt, blocks_opt, no_launch_opt});
     cli.process(app);
-    QString trace = cli.value(open_opt);
-    if (trace.isEmpty() && !cli.positionalArguments().isEmpty()) trace = cli.positionalArguments().first();
+    QStringList traces = cli.values(open_opt) + cli.positionalArguments();
 
-    MainWindow window;
-    if (cli.isSet(shot_opt))
-        return take_screenshot(window, {cli.value(shot_opt), trace, cli.value(view_opt), cli.value(run_opt),
+    const bool screenshot = cli.isSet(shot_opt);
+    MainWindow window(!screenshot);  // screenshots never depend on the user's saved layout
+    if (screenshot)
+        return take_screenshot(window, {cli.value(shot_opt), traces, cli.value(view_opt), cli.value(run_opt),
                                         cli.value(select_opt), cli.value(blocks_opt)});
     window.show();
-    if (!trace.isEmpty()) window.openTrace(trace);
+    if (!traces.isEmpty()) window.openTraces(traces);
     else if (!cli.isSet(no_launch_opt)) window.runControl()->launch(RunControl::defaultSpec());
     return app.exec();
 }

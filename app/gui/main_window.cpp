@@ -1,9 +1,9 @@
-// Main window: docks, menus, recent files, drag and drop, persisted layout.
+// Main window: menus, recent files, drag and drop, load progress in the status bar.
 #include "main_window.h"
 
 #include <QApplication>
 #include <QCloseEvent>
-#include <QDockWidget>
+#include <QElapsedTimer>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
@@ -14,17 +14,26 @@
 #include <QStatusBar>
 
 #include "cursor_bar.h"
+#include "dock_layout.h"
 #include "export_actions.h"
+#include "help_dialogs.h"
+#include "models/recent_files.h"
+#include "models/step_keys.h"
 #include "models/trace_file_loader.h"
 #include "run_control.h"
 
 using namespace fp8scope::views;
 
 namespace {
-constexpr int kRecentFiles = 10;
+const QString kTraceFilter = QObject::tr("fp8scope traces (*.h5 *.hdf5);;All files (*)");
+QString file_names(const QStringList& paths) {
+    QStringList names;
+    for (const QString& p : paths) names << QFileInfo(p).fileName();
+    return names.join(" vs ");
 }
+}  // namespace
 
-MainWindow::MainWindow() {
+MainWindow::MainWindow(bool saved_layout) {
     setWindowTitle("fp8scope");
     setAcceptDrops(true);
     setDockOptions(AnimatedDocks | AllowTabbedDocks | AllowNestedDocks);
@@ -47,43 +56,44 @@ MainWindow::MainWindow() {
 
     bar_ = new CursorBar(&store_, &cursor_, &selection_, this);
     addToolBar(Qt::TopToolBarArea, bar_);
+    docks_ = new DockLayout(this, views_->views());
+    if (saved_layout) docks_->restoreSaved();
+    docks_->setEmpty(true);
     views_->scheduler()->addClient([this] {
         bar_->refresh();
         const bool empty = store_.read([](const TraceData& d) { return d.meta.runs.empty(); });
         start_page_->setVisible(empty);
+        docks_->setEmpty(empty);
     });
+    keys_ = new StepKeys(&store_, &cursor_, &selection_, this);
+    keys_->bind(this);
 
-    // Plots left and right, tables below; each dock can be moved, tabbed or closed.
-    QDockWidget* previous[2] = {nullptr, nullptr};
-    for (StoreView* v : views_->views()) {
-        auto* dock = new QDockWidget(v->title(), this);
-        dock->setObjectName("dock_" + v->name());
-        dock->setWidget(v);
-        const bool table = v->name() == "layers" || v->name() == "events" || v->name() == "kernels";
-        const Qt::DockWidgetArea area = table ? Qt::BottomDockWidgetArea : Qt::RightDockWidgetArea;
-        QDockWidget*& prev = previous[table ? 1 : 0];
-        if (prev) tabifyDockWidget(prev, dock);
-        else addDockWidget(area, dock);
-        prev = dock;
-    }
-    if (auto* first = findChild<QDockWidget*>("dock_loss")) first->raise();
-    if (auto* layers = findChild<QDockWidget*>("dock_layers")) layers->raise();
-
+    // A new trace or run starts at its newest step, also when the cursor was paused on the
+    // previous one.
+    for (DataSource* s : {static_cast<DataSource*>(loader_.get()), static_cast<DataSource*>(run_->live())})
+        connect(s, &DataSource::opened, &cursor_, &StepCursor::follow);
     connect(loader_.get(), &DataSource::opened, this, [this](const QString& path) {
-        setWindowTitle(QStringLiteral("fp8scope - %1").arg(QFileInfo(path).fileName()));
+        // A launched run's trace is opened by RunControl, not through openTraces().
+        const QStringList opened = !paths_.isEmpty() && paths_.first() == path ? paths_ : QStringList{path};
+        setWindowTitle(QStringLiteral("fp8scope - %1").arg(file_names(opened)));
         statusBar()->showMessage(tr("reading %1 ...").arg(path));
-        rememberRecent(path);
+        for (const QString& p : opened) RecentFiles::add(p);
+        rebuildRecentMenu();
+    });
+    connect(loader_.get(), &TraceFileLoader::progress, this, [this](const QString& path, int percent) {
+        statusBar()->showMessage(tr("reading %1 ... %2%").arg(path).arg(percent));
     });
     connect(loader_.get(), &DataSource::finished, this, [this](const QString& path, qint64 ms) {
+        loading_ = false;
         statusBar()->showMessage(tr("%1 read in %2 ms").arg(path).arg(ms));
     });
-    connect(loader_.get(), &DataSource::failed, this, [this](const QString&, const QString& msg) { showError(msg); });
+    connect(loader_.get(), &DataSource::failed, this, [this](const QString&, const QString& msg) {
+        loading_ = false;
+        showError(msg);
+    });
 
     buildMenus();
-    QSettings settings;
-    restoreGeometry(settings.value("window/geometry").toByteArray());
-    restoreState(settings.value("window/state").toByteArray());
-    selection_.setStat(ErrorStat(settings.value("choices/stat", 0).toInt()));
+    selection_.setStat(ErrorStat(QSettings().value("choices/stat", 0).toInt()));
     rebuildRecentMenu();
 }
 
@@ -94,9 +104,12 @@ MainWindow::~MainWindow() {
 void MainWindow::buildMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addAction(tr("&Open trace..."), QKeySequence::Open, this, [this] {
-        const QString path = QFileDialog::getOpenFileName(this, tr("Open trace"), QString(),
-                                                          tr("fp8scope traces (*.h5 *.hdf5);;All files (*)"));
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open trace"), QString(), kTraceFilter);
         if (!path.isEmpty()) openTrace(path);
+    });
+    file->addAction(tr("Open as &comparison..."), this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open a trace to compare"), QString(), kTraceFilter);
+        if (!path.isEmpty()) openComparison(path);
     });
     recent_menu_ = file->addMenu(tr("Open &recent"));
     file->addSeparator();
@@ -112,26 +125,43 @@ void MainWindow::buildMenus() {
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
     run_->fillMenu(menuBar()->addMenu(tr("&Run")));
-    QMenu* view = menuBar()->addMenu(tr("&View"));
-    for (QDockWidget* d : findChildren<QDockWidget*>()) view->addAction(d->toggleViewAction());
+    docks_->fillMenu(menuBar()->addMenu(tr("&View")));
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&Keyboard shortcuts"), QKeySequence::HelpContents, this, [this] { show_shortcuts(this); });
+    help->addAction(tr("&About fp8scope"), this, [this] { show_about(this); });
 }
 
-void MainWindow::openTrace(const QString& path) {
-    if (!QFileInfo::exists(path)) {
-        showError(tr("%1: no such file").arg(path));
-        return;
-    }
+void MainWindow::openTraces(const QStringList& paths) {
+    for (const QString& p : paths)
+        if (!QFileInfo::exists(p)) {
+            showError(tr("%1: no such file").arg(p));
+            return;
+        }
     run_->live()->close();  // the file replaces the live run in the store
-    loader_->open(path);
+    paths_.clear();
+    for (const QString& p : paths) paths_ << QFileInfo(p).absoluteFilePath();
+    last_error_.clear();
+    loading_ = true;
+    loader_->open(paths_);
     loader_->setFollowing(true);
 }
 
+void MainWindow::openComparison(const QString& path) {
+    if (paths_.isEmpty()) return openTrace(path);
+    openTraces(paths_ + QStringList{path});
+}
+
 bool MainWindow::waitUntilLoaded(int timeout_ms) {
-    const bool done = loader_->wait(timeout_ms);
-    QCoreApplication::processEvents();  // deliver the loader's queued signals
+    QElapsedTimer clock;
+    clock.start();
+    // The loader's finished/failed arrive as queued signals: keep delivering them.
+    while (loading_ && (timeout_ms < 0 || clock.elapsed() < timeout_ms)) {
+        loader_->wait(50);
+        QCoreApplication::processEvents();
+    }
     views_->refreshNow();
     QCoreApplication::processEvents();
-    return done;
+    return !loading_;
 }
 
 StoreView* MainWindow::currentView() const {
@@ -149,27 +179,15 @@ void MainWindow::showError(const QString& message) {
     if (isVisible() && QApplication::platformName() != "offscreen") QMessageBox::warning(this, tr("fp8scope"), message);
 }
 
-void MainWindow::rememberRecent(const QString& path) {
-    QSettings settings;
-    QStringList recent = settings.value("recent").toStringList();
-    recent.removeAll(path);
-    recent.prepend(path);
-    settings.setValue("recent", recent.mid(0, kRecentFiles));
-    rebuildRecentMenu();
-}
-
 void MainWindow::rebuildRecentMenu() {
     recent_menu_->clear();
-    for (const QString& path : QSettings().value("recent").toStringList())
-        recent_menu_->addAction(path, this, [this, path] { openTrace(path); });
+    for (const QString& path : RecentFiles::list()) recent_menu_->addAction(path, this, [this, path] { openTrace(path); });
     recent_menu_->setEnabled(!recent_menu_->isEmpty());
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {
-    QSettings settings;
-    settings.setValue("window/geometry", saveGeometry());
-    settings.setValue("window/state", saveState());
-    settings.setValue("choices/stat", static_cast<int>(selection_.stat()));
+    docks_->save();
+    QSettings().setValue("choices/stat", static_cast<int>(selection_.stat()));
     e->accept();
 }
 
@@ -178,6 +196,8 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* e) {
 }
 
 void MainWindow::dropEvent(QDropEvent* e) {
-    const auto urls = e->mimeData()->urls();
-    if (!urls.isEmpty() && urls.first().isLocalFile()) openTrace(urls.first().toLocalFile());
+    QStringList paths;
+    for (const QUrl& u : e->mimeData()->urls())
+        if (u.isLocalFile()) paths << u.toLocalFile();
+    if (!paths.isEmpty()) openTraces(paths);
 }

@@ -1,9 +1,10 @@
 // The main window: a thin composition. It owns the series store, the step cursor and the
-// selection, puts every view of a ViewSet in a dock, and wires menus to the loader and
-// the exporters. It draws nothing itself.
+// selection, hands the views to DockLayout, and wires menus to the loader, the exporters
+// and the help dialogs. It draws nothing itself.
 #pragma once
 
 #include <QMainWindow>
+#include <QStringList>
 #include <memory>
 
 #include "models/selection.h"
@@ -12,25 +13,36 @@
 #include "widgets/view_set.h"
 
 class CursorBar;
+class DockLayout;
 class RunControl;
 class QLabel;
 class QMenu;
-namespace fp8scope::views { class TraceFileLoader; }
+namespace fp8scope::views {
+class StepKeys;
+class TraceFileLoader;
+}  // namespace fp8scope::views
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
-    MainWindow();
+    // `saved_layout`: restore the user's window and dock layout (screenshots do not).
+    explicit MainWindow(bool saved_layout = true);
     ~MainWindow() override;
 
     // Opens a trace on a worker thread and follows it while it grows; errors end in a
-    // message, never a crash.
-    void openTrace(const QString& path);
-    // Blocks until a running load is over and every view is redrawn (screenshots).
+    // message, never a crash. Several traces open as one comparison.
+    void openTrace(const QString& path) { openTraces({path}); }
+    void openTraces(const QStringList& paths);
+    // Adds a trace to the open one(s): its runs overlay in every view.
+    void openComparison(const QString& path);
+    // Blocks until the load is over (finished or failed) and every view is redrawn
+    // (screenshots); a negative timeout waits for as long as it takes. True when the load
+    // ended in time.
     bool waitUntilLoaded(int timeout_ms);
     fp8scope::views::ViewSet* viewSet() { return views_.get(); }
     RunControl* runControl() { return run_; }
     fp8scope::views::Selection* selection() { return &selection_; }
+    fp8scope::views::StepCursor* cursor() { return &cursor_; }
     const fp8scope::views::SeriesStore& store() const { return store_; }
     QString lastError() const { return last_error_; }
 
@@ -41,7 +53,6 @@ protected:
 
 private:
     void buildMenus();
-    void rememberRecent(const QString& path);
     void rebuildRecentMenu();
     void showError(const QString& message);
     fp8scope::views::StoreView* currentView() const;
@@ -53,7 +64,11 @@ private:
     std::unique_ptr<fp8scope::views::TraceFileLoader> loader_;
     RunControl* run_;
     CursorBar* bar_;
+    DockLayout* docks_;
+    fp8scope::views::StepKeys* keys_;
     QLabel* start_page_;
     QMenu* recent_menu_;
+    QStringList paths_;  // the traces open (or opening), the first is the main one
+    bool loading_ = false;
     QString last_error_;
 };

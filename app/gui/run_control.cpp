@@ -46,6 +46,9 @@ RunControl::RunControl(SeriesStore* store, TraceFileLoader* loader, QWidget* win
     });
     connect(&live_, &DataSource::closed, this, [this](const QString&, const QString& why) {
         emit message(tr("live stream closed: %1").arg(why));
+        // The socket is gone: name what stays, the run's trace file when it wrote one.
+        const QString out = engine_.spec().out;
+        emit sourceChanged(out.isEmpty() ? tr("run ended") : tr("%1 (run ended)").arg(QFileInfo(out).fileName()));
         updateActions();
     });
     connect(&live_, &LiveSource::replied, this, [this](const QString& what, bool ok, const QString& err) {
@@ -99,6 +102,7 @@ void RunControl::fillMenu(QMenu* menu) {
     live_actions_ << menu->addAction(tr("&Detach"), this, [this] {
         live_.close();
         emit message(tr("detached"));
+        emit sourceChanged(tr("detached"));
         updateActions();
     });
     menu->addSeparator();

@@ -1,6 +1,7 @@
 // Screenshot mode.
 #include "screenshot.h"
 
+#include <QPixmap>
 #include <cstdio>
 
 #include "main_window.h"
@@ -49,11 +50,18 @@ bool apply_choices(MainWindow& window, const ScreenshotRequest& r) {
 int take_screenshot(MainWindow& window, const ScreenshotRequest& r) {
     window.resize(1200, 760);
     window.show();
-    if (!r.trace.isEmpty()) {
-        window.openTrace(r.trace);
-        window.waitUntilLoaded(120000);
+    if (!r.traces.isEmpty()) {
+        window.openTraces(r.traces);
+        window.waitUntilLoaded(-1);  // a load always ends: finished or failed
+        if (!window.lastError().isEmpty()) {
+            std::fprintf(stderr, "%s\nno image written\n", qPrintable(window.lastError()));
+            return 1;
+        }
+        if (window.store().read([](const TraceData& d) { return d.empty(); })) {
+            std::fprintf(stderr, "%s: the trace holds no steps yet; no image written\n", qPrintable(r.traces.join(", ")));
+            return 1;
+        }
     }
-    if (!window.lastError().isEmpty()) std::fprintf(stderr, "%s\n", qPrintable(window.lastError()));
     if (!apply_choices(window, r)) return 2;
     QWidget* target = &window;
     if (!r.view.isEmpty()) {
@@ -69,7 +77,8 @@ int take_screenshot(MainWindow& window, const ScreenshotRequest& r) {
         target = v;
     }
     window.waitUntilLoaded(0);
-    if (!target->grab().save(r.out, nullptr, 0)) {  // 0: the smallest PNG
+    const QPixmap image = target->grab();
+    if (image.isNull() || !image.save(r.out, nullptr, 0)) {  // 0: the smallest PNG
         std::fprintf(stderr, "%s: cannot write the image\n", qPrintable(r.out));
         return 1;
     }

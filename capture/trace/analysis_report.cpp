@@ -8,9 +8,8 @@
 #include <filesystem>
 #include <system_error>
 
-#include "fp8/stats_fields.h"
+#include "analysis_report_layout.h"
 #include "h5.h"
-#include "h5_columns.h"
 
 namespace fp8scope {
 namespace {
@@ -63,22 +62,11 @@ void write_dataset(hid_t group, const char* name, hid_t file_type, hid_t mem_typ
                                std::string("dataset ") + name);
 }
 
-// The report's compound types lay members out as a C struct would (format 1 has them so),
-// with columns from the field lists: the tensor's figures and its outlier figures.
-template <class V, class S>
-void stats_columns(V& v, S& s) {
-    fields::visit_scalars(s, v);           // counts, amax, moments, dynamic range
-    fields::visit_scalars(s.outliers, v);  // the outlier figures and their k
-}
-
 void write_stats(hid_t group, const TensorStats& s) {
-    const h5::Layout layout = h5::make_layout<h5::Packing::Aligned>([](auto& v) {
-        TensorStats defaults;
-        stats_columns(v, defaults);
-    });
+    const h5::Layout layout = analysis_layout::stats();
     std::vector<unsigned char> row(layout.size, 0);
     h5::Put<h5::Packing::Aligned> put(row.data());
-    stats_columns(put, s);
+    analysis_layout::stats_columns(put, s);
     h5::Id t = layout.type();
     write_dataset(group, "stats", t, t, 1, row.data(), /*scalar=*/true);
 }
@@ -94,10 +82,7 @@ void write_histogram(hid_t group, const Log2Histogram& h) {
 }
 
 void write_top(hid_t group, const std::vector<TopValue>& top) {
-    const h5::Layout layout = h5::make_layout<h5::Packing::Aligned>([](auto& v) {
-        TopValue defaults;
-        fields::visit_scalars(defaults, v);
-    });
+    const h5::Layout layout = analysis_layout::top();
     std::vector<unsigned char> rows(layout.size * top.size(), 0);
     for (std::size_t i = 0; i < top.size(); ++i) {
         h5::Put<h5::Packing::Aligned> put(rows.data() + i * layout.size);

@@ -38,6 +38,7 @@ using RunStep = std::pair<std::int32_t, std::int64_t>;
 
 constexpr unsigned kReadAttempts = 10;
 constexpr std::size_t kConversionBuffer = 64u << 10;
+constexpr hsize_t kIndexChunk = 1u << 16;  // rows per read while indexing
 
 bool in_bounds(std::uint64_t offset, std::uint64_t count, hsize_t rows) {
     return count <= rows && offset <= rows - count;
@@ -60,13 +61,24 @@ struct TraceReader::Impl {
     h5::Layout key_layout;  // the key columns of operand and block-map rows
     h5::Id key_type;
 
+    // Flat data of many operand rows read in one go (operands() of a step): decoding a row
+    // copies its spans from here instead of reading each one, which costs HDF5 more per
+    // call than per byte. Set for the span of one call (a reader is used by one thread).
+    struct Block {
+        const Dataset* d = nullptr;
+        hsize_t start = 0, count = 0;
+        std::size_t elem = 0;
+        std::vector<unsigned char> bytes;
+    };
+    mutable const std::vector<Block>* blocks = nullptr;
+
     // What has been indexed so far.
     std::vector<StepRecord> step_records;
     std::vector<EventRecord> event_records;
     std::map<RunStep, std::vector<hsize_t>> operand_rows, blockmap_rows;
     std::map<RunStep, hsize_t> scaling_rows;
-    std::map<std::pair<std::int32_t, int>, std::vector<std::pair<std::int64_t, hsize_t>>> series_rows;  // (run, slot)
-    std::vector<std::vector<std::pair<std::int64_t, hsize_t>>> op_rows;  // per run: (step, row)
+    std::map<std::pair<std::int32_t, int>, std::vector<std::pair<std::int64_t, hsize_t>>> series_rows;  // (run, slot), step order
+    std::vector<std::vector<std::pair<std::int64_t, hsize_t>>> op_rows;  // per run: (step, row), step order
     hsize_t indexed_steps = 0, indexed_events = 0, indexed_scaling = 0, indexed_operands = 0,
             indexed_blockmaps = 0, indexed_ops = 0;
 
@@ -286,6 +298,12 @@ struct TraceReader::Impl {
         if (!in_bounds(start, count, d.rows))
             throw fail(std::string(d.path) + ": rows [" + std::to_string(start) + ", +" + std::to_string(count) +
                        ") are past its end " + std::to_string(d.rows));
+        if (blocks && memtype < 0)
+            for (const Block& b : *blocks)
+                if (b.d == &d && count <= b.count && start >= b.start && start - b.start <= b.count - count) {
+                    std::memcpy(buf, b.bytes.data() + (start - b.start) * b.elem, count * b.elem);
+                    return;
+                }
         h5::Id space(H5Dget_space(d.dset));
         hsize_t st[2] = {start, 0}, cn[2] = {count, d.cols};
         h5::Id mem(H5Screate_simple(d.cols ? 2 : 1, cn, nullptr));
@@ -379,6 +397,28 @@ struct TraceReader::Impl {
         return slot;
     }
 
+    // Puts (step, row) pairs appended from `tail` on into step order, once per index()
+    // (a rewind makes steps go back): the stable sort and merge keep rows of one step in
+    // file order, so the later row of a re-recorded step comes last. One O(n log n) pass
+    // per batch of new rows, not one per row.
+    static void merge_tail(std::vector<std::pair<std::int64_t, hsize_t>>& v, std::size_t tail) {
+        const auto by_step = [](const auto& a, const auto& b) { return a.first < b.first; };
+        const auto mid = v.begin() + static_cast<std::ptrdiff_t>(tail);
+        if (!std::is_sorted(mid, v.end(), by_step)) std::stable_sort(mid, v.end(), by_step);
+        if (mid != v.begin() && mid != v.end() && by_step(*mid, *(mid - 1))) std::inplace_merge(v.begin(), mid, v.end(), by_step);
+    }
+
+    // Calls f(first row, count) over [from, to) in pieces, so that indexing a large table
+    // holds one piece of it at a time, not all of it.
+    template <class F>
+    static void in_chunks(hsize_t from, hsize_t to, F&& f) {
+        for (hsize_t at = from; at < to;) {
+            const hsize_t n = std::min<hsize_t>(to - at, kIndexChunk);
+            f(at, n);
+            at += n;
+        }
+    }
+
     // Indexes rows added since the last call; true when any were.
     bool index() {
         bool grew = false;
@@ -418,23 +458,30 @@ struct TraceReader::Impl {
         if (scaling_index.rows > indexed_scaling) {
             if (scaling_amax.rows < scaling_index.rows || scaling_scale.rows < scaling_index.rows)
                 throw fail("/scaling/amax or /scaling/scale has fewer rows than /scaling/index");
-            auto rows = read_records<s::ScalingIndexTable>(scaling_index, indexed_scaling,
-                                                           scaling_index.rows - indexed_scaling);
-            for (std::size_t i = 0; i < rows.size(); ++i) {
-                check_run(rows[i].run, s::kScalingIndex, indexed_scaling + i);
-                scaling_rows[{rows[i].run, rows[i].step}] = indexed_scaling + i;
-            }
+            in_chunks(indexed_scaling, scaling_index.rows, [&](hsize_t at, hsize_t n) {
+                auto rows = read_records<s::ScalingIndexTable>(scaling_index, at, n);
+                for (std::size_t i = 0; i < rows.size(); ++i) {
+                    check_run(rows[i].run, s::kScalingIndex, at + i);
+                    scaling_rows[{rows[i].run, rows[i].step}] = at + i;
+                }
+            });
             indexed_scaling = scaling_index.rows;
             grew = true;
         }
         if (operands.rows > indexed_operands) {
-            auto rows = read_keys(operands, indexed_operands, operands.rows - indexed_operands);
-            for (std::size_t i = 0; i < rows.size(); ++i) {
-                hsize_t row = indexed_operands + i;
-                int slot = check_key(rows[i], s::kOperands, row);
-                operand_rows[{rows[i].run, rows[i].step}].push_back(row);
-                series_rows[{rows[i].run, slot}].push_back({rows[i].step, row});
-            }
+            std::map<std::pair<std::int32_t, int>, std::size_t> tails;  // (run, slot) -> its first new entry
+            in_chunks(indexed_operands, operands.rows, [&](hsize_t at, hsize_t n) {
+                auto rows = read_keys(operands, at, n);
+                for (std::size_t i = 0; i < rows.size(); ++i) {
+                    const hsize_t row = at + i;
+                    const int slot = check_key(rows[i], s::kOperands, row);
+                    operand_rows[{rows[i].run, rows[i].step}].push_back(row);
+                    auto& series = series_rows[{rows[i].run, slot}];
+                    tails.try_emplace({rows[i].run, slot}, series.size());
+                    series.push_back({rows[i].step, row});
+                }
+            });
+            for (const auto& [key, tail] : tails) merge_tail(series_rows[key], tail);
             indexed_operands = operands.rows;
             grew = true;
         }
@@ -448,15 +495,16 @@ struct TraceReader::Impl {
             grew = true;
         }
         if (ops.rows > indexed_ops) {
-            auto rows = read_records<s::OpTable>(ops, indexed_ops, ops.rows - indexed_ops);
-            for (std::size_t i = 0; i < rows.size(); ++i) {
-                check_run(rows[i].run, s::kOpTimes, indexed_ops + i);
-                auto& v = op_rows[rows[i].run];
-                v.push_back({rows[i].step, indexed_ops + i});
-                if (v.size() > 1 && v[v.size() - 2].first > v.back().first)  // after a rewind
-                    std::stable_sort(v.begin(), v.end(),
-                                     [](const auto& a, const auto& b) { return a.first < b.first; });
-            }
+            std::vector<std::size_t> tails(op_rows.size());
+            for (std::size_t r = 0; r < op_rows.size(); ++r) tails[r] = op_rows[r].size();
+            in_chunks(indexed_ops, ops.rows, [&](hsize_t at, hsize_t n) {
+                auto rows = read_records<s::OpTable>(ops, at, n);
+                for (std::size_t i = 0; i < rows.size(); ++i) {
+                    check_run(rows[i].run, s::kOpTimes, at + i);
+                    op_rows[rows[i].run].push_back({rows[i].step, at + i});
+                }
+            });
+            for (std::size_t r = 0; r < op_rows.size(); ++r) merge_tail(op_rows[r], tails[r]);
             indexed_ops = ops.rows;
             grew = true;
         }
@@ -510,6 +558,46 @@ struct TraceReader::Impl {
         if (recipe_in_use < -1 || recipe_in_use >= static_cast<int>(meta.recipes.size()))
             throw fail(std::string(s::kOperands) + " row " + std::to_string(row) + ": recipe_in_use " +
                        std::to_string(recipe_in_use) + " is not in /meta/recipes");
+    }
+
+    // Reads, for each flat dataset, the range that the spans of `rows` (operand rows in
+    // the table's layout) cover, when the spans lie close together (one step's operands
+    // were written together). Spans out of bounds are left to decode_operand to report.
+    std::vector<Block> read_blocks(const std::vector<unsigned char>& rows, std::size_t n) const {
+        struct Range {
+            const Dataset* d;
+            hsize_t lo = ~hsize_t(0), hi = 0, total = 0;
+        } ranges[] = {{&histogram}, {&errors}, {&channel_absmax}, {&top}, {&amax_history}};
+        for (std::size_t i = 0; i < n; ++i) {
+            OperandRecord o;
+            s::OperandSpans r;
+            s::get_row<s::OperandTable>(rows.data() + i * operands.layout.size, o, r);
+            const std::pair<std::uint64_t, std::uint64_t> spans[] = {{r.hist_offset, r.hist_count},
+                                                                     {r.errors_offset, r.errors_count},
+                                                                     {r.channel_offset, r.channel_count},
+                                                                     {r.top_offset, r.top_count},
+                                                                     {r.history_offset, r.history_count}};
+            for (std::size_t k = 0; k < std::size(spans); ++k) {
+                const auto [offset, count] = spans[k];
+                if (count == 0 || !in_bounds(offset, count, ranges[k].d->rows)) continue;
+                ranges[k].lo = std::min<hsize_t>(ranges[k].lo, offset);
+                ranges[k].hi = std::max<hsize_t>(ranges[k].hi, offset + count);
+                ranges[k].total += count;
+            }
+        }
+        std::vector<Block> out;
+        for (const Range& g : ranges) {
+            if (g.total == 0 || g.hi - g.lo > 2 * g.total + 4096) continue;  // scattered: row by row
+            Block b;
+            b.d = g.d;
+            b.start = g.lo;
+            b.count = g.hi - g.lo;
+            b.elem = H5Tget_size(g.d->memtype) * (g.d->cols ? g.d->cols : 1);
+            b.bytes.resize(b.count * b.elem);
+            read_rows(*g.d, b.start, b.count, b.bytes.data());
+            out.push_back(std::move(b));
+        }
+        return out;
     }
 
     OperandRecord decode_operand(const unsigned char* bytes, hsize_t row) const {
@@ -666,6 +754,12 @@ std::vector<OperandRecord> TraceReader::operands(int run, std::int64_t step) con
         const OperandKey k = Impl::key_at(rows.data() + i * n);
         last[operand_slot(k.linear, k.gemm, k.operand)] = i;
     }
+    const auto blocks = d.read_blocks(rows, it->second.size());
+    d.blocks = &blocks;
+    struct Unset {
+        const Impl& d;
+        ~Unset() { d.blocks = nullptr; }
+    } unset{d};
     for (const auto& [slot, i] : last) out.push_back(d.decode_operand(rows.data() + i * n, it->second[i]));
     return out;
 }

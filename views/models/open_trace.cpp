@@ -22,7 +22,17 @@ const trace::TraceMeta& OpenTrace::meta() const { return reader_->meta(); }
 
 bool OpenTrace::refresh() { return reader_->refresh(); }
 
-std::int64_t OpenTrace::readNew(const std::function<void(TraceBatch&&)>& push) {
+// What one readNew() reads of a run: its new step records and the windows of steps that
+// have records, each of at most kBatchSteps steps.
+struct OpenTrace::RunPlan {
+    int run = 0;
+    std::int64_t limit = -1;  // the newest step record: where the run is now
+    std::vector<std::pair<std::int64_t, std::int64_t>> windows;  // [first, last] step
+    std::vector<std::vector<trace::StepRecord>> steps;          // per window, step ascending
+    std::vector<std::int64_t> captures, blockmaps;               // in the planned range
+};
+
+std::int64_t OpenTrace::readNew(const std::function<void(TraceBatch&&)>& push, const Progress& progress) {
     const trace::TraceMeta& m = reader_->meta();
     TraceBatch head;  // kernel names and events that appeared since the last read
     for (std::size_t id = ops_known_; id < m.ops.size(); ++id)
@@ -34,23 +44,44 @@ std::int64_t OpenTrace::readNew(const std::function<void(TraceBatch&&)>& push) {
     events_read_ = std::max(events_read_, events.size());
     push(std::move(head));
 
+    std::vector<RunPlan> plans;
+    std::size_t total = 0, done = 0, most = 0;
+    for (int run = 0; run < static_cast<int>(m.runs.size()); ++run) {
+        plans.push_back(plan(run));
+        total += plans.back().windows.size();
+        most = std::max(most, plans.back().windows.size());
+    }
+    // Round robin over the runs, so that every run's plots grow together.
+    for (std::size_t w = 0; w < most; ++w)
+        for (const RunPlan& p : plans) {
+            if (w >= p.windows.size()) continue;
+            readWindow(p, w, push);
+            if (progress) progress(++done, total);
+        }
     std::int64_t newest = -1;
-    for (int run = 0; run < static_cast<int>(m.runs.size()); ++run) newest = std::max(newest, readRun(run, push));
+    for (const RunPlan& p : plans) {
+        if (p.windows.empty()) continue;
+        done_[p.run] = p.limit;
+        newest = std::max(newest, p.limit);
+    }
     return newest;
 }
 
-std::int64_t OpenTrace::readRun(int run, const std::function<void(TraceBatch&&)>& push) {
+OpenTrace::RunPlan OpenTrace::plan(int run) {
     const trace::TraceReader& reader = *reader_;
+    RunPlan p;
+    p.run = run;
     auto all = reader.steps(run);
-    if (all.size() <= steps_read_[run]) return -1;
-    TraceBatch steps;
-    steps.steps.assign(all.begin() + static_cast<std::ptrdiff_t>(steps_read_[run]), all.end());
+    if (all.size() <= steps_read_[run]) return p;
+    // The records that stand: one that a later record goes back before or to (a rewind)
+    // was abandoned. What stands is ascending.
+    std::vector<trace::StepRecord> kept;
+    for (std::size_t i = all.size(); i-- > steps_read_[run];)
+        if (kept.empty() || all[i].step < kept.back().step) kept.push_back(all[i]);
+    std::reverse(kept.begin(), kept.end());
     steps_read_[run] = all.size();
-    std::int64_t first = std::numeric_limits<std::int64_t>::max(), limit = -1;
-    for (const auto& s : steps.steps) {
-        first = std::min(first, s.step);
-        limit = s.step;  // the newest record says where the run is now
-    }
+    const std::int64_t first = kept.front().step;
+    p.limit = kept.back().step;
     std::optional<std::int64_t>& done = done_[run];
     if (done && first <= *done) {  // a rewind: re-read from there (first - 1 would wrap at INT64_MIN)
         if (first == std::numeric_limits<std::int64_t>::min()) done.reset();
@@ -58,32 +89,48 @@ std::int64_t OpenTrace::readRun(int run, const std::function<void(TraceBatch&&)>
     }
     // No overflow: past the rewind check, *done < first <= INT64_MAX.
     const std::int64_t from = done ? *done + 1 : std::numeric_limits<std::int64_t>::min();
-    push(std::move(steps));
-    const std::vector<std::int64_t> present = reader.row_steps(run, from, limit);
-    for (std::size_t i = 0; i < present.size(); i += static_cast<std::size_t>(kBatchSteps)) {
-        const std::int64_t lo = present[i];
-        const std::int64_t hi = present[std::min(present.size(), i + static_cast<std::size_t>(kBatchSteps)) - 1];
-        TraceBatch b;
-        b.scaling = reader.scaling(run, lo, hi);
-        b.ops = reader.ops(run, lo, hi);
-        push(std::move(b));
+    const auto in_range = [&](std::vector<std::int64_t> v) {
+        v.erase(std::remove_if(v.begin(), v.end(), [&](std::int64_t s) { return s < from || s > p.limit; }), v.end());
+        return v;
+    };
+    p.captures = in_range(reader.capture_steps(run));
+    p.blockmaps = in_range(reader.blockmap_steps(run));
+    // The steps that have records of any kind; the windows follow them, never the span of
+    // step numbers.
+    std::vector<std::int64_t> keys = reader.row_steps(run, from, p.limit);
+    for (const auto& s : kept) keys.push_back(s.step);
+    keys.insert(keys.end(), p.captures.begin(), p.captures.end());
+    keys.insert(keys.end(), p.blockmaps.begin(), p.blockmaps.end());
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    auto record = kept.begin();
+    for (std::size_t i = 0; i < keys.size(); i += kBatchSteps) {
+        const std::int64_t lo = keys[i], hi = keys[std::min(keys.size(), i + kBatchSteps) - 1];
+        p.windows.push_back({lo, hi});
+        auto end = std::upper_bound(record, kept.end(), hi, [](std::int64_t s, const auto& r) { return s < r.step; });
+        p.steps.emplace_back(record, end);
+        record = end;
     }
-    for (std::int64_t step : reader.capture_steps(run)) {
-        if (step < from || step > limit) continue;
-        TraceBatch b;
-        b.operands = reader.operands(run, step);
-        push(std::move(b));
-    }
+    return p;
+}
+
+void OpenTrace::readWindow(const RunPlan& p, std::size_t window, const std::function<void(TraceBatch&&)>& push) const {
+    const trace::TraceReader& reader = *reader_;
+    const auto [lo, hi] = p.windows[window];
+    const auto within = [lo = lo, hi = hi](const std::vector<std::int64_t>& v) {
+        return std::pair(std::lower_bound(v.begin(), v.end(), lo), std::upper_bound(v.begin(), v.end(), hi));
+    };
+    TraceBatch b;
+    b.steps = p.steps[window];
+    b.scaling = reader.scaling(p.run, lo, hi);
+    b.ops = reader.ops(p.run, lo, hi);
+    for (auto [it, end] = within(p.captures); it != end; ++it)
+        for (auto& o : reader.operands(p.run, *it)) b.operands.push_back(std::move(o));
     const auto refs = all_operands(static_cast<int>(reader.meta().linears.size()));
-    for (std::int64_t step : reader.blockmap_steps(run)) {
-        if (step < from || step > limit) continue;
-        TraceBatch b;
+    for (auto [it, end] = within(p.blockmaps); it != end; ++it)
         for (const OperandRef& r : refs)
-            for (auto& m : reader.blockmaps({run, step, r.linear, r.gemm, r.operand})) b.blockmaps.push_back(std::move(m));
-        push(std::move(b));
-    }
-    done = limit;
-    return limit;
+            for (auto& m : reader.blockmaps({p.run, *it, r.linear, r.gemm, r.operand})) b.blockmaps.push_back(std::move(m));
+    push(std::move(b));
 }
 
 }  // namespace fp8scope::views

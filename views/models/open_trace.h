@@ -6,7 +6,8 @@
 // that step is the run's watermark; the next read covers only what lies past it. Step
 // records are written after their step's scaling, operands and ops, so what a step record
 // covers is complete. A step record at or before the watermark is a rewind: the watermark
-// goes back and the store drops the abandoned steps as the re-recorded ones arrive.
+// goes back and the store drops the abandoned steps as the re-recorded ones arrive. A
+// step record that a later one goes back before or to was abandoned and is not passed on.
 //
 // The work follows the rows in the file, never the span of step numbers: a damaged
 // file's step far from the others (a flipped sign bit, INT64_MAX) costs one batch.
@@ -34,15 +35,20 @@ public:
     const trace::TraceMeta& meta() const;
     // Re-reads the extent of a file still being written; true when it grew.
     bool refresh();
-    // Passes everything new to `push`, in batches of at most kBatchSteps steps that have
-    // rows, so the first plots of a large trace appear while it is read; `push` may throw
-    // to stop. Returns the newest step read, -1 when there was none.
-    std::int64_t readNew(const std::function<void(TraceBatch&&)>& push);
+    // How far a readNew() has got: batches pushed and batches planned.
+    using Progress = std::function<void(std::size_t done, std::size_t total)>;
+    // Passes everything new to `push` in batches of at most kBatchSteps steps that have
+    // records, every run's first batch, then every run's second, ..., so the views fill in
+    // step order while a large trace is read and the memory in flight stays one batch;
+    // `push` may throw to stop. Returns the newest step read, -1 when there was none.
+    std::int64_t readNew(const std::function<void(TraceBatch&&)>& push, const Progress& progress = {});
 
-    static constexpr std::int64_t kBatchSteps = 20000;
+    static constexpr std::size_t kBatchSteps = 250;
 
 private:
-    std::int64_t readRun(int run, const std::function<void(TraceBatch&&)>& push);
+    struct RunPlan;
+    RunPlan plan(int run);
+    void readWindow(const RunPlan& p, std::size_t window, const std::function<void(TraceBatch&&)>& push) const;
 
     std::unique_ptr<trace::TraceReader> reader_;
     std::vector<std::size_t> steps_read_;  // step records consumed, per run

@@ -3,8 +3,12 @@
 #include "models/trace_file_loader.h"
 
 #include <QElapsedTimer>
+#include <QFileInfo>
 
+#include "analysis_report_reader.h"
 #include "models/open_trace.h"
+#include "models/report_trace.h"
+#include "models/trace_merge.h"
 #include "trace_reader.h"
 
 namespace fp8scope::views {
@@ -28,11 +32,11 @@ TraceFileLoader::~TraceFileLoader() {
     shutdown();
 }
 
-void TraceFileLoader::open(const QString& path) {
+void TraceFileLoader::open(const QStringList& paths) {
     ++busy_;
-    workers().start([this, path] {
+    workers().start([this, paths] {
         pending_.reset();
-        load(path);
+        load(paths);
         --busy_;
     });
 }
@@ -52,14 +56,14 @@ void TraceFileLoader::openGrowing(const QString& path, int timeout_ms) {
 
 void TraceFileLoader::tryPending() {
     const bool last_try = pending_->clock.elapsed() >= pending_->timeout_ms;
-    if (load(pending_->path, !last_try) || last_try) pending_.reset();
+    if (load({pending_->path}, !last_try) || last_try) pending_.reset();
 }
 
 void TraceFileLoader::close() {
     poll_.stop();
     end();
     workers().start([this] {
-        open_.reset();
+        open_.clear();
         pending_.reset();
     });
 }
@@ -73,18 +77,20 @@ void TraceFileLoader::poll() {
     if (busy()) return;  // the previous read is still going; the next tick catches up
     ++busy_;
     workers().start([this] {
-        if (!open_ && pending_) tryPending();
-        if (open_) {
+        if (open_.empty() && pending_) tryPending();
+        if (!open_.empty()) {
             try {
-                if (open_->refresh()) {
+                bool more = false;
+                for (auto& part : open_) more = part->refresh() || more;
+                if (more) {
                     const qint64 newest = readNew();
                     const QString path = open_path_;
                     if (newest >= 0) post([this, path, newest] { emit grew(path, newest); });
                 }
             } catch (const Superseded&) {
-                open_.reset();
+                open_.clear();
             } catch (const std::exception& e) {
-                open_.reset();
+                open_.clear();
                 fail(open_path_, QString::fromStdString(e.what()));
             }
         }
@@ -96,34 +102,61 @@ void TraceFileLoader::fail(const QString& path, const QString& message) {
     post([this, path, message] { emit failed(path, message); });
 }
 
-std::int64_t TraceFileLoader::readNew() {
-    return open_->readNew([this](TraceBatch&& b) {
-        if (!deliver(std::move(b))) throw Superseded{};
-    });
+std::int64_t TraceFileLoader::readNew(const QString& path) {
+    int shown = -1;
+    std::int64_t newest = -1;
+    for (std::size_t i = 0; i < open_.size(); ++i) {
+        // Each part is an equal share of the progress.
+        const auto progress = [&](std::size_t done, std::size_t total) {
+            const int percent = static_cast<int>((100 * i + 100 * done / total) / open_.size());
+            if (path.isEmpty() || percent == shown) return;
+            shown = percent;
+            post([this, path, percent] { emit this->progress(path, percent); });
+        };
+        newest = std::max(newest, open_[i]->readNew([this, i](TraceBatch&& b) {
+            merge_->remap(i, b);
+            if (!deliver(std::move(b))) throw Superseded{};
+        }, progress));
+    }
+    return newest;
 }
 
-bool TraceFileLoader::load(const QString& path, bool quiet) {
+bool TraceFileLoader::load(const QStringList& paths, bool quiet) {
     QElapsedTimer clock;
     clock.start();
-    open_.reset();
+    open_.clear();
+    const QString path = paths.value(0);
     try {
-        open_ = std::make_unique<OpenTrace>(path.toStdString());
-        open_path_ = path;
-        begin(open_->meta());
-        post([this, path] { emit opened(path); });
-        readNew();
+        if (paths.size() == 1 && is_analysis_report(path.toStdString())) {
+            // A report is read whole: one step, and nothing to follow.
+            ReportTrace r = report_as_trace(read_analysis_report(path.toStdString()), QFileInfo(path).fileName().toStdString());
+            begin(std::move(r.meta));
+            post([this, path] { emit opened(path); });
+            if (!deliver(std::move(r.batch))) throw Superseded{};
+        } else {
+            std::vector<TraceMerge::Part> parts;
+            for (const QString& p : paths) {
+                open_.push_back(std::make_unique<OpenTrace>(p.toStdString()));
+                parts.push_back({QFileInfo(p).fileName(), open_.back()->meta()});
+            }
+            merge_ = std::make_unique<TraceMerge>(std::move(parts));
+            open_path_ = path;
+            begin(merge_->meta());
+            post([this, path] { emit opened(path); });
+            readNew(path);
+        }
         const qint64 ms = clock.elapsed();
         post([this, path, ms] { emit finished(path, ms); });
         return true;
     } catch (const Superseded&) {
-        open_.reset();
+        open_.clear();
         return true;  // a newer source took over: nothing to retry
     } catch (const trace::TraceError& e) {
-        open_.reset();
+        open_.clear();
         store()->clear();
         if (!quiet) fail(path, QString::fromStdString(e.what()));
     } catch (const std::exception& e) {
-        open_.reset();
+        open_.clear();
         store()->clear();
         if (!quiet) fail(path, QStringLiteral("%1: %2").arg(path, QString::fromStdString(e.what())));
     }

@@ -6,17 +6,24 @@
 //
 // A trace still being written (an engine's --out file) is followed: with following on,
 // a timer re-reads the file's extent and appends only what is new.
+//
+// An `analyze` report opens as a trace of one step (ReportTrace).
+//
+// Several files open as one comparison (TraceMerge): their runs side by side, named by
+// file; they are read on the one worker and merged before the store sees them.
 #pragma once
 
 #include <QTimer>
 #include <atomic>
 #include <memory>
+#include <vector>
 
 #include "models/data_source.h"
 
 namespace fp8scope::views {
 
 class OpenTrace;
+class TraceMerge;
 
 class TraceFileLoader : public DataSource {
     Q_OBJECT
@@ -24,7 +31,9 @@ public:
     explicit TraceFileLoader(SeriesStore* store, QObject* parent = nullptr);
     ~TraceFileLoader() override;
 
-    void open(const QString& path);
+    void open(const QString& path) { open(QStringList{path}); }
+    // The traces of a comparison, overlaid; `name` in signals is the first path.
+    void open(const QStringList& paths);
     // Opens a file an engine is still creating: until it can be read (its objects exist
     // once the writer starts appending), every poll tries again; after `timeout_ms` the
     // last error is reported. Turns following on.
@@ -40,19 +49,23 @@ public:
 
 signals:
     void grew(const QString& path, qint64 last_step);  // a followed file had new records
+    // While a file is first read: `percent` of its batches are in the store.
+    void progress(const QString& path, int percent);
 
 private:
     struct Pending;  // a file waiting to become readable
     // False on failure; the error is reported unless `quiet`.
-    bool load(const QString& path, bool quiet = false);
+    bool load(const QStringList& paths, bool quiet = false);
     void tryPending();
-    // Reads what is new in the open file; throws Superseded when the store moved on.
-    std::int64_t readNew();
+    // Reads what is new in the open file; throws Superseded when the store moved on. With
+    // a `path`, reports progress under it.
+    std::int64_t readNew(const QString& path = {});
     void fail(const QString& path, const QString& message);
 
     QTimer poll_;
     // Touched only by the worker (one thread: loads and polls run in order).
-    std::unique_ptr<OpenTrace> open_;
+    std::vector<std::unique_ptr<OpenTrace>> open_;  // empty: nothing open
+    std::unique_ptr<TraceMerge> merge_;
     QString open_path_;
     std::unique_ptr<Pending> pending_;
     std::atomic<int> busy_{0};

@@ -1,0 +1,186 @@
+// Opening traces: how long the reader takes to open (index) and read back everything the
+// GUI loads, and the peak memory of doing so, on two shapes the GUI must handle:
+//   rewind-heavy: a run that goes back a few steps every few steps (loss spikes), so the
+//                 op and operand rows arrive out of step order again and again;
+//   large:        20,000 steps of a four-run comparison, operands every 20 steps (~500 MB).
+// Each trace is written with the TraceWriter, then opened in a child process so that its
+// peak RSS is the reader's alone (wait4's rusage), not the writer's.
+//
+//   bench_trace_open [--rewind-steps N] [--rewind-every K] [--rewind-by B]
+//                    [--large-steps N] [--capture-every C] [--ops-per-step P] [--channels K]
+//                    [--dir DIR] [--keep 1]
+//                    [--only rewind|large]
+//   bench_trace_open --open PATH        (the child: open, read, print; used by the above)
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "trace_reader.h"
+#include "trace_writer.h"
+
+using namespace fp8scope;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Shape {
+    std::int64_t steps = 0;        // step records written, rewound ones included
+    std::int64_t capture_every = 20;
+    std::int64_t rewind_every = 0;  // 0: no rewinds
+    std::int64_t rewind_by = 0;
+    int runs = 4, linears = 16, ops_per_step = 60, channels = 64;
+};
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+trace::TraceMeta meta_of(const Shape& s) {
+    trace::TraceMeta m;
+    m.tool_version = "bench";
+    for (const char* r : {"baseline", "delayed", "blockwise", "mxfp8"}) m.runs.push_back({r, r});
+    m.runs.resize(s.runs, {"extra", "current"});
+    for (int l = 0; l < s.linears; ++l) m.linears.push_back({"blocks." + std::to_string(l / 4) + ".l" + std::to_string(l % 4), l / 4, 512, 512});
+    m.recipes = {"current_e4m3", "block1x128", "block128x128", "mxfp8_e4m3"};
+    m.training_recipes = {"baseline", "delayed", "blockwise", "mxfp8"};
+    for (int k = 0; k < 12; ++k) m.ops.push_back("op" + std::to_string(k));
+    m.capture_every = s.capture_every;
+    return m;
+}
+
+// One step of every run, in the engine's order: scaling, operands, ops, then the step record.
+void write_step(trace::TraceWriter& w, const Shape& s, std::int64_t step, double jitter) {
+    const int slots = s.linears * trace::kOperandsPerLinear;
+    for (int run = 0; run < s.runs; ++run) {
+        trace::ScalingRecord sc{run, step, std::vector<float>(slots, 1.0f + float(jitter)), std::vector<float>(slots, 448.0f)};
+        w.write(std::move(sc));
+        if ((step - 1) % s.capture_every == 0)
+            for (int l = 0; l < s.linears; ++l)
+                for (Gemm g : {Gemm::Fprop, Gemm::Dgrad, Gemm::Wgrad})
+                    for (Operand o : {Operand::X, Operand::W, Operand::DY}) {
+                        if (trace::operand_slot(l, g, o) < 0) continue;
+                        trace::OperandRecord r;
+                        r.key = {run, step, l, g, o};
+                        r.recipe_in_use = run == 0 ? -1 : run - 1;
+                        r.scale = 448.0;
+                        r.stats.amax = 2.0 + jitter;
+                        for (int e = -24; e < 2; ++e) r.stats.histogram.bins[e - kHistMinExp] = 1000 + e;
+                        r.stats.outliers.channel_absmax.assign(s.channels, 1.0f);
+                        r.errors.resize(4);
+                        r.amax_history.assign(16, 1.0f);
+                        w.write(std::move(r));
+                    }
+        std::int64_t t = step * 1'000'000;
+        for (int k = 0; k < s.ops_per_step; ++k, t += 1000)
+            w.write(trace::OpRecord{run, step, k % 12, k % s.linears, -1, -1, 0, t, t + 900});
+        w.write(trace::StepRecord{run, step, 5.0 - 1e-4 * step + jitter, NAN, 1e-3, 1.0, 0.2, 5e4, run});
+    }
+}
+
+// Steps 1, 2, ...; every `rewind_every` steps the run goes back `rewind_by` steps and
+// records them again (as after a rewind to a checkpoint), until `steps` records are written.
+void write_trace(const std::string& path, const Shape& s) {
+    trace::TraceWriter w(path, meta_of(s));
+    std::int64_t step = 1;
+    for (std::int64_t n = 0; n < s.steps; ++n, ++step) {
+        write_step(w, s, step, n * 1e-6);
+        if (s.rewind_every > 0 && n % s.rewind_every == s.rewind_every - 1 && step > s.rewind_by) {
+            w.write(trace::EventRecord{-1, step, EventKind::Rewind, "bench"});
+            step -= s.rewind_by;
+        }
+    }
+    w.close();
+}
+
+// The child: open (index) the trace, then read every record the GUI's loader reads.
+int open_and_read(const std::string& path) {
+    auto t0 = Clock::now();
+    trace::TraceReader reader(path);
+    const double open_s = seconds_since(t0);
+    std::size_t steps = 0, scaling = 0, ops = 0, operands = 0;
+    for (int run = 0; run < static_cast<int>(reader.meta().runs.size()); ++run) {
+        steps += reader.steps(run).size();
+        const std::int64_t last = reader.last_step(run);
+        scaling += reader.scaling(run, 0, last).size();
+        ops += reader.ops(run, 0, last).size();
+        for (std::int64_t step : reader.capture_steps(run)) operands += reader.operands(run, step).size();
+    }
+    const double read_s = seconds_since(t0);
+    std::fflush(stdout);
+    std::printf("open %.3f s, open+read %.3f s (%zu step, %zu scaling, %zu op, %zu operand records)", open_s, read_s,
+                steps, scaling, ops, operands);
+    return 0;
+}
+
+// Runs this program with --open PATH and prints the child's figures and its peak RSS.
+void measure(const char* self, const std::string& name, const std::string& path) {
+    struct stat st {};
+    stat(path.c_str(), &st);
+    std::printf("%-7s %.1f MB (%.1f MB on disk): ", name.c_str(), st.st_size / 1e6, st.st_blocks * 512 / 1e6);
+    std::fflush(stdout);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        execl(self, self, "--open", path.c_str(), static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    int status = 0;
+    rusage ru{};
+    wait4(pid, &status, 0, &ru);
+    std::printf(", peak RSS %.1f MB%s\n", ru.ru_maxrss / 1024.0, WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "" : " (FAILED)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Shape rewind, large;
+    rewind.steps = 4000, rewind.capture_every = 5, rewind.rewind_every = 5, rewind.rewind_by = 3;
+    large.steps = 20000, large.capture_every = 20, large.ops_per_step = 30, large.channels = 32;  // ~500 MB
+    std::string dir = std::filesystem::temp_directory_path().string(), only;
+    bool keep = false;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const std::string a = argv[i], v = argv[i + 1];
+        if (a == "--open") {
+            try {
+                return open_and_read(v);
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "%s\n", e.what());
+                return 1;
+            }
+        }
+        const std::int64_t n = std::atoll(v.c_str());
+        if (a == "--rewind-steps") rewind.steps = n;
+        else if (a == "--rewind-every") rewind.rewind_every = n;
+        else if (a == "--rewind-by") rewind.rewind_by = n;
+        else if (a == "--large-steps") large.steps = n;
+        else if (a == "--capture-every") large.capture_every = n;
+        else if (a == "--ops-per-step") rewind.ops_per_step = large.ops_per_step = static_cast<int>(n);
+        else if (a == "--channels") rewind.channels = large.channels = static_cast<int>(n);
+        else if (a == "--dir") dir = v;
+        else if (a == "--only") only = v;
+        else if (a == "--keep") keep = n != 0;
+        else {
+            std::fprintf(stderr, "unknown option %s\n", a.c_str());
+            return 2;
+        }
+    }
+    const std::pair<const char*, const Shape*> traces[] = {{"rewind", &rewind}, {"large", &large}};
+    for (const auto& [name, shape] : traces) {
+        if (!only.empty() && only != name) continue;
+        const std::string path = dir + "/bench_trace_open_" + name + ".h5";
+        auto t0 = Clock::now();
+        write_trace(path, *shape);
+        std::printf("%s: %lld step records x %d runs, capture every %lld, rewind every %lld by %lld; written in %.1f s\n",
+                    name, static_cast<long long>(shape->steps), shape->runs, static_cast<long long>(shape->capture_every),
+                    static_cast<long long>(shape->rewind_every), static_cast<long long>(shape->rewind_by), seconds_since(t0));
+        measure(argv[0], name, path);
+        if (!keep) std::filesystem::remove(path);
+    }
+    return 0;
+}

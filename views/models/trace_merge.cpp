@@ -1,0 +1,117 @@
+// Merging trace metadata and renumbering records.
+#include "models/trace_merge.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace fp8scope::views {
+
+namespace {
+
+// The index of `name` in `names`, appended when absent.
+int id_of(std::vector<std::string>& names, const std::string& name) {
+    auto it = std::find(names.begin(), names.end(), name);
+    if (it != names.end()) return static_cast<int>(it - names.begin());
+    names.push_back(name);
+    return static_cast<int>(names.size()) - 1;
+}
+
+std::vector<int> map_names(std::vector<std::string>& merged, const std::vector<std::string>& part) {
+    std::vector<int> out;
+    for (const auto& n : part) out.push_back(id_of(merged, n));
+    return out;
+}
+
+int mapped(const std::vector<int>& map, int id) {
+    return id >= 0 && id < static_cast<int>(map.size()) ? map[static_cast<std::size_t>(id)] : id;
+}
+
+bool same_layers(const trace::TraceMeta& a, const trace::TraceMeta& b) {
+    if (a.linears.size() != b.linears.size()) return false;
+    for (std::size_t i = 0; i < a.linears.size(); ++i)
+        if (a.linears[i].name != b.linears[i].name) return false;
+    return true;
+}
+
+ErrorStats not_computed(const std::string& recipe) {
+    ErrorStats e;
+    e.recipe = recipe;
+    for (double* v : {&e.amax, &e.mse, &e.sqnr_db, &e.rel_l2, &e.max_abs_err, &e.cosine, &e.underflow_pct,
+                      &e.overflow_pct, &e.scale_inv_min, &e.scale_inv_max})
+        *v = NAN;
+    return e;
+}
+
+}  // namespace
+
+TraceMerge::TraceMerge(std::vector<Part> parts) {
+    if (parts.empty()) return;
+    meta_ = parts.front().meta;
+    if (parts.size() == 1) {  // its ids are the merged ids: remap() passes batches through
+        maps_.resize(1);
+        return;
+    }
+    meta_.runs.clear();
+    meta_.recipes.clear();
+    meta_.training_recipes.clear();
+    meta_.ops.clear();
+    for (const Part& p : parts) {
+        if (!same_layers(parts.front().meta, p.meta))
+            throw std::runtime_error(p.name.toStdString() + " has other layers than " + parts.front().name.toStdString() +
+                                     ": traces of different models cannot be overlaid");
+        IdMap m;
+        m.first_run = static_cast<int>(meta_.runs.size());
+        for (const auto& r : p.meta.runs) meta_.runs.push_back({p.name.toStdString() + ": " + r.name, r.recipe});
+        m.recipe = map_names(meta_.recipes, p.meta.recipes);
+        m.training_recipe = map_names(meta_.training_recipes, p.meta.training_recipes);
+        m.op = map_names(meta_.ops, p.meta.ops);
+        maps_.push_back(std::move(m));
+    }
+    announced_ops_ = meta_.ops.size();
+}
+
+int TraceMerge::opId(const std::string& name) { return id_of(meta_.ops, name); }
+
+void TraceMerge::remap(std::size_t part, TraceBatch& b) {
+    if (part >= maps_.size()) throw std::out_of_range("TraceMerge: no such part");
+    if (maps_.size() == 1) return;
+    IdMap& m = maps_[part];
+    // Kernel names first: op records refer to them. Ids are handed out in order (the store
+    // ignores one that skips), so the part's new name gets the next merged id.
+    for (const auto& n : b.op_names) {
+        if (n.id != static_cast<std::int32_t>(m.op.size())) continue;
+        m.op.push_back(opId(n.name));
+    }
+    b.op_names.clear();
+    for (; announced_ops_ < meta_.ops.size(); ++announced_ops_)
+        b.op_names.push_back({static_cast<std::int32_t>(announced_ops_), meta_.ops[announced_ops_]});
+
+    for (auto& s : b.steps) {
+        s.run += m.first_run;
+        s.recipe = mapped(m.training_recipe, s.recipe);
+    }
+    for (auto& s : b.scaling) s.run += m.first_run;
+    for (auto& o : b.operands) {
+        o.key.run += m.first_run;
+        o.recipe_in_use = mapped(m.recipe, o.recipe_in_use);
+        if (o.errors.empty()) continue;
+        std::vector<ErrorStats> errors;
+        for (const auto& name : meta_.recipes) errors.push_back(not_computed(name));
+        for (std::size_t i = 0; i < o.errors.size() && i < m.recipe.size(); ++i)
+            errors[static_cast<std::size_t>(m.recipe[i])] = std::move(o.errors[i]);
+        o.errors = std::move(errors);
+    }
+    for (auto& bm : b.blockmaps) {
+        bm.key.run += m.first_run;
+        bm.recipe = mapped(m.recipe, bm.recipe);
+    }
+    for (auto& op : b.ops) {
+        op.run += m.first_run;
+        op.op = mapped(m.op, op.op);
+    }
+    for (auto& e : b.events)
+        if (e.run >= 0) e.run += m.first_run;
+}
+
+}  // namespace fp8scope::views
