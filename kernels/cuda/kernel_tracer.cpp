@@ -19,8 +19,11 @@ namespace {
 
 constexpr std::size_t kBufferBytes = 8u << 20;
 constexpr CUpti_ExternalCorrelationKind kScopeKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+// CUPTI writes an external correlation record only before an API record (runtime or
+// driver call): those are enabled for the scopes and then skipped.
 constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                         CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+                                         CUPTI_ACTIVITY_KIND_MEMSET,  CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+                                         CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
 
 // The CUPTI entry points the tracer uses.
 struct Cupti {

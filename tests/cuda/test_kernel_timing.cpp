@@ -55,7 +55,8 @@ TEST(CudaKernelTiming, AStepsKernelsAreAttributedAndAccountForItsDeviceTime) {
     TrainConfig c;
     c.device = "cuda";
     c.recipe = "current";
-    c.model.n_layer = 4, c.model.d_model = 1024, c.model.n_head = 8, c.model.max_seq = 1024;
+    // Large enough that the device, not the host, sets the pace (8 layers of 2048).
+    c.model.n_layer = 8, c.model.d_model = 2048, c.model.n_head = 16, c.model.max_seq = 1024;
     c.seq_len = 1024, c.batch_size = 8, c.steps = 3;
     c.data.corpus_bytes = 1 << 22;
     c.eval.every = 0;
@@ -108,7 +109,7 @@ TEST(CudaKernelTiming, AStepsKernelsAreAttributedAndAccountForItsDeviceTime) {
                 step.size(), busy * 1e-6, span * 1e-6, 100.0 * busy / span, host * 1e-6);
     EXPECT_LE(busy, sum);
     EXPECT_LE(span, host);
-    EXPECT_GE(busy / span, 0.80) << "the device idles, or records are missing";
+    EXPECT_GE(busy / span, 0.90) << "the device idles, or records are missing";
 }
 
 }  // namespace
