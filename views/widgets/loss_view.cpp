@@ -49,7 +49,7 @@ LossView::LossView(const ViewContext& context, QWidget* parent)
     row->addStretch();
     layout->addLayout(row);
     plot_ = make_plot(this, QString());
-    plot_->setMinimumSize(300, 360);
+    plot_->setMinimumSize(300, 240);  // three stacked plots; a 768-pixel screen still fits the window
     // Three axis rects in one plot, so that one margin group lines their left edges up.
     QCPLayoutGrid* grid = plot_->plotLayout();
     auto* margins = new QCPMarginGroup(plot_);
