@@ -49,7 +49,7 @@ LossView::LossView(const ViewContext& context, QWidget* parent)
     row->addStretch();
     layout->addLayout(row);
     plot_ = make_plot(this, QString());
-    plot_->setMinimumSize(300, 240);  // three stacked plots; a 768-pixel screen still fits the window
+    plot_->setMinimumSize(300, 300);
     // Three axis rects in one plot, so that one margin group lines their left edges up.
     QCPLayoutGrid* grid = plot_->plotLayout();
     auto* margins = new QCPMarginGroup(plot_);
@@ -107,8 +107,11 @@ LossView::LossView(const ViewContext& context, QWidget* parent)
     table_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
     table_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
-    layout->addWidget(plot_, 1);
-    layout->addWidget(table_);
+    // The summary beside the plots, not under them: the three plots keep the height.
+    auto* body = new QHBoxLayout;
+    body->addWidget(plot_, 1);
+    body->addWidget(table_, 0, Qt::AlignTop);
+    layout->addLayout(body, 1);
     connect(span_, &QSpinBox::valueChanged, this, [this] {
         ctx().store->read([&](const TraceData& d) { rebuild(d); });
         plot_->replot();
