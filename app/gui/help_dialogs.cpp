@@ -7,6 +7,7 @@
 #include <QDialogButtonBox>
 #include <QHeaderView>
 #include <QMessageBox>
+#include <QUrl>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
@@ -46,6 +47,6 @@ void show_shortcuts(QWidget* window) {
 void show_about(QWidget* window) {
     QMessageBox::about(window, QObject::tr("About fp8scope"),
                        QObject::tr("<h3>fp8scope %1</h3><p>Profiler and numerics inspector for FP8 training.</p>"
-                                   "<p>Documentation: <a href=\"%2\">%2</a></p><p>License: GPLv3.</p>")
-                           .arg(FP8SCOPE_VERSION, kDocsAddress));
+                                   "<p>Documentation: <a href=\"%2\">%3</a></p><p>License: GPLv3.</p>")
+                           .arg(FP8SCOPE_VERSION, QUrl::fromLocalFile(kDocsPath).toString(), kDocsPath));
 }

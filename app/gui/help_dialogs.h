@@ -3,8 +3,8 @@
 
 class QWidget;
 
-// Where the documentation lives: the project's README.
-inline constexpr const char* kDocsAddress = "https://github.com/fp8scope/fp8scope#readme";
+// Where the documentation lives: the README of the source tree this build came from.
+inline constexpr const char* kDocsPath = FP8SCOPE_DOCS;
 
 // Every shortcut of `window`'s menus and the step keys, in a table.
 void show_shortcuts(QWidget* window);
