@@ -131,7 +131,7 @@ inline BlockMapRecord sample_blockmap(OperandKey key, int recipe, std::int32_t g
     b.grid_rows = 2;
     b.grid_cols = grid_cols < 0 ? 6 + recipe : grid_cols;
     for (int i = 0; i < b.grid_rows * b.grid_cols; ++i) {
-        b.absmax.push_back(static_cast<float>(i + key.step + recipe));
+        b.absmax.push_back(static_cast<float>(double(i) + double(key.step) + recipe));
         b.scale_inv.push_back(static_cast<float>((i + 1) / 448.0));
         b.sqnr_db.push_back(static_cast<float>(25.0 + i - recipe));
     }
@@ -139,7 +139,10 @@ inline BlockMapRecord sample_blockmap(OperandKey key, int recipe, std::int32_t g
 }
 
 inline OpRecord sample_op(int run, std::int64_t step, int i) {
-    return {run, step, i % 3, i % 2, 0, -1, i % 4, step * 1000000 + i * 100, step * 1000000 + i * 100 + 50 + i};
+    // Times wrap (unsigned arithmetic) rather than overflow at the extreme steps of the
+    // hostile-file tests.
+    const auto t = static_cast<std::int64_t>(static_cast<std::uint64_t>(step) * 1000000u + std::uint64_t(i) * 100u);
+    return {run, step, i % 3, i % 2, 0, -1, i % 4, t, static_cast<std::int64_t>(std::uint64_t(t) + 50u + std::uint64_t(i))};
 }
 
 // A kernel name that arrives after the start: the next id of `m`'s op table.
