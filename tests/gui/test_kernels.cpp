@@ -3,7 +3,9 @@
 // each kernel, the kind and layer filters, and the table's calls, total, mean and share.
 // With FP8SCOPE_SCREENSHOT_DIR set, the view is saved as gpu_kernels.png for a look.
 #include <QApplication>
+#include <QMouseEvent>
 #include <QTest>
+#include <QWheelEvent>
 
 #include "models/kernel_kind.h"
 #include "models/kernel_stats_model.h"
@@ -199,6 +201,23 @@ private slots:
         }
         tl->resetView();
         QCOMPARE(tl->viewEnd(), 20.0);
+        // With the mouse: twelve wheel notches at the first nvjet kernel (1 to 4 us) zoom
+        // the view inside it; a drag to the right pans to earlier times at the same zoom.
+        const QPointF at(tl->xOf(2.5), 80);
+        for (int i = 0; i < 12; ++i) {
+            QWheelEvent wheel(at, tl->mapToGlobal(at), {}, {0, 120}, Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
+            QApplication::sendEvent(tl, &wheel);
+        }
+        QVERIFY(tl->viewStart() >= 1.0 && tl->viewEnd() <= 4.0);
+        const double start = tl->viewStart(), span = tl->viewEnd() - tl->viewStart();
+        QMouseEvent press(QEvent::MouseButtonPress, at, tl->mapToGlobal(at), Qt::LeftButton, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(tl, &press);
+        const QPointF to = at + QPointF(50, 0);
+        QMouseEvent move(QEvent::MouseMove, to, tl->mapToGlobal(to), Qt::NoButton, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(tl, &move);
+        QVERIFY(tl->viewStart() < start);
+        QCOMPARE(tl->viewEnd() - tl->viewStart(), span);
+        tl->resetView();
         v->setKindFilter(KernelFilter::Gemm);
         set_->refreshNow();
         QCOMPARE(int(tl->boxes().size()), 3 + 3);  // host ops and the three GEMMs

@@ -50,6 +50,14 @@ QString kernel_kind_name(KernelKind k) {
     return QStringLiteral("other");
 }
 
+QColor kernel_kind_color(KernelKind k) {
+    static const QColor colors[kKernelKinds] = {QColor(0xb0, 0xb0, 0xb0), QColor(0x6b, 0x9b, 0xd6),
+                                                QColor(0xf2, 0xa6, 0x5a), QColor(0xe0, 0x60, 0x60),
+                                                QColor(0x6c, 0xc0, 0x7a), QColor(0xc8, 0xb6, 0xe2)};
+    const int i = static_cast<int>(k);
+    return colors[i >= 0 && i < kKernelKinds ? i : kKernelKinds - 1];
+}
+
 bool KernelSelection::passes(const trace::TraceMeta& meta, const trace::OpRecord& r) const {
     if (layer >= 0 && r.layer != layer) return false;
     if (kind == KernelFilter::All || !is_device(r)) return true;

@@ -3,6 +3,7 @@
 // (its parent) and, when that says nothing, its name.
 #pragma once
 
+#include <QColor>
 #include <QString>
 
 #include "trace_records.h"
@@ -18,6 +19,10 @@ constexpr int kKernelKinds = 6;
 // else other. Host records are Host. Unknown op or parent ids fall through to Other.
 KernelKind kernel_kind(const trace::TraceMeta& meta, const trace::OpRecord& r);
 QString kernel_kind_name(KernelKind k);  // "host", "GEMM", "quantize", ...
+// The timeline's and the table's colour of a kind: GEMMs blue, quantize orange, capture
+// red (its cost stands out), statistics green, other lilac, host grey. Here rather than
+// in plot_style because the table model, which has no plots, uses it too.
+QColor kernel_kind_color(KernelKind k);
 
 // The Kernels view's filter: a kind (or all) and a layer (or all, -1).
 enum class KernelFilter { All, Gemm, Quantize, Capture, Statistics, Other };

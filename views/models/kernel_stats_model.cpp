@@ -81,7 +81,9 @@ void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope, KernelSe
                 probe.device = 0;
                 probe.parent = parent_of[id];
                 r.parent = probe.parent >= 0 ? op_label(d.meta, probe.parent) : QString();
-                r.kind = kernel_kind_name(kernel_kind(d.meta, probe));
+                const KernelKind k = kernel_kind(d.meta, probe);
+                r.kind = kernel_kind_name(k);
+                r.color = kernel_kind_color(k);
             }
             r.calls = static_cast<qint64>(t.size());
             for (double x : t) r.total_ns += x;
@@ -138,6 +140,7 @@ QVariant KernelStatsModel::data(const QModelIndex& index, int role) const {
         if (c == Kind) return r.kind;
         return value(index.row(), c);
     }
+    if (role == Qt::DecorationRole && c == Kind && !r.kind.isEmpty()) return r.color;
     if (role == Qt::TextAlignmentRole && c != Name && c != ParentOp && c != Kind) return int(Qt::AlignRight | Qt::AlignVCenter);
     return {};
 }

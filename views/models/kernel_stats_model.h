@@ -7,6 +7,7 @@
 #pragma once
 
 #include <QAbstractTableModel>
+#include <QColor>
 
 #include "models/kernel_kind.h"
 #include "models/series_store.h"
@@ -36,6 +37,7 @@ public:
 private:
     struct Row {
         QString name, parent, kind;
+        QColor color;  // of the kind, as in the timeline
         qint64 calls = 0;
         double total_ns = 0, median_ns = NAN, p95_ns = NAN, max_ns = NAN;
     };

@@ -14,7 +14,6 @@
 #include <map>
 
 #include "models/display_names.h"
-#include "widgets/plot_style.h"
 #include "widgets/timeline_widget.h"
 
 namespace fp8scope::views {
@@ -40,6 +39,8 @@ KernelView::KernelView(const ViewContext& context, QWidget* parent)
     kind_ = new QComboBox(this);
     // KernelFilter's order.
     kind_->addItems({tr("all kernels"), tr("GEMM"), tr("quantize"), tr("capture"), tr("statistics"), tr("other")});
+    // Each kind's swatch in the combo is the legend of the timeline's kernel colours.
+    for (int k = 1; k < kind_->count(); ++k) kind_->setItemData(k, kernel_kind_color(static_cast<KernelKind>(k)), Qt::DecorationRole);
     row->addWidget(kind_);
     layer_ = new QComboBox(this);
     layer_->addItem(tr("all layers"), -1);
@@ -133,7 +134,7 @@ void KernelView::redraw() {
                 name += tr(" [%1%2]").arg(kernel_kind_name(kind), op.parent >= 0 ? " in " + op_label(d.meta, op.parent) : QString());
             if (steps_->value() > 1) name += tr(" (step %1)").arg(op.step);
             // Kernels are coloured by kind; host ops keep a colour per op name.
-            const QColor fill = kind == KernelKind::Host ? QColor() : kernel_kind_color(static_cast<int>(kind));
+            const QColor fill = kind == KernelKind::Host ? QColor() : kernel_kind_color(kind);
             const std::int64_t end = std::max(op.end_ns, op.start_ns);  // a reversed record draws as zero length
             boxes.push_back({name, lane_of[{op.device, op.stream}], (op.start_ns - t0) * 1e-3, (end - t0) * 1e-3, op.op, fill});
         }

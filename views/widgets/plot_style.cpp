@@ -25,12 +25,6 @@ QColor series_color(int index) {
     return QColor(kPalette[((index % kPaletteSize) + kPaletteSize) % kPaletteSize]);
 }
 
-QColor kernel_kind_color(int kind) {
-    static const QColor colors[] = {QColor(0xb0, 0xb0, 0xb0), QColor(0x6b, 0x9b, 0xd6), QColor(0xf2, 0xa6, 0x5a),
-                                    QColor(0xe0, 0x60, 0x60), QColor(0x6c, 0xc0, 0x7a), QColor(0xc8, 0xb6, 0xe2)};
-    return kind >= 0 && kind < 6 ? colors[kind] : colors[5];
-}
-
 QVector<QColor> recipe_colors(const std::vector<std::string>& names) {
     std::vector<std::string> families;
     std::vector<int> family(names.size()), variant(names.size()), size;

@@ -15,9 +15,6 @@ namespace fp8scope::views {
 // first, for the baseline), repeating after that.
 constexpr int kPaletteSize = 20;
 QColor series_color(int index);
-// Kernel kinds (KernelKind's order: host, GEMM, quantize, capture, statistics, other):
-// GEMMs blue, quantize orange, capture red (its cost stands out), statistics green.
-QColor kernel_kind_color(int kind);
 // One colour per analysis recipe: a hue per family (current, delayed, block1x128, ...:
 // the name up to its first '_' or ':'), shades of it for the family's variants.
 QVector<QColor> recipe_colors(const std::vector<std::string>& names);

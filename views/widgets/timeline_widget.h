@@ -32,6 +32,7 @@ public:
     double viewEnd() const { return view_end_; }
     void setView(double start_us, double end_us);
     void resetView();
+    double xOf(double us) const { return toX(us); }  // widget x of a time, for tests
 
 protected:
     void paintEvent(QPaintEvent*) override;
