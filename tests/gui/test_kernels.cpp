@@ -234,6 +234,18 @@ private slots:
             tl->zoomTo(tl->boxes()[1]);  // the first nvjet kernel, label inside its box
             v->grab().save(QString("%1/gpu_kernels_zoomed.png").arg(QString(dir)));
         }
+        // A new trace with other layers refills the layer combo; the choice falls back to all.
+        v->setLayerFilter(1);
+        trace::TraceMeta other = gpu_meta();
+        other.linears = {{"blocks.4.mlp.fc1", 4, 64, 128}, {"blocks.5.mlp.fc1", 5, 64, 128}};
+        QVERIFY(store_.append(store_.reset(other), gpu_batch()));
+        set_->refreshNow();
+        QCOMPARE(int(tl->boxes().size()), 10);
+        v->setLayerFilter(5);
+        set_->refreshNow();
+        QCOMPARE(int(tl->boxes().size()), 0);  // the records name layers 0 and 1
+        v->setLayerFilter(-1);
+        set_->refreshNow();
         // The step without device records, and a cursor past the data.
         cursor_.setStep(2);
         set_->refreshNow();

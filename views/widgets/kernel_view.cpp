@@ -84,7 +84,9 @@ void KernelView::fillLayers() {
         std::sort(out.begin(), out.end());
         return out;
     });
-    if (layer_->count() == static_cast<int>(layers.size()) + 1) return;
+    bool same = layer_->count() == static_cast<int>(layers.size()) + 1;
+    for (int i = 1; same && i < layer_->count(); ++i) same = layer_->itemData(i).toInt() == layers[static_cast<std::size_t>(i - 1)];
+    if (same) return;
     const QSignalBlocker block(layer_);
     const int chosen = layer_->currentData().toInt();
     while (layer_->count() > 1) layer_->removeItem(1);
