@@ -21,19 +21,22 @@ double nearest_rank(std::vector<double>& v, double q) {
 KernelStatsModel::KernelStatsModel(const SeriesStore* store, QObject* parent)
     : QAbstractTableModel(parent), store_(store) {}
 
-void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope) {
+void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope, KernelSelection filter) {
     double step_s = 0;
     int steps = 0;
+    bool device = false;
     std::vector<Row> rows = store_->read([&](const TraceData& d) {
         std::vector<Row> out;
         if (run < 0 || run >= static_cast<int>(d.runs.size())) return out;
         const RunData& rd = d.runs[run];
         auto [lo, hi] = scope == WholeRun ? std::pair<std::size_t, std::size_t>{0, rd.ops.size()} : rd.ops_of_step(step);
+        device = std::any_of(rd.ops.begin() + static_cast<std::ptrdiff_t>(lo), rd.ops.begin() + static_cast<std::ptrdiff_t>(hi), is_device);
+        std::map<int, int> parent_of;  // kernel name id -> the host op it ran in (the first seen)
         std::map<int, std::vector<double>> durations;  // op id -> call times, ns
         // Each step's time: recorded, else the span of its ops.
         std::int64_t t0 = INT64_MAX, t1 = INT64_MIN, cur = INT64_MIN;
         auto close_step = [&] {
-            if (cur == INT64_MIN) return;
+            if (cur == INT64_MIN || device) return;  // device rows: step_s is device time
             ++steps;
             const auto row = rd.step_row_at(cur);
             if (row >= 0 && rd.steps.step[row] == static_cast<double>(cur) && rd.steps.step_time_s[row] > 0)
@@ -49,14 +52,39 @@ void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope) {
                 t0 = INT64_MAX;
                 t1 = INT64_MIN;
             }
-            durations[op.op].push_back(static_cast<double>(op.end_ns - op.start_ns));
+            if (device) {
+                if (!is_device(op)) continue;
+                // Shares are of all device time in the scope, whatever the filter shows.
+                const double ns = static_cast<double>(std::max<std::int64_t>(op.end_ns - op.start_ns, 0));
+                step_s += ns * 1e-9;
+                if (!filter.passes(d.meta, op)) continue;
+                durations[op.op].push_back(ns);
+                parent_of.emplace(op.op, op.parent);
+                continue;
+            }
+            if (filter.passes(d.meta, op)) durations[op.op].push_back(static_cast<double>(op.end_ns - op.start_ns));
             t0 = std::min(t0, op.start_ns);
             t1 = std::max(t1, op.end_ns);
         }
         close_step();
+        if (device) {  // close_step counts no steps then
+            steps = 0;
+            for (std::size_t i = lo; i < hi; ++i)
+                if (i == lo || rd.ops[i].step != rd.ops[i - 1].step) ++steps;
+        }
         for (auto& [id, t] : durations) {
             Row r;
             r.name = op_label(d.meta, id);
+            if (device) {
+                trace::OpRecord probe;
+                probe.op = id;
+                probe.device = 0;
+                probe.parent = parent_of[id];
+                r.parent = probe.parent >= 0 ? op_label(d.meta, probe.parent) : QString();
+                const KernelKind k = kernel_kind(d.meta, probe);
+                r.kind = kernel_kind_name(k);
+                r.color = kernel_kind_color(k);
+            }
             r.calls = static_cast<qint64>(t.size());
             for (double x : t) r.total_ns += x;
             r.max_ns = *std::max_element(t.begin(), t.end());
@@ -71,6 +99,7 @@ void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope) {
     rows_ = std::move(rows);
     step_s_ = step_s;
     steps_ = steps;
+    device_ = device;
     endResetModel();
 }
 
@@ -100,18 +129,28 @@ QVariant KernelStatsModel::data(const QModelIndex& index, int role) const {
     const int c = index.column();
     if (role == Qt::DisplayRole || role == Qt::ToolTipRole) {
         if (c == Name) return r.name;
+        if (c == ParentOp) return r.parent;
+        if (c == Kind) return r.kind;
         if (c == Calls) return r.calls;
         return format_figure(value(index.row(), c));
     }
-    if (role == kValueRole) return c == Name ? QVariant(r.name) : QVariant(value(index.row(), c));
-    if (role == Qt::TextAlignmentRole && c != Name) return int(Qt::AlignRight | Qt::AlignVCenter);
+    if (role == kValueRole) {
+        if (c == Name) return r.name;
+        if (c == ParentOp) return r.parent;
+        if (c == Kind) return r.kind;
+        return value(index.row(), c);
+    }
+    if (role == Qt::DecorationRole && c == Kind && !r.kind.isEmpty()) return r.color;
+    if (role == Qt::TextAlignmentRole && c != Name && c != ParentOp && c != Kind) return int(Qt::AlignRight | Qt::AlignVCenter);
     return {};
 }
 
 QVariant KernelStatsModel::headerData(int section, Qt::Orientation o, int role) const {
     if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
     static const char* names[ColumnCount] = {"op / kernel", "calls", "total ms", "mean us", "median us",
-                                             "p95 us", "max us", "share of time %"};
+                                             "p95 us", "max us", "share of time %", "in op", "kind"};
+    // Device rows' shares are of the kernels' summed time, not of the step's wall time.
+    if (section == SharePct && device_) return QStringLiteral("share of device time %");
     return section >= 0 && section < ColumnCount ? QString::fromLatin1(names[section]) : QVariant();
 }
 

@@ -1,6 +1,8 @@
 // Kernels view: the timeline of the op/kernel records per stream over the last N steps up
 // to the cursor, and the per-kernel table over the cursor step or the whole run (calls,
-// total, mean, median, p95, max, share of time).
+// total, mean, median, p95, max, share of time). Device records (kernel timing) get one
+// lane per (device, stream) beside the CPU lanes, a colour per kernel kind, and a filter
+// by kind and by layer that applies to the timeline and the table.
 #pragma once
 
 #include "models/kernel_stats_model.h"
@@ -23,6 +25,8 @@ public:
     TimelineWidget* timeline() const { return timeline_; }
     void setScope(KernelStatsModel::Scope s);
     void setTimelineSteps(int n);
+    void setKindFilter(KernelFilter f);
+    void setLayerFilter(int layer);  // -1: all layers
 
 protected:
     void redraw() override;
@@ -33,7 +37,12 @@ private:
     QTableView* view_;
     QComboBox* scope_;
     QSpinBox* steps_;
+    QComboBox* kind_;
+    QComboBox* layer_;  // item data: the layer, -1 all
     int shown_scope_ = -1, shown_run_ = -1;  // of the table
+    KernelSelection shown_filter_{KernelFilter::All, -2};
+    KernelSelection filter() const;
+    void fillLayers();
 };
 
 }  // namespace fp8scope::views

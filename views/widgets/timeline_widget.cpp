@@ -14,7 +14,7 @@
 namespace fp8scope::views {
 
 namespace {
-constexpr int kLabelWidth = 110, kLaneHeight = 26, kAxisHeight = 22;
+constexpr int kLaneHeight = 26, kAxisHeight = 22;
 }
 
 TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent) {
@@ -29,6 +29,7 @@ void TimelineWidget::setBoxes(std::vector<TimelineBox> boxes, QStringList lanes)
     for (const auto& b : boxes_) end = std::max(end, b.end_us);
     const bool keep = total_us_ == std::max(end, 1.0) && view_end_ > view_start_;
     total_us_ = std::max(end, 1.0);
+    label_width_ = labelWidth();
     if (!keep) resetView();
     setMinimumHeight(kAxisHeight + std::max<int>(2, lanes_.size()) * kLaneHeight);
     update();
@@ -43,11 +44,22 @@ void TimelineWidget::setView(double start_us, double end_us) {
 
 void TimelineWidget::resetView() { setView(0, total_us_); }
 
+void TimelineWidget::zoomTo(const TimelineBox& b) {
+    const double pad = std::max((b.end_us - b.start_us) * 0.1, 1e-3);
+    setView(b.start_us - pad, b.end_us + pad);
+}
+
+int TimelineWidget::labelWidth() const {
+    int w = 60;
+    for (const QString& l : lanes_) w = std::max(w, fontMetrics().horizontalAdvance(l) + 12);
+    return w;
+}
+
 double TimelineWidget::toX(double us) const {
-    return kLabelWidth + (us - view_start_) / (view_end_ - view_start_) * (width() - kLabelWidth - 4);
+    return label_width_ + (us - view_start_) / (view_end_ - view_start_) * (width() - label_width_ - 4);
 }
 double TimelineWidget::toUs(double x) const {
-    return view_start_ + (x - kLabelWidth) / (width() - kLabelWidth - 4) * (view_end_ - view_start_);
+    return view_start_ + (x - label_width_) / (width() - label_width_ - 4) * (view_end_ - view_start_);
 }
 
 void TimelineWidget::paintEvent(QPaintEvent*) {
@@ -73,20 +85,22 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     for (int l = 0; l < lanes_.size(); ++l) {
         const int y = kAxisHeight + l * kLaneHeight;
         p.setPen(Qt::black);
-        p.drawText(QRect(4, y, kLabelWidth - 8, kLaneHeight), Qt::AlignVCenter | Qt::AlignLeft, lanes_[l]);
+        p.drawText(QRect(4, y, label_width_ - 8, kLaneHeight), Qt::AlignVCenter | Qt::AlignLeft, lanes_[l]);
     }
-    p.setClipRect(QRect(kLabelWidth, kAxisHeight, width() - kLabelWidth, height() - kAxisHeight));
+    p.setClipRect(QRect(label_width_, kAxisHeight, width() - label_width_, height() - kAxisHeight));
     for (const auto& b : boxes_) {
         const double x0 = toX(b.start_us), x1 = std::max(toX(b.end_us), x0 + 1);
-        if (x1 < kLabelWidth || x0 > width()) continue;
+        if (x1 < label_width_ || x0 > width()) continue;
         const QRectF r(x0, kAxisHeight + b.lane * kLaneHeight + 3, x1 - x0, kLaneHeight - 6);
-        const QColor c = series_color(b.color + 1).lighter(130);
+        const QColor c = b.fill.isValid() ? b.fill : series_color(b.color + 1).lighter(130);
         p.fillRect(r, c);
         p.setPen(c.darker(150));
         p.drawRect(r);
         if (r.width() > 30) {
             p.setPen(Qt::black);
-            p.drawText(r.adjusted(2, 0, -2, 0), Qt::AlignVCenter | Qt::AlignLeft, b.name);
+            // Elided to the box, so that a long kernel name never runs into its neighbour.
+            const QRectF t = r.adjusted(2, 0, -2, 0);
+            p.drawText(t, Qt::AlignVCenter | Qt::AlignLeft, p.fontMetrics().elidedText(b.name, Qt::ElideRight, static_cast<int>(t.width())));
         }
     }
 }
@@ -107,11 +121,16 @@ void TimelineWidget::mousePressEvent(QMouseEvent* e) {
 void TimelineWidget::mouseMoveEvent(QMouseEvent* e) {
     if (!(e->buttons() & Qt::LeftButton)) return;
     const double span = view_end_ - view_start_;
-    const double shift = (e->position().x() - drag_x_) / (width() - kLabelWidth - 4) * span;
+    const double shift = (e->position().x() - drag_x_) / (width() - label_width_ - 4) * span;
     setView(drag_start_ - shift, drag_start_ - shift + span);
 }
 
+void TimelineWidget::mouseDoubleClickEvent(QMouseEvent* e) {
+    if (const TimelineBox* b = boxAt(e->position().toPoint())) zoomTo(*b);
+}
+
 const TimelineBox* TimelineWidget::boxAt(QPoint pos) const {
+    if (pos.y() < kAxisHeight) return nullptr;
     const int lane = (pos.y() - kAxisHeight) / kLaneHeight;
     const double us = toUs(pos.x());
     const double slack = (view_end_ - view_start_) / std::max(1, width()) * 2;

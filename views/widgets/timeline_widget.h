@@ -1,8 +1,10 @@
 // The op/kernel timeline of one step: one lane per (device, stream), a box per op, zoom
 // with the mouse wheel and pan by dragging. Painted directly rather than through
-// QCustomPlot items, which cost an object per op.
+// QCustomPlot items, which cost an object per op. Double-clicking a box zooms to it (one
+// kernel), the right button back to the whole range.
 #pragma once
 
+#include <QColor>
 #include <QWidget>
 #include <vector>
 
@@ -13,6 +15,7 @@ struct TimelineBox {
     int lane = 0;
     double start_us = 0, end_us = 0;  // relative to the first op shown
     int color = 0;                    // op id, for a stable colour per op name
+    QColor fill;                      // when valid, used instead (kernels: by kind)
 };
 
 class TimelineWidget : public QWidget {
@@ -21,26 +24,33 @@ public:
     explicit TimelineWidget(QWidget* parent = nullptr);
     void setBoxes(std::vector<TimelineBox> boxes, QStringList lanes);
     const std::vector<TimelineBox>& boxes() const { return boxes_; }
+    const QStringList& lanes() const { return lanes_; }
+    // Zooms to one box with a little margin either side (zero-length boxes too).
+    void zoomTo(const TimelineBox& b);
     // Visible time range in microseconds.
     double viewStart() const { return view_start_; }
     double viewEnd() const { return view_end_; }
     void setView(double start_us, double end_us);
     void resetView();
+    double xOf(double us) const { return toX(us); }  // widget x of a time, for tests
 
 protected:
     void paintEvent(QPaintEvent*) override;
     void wheelEvent(QWheelEvent* e) override;
     void mousePressEvent(QMouseEvent* e) override;
     void mouseMoveEvent(QMouseEvent* e) override;
+    void mouseDoubleClickEvent(QMouseEvent* e) override;
     bool event(QEvent* e) override;  // tooltips
 
 private:
     double toX(double us) const;
     double toUs(double x) const;
+    int labelWidth() const;
     const TimelineBox* boxAt(QPoint p) const;
 
     std::vector<TimelineBox> boxes_;
     QStringList lanes_;
+    int label_width_ = 110;  // fits the longest lane label
     double total_us_ = 1, view_start_ = 0, view_end_ = 1;
     int drag_x_ = 0;
     double drag_start_ = 0;
