@@ -191,7 +191,9 @@ TrainSummary Trainer::run() {
 
 bool Trainer::step() {
     apply_requests();
-    if (stopping_ || !error_.empty() || step_ >= config_.steps) return false;
+    // A pause that arrived since run() looked holds this step too: no step follows the
+    // Pause event.
+    if (paused_ || stopping_ || !error_.empty() || step_ >= config_.steps) return false;
     using clock = std::chrono::steady_clock;
 
     std::uint64_t b = next_batch_;

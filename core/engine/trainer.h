@@ -78,9 +78,9 @@ public:
 
     // Trains until config.steps, stop() or an unrecoverable error.
     TrainSummary run();
-    // One step, after applying pending requests (a pause does not block here). Returns
-    // false when there is nothing left to do. A step that is rewound returns true but
-    // completes no step.
+    // One step, after applying pending requests (a pause does not block here: a paused
+    // trainer takes no step). Returns false when it took none: paused, stopped, failed or
+    // done. A step that is rewound returns true but completes no step.
     bool step();
     // Eval loss of every run on the held-out batches.
     std::vector<float> evaluate();
