@@ -68,8 +68,7 @@ TrainRecorder::~TrainRecorder() {
 }
 
 void TrainRecorder::event(EventKind kind, std::string detail) {
-    detail.resize(std::min(detail.size(), std::size_t(kEventDetailChars)));  // the trace's column
-    sink_.write(EventRecord{-1, step_, kind, std::move(detail)});
+    on_event(TrainEvent{kind, step_, -1, std::move(detail)});  // as the trainer's own events
 }
 
 void TrainRecorder::trace_kernels(Backend& backend) {
