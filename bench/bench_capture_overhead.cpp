@@ -1,10 +1,14 @@
-// What capture costs a training step on the CPU: the same run (delayed scaling, the
-// default model) with capture off, at the default interval and at every step, writing an
-// HDF5 trace with full statistics under every trace recipe. Prints the median step time
-// of each and the overhead against capture off. Goal: at most 5% at the default interval.
+// What capture costs a training step: the same run (delayed scaling and the default model
+// unless overridden) with capture off, at the default interval, every 10 steps and every
+// step, writing an HDF5 trace with full statistics under every trace recipe. Prints the
+// median and mean step time of each and the overhead against capture off. Goals: on the
+// CPU at most 5% at the default interval; on the GPU at most 3%.
 //
-// Usage: bench_capture_overhead [steps=200] [threads=0]. Timed steps should span at least
-// one capture interval (the first capture step is in the warm-up).
+// Usage: bench_capture_overhead [steps=200] [threads=0] [key=value ...], the overrides as
+// `train --set` takes them (device="cuda", model.d_model=4096, recipe="current", ...).
+// Timed steps should span at least one capture interval (the first capture step is in the
+// warm-up). On the CPU the configurations' steps interleave, so a change in machine load
+// hits all alike; on a GPU they run one after the other (one model in memory at a time).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu/cpu_backend.h"
+#include "backends.h"
 #include "engine/trainer.h"
 #include "trace_writer.h"
 #include "train_recorder.h"
@@ -41,13 +45,9 @@ struct Result {
 
 // One configuration: its trainer and, unless capture_every < 0, its trace.
 struct Setup {
-    Setup(int steps, int threads, int capture_every, const std::string& path) : path(path) {
-        config.recipe = "delayed";
-        config.steps = steps + 3;
-        config.threads = threads;
-        config.eval.every = 0;
+    Setup(const TrainConfig& base, int capture_every, const std::string& path) : path(path), config(base) {
         config.capture_every = std::max(capture_every, 0);
-        backend = std::make_unique<CpuBackend>(threads);
+        backend = make_backend(config.device, config.threads);
         trainer = std::make_unique<Trainer>(config, *backend);
         if (capture_every >= 0) {
             meta = trace::make_trace_meta(config, trainer->model(0).linears(), "bench", 10LL * config.capture_every);
@@ -65,7 +65,7 @@ struct Setup {
     }
     std::string path;
     TrainConfig config;
-    std::unique_ptr<CpuBackend> backend;
+    std::unique_ptr<Backend> backend;
     std::unique_ptr<Trainer> trainer;
     trace::TraceMeta meta;
     std::unique_ptr<trace::TraceWriter> writer;
@@ -75,27 +75,54 @@ struct Setup {
 
 }  // namespace
 
+void time_steps(Setup& s) {
+    auto t0 = std::chrono::steady_clock::now();
+    s.trainer->step();
+    s.result.ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+}
+
 int main(int argc, char** argv) {
-    int steps = argc > 1 ? std::atoi(argv[1]) : 200;
-    int threads = argc > 2 ? std::atoi(argv[2]) : 0;
-    std::printf("capture overhead: default model, recipe delayed, %d timed steps, threads %d\n", steps, threads);
+    const int steps = argc > 1 ? std::atoi(argv[1]) : 200;
+    TrainConfig base;
+    base.recipe = "delayed";
+    base.threads = argc > 2 ? std::atoi(argv[2]) : 0;
+    base.eval.every = 0;
+    std::vector<std::string> overrides;
+    for (int i = 3; i < argc; ++i) overrides.emplace_back(argv[i]);
+    try {
+        apply_overrides(base, overrides);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "bench_capture_overhead: %s\n", e.what());
+        return 2;
+    }
+    base.steps = steps + 3;
+    const bool interleave = base.device == "cpu";
+    std::printf("capture overhead: device %s, d_model %d, %d layers, B %d, T %d, recipe %s, %d timed steps, threads %d\n",
+                base.device.c_str(), base.model.d_model, base.model.n_layer, base.batch_size, base.seq_len,
+                base.recipe.c_str(), steps, base.threads);
     auto tmp = std::filesystem::temp_directory_path();
     const char* names[] = {"capture off", "capture every 100 (default)", "capture every 10", "capture every step"};
     int every[] = {-1, kDefaultCaptureEvery, 10, 1};
     std::vector<std::unique_ptr<Setup>> setups;
-    for (int i = 0; i < 4; ++i)
-        setups.push_back(std::make_unique<Setup>(steps, threads, every[i],
-                                                 (tmp / ("fp8scope_bench_capture_" + std::to_string(i) + ".h5")).string()));
-    for (auto& s : setups)
-        for (int i = 0; i < 3; ++i) s->trainer->step();  // warm-up (the first step is also a capture step)
-    // Steps of the configurations interleave, so a change in machine load hits all alike.
-    for (int i = 0; i < steps; ++i)
-        for (auto& s : setups) {
-            auto t0 = std::chrono::steady_clock::now();
-            s->trainer->step();
-            s->result.ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    auto path = [&](int i) { return (tmp / ("fp8scope_bench_capture_" + std::to_string(i) + ".h5")).string(); };
+    if (interleave) {
+        for (int i = 0; i < 4; ++i) setups.push_back(std::make_unique<Setup>(base, every[i], path(i)));
+        for (auto& s : setups)
+            for (int i = 0; i < 3; ++i) s->trainer->step();  // warm-up (the first step is also a capture step)
+        for (int i = 0; i < steps; ++i)
+            for (auto& s : setups) time_steps(*s);
+        for (auto& s : setups) s->finish();
+    } else {
+        for (int c = 0; c < 4; ++c) {
+            auto s = std::make_unique<Setup>(base, every[c], path(c));
+            for (int i = 0; i < 3; ++i) s->trainer->step();
+            for (int i = 0; i < steps; ++i) time_steps(*s);
+            s->finish();
+            s->trainer.reset();
+            s->backend.reset();
+            setups.push_back(std::move(s));
         }
-    for (auto& s : setups) s->finish();
+    }
     double off = setups[0]->result.mean();
     for (int i = 0; i < 4; ++i) {
         const Result& r = setups[i]->result;

@@ -19,53 +19,12 @@
 
 #include "cuda/check.h"
 #include "cuda/quantize.h"
+#include "cuda_bench.cuh"
 
 namespace {
 
 using namespace fp8scope;
-
-// N(0,1) from a hash of the index (Box-Muller), times 50 for one element in 1000; a
-// value that comes out 0 becomes 0.5 (the bench never feeds zeros).
-__global__ void fill_normal(void* x, bool bf16, std::int64_t n, std::uint32_t seed) {
-    const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
-    for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-        std::uint32_t h = std::uint32_t(i) * 0x9E3779B1u ^ seed ^ std::uint32_t(i >> 32) * 0x85EBCA77u;
-        h ^= h >> 15, h *= 0x2C1B3C6Du, h ^= h >> 12, h *= 0x297A2D39u, h ^= h >> 15;
-        const std::uint32_t h2 = h * 0x9E3779B1u + 0x7F4A7C15u;
-        const float u1 = (float(h >> 8) + 1.0f) * (1.0f / 16777217.0f), u2 = float(h2 >> 8) * (1.0f / 16777216.0f);
-        float v = sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
-        if ((h2 & 1023u) == 7u) v *= 50.0f;
-        if (v == 0.0f) v = 0.5f;
-        if (bf16) {
-            const std::uint32_t b = __float_as_uint(v);
-            static_cast<std::uint16_t*>(x)[i] = std::uint16_t((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
-        } else {
-            static_cast<float*>(x)[i] = v;
-        }
-    }
-}
-
-// Median milliseconds of `runs` calls of f on `stream`, after 3 warm-up calls.
-double median_ms(cudaStream_t stream, int runs, const std::function<void()>& f) {
-    for (int i = 0; i < 3; ++i) f();
-    cudaEvent_t a, b;
-    FP8SCOPE_CUDA_CHECK(cudaEventCreate(&a));
-    FP8SCOPE_CUDA_CHECK(cudaEventCreate(&b));
-    std::vector<double> ms;
-    for (int i = 0; i < runs; ++i) {
-        FP8SCOPE_CUDA_CHECK(cudaEventRecord(a, stream));
-        f();
-        FP8SCOPE_CUDA_CHECK(cudaEventRecord(b, stream));
-        FP8SCOPE_CUDA_CHECK(cudaEventSynchronize(b));
-        float t = 0;
-        FP8SCOPE_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-        ms.push_back(t);
-    }
-    FP8SCOPE_CUDA_CHECK(cudaEventDestroy(a));
-    FP8SCOPE_CUDA_CHECK(cudaEventDestroy(b));
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
-}
+using namespace fp8scope::bench;
 
 struct Case {
     const char* name;

@@ -3,6 +3,10 @@
 // (Backend::analyze); the CPU's fused passes are in kernels/cpu/analysis.h.
 #pragma once
 
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "fp8/recipe.h"
@@ -37,5 +41,42 @@ struct AnalysisExtras {
     std::vector<float> delayed_scales;
     bool tile_maps = false;  // also fill Analysis::maps (no extra pass over the data)
 };
+
+}  // namespace fp8scope
+
+namespace fp8scope {
+
+// The sums an analysis accumulates over a tensor; every backend finishes its figures from
+// them with the functions below, so the definitions of FP8.md live in one place.
+struct MomentTotals {  // pass 1: over the finite elements
+    double sum = 0, sum2 = 0;
+    std::uint32_t amax_bits = 0;         // scaling amax: NaN ignored, Inf included
+    std::uint32_t amax_finite_bits = 0;  // finite elements only
+    std::int64_t nan = 0, inf = 0;
+};
+
+struct CentralTotals {  // pass 2: about the mean, over the finite elements
+    double m2 = 0, m4 = 0;
+    std::int64_t beyond = 0, zero = 0;       // |x| > k rms; x == 0
+    std::uint32_t min_nz_bits = 0x7F800000u;  // least nonzero |x| (Inf bits: none)
+};
+
+struct ErrorTotals {  // one recipe, over finite x whose x' is finite
+    double sxx = 0, sdd = 0, sqq = 0, sxq = 0, max_err = 0;
+    std::int64_t underflow = 0, overflow = 0, nonfinite_out = 0;
+    float scale_inv_min = std::numeric_limits<float>::infinity();  // over the blocks cast
+    float scale_inv_max = -std::numeric_limits<float>::infinity();
+};
+
+// numel, finite, nan, inf, amax, mean and rms from pass 1 (and the histogram's NaN/Inf).
+void finish_moments(const MomentTotals& m, std::int64_t numel, TensorStats& t);
+// The mean pass 2 centres on: the mean, or 0 without finite elements.
+inline double central_mean(const TensorStats& t) { return t.finite ? t.mean : 0.0; }
+// zero, min_nonzero_abs, dynamic_range, stddev, kurtosis, beyond-k-rms from pass 2.
+void finish_central(const CentralTotals& c, double outlier_k, TensorStats& t);
+// The error figures of one recipe; a per-tensor recipe gives its one scale_inv (block
+// recipes take their range from the totals).
+ErrorStats finish_error(std::string recipe, float scaling_amax, const ErrorTotals& e, const TensorStats& t,
+                        std::optional<float> per_tensor_scale_inv);
 
 }  // namespace fp8scope

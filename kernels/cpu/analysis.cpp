@@ -298,25 +298,18 @@ Analysis analyze(MatrixView x, const std::vector<Recipe>& recipes, const StatsOp
         const std::int64_t i0 = c * kChunk, i1 = std::min(n, i0 + kChunk);
         simd::kernels().moment_sums(x.data + i0, i1 - i0, p1[c]);
     });
-    double sum = 0, sum2 = 0;
-    std::uint32_t amax_bits = 0, amax_finite_bits = 0;
+    MomentTotals moments;
     for (const Pass1& p : p1) {
-        sum += lane_sum(p.sum);
-        sum2 += lane_sum(p.sum2);
-        amax_bits = std::max(amax_bits, p.amax);
-        amax_finite_bits = std::max(amax_finite_bits, p.amax_finite);
-        t.nan += p.nan;
-        t.inf += p.inf;
+        moments.sum += lane_sum(p.sum);
+        moments.sum2 += lane_sum(p.sum2);
+        moments.amax_bits = std::max(moments.amax_bits, p.amax);
+        moments.amax_finite_bits = std::max(moments.amax_finite_bits, p.amax_finite);
+        moments.nan += p.nan;
+        moments.inf += p.inf;
     }
-    t.finite = n - t.nan - t.inf;
-    t.histogram.nan = t.nan;
-    t.histogram.inf = t.inf;
-    t.amax = std::bit_cast<float>(amax_finite_bits);
-    const double nf = static_cast<double>(t.finite);
-    t.mean = t.finite ? sum / nf : kNaN;
-    t.rms = t.finite ? std::sqrt(sum2 / nf) : kNaN;
+    finish_moments(moments, n, t);
     const double threshold = opt.outlier_k * t.rms;
-    const float scaling_amax = out.scaling_amax = std::bit_cast<float>(amax_bits);
+    const float scaling_amax = out.scaling_amax = std::bit_cast<float>(moments.amax_bits);
 
     std::vector<RecipePlan> plans;
     for (std::size_t k = 0; k < recipes.size(); ++k) {
@@ -332,7 +325,7 @@ Analysis analyze(MatrixView x, const std::vector<Recipe>& recipes, const StatsOp
     std::vector<TileResult> results(tiles);
     std::vector<std::uint32_t> channel(x.cols, 0);
     std::mutex channel_mu;
-    const double mean = t.finite ? t.mean : 0.0;
+    const double mean = central_mean(t);
     pool.run(tiles, [&](std::int64_t tile) {
         const std::int64_t r0 = (tile / tiling.chunks) * tiling.P, r1 = std::min(x.rows, r0 + tiling.P);
         const std::int64_t w0 = (tile % tiling.chunks) * tiling.W, w1 = std::min(x.cols, w0 + tiling.W);
@@ -360,67 +353,42 @@ Analysis analyze(MatrixView x, const std::vector<Recipe>& recipes, const StatsOp
     });
 
     // Combine in tile order.
-    double m2 = 0, m4 = 0;
-    std::int64_t beyond = 0;
-    std::uint32_t min_nz = cast::kInfBits;
+    CentralTotals central;
     std::vector<TopEntry> top;
     for (const TileResult& r : results) {
-        m2 += lane_sum(r.stats.central.m2);
-        m4 += lane_sum(r.stats.central.m4);
-        beyond += r.stats.central.beyond;
-        t.zero += r.stats.zero;
-        min_nz = std::min(min_nz, r.stats.central.min_nz);
+        central.m2 += lane_sum(r.stats.central.m2);
+        central.m4 += lane_sum(r.stats.central.m4);
+        central.beyond += r.stats.central.beyond;
+        central.zero += r.stats.zero;
+        central.min_nz_bits = std::min(central.min_nz_bits, r.stats.central.min_nz);
         for (int b = 0; b < kHistBins; ++b) t.histogram.bins[b] += r.stats.hist[b];
         top.insert(top.end(), r.stats.top.begin(), r.stats.top.end());
     }
-    t.histogram.zero = t.zero;
-    t.min_nonzero_abs = min_nz < cast::kInfBits ? std::bit_cast<float>(min_nz) : 0.0;
-    t.dynamic_range = t.min_nonzero_abs > 0 ? std::log2(t.amax) - std::log2(t.min_nonzero_abs) : 0.0;
-    t.stddev = t.finite ? std::sqrt(m2 / nf) : kNaN;
-    t.outliers.kurtosis = (t.finite && m2 > 0) ? (m4 / nf) / ((m2 / nf) * (m2 / nf)) : kNaN;
-    t.outliers.k = opt.outlier_k;
-    t.outliers.frac_beyond_k_rms = t.finite ? beyond / nf : kNaN;
+    finish_central(central, opt.outlier_k, t);
     t.outliers.channel_absmax.resize(x.cols);
     for (std::int64_t c = 0; c < x.cols; ++c) t.outliers.channel_absmax[c] = std::bit_cast<float>(channel[c]);
     std::sort(top.begin(), top.end(), ranks_before);
     if (static_cast<int>(top.size()) > std::max(0, opt.top_k)) top.resize(std::max(0, opt.top_k));
     for (const TopEntry& e : top) t.outliers.top.push_back({e.value, e.index / x.cols, e.index % x.cols});
 
-    std::int64_t nonzero = t.finite - t.zero;
     for (std::size_t k = 0; k < plans.size(); ++k) {
-        double sxx = 0, sdd = 0, sqq = 0, sxq = 0, max_err = 0;
-        std::int64_t underflow = 0, overflow = 0, nonfinite_out = 0;
-        float si_min = std::numeric_limits<float>::infinity(), si_max = -si_min;
+        ErrorTotals e;
         for (const TileResult& r : results) {
             const ErrAcc& a = r.errors[k];
-            sxx += lane_sum(a.sxx);
-            sdd += lane_sum(a.sdd);
-            sqq += lane_sum(a.sqq);
-            sxq += lane_sum(a.sxq);
-            for (double m : a.max_err) max_err = std::max(max_err, m);
-            underflow += a.underflow;
-            overflow += a.overflow;
-            nonfinite_out += a.nonfinite_out;
-            si_min = std::min(si_min, a.scale_inv_min);
-            si_max = std::max(si_max, a.scale_inv_max);
+            e.sxx += lane_sum(a.sxx);
+            e.sdd += lane_sum(a.sdd);
+            e.sqq += lane_sum(a.sqq);
+            e.sxq += lane_sum(a.sxq);
+            for (double m : a.max_err) e.max_err = std::max(e.max_err, m);
+            e.underflow += a.underflow;
+            e.overflow += a.overflow;
+            e.nonfinite_out += a.nonfinite_out;
+            e.scale_inv_min = std::min(e.scale_inv_min, a.scale_inv_min);
+            e.scale_inv_max = std::max(e.scale_inv_max, a.scale_inv_max);
         }
         const RecipePlan& p = plans[k];
-        if (p.per_tensor && n > 0) si_min = si_max = p.scale_inv;
-        const std::int64_t used = t.finite - nonfinite_out;
-        ErrorStats e;
-        e.recipe = recipe_name(recipes[k]);
-        e.amax = scaling_amax;
-        e.mse = used ? sdd / used : kNaN;
-        e.sqnr_db = sxx == 0 ? kNaN : (sdd == 0 ? std::numeric_limits<double>::infinity() : 10 * std::log10(sxx / sdd));
-        e.rel_l2 = sxx == 0 ? kNaN : std::sqrt(sdd / sxx);
-        e.max_abs_err = used ? max_err : kNaN;
-        e.cosine = (sxx == 0 || sqq == 0) ? kNaN : sxq / std::sqrt(sxx * sqq);
-        e.underflow_pct = nonzero ? 100.0 * underflow / nonzero : kNaN;
-        e.overflow_pct = n ? 100.0 * overflow / n : kNaN;
-        e.scale_inv_min = si_min <= si_max ? si_min : kNaN;
-        e.scale_inv_max = si_min <= si_max ? si_max : kNaN;
-        e.nonfinite_out = nonfinite_out;
-        out.errors.push_back(std::move(e));
+        out.errors.push_back(finish_error(recipe_name(recipes[k]), scaling_amax, e, t,
+                                          p.per_tensor ? std::optional(p.scale_inv) : std::nullopt));
     }
     return out;
 }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cpu/analysis.h"
+#include "cuda/analysis.h"
 #include "cuda/check.h"
 #include "cuda/gemm.h"
 #include "cuda/ops.h"
@@ -76,6 +77,7 @@ CudaBackend::CudaBackend(int device, int threads) : device_(device) {
     memory_bytes_ = p.totalGlobalMem;
     FP8SCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     runner_ = std::make_unique<cuda::GemmRunner>(stream_);
+    analyzer_ = std::make_unique<cuda::Analyzer>();
     workspace_ = std::make_unique<Scratch>(*this);
     head_weight_ = std::make_unique<Scratch>(*this);
     emulated_a_ = std::make_unique<Scratch>(*this);
@@ -90,6 +92,7 @@ CudaBackend::~CudaBackend() {
     cudaStreamSynchronize(stream_);
     workspace_.reset(), head_weight_.reset(), emulated_a_.reset(), emulated_b_.reset(), results_.reset();
     runner_.reset();
+    analyzer_.reset();
     if (report_device_) cudaFree(report_device_);
     if (report_host_) cudaFreeHost(report_host_);
     if (host_results_) cudaFreeHost(host_results_);
@@ -353,6 +356,8 @@ Analysis CudaBackend::analyze(const TensorDesc& x, const std::vector<Recipe>& re
                               const AnalysisExtras& extras) {
     if (x.dtype != DType::F32 && x.dtype != DType::BF16)
         throw std::logic_error(std::string("cuda analyze: tensor is ") + kind(x.dtype));
+    if (cuda::device_analysis_supports(recipes, opt, x.numel()))
+        return analyzer_->analyze({x.data, x.dtype, x.rows, x.cols, x.transposed}, recipes, opt, extras, stream_);
     const std::size_t n = std::size_t(x.numel());
     std::vector<float> stored(n);  // as stored: (rows, cols), or (cols, rows) for a transposed view
     if (x.dtype == DType::F32) {

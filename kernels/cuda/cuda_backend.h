@@ -35,8 +35,9 @@
 // - Kernel timing: CUPTI's activity records of every kernel, copy and memset, tagged
 //   with the op scope they were launched in (kernel_tracer.h); op scopes are also NVTX
 //   ranges, so Nsight Systems shows the same ops.
-// - analyze() copies the tensor to the host (BF16 widened exactly, a transposed view
-//   materialized) and runs the CPU's fused analysis; a device analysis comes later.
+// - analyze() runs on the device (analysis.h): only the figures cross to the host. A
+//   request it does not cover (unusual block shapes, top_k > 256) copies the tensor to
+//   the host (BF16 widened exactly, a transposed view materialized) for the CPU's analysis.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -55,13 +56,14 @@ namespace fp8scope {
 
 namespace cuda {
 class GemmRunner;
+class Analyzer;
 struct CastStats;
 }  // namespace cuda
 
 class CudaBackend final : public Backend {
 public:
     // device: a CUDA device index (make_backend takes the first). threads: host threads of
-    // analyze() (<= 0: all). Throws cuda::CudaError when the device cannot be used.
+    // analyze() when it falls back to the host (<= 0: all). Throws cuda::CudaError when the device cannot be used.
     explicit CudaBackend(int device = 0, int threads = 0);
     ~CudaBackend() override;
     CudaBackend(const CudaBackend&) = delete;
@@ -171,6 +173,7 @@ private:
     int major_ = 0, minor_ = 0;
     std::size_t memory_bytes_ = 0;
     std::unique_ptr<cuda::GemmRunner> runner_;
+    std::unique_ptr<cuda::Analyzer> analyzer_;
     std::unique_ptr<Scratch> workspace_, head_weight_, emulated_a_, emulated_b_, results_;
     void* host_results_ = nullptr;  // pinned: mean loss, grad norm, amax
 

@@ -1,0 +1,368 @@
+// The device analysis (analysis.h): pass 1 and the combining kernels here, pass 2 in
+// analysis_tiles.cu, pass 3 in analysis_top.cu; the host side turns the sums read back
+// into the figures with the same finish_* functions as the CPU (fp8/analysis.h).
+#include "cuda/analysis.h"
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <variant>
+
+#include "cuda/analysis_internal.h"
+#include "cuda/analysis_kernels.cuh"
+#include "cuda/check.h"
+
+namespace fp8scope::cuda {
+namespace an {
+namespace {
+
+constexpr int kFinishThreads = 1024;
+
+template <class T>
+__global__ void __launch_bounds__(kThreads) moments_kernel(const T* x, std::int64_t n, Moments* partials) {
+    __shared__ unsigned long long scratch[kWarps];
+    double sum = 0, sum2 = 0;
+    unsigned amax = 0, amax_finite = 0;
+    unsigned long long nan = 0, inf = 0;
+    for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+         i += std::int64_t(gridDim.x) * blockDim.x) {
+        const float v = load_value(x, i);
+        const unsigned a = __float_as_uint(v) & ~qk::kSignBit;
+        const bool fin = a < qk::kInfBits;
+        const double d = fin ? double(v) : 0.0;
+        sum += d;
+        sum2 += d * d;
+        amax = max(amax, a <= qk::kInfBits ? a : 0u);
+        amax_finite = max(amax_finite, fin ? a : 0u);
+        nan += a > qk::kInfBits;
+        inf += a == qk::kInfBits;
+    }
+    Moments m;
+    m.sum = block_reduce(sum, Add{}, reinterpret_cast<double*>(scratch));
+    m.sum2 = block_reduce(sum2, Add{}, reinterpret_cast<double*>(scratch));
+    m.amax = block_reduce(amax, Max{}, reinterpret_cast<unsigned*>(scratch));
+    m.amax_finite = block_reduce(amax_finite, Max{}, reinterpret_cast<unsigned*>(scratch));
+    m.nan = block_reduce(nan, Add{}, scratch);
+    m.inf = block_reduce(inf, Add{}, scratch);
+    if (threadIdx.x == 0) partials[blockIdx.x] = m;
+}
+
+// Combines pass 1 and derives what pass 2 needs: the mean, the outlier threshold and the
+// per-tensor scales (finish_moments and the CPU's plan_recipe, in the same arithmetic).
+__global__ void __launch_bounds__(kFinishThreads) finish_moments_kernel(const Moments* partials, int count,
+                                                                        std::int64_t n, Plans plans, double k,
+                                                                        Summary* out) {
+    __shared__ unsigned long long scratch[kFinishThreads / 32];
+    Moments m{};
+    if (int(threadIdx.x) < count) m = partials[threadIdx.x];
+    m.sum = block_reduce(m.sum, Add{}, reinterpret_cast<double*>(scratch));
+    m.sum2 = block_reduce(m.sum2, Add{}, reinterpret_cast<double*>(scratch));
+    m.amax = block_reduce(m.amax, Max{}, reinterpret_cast<unsigned*>(scratch));
+    m.amax_finite = block_reduce(m.amax_finite, Max{}, reinterpret_cast<unsigned*>(scratch));
+    m.nan = block_reduce(m.nan, Add{}, scratch);
+    m.inf = block_reduce(m.inf, Add{}, scratch);
+    if (threadIdx.x != 0) return;
+    out->moments = m;
+    const std::int64_t finite = n - std::int64_t(m.nan) - std::int64_t(m.inf);
+    const double nf = double(finite);
+    out->params.mean = finite ? m.sum / nf : 0.0;
+    out->params.threshold = k * (finite ? sqrt(m.sum2 / nf) : nan(""));
+    const float amax = qk::float_of(m.amax);
+    for (int i = 0; i < plans.count; ++i) {
+        const RecipePlan& p = plans.r[i];
+        float s = 1.0f;
+        if (p.kind == kCurrent) s = qk::compute_scale(amax, p.format, p.eps, p.pow2);
+        if (p.kind == kDelayed && !qk::is_nan(p.delayed_scale)) s = p.delayed_scale;
+        out->params.s[i] = s;
+        out->params.si[i] = __fdiv_rn(1.0f, s);
+    }
+}
+
+// Block b < recipes adds recipe b's tile sums in tile order; block `recipes` the central
+// statistics.
+__global__ void __launch_bounds__(kThreads) finish_tiles_kernel(const TileStats* stats, const TileError* errors,
+                                                                std::int64_t tiles, int recipes, Summary* out) {
+    __shared__ unsigned long long scratch[kWarps];
+    auto* dscratch = reinterpret_cast<double*>(scratch);
+    auto* fscratch = reinterpret_cast<float*>(scratch);
+    if (int(blockIdx.x) == recipes) {
+        double m2 = 0, m4 = 0;
+        unsigned long long beyond = 0, zero = 0;
+        unsigned min_nz = qk::kInfBits;
+        for (std::int64_t t = threadIdx.x; t < tiles; t += blockDim.x) {
+            m2 += stats[t].m2;
+            m4 += stats[t].m4;
+            beyond += stats[t].beyond;
+            zero += stats[t].zero;
+            min_nz = min(min_nz, stats[t].min_nz);
+        }
+        CentralTotalsDev c;
+        c.m2 = block_reduce(m2, Add{}, dscratch);
+        c.m4 = block_reduce(m4, Add{}, dscratch);
+        c.beyond = block_reduce(beyond, Add{}, scratch);
+        c.zero = block_reduce(zero, Add{}, scratch);
+        c.min_nz = block_reduce(min_nz, Min{}, reinterpret_cast<unsigned*>(scratch));
+        if (threadIdx.x == 0) out->central = c;
+        return;
+    }
+    const int k = blockIdx.x;
+    double sxx = 0, sdd = 0, sqq = 0, sxq = 0;
+    float max_err = 0, si_min = INFINITY, si_max = -INFINITY;
+    unsigned long long under = 0, over = 0, nonfinite = 0;
+    for (std::int64_t t = threadIdx.x; t < tiles; t += blockDim.x) {
+        const TileError& e = errors[t * recipes + k];
+        sxx += e.sxx;
+        sdd += e.sdd;
+        sqq += e.sqq;
+        sxq += e.sxq;
+        max_err = fmaxf(max_err, e.max_err);
+        si_min = fminf(si_min, e.si_min);
+        si_max = fmaxf(si_max, e.si_max);
+        under += e.underflow;
+        over += e.overflow;
+        nonfinite += e.nonfinite;
+    }
+    Totals r;
+    r.sxx = block_reduce(sxx, Add{}, dscratch);
+    r.sdd = block_reduce(sdd, Add{}, dscratch);
+    r.sqq = block_reduce(sqq, Add{}, dscratch);
+    r.sxq = block_reduce(sxq, Add{}, dscratch);
+    r.max_err = block_reduce(max_err, Max{}, fscratch);
+    r.si_min = block_reduce(si_min, Min{}, fscratch);
+    r.si_max = block_reduce(si_max, Max{}, fscratch);
+    r.underflow = block_reduce(under, Add{}, scratch);
+    r.overflow = block_reduce(over, Add{}, scratch);
+    r.nonfinite = block_reduce(nonfinite, Add{}, scratch);
+    if (threadIdx.x == 0) out->errors[k] = r;
+}
+
+bool pow2_in(int v, int lo, int hi) { return v >= lo && v <= hi && (v & (v - 1)) == 0; }
+int log2_of(int v) { return __builtin_ctz(static_cast<unsigned>(v)); }
+
+float float_bits(unsigned u) { return qk::float_of(u); }
+
+RecipePlan plan_of(const Recipe& r, float delayed_scale) {
+    RecipePlan p{};
+    p.format = recipe_format(r);
+    p.delayed_scale = delayed_scale;
+    p.block_cols_log2 = 7;
+    if (const auto* c = std::get_if<CurrentScaling>(&r)) {
+        p.kind = kCurrent;
+        p.eps = c->eps;
+        p.pow2 = c->pow2;
+    } else if (std::holds_alternative<DelayedScaling>(r)) {
+        p.kind = kDelayed;
+    } else if (const auto* b = std::get_if<BlockScaling>(&r)) {
+        p.kind = kBlock;
+        p.block_rows_log2 = log2_of(b->block_rows);
+        p.block_cols_log2 = log2_of(b->block_cols);
+        p.pow2 = b->pow2;
+    } else {
+        const auto& m = std::get<MXScaling>(r);
+        p.kind = kMX;
+        p.block_cols_log2 = log2_of(m.block);
+        p.rule = m.rule;
+    }
+    return p;
+}
+
+template <class T>
+void grow(T*& p, std::size_t& have, std::size_t n) {
+    if (n <= have) return;
+    if (p) FP8SCOPE_CUDA_CHECK(cudaFree(p));
+    p = nullptr;
+    have = 0;
+    FP8SCOPE_CUDA_CHECK(cudaMalloc(&p, n * sizeof(T)));
+    have = n;
+}
+
+template <class T>
+void grow_host(T*& p, std::size_t& have, std::size_t n) {
+    if (n <= have) return;
+    if (p) FP8SCOPE_CUDA_CHECK(cudaFreeHost(p));
+    p = nullptr;
+    have = 0;
+    FP8SCOPE_CUDA_CHECK(cudaMallocHost(&p, n * sizeof(T)));
+    have = n;
+}
+
+}  // namespace
+}  // namespace an
+
+bool device_analysis_supports(const std::vector<Recipe>& recipes, const StatsOptions& opt, std::int64_t numel) {
+    if (numel <= 0 || numel > std::int64_t(an::kIndexMask) || recipes.size() > std::size_t(an::kMaxRecipes) ||
+        opt.top_k > an::kMaxTopK)
+        return false;
+    for (const Recipe& r : recipes) {
+        if (const auto* b = std::get_if<BlockScaling>(&r)) {
+            if (!an::pow2_in(b->block_rows, 1, 128) || !an::pow2_in(b->block_cols, 32, 128)) return false;
+        } else if (const auto* m = std::get_if<MXScaling>(&r)) {
+            if (!an::pow2_in(m->block, 32, 128)) return false;
+        }
+    }
+    return true;
+}
+
+struct Analyzer::Buffers {
+    an::Moments* partials = nullptr;
+    an::TileStats* tile_stats = nullptr;
+    an::TileError* tile_errors = nullptr;
+    unsigned* channel = nullptr;
+    an::Candidate* candidates = nullptr;
+    an::Summary* summary = nullptr;
+    std::size_t n_partials = 0, n_tile_stats = 0, n_tile_errors = 0, n_channel = 0, n_candidates = 0, n_summary = 0;
+    // pinned host copies
+    an::Summary* h_summary = nullptr;
+    unsigned* h_channel = nullptr;
+    an::TileStats* h_tile_stats = nullptr;
+    an::TileError* h_tile_errors = nullptr;
+    std::size_t nh_summary = 0, nh_channel = 0, nh_tile_stats = 0, nh_tile_errors = 0;
+
+    ~Buffers() {
+        for (void* p : {static_cast<void*>(partials), static_cast<void*>(tile_stats), static_cast<void*>(tile_errors),
+                        static_cast<void*>(channel), static_cast<void*>(candidates), static_cast<void*>(summary)})
+            if (p) cudaFree(p);
+        for (void* p : {static_cast<void*>(h_summary), static_cast<void*>(h_channel), static_cast<void*>(h_tile_stats),
+                        static_cast<void*>(h_tile_errors)})
+            if (p) cudaFreeHost(p);
+    }
+};
+
+Analyzer::Analyzer() : buffers_(std::make_unique<Buffers>()) {}
+Analyzer::~Analyzer() = default;
+
+Analysis Analyzer::analyze(const AnalysisInput& x, const std::vector<Recipe>& recipes, const StatsOptions& opt,
+                           const AnalysisExtras& extras, cudaStream_t stream) {
+    const std::int64_t n = x.rows * x.cols;
+    if (!device_analysis_supports(recipes, opt, n)) throw std::logic_error("device analysis: unsupported request");
+    an::TileInput in{x.data, x.dtype, x.rows, x.cols, x.transposed, (x.rows + an::kTile - 1) / an::kTile,
+                     (x.cols + an::kTile - 1) / an::kTile};
+    const std::size_t tiles = std::size_t(in.tiles()), nrec = recipes.size();
+    const int top_k = std::max(0, opt.top_k);
+    an::Plans plans{};
+    plans.count = int(nrec);
+    for (std::size_t k = 0; k < nrec; ++k) {
+        const float delayed = k < extras.delayed_scales.size() ? extras.delayed_scales[k]
+                                                                : std::numeric_limits<float>::quiet_NaN();
+        plans.r[k] = an::plan_of(recipes[k], delayed);
+    }
+
+    Buffers& b = *buffers_;
+    an::grow(b.partials, b.n_partials, an::kMomentBlocks);
+    an::grow(b.tile_stats, b.n_tile_stats, tiles);
+    an::grow(b.tile_errors, b.n_tile_errors, std::max<std::size_t>(1, tiles * nrec));
+    an::grow(b.channel, b.n_channel, std::size_t(x.cols));
+    an::grow(b.candidates, b.n_candidates, std::max<std::size_t>(1, tiles * std::size_t(top_k)));
+    an::grow(b.summary, b.n_summary, 1);
+    an::grow_host(b.h_summary, b.nh_summary, 1);
+    an::grow_host(b.h_channel, b.nh_channel, std::size_t(x.cols));
+    if (extras.tile_maps) {
+        an::grow_host(b.h_tile_stats, b.nh_tile_stats, tiles);
+        an::grow_host(b.h_tile_errors, b.nh_tile_errors, std::max<std::size_t>(1, tiles * nrec));
+    }
+
+    FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(b.summary, 0, sizeof(an::Summary), stream));
+    FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(b.channel, 0, std::size_t(x.cols) * sizeof(unsigned), stream));
+    const int blocks = int(std::min<std::int64_t>(an::kMomentBlocks, (n + an::kThreads * 8 - 1) / (an::kThreads * 8)));
+    if (x.dtype == DType::BF16)
+        an::moments_kernel<<<blocks, an::kThreads, 0, stream>>>(static_cast<const std::uint16_t*>(x.data), n, b.partials);
+    else
+        an::moments_kernel<<<blocks, an::kThreads, 0, stream>>>(static_cast<const float*>(x.data), n, b.partials);
+    FP8SCOPE_CUDA_LAUNCHED();
+    an::finish_moments_kernel<<<1, an::kFinishThreads, 0, stream>>>(b.partials, blocks, n, plans, opt.outlier_k,
+                                                                     b.summary);
+    FP8SCOPE_CUDA_LAUNCHED();
+    an::launch_tiles(in, plans, &b.summary->params, b.tile_stats, b.tile_errors, b.summary->hist, b.channel, stream);
+    an::finish_tiles_kernel<<<unsigned(nrec + 1), an::kThreads, 0, stream>>>(b.tile_stats, b.tile_errors,
+                                                                             in.tiles(), int(nrec), b.summary);
+    FP8SCOPE_CUDA_LAUNCHED();
+    if (top_k > 0) an::launch_top_values(in, top_k, b.tile_stats, b.candidates, b.summary, stream);
+
+    FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(b.h_summary, b.summary, sizeof(an::Summary), cudaMemcpyDeviceToHost, stream));
+    FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(b.h_channel, b.channel, std::size_t(x.cols) * sizeof(unsigned),
+                                        cudaMemcpyDeviceToHost, stream));
+    if (extras.tile_maps) {
+        FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(b.h_tile_stats, b.tile_stats, tiles * sizeof(an::TileStats),
+                                            cudaMemcpyDeviceToHost, stream));
+        FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(b.h_tile_errors, b.tile_errors, tiles * nrec * sizeof(an::TileError),
+                                            cudaMemcpyDeviceToHost, stream));
+    }
+    FP8SCOPE_CUDA_CHECK(cudaStreamSynchronize(stream));
+
+    // The figures, finished as the CPU finishes them.
+    const an::Summary& s = *b.h_summary;
+    Analysis out;
+    TensorStats& t = out.tensor;
+    MomentTotals m;
+    m.sum = s.moments.sum;
+    m.sum2 = s.moments.sum2;
+    m.amax_bits = s.moments.amax;
+    m.amax_finite_bits = s.moments.amax_finite;
+    m.nan = std::int64_t(s.moments.nan);
+    m.inf = std::int64_t(s.moments.inf);
+    finish_moments(m, n, t);
+    out.scaling_amax = an::float_bits(m.amax_bits);
+    for (int i = 0; i < kHistBins; ++i) t.histogram.bins[i] = std::int64_t(s.hist[i]);
+    CentralTotals c;
+    c.m2 = s.central.m2;
+    c.m4 = s.central.m4;
+    c.beyond = std::int64_t(s.central.beyond);
+    c.zero = std::int64_t(s.central.zero);
+    c.min_nz_bits = s.central.min_nz;
+    finish_central(c, opt.outlier_k, t);
+    t.outliers.channel_absmax.resize(std::size_t(x.cols));
+    for (std::int64_t col = 0; col < x.cols; ++col)
+        t.outliers.channel_absmax[std::size_t(col)] = an::float_bits(b.h_channel[col]);
+    for (unsigned i = 0; i < std::min<unsigned>(s.top_count, unsigned(top_k)); ++i) {
+        const std::uint64_t index = an::kIndexMask - (s.top[i].key & an::kIndexMask);
+        t.outliers.top.push_back({s.top[i].value, std::int64_t(index) / x.cols, std::int64_t(index) % x.cols});
+    }
+    for (std::size_t k = 0; k < nrec; ++k) {
+        const an::Totals& r = s.errors[k];
+        ErrorTotals e;
+        e.sxx = r.sxx;
+        e.sdd = r.sdd;
+        e.sqq = r.sqq;
+        e.sxq = r.sxq;
+        e.max_err = r.max_err;
+        e.underflow = std::int64_t(r.underflow);
+        e.overflow = std::int64_t(r.overflow);
+        e.nonfinite_out = std::int64_t(r.nonfinite);
+        e.scale_inv_min = r.si_min;
+        e.scale_inv_max = r.si_max;
+        const bool per_tensor = plans.r[k].kind == an::kCurrent || plans.r[k].kind == an::kDelayed;
+        out.errors.push_back(finish_error(recipe_name(recipes[k]), out.scaling_amax, e, t,
+                                          per_tensor ? std::optional(s.params.si[k]) : std::nullopt));
+    }
+    if (extras.tile_maps) {
+        TileMaps& maps = out.maps;
+        maps.tile_rows = int(std::min<std::int64_t>(an::kTile, x.rows));
+        maps.tile_cols = int(std::min<std::int64_t>(an::kTile, x.cols));
+        maps.grid_rows = int(in.grid_rows);
+        maps.grid_cols = int(in.grid_cols);
+        maps.absmax.resize(tiles);
+        for (std::size_t i = 0; i < tiles; ++i) maps.absmax[i] = an::float_bits(b.h_tile_stats[i].smax);
+        maps.recipes.resize(nrec);
+        for (std::size_t k = 0; k < nrec; ++k) {
+            TileMap& map = maps.recipes[k];
+            const bool per_tensor = plans.r[k].kind == an::kCurrent || plans.r[k].kind == an::kDelayed;
+            map.scale_inv.resize(tiles);
+            map.signal.resize(tiles);
+            map.error.resize(tiles);
+            for (std::size_t i = 0; i < tiles; ++i) {
+                const an::TileError& e = b.h_tile_errors[i * nrec + k];
+                map.scale_inv[i] = per_tensor ? s.params.si[k]
+                                   : e.si_min <= e.si_max ? e.si_max
+                                                          : std::numeric_limits<float>::quiet_NaN();
+                map.signal[i] = e.sxx;
+                map.error[i] = e.sdd;
+            }
+        }
+    }
+    return out;
+}
+
+}  // namespace fp8scope::cuda

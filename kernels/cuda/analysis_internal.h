@@ -1,0 +1,40 @@
+// The launchers of the analysis passes (analysis.cu drives them); device pointers only,
+// all asynchronous on `stream`.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "backend.h"
+
+namespace fp8scope::cuda::an {
+
+struct Plans;
+struct Params;
+struct Moments;
+struct TileStats;
+struct TileError;
+struct Summary;
+
+// The view analysed and its grid of 128 x 128 tiles (analysis.h's AnalysisInput).
+struct TileInput {
+    const void* data = nullptr;
+    DType dtype = DType::F32;
+    std::int64_t rows = 0, cols = 0;
+    bool transposed = false;
+    std::int64_t grid_rows = 0, grid_cols = 0;
+    std::int64_t tiles() const { return grid_rows * grid_cols; }
+};
+
+// Pass 2: per-tile statistics and error sums; adds into hist (kHistBins) and channel
+// (cols, |x| bits), which must start at zero.
+void launch_tiles(const TileInput& in, const Plans& plans, const Params* params, TileStats* tile_stats,
+                  TileError* tile_errors, unsigned long long* hist, unsigned* channel, cudaStream_t stream);
+
+// Pass 3: the top_k largest finite |x| (ties: earlier position first) into summary->top;
+// `candidates` holds tiles() * top_k entries.
+void launch_top_values(const TileInput& in, int top_k, const TileStats* tile_stats, void* candidates,
+                       Summary* summary, cudaStream_t stream);
+
+}  // namespace fp8scope::cuda::an

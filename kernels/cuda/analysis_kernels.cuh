@@ -1,0 +1,176 @@
+// What the analysis kernels share with their launcher (analysis.cu): the recipe plan, the
+// per-tile and total sums as laid out in device memory, and the block reductions.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/analysis_internal.h"
+#include "cuda/quantize_rules.cuh"
+#include "fp8/stats.h"
+
+namespace fp8scope::cuda::an {
+
+constexpr int kTile = 128;           // tile edge: every supported block lies inside one tile
+constexpr int kPad = kTile + 1;      // shared-memory row stride (no bank conflicts either way)
+constexpr int kThreads = 256;        // per tile: warp w takes rows w + 8 i, lane l columns l + 32 j
+constexpr int kWarps = kThreads / 32;
+constexpr int kRowsPerWarp = kTile / kWarps;
+constexpr int kMaxRecipes = 32;
+constexpr int kMaxBlocks = 512;      // blocks of one recipe in a tile (>= 1 x 32)
+constexpr int kMaxTopK = 256;
+constexpr int kMomentBlocks = 1024;  // pass 1 partial sums (fixed: the order never changes)
+constexpr int kIndexBits = 33;       // top-value keys: |x| bits above the complemented index
+constexpr std::uint64_t kIndexMask = (std::uint64_t(1) << kIndexBits) - 1;
+
+enum Kind : int { kCurrent = 0, kDelayed = 1, kBlock = 2, kMX = 3 };
+
+struct RecipePlan {
+    int kind;
+    Format format;
+    int block_rows_log2, block_cols_log2;  // block and MX recipes
+    int pow2;
+    MXRule rule;
+    float eps;            // current scaling
+    float delayed_scale;  // delayed scaling: the scale it casts with
+};
+
+struct Plans {
+    RecipePlan r[kMaxRecipes];
+    int count;
+};
+
+// Pass 1 partials and totals (MomentTotals' device twin).
+struct Moments {
+    double sum, sum2;
+    unsigned amax, amax_finite;
+    unsigned long long nan, inf;
+};
+
+// Pass 1's results that later passes read.
+struct Params {
+    double mean, threshold;
+    float s[kMaxRecipes], si[kMaxRecipes];  // per-tensor recipes
+};
+
+// Per tile: the central statistics (CentralTotals' twin) and the largest finite |x|.
+struct TileStats {
+    double m2, m4;
+    unsigned beyond, zero, min_nz, smax;
+};
+
+// Per tile and recipe, and the totals per recipe (ErrorTotals' twin).
+struct TileError {
+    double sxx, sdd, sqq, sxq;
+    float max_err, si_min, si_max;
+    unsigned underflow, overflow, nonfinite;
+};
+
+struct Totals {
+    double sxx, sdd, sqq, sxq, max_err;
+    unsigned long long underflow, overflow, nonfinite;
+    float si_min, si_max;
+};
+
+struct CentralTotalsDev {
+    double m2, m4;
+    unsigned long long beyond, zero;
+    unsigned min_nz;
+};
+
+struct Candidate {
+    unsigned long long key;  // |x| bits << 33 | (kIndexMask - row-major index of the view)
+    float value;
+};
+
+// Everything the host reads back, in one copy.
+struct Summary {
+    Moments moments;
+    Params params;
+    CentralTotalsDev central;
+    Totals errors[kMaxRecipes];
+    unsigned long long hist[kHistBins];
+    unsigned top_threshold;  // the k-th largest tile maximum (bits)
+    unsigned candidates;     // pass 3's count of tile candidates
+    unsigned top_count;      // values in top, <= top_k
+    Candidate top[kMaxTopK];
+};
+
+// ---- reductions over a block of kThreads (fixed order: the same sums every run) ---------
+
+template <class T, class Op>
+__device__ __forceinline__ T warp_reduce(T v, Op op) {
+    for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_down_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// The block's reduction of v, valid in thread 0. `scratch` holds kWarps values of T.
+template <class T, class Op>
+__device__ __forceinline__ T block_reduce(T v, Op op, T* scratch) {
+    v = warp_reduce(v, op);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    __syncthreads();
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    if (threadIdx.x == 0)
+        for (int w = 1; w < int(blockDim.x / 32); ++w) v = op(v, scratch[w]);
+    return v;
+}
+
+struct Add {
+    template <class T>
+    __device__ T operator()(T a, T b) const { return a + b; }
+};
+struct Max {
+    template <class T>
+    __device__ T operator()(T a, T b) const { return a > b ? a : b; }
+};
+struct Min {
+    template <class T>
+    __device__ T operator()(T a, T b) const { return a < b ? a : b; }
+};
+
+// ---- the tile of the view in shared memory ------------------------------------------------
+
+template <class T>
+__device__ __forceinline__ float load_value(const T* x, std::int64_t i);
+template <>
+__device__ __forceinline__ float load_value<float>(const float* x, std::int64_t i) {
+    return x[i];
+}
+template <>
+__device__ __forceinline__ float load_value<std::uint16_t>(const std::uint16_t* x, std::int64_t i) {
+    return __uint_as_float(unsigned(x[i]) << 16);  // BF16 widens exactly
+}
+
+// The view's tile at (r0, c0), nr x nc, into tile[r * kPad + c] (zeros outside the tensor).
+template <class T, bool kTransposed>
+__device__ __forceinline__ void load_tile(const TileInput& in, std::int64_t r0, std::int64_t c0, int nr, int nc,
+                                          float* tile) {
+    const T* x = static_cast<const T*>(in.data);
+    for (int i = threadIdx.x; i < kTile * kTile; i += blockDim.x) {
+        // Consecutive threads read consecutive addresses of the stored layout.
+        const int r = kTransposed ? i % kTile : i / kTile, c = kTransposed ? i / kTile : i % kTile;
+        float v = 0.0f;
+        if (r < nr && c < nc)
+            v = load_value(x, kTransposed ? (c0 + c) * in.rows + r0 + r : (r0 + r) * in.cols + c0 + c);
+        tile[r * kPad + c] = v;
+    }
+}
+
+// The tile of block b of a grid: origin and extent.
+struct TileAt {
+    std::int64_t r0, c0;
+    int nr, nc;
+};
+__device__ __forceinline__ TileAt tile_at(const TileInput& in, std::int64_t tile) {
+    TileAt t;
+    t.r0 = (tile / in.grid_cols) * kTile;
+    t.c0 = (tile % in.grid_cols) * kTile;
+    t.nr = in.rows - t.r0 < kTile ? int(in.rows - t.r0) : kTile;
+    t.nc = in.cols - t.c0 < kTile ? int(in.cols - t.c0) : kTile;
+    return t;
+}
+
+}  // namespace fp8scope::cuda::an

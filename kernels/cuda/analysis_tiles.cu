@@ -1,0 +1,261 @@
+// Pass 2 of the device analysis (analysis.h): one block of threads per 128 x 128 tile of
+// the view. The tile is loaded once into shared memory as float32 (transposed on the way
+// when the view is), then read from there by the statistics and by every recipe.
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+
+#include "cuda/analysis_internal.h"
+#include "cuda/analysis_kernels.cuh"
+#include "cuda/check.h"
+
+namespace fp8scope::cuda::an {
+namespace {
+
+using qk::kInfBits;
+constexpr unsigned kAbs = ~qk::kSignBit;
+
+// FP8 rounding of y (not NaN) as a float, saturating: the hardware conversion, which
+// equals cast.h's round_sat for every non-NaN float32 (cvt.rn.satfinite).
+template <Format F>
+__device__ __forceinline__ float round_sat(float y) {
+    const __nv_fp8_storage_t code = __nv_cvt_float_to_fp8(y, __NV_SATFINITE, qk::Fp8<F>::kHw);
+    const __half_raw h = __nv_cvt_fp8_to_halfraw(code, qk::Fp8<F>::kHw);
+    return __half2float(__half(h));
+}
+
+// Per-thread error sums of one recipe: products in float32 on values normalised by the
+// tile's power of two (float64 only for differences too small to square in float32).
+struct ErrAcc {
+    float sxx = 0, sdd = 0, sqq = 0, sxq = 0, max_err = 0;
+    double sdd_tiny = 0;
+    unsigned under = 0, over = 0, nonfinite = 0;
+};
+
+template <Format F>
+__device__ __forceinline__ void error_element(float v, unsigned a, float s, float si, float norm, ErrAcc& e) {
+    const float y = __fmul_rn(v, s);
+    const float r = round_sat<F>(y);
+    e.over += fabsf(y) > qk::Fp8<F>::kFastMax;
+    e.under += (a != 0u) & (r == 0.0f);
+    const float q = __fmul_rn(r, si);
+    if (!(fabsf(q) < INFINITY)) {
+        ++e.nonfinite;
+        return;
+    }
+    const float d = __fsub_rn(q, v);
+    const float xn = v * norm, qn = q * norm, dn = d * norm;
+    e.sxx = fmaf(xn, xn, e.sxx);
+    e.sqq = fmaf(qn, qn, e.sqq);
+    e.sxq = fmaf(xn, qn, e.sxq);
+    if (fabsf(dn) >= 0x1p-60f) e.sdd = fmaf(dn, dn, e.sdd);
+    else e.sdd_tiny += double(dn) * double(dn);
+    e.max_err = fmaxf(e.max_err, fabsf(d));
+}
+
+struct TileShared {
+    float tile[kTile * kPad];
+    unsigned blk_amax[kMaxBlocks], blk_raw[kMaxBlocks];
+    float blk_s[kMaxBlocks], blk_si[kMaxBlocks];
+    unsigned hist[kHistBins];
+    unsigned channel[kTile];
+    alignas(8) unsigned char scratch[kWarps * 8];
+};
+
+template <class V>
+__device__ __forceinline__ V* scratch_as(TileShared& sh) {
+    return reinterpret_cast<V*>(sh.scratch);
+}
+
+// The block scales of recipe p over the tile; returns the range of scale_inv of the blocks
+// that exist (a block whose scale is NaN, an MX block holding NaN or Inf, is left out).
+__device__ void block_scales(const RecipePlan& p, int nr, int nc, TileShared& sh, float& si_min, float& si_max) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int bc = 1 << p.block_cols_log2, per_row = kTile >> p.block_cols_log2, lanes_j = bc / 32;
+    const int blocks = (kTile >> p.block_rows_log2) * per_row;
+    for (int b = threadIdx.x; b < blocks; b += blockDim.x) sh.blk_amax[b] = sh.blk_raw[b] = 0u;
+    __syncthreads();
+    for (int i = 0; i < kRowsPerWarp; ++i) {
+        const int r = warp + kWarps * i;
+        if (r >= nr) break;  // the same for the whole warp
+        for (int bcol = 0; bcol < per_row; ++bcol) {
+            unsigned m = 0, raw = 0;
+            for (int jj = 0; jj < lanes_j; ++jj) {
+                const int c = lane + 32 * (bcol * lanes_j + jj);
+                const unsigned a = c < nc ? __float_as_uint(sh.tile[r * kPad + c]) & kAbs : 0u;
+                raw = max(raw, a);
+                m = max(m, a <= kInfBits ? a : 0u);
+            }
+            m = __reduce_max_sync(0xffffffffu, m);
+            raw = __reduce_max_sync(0xffffffffu, raw);
+            if (lane == 0 && raw) {
+                const int b = (r >> p.block_rows_log2) * per_row + bcol;
+                atomicMax(&sh.blk_amax[b], m);
+                atomicMax(&sh.blk_raw[b], raw);
+            }
+        }
+    }
+    __syncthreads();
+    si_min = INFINITY;
+    si_max = -INFINITY;
+    const bool mx = p.kind == kMX;
+    for (int b = threadIdx.x; b < blocks; b += blockDim.x) {
+        const qk::BlockScale s = qk::block_scale(mx ? sh.blk_raw[b] : sh.blk_amax[b], p.format, mx, p.rule, p.pow2);
+        sh.blk_s[b] = s.s;
+        sh.blk_si[b] = s.scale_inv;
+        const int br0 = (b / per_row) << p.block_rows_log2, bc0 = (b % per_row) * bc;
+        if (br0 < nr && bc0 < nc && !qk::is_nan(s.scale_inv)) {
+            si_min = fminf(si_min, s.scale_inv);
+            si_max = fmaxf(si_max, s.scale_inv);
+        }
+    }
+    __syncthreads();
+}
+
+template <Format F>
+__device__ void recipe_errors(const RecipePlan& p, float s, float si, int nr, int nc, float norm, TileShared& sh,
+                              ErrAcc& e) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const bool per_tensor = p.kind == kCurrent || p.kind == kDelayed;
+    const int per_row = kTile >> p.block_cols_log2;
+    for (int i = 0; i < kRowsPerWarp; ++i) {
+        const int r = warp + kWarps * i;
+        if (r >= nr) break;
+        const int brow = (r >> p.block_rows_log2) * per_row;
+#pragma unroll
+        for (int j = 0; j < kTile / 32; ++j) {
+            const int c = lane + 32 * j;
+            const float v = sh.tile[r * kPad + c];
+            const unsigned a = __float_as_uint(v) & kAbs;
+            if (c >= nc || a >= kInfBits) continue;
+            float bs = s, bsi = si;
+            if (!per_tensor) {
+                const int b = brow + (c >> p.block_cols_log2);
+                bs = sh.blk_s[b];
+                bsi = sh.blk_si[b];
+                if (qk::is_nan(bs)) {  // every element of the block dequantizes to NaN
+                    ++e.nonfinite;
+                    continue;
+                }
+            }
+            error_element<F>(v, a, bs, bsi, norm, e);
+        }
+    }
+}
+
+__device__ __forceinline__ int hist_bin(unsigned a) {
+    const unsigned e = a >> 23;
+    if (e - 1u < 254u) return int(e) - 127 - kHistMinExp;
+    if (a == 0u || e != 0u) return -1;  // zero, Inf, NaN
+    return (31 - __clz(int(a))) - 149 - kHistMinExp;
+}
+
+}  // namespace
+
+template <class T, bool kTransposed>
+__global__ void __launch_bounds__(kThreads) tile_kernel(TileInput in, Plans plans, const Params* params,
+                                                        TileStats* tile_stats, TileError* tile_errors,
+                                                        unsigned long long* hist, unsigned* channel) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    TileShared& sh = *reinterpret_cast<TileShared*>(smem);
+    const std::int64_t tile = blockIdx.x;
+    const TileAt at = tile_at(in, tile);
+    const int nr = at.nr, nc = at.nc;
+    const std::int64_t c0 = at.c0;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int b = threadIdx.x; b < kHistBins; b += blockDim.x) sh.hist[b] = 0u;
+    for (int c = threadIdx.x; c < kTile; c += blockDim.x) sh.channel[c] = 0u;
+    load_tile<T, kTransposed>(in, at.r0, c0, nr, nc, sh.tile);
+    __syncthreads();
+
+    // Tensor statistics of the tile.
+    const double mean = params->mean, threshold = params->threshold;
+    double m2 = 0, m4 = 0;
+    unsigned beyond = 0, zero = 0, min_nz = kInfBits, smax = 0, ch[kTile / 32] = {};
+    for (int i = 0; i < kRowsPerWarp; ++i) {
+        const int r = warp + kWarps * i;
+#pragma unroll
+        for (int j = 0; j < kTile / 32; ++j) {
+            const int c = lane + 32 * j;
+            const float v = sh.tile[r * kPad + c];
+            const unsigned a = __float_as_uint(v) & kAbs;
+            const bool fin = r < nr && c < nc && a < kInfBits;
+            if (fin) {
+                const double d = double(v) - mean, d2 = d * d;
+                m2 += d2;
+                m4 += d2 * d2;
+                beyond += fabs(double(v)) > threshold;
+                zero += a == 0u;
+                if (a) min_nz = min(min_nz, a);
+                smax = max(smax, a);
+                ch[j] = max(ch[j], a);
+            }
+            const int bin = r < nr && c < nc ? hist_bin(a) : -1;
+            const unsigned peers = __match_any_sync(0xffffffffu, bin);
+            if (bin >= 0 && lane == __ffs(peers) - 1) atomicAdd(&sh.hist[bin], unsigned(__popc(peers)));
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < kTile / 32; ++j)
+        if (ch[j]) atomicMax(&sh.channel[lane + 32 * j], ch[j]);
+    m2 = block_reduce(m2, Add{}, scratch_as<double>(sh));
+    m4 = block_reduce(m4, Add{}, scratch_as<double>(sh));
+    beyond = block_reduce(beyond, Add{}, scratch_as<unsigned>(sh));
+    zero = block_reduce(zero, Add{}, scratch_as<unsigned>(sh));
+    min_nz = block_reduce(min_nz, Min{}, scratch_as<unsigned>(sh));
+    smax = block_reduce(smax, Max{}, scratch_as<unsigned>(sh));
+    __shared__ unsigned tile_smax;
+    if (threadIdx.x == 0) {
+        tile_stats[tile] = TileStats{m2, m4, beyond, zero, min_nz, smax};
+        tile_smax = smax;
+    }
+    __syncthreads();  // also orders the shared histogram and channel atomics before their reads
+    for (int b = threadIdx.x; b < kHistBins; b += blockDim.x)
+        if (sh.hist[b]) atomicAdd(&hist[b], static_cast<unsigned long long>(sh.hist[b]));
+    for (int c = threadIdx.x; c < nc; c += blockDim.x)
+        if (sh.channel[c]) atomicMax(&channel[c0 + c], sh.channel[c]);
+
+    // Products are formed on x / 2^e, e the exponent of the tile's largest |x|.
+    const unsigned top_exp = tile_smax >> 23;
+    const int norm_exp = max(-126, min(126, top_exp ? int(top_exp) - 127 : -126));
+    const float norm = qk::pow2(-norm_exp);
+
+    for (int k = 0; k < plans.count; ++k) {
+        const RecipePlan& p = plans.r[k];
+        float si_min = params->si[k], si_max = params->si[k];
+        if (p.kind == kBlock || p.kind == kMX) block_scales(p, nr, nc, sh, si_min, si_max);
+        ErrAcc e;
+        if (p.format == Format::E4M3) recipe_errors<Format::E4M3>(p, params->s[k], params->si[k], nr, nc, norm, sh, e);
+        else recipe_errors<Format::E5M2>(p, params->s[k], params->si[k], nr, nc, norm, sh, e);
+        const double back = ldexp(1.0, 2 * norm_exp);
+        TileError t;
+        t.sxx = block_reduce(double(e.sxx), Add{}, scratch_as<double>(sh)) * back;
+        t.sdd = block_reduce(double(e.sdd) + e.sdd_tiny, Add{}, scratch_as<double>(sh)) * back;
+        t.sqq = block_reduce(double(e.sqq), Add{}, scratch_as<double>(sh)) * back;
+        t.sxq = block_reduce(double(e.sxq), Add{}, scratch_as<double>(sh)) * back;
+        t.max_err = block_reduce(e.max_err, Max{}, scratch_as<float>(sh));
+        t.si_min = block_reduce(si_min, Min{}, scratch_as<float>(sh));
+        t.si_max = block_reduce(si_max, Max{}, scratch_as<float>(sh));
+        t.underflow = block_reduce(e.under, Add{}, scratch_as<unsigned>(sh));
+        t.overflow = block_reduce(e.over, Add{}, scratch_as<unsigned>(sh));
+        t.nonfinite = block_reduce(e.nonfinite, Add{}, scratch_as<unsigned>(sh));
+        if (threadIdx.x == 0) tile_errors[tile * plans.count + k] = t;
+    }
+}
+
+void launch_tiles(const TileInput& in, const Plans& plans, const Params* params, TileStats* tile_stats,
+                  TileError* tile_errors, unsigned long long* hist, unsigned* channel, cudaStream_t stream) {
+    const std::size_t shared = sizeof(TileShared);
+    auto go = [&](auto kernel) {
+        FP8SCOPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
+        kernel<<<unsigned(in.tiles()), kThreads, shared, stream>>>(in, plans, params, tile_stats, tile_errors, hist,
+                                                                   channel);
+        FP8SCOPE_CUDA_LAUNCHED();
+    };
+    const bool bf16 = in.dtype == DType::BF16;
+    if (bf16 && in.transposed) go(tile_kernel<std::uint16_t, true>);
+    else if (bf16) go(tile_kernel<std::uint16_t, false>);
+    else if (in.transposed) go(tile_kernel<float, true>);
+    else go(tile_kernel<float, false>);
+}
+
+}  // namespace fp8scope::cuda::an
