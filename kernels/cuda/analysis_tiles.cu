@@ -14,13 +14,14 @@ namespace {
 using qk::kInfBits;
 constexpr unsigned kAbs = ~qk::kSignBit;
 
-// FP8 rounding of y (not NaN) as a float, saturating: the hardware conversion, which
-// equals cast.h's round_sat for every non-NaN float32 (cvt.rn.satfinite).
+// FP8 rounding of y0, y1 (not NaN) as floats, saturating: the hardware conversion, which
+// equals cast.h's round_sat for every non-NaN float32 (cvt.rn.satfinite; decoding through
+// half precision is exact for every FP8 value).
 template <Format F>
-__device__ __forceinline__ float round_sat(float y) {
-    const __nv_fp8_storage_t code = __nv_cvt_float_to_fp8(y, __NV_SATFINITE, qk::Fp8<F>::kHw);
-    const __half_raw h = __nv_cvt_fp8_to_halfraw(code, qk::Fp8<F>::kHw);
-    return __half2float(__half(h));
+__device__ __forceinline__ float2 round_sat2(float y0, float y1) {
+    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(
+        static_cast<__nv_fp8x2_storage_t>(qk::cast2_fast<F>(y0, y1)), qk::Fp8<F>::kHw);
+    return __half22float2(__half2(h));
 }
 
 // Per-thread error sums of one recipe: products in float32 on values normalised by the
@@ -31,10 +32,9 @@ struct ErrAcc {
     unsigned under = 0, over = 0, nonfinite = 0;
 };
 
+// One element x = v (finite, |x| bits a) cast with s, whose product was y and rounding r.
 template <Format F>
-__device__ __forceinline__ void error_element(float v, unsigned a, float s, float si, float norm, ErrAcc& e) {
-    const float y = __fmul_rn(v, s);
-    const float r = round_sat<F>(y);
+__device__ __forceinline__ void error_element(float v, unsigned a, float y, float r, float si, float norm, ErrAcc& e) {
     e.over += fabsf(y) > qk::Fp8<F>::kFastMax;
     e.under += (a != 0u) & (r == 0.0f);
     const float q = __fmul_rn(r, si);
@@ -111,6 +111,7 @@ __device__ void block_scales(const RecipePlan& p, int nr, int nc, TileShared& sh
     __syncthreads();
 }
 
+// Elements go in pairs (columns c and c + 32) through the paired conversion.
 template <Format F>
 __device__ void recipe_errors(const RecipePlan& p, float s, float si, int nr, int nc, float norm, TileShared& sh,
                               ErrAcc& e) {
@@ -122,22 +123,32 @@ __device__ void recipe_errors(const RecipePlan& p, float s, float si, int nr, in
         if (r >= nr) break;
         const int brow = (r >> p.block_rows_log2) * per_row;
 #pragma unroll
-        for (int j = 0; j < kTile / 32; ++j) {
-            const int c = lane + 32 * j;
-            const float v = sh.tile[r * kPad + c];
-            const unsigned a = __float_as_uint(v) & kAbs;
-            if (c >= nc || a >= kInfBits) continue;
-            float bs = s, bsi = si;
-            if (!per_tensor) {
-                const int b = brow + (c >> p.block_cols_log2);
-                bs = sh.blk_s[b];
-                bsi = sh.blk_si[b];
-                if (qk::is_nan(bs)) {  // every element of the block dequantizes to NaN
-                    ++e.nonfinite;
-                    continue;
+        for (int jp = 0; jp < kTile / 64; ++jp) {
+            float v[2], y[2], bsi[2];
+            unsigned a[2];
+            bool use[2];
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int c = lane + 32 * (2 * jp + h);
+                v[h] = sh.tile[r * kPad + c];
+                a[h] = __float_as_uint(v[h]) & kAbs;
+                use[h] = c < nc && a[h] < kInfBits;
+                float bs = s;
+                bsi[h] = si;
+                if (!per_tensor) {
+                    const int b = brow + (c >> p.block_cols_log2);
+                    bs = sh.blk_s[b];
+                    bsi[h] = sh.blk_si[b];
+                    if (use[h] && qk::is_nan(bs)) {  // every element of the block dequantizes to NaN
+                        ++e.nonfinite;
+                        use[h] = false;
+                    }
                 }
+                y[h] = use[h] ? __fmul_rn(v[h], bs) : 0.0f;
             }
-            error_element<F>(v, a, bs, bsi, norm, e);
+            const float2 rr = round_sat2<F>(y[0], y[1]);
+            if (use[0]) error_element<F>(v[0], a[0], y[0], rr.x, bsi[0], norm, e);
+            if (use[1]) error_element<F>(v[1], a[1], y[1], rr.y, bsi[1], norm, e);
         }
     }
 }
