@@ -6,16 +6,14 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <nlohmann/json.hpp>
-#include <set>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
 
+#include "chrome_trace_events.h"
 #include "commands.h"
 #include "record_fields.h"
 #include "trace_reader.h"
-#include "util/json_input.h"
 
 namespace fp8scope::cli {
 namespace {
@@ -173,45 +171,16 @@ void write_csv(const TraceReader& r, const std::string& dir) {
             ops.row(record, t);
 }
 
-// Chrome trace event format ("X" complete events, microseconds): one process per run and
-// device, one thread per stream.
+// Every run's ops and kernels (chrome_trace.h).
 void write_chrome(const TraceReader& r, const std::string& path) {
-    const TraceMeta& m = r.meta();
-    nlohmann::json events = nlohmann::json::array();
-    std::int64_t origin = std::numeric_limits<std::int64_t>::max();
-    std::vector<std::vector<OpRecord>> per_run;
-    for (int run = 0; run < (int)m.runs.size(); ++run) {
-        per_run.push_back(r.ops(run, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()));
-        for (const auto& t : per_run.back()) origin = std::min(origin, t.start_ns);
-    }
-    // Every id and time below comes from the file: 64-bit sums and double differences,
-    // so extreme values print as they are instead of overflowing.
-    for (int run = 0; run < (int)m.runs.size(); ++run) {
-        const std::int64_t pid_base = std::int64_t(run) * 1000;
-        events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid_base},
-                          {"args", {{"name", m.runs[run].name + " (CPU)"}}}});
-        std::set<std::int32_t> devices;
-        for (const auto& t : per_run[run]) {
-            const std::int64_t pid = pid_base + (t.device >= 0 ? std::int64_t(t.device) + 1 : 0);
-            if (t.device >= 0 && devices.insert(t.device).second)
-                events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid},
-                                  {"args", {{"name", m.runs[run].name + " (GPU " + std::to_string(t.device) + ")"}}}});
-            nlohmann::json args = {{"step", t.step}};
-            if (t.linear >= 0 && t.linear < (int)m.linears.size()) args["linear"] = m.linears[t.linear].name;
-            if (t.layer >= 0) args["layer"] = t.layer;
-            // A kernel's op (fprop, quantize, capture, ...), operand and bytes moved.
-            if (t.parent >= 0 && t.parent < (int)m.ops.size()) args["op"] = m.ops[t.parent];
-            if (t.operand >= 0 && t.operand <= 2) args["operand"] = std::string(operand_name(Operand(t.operand)));
-            if (t.bytes > 0) args["bytes"] = t.bytes;
-            events.push_back({{"ph", "X"}, {"name", m.ops.at(t.op)}, {"cat", t.device >= 0 ? "kernel" : "op"},
-                              {"ts", (double(t.start_ns) - double(origin)) / 1000.0},
-                              {"dur", (double(t.end_ns) - double(t.start_ns)) / 1000.0}, {"pid", pid}, {"tid", t.stream},
-                              {"args", args}});
-        }
-    }
+    std::vector<std::vector<OpRecord>> ops;
+    std::vector<ChromeTraceRun> runs;
+    for (int run = 0; run < (int)r.meta().runs.size(); ++run)
+        ops.push_back(r.ops(run, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()));
+    for (int run = 0; run < (int)ops.size(); ++run) runs.push_back({run, ops[run]});
     std::ofstream f(path);
     if (!f) throw std::runtime_error("cannot write " + path);
-    f << dump_json(nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}) << '\n';
+    f << chrome_trace_json(r.meta(), runs) << '\n';
 }
 
 int run_export(const ExportOptions& o) {

@@ -1,5 +1,5 @@
-// The op/kernel timeline as Chrome trace event JSON (chrome://tracing, ui.perfetto.dev):
-// one complete ("X") event per op, microseconds, pid = device (CPU: 0), tid = stream.
+// One run's op/kernel timeline over steps [first_step, last_step] as Chrome trace event
+// JSON (capture/trace/chrome_trace_events.h).
 #pragma once
 
 #include <QByteArray>
