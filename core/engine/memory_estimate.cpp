@@ -74,8 +74,8 @@ MemoryEstimate estimate_memory(const TrainConfig& c, std::size_t act_bytes) {
 
     e.data = data_bytes(c.data);
     e.eval = (double(c.eval.batches) + 1) * BT * 2 * 4;  // held-out batches and the step's batch
-    const double copies = c.checkpoint.dir.empty() ? 2 : 3;
-    e.snapshots = copies * runs * (3 * P * 4 + double(c.rewind.window) * 4);
+    e.snapshots = c.rewind.enabled ? runs * 3 * P * 4 : 0;
+    e.checkpoint = c.checkpoint.dir.empty() ? 0 : runs * (3 * P * 4 + double(c.rewind.window) * 4);
 
     // What to lower: the fields behind the largest part.
     const std::string run_note = runs > 1 ? ", " + field("runs", runs) + " (compare)" : "";
@@ -93,7 +93,8 @@ MemoryEstimate estimate_memory(const TrainConfig& c, std::size_t act_bytes) {
          c.data.source == "builtin" ? field("data.corpus_bytes", double(c.data.corpus_bytes))
                                     : "data.source " + c.data.source},
         {"evaluation batches", e.eval, true, field("eval.batches", c.eval.batches) + ", " + step},
-        {"snapshots for rewind", e.snapshots, true, model + run_note},
+        {"snapshots for rewind", e.snapshots, false, model + run_note},
+        {"checkpoints", e.checkpoint, true, model + run_note + ", checkpoint.dir"},
     };
     return e;
 }

@@ -5,10 +5,11 @@
 //
 // The estimate counts what the trainer allocates for its lifetime: per run the float32
 // parameters, gradients and AdamW moments, the activations of a (B, T) step (attention
-// keeps B x n_head x T x T per layer) and the FP8 operand copies of an FP8 recipe; once
-// the data (corpus or file, with its int32 tokens), the evaluation batches and the
-// in-memory snapshots for rewind (two copies of every run's state, three while a
-// checkpoint is written). Code, libraries and HDF5 buffers are not counted.
+// keeps B x n_head x T x T per layer), the FP8 operand copies of an FP8 recipe and the
+// rewind snapshot of its parameters and moments (backend memory); once the data (corpus
+// or file, with its int32 tokens), the evaluation batches and, when checkpoints are
+// written, the host copy of every run's state. Code, libraries and HDF5 buffers are not
+// counted.
 #pragma once
 
 #include <cstddef>
@@ -22,12 +23,12 @@ namespace fp8scope {
 struct MemoryEstimate {
     // Bytes, in double: a config inside the field limits can need more than 2^64.
     // Backend memory (host on the CPU, the GPU's own on a GPU):
-    double params = 0, grads = 0, adam = 0, activations = 0, operand_copies = 0;
+    double params = 0, grads = 0, adam = 0, activations = 0, operand_copies = 0, snapshots = 0;
     // Host memory on every backend:
-    double data = 0, eval = 0, snapshots = 0;
+    double data = 0, eval = 0, checkpoint = 0;
 
-    double backend_bytes() const { return params + grads + adam + activations + operand_copies; }
-    double host_bytes() const { return data + eval + snapshots; }
+    double backend_bytes() const { return params + grads + adam + activations + operand_copies + snapshots; }
+    double host_bytes() const { return data + eval + checkpoint; }
     double total() const { return backend_bytes() + host_bytes(); }
 
     // The same bytes grouped by what drives them, for the message: the config fields

@@ -58,6 +58,17 @@ void AdamW::set_state(const std::vector<float>& m, const std::vector<float>& v, 
     t_ = t;
 }
 
+void AdamW::copy_moments_to(float* m, float* v) const {
+    backend_.copy(m, m_.data(), sizeof(float) * n_);
+    backend_.copy(v, v_.data(), sizeof(float) * n_);
+}
+
+void AdamW::copy_moments_from(const float* m, const float* v, std::int64_t t) {
+    backend_.copy(m_.data(), m, sizeof(float) * n_);
+    backend_.copy(v_.data(), v, sizeof(float) * n_);
+    t_ = t;
+}
+
 void AdamW::reset() {
     backend_.fill_zero(m_.data(), sizeof(float) * n_);
     backend_.fill_zero(v_.data(), sizeof(float) * n_);

@@ -33,6 +33,9 @@ public:
     std::vector<float> m_to_host() const;
     std::vector<float> v_to_host() const;
     void set_state(const std::vector<float>& m, const std::vector<float>& v, std::int64_t t);  // throws on sizes
+    // The same within backend memory (size() floats each): rewind snapshots.
+    void copy_moments_to(float* m, float* v) const;
+    void copy_moments_from(const float* m, const float* v, std::int64_t t);
     void reset();  // zero moments, no steps taken
 
 private:

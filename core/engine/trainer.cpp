@@ -56,6 +56,13 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend) : config_(config),
     take_snapshot();
 }
 
+// The last good state: per run its parameters, then AdamW's m and v, in one buffer of
+// backend memory reused from snapshot to snapshot; the rest (small) on the host.
+struct Trainer::Snapshot {
+    TrainState state;  // without parameters and moments
+    std::vector<DeviceBuffer<float>> arrays;
+};
+
 Trainer::~Trainer() = default;
 
 Model& Trainer::model(int run) { return runs_.at(static_cast<std::size_t>(run))->model; }
@@ -312,7 +319,7 @@ bool Trainer::recover(std::uint64_t batch, EventKind why, int run, const std::st
     std::set<std::uint64_t> skipped = skipped_;
     skipped.insert(batch);
     std::int64_t rewinds = rewinds_ + 1;
-    restore(*snapshot_);
+    apply_state(snapshot_->state, snapshot_.get());
     skipped_ = std::move(skipped);  // skips outlive the rewind, or the same batch comes back
     rewinds_ = rewinds;
     emit(EventKind::Rewind, run,
@@ -320,14 +327,29 @@ bool Trainer::recover(std::uint64_t batch, EventKind why, int run, const std::st
     return true;
 }
 
-void Trainer::take_snapshot() { snapshot_ = state(); }
+void Trainer::take_snapshot() {
+    if (!config_.rewind.enabled) return;
+    if (!snapshot_) snapshot_ = std::make_unique<Snapshot>();
+    snapshot_->state = state(false);
+    snapshot_->arrays.resize(runs_.size());
+    for (std::size_t i = 0; i < runs_.size(); ++i) {
+        Run& rep = *runs_[i];
+        const std::size_t n = rep.model.num_params();
+        DeviceBuffer<float>& a = snapshot_->arrays[i];
+        if (a.size() < 3 * n) a = DeviceBuffer<float>(backend_, 3 * n);
+        backend_.copy(a.data(), rep.model.params().data(), n * sizeof(float));
+        rep.adam->copy_moments_to(a.data() + n, a.data() + 2 * n);
+    }
+}
 
 void Trainer::corrupt_params_at_batch(std::uint64_t batch, float factor) { corruptions_[batch] = factor; }
 void Trainer::skip_batch(std::uint64_t batch) { skipped_.insert(batch); }
 
 // --- state --------------------------------------------------------------------------
 
-TrainState Trainer::state() const {
+TrainState Trainer::state() const { return state(true); }
+
+TrainState Trainer::state(bool with_arrays) const {
     TrainState s;
     s.config_json = train_config_to_json(config_);
     s.step = step_;
@@ -337,9 +359,11 @@ TrainState Trainer::state() const {
     for (const auto& rep : runs_) {
         RunState r;
         r.recipe = rep->model.recipe().name;
-        r.params = rep->model.params_to_host();
-        r.m = rep->adam->m_to_host();
-        r.v = rep->adam->v_to_host();
+        if (with_arrays) {
+            r.params = rep->model.params_to_host();
+            r.m = rep->adam->m_to_host();
+            r.v = rep->adam->v_to_host();
+        }
         r.adam_steps = rep->adam->steps_taken();
         r.recipe_state = rep->model.save_recipe_state();
         r.recent_losses.assign(rep->recent_losses.begin(), rep->recent_losses.end());
@@ -358,13 +382,24 @@ void Trainer::restore(const TrainState& s) {
                                         std::to_string(s.runs[i].params.size()) + " parameters, the model " +
                                         std::to_string(runs_[i]->model.num_params()) +
                                         " (a different model config)");
+    apply_state(s, nullptr);
+}
+
+void Trainer::apply_state(const TrainState& s, const Snapshot* arrays) {
     for (std::size_t i = 0; i < runs_.size(); ++i) {
         Run& rep = *runs_[i];
         const RunState& r = s.runs[i];
         rep.model.set_recipe(training_recipe(r.recipe));
         rep.model.load_recipe_state(r.recipe_state);
-        rep.model.params_from_host(r.params);
-        rep.adam->set_state(r.m, r.v, r.adam_steps);
+        if (arrays) {
+            const std::size_t n = rep.model.num_params();
+            const float* a = arrays->arrays[i].data();
+            backend_.copy(rep.model.params().data(), a, n * sizeof(float));
+            rep.adam->copy_moments_from(a + n, a + 2 * n, r.adam_steps);
+        } else {
+            rep.model.params_from_host(r.params);
+            rep.adam->set_state(r.m, r.v, r.adam_steps);
+        }
         rep.recent_losses.assign(r.recent_losses.begin(), r.recent_losses.end());
         rep.last_loss = r.recent_losses.empty() ? std::numeric_limits<float>::quiet_NaN() : r.recent_losses.back();
     }

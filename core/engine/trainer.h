@@ -6,8 +6,9 @@
 // (pause, resume, stop, switch a run's recipe, checkpoint now) that the training
 // thread applies between steps. Observers receive per-step records and events.
 //
-// Recovery: the last good state is kept in memory (every rewind.snapshot_every steps and
-// after every recipe switch). A NaN/Inf loss or gradient norm, or a loss above
+// Recovery: the last good state is kept (every rewind.snapshot_every steps and after every
+// recipe switch), its parameters and AdamW moments in backend memory, so a GPU copies them
+// within its own memory in milliseconds instead of through the host in seconds. A NaN/Inf loss or gradient norm, or a loss above
 // rewind.spike_factor times the moving average of the last rewind.window losses, restores
 // it for every run (lock step is kept), skips the offending batch for good and goes on.
 #pragma once
@@ -113,7 +114,12 @@ private:
     void apply_requests();
     void emit(EventKind kind, int run, std::string detail);
     bool recover(std::uint64_t batch, EventKind why, int run, const std::string& detail);
+    struct Snapshot;
     void take_snapshot();
+    TrainState state(bool with_arrays) const;
+    // Sets every run from `s`; their parameters and moments from `arrays` when given (a
+    // snapshot's, in backend memory), else from s.
+    void apply_state(const TrainState& s, const Snapshot* arrays);
     std::string default_checkpoint_path() const;
 
     TrainConfig config_;
@@ -128,7 +134,7 @@ private:
     std::uint64_t next_batch_ = 0;
     std::set<std::uint64_t> skipped_;
     std::int64_t rewinds_ = 0;
-    std::optional<TrainState> snapshot_;
+    std::unique_ptr<Snapshot> snapshot_;
     std::map<std::uint64_t, float> corruptions_;
     Batch batch_;
 

@@ -29,7 +29,7 @@ __global__ void __launch_bounds__(kThreads) moments_kernel(const T* x, std::int6
     unsigned long long nan = 0, inf = 0;
     for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
          i += std::int64_t(gridDim.x) * blockDim.x) {
-        const float v = load_value(x, i);
+        const float v = as_float(x[i]);
         const unsigned a = __float_as_uint(v) & ~qk::kSignBit;
         const bool fin = a < qk::kInfBits;
         const double d = fin ? double(v) : 0.0;

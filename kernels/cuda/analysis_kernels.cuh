@@ -133,28 +133,21 @@ struct Min {
 
 // ---- the tile of the view in shared memory ------------------------------------------------
 
-template <class T>
-__device__ __forceinline__ float load_value(const T* x, std::int64_t i);
-template <>
-__device__ __forceinline__ float load_value<float>(const float* x, std::int64_t i) {
-    return x[i];
-}
-template <>
-__device__ __forceinline__ float load_value<std::uint16_t>(const std::uint16_t* x, std::int64_t i) {
-    return __uint_as_float(unsigned(x[i]) << 16);  // BF16 widens exactly
-}
+// Values as float32: x itself, or the exact float32 of a BF16 (its bits, stored as uint16).
+__device__ __forceinline__ float as_float(float v) { return v; }
+__device__ __forceinline__ float as_float(std::uint16_t b) { return __uint_as_float(unsigned(b) << 16); }
 
-// The view's tile at (r0, c0), nr x nc, into tile[r * kPad + c] (zeros outside the tensor).
+// The view's tile at (r0, c0), nr x nc, into tile[r * kPad + c] in the input's type
+// (zeros outside the tensor), so a BF16 tile takes half the shared memory.
 template <class T, bool kTransposed>
 __device__ __forceinline__ void load_tile(const TileInput& in, std::int64_t r0, std::int64_t c0, int nr, int nc,
-                                          float* tile) {
+                                          T* tile) {
     const T* x = static_cast<const T*>(in.data);
     for (int i = threadIdx.x; i < kTile * kTile; i += blockDim.x) {
         // Consecutive threads read consecutive addresses of the stored layout.
         const int r = kTransposed ? i % kTile : i / kTile, c = kTransposed ? i / kTile : i % kTile;
-        float v = 0.0f;
-        if (r < nr && c < nc)
-            v = load_value(x, kTransposed ? (c0 + c) * in.rows + r0 + r : (r0 + r) * in.cols + c0 + c);
+        T v = T(0);
+        if (r < nr && c < nc) v = x[kTransposed ? (c0 + c) * in.rows + r0 + r : (r0 + r) * in.cols + c0 + c];
         tile[r * kPad + c] = v;
     }
 }

@@ -25,10 +25,11 @@ __device__ __forceinline__ float2 round_sat2(float y0, float y1) {
 }
 
 // Per-thread error sums of one recipe: products in float32 on values normalised by the
-// tile's power of two (float64 only for differences too small to square in float32).
+// tile's power of two; an element whose x' or difference is too small to square in
+// float32 (x' far below x: saturation under a stale scale) goes to float64 sums.
 struct ErrAcc {
     float sxx = 0, sdd = 0, sqq = 0, sxq = 0, max_err = 0;
-    double sdd_tiny = 0;
+    double sdd_tiny = 0, sqq_tiny = 0, sxq_tiny = 0;
     unsigned under = 0, over = 0, nonfinite = 0;
 };
 
@@ -45,15 +46,23 @@ __device__ __forceinline__ void error_element(float v, unsigned a, float y, floa
     const float d = __fsub_rn(q, v);
     const float xn = v * norm, qn = q * norm, dn = d * norm;
     e.sxx = fmaf(xn, xn, e.sxx);
-    e.sqq = fmaf(qn, qn, e.sqq);
-    e.sxq = fmaf(xn, qn, e.sxq);
-    if (fabsf(dn) >= 0x1p-60f) e.sdd = fmaf(dn, dn, e.sdd);
-    else e.sdd_tiny += double(dn) * double(dn);
+    constexpr float kTiny = 0x1p-60f;
+    if ((qn == 0.0f || fabsf(qn) >= kTiny) && (dn == 0.0f || fabsf(dn) >= kTiny)) {
+        e.sqq = fmaf(qn, qn, e.sqq);
+        e.sxq = fmaf(xn, qn, e.sxq);
+        e.sdd = fmaf(dn, dn, e.sdd);
+    } else {
+        const double xd = xn, qd = qn, dd = dn;
+        e.sqq_tiny += qd * qd;
+        e.sxq_tiny += xd * qd;
+        e.sdd_tiny += dd * dd;
+    }
     e.max_err = fmaxf(e.max_err, fabsf(d));
 }
 
+template <class T>
 struct TileShared {
-    float tile[kTile * kPad];
+    T tile[kTile * kPad];
     unsigned blk_amax[kMaxBlocks], blk_raw[kMaxBlocks];
     float blk_s[kMaxBlocks], blk_si[kMaxBlocks];
     unsigned hist[kHistBins];
@@ -61,14 +70,15 @@ struct TileShared {
     alignas(8) unsigned char scratch[kWarps * 8];
 };
 
-template <class V>
-__device__ __forceinline__ V* scratch_as(TileShared& sh) {
+template <class V, class T>
+__device__ __forceinline__ V* scratch_as(TileShared<T>& sh) {
     return reinterpret_cast<V*>(sh.scratch);
 }
 
 // The block scales of recipe p over the tile; returns the range of scale_inv of the blocks
 // that exist (a block whose scale is NaN, an MX block holding NaN or Inf, is left out).
-__device__ void block_scales(const RecipePlan& p, int nr, int nc, TileShared& sh, float& si_min, float& si_max) {
+template <class T>
+__device__ void block_scales(const RecipePlan& p, int nr, int nc, TileShared<T>& sh, float& si_min, float& si_max) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int bc = 1 << p.block_cols_log2, per_row = kTile >> p.block_cols_log2, lanes_j = bc / 32;
     const int blocks = (kTile >> p.block_rows_log2) * per_row;
@@ -81,7 +91,7 @@ __device__ void block_scales(const RecipePlan& p, int nr, int nc, TileShared& sh
             unsigned m = 0, raw = 0;
             for (int jj = 0; jj < lanes_j; ++jj) {
                 const int c = lane + 32 * (bcol * lanes_j + jj);
-                const unsigned a = c < nc ? __float_as_uint(sh.tile[r * kPad + c]) & kAbs : 0u;
+                const unsigned a = c < nc ? __float_as_uint(as_float(sh.tile[r * kPad + c])) & kAbs : 0u;
                 raw = max(raw, a);
                 m = max(m, a <= kInfBits ? a : 0u);
             }
@@ -112,8 +122,8 @@ __device__ void block_scales(const RecipePlan& p, int nr, int nc, TileShared& sh
 }
 
 // Elements go in pairs (columns c and c + 32) through the paired conversion.
-template <Format F>
-__device__ void recipe_errors(const RecipePlan& p, float s, float si, int nr, int nc, float norm, TileShared& sh,
+template <Format F, class T>
+__device__ void recipe_errors(const RecipePlan& p, float s, float si, int nr, int nc, float norm, TileShared<T>& sh,
                               ErrAcc& e) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const bool per_tensor = p.kind == kCurrent || p.kind == kDelayed;
@@ -130,7 +140,7 @@ __device__ void recipe_errors(const RecipePlan& p, float s, float si, int nr, in
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const int c = lane + 32 * (2 * jp + h);
-                v[h] = sh.tile[r * kPad + c];
+                v[h] = as_float(sh.tile[r * kPad + c]);
                 a[h] = __float_as_uint(v[h]) & kAbs;
                 use[h] = c < nc && a[h] < kInfBits;
                 float bs = s;
@@ -163,11 +173,11 @@ __device__ __forceinline__ int hist_bin(unsigned a) {
 }  // namespace
 
 template <class T, bool kTransposed>
-__global__ void __launch_bounds__(kThreads) tile_kernel(TileInput in, Plans plans, const Params* params,
+__global__ void __launch_bounds__(kThreads, 3) tile_kernel(TileInput in, Plans plans, const Params* params,
                                                         TileStats* tile_stats, TileError* tile_errors,
                                                         unsigned long long* hist, unsigned* channel) {
     extern __shared__ __align__(16) unsigned char smem[];
-    TileShared& sh = *reinterpret_cast<TileShared*>(smem);
+    TileShared<T>& sh = *reinterpret_cast<TileShared<T>*>(smem);
     const std::int64_t tile = blockIdx.x;
     const TileAt at = tile_at(in, tile);
     const int nr = at.nr, nc = at.nc;
@@ -187,7 +197,7 @@ __global__ void __launch_bounds__(kThreads) tile_kernel(TileInput in, Plans plan
 #pragma unroll
         for (int j = 0; j < kTile / 32; ++j) {
             const int c = lane + 32 * j;
-            const float v = sh.tile[r * kPad + c];
+            const float v = as_float(sh.tile[r * kPad + c]);
             const unsigned a = __float_as_uint(v) & kAbs;
             const bool fin = r < nr && c < nc && a < kInfBits;
             if (fin) {
@@ -200,9 +210,15 @@ __global__ void __launch_bounds__(kThreads) tile_kernel(TileInput in, Plans plan
                 smax = max(smax, a);
                 ch[j] = max(ch[j], a);
             }
+            // One shared add per distinct bin in the warp (a handful: values cluster).
             const int bin = r < nr && c < nc ? hist_bin(a) : -1;
-            const unsigned peers = __match_any_sync(0xffffffffu, bin);
-            if (bin >= 0 && lane == __ffs(peers) - 1) atomicAdd(&sh.hist[bin], unsigned(__popc(peers)));
+            unsigned todo = __ballot_sync(0xffffffffu, bin >= 0);
+            while (todo) {
+                const int b = __shfl_sync(0xffffffffu, bin, __ffs(todo) - 1);
+                const unsigned same = __ballot_sync(0xffffffffu, bin == b);
+                if (lane == __ffs(todo) - 1) atomicAdd(&sh.hist[b], unsigned(__popc(same)));
+                todo &= ~same;
+            }
         }
     }
 #pragma unroll
@@ -235,14 +251,14 @@ __global__ void __launch_bounds__(kThreads) tile_kernel(TileInput in, Plans plan
         float si_min = params->si[k], si_max = params->si[k];
         if (p.kind == kBlock || p.kind == kMX) block_scales(p, nr, nc, sh, si_min, si_max);
         ErrAcc e;
-        if (p.format == Format::E4M3) recipe_errors<Format::E4M3>(p, params->s[k], params->si[k], nr, nc, norm, sh, e);
-        else recipe_errors<Format::E5M2>(p, params->s[k], params->si[k], nr, nc, norm, sh, e);
+        if (p.format == Format::E4M3) recipe_errors<Format::E4M3, T>(p, params->s[k], params->si[k], nr, nc, norm, sh, e);
+        else recipe_errors<Format::E5M2, T>(p, params->s[k], params->si[k], nr, nc, norm, sh, e);
         const double back = ldexp(1.0, 2 * norm_exp);
         TileError t;
         t.sxx = block_reduce(double(e.sxx), Add{}, scratch_as<double>(sh)) * back;
         t.sdd = block_reduce(double(e.sdd) + e.sdd_tiny, Add{}, scratch_as<double>(sh)) * back;
-        t.sqq = block_reduce(double(e.sqq), Add{}, scratch_as<double>(sh)) * back;
-        t.sxq = block_reduce(double(e.sxq), Add{}, scratch_as<double>(sh)) * back;
+        t.sqq = block_reduce(double(e.sqq) + e.sqq_tiny, Add{}, scratch_as<double>(sh)) * back;
+        t.sxq = block_reduce(double(e.sxq) + e.sxq_tiny, Add{}, scratch_as<double>(sh)) * back;
         t.max_err = block_reduce(e.max_err, Max{}, scratch_as<float>(sh));
         t.si_min = block_reduce(si_min, Min{}, scratch_as<float>(sh));
         t.si_max = block_reduce(si_max, Max{}, scratch_as<float>(sh));
@@ -255,7 +271,7 @@ __global__ void __launch_bounds__(kThreads) tile_kernel(TileInput in, Plans plan
 
 void launch_tiles(const TileInput& in, const Plans& plans, const Params* params, TileStats* tile_stats,
                   TileError* tile_errors, unsigned long long* hist, unsigned* channel, cudaStream_t stream) {
-    const std::size_t shared = sizeof(TileShared);
+    const std::size_t shared = in.dtype == DType::BF16 ? sizeof(TileShared<std::uint16_t>) : sizeof(TileShared<float>);
     auto go = [&](auto kernel) {
         FP8SCOPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
         kernel<<<unsigned(in.tiles()), kThreads, shared, stream>>>(in, plans, params, tile_stats, tile_errors, hist,

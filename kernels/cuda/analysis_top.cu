@@ -55,13 +55,14 @@ __global__ void __launch_bounds__(kMergeThreads) threshold_kernel(const TileStat
 }
 
 // The largest key below `bound` among this thread's elements of the tile (0: none).
-__device__ unsigned long long best_below(const float* tile, int nr, int nc, std::int64_t r0, std::int64_t c0,
+template <class T>
+__device__ unsigned long long best_below(const T* tile, int nr, int nc, std::int64_t r0, std::int64_t c0,
                                          std::int64_t cols, unsigned long long bound, float& value) {
     unsigned long long best = 0;
     for (int i = threadIdx.x; i < kTile * kTile; i += blockDim.x) {
         const int r = i / kTile, c = i % kTile;
         if (r >= nr || c >= nc) continue;
-        const float v = tile[r * kPad + c];
+        const float v = as_float(tile[r * kPad + c]);
         const unsigned a = __float_as_uint(v) & kAbs;
         if (a >= qk::kInfBits) continue;
         const std::uint64_t index = std::uint64_t(r0 + r) * std::uint64_t(cols) + std::uint64_t(c0 + c);
@@ -79,7 +80,7 @@ template <class T, bool kTransposed>
 __global__ void __launch_bounds__(kThreads) tile_top_kernel(TileInput in, int k, const TileStats* tiles,
                                                             Candidate* candidates, Summary* out) {
     extern __shared__ __align__(16) unsigned char smem[];
-    float* tile = reinterpret_cast<float*>(smem);
+    T* tile = reinterpret_cast<T*>(smem);
     __shared__ unsigned long long scratch[kWarps];
     __shared__ unsigned long long best_s;
     const unsigned threshold = out->top_threshold;
@@ -133,7 +134,7 @@ void launch_top_values(const TileInput& in, int top_k, const TileStats* tile_sta
     auto* cand = static_cast<Candidate*>(candidates);
     threshold_kernel<<<1, kMergeThreads, 0, stream>>>(tile_stats, in.tiles(), top_k, summary);
     FP8SCOPE_CUDA_LAUNCHED();
-    const std::size_t shared = sizeof(float) * kTile * kPad;
+    const std::size_t shared = (in.dtype == DType::BF16 ? 2 : 4) * kTile * kPad;
     auto go = [&](auto kernel) {
         FP8SCOPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
         kernel<<<unsigned(in.tiles()), kThreads, shared, stream>>>(in, top_k, tile_stats, cand, summary);
