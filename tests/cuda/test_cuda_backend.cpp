@@ -224,6 +224,29 @@ fs::path temp_dir(const std::string& name) {
     return d;
 }
 
+// Rewind on the GPU: the snapshot lives in device memory. A NaN injected before batch 17
+// rewinds to step 10 and skips the batch: the result is exactly a run that never saw it.
+TEST(CudaBackendTrainer, RewindRestoresTheDeviceSnapshot) {
+    FP8SCOPE_REQUIRE_GPU();
+    TrainConfig c = small_run("cuda", 30);
+    c.recipe = "delayed";
+    c.eval.every = 0;
+    c.rewind.snapshot_every = 10;
+    auto final_params = [&](bool poison) {
+        CudaBackend gpu;
+        Trainer t(c, gpu);
+        if (poison) t.corrupt_params_at_batch(17, NAN);
+        else t.skip_batch(17);
+        const TrainSummary s = t.run();
+        EXPECT_TRUE(s.error.empty()) << s.error;
+        EXPECT_EQ(s.rewinds, poison ? 1 : 0);
+        return t.model(0).params_to_host();
+    };
+    const std::vector<float> poisoned = final_params(true), clean = final_params(false);
+    for (float p : poisoned) ASSERT_TRUE(std::isfinite(p));
+    EXPECT_EQ(poisoned, clean);
+}
+
 // Lock-step runs of four recipes for 30 steps: the trajectories drift apart by the BF16
 // differences of every step, so after the first steps (within the one-step bounds) they
 // stay within a few percent: each step within 5 %, the mean over all steps within 2 %.
