@@ -132,7 +132,7 @@ private slots:
             QCOMPARE(d.runs[4].capture_steps.size(), std::size_t(3));
             const auto* o = d.runs[4].operand_at(20, {1, Gemm::Fprop, Operand::X});
             QVERIFY(o);
-            QCOMPARE(o->errors[2].sqnr_db, t::sqnr_of(1, 20, trace::operand_slot(1, Gemm::Fprop, Operand::X), 2));
+            QCOMPARE(o->errors()[2].sqnr_db, t::sqnr_of(1, 20, trace::operand_slot(1, Gemm::Fprop, Operand::X), 2));
             QCOMPARE(d.last_step, a_.steps - 1);
         });
     }

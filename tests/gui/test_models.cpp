@@ -54,8 +54,8 @@ private slots:
             QCOMPARE(r1.capture_steps.size(), std::size_t(5));
             const auto* o = r1.operand_at(37, {2, Gemm::Dgrad, Operand::DY});
             QVERIFY(o);
-            QCOMPARE(o->key.step, 30);
-            QCOMPARE(o->stats.outliers.kurtosis, testing::kurtosis_of(trace::operand_slot(2, Gemm::Dgrad, Operand::DY), 30));
+            QCOMPARE(o->step, 30);
+            QCOMPARE(o->kurtosis, testing::kurtosis_of(trace::operand_slot(2, Gemm::Dgrad, Operand::DY), 30));
             QVERIFY(!r1.operand_at(37, {2, Gemm::Fprop, Operand::DY}));  // fprop has no dy
             auto [lo, hi] = r1.ops_of_step(12);
             QCOMPARE(hi - lo, std::size_t(spec_.ops_per_step));
@@ -78,6 +78,108 @@ private slots:
             QCOMPARE(r.scaling.amax_at(40, 3), 7.0f);
             QCOMPARE(r.scaling.amax_at(39, 3), testing::amax_of(0, 39, 3));
         });
+    }
+
+    // The store's compact histogram gives every exponent the record's count.
+    void summaryKeepsEveryHistogramCount() {
+        struct Case {
+            const char* name;
+            std::vector<std::pair<int, std::int64_t>> bins;  // exponent, count
+        };
+        const std::int64_t big = std::int64_t(1) << 40;  // needs int64 counts
+        const Case cases[] = {
+            {"empty", {}},
+            {"subnormal only", {{-149, 5}, {-140, 3}, {-127, 1}}},
+            {"both ends", {{-149, 7}, {0, 2}, {127, 9}}},
+            {"one bin", {{-3, 1}}},
+            {"typical", {{-24, 10}, {-23, 0}, {-20, 300}, {-1, 4096}, {1, 12}}},
+            {"int32 limits", {{-2, 2147483647}, {5, 1}}},
+            {"wide", {{-149, big}, {-10, 3}, {127, big + 1}}},
+        };
+        for (const Case& c : cases) {
+            trace::OperandRecord r;
+            r.recipe_in_use = 0;
+            for (auto [e, n] : c.bins) r.stats.histogram.bins[e - kHistMinExp] = n;
+            const OperandSummary s(r);
+            const OperandSummary copy(s);
+            for (const OperandSummary* got : {&s, &copy}) {
+                const HistogramCounts h = got->histogram();
+                for (int e = kHistMinExp - 2; e <= kHistMaxExp + 2; ++e) {
+                    const std::int64_t want = e >= kHistMinExp && e <= kHistMaxExp ? r.stats.histogram.count(e) : 0;
+                    if (h.count(e) != want) QFAIL(qPrintable(QStringLiteral("%1: exponent %2: %3, not %4").arg(c.name).arg(e).arg(h.count(e)).arg(want)));
+                }
+                bool any = false;
+                for (auto [e, n] : c.bins) any = any || n != 0;
+                QCOMPARE(h.empty(), !any);
+                if (any) {
+                    QCOMPARE(h.first(), c.bins.front().first);
+                    QCOMPARE(h.last(), c.bins.back().first);
+                }
+            }
+        }
+        // int32 counts while they fit: half the bytes of the same range in int64.
+        trace::OperandRecord narrow, wide;
+        narrow.stats.histogram.bins[0] = wide.stats.histogram.bins[0] = 1;
+        narrow.stats.histogram.bins[kHistBins - 1] = std::numeric_limits<std::int32_t>::max();
+        wide.stats.histogram.bins[kHistBins - 1] = std::int64_t(std::numeric_limits<std::int32_t>::max()) + 1;
+        QCOMPARE(OperandSummary(wide).bytes() - OperandSummary(narrow).bytes(), std::size_t(4 * kHistBins));
+    }
+
+    // Everything the views read of an operand survives the store's summary, its copies
+    // and moves; the slot of a missing record is absent.
+    void summaryKeepsWhatTheViewsShow() {
+        QVERIFY(OperandSummary().absent());
+        trace::OperandRecord r;
+        r.key = {1, 40, 2, Gemm::Wgrad, Operand::DY};
+        r.recipe_in_use = 1;
+        r.scale = 0.25;
+        r.stats.amax = 3.5;
+        r.stats.outliers.kurtosis = 11.0;
+        r.stats.dynamic_range = 17.25;
+        r.stats.histogram.bins[-4 - kHistMinExp] = 9;
+        for (int i = 0; i < 3; ++i) {
+            ErrorStats e;
+            e.recipe = "recipe" + std::to_string(i);
+            e.mse = 1.0 + i, e.sqnr_db = 30.0 + i, e.rel_l2 = 0.1 * i, e.max_abs_err = 2.0 * i;
+            e.cosine = 1.0 - 0.01 * i, e.underflow_pct = 0.5 * i, e.overflow_pct = 0.25 * i;
+            r.errors.push_back(e);
+        }
+        r.stats.outliers.channel_absmax = {1.0f, 8.0f, 0.5f, 2.0f, 3.0f};
+        r.amax_history = {0.5f, 1.5f, 3.5f};
+        const OperandSummary s(r);
+        OperandSummary assigned;
+        assigned = s;
+        OperandSummary moved(OperandSummary{s});
+        for (const OperandSummary* got : std::initializer_list<const OperandSummary*>{&s, &assigned, &moved}) {
+            QVERIFY(!got->absent());
+            QCOMPARE(got->step, 40);
+            QCOMPARE(got->recipe_in_use, 1);
+            QCOMPARE(got->scale, 0.25);
+            QCOMPARE(got->amax, 3.5);
+            QCOMPARE(got->kurtosis, 11.0);
+            QCOMPARE(got->dynamic_range, 17.25);
+            QCOMPARE(got->histogram().count(-4), 9);
+            QCOMPARE(got->errors().size(), r.errors.size());
+            for (std::size_t i = 0; i < r.errors.size(); ++i) {
+                const ErrorFigures& e = got->errors()[i];
+                const ErrorStats& want = r.errors[i];
+                QCOMPARE(e.mse, want.mse);
+                QCOMPARE(e.sqnr_db, want.sqnr_db);
+                QCOMPARE(e.rel_l2, want.rel_l2);
+                QCOMPARE(e.max_abs_err, want.max_abs_err);
+                QCOMPARE(e.cosine, want.cosine);
+                QCOMPARE(e.underflow_pct, want.underflow_pct);
+                QCOMPARE(e.overflow_pct, want.overflow_pct);
+            }
+            QVERIFY(std::ranges::equal(got->channel_absmax(), r.stats.outliers.channel_absmax));
+            QVERIFY(std::ranges::equal(got->amax_history(), r.amax_history));
+        }
+        trace::OperandRecord bare;  // no errors, channels or history: nothing allocated
+        bare.recipe_in_use = -1;
+        const OperandSummary b(bare);
+        QVERIFY(!b.absent());
+        QVERIFY(b.errors().empty() && b.channel_absmax().empty() && b.amax_history().empty() && b.histogram().empty());
+        QCOMPARE(b.bytes(), sizeof(OperandSummary));
     }
 
     void staleGenerationIsDropped() {

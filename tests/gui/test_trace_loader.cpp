@@ -79,13 +79,13 @@ private slots:
             QCOMPARE(r.scaling.scale_at(41, 7), t::scale_of(2, 41, 7));
             QCOMPARE(r.capture_steps, (std::vector<std::int64_t>{0, 10, 20, 30, 40}));
             const OperandRef ref{3, Gemm::Dgrad, Operand::DY};
-            const trace::OperandRecord* o = r.operand_at(25, ref);
+            const OperandSummary* o = r.operand_at(25, ref);
             QVERIFY(o);
-            QCOMPARE(o->key.step, 20);
-            QCOMPARE(o->stats.amax, double(t::amax_of(2, 20, ref.slot())));
-            QCOMPARE(o->stats.outliers.kurtosis, t::kurtosis_of(ref.slot(), 20));
-            QCOMPARE(o->errors.size(), t::synthetic_recipes().size());
-            QCOMPARE(o->errors[1].sqnr_db, t::sqnr_of(2, 20, ref.slot(), 1));
+            QCOMPARE(o->step, 20);
+            QCOMPARE(o->amax, double(t::amax_of(2, 20, ref.slot())));
+            QCOMPARE(o->kurtosis, t::kurtosis_of(ref.slot(), 20));
+            QCOMPARE(o->errors().size(), t::synthetic_recipes().size());
+            QCOMPARE(o->errors()[1].sqnr_db, t::sqnr_of(2, 20, ref.slot(), 1));
             QCOMPARE(r.blockmaps.size(), 2 * t::synthetic_recipes().size());  // steps 0 and 25
             const auto maps = r.blockmaps_of(25, {0, Gemm::Fprop, Operand::X});
             QCOMPARE(maps.size(), t::synthetic_recipes().size());
@@ -214,12 +214,12 @@ private slots:
             // Steps count from 1; the first step is captured, then every 5th.
             QCOMPARE(d.runs[1].capture_steps, (std::vector<std::int64_t>{1, 6, 11}));
             const OperandRef ref{0, Gemm::Fprop, Operand::X};
-            const trace::OperandRecord* o = d.runs[1].operand_at(11, ref);
-            QVERIFY(o && o->key.step == 11 && o->stats.amax > 0);
+            const OperandSummary* o = d.runs[1].operand_at(11, ref);
+            QVERIFY(o && o->step == 11 && o->amax > 0);
             // The every-step amax and the capture's amax are the same tensor's.
             const auto& sc = d.runs[1].scaling;
             const auto row = std::find(sc.step.begin(), sc.step.end(), 11.0) - sc.step.begin();
-            QCOMPARE(double(sc.amax_at(row, ref.slot())), double(float(o->stats.amax)));
+            QCOMPARE(double(sc.amax_at(row, ref.slot())), double(float(o->amax)));
             QVERIFY(!d.runs[1].ops.empty());
         });
     }

@@ -41,19 +41,19 @@ void LayersModel::refresh(int run, std::int64_t step, int what_if) {
                 r.amax = sc.amax_at(srow, ref.slot());
                 r.scale = sc.scale_at(srow, ref.slot());
             }
-            if (const trace::OperandRecord* o = rd.operand(cap, ref)) {
-                r.capture_step = o->key.step;
+            if (const OperandSummary* o = rd.operand(cap, ref)) {
+                r.capture_step = o->step;
                 r.recipe = recipe_label(d.meta, o->recipe_in_use);
-                if (srow < 0) { r.amax = o->stats.amax; r.scale = o->scale; }
-                r.kurtosis = o->stats.outliers.kurtosis;
-                r.dynamic_range = o->stats.dynamic_range;
+                if (srow < 0) { r.amax = o->amax; r.scale = o->scale; }
+                r.kurtosis = o->kurtosis;
+                r.dynamic_range = o->dynamic_range;
                 const int shown = o->recipe_in_use >= 0 ? o->recipe_in_use : what_if;
                 if (o->recipe_in_use < 0 && shown >= 0) {
                     r.recipe = tr("what-if: %1").arg(recipe_label(d.meta, shown));
                     r.what_if = true;
                 }
-                if (shown >= 0 && shown < static_cast<int>(o->errors.size())) {
-                    const ErrorStats& e = o->errors[shown];
+                if (shown >= 0 && shown < static_cast<int>(o->errors().size())) {
+                    const ErrorFigures& e = o->errors()[shown];
                     r.sqnr_db = e.sqnr_db;
                     r.underflow_pct = e.underflow_pct;
                     r.overflow_pct = e.overflow_pct;

@@ -25,11 +25,12 @@ void RecipeErrorModel::refresh(int run, std::int64_t step, Gemm gemm, Operand op
         const RunData& rd = d.runs[run];
         const auto cap = rd.capture_index_at(step);
         for (int l = 0; l < nl; ++l) {
-            const trace::OperandRecord* o = rd.operand(cap, {l, gemm, operand});
+            const OperandSummary* o = rd.operand(cap, {l, gemm, operand});
             if (!o) continue;
             in_use[l] = o->recipe_in_use >= 0 && o->recipe_in_use < recipes.size() ? o->recipe_in_use : -1;
-            for (int r = 0; r < recipes.size() && r < static_cast<int>(o->errors.size()); ++r)
-                values[static_cast<std::size_t>(l) * recipes.size() + r] = error_stat_value(o->errors[r], stat);
+            const auto errors = o->errors();
+            for (int r = 0; r < recipes.size() && r < static_cast<int>(errors.size()); ++r)
+                values[static_cast<std::size_t>(l) * recipes.size() + r] = error_stat_value(errors[r], stat);
         }
         return 0;
     });

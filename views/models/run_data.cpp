@@ -10,16 +10,16 @@ std::ptrdiff_t RunData::capture_index_at(std::int64_t step) const {
     return (it - capture_steps.begin()) - 1;
 }
 
-const trace::OperandRecord* RunData::operand(std::ptrdiff_t capture_index, const OperandRef& ref) const {
+const OperandSummary* RunData::operand(std::ptrdiff_t capture_index, const OperandRef& ref) const {
     const int slot = ref.slot();
     if (capture_index < 0 || capture_index >= static_cast<std::ptrdiff_t>(operands.size()) || slot < 0)
         return nullptr;
     const auto& at = operands[capture_index];
-    if (slot >= static_cast<int>(at.size()) || at[slot].recipe_in_use == kAbsent) return nullptr;
+    if (slot >= static_cast<int>(at.size()) || at[slot].absent()) return nullptr;
     return &at[slot];
 }
 
-const trace::OperandRecord* RunData::operand_at(std::int64_t step, const OperandRef& ref) const {
+const OperandSummary* RunData::operand_at(std::int64_t step, const OperandRef& ref) const {
     return operand(capture_index_at(step), ref);
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "models/operand_summary.h"
 #include "trace_records.h"
 
 namespace fp8scope::views {
@@ -39,20 +40,18 @@ struct RunData {
     trace::RunInfo info;
     StepColumns steps;
     ScalingColumns scaling;
-    // Operand records per capture step, indexed by operand slot (absent: recipe_in_use
-    // -2, see kAbsent).
+    // Operand summaries per capture step, indexed by operand slot (a slot with no record
+    // is absent()).
     std::vector<std::int64_t> capture_steps;
-    std::vector<std::vector<trace::OperandRecord>> operands;
+    std::vector<std::vector<OperandSummary>> operands;
     std::vector<trace::BlockMapRecord> blockmaps;
     std::vector<trace::OpRecord> ops;  // step ascending
 
-    static constexpr std::int32_t kAbsent = -2;
-
     // Index of the newest capture step <= step; -1 when none.
     std::ptrdiff_t capture_index_at(std::int64_t step) const;
-    const trace::OperandRecord* operand(std::ptrdiff_t capture_index, const OperandRef& ref) const;
-    // Newest record of the operand at or before `step`.
-    const trace::OperandRecord* operand_at(std::int64_t step, const OperandRef& ref) const;
+    const OperandSummary* operand(std::ptrdiff_t capture_index, const OperandRef& ref) const;
+    // Newest summary of the operand at or before `step`.
+    const OperandSummary* operand_at(std::int64_t step, const OperandRef& ref) const;
     // Newest block-map step <= step that holds maps of `ref`; -1 when none.
     std::int64_t blockmap_step_at(std::int64_t step, const OperandRef& ref) const;
     std::vector<const trace::BlockMapRecord*> blockmaps_of(std::int64_t step, const OperandRef& ref) const;

@@ -18,7 +18,7 @@ const char* error_stat_name(ErrorStat s) {
     return "";
 }
 
-double error_stat_value(const ErrorStats& e, ErrorStat s) {
+double error_stat_value(const ErrorFigures& e, ErrorStat s) {
     switch (s) {
         case ErrorStat::SqnrDb: return e.sqnr_db;
         case ErrorStat::Mse: return e.mse;

@@ -14,7 +14,7 @@ namespace fp8scope::views {
 // The quantization-error statistics a view can show (FP8.md names).
 enum class ErrorStat { SqnrDb, Mse, UnderflowPct, OverflowPct, Cosine, RelL2, MaxAbsErr };
 const char* error_stat_name(ErrorStat s);
-double error_stat_value(const ErrorStats& e, ErrorStat s);
+double error_stat_value(const ErrorFigures& e, ErrorStat s);
 constexpr int kErrorStatCount = 7;
 
 class Selection : public QObject {

@@ -111,29 +111,25 @@ void SeriesStore::append_locked(TraceBatch& batch) {
         }
         see_step(s.step);
     }
-    for (auto& o : batch.operands) {
+    for (const auto& o : batch.operands) {
         RunData* run = run_of(o.key.run);
         const int slot = trace::operand_slot(o.key.linear, o.key.gemm, o.key.operand);
         if (!run || slot < 0 || slot >= slot_count) continue;
         auto& steps = run->capture_steps;
         if (steps.empty() || o.key.step > steps.back()) {
             steps.push_back(o.key.step);
-            trace::OperandRecord absent;
-            absent.recipe_in_use = RunData::kAbsent;
-            run->operands.emplace_back(slot_count, absent);
+            run->operands.emplace_back(slot_count);
         } else if (o.key.step < steps.back()) {
             auto keep = std::lower_bound(steps.begin(), steps.end(), o.key.step) - steps.begin();
             if (steps[keep] != o.key.step) {  // went back to a step never captured
                 steps.resize(keep);
                 run->operands.resize(keep);
                 steps.push_back(o.key.step);
-                trace::OperandRecord absent;
-                absent.recipe_in_use = RunData::kAbsent;
-                run->operands.emplace_back(slot_count, absent);
+                run->operands.emplace_back(slot_count);
             }
         }
         auto at = std::lower_bound(steps.begin(), steps.end(), o.key.step) - steps.begin();
-        run->operands[at][slot] = std::move(o);
+        run->operands[at][slot] = OperandSummary(o);
         see_step(steps[at]);
     }
     for (auto& b : batch.blockmaps)

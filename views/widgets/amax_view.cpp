@@ -34,7 +34,7 @@ std::vector<OperandRef> drawn_operands(const std::vector<OperandRef>& selected, 
 namespace {
 // The format's maximum comes from the operand's recipe in use at the newest capture.
 double format_max_of(const TraceData& d, const RunData& rd, const OperandRef& ref) {
-    const trace::OperandRecord* last = rd.operand_at(d.last_step, ref);
+    const OperandSummary* last = rd.operand_at(d.last_step, ref);
     return last && last->recipe_in_use >= 0 && last->recipe_in_use < static_cast<int>(d.meta.recipes.size())
                ? recipe_fp8_max(d.meta.recipes[last->recipe_in_use])
                : fp8_max(Format::E4M3);
@@ -156,16 +156,17 @@ bool AmaxView::drawHistory(const RunData& rd, std::int64_t step) {
     const bool was_visible = window_->visible();
     QVector<double> hk, hv;
     const OperandRef ref = ctx().selection->operand();
-    if (const trace::OperandRecord* o = rd.operand_at(step, ref); o && !o->amax_history.empty()) {
-        const auto n = static_cast<std::int64_t>(o->amax_history.size());
+    if (const OperandSummary* o = rd.operand_at(step, ref); o && !o->amax_history().empty()) {
+        const std::span<const float> history = o->amax_history();
+        const auto n = static_cast<std::int64_t>(history.size());
         const ScalingColumns& sc = rd.scaling;
         const int slot = ref.slot();
-        if (o->key.step == step || slot < 0 || slot >= sc.slot_count) {
+        if (o->step == step || slot < 0 || slot >= sc.slot_count) {
             for (std::int64_t i = 0; i < n; ++i) {
-                hk << static_cast<double>(o->key.step - n + i);
-                hv << o->amax_history[i];
+                hk << static_cast<double>(o->step - n + i);
+                hv << history[i];
             }
-            step = o->key.step;
+            step = o->step;
         } else {
             auto row = std::lower_bound(sc.step.begin(), sc.step.end(), static_cast<double>(step - n)) - sc.step.begin();
             for (; row < static_cast<std::ptrdiff_t>(sc.step.size()) && sc.step[row] < static_cast<double>(step); ++row) {

@@ -152,10 +152,10 @@ void ErrorView::drawSteps(const TraceData& d) {
     for (int r = 0; r < static_cast<int>(d.meta.recipes.size()); ++r) {
         QVector<double> k, v;
         for (std::size_t i = 0; i < rd.capture_steps.size(); ++i)
-            if (const trace::OperandRecord* o = rd.operand(static_cast<std::ptrdiff_t>(i), sel);
-                o && r < static_cast<int>(o->errors.size())) {
+            if (const OperandSummary* o = rd.operand(static_cast<std::ptrdiff_t>(i), sel);
+                o && r < static_cast<int>(o->errors().size())) {
                 k << static_cast<double>(rd.capture_steps[i]);
-                v << error_stat_value(o->errors[r], stat);
+                v << error_stat_value(o->errors()[r], stat);
             }
         QCPGraph* g = steps_->addGraph();
         g->setName(recipe_label(d.meta, r));

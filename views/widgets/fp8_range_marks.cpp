@@ -21,7 +21,7 @@ Fp8RangeLog2 fp8_range_log2(Format f, double scale) {
     return {std::log2(fi.max / scale), std::log2(fi.min_normal / scale), std::log2(fi.min_subnormal / scale)};
 }
 
-double format_scale(const trace::TraceMeta& meta, const trace::OperandRecord& o, Format f) {
+double format_scale(const trace::TraceMeta& meta, const OperandSummary& o, Format f) {
     if (std::isfinite(o.scale) && o.scale > 0 && o.recipe_in_use >= 0 && o.recipe_in_use < static_cast<int>(meta.recipes.size()))
         try {
             // Per-tensor recipes only: a block recipe's scales are per tile.
@@ -31,10 +31,10 @@ double format_scale(const trace::TraceMeta& meta, const trace::OperandRecord& o,
         } catch (const std::exception&) {
             // an unknown recipe name: fall back to current scaling
         }
-    return o.stats.amax > 0 ? fp8_max(f) / o.stats.amax : NAN;
+    return o.amax > 0 ? fp8_max(f) / o.amax : NAN;
 }
 
-void mark_fp8_range(QCPRange* extent, QCustomPlot* plot, const trace::TraceMeta& meta, const trace::OperandRecord& o, double at,
+void mark_fp8_range(QCPRange* extent, QCustomPlot* plot, const trace::TraceMeta& meta, const OperandSummary& o, double at,
                     bool exponent_on_x, double half_width) {
     for (Format f : {Format::E4M3, Format::E5M2}) {
         const Fp8RangeLog2 r = fp8_range_log2(f, format_scale(meta, o, f));

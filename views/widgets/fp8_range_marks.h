@@ -20,7 +20,7 @@ struct Fp8RangeLog2 {
 };
 Fp8RangeLog2 fp8_range_log2(Format f, double scale);
 // The scale format `f` takes for operand `o` (see above); NaN when it has none (amax 0).
-double format_scale(const trace::TraceMeta& meta, const trace::OperandRecord& o, Format f);
+double format_scale(const trace::TraceMeta& meta, const OperandSummary& o, Format f);
 // A histogram cell e spans [2^e, 2^(e+1)) and is centred on e: a raw |x| lies at
 // log2|x| - 0.5 on the heatmap's exponent axis.
 inline double exponent_coord(double log2_value) { return log2_value - 0.5; }
@@ -29,7 +29,7 @@ inline double exponent_coord(double log2_value) { return log2_value - 0.5; }
 // a histogram heatmap, from `at` - 0.5 to `at` + 0.5 on the other axis. Widens `extent`
 // (exponent coordinates; start it as NaN, NaN) to hold the marks, so that the axis can
 // show them all.
-void mark_fp8_range(QCPRange* extent, QCustomPlot* plot, const trace::TraceMeta& meta, const trace::OperandRecord& o, double at,
+void mark_fp8_range(QCPRange* extent, QCustomPlot* plot, const trace::TraceMeta& meta, const OperandSummary& o, double at,
                     bool exponent_on_x, double half_width = 0.5);
 void clear_fp8_marks(QCustomPlot* plot);
 // The marks on `plot` (for tests): (format, edge) pairs in drawing order.

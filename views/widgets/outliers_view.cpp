@@ -15,14 +15,14 @@
 
 namespace fp8scope::views {
 
-bool histogram_extent(const std::vector<const Log2Histogram*>& hists, int& lo, int& hi) {
+bool histogram_extent(const std::vector<HistogramCounts>& hists, int& lo, int& hi) {
     lo = kHistMaxExp + 1;
     hi = kHistMinExp - 1;
-    for (const Log2Histogram* h : hists)
-        for (int b = 0; b < kHistBins; ++b)
-            if (h->bins[b] > 0) {
-                lo = std::min(lo, b + kHistMinExp);
-                hi = std::max(hi, b + kHistMinExp);
+    for (const HistogramCounts& h : hists)
+        for (int e = h.first(); !h.empty() && e <= h.last(); ++e)
+            if (h.count(e) > 0) {
+                lo = std::min(lo, e);
+                hi = std::max(hi, e);
             }
     return lo <= hi;
 }
@@ -101,7 +101,7 @@ OutliersView::OutliersView(const ViewContext& context, QWidget* parent)
     outliers_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, Qt::red, 5));
 }
 
-std::vector<ChannelBucket> channel_envelope(const std::vector<float>& v, int buckets) {
+std::vector<ChannelBucket> channel_envelope(std::span<const float> v, int buckets) {
     std::vector<ChannelBucket> out;
     const std::size_t n = v.size();
     if (n == 0 || buckets <= 0) return out;
@@ -122,20 +122,20 @@ void OutliersView::drawLayers(const TraceData& d, const RunData& rd, std::int64_
     const OperandRef sel = ctx().selection->operand();
     const auto cap = rd.capture_index_at(step);
     const int nl = static_cast<int>(d.meta.linears.size());
-    std::vector<const Log2Histogram*> hists(nl, nullptr), present;
+    std::vector<HistogramCounts> hists(nl), present;  // an absent operand's is empty
     QVector<double> lk, kv;
     for (int l = 0; l < nl; ++l)
-        if (const trace::OperandRecord* o = rd.operand(cap, {l, sel.gemm, sel.operand})) {
-            hists[l] = &o->stats.histogram;
+        if (const OperandSummary* o = rd.operand(cap, {l, sel.gemm, sel.operand})) {
+            hists[l] = o->histogram();
             present.push_back(hists[l]);
             lk << l;
-            kv << o->stats.outliers.kurtosis;
+            kv << o->kurtosis;
         }
     QCPColorMap* map = color_map(layers_);
     clear_fp8_marks(layers_);
     QCPRange marks(qQNaN(), qQNaN());
     for (int l = 0; l < nl; ++l)
-        if (const trace::OperandRecord* o = rd.operand(cap, {l, sel.gemm, sel.operand}))
+        if (const OperandSummary* o = rd.operand(cap, {l, sel.gemm, sel.operand}))
             mark_fp8_range(&marks, layers_, d.meta, *o, l, true);
     const QString what = tr("%1 %2, run %3").arg(gemm_label(sel.gemm), operand_label(sel.operand), run_label(d.meta, ctx().selection->run()));
     set_title(layers_, cap >= 0 ? tr("log2 |x| histogram per layer: %1, step %2").arg(what).arg(rd.capture_steps[cap])
@@ -150,7 +150,7 @@ void OutliersView::drawLayers(const TraceData& d, const RunData& rd, std::int64_
         map->data()->setRange(QCPRange(lo, hi), QCPRange(0, nl - 1));
         for (int l = 0; l < nl; ++l)
             for (int e = lo; e <= hi; ++e)
-                map->data()->setCell(e - lo, l, hists[l] ? std::log10(1.0 + hists[l]->count(e)) : 0.0);
+                map->data()->setCell(e - lo, l, std::log10(1.0 + hists[l].count(e)));
         map->rescaleDataRange(true);
     }
     layers_->rescaleAxes();
@@ -171,13 +171,13 @@ void OutliersView::drawSteps(const TraceData& d, const RunData& rd, std::int64_t
     clear_fp8_marks(steps_);
     set_title(steps_, tr("log2 |x| histogram over steps: %1, run %2")
                           .arg(short_operand_label(d.meta, sel), run_label(d.meta, ctx().selection->run())));
-    std::vector<const Log2Histogram*> hists;
+    std::vector<HistogramCounts> hists;
     std::vector<double> steps;
-    std::vector<const trace::OperandRecord*> records;
+    std::vector<const OperandSummary*> records;
     QCPRange marks(qQNaN(), qQNaN());
     for (std::size_t i = 0; i < rd.capture_steps.size() && rd.capture_steps[i] <= std::max<std::int64_t>(step, 0); ++i)
-        if (const trace::OperandRecord* o = rd.operand(static_cast<std::ptrdiff_t>(i), sel)) {
-            hists.push_back(&o->stats.histogram);
+        if (const OperandSummary* o = rd.operand(static_cast<std::ptrdiff_t>(i), sel)) {
+            hists.push_back(o->histogram());
             steps.push_back(static_cast<double>(rd.capture_steps[i]));
             records.push_back(o);
         }
@@ -192,7 +192,7 @@ void OutliersView::drawSteps(const TraceData& d, const RunData& rd, std::int64_t
         map->data()->setSize(n, hi - lo + 1);
         map->data()->setRange(QCPRange(steps.front(), steps.back()), QCPRange(lo, hi));
         for (int i = 0; i < n; ++i)
-            for (int e = lo; e <= hi; ++e) map->data()->setCell(i, e - lo, std::log10(1.0 + hists[i]->count(e)));
+            for (int e = lo; e <= hi; ++e) map->data()->setCell(i, e - lo, std::log10(1.0 + hists[i].count(e)));
         map->rescaleDataRange(true);
         // Each capture's column spans half the distance to its neighbours.
         const double half = n > 1 ? 0.5 * (steps.back() - steps.front()) / (n - 1) : 0.5;
@@ -205,9 +205,8 @@ void OutliersView::drawSteps(const TraceData& d, const RunData& rd, std::int64_t
 void OutliersView::drawChannels(const TraceData& d, const RunData& rd, std::int64_t step) {
     const OperandRef sel = ctx().selection->operand();
     QVector<double> k, v, ok, ov, ek, emin, emax;
-    const trace::OperandRecord* o = rd.operand_at(step, sel);
-    const std::vector<float> none;
-    const auto& ch = o ? o->stats.outliers.channel_absmax : none;
+    const OperandSummary* o = rd.operand_at(step, sel);
+    const std::span<const float> ch = o ? o->channel_absmax() : std::span<const float>();
     std::vector<float> sorted(ch.begin(), ch.end());
     std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
     const double median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
@@ -228,7 +227,7 @@ void OutliersView::drawChannels(const TraceData& d, const RunData& rd, std::int6
     channels_->yAxis->setRangeLower(0);
     set_title(channels_, o ? tr("channel absmax: %1, run %2, step %3 (red: outliers)")
                                  .arg(short_operand_label(d.meta, sel), run_label(d.meta, ctx().selection->run()))
-                                 .arg(o->key.step)
+                                 .arg(o->step)
                            : tr("per-channel absmax (red: outlier channels)"));
     set_placeholder(channels_, ch.empty() ? tr("no channel absmax for %1").arg(operand_ref_label(d.meta, sel)) : QString());
 }

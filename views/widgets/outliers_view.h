@@ -41,9 +41,9 @@ private:
 struct ChannelBucket {
     double channel, min, max;
 };
-std::vector<ChannelBucket> channel_envelope(const std::vector<float>& v, int buckets);
+std::vector<ChannelBucket> channel_envelope(std::span<const float> v, int buckets);
 
 // The exponent range [lo, hi] holding counts in any of `hists`; false when all are empty.
-bool histogram_extent(const std::vector<const Log2Histogram*>& hists, int& lo, int& hi);
+bool histogram_extent(const std::vector<HistogramCounts>& hists, int& lo, int& hi);
 
 }  // namespace fp8scope::views
