@@ -133,7 +133,7 @@ void measure(const char* self, const std::string& name, const std::string& path)
     int status = 0;
     rusage ru{};
     wait4(pid, &status, 0, &ru);
-    std::printf(", peak RSS %.1f MB%s\n", ru.ru_maxrss / 1024.0, WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "" : " (FAILED)");
+    std::printf(", peak RSS %.1f MB%s\n", ru.ru_maxrss * 1024.0 / 1e6, WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "" : " (FAILED)");
 }
 
 }  // namespace
