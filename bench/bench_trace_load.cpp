@@ -40,7 +40,7 @@ void print_store(const TraceData& d) {
         }
         captures += r.capture_steps.size();
         for (const auto& b : r.blockmaps) blockmaps += (sizeof(b) + (b.absmax.capacity() + b.scale_inv.capacity() + b.sqnr_db.capacity()) * sizeof(float)) / 1e6;
-        ops += mb(r.ops);
+        ops += static_cast<double>(r.ops.bytes()) / 1e6;
     }
     std::printf("store: steps %.1f MB, scaling %.1f MB, operands %.1f MB (%zu at %zu capture steps: %.0f bytes each), "
                 "block maps %.1f MB, ops %.1f MB\n",

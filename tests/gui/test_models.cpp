@@ -182,6 +182,51 @@ private slots:
         QCOMPARE(b.bytes(), sizeof(OperandSummary));
     }
 
+    // The store's packed op list gives back every field of every record.
+    void opListKeepsEveryRecord() {
+        std::vector<trace::OpRecord> want;
+        const std::int64_t steps[] = {1, 1, 2, 4, 4, 4, 7};
+        for (int i = 0; i < 7; ++i) {
+            trace::OpRecord r{3, steps[i], 10 + i, i - 1, i / 2 - 1, i % 2 ? 0 : -1, i, 1000 * i, 1000 * i + 900 + i};
+            r.kind = static_cast<trace::OpKind>(i % 4);
+            r.parent = i % 3 - 1;
+            r.operand = i % 4 - 1;
+            r.bytes = i % 3 == 1 ? (std::int64_t(1) << 33) + i : 0;
+            want.push_back(r);
+        }
+        OpList list;
+        for (const auto& r : want) list.push_back(r);
+        auto same = [](const trace::OpRecord& a, const trace::OpRecord& b) {
+            return a.run == b.run && a.step == b.step && a.op == b.op && a.linear == b.linear && a.layer == b.layer &&
+                   a.device == b.device && a.stream == b.stream && a.start_ns == b.start_ns && a.end_ns == b.end_ns &&
+                   a.kind == b.kind && a.parent == b.parent && a.operand == b.operand && a.bytes == b.bytes;
+        };
+        QCOMPARE(list.size(), want.size());
+        for (std::size_t i = 0; i < want.size(); ++i) {
+            QVERIFY2(same(list[i], want[i]), qPrintable(QString::number(i)));
+            QCOMPARE(list.step(i), want[i].step);
+        }
+        QVERIFY(same(list.back(), want.back()));
+        using Range = std::pair<std::size_t, std::size_t>;
+        QCOMPARE(list.of_step(1), Range(0, 2));
+        QCOMPARE(list.of_step(2), Range(2, 3));
+        QCOMPARE(list.of_step(4), Range(3, 6));
+        QCOMPARE(list.of_step(7), Range(6, 7));
+        QCOMPARE(list.of_step(0), Range(0, 0));  // before the first: where it would go
+        QCOMPARE(list.of_step(3), Range(3, 3));
+        QCOMPARE(list.of_step(9), Range(7, 7));
+        // A rewind to step 2: its records and the later ones go, new ones follow.
+        list.truncate(list.of_step(2).first);
+        QCOMPARE(list.size(), std::size_t(2));
+        QVERIFY(same(list.back(), want[1]));
+        QCOMPARE(list.of_step(4), Range(2, 2));
+        trace::OpRecord again = want[4];
+        again.step = 2;
+        list.push_back(again);
+        QVERIFY(same(list[2], again));
+        QCOMPARE(list.of_step(2), Range(2, 3));
+    }
+
     void staleGenerationIsDropped() {
         const auto old = store_.generation();
         const auto gen = store_.reset(testing::synthetic_meta(spec_));

@@ -30,7 +30,7 @@ void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope, KernelSe
         if (run < 0 || run >= static_cast<int>(d.runs.size())) return out;
         const RunData& rd = d.runs[run];
         auto [lo, hi] = scope == WholeRun ? std::pair<std::size_t, std::size_t>{0, rd.ops.size()} : rd.ops_of_step(step);
-        device = std::any_of(rd.ops.begin() + static_cast<std::ptrdiff_t>(lo), rd.ops.begin() + static_cast<std::ptrdiff_t>(hi), is_device);
+        for (std::size_t i = lo; i < hi && !device; ++i) device = is_device(rd.ops[i]);
         std::map<int, int> parent_of;  // kernel name id -> the host op it ran in (the first seen)
         std::map<int, std::vector<double>> durations;  // op id -> call times, ns
         // Each step's time: recorded, else the span of its ops.
@@ -70,7 +70,7 @@ void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope, KernelSe
         if (device) {  // close_step counts no steps then
             steps = 0;
             for (std::size_t i = lo; i < hi; ++i)
-                if (i == lo || rd.ops[i].step != rd.ops[i - 1].step) ++steps;
+                if (i == lo || rd.ops.step(i) != rd.ops.step(i - 1)) ++steps;
         }
         for (auto& [id, t] : durations) {
             Row r;

@@ -42,13 +42,7 @@ std::vector<const trace::BlockMapRecord*> RunData::blockmaps_of(std::int64_t ste
     return out;
 }
 
-std::pair<std::size_t, std::size_t> RunData::ops_of_step(std::int64_t step) const {
-    auto lo = std::lower_bound(ops.begin(), ops.end(), step,
-                               [](const trace::OpRecord& o, std::int64_t s) { return o.step < s; });
-    auto hi = std::upper_bound(lo, ops.end(), step,
-                               [](std::int64_t s, const trace::OpRecord& o) { return s < o.step; });
-    return {static_cast<std::size_t>(lo - ops.begin()), static_cast<std::size_t>(hi - ops.begin())};
-}
+std::pair<std::size_t, std::size_t> RunData::ops_of_step(std::int64_t step) const { return ops.of_step(step); }
 
 std::ptrdiff_t RunData::step_row_at(std::int64_t step) const {
     auto it = std::upper_bound(steps.step.begin(), steps.step.end(), static_cast<double>(step));

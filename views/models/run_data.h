@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "models/op_list.h"
 #include "models/operand_summary.h"
 #include "trace_records.h"
 
@@ -45,7 +46,7 @@ struct RunData {
     std::vector<std::int64_t> capture_steps;
     std::vector<std::vector<OperandSummary>> operands;
     std::vector<trace::BlockMapRecord> blockmaps;
-    std::vector<trace::OpRecord> ops;  // step ascending
+    OpList ops;  // step ascending
 
     // Index of the newest capture step <= step; -1 when none.
     std::ptrdiff_t capture_index_at(std::int64_t step) const;

@@ -137,11 +137,8 @@ void SeriesStore::append_locked(TraceBatch& batch) {
     for (const auto& op : batch.ops) {
         RunData* run = run_of(op.run);
         if (!run) continue;
-        if (!run->ops.empty() && op.step < run->ops.back().step) {
-            auto [lo, hi] = run->ops_of_step(op.step);
-            (void)hi;
-            run->ops.resize(lo);
-        }
+        if (!run->ops.empty() && op.step < run->ops.step(run->ops.size() - 1))
+            run->ops.truncate(run->ops_of_step(op.step).first);
         run->ops.push_back(op);
     }
     for (auto& e : batch.events) d.events.push_back(std::move(e));
