@@ -174,6 +174,10 @@ private slots:
             QVERIFY(std::ranges::equal(got->channel_absmax(), r.stats.outliers.channel_absmax));
             QVERIFY(std::ranges::equal(got->amax_history(), r.amax_history));
         }
+        OperandSummary from(s), to;
+        to = std::move(from);
+        QVERIFY(from.absent() && from.errors().empty() && from.histogram().empty() && from.channel_absmax().empty());
+        QCOMPARE(to.channel_absmax().size(), r.stats.outliers.channel_absmax.size());
         trace::OperandRecord bare;  // no errors, channels or history: nothing allocated
         bare.recipe_in_use = -1;
         const OperandSummary b(bare);

@@ -6,6 +6,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <utility>
 
 namespace fp8scope::views {
 
@@ -87,8 +88,28 @@ OperandSummary::OperandSummary(const OperandSummary& o)
     }
 }
 
+OperandSummary::OperandSummary(OperandSummary&& o) noexcept { *this = std::move(o); }
+
 OperandSummary& OperandSummary::operator=(const OperandSummary& o) {
     if (this != &o) *this = OperandSummary(o);
+    return *this;
+}
+
+OperandSummary& OperandSummary::operator=(OperandSummary&& o) noexcept {
+    if (this == &o) return *this;
+    step = o.step;
+    recipe_in_use = std::exchange(o.recipe_in_use, kAbsent);
+    scale = o.scale;
+    amax = o.amax;
+    kurtosis = o.kurtosis;
+    dynamic_range = o.dynamic_range;
+    data_ = std::move(o.data_);
+    errors_ = std::exchange(o.errors_, 0);
+    channels_ = std::exchange(o.channels_, 0);
+    history_ = std::exchange(o.history_, 0);
+    hist_first_ = std::exchange(o.hist_first_, 0);
+    hist_bins_ = std::exchange(o.hist_bins_, 0);
+    hist_wide_ = std::exchange(o.hist_wide_, false);
     return *this;
 }
 

@@ -54,8 +54,8 @@ public:
     explicit OperandSummary(const trace::OperandRecord& r);
     OperandSummary(const OperandSummary& o);
     OperandSummary& operator=(const OperandSummary& o);
-    OperandSummary(OperandSummary&&) noexcept = default;
-    OperandSummary& operator=(OperandSummary&&) noexcept = default;
+    OperandSummary(OperandSummary&& o) noexcept;  // leaves `o` absent
+    OperandSummary& operator=(OperandSummary&& o) noexcept;
 
     bool absent() const { return recipe_in_use == kAbsent; }
 
