@@ -21,15 +21,11 @@ namespace {
 
 constexpr int kFinishThreads = 1024;
 
-template <class T>
-__global__ void __launch_bounds__(kThreads) moments_kernel(const T* x, std::int64_t n, Moments* partials) {
-    __shared__ unsigned long long scratch[kWarps];
+struct MomentAcc {
     double sum = 0, sum2 = 0;
     unsigned amax = 0, amax_finite = 0;
     unsigned long long nan = 0, inf = 0;
-    for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
-         i += std::int64_t(gridDim.x) * blockDim.x) {
-        const float v = as_float(x[i]);
+    __device__ __forceinline__ void add(float v) {
         const unsigned a = __float_as_uint(v) & ~qk::kSignBit;
         const bool fin = a < qk::kInfBits;
         const double d = fin ? double(v) : 0.0;
@@ -40,13 +36,33 @@ __global__ void __launch_bounds__(kThreads) moments_kernel(const T* x, std::int6
         nan += a > qk::kInfBits;
         inf += a == qk::kInfBits;
     }
+};
+
+// Grid-stride over 16-byte runs (when x is aligned), the tail element by element.
+template <class T>
+__global__ void __launch_bounds__(kThreads) moments_kernel(const T* x, std::int64_t n, bool aligned,
+                                                           Moments* partials) {
+    __shared__ unsigned long long scratch[kWarps];
+    constexpr int kV = 16 / sizeof(T);
+    MomentAcc acc;
+    const std::int64_t threads = std::int64_t(gridDim.x) * blockDim.x;
+    const std::int64_t first = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+    const std::int64_t runs = aligned ? n / kV : 0;
+    for (std::int64_t i = first; i < runs; i += threads) {
+        const uint4 q = reinterpret_cast<const uint4*>(x)[i];
+        T v[kV];
+        memcpy(v, &q, 16);
+#pragma unroll
+        for (int k = 0; k < kV; ++k) acc.add(as_float(v[k]));
+    }
+    for (std::int64_t i = runs * kV + first; i < n; i += threads) acc.add(as_float(x[i]));
     Moments m;
-    m.sum = block_reduce(sum, Add{}, reinterpret_cast<double*>(scratch));
-    m.sum2 = block_reduce(sum2, Add{}, reinterpret_cast<double*>(scratch));
-    m.amax = block_reduce(amax, Max{}, reinterpret_cast<unsigned*>(scratch));
-    m.amax_finite = block_reduce(amax_finite, Max{}, reinterpret_cast<unsigned*>(scratch));
-    m.nan = block_reduce(nan, Add{}, scratch);
-    m.inf = block_reduce(inf, Add{}, scratch);
+    m.sum = block_reduce(acc.sum, Add{}, reinterpret_cast<double*>(scratch));
+    m.sum2 = block_reduce(acc.sum2, Add{}, reinterpret_cast<double*>(scratch));
+    m.amax = block_reduce(acc.amax, Max{}, reinterpret_cast<unsigned*>(scratch));
+    m.amax_finite = block_reduce(acc.amax_finite, Max{}, reinterpret_cast<unsigned*>(scratch));
+    m.nan = block_reduce(acc.nan, Add{}, scratch);
+    m.inf = block_reduce(acc.inf, Add{}, scratch);
     if (threadIdx.x == 0) partials[blockIdx.x] = m;
 }
 
@@ -238,7 +254,8 @@ Analysis Analyzer::analyze(const AnalysisInput& x, const std::vector<Recipe>& re
                            const AnalysisExtras& extras, cudaStream_t stream) {
     const std::int64_t n = x.rows * x.cols;
     if (!device_analysis_supports(recipes, opt, n)) throw std::logic_error("device analysis: unsupported request");
-    an::TileInput in{x.data, x.dtype, x.rows, x.cols, x.transposed, (x.rows + an::kTile - 1) / an::kTile,
+    const bool aligned = reinterpret_cast<std::uintptr_t>(x.data) % 16 == 0;
+    an::TileInput in{x.data, x.dtype, x.rows, x.cols, x.transposed, aligned, (x.rows + an::kTile - 1) / an::kTile,
                      (x.cols + an::kTile - 1) / an::kTile};
     const std::size_t tiles = std::size_t(in.tiles()), nrec = recipes.size();
     const int top_k = std::max(0, opt.top_k);
@@ -268,9 +285,11 @@ Analysis Analyzer::analyze(const AnalysisInput& x, const std::vector<Recipe>& re
     FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(b.channel, 0, std::size_t(x.cols) * sizeof(unsigned), stream));
     const int blocks = int(std::min<std::int64_t>(an::kMomentBlocks, (n + an::kThreads * 8 - 1) / (an::kThreads * 8)));
     if (x.dtype == DType::BF16)
-        an::moments_kernel<<<blocks, an::kThreads, 0, stream>>>(static_cast<const std::uint16_t*>(x.data), n, b.partials);
+        an::moments_kernel<<<blocks, an::kThreads, 0, stream>>>(static_cast<const std::uint16_t*>(x.data), n, aligned,
+                                                                b.partials);
     else
-        an::moments_kernel<<<blocks, an::kThreads, 0, stream>>>(static_cast<const float*>(x.data), n, b.partials);
+        an::moments_kernel<<<blocks, an::kThreads, 0, stream>>>(static_cast<const float*>(x.data), n, aligned,
+                                                                b.partials);
     FP8SCOPE_CUDA_LAUNCHED();
     an::finish_moments_kernel<<<1, an::kFinishThreads, 0, stream>>>(b.partials, blocks, n, plans, opt.outlier_k,
                                                                      b.summary);

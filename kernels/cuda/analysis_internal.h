@@ -23,6 +23,7 @@ struct TileInput {
     DType dtype = DType::F32;
     std::int64_t rows = 0, cols = 0;
     bool transposed = false;
+    bool vec_load = false;  // data is 16-byte aligned (16-byte runs where the stride allows)
     std::int64_t grid_rows = 0, grid_cols = 0;
     std::int64_t tiles() const { return grid_rows * grid_cols; }
 };

@@ -138,17 +138,34 @@ __device__ __forceinline__ float as_float(float v) { return v; }
 __device__ __forceinline__ float as_float(std::uint16_t b) { return __uint_as_float(unsigned(b) << 16); }
 
 // The view's tile at (r0, c0), nr x nc, into tile[r * kPad + c] in the input's type
-// (zeros outside the tensor), so a BF16 tile takes half the shared memory.
+// (zeros outside the tensor), so a BF16 tile takes half the shared memory. Threads read
+// 16-byte runs of the stored layout (a row of x, or a column of the view when it is
+// transposed) where the stride and the address allow, else single elements.
 template <class T, bool kTransposed>
 __device__ __forceinline__ void load_tile(const TileInput& in, std::int64_t r0, std::int64_t c0, int nr, int nc,
                                           T* tile) {
     const T* x = static_cast<const T*>(in.data);
-    for (int i = threadIdx.x; i < kTile * kTile; i += blockDim.x) {
-        // Consecutive threads read consecutive addresses of the stored layout.
-        const int r = kTransposed ? i % kTile : i / kTile, c = kTransposed ? i / kTile : i % kTile;
-        T v = T(0);
-        if (r < nr && c < nc) v = x[kTransposed ? (c0 + c) * in.rows + r0 + r : (r0 + r) * in.cols + c0 + c];
-        tile[r * kPad + c] = v;
+    constexpr int kV = 16 / sizeof(T);          // elements per 16-byte run
+    constexpr int kRuns = kTile * kTile / kV;
+    const std::int64_t stride = kTransposed ? in.rows : in.cols;
+    // Runs go along the stored rows: (a, b) = (stored row in the tile, first element).
+    const int na = kTransposed ? nc : nr, nb = kTransposed ? nr : nc;
+    const std::int64_t a0 = kTransposed ? c0 : r0, b0 = kTransposed ? r0 : c0;
+    const bool vec = in.vec_load && stride % kV == 0;
+#pragma unroll 4
+    for (int i = threadIdx.x; i < kRuns; i += blockDim.x) {
+        const int a = i / (kTile / kV), b = (i % (kTile / kV)) * kV;
+        T v[kV];
+        const T* src = x + (a0 + a) * stride + b0 + b;
+        if (vec && a < na && b + kV <= nb) {
+            const uint4 q = *reinterpret_cast<const uint4*>(src);
+            memcpy(v, &q, 16);
+        } else {
+#pragma unroll
+            for (int k = 0; k < kV; ++k) v[k] = a < na && b + k < nb ? src[k] : T(0);
+        }
+#pragma unroll
+        for (int k = 0; k < kV; ++k) tile[kTransposed ? (b + k) * kPad + a : a * kPad + b + k] = v[k];
     }
 }
 

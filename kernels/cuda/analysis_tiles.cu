@@ -46,8 +46,9 @@ __device__ __forceinline__ void error_element(float v, unsigned a, float y, floa
     const float d = __fsub_rn(q, v);
     const float xn = v * norm, qn = q * norm, dn = d * norm;
     e.sxx = fmaf(xn, xn, e.sxx);
-    constexpr float kTiny = 0x1p-60f;
-    if ((qn == 0.0f || fabsf(qn) >= kTiny) && (dn == 0.0f || fabsf(dn) >= kTiny)) {
+    constexpr unsigned kTinyBits = 0x21800000u;  // 2^-60: squares below 2^-120 lose bits
+    const unsigned qa = __float_as_uint(qn) & kAbs, da = __float_as_uint(dn) & kAbs;
+    if (qa - 1u >= kTinyBits - 1u && da - 1u >= kTinyBits - 1u) {  // each 0 or >= 2^-60
         e.sqq = fmaf(qn, qn, e.sqq);
         e.sxq = fmaf(xn, qn, e.sxq);
         e.sdd = fmaf(dn, dn, e.sdd);
@@ -65,7 +66,7 @@ struct TileShared {
     T tile[kTile * kPad];
     unsigned blk_amax[kMaxBlocks], blk_raw[kMaxBlocks];
     float blk_s[kMaxBlocks], blk_si[kMaxBlocks];
-    unsigned hist[kHistBins];
+    unsigned hist[kWarps][kHistBins];  // one per warp: fewer lanes on one address
     unsigned channel[kTile];
     alignas(8) unsigned char scratch[kWarps * 8];
 };
@@ -183,7 +184,7 @@ __global__ void __launch_bounds__(kThreads, 3) tile_kernel(TileInput in, Plans p
     const int nr = at.nr, nc = at.nc;
     const std::int64_t c0 = at.c0;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    for (int b = threadIdx.x; b < kHistBins; b += blockDim.x) sh.hist[b] = 0u;
+    for (int b = threadIdx.x; b < kWarps * kHistBins; b += blockDim.x) (&sh.hist[0][0])[b] = 0u;
     for (int c = threadIdx.x; c < kTile; c += blockDim.x) sh.channel[c] = 0u;
     load_tile<T, kTransposed>(in, at.r0, c0, nr, nc, sh.tile);
     __syncthreads();
@@ -210,15 +211,8 @@ __global__ void __launch_bounds__(kThreads, 3) tile_kernel(TileInput in, Plans p
                 smax = max(smax, a);
                 ch[j] = max(ch[j], a);
             }
-            // One shared add per distinct bin in the warp (a handful: values cluster).
             const int bin = r < nr && c < nc ? hist_bin(a) : -1;
-            unsigned todo = __ballot_sync(0xffffffffu, bin >= 0);
-            while (todo) {
-                const int b = __shfl_sync(0xffffffffu, bin, __ffs(todo) - 1);
-                const unsigned same = __ballot_sync(0xffffffffu, bin == b);
-                if (lane == __ffs(todo) - 1) atomicAdd(&sh.hist[b], unsigned(__popc(same)));
-                todo &= ~same;
-            }
+            if (bin >= 0) atomicAdd(&sh.hist[warp][bin], 1u);
         }
     }
 #pragma unroll
@@ -236,8 +230,11 @@ __global__ void __launch_bounds__(kThreads, 3) tile_kernel(TileInput in, Plans p
         tile_smax = smax;
     }
     __syncthreads();  // also orders the shared histogram and channel atomics before their reads
-    for (int b = threadIdx.x; b < kHistBins; b += blockDim.x)
-        if (sh.hist[b]) atomicAdd(&hist[b], static_cast<unsigned long long>(sh.hist[b]));
+    for (int b = threadIdx.x; b < kHistBins; b += blockDim.x) {
+        unsigned count = 0;
+        for (int w = 0; w < kWarps; ++w) count += sh.hist[w][b];
+        if (count) atomicAdd(&hist[b], static_cast<unsigned long long>(count));
+    }
     for (int c = threadIdx.x; c < nc; c += blockDim.x)
         if (sh.channel[c]) atomicMax(&channel[c0 + c], sh.channel[c]);
 
