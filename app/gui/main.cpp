@@ -40,8 +40,9 @@ int main(int argc, char** argv) {
                                   "operands for --screenshot, comma-separated labels (\"blocks.0.mlp.fc1 fprop x\" "
                                   "or \"L0 fc1 fprop x\"); the first is the current one", "LIST");
     QCommandLineOption blocks_opt("blocks", "block heatmaps for --screenshot: absmax, scale_inv or sqnr", "NAME");
+    QCommandLineOption step_opt("step", "the cursor's step for --screenshot (default: the last)", "N");
     QCommandLineOption no_launch_opt("no-launch", "open an empty window instead of starting a run");
-    cli.addOptions({open_opt, shot_opt, view_opt, run_opt, select_opt, blocks_opt, no_launch_opt});
+    cli.addOptions({open_opt, shot_opt, view_opt, run_opt, select_opt, blocks_opt, step_opt, no_launch_opt});
     cli.process(app);
     QStringList traces = cli.values(open_opt) + cli.positionalArguments();
 
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
     MainWindow window(!screenshot);  // screenshots never depend on the user's saved layout
     if (screenshot)
         return take_screenshot(window, {cli.value(shot_opt), traces, cli.value(view_opt), cli.value(run_opt),
-                                        cli.value(select_opt), cli.value(blocks_opt)});
+                                        cli.value(select_opt), cli.value(blocks_opt), cli.value(step_opt)});
     window.show();
     if (!traces.isEmpty()) window.openTraces(traces);
     else if (!cli.isSet(no_launch_opt)) window.runControl()->launch(RunControl::defaultSpec());

@@ -42,6 +42,18 @@ bool apply_choices(MainWindow& window, const ScreenshotRequest& r) {
         }
         qobject_cast<BlockMapView*>(window.viewSet()->view("blocks"))->setQuantity(BlockMapView::Quantity(q));
     }
+    if (!r.step.isEmpty()) {
+        bool ok = false;
+        const qlonglong step = r.step.toLongLong(&ok);
+        const auto [first, last] =
+            window.store().read([](const TraceData& d) { return std::pair(d.first_step, d.last_step); });
+        if (!ok || step < first || step > last) {
+            std::fprintf(stderr, "step '%s' is not in the trace (steps %lld to %lld)\n", qPrintable(r.step),
+                         static_cast<long long>(first), static_cast<long long>(last));
+            return false;
+        }
+        window.cursor()->setStep(step);
+    }
     return true;
 }
 

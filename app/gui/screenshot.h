@@ -13,6 +13,7 @@ struct ScreenshotRequest {
     QString run;     // run name; empty: the first run
     QString select;  // comma-separated operand labels; the first one is the current operand
     QString blocks;  // block heatmaps' quantity: absmax, scale_inv or sqnr; empty: absmax
+    QString step;    // the cursor's step; empty: the last step
 };
 
 // Waits for the load to end however long it takes, on the default dock layout. Exit

@@ -33,22 +33,24 @@ struct ErrAcc {
     unsigned under = 0, over = 0, nonfinite = 0;
 };
 
-// One element x = v (finite, |x| bits a) cast with s, whose product was y and rounding r.
+// One element x = v (|x| bits a) cast with s, whose product was y and rounding r; it
+// counts only when `use` (x finite, its block's scale a number). Selects, not branches,
+// except for the rare tiny products.
 template <Format F>
-__device__ __forceinline__ void error_element(float v, unsigned a, float y, float r, float si, float norm, ErrAcc& e) {
-    e.over += fabsf(y) > qk::Fp8<F>::kFastMax;
-    e.under += (a != 0u) & (r == 0.0f);
+__device__ __forceinline__ void error_element(bool use, float v, unsigned a, float y, float r, float si, float norm,
+                                              ErrAcc& e) {
+    e.over += use & (fabsf(y) > qk::Fp8<F>::kFastMax);
+    e.under += use & (a != 0u) & (r == 0.0f);
     const float q = __fmul_rn(r, si);
-    if (!(fabsf(q) < INFINITY)) {
-        ++e.nonfinite;
-        return;
-    }
+    const bool q_finite = fabsf(q) < INFINITY;
+    e.nonfinite += use & !q_finite;
+    const bool ok = use & q_finite;
     const float d = __fsub_rn(q, v);
-    const float xn = v * norm, qn = q * norm, dn = d * norm;
+    const float xn = ok ? v * norm : 0.0f, qn = ok ? q * norm : 0.0f, dn = ok ? d * norm : 0.0f;
     e.sxx = fmaf(xn, xn, e.sxx);
     constexpr unsigned kTinyBits = 0x21800000u;  // 2^-60: squares below 2^-120 lose bits
     const unsigned qa = __float_as_uint(qn) & kAbs, da = __float_as_uint(dn) & kAbs;
-    if (qa - 1u >= kTinyBits - 1u && da - 1u >= kTinyBits - 1u) {  // each 0 or >= 2^-60
+    if (min(qa - 1u, da - 1u) >= kTinyBits - 1u) {  // each 0 or >= 2^-60
         e.sqq = fmaf(qn, qn, e.sqq);
         e.sxq = fmaf(xn, qn, e.sxq);
         e.sdd = fmaf(dn, dn, e.sdd);
@@ -58,7 +60,7 @@ __device__ __forceinline__ void error_element(float v, unsigned a, float y, floa
         e.sxq_tiny += xd * qd;
         e.sdd_tiny += dd * dd;
     }
-    e.max_err = fmaxf(e.max_err, fabsf(d));
+    e.max_err = fmaxf(e.max_err, ok ? fabsf(d) : 0.0f);
 }
 
 template <class T>
@@ -129,6 +131,7 @@ __device__ void recipe_errors(const RecipePlan& p, float s, float si, int nr, in
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const bool per_tensor = p.kind == kCurrent || p.kind == kDelayed;
     const int per_row = kTile >> p.block_cols_log2;
+#pragma unroll 2
     for (int i = 0; i < kRowsPerWarp; ++i) {
         const int r = warp + kWarps * i;
         if (r >= nr) break;
@@ -150,16 +153,15 @@ __device__ void recipe_errors(const RecipePlan& p, float s, float si, int nr, in
                     const int b = brow + (c >> p.block_cols_log2);
                     bs = sh.blk_s[b];
                     bsi[h] = sh.blk_si[b];
-                    if (use[h] && qk::is_nan(bs)) {  // every element of the block dequantizes to NaN
-                        ++e.nonfinite;
-                        use[h] = false;
-                    }
+                    const bool nan_block = qk::is_nan(bs);  // its elements dequantize to NaN
+                    e.nonfinite += use[h] & nan_block;
+                    use[h] = use[h] & !nan_block;
                 }
                 y[h] = use[h] ? __fmul_rn(v[h], bs) : 0.0f;
             }
             const float2 rr = round_sat2<F>(y[0], y[1]);
-            if (use[0]) error_element<F>(v[0], a[0], y[0], rr.x, bsi[0], norm, e);
-            if (use[1]) error_element<F>(v[1], a[1], y[1], rr.y, bsi[1], norm, e);
+            error_element<F>(use[0], v[0], a[0], y[0], rr.x, bsi[0], norm, e);
+            error_element<F>(use[1], v[1], a[1], y[1], rr.y, bsi[1], norm, e);
         }
     }
 }

@@ -75,23 +75,51 @@ __device__ unsigned long long best_below(const T* tile, int nr, int nc, std::int
     return best;
 }
 
-// Each tile whose maximum reaches the threshold appends its own top values that reach it.
+// Each tile whose maximum reaches the threshold appends its own top values that reach it:
+// its elements at or above the threshold are gathered in shared memory first (usually a
+// few), and the k rounds pick from them; a tile with more of them (ties at the threshold)
+// picks from all its elements.
+constexpr int kGathered = 1024;
+
 template <class T, bool kTransposed>
 __global__ void __launch_bounds__(kThreads) tile_top_kernel(TileInput in, int k, const TileStats* tiles,
                                                             Candidate* candidates, Summary* out) {
     extern __shared__ __align__(16) unsigned char smem[];
     T* tile = reinterpret_cast<T*>(smem);
     __shared__ unsigned long long scratch[kWarps];
-    __shared__ unsigned long long best_s;
+    __shared__ unsigned long long best_s, keys[kGathered];
+    __shared__ float values[kGathered];
+    __shared__ unsigned gathered;
     const unsigned threshold = out->top_threshold;
     if (tiles[blockIdx.x].smax < threshold) return;  // the whole block leaves together
     const TileAt at = tile_at(in, blockIdx.x);
+    if (threadIdx.x == 0) gathered = 0;
     load_tile<T, kTransposed>(in, at.r0, at.c0, at.nr, at.nc, tile);
     __syncthreads();
+    for (int i = threadIdx.x; i < kTile * kTile; i += blockDim.x) {
+        const int r = i / kTile, c = i % kTile;
+        const float v = as_float(tile[r * kPad + c]);
+        const unsigned a = __float_as_uint(v) & kAbs;
+        if (r >= at.nr || c >= at.nc || a >= qk::kInfBits || a < threshold) continue;
+        const unsigned slot = atomicAdd(&gathered, 1u);
+        if (slot < kGathered) {
+            const std::uint64_t index = std::uint64_t(at.r0 + r) * std::uint64_t(in.cols) + std::uint64_t(at.c0 + c);
+            keys[slot] = (static_cast<unsigned long long>(a) << kIndexBits) | (kIndexMask - index);
+            values[slot] = v;
+        }
+    }
+    __syncthreads();
+    const unsigned n = gathered;
     unsigned long long bound = ~0ull;
     for (int round = 0; round < k; ++round) {
         float value = 0;
-        const unsigned long long mine = best_below(tile, at.nr, at.nc, at.r0, at.c0, in.cols, bound, value);
+        unsigned long long mine = 0;
+        if (n <= kGathered) {
+            for (unsigned i = threadIdx.x; i < n; i += blockDim.x)
+                if (keys[i] < bound && keys[i] > mine) mine = keys[i], value = values[i];
+        } else {
+            mine = best_below(tile, at.nr, at.nc, at.r0, at.c0, in.cols, bound, value);
+        }
         const unsigned long long best = block_reduce(mine, Max{}, scratch);
         if (threadIdx.x == 0) best_s = best;
         __syncthreads();
