@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Regenerates the README screenshots in docs/images/ from two real runs: the tiny
 # lock-step comparison of tests/gui/write_real_trace (200 steps, capture every 10) and,
-# for the block heatmaps, a wider model whose operands span many 128x128 tiles.
-# Needs a configured build (scripts/setup.sh); BUILD overrides its folder.
+# for the block heatmaps, a wider model whose operands span many 128x128 tiles. The
+# Kernels view shows a GPU trace when GPU_TRACE names one (made on a GPU machine with
+# `fp8scope-engine train --device cuda --recipe current --steps 12 --capture-every 10
+# --set model.n_layer=4 --set model.d_model=1024 --set model.n_head=16
+# --set model.max_seq=512 --seq 512 --batch 8 --eval-every 0 --out gpu.h5`), else the
+# tiny CPU run's ops. Needs a configured build (scripts/setup.sh); BUILD overrides its folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
@@ -23,7 +27,11 @@ shot() {
 shot main --open "$tmp/tiny.h5" --run delayed --select "L0 qkv fprop x, L0 qkv fprop w, L0 qkv dgrad dy"
 shot error --open "$tmp/tiny.h5" --view error --run delayed
 shot outliers --open "$tmp/tiny.h5" --view outliers
-shot kernels --open "$tmp/tiny.h5" --view kernels
+if [ -n "${GPU_TRACE:-}" ]; then
+    shot kernels --open "$GPU_TRACE" --view kernels --step 10
+else
+    shot kernels --open "$tmp/tiny.h5" --view kernels
+fi
 shot amax --open "$tmp/tiny.h5" --view amax --run delayed \
     --select "L1 fc2 fprop x, L0 fc1 fprop x, L1 proj fprop w, L1 fc1 dgrad dy"
 shot blocks --open "$tmp/wide.h5" --view blocks --select "L1 fc2 fprop x" --blocks sqnr
