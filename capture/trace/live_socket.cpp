@@ -126,11 +126,6 @@ std::string connect_error(int err, const Endpoint& e) {
 
 }  // namespace
 
-void Fd::reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-}
-
 Fd listen_on(Endpoint& endpoint) {
     if (endpoint.kind == Endpoint::Kind::Local) return listen_local(endpoint);
     return listen_tcp(endpoint);

@@ -5,32 +5,13 @@
 #include <chrono>
 #include <string>
 #include <string_view>
-#include <utility>
 
 #include "live_protocol.h"
+#include "util/fd.h"
 
 namespace fp8scope::live::net {
 
-class Fd {
-public:
-    Fd() = default;
-    explicit Fd(int fd) : fd_(fd) {}
-    ~Fd() { reset(); }
-    Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-    Fd& operator=(Fd&& o) noexcept {
-        if (this != &o) {
-            reset();
-            fd_ = std::exchange(o.fd_, -1);
-        }
-        return *this;
-    }
-    int get() const { return fd_; }
-    explicit operator bool() const { return fd_ >= 0; }
-    void reset();
-
-private:
-    int fd_ = -1;
-};
+using fp8scope::Fd;
 
 // A non-blocking listening socket. Local: mode 0600; a stale socket file (nobody
 // answers) is replaced, a live one is "address in use". Tcp: port 0 picks a free port,

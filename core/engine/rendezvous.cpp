@@ -1,0 +1,236 @@
+#include "engine/rendezvous.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <sstream>
+#include <thread>
+
+namespace fp8scope {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::uint32_t kMaxFrame = 64u << 20;  // far above any blob or record
+constexpr const char* kHello = "fp8scope-rendezvous 1";
+
+std::string sys_error(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+int ms_left(Clock::time_point deadline) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    return left > 0 ? static_cast<int>(std::min<long long>(left, 1 << 30)) : 0;
+}
+
+// Waits for `events` on fd until the deadline; false on timeout.
+bool wait_for(int fd, short events, Clock::time_point deadline) {
+    pollfd p{fd, events, 0};
+    for (;;) {
+        const int rc = ::poll(&p, 1, ms_left(deadline));
+        if (rc > 0) return true;
+        if (rc == 0) return false;
+        if (errno != EINTR) throw RendezvousError(sys_error("poll"));
+    }
+}
+
+// `who` names the other end in messages ("rank 3", "rank 0 at host:port").
+void send_frame(int fd, std::string_view data, Clock::time_point deadline, const std::string& who) {
+    std::string frame(4, '\0');
+    const auto n = static_cast<std::uint32_t>(data.size());
+    for (int i = 0; i < 4; ++i) frame[i] = static_cast<char>((n >> (8 * i)) & 0xFF);
+    frame.append(data);
+    std::size_t sent = 0;
+    while (sent < frame.size()) {
+        if (!wait_for(fd, POLLOUT, deadline)) throw RendezvousError("timed out sending to " + who);
+        const ssize_t k = ::send(fd, frame.data() + sent, frame.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (k < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+        if (k < 0) throw RendezvousError(sys_error("lost the connection to " + who));
+        sent += static_cast<std::size_t>(k);
+    }
+}
+
+void recv_exact(int fd, char* out, std::size_t n, Clock::time_point deadline, const std::string& who) {
+    std::size_t got = 0;
+    while (got < n) {
+        if (!wait_for(fd, POLLIN, deadline))
+            throw RendezvousError(who + " sent nothing within the rendezvous timeout (hung or too slow)");
+        const ssize_t k = ::recv(fd, out + got, n - got, MSG_DONTWAIT);
+        if (k == 0) throw RendezvousError(who + " closed the connection (it exited or failed)");
+        if (k < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+        if (k < 0) throw RendezvousError(sys_error("lost the connection to " + who));
+        got += static_cast<std::size_t>(k);
+    }
+}
+
+std::string recv_frame(int fd, Clock::time_point deadline, const std::string& who) {
+    unsigned char len[4];
+    recv_exact(fd, reinterpret_cast<char*>(len), 4, deadline, who);
+    const std::uint32_t n = len[0] | (len[1] << 8) | (len[2] << 16) | (std::uint32_t(len[3]) << 24);
+    if (n > kMaxFrame) throw RendezvousError(who + " sent a frame of " + std::to_string(n) + " bytes (not a rendezvous peer?)");
+    std::string data(n, '\0');
+    recv_exact(fd, data.data(), n, deadline, who);
+    return data;
+}
+
+std::string rank_name(int r) { return "rank " + std::to_string(r); }
+
+struct AddrInfo {
+    addrinfo* list = nullptr;
+    ~AddrInfo() {
+        if (list) ::freeaddrinfo(list);
+    }
+};
+
+Fd listen_any(int port, const std::string& where) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    AddrInfo ai;
+    if (int rc = ::getaddrinfo(nullptr, std::to_string(port).c_str(), &hints, &ai.list); rc != 0)
+        throw RendezvousError("cannot listen on port " + std::to_string(port) + ": " + ::gai_strerror(rc));
+    std::string why = "no address";
+    for (addrinfo* a = ai.list; a; a = a->ai_next) {
+        Fd fd(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol));
+        if (!fd) continue;
+        const int one = 1;
+        ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (::bind(fd.get(), a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd.get(), 1024) == 0) return fd;
+        why = std::strerror(errno);
+    }
+    throw RendezvousError("rank 0 cannot listen on " + where + ": " + why +
+                          (why == std::strerror(EADDRINUSE) ? " (another job on MASTER_PORT? pick another)" : ""));
+}
+
+// One connection attempt; an empty Fd when nobody listens yet.
+Fd try_connect(const LaunchEnv& env, Clock::time_point deadline, const std::string& where) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    AddrInfo ai;
+    if (int rc = ::getaddrinfo(env.master_addr.c_str(), std::to_string(env.master_port).c_str(), &hints, &ai.list);
+        rc != 0)
+        throw RendezvousError("cannot resolve MASTER_ADDR " + env.master_addr + ": " + ::gai_strerror(rc));
+    for (addrinfo* a = ai.list; a; a = a->ai_next) {
+        Fd fd(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol));
+        if (!fd) continue;
+        if (::connect(fd.get(), a->ai_addr, a->ai_addrlen) != 0) {
+            if (errno != EINPROGRESS) continue;
+            if (!wait_for(fd.get(), POLLOUT, deadline)) throw RendezvousError("timed out connecting to " + where);
+            int err = 0;
+            socklen_t len = sizeof err;
+            ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+            if (err != 0) continue;
+        }
+        const int one = 1;
+        ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        return fd;
+    }
+    return Fd();
+}
+
+std::string hello(const LaunchEnv& env) {
+    return std::string(kHello) + " " + std::to_string(env.world_size) + " " + std::to_string(env.rank);
+}
+
+// The joining rank's number, or an error to send back.
+int check_hello(const std::string& h, int world_size, const std::vector<Fd>& peers, std::string& error) {
+    std::istringstream in(h);
+    std::string a;
+    int version = 0, world = 0, rank = -1;
+    if (!(in >> a >> version >> world >> rank) || a != "fp8scope-rendezvous" || version != 1) {
+        error = "not an fp8scope rendezvous hello";
+        return -1;
+    }
+    if (world != world_size)
+        error = "world size " + std::to_string(world) + " differs from rank 0's " + std::to_string(world_size);
+    else if (rank < 1 || rank >= world_size)
+        error = "rank " + std::to_string(rank) + " is outside 1.." + std::to_string(world_size - 1);
+    else if (peers[rank])
+        error = "rank " + std::to_string(rank) + " joined twice (two processes with the same RANK?)";
+    return error.empty() ? rank : -1;
+}
+
+}  // namespace
+
+Rendezvous::Rendezvous(const LaunchEnv& env, std::chrono::milliseconds timeout) : env_(env), timeout_(timeout) {
+    if (!env.distributed()) return;
+    const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
+    const auto deadline = Clock::now() + timeout;
+    if (env.rank != 0) {
+        const std::string rank0 = "rank 0 at " + where;
+        Fd fd;
+        while (!(fd = try_connect(env, deadline, where))) {
+            if (Clock::now() >= deadline)
+                throw RendezvousError("rank " + std::to_string(env.rank) + " could not reach rank 0 at " + where +
+                                      " within " + std::to_string(timeout.count()) + " ms (is rank 0 running?)");
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        send_frame(fd.get(), hello(env), deadline, rank0);
+        const std::string answer = recv_frame(fd.get(), deadline, rank0);
+        if (answer != "ok") throw RendezvousError("rank 0 at " + where + " refused rank " + std::to_string(env.rank) + ": " + answer);
+        peers_.push_back(std::move(fd));
+        return;
+    }
+    Fd listener = listen_any(env.master_port, where);
+    peers_.resize(static_cast<std::size_t>(env.world_size));
+    int joined = 1;
+    while (joined < env.world_size) {
+        if (!wait_for(listener.get(), POLLIN, deadline)) {
+            std::string missing;
+            for (int r = 1; r < env.world_size; ++r)
+                if (!peers_[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+            throw RendezvousError("rendezvous on " + where + ": rank(s) " + missing + " of " +
+                                  std::to_string(env.world_size) + " did not join within " +
+                                  std::to_string(timeout.count()) + " ms");
+        }
+        Fd fd(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+        if (!fd) continue;
+        const int one = 1;
+        ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        std::string error;
+        int r = -1;
+        try {
+            r = check_hello(recv_frame(fd.get(), deadline, "a joining process"), env.world_size, peers_, error);
+        } catch (const RendezvousError&) {
+            continue;  // a stray connection (a port scan, a process that died): not a rank
+        }
+        if (r < 0) {
+            send_frame(fd.get(), "error: " + error, deadline, "a joining process");
+            continue;
+        }
+        send_frame(fd.get(), "ok", deadline, rank_name(r));
+        peers_[r] = std::move(fd);
+        ++joined;
+    }
+}
+
+std::string Rendezvous::broadcast(std::string_view blob) {
+    if (!env_.distributed()) return std::string(blob);
+    const auto deadline = Clock::now() + timeout_;
+    if (env_.rank != 0) return recv_frame(peers_[0].get(), deadline, "rank 0");
+    for (int r = 1; r < env_.world_size; ++r) send_frame(peers_[r].get(), blob, deadline, rank_name(r));
+    return std::string(blob);
+}
+
+std::vector<std::string> Rendezvous::all_gather(std::string_view mine) {
+    if (!env_.distributed()) return {std::string(mine)};
+    const auto deadline = Clock::now() + timeout_;
+    std::vector<std::string> all(static_cast<std::size_t>(env_.world_size));
+    if (env_.rank != 0) {
+        send_frame(peers_[0].get(), mine, deadline, "rank 0");
+        for (auto& s : all) s = recv_frame(peers_[0].get(), deadline, "rank 0");
+        return all;
+    }
+    all[0] = std::string(mine);
+    for (int r = 1; r < env_.world_size; ++r) all[r] = recv_frame(peers_[r].get(), deadline, rank_name(r));
+    for (int r = 1; r < env_.world_size; ++r)
+        for (const auto& s : all) send_frame(peers_[r].get(), s, deadline, rank_name(r));
+    return all;
+}
+
+}  // namespace fp8scope

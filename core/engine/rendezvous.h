@@ -1,0 +1,51 @@
+// The small TCP rendezvous of a data-parallel job: rank 0 listens on MASTER_ADDR:
+// MASTER_PORT (every interface), every other rank connects to it, retrying until rank 0
+// is up. Over these connections rank 0 broadcasts what all ranks must share (NCCL's
+// unique id) and gathers one small record per rank (the health checks' timings). Every
+// wait is bounded: a rank that never joins, dies or hangs ends the wait with an error
+// that names it, on every rank that waited for it.
+//
+// Wire: frames of a 4-byte little-endian length and that many bytes. A joining rank
+// sends "fp8scope-rendezvous 1 WORLD RANK"; rank 0 answers "ok" or "error: why" (a rank
+// outside the world, a rank that already joined, a different world size).
+#pragma once
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/launch_env.h"
+#include "util/fd.h"
+
+namespace fp8scope {
+
+class RendezvousError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+class Rendezvous {
+public:
+    // Joins the job of `env` (returns once every rank has joined); `timeout` bounds the
+    // joining and every later exchange. A job of one needs no socket. Throws
+    // RendezvousError.
+    Rendezvous(const LaunchEnv& env, std::chrono::milliseconds timeout);
+
+    int rank() const { return env_.rank; }
+    int world_size() const { return env_.world_size; }
+
+    // Rank 0's `blob` on every rank (other ranks' argument is ignored).
+    std::string broadcast(std::string_view blob);
+    // Every rank's `mine`, in rank order, on every rank.
+    std::vector<std::string> all_gather(std::string_view mine);
+    void barrier() { all_gather({}); }
+
+private:
+    LaunchEnv env_;
+    std::chrono::milliseconds timeout_;
+    std::vector<Fd> peers_;  // rank 0: one per rank (index 0 unused); others: [0] = rank 0
+};
+
+}  // namespace fp8scope

@@ -1,0 +1,250 @@
+// The launcher's environment and the TCP rendezvous of a data-parallel job, with real
+// processes: the test process is rank 0, forked children are the other ranks (they report
+// through their exit status), all on this machine's loopback.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/launch_env.h"
+#include "engine/rendezvous.h"
+
+namespace fp8scope {
+namespace {
+
+using namespace std::chrono_literals;
+
+LaunchEnv env_of(const std::map<std::string, std::string>& vars) {
+    return launch_env_from([&](const char* name) -> const char* {
+        auto it = vars.find(name);
+        return it == vars.end() ? nullptr : it->second.c_str();
+    });
+}
+
+std::string error_of(const std::map<std::string, std::string>& vars) {
+    try {
+        env_of(vars);
+    } catch (const std::invalid_argument& e) {
+        return e.what();
+    }
+    return "";
+}
+
+TEST(LaunchEnv, ReadsEachLauncher) {
+    const LaunchEnv none = env_of({});
+    EXPECT_FALSE(none.distributed());
+    EXPECT_EQ(none.launcher, "none");
+    EXPECT_EQ(none.master_port, 29500);
+
+    const LaunchEnv t = env_of({{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "4"},
+                                {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "1234"}});
+    EXPECT_TRUE(t.distributed());
+    EXPECT_EQ(t.rank, 5);
+    EXPECT_EQ(t.world_size, 8);
+    EXPECT_EQ(t.local_rank, 1);
+    EXPECT_EQ(t.local_world_size, 4);
+    EXPECT_EQ(t.master_addr, "node0");
+    EXPECT_EQ(t.master_port, 1234);
+    EXPECT_EQ(t.describe(), "rank 5 of 8 (local 1 of 4), rendezvous node0:1234, torchrun");
+
+    const LaunchEnv m = env_of({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"},
+                                {"OMPI_COMM_WORLD_LOCAL_RANK", "3"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}});
+    EXPECT_EQ(m.launcher, "Open MPI");
+    EXPECT_EQ(m.rank, 3);
+    EXPECT_EQ(m.master_addr, "127.0.0.1");
+
+    const LaunchEnv p = env_of({{"PMI_RANK", "2"}, {"PMI_SIZE", "3"}});
+    EXPECT_EQ(p.launcher, "PMI");
+    EXPECT_EQ(p.rank, 2);
+    EXPECT_EQ(p.local_rank, 0);  // no local size given: one rank per machine
+}
+
+TEST(LaunchEnv, BadValuesNameTheVariable) {
+    EXPECT_NE(error_of({{"RANK", "1"}}).find("RANK is set without WORLD_SIZE"), std::string::npos);
+    EXPECT_NE(error_of({{"RANK", "8"}, {"WORLD_SIZE", "8"}}).find("RANK=8"), std::string::npos);
+    EXPECT_NE(error_of({{"RANK", "x"}, {"WORLD_SIZE", "2"}}).find("RANK=x"), std::string::npos);
+    EXPECT_NE(error_of({{"MASTER_PORT", "70000"}}).find("MASTER_PORT=70000"), std::string::npos);
+    EXPECT_NE(error_of({{"MASTER_PORT", "0"}}).find("MASTER_PORT=0"), std::string::npos);
+    EXPECT_NE(error_of({{"MASTER_ADDR", ""}}).find("MASTER_ADDR is empty"), std::string::npos);
+    EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "0"}}).find("WORLD_SIZE=0"), std::string::npos);
+}
+
+// A port nobody listens on now.
+int free_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    ::close(fd);
+    return ntohs(a.sin_port);
+}
+
+LaunchEnv rank_env(int rank, int world, int port) {
+    LaunchEnv e;
+    e.rank = rank;
+    e.world_size = world;
+    e.master_port = port;
+    e.launcher = "test";
+    return e;
+}
+
+// Runs `body` in a child process; its return value is the exit status (an exception: 99).
+pid_t spawn(const std::function<int()>& body) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        int code = 99;
+        try {
+            code = body();
+        } catch (...) {
+        }
+        ::_exit(code);
+    }
+    return pid;
+}
+
+int exit_status(pid_t pid) {
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+// Exit status of a child whose rendezvous failed with a message containing `text`.
+int failed_with(const std::function<void()>& body, const std::string& text) {
+    try {
+        body();
+    } catch (const RendezvousError& e) {
+        return std::string(e.what()).find(text) != std::string::npos ? 10 : 11;
+    }
+    return 12;
+}
+
+TEST(Rendezvous, RanksShareABlobAndGatherRecords) {
+    const int world = 4, port = free_port();
+    const std::string id(128, '\x7f');  // what NCCL's unique id looks like: 128 opaque bytes
+    std::vector<pid_t> kids;
+    for (int r = 1; r < world; ++r)
+        kids.push_back(spawn([&, r] {
+            if (r == 2) std::this_thread::sleep_for(200ms);  // ranks arrive in any order
+            Rendezvous rv(rank_env(r, world, port), 10s);
+            if (rv.broadcast("ignored") != id) return 1;
+            const auto all = rv.all_gather("record of " + std::to_string(r));
+            for (int i = 0; i < world; ++i)
+                if (all[i] != "record of " + std::to_string(i)) return 2;
+            rv.barrier();
+            return 0;
+        }));
+    Rendezvous rv(rank_env(0, world, port), 10s);
+    EXPECT_EQ(rv.broadcast(id), id);
+    const auto all = rv.all_gather("record of 0");
+    ASSERT_EQ(all.size(), 4u);
+    EXPECT_EQ(all[3], "record of 3");
+    rv.barrier();
+    for (pid_t k : kids) EXPECT_EQ(exit_status(k), 0);
+}
+
+TEST(Rendezvous, AJobOfOneNeedsNoSocket) {
+    Rendezvous rv(LaunchEnv{}, 1s);
+    EXPECT_EQ(rv.broadcast("x"), "x");
+    EXPECT_EQ(rv.all_gather("y"), std::vector<std::string>{"y"});
+}
+
+TEST(Rendezvous, AMissingRankIsNamedAndTheOthersFail) {
+    const int port = free_port();
+    const pid_t one = spawn([&] {
+        return failed_with([&] {
+            Rendezvous rv(rank_env(1, 3, port), 5s);
+            rv.barrier();
+        }, "rank 0");
+    });
+    std::string error;
+    try {
+        Rendezvous rv(rank_env(0, 3, port), 600ms);
+    } catch (const RendezvousError& e) {
+        error = e.what();
+    }
+    EXPECT_NE(error.find("rank(s) 2 of 3 did not join within 600 ms"), std::string::npos) << error;
+    EXPECT_EQ(exit_status(one), 10);  // rank 1 learns that rank 0 is gone
+}
+
+TEST(Rendezvous, TheSameRankTwiceIsRefused) {
+    const int port = free_port();
+    auto join_as_one = [&] {
+        return failed_with([&] { Rendezvous rv(rank_env(1, 3, port), 5s); rv.barrier(); }, "joined twice");
+    };
+    const pid_t a = spawn(join_as_one), b = spawn(join_as_one);
+    const pid_t two = spawn([&] {
+        std::this_thread::sleep_for(300ms);
+        Rendezvous rv(rank_env(2, 3, port), 5s);
+        rv.barrier();
+        return 0;
+    });
+    Rendezvous rv(rank_env(0, 3, port), 5s);
+    rv.barrier();
+    const int sa = exit_status(a), sb = exit_status(b);
+    EXPECT_EQ(std::min(sa, sb), 10) << "one of the two is refused";
+    EXPECT_EQ(std::max(sa, sb), 12) << "the other one joined";
+    EXPECT_EQ(exit_status(two), 0);
+}
+
+TEST(Rendezvous, ADifferentWorldSizeIsRefused) {
+    const int port = free_port();
+    const pid_t wrong = spawn([&] { return failed_with([&] { Rendezvous rv(rank_env(1, 4, port), 5s); }, "world size 4 differs"); });
+    const pid_t right = spawn([&] {
+        std::this_thread::sleep_for(500ms);
+        Rendezvous rv(rank_env(1, 2, port), 5s);
+        return 0;
+    });
+    Rendezvous rv(rank_env(0, 2, port), 5s);
+    EXPECT_EQ(exit_status(wrong), 10);
+    EXPECT_EQ(exit_status(right), 0);
+}
+
+TEST(Rendezvous, AHungRankEndsTheExchangeWithItsName) {
+    const int port = free_port();
+    const pid_t hung = spawn([&] {
+        Rendezvous rv(rank_env(1, 2, port), 5s);
+        std::this_thread::sleep_for(3s);  // never sends its record
+        return 0;
+    });
+    Rendezvous rv(rank_env(0, 2, port), 800ms);
+    std::string error;
+    try {
+        rv.all_gather("0");
+    } catch (const RendezvousError& e) {
+        error = e.what();
+    }
+    EXPECT_NE(error.find("rank 1 sent nothing within the rendezvous timeout"), std::string::npos) << error;
+    ::kill(hung, SIGKILL);
+    exit_status(hung);
+}
+
+TEST(Rendezvous, ADeadRankEndsTheExchangeWithItsName) {
+    const int port = free_port();
+    const pid_t dead = spawn([&] {
+        Rendezvous rv(rank_env(1, 2, port), 5s);
+        return 0;  // exits right after joining
+    });
+    Rendezvous rv(rank_env(0, 2, port), 5s);
+    std::string error;
+    try {
+        rv.all_gather("0");
+    } catch (const RendezvousError& e) {
+        error = e.what();
+    }
+    EXPECT_NE(error.find("rank 1 closed the connection"), std::string::npos) << error;
+    EXPECT_EQ(exit_status(dead), 0);
+}
+
+}  // namespace
+}  // namespace fp8scope
