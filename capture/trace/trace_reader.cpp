@@ -78,7 +78,13 @@ struct TraceReader::Impl {
     std::map<RunStep, std::vector<hsize_t>> operand_rows, blockmap_rows;
     std::map<RunStep, hsize_t> scaling_rows;
     std::map<std::pair<std::int32_t, int>, std::vector<std::pair<std::int64_t, hsize_t>>> series_rows;  // (run, slot), step order
-    std::vector<std::vector<std::pair<std::int64_t, hsize_t>>> op_rows;  // per run: (step, row), step order
+    // Per run, in step order: runs of consecutive op rows of one step (a step's ops and
+    // kernels are written together, so a step is usually one entry, not one per row).
+    struct OpRows {
+        std::int64_t step;
+        hsize_t first, count;
+    };
+    std::vector<std::vector<OpRows>> op_rows;
     hsize_t indexed_steps = 0, indexed_events = 0, indexed_scaling = 0, indexed_operands = 0,
             indexed_blockmaps = 0, indexed_ops = 0;
 
@@ -401,8 +407,12 @@ struct TraceReader::Impl {
     // (a rewind makes steps go back): the stable sort and merge keep rows of one step in
     // file order, so the later row of a re-recorded step comes last. One O(n log n) pass
     // per batch of new rows, not one per row.
-    static void merge_tail(std::vector<std::pair<std::int64_t, hsize_t>>& v, std::size_t tail) {
-        const auto by_step = [](const auto& a, const auto& b) { return a.first < b.first; };
+    static std::int64_t step_of(const std::pair<std::int64_t, hsize_t>& e) { return e.first; }
+    static std::int64_t step_of(const OpRows& e) { return e.step; }
+
+    template <class Entry>
+    static void merge_tail(std::vector<Entry>& v, std::size_t tail) {
+        const auto by_step = [](const Entry& a, const Entry& b) { return step_of(a) < step_of(b); };
         const auto mid = v.begin() + static_cast<std::ptrdiff_t>(tail);
         if (!std::is_sorted(mid, v.end(), by_step)) std::stable_sort(mid, v.end(), by_step);
         if (mid != v.begin() && mid != v.end() && by_step(*mid, *(mid - 1))) std::inplace_merge(v.begin(), mid, v.end(), by_step);
@@ -501,7 +511,13 @@ struct TraceReader::Impl {
                 auto rows = read_records<s::OpTable>(ops, at, n);
                 for (std::size_t i = 0; i < rows.size(); ++i) {
                     check_run(rows[i].run, s::kOpTimes, at + i);
-                    op_rows[rows[i].run].push_back({rows[i].step, at + i});
+                    auto& v = op_rows[rows[i].run];
+                    const hsize_t row = at + i;
+                    if (v.size() > tails[rows[i].run] && v.back().step == rows[i].step &&
+                        v.back().first + v.back().count == row)
+                        ++v.back().count;
+                    else
+                        v.push_back({rows[i].step, row, 1});
                 }
             });
             for (std::size_t r = 0; r < op_rows.size(); ++r) merge_tail(op_rows[r], tails[r]);
@@ -709,8 +725,8 @@ std::vector<std::int64_t> TraceReader::row_steps(int run, std::int64_t from, std
         out.push_back(it->first.second);
     if (run >= 0 && run < static_cast<int>(d.op_rows.size())) {
         const auto& v = d.op_rows[run];
-        auto lo = std::lower_bound(v.begin(), v.end(), from, [](const auto& a, std::int64_t s) { return a.first < s; });
-        for (auto it = lo; it != v.end() && it->first <= to; ++it) out.push_back(it->first);
+        auto lo = std::lower_bound(v.begin(), v.end(), from, [](const auto& a, std::int64_t s) { return a.step < s; });
+        for (auto it = lo; it != v.end() && it->step <= to; ++it) out.push_back(it->step);
     }
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -823,9 +839,10 @@ std::vector<OpRecord> TraceReader::ops(int run, std::int64_t from, std::int64_t 
     std::vector<OpRecord> out;
     if (run < 0 || run >= static_cast<int>(d.op_rows.size())) return out;
     const auto& v = d.op_rows[run];
-    auto lo = std::lower_bound(v.begin(), v.end(), from, [](const auto& a, std::int64_t s) { return a.first < s; });
+    auto lo = std::lower_bound(v.begin(), v.end(), from, [](const auto& a, std::int64_t s) { return a.step < s; });
     std::vector<hsize_t> idx;
-    for (auto it = lo; it != v.end() && it->first <= to; ++it) idx.push_back(it->second);
+    for (auto it = lo; it != v.end() && it->step <= to; ++it)
+        for (hsize_t k = 0; k < it->count; ++k) idx.push_back(it->first + k);
     const auto rows = d.read_table_at(d.ops, idx);
     out.resize(idx.size());
     for (std::size_t i = 0; i < idx.size(); ++i) {
