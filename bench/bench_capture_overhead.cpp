@@ -5,7 +5,8 @@
 // CPU at most 5% at the default interval; on the GPU at most 3%.
 //
 // Usage: bench_capture_overhead [steps=200] [threads=0] [key=value ...], the overrides as
-// `train --set` takes them (device="cuda", model.d_model=4096, recipe="current", ...).
+// `train --set` takes them (device="cuda", model.d_model=4096, recipe="current", ...);
+// `capture=off,100,10,1` picks the configurations (all four by default).
 // Timed steps should span at least one capture interval (the first capture step is in the
 // warm-up). On the CPU the configurations' steps interleave, so a change in machine load
 // hits all alike; on a GPU they run one after the other (one model in memory at a time).
@@ -88,7 +89,23 @@ int main(int argc, char** argv) {
     base.threads = argc > 2 ? std::atoi(argv[2]) : 0;
     base.eval.every = 0;
     std::vector<std::string> overrides;
-    for (int i = 3; i < argc; ++i) overrides.emplace_back(argv[i]);
+    std::string list = "off,100,10,1";
+    for (int i = 3; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a.rfind("capture=", 0) == 0) list = a.substr(8);
+        else overrides.push_back(a);
+    }
+    std::string wanted(1, ',');  // ",off,100," : each key found with its commas
+    wanted += list;
+    wanted += ',';
+    const char* keys[] = {",off,", ",100,", ",10,", ",1,"};
+    std::vector<int> chosen;
+    for (int i = 0; i < 4; ++i)
+        if (wanted.find(keys[i]) != std::string::npos) chosen.push_back(i);
+    if (chosen.empty() || chosen.front() != 0) {
+        std::fprintf(stderr, "bench_capture_overhead: capture=%s must include off (the reference)\n", list.c_str());
+        return 2;
+    }
     try {
         apply_overrides(base, overrides);
     } catch (const std::exception& e) {
@@ -106,14 +123,14 @@ int main(int argc, char** argv) {
     std::vector<std::unique_ptr<Setup>> setups;
     auto path = [&](int i) { return (tmp / ("fp8scope_bench_capture_" + std::to_string(i) + ".h5")).string(); };
     if (interleave) {
-        for (int i = 0; i < 4; ++i) setups.push_back(std::make_unique<Setup>(base, every[i], path(i)));
+        for (int i : chosen) setups.push_back(std::make_unique<Setup>(base, every[i], path(i)));
         for (auto& s : setups)
             for (int i = 0; i < 3; ++i) s->trainer->step();  // warm-up (the first step is also a capture step)
         for (int i = 0; i < steps; ++i)
             for (auto& s : setups) time_steps(*s);
         for (auto& s : setups) s->finish();
     } else {
-        for (int c = 0; c < 4; ++c) {
+        for (int c : chosen) {
             auto s = std::make_unique<Setup>(base, every[c], path(c));
             for (int i = 0; i < 3; ++i) s->trainer->step();
             for (int i = 0; i < steps; ++i) time_steps(*s);
@@ -124,9 +141,9 @@ int main(int argc, char** argv) {
         }
     }
     double off = setups[0]->result.mean();
-    for (int i = 0; i < 4; ++i) {
+    for (std::size_t i = 0; i < setups.size(); ++i) {
         const Result& r = setups[i]->result;
-        std::printf("%-28s median %9.2f ms  mean %9.2f ms  overhead (mean) %+7.2f%%  trace %8.2f MiB\n", names[i],
+        std::printf("%-28s median %9.2f ms  mean %9.2f ms  overhead (mean) %+7.2f%%  trace %8.2f MiB\n", names[chosen[i]],
                     r.median(), r.mean(), 100.0 * (r.mean() - off) / off, r.file_bytes / 1048576.0);
     }
     return 0;

@@ -70,12 +70,49 @@ struct TileShared {
     float blk_s[kMaxBlocks], blk_si[kMaxBlocks];
     unsigned hist[kWarps][kHistBins];  // one per warp: fewer lanes on one address
     unsigned channel[kTile];
-    alignas(8) unsigned char scratch[kWarps * 8];
+    TileStats stats_parts[kWarps];
+    TileError error_parts[2][kWarps];  // alternate recipes use alternate halves
 };
 
-template <class V, class T>
-__device__ __forceinline__ V* scratch_as(TileShared<T>& sh) {
-    return reinterpret_cast<V*>(sh.scratch);
+// One tile's sums over the block with a single barrier: each warp reduces its lanes with
+// shuffles (fixed order), lane 0 leaves the warp's sums in `parts`, thread 0 adds the
+// warps in order. The result is valid in thread 0; `parts` may be reused after the next
+// barrier.
+__device__ __forceinline__ TileStats shuffle_down(const TileStats& v, int o) {
+    return {__shfl_down_sync(0xffffffffu, v.m2, o),     __shfl_down_sync(0xffffffffu, v.m4, o),
+            __shfl_down_sync(0xffffffffu, v.beyond, o), __shfl_down_sync(0xffffffffu, v.zero, o),
+            __shfl_down_sync(0xffffffffu, v.min_nz, o), __shfl_down_sync(0xffffffffu, v.smax, o)};
+}
+__device__ __forceinline__ TileStats combine(const TileStats& a, const TileStats& b) {
+    return {a.m2 + b.m2, a.m4 + b.m4, a.beyond + b.beyond, a.zero + b.zero, min(a.min_nz, b.min_nz), max(a.smax, b.smax)};
+}
+__device__ __forceinline__ TileError shuffle_down(const TileError& v, int o) {
+    return {__shfl_down_sync(0xffffffffu, v.sxx, o),       __shfl_down_sync(0xffffffffu, v.sdd, o),
+            __shfl_down_sync(0xffffffffu, v.sqq, o),       __shfl_down_sync(0xffffffffu, v.sxq, o),
+            __shfl_down_sync(0xffffffffu, v.max_err, o),   __shfl_down_sync(0xffffffffu, v.si_min, o),
+            __shfl_down_sync(0xffffffffu, v.si_max, o),    __shfl_down_sync(0xffffffffu, v.underflow, o),
+            __shfl_down_sync(0xffffffffu, v.overflow, o),  __shfl_down_sync(0xffffffffu, v.nonfinite, o)};
+}
+__device__ __forceinline__ TileError combine(const TileError& a, const TileError& b) {
+    return {a.sxx + b.sxx,
+            a.sdd + b.sdd,
+            a.sqq + b.sqq,
+            a.sxq + b.sxq,
+            fmaxf(a.max_err, b.max_err),
+            fminf(a.si_min, b.si_min),
+            fmaxf(a.si_max, b.si_max),
+            a.underflow + b.underflow,
+            a.overflow + b.overflow,
+            a.nonfinite + b.nonfinite};
+}
+template <class S>
+__device__ __forceinline__ S block_combine(S v, S* parts) {
+    for (int o = 16; o > 0; o >>= 1) v = combine(v, shuffle_down(v, o));
+    if (threadIdx.x % 32 == 0) parts[threadIdx.x / 32] = v;
+    __syncthreads();
+    if (threadIdx.x == 0)
+        for (int w = 1; w < kWarps; ++w) v = combine(v, parts[w]);
+    return v;
 }
 
 // The block scales of recipe p over the tile; returns the range of scale_inv of the blocks
@@ -131,7 +168,6 @@ __device__ void recipe_errors(const RecipePlan& p, float s, float si, int nr, in
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const bool per_tensor = p.kind == kCurrent || p.kind == kDelayed;
     const int per_row = kTile >> p.block_cols_log2;
-#pragma unroll 2
     for (int i = 0; i < kRowsPerWarp; ++i) {
         const int r = warp + kWarps * i;
         if (r >= nr) break;
@@ -176,7 +212,7 @@ __device__ __forceinline__ int hist_bin(unsigned a) {
 }  // namespace
 
 template <class T, bool kTransposed>
-__global__ void __launch_bounds__(kThreads, 3) tile_kernel(TileInput in, Plans plans, const Params* params,
+__global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans plans, const Params* params,
                                                         TileStats* tile_stats, TileError* tile_errors,
                                                         unsigned long long* hist, unsigned* channel) {
     extern __shared__ __align__(16) unsigned char smem[];
@@ -220,16 +256,11 @@ __global__ void __launch_bounds__(kThreads, 3) tile_kernel(TileInput in, Plans p
 #pragma unroll
     for (int j = 0; j < kTile / 32; ++j)
         if (ch[j]) atomicMax(&sh.channel[lane + 32 * j], ch[j]);
-    m2 = block_reduce(m2, Add{}, scratch_as<double>(sh));
-    m4 = block_reduce(m4, Add{}, scratch_as<double>(sh));
-    beyond = block_reduce(beyond, Add{}, scratch_as<unsigned>(sh));
-    zero = block_reduce(zero, Add{}, scratch_as<unsigned>(sh));
-    min_nz = block_reduce(min_nz, Min{}, scratch_as<unsigned>(sh));
-    smax = block_reduce(smax, Max{}, scratch_as<unsigned>(sh));
+    const TileStats st = block_combine(TileStats{m2, m4, beyond, zero, min_nz, smax}, sh.stats_parts);
     __shared__ unsigned tile_smax;
     if (threadIdx.x == 0) {
-        tile_stats[tile] = TileStats{m2, m4, beyond, zero, min_nz, smax};
-        tile_smax = smax;
+        tile_stats[tile] = st;
+        tile_smax = st.smax;
     }
     __syncthreads();  // also orders the shared histogram and channel atomics before their reads
     for (int b = threadIdx.x; b < kHistBins; b += blockDim.x) {
@@ -253,18 +284,14 @@ __global__ void __launch_bounds__(kThreads, 3) tile_kernel(TileInput in, Plans p
         if (p.format == Format::E4M3) recipe_errors<Format::E4M3, T>(p, params->s[k], params->si[k], nr, nc, norm, sh, e);
         else recipe_errors<Format::E5M2, T>(p, params->s[k], params->si[k], nr, nc, norm, sh, e);
         const double back = ldexp(1.0, 2 * norm_exp);
-        TileError t;
-        t.sxx = block_reduce(double(e.sxx), Add{}, scratch_as<double>(sh)) * back;
-        t.sdd = block_reduce(double(e.sdd) + e.sdd_tiny, Add{}, scratch_as<double>(sh)) * back;
-        t.sqq = block_reduce(double(e.sqq) + e.sqq_tiny, Add{}, scratch_as<double>(sh)) * back;
-        t.sxq = block_reduce(double(e.sxq) + e.sxq_tiny, Add{}, scratch_as<double>(sh)) * back;
-        t.max_err = block_reduce(e.max_err, Max{}, scratch_as<float>(sh));
-        t.si_min = block_reduce(si_min, Min{}, scratch_as<float>(sh));
-        t.si_max = block_reduce(si_max, Max{}, scratch_as<float>(sh));
-        t.underflow = block_reduce(e.under, Add{}, scratch_as<unsigned>(sh));
-        t.overflow = block_reduce(e.over, Add{}, scratch_as<unsigned>(sh));
-        t.nonfinite = block_reduce(e.nonfinite, Add{}, scratch_as<unsigned>(sh));
-        if (threadIdx.x == 0) tile_errors[tile * plans.count + k] = t;
+        TileError t = block_combine(TileError{double(e.sxx), double(e.sdd) + e.sdd_tiny, double(e.sqq) + e.sqq_tiny,
+                                              double(e.sxq) + e.sxq_tiny, e.max_err, si_min, si_max, e.under, e.over,
+                                              e.nonfinite},
+                                    sh.error_parts[k % 2]);
+        if (threadIdx.x == 0) {
+            t.sxx *= back, t.sdd *= back, t.sqq *= back, t.sxq *= back;
+            tile_errors[tile * plans.count + k] = t;
+        }
     }
 }
 
