@@ -1,6 +1,7 @@
 #include "backends.h"
 
 #include <stdexcept>
+#include <string>
 
 #include "cpu/cpu_backend.h"
 #ifdef FP8SCOPE_HAVE_CUDA
@@ -10,17 +11,21 @@
 
 namespace fp8scope {
 
-std::unique_ptr<Backend> make_backend(const std::string& device, int threads) {
+std::unique_ptr<Backend> make_backend(const std::string& device, int threads, int ordinal) {
     if (device == "cpu") return std::make_unique<CpuBackend>(threads);
     if (device == "cuda") {
 #ifdef FP8SCOPE_HAVE_CUDA
         std::string why;
         const auto list = cuda::devices(&why);
         if (list.empty()) throw std::runtime_error("device cuda: no usable CUDA device (" + why + ")");
+        if (ordinal < 0 || ordinal >= static_cast<int>(list.size()))
+            throw std::runtime_error("device cuda: GPU " + std::to_string(ordinal) + " asked for (LOCAL_RANK?), " +
+                                     std::to_string(list.size()) + " usable on this machine");
+        const auto& d = list[static_cast<std::size_t>(ordinal)];
         try {
-            return std::make_unique<CudaBackend>(list.front().index, threads);
+            return std::make_unique<CudaBackend>(d.index, threads);
         } catch (const std::exception& e) {
-            throw std::runtime_error("device cuda: cannot use " + list.front().name + ": " + e.what());
+            throw std::runtime_error("device cuda: cannot use " + d.name + ": " + e.what());
         }
 #else
         throw std::runtime_error("device cuda: this build has no CUDA backend (nvcc was not found when it was configured)");

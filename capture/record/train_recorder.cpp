@@ -1,5 +1,6 @@
 // TrainRecorder: trainer records to trace records, names to ids.
 #include "train_recorder.h"
+#include "util/host_name.h"
 
 #include <unistd.h>
 
@@ -32,12 +33,6 @@ std::string utc_now() {
     ::gmtime_r(&t, &tm);
     char buf[32];
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
-
-std::string host_name() {
-    char buf[256] = {};
-    if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
     return buf;
 }
 

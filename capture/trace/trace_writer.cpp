@@ -18,6 +18,7 @@
 
 #include "h5.h"
 #include "trace_schema.h"
+#include "util/host_name.h"
 
 namespace fp8scope::trace {
 namespace s = schema;
@@ -77,12 +78,6 @@ std::string now_iso8601() {
     gmtime_r(&t, &tm);
     char buf[32];
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
-
-std::string host_name() {
-    char buf[256] = {};
-    if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
     return buf;
 }
 

@@ -34,10 +34,12 @@ inline std::string read_bytes(const std::filesystem::path& p) {
 }
 
 // `args` after the binary's name, e.g. "train --steps 3"; stderr goes through a file in
-// `scratch` so both streams are kept whole.
-inline EngineResult run_engine(const std::string& args, const std::filesystem::path& scratch) {
+// `scratch` so both streams are kept whole. `env`: "NAME=value ..." set for the engine.
+inline EngineResult run_engine(const std::string& args, const std::filesystem::path& scratch,
+                               const std::string& env = "") {
     const std::filesystem::path err = scratch / "stderr.txt";
-    const std::string cmd = std::string(FP8SCOPE_ENGINE) + " " + args + " 2>" + err.string();
+    const std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(FP8SCOPE_ENGINE) + " " + args +
+                            " 2>" + err.string();
     EngineResult r;
     FILE* p = ::popen(cmd.c_str(), "r");
     if (!p) return r;

@@ -2,8 +2,6 @@
 // processes: the test process is rank 0, forked children are the other ranks (they report
 // through their exit status), all on this machine's loopback.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +14,7 @@
 
 #include "engine/launch_env.h"
 #include "engine/rendezvous.h"
+#include "free_port.h"
 
 namespace fp8scope {
 namespace {
@@ -77,18 +76,7 @@ TEST(LaunchEnv, BadValuesNameTheVariable) {
     EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "0"}}).find("WORLD_SIZE=0"), std::string::npos);
 }
 
-// A port nobody listens on now.
-int free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(fd);
-    return ntohs(a.sin_port);
-}
+using testing::free_port;
 
 LaunchEnv rank_env(int rank, int world, int port) {
     LaunchEnv e;

@@ -1,0 +1,160 @@
+// `fp8scope-engine preflight`: the pre-flight health check of a data-parallel job. Every
+// rank runs it as the job's launcher starts them (torchrun, mpirun, srun; a lone process
+// checks itself): each times a float32 GEMM workload on its device (the median of --reps
+// runs of --size^3, through the backend as training runs it), the ranks meet over the TCP
+// rendezvous (engine/rendezvous.h) and rank 0 compares every rank with the median
+// (engine/rank_health.h). A rank slower than the median by more than --margin is named
+// with its host and device, on every rank. Exit status: 0 healthy, 3 a slow rank, 1 the
+// job could not meet (a rank missing, hung or dead: the message names it).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends.h"
+#include "commands.h"
+#include "engine/launch_env.h"
+#include "engine/rank_health.h"
+#include "engine/rendezvous.h"
+#include "io/half.h"
+#include "util/host_name.h"
+
+namespace fp8scope::cli {
+namespace {
+
+struct PreflightOptions {
+    std::string device = "cpu";
+    int size = 1024, reps = 5, threads = 0;
+    double margin = 0.10;
+    double timeout_s = 300;
+    int delay_ms = 0;
+};
+
+// Median milliseconds of `reps` GEMMs out (n, n) = a (n, n) w (n, n)^T on `backend`.
+double time_gemm(Backend& backend, int n, int reps) {
+    const std::size_t elems = std::size_t(n) * std::size_t(n);
+    const DType act = backend.activation_dtype();
+    DeviceBuffer<std::byte> a(backend, elems * dtype_size(act)), out(backend, elems * dtype_size(act));
+    DeviceBuffer<float> w(backend, elems);
+    std::vector<float> host(elems);
+    for (std::size_t i = 0; i < elems; ++i) host[i] = float(int(i % 251) - 125) / 128.0f;  // no zeros to skip
+    backend.copy_from_host(w.data(), host.data(), elems * sizeof(float));
+    if (act == DType::F32) {
+        backend.copy_from_host(a.data(), host.data(), elems * sizeof(float));
+    } else {  // BF16 activations (a GPU)
+        std::vector<std::uint16_t> bf16(elems);
+        for (std::size_t i = 0; i < elems; ++i) bf16[i] = float_to_bf16(host[i]);
+        backend.copy_from_host(a.data(), bf16.data(), elems * sizeof(std::uint16_t));
+    }
+    const ActPtr in{a.data(), act}, o{out.data(), act};
+    backend.matmul_forward(o, in, w.data(), nullptr, n, n, n);  // warm-up: libraries load, clocks rise
+    backend.synchronize();
+    std::vector<double> ms;
+    for (int r = 0; r < reps; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        backend.matmul_forward(o, in, w.data(), nullptr, n, n, n);
+        backend.synchronize();
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return median_ms(ms);
+}
+
+int run_preflight(const PreflightOptions& o) {
+    LaunchEnv env;
+    try {
+        env = launch_env();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "fp8scope-engine: error: %s\n", e.what());
+        return 1;
+    }
+    std::string device_line;
+    double ms = 0;
+    try {
+        auto backend = make_backend(o.device, o.threads, env.local_rank);
+        device_line = backend->describe();
+        ms = time_gemm(*backend, o.size, o.reps);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "fp8scope-engine: error: rank %d: %s\n", env.rank, e.what());
+        return 1;
+    }
+    if (o.delay_ms > 0) {  // a slow rank on purpose, to see the check catch it
+        std::this_thread::sleep_for(std::chrono::milliseconds(o.delay_ms));
+        ms += o.delay_ms;
+    }
+    try {
+        Rendezvous rv(env, std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000)));
+        std::ostringstream mine;
+        mine << ms << '\n' << host_name() << '\n' << device_line;
+        const std::vector<std::string> all = rv.all_gather(mine.str());
+        std::vector<double> times;
+        std::vector<std::string> hosts, devices;
+        for (const std::string& r : all) {
+            std::istringstream in(r);
+            double t = 0;
+            std::string host, dev;
+            in >> t;
+            in.ignore();
+            std::getline(in, host);
+            std::getline(in, dev);
+            times.push_back(t);
+            hosts.push_back(host);
+            devices.push_back(dev);
+        }
+        const auto slow = slow_ranks(times, o.margin);
+        const double median = median_ms(times);
+        if (env.rank == 0) {
+            std::printf("preflight: %d rank(s) (%s), GEMM %d^3 float32 on %s, median of %d\n", env.world_size,
+                        env.launcher.c_str(), o.size, o.device.c_str(), o.reps);
+            std::printf("%-5s %-20s %10s %9s  %s\n", "rank", "host", "ms", "x median", "device");
+            for (int r = 0; r < env.world_size; ++r) {
+                const bool is_slow = std::any_of(slow.begin(), slow.end(), [&](const SlowRank& s) { return s.rank == r; });
+                std::printf("%-5d %-20s %10.3f %9.2f  %s%s\n", r, hosts[r].c_str(), times[r], times[r] / median,
+                            devices[r].c_str(), is_slow ? "  SLOW" : "");
+            }
+        }
+        if (slow.empty()) {
+            std::printf("preflight rank %d: healthy: every rank within %.0f%% of the median (%.3f ms)\n", env.rank,
+                        100 * o.margin, median);
+            return 0;
+        }
+        std::string names;
+        for (const SlowRank& s : slow)
+        {
+            char ratio[32];
+            std::snprintf(ratio, sizeof ratio, "%.2fx", s.ratio());
+            names += (names.empty() ? "" : ", ") + std::to_string(s.rank) + " (" + hosts[s.rank] + ", " + ratio + ")";
+        }
+        std::printf("preflight rank %d: slow rank(s) %s: more than %.0f%% over the median (%.3f ms)\n", env.rank,
+                    names.c_str(), 100 * o.margin, median);
+        return 3;
+    } catch (const RendezvousError& e) {
+        std::fprintf(stderr, "fp8scope-engine: error: preflight rank %d: %s\n", env.rank, e.what());
+        return 1;
+    }
+}
+
+}  // namespace
+
+void add_preflight(CLI::App& app, int& exit_code) {
+    auto opts = std::make_shared<PreflightOptions>();
+    auto* cmd = app.add_subcommand(
+        "preflight",
+        "Health check of a data-parallel job before training: every rank (started by torchrun, mpirun, ...) times a "
+        "GEMM on its device and slow ranks are named");
+    cmd->add_option("--device", opts->device, "cpu or cuda (the rank's GPU is LOCAL_RANK)")->check(CLI::IsMember(built_devices()));
+    cmd->add_option("--size", opts->size, "GEMM size n (n x n x n)")->check(CLI::Range(16, 16384));
+    cmd->add_option("--reps", opts->reps, "timed GEMMs; the median counts")->check(CLI::Range(1, 1000));
+    cmd->add_option("--threads", opts->threads, "CPU threads (0: all)")->check(CLI::Range(0, 4096));
+    cmd->add_option("--margin", opts->margin, "a rank slower than the median by more than this fraction is slow")
+        ->check(CLI::Range(0.0, 100.0));
+    cmd->add_option("--timeout", opts->timeout_s, "seconds to wait for every rank")->check(CLI::Range(0.1, 86400.0));
+    cmd->add_option("--delay-ms", opts->delay_ms, "adds this much to this rank's time (to see the check catch a slow rank)")
+        ->check(CLI::Range(0, 3600000));
+    cmd->callback([opts, &exit_code] { exit_code = run_preflight(*opts); });
+}
+
+}  // namespace fp8scope::cli
