@@ -1,6 +1,7 @@
 // fp8scope-engine: the headless side of fp8scope (no Qt). Runs anywhere the numerics
 // core builds, GPU servers included.
 #include "commands.h"
+#include "local_ranks.h"
 #include "cpu/cpu_backend.h"
 #include "version.h"
 
@@ -10,6 +11,7 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", [] {
         return std::string("fp8scope-engine ") + fp8scope::cli::kEngineVersion + "\n" + fp8scope::cpu_description();
     });
+    fp8scope::cli::set_command_line(argc, argv);
     int exit_code = 0;
     fp8scope::cli::add_analyze(app, exit_code);
     fp8scope::cli::add_devices(app, exit_code);

@@ -17,6 +17,7 @@
 
 #include "backends.h"
 #include "commands.h"
+#include "local_ranks.h"
 #include "engine/launch_env.h"
 #include "engine/rank_health.h"
 #include "engine/rendezvous.h"
@@ -32,6 +33,7 @@ struct PreflightOptions {
     double margin = 0.10;
     double timeout_s = 300;
     int delay_ms = 0;
+    int nproc_per_node = 0;
 };
 
 // Median milliseconds of `reps` GEMMs out (n, n) = a (n, n) w (n, n)^T on `backend`.
@@ -154,7 +156,23 @@ void add_preflight(CLI::App& app, int& exit_code) {
     cmd->add_option("--timeout", opts->timeout_s, "seconds to wait for every rank")->check(CLI::Range(0.1, 86400.0));
     cmd->add_option("--delay-ms", opts->delay_ms, "adds this much to this rank's time (to see the check catch a slow rank)")
         ->check(CLI::Range(0, 3600000));
-    cmd->callback([opts, &exit_code] { exit_code = run_preflight(*opts); });
+    cmd->add_option("--nproc-per-node", opts->nproc_per_node,
+                    "start this many ranks on this machine (this process is rank 0), as torchrun would")
+        ->check(CLI::Range(1, 1024));
+    cmd->callback([opts, &exit_code] {
+        if (opts->nproc_per_node < 1) {
+            exit_code = run_preflight(*opts);
+            return;
+        }
+        try {
+            LocalRanks ranks(opts->nproc_per_node);
+            const int mine = run_preflight(*opts);
+            exit_code = mine == 1 ? 1 : ranks.wait(mine);  // a failed rank 0 stops the others
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "fp8scope-engine: error: %s\n", e.what());
+            exit_code = 1;
+        }
+    });
 }
 
 }  // namespace fp8scope::cli

@@ -63,6 +63,14 @@ TEST(PreflightCli, AMissingRankEndsTheCheckWithItsName) {
     EXPECT_NE(r[1].err.find("preflight rank 1"), std::string::npos) << r[1].err;
 }
 
+TEST(PreflightCli, OneCommandStartsEveryRankOfThisMachine) {
+    const auto r = testing::run_engine("preflight --nproc-per-node 3 " + kFlags, testing::scratch_dir("preflight_local"));
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    for (int i = 0; i < 3; ++i)
+        EXPECT_NE(r.out.find("preflight rank " + std::to_string(i) + ": healthy"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("preflight: 3 rank(s)"), std::string::npos) << r.out;
+}
+
 TEST(PreflightCli, ABadLauncherVariableIsNamed) {
     const auto r = testing::run_engine("preflight", testing::scratch_dir("preflight_bad"), "RANK=3 WORLD_SIZE=2 ");
     EXPECT_EQ(r.status, 1);

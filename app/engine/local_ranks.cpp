@@ -1,0 +1,99 @@
+#include "local_ranks.h"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace fp8scope::cli {
+namespace {
+
+std::vector<std::string> g_command_line;
+
+// A loopback port nobody listens on now (rank 0's rendezvous takes it a moment later).
+int free_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) throw std::runtime_error(std::string("cannot pick a MASTER_PORT: ") + std::strerror(errno));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+    ::close(fd);
+    if (!ok) throw std::runtime_error(std::string("cannot pick a MASTER_PORT: ") + std::strerror(errno));
+    return ntohs(a.sin_port);
+}
+
+// The command line without --nproc-per-node and its value.
+std::vector<std::string> child_arguments() {
+    std::vector<std::string> out;
+    const auto& in = g_command_line;
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        if (in[i] == "--nproc-per-node") {
+            ++i;
+            continue;
+        }
+        if (in[i].rfind("--nproc-per-node=", 0) == 0) continue;
+        out.push_back(in[i]);
+    }
+    return out;
+}
+
+void set(const char* name, const std::string& value) { ::setenv(name, value.c_str(), 1); }
+
+}  // namespace
+
+void set_command_line(int argc, char** argv) { g_command_line.assign(argv, argv + argc); }
+const std::vector<std::string>& command_line() { return g_command_line; }
+
+LocalRanks::LocalRanks(int nproc) {
+    if (!std::getenv("MASTER_ADDR")) set("MASTER_ADDR", "127.0.0.1");
+    if (!std::getenv("MASTER_PORT")) set("MASTER_PORT", std::to_string(free_port()));
+    set("WORLD_SIZE", std::to_string(nproc));
+    set("LOCAL_WORLD_SIZE", std::to_string(nproc));
+    std::vector<std::string> args = child_arguments();
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (int r = 1; r < nproc; ++r) {
+        set("RANK", std::to_string(r));
+        set("LOCAL_RANK", std::to_string(r));
+        pid_t pid = 0;
+        const int rc = ::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ);
+        if (rc != 0) throw std::runtime_error("cannot start rank " + std::to_string(r) + ": " + std::strerror(rc));
+        children_.push_back(pid);
+    }
+    set("RANK", "0");
+    set("LOCAL_RANK", "0");
+}
+
+LocalRanks::~LocalRanks() {
+    for (pid_t pid : children_) {
+        ::kill(pid, SIGTERM);
+        ::waitpid(pid, nullptr, 0);
+    }
+}
+
+int LocalRanks::wait(int mine) {
+    int worst = mine;
+    for (pid_t pid : children_) {
+        int st = 0;
+        while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+        }
+        worst = std::max(worst, WIFEXITED(st) ? WEXITSTATUS(st) : 1);
+    }
+    children_.clear();
+    return worst;
+}
+
+}  // namespace fp8scope::cli

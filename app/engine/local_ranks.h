@@ -1,0 +1,36 @@
+// `--nproc-per-node N` on one machine, as torchrun does it: this process becomes rank 0 of
+// N and starts ranks 1..N-1 as copies of itself (the same command line without
+// --nproc-per-node), each with the variables a launcher sets: RANK, WORLD_SIZE,
+// LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR (127.0.0.1 unless set) and MASTER_PORT (a
+// free port unless set).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace fp8scope::cli {
+
+// The engine's own command line (main() records it), for starting copies of itself.
+void set_command_line(int argc, char** argv);
+const std::vector<std::string>& command_line();
+
+class LocalRanks {
+public:
+    // Sets this process's variables as rank 0 and starts the others. Throws
+    // std::runtime_error naming what failed.
+    explicit LocalRanks(int nproc);
+    ~LocalRanks();  // a rank still running when this one leaves is stopped
+    LocalRanks(const LocalRanks&) = delete;
+    LocalRanks& operator=(const LocalRanks&) = delete;
+
+    // Waits for ranks 1..N-1 and returns the highest exit status among them and `mine`
+    // (a rank ended by a signal counts as 1).
+    int wait(int mine);
+
+private:
+    std::vector<pid_t> children_;
+};
+
+}  // namespace fp8scope::cli
