@@ -1,6 +1,6 @@
 // Pass 2 of the device analysis (analysis.h): one block of threads per 128 x 128 tile of
-// the view. The tile is loaded once into shared memory as float32 (transposed on the way
-// when the view is), then read from there by the statistics and by every recipe.
+// the view. The tile is loaded once into shared memory in the input's type (transposed on
+// the way when the view is), then read from there by the statistics and by every recipe.
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 
