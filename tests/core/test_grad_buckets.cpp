@@ -13,7 +13,9 @@ std::vector<ParamTensor> layout(const std::vector<std::int64_t>& sizes) {
     std::vector<ParamTensor> t;
     std::size_t offset = 0;
     for (std::size_t i = 0; i < sizes.size(); ++i) {
-        t.push_back({"t" + std::to_string(i), offset, {sizes[i]}, true});
+        std::string name = "t";
+        name += std::to_string(i);
+        t.push_back({name, offset, {sizes[i]}, true});
         offset += std::size_t(sizes[i]);
     }
     return t;

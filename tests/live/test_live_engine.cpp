@@ -198,7 +198,9 @@ TEST(LiveEngine, SigtermStopsCleanlyAndRemovesTheSocket) {
         auto client = attach(run.endpoint(), "", got);
         ASSERT_TRUE(client) << run.err();
         ASSERT_TRUE(got.wait([&] { return got.steps.size() >= 2; }, 30s));
-        if (paused) ASSERT_TRUE(client->send({CommandKind::Pause, -1, "", 0}).ok);
+        if (paused) {
+            ASSERT_TRUE(client->send({CommandKind::Pause, -1, "", 0}).ok);
+        }
         ASSERT_EQ(::kill(run.engine.pid, SIGTERM), 0);
         ASSERT_TRUE(run.engine.wait(30s));
         EXPECT_EQ(run.engine.status, 0) << run.err();
@@ -227,8 +229,9 @@ TEST(LiveEngine, APauseIsLiftedWhenThePausingClientDisconnects) {
     {
         std::lock_guard lock(watcher.mu);
         for (const auto& e : watcher.events)
-            if (e.kind == trace::EventKind::Resume)
+            if (e.kind == trace::EventKind::Resume) {
                 EXPECT_NE(e.detail.find("the client that paused the run disconnected"), std::string::npos) << e.detail;
+            }
     }
     ASSERT_TRUE(watch->send({CommandKind::Stop, -1, "", 0}).ok);
     ASSERT_TRUE(run.engine.wait(30s));
