@@ -15,8 +15,6 @@
 namespace fp8scope {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 struct Sums {
     double amax = 0, sxx = 0, sdd = 0, sqq = 0, sxq = 0, max_err = 0;
     std::int64_t finite = 0, nonzero = 0, underflow = 0, nonfinite_out = 0;
@@ -79,26 +77,26 @@ ErrorStats error_stats(MatrixView x, const QuantizedTensor& q, const std::string
         s.nonfinite_out += p.nonfinite_out;
     }
 
-    ErrorStats e;
-    e.recipe = recipe;
-    e.amax = s.amax;
-    const std::int64_t used = s.finite - s.nonfinite_out;
-    const std::int64_t n = x.size();
-    e.mse = used ? s.sdd / used : kNaN;
-    e.sqnr_db = s.sxx == 0 ? kNaN
-                           : (s.sdd == 0 ? std::numeric_limits<double>::infinity() : 10 * std::log10(s.sxx / s.sdd));
-    e.rel_l2 = s.sxx == 0 ? kNaN : std::sqrt(s.sdd / s.sxx);
-    e.max_abs_err = used ? s.max_err : kNaN;
-    e.cosine = (s.sxx == 0 || s.sqq == 0) ? kNaN : s.sxq / std::sqrt(s.sxx * s.sqq);
-    e.underflow_pct = s.nonzero ? 100.0 * s.underflow / s.nonzero : kNaN;
-    e.overflow_pct = n ? 100.0 * q.overflow / n : kNaN;
-    e.scale_inv_min = e.scale_inv_max = kNaN;
+    // The figures, finished as the fused analysis finishes them.
+    ErrorTotals totals;
+    totals.sxx = s.sxx;
+    totals.sdd = s.sdd;
+    totals.sqq = s.sqq;
+    totals.sxq = s.sxq;
+    totals.max_err = s.max_err;
+    totals.underflow = s.underflow;
+    totals.overflow = q.overflow;
+    totals.nonfinite_out = s.nonfinite_out;
     for (float si : q.scale_inv) {
         if (std::isnan(si)) continue;  // MX blocks with a NaN scale
-        e.scale_inv_min = std::isnan(e.scale_inv_min) ? si : std::min<double>(e.scale_inv_min, si);
-        e.scale_inv_max = std::isnan(e.scale_inv_max) ? si : std::max<double>(e.scale_inv_max, si);
+        totals.scale_inv_min = std::min(totals.scale_inv_min, si);
+        totals.scale_inv_max = std::max(totals.scale_inv_max, si);
     }
-    e.nonfinite_out = s.nonfinite_out;
+    TensorStats t;
+    t.numel = x.size();
+    t.finite = s.finite;
+    t.zero = s.finite - s.nonzero;
+    ErrorStats e = finish_error(recipe, static_cast<float>(s.amax), totals, t, std::nullopt);
     return e;
 }
 
