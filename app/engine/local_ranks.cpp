@@ -1,9 +1,7 @@
 #include "local_ranks.h"
 
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,27 +10,14 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "engine/rendezvous.h"
+
 extern char** environ;
 
 namespace fp8scope::cli {
 namespace {
 
 std::vector<std::string> g_command_line;
-
-// A loopback port nobody listens on now (rank 0's rendezvous takes it a moment later).
-int free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) throw std::runtime_error(std::string("cannot pick a MASTER_PORT: ") + std::strerror(errno));
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-                    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
-    ::close(fd);
-    if (!ok) throw std::runtime_error(std::string("cannot pick a MASTER_PORT: ") + std::strerror(errno));
-    return ntohs(a.sin_port);
-}
 
 // The command line without --nproc-per-node and its value.
 std::vector<std::string> child_arguments() {
@@ -58,7 +43,7 @@ const std::vector<std::string>& command_line() { return g_command_line; }
 
 LocalRanks::LocalRanks(int nproc) {
     if (!std::getenv("MASTER_ADDR")) set("MASTER_ADDR", "127.0.0.1");
-    if (!std::getenv("MASTER_PORT")) set("MASTER_PORT", std::to_string(free_port()));
+    if (!std::getenv("MASTER_PORT")) set("MASTER_PORT", std::to_string(free_loopback_port()));
     set("WORLD_SIZE", std::to_string(nproc));
     set("LOCAL_WORLD_SIZE", std::to_string(nproc));
     std::vector<std::string> args = child_arguments();

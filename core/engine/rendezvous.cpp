@@ -157,6 +157,19 @@ int check_hello(const std::string& h, int world_size, const std::vector<Fd>& pee
 
 }  // namespace
 
+int free_loopback_port() {
+    Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd) throw RendezvousError(sys_error("cannot pick a port"));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len) != 0)
+        throw RendezvousError(sys_error("cannot pick a port"));
+    return ntohs(a.sin_port);
+}
+
 Rendezvous::Rendezvous(const LaunchEnv& env, std::chrono::milliseconds timeout) : env_(env), timeout_(timeout) {
     if (!env.distributed()) return;
     const std::string where = env.master_addr + ":" + std::to_string(env.master_port);

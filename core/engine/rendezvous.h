@@ -26,6 +26,10 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// A loopback TCP port nobody listens on now: a MASTER_PORT for a job on one machine (rank
+// 0 binds it a moment later). Throws RendezvousError.
+int free_loopback_port();
+
 class Rendezvous {
 public:
     // Joins the job of `env` (returns once every rank has joined); `timeout` bounds the

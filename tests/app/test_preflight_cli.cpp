@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "app/run_engine.h"
-#include "free_port.h"
+#include "engine/rendezvous.h"
 
 namespace fp8scope {
 namespace {
@@ -17,7 +17,7 @@ using testing::EngineResult;
 // Runs the ranks given by their extra arguments at once; results in rank order. `world`
 // may exceed the ranks started (a missing rank).
 std::vector<EngineResult> run_ranks(int world, const std::vector<std::string>& extra, const std::string& flags) {
-    const int port = testing::free_port();
+    const int port = free_loopback_port();
     std::vector<EngineResult> out(extra.size());
     std::vector<std::thread> ranks;
     for (std::size_t r = 0; r < extra.size(); ++r)

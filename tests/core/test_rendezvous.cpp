@@ -14,7 +14,6 @@
 
 #include "engine/launch_env.h"
 #include "engine/rendezvous.h"
-#include "free_port.h"
 
 namespace fp8scope {
 namespace {
@@ -76,8 +75,6 @@ TEST(LaunchEnv, BadValuesNameTheVariable) {
     EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "0"}}).find("WORLD_SIZE=0"), std::string::npos);
 }
 
-using testing::free_port;
-
 LaunchEnv rank_env(int rank, int world, int port) {
     LaunchEnv e;
     e.rank = rank;
@@ -118,7 +115,7 @@ int failed_with(const std::function<void()>& body, const std::string& text) {
 }
 
 TEST(Rendezvous, RanksShareABlobAndGatherRecords) {
-    const int world = 4, port = free_port();
+    const int world = 4, port = free_loopback_port();
     const std::string id(128, '\x7f');  // what NCCL's unique id looks like: 128 opaque bytes
     std::vector<pid_t> kids;
     for (int r = 1; r < world; ++r)
@@ -148,7 +145,7 @@ TEST(Rendezvous, AJobOfOneNeedsNoSocket) {
 }
 
 TEST(Rendezvous, AMissingRankIsNamedAndTheOthersFail) {
-    const int port = free_port();
+    const int port = free_loopback_port();
     const pid_t one = spawn([&] {
         return failed_with([&] {
             Rendezvous rv(rank_env(1, 3, port), 5s);
@@ -166,7 +163,7 @@ TEST(Rendezvous, AMissingRankIsNamedAndTheOthersFail) {
 }
 
 TEST(Rendezvous, TheSameRankTwiceIsRefused) {
-    const int port = free_port();
+    const int port = free_loopback_port();
     auto join_as_one = [&] {
         return failed_with([&] { Rendezvous rv(rank_env(1, 3, port), 5s); rv.barrier(); }, "joined twice");
     };
@@ -186,7 +183,7 @@ TEST(Rendezvous, TheSameRankTwiceIsRefused) {
 }
 
 TEST(Rendezvous, ADifferentWorldSizeIsRefused) {
-    const int port = free_port();
+    const int port = free_loopback_port();
     const pid_t wrong = spawn([&] { return failed_with([&] { Rendezvous rv(rank_env(1, 4, port), 5s); }, "world size 4 differs"); });
     const pid_t right = spawn([&] {
         std::this_thread::sleep_for(500ms);
@@ -199,7 +196,7 @@ TEST(Rendezvous, ADifferentWorldSizeIsRefused) {
 }
 
 TEST(Rendezvous, AHungRankEndsTheExchangeWithItsName) {
-    const int port = free_port();
+    const int port = free_loopback_port();
     const pid_t hung = spawn([&] {
         Rendezvous rv(rank_env(1, 2, port), 5s);
         std::this_thread::sleep_for(3s);  // never sends its record
@@ -218,7 +215,7 @@ TEST(Rendezvous, AHungRankEndsTheExchangeWithItsName) {
 }
 
 TEST(Rendezvous, ADeadRankEndsTheExchangeWithItsName) {
-    const int port = free_port();
+    const int port = free_loopback_port();
     const pid_t dead = spawn([&] {
         Rendezvous rv(rank_env(1, 2, port), 5s);
         return 0;  // exits right after joining
