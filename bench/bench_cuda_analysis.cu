@@ -41,11 +41,7 @@ double median_wall_ms(int runs, const std::function<void()>& f) {
 int main(int argc, char** argv) {
     std::int64_t rows = 8192, cols = 8192;
     int runs = 10;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!std::strcmp(argv[i], "--rows")) rows = std::atoll(argv[i + 1]);
-        else if (!std::strcmp(argv[i], "--cols")) cols = std::atoll(argv[i + 1]);
-        else if (!std::strcmp(argv[i], "--runs")) runs = std::max(3, std::atoi(argv[i + 1]));
-    }
+    shape_options(argc, argv, rows, cols, runs, 3);
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
         std::printf("bench_cuda_analysis: no CUDA device\n");

@@ -19,6 +19,7 @@
 
 #include "cuda/check.h"
 #include "cuda/ops.h"
+#include "cuda_bench.cuh"
 
 namespace {
 
@@ -86,26 +87,7 @@ struct Timer {
     double copy_gbs = 0;  // the ceiling measured in this run
 
     // Median milliseconds of fn over 20 runs after 3 warm-ups.
-    double median_ms(const std::function<void()>& fn) {
-        cudaEvent_t a, b;
-        FP8SCOPE_CUDA_CHECK(cudaEventCreate(&a));
-        FP8SCOPE_CUDA_CHECK(cudaEventCreate(&b));
-        for (int i = 0; i < 3; ++i) fn();
-        std::vector<float> ms;
-        for (int i = 0; i < 20; ++i) {
-            FP8SCOPE_CUDA_CHECK(cudaEventRecord(a, stream));
-            fn();
-            FP8SCOPE_CUDA_CHECK(cudaEventRecord(b, stream));
-            FP8SCOPE_CUDA_CHECK(cudaEventSynchronize(b));
-            float t = 0;
-            FP8SCOPE_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-            ms.push_back(t);
-        }
-        FP8SCOPE_CUDA_CHECK(cudaEventDestroy(a));
-        FP8SCOPE_CUDA_CHECK(cudaEventDestroy(b));
-        std::sort(ms.begin(), ms.end());
-        return ms[ms.size() / 2];
-    }
+    double median_ms(const std::function<void()>& fn) { return fp8scope::bench::median_ms(stream, 20, fn); }
 
     double bandwidth(const char* name, double bytes, const std::function<void()>& fn) {
         const double ms = median_ms(fn);

@@ -37,11 +37,7 @@ struct Case {
 int main(int argc, char** argv) {
     std::int64_t rows = 8192, cols = 8192;
     int runs = 30;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!std::strcmp(argv[i], "--rows")) rows = std::atoll(argv[i + 1]);
-        else if (!std::strcmp(argv[i], "--cols")) cols = std::atoll(argv[i + 1]);
-        else if (!std::strcmp(argv[i], "--runs")) runs = std::max(20, std::atoi(argv[i + 1]));
-    }
+    shape_options(argc, argv, rows, cols, runs, 20);
     int device = 0;
     cudaDeviceProp prop{};
     if (cudaGetDevice(&device) != cudaSuccess || cudaGetDeviceProperties(&prop, device) != cudaSuccess) {

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -53,6 +55,15 @@ inline double median_ms(cudaStream_t stream, int runs, const std::function<void(
     FP8SCOPE_CUDA_CHECK(cudaEventDestroy(b));
     std::sort(ms.begin(), ms.end());
     return ms[ms.size() / 2];
+}
+
+// `--rows R --cols C --runs N` (runs at least `min_runs`) into the given defaults.
+inline void shape_options(int argc, char** argv, std::int64_t& rows, std::int64_t& cols, int& runs, int min_runs) {
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!std::strcmp(argv[i], "--rows")) rows = std::atoll(argv[i + 1]);
+        else if (!std::strcmp(argv[i], "--cols")) cols = std::atoll(argv[i + 1]);
+        else if (!std::strcmp(argv[i], "--runs")) runs = std::max(min_runs, std::atoi(argv[i + 1]));
+    }
 }
 
 }  // namespace fp8scope::bench
