@@ -15,7 +15,6 @@ std::string chrome_trace_json(const TraceMeta& m, const std::vector<ChromeTraceR
     std::int64_t origin = std::numeric_limits<std::int64_t>::max();
     for (const ChromeTraceRun& r : runs)
         for (const OpRecord& t : r.ops) origin = std::min(origin, t.start_ns);
-    auto name_of = [&](std::size_t i, const auto& names) { return i < names.size() ? names[i] : std::string("?"); };
     // Every id and time below comes from the file: 64-bit sums and double differences,
     // so extreme values print as they are instead of overflowing.
     for (const ChromeTraceRun& r : runs) {
@@ -37,7 +36,7 @@ std::string chrome_trace_json(const TraceMeta& m, const std::vector<ChromeTraceR
             if (t.operand >= 0 && t.operand <= 2) args["operand"] = std::string(operand_name(Operand(t.operand)));
             if (t.bytes > 0) args["bytes"] = t.bytes;
             events.push_back({{"ph", "X"},
-                              {"name", t.op >= 0 ? name_of(std::size_t(t.op), m.ops) : std::string("?")},
+                              {"name", t.op >= 0 && t.op < int(m.ops.size()) ? m.ops[t.op] : std::string("?")},
                               {"cat", t.device >= 0 ? "kernel" : "op"},
                               {"ts", (double(t.start_ns) - double(origin)) / 1000.0},
                               {"dur", (double(t.end_ns) - double(t.start_ns)) / 1000.0},

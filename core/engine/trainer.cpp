@@ -279,7 +279,7 @@ bool Trainer::step() {
         rec.step = step_;
         for (auto* o : observers_) o->on_step(rec);
     }
-    if (config_.rewind.enabled && step_ % config_.rewind.snapshot_every == 0) take_snapshot();
+    if (step_ % config_.rewind.snapshot_every == 0) take_snapshot();  // a no-op with rewind off
     if (!config_.checkpoint.dir.empty() && config_.checkpoint.every > 0 && step_ % config_.checkpoint.every == 0 &&
         step_ < config_.steps) {
         std::string path = default_checkpoint_path();
