@@ -17,6 +17,7 @@ const char* event_kind_name(EventKind k) {
         case EventKind::End: return "end";
         case EventKind::Error: return "error";
         case EventKind::KernelTiming: return "kernel_timing";
+        case EventKind::Health: return "health";
     }
     return "unknown";
 }

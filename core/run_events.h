@@ -20,8 +20,9 @@ enum class EventKind : std::int32_t {
     End = 10,
     Error = 11,        // the engine gave up or an action failed; detail: the message
     KernelTiming = 12, // detail: kernel timing on, off and why, or records it dropped
+    Health = 13,       // a data-parallel health check: pre-flight, a straggler, a rank lost
 };
-constexpr EventKind kLastEventKind = EventKind::KernelTiming;
+constexpr EventKind kLastEventKind = EventKind::Health;
 constexpr int kEventKinds = static_cast<int>(kLastEventKind) + 1;
 
 const char* event_kind_name(EventKind k);  // "rewind", "non_finite", ...

@@ -24,6 +24,16 @@ struct StepRecord {
     double tokens_per_s = 0.0;
 };
 
+// One rank's share of a data-parallel step; every rank's reaches every rank each step (the
+// in-flight health check), and rank 0's trace keeps them all.
+struct RankStepRecord {
+    std::int64_t step = 0;          // as StepRecord::step
+    int rank = 0;
+    double compute_ms = 0.0;        // forward + backward of every run until the device finished them
+    double comm_ms = 0.0;           // then waiting for the gradient all-reduces to finish
+    double step_ms = 0.0;           // the whole step on this rank
+    float loss = 0.0f;              // this rank's own loss of run 0 (StepRecord::loss is the mean)
+};
 
 struct TrainEvent {
     EventKind kind = EventKind::Pause;
@@ -39,6 +49,8 @@ public:
     virtual void on_step_begin(std::int64_t /*step*/, bool /*capture*/) {}
     virtual void on_step(const StepRecord& /*record*/) {}
     virtual void on_event(const TrainEvent& /*event*/) {}
+    // Data-parallel runs: every rank's record of a step, after on_step of that step.
+    virtual void on_rank_step(const RankStepRecord& /*record*/) {}
 };
 
 }  // namespace fp8scope
