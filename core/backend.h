@@ -105,6 +105,9 @@ public:
     // copies them back: for checkpoints and capture steps, not every step).
     virtual DelayedState read() const = 0;
     virtual void restore(const DelayedState& state) = 0;
+    // DelayedState::push of the amax at `amax` (backend memory): a data-parallel step
+    // pushes the maximum over ranks of the amaxes its casts wrote to CastSpec::amax_out.
+    virtual void push(const float* amax) = 0;
 };
 
 // Buffers a backend keeps for one cast operand (codes, copies, scale grids); grown on
@@ -121,6 +124,7 @@ struct CastSpec {
     bool rowwise = true, columnwise = false;
     CastInfo* report = nullptr;      // amax, scale, overflow of the rowwise cast (null: not
                                      // wanted); filled by synchronize()
+    float* amax_out = nullptr;       // backend memory: receives the rowwise cast's scaling amax
 };
 
 struct AdamWParams {
@@ -206,9 +210,12 @@ public:
                                     std::int64_t N, int V) = 0;
     // Mean of losses (N), summed in row order in double (waits for the device).
     virtual float mean_loss(const float* losses, std::int64_t N) = 0;
-    // dlogits (N,V) = (probs - onehot) / N, may alias probs.
+    // dlogits (N,V) = (probs - onehot) / mean_over, may alias probs. mean_over: the rows the
+    // loss is a mean over: N, or a data-parallel job's rows of all ranks (then the ranks'
+    // gradients add up to the whole batch's, and each rank's dlogits rows are the bits one
+    // process computes for them).
     virtual void softmax_ce_backward(ActPtr dlogits, ActPtr probs, const std::int32_t* targets, std::int64_t N,
-                                     int V) = 0;
+                                     int V, std::int64_t mean_over) = 0;
 
     // --- GEMMs -----------------------------------------------------------------------
     // The unquantized linear of the output head: out (N,M) = inp (N,K) weight (M,K)^T + bias;

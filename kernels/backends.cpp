@@ -4,9 +4,11 @@
 #include <string>
 
 #include "cpu/cpu_backend.h"
+#include "engine/tcp_communicator.h"
 #ifdef FP8SCOPE_HAVE_CUDA
 #include "cuda/cuda_backend.h"
 #include "cuda/devices.h"
+#include "cuda/nccl_communicator.h"
 #endif
 
 namespace fp8scope {
@@ -32,6 +34,15 @@ std::unique_ptr<Backend> make_backend(const std::string& device, int threads, in
 #endif
     }
     throw std::invalid_argument("device '" + device + "' is not one of cpu, cuda");
+}
+
+std::unique_ptr<Communicator> make_communicator(Backend& backend, Rendezvous& rendezvous) {
+#ifdef FP8SCOPE_HAVE_CUDA
+    if (auto* cuda = dynamic_cast<CudaBackend*>(&backend)) return std::make_unique<NcclCommunicator>(*cuda, rendezvous);
+#endif
+    if (backend.device() != Device::CPU)
+        throw std::runtime_error(std::string("no communicator for device ") + device_name(backend.device()));
+    return std::make_unique<TcpCommunicator>(rendezvous);
 }
 
 std::vector<std::string> built_devices() {

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "backend.h"
+#include "communicator.h"
+#include "engine/rendezvous.h"
 
 namespace fp8scope {
 
@@ -14,6 +16,10 @@ namespace fp8scope {
 // ones: a rank's LOCAL_RANK). Throws std::invalid_argument for an unknown name and
 // std::runtime_error when this build or machine has no such device.
 std::unique_ptr<Backend> make_backend(const std::string& device, int threads = 0, int ordinal = 0);
+
+// The communicator of a data-parallel rank whose backend is `backend`: NCCL for cuda, TCP
+// through the rendezvous for cpu. Collective over the ranks of `rendezvous`.
+std::unique_ptr<Communicator> make_communicator(Backend& backend, Rendezvous& rendezvous);
 
 // The device names this build can run ("cpu", and "cuda" when built with CUDA).
 std::vector<std::string> built_devices();

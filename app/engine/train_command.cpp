@@ -2,7 +2,8 @@
 // checkpoint, dedicated flags and --set overrides (in that order), trains with a progress
 // display and prints each run's final losses. Ctrl-C or SIGTERM stops between steps (and
 // writes the final checkpoint when checkpoint.dir is set); a second one kills. With --listen
-// the run is served on the live stream for the GUI to follow and steer.
+// the run is served on the live stream for the GUI to follow and steer. Started by a
+// launcher or with --nproc-per-node, it is one rank of a data-parallel job (rank_job.h).
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,8 @@
 #include "engine/checkpoint.h"
 #include "engine/trainer.h"
 #include "live_control.h"
+#include "local_ranks.h"
+#include "rank_job.h"
 #include "run_recording.h"
 #include "stop_signals.h"
 #include "trace_options.h"
@@ -36,6 +39,7 @@ struct TrainOptions {
     std::vector<std::string> listen_at;  // its value; empty: a default local socket
     std::string token;
     TraceOptions trace;  // --out and its settings
+    RankOptions ranks;   // data parallel
 };
 
 // The --listen endpoint: a fresh local socket when no value is given.
@@ -141,19 +145,31 @@ int run_train(const TrainOptions& o) {
         }
         if (endpoint->kind == live::Endpoint::Kind::Tcp && token.empty()) token = random_token();
     }
+    std::unique_ptr<RankJob> job;
+    try {
+        job = std::make_unique<RankJob>(o.ranks);
+    } catch (const std::exception& e) {
+        report(e.what());
+        return 2;
+    }
+    const bool rank0 = job->env().rank == 0;
+    if (!rank0) endpoint.reset();  // the GUI follows rank 0
+    const std::string trace_out = job->rank_path(o.trace.out);
     std::unique_ptr<Backend> backend;
     std::optional<Trainer> trainer;
     trace::TraceMeta meta;
     try {
-        backend = make_backend(config.device, config.threads);
-        trainer.emplace(config, *backend);
+        backend = make_backend(config.device, config.threads, job->env().local_rank);
+        trainer.emplace(config, *backend, job->join(*backend, config.device));
+        job->watch(*trainer);
         meta = trace::run_trace_meta(config, *trainer, kEngineVersion, o.trace.blockmap_every);
     } catch (const std::exception& e) {
-        report(e.what());
+        report(job->distributed() ? "rank " + std::to_string(job->env().rank) + ": " + e.what() : e.what());
         return 1;
     }
+    const bool quiet = o.quiet || !rank0;
     const int runs = trainer->runs();
-    TrainProgress progress(config.steps, runs, config.log_every, trainer->steps_done(), o.quiet);
+    TrainProgress progress(config.steps, runs, config.log_every, trainer->steps_done(), quiet);
     History history(runs);
     trainer->add_observer(&progress);
     trainer->add_observer(&history);
@@ -171,16 +187,19 @@ int run_train(const TrainOptions& o) {
             else
                 std::fprintf(stderr, "fp8scope-engine: listening on %s\n", at.c_str());
         }
-        if (!o.trace.out.empty() || server) {
-            recording.emplace(trace::RecordingOptions{o.trace.out, o.trace.flush_ms, {}, o.trace.kernel_timings}, meta,
+        if (!trace_out.empty() || server) {
+            recording.emplace(trace::RecordingOptions{trace_out, o.trace.flush_ms, {}, o.trace.kernel_timings}, meta,
                               *trainer, server.get());
-            if (!o.trace.out.empty() && !o.quiet) std::fprintf(stderr, "trace: %s\n", o.trace.out.c_str());
+            if (!trace_out.empty() && !quiet) std::fprintf(stderr, "trace: %s\n", trace_out.c_str());
         }
     } catch (const std::exception& e) {
         report(e.what());
         return 1;
     }
-    if (!o.quiet) {
+    if (!quiet) {
+        if (job->distributed())
+            std::fprintf(stderr, "data parallel: %s, %d x batch %d, %s\n", job->env().describe().c_str(),
+                         job->env().world_size, config.batch_size, trainer->data_parallel()->communicator().describe().c_str());
         std::fprintf(stderr, "training %d run%s (%s) on %s: %lld tokens, %lld held out, %zu parameters each\n",
                      runs, runs == 1 ? "" : "s", dump_json(nlohmann::json(config.run_recipes())).c_str(),
                      trainer->data().data().origin.c_str(), static_cast<long long>(trainer->data().train_tokens()),
@@ -198,7 +217,7 @@ int run_train(const TrainOptions& o) {
         } catch (const std::exception& te) {
             report(te.what());
         }
-        report(e.what());
+        report(job->distributed() ? "rank " + std::to_string(job->env().rank) + ": " + e.what() : e.what());
         return 1;
     }
     signals.reset();
@@ -211,6 +230,7 @@ int run_train(const TrainOptions& o) {
     }
     recording.reset();
     server.reset();  // clients see the end of the stream now, not at exit
+    if (!rank0) return s.error.empty() ? 0 : 1;  // rank 0 prints the job's summary
 
     if (o.json) {
         nlohmann::json out = {{"steps", s.steps}, {"rewinds", s.rewinds}, {"stopped", s.stopped}, {"error", s.error}};
@@ -265,9 +285,21 @@ void add_train(CLI::App& app, int& exit_code) {
                                           "Serve the run live: unix:PATH, tcp:PORT or HOST:PORT (no value: a local socket)")
                               ->expected(0, 1);
     cmd->add_option("--token", opts->token, "Token live clients must present (TCP without it: a random one, printed)");
+    add_rank_options(*cmd, opts->ranks);
     cmd->callback([opts, listen, &exit_code] {
         opts->listen = listen->count() > 0;
-        exit_code = run_train(*opts);
+        if (opts->ranks.nproc_per_node < 1) {
+            exit_code = run_train(*opts);
+            return;
+        }
+        try {
+            LocalRanks ranks(opts->ranks.nproc_per_node);
+            const int mine = run_train(*opts);
+            exit_code = mine != 0 ? mine : ranks.wait(mine);  // a failed rank 0 stops the others
+        } catch (const std::exception& e) {
+            report(e.what());
+            exit_code = 1;
+        }
     });
 }
 

@@ -90,26 +90,38 @@ void BatchSampler::fill(Batch& out, std::int64_t row, std::int64_t start) const 
     std::memcpy(out.targets.data() + row * T_, src + 1, sizeof(std::int32_t) * static_cast<std::size_t>(T_));
 }
 
+void BatchSampler::set_shard(int rank, int world) {
+    if (world < 1 || rank < 0 || rank >= world || B_ % world != 0)
+        throw std::invalid_argument("batch_size " + std::to_string(B_) + " cannot be split over " +
+                                    std::to_string(world) + " ranks (it must be a multiple of the world size)");
+    rank_ = rank;
+    world_ = world;
+}
+
 void BatchSampler::train_batch(std::uint64_t index, Batch& out) const {
-    out.B = B_;
+    out.B = rows();
     out.T = T_;
     out.index = index;
-    out.tokens.resize(static_cast<std::size_t>(B_) * T_);
+    out.tokens.resize(static_cast<std::size_t>(out.B) * T_);
     out.targets.resize(out.tokens.size());
     Rng rng(seed_, index);
     const auto starts = static_cast<std::uint64_t>(n_train_ - T_);  // window [s, s + T] inside
-    for (int b = 0; b < B_; ++b) fill(out, b, static_cast<std::int64_t>(rng.below(starts)));
+    const int first = rank_ * out.B;
+    for (int b = 0; b < B_; ++b) {  // every rank draws the whole batch: the same stream
+        const auto start = static_cast<std::int64_t>(rng.below(starts));
+        if (b >= first && b < first + out.B) fill(out, b - first, start);
+    }
 }
 
 void BatchSampler::eval_batch(int i, int count, Batch& out) const {
-    out.B = B_;
+    out.B = rows();
     out.T = T_;
     out.index = 0;
-    out.tokens.resize(static_cast<std::size_t>(B_) * T_);
+    out.tokens.resize(static_cast<std::size_t>(out.B) * T_);
     out.targets.resize(out.tokens.size());
     const std::int64_t windows = std::int64_t(count) * B_, span = val_tokens() - T_ - 1;
-    for (int b = 0; b < B_; ++b) {
-        std::int64_t k = std::int64_t(i) * B_ + b;
+    for (int b = 0; b < out.B; ++b) {
+        std::int64_t k = std::int64_t(i) * B_ + rank_ * out.B + b;
         std::int64_t offset = windows > 1 ? k * span / (windows - 1) : 0;
         fill(out, b, n_train_ + offset);
     }

@@ -52,6 +52,13 @@ public:
     // part, the same for every evaluation, so eval losses compare across steps.
     void eval_batch(int i, int count, Batch& out) const;
 
+    // Data parallel: B is the global batch and this rank's batches are rows
+    // [rank * B / world, (rank + 1) * B / world) of it, so `world` ranks together see the
+    // batches one process with batch B sees. Throws std::invalid_argument unless world
+    // divides B.
+    void set_shard(int rank, int world);
+    int rows() const { return B_ / world_; }  // rows of this rank's batches
+
     std::int64_t train_tokens() const { return n_train_; }
     std::int64_t val_tokens() const { return static_cast<std::int64_t>(data_.tokens.size()) - n_train_; }
     const TokenData& data() const { return data_; }
@@ -63,6 +70,7 @@ private:
     std::int64_t n_train_ = 0;
     int B_, T_;
     std::uint64_t seed_;
+    int rank_ = 0, world_ = 1;
 };
 
 }  // namespace fp8scope

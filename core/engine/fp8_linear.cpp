@@ -15,7 +15,7 @@ struct Fp8Linear::Cached {
 };
 
 Fp8Linear::Fp8Linear(Backend& backend, std::vector<LinearInfo> linears)
-    : backend_(backend), linears_(std::move(linears)), xs_(backend), ws_(backend) {
+    : backend_(backend), linears_(std::move(linears)), xs_(backend), ws_(backend), pending_(backend) {
     snapshot_.resize(linears_.size());
     for (std::size_t i = 0; i < linears_.size(); ++i) {
         auto c = std::make_unique<Cached>();
@@ -76,8 +76,14 @@ GemmOperand Fp8Linear::cast(Operand o, const TensorDesc& values, AmaxHistory* h,
     spec.history = h;
     spec.push = push;
     spec.columnwise = columnwise;
-    CastInfo* slot = &report_slots_[std::size_t(linear) * 3 + std::size_t(o)];
+    const std::size_t index = std::size_t(linear) * 3 + std::size_t(o);
+    CastInfo* slot = &report_slots_[index];
     spec.report = report && r && sink_ ? slot : nullptr;
+    if (defer_ && push && h) {
+        spec.push = false;
+        spec.amax_out = pending_.data() + index;
+        pushes_.emplace_back(h, index);
+    }
     std::optional<OpTimer> timer;
     if (r) timer.emplace(sink_, backend_, "quantize", layer_of(linear), linear, int(o));
     GemmOperand op = backend_.cast(values, spec, storage);
@@ -94,6 +100,17 @@ void Fp8Linear::flush_reports() {
         if (sink_) sink_->on_scaling(s);
     }
     reports_.clear();
+}
+
+void Fp8Linear::defer_amax_pushes(bool on) {
+    defer_ = on;
+    pushes_.clear();
+    if (on) pending_.grow(std::size_t(pending_count()));
+}
+
+void Fp8Linear::push_pending() {
+    for (auto& [h, index] : pushes_) h->push(pending_.data() + index);
+    pushes_.clear();
 }
 
 void Fp8Linear::capture(int linear, Gemm g, Operand o, const TensorDesc& values,

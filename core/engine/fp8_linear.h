@@ -53,6 +53,17 @@ public:
     // Hands this step's cast figures to the sink (after the backend synchronized).
     void flush_reports();
 
+    // Data parallel: training casts write their amax to pending_amaxes() (linears x 3
+    // floats in backend memory, indexed linear * 3 + operand) instead of pushing it into
+    // their delayed history; push_pending() then pushes what is there, by then the maximum
+    // over ranks, so every rank's histories and scales stay the same.
+    void defer_amax_pushes(bool on);
+    float* pending_amaxes() { return pending_.data(); }
+    std::int64_t pending_count() const { return std::int64_t(linears_.size()) * 3; }
+    bool has_pending() const { return !pushes_.empty(); }
+    void push_pending();
+    void discard_pending() { pushes_.clear(); }  // a step given up before its pushes
+
     // Delayed histories of every recipe used so far: versioned bytes.
     std::vector<std::uint8_t> save_state() const;
     void load_state(const std::vector<std::uint8_t>& bytes);  // throws std::runtime_error
@@ -86,6 +97,9 @@ private:
     DeviceBuffer<float> xs_, ws_;  // smoothed X (N,K), W (M,K)
     std::vector<OperandScaling> reports_;  // this step's casts, flushed after backward
     std::vector<CastInfo> report_slots_;   // (linears x 3), filled by the backend
+    bool defer_ = false;
+    DeviceBuffer<float> pending_;                                // (linears x 3) amaxes
+    std::vector<std::pair<AmaxHistory*, std::size_t>> pushes_;  // history, slot in pending_
 };
 
 }  // namespace fp8scope

@@ -82,6 +82,7 @@ float Model::Impl::run_forward(const std::int32_t* tok, const std::int32_t* tgt,
     backend.copy_from_host(tokens.data(), tok, sizeof(std::int32_t) * std::size_t(b) * std::size_t(t));
     backend.copy_from_host(targets.data(), tgt, sizeof(std::int32_t) * std::size_t(b) * std::size_t(t));
     have_forward = false;
+    if (training) linear.discard_pending();  // pushes of a step given up (a rewind)
 
     const std::int64_t N = std::int64_t(B) * T, C = c.d_model, V = c.vocab_size, H = c.hidden();
     const std::int64_t H1 = c.mlp == MlpKind::SwiGLU ? 2 * H : H;
@@ -173,7 +174,7 @@ void Model::Impl::run_backward() {
 
     {
         OpTimer timer(sink, backend, "softmax_ce", -1);
-        backend.softmax_ce_backward(a.logits, a.logits, targets.data(), N, int(V));
+        backend.softmax_ce_backward(a.logits, a.logits, targets.data(), N, int(V), N * loss_ranks);
     }
     {
         OpTimer timer(sink, backend, "head", -1);
@@ -185,6 +186,10 @@ void Model::Impl::run_backward() {
         norm_backward(a.dresidual, dp.lnfw, dp.lnfb, a.dln, a.residual3 + (c.n_layer - 1) * N * C, p.lnfw,
                       a.lnf_mean, a.lnf_rstd);
     }
+    auto ready = [&](int stage) {
+        if (grad_ready) grad_ready(stage);
+    };
+    ready(0);
     for (int l = c.n_layer - 1; l >= 0; --l) {
         const ActPtr residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * N * C;
         const int lin = l * kLinearsPerBlock;
@@ -218,6 +223,7 @@ void Model::Impl::run_backward() {
             norm_backward(a.dresidual, dp.ln1w + l * C, at(dp.ln1b, l, C), a.dln, residual, p.ln1w + l * C,
                           at(a.ln1_mean, l, N), a.ln1_rstd + l * N);
         }
+        ready(1 + (c.n_layer - 1 - l));
     }
     {
         OpTimer timer(sink, backend, "embedding", -1);
@@ -226,6 +232,7 @@ void Model::Impl::run_backward() {
         backend.fill_zero(dp.wpe, sizeof(float) * std::size_t(c.max_seq) * std::size_t(C));
         backend.embedding_backward(dp.wte, dp.wpe, a.dresidual, tokens.data(), B, T, int(C));
     }
+    ready(c.n_layer + 1);
     linear.flush_reports();
 }
 
@@ -307,6 +314,20 @@ float Model::evaluate(const std::int32_t* tokens, const std::int32_t* targets, i
     float loss = impl_->run_forward(tokens, targets, B, T, false);
     set_capture(sink, operands);
     return loss;
+}
+
+void Model::set_grad_ready(std::function<void(int)> ready) { impl_->grad_ready = std::move(ready); }
+int Model::backward_stages() const { return impl_->config.n_layer + 2; }
+void Model::set_loss_ranks(int ranks) { impl_->loss_ranks = std::max(1, ranks); }
+
+std::span<float> Model::pending_amaxes() {
+    return {impl_->linear.pending_amaxes(), std::size_t(impl_->linear.pending_count())};
+}
+bool Model::has_pending_amaxes() const { return impl_->linear.has_pending(); }
+void Model::defer_amax_pushes(bool on) { impl_->linear.defer_amax_pushes(on); }
+void Model::push_pending_amaxes() { impl_->linear.push_pending(); }
+std::optional<DelayedState> Model::delayed_state(int linear, Operand o) const {
+    return impl_->linear.delayed_state(linear, o);
 }
 
 void Model::set_recipe(const TrainingRecipe& recipe) { impl_->linear.set_recipe(recipe); }

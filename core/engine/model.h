@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -25,6 +27,9 @@ struct ParamTensor {
     std::size_t offset = 0;          // into params() / grads()
     std::vector<std::int64_t> shape;
     bool decay = false;              // weight decay applies (matrices, not norms/biases)
+    // When backward() has finished its gradient: stage 0 the head and final norm, stage
+    // 1 + (n_layer - 1 - l) block l, stage n_layer + 1 the embeddings (a tied head's too).
+    int stage = 0;
     std::size_t numel() const;
 };
 
@@ -60,6 +65,24 @@ public:
     float forward(const std::int32_t* tokens, const std::int32_t* targets, int B, int T);
     // After forward(): overwrites grads() with d loss / d params.
     void backward();
+    // Called by backward() each time a stage's gradients are final (ParamTensor::stage),
+    // so a data-parallel step can start reducing them while backward goes on.
+    void set_grad_ready(std::function<void(int stage)> ready);
+    int backward_stages() const;  // n_layer + 2
+    // Data parallel over `ranks` ranks of equal batches: backward() gives this rank's share
+    // of the gradient of the mean loss over all ranks' rows, so the ranks' gradients sum to
+    // it (and each row's gradient is the bits one process with the whole batch computes).
+    void set_loss_ranks(int ranks);
+
+    // Data parallel: delayed scaling's amaxes reduced over ranks before they are pushed
+    // (Fp8Linear::defer_amax_pushes). The amaxes of the last training forward and backward:
+    std::span<float> pending_amaxes();  // backend memory
+    bool has_pending_amaxes() const;
+    void defer_amax_pushes(bool on);
+    void push_pending_amaxes();
+    // Delayed scaling's state of one operand under the current recipe (nullopt: not delayed).
+    std::optional<DelayedState> delayed_state(int linear, Operand o) const;
+
     // Loss only: no activations kept for backward, amax histories untouched.
     float evaluate(const std::int32_t* tokens, const std::int32_t* targets, int B, int T);
 

@@ -105,6 +105,8 @@ struct Model::Impl {
     bool have_forward = false;
     CaptureSink* sink = nullptr;
     bool capture_operands = false;
+    std::function<void(int)> grad_ready;     // Model::set_grad_ready
+    int loss_ranks = 1;                      // Model::set_loss_ranks
 
     Impl(const ModelConfig& c, Backend& backend);
     void ensure_activations(int B, int T);

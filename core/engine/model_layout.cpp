@@ -57,7 +57,11 @@ std::size_t carve_params(const ModelConfig& c, float* base, ParameterTensors& p,
         std::size_t each = numel(s.shape);
         for (std::int64_t l = 0; l < (s.per_layer ? L : 1); ++l) {
             std::string name = s.per_layer ? "blocks." + std::to_string(l) + "." + s.name : s.name;
-            if (tensors) tensors->push_back(ParamTensor{name, offset, s.shape, s.decay});
+            // Backward finishes the head and final norm first, then the blocks from the
+            // last, then the embeddings.
+            const bool embedding = s.field == &p.wte || s.field == &p.wpe;
+            const int stage = s.per_layer ? int(1 + (L - 1 - l)) : embedding ? int(L + 1) : 0;
+            if (tensors) tensors->push_back(ParamTensor{name, offset, s.shape, s.decay, stage});
             offset += each;
         }
     }

@@ -38,6 +38,9 @@ public:
     Rendezvous(const LaunchEnv& env, std::chrono::milliseconds timeout);
 
     int rank() const { return env_.rank; }
+    // The bound of every later exchange (training steps need more than joining).
+    void set_timeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
+    std::chrono::milliseconds timeout() const { return timeout_; }
     int world_size() const { return env_.world_size; }
 
     // Rank 0's `blob` on every rank (other ranks' argument is ignored).

@@ -11,6 +11,13 @@
 // within its own memory in milliseconds instead of through the host in seconds. A NaN/Inf loss or gradient norm, or a loss above
 // rewind.spike_factor times the moving average of the last rewind.window losses, restores
 // it for every run (lock step is kept), skips the offending batch for good and goes on.
+//
+// Data parallel (engine/data_parallel.h): every rank runs a Trainer on its rows of each
+// batch (config.batch_size is per rank), with the losses averaged over ranks before any
+// decision, so all ranks take the same steps, rewinds and recipe switches. Control
+// requests are agreed at the end of each step: rank 0's apply on every rank from the next
+// step, a stop asked on any rank stops all; pause is refused (a paused rank would stall
+// the others). Only rank 0 writes checkpoints.
 #pragma once
 
 #include <condition_variable>
@@ -27,6 +34,7 @@
 #include "engine/capture_sink.h"
 #include "engine/checkpoint.h"
 #include "engine/data.h"
+#include "engine/data_parallel.h"
 #include "engine/model.h"
 #include "engine/optimizer.h"
 #include "engine/schedule.h"
@@ -54,7 +62,7 @@ public:
     // Loads the data, builds and initialises the runs from config.seed (identical
     // weights), or restores config.checkpoint.resume. Throws on bad data or checkpoints.
     // Every run runs on `backend` (which must be the config's device).
-    Trainer(const TrainConfig& config, Backend& backend);
+    Trainer(const TrainConfig& config, Backend& backend, DataParallel* data_parallel = nullptr);
     ~Trainer();
     Trainer(const Trainer&) = delete;
     Trainer& operator=(const Trainer&) = delete;
@@ -92,6 +100,7 @@ public:
     Model& model(int run);
     const Model& model(int run) const;
     Backend& backend() const { return backend_; }
+    DataParallel* data_parallel() const { return dp_; }
     const BatchSampler& data() const { return *sampler_; }
     TrainSummary summary() const;
 
@@ -106,12 +115,21 @@ public:
     void corrupt_params_at_batch(std::uint64_t batch, float factor);
     // Treats `batch` as one a rewind skipped (a run that never sees it).
     void skip_batch(std::uint64_t batch);
+    // Test hook: every step's compute takes `ms` longer (an injected slow rank).
+    void delay_steps(double ms) { delay_ms_ = ms; }
 
 private:
     struct Run;
     struct Request;
 
     void apply_requests();
+    void apply(const Request& r);
+    // Data parallel: this step's records of every rank, the health check and the requests
+    // every rank applies next.
+    void agree(double compute_ms, double comm_ms, double step_ms, float loss);
+    bool writes_checkpoints() const;
+    static std::string encode_requests(const std::deque<Request>& requests);
+    static std::deque<Request> decode_requests(const std::string& text);
     void emit(EventKind kind, int run, std::string detail);
     bool recover(std::uint64_t batch, EventKind why, int run, const std::string& detail);
     struct Snapshot;
@@ -143,6 +161,10 @@ private:
     std::mutex mu_;                      // guards requests_
     std::condition_variable wake_;
     std::deque<Request> requests_;
+
+    DataParallel* dp_ = nullptr;
+    std::deque<Request> agreed_;  // data parallel: requests every rank applies next step
+    double delay_ms_ = 0;
 };
 
 }  // namespace fp8scope

@@ -59,6 +59,7 @@ public:
     const DelayedScaling& recipe() const override { return state.recipe(); }
     DelayedState read() const override { return state; }
     void restore(const DelayedState& s) override { state.restore(s.history(), s.scale()); }
+    void push(const float* amax) override { state.push(*amax); }
     DelayedState state;
 };
 
@@ -192,8 +193,8 @@ float CpuBackend::mean_loss(const float* losses, std::int64_t N) {
 }
 
 void CpuBackend::softmax_ce_backward(ActPtr dlogits, ActPtr probs, const std::int32_t* targets, std::int64_t N,
-                                     int V) {
-    ops::softmax_ce_backward(dlogits.f32(), probs.f32(), targets, N, V);
+                                     int V, std::int64_t mean_over) {
+    ops::softmax_ce_backward(dlogits.f32(), probs.f32(), targets, N, V, mean_over);
 }
 
 // --- GEMMs ---------------------------------------------------------------------------
@@ -266,6 +267,7 @@ GemmOperand CpuBackend::cast(const TensorDesc& x, const CastSpec& spec, OperandS
         }
     }
     if (spec.report && info) *spec.report = *info;
+    if (spec.amax_out && info) *spec.amax_out = info->amax;
     if (!spec.rowwise) op.rowwise = {};
     return op;
 }

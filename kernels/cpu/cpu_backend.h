@@ -62,7 +62,7 @@ public:
                             int V) override;
     float mean_loss(const float* losses, std::int64_t N) override;
     void softmax_ce_backward(ActPtr dlogits, ActPtr probs, const std::int32_t* targets, std::int64_t N,
-                             int V) override;
+                             int V, std::int64_t mean_over) override;
 
     void matmul_forward(ActPtr out, ActPtr inp, const float* weight, const float* bias, std::int64_t N,
                         std::int64_t K, std::int64_t M) override;

@@ -300,9 +300,9 @@ float CudaBackend::mean_loss(const float* losses, std::int64_t N) {
 }
 
 void CudaBackend::softmax_ce_backward(ActPtr dlogits, ActPtr probs, const std::int32_t* targets, std::int64_t N,
-                                      int V) {
+                                      int V, std::int64_t mean_over) {
     cuda::softmax_ce_backward(bits(dlogits, "softmax_ce_backward"), bits(probs, "softmax_ce_backward"), targets, N, V,
-                              stream_);
+                              stream_, mean_over);
 }
 
 void CudaBackend::bias_backward(float* dbias, const TensorDesc& dout) {

@@ -79,6 +79,7 @@ public:
     std::string describe() const override;
     DType activation_dtype() const override { return DType::BF16; }
     cudaStream_t stream() const { return stream_; }
+    int device_index() const { return device_; }
 
     void* allocate(std::size_t bytes) override;
     void release(void* p) override;
@@ -114,7 +115,7 @@ public:
                             int V) override;
     float mean_loss(const float* losses, std::int64_t N) override;
     void softmax_ce_backward(ActPtr dlogits, ActPtr probs, const std::int32_t* targets, std::int64_t N,
-                             int V) override;
+                             int V, std::int64_t mean_over) override;
 
     void matmul_forward(ActPtr out, ActPtr inp, const float* weight, const float* bias, std::int64_t N,
                         std::int64_t K, std::int64_t M) override;

@@ -47,6 +47,7 @@ public:
         mine.restore(s.history(), s.scale());
         cuda::delayed_state_write(state_.data(), mine, backend_.stream());
     }
+    void push(const float* amax) override { cuda::delayed_push(state_.data(), recipe_, amax, backend_.stream()); }
     void* state() const { return state_.data(); }
 
 private:
@@ -143,6 +144,8 @@ GemmOperand CudaBackend::cast(const TensorDesc& x, const CastSpec& spec, Operand
                       ? static_cast<CudaAmaxHistory*>(spec.history)->state()
                       : nullptr;
     cuda::cast(cuda::CastInput{x.data, x.dtype, R, C}, r, t, stream_, state, spec.push);
+    if (spec.amax_out)
+        FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(spec.amax_out, &t.stats->amax, sizeof(float), cudaMemcpyDeviceToDevice, stream_));
     if (spec.report) pending_reports_.push_back(spec.report);  // the slot report_slot() handed out
     return op;
 }

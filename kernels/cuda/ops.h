@@ -121,9 +121,9 @@ void softmax_ce_forward(bf16* probs, float* losses, const bf16* logits, const st
                         int V, cudaStream_t stream);
 // mean (one float in device memory) = mean of losses (N), summed in double.
 void mean_loss(float* mean, const float* losses, std::int64_t N, cudaStream_t stream);
-// dlogits (N,V) = (probs - onehot(target)) / N (may alias probs).
+// dlogits (N,V) = (probs - onehot(target)) / mean_over (0: N; may alias probs).
 void softmax_ce_backward(bf16* dlogits, const bf16* probs, const std::int32_t* targets, std::int64_t N, int V,
-                         cudaStream_t stream);
+                         cudaStream_t stream, std::int64_t mean_over = 0);
 
 // --- elementwise (ops_elementwise.cu) --------------------------------------------------
 // out (n) = a + b

@@ -130,9 +130,9 @@ void mean_loss(float* mean, const float* losses, std::int64_t N, cudaStream_t st
 }
 
 void softmax_ce_backward(bf16* dlogits, const bf16* probs, const std::int32_t* targets, std::int64_t N, int V,
-                         cudaStream_t stream) {
+                         cudaStream_t stream, std::int64_t mean_over) {
     if (N <= 0 || V <= 0) return;
-    const float inv_n = 1.0f / float(N);
+    const float inv_n = 1.0f / float(mean_over > 0 ? mean_over : N);
     if (V % kPack == 0 && aligned16(dlogits) && aligned16(probs))
         softmax_ce_backward_kernel<kPack><<<blocks_for(N * (V / kPack), 256), 256, 0, stream>>>(dlogits, probs,
                                                                                                 targets, N, V, inv_n);

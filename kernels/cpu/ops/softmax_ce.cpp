@@ -30,8 +30,9 @@ float softmax_ce_forward(float* probs, float* losses, const float* logits, const
     return float(total / double(N));
 }
 
-void softmax_ce_backward(float* dlogits, const float* probs, const std::int32_t* targets, std::int64_t N, int V) {
-    const float inv_n = 1.0f / float(N);
+void softmax_ce_backward(float* dlogits, const float* probs, const std::int32_t* targets, std::int64_t N, int V,
+                         std::int64_t mean_over) {
+    const float inv_n = 1.0f / float(mean_over > 0 ? mean_over : N);
     parallel_for(N, 1, 0, [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t n = begin; n < end; ++n) {
             const float* p = probs + n * V;

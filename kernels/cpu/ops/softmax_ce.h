@@ -11,6 +11,8 @@ namespace fp8scope::ops {
 float softmax_ce_forward(float* probs, float* losses, const float* logits, const std::int32_t* targets,
                          std::int64_t N, int V);
 // dlogits (N,V) = (probs - onehot(target)) / N, the gradient of the mean loss (may alias probs).
-void softmax_ce_backward(float* dlogits, const float* probs, const std::int32_t* targets, std::int64_t N, int V);
+// mean_over: the rows the loss is a mean over (0: N).
+void softmax_ce_backward(float* dlogits, const float* probs, const std::int32_t* targets, std::int64_t N, int V,
+                         std::int64_t mean_over = 0);
 
 }  // namespace fp8scope::ops

@@ -1,0 +1,65 @@
+// `train` as one rank of a data-parallel job: started by a launcher (torchrun, mpirun,
+// srun: engine/launch_env.h) or by `--nproc-per-node N` on one machine. The rank trains
+// on the GPU numbered LOCAL_RANK, joins the others over the TCP rendezvous, reduces over
+// NCCL (TCP on CPUs) and writes its own trace (`run.h5` on rank 0, `run.rank1.h5` ...);
+// rank 0 alone prints progress, serves --listen and writes checkpoints. A watchdog bounds
+// every step: when a peer died or hangs, the rank aborts its communicator and ends with a
+// message naming the step instead of waiting for ever.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+#include "communicator.h"
+#include "engine/data_parallel.h"
+#include "engine/launch_env.h"
+#include "engine/rendezvous.h"
+#include "engine/trainer.h"
+#include "engine/watchdog.h"
+
+namespace fp8scope::cli {
+
+struct RankOptions {
+    int nproc_per_node = 0;
+    double timeout_s = 300;  // joining, and any step waiting for another rank
+    DataParallelOptions dp;
+    double bucket_mb = 25;
+    // Faults on purpose, to see the health checks catch them.
+    int slow_rank = -1;
+    double slow_ms = 0;
+    int crash_rank = -1;
+    long long crash_step = 0;
+};
+void add_rank_options(CLI::App& cmd, RankOptions& o);
+
+class RankJob : public TrainObserver {
+public:
+    // This process's place in the job (launch_env()); throws std::invalid_argument on bad
+    // launcher variables.
+    explicit RankJob(const RankOptions& o);
+    ~RankJob() override;
+
+    const LaunchEnv& env() const { return env_; }
+    bool distributed() const { return env_.distributed(); }
+    // Joins the job on `backend` (collective); null for a job of one.
+    DataParallel* join(Backend& backend, const std::string& device);
+    // Arms the watchdog per step and injects the faults asked for.
+    void watch(Trainer& trainer);
+    // The trace path of this rank: `path` on rank 0, stem.rankN.ext elsewhere.
+    std::string rank_path(const std::string& path) const;
+
+    void on_step_begin(std::int64_t step, bool capture) override;
+    void on_step(const StepRecord& record) override;
+
+private:
+    RankOptions options_;
+    LaunchEnv env_;
+    std::unique_ptr<Rendezvous> rendezvous_;
+    std::unique_ptr<Communicator> comm_;
+    std::unique_ptr<DataParallel> dp_;
+    std::unique_ptr<Watchdog> watchdog_;
+};
+
+}  // namespace fp8scope::cli

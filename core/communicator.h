@@ -1,0 +1,36 @@
+// Collectives of a data-parallel job over the arrays of one backend: NCCL on GPUs, TCP
+// through the job's rendezvous on CPUs (engine/tcp_communicator.h). Every rank issues the
+// same collectives in the same order. A reduction is ordered after the backend work issued
+// before it; a device runs it on a stream of its own, so backward goes on meanwhile, and
+// join() makes the backend's later work wait for it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace fp8scope {
+
+enum class ReduceOp : std::uint8_t { Sum, Avg, Max };
+const char* reduce_op_name(ReduceOp op);  // "sum", "avg", "max"
+
+class Communicator {
+public:
+    virtual ~Communicator() = default;
+
+    virtual int rank() const = 0;
+    virtual int world_size() const = 0;
+    // "nccl 2.28.3, 2 ranks" or "tcp through rank 0, 2 ranks".
+    virtual std::string describe() const = 0;
+
+    // In place over n float32 in backend memory; the result is the same on every rank.
+    virtual void all_reduce(float* data, std::int64_t n, ReduceOp op) = 0;
+    // The backend's work issued from now on runs after every reduction issued so far.
+    virtual void join() = 0;
+    // The host waits for every reduction issued so far (throws if one failed).
+    virtual void synchronize() = 0;
+    // From another thread (a watchdog): a reduction in flight fails instead of waiting for a
+    // peer that died or hangs. The communicator is unusable afterwards.
+    virtual void abort() {}
+};
+
+}  // namespace fp8scope

@@ -1,0 +1,88 @@
+// One rank of a data-parallel job, as the trainer sees it: every rank trains the same
+// models on its own rows of each batch (BatchSampler::set_shard), and this class keeps
+// the ranks identical. Each rank's backward gives its share of the gradient of the mean
+// loss over all ranks' rows (Model::set_loss_ranks), so every activation gradient is the
+// one a single process with the whole batch computes, and FP8 casts them alike; the
+// shares are summed over ranks in buckets (grad_buckets.h), each
+// started as soon as backward has finished it (Model::set_grad_ready), so the reduction
+// overlaps the rest of backward; delayed scaling's amaxes are max-reduced before they are
+// pushed, so every rank casts with the same scales. Per-tensor current scaling needs no
+// reduction here: no tensor is sharded across ranks (a rank's activations are its own,
+// the weights are the same everywhere).
+//
+// Small host values (losses, the ranks' step times, control requests) travel over the
+// job's rendezvous connections, whose timeout bounds every wait: a rank that died or hangs
+// ends the step on every other rank with an error naming it. Each step's compute times
+// feed the in-flight health check (StragglerMonitor).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "communicator.h"
+#include "engine/model.h"
+#include "engine/rank_health.h"
+#include "engine/rendezvous.h"
+#include "engine/train_events.h"
+
+namespace fp8scope {
+
+struct DataParallelOptions {
+    std::size_t bucket_bytes = std::size_t(25) << 20;  // gradient bucket (float32), as DDP's default
+    double straggler_margin = 0.10;  // slower than the median compute time by more than this: slow
+    int straggler_steps = 3;         // slow this many steps in a row: a straggler
+};
+
+class DataParallel {
+public:
+    // `where`: this rank's device as reports name it ("cuda:1"); gathered from every rank.
+    DataParallel(Rendezvous& rendezvous, Communicator& comm, const std::string& where,
+                 DataParallelOptions options = {});
+
+    int rank() const { return comm_.rank(); }
+    int world_size() const { return comm_.world_size(); }
+    Communicator& communicator() { return comm_; }
+    const std::string& where(int rank) const { return where_.at(std::size_t(rank)); }  // "host cuda:1"
+
+    // Wires `model` (which must outlive this): its gradients are summed bucket by bucket
+    // during backward() and its delayed amaxes deferred for finish_backward().
+    void attach(Model& model);
+    // After model.backward(): the amaxes max-reduced and pushed; the backend's later work
+    // (the optimizer) sees the summed gradients. The host does not wait.
+    void finish_backward(Model& model);
+    // Host time spent inside collectives since the last call (a synchronous communicator's
+    // reductions are communication, not compute).
+    double take_comm_host_ms();
+
+    // The mean over ranks of each value, the same double on every rank.
+    std::vector<double> mean(const std::vector<double>& mine);
+
+    // What a rank says at the end of a step.
+    struct StepShare {
+        RankStepRecord record;
+        bool stop = false;     // this rank was asked to stop
+        std::string requests;  // rank 0: the control requests every rank applies next
+    };
+    std::vector<StepShare> exchange(const StepShare& mine);
+    // The in-flight check over a step's compute times (one per rank, in rank order).
+    std::vector<StragglerMonitor::Alert> observe(std::int64_t step, const std::vector<RankStepRecord>& ranks);
+
+private:
+    struct Bucket {
+        std::size_t offset = 0, count = 0;
+        int stage = 0;  // backward stage that finishes its last tensor
+    };
+    template <class F>
+    auto timed(F&& f);
+
+    Rendezvous& rendezvous_;
+    Communicator& comm_;
+    DataParallelOptions options_;
+    std::vector<std::string> where_;
+    StragglerMonitor monitor_;
+    double comm_host_ms_ = 0;
+};
+
+}  // namespace fp8scope

@@ -1,0 +1,28 @@
+// The communicator of CPU ranks: collectives over the job's rendezvous connections (every
+// rank's array reaches every rank through rank 0, and each rank reduces them in rank
+// order, so all ranks hold the same bits). Synchronous: a reduction is done when it
+// returns. Meant for the model sizes a CPU trains, and for testing data-parallel logic on
+// machines without GPUs.
+#pragma once
+
+#include "communicator.h"
+#include "engine/rendezvous.h"
+
+namespace fp8scope {
+
+class TcpCommunicator final : public Communicator {
+public:
+    explicit TcpCommunicator(Rendezvous& rendezvous) : rendezvous_(rendezvous) {}
+
+    int rank() const override { return rendezvous_.rank(); }
+    int world_size() const override { return rendezvous_.world_size(); }
+    std::string describe() const override;
+    void all_reduce(float* data, std::int64_t n, ReduceOp op) override;  // host memory
+    void join() override {}
+    void synchronize() override {}
+
+private:
+    Rendezvous& rendezvous_;
+};
+
+}  // namespace fp8scope

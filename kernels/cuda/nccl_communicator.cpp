@@ -1,0 +1,84 @@
+#include "cuda/nccl_communicator.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <thread>
+#include <string>
+
+#include "cuda/check.h"
+
+namespace fp8scope {
+
+NcclCommunicator::NcclCommunicator(CudaBackend& backend, Rendezvous& rendezvous)
+    : backend_(backend), rank_(rendezvous.rank()), world_(rendezvous.world_size()) {
+    FP8SCOPE_CUDA_CHECK(cudaSetDevice(backend.device_index()));
+    ncclUniqueId id{};
+    if (rank_ == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    const std::string blob = rendezvous.broadcast(std::string_view(id.internal, sizeof id.internal));
+    if (blob.size() != sizeof id.internal)
+        throw std::runtime_error("nccl: rank 0 sent a unique id of " + std::to_string(blob.size()) + " bytes");
+    std::copy(blob.begin(), blob.end(), id.internal);
+    check(ncclCommInitRank(&comm_, world_, id, rank_), "ncclCommInitRank");
+    // Reductions first when the scheduler has a choice: they are on the critical path.
+    int least = 0, greatest = 0;
+    FP8SCOPE_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    FP8SCOPE_CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest));
+    FP8SCOPE_CUDA_CHECK(cudaEventCreateWithFlags(&issued_, cudaEventDisableTiming));
+    FP8SCOPE_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
+}
+
+NcclCommunicator::~NcclCommunicator() {
+    if (comm_ && !aborted_) {
+        cudaStreamSynchronize(stream_);
+        ncclCommDestroy(comm_);
+    }
+    if (done_) cudaEventDestroy(done_);
+    if (issued_) cudaEventDestroy(issued_);
+    if (stream_) cudaStreamDestroy(stream_);
+}
+
+void NcclCommunicator::check(ncclResult_t r, const char* what) const {
+    if (r == ncclSuccess) return;
+    throw std::runtime_error(std::string("nccl: ") + what + " failed on rank " + std::to_string(rank_) + ": " +
+                             ncclGetErrorString(r) + (aborted_ ? " (the communicator was aborted)" : ""));
+}
+
+std::string NcclCommunicator::describe() const {
+    int v = 0;
+    ncclGetVersion(&v);
+    return "nccl " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100) +
+           ", " + std::to_string(world_) + " ranks";
+}
+
+void NcclCommunicator::all_reduce(float* data, std::int64_t n, ReduceOp op) {
+    if (aborted_) throw std::runtime_error("nccl: all_reduce on an aborted communicator (rank " + std::to_string(rank_) + ")");
+    if (n == 0) return;
+    FP8SCOPE_CUDA_CHECK(cudaEventRecord(issued_, backend_.stream()));
+    FP8SCOPE_CUDA_CHECK(cudaStreamWaitEvent(stream_, issued_, 0));
+    const ncclRedOp_t red = op == ReduceOp::Sum ? ncclSum : op == ReduceOp::Avg ? ncclAvg : ncclMax;
+    check(ncclAllReduce(data, data, std::size_t(n), ncclFloat32, red, comm_, stream_), "ncclAllReduce");
+}
+
+void NcclCommunicator::join() {
+    FP8SCOPE_CUDA_CHECK(cudaEventRecord(done_, stream_));
+    FP8SCOPE_CUDA_CHECK(cudaStreamWaitEvent(backend_.stream(), done_, 0));
+}
+
+void NcclCommunicator::synchronize() {
+    // Polls rather than blocks, so an abort from the watchdog's thread ends the wait.
+    while (cudaStreamQuery(stream_) == cudaErrorNotReady) {
+        if (aborted_) throw std::runtime_error("nccl: rank " + std::to_string(rank_) + " aborted a reduction in flight");
+        ncclResult_t async = ncclSuccess;
+        if (ncclCommGetAsyncError(comm_, &async) == ncclSuccess && async != ncclSuccess && async != ncclInProgress)
+            check(async, "a reduction in flight");
+        std::this_thread::yield();
+    }
+    FP8SCOPE_CUDA_CHECK(cudaGetLastError());
+}
+
+void NcclCommunicator::abort() {
+    if (aborted_.exchange(true)) return;
+    ncclCommAbort(comm_);
+}
+
+}  // namespace fp8scope

@@ -1,0 +1,69 @@
+// `fp8scope-engine train --nproc-per-node 2` as a user runs it on one machine: two engine
+// processes train as one process with twice the batch, each writes its trace, and a rank
+// killed mid-run ends the job with a message naming it; the last checkpoint resumes.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "app/run_engine.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const fs::path kConfigs = fs::path(__FILE__).parent_path() / ".." / ".." / "resources" / "configs";
+
+fs::path scratch() { return fp8scope::testing::scratch_dir("fp8scope_train_dp_cli"); }
+
+fp8scope::testing::EngineResult train(const std::string& args) {
+    return fp8scope::testing::run_engine("train --config " + (kConfigs / "tiny.json").string() +
+                                             " --threads 1 --steps 8 --eval-every 4 --json " + args,
+                                         scratch());
+}
+
+TEST(TrainDataParallelCli, TwoRanksTrainAsOneProcessWithTwiceTheBatch) {
+    const fs::path out = scratch() / "dp.h5";
+    fs::remove(out);
+    fs::remove(scratch() / "dp.rank1.h5");
+    const auto two = train("--batch 4 --recipe delayed --nproc-per-node 2 --out " + out.string());
+    ASSERT_EQ(two.status, 0) << two.err;
+    const auto one = train("--batch 8 --recipe delayed");
+    ASSERT_EQ(one.status, 0) << one.err;
+    EXPECT_NE(two.err.find("data parallel: rank 0 of 2"), std::string::npos) << two.err;
+    // Rank 0 prints the job's summary, once.
+    const json a = json::parse(two.out), b = json::parse(one.out);
+    const json& la = a["runs"][0]["losses"];
+    const json& lb = b["runs"][0]["losses"];
+    ASSERT_EQ(la.size(), 8u);
+    ASSERT_EQ(lb.size(), 8u);
+    EXPECT_NEAR(la[0].get<double>(), lb[0].get<double>(), 1e-5 * lb[0].get<double>());
+    for (std::size_t i = 1; i < 8; ++i) EXPECT_NEAR(la[i].get<double>(), lb[i].get<double>(), 2e-3 * lb[i].get<double>()) << i;
+    EXPECT_NEAR(a["runs"][0]["eval_loss"].get<double>(), b["runs"][0]["eval_loss"].get<double>(), 2e-3);
+    // One trace per rank.
+    EXPECT_TRUE(fs::exists(out));
+    EXPECT_TRUE(fs::exists(scratch() / "dp.rank1.h5"));
+}
+
+TEST(TrainDataParallelCli, AKilledRankEndsTheJobAndTheCheckpointResumes) {
+    const fs::path ckpt = scratch() / "ckpt";
+    fs::remove_all(ckpt);
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto crashed = train("--batch 2 --nproc-per-node 2 --rank-timeout 20 --checkpoint-dir " + ckpt.string() +
+                               " --checkpoint-every 3 --inject-crash-rank 1 --inject-crash-step 5");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_NE(crashed.status, 0);
+    EXPECT_LT(seconds, 20.0) << "the lost rank is noticed at the next exchange, not at the timeout";
+    EXPECT_NE(crashed.err.find("rank 1"), std::string::npos) << crashed.err;
+    ASSERT_TRUE(fs::exists(ckpt / "step_3.ckpt")) << crashed.err;
+    EXPECT_FALSE(fs::exists(ckpt / "step_6.ckpt"));
+
+    const auto resumed = train("--nproc-per-node 2 --resume " + (ckpt / "step_3.ckpt").string());
+    ASSERT_EQ(resumed.status, 0) << resumed.err;
+    EXPECT_EQ(json::parse(resumed.out)["steps"], 8);
+}
+
+}  // namespace

@@ -1,0 +1,206 @@
+// Data-parallel training on CPU ranks (threads of this process over loopback TCP): two
+// ranks train as one process with twice the batch does, stay identical to each other
+// (parameters and delayed-scaling histories bit for bit), stop together, and the in-flight
+// check names an injected slow rank.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "support/cpu_engine.h"
+#include "support/data_parallel_job.h"
+
+namespace fp8scope {
+namespace {
+
+using testing::Rank;
+using testing::run_job;
+
+TrainConfig tiny(int steps, const std::string& recipe) {
+    TrainConfig c;
+    c.model.n_layer = 2;
+    c.model.d_model = 32;
+    c.model.n_head = 2;
+    c.model.max_seq = 32;
+    c.seq_len = 32;
+    c.batch_size = 4;
+    c.steps = steps;
+    c.optimizer.lr = 1e-2f;
+    c.schedule.warmup_steps = 2;
+    c.data.corpus_bytes = 1 << 16;
+    c.eval.every = 5;
+    c.eval.batches = 2;
+    c.threads = 1;
+    c.recipe = recipe;
+    c.seed = 5;
+    return c;
+}
+
+struct Steps : TrainObserver {
+    std::mutex mu;
+    std::vector<StepRecord> steps;
+    std::vector<RankStepRecord> ranks;
+    std::vector<TrainEvent> events;
+    void on_step(const StepRecord& r) override {
+        std::lock_guard lock(mu);
+        steps.push_back(r);
+    }
+    void on_rank_step(const RankStepRecord& r) override {
+        std::lock_guard lock(mu);
+        ranks.push_back(r);
+    }
+    void on_event(const TrainEvent& e) override {
+        std::lock_guard lock(mu);
+        events.push_back(e);
+    }
+};
+
+class DataParallelCpu : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DataParallelCpu, TwoRanksTrainAsOneRankWithTwiceTheBatch) {
+    const int steps = 10;
+    TrainConfig single = tiny(steps, GetParam());
+    single.batch_size = 8;
+    testing::CpuTrainer one(single);
+    Steps one_steps;
+    one.add_observer(&one_steps);
+    one.run();
+
+    std::vector<Steps> seen(2);
+    auto ranks = run_job(2, "cpu", tiny(steps, GetParam()), [&](Rank& r) {
+        r.trainer->add_observer(&seen[std::size_t(r.env.rank)]);
+        r.trainer->run();
+    });
+
+    // The same losses on both ranks (the mean over ranks) and, to rounding, the one-rank run's:
+    // each rank's mean over its 4 rows averaged over ranks is the mean over the 8 rows. The
+    // runs drift apart by float32 rounding of the reductions (sums in another order), which the
+    // optimizer carries on: relative 1e-5 at the first step, well under 1e-3 after ten.
+    ASSERT_EQ(seen[0].steps.size(), std::size_t(steps));
+    ASSERT_EQ(seen[1].steps.size(), std::size_t(steps));
+    for (int s = 0; s < steps; ++s) {
+        const StepRecord& a = seen[0].steps[std::size_t(s)];
+        const StepRecord& b = seen[1].steps[std::size_t(s)];
+        const StepRecord& ref = one_steps.steps[std::size_t(s)];
+        EXPECT_EQ(a.loss, b.loss) << "step " << s + 1;
+        EXPECT_EQ(a.grad_norm, b.grad_norm) << "step " << s + 1;
+        EXPECT_EQ(a.batch, ref.batch);
+        const double tol = s == 0 ? 1e-5 : 1e-3;
+        EXPECT_NEAR(a.loss, ref.loss, tol * ref.loss) << "step " << s + 1;
+        EXPECT_NEAR(a.grad_norm, ref.grad_norm, 10 * tol * ref.grad_norm) << "step " << s + 1;
+        EXPECT_EQ(a.eval_loss.has_value(), ref.eval_loss.has_value());
+        if (a.eval_loss && ref.eval_loss) {
+            EXPECT_EQ(*a.eval_loss, *b.eval_loss);
+            EXPECT_NEAR(*a.eval_loss, *ref.eval_loss, 1e-3 * *ref.eval_loss);
+        }
+    }
+    // Each rank saw its own half of every batch: their own losses differ.
+    ASSERT_EQ(seen[0].ranks.size(), std::size_t(2 * steps));
+    EXPECT_NE(seen[0].ranks[0].loss, seen[0].ranks[1].loss);
+    EXPECT_NEAR(0.5 * (double(seen[0].ranks[0].loss) + seen[0].ranks[1].loss), seen[0].steps[0].loss,
+                1e-6 * seen[0].steps[0].loss);
+
+    // The ranks are identical: parameters, AdamW's moments and delayed scaling's state.
+    const Trainer& t0 = *ranks[0]->trainer;
+    const Trainer& t1 = *ranks[1]->trainer;
+    EXPECT_EQ(t0.model(0).params_to_host(), t1.model(0).params_to_host());
+    EXPECT_EQ(t0.model(0).save_recipe_state(), t1.model(0).save_recipe_state());
+    const TrainState s0 = t0.state(), s1 = t1.state();
+    ASSERT_EQ(s0.runs.size(), s1.runs.size());
+    EXPECT_EQ(s0.runs[0].m, s1.runs[0].m);
+    EXPECT_EQ(s0.runs[0].v, s1.runs[0].v);
+    // ... and near the one-rank run's parameters: the weight gradients are sums over the rows
+    // in another order (each rank's half, then the two halves), and AdamW turns a rounding
+    // difference of a near-zero gradient into a step of up to lr = 1e-2 in either direction;
+    // over ten steps no parameter moved more than a quarter of one step away.
+    const std::vector<float> p = t0.model(0).params_to_host(), q = one.model(0).params_to_host();
+    double worst = 0;
+    for (std::size_t i = 0; i < p.size(); ++i) worst = std::max(worst, double(std::fabs(p[i] - q[i])));
+    EXPECT_LT(worst, 2.5e-3);
+}
+
+// baseline: no FP8; delayed: the amax reduction; blockwise: per-block scales need none.
+INSTANTIATE_TEST_SUITE_P(Recipes, DataParallelCpu, ::testing::Values("baseline", "delayed", "blockwise"));
+
+TEST(DataParallel, DelayedScalingPushesTheMaximumOverRanks) {
+    // After one step each rank's history holds, per operand, the larger of the two ranks'
+    // amaxes: the amax one process sees over all 8 rows. The first step's activations and
+    // activation gradients are row by row the bits one process computes (dlogits are
+    // divided by all ranks' rows), so every amax equals the one-process amax exactly.
+    TrainConfig single = tiny(1, "delayed");
+    single.batch_size = 8;
+    testing::CpuTrainer one(single);
+    one.run();
+    auto ranks = run_job(2, "cpu", tiny(1, "delayed"), [&](Rank& r) { r.trainer->run(); });
+    const Model& ref = one.model(0);
+    for (const auto& rank : ranks) {
+        const Model& m = rank->trainer->model(0);
+        const auto x = m.delayed_state(0, Operand::X), w = m.delayed_state(0, Operand::W);
+        ASSERT_TRUE(x && w);
+        ASSERT_EQ(x->history().size(), 1u);
+        EXPECT_EQ(x->history(), ref.delayed_state(0, Operand::X)->history());
+        EXPECT_EQ(x->scale(), ref.delayed_state(0, Operand::X)->scale());
+        EXPECT_EQ(w->history(), ref.delayed_state(0, Operand::W)->history());
+        for (int l = 0; l < int(m.linears().size()); ++l)
+            for (Operand o : {Operand::X, Operand::W, Operand::DY})
+                EXPECT_EQ(m.delayed_state(l, o)->history(), ref.delayed_state(l, o)->history())
+                    << "linear " << l << " operand " << int(o);
+    }
+    EXPECT_EQ(ranks[0]->trainer->model(0).save_recipe_state(), ranks[1]->trainer->model(0).save_recipe_state());
+}
+
+TEST(DataParallel, AStopOnOneRankStopsEveryRankAtTheSameStep) {
+    struct StopAt : TrainObserver {
+        Trainer* trainer = nullptr;
+        void on_step(const StepRecord& r) override {
+            if (r.step == 3) trainer->stop();
+        }
+    };
+    std::vector<std::int64_t> done(2);
+    run_job(2, "cpu", tiny(20, "baseline"), [&](Rank& r) {
+        StopAt stop;
+        stop.trainer = r.trainer.get();
+        if (r.env.rank == 1) r.trainer->add_observer(&stop);
+        const TrainSummary s = r.trainer->run();
+        done[std::size_t(r.env.rank)] = s.steps;
+        EXPECT_TRUE(s.stopped);
+    });
+    // The request is agreed at the end of step 3: both ranks stop before step 4... of 20.
+    EXPECT_EQ(done[0], 3);
+    EXPECT_EQ(done[1], 3);
+}
+
+TEST(DataParallel, TheInFlightCheckNamesASlowRank) {
+    std::vector<Steps> seen(2);
+    DataParallelOptions options;
+    options.straggler_steps = 3;
+    run_job(
+        2, "cpu", tiny(6, "baseline"),
+        [&](Rank& r) {
+            if (r.env.rank == 1) r.trainer->delay_steps(100);
+            r.trainer->add_observer(&seen[std::size_t(r.env.rank)]);
+            r.trainer->run();
+        },
+        options);
+    for (const Steps& s : seen) {
+        std::vector<std::string> health;
+        for (const TrainEvent& e : s.events)
+            if (e.kind == EventKind::Health) health.push_back(e.detail);
+        ASSERT_EQ(health.size(), 1u);
+        EXPECT_EQ(health[0].rfind("straggler: rank 1 (", 0), 0u) << health[0];
+        // The rank records say why: rank 1's compute includes the 100 ms, rank 0 waited for it.
+        for (std::size_t i = 0; i + 1 < s.ranks.size(); i += 2) {
+            EXPECT_EQ(s.ranks[i].rank, 0);
+            EXPECT_EQ(s.ranks[i + 1].rank, 1);
+            EXPECT_GT(s.ranks[i + 1].compute_ms, 95.0);  // the sleep, give or take the clock
+            EXPECT_LT(s.ranks[i].compute_ms, s.ranks[i + 1].compute_ms - 50.0);
+            EXPECT_GT(s.ranks[i].comm_ms, 50.0);
+        }
+    }
+}
+
+}  // namespace
+}  // namespace fp8scope
