@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 targets=(fp8scope-engine fp8scope_cuda_tests fp8scope_core_tests bench_cuda_gemm bench_cuda_quantize bench_cuda_ops bench_cuda_analysis
-         bench_step bench_train_step bench_sgemm bench_capture_overhead)
+         bench_step bench_train_step bench_sgemm bench_capture_overhead bench_data_parallel)
 
 pack() {
     cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DFP8SCOPE_GUI=OFF -DFP8SCOPE_NATIVE=OFF >/dev/null

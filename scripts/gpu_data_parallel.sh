@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The data-parallel evidence on a machine with several GPUs (scripts/gpu.sh check runs it
+# as EXTRA, with the bundle's binaries on PATH): the pre-flight check, a short job on every
+# GPU with an injected slow rank (the in-flight check must flag it), a rank killed mid-run
+# (the other ranks must end with a message) and resumed from the last checkpoint, then the
+# all-reduce and scaling benchmark on the 4096-wide model.
+# usage: scripts/gpu_data_parallel.sh [ranks]   (default: every GPU)
+set -uo pipefail
+n=${1:-$(nvidia-smi -L | wc -l)}
+work=$(mktemp -d)
+small=(--device cuda --set model.n_layer=2 --set model.d_model=512 --set model.n_head=8 --set model.max_seq=256
+       --seq 256 --batch 8 --eval-every 0)
+
+echo "== preflight, $n ranks"
+fp8scope-engine preflight --device cuda --size 4096 --reps 5 --nproc-per-node "$n" --timeout 120
+
+echo "== train, $n ranks, rank $((n - 1)) slowed by 40 ms per step"
+fp8scope-engine train "${small[@]}" --steps 30 --recipe delayed --nproc-per-node "$n" \
+    --inject-slow-rank $((n - 1)) --inject-delay-ms 40 --out "$work/slow.h5" --log-every 10
+fp8scope-engine inspect "$work/slow.h5" | sed -n '/^events/,/^worst/p'
+
+echo "== train, $n ranks, rank 1 killed in step 7 (checkpoint every 5)"
+start=$(date +%s.%N)
+fp8scope-engine train "${small[@]}" --steps 12 --nproc-per-node "$n" --rank-timeout 30 \
+    --checkpoint-dir "$work/ckpt" --checkpoint-every 5 --inject-crash-rank 1 --inject-crash-step 7 --log-every 5
+echo "exit $? after $(echo "$(date +%s.%N) - $start" | bc) s"
+ls "$work/ckpt"
+echo "== resumed from step 5"
+fp8scope-engine train --nproc-per-node "$n" --resume "$work/ckpt/step_5.ckpt" --log-every 5
+echo "exit $?"
+
+echo "== bench_data_parallel, 8 x 4096"
+bench_data_parallel --ranks "$n" --steps 20 model.n_layer=8 model.d_model=4096 model.n_head=32 model.vocab_size=50304 \
+    model.max_seq=2048 seq_len=2048 batch_size=4 recipe=current
+bench_data_parallel --ranks "$n" --steps 20 --allreduce 0 model.n_layer=8 model.d_model=4096 model.n_head=32 \
+    model.vocab_size=50304 model.max_seq=2048 seq_len=2048 batch_size=4 recipe=baseline
+rm -rf "$work"
