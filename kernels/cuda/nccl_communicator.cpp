@@ -28,10 +28,9 @@ NcclCommunicator::NcclCommunicator(CudaBackend& backend, Rendezvous& rendezvous)
 }
 
 NcclCommunicator::~NcclCommunicator() {
-    if (comm_ && !aborted_) {
-        cudaStreamSynchronize(stream_);
-        ncclCommDestroy(comm_);
-    }
+    // Abort, not destroy: destroying finalizes with the peers, which hangs when one of them
+    // died; every reduction that mattered was waited for already.
+    if (comm_ && !aborted_) ncclCommAbort(comm_);
     if (done_) cudaEventDestroy(done_);
     if (issued_) cudaEventDestroy(issued_);
     if (stream_) cudaStreamDestroy(stream_);
