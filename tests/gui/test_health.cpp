@@ -49,6 +49,21 @@ trace::TraceMeta job_meta(int world) {
     return t::synthetic_meta(s);
 }
 
+// The synthetic trace of `s` in a store, with the Health view shown offscreen.
+struct Shown {
+    Shown(const t::SyntheticSpec& s, const QString& prefix) {
+        store.append(store.reset(t::synthetic_meta(s)), t::synthetic_batch(s));
+        set = t::open_view_set(store, cursor, selection);
+        view = t::show_view<HealthView>(*set, "health", QSize(1200, 760), prefix);
+    }
+    ~Shown() { t::close_view_set(set); }
+    SeriesStore store;
+    StepCursor cursor;
+    Selection selection;
+    std::unique_ptr<ViewSet> set;
+    HealthView* view = nullptr;
+};
+
 }  // namespace
 
 class HealthTest : public QObject {
@@ -171,12 +186,8 @@ private slots:
     void theViewDrawsTheSlowRankThickAndRed() {
         t::SyntheticSpec s;
         s.world_size = 2;
-        SeriesStore store;
-        QVERIFY(store.append(store.reset(t::synthetic_meta(s)), t::synthetic_batch(s)));
-        StepCursor cursor;
-        Selection selection;
-        auto set = t::open_view_set(store, cursor, selection);
-        auto* v = t::show_view<HealthView>(*set, "health", QSize(1200, 760), "two_rank_");
+        Shown shown(s, "two_rank_");
+        const HealthView* v = shown.view;
         QVERIFY(v->plotsShown());
         QVERIFY(v->verdict().startsWith("slow: rank 1 ("));
         QVERIFY(v->ranks().flagged(1));
@@ -197,25 +208,17 @@ private slots:
                  QString("straggler: rank 1 158.0 ms compute vs median 123.0 ms for 3 steps"));
         QVERIFY(event_marker_count(v->plot()) >= 2);  // health events marked on the step plots
         // The Events view lists them too.
-        EventsModel all(&store);
+        EventsModel all(&shown.store);
         all.refresh();
         int health = 0;
         for (int r = 0; r < all.rowCount(); ++r) health += all.data(all.index(r, EventsModel::Kind), Qt::DisplayRole) == "health";
         QCOMPARE(health, 2);
-        t::close_view_set(set);
     }
 
     void aSingleProcessTraceShowsTheMessageNotPlots() {
-        t::SyntheticSpec s;  // one process
-        SeriesStore store;
-        QVERIFY(store.append(store.reset(t::synthetic_meta(s)), t::synthetic_batch(s)));
-        StepCursor cursor;
-        Selection selection;
-        auto set = t::open_view_set(store, cursor, selection);
-        auto* v = t::show_view<HealthView>(*set, "health", QSize(1200, 760), "one_process_");
-        QVERIFY(!v->plotsShown());
-        QCOMPARE(v->verdict(), QString("single-process run: no data-parallel health records"));
-        t::close_view_set(set);
+        Shown shown(t::SyntheticSpec{}, "one_process_");  // one process
+        QVERIFY(!shown.view->plotsShown());
+        QCOMPARE(shown.view->verdict(), QString("single-process run: no data-parallel health records"));
     }
 };
 
