@@ -1,5 +1,5 @@
 // `fp8scope-engine export TRACE --csv DIR | --chrome-trace FILE`: a trace as CSV tables
-// (steps, events, operands, errors, ops) and as a Chrome/Perfetto timeline of the op and
+// (steps, events, operands, errors, ops, ranks) and as a Chrome/Perfetto timeline of the op and
 // kernel records. Reads the file only through TraceReader.
 #include <cmath>
 #include <cstdio>
@@ -169,6 +169,10 @@ void write_csv(const TraceReader& r, const std::string& dir) {
     for (int run = 0; run < (int)m.runs.size(); ++run)
         for (const auto& t : r.ops(run, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()))
             ops.row(record, t);
+
+    Csv ranks(m, fs::path(dir) / "ranks.csv");  // a data-parallel run's per-rank step times
+    ranks.header<RankStepRecord>(record);
+    for (const auto& k : r.rank_steps()) ranks.row(record, k);
 }
 
 // Every run's ops and kernels (chrome_trace.h).
@@ -205,7 +209,7 @@ void add_export(CLI::App& app, int& exit_code) {
     auto opts = std::make_shared<ExportOptions>();
     CLI::App* cmd = app.add_subcommand("export", "Export a trace as CSV tables or a Chrome/Perfetto timeline");
     cmd->add_option("trace", opts->trace, "HDF5 trace written by train --out")->required();
-    cmd->add_option("--csv", opts->csv_dir, "Directory for steps/events/operands/errors/ops .csv");
+    cmd->add_option("--csv", opts->csv_dir, "Directory for steps/events/operands/errors/ops/ranks .csv");
     cmd->add_option("--chrome-trace", opts->chrome, "Chrome trace JSON of op and kernel timings");
     cmd->callback([opts, &exit_code] { exit_code = run_export(*opts); });
 }

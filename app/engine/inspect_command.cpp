@@ -44,6 +44,9 @@ int run_inspect(const InspectOptions& o) {
                                                       return a.layer < b.layer;
                                                   })->layer,
                     m.recipes.size(), (long long)m.capture_every, (long long)m.blockmap_every);
+        if (m.world_size > 1)
+            std::printf("data-parallel: written by rank %d of %d, rank step records %zu\n", m.rank, m.world_size,
+                        r.rank_steps().size());
         std::vector<Worst> all;
         // A tensor cast the same way for both its GEMMs (per-tensor scales) is listed once.
         std::map<std::tuple<int, std::int64_t, int, Operand>, std::size_t> seen;

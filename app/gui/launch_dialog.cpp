@@ -33,6 +33,11 @@ LaunchDialog::LaunchDialog(const LaunchSpec& initial, QWidget* parent) : QDialog
     capture_->setRange(0, 1'000'000);
     capture_->setValue(initial.capture_every);
     capture_->setSpecialValueText(tr("off"));
+    procs_ = new QSpinBox(this);
+    procs_->setRange(1, LaunchSpec::kMaxProcsPerNode);
+    procs_->setValue(initial.nproc_per_node);
+    procs_->setToolTip(tr("data-parallel training: one process per GPU of this machine (cuda); the Health view "
+                          "compares their step times"));
     auto* recipe_row = new QHBoxLayout;
     for (const QString& r : LaunchSpec::recipeNames()) {
         auto* box = new QCheckBox(r, this);
@@ -65,6 +70,7 @@ LaunchDialog::LaunchDialog(const LaunchSpec& initial, QWidget* parent) : QDialog
     form->addRow(tr("Steps"), steps_);
     form->addRow(tr("Recipes (several: lock step)"), recipe_row);
     form->addRow(tr("Capture every N steps"), capture_);
+    form->addRow(tr("Processes per node"), procs_);
     form->addRow(tr("Trace file"), out_row);
     form->addRow(buttons);
 }
@@ -76,6 +82,7 @@ LaunchSpec LaunchDialog::spec() const {
     s.data = data_->text().trimmed();
     s.steps = steps_->value();
     s.capture_every = capture_->value();
+    s.nproc_per_node = procs_->value();
     s.recipes.clear();
     for (QCheckBox* b : recipes_)
         if (b->isChecked()) s.recipes << b->text();

@@ -1,5 +1,6 @@
 // Launch a training run: model size preset, data, steps, the recipe or the lock-step
-// comparison set, capture interval and the trace file the engine writes.
+// comparison set, capture interval, data-parallel processes and the trace file the
+// engine writes.
 #pragma once
 
 #include <QDialog>
@@ -21,6 +22,6 @@ private:
     QComboBox* preset_;
     QComboBox* device_;
     QLineEdit *data_, *out_;
-    QSpinBox *steps_, *capture_;
+    QSpinBox *steps_, *capture_, *procs_;
     QList<QCheckBox*> recipes_;
 };

@@ -11,7 +11,7 @@ namespace fp8scope::trace {
 
 TraceMeta make_trace_meta(const TrainConfig& config, const std::vector<LinearInfo>& linears,
                           const std::string& tool_version, std::int64_t blockmap_every,
-                          const std::vector<Recipe>& analysis) {
+                          const std::vector<Recipe>& analysis, const LaunchEnv& job) {
     TraceMeta m;
     m.tool_version = tool_version;
     m.config_json = train_config_to_json(config);
@@ -22,6 +22,8 @@ TraceMeta make_trace_meta(const TrainConfig& config, const std::vector<LinearInf
     m.ops = default_op_names();
     m.capture_every = config.capture_every;
     m.blockmap_every = blockmap_every >= 0 ? blockmap_every : 10LL * config.capture_every;
+    m.rank = job.rank;
+    m.world_size = job.world_size;
     return m;
 }
 
@@ -39,8 +41,9 @@ std::string utc_now() {
 }  // namespace
 
 TraceMeta run_trace_meta(const TrainConfig& config, const Trainer& trainer, const std::string& tool_version,
-                         std::int64_t blockmap_every) {
-    TraceMeta m = make_trace_meta(config, trainer.model(0).linears(), tool_version, blockmap_every);
+                         std::int64_t blockmap_every, const LaunchEnv& job) {
+    TraceMeta m = make_trace_meta(config, trainer.model(0).linears(), tool_version, blockmap_every,
+                                  default_analysis_recipes(), job);
     m.created = utc_now();
     m.machine = host_name() + " (" + trainer.backend().describe() + ")";
     m.runs.clear();
@@ -120,6 +123,10 @@ void TrainRecorder::on_event(const TrainEvent& e) {
     int run = e.run >= 0 && e.run < static_cast<int>(meta_.runs.size()) ? e.run : -1;
     std::string detail = e.detail.substr(0, std::size_t(kEventDetailChars));  // the trace's column
     sink_.write(EventRecord{run, e.step, e.kind, std::move(detail)});
+}
+
+void TrainRecorder::on_rank_step(const fp8scope::RankStepRecord& r) {
+    sink_.write(RankStepRecord{r.step, r.rank, r.compute_ms, r.comm_ms, r.step_ms, r.loss});
 }
 
 }  // namespace fp8scope::trace

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/launch_env.h"
 #include "engine/train_config.h"
 #include "engine/train_events.h"
 #include "engine/trainer.h"
@@ -16,18 +17,20 @@
 namespace fp8scope::trace {
 
 // The metadata of a training run: config JSON, runs, linears, every recipe an
-// operand may be cast with, the named training recipes and the known op names.
+// operand may be cast with, the named training recipes and the known op names, and which
+// process of the job (`job`'s rank and world size; the default: rank 0 of 1) records it.
 // blockmap_every < 0: 10 x the capture interval.
 TraceMeta make_trace_meta(const TrainConfig& config, const std::vector<LinearInfo>& linears,
                           const std::string& tool_version, std::int64_t blockmap_every,
-                          const std::vector<Recipe>& analysis = default_analysis_recipes());
+                          const std::vector<Recipe>& analysis = default_analysis_recipes(),
+                          const LaunchEnv& job = {});
 
 // The metadata of a trainer's run as the engine records and serves it: make_trace_meta
 // plus the creation time, the machine (host and the backend's description) and run
 // names (by recipe; a repeated recipe gets its run index). The trace file and the live
 // stream are given this one value, so their ids agree.
 TraceMeta run_trace_meta(const TrainConfig& config, const Trainer& trainer, const std::string& tool_version,
-                         std::int64_t blockmap_every);
+                         std::int64_t blockmap_every, const LaunchEnv& job = {});
 
 class TrainRecorder : public TrainObserver {
 public:
@@ -45,6 +48,7 @@ public:
     void on_step_begin(std::int64_t step, bool capture) override;
     void on_step(const fp8scope::StepRecord& record) override;
     void on_event(const TrainEvent& event) override;
+    void on_rank_step(const fp8scope::RankStepRecord& record) override;
 
 private:
     void event(EventKind kind, std::string detail);

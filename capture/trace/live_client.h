@@ -23,6 +23,7 @@ struct ClientHandlers {
     std::function<void(const trace::OpRecord&)> on_op;
     // An op name that appeared after on_meta's table, before the records that use its id.
     std::function<void(const trace::OpNameRecord&)> on_op_name;
+    std::function<void(const trace::RankStepRecord&)> on_rank_step;  // data-parallel runs
     std::function<void(const std::string& why)> on_closed;  // engine ended, connection lost
 };
 

@@ -90,7 +90,7 @@ struct LiveServer::Impl {
 
     mutable std::mutex mu;
     std::vector<std::unique_ptr<Client>> clients;
-    std::deque<std::pair<std::int64_t, Frame>> history;  // (step, frame) of step and event records
+    std::deque<std::pair<std::int64_t, Frame>> history;  // (step, frame) of step, rank step and event records
     std::size_t history_bytes = 0;
     std::int64_t newest_step = INT64_MIN;
     std::optional<std::int64_t> trimmed_before;  // steps before it are no longer in history
@@ -482,6 +482,10 @@ void LiveServer::publish(const trace::BlockMapRecord& r) { impl_->publish(wire::
 void LiveServer::publish(const trace::OpRecord& r) { impl_->publish(wire::frame(r)); }
 void LiveServer::publish(const trace::OpNameRecord& r) {
     impl_->publish(wire::frame(r), [this, &r](const Frame&) { impl_->keep_op_name(r); });
+}
+
+void LiveServer::publish(const trace::RankStepRecord& r) {
+    impl_->publish(wire::frame(r), [this, &r](const Frame& f) { impl_->keep_history(r.step, f); });
 }
 
 int LiveServer::clients() const {

@@ -48,6 +48,8 @@ public:
     // An op name that appeared after the start, before the first OpRecord using it.
     // Throws std::invalid_argument unless its id is the next one (check_record).
     void publish(const trace::OpNameRecord& r);
+    // Kept with the step records: a late client gets the ranks of the steps it is sent.
+    void publish(const trace::RankStepRecord& r);
 
     int clients() const;
 

@@ -266,6 +266,7 @@ std::string frame(const trace::OperandRecord& r) { return frame_of(Msg::Operand,
 std::string frame(const trace::BlockMapRecord& r) { return frame_of(Msg::BlockMap, r); }
 std::string frame(const trace::OpRecord& r) { return frame_of(Msg::Op, r); }
 std::string frame(const trace::OpNameRecord& r) { return frame_of(Msg::OpName, r); }
+std::string frame(const trace::RankStepRecord& r) { return frame_of(Msg::RankStep, r); }
 
 std::string frame(const CommandMsg& m) {
     Writer w(Msg::Command);
@@ -322,6 +323,9 @@ trace::BlockMapRecord decode_blockmap(std::string_view body) {
     return decode(body, get_record<trace::BlockMapRecord>);
 }
 trace::OpRecord decode_op(std::string_view body) { return decode(body, get_record<trace::OpRecord>); }
+trace::RankStepRecord decode_rank_step(std::string_view body) {
+    return decode(body, get_record<trace::RankStepRecord>);
+}
 
 trace::OpNameRecord decode_op_name(std::string_view body) {
     return decode(body, [](Reader& r) {

@@ -18,7 +18,8 @@
 //
 // A message type a side does not know is an error: the engine answers Error UnknownType,
 // a client closes the connection. Both sides require the same version in the handshake,
-// so a new message type raises kVersion (2: OpName; 3: kernel fields of Op).
+// so a new message type raises kVersion (2: OpName; 3: kernel fields of Op; 4: RankStep,
+// and rank and world_size in Meta).
 #pragma once
 
 #include <cstdint>
@@ -31,7 +32,7 @@
 
 namespace fp8scope::live::wire {
 
-constexpr std::uint32_t kVersion = 3;
+constexpr std::uint32_t kVersion = 4;
 constexpr std::string_view kMagic = "fp8scope";   // 8 bytes at the start of Hello and Meta
 constexpr std::uint32_t kMaxFrame = 16u << 20;    // 16 MiB
 constexpr std::size_t kHeader = 5;                // length + type
@@ -49,6 +50,7 @@ enum class Msg : std::uint8_t {
     Reply = 10,
     Error = 11,
     OpName = 12,
+    RankStep = 13,  // one rank's share of a data-parallel step
 };
 
 // Why the engine refused something; the client turns these into LiveError messages.
@@ -104,6 +106,7 @@ std::string frame(const trace::OperandRecord& r);
 std::string frame(const trace::BlockMapRecord& r);
 std::string frame(const trace::OpRecord& r);
 std::string frame(const trace::OpNameRecord& r);
+std::string frame(const trace::RankStepRecord& r);
 std::string frame(const CommandMsg& m);
 std::string frame(const ReplyMsg& m);
 std::string frame(const ErrorMsg& m);
@@ -120,6 +123,7 @@ trace::BlockMapRecord decode_blockmap(std::string_view body);
 trace::OpRecord decode_op(std::string_view body);
 // Also refuses a negative id and an empty name.
 trace::OpNameRecord decode_op_name(std::string_view body);
+trace::RankStepRecord decode_rank_step(std::string_view body);
 CommandMsg decode_command(std::string_view body);
 ReplyMsg decode_reply(std::string_view body);
 ErrorMsg decode_error(std::string_view body);

@@ -57,6 +57,8 @@ void visit_fields(S& m, V&& v) {
     v("ops", m.ops);
     v("capture_every", m.capture_every);
     v("blockmap_every", m.blockmap_every);
+    v("rank", m.rank, fields::Since{3});
+    v("world_size", m.world_size, fields::Since{3});
 }
 
 template <fields::Of<StepRecord> S, class V>
@@ -70,6 +72,16 @@ void visit_fields(S& s, V&& v) {
     v("step_time_s", s.step_time_s);
     v("tokens_per_s", s.tokens_per_s);
     v("recipe", s.recipe, IdIn{NameTable::TrainingRecipes});
+}
+
+template <fields::Of<RankStepRecord> S, class V>
+void visit_fields(S& r, V&& v) {
+    v("step", r.step);
+    v("rank", r.rank);
+    v("compute_ms", r.compute_ms);
+    v("comm_ms", r.comm_ms);
+    v("step_ms", r.step_ms);
+    v("loss", r.loss);
 }
 
 template <fields::Of<EventRecord> S, class V>

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -57,6 +58,7 @@ struct TraceReader::Impl {
     Dataset operands, errors, histogram, channel_absmax, top, amax_history;
     Dataset blockmaps, block_absmax, block_scale_inv, block_sqnr;
     Dataset ops;
+    Dataset ranks;  // absent (no dataset) in files without rank records
     hsize_t slots = 0;
     h5::Layout key_layout;  // the key columns of operand and block-map rows
     h5::Id key_type;
@@ -75,6 +77,7 @@ struct TraceReader::Impl {
     // What has been indexed so far.
     std::vector<StepRecord> step_records;
     std::vector<EventRecord> event_records;
+    std::vector<RankStepRecord> rank_records;
     std::map<RunStep, std::vector<hsize_t>> operand_rows, blockmap_rows;
     std::map<RunStep, hsize_t> scaling_rows;
     std::map<std::pair<std::int32_t, int>, std::vector<std::pair<std::int64_t, hsize_t>>> series_rows;  // (run, slot), step order
@@ -86,7 +89,7 @@ struct TraceReader::Impl {
     };
     std::vector<std::vector<OpRows>> op_rows;
     hsize_t indexed_steps = 0, indexed_events = 0, indexed_scaling = 0, indexed_operands = 0,
-            indexed_blockmaps = 0, indexed_ops = 0;
+            indexed_blockmaps = 0, indexed_ops = 0, indexed_ranks = 0;
 
     TraceError fail(const std::string& problem) const { return TraceError(path, problem); }
 
@@ -120,12 +123,7 @@ struct TraceReader::Impl {
             throw fail("format_version " + std::to_string(version) + " is newer than this reader (reads up to " +
                        std::to_string(kFormatVersion) + "); update fp8scope to open it");
         meta.format_version = static_cast<int>(version);
-        read_string_attr("tool_version", meta.tool_version);
-        read_string_attr("created", meta.created);
-        read_string_attr("machine", meta.machine);
-        read_string_attr("config", meta.config_json);
-        read_int_attr("capture_every", meta.capture_every);
-        read_int_attr("blockmap_every", meta.blockmap_every);
+        read_meta_attrs();
 
         runs = open_table<s::RunTable>(s::kRuns);
         linears = open_table<s::LinearTable>(s::kLinears);
@@ -154,6 +152,8 @@ struct TraceReader::Impl {
         block_scale_inv = open_ds(s::kBlockScaleInv, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)));
         block_sqnr = open_ds(s::kBlockSqnr, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)));
         ops = open_table<s::OpTable>(s::kOpTimes);
+        // Single-process runs and files before format 3 have no rank records.
+        if (H5Lexists(file, s::kRanks + 1, H5P_DEFAULT) > 0) ranks = open_table<s::RankTable>(s::kRanks);
         key_layout = s::layout<s::KeyTable>();
         key_type = key_layout.type();
         // Indexing reads the key columns alone; an operand or block-map row starts with
@@ -192,6 +192,27 @@ struct TraceReader::Impl {
         if (H5Aread(attr, mem, buf.data()) < 0) return false;
         out = buf.substr(0, std::strlen(buf.c_str()));
         return true;
+    }
+
+    // The root attributes, from TraceMeta's field list as the writer wrote them (its vectors
+    // are the /meta tables). One that a file lacks keeps its field's default: an older
+    // file is rank 0 of 1.
+    void read_meta_attrs() {
+        visit_fields(meta, [&](std::string_view name, auto& value, const auto&... facts) {
+            using T = std::remove_cvref_t<decltype(value)>;
+            const std::string attr(fields::flat_name(name, facts...));
+            if (attr == "format_version") return;  // read and checked first
+            if constexpr (std::is_same_v<T, std::string>) {
+                read_string_attr(attr.c_str(), value);
+            } else if constexpr (std::is_integral_v<T>) {
+                std::int64_t v = 0;
+                if (!read_int_attr(attr.c_str(), v)) return;
+                if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max())
+                    throw fail("attribute '" + attr + "' = " + std::to_string(v) + " is out of range");
+                value = static_cast<T>(v);
+            }
+        });
+        if (auto why = check_meta(meta); !why.empty()) throw fail("damaged root attributes: " + why);
     }
 
     bool read_int_attr(const char* name, std::int64_t& out) {
@@ -465,6 +486,18 @@ struct TraceReader::Impl {
             indexed_events = events.rows;
             grew = true;
         }
+        if (ranks.rows > indexed_ranks) {
+            auto rows = read_records<s::RankTable>(ranks, indexed_ranks, ranks.rows - indexed_ranks);
+            for (std::size_t i = 0; i < rows.size(); ++i) {
+                if (rows[i].rank < 0 || rows[i].rank >= meta.world_size)
+                    throw fail(std::string(s::kRanks) + " row " + std::to_string(indexed_ranks + i) + ": rank " +
+                               std::to_string(rows[i].rank) + " is outside world_size " +
+                               std::to_string(meta.world_size));
+                rank_records.push_back(rows[i]);
+            }
+            indexed_ranks = ranks.rows;
+            grew = true;
+        }
         if (scaling_index.rows > indexed_scaling) {
             if (scaling_amax.rows < scaling_index.rows || scaling_scale.rows < scaling_index.rows)
                 throw fail("/scaling/amax or /scaling/scale has fewer rows than /scaling/index");
@@ -532,8 +565,9 @@ struct TraceReader::Impl {
     bool refresh() {
         Dataset* order[] = {&steps, &events, &scaling_index, &operands, &blockmaps, &ops, &op_names,
                             &scaling_amax, &scaling_scale, &errors, &histogram, &channel_absmax, &top,
-                            &amax_history, &block_absmax, &block_scale_inv, &block_sqnr};
+                            &amax_history, &block_absmax, &block_scale_inv, &block_sqnr, &ranks};
         for (Dataset* d : order) {
+            if (!d->dset.valid()) continue;  // an optional dataset the file does not have
             if (H5Drefresh(d->dset) < 0) throw fail(std::string("cannot refresh ") + d->path);
             read_extent(*d);
         }
@@ -696,6 +730,8 @@ std::int64_t TraceReader::last_step(int run) const {
 }
 
 std::vector<EventRecord> TraceReader::events() const { return impl_->event_records; }
+
+std::vector<RankStepRecord> TraceReader::rank_steps() const { return impl_->rank_records; }
 
 std::vector<ScalingRecord> TraceReader::scaling(int run, std::int64_t from, std::int64_t to) const {
     const Impl& d = *impl_;

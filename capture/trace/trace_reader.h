@@ -39,6 +39,10 @@ public:
     std::vector<StepRecord> steps(int run) const;
     std::int64_t last_step(int run) const;  // -1 when none
     std::vector<EventRecord> events() const;
+    // Every rank's record of every step of a data-parallel run, in file order (a step
+    // recorded again after a rewind comes again, later); none for a single process or
+    // a file older than format 3.
+    std::vector<RankStepRecord> rank_steps() const;
     // Per-step amax/scale of every operand slot, steps in [from, to].
     std::vector<ScalingRecord> scaling(int run, std::int64_t from, std::int64_t to) const;
     // The steps in [from, to] that have scaling or op rows, ascending, each once: a

@@ -57,6 +57,12 @@ std::string check_run(const TraceMeta& m, std::int32_t run) {
 
 }  // namespace
 
+std::string check_meta(const TraceMeta& m) {
+    if (m.world_size < 1) return "world_size " + std::to_string(m.world_size) + " is not a process count";
+    if (m.rank < 0 || m.rank >= m.world_size) return out_of_range("rank", m.rank, m.world_size);
+    return {};
+}
+
 std::string check_record(const TraceMeta& m, std::size_t ops, const Record& record) {
     const auto recipes = static_cast<long long>(m.recipes.size());
     if (auto* r = std::get_if<StepRecord>(&record)) {
@@ -93,6 +99,8 @@ std::string check_record(const TraceMeta& m, std::size_t ops, const Record& reco
     } else if (auto* r = std::get_if<OpRecord>(&record)) {
         if (auto e = check_run(m, r->run); !e.empty()) return "op: " + e;
         if (r->op < 0 || static_cast<std::size_t>(r->op) >= ops) return "op: " + out_of_range("op", r->op, ops);
+    } else if (auto* r = std::get_if<RankStepRecord>(&record)) {
+        if (r->rank < 0 || r->rank >= m.world_size) return "rank step: " + out_of_range("rank", r->rank, m.world_size);
     } else if (auto* r = std::get_if<OpNameRecord>(&record)) {
         if (r->id < 0 || static_cast<std::size_t>(r->id) != ops)
             return "op name: id " + std::to_string(r->id) + " is not the next id " + std::to_string(ops);

@@ -21,7 +21,7 @@
 
 namespace fp8scope::trace {
 
-constexpr int kFormatVersion = 2;
+constexpr int kFormatVersion = 3;
 
 // A trace file that cannot be written or read; the message names the file and the problem.
 class TraceError : public std::runtime_error {
@@ -55,6 +55,10 @@ struct TraceMeta {
     std::vector<std::string> ops;               // op and kernel names; an id is an index
     std::int64_t capture_every = 0;             // operand statistics every N steps
     std::int64_t blockmap_every = 0;            // block maps every N steps (0: never)
+    // Which process of a data-parallel job wrote the trace (rank 0 also keeps every rank's
+    // RankStepRecords); a single process is rank 0 of 1.
+    int rank = 0;
+    int world_size = 1;
 };
 
 struct StepRecord {
@@ -67,6 +71,17 @@ struct StepRecord {
     double step_time_s = kNone;
     double tokens_per_s = kNone;
     std::int32_t recipe = -1;  // training recipe id in use for this step
+};
+
+// One rank's share of a data-parallel step (core's RankStepRecord): where the step's time
+// went on that rank, so a slow GPU, link or host stands out against the other ranks.
+struct RankStepRecord {
+    std::int64_t step = 0;
+    std::int32_t rank = 0;
+    double compute_ms = kNone;  // forward + backward until the device finished them
+    double comm_ms = kNone;     // then waiting for the gradient all-reduces
+    double step_ms = kNone;     // the whole step on this rank
+    double loss = kNone;        // this rank's own loss of run 0
 };
 
 using fp8scope::EventKind;
@@ -157,7 +172,7 @@ struct OpNameRecord {
 
 // Any record, as queued for the writer and sent over the live stream.
 using Record = std::variant<StepRecord, EventRecord, ScalingRecord, OperandRecord, BlockMapRecord,
-                            OpRecord, OpNameRecord>;
+                            OpRecord, OpNameRecord, RankStepRecord>;
 
 // Where records go: the trace writer, the live server, or both.
 class RecordSink {
@@ -166,6 +181,9 @@ public:
     // Thread-safe. Throws std::invalid_argument for a record that does not fit the meta.
     virtual void write(Record record) = 0;
 };
+
+// Empty when the meta's own figures hold (rank within world_size); otherwise what is wrong.
+std::string check_meta(const TraceMeta& meta);
 
 // Empty when `record` fits `meta` (ids in range, vector sizes consistent); otherwise what
 // is wrong, naming the field and the value. `ops` is the number of op names known so far.

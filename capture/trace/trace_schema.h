@@ -42,6 +42,7 @@ inline constexpr const char* kBlockAbsmax = "/blockmaps/absmax";
 inline constexpr const char* kBlockScaleInv = "/blockmaps/scale_inv";
 inline constexpr const char* kBlockSqnr = "/blockmaps/sqnr_db";
 inline constexpr const char* kOpTimes = "/ops";
+inline constexpr const char* kRanks = "/ranks";  // since format 3; older files have none
 
 // Where an operand row's vectors went: (offset, count) into the flat datasets.
 struct OperandSpans {
@@ -93,6 +94,7 @@ using EventTable = RecordTable<EventRecord>;
 using ScalingIndexTable = RecordTable<ScalingRecord>;  // run, step; amax and scale apart
 using TopTable = RecordTable<TopValue>;
 using OpTable = RecordTable<OpRecord>;
+using RankTable = RecordTable<RankStepRecord>;
 using KeyTable = RecordTable<OperandKey>;  // the key columns alone, for indexing
 
 // /meta/recipes, /meta/ops, ...: one name per row.

@@ -121,6 +121,7 @@ struct TraceWriter::Impl {
     RowTable<s::BlockMapTable> blockmaps;
     Table block_absmax, block_scale_inv, block_sqnr;
     RowTable<s::OpTable> ops;
+    RowTable<s::RankTable> ranks;
     hsize_t slots = 0;
 
     // Queue shared with producers.
@@ -238,6 +239,7 @@ struct TraceWriter::Impl {
         block_scale_inv = make_table(s::kBlockScaleInv, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)), 16384);
         block_sqnr = make_table(s::kBlockSqnr, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)), 16384);
         ops = make_table<s::OpTable>(s::kOpTimes, 4096);
+        ranks = make_table<s::RankTable>(s::kRanks, 512);
 
         h5::check(H5Fflush(file, H5F_SCOPE_LOCAL), "flush before SWMR");
         if (H5Fstart_swmr_write(file) < 0) throw fail("cannot switch to SWMR writing");
@@ -309,6 +311,7 @@ struct TraceWriter::Impl {
     }
     void add(const OpRecord& r) { ops.add(r); }
     void add(const OpNameRecord& r) { ops_names.add(r.name); }
+    void add(const RankStepRecord& r) { ranks.add(r); }
 
     // Every dataset closed before the file, so the file really closes (and its SWMR mark
     // is cleared) now rather than when the last id goes.
@@ -316,7 +319,7 @@ struct TraceWriter::Impl {
         Table* tables[] = {&runs, &linears, &recipes, &training_recipes, &ops_names, &gemms, &operands_names,
                            &event_kinds, &steps, &events, &scaling_index, &scaling_amax, &scaling_scale, &operands,
                            &errors, &histogram, &channel_absmax, &top, &amax_history, &blockmaps, &block_absmax,
-                           &block_scale_inv, &block_sqnr, &ops};
+                           &block_scale_inv, &block_sqnr, &ops, &ranks};
         for (Table* t : tables) t->dset.reset();
         file.reset();
     }
@@ -329,14 +332,14 @@ struct TraceWriter::Impl {
     std::vector<const Table*> all_tables() const {
         return {&ops_names, &steps, &events, &scaling_index, &scaling_amax, &scaling_scale, &operands, &errors,
                 &histogram, &channel_absmax, &top, &amax_history, &blockmaps, &block_absmax, &block_scale_inv,
-                &block_sqnr, &ops};
+                &block_sqnr, &ops, &ranks};
     }
 
     // Data first, then the rows that point into it, each flushed before the next group.
     void flush_file() {
         Table* data[] = {&histogram, &channel_absmax, &top, &amax_history, &errors, &block_absmax,
                          &block_scale_inv, &block_sqnr, &scaling_amax, &scaling_scale, &ops_names};
-        Table* owners[] = {&operands, &blockmaps, &scaling_index, &steps, &events, &ops};
+        Table* owners[] = {&operands, &blockmaps, &scaling_index, &steps, &events, &ops, &ranks};
         for (Table* t : data) {
             bool had = t->pending_rows() > 0;
             t->write();
@@ -407,6 +410,7 @@ TraceWriter::TraceWriter(const std::string& path, const TraceMeta& meta, TraceWr
     impl_->meta.format_version = kFormatVersion;
     impl_->options = options;
     if (impl_->options.queue_capacity == 0) impl_->options.queue_capacity = 1;
+    if (auto why = check_meta(meta); !why.empty()) throw TraceError(path, why);
     try {
         impl_->create();
     } catch (const h5::Error& e) {

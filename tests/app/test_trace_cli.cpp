@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "app/run_engine.h"
+#include "trace_writer.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -150,4 +151,32 @@ TEST(TraceCliErrors, AFileThatIsNotATraceIsNamedAndFails) {
         EXPECT_EQ(r.status, 1) << cmd;
         EXPECT_NE(r.err.find(bogus.string()), std::string::npos) << r.err;
     }
+}
+
+// A data-parallel trace: export writes every rank's step times to ranks.csv, inspect says
+// which rank of how many wrote it.
+TEST(TraceCliRanks, RanksCsvHoldsEveryRanksStepTimes) {
+    const fs::path trace = scratch() / "job.h5", dir = scratch() / "job_csv";
+    {
+        fp8scope::trace::TraceMeta m;
+        m.runs = {{"delayed", "delayed"}};
+        m.world_size = 2;
+        fp8scope::trace::TraceWriter w(trace.string(), m);
+        w.write(fp8scope::trace::RankStepRecord{1, 0, 100.5, 30.25, 131.75, 3.5});
+        w.write(fp8scope::trace::RankStepRecord{1, 1, 130.5, 0.5, 131.75, 3.25});
+        w.close();
+    }
+    Result r = engine("export " + trace.string() + " --csv " + dir.string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::ifstream in(dir / "ranks.csv");
+    std::string header, first, second;
+    std::getline(in, header);
+    std::getline(in, first);
+    std::getline(in, second);
+    EXPECT_EQ(header, "step,rank,compute_ms,comm_ms,step_ms,loss");
+    EXPECT_EQ(first, "1,0,100.5,30.25,131.75,3.5");
+    EXPECT_EQ(second, "1,1,130.5,0.5,131.75,3.25");
+    r = engine("inspect " + trace.string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("data-parallel: written by rank 0 of 2, rank step records 2"), std::string::npos) << r.out;
 }

@@ -19,6 +19,7 @@ inline void read_everything_of(const std::string& path, std::size_t max_steps = 
     const TraceMeta& m = r.meta();
     r.refresh();
     r.events();
+    r.rank_steps();
     for (int run = -1; run <= static_cast<int>(m.runs.size()); ++run) {  // and ids outside the runs
         r.steps(run);
         r.last_step(run);

@@ -27,6 +27,9 @@ TEST(TraceV1File, MetaAndStepsReadBack) {
     TraceReader r(v1_file());
     const TraceMeta& m = r.meta();
     EXPECT_EQ(m.format_version, 1);
+    EXPECT_EQ(m.rank, 0);  // before format 3: a single process
+    EXPECT_EQ(m.world_size, 1);
+    EXPECT_TRUE(r.rank_steps().empty());
     EXPECT_EQ(m.capture_every, 5);
     EXPECT_EQ(m.blockmap_every, 10);
     ASSERT_EQ(m.runs.size(), 3u);

@@ -145,6 +145,13 @@ inline OpRecord sample_op(int run, std::int64_t step, int i) {
     return {run, step, i % 3, i % 2, 0, -1, i % 4, t, static_cast<std::int64_t>(std::uint64_t(t) + 50u + std::uint64_t(i))};
 }
 
+// Rank `rank`'s share of `step` of a data-parallel job: rank 1 computes 30% longer.
+inline RankStepRecord sample_rank_step(std::int64_t step, int rank) {
+    const double compute = (rank == 1 ? 130.0 : 100.0) + 0.5 * double(step % 4);
+    const double comm = 20.0 - 0.25 * rank;
+    return {step, rank, compute, comm, compute + comm + 1.0, 4.0 - 0.01 * double(step) + 0.001 * rank};
+}
+
 // A kernel name that arrives after the start: the next id of `m`'s op table.
 inline OpNameRecord sample_op_name(const TraceMeta& m) {
     return {static_cast<std::int32_t>(m.ops.size()), "sm90_xmma_gemm_e4m3bf16_e4m3f32_f32_tn_n_tile128x128"};

@@ -35,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     if (size == 0) return 0;
     const std::string_view body = buffer.substr(1);
-    switch (data[0] % 12) {
+    switch (data[0] % 13) {
         case 0: round_trip(body, w::decode_hello); break;
         case 1: round_trip(body, w::decode_meta); break;
         case 2: round_trip(body, w::decode_step); break;
@@ -47,6 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         case 8: round_trip(body, w::decode_op_name); break;
         case 9: round_trip(body, w::decode_command); break;
         case 10: round_trip(body, w::decode_reply); break;
+        case 12: round_trip(body, w::decode_rank_step); break;
         default: round_trip(body, w::decode_error); break;
     }
     return 0;

@@ -16,6 +16,7 @@ struct SyntheticSpec {
     std::int64_t capture_every = 10;
     std::int64_t blockmap_every = 25;
     int ops_per_step = 6;
+    int world_size = 1;  // > 1: a data-parallel job whose rank 1 computes 30% longer
 };
 
 inline double loss_of(int run, std::int64_t step) { return 5.0 - 0.01 * step + 0.05 * run; }
@@ -27,6 +28,10 @@ inline double sqnr_of(int run, std::int64_t step, int slot, int recipe) {
     return 30.0 + recipe * 2.0 - 0.1 * slot + 0.01 * step + run;
 }
 inline double kurtosis_of(int slot, std::int64_t step) { return 3.0 + slot + 0.001 * step; }
+// A data-parallel step: rank 1 computes 30% longer than the others; every rank then waits
+// in the all-reduce until the slowest is done, so the fast ranks' comm is the larger.
+inline double compute_ms_of(int rank, std::int64_t step) { return (rank == 1 ? 156.0 : 120.0) + double(step % 5); }
+inline double comm_ms_of(int rank, std::int64_t step) { return 8.0 + compute_ms_of(1, step) - compute_ms_of(rank, step); }
 
 inline const std::vector<std::string>& synthetic_recipes() {
     static const std::vector<std::string> r{"current_e4m3", "block1x128", "block128x128", "mxfp8_e4m3"};
@@ -45,6 +50,7 @@ inline trace::TraceMeta synthetic_meta(const SyntheticSpec& s) {
     m.ops = {"fprop", "dgrad", "wgrad", "quantize", "attention", "layernorm"};
     m.capture_every = s.capture_every;
     m.blockmap_every = s.blockmap_every;
+    m.world_size = s.world_size;
     return m;
 }
 
@@ -118,6 +124,16 @@ inline views::TraceBatch synthetic_batch(const SyntheticSpec& s) {
                     b.blockmaps.push_back(std::move(m));
                 }
         }
+    }
+    if (s.world_size > 1) {
+        for (std::int64_t step = 0; step < s.steps; ++step)
+            for (int rank = 0; rank < s.world_size; ++rank) {
+                const double compute = compute_ms_of(rank, step), comm = comm_ms_of(rank, step);
+                b.ranks.push_back({step, rank, compute, comm, compute + comm + 2.0, loss_of(0, step) + 0.01 * rank});
+            }
+        b.events.push_back({-1, 0, trace::EventKind::Health,
+                            "pre-flight: rank 1 (host gpu1, cuda:1) 12.3 ms, 31% slower than the median 9.4 ms"});
+        b.events.push_back({-1, 3, trace::EventKind::Health, "straggler: rank 1 158.0 ms compute vs median 123.0 ms for 3 steps"});
     }
     b.events.push_back({1, 20, trace::EventKind::RecipeSwitch, "delayed -> current"});
     b.events.push_back({0, 5, trace::EventKind::NonFinite, "loss NaN"});

@@ -79,6 +79,12 @@ private slots:
         QCOMPARE(s.arguments()[s.arguments().indexOf("--device") + 1], QString("cuda"));
         s.recipes = {"delayed"};
         QCOMPARE(s.arguments()[s.arguments().indexOf("--recipe") + 1], QString("delayed"));
+        QVERIFY(!s.arguments().contains("--nproc-per-node"));  // one process: the engine's default
+        s.nproc_per_node = 4;
+        const QStringList dp = s.arguments();
+        QCOMPARE(dp.count("--nproc-per-node"), 1);
+        QCOMPARE(dp[dp.indexOf("--nproc-per-node") + 1], QString("4"));
+        QCOMPARE(dp.first(), QString("train"));
     }
 
     // The GUI offers core's recipes, and its default lock-step set is made of them.

@@ -51,6 +51,9 @@ private slots:
         b.runs = 2;
         b.steps = 30;  // the synthetic events of run 2 come at step 30
         t::write_synthetic_trace(dir_.filePath("b.h5"), b);
+        t::SyntheticSpec job;
+        job.world_size = 2;  // rank 1 computes 30% longer
+        t::write_synthetic_trace(dir_.filePath("job.h5"), job);
         std::ofstream(dir_.filePath("bad.h5").toStdString()) << "not an HDF5 file";
     }
 
@@ -94,6 +97,23 @@ private slots:
         QVERIFY(!QImage(out).isNull());
         // A run that only a comparison has: the second file was opened too.
         QCOMPARE(shoot({"--screenshot", out, "--run", "b.h5: delayed", dir_.filePath("a.h5")}).exit_code, 2);
+    }
+
+    // `--view health` of a two-rank job: the verdict band on top is red (a rank is slow),
+    // and the slow rank's thick red lines fill many pixels. FP8SCOPE_SCREENSHOT_DIR keeps a copy.
+    void theHealthViewOfATwoRankJob() {
+        const QString out = dir_.filePath("health.png");
+        const Run r = shoot({"--screenshot", out, "--view", "health", dir_.filePath("job.h5")});
+        QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+        const QImage img(out);
+        QCOMPARE(img.size(), QSize(1200, 760));
+        QCOMPARE(QColor(img.pixel(3, 3)), QColor(0xff, 0xd7, 0xd7));
+        int slow_line = 0;
+        for (int y = 0; y < img.height(); ++y)
+            for (int x = 0; x < img.width(); ++x) slow_line += QColor(img.pixel(x, y)) == QColor(0xd62728);
+        QVERIFY2(slow_line > 1000, qPrintable(QString::number(slow_line)));
+        if (const QByteArray keep = qgetenv("FP8SCOPE_SCREENSHOT_DIR"); !keep.isEmpty())
+            QFile::copy(out, QString("%1/screenshot_health.png").arg(QString(keep)));
     }
 
     void anUnreadableTraceWritesNothingAndFails() {

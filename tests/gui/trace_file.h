@@ -21,6 +21,7 @@ inline void write_synthetic_steps(trace::TraceWriter& w, const SyntheticSpec& s,
             for (auto& r : all.blockmaps) if (r.key.run == run && r.key.step == step) w.write(r);
             for (auto& r : all.ops) if (r.run == run && r.step == step) w.write(r);
             for (auto& r : all.steps) if (r.run == run && r.step == step) w.write(r);
+            if (run == 0) for (auto& r : all.ranks) if (r.step == step) w.write(r);  // after the step, as rank 0 does
         }
     for (auto& e : all.events) if (e.step >= from && e.step < to) w.write(e);
 }

@@ -29,6 +29,7 @@ using trace::testing::sample_event;
 using trace::testing::sample_meta;
 using trace::testing::sample_op;
 using trace::testing::sample_op_name;
+using trace::testing::sample_rank_step;
 using trace::testing::sample_operand;
 using trace::testing::sample_scaling;
 using trace::testing::sample_step;
@@ -47,6 +48,7 @@ struct Collected {
     std::vector<trace::BlockMapRecord> blockmaps;
     std::vector<trace::OpRecord> ops;
     std::vector<trace::OpNameRecord> op_names;
+    std::vector<trace::RankStepRecord> rank_steps;
     std::vector<std::string> closed;
 
     ClientHandlers handlers() {
@@ -66,6 +68,7 @@ struct Collected {
         h.on_blockmap = keep(blockmaps);
         h.on_op = keep(ops);
         h.on_op_name = keep(op_names);
+        h.on_rank_step = keep(rank_steps);
         h.on_closed = keep(closed);
         return h;
     }

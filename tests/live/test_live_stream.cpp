@@ -97,6 +97,32 @@ TEST_P(LiveStream, LateClientGetsMetaHistoryAndNewestOperands) {
     EXPECT_TRUE(got.ops.empty());
 }
 
+// A data-parallel run: every rank's share of a step reaches a client that is there and,
+// kept with the step records, one that connects later; the meta says which rank serves.
+TEST_P(LiveStream, RankRecordsArriveAndALateClientGetsThem) {
+    Fixture fx(GetParam());
+    trace::TraceMeta job = sample_meta();
+    job.world_size = 2;
+    Endpoint e = GetParam() ? parse_endpoint("tcp:127.0.0.1:0") : parse_endpoint("unix:" + (fx.dir / "job.sock"));
+    LiveServer server(e, GetParam() ? "tok-123" : "", job, fx.handler.fn());
+    Collected early;
+    LiveClient first(server.endpoint(), server.token(), early.handlers());
+    ASSERT_TRUE(eventually([&] { return server.clients() == 1; }));
+    for (int s = 1; s <= 3; ++s) {
+        server.publish(sample_step(0, s));
+        for (int rank = 0; rank < 2; ++rank) server.publish(sample_rank_step(s, rank));
+    }
+    ASSERT_TRUE(early.wait([&] { return early.rank_steps.size() == 6; }));
+    for (int i = 0; i < 6; ++i) expect_same(early.rank_steps[i], sample_rank_step(1 + i / 2, i % 2));
+    EXPECT_EQ(early.meta.at(0).world_size, 2);
+
+    Collected late;
+    LiveClient second(server.endpoint(), server.token(), late.handlers());
+    ASSERT_TRUE(late.wait([&] { return late.rank_steps.size() == 6 && late.steps.size() == 3; }));
+    for (int i = 0; i < 6; ++i) expect_same(late.rank_steps[i], sample_rank_step(1 + i / 2, i % 2));
+    expect_same(late.meta.at(0), job);
+}
+
 TEST_P(LiveStream, CommandsReachTheHandlerAndRepliesComeBack) {
     Fixture fx(GetParam());
     Collected got;

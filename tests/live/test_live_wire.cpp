@@ -44,6 +44,8 @@ TEST(LiveWire, FrameHeaderCountsTypeAndBody) {
 
 TEST(LiveWire, EveryRecordRoundTrips) {
     auto meta = sample_meta();
+    meta.rank = 1;
+    meta.world_size = 2;
     auto m = wire::decode_meta(split_one(wire::frame(wire::MetaMsg{wire::kVersion, meta})).body);
     EXPECT_EQ(m.version, wire::kVersion);
     expect_same(m.meta, meta);
@@ -62,6 +64,12 @@ TEST(LiveWire, EveryRecordRoundTrips) {
     expect_same(wire::decode_op(split_one(wire::frame(op)).body), op);
     const auto name = sample_op_name(meta);
     expect_same(wire::decode_op_name(split_one(wire::frame(name)).body), name);
+    const auto rank = sample_rank_step(12, 1);
+    const std::string rank_bytes = wire::frame(rank);
+    const FrameView rank_frame = split_one(rank_bytes);
+    EXPECT_EQ(rank_frame.type, wire::Msg::RankStep);
+    expect_same(wire::decode_rank_step(rank_frame.body), rank);
+    expect_strict(rank_bytes, wire::decode_rank_step);
 
     auto h = wire::decode_hello(split_one(wire::frame(wire::Hello{wire::kVersion, "s3cret"})).body);
     EXPECT_EQ(h.version, wire::kVersion);

@@ -1,9 +1,10 @@
-// The bytes of protocol version 2 do not change but where version 3 changed them:
+// The bytes of protocol version 2 do not change but where versions 3 and 4 changed them:
 // tests/data/live_wire_v2.bin holds a frame of every message type as the hand-written
 // codec of that time encoded them (a Hello, Meta, two Steps, Event, Scaling, Operand with
 // a +Inf sqnr and NaN figures, BlockMap, Op, OpName, Command, Reply, Error). Each decodes
 // to the values it was made from and encodes back to the same bytes, except the Op,
-// which version 3 extended with the kernel fields: its version-2 body is refused.
+// which version 3 extended with the kernel fields (its version-2 body is refused), and
+// the Meta, to which version 4 added rank and world_size after the other fields.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -48,14 +49,20 @@ TEST(LiveWireV2, EveryFrameDecodesAndEncodesToTheSameBytes) {
     EXPECT_EQ(hello.token, "s3cret");
     EXPECT_EQ(wire::frame(hello), frames[i++]);
 
-    auto meta = wire::decode_meta(body(frames[i]));
+    EXPECT_ANY_THROW(wire::decode_meta(body(frames[i])));
+    std::string meta4(body(frames[i]));
+    for (const std::int32_t v : {0, 1}) meta4.append(reinterpret_cast<const char*>(&v), sizeof v);  // rank 0 of 1
+    auto meta = wire::decode_meta(meta4);
     EXPECT_EQ(meta.version, 2u);
+    EXPECT_EQ(meta.meta.rank, 0);
+    EXPECT_EQ(meta.meta.world_size, 1);
     EXPECT_EQ(meta.meta.tool_version, "0.9.1");
     ASSERT_EQ(meta.meta.linears.size(), 2u);
     EXPECT_EQ(meta.meta.linears[1].out_features, 128);
     EXPECT_EQ(meta.meta.ops.size(), 4u);
     EXPECT_EQ(meta.meta.blockmap_every, 50);
-    EXPECT_EQ(wire::frame(meta), frames[i++]);
+    EXPECT_EQ(wire::frame(meta).substr(wire::kHeader), meta4);
+    ++i;
 
     auto step7 = wire::decode_step(body(frames[i]));
     EXPECT_EQ(step7.step, 7);

@@ -53,6 +53,7 @@ QStringList LaunchSpec::arguments() const {
     if (recipes.size() > 1) a << "--compare" << recipes.join(',');
     else if (!recipes.isEmpty()) a << "--recipe" << recipes.first();
     for (const QString& s : preset_overrides(preset)) a << "--set" << s;
+    if (nproc_per_node > 1) a << "--nproc-per-node" << QString::number(nproc_per_node);
     return a;
 }
 

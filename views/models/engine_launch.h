@@ -25,6 +25,10 @@ struct LaunchSpec {
     // interval, can be longer than a short run: no maps at all past step 1).
     int blockmap_every = -1;
     static constexpr int kBlockMapsPerRun = 8;
+    // Data-parallel processes on this machine, one per GPU (1: a single process); rank 0
+    // writes the trace and serves the live stream with every rank's step times.
+    int nproc_per_node = 1;
+    static constexpr int kMaxProcsPerNode = 8;
     QString out;                // the trace file the engine writes
     QString socket;             // the engine's live socket (unix:PATH)
     QString token;              // empty on a local socket

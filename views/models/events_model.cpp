@@ -10,12 +10,13 @@ EventsModel::EventsModel(const SeriesStore* store, QObject* parent)
     : QAbstractTableModel(parent), store_(store) {}
 
 void EventsModel::refresh() {
-    std::vector<Row> rows = store_->read([](const TraceData& d) {
+    std::vector<Row> rows = store_->read([this](const TraceData& d) {
         std::vector<Row> out;
         out.reserve(d.events.size());
         for (const auto& e : d.events)
-            out.push_back({e.step, event_run_label(d.meta, e.run), QString::fromLatin1(event_kind_name(e.kind)),
-                           QString::fromStdString(e.detail)});
+            if (!only_ || e.kind == *only_)
+                out.push_back({e.step, event_run_label(d.meta, e.run), QString::fromLatin1(event_kind_name(e.kind)),
+                               QString::fromStdString(e.detail)});
         return out;
     });
     beginResetModel();

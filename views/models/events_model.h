@@ -1,8 +1,10 @@
 // The events table: rewinds, recipe switches, NaNs, pauses, checkpoints of every run,
-// in step order. kStepRole gives the step to jump to.
+// in step order (or those of one kind: the Health view's list). kStepRole gives the step
+// to jump to.
 #pragma once
 
 #include <QAbstractTableModel>
+#include <optional>
 
 #include "models/series_store.h"
 
@@ -14,6 +16,8 @@ public:
     enum Column { Step, Run, Kind, Detail, ColumnCount };
 
     explicit EventsModel(const SeriesStore* store, QObject* parent = nullptr);
+    // Lists only events of `kind` from the next refresh() on.
+    void showOnly(EventKind kind) { only_ = kind; }
     void refresh();
 
     int rowCount(const QModelIndex& parent = {}) const override;
@@ -28,6 +32,7 @@ private:
     };
     const SeriesStore* store_;
     std::vector<Row> rows_;
+    std::optional<EventKind> only_;
 };
 
 }  // namespace fp8scope::views

@@ -34,7 +34,7 @@ struct OpenTrace::RunPlan {
 
 std::int64_t OpenTrace::readNew(const std::function<void(TraceBatch&&)>& push, const Progress& progress) {
     const trace::TraceMeta& m = reader_->meta();
-    TraceBatch head;  // kernel names and events that appeared since the last read
+    TraceBatch head;  // kernel names, events and rank records that appeared since the last read
     for (std::size_t id = ops_known_; id < m.ops.size(); ++id)
         head.op_names.push_back({static_cast<std::int32_t>(id), m.ops[id]});
     ops_known_ = m.ops.size();
@@ -42,6 +42,10 @@ std::int64_t OpenTrace::readNew(const std::function<void(TraceBatch&&)>& push, c
     if (events.size() > events_read_)
         head.events.assign(events.begin() + static_cast<std::ptrdiff_t>(events_read_), events.end());
     events_read_ = std::max(events_read_, events.size());
+    auto ranks = reader_->rank_steps();
+    if (ranks.size() > ranks_read_)
+        head.ranks.assign(ranks.begin() + static_cast<std::ptrdiff_t>(ranks_read_), ranks.end());
+    ranks_read_ = std::max(ranks_read_, ranks.size());
     push(std::move(head));
 
     std::vector<RunPlan> plans;

@@ -53,7 +53,7 @@ private:
     std::unique_ptr<trace::TraceReader> reader_;
     std::vector<std::size_t> steps_read_;  // step records consumed, per run
     std::vector<std::optional<std::int64_t>> done_;  // watermark step, per run (none: nothing read)
-    std::size_t events_read_ = 0, ops_known_ = 0;
+    std::size_t events_read_ = 0, ops_known_ = 0, ranks_read_ = 0;
 };
 
 }  // namespace fp8scope::views

@@ -28,6 +28,14 @@ struct ScalingColumns {
     float scale_at(std::size_t row, int slot) const { return scale[row * slot_count + slot]; }
 };
 
+// One rank's times of a data-parallel job, one entry per step (steps ascending). Floats:
+// milliseconds need no more, and a long run of many ranks stays small.
+struct RankColumns {
+    std::vector<double> step;
+    std::vector<float> compute_ms, comm_ms, step_ms;
+    std::size_t size() const { return step.size(); }
+};
+
 struct OperandRef {
     int linear = 0;
     Gemm gemm = Gemm::Fprop;
@@ -66,6 +74,7 @@ struct TraceData {
     trace::TraceMeta meta;
     std::vector<RunData> runs;
     std::vector<trace::EventRecord> events;
+    std::vector<RankColumns> ranks;  // by rank; meta.world_size of them, empty for one process
     std::int64_t first_step = -1, last_step = -1;  // over all runs; -1 when empty
     bool empty() const { return last_step < 0; }
     int slot_count() const { return static_cast<int>(meta.linears.size()) * trace::kOperandsPerLinear; }

@@ -19,6 +19,7 @@ std::uint64_t SeriesStore::reset(trace::TraceMeta meta) {
         for (std::size_t r = 0; r < meta.runs.size(); ++r) data_.runs[r].info = meta.runs[r];
         data_.meta = std::move(meta);
         for (auto& run : data_.runs) run.scaling.slot_count = data_.slot_count();
+        if (data_.meta.world_size > 1) data_.ranks.resize(static_cast<std::size_t>(data_.meta.world_size));
         gen = ++generation_;
         ++revision_;
     }
@@ -59,6 +60,11 @@ void truncate_steps(StepColumns& c, double step) {
     auto n = static_cast<std::size_t>(std::lower_bound(c.step.begin(), c.step.end(), step) - c.step.begin());
     cut(c.step, n); cut(c.loss, n); cut(c.eval_loss, n); cut(c.lr, n);
     cut(c.step_time_s, n); cut(c.tokens_per_s, n); cut(c.recipe, n);
+}
+
+void truncate_ranks(RankColumns& c, double step) {
+    auto n = static_cast<std::size_t>(std::lower_bound(c.step.begin(), c.step.end(), step) - c.step.begin());
+    cut(c.step, n); cut(c.compute_ms, n); cut(c.comm_ms, n); cut(c.step_ms, n);
 }
 
 void truncate_scaling(ScalingColumns& c, double step) {
@@ -140,6 +146,15 @@ void SeriesStore::append_locked(TraceBatch& batch) {
         if (!run->ops.empty() && op.step < run->ops.step(run->ops.size() - 1))
             run->ops.truncate(run->ops_of_step(op.step).first);
         run->ops.push_back(op);
+    }
+    for (const auto& k : batch.ranks) {
+        if (k.rank < 0 || k.rank >= static_cast<std::int32_t>(d.ranks.size())) continue;
+        auto& c = d.ranks[static_cast<std::size_t>(k.rank)];
+        if (!c.step.empty() && k.step <= c.step.back()) truncate_ranks(c, static_cast<double>(k.step));
+        c.step.push_back(static_cast<double>(k.step));
+        c.compute_ms.push_back(static_cast<float>(k.compute_ms));
+        c.comm_ms.push_back(static_cast<float>(k.comm_ms));
+        c.step_ms.push_back(static_cast<float>(k.step_ms));
     }
     for (auto& e : batch.events) d.events.push_back(std::move(e));
     std::stable_sort(d.events.begin(), d.events.end(),

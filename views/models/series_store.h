@@ -24,6 +24,7 @@ struct TraceBatch {
     std::vector<trace::OpRecord> ops;
     std::vector<trace::EventRecord> events;
     std::vector<trace::OpNameRecord> op_names;  // kernel names seen after the trace began
+    std::vector<trace::RankStepRecord> ranks;   // a data-parallel run's per-rank step times
 
     // Files one record under its kind (the live stream delivers them one at a time).
     void add(const trace::StepRecord& r) { steps.push_back(r); }
@@ -33,10 +34,11 @@ struct TraceBatch {
     void add(const trace::OpRecord& r) { ops.push_back(r); }
     void add(const trace::EventRecord& r) { events.push_back(r); }
     void add(const trace::OpNameRecord& r) { op_names.push_back(r); }
+    void add(const trace::RankStepRecord& r) { ranks.push_back(r); }
 
     bool empty() const {
         return steps.empty() && scaling.empty() && operands.empty() && blockmaps.empty() &&
-               ops.empty() && events.empty() && op_names.empty();
+               ops.empty() && events.empty() && op_names.empty() && ranks.empty();
     }
 };
 

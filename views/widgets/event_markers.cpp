@@ -22,6 +22,7 @@ QColor event_color(EventKind k) {
         case EventKind::Rewind:
         case EventKind::LossSpike: return QColor(230, 120, 0);
         case EventKind::RecipeSwitch: return QColor(0, 110, 200);
+        case EventKind::Health: return QColor(150, 40, 170);  // a rank slow, recovered or lost
         default: return QColor(120, 120, 120);
     }
 }

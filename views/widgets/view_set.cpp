@@ -7,6 +7,7 @@
 #include "widgets/blockmap_view.h"
 #include "widgets/error_view.h"
 #include "widgets/events_view.h"
+#include "widgets/health_view.h"
 #include "widgets/kernel_view.h"
 #include "widgets/layers_view.h"
 #include "widgets/loss_view.h"
@@ -18,7 +19,8 @@ ViewSet::ViewSet(SeriesStore* store, StepCursor* cursor, Selection* selection, Q
     : QObject(parent), store_(store), cursor_(cursor), selection_(selection) {
     const ViewContext ctx{store, cursor, selection};
     views_ = {new LossView(ctx),  new AmaxView(ctx),   new OutliersView(ctx), new ErrorView(ctx),
-              new BlockMapView(ctx), new KernelView(ctx), new LayersView(ctx),   new EventsView(ctx)};
+              new BlockMapView(ctx), new KernelView(ctx), new LayersView(ctx),   new EventsView(ctx),
+              new HealthView(ctx)};
     connect(store, &SeriesStore::changed, &scheduler_, &RedrawScheduler::markDirty);
     connect(cursor, &StepCursor::stepChanged, &scheduler_, &RedrawScheduler::markDirty);
     connect(selection, &Selection::changed, &scheduler_, &RedrawScheduler::markDirty);
@@ -31,7 +33,7 @@ ViewSet::~ViewSet() {
 }
 
 QStringList ViewSet::names() {
-    return {"loss", "amax", "outliers", "error", "blocks", "kernels", "layers", "events"};
+    return {"loss", "amax", "outliers", "error", "blocks", "kernels", "layers", "events", "health"};
 }
 
 StoreView* ViewSet::view(const QString& name) const {

@@ -1,0 +1,174 @@
+// A data-parallel trace: which rank wrote it (rank, world_size) and every rank's share of
+// every step (/ranks) come back from the reader as written; a file of format 2, which has
+// neither, reads as rank 0 of 1 with no rank records; records and metadata that do not
+// fit the world are refused on both sides.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "h5_patch.h"
+#include "trace_fixture.h"
+#include "trace_reader.h"
+#include "trace_writer.h"
+
+namespace fp8scope::trace {
+namespace {
+using namespace testing;
+
+constexpr int kWorld = 4;
+constexpr std::int64_t kSteps = 6;
+
+TraceMeta job_meta() {
+    TraceMeta m = sample_meta();
+    m.rank = 0;
+    m.world_size = kWorld;
+    return m;
+}
+
+// Steps 1..kSteps of run 0, each followed by every rank's record, as rank 0 writes them.
+std::vector<RankStepRecord> write_job(const std::string& path) {
+    TraceWriter w(path, job_meta());
+    std::vector<RankStepRecord> written;
+    for (std::int64_t step = 1; step <= kSteps; ++step) {
+        w.write(sample_step(0, step));
+        for (int rank = 0; rank < kWorld; ++rank) {
+            written.push_back(sample_rank_step(step, rank));
+            w.write(written.back());
+        }
+    }
+    w.close();
+    return written;
+}
+
+TEST(TraceRanks, RankRecordsAndTheWritersRankComeBack) {
+    TempDir dir;
+    const std::string path = dir.file("job.h5");
+    const auto written = write_job(path);
+    TraceReader r(path);
+    EXPECT_EQ(r.meta().format_version, 3);
+    EXPECT_EQ(r.meta().rank, 0);
+    EXPECT_EQ(r.meta().world_size, kWorld);
+    const auto got = r.rank_steps();
+    ASSERT_EQ(got.size(), static_cast<std::size_t>(kSteps * kWorld));
+    for (std::size_t i = 0; i < got.size(); ++i) expect_same(got[i], written[i]);
+    // The hand-computed figures of one record: rank 1 at step 3.
+    const RankStepRecord& k = got[(3 - 1) * kWorld + 1];
+    EXPECT_EQ(k.step, 3);
+    EXPECT_EQ(k.rank, 1);
+    EXPECT_EQ(k.compute_ms, 131.5);
+    EXPECT_EQ(k.comm_ms, 19.75);
+    EXPECT_EQ(k.step_ms, 152.25);
+    EXPECT_EQ(r.steps(0).size(), static_cast<std::size_t>(kSteps));
+}
+
+TEST(TraceRanks, AnotherRanksTraceSaysWhichRankWroteIt) {
+    TempDir dir;
+    const std::string path = dir.file("rank3.h5");
+    TraceMeta m = job_meta();
+    m.rank = 3;
+    {
+        TraceWriter w(path, m);
+        w.write(sample_step(0, 1));
+        w.close();
+    }
+    TraceReader r(path);
+    EXPECT_EQ(r.meta().rank, 3);
+    EXPECT_EQ(r.meta().world_size, kWorld);
+    EXPECT_TRUE(r.rank_steps().empty());
+}
+
+TEST(TraceRanks, ASingleProcessTraceIsRankZeroOfOneWithoutRankRecords) {
+    TempDir dir;
+    const std::string path = dir.file("one.h5");
+    {
+        TraceWriter w(path, sample_meta());
+        w.write(sample_step(0, 1));
+        w.close();
+    }
+    TraceReader r(path);
+    EXPECT_EQ(r.meta().rank, 0);
+    EXPECT_EQ(r.meta().world_size, 1);
+    EXPECT_TRUE(r.rank_steps().empty());
+}
+
+// Format 2 had neither the rank attributes nor /ranks: today's file with them removed and
+// its version set back is that layout.
+TEST(TraceRanks, AVersion2FileReadsAsRankZeroOfOne) {
+    TempDir dir;
+    const std::string path = dir.file("v2.h5");
+    write_job(path);
+    {
+        hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+        ASSERT_GE(f, 0);
+        ASSERT_GE(H5Adelete(f, "rank"), 0);
+        ASSERT_GE(H5Adelete(f, "world_size"), 0);
+        ASSERT_GE(H5Ldelete(f, "/ranks", H5P_DEFAULT), 0);
+        hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
+        const std::int64_t v2 = 2;
+        ASSERT_GE(H5Awrite(a, H5T_NATIVE_INT64, &v2), 0);
+        H5Aclose(a);
+        H5Fclose(f);
+    }
+    TraceReader r(path);
+    EXPECT_EQ(r.meta().format_version, 2);
+    EXPECT_EQ(r.meta().rank, 0);
+    EXPECT_EQ(r.meta().world_size, 1);
+    EXPECT_TRUE(r.rank_steps().empty());
+    EXPECT_FALSE(r.refresh());  // no /ranks to follow either
+    const auto steps = r.steps(0);
+    ASSERT_EQ(steps.size(), static_cast<std::size_t>(kSteps));
+    expect_same(steps.back(), sample_step(0, kSteps));
+}
+
+TEST(TraceRanks, RecordsAndMetaOutsideTheWorldAreRefused) {
+    TempDir dir;
+    TraceWriter w(dir.file("job.h5"), job_meta());
+    EXPECT_THROW(w.write(sample_rank_step(1, kWorld)), std::invalid_argument);
+    EXPECT_THROW(w.write(sample_rank_step(1, -1)), std::invalid_argument);
+    EXPECT_NO_THROW(w.write(sample_rank_step(1, kWorld - 1)));
+    w.close();
+
+    TraceMeta outside = job_meta();
+    outside.rank = kWorld;
+    EXPECT_THROW(TraceWriter(dir.file("outside.h5"), outside), TraceError);
+    TraceMeta empty_world = job_meta();
+    empty_world.world_size = 0;
+    EXPECT_THROW(TraceWriter(dir.file("empty.h5"), empty_world), TraceError);
+}
+
+TEST(TraceRanks, ADamagedRankIsAClearError) {
+    TempDir dir;
+    const std::string path = dir.file("job.h5");
+    write_job(path);
+    ASSERT_TRUE(patch_field(path, "/ranks", "rank", 5, std::int32_t{9}, H5T_NATIVE_INT32));
+    try {
+        TraceReader r(path);
+        FAIL() << "read a rank outside the world";
+    } catch (const TraceError& e) {
+        EXPECT_NE(std::string(e.what()).find("/ranks row 5: rank 9 is outside world_size 4"), std::string::npos)
+            << e.what();
+    }
+
+    const std::string meta_path = dir.file("meta.h5");
+    write_job(meta_path);
+    {
+        hid_t f = H5Fopen(meta_path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+        hid_t a = H5Aopen(f, "rank", H5P_DEFAULT);
+        const std::int64_t rank = 7;
+        ASSERT_GE(H5Awrite(a, H5T_NATIVE_INT64, &rank), 0);
+        H5Aclose(a);
+        H5Fclose(f);
+    }
+    try {
+        TraceReader r(meta_path);
+        FAIL() << "read rank 7 of 4";
+    } catch (const TraceError& e) {
+        EXPECT_NE(std::string(e.what()).find("rank = 7 is outside [0, 4)"), std::string::npos) << e.what();
+    }
+}
+
+}  // namespace
+}  // namespace fp8scope::trace

@@ -1,0 +1,129 @@
+// Rank health table model.
+#include "models/rank_health_model.h"
+
+#include <QBrush>
+#include <QColor>
+#include <algorithm>
+#include <cmath>
+
+#include "engine/rank_health.h"
+#include "models/model_roles.h"
+
+namespace fp8scope::views {
+
+namespace {
+double median_of(const std::vector<float>& v) {
+    const std::vector<double> ms(v.begin(), v.end());
+    return median_ms(ms);
+}
+}  // namespace
+
+RankHealthModel::RankHealthModel(const SeriesStore* store, QObject* parent)
+    : QAbstractTableModel(parent), store_(store) {}
+
+void RankHealthModel::refresh() {
+    std::vector<Row> rows;
+    int world = 1;
+    store_->read([&](const TraceData& d) {
+        world = d.meta.world_size;
+        for (const RankColumns& c : d.ranks) {
+            Row r;
+            r.compute = median_of(c.compute_ms);
+            r.comm = median_of(c.comm_ms);
+            const auto slowest = std::max_element(c.step_ms.begin(), c.step_ms.end());
+            if (slowest != c.step_ms.end()) {
+                r.slowest_step = static_cast<qint64>(c.step[static_cast<std::size_t>(slowest - c.step_ms.begin())]);
+                r.slowest_ms = *slowest;
+            }
+            rows.push_back(r);
+        }
+    });
+    // Ranks without records yet take no part: slow_ranks() reports a rank whose time is
+    // not a number, which is right for a lost rank, not for one still to report.
+    std::vector<int> reporting;
+    std::vector<double> compute;
+    for (int k = 0; k < static_cast<int>(rows.size()); ++k)
+        if (rows[k].slowest_step >= 0) {
+            reporting.push_back(k);
+            compute.push_back(rows[k].compute);
+        }
+    std::vector<int> slow;
+    double median = median_ms(compute);
+    for (const SlowRank& s : slow_ranks(compute, kSlowMargin)) slow.push_back(reporting[s.rank]);
+    for (std::size_t i = 0; i < reporting.size(); ++i) rows[reporting[i]].ratio = compute[i] / median;
+
+    beginResetModel();
+    rows_ = std::move(rows);
+    slow_ = std::move(slow);
+    median_of_ranks_ = median;
+    world_size_ = world;
+    endResetModel();
+}
+
+bool RankHealthModel::flagged(int rank) const { return std::find(slow_.begin(), slow_.end(), rank) != slow_.end(); }
+
+QString RankHealthModel::verdict() const {
+    if (!dataParallel()) return tr("single-process run: no data-parallel health records");
+    if (std::none_of(rows_.begin(), rows_.end(), [](const Row& r) { return r.slowest_step >= 0; }))
+        return tr("%1 ranks: no step times yet").arg(world_size_);
+    if (slow_.empty())
+        return tr("all %1 ranks within %2% of the median rank's compute (%3 ms per step)")
+            .arg(world_size_)
+            .arg(kSlowMargin * 100, 0, 'f', 0)
+            .arg(median_of_ranks_, 0, 'f', 1);
+    QStringList which;
+    for (int k : slow_)
+        which << tr("rank %1 (%2 ms, +%3%)")
+                     .arg(k)
+                     .arg(rows_[k].compute, 0, 'f', 1)
+                     .arg((rows_[k].ratio - 1) * 100, 0, 'f', 0);
+    return tr("slow: %1 against the median rank's %2 ms compute per step")
+        .arg(which.join(", "))
+        .arg(median_of_ranks_, 0, 'f', 1);
+}
+
+int RankHealthModel::rowCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+int RankHealthModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant RankHealthModel::data(const QModelIndex& index, int role) const {
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
+    const int rank = index.row();
+    const Row& r = rows_[rank];
+    const bool slow = flagged(rank);
+    if (role == Qt::BackgroundRole && slow) return QBrush(QColor(255, 215, 215));
+    if (role == Qt::ForegroundRole && slow && index.column() == Flag) return QBrush(QColor(180, 0, 0));
+    if (role == kStepRole && r.slowest_step >= 0) return r.slowest_step;
+    if (role == kValueRole) {
+        switch (index.column()) {
+            case Rank: return rank;
+            case MedianCompute: return r.compute;
+            case MedianComm: return r.comm;
+            case SlowestStep: return r.slowest_step >= 0 ? QVariant(r.slowest_ms) : QVariant(NAN);
+            case Flag: return slow ? 1.0 : 0.0;
+        }
+    }
+    if (role == Qt::DisplayRole || role == Qt::ToolTipRole) {
+        switch (index.column()) {
+            case Rank: return rank;
+            case MedianCompute: return format_figure(r.compute);
+            case MedianComm: return format_figure(r.comm);
+            case SlowestStep:
+                return r.slowest_step < 0 ? QString()
+                                          : tr("%1 (%2 ms)").arg(r.slowest_step).arg(format_figure(r.slowest_ms));
+            case Flag: return slow ? tr("slow +%1%").arg((r.ratio - 1) * 100, 0, 'f', 0) : QString();
+        }
+    }
+    return {};
+}
+
+QVariant RankHealthModel::headerData(int section, Qt::Orientation o, int role) const {
+    if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
+    // Medians over the steps; two lines keep the table narrow beside the plots.
+    static const char* names[ColumnCount] = {"rank", "median\ncompute ms", "median\ncomm ms", "slowest\nstep",
+                                             "flag"};
+    return section >= 0 && section < ColumnCount ? QString::fromLatin1(names[section]) : QVariant();
+}
+
+}  // namespace fp8scope::views

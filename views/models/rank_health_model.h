@@ -1,0 +1,51 @@
+// The Health view's table: one row per rank of a data-parallel job with its median
+// compute and all-reduce wait (comm) per step, its slowest step, and a flag on the ranks
+// whose median compute is more than 10% above the median of all ranks (core's
+// slow_ranks(), the rule the engine's in-flight check uses). Comparing with the median
+// of ranks means a uniformly slow job flags nothing and one slow GPU, link or host does.
+#pragma once
+
+#include <QAbstractTableModel>
+#include <vector>
+
+#include "models/series_store.h"
+
+namespace fp8scope::views {
+
+class RankHealthModel : public QAbstractTableModel {
+    Q_OBJECT
+public:
+    enum Column { Rank, MedianCompute, MedianComm, SlowestStep, Flag, ColumnCount };
+    static constexpr double kSlowMargin = 0.1;  // more than 10% slower than the median rank
+
+    explicit RankHealthModel(const SeriesStore* store, QObject* parent = nullptr);
+    void refresh();
+
+    bool dataParallel() const { return world_size_ > 1; }
+    bool flagged(int rank) const;
+    const std::vector<int>& slowRanks() const { return slow_; }  // slowest first
+    double medianOfRanks() const { return median_of_ranks_; }    // of the ranks' median compute
+    // One line that answers "is any rank slow, and which?"; for a single process, that it
+    // has no health records.
+    QString verdict() const;
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role) const override;
+    QVariant headerData(int section, Qt::Orientation o, int role) const override;
+
+private:
+    struct Row {
+        double compute = 0, comm = 0;  // medians over steps; NaN before the first record
+        qint64 slowest_step = -1;      // by the whole step's time
+        double slowest_ms = 0;
+        double ratio = 0;              // median compute / the median of ranks
+    };
+    const SeriesStore* store_;
+    std::vector<Row> rows_;
+    std::vector<int> slow_;
+    double median_of_ranks_ = 0;
+    int world_size_ = 1;
+};
+
+}  // namespace fp8scope::views

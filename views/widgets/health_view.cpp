@@ -1,0 +1,191 @@
+// Health view. Ranks judged healthy are drawn thin in cool colours and flagged ranks thick
+// in red and orange on top of them, so the slow rank is the line that stands out.
+#include "widgets/health_view.h"
+
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QTableView>
+#include <QVBoxLayout>
+#include <algorithm>
+
+#include "models/model_roles.h"
+#include "widgets/event_markers.h"
+#include "widgets/plot_interaction.h"
+#include "widgets/plot_style.h"
+
+namespace fp8scope::views {
+
+namespace {
+constexpr QRgb kHealthy[] = {0x1f77b4, 0x2ca02c, 0x17becf, 0x9467bd, 0x7f7f7f, 0x000080, 0x008080, 0x4b0082};
+constexpr QRgb kFlagged[] = {0xd62728, 0xff7f0e, 0xe377c2};
+
+QTableView* make_table(QWidget* parent, QAbstractItemModel* model) {
+    auto* t = new QTableView(parent);
+    t->setModel(model);
+    t->setSelectionBehavior(QAbstractItemView::SelectRows);
+    t->verticalHeader()->hide();
+    t->verticalHeader()->setDefaultSectionSize(t->fontMetrics().height() + 6);
+    t->horizontalHeader()->setStretchLastSection(true);
+    t->setWordWrap(false);
+    t->setToolTip(QObject::tr("double-click or Enter: move the step cursor to the row's step"));
+    return t;
+}
+}  // namespace
+
+HealthView::HealthView(const ViewContext& context, QWidget* parent)
+    : StoreView(context, "health", tr("Health"), parent), ranks_(context.store), events_(context.store) {
+    events_.showOnly(EventKind::Health);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    verdict_ = new QLabel(this);
+    verdict_->setTextFormat(Qt::PlainText);
+    verdict_->setWordWrap(true);
+    QFont vf = verdict_->font();
+    vf.setBold(true);
+    vf.setPointSizeF(vf.pointSizeF() * 1.15);
+    verdict_->setFont(vf);
+    layout->addWidget(verdict_);
+
+    body_ = new QWidget(this);
+    auto* body = new QHBoxLayout(body_);
+    body->setContentsMargins(0, 0, 0, 0);
+    plot_ = make_plot(body_, QString());
+    plot_->setMinimumSize(300, 300);
+    // Compute above, comm below, one step axis; the legend under both.
+    QCPLayoutGrid* grid = plot_->plotLayout();
+    rects_[0] = plot_->axisRect();
+    rects_[1] = new QCPAxisRect(plot_);
+    grid->addElement(1, 0, rects_[1]);
+    auto* margins = new QCPMarginGroup(plot_);
+    const QString labels[2] = {tr("compute ms per step"), tr("comm ms (all-reduce wait)")};
+    for (int i = 0; i < 2; ++i) {
+        rects_[i]->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
+        for (QCPAxis* a : rects_[i]->axes()) {
+            a->setTickLabelFont(plot_->xAxis->tickLabelFont());
+            a->setLabelFont(plot_->xAxis->labelFont());
+        }
+        rects_[i]->axis(QCPAxis::atLeft)->setLabel(labels[i]);
+        cursor_lines_[i] = add_cursor_line(plot_, rects_[i]);
+        connect(rects_[i]->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
+                [this, i](const QCPRange& r) {
+                    QCPAxis* other = rects_[1 - i]->axis(QCPAxis::atBottom);
+                    if (other->range() != r) other->setRange(r);
+                });
+    }
+    rects_[0]->axis(QCPAxis::atBottom)->setTickLabels(false);
+    rects_[1]->axis(QCPAxis::atBottom)->setLabel(tr("step"));
+    place_legend_below(plot_, 8);
+    // place_legend_below put the legend right under the compute plot: the comm plot goes
+    // between them.
+    grid->take(rects_[1]);
+    grid->simplify();
+    int row = 0;
+    while (row < grid->rowCount() && grid->element(row, 0) != rects_[0]) ++row;
+    grid->insertRow(row + 1);
+    grid->addElement(row + 1, 0, rects_[1]);
+    PlotInteraction::attach(plot_, context.cursor);
+    body->addWidget(plot_, 1);
+
+    auto* side = new QVBoxLayout;
+    ranks_view_ = make_table(body_, &ranks_);
+    ranks_view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    ranks_view_->setToolTip(tr("flag: median compute more than %1% above the median rank's; comm is the wait for "
+                               "the slowest rank, so it is lowest on the slow one")
+                                .arg(RankHealthModel::kSlowMargin * 100, 0, 'f', 0));
+    side->addWidget(ranks_view_);
+    auto* events_title = new QLabel(tr("health events"), body_);
+    events_title->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
+    side->addWidget(events_title);
+    events_view_ = make_table(body_, &events_);
+    events_view_->setColumnHidden(EventsModel::Run, true);
+    events_view_->setColumnHidden(EventsModel::Kind, true);
+    events_view_->setWordWrap(true);  // a health event's detail is a sentence
+    events_view_->horizontalHeader()->setSectionResizeMode(EventsModel::Step, QHeaderView::ResizeToContents);
+    side->addWidget(events_view_, 1);
+    auto* side_widget = new QWidget(body_);
+    side_widget->setLayout(side);
+    side_widget->setMinimumWidth(460);
+    side_widget->setMaximumWidth(560);
+    side->setContentsMargins(0, 0, 4, 0);
+    body->addWidget(side_widget);
+    layout->addWidget(body_, 1);
+
+    for (QTableView* t : {ranks_view_, events_view_})
+        connect(t, &QTableView::activated, this, [this](const QModelIndex& i) {
+            const QVariant step = i.model()->data(i, kStepRole);
+            if (step.isValid()) ctx().cursor->setStep(step.toLongLong());
+        });
+}
+
+QString HealthView::verdict() const { return verdict_->text(); }
+bool HealthView::plotsShown() const { return !body_->isHidden(); }
+
+void HealthView::showVerdict() {
+    const bool dp = ranks_.dataParallel(), slow = !ranks_.slowRanks().empty();
+    verdict_->setText(ranks_.verdict());
+    verdict_->setAlignment(dp ? Qt::AlignLeft | Qt::AlignVCenter : Qt::AlignCenter);
+    verdict_->setStyleSheet(!dp  ? "QLabel { color: #555555; padding: 8px; }"
+                            : slow ? "QLabel { color: #a00000; background: #ffd7d7; padding: 8px; }"
+                                   : "QLabel { color: #1e6b1e; background: #dcf2dc; padding: 8px; }");
+    // One process: the message is the whole view, not a line above empty plots.
+    static_cast<QBoxLayout*>(layout())->setStretchFactor(verdict_, dp ? 0 : 1);
+    body_->setVisible(dp);
+    layout()->activate();  // the label's new height now, also for a grab right after
+}
+
+void HealthView::rebuild(const TraceData& d) {
+    plot_->clearGraphs();
+    std::vector<int> order;  // healthy ranks first, so the flagged ones are drawn on top
+    for (int k = 0; k < static_cast<int>(d.ranks.size()); ++k)
+        if (!ranks_.flagged(k)) order.push_back(k);
+    for (int k : ranks_.slowRanks()) order.push_back(k);
+    int healthy = 0, flagged = 0;
+    bool any = false;
+    for (int k : order) {
+        const RankColumns& c = d.ranks[static_cast<std::size_t>(k)];
+        any = any || c.size() > 0;
+        const bool slow = ranks_.flagged(k);
+        const QPen pen = slow ? QPen(QColor(kFlagged[flagged++ % std::size(kFlagged)]), 2.6)
+                              : QPen(QColor(kHealthy[healthy++ % std::size(kHealthy)]), 1.2);
+        const QVector<double> steps(c.step.begin(), c.step.end());
+        const std::vector<float>* values[2] = {&c.compute_ms, &c.comm_ms};
+        for (int i = 0; i < 2; ++i) {
+            QCPGraph* g = plot_->addGraph(rects_[i]->axis(QCPAxis::atBottom), rects_[i]->axis(QCPAxis::atLeft));
+            g->setPen(pen);
+            g->setData(steps, QVector<double>(values[i]->begin(), values[i]->end()), true);
+            g->setName(slow ? tr("rank %1 (slow)").arg(k) : tr("rank %1").arg(k));
+            if (i == 1) g->removeFromLegend();
+        }
+    }
+    fit_axes(plot_);
+    // From zero, so a line's height is its time (30% slower looks 30% higher), with room
+    // above the lines for the event labels.
+    for (QCPAxisRect* r : rects_) {
+        QCPAxis* y = r->axis(QCPAxis::atLeft);
+        y->setRange(0, std::max(1.0, y->range().upper * 1.1));
+        mark_events(plot_, d, -1, r);
+    }
+    set_placeholder(plot_, any ? QString() : tr("no step times yet"));
+    plot_->legend->setVisible(plot_->legend->itemCount() > 0);
+    wrap_legend(plot_);
+}
+
+void HealthView::redraw() {
+    if (dataChanged()) {
+        ranks_.refresh();
+        events_.refresh();
+        showVerdict();
+        if (ranks_.dataParallel()) ctx().store->read([&](const TraceData& d) { rebuild(d); });
+        // Every rank's row shows (up to 16), the events take the rest.
+        const int rows = std::min(ranks_.rowCount(), 16);
+        ranks_view_->setFixedHeight(ranks_view_->horizontalHeader()->sizeHint().height() +
+                                    rows * ranks_view_->verticalHeader()->defaultSectionSize() +
+                                    2 * ranks_view_->frameWidth() + 2);
+        events_view_->resizeRowsToContents();
+    }
+    for (auto* l : cursor_lines_) set_cursor_line(l, static_cast<double>(ctx().cursor->step()));
+    dataChanged() ? plot_->replot() : replot_cursor_layer(plot_);
+}
+
+}  // namespace fp8scope::views

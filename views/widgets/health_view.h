@@ -1,0 +1,52 @@
+// Health view: is any rank of a data-parallel job slow, and which? A one-line verdict on
+// top; per-rank lines over steps of compute time and, below on the same step axis, of the
+// time spent waiting for the gradient all-reduce (comm: fast ranks wait for the slow one,
+// so a slow rank shows as high compute and low comm); the table of ranks (medians, the
+// slowest step, a flag on ranks more than 10% slower than the median rank) with the
+// flagged ranks' lines and rows in red; and the job's health events. A single-process
+// trace shows one line saying it has no health records instead of empty plots.
+#pragma once
+
+#include "models/events_model.h"
+#include "models/rank_health_model.h"
+#include "widgets/store_view.h"
+
+class QCustomPlot;
+class QCPAxisRect;
+class QCPItemStraightLine;
+class QLabel;
+class QTableView;
+
+namespace fp8scope::views {
+
+class HealthView : public StoreView {
+    Q_OBJECT
+public:
+    explicit HealthView(const ViewContext& ctx, QWidget* parent = nullptr);
+    const QAbstractItemModel* table() const override { return &ranks_; }
+    const RankHealthModel& ranks() const { return ranks_; }
+    const EventsModel& healthEvents() const { return events_; }
+    QString verdict() const;
+    bool plotsShown() const;
+    QCustomPlot* plot() const { return plot_; }
+    QCPAxisRect* computeRect() const { return rects_[0]; }
+    QCPAxisRect* commRect() const { return rects_[1]; }
+
+protected:
+    void redraw() override;
+
+private:
+    void rebuild(const TraceData& d);
+    void showVerdict();
+    QLabel* verdict_;
+    QWidget* body_;
+    QCustomPlot* plot_;
+    QCPAxisRect* rects_[2];
+    QCPItemStraightLine* cursor_lines_[2];
+    RankHealthModel ranks_;
+    EventsModel events_;
+    QTableView* ranks_view_;
+    QTableView* events_view_;
+};
+
+}  // namespace fp8scope::views
