@@ -13,7 +13,7 @@
 
 namespace fp8scope {
 
-std::unique_ptr<Backend> make_backend(const std::string& device, int threads, int ordinal) {
+std::unique_ptr<Backend> make_backend(const std::string& device, int threads, [[maybe_unused]] int ordinal) {
     if (device == "cpu") return std::make_unique<CpuBackend>(threads);
     if (device == "cuda") {
 #ifdef FP8SCOPE_HAVE_CUDA

@@ -162,7 +162,7 @@ int run_train(const TrainOptions& o) {
         backend = make_backend(config.device, config.threads, job->env().local_rank);
         trainer.emplace(config, *backend, job->join(*backend, config.device));
         job->watch(*trainer);
-        meta = trace::run_trace_meta(config, *trainer, kEngineVersion, o.trace.blockmap_every);
+        meta = trace::run_trace_meta(config, *trainer, kEngineVersion, o.trace.blockmap_every, job->env());
     } catch (const std::exception& e) {
         report(job->distributed() ? "rank " + std::to_string(job->env().rank) + ": " + e.what() : e.what());
         return 1;
