@@ -176,14 +176,7 @@ void Trainer::apply(const Request& r) {
             emit(EventKind::CaptureInterval, -1, "every " + std::to_string(r.value) + " steps");
             break;
         case Request::Checkpoint: {
-            if (!writes_checkpoints()) break;
-            std::string path = r.text.empty() ? default_checkpoint_path() : r.text;
-            try {
-                save_checkpoint(path);
-                emit(EventKind::Checkpoint, -1, path);
-            } catch (const std::exception& e) {
-                emit(EventKind::Error, -1, e.what());
-            }
+            if (writes_checkpoints()) write_checkpoint(r.text.empty() ? default_checkpoint_path() : r.text);
             break;
         }
         }
@@ -271,16 +264,20 @@ TrainSummary Trainer::run() {
         if (paused_) continue;
         step();
     }
+    std::string last;
     if (writes_checkpoints() && !config_.checkpoint.dir.empty() && error_.empty()) {
-        std::string path = default_checkpoint_path();
-        save_checkpoint(path);
-        emit(EventKind::Checkpoint, -1, path);
+        last = default_checkpoint_path();
+        write_checkpoint(last);
     }
+    checkpoints_.wait();
+    report_checkpoints();
+    if (!last.empty()) landing_check(last);
     return summary();
 }
 
 bool Trainer::step() {
     apply_requests();
+    report_checkpoints();
     // A pause that arrived since run() looked holds this step too: no step follows the
     // Pause event.
     if (paused_ || stopping_ || !error_.empty() || step_ >= config_.steps) return false;
@@ -306,6 +303,7 @@ bool Trainer::step() {
     for (std::size_t i = 0; i < runs_.size(); ++i) {
         Run& rep = *runs_[i];
         auto t0 = clock::now();
+        if (dp_) dp_->take_comm_host_ms();  // from here on: this run's share
         if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay_ms_));
         if (rep.sink) rep.model.set_capture(rep.sink, capture);
         float loss = rep.model.forward(batch_.tokens.data(), batch_.targets.data(), batch_.B, batch_.T);
@@ -386,11 +384,8 @@ bool Trainer::step() {
     if (dp_) agree(compute_ms, comm_ms, step_ms, rank_loss);
     if (step_ % config_.rewind.snapshot_every == 0) take_snapshot();  // a no-op with rewind off
     if (writes_checkpoints() && !config_.checkpoint.dir.empty() && config_.checkpoint.every > 0 &&
-        step_ % config_.checkpoint.every == 0 && step_ < config_.steps) {
-        std::string path = default_checkpoint_path();
-        save_checkpoint(path);
-        emit(EventKind::Checkpoint, -1, path);
-    }
+        step_ % config_.checkpoint.every == 0 && step_ < config_.steps)
+        write_checkpoint(default_checkpoint_path());
     return true;
 }
 
@@ -519,6 +514,39 @@ void Trainer::apply_state(const TrainState& s, const Snapshot* arrays) {
 }
 
 void Trainer::save_checkpoint(const std::string& path) const { fp8scope::save_checkpoint(path, state()); }
+
+void Trainer::write_checkpoint(std::string path) { checkpoints_.write(std::move(path), state()); }
+
+void Trainer::report_checkpoints() {
+    for (const CheckpointWriter::Done& d : checkpoints_.finished()) {
+        if (d.error.empty()) emit(EventKind::Checkpoint, -1, d.path);
+        else emit(EventKind::Error, -1, "checkpoint " + d.path + ": " + d.error);
+    }
+}
+
+// The landing check of a run: the last checkpoint must give back what was trained, bit for
+// bit (its checksum is verified on the way), and the final eval loss goes on record.
+void Trainer::landing_check(const std::string& path) {
+    std::string verdict;
+    try {
+        const TrainState back = load_checkpoint(path), now = state();
+        verdict = back.step == now.step ? "" : "step " + std::to_string(back.step) + " instead of " + std::to_string(now.step);
+        for (std::size_t i = 0; verdict.empty() && i < now.runs.size(); ++i) {
+            const RunState &a = back.runs.at(i), &b = now.runs[i];
+            if (a.params != b.params || a.m != b.m || a.v != b.v || a.recipe_state != b.recipe_state)
+                verdict = "run " + std::to_string(i) + "'s parameters, moments or scaling state differ from the trained ones";
+        }
+    } catch (const std::exception& e) {
+        verdict = e.what();
+    }
+    std::string detail = "landing: " + path + (verdict.empty() ? " reads back intact (checksum; parameters, moments and "
+                                                                 "scaling state bit for bit)"
+                                                               : " is not the trained state: " + verdict);
+    const Run& first = *runs_.front();
+    if (first.last_eval) detail += "; final eval loss " + std::to_string(*first.last_eval);
+    emit(EventKind::Health, -1, detail);
+    if (!verdict.empty()) emit(EventKind::Error, -1, detail);
+}
 
 std::string Trainer::default_checkpoint_path() const {
     return (std::filesystem::path(config_.checkpoint.dir) / ("step_" + std::to_string(step_) + ".ckpt")).string();

@@ -33,6 +33,7 @@
 
 #include "engine/capture_sink.h"
 #include "engine/checkpoint.h"
+#include "engine/checkpoint_writer.h"
 #include "engine/data.h"
 #include "engine/data_parallel.h"
 #include "engine/model.h"
@@ -128,6 +129,12 @@ private:
     // every rank applies next.
     void agree(double compute_ms, double comm_ms, double step_ms, float loss);
     bool writes_checkpoints() const;
+    // Periodic, requested and final checkpoints: the state copied now, the file written in
+    // the background (CheckpointWriter); events when written.
+    void write_checkpoint(std::string path);
+    void report_checkpoints();
+    // After the final checkpoint: read it back and compare it with the trained state.
+    void landing_check(const std::string& path);
     static std::string encode_requests(const std::deque<Request>& requests);
     static std::deque<Request> decode_requests(const std::string& text);
     void emit(EventKind kind, int run, std::string detail);
@@ -162,6 +169,7 @@ private:
     std::condition_variable wake_;
     std::deque<Request> requests_;
 
+    CheckpointWriter checkpoints_;
     DataParallel* dp_ = nullptr;
     std::deque<Request> agreed_;  // data parallel: requests every rank applies next step
     double delay_ms_ = 0;

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -159,6 +160,54 @@ TEST(Trainer, ResumedCheckpointContinuesBitForBit) {
     auto tail = whole_rec.losses(1);
     tail.erase(tail.begin(), tail.begin() + 13);
     EXPECT_EQ(second_rec.losses(1), tail);
+    fs::remove_all(dir);
+}
+
+TEST(Trainer, CheckpointsAreWrittenInTheBackgroundAndTheLastIsCheckedOnLanding) {
+    fs::path dir = temp_dir("landing");
+    TrainConfig c = tiny(12);
+    c.compare = {"baseline", "delayed"};
+    c.checkpoint.dir = dir.string();
+    c.checkpoint.every = 5;
+    CpuTrainer t(c);
+    Recorder rec;
+    t.add_observer(&rec);
+    t.run();
+    // Each write is reported once it is on disk: steps 5 and 10, and the final one.
+    std::vector<std::string> written;
+    for (const TrainEvent& e : rec.events)
+        if (e.kind == EventKind::Checkpoint) written.push_back(fs::path(e.detail).filename().string());
+    EXPECT_EQ(written, (std::vector<std::string>{"step_5.ckpt", "step_10.ckpt", "step_12.ckpt"}));
+    // The step-5 file holds step 5 although training went on while it was written.
+    EXPECT_EQ(load_checkpoint((dir / "step_5.ckpt").string()).step, 5);
+    const TrainState last = load_checkpoint((dir / "step_12.ckpt").string());
+    EXPECT_EQ(last.runs[1].params, t.state().runs[1].params);
+    ASSERT_EQ(rec.count(EventKind::Health), 1);
+    const TrainEvent& landing = rec.events.back();
+    EXPECT_EQ(landing.kind, EventKind::Health);
+    EXPECT_NE(landing.detail.find("step_12.ckpt reads back intact"), std::string::npos) << landing.detail;
+    EXPECT_NE(landing.detail.find("final eval loss " + std::to_string(*t.summary().runs[0].eval_loss)),
+              std::string::npos) << landing.detail;
+    EXPECT_EQ(rec.count(EventKind::Error), 0);
+    fs::remove_all(dir);
+}
+
+TEST(Trainer, ACheckpointThatCannotBeWrittenIsReportedAndFailsTheLandingCheck) {
+    fs::path dir = temp_dir("unwritable");
+    fs::create_directories(dir);
+    std::ofstream(dir / "file") << "not a directory";
+    TrainConfig c = tiny(3);
+    c.checkpoint.dir = (dir / "file").string();
+    CpuTrainer t(c);
+    Recorder rec;
+    t.add_observer(&rec);
+    t.run();
+    ASSERT_EQ(rec.count(EventKind::Error), 2) << "the write, then the landing check";
+    std::vector<std::string> errors;
+    for (const TrainEvent& e : rec.events)
+        if (e.kind == EventKind::Error) errors.push_back(e.detail);
+    EXPECT_EQ(errors[0].rfind("checkpoint " + (dir / "file" / "step_3.ckpt").string() + ": ", 0), 0u) << errors[0];
+    EXPECT_NE(errors[1].find("is not the trained state"), std::string::npos) << errors[1];
     fs::remove_all(dir);
 }
 
