@@ -14,16 +14,22 @@ small=(--device cuda --set model.n_layer=2 --set model.d_model=512 --set model.n
 echo "== preflight, $n ranks"
 fp8scope-engine preflight --device cuda --size 4096 --reps 5 --nproc-per-node "$n" --timeout 120
 
-echo "== train, $n ranks, rank $((n - 1)) slowed by 40 ms per step"
-fp8scope-engine train "${small[@]}" --steps 30 --recipe delayed --nproc-per-node "$n" \
+echo "== train, $n ranks, rank $((n - 1)) slowed by 40 ms per step, pre-flight check first"
+fp8scope-engine train "${small[@]}" --steps 30 --recipe delayed --nproc-per-node "$n" --preflight \
     --inject-slow-rank $((n - 1)) --inject-delay-ms 40 --out "$work/slow.h5" --log-every 10
 fp8scope-engine inspect "$work/slow.h5" | sed -n '/^events/,/^worst/p'
 
+echo "== train, $n ranks, pre-flight with rank $((n - 1)) made slow and --exclude-slow"
+fp8scope-engine train "${small[@]}" --steps 10 --nproc-per-node "$n" --preflight --exclude-slow \
+    --inject-slow-rank $((n - 1)) --inject-delay-ms 500 --out "$work/excl.h5" --log-every 5
+fp8scope-engine inspect "$work/excl.h5" | sed -n '/^events/,/^worst/p'
+
 echo "== train, $n ranks, rank 1 killed in step 7 (checkpoint every 5)"
-start=$(date +%s.%N)
+start=$(date +%s%N)
 fp8scope-engine train "${small[@]}" --steps 12 --nproc-per-node "$n" --rank-timeout 30 \
     --checkpoint-dir "$work/ckpt" --checkpoint-every 5 --inject-crash-rank 1 --inject-crash-step 7 --log-every 5
-echo "exit $? after $(echo "$(date +%s.%N) - $start" | bc) s"
+status=$?
+echo "exit $status after $(( ($(date +%s%N) - start) / 1000000 )) ms"
 ls "$work/ckpt"
 echo "== resumed from step 5"
 fp8scope-engine train --nproc-per-node "$n" --resume "$work/ckpt/step_5.ckpt" --log-every 5

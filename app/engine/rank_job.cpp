@@ -1,12 +1,17 @@
 #include "rank_job.h"
 
+#include <algorithm>
 #include <chrono>
+#include <sstream>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <thread>
 
 #include "backends.h"
+#include "engine/rank_health.h"
+#include "gemm_probe.h"
+#include "util/host_name.h"
 
 namespace fp8scope::cli {
 
@@ -23,7 +28,15 @@ void add_rank_options(CLI::App& cmd, RankOptions& o) {
         ->check(CLI::Range(0.0, 100.0));
     cmd.add_option("--straggler-steps", o.dp.straggler_steps, "slow this many steps in a row: a straggler")
         ->check(CLI::Range(1, 1000000));
-    cmd.add_option("--inject-slow-rank", o.slow_rank, "drill: this rank's steps take --inject-delay-ms longer");
+    cmd.add_flag("--preflight", o.preflight, "time a GEMM on every rank and an all-reduce before training");
+    cmd.add_option("--preflight-size", o.preflight_size, "pre-flight GEMM size n (0: 8192 on a GPU, 256 on a CPU)")
+        ->check(CLI::Range(0, 32768));
+    cmd.add_option("--preflight-margin", o.preflight_margin,
+                   "pre-flight: a rank slower than the median GEMM time by more than this fraction is slow")
+        ->check(CLI::Range(0.0, 100.0));
+    cmd.add_flag("--exclude-slow", o.exclude_slow, "pre-flight: slow ranks (not rank 0) leave; the others train");
+    cmd.add_option("--inject-slow-rank", o.slow_rank,
+                   "drill: this rank's steps (and pre-flight GEMM) take --inject-delay-ms longer");
     cmd.add_option("--inject-delay-ms", o.slow_ms, "drill: the injected delay per step")->check(CLI::Range(0.0, 3.6e6));
     cmd.add_option("--inject-crash-rank", o.crash_rank, "drill: this rank dies (SIGKILL) at --inject-crash-step");
     cmd.add_option("--inject-crash-step", o.crash_step, "drill: the step the rank dies in");
@@ -39,13 +52,80 @@ DataParallel* RankJob::join(Backend& backend, const std::string& device) {
     if (!distributed()) return nullptr;
     const auto timeout = std::chrono::milliseconds(static_cast<long long>(options_.timeout_s * 1000));
     rendezvous_ = std::make_unique<Rendezvous>(env_, timeout);
+    if (options_.preflight) preflight_gemm(backend, device);
+    if (excluded_) return nullptr;
+    env_ = rendezvous_->env();  // renumbered when a rank was excluded
     comm_ = make_communicator(backend, *rendezvous_);
+    if (options_.preflight) preflight_allreduce(backend);
     const std::string where = device == "cuda" ? "cuda:" + std::to_string(env_.local_rank) : device;
     dp_ = std::make_unique<DataParallel>(*rendezvous_, *comm_, where, options_.dp);
     return dp_.get();
 }
 
+void RankJob::preflight_gemm(Backend& backend, const std::string& device) {
+    const int n = options_.preflight_size > 0 ? options_.preflight_size : backend.device() == Device::CPU ? 256 : 8192;
+    double ms = time_gemm(backend, n, 5);
+    if (env_.rank == options_.slow_rank && options_.slow_ms > 0) {
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(options_.slow_ms));
+        ms += options_.slow_ms;
+    }
+    const std::string where = device == "cuda" ? "cuda:" + std::to_string(env_.local_rank) : device;
+    const std::vector<std::string> all = rendezvous_->all_gather(std::to_string(ms) + " " + host_name() + " " + where);
+    std::vector<double> times;
+    std::vector<std::string> names;
+    for (const std::string& a : all) {
+        std::istringstream in(a);
+        double t = 0;
+        std::string host, dev;
+        in >> t >> host >> dev;
+        times.push_back(t);
+        names.push_back(host + " " + dev);
+    }
+    const std::vector<SlowRank> slow = slow_ranks(times, options_.preflight_margin);
+    char line[256];
+    std::snprintf(line, sizeof line, "pre-flight: %d ranks, GEMM %d^3 median %.2f ms%s", int(times.size()), n,
+                  median_ms(times), slow.empty() ? ", every rank within the margin" : "");
+    findings_.push_back(line);
+    std::vector<int> leave;
+    for (const SlowRank& s : slow) {
+        const bool excluded = options_.exclude_slow && s.rank != 0;
+        std::snprintf(line, sizeof line, "pre-flight: rank %d (%s) %.2f ms, %+.0f%% over the median%s", s.rank,
+                      names[std::size_t(s.rank)].c_str(), s.ms, 100 * (s.ratio() - 1),
+                      excluded ? "; excluded" : options_.exclude_slow ? "; rank 0 cannot be excluded" : "");
+        findings_.push_back(line);
+        if (excluded) leave.push_back(s.rank);
+    }
+    std::sort(leave.begin(), leave.end());
+    if (!rendezvous_->exclude(leave)) {
+        excluded_ = true;
+        std::fprintf(stderr, "fp8scope-engine: rank %d (%s) is slower than the others and leaves the job "
+                             "(--exclude-slow): %.2f ms against a median of %.2f ms\n",
+                     env_.rank, names[std::size_t(env_.rank)].c_str(), ms, median_ms(times));
+    }
+}
+
+void RankJob::preflight_allreduce(Backend& backend) {
+    // 64 MiB of float32 on GPUs (NCCL's bandwidth regime); 4 MiB through a CPU job's TCP.
+    const std::int64_t n = backend.device() == Device::CPU ? std::int64_t(1) << 20 : std::int64_t(16) << 20;
+    DeviceBuffer<float> buf(backend, std::size_t(n));
+    comm_->all_reduce(buf.data(), n, ReduceOp::Sum);  // warm-up: connections, buffers
+    comm_->synchronize();
+    rendezvous_->barrier();
+    const int reps = 5;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < reps; ++i) comm_->all_reduce(buf.data(), n, ReduceOp::Sum);
+    comm_->synchronize();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / reps;
+    const int w = comm_->world_size();
+    const double busbw = double(n) * 4 / (ms * 1e-3) / 1e9 * 2.0 * (w - 1) / w;
+    char line[256];
+    std::snprintf(line, sizeof line, "pre-flight: all-reduce of %lld MiB in %.2f ms, bus bandwidth %.1f GB/s (%s)",
+                  static_cast<long long>(n >> 18), ms, busbw, comm_->describe().c_str());
+    findings_.push_back(line);
+}
+
 void RankJob::watch(Trainer& trainer) {
+    trainer_ = &trainer;
     if (env_.rank == options_.slow_rank) trainer.delay_steps(options_.slow_ms);
     if (!distributed()) return;
     trainer.add_observer(this);
@@ -66,6 +146,8 @@ void RankJob::watch(Trainer& trainer) {
 }
 
 void RankJob::on_step_begin(std::int64_t step, bool) {
+    for (std::string& f : findings_) trainer_->note(EventKind::Health, std::move(f));  // now the trace is open
+    findings_.clear();
     if (env_.rank == options_.crash_rank && step == options_.crash_step) std::raise(SIGKILL);
     if (watchdog_)
         watchdog_->arm("step " + std::to_string(step),

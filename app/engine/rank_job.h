@@ -5,12 +5,18 @@
 // rank 0 alone prints progress, serves --listen and writes checkpoints. A watchdog bounds
 // every step: when a peer died or hangs, the rank aborts its communicator and ends with a
 // message naming the step instead of waiting for ever.
+//
+// With --preflight the ranks first time a GEMM on their devices (gemm_probe.h) and compare
+// with the median; --exclude-slow drops a slow rank (never rank 0) before the communicator
+// exists, and the others train without it. Then an all-reduce is timed over the job's
+// communicator. The findings open the trace as health events.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "communicator.h"
 #include "engine/data_parallel.h"
@@ -31,6 +37,10 @@ struct RankOptions {
     double slow_ms = 0;
     int crash_rank = -1;
     long long crash_step = 0;
+    bool preflight = false;
+    int preflight_size = 0;  // GEMM n (0: 8192 on a GPU, 256 on a CPU)
+    double preflight_margin = 0.10;
+    bool exclude_slow = false;
 };
 void add_rank_options(CLI::App& cmd, RankOptions& o);
 
@@ -43,8 +53,10 @@ public:
 
     const LaunchEnv& env() const { return env_; }
     bool distributed() const { return env_.distributed(); }
-    // Joins the job on `backend` (collective); null for a job of one.
+    // Joins the job on `backend` (collective); null for a job of one, or when the pre-flight
+    // check excluded this rank (then excluded() says so and the process should leave).
     DataParallel* join(Backend& backend, const std::string& device);
+    bool excluded() const { return excluded_; }
     // Arms the watchdog per step and injects the faults asked for.
     void watch(Trainer& trainer);
     // The trace path of this rank: `path` on rank 0, stem.rankN.ext elsewhere.
@@ -54,7 +66,13 @@ public:
     void on_step(const StepRecord& record) override;
 
 private:
+    void preflight_gemm(Backend& backend, const std::string& device);
+    void preflight_allreduce(Backend& backend);
+
     RankOptions options_;
+    bool excluded_ = false;
+    Trainer* trainer_ = nullptr;
+    std::vector<std::string> findings_;  // pre-flight health events, recorded at the first step
     LaunchEnv env_;
     std::unique_ptr<Rendezvous> rendezvous_;
     std::unique_ptr<Communicator> comm_;

@@ -152,21 +152,23 @@ int run_train(const TrainOptions& o) {
         report(e.what());
         return 2;
     }
-    const bool rank0 = job->env().rank == 0;
+    const bool rank0 = job->env().rank == 0;  // rank 0 stays rank 0 (it cannot be excluded)
     if (!rank0) endpoint.reset();  // the GUI follows rank 0
-    const std::string trace_out = job->rank_path(o.trace.out);
     std::unique_ptr<Backend> backend;
     std::optional<Trainer> trainer;
     trace::TraceMeta meta;
     try {
         backend = make_backend(config.device, config.threads, job->env().local_rank);
-        trainer.emplace(config, *backend, job->join(*backend, config.device));
+        DataParallel* dp = job->join(*backend, config.device);
+        if (job->excluded()) return 0;  // the pre-flight check sent this rank away
+        trainer.emplace(config, *backend, dp);
         job->watch(*trainer);
         meta = trace::run_trace_meta(config, *trainer, kEngineVersion, o.trace.blockmap_every, job->env());
     } catch (const std::exception& e) {
         report(job->distributed() ? "rank " + std::to_string(job->env().rank) + ": " + e.what() : e.what());
         return 1;
     }
+    const std::string trace_out = job->rank_path(o.trace.out);  // the rank after the pre-flight check
     const bool quiet = o.quiet || !rank0;
     const int runs = trainer->runs();
     TrainProgress progress(config.steps, runs, config.log_every, trainer->steps_done(), quiet);

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -220,6 +221,30 @@ Rendezvous::Rendezvous(const LaunchEnv& env, std::chrono::milliseconds timeout) 
         peers_[r] = std::move(fd);
         ++joined;
     }
+}
+
+bool Rendezvous::exclude(const std::vector<int>& ranks) {
+    for (int r : ranks)
+        if (r <= 0 || r >= env_.world_size)
+            throw std::invalid_argument("rendezvous: cannot exclude rank " + std::to_string(r) + " of " +
+                                        std::to_string(env_.world_size) + " (rank 0 is the hub)");
+    auto dropped = [&](int r) { return std::find(ranks.begin(), ranks.end(), r) != ranks.end(); };
+    if (dropped(env_.rank)) {
+        peers_.clear();
+        env_.world_size = 1, env_.rank = 0;
+        return false;
+    }
+    int mine = 0;
+    for (int r = 0; r < env_.rank; ++r) mine += !dropped(r);
+    if (env_.rank == 0) {
+        std::vector<Fd> kept;
+        for (int r = 0; r < env_.world_size; ++r)
+            if (!dropped(r)) kept.push_back(std::move(peers_[std::size_t(r)]));
+        peers_ = std::move(kept);
+    }
+    env_.rank = mine;
+    env_.world_size -= int(ranks.size());
+    return true;
 }
 
 std::string Rendezvous::broadcast(std::string_view blob) {

@@ -49,6 +49,13 @@ public:
     std::vector<std::string> all_gather(std::string_view mine);
     void barrier() { all_gather({}); }
 
+    // Every rank calls it with the same sorted list of ranks to drop (never rank 0, the
+    // hub): the remaining ranks form a job of their own, renumbered in order (rank 3 of 4
+    // without rank 1 becomes rank 2 of 3). Returns false on a dropped rank, which then
+    // belongs to no job. Throws std::invalid_argument on rank 0 or a rank outside the job.
+    bool exclude(const std::vector<int>& ranks);
+    const LaunchEnv& env() const { return env_; }
+
 private:
     LaunchEnv env_;
     std::chrono::milliseconds timeout_;

@@ -116,6 +116,9 @@ public:
     void corrupt_params_at_batch(std::uint64_t batch, float factor);
     // Treats `batch` as one a rewind skipped (a run that never sees it).
     void skip_batch(std::uint64_t batch);
+    // An event of the caller's (a health check around the training), to every observer; from
+    // the training thread (before run() or in an observer's callback).
+    void note(EventKind kind, std::string detail) { emit(kind, -1, std::move(detail)); }
     // Test hook: every step's compute takes `ms` longer (an injected slow rank).
     void delay_steps(double ms) { delay_ms_ = ms; }
 

@@ -66,4 +66,26 @@ TEST(TrainDataParallelCli, AKilledRankEndsTheJobAndTheCheckpointResumes) {
     EXPECT_EQ(json::parse(resumed.out)["steps"], 8);
 }
 
+TEST(TrainDataParallelCli, ThePreflightCheckExcludesASlowRankAndTheOthersTrain) {
+    const fs::path out = scratch() / "excl.h5";
+    fs::remove(out);
+    // A wide margin (20 x the median) keeps a busy machine's noise out; the delay is far beyond.
+    const auto r = train("--batch 2 --nproc-per-node 3 --preflight --preflight-margin 20 --exclude-slow "
+                         "--inject-slow-rank 2 --inject-delay-ms 3000 --out " + out.string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("rank 2 ("), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("leaves the job (--exclude-slow)"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("data parallel: rank 0 of 2"), std::string::npos) << r.err;
+    EXPECT_EQ(json::parse(r.out)["steps"], 8);
+    // The findings open rank 0's trace.
+    const auto inspect = fp8scope::testing::run_engine("inspect " + out.string(), scratch());
+    ASSERT_EQ(inspect.status, 0) << inspect.err;
+    EXPECT_NE(inspect.out.find("pre-flight: 3 ranks, GEMM 256^3 median"), std::string::npos) << inspect.out;
+    EXPECT_NE(inspect.out.find("pre-flight: rank 2 ("), std::string::npos) << inspect.out;
+    EXPECT_NE(inspect.out.find("; excluded"), std::string::npos) << inspect.out;
+    EXPECT_NE(inspect.out.find("pre-flight: all-reduce of 4 MiB in"), std::string::npos) << inspect.out;
+    EXPECT_FALSE(fs::exists(scratch() / "excl.rank2.h5"));
+    EXPECT_TRUE(fs::exists(scratch() / "excl.rank1.h5"));
+}
+
 }  // namespace

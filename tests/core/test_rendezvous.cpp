@@ -138,6 +138,26 @@ TEST(Rendezvous, RanksShareABlobAndGatherRecords) {
     for (pid_t k : kids) EXPECT_EQ(exit_status(k), 0);
 }
 
+TEST(Rendezvous, ExcludedRanksLeaveAndTheRestAreRenumbered) {
+    const int world = 4, port = free_loopback_port();
+    std::vector<pid_t> kids;
+    for (int r = 1; r < world; ++r)
+        kids.push_back(spawn([&, r] {
+            Rendezvous rv(rank_env(r, world, port), 10s);
+            if (!rv.exclude({2})) return r == 2 ? 0 : 1;  // rank 2 leaves
+            const int now = r == 1 ? 1 : 2;                 // rank 3 became rank 2
+            if (rv.rank() != now || rv.world_size() != 3) return 2;
+            const auto all = rv.all_gather("was " + std::to_string(r));
+            return all == std::vector<std::string>{"was 0", "was 1", "was 3"} ? 0 : 3;
+        }));
+    Rendezvous rv(rank_env(0, world, port), 10s);
+    EXPECT_THROW(rv.exclude({0}), std::invalid_argument);
+    ASSERT_TRUE(rv.exclude({2}));
+    EXPECT_EQ(rv.world_size(), 3);
+    EXPECT_EQ(rv.all_gather("was 0"), (std::vector<std::string>{"was 0", "was 1", "was 3"}));
+    for (pid_t k : kids) EXPECT_EQ(exit_status(k), 0);
+}
+
 TEST(Rendezvous, AJobOfOneNeedsNoSocket) {
     Rendezvous rv(LaunchEnv{}, 1s);
     EXPECT_EQ(rv.broadcast("x"), "x");
