@@ -21,7 +21,7 @@ namespace {
 
 // Host op ids of the default list, then kernel names that arrive as OpNameRecords.
 enum : int { Fprop, Dgrad, Wgrad, Quantize, Capture, Attention, Optimizer, SmoothSwiglu, Head,
-             Nvjet, QuantizeKernel, Histogram, Softmax, AmaxReduce, UnknownGemm, OpCount };
+             Nvjet, QuantizeKernel, Histogram, Softmax, AmaxReduce, UnknownGemm, NcclAllReduce, OpCount };
 
 trace::OpRecord host(std::int64_t step, int op, int layer, std::int64_t start, std::int64_t end) {
     trace::OpRecord r;
@@ -71,7 +71,8 @@ trace::TraceMeta gpu_meta() {
 TraceBatch gpu_batch() {
     TraceBatch b;
     const char* kernels[] = {"nvjet_sm90_tst_128x256", "quantize_fp8_kernel", "histogram_kernel",
-                             "softmax_kernel", "amax_reduce_kernel", "some_gemm_kernel"};
+                             "softmax_kernel", "amax_reduce_kernel", "some_gemm_kernel",
+                             "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"};
     for (int id = Nvjet; id < OpCount; ++id) b.op_names.push_back({id, kernels[id - Nvjet]});
     add_step(b, 0);
     add_step(b, 1);
@@ -123,6 +124,8 @@ private slots:
         QCOMPARE(kind(Nvjet, Capture), KernelKind::Capture);      // capture's GEMMs are capture's cost
         QCOMPARE(kind(AmaxReduce, Attention), KernelKind::Statistics);
         QCOMPARE(kind(Softmax, Attention), KernelKind::Other);
+        QCOMPARE(kind(NcclAllReduce, -1), KernelKind::Communication);
+        QCOMPARE(kernel_kind_name(KernelKind::Communication), QString("communication"));
         QCOMPARE(kind(1000, 1000), KernelKind::Other);            // ids out of range
         QCOMPARE(kernel_kind_name(KernelKind::Gemm), QString("GEMM"));
         KernelSelection gemm{KernelFilter::Gemm, -1}, layer1{KernelFilter::All, 1};

@@ -35,6 +35,7 @@ KernelKind kernel_kind(const trace::TraceMeta& meta, const trace::OpRecord& r) {
     if (one_of(parent, {"quantize", "smooth_swiglu"}) || (name && contains_any(*name, {"quantize"})))
         return KernelKind::Quantize;
     if (name && contains_any(*name, {"amax", "histogram", "stats", "statistic"})) return KernelKind::Statistics;
+    if (name && contains_any(*name, {"nccl"})) return KernelKind::Communication;
     return KernelKind::Other;
 }
 
@@ -45,6 +46,7 @@ QString kernel_kind_name(KernelKind k) {
         case KernelKind::Quantize: return QStringLiteral("quantize");
         case KernelKind::Capture: return QStringLiteral("capture");
         case KernelKind::Statistics: return QStringLiteral("statistics");
+        case KernelKind::Communication: return QStringLiteral("communication");
         case KernelKind::Other: break;
     }
     return QStringLiteral("other");
@@ -53,7 +55,8 @@ QString kernel_kind_name(KernelKind k) {
 QColor kernel_kind_color(KernelKind k) {
     static const QColor colors[kKernelKinds] = {QColor(0xb0, 0xb0, 0xb0), QColor(0x6b, 0x9b, 0xd6),
                                                 QColor(0xf2, 0xa6, 0x5a), QColor(0xe0, 0x60, 0x60),
-                                                QColor(0x6c, 0xc0, 0x7a), QColor(0xc8, 0xb6, 0xe2)};
+                                                QColor(0x6c, 0xc0, 0x7a), QColor(0x3a, 0xa8, 0xa8),
+                                                QColor(0xc8, 0xb6, 0xe2)};
     const int i = static_cast<int>(k);
     return colors[i >= 0 && i < kKernelKinds ? i : kKernelKinds - 1];
 }

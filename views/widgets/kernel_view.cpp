@@ -38,7 +38,7 @@ KernelView::KernelView(const ViewContext& context, QWidget* parent)
     row->addWidget(new QLabel(tr("show:"), this));
     kind_ = new QComboBox(this);
     // KernelFilter's order.
-    kind_->addItems({tr("all kernels"), tr("GEMM"), tr("quantize"), tr("capture"), tr("statistics"), tr("other")});
+    kind_->addItems({tr("all kernels"), tr("GEMM"), tr("quantize"), tr("capture"), tr("statistics"), tr("communication"), tr("other")});
     // Each kind's swatch in the combo is the legend of the timeline's kernel colours.
     for (int k = 1; k < kind_->count(); ++k) kind_->setItemData(k, kernel_kind_color(static_cast<KernelKind>(k)), Qt::DecorationRole);
     row->addWidget(kind_);
