@@ -169,6 +169,8 @@ public:
     virtual void copy_from_host(void* dst, const void* host, std::size_t bytes) = 0;
     virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
     virtual void fill_zero(void* p, std::size_t bytes) = 0;
+    // out (n, `to`) = in (n, `from`): float32 <-> BF16 (round to nearest even, NaN kept).
+    virtual void convert(void* out, DType to, const void* in, DType from, std::int64_t n) = 0;
     virtual void synchronize() = 0;
 
     // --- layer ops (B batch, T time, C channels, N = B*T rows, V vocab, NH heads) -----

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "backend.h"
+
 namespace fp8scope {
 
 enum class ReduceOp : std::uint8_t { Sum, Avg, Max };
@@ -22,8 +24,10 @@ public:
     // "nccl 2.28.3, 2 ranks" or "tcp through rank 0, 2 ranks".
     virtual std::string describe() const = 0;
 
-    // In place over n float32 in backend memory; the result is the same on every rank.
-    virtual void all_reduce(float* data, std::int64_t n, ReduceOp op) = 0;
+    // In place over n values (F32 or BF16) in backend memory; the result is the same on
+    // every rank.
+    virtual void all_reduce(void* data, DType dtype, std::int64_t n, ReduceOp op) = 0;
+    void all_reduce(float* data, std::int64_t n, ReduceOp op) { all_reduce(data, DType::F32, n, op); }
     // The backend's work issued from now on runs after every reduction issued so far.
     virtual void join() = 0;
     // The host waits for every reduction issued so far (throws if one failed).

@@ -23,6 +23,12 @@ void add_rank_options(CLI::App& cmd, RankOptions& o) {
                    "seconds a rank waits for the others (joining, and within a step) before it gives up")
         ->check(CLI::Range(0.1, 86400.0));
     cmd.add_option("--bucket-mb", o.bucket_mb, "gradient all-reduce bucket size in MiB")->check(CLI::Range(0.01, 65536.0));
+    cmd.add_option("--grad-dtype", o.grad_dtype,
+                   "gradient sums in f32, or bf16 (half the bytes; the trace records the bytes and the error added)")
+        ->check(CLI::IsMember({"f32", "bf16"}));
+    cmd.add_option("--grad-measure-every", o.dp.measure_every,
+                   "steps between measurements of the error bf16 gradient sums add (0: first step only)")
+        ->check(CLI::Range(0, 1000000000));
     cmd.add_option("--straggler-margin", o.dp.straggler_margin,
                    "a rank whose step compute is slower than the median by more than this fraction is slow")
         ->check(CLI::Range(0.0, 100.0));
@@ -44,6 +50,7 @@ void add_rank_options(CLI::App& cmd, RankOptions& o) {
 
 RankJob::RankJob(const RankOptions& o) : options_(o), env_(launch_env()) {
     options_.dp.bucket_bytes = std::size_t(o.bucket_mb * 1024 * 1024);
+    options_.dp.grad_dtype = o.grad_dtype == "bf16" ? DType::BF16 : DType::F32;
 }
 
 RankJob::~RankJob() = default;

@@ -126,7 +126,7 @@ void TrainRecorder::on_event(const TrainEvent& e) {
 }
 
 void TrainRecorder::on_rank_step(const fp8scope::RankStepRecord& r) {
-    sink_.write(RankStepRecord{r.step, r.rank, r.compute_ms, r.comm_ms, r.step_ms, r.loss});
+    sink_.write(RankStepRecord{r.step, r.rank, r.compute_ms, r.comm_ms, r.step_ms, r.loss, r.grad_bytes, r.grad_error});
 }
 
 }  // namespace fp8scope::trace

@@ -82,6 +82,8 @@ void visit_fields(S& r, V&& v) {
     v("comm_ms", r.comm_ms);
     v("step_ms", r.step_ms);
     v("loss", r.loss);
+    v("grad_bytes", r.grad_bytes);
+    v("grad_error", r.grad_error);
 }
 
 template <fields::Of<EventRecord> S, class V>

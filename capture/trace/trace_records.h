@@ -82,6 +82,8 @@ struct RankStepRecord {
     double comm_ms = kNone;     // then waiting for the gradient all-reduces
     double step_ms = kNone;     // the whole step on this rank
     double loss = kNone;        // this rank's own loss of run 0
+    double grad_bytes = kNone;  // bytes this rank put into the step's gradient sums
+    double grad_error = kNone;  // relative L2 error compressed sums added (NaN: not measured)
 };
 
 using fp8scope::EventKind;

@@ -1,6 +1,7 @@
 #include "engine/data_parallel.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <span>
 #include <stdexcept>
@@ -18,11 +19,12 @@ struct WireShare {
     std::int32_t rank, stop;
     double compute_ms, comm_ms, step_ms;
     float loss;
+    double grad_bytes, grad_error;
 };
 
 std::string encode(const DataParallel::StepShare& s) {
-    WireShare w{s.record.step, s.record.rank, s.stop ? 1 : 0, s.record.compute_ms, s.record.comm_ms,
-                s.record.step_ms, s.record.loss};
+    WireShare w{s.record.step,    s.record.rank, s.stop ? 1 : 0,     s.record.compute_ms, s.record.comm_ms,
+                s.record.step_ms, s.record.loss, s.record.grad_bytes, s.record.grad_error};
     std::string out(sizeof w, '\0');
     std::memcpy(out.data(), &w, sizeof w);
     return out + s.requests;
@@ -35,7 +37,7 @@ DataParallel::StepShare decode(const std::string& blob, int from) {
                               std::to_string(blob.size()) + " bytes (ranks of different engine versions?)");
     std::memcpy(&w, blob.data(), sizeof w);
     DataParallel::StepShare s;
-    s.record = RankStepRecord{w.step, w.rank, w.compute_ms, w.comm_ms, w.step_ms, w.loss};
+    s.record = RankStepRecord{w.step, w.rank, w.compute_ms, w.comm_ms, w.step_ms, w.loss, w.grad_bytes, w.grad_error};
     s.stop = w.stop != 0;
     s.requests = blob.substr(sizeof w);
     return s;
@@ -68,34 +70,99 @@ double DataParallel::take_comm_host_ms() {
 }
 
 void DataParallel::attach(Model& model) {
+    if (options_.grad_dtype != DType::F32 && options_.grad_dtype != DType::BF16)
+        throw std::invalid_argument(std::string("data parallel: gradient sums in ") + dtype_name(options_.grad_dtype) +
+                                    " are not supported (f32, bf16)");
+    auto a = std::make_unique<Attached>();
+    a->model = &model;
     const auto& tensors = model.param_tensors();
-    std::vector<Bucket> buckets;
-    for (const GradBucket& g : plan_grad_buckets(tensors, sizeof(float), options_.bucket_bytes)) {
+    std::size_t samples = 0;
+    for (const GradBucket& g : plan_grad_buckets(tensors, dtype_size(options_.grad_dtype), options_.bucket_bytes)) {
         Bucket b{g.offset, g.count, 0};
         for (std::size_t t : g.tensors) b.stage = std::max(b.stage, tensors[t].stage);
-        buckets.push_back(b);
+        a->buckets.push_back(b);
+        a->sample_at.push_back(samples);
+        samples += std::min(kSample, b.count);
+    }
+    if (options_.grad_dtype == DType::BF16) {
+        a->low = DeviceBuffer<std::uint16_t>(model.backend(), model.num_params());
+        a->sample = DeviceBuffer<float>(model.backend(), samples);
     }
     // Every rank starts the same buckets in the same order: backward's stages come in one
     // order, and within a stage the plan's.
-    model.set_grad_ready([this, &model, buckets = std::move(buckets)](int stage) {
-        float* grads = model.grads().data();
-        for (const Bucket& b : buckets)
-            if (b.stage == stage) timed([&] { comm_.all_reduce(grads + b.offset, std::int64_t(b.count), ReduceOp::Sum); });
+    Attached* at = a.get();
+    model.set_grad_ready([this, at](int stage) {
+        for (const Bucket& b : at->buckets)
+            if (b.stage == stage) timed([&] { reduce_bucket(*at, b); });
     });
     model.set_loss_ranks(world_size());
     model.defer_amax_pushes(true);
+    attached_.push_back(std::move(a));
+}
+
+void DataParallel::begin_step(std::int64_t step) {
+    measuring_ = options_.grad_dtype != DType::F32 &&
+                 (step == 1 || (options_.measure_every > 0 && step % options_.measure_every == 0));
+}
+
+void DataParallel::reduce_bucket(Attached& a, const Bucket& b) {
+    float* grads = a.model->grads().data() + b.offset;
+    traffic_.bytes += double(b.count) * double(dtype_size(options_.grad_dtype));
+    if (options_.grad_dtype == DType::F32) {
+        comm_.all_reduce(grads, std::int64_t(b.count), ReduceOp::Sum);
+        return;
+    }
+    Backend& backend = a.model->backend();
+    const std::size_t k = std::size_t(&b - a.buckets.data());
+    if (measuring_) {  // this rank's share of the sample, before it is rounded
+        backend.copy(a.sample.data() + a.sample_at[k], grads, std::min(kSample, b.count) * sizeof(float));
+        a.sampled = true;
+    }
+    std::uint16_t* low = a.low.data() + b.offset;
+    backend.convert(low, DType::BF16, grads, DType::F32, std::int64_t(b.count));
+    comm_.all_reduce(low, DType::BF16, std::int64_t(b.count), ReduceOp::Sum);
 }
 
 void DataParallel::finish_backward(Model& model) {
+    Attached* a = nullptr;
+    for (auto& x : attached_)
+        if (x->model == &model) a = x.get();
+    if (!a) throw std::logic_error("data parallel: finish_backward of a model never attached");
     timed([&] {
+        if (a->sampled) comm_.all_reduce(a->sample.data(), std::int64_t(a->sample.size()), ReduceOp::Sum);
         if (model.has_pending_amaxes()) {
             std::span<float> amax = model.pending_amaxes();
             comm_.all_reduce(amax.data(), std::int64_t(amax.size()), ReduceOp::Max);
         }
         comm_.join();
     });
+    if (options_.grad_dtype == DType::BF16)
+        model.backend().convert(model.grads().data(), DType::F32, a->low.data(), DType::BF16,
+                                std::int64_t(model.num_params()));
     model.push_pending_amaxes();
+    if (a->sampled) measure(*a);
 }
+
+// The relative L2 error of the compressed sums over the sample: each bucket's first
+// gradients summed in float32 against the same gradients as the BF16 sums left them.
+void DataParallel::measure(Attached& a) {
+    a.sampled = false;
+    Backend& backend = a.model->backend();
+    std::vector<float> exact(a.sample.size()), got(a.sample.size());
+    backend.copy_to_host(exact.data(), a.sample.data(), exact.size() * sizeof(float));
+    for (std::size_t k = 0; k < a.buckets.size(); ++k)
+        backend.copy_to_host(got.data() + a.sample_at[k], a.model->grads().data() + a.buckets[k].offset,
+                             std::min(kSample, a.buckets[k].count) * sizeof(float));
+    double err = 0, ref = 0;
+    for (std::size_t i = 0; i < exact.size(); ++i) {
+        const double d = double(got[i]) - double(exact[i]);
+        err += d * d;
+        ref += double(exact[i]) * double(exact[i]);
+    }
+    traffic_.error = ref > 0 ? std::sqrt(err / ref) : 0.0;
+}
+
+DataParallel::GradTraffic DataParallel::take_traffic() { return std::exchange(traffic_, GradTraffic{}); }
 
 std::vector<double> DataParallel::mean(const std::vector<double>& mine) {
     std::vector<double> sum(mine.size(), 0.0);

@@ -18,6 +18,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,11 @@ struct DataParallelOptions {
     std::size_t bucket_bytes = std::size_t(25) << 20;  // gradient bucket (float32), as DDP's default
     double straggler_margin = 0.10;  // slower than the median compute time by more than this: slow
     int straggler_steps = 3;         // slow this many steps in a row: a straggler
+    // The gradient sums travel in this type: F32, or BF16 (half the bytes; each rank's share
+    // and every partial sum rounded to BF16). Every `measure_every` steps (and the first)
+    // the error BF16 added is measured against float32 sums of a sample of every bucket.
+    DType grad_dtype = DType::F32;
+    int measure_every = 100;
 };
 
 class DataParallel {
@@ -52,6 +59,15 @@ public:
     // After model.backward(): the amaxes max-reduced and pushed; the backend's later work
     // (the optimizer) sees the summed gradients. The host does not wait.
     void finish_backward(Model& model);
+    // Before a step's backward passes (1-based step number): whether this step measures.
+    void begin_step(std::int64_t step);
+    // Bytes this rank put into gradient sums since the last call, and the relative L2 error
+    // the compressed sums had at the last measurement (NaN: none since, or float32 sums).
+    struct GradTraffic {
+        double bytes = 0;
+        double error = std::numeric_limits<double>::quiet_NaN();
+    };
+    GradTraffic take_traffic();
     // Host time spent inside collectives since the last call (a synchronous communicator's
     // reductions are communication, not compute).
     double take_comm_host_ms();
@@ -74,6 +90,19 @@ private:
         std::size_t offset = 0, count = 0;
         int stage = 0;  // backward stage that finishes its last tensor
     };
+    // Per attached model: its buckets and, for compressed sums, the BF16 copy of its
+    // gradients and the float32 samples the error is measured on.
+    struct Attached {
+        Model* model = nullptr;
+        std::vector<Bucket> buckets;
+        DeviceBuffer<std::uint16_t> low;
+        DeviceBuffer<float> sample;
+        std::vector<std::size_t> sample_at;  // per bucket: offset of its sample in `sample`
+        bool sampled = false;                // this step copied samples
+    };
+    static constexpr std::size_t kSample = 4096;  // gradients per bucket in the error sample
+    void reduce_bucket(Attached& a, const Bucket& b);
+    void measure(Attached& a);
     template <class F>
     auto timed(F&& f);
 
@@ -83,6 +112,9 @@ private:
     std::vector<std::string> where_;
     StragglerMonitor monitor_;
     double comm_host_ms_ = 0;
+    std::vector<std::unique_ptr<Attached>> attached_;
+    bool measuring_ = false;
+    GradTraffic traffic_;
 };
 
 }  // namespace fp8scope

@@ -6,15 +6,20 @@
 #include <string_view>
 #include <vector>
 
+#include "io/half.h"
+
 namespace fp8scope {
 
 std::string TcpCommunicator::describe() const {
     return "tcp through rank 0, " + std::to_string(world_size()) + " ranks";
 }
 
-void TcpCommunicator::all_reduce(float* data, std::int64_t n, ReduceOp op) {
+void TcpCommunicator::all_reduce(void* data, DType dtype, std::int64_t n, ReduceOp op) {
     if (world_size() == 1 || n == 0) return;
-    const std::size_t bytes = std::size_t(n) * sizeof(float);
+    if (dtype != DType::F32 && dtype != DType::BF16)
+        throw std::logic_error(std::string("tcp all_reduce: ") + dtype_name(dtype) + " is not summed here");
+    const bool bf16 = dtype == DType::BF16;
+    const std::size_t bytes = std::size_t(n) * dtype_size(dtype);
     const std::vector<std::string> all =
         rendezvous_.all_gather(std::string_view(reinterpret_cast<const char*>(data), bytes));
     for (std::size_t r = 0; r < all.size(); ++r)
@@ -22,9 +27,15 @@ void TcpCommunicator::all_reduce(float* data, std::int64_t n, ReduceOp op) {
             throw RendezvousError("all_reduce: rank " + std::to_string(r) + " sent " + std::to_string(all[r].size()) +
                                   " bytes, expected " + std::to_string(bytes) + " (ranks disagree on the array)");
     std::vector<float> in(static_cast<std::size_t>(n));
+    std::vector<std::uint16_t> half(bf16 ? in.size() : 0);
     std::vector<double> acc(static_cast<std::size_t>(n), op == ReduceOp::Max ? -INFINITY : 0.0);
     for (const std::string& blob : all) {  // rank order: every rank adds the same way
-        std::memcpy(in.data(), blob.data(), bytes);
+        if (bf16) {
+            std::memcpy(half.data(), blob.data(), bytes);
+            for (std::size_t i = 0; i < in.size(); ++i) in[i] = bf16_to_float(half[i]);
+        } else {
+            std::memcpy(in.data(), blob.data(), bytes);
+        }
         for (std::size_t i = 0; i < in.size(); ++i) {
             // Max as NCCL's: NaN wins (a NaN amax must reach every rank).
             if (op == ReduceOp::Max) acc[i] = std::isnan(acc[i]) || std::isnan(in[i]) ? NAN : std::max<double>(acc[i], in[i]);
@@ -32,7 +43,11 @@ void TcpCommunicator::all_reduce(float* data, std::int64_t n, ReduceOp op) {
         }
     }
     const double div = op == ReduceOp::Avg ? double(world_size()) : 1.0;
-    for (std::size_t i = 0; i < acc.size(); ++i) data[i] = static_cast<float>(acc[i] / div);
+    for (std::size_t i = 0; i < acc.size(); ++i) {
+        const float v = static_cast<float>(acc[i] / div);
+        if (bf16) static_cast<std::uint16_t*>(data)[i] = float_to_bf16(v);
+        else static_cast<float*>(data)[i] = v;
+    }
 }
 
 }  // namespace fp8scope

@@ -17,7 +17,8 @@ public:
     int rank() const override { return rendezvous_.rank(); }
     int world_size() const override { return rendezvous_.world_size(); }
     std::string describe() const override;
-    void all_reduce(float* data, std::int64_t n, ReduceOp op) override;  // host memory
+    using Communicator::all_reduce;
+    void all_reduce(void* data, DType dtype, std::int64_t n, ReduceOp op) override;  // host memory
     void join() override {}
     void synchronize() override {}
 

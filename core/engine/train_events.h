@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,6 +34,9 @@ struct RankStepRecord {
     double comm_ms = 0.0;           // then waiting for the gradient all-reduces to finish
     double step_ms = 0.0;           // the whole step on this rank
     float loss = 0.0f;              // this rank's own loss of run 0 (StepRecord::loss is the mean)
+    double grad_bytes = 0.0;        // bytes this rank put into the gradient sums (all runs)
+    double grad_error = std::numeric_limits<double>::quiet_NaN();  // relative L2 error of
+                                    // compressed gradient sums, where measured (DataParallelOptions)
 };
 
 struct TrainEvent {

@@ -214,7 +214,8 @@ std::deque<Trainer::Request> Trainer::decode_requests(const std::string& text) {
 
 void Trainer::agree(double compute_ms, double comm_ms, double step_ms, float loss) {
     DataParallel::StepShare mine;
-    mine.record = RankStepRecord{step_, dp_->rank(), compute_ms, comm_ms, step_ms, loss};
+    const DataParallel::GradTraffic traffic = dp_->take_traffic();
+    mine.record = RankStepRecord{step_, dp_->rank(), compute_ms, comm_ms, step_ms, loss, traffic.bytes, traffic.error};
     std::deque<Request> local;
     {
         std::lock_guard lock(mu_);
@@ -297,6 +298,7 @@ bool Trainer::step() {
 
     auto ms = [](clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
     const auto step_start = clock::now();
+    if (dp_) dp_->begin_step(step_ + 1);
     double compute_ms = 0, comm_ms = 0;  // data parallel: this rank's share of the step
     float rank_loss = 0;
     std::vector<StepRecord> records;

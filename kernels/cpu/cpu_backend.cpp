@@ -13,6 +13,7 @@
 #include "cpu/analysis.h"
 #include "cpu/blas.h"
 #include "cpu/cpu_info.h"
+#include "io/half.h"
 #include "cpu/ops/activation.h"
 #include "cpu/ops/attention.h"
 #include "cpu/ops/embedding.h"
@@ -100,6 +101,20 @@ void CpuBackend::copy_to_host(void* host, const void* src, std::size_t bytes) { 
 void CpuBackend::copy_from_host(void* dst, const void* host, std::size_t bytes) { if (bytes) std::memcpy(dst, host, bytes); }
 void CpuBackend::copy(void* dst, const void* src, std::size_t bytes) { if (bytes) std::memmove(dst, src, bytes); }
 void CpuBackend::fill_zero(void* p, std::size_t bytes) { if (bytes) std::memset(p, 0, bytes); }
+
+void CpuBackend::convert(void* out, DType to, const void* in, DType from, std::int64_t n) {
+    if (from == DType::F32 && to == DType::BF16) {
+        auto* o = static_cast<std::uint16_t*>(out);
+        const auto* i = static_cast<const float*>(in);
+        for (std::int64_t k = 0; k < n; ++k) o[k] = float_to_bf16(i[k]);
+    } else if (from == DType::BF16 && to == DType::F32) {
+        auto* o = static_cast<float*>(out);
+        const auto* i = static_cast<const std::uint16_t*>(in);
+        for (std::int64_t k = 0; k < n; ++k) o[k] = bf16_to_float(i[k]);
+    } else {
+        throw std::logic_error(std::string("cpu convert: ") + dtype_name(from) + " to " + dtype_name(to));
+    }
+}
 
 // --- layer ops ---------------------------------------------------------------------
 

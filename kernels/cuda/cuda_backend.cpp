@@ -11,6 +11,7 @@
 
 #include "cpu/analysis.h"
 #include "cuda/analysis.h"
+#include "cuda/cuda_backend_kernels.h"
 #include "cuda/check.h"
 #include "cuda/gemm.h"
 #include "cuda/ops.h"
@@ -152,6 +153,15 @@ void CudaBackend::copy(void* dst, const void* src, std::size_t bytes) {
 
 void CudaBackend::fill_zero(void* p, std::size_t bytes) {
     if (bytes) FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_));
+}
+
+void CudaBackend::convert(void* out, DType to, const void* in, DType from, std::int64_t n) {
+    if (from == DType::F32 && to == DType::BF16)
+        cuda::f32_to_bf16(static_cast<std::uint16_t*>(out), static_cast<const float*>(in), n, stream_);
+    else if (from == DType::BF16 && to == DType::F32)
+        cuda::bf16_to_f32(static_cast<float*>(out), static_cast<const std::uint16_t*>(in), n, stream_);
+    else
+        throw std::logic_error(std::string("cuda convert: ") + dtype_name(from) + " to " + dtype_name(to));
 }
 
 void* CudaBackend::workspace(std::size_t bytes) { return workspace_->grow(std::max<std::size_t>(bytes, 256)); }

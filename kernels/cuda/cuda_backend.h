@@ -87,6 +87,7 @@ public:
     void copy_from_host(void* dst, const void* host, std::size_t bytes) override;
     void copy(void* dst, const void* src, std::size_t bytes) override;
     void fill_zero(void* p, std::size_t bytes) override;
+    void convert(void* out, DType to, const void* in, DType from, std::int64_t n) override;
     void synchronize() override;
 
     void embedding_forward(ActPtr out, const std::int32_t* tokens, const float* wte, const float* wpe, int B, int T,

@@ -32,7 +32,20 @@ __global__ void __launch_bounds__(kThreads) f32_to_bf16_kernel(std::uint16_t* ou
     }
 }
 
+__global__ void __launch_bounds__(kThreads) bf16_to_f32_kernel(float* out, const std::uint16_t* in, std::int64_t n) {
+    const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+    for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+        out[i] = __uint_as_float(std::uint32_t(in[i]) << 16);
+}
+
 }  // namespace
+
+void bf16_to_f32(float* out, const std::uint16_t* in, std::int64_t n, cudaStream_t stream) {
+    if (n <= 0) return;
+    const unsigned blocks = unsigned(std::min<std::int64_t>((n + kThreads - 1) / kThreads, 65535));
+    bf16_to_f32_kernel<<<blocks, kThreads, 0, stream>>>(out, in, n);
+    FP8SCOPE_CUDA_LAUNCHED();
+}
 
 void f32_to_bf16(std::uint16_t* out, const float* in, std::int64_t n, cudaStream_t stream) {
     if (n <= 0) return;

@@ -49,13 +49,16 @@ std::string NcclCommunicator::describe() const {
            ", " + std::to_string(world_) + " ranks";
 }
 
-void NcclCommunicator::all_reduce(float* data, std::int64_t n, ReduceOp op) {
+void NcclCommunicator::all_reduce(void* data, DType dtype, std::int64_t n, ReduceOp op) {
     if (aborted_) throw std::runtime_error("nccl: all_reduce on an aborted communicator (rank " + std::to_string(rank_) + ")");
     if (n == 0) return;
     FP8SCOPE_CUDA_CHECK(cudaEventRecord(issued_, backend_.stream()));
     FP8SCOPE_CUDA_CHECK(cudaStreamWaitEvent(stream_, issued_, 0));
     const ncclRedOp_t red = op == ReduceOp::Sum ? ncclSum : op == ReduceOp::Avg ? ncclAvg : ncclMax;
-    check(ncclAllReduce(data, data, std::size_t(n), ncclFloat32, red, comm_, stream_), "ncclAllReduce");
+    if (dtype != DType::F32 && dtype != DType::BF16)
+        throw std::logic_error(std::string("nccl all_reduce: ") + dtype_name(dtype) + " is not summed here");
+    const ncclDataType_t type = dtype == DType::F32 ? ncclFloat32 : ncclBfloat16;
+    check(ncclAllReduce(data, data, std::size_t(n), type, red, comm_, stream_), "ncclAllReduce");
 }
 
 void NcclCommunicator::join() {

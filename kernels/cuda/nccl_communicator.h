@@ -27,7 +27,8 @@ public:
     int rank() const override { return rank_; }
     int world_size() const override { return world_; }
     std::string describe() const override;
-    void all_reduce(float* data, std::int64_t n, ReduceOp op) override;
+    using Communicator::all_reduce;
+    void all_reduce(void* data, DType dtype, std::int64_t n, ReduceOp op) override;
     void join() override;
     void synchronize() override;
     void abort() override;

@@ -162,8 +162,8 @@ TEST(TraceCliRanks, RanksCsvHoldsEveryRanksStepTimes) {
         m.runs = {{"delayed", "delayed"}};
         m.world_size = 2;
         fp8scope::trace::TraceWriter w(trace.string(), m);
-        w.write(fp8scope::trace::RankStepRecord{1, 0, 100.5, 30.25, 131.75, 3.5});
-        w.write(fp8scope::trace::RankStepRecord{1, 1, 130.5, 0.5, 131.75, 3.25});
+        w.write(fp8scope::trace::RankStepRecord{1, 0, 100.5, 30.25, 131.75, 3.5, 8000000, 0.00125});
+        w.write(fp8scope::trace::RankStepRecord{1, 1, 130.5, 0.5, 131.75, 3.25, 8000000, 0.00125});
         w.close();
     }
     Result r = engine("export " + trace.string() + " --csv " + dir.string());
@@ -173,9 +173,9 @@ TEST(TraceCliRanks, RanksCsvHoldsEveryRanksStepTimes) {
     std::getline(in, header);
     std::getline(in, first);
     std::getline(in, second);
-    EXPECT_EQ(header, "step,rank,compute_ms,comm_ms,step_ms,loss");
-    EXPECT_EQ(first, "1,0,100.5,30.25,131.75,3.5");
-    EXPECT_EQ(second, "1,1,130.5,0.5,131.75,3.25");
+    EXPECT_EQ(header, "step,rank,compute_ms,comm_ms,step_ms,loss,grad_bytes,grad_error");
+    EXPECT_EQ(first, "1,0,100.5,30.25,131.75,3.5,8000000,0.00125");
+    EXPECT_EQ(second, "1,1,130.5,0.5,131.75,3.25,8000000,0.00125");
     r = engine("inspect " + trace.string());
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.out.find("data-parallel: written by rank 0 of 2, rank step records 2"), std::string::npos) << r.out;

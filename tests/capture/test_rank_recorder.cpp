@@ -31,8 +31,8 @@ TEST(RankRecorder, EachRanksStepBecomesOneRecord) {
     const TraceMeta meta = make_trace_meta(TrainConfig{}, {}, "test", 4, default_analysis_recipes(), job);
     VectorSink sink;
     TrainRecorder recorder(meta, sink);
-    recorder.on_rank_step(fp8scope::RankStepRecord{7, 1, 130.5, 19.75, 151.25, 3.5f});
-    recorder.on_rank_step(fp8scope::RankStepRecord{7, 0, 100.0, 50.25, 151.25, 3.25f});
+    recorder.on_rank_step(fp8scope::RankStepRecord{7, 1, 130.5, 19.75, 151.25, 3.5f, 4096.0, 0.0078125});
+    recorder.on_rank_step(fp8scope::RankStepRecord{7, 0, 100.0, 50.25, 151.25, 3.25f, 4096.0, 0.0078125});
     const auto got = sink.all<RankStepRecord>();
     ASSERT_EQ(got.size(), 2u);
     EXPECT_EQ(got[0].step, 7);
@@ -41,6 +41,8 @@ TEST(RankRecorder, EachRanksStepBecomesOneRecord) {
     EXPECT_EQ(got[0].comm_ms, 19.75);
     EXPECT_EQ(got[0].step_ms, 151.25);
     EXPECT_EQ(got[0].loss, 3.5);
+    EXPECT_EQ(got[0].grad_bytes, 4096.0);
+    EXPECT_EQ(got[0].grad_error, 0.0078125);
     EXPECT_EQ(got[1].rank, 0);
     EXPECT_EQ(got[1].comm_ms, 50.25);
     EXPECT_EQ(got[1].loss, 3.25);

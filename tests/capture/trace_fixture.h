@@ -149,7 +149,8 @@ inline OpRecord sample_op(int run, std::int64_t step, int i) {
 inline RankStepRecord sample_rank_step(std::int64_t step, int rank) {
     const double compute = (rank == 1 ? 130.0 : 100.0) + 0.5 * double(step % 4);
     const double comm = 20.0 - 0.25 * rank;
-    return {step, rank, compute, comm, compute + comm + 1.0, 4.0 - 0.01 * double(step) + 0.001 * rank};
+    const double error = step % 2 ? kNone : 0.004 + 0.001 * rank;  // measured every other step
+    return {step, rank, compute, comm, compute + comm + 1.0, 4.0 - 0.01 * double(step) + 0.001 * rank, 2.0e6, error};
 }
 
 // A kernel name that arrives after the start: the next id of `m`'s op table.

@@ -152,6 +152,47 @@ TEST(DataParallel, DelayedScalingPushesTheMaximumOverRanks) {
     EXPECT_EQ(ranks[0]->trainer->model(0).save_recipe_state(), ranks[1]->trainer->model(0).save_recipe_state());
 }
 
+TEST(DataParallel, Bf16GradientSumsHalveTheBytesAndRecordTheErrorTheyAdd) {
+    const int steps = 6;
+    DataParallelOptions bf16;
+    bf16.grad_dtype = DType::BF16;
+    bf16.measure_every = 4;  // steps 1 and 4
+    std::vector<Steps> exact(2), low(2);
+    run_job(2, "cpu", tiny(steps, "delayed"), [&](Rank& r) {
+        r.trainer->add_observer(&exact[std::size_t(r.env.rank)]);
+        r.trainer->run();
+    });
+    auto ranks = run_job(
+        2, "cpu", tiny(steps, "delayed"),
+        [&](Rank& r) {
+            r.trainer->add_observer(&low[std::size_t(r.env.rank)]);
+            r.trainer->run();
+        },
+        bf16);
+    const double params = double(ranks[0]->trainer->model(0).num_params());
+    for (int s = 0; s < steps; ++s)
+        for (int k = 0; k < 2; ++k) {
+            const RankStepRecord& e = exact[0].ranks[std::size_t(2 * s + k)];
+            const RankStepRecord& b = low[0].ranks[std::size_t(2 * s + k)];
+            EXPECT_EQ(e.grad_bytes, 4 * params);
+            EXPECT_EQ(b.grad_bytes, 2 * params);
+            EXPECT_TRUE(std::isnan(e.grad_error));
+            if (s + 1 == 1 || s + 1 == 4) {
+                // Each rank's share rounded to BF16 (relative 2^-9 at most), then the sum
+                // rounded again: the L2 error of the sums stays under 2^-8 of their norm.
+                EXPECT_GT(b.grad_error, 0.0) << "step " << s + 1;
+                EXPECT_LT(b.grad_error, 1.0 / 256) << "step " << s + 1;
+            } else {
+                EXPECT_TRUE(std::isnan(b.grad_error)) << "step " << s + 1;
+            }
+        }
+    // Still one model on both ranks, and close to the float32 sums' run.
+    EXPECT_EQ(ranks[0]->trainer->model(0).params_to_host(), ranks[1]->trainer->model(0).params_to_host());
+    for (int s = 0; s < steps; ++s)
+        EXPECT_NEAR(low[0].steps[std::size_t(s)].loss, exact[0].steps[std::size_t(s)].loss,
+                    1e-2 * exact[0].steps[std::size_t(s)].loss);
+}
+
 TEST(DataParallel, AStopOnOneRankStopsEveryRankAtTheSameStep) {
     struct StopAt : TrainObserver {
         Trainer* trainer = nullptr;

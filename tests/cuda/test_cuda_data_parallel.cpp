@@ -47,7 +47,7 @@ TrainConfig small(int steps, const std::string& recipe) {
 TEST(CudaDataParallel, NcclSumsAndMaximaMatchTheHost) {
     FP8SCOPE_REQUIRE_TWO_GPUS();
     const std::int64_t n = 3 * 1000 * 1000 + 7;  // several NCCL chunks and a ragged end
-    std::vector<std::vector<float>> sum(2), max(2);
+    std::vector<std::vector<float>> sum(2), max(2), bf16_sum(2);
     run_job(2, "cuda", small(1, "baseline"), [&](Rank& r) {
         const int k = r.env.rank;
         std::vector<float> mine(static_cast<std::size_t>(n)), got(static_cast<std::size_t>(n));
@@ -64,6 +64,17 @@ TEST(CudaDataParallel, NcclSumsAndMaximaMatchTheHost) {
         r.comm->synchronize();
         r.backend->copy_to_host(got.data(), d.data(), std::size_t(n) * 4);
         max[std::size_t(k)] = got;
+        // BF16 through the backend's conversions: integers of magnitude <= 128 and their sums
+        // are exact in BF16's 8-bit significand.
+        for (std::int64_t i = 0; i < n; ++i) mine[std::size_t(i)] = float((i * (k + 3)) % 129 - 64);
+        DeviceBuffer<std::uint16_t> low(*r.backend, std::size_t(n));
+        r.backend->copy_from_host(d.data(), mine.data(), std::size_t(n) * 4);
+        r.backend->convert(low.data(), DType::BF16, d.data(), DType::F32, n);
+        r.comm->all_reduce(low.data(), DType::BF16, n, ReduceOp::Sum);
+        r.comm->join();
+        r.backend->convert(d.data(), DType::F32, low.data(), DType::BF16, n);
+        r.backend->copy_to_host(got.data(), d.data(), std::size_t(n) * 4);
+        bf16_sum[std::size_t(k)] = got;
     });
     for (std::int64_t i = 0; i < n; ++i) {
         const float a = float((i * 3) % 1000003) - 500000.0f, b = float((i * 4) % 1000003) - 500000.0f;
@@ -71,6 +82,9 @@ TEST(CudaDataParallel, NcclSumsAndMaximaMatchTheHost) {
         ASSERT_EQ(sum[1][std::size_t(i)], a + b) << i;
         ASSERT_EQ(max[0][std::size_t(i)], std::max(a, b)) << i;
         ASSERT_EQ(max[1][std::size_t(i)], std::max(a, b)) << i;
+        const float c = float((i * 3) % 129 - 64), d = float((i * 4) % 129 - 64);
+        ASSERT_EQ(bf16_sum[0][std::size_t(i)], c + d) << i;
+        ASSERT_EQ(bf16_sum[1][std::size_t(i)], c + d) << i;
     }
 }
 
@@ -114,6 +128,34 @@ TEST_P(CudaDataParallelRecipes, TwoGpusTrainAsOneGpuWithTwiceTheBatch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Recipes, CudaDataParallelRecipes, ::testing::Values("baseline", "delayed", "blockwise"));
+
+TEST(CudaDataParallel, Bf16GradientSumsStayWithinBf16OfTheFloat32Sums) {
+    FP8SCOPE_REQUIRE_TWO_GPUS();
+    struct Ranks : TrainObserver {
+        std::vector<RankStepRecord> records;
+        std::vector<float> loss;
+        void on_rank_step(const RankStepRecord& r) override { records.push_back(r); }
+        void on_step(const StepRecord& r) override { loss.push_back(r.loss); }
+    };
+    DataParallelOptions bf16;
+    bf16.grad_dtype = DType::BF16;
+    std::vector<Ranks> seen(2);
+    auto ranks = run_job(
+        2, "cuda", small(4, "current"),
+        [&](Rank& r) {
+            r.trainer->add_observer(&seen[std::size_t(r.env.rank)]);
+            r.trainer->run();
+        },
+        bf16);
+    const double params = double(ranks[0]->trainer->model(0).num_params());
+    ASSERT_EQ(seen[0].records.size(), 8u);
+    EXPECT_EQ(seen[0].records[0].grad_bytes, 2 * params);
+    EXPECT_GT(seen[0].records[0].grad_error, 0.0);      // measured at step 1
+    EXPECT_LT(seen[0].records[0].grad_error, 1.0 / 256);  // NCCL's BF16 ring: two roundings of a 2-rank sum
+    EXPECT_TRUE(std::isnan(seen[0].records[2].grad_error));
+    EXPECT_EQ(ranks[0]->trainer->model(0).params_to_host(), ranks[1]->trainer->model(0).params_to_host());
+    EXPECT_EQ(seen[0].loss, seen[1].loss);
+}
 
 }  // namespace
 }  // namespace fp8scope

@@ -172,7 +172,7 @@ private slots:
         source.attach(QString::fromStdString(server.endpoint().to_string()), QString());
         QTRY_VERIFY_WITH_TIMEOUT(source.isAttached() && server.clients() == 1, 10000);
         for (int step = 1; step <= 3; ++step)
-            for (int k = 0; k < 2; ++k) server.publish(trace::RankStepRecord{step, k, 100.0 + 30 * k, 10.0, 111.0 + 30 * k, 3.0});
+            for (int k = 0; k < 2; ++k) server.publish(trace::RankStepRecord{step, k, 100.0 + 30 * k, 10.0, 111.0 + 30 * k, 3.0, 0.0, trace::kNone});
         QTRY_VERIFY_WITH_TIMEOUT(store.read([](const TraceData& d) { return d.ranks.size() == 2 && d.ranks[1].size() == 3; }),
                                  10000);
         store.read([](const TraceData& d) {
