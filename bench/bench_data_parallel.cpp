@@ -4,13 +4,15 @@
 //    time, algorithm bandwidth (bytes / time) and bus bandwidth (algbw * 2 (n-1) / n, the
 //    figure nccl-tests' all_reduce_perf prints, so the two compare directly);
 // 2. training steps of the same model (per-rank batch fixed) on 1 GPU and on all of them:
-//    ms per step, tokens/s, weak-scaling efficiency (t_1 / t_n) and where each rank's step
-//    went (compute, and waiting for the gradient sums after backward).
+//    ms per step, tokens/s, weak-scaling efficiency (t_1 / t_n), where each rank's step
+//    went (compute, and waiting for the gradient sums after backward) and the bytes each rank
+//    sent into the sums (with --grad-dtype bf16 also the relative error they added).
 //
 // usage: bench_data_parallel [--ranks N] [--steps 20] [--allreduce 0|1] [--train 0|1]
-//                            [key=value ...]   (TrainConfig overrides: model.d_model=4096 ...)
+//                            [--grad-dtype f32|bf16] [key=value ...]   (TrainConfig overrides)
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -65,7 +67,7 @@ struct StepTimes : TrainObserver {
 };
 
 // Median step time of rank 0 over `steps` steps after 3 warm-up steps.
-double bench_training(int world, const TrainConfig& config, int steps) {
+double bench_training(int world, const TrainConfig& config, int steps, const DataParallelOptions& options) {
     std::vector<double> ms;
     std::vector<StepTimes> seen(static_cast<std::size_t>(world));
     auto body = [&](Trainer& t, int rank) {
@@ -82,7 +84,8 @@ double bench_training(int world, const TrainConfig& config, int steps) {
         Trainer t(config, *backend);
         body(t, -1);
     } else {
-        testing::run_job(world, "cuda", config, [&](testing::Rank& r) { body(*r.trainer, r.env.rank); });
+        testing::run_job(
+            world, "cuda", config, [&](testing::Rank& r) { body(*r.trainer, r.env.rank); }, options);
     }
     const double step = median(ms);
     const double tokens = double(config.batch_size) * config.seq_len * world;
@@ -97,6 +100,14 @@ double bench_training(int world, const TrainConfig& config, int steps) {
             std::printf("      rank %d: compute %8.2f ms, waiting for the gradient sums %7.2f ms (medians)\n", r,
                         median(compute), median(comm));
         }
+        double bytes = 0, error = NAN;
+        for (const RankStepRecord& rec : seen[0].ranks) {
+            bytes = rec.grad_bytes;
+            if (!std::isnan(rec.grad_error)) error = rec.grad_error;
+        }
+        std::printf("      gradient sums in %s: %.1f MB per rank per step", dtype_name(options.grad_dtype), bytes / 1e6);
+        if (!std::isnan(error)) std::printf(", relative error added %.2e (sampled)", error);
+        std::printf("\n");
     } else {
         std::printf("\n");
     }
@@ -108,6 +119,8 @@ double bench_training(int world, const TrainConfig& config, int steps) {
 int main(int argc, char** argv) {
     int world = int(cuda::devices().size()), steps = 20;
     bool allreduce = true, train = true;
+    DataParallelOptions options;
+    options.measure_every = 5;
     std::vector<std::string> overrides;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -116,6 +129,7 @@ int main(int argc, char** argv) {
         else if (a == "--steps") steps = next();
         else if (a == "--allreduce") allreduce = next() != 0;
         else if (a == "--train") train = next() != 0;
+        else if (a == "--grad-dtype" && i + 1 < argc) options.grad_dtype = std::string(argv[++i]) == "bf16" ? DType::BF16 : DType::F32;
         else overrides.push_back(a);
     }
     if (world < 2) {
@@ -141,8 +155,8 @@ int main(int argc, char** argv) {
             std::printf("training: recipe %s, %d layers x %d, T %d, batch %d per rank, vocab %d\n", config.recipe.c_str(),
                         config.model.n_layer, config.model.d_model, config.seq_len, config.batch_size,
                         config.model.vocab_size);
-            const double t1 = bench_training(1, config, steps);
-            const double tn = bench_training(world, config, steps);
+            const double t1 = bench_training(1, config, steps, options);
+            const double tn = bench_training(world, config, steps, options);
             std::printf("  weak-scaling efficiency 1 -> %d GPUs: %.1f%% (t_1 / t_%d)\n", world, 100.0 * t1 / tn, world);
         }
     } catch (const std::exception& e) {

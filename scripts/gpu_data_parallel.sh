@@ -40,4 +40,8 @@ bench_data_parallel --ranks "$n" --steps 20 model.n_layer=8 model.d_model=4096 m
     model.max_seq=2048 seq_len=2048 batch_size=4 recipe=current
 bench_data_parallel --ranks "$n" --steps 20 --allreduce 0 model.n_layer=8 model.d_model=4096 model.n_head=32 \
     model.vocab_size=50304 model.max_seq=2048 seq_len=2048 batch_size=4 recipe=baseline
+bench_data_parallel --ranks "$n" --steps 20 --allreduce 0 --grad-dtype bf16 model.n_layer=8 model.d_model=4096 \
+    model.n_head=32 model.vocab_size=50304 model.max_seq=2048 seq_len=2048 batch_size=4 recipe=current
+bench_data_parallel --ranks "$n" --steps 20 --allreduce 0 model.n_layer=8 model.d_model=4096 model.n_head=32 \
+    model.vocab_size=50304 model.max_seq=2048 seq_len=2048 batch_size=4 recipe=blockwise
 rm -rf "$work"
