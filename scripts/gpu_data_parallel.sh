@@ -18,6 +18,7 @@ echo "== train, $n ranks, rank $((n - 1)) slowed by 40 ms per step, pre-flight c
 fp8scope-engine train "${small[@]}" --steps 30 --recipe delayed --nproc-per-node "$n" --preflight \
     --inject-slow-rank $((n - 1)) --inject-delay-ms 40 --out "$work/slow.h5" --log-every 10
 fp8scope-engine inspect "$work/slow.h5" | sed -n '/^events/,/^worst/p'
+cp "$work/slow.h5" "${OUT:-/tmp}/data_parallel_slow_rank.h5"  # for the GUI's Health view
 
 echo "== train, $n ranks, pre-flight with rank $((n - 1)) made slow and --exclude-slow"
 fp8scope-engine train "${small[@]}" --steps 10 --nproc-per-node "$n" --preflight --exclude-slow \

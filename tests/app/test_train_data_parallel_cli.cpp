@@ -64,6 +64,11 @@ TEST(TrainDataParallelCli, AKilledRankEndsTheJobAndTheCheckpointResumes) {
     const auto resumed = train("--nproc-per-node 2 --resume " + (ckpt / "step_3.ckpt").string());
     ASSERT_EQ(resumed.status, 0) << resumed.err;
     EXPECT_EQ(json::parse(resumed.out)["steps"], 8);
+    // ... or on another number of ranks (here three, with the same batch per rank).
+    const auto three = train("--nproc-per-node 3 --resume " + (ckpt / "step_3.ckpt").string());
+    ASSERT_EQ(three.status, 0) << three.err;
+    EXPECT_EQ(json::parse(three.out)["steps"], 8);
+    EXPECT_NE(three.err.find("data parallel: rank 0 of 3"), std::string::npos) << three.err;
 }
 
 TEST(TrainDataParallelCli, ThePreflightCheckExcludesASlowRankAndTheOthersTrain) {
