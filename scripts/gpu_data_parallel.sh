@@ -36,6 +36,9 @@ echo "== resumed from step 5"
 fp8scope-engine train --nproc-per-node "$n" --resume "$work/ckpt/step_5.ckpt" --log-every 5
 echo "exit $?"
 
+echo "== NCCL's own all-reduce figures (PyTorch's NCCL process group)"
+python3 bench/reference_allreduce_torch.py --ranks "$n" 2>&1 | grep -v Warning
+
 echo "== bench_data_parallel, 8 x 4096"
 bench_data_parallel --ranks "$n" --steps 20 model.n_layer=8 model.d_model=4096 model.n_head=32 model.vocab_size=50304 \
     model.max_seq=2048 seq_len=2048 batch_size=4 recipe=current
