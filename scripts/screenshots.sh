@@ -6,7 +6,10 @@
 # `fp8scope-engine train --device cuda --recipe current --steps 12 --capture-every 10
 # --set model.n_layer=4 --set model.d_model=1024 --set model.n_head=16
 # --set model.max_seq=512 --seq 512 --batch 8 --eval-every 0 --out gpu.h5`), else the
-# tiny CPU run's ops. Needs a configured build (scripts/setup.sh); BUILD overrides its folder.
+# tiny CPU run's ops. The Health view shows rank 0's trace of a data-parallel job: DP_TRACE
+# (scripts/gpu_data_parallel.sh leaves one as data_parallel_slow_rank.h5), else a two-rank
+# CPU job with an injected slow rank. Needs a configured build (scripts/setup.sh); BUILD
+# overrides its folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
@@ -35,4 +38,10 @@ fi
 shot amax --open "$tmp/tiny.h5" --view amax --run delayed \
     --select "L1 fc2 fprop x, L0 fc1 fprop x, L1 proj fprop w, L1 fc1 dgrad dy"
 shot blocks --open "$tmp/wide.h5" --view blocks --select "L1 fc2 fprop x" --blocks sqnr
+if [ -z "${DP_TRACE:-}" ]; then
+    DP_TRACE=$tmp/dp.h5
+    "$build/bin/fp8scope-engine" train --recipe delayed --steps 30 --nproc-per-node 2 --preflight --quiet \
+        --inject-slow-rank 1 --inject-delay-ms 40 --out "$DP_TRACE"
+fi
+shot health --open "$DP_TRACE" --view health
 ls -l docs/images/*.png

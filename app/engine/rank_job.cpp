@@ -134,7 +134,7 @@ void RankJob::preflight_allreduce(Backend& backend) {
 void RankJob::watch(Trainer& trainer) {
     trainer_ = &trainer;
     if (env_.rank == options_.slow_rank) trainer.delay_steps(options_.slow_ms);
-    if (!distributed()) return;
+    if (!dp_) return;  // a job of one from the start (a job the pre-flight check left alone still reports it)
     trainer.add_observer(this);
     Communicator* comm = comm_.get();
     const int rank = env_.rank;
