@@ -93,4 +93,16 @@ TEST(TrainDataParallelCli, ThePreflightCheckExcludesASlowRankAndTheOthersTrain) 
     EXPECT_TRUE(fs::exists(scratch() / "excl.rank1.h5"));
 }
 
+TEST(TrainDataParallelCli, AJobLeftWithOneRankStillRecordsThePreflightFindings) {
+    const fs::path out = scratch() / "alone.h5";
+    fs::remove(out);
+    // Two ranks: the median is their mean, so the slow one is at most twice it; margin 0.5.
+    const auto r = train("--batch 2 --nproc-per-node 2 --preflight --preflight-margin 0.5 --exclude-slow "
+                         "--inject-slow-rank 1 --inject-delay-ms 3000 --out " + out.string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto inspect = fp8scope::testing::run_engine("inspect " + out.string(), scratch());
+    EXPECT_NE(inspect.out.find("pre-flight: rank 1 ("), std::string::npos) << inspect.out;
+    EXPECT_NE(inspect.out.find("; excluded"), std::string::npos) << inspect.out;
+}
+
 }  // namespace
