@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <thread>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -63,9 +65,19 @@ LocalRanks::LocalRanks(int nproc) {
 }
 
 LocalRanks::~LocalRanks() {
+    // SIGTERM stops a rank between steps (its trace ends cleanly); a rank that does not
+    // leave within 10 s (hung) is killed.
+    for (pid_t pid : children_) ::kill(pid, SIGTERM);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     for (pid_t pid : children_) {
-        ::kill(pid, SIGTERM);
-        ::waitpid(pid, nullptr, 0);
+        while (::waitpid(pid, nullptr, WNOHANG) == 0) {
+            if (std::chrono::steady_clock::now() >= deadline) {
+                ::kill(pid, SIGKILL);
+                ::waitpid(pid, nullptr, 0);
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
     }
 }
 

@@ -21,7 +21,7 @@ public:
     // Sets this process's variables as rank 0 and starts the others. Throws
     // std::runtime_error naming what failed.
     explicit LocalRanks(int nproc);
-    ~LocalRanks();  // a rank still running when this one leaves is stopped
+    ~LocalRanks();  // a rank still running when this one leaves is stopped (killed if it hangs)
     LocalRanks(const LocalRanks&) = delete;
     LocalRanks& operator=(const LocalRanks&) = delete;
 

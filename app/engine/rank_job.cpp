@@ -46,6 +46,8 @@ void add_rank_options(CLI::App& cmd, RankOptions& o) {
     cmd.add_option("--inject-delay-ms", o.slow_ms, "drill: the injected delay per step")->check(CLI::Range(0.0, 3.6e6));
     cmd.add_option("--inject-crash-rank", o.crash_rank, "drill: this rank dies (SIGKILL) at --inject-crash-step");
     cmd.add_option("--inject-crash-step", o.crash_step, "drill: the step the rank dies in");
+    cmd.add_option("--inject-hang-rank", o.hang_rank, "drill: this rank stops responding at --inject-hang-step");
+    cmd.add_option("--inject-hang-step", o.hang_step, "drill: the step the rank hangs in");
 }
 
 RankJob::RankJob(const RankOptions& o) : options_(o), env_(launch_env()) {
@@ -140,13 +142,13 @@ void RankJob::watch(Trainer& trainer) {
     const int rank = env_.rank;
     watchdog_ = std::make_unique<Watchdog>([comm, rank, t = options_.timeout_s](const std::string& phase) {
         std::fprintf(stderr,
-                     "fp8scope-engine: error: rank %d: %s did not finish within %.0f s (--rank-timeout): another "
-                     "rank died or hangs; aborting\n",
-                     rank, phase.c_str(), t);
+                     "fp8scope-engine: error: rank %d: %s did not finish within %.0f s (1.5 x --rank-timeout + 1): "
+                     "this or another rank hangs, or one died; aborting\n",
+                     rank, phase.c_str(), 1.5 * t + 1);
         comm->abort();
         // The training thread now fails out of its wait and ends the trace; if it cannot
         // (a wait nothing interrupts), the process ends anyway.
-        std::this_thread::sleep_for(std::chrono::seconds(30));
+        std::this_thread::sleep_for(std::chrono::duration<double>(std::clamp(t, 1.0, 30.0)));
         std::fprintf(stderr, "fp8scope-engine: error: rank %d: still stuck after the abort; exiting\n", rank);
         std::_Exit(1);
     });
@@ -155,10 +157,14 @@ void RankJob::watch(Trainer& trainer) {
 void RankJob::on_step_begin(std::int64_t step, bool) {
     for (std::string& f : findings_) trainer_->note(EventKind::Health, std::move(f));  // now the trace is open
     findings_.clear();
-    if (env_.rank == options_.crash_rank && step == options_.crash_step) std::raise(SIGKILL);
+    // Half as long again as the rendezvous' own bound, so a peer lost during an exchange is
+    // named by the exchange; the watchdog catches what waits elsewhere (a gradient sum).
     if (watchdog_)
         watchdog_->arm("step " + std::to_string(step),
-                       std::chrono::milliseconds(static_cast<long long>(options_.timeout_s * 1000)));
+                       std::chrono::milliseconds(static_cast<long long>(options_.timeout_s * 1500 + 1000)));
+    if (env_.rank == options_.crash_rank && step == options_.crash_step) std::raise(SIGKILL);
+    if (env_.rank == options_.hang_rank && step == options_.hang_step)
+        for (;;) std::this_thread::sleep_for(std::chrono::hours(1));  // only the watchdog ends this
 }
 
 void RankJob::on_step(const StepRecord&) {

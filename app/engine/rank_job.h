@@ -38,6 +38,8 @@ struct RankOptions {
     double slow_ms = 0;
     int crash_rank = -1;
     long long crash_step = 0;
+    int hang_rank = -1;
+    long long hang_step = 0;
     bool preflight = false;
     int preflight_size = 0;  // GEMM n (0: 8192 on a GPU, 256 on a CPU)
     double preflight_margin = 0.10;

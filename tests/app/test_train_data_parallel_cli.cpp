@@ -71,6 +71,17 @@ TEST(TrainDataParallelCli, AKilledRankEndsTheJobAndTheCheckpointResumes) {
     EXPECT_NE(three.err.find("data parallel: rank 0 of 3"), std::string::npos) << three.err;
 }
 
+TEST(TrainDataParallelCli, AHungRankEndsTheJobWithinTheRankTimeout) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto r = train("--batch 2 --nproc-per-node 2 --rank-timeout 3 --inject-hang-rank 1 --inject-hang-step 4");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(r.status, 1);
+    EXPECT_LT(seconds, 15.0);
+    // Rank 0 waited for rank 1 at the step's exchange, for --rank-timeout, and names it.
+    EXPECT_NE(r.err.find("rank 0: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("rank 1 sent nothing within the rendezvous timeout"), std::string::npos) << r.err;
+}
+
 TEST(TrainDataParallelCli, ThePreflightCheckExcludesASlowRankAndTheOthersTrain) {
     const fs::path out = scratch() / "excl.h5";
     fs::remove(out);
