@@ -120,8 +120,7 @@ int main(int argc, char** argv) {
             model.backward();
             const std::int64_t n = std::int64_t(model.num_params());
             const double norm = backend->grad_norm(model.grads().data(), n);
-            clip_grad_norm(*backend, model.grads().data(), n, norm, oc.grad_clip);
-            adam.step(model.params(), model.grads(), 1e-5f);
+            adam.step(model.params(), model.grads(), 1e-5f, clip_factor(norm, oc.grad_clip));
             backend->synchronize();
             if (s >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
         }

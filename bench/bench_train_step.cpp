@@ -196,8 +196,7 @@ int main(int argc, char** argv) {
             const auto t1 = Clock::now();
             const std::int64_t n = std::int64_t(model.num_params());
             const double norm = cpu.grad_norm(model.grads().data(), n);
-            clip_grad_norm(cpu, model.grads().data(), n, norm, oc.grad_clip);
-            adam.step(model.params(), model.grads(), 0.0f);
+            adam.step(model.params(), model.grads(), 0.0f, clip_factor(norm, oc.grad_clip));
             if (round < warmup) continue;
             t.wall.push_back(fb);
             t.cpu.push_back(fb_cpu);

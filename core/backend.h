@@ -130,6 +130,9 @@ struct CastSpec {
 struct AdamWParams {
     float lr = 0, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0;
     float bias_correction1 = 1, bias_correction2 = 1;  // 1 - beta^t, rounded once
+    // Each gradient is first multiplied by this (gradient clipping's factor), in the same
+    // pass: the same bits as scaling the gradients beforehand, one read and write fewer.
+    float grad_scale = 1;
 };
 
 // A kernel, copy or memset a device ran, on the host's steady clock (util/clock.h), as a

@@ -20,7 +20,7 @@ AdamW::AdamW(const OptimizerConfig& config, const std::vector<ParamTensor>& tens
     backend_.copy_from_host(decay_.data(), decay.data(), decay.size());
 }
 
-void AdamW::step(std::span<float> params, std::span<const float> grads, float lr) {
+void AdamW::step(std::span<float> params, std::span<const float> grads, float lr, float grad_scale) {
     if (params.size() != n_ || grads.size() != n_)
         throw std::invalid_argument("AdamW::step: " + std::to_string(params.size()) + " params, " +
                                     std::to_string(grads.size()) + " grads, optimizer holds " + std::to_string(n_));
@@ -31,6 +31,7 @@ void AdamW::step(std::span<float> params, std::span<const float> grads, float lr
     p.beta2 = config_.beta2;
     p.eps = config_.eps;
     p.weight_decay = config_.weight_decay;
+    p.grad_scale = grad_scale;
     // Bias corrections in double, rounded once: pow(b, t) in float loses digits for large t.
     p.bias_correction1 = static_cast<float>(1.0 - std::pow(double(p.beta1), double(t_)));
     p.bias_correction2 = static_cast<float>(1.0 - std::pow(double(p.beta2), double(t_)));
@@ -75,11 +76,9 @@ void AdamW::reset() {
     t_ = 0;
 }
 
-float clip_grad_norm(Backend& backend, float* grads, std::int64_t n, double norm, float max_norm) {
+float clip_factor(double norm, float max_norm) {
     if (max_norm <= 0.0f || !(norm > max_norm)) return 1.0f;
-    const auto scale = static_cast<float>(max_norm / (norm + 1e-6));
-    backend.scale(grads, scale, n);
-    return scale;
+    return static_cast<float>(max_norm / (norm + 1e-6));
 }
 
 }  // namespace fp8scope

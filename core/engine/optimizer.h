@@ -23,9 +23,10 @@ public:
     // One update with learning rate `lr`:
     //   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2
     //   p -= lr * (m / (1-b1^t) / (sqrt(v / (1-b2^t)) + eps) + wd * p [decay only])
-    // params and grads are in the backend's memory; throws std::invalid_argument when
-    // their sizes differ from the optimizer's.
-    void step(std::span<float> params, std::span<const float> grads, float lr);
+    // with g the gradient times `grad_scale` (clip_factor()). params and grads are in the
+    // backend's memory; throws std::invalid_argument when their sizes differ from the
+    // optimizer's.
+    void step(std::span<float> params, std::span<const float> grads, float lr, float grad_scale = 1.0f);
 
     std::int64_t steps_taken() const { return t_; }
     std::size_t size() const { return n_; }
@@ -47,7 +48,8 @@ private:
     std::int64_t t_ = 0;
 };
 
-// Scales the gradients so their global norm is at most `max_norm`; returns the factor (<= 1).
-float clip_grad_norm(Backend& backend, float* grads, std::int64_t n, double norm, float max_norm);
+// Gradient clipping's factor for gradients of global norm `norm`: max_norm / (norm + 1e-6)
+// when the norm is above max_norm (> 0), else 1. AdamW::step applies it as it reads them.
+float clip_factor(double norm, float max_norm);
 
 }  // namespace fp8scope

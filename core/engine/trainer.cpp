@@ -340,10 +340,8 @@ bool Trainer::step() {
         {
             OpTimer timer(rep.sink, backend_, "optimizer", -1);
             norm = backend_.grad_norm(rep.model.grads().data(), n);
-            if (std::isfinite(norm)) {
-                clip_grad_norm(backend_, rep.model.grads().data(), n, norm, config_.optimizer.grad_clip);
-                rep.adam->step(rep.model.params(), rep.model.grads(), lr);
-            }
+            if (std::isfinite(norm))
+                rep.adam->step(rep.model.params(), rep.model.grads(), lr, clip_factor(norm, config_.optimizer.grad_clip));
         }
         if (!std::isfinite(norm))
             return recover(b, EventKind::NonFinite, r, "gradient norm " + std::to_string(norm) + " on batch " + std::to_string(b));

@@ -311,7 +311,8 @@ void CpuBackend::bias_backward(float* dbias, const TensorDesc& dout) {
 // (simd.h's kernel: vectorized for the CPU, the same arithmetic as a scalar loop).
 void CpuBackend::adamw(float* params, const float* g, float* m, float* v, const std::uint8_t* decay, std::int64_t n,
                        const AdamWParams& p) {
-    const simd::AdamWArgs a{p.beta1, p.beta2, p.eps, p.weight_decay, p.lr, p.bias_correction1, p.bias_correction2};
+    const simd::AdamWArgs a{p.beta1,          p.beta2,          p.eps,       p.weight_decay, p.lr,
+                            p.bias_correction1, p.bias_correction2, p.grad_scale};
     const simd::Kernels& k = simd::kernels();
     parallel_for(n, 1 << 14, 0, [&](std::int64_t i0, std::int64_t i1) {
         k.adamw(params + i0, g + i0, m + i0, v + i0, decay + i0, i1 - i0, a);

@@ -62,7 +62,7 @@ struct TileCast {
 
 // One AdamW update (Backend::adamw, core/backend.h).
 struct AdamWArgs {
-    float beta1, beta2, eps, weight_decay, lr, bias_correction1, bias_correction2;
+    float beta1, beta2, eps, weight_decay, lr, bias_correction1, bias_correction2, grad_scale;
 };
 
 struct Kernels {

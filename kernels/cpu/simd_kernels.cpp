@@ -282,10 +282,11 @@ std::int64_t tile_cast(const Tile& t, const TileCast& k) {
 void adamw(float* params, const float* g, float* m, float* v, const std::uint8_t* decay, std::int64_t n,
            const AdamWArgs& a) {
     const float b1 = a.beta1, b2 = a.beta2, eps = a.eps, wd = a.weight_decay, lr = a.lr;
-    const float c1 = a.bias_correction1, c2 = a.bias_correction2;
+    const float c1 = a.bias_correction1, c2 = a.bias_correction2, gs = a.grad_scale;
     for (std::int64_t i = 0; i < n; ++i) {
-        const float mi = b1 * m[i] + (1.0f - b1) * g[i];
-        const float vi = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
+        const float gi = g[i] * gs;
+        const float mi = b1 * m[i] + (1.0f - b1) * gi;
+        const float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
         float update = (mi / c1) / (__builtin_sqrtf(vi / c2) + eps);
         update = decay[i] ? update + wd * params[i] : update;
         m[i] = mi;

@@ -23,10 +23,11 @@ constexpr std::int64_t kChunk = 1 << 16;  // gradients per block of the norm's f
 constexpr int kNormThreads = 256;
 
 struct AdamWConsts {
-    float lr, b1, b2, one_minus_b1, one_minus_b2, eps, wd, c1, c2;
+    float lr, b1, b2, one_minus_b1, one_minus_b2, eps, wd, c1, c2, gs;
 };
 
 __device__ __forceinline__ void adamw_one(float& p, float g, float& m, float& v, bool decay, const AdamWConsts& k) {
+    g = __fmul_rn(g, k.gs);  // clipping's factor (1: exact)
     // m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g g  (left to right, as the CPU)
     m = __fadd_rn(__fmul_rn(k.b1, m), __fmul_rn(k.one_minus_b1, g));
     v = __fadd_rn(__fmul_rn(k.b2, v), __fmul_rn(__fmul_rn(k.one_minus_b2, g), g));
@@ -101,8 +102,8 @@ std::int64_t chunks(std::int64_t n) { return (n + kChunk - 1) / kChunk; }
 void adamw(float* params, const float* grads, float* m, float* v, const std::uint8_t* decay, std::int64_t n,
            const AdamWParams& p, cudaStream_t stream) {
     if (n <= 0) return;
-    const AdamWConsts k{p.lr,   p.beta1,        p.beta2,           1.0f - p.beta1,    1.0f - p.beta2,
-                        p.eps,  p.weight_decay, p.bias_correction1, p.bias_correction2};
+    const AdamWConsts k{p.lr,  p.beta1,        p.beta2,            1.0f - p.beta1,     1.0f - p.beta2,
+                        p.eps, p.weight_decay, p.bias_correction1, p.bias_correction2, p.grad_scale};
     const bool packed = aligned16(params) && aligned16(grads) && aligned16(m) && aligned16(v) &&
                         (!decay || (reinterpret_cast<std::uintptr_t>(decay) & 3u) == 0);
     if (packed)
