@@ -214,6 +214,40 @@ TEST(DataParallel, AStopOnOneRankStopsEveryRankAtTheSameStep) {
     EXPECT_EQ(done[1], 3);
 }
 
+TEST(DataParallel, RankZerosRequestsApplyOnEveryRankAtTheSameStep) {
+    // Both ranks ask for a recipe switch and a pause as step 3 is reported, before its
+    // exchange: rank 0's switch is agreed there and applies on both ranks from step 4; rank
+    // 1's requests and the pauses are refused with an error event.
+    struct Ask : TrainObserver {
+        Trainer* trainer = nullptr;
+        void on_step(const StepRecord& r) override {
+            if (r.step != 3) return;
+            trainer->switch_recipe(0, "current");
+            trainer->pause();
+        }
+    };
+    std::vector<Steps> seen(2);
+    auto ranks = run_job(2, "cpu", tiny(7, "delayed"), [&](Rank& r) {
+        Ask ask;
+        ask.trainer = r.trainer.get();
+        r.trainer->add_observer(&ask);
+        r.trainer->add_observer(&seen[std::size_t(r.env.rank)]);
+        EXPECT_EQ(r.trainer->run().steps, 7);
+    });
+    for (const Steps& s : seen) {
+        ASSERT_EQ(s.steps.size(), 7u);
+        for (const StepRecord& r : s.steps) EXPECT_EQ(r.recipe, r.step <= 3 ? "delayed" : "current") << r.step;
+        int switches = 0, errors = 0;
+        for (const TrainEvent& e : s.events) {
+            switches += e.kind == EventKind::RecipeSwitch;
+            errors += e.kind == EventKind::Error;
+        }
+        EXPECT_EQ(switches, 1);
+        EXPECT_GE(errors, 1);  // the pause (and on rank 1 its own switch request) refused
+    }
+    EXPECT_EQ(ranks[0]->trainer->model(0).params_to_host(), ranks[1]->trainer->model(0).params_to_host());
+}
+
 TEST(DataParallel, TheInFlightCheckNamesASlowRank) {
     std::vector<Steps> seen(2);
     DataParallelOptions options;
