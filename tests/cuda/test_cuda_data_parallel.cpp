@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "cuda/devices.h"
@@ -117,6 +118,9 @@ TEST_P(CudaDataParallelRecipes, TwoGpusTrainAsOneGpuWithTwiceTheBatch) {
     // the weight gradients in another order and AdamW's amplification of them.
     ASSERT_EQ(seen[0].loss.size(), std::size_t(steps));
     for (int s = 0; s < steps; ++s) {
+        std::printf("[ dp %-9s] step %d: 2 GPUs %.6f, 1 GPU %.6f, relative difference %.2e\n", GetParam().c_str(), s + 1,
+                    double(seen[0].loss[std::size_t(s)]), double(one.loss[std::size_t(s)]),
+                    std::fabs(double(seen[0].loss[std::size_t(s)]) / double(one.loss[std::size_t(s)]) - 1.0));
         EXPECT_EQ(seen[0].loss[std::size_t(s)], seen[1].loss[std::size_t(s)]);
         const double tol = s == 0 ? 1e-3 : 1e-2;
         EXPECT_NEAR(seen[0].loss[std::size_t(s)], one.loss[std::size_t(s)], tol * one.loss[std::size_t(s)])
