@@ -142,7 +142,7 @@ void HealthView::showVerdict() {
     body_->setVisible(dp);
     grad_sums_->setText(ranks_.gradientSums());
     grad_sums_->setVisible(dp && !grad_sums_->text().isEmpty());
-    layout()->activate();  // the label's new height now, also for a grab right after
+    layout()->activate();  // the labels' new heights now, for the plots' sizes and a grab right after
 }
 
 void HealthView::rebuild(const TraceData& d) {
@@ -200,6 +200,9 @@ void HealthView::redraw() {
                                     rows * ranks_view_->verticalHeader()->defaultSectionSize() +
                                     2 * ranks_view_->frameWidth() + 2);
         events_view_->resizeRowsToContents();
+        // The table's new size now, also for a grab right after (each layout only lays
+        // out its own widget's children).
+        for (QWidget* w : {body_, side_}) w->layout()->activate();
     }
     for (auto* l : cursor_lines_) set_cursor_line(l, static_cast<double>(ctx().cursor->step()));
     dataChanged() ? plot_->replot() : replot_cursor_layer(plot_);
