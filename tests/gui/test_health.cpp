@@ -2,8 +2,13 @@
 // flags against hand-computed values (rank 1 computes 30% longer: flagged, alone), the
 // store's rank columns through a rewind, rank records from a trace file and from a live
 // engine, the view's lines and rows of the flagged rank, and the one-line message of a
-// single-process trace. With FP8SCOPE_SCREENSHOT_DIR set, the view is saved as PNG.
+// single-process trace. The gradient sums: megabytes per step and the last measured error
+// of BF16 sums, float32 sums, and records from before the fields. With
+// FP8SCOPE_SCREENSHOT_DIR set, the view is saved as PNG.
 #include <QAbstractItemModelTester>
+#include <QHeaderView>
+#include <QScrollBar>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
 #include <qcustomplot.h>
@@ -49,10 +54,25 @@ trace::TraceMeta job_meta(int world) {
     return t::synthetic_meta(s);
 }
 
-// The synthetic trace of `s` in a store, with the Health view shown offscreen.
+// Two ranks over steps 1..4 that put `bytes[rank][step - 1]` into the gradient sums;
+// `error` is each rank's sum error at steps 1 and 3 (NaN: float32 sums, never measured).
+const double kBytes[2][4] = {{2e6, 2e6, 2e6, 2e6}, {2e6, 2e6, 2.4e6, 3e6}};
+TraceBatch grad_batch(const double (&error)[2][2]) {
+    TraceBatch b;
+    for (int step = 1; step <= 4; ++step)
+        for (int k = 0; k < 2; ++k) {
+            trace::RankStepRecord r{step, k, 100.0, 10.0, 111.0, 3.0, kBytes[k][step - 1], trace::kNone};
+            if (step % 2) r.grad_error = error[k][step / 2];
+            b.ranks.push_back(r);
+        }
+    return b;
+}
+
+// The records in a store, with the Health view shown offscreen.
 struct Shown {
-    Shown(const t::SyntheticSpec& s, const QString& prefix) {
-        store.append(store.reset(t::synthetic_meta(s)), t::synthetic_batch(s));
+    Shown(const t::SyntheticSpec& s, const QString& prefix) : Shown(t::synthetic_meta(s), t::synthetic_batch(s), prefix) {}
+    Shown(trace::TraceMeta meta, TraceBatch batch, const QString& prefix) {
+        store.append(store.reset(std::move(meta)), std::move(batch));
         set = t::open_view_set(store, cursor, selection);
         view = t::show_view<HealthView>(*set, "health", QSize(1200, 760), prefix);
     }
@@ -118,6 +138,93 @@ private slots:
         QVERIFY(!m.dataParallel());
         QCOMPARE(m.rowCount(), 0);
         QCOMPARE(m.verdict(), QString("single-process run: no data-parallel health records"));
+    }
+
+    void bf16SumsShowTheMedianBytesAndTheLatestError() {
+        SeriesStore store;
+        const auto gen = store.reset(job_meta(2));
+        QVERIFY(store.append(gen, grad_batch({{0.004, 0.002}, {0.004, 0.001}})));
+        RankHealthModel m(&store);
+        QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        m.refresh();
+        // Rank 1's median of 2.0, 2.0, 2.4, 3.0 MB is 2.2 MB.
+        QCOMPARE(m.data(m.index(0, RankHealthModel::GradMB), kValueRole).toDouble(), 2.0);
+        QCOMPARE(m.data(m.index(1, RankHealthModel::GradMB), kValueRole).toDouble(), 2.2);
+        QCOMPARE(m.data(m.index(1, RankHealthModel::GradMB), Qt::DisplayRole).toString(), QString("2.2"));
+        // The latest measurement is step 3's (kept as float).
+        QCOMPARE(m.data(m.index(0, RankHealthModel::SumError), kValueRole).toDouble(), double(0.002f));
+        QCOMPARE(m.data(m.index(0, RankHealthModel::SumError), Qt::DisplayRole).toString(), QString("2.00e-03"));
+        QCOMPARE(m.data(m.index(1, RankHealthModel::SumError), Qt::DisplayRole).toString(), QString("1.00e-03"));
+        QVERIFY(m.data(m.index(0, RankHealthModel::SumError), Qt::ToolTipRole).toString().endsWith("at step 3"));
+        // The median of ranks is 2.1 MB, float32 would be twice that; of step 3's errors,
+        // the larger.
+        QCOMPARE(m.gradientSums(), QString("gradient sums: 2.1 MB per rank per step in BF16 (half of float32's "
+                                           "4.2 MB); error added 2.00e-03 (last measured at step 3)"));
+
+        // Rank 0 goes back to step 3 and is not measured there: step 1's error is its latest.
+        TraceBatch again;
+        again.ranks.push_back({3, 0, 100.0, 10.0, 111.0, 3.0, 2e6, trace::kNone});
+        QVERIFY(store.append(gen, std::move(again)));
+        store.read([](const TraceData& d) {
+            QCOMPARE(d.ranks[0].grad_bytes, (std::vector<float>{2e6f, 2e6f, 2e6f}));
+            QCOMPARE(d.ranks[0].error_step, std::vector<double>{1});
+            QCOMPARE(d.ranks[1].error_step, (std::vector<double>{1, 3}));
+        });
+        m.refresh();
+        QCOMPARE(m.data(m.index(0, RankHealthModel::SumError), Qt::DisplayRole).toString(), QString("4.00e-03"));
+        QVERIFY(m.gradientSums().endsWith("error added 1.00e-03 (last measured at step 3)"));
+    }
+
+    void float32SumsShowNoErrorAndTheFloat32Line() {
+        SeriesStore store;
+        QVERIFY(store.append(store.reset(job_meta(2)), grad_batch({{NAN, NAN}, {NAN, NAN}})));
+        RankHealthModel m(&store);
+        m.refresh();
+        for (int k = 0; k < 2; ++k) {
+            QCOMPARE(m.data(m.index(k, RankHealthModel::SumError), Qt::DisplayRole).toString(), QString("\u2014"));
+            QVERIFY(std::isnan(m.data(m.index(k, RankHealthModel::SumError), kValueRole).toDouble()));
+        }
+        QCOMPARE(m.data(m.index(0, RankHealthModel::GradMB), Qt::DisplayRole).toString(), QString("2.0"));
+        QCOMPARE(m.gradientSums(), QString("gradient sums: 2.1 MB per rank per step in float32"));
+    }
+
+    void recordsWithoutTheGradientFieldsShowNoGradientLine() {
+        SeriesStore store;
+        QVERIFY(store.append(store.reset(job_meta(kWorld)), job_batch()));
+        RankHealthModel m(&store);
+        m.refresh();
+        for (int k = 0; k < kWorld; ++k) {
+            QVERIFY(std::isnan(m.data(m.index(k, RankHealthModel::GradMB), kValueRole).toDouble()));
+            QCOMPARE(m.data(m.index(k, RankHealthModel::GradMB), Qt::DisplayRole).toString(), QString("\u2014"));
+            QCOMPARE(m.data(m.index(k, RankHealthModel::SumError), Qt::DisplayRole).toString(), QString("\u2014"));
+        }
+        QCOMPARE(m.gradientSums(), QString());
+    }
+
+    void theViewShowsTheGradientSumsLineAndTheWholeTable() {
+        // Two ranks in BF16 over steps 1..20, the error measured every 10 steps.
+        TraceBatch b;
+        for (int step = 1; step <= 20; ++step)
+            for (int k = 0; k < 2; ++k) {
+                const double error = step == 10 ? 0.0031 : step == 20 ? 0.00225 : trace::kNone;
+                b.ranks.push_back({step, k, 100.0 + 30 * k, 40.0 - 30 * k, 141.0, 3.0, 4063.1e6, error});
+            }
+        Shown shown(job_meta(2), std::move(b), "bf16_");
+        const HealthView* v = shown.view;
+        QCOMPARE(v->gradientSums(), QString("gradient sums: 4063.1 MB per rank per step in BF16 (half of float32's "
+                                            "8126.2 MB); error added 2.25e-03 (last measured at step 20)"));
+        const RankHealthModel& m = v->ranks();
+        QCOMPARE(m.data(m.index(1, RankHealthModel::GradMB), Qt::DisplayRole).toString(), QString("4063.1"));
+        QCOMPARE(m.data(m.index(1, RankHealthModel::SumError), Qt::DisplayRole).toString(), QString("2.25e-03"));
+        // Every column and row of the rank table shows at the default size.
+        QTableView* table = nullptr;
+        for (QTableView* t : v->findChildren<QTableView*>())
+            if (t->model() == &m) table = t;
+        QVERIFY(table);
+        QVERIFY(!table->horizontalScrollBar()->isVisible());
+        QVERIFY(!table->verticalScrollBar()->isVisible());
+        QVERIFY(table->horizontalHeader()->length() <= table->viewport()->width());
+        QVERIFY(table->mapTo(v, QPoint(table->width(), 0)).x() <= v->width());
     }
 
     void aRewindDropsTheRanksLaterSteps() {
@@ -203,6 +310,7 @@ private slots:
             thick += slow;
         }
         QCOMPARE(thick, 2);
+        QCOMPARE(v->gradientSums(), QString());  // the synthetic records carry no gradient bytes
         QCOMPARE(v->healthEvents().rowCount(), 2);
         QCOMPARE(v->healthEvents().data(v->healthEvents().index(1, EventsModel::Detail), Qt::DisplayRole).toString(),
                  QString("straggler: rank 1 158.0 ms compute vs median 123.0 ms for 3 steps"));

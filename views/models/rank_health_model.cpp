@@ -16,6 +16,18 @@ double median_of(const std::vector<float>& v) {
     const std::vector<double> ms(v.begin(), v.end());
     return median_ms(ms);
 }
+
+// The median of the entries that are numbers; NaN when none is.
+double finite_median(const std::vector<float>& v) {
+    std::vector<double> finite;
+    for (float x : v)
+        if (std::isfinite(x)) finite.push_back(x);
+    return median_ms(finite);
+}
+
+QString format_mb(double mb) { return QString::number(mb, 'f', 1); }
+QString format_error(double e) { return QString::number(e, 'e', 2); }
+QString not_recorded() { return QStringLiteral("\u2014"); }
 }  // namespace
 
 RankHealthModel::RankHealthModel(const SeriesStore* store, QObject* parent)
@@ -34,6 +46,11 @@ void RankHealthModel::refresh() {
             if (slowest != c.step_ms.end()) {
                 r.slowest_step = static_cast<qint64>(c.step[static_cast<std::size_t>(slowest - c.step_ms.begin())]);
                 r.slowest_ms = *slowest;
+            }
+            r.grad_mb = finite_median(c.grad_bytes) / 1e6;
+            if (!c.grad_error.empty()) {
+                r.error = c.grad_error.back();
+                r.error_step = static_cast<qint64>(c.error_step.back());
             }
             rows.push_back(r);
         }
@@ -82,6 +99,25 @@ QString RankHealthModel::verdict() const {
         .arg(median_of_ranks_, 0, 'f', 1);
 }
 
+QString RankHealthModel::gradientSums() const {
+    std::vector<double> mb;
+    const Row* last = nullptr;  // the latest measurement; of those at one step, the largest error
+    for (const Row& r : rows_) {
+        if (std::isfinite(r.grad_mb)) mb.push_back(r.grad_mb);
+        if (r.error_step >= 0 && (!last || r.error_step > last->error_step ||
+                                  (r.error_step == last->error_step && r.error > last->error)))
+            last = &r;
+    }
+    if (mb.empty()) return {};
+    const double per_rank = median_ms(mb);
+    // Only compressed sums are measured, and BF16 is the one compressed type.
+    if (!last) return tr("gradient sums: %1 MB per rank per step in float32").arg(format_mb(per_rank));
+    return tr("gradient sums: %1 MB per rank per step in BF16 (half of float32's %2 MB); error added %3 "
+              "(last measured at step %4)")
+        .arg(format_mb(per_rank), format_mb(2 * per_rank), format_error(last->error))
+        .arg(last->error_step);
+}
+
 int RankHealthModel::rowCount(const QModelIndex& parent) const {
     return parent.isValid() ? 0 : static_cast<int>(rows_.size());
 }
@@ -101,9 +137,16 @@ QVariant RankHealthModel::data(const QModelIndex& index, int role) const {
             case MedianCompute: return r.compute;
             case MedianComm: return r.comm;
             case SlowestStep: return r.slowest_step >= 0 ? QVariant(r.slowest_ms) : QVariant(NAN);
+            case GradMB: return r.grad_mb;
+            case SumError: return r.error_step >= 0 ? r.error : NAN;
             case Flag: return slow ? 1.0 : 0.0;
         }
     }
+    if (role == Qt::ToolTipRole && index.column() == SumError)
+        return r.error_step < 0 ? tr("not measured (float32 sums add none)")
+                                : tr("relative L2 error the BF16 sums added against float32 sums, measured at "
+                                     "step %1")
+                                      .arg(r.error_step);
     if (role == Qt::DisplayRole || role == Qt::ToolTipRole) {
         switch (index.column()) {
             case Rank: return rank;
@@ -112,6 +155,8 @@ QVariant RankHealthModel::data(const QModelIndex& index, int role) const {
             case SlowestStep:
                 return r.slowest_step < 0 ? QString()
                                           : tr("%1 (%2 ms)").arg(r.slowest_step).arg(format_figure(r.slowest_ms));
+            case GradMB: return std::isfinite(r.grad_mb) ? format_mb(r.grad_mb) : not_recorded();
+            case SumError: return r.error_step >= 0 ? format_error(r.error) : not_recorded();
             case Flag: return slow ? tr("slow +%1%").arg((r.ratio - 1) * 100, 0, 'f', 0) : QString();
         }
     }
@@ -121,7 +166,8 @@ QVariant RankHealthModel::data(const QModelIndex& index, int role) const {
 QVariant RankHealthModel::headerData(int section, Qt::Orientation o, int role) const {
     if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
     // Medians over the steps; two lines keep the table narrow beside the plots.
-    static const char* names[ColumnCount] = {"rank", "median\ncompute ms", "median\ncomm ms", "slowest\nstep",
+    static const char* names[ColumnCount] = {"rank",           "median\ncompute ms", "median\ncomm ms",
+                                             "slowest\nstep", "grad\nMB/step",      "sum\nerror",
                                              "flag"};
     return section >= 0 && section < ColumnCount ? QString::fromLatin1(names[section]) : QVariant();
 }

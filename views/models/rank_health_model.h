@@ -3,6 +3,8 @@
 // whose median compute is more than 10% above the median of all ranks (core's
 // slow_ranks(), the rule the engine's in-flight check uses). Comparing with the median
 // of ranks means a uniformly slow job flags nothing and one slow GPU, link or host does.
+// Two columns show what the gradient sums cost: the median bytes a rank put into them per
+// step and the last measured error that BF16 sums added against float32 sums.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -15,7 +17,7 @@ namespace fp8scope::views {
 class RankHealthModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { Rank, MedianCompute, MedianComm, SlowestStep, Flag, ColumnCount };
+    enum Column { Rank, MedianCompute, MedianComm, SlowestStep, GradMB, SumError, Flag, ColumnCount };
     static constexpr double kSlowMargin = 0.1;  // more than 10% slower than the median rank
 
     explicit RankHealthModel(const SeriesStore* store, QObject* parent = nullptr);
@@ -28,6 +30,10 @@ public:
     // One line that answers "is any rank slow, and which?"; for a single process, that it
     // has no health records.
     QString verdict() const;
+    // One line on the gradient sums: megabytes per rank per step in float32, or in BF16
+    // with what they saved and the error they added. Empty when no rank recorded the
+    // bytes (traces from before the field).
+    QString gradientSums() const;
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
@@ -40,6 +46,9 @@ private:
         qint64 slowest_step = -1;      // by the whole step's time
         double slowest_ms = 0;
         double ratio = 0;              // median compute / the median of ranks
+        double grad_mb = 0;            // median over steps; NaN when not recorded
+        double error = 0;              // the last measured sum error, at error_step (-1: never)
+        qint64 error_step = -1;
     };
     const SeriesStore* store_;
     std::vector<Row> rows_;

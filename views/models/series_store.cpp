@@ -4,6 +4,7 @@
 #include "models/series_store.h"
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 
 namespace fp8scope::views {
@@ -55,20 +56,27 @@ void cut(V& v, std::size_t n) {
     if (v.size() > n) v.resize(n);
 }
 
+// The number of rows of an ascending step column before `step`.
+std::size_t rows_before(const std::vector<double>& steps, double step) {
+    return static_cast<std::size_t>(std::lower_bound(steps.begin(), steps.end(), step) - steps.begin());
+}
+
 // Drops the rows of steps >= step.
 void truncate_steps(StepColumns& c, double step) {
-    auto n = static_cast<std::size_t>(std::lower_bound(c.step.begin(), c.step.end(), step) - c.step.begin());
+    auto n = rows_before(c.step, step);
     cut(c.step, n); cut(c.loss, n); cut(c.eval_loss, n); cut(c.lr, n);
     cut(c.step_time_s, n); cut(c.tokens_per_s, n); cut(c.recipe, n);
 }
 
 void truncate_ranks(RankColumns& c, double step) {
-    auto n = static_cast<std::size_t>(std::lower_bound(c.step.begin(), c.step.end(), step) - c.step.begin());
-    cut(c.step, n); cut(c.compute_ms, n); cut(c.comm_ms, n); cut(c.step_ms, n);
+    auto n = rows_before(c.step, step);
+    cut(c.step, n); cut(c.compute_ms, n); cut(c.comm_ms, n); cut(c.step_ms, n); cut(c.grad_bytes, n);
+    n = rows_before(c.error_step, step);
+    cut(c.error_step, n); cut(c.grad_error, n);
 }
 
 void truncate_scaling(ScalingColumns& c, double step) {
-    auto n = static_cast<std::size_t>(std::lower_bound(c.step.begin(), c.step.end(), step) - c.step.begin());
+    auto n = rows_before(c.step, step);
     cut(c.step, n);
     cut(c.amax, n * c.slot_count);
     cut(c.scale, n * c.slot_count);
@@ -155,6 +163,11 @@ void SeriesStore::append_locked(TraceBatch& batch) {
         c.compute_ms.push_back(static_cast<float>(k.compute_ms));
         c.comm_ms.push_back(static_cast<float>(k.comm_ms));
         c.step_ms.push_back(static_cast<float>(k.step_ms));
+        c.grad_bytes.push_back(static_cast<float>(k.grad_bytes));
+        if (std::isfinite(k.grad_error)) {
+            c.error_step.push_back(static_cast<double>(k.step));
+            c.grad_error.push_back(static_cast<float>(k.grad_error));
+        }
     }
     for (auto& e : batch.events) d.events.push_back(std::move(e));
     std::stable_sort(d.events.begin(), d.events.end(),

@@ -5,6 +5,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QScrollBar>
 #include <QTableView>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -46,6 +47,11 @@ HealthView::HealthView(const ViewContext& context, QWidget* parent)
     vf.setPointSizeF(vf.pointSizeF() * 1.15);
     verdict_->setFont(vf);
     layout->addWidget(verdict_);
+    grad_sums_ = new QLabel(this);
+    grad_sums_->setTextFormat(Qt::PlainText);
+    grad_sums_->setStyleSheet("QLabel { color: #333333; padding: 0px 8px 4px 8px; }");
+    grad_sums_->hide();
+    layout->addWidget(grad_sums_);
 
     body_ = new QWidget(this);
     auto* body = new QHBoxLayout(body_);
@@ -90,6 +96,8 @@ HealthView::HealthView(const ViewContext& context, QWidget* parent)
     auto* side = new QVBoxLayout;
     ranks_view_ = make_table(body_, &ranks_);
     ranks_view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    // Sized to its columns (the side widens to fit), not stretched past them.
+    ranks_view_->horizontalHeader()->setStretchLastSection(false);
     ranks_view_->setToolTip(tr("flag: median compute more than %1% above the median rank's; comm is the wait for "
                                "the slowest rank, so it is lowest on the slow one")
                                 .arg(RankHealthModel::kSlowMargin * 100, 0, 'f', 0));
@@ -103,12 +111,12 @@ HealthView::HealthView(const ViewContext& context, QWidget* parent)
     events_view_->setWordWrap(true);  // a health event's detail is a sentence
     events_view_->horizontalHeader()->setSectionResizeMode(EventsModel::Step, QHeaderView::ResizeToContents);
     side->addWidget(events_view_, 1);
-    auto* side_widget = new QWidget(body_);
-    side_widget->setLayout(side);
-    side_widget->setMinimumWidth(460);
-    side_widget->setMaximumWidth(560);
+    side_ = new QWidget(body_);
+    side_->setLayout(side);
+    side_->setMinimumWidth(460);
+    side_->setMaximumWidth(560);
     side->setContentsMargins(0, 0, 4, 0);
-    body->addWidget(side_widget);
+    body->addWidget(side_);
     layout->addWidget(body_, 1);
 
     for (QTableView* t : {ranks_view_, events_view_})
@@ -119,6 +127,7 @@ HealthView::HealthView(const ViewContext& context, QWidget* parent)
 }
 
 QString HealthView::verdict() const { return verdict_->text(); }
+QString HealthView::gradientSums() const { return grad_sums_->isHidden() ? QString() : grad_sums_->text(); }
 bool HealthView::plotsShown() const { return !body_->isHidden(); }
 
 void HealthView::showVerdict() {
@@ -131,7 +140,9 @@ void HealthView::showVerdict() {
     // One process: the message is the whole view, not a line above empty plots.
     static_cast<QBoxLayout*>(layout())->setStretchFactor(verdict_, dp ? 0 : 1);
     body_->setVisible(dp);
-    layout()->activate();  // the label's new height now, also for a grab right after
+    grad_sums_->setText(ranks_.gradientSums());
+    grad_sums_->setVisible(dp && !grad_sums_->text().isEmpty());
+    layout()->activate();  // the labels' new heights now, for the plots' sizes and a grab right after
 }
 
 void HealthView::rebuild(const TraceData& d) {
@@ -177,12 +188,21 @@ void HealthView::redraw() {
         events_.refresh();
         showVerdict();
         if (ranks_.dataParallel()) ctx().store->read([&](const TraceData& d) { rebuild(d); });
-        // Every rank's row shows (up to 16), the events take the rest.
+        // Every column shows without scrolling (BF16 errors are wider than float32's
+        // dashes), every rank's row (up to 16), and the events take the rest.
         const int rows = std::min(ranks_.rowCount(), 16);
+        int width = ranks_view_->horizontalHeader()->length() + 2 * ranks_view_->frameWidth() +
+                    side_->layout()->contentsMargins().right();
+        if (ranks_.rowCount() > rows) width += ranks_view_->verticalScrollBar()->sizeHint().width();
+        side_->setMinimumWidth(std::max(460, width));
+        side_->setMaximumWidth(std::max(560, width));
         ranks_view_->setFixedHeight(ranks_view_->horizontalHeader()->sizeHint().height() +
                                     rows * ranks_view_->verticalHeader()->defaultSectionSize() +
                                     2 * ranks_view_->frameWidth() + 2);
         events_view_->resizeRowsToContents();
+        // The table's new size now, also for a grab right after (each layout only lays
+        // out its own widget's children).
+        for (QWidget* w : {body_, side_}) w->layout()->activate();
     }
     for (auto* l : cursor_lines_) set_cursor_line(l, static_cast<double>(ctx().cursor->step()));
     dataChanged() ? plot_->replot() : replot_cursor_layer(plot_);

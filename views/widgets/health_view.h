@@ -1,10 +1,12 @@
 // Health view: is any rank of a data-parallel job slow, and which? A one-line verdict on
-// top; per-rank lines over steps of compute time and, below on the same step axis, of the
+// top and under it one line on what the gradient sums cost (and, in BF16, saved);
+// per-rank lines over steps of compute time and, below on the same step axis, of the
 // time spent waiting for the gradient all-reduce (comm: fast ranks wait for the slow one,
 // so a slow rank shows as high compute and low comm); the table of ranks (medians, the
-// slowest step, a flag on ranks more than 10% slower than the median rank) with the
-// flagged ranks' lines and rows in red; and the job's health events. A single-process
-// trace shows one line saying it has no health records instead of empty plots.
+// slowest step, gradient megabytes and sum error, a flag on ranks more than 10% slower
+// than the median rank) with the flagged ranks' lines and rows in red; and the job's
+// health events. A single-process trace shows one line saying it has no health records
+// instead of empty plots.
 #pragma once
 
 #include "models/events_model.h"
@@ -27,6 +29,7 @@ public:
     const RankHealthModel& ranks() const { return ranks_; }
     const EventsModel& healthEvents() const { return events_; }
     QString verdict() const;
+    QString gradientSums() const;  // the line under the verdict; empty when it is hidden
     bool plotsShown() const;
     QCustomPlot* plot() const { return plot_; }
     QCPAxisRect* computeRect() const { return rects_[0]; }
@@ -39,6 +42,7 @@ private:
     void rebuild(const TraceData& d);
     void showVerdict();
     QLabel* verdict_;
+    QLabel* grad_sums_;
     QWidget* body_;
     QCustomPlot* plot_;
     QCPAxisRect* rects_[2];
@@ -46,6 +50,7 @@ private:
     RankHealthModel ranks_;
     EventsModel events_;
     QTableView* ranks_view_;
+    QWidget* side_;  // the rank table over the events, beside the plots
     QTableView* events_view_;
 };
 
