@@ -212,6 +212,23 @@ std::deque<Trainer::Request> Trainer::decode_requests(const std::string& text) {
     return out;
 }
 
+// After a run's backward: waits for its gradient sums and splits the time since `t0` into
+// this rank's compute and its communication (the loss exchange, synchronous reductions and
+// the wait for the sums still running when backward's compute is done).
+void Trainer::finish_sums(Model& model, std::chrono::steady_clock::time_point t0, double& compute_ms,
+                          double& comm_ms) {
+    using clock = std::chrono::steady_clock;
+    auto ms = [](clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
+    backend_.synchronize();
+    const auto computed = clock::now();
+    const double waited = dp_->take_comm_host_ms();
+    dp_->finish_backward(model);
+    dp_->communicator().synchronize();
+    dp_->take_comm_host_ms();
+    compute_ms += ms(computed - t0) - waited;
+    comm_ms += waited + ms(clock::now() - computed);
+}
+
 void Trainer::agree(double compute_ms, double comm_ms, double step_ms, float loss) {
     DataParallel::StepShare mine;
     const DataParallel::GradTraffic traffic = dp_->take_traffic();
@@ -296,7 +313,6 @@ bool Trainer::step() {
         corruptions_.erase(fault);
     }
 
-    auto ms = [](clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
     const auto step_start = clock::now();
     if (dp_) dp_->begin_step(step_ + 1);
     double compute_ms = 0, comm_ms = 0;  // data parallel: this rank's share of the step
@@ -325,16 +341,7 @@ bool Trainer::step() {
                                "loss " + std::to_string(loss) + " over moving average " + std::to_string(mean));
         }
         rep.model.backward();
-        if (dp_) {
-            backend_.synchronize();  // backward's compute done; the last reductions may still run
-            const auto t3 = clock::now();
-            const double waited = dp_->take_comm_host_ms();  // the loss and any synchronous reductions
-            dp_->finish_backward(rep.model);
-            dp_->communicator().synchronize();
-            dp_->take_comm_host_ms();
-            compute_ms += ms(t3 - t0) - waited;
-            comm_ms += waited + ms(clock::now() - t3);
-        }
+        if (dp_) finish_sums(rep.model, t0, compute_ms, comm_ms);
         const std::int64_t n = std::int64_t(rep.model.num_params());
         double norm = 0;
         {
@@ -360,7 +367,7 @@ bool Trainer::step() {
         records.push_back(std::move(rec));
     }
 
-    const double step_ms = ms(clock::now() - step_start);
+    const double step_ms = std::chrono::duration<double, std::milli>(clock::now() - step_start).count();
     ++step_;
     next_batch_ = b + 1;
     for (std::size_t i = 0; i < runs_.size(); ++i) {

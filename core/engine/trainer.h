@@ -20,6 +20,7 @@
 // the others). Only rank 0 writes checkpoints.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -131,6 +132,7 @@ private:
     // Data parallel: this step's records of every rank, the health check and the requests
     // every rank applies next.
     void agree(double compute_ms, double comm_ms, double step_ms, float loss);
+    void finish_sums(Model& model, std::chrono::steady_clock::time_point t0, double& compute_ms, double& comm_ms);
     bool writes_checkpoints() const;
     // Periodic, requested and final checkpoints: the state copied now, the file written in
     // the background (CheckpointWriter); events when written.
