@@ -2,8 +2,10 @@
 // bandwidth measured in the same run: x (R, C) BF16 (activations and gradients), as
 // stored and as a transposed view, with no recipe (statistics only), one, and the
 // default `analyze` recipes. Bytes counted are those the analysis reads: x twice (pass 1
-// and pass 2; pass 3 re-reads a few tiles). Times are host wall time per analyze() call,
-// the figures read back and finished included: what a capture step pays per operand.
+// and pass 2; pass 3 re-reads a few tiles). Two times per analyze() call: the host's wall
+// time, the figures read back and finished included (what a capture step pays per
+// operand), and the device time of its kernels (CUPTI), which the bandwidth is reckoned
+// on; under each case the kernels it ran.
 //
 //   bench_cuda_analysis [--rows R] [--cols C] [--runs N]
 #include <cuda_runtime.h>
@@ -18,6 +20,7 @@
 #include "cuda/analysis.h"
 #include "cuda/check.h"
 #include "cuda_bench.cuh"
+#include "kernel_breakdown.h"
 
 using namespace fp8scope;
 using namespace fp8scope::bench;
@@ -75,18 +78,24 @@ int main(int argc, char** argv) {
         {"+ 11 analyze recipes", default_analysis_recipes()},
     };
     cuda::Analyzer analyzer;
-    std::printf("  %-22s %-10s %9s %9s %8s  %s\n", "recipes", "layout", "ms", "GB/s", "% copy", "check");
+    KernelBreakdown breakdown;
+    std::printf("  %-22s %-10s %9s %10s %9s %8s  %s\n", "recipes", "layout", "wall ms", "kernel ms", "GB/s", "% copy",
+                "check");
     for (const Case& c : cases) {
         for (bool transposed : {false, true}) {
             const cuda::AnalysisInput in{x, DType::BF16, transposed ? cols : rows, transposed ? rows : cols, transposed};
             AnalysisExtras extras;
             Analysis a;
-            const double ms = median_wall_ms(runs, [&] { a = analyzer.analyze(in, c.recipes, {}, extras, stream); });
-            const double gbs = 2.0 * n * 2 / ms * 1e-6;
-            std::printf("  %-22s %-10s %9.3f %9.0f %7.1f%%  amax %g, rms %.4f%s%s\n", c.name,
-                        transposed ? "transposed" : "stored", ms, gbs, 100.0 * gbs / copy_gbs, a.tensor.amax,
+            auto call = [&] { a = analyzer.analyze(in, c.recipes, {}, extras, stream); };
+            const double ms = median_wall_ms(runs, call);
+            const bool traced = breakdown.record(3, call);
+            const double kms = traced ? breakdown.total_ms() : ms;
+            const double gbs = 2.0 * n * 2 / kms * 1e-6;
+            std::printf("  %-22s %-10s %9.3f %10.3f %9.0f %7.1f%%  amax %g, rms %.4f%s%s\n", c.name,
+                        transposed ? "transposed" : "stored", ms, kms, gbs, 100.0 * gbs / copy_gbs, a.tensor.amax,
                         a.tensor.rms, a.errors.empty() ? "" : ", sqnr ",
                         a.errors.empty() ? "" : std::to_string(a.errors.back().sqnr_db).c_str());
+            if (traced) breakdown.print();
         }
     }
     // With the per-tile maps of every recipe (block-map steps).
@@ -95,9 +104,11 @@ int main(int argc, char** argv) {
         AnalysisExtras extras;
         extras.tile_maps = true;
         const std::vector<Recipe> r = default_analysis_recipes();
-        const double ms = median_wall_ms(runs, [&] { analyzer.analyze(in, r, {}, extras, stream); });
-        std::printf("  %-22s %-10s %9.3f %9.0f %7.1f%%\n", "11 recipes + maps", "stored", ms, 2.0 * n * 2 / ms * 1e-6,
-                    100.0 * (2.0 * n * 2 / ms * 1e-6) / copy_gbs);
+        auto call = [&] { analyzer.analyze(in, r, {}, extras, stream); };
+        const double ms = median_wall_ms(runs, call);
+        const double kms = breakdown.record(3, call) ? breakdown.total_ms() : ms;
+        std::printf("  %-22s %-10s %9.3f %10.3f %9.0f %7.1f%%\n", "11 recipes + maps", "stored", ms, kms,
+                    2.0 * n * 2 / kms * 1e-6, 100.0 * (2.0 * n * 2 / kms * 1e-6) / copy_gbs);
     }
     cudaFree(x);
     cudaFree(copy_dst);

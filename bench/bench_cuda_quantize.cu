@@ -3,7 +3,8 @@
 // few outliers and no zeros, cast to the rowwise and the columnwise copy at once. Bytes
 // counted are those a cast must move: every read of x (current scaling reads it twice),
 // both code copies, the scale_inv grids (and E8M0 grids for MX); the copy moves 2 bytes
-// per byte copied (read + write). Times: CUDA events, median of the runs after warm-up.
+// per byte copied (read + write). Times: CUDA events, median of the runs after warm-up;
+// under each recipe the kernels it ran (CUPTI).
 //
 //   bench_cuda_quantize [--rows R] [--cols C] [--runs N]
 #include <cuda_runtime.h>
@@ -20,6 +21,7 @@
 #include "cuda/check.h"
 #include "cuda/quantize.h"
 #include "cuda_bench.cuh"
+#include "kernel_breakdown.h"
 
 namespace {
 
@@ -85,6 +87,7 @@ int main(int argc, char** argv) {
         {"block 128x128", BlockScaling{Format::E4M3, 128, 128, true}, 1},
         {"mxfp8 e4m3 rceil", MXScaling{Format::E4M3, MXRule::RCeil, 32}, 1},
     };
+    KernelBreakdown breakdown;
     for (DType in : {DType::BF16, DType::F32}) {
         FP8SCOPE_CUDA_CHECK(cudaMemset(x, 0, n * 4));
         fill_normal<<<prop.multiProcessorCount * 8, 256, 0, stream>>>(x, in == DType::BF16, n, 12345u);
@@ -98,11 +101,13 @@ int main(int argc, char** argv) {
             const cuda::CastTarget t{row, row_sinv, mx ? row_e8m0 : nullptr, col, col_sinv, mx ? col_e8m0 : nullptr, stats};
             const cuda::CastInput xi{x, in, rows, cols};
             const bool is_delayed = std::holds_alternative<DelayedScaling>(c.recipe);
-            const double ms = median_ms(stream, runs, [&] { cuda::cast(xi, c.recipe, t, stream, is_delayed ? state : nullptr, true); });
+            auto call = [&] { cuda::cast(xi, c.recipe, t, stream, is_delayed ? state : nullptr, true); };
+            const double ms = median_ms(stream, runs, call);
             const double bytes = c.reads * in_bytes + 2.0 * n + 4.0 * (rg.size() + cg.size()) +
                                  (mx ? double(rg.size() + cg.size()) : 0.0);
             const double gbs = bytes / ms * 1e-6;
             std::printf("  %-22s %10.3f %10.1f %10.0f %7.1f%%\n", c.name, ms, bytes * 1e-6, gbs, 100.0 * gbs / copy_gbs);
+            if (breakdown.record(3, call)) breakdown.print();
         }
         std::printf("\n");
     }
