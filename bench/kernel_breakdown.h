@@ -9,9 +9,13 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include <cuda_runtime.h>
+
+#include "cuda/check.h"
 #include "cuda/kernel_tracer.h"
 
 namespace fp8scope::bench {
@@ -33,6 +37,7 @@ public:
             return false;
         }
         for (int i = 0; i < calls; ++i) f();
+        FP8SCOPE_CUDA_CHECK(cudaDeviceSynchronize());  // records of unfinished kernels have no times
         tracer.flush();
         tracer.stop();
         return true;
@@ -53,21 +58,33 @@ public:
         for (const auto& [name, t] : ns_) rows.emplace_back(t, name);
         std::sort(rows.rbegin(), rows.rend());
         for (const auto& [t, name] : rows)
-            std::printf("%s%8.1f us  %4.1f x  %.90s\n", indent, double(t) * 1e-3 / calls_,
+            std::printf("%s%8.1f us  %4.1f x  %.110s\n", indent, double(t) * 1e-3 / calls_,
                         double(count_.at(name)) / calls_, name.c_str());
     }
 
     void on_kernels(const KernelTiming* timings, std::size_t n) override {
         std::lock_guard lock(mutex_);
         for (std::size_t i = 0; i < n; ++i) {
-            std::string name(timings[i].name);
-            if (const auto paren = name.find('('); paren != std::string::npos) name.resize(paren);
+            const std::string name = short_name(timings[i].name);
             ns_[name] += timings[i].end_ns - timings[i].start_ns;
             ++count_[name];
         }
     }
 
 private:
+    // The demangled name without its namespaces' "(anonymous namespace)::" and its
+    // parameter list (the first '(' outside template arguments).
+    static std::string short_name(std::string_view full) {
+        std::string name(full);
+        for (std::size_t at; (at = name.find("(anonymous namespace)::")) != std::string::npos;) name.erase(at, 23);
+        int depth = 0;
+        for (std::size_t i = 0; i < name.size(); ++i) {
+            depth += name[i] == '<' ? 1 : name[i] == '>' ? -1 : 0;
+            if (name[i] == '(' && depth == 0) return name.substr(0, i);
+        }
+        return name;
+    }
+
     mutable std::mutex mutex_;
     std::map<std::string, std::int64_t> ns_;
     std::map<std::string, std::int64_t> count_;

@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-targets=(fp8scope-engine fp8scope_cuda_tests fp8scope_core_tests bench_cuda_gemm bench_cuda_quantize bench_cuda_ops bench_cuda_analysis
+targets=(fp8scope-engine fp8scope_cuda_tests fp8scope_core_tests bench_cuda_gemm bench_cuda_quantize bench_cuda_ops bench_cuda_analysis bench_cuda_gemm_layouts
          bench_step bench_train_step bench_sgemm bench_capture_overhead bench_data_parallel)
 
 pack() {
@@ -36,7 +36,7 @@ check() {
         (cd "$g" && timeout 900 "$g/bin/fp8scope_cuda_tests" --gtest_brief=1 ${GTEST_FILTER:+--gtest_filter="$GTEST_FILTER"}) \
             >"$out/cuda_tests.txt" 2>&1 || true
     fi
-    for b in ${BENCHES-bench_cuda_gemm bench_cuda_quantize bench_cuda_ops bench_cuda_analysis}; do
+    for b in ${BENCHES-bench_cuda_gemm bench_cuda_gemm_layouts bench_cuda_quantize bench_cuda_ops bench_cuda_analysis}; do
         timeout 300 "$g/bin/$b" >"$out/$b.txt" 2>&1 || echo "exit $?" >>"$out/$b.txt"
     done
     if [ -n "${EXTRA:-}" ]; then

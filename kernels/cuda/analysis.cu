@@ -86,6 +86,11 @@ __global__ void __launch_bounds__(kFinishThreads) finish_moments_kernel(const Mo
     const double nf = double(finite);
     out->params.mean = finite ? m.sum / nf : 0.0;
     out->params.threshold = k * (finite ? sqrt(m.sum2 / nf) : nan(""));
+    out->params.threshold_f = __double2float_rd(out->params.threshold);
+    const double spread = double(qk::float_of(m.amax_finite)) + fabs(out->params.mean);
+    out->params.dev_exp = spread > 0 ? ilogb(spread) + 1 : 0;
+    out->params.dev_norm = ldexp(1.0, -out->params.dev_exp);
+    out->params.mean_norm = out->params.mean * out->params.dev_norm;
     const float amax = qk::float_of(m.amax);
     for (int i = 0; i < plans.count; ++i) {
         const RecipePlan& p = plans.r[i];

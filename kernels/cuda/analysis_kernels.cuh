@@ -51,6 +51,12 @@ struct Moments {
 // Pass 1's results that later passes read.
 struct Params {
     double mean, threshold;
+    // The central sums in float32 on deviations scaled by 2^-dev_exp (|x - mean| < 1 there),
+    // and the outlier threshold as the largest float <= it (|x| > threshold, x a float, is
+    // |x| > threshold_f).
+    int dev_exp;
+    double dev_norm, mean_norm;  // 2^-dev_exp and mean * 2^-dev_exp
+    float threshold_f;
     float s[kMaxRecipes], si[kMaxRecipes];  // per-tensor recipes
 };
 

@@ -227,9 +227,12 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
     load_tile<T, kTransposed>(in, at.r0, c0, nr, nc, sh.tile);
     __syncthreads();
 
-    // Tensor statistics of the tile.
-    const double mean = params->mean, threshold = params->threshold;
-    double m2 = 0, m4 = 0;
+    // Tensor statistics of the tile: central sums in float32 per thread (at most 64 terms,
+    // scaled so that no square overflows or loses bits that matter), added in float64; the
+    // histogram's shared atomics one per bin and warp (lanes with the same bin agree first).
+    const double dev_norm = params->dev_norm, mean_norm = params->mean_norm;
+    const float threshold = params->threshold_f;
+    float m2 = 0, m4 = 0;
     unsigned beyond = 0, zero = 0, min_nz = kInfBits, smax = 0, ch[kTile / 32] = {};
     for (int i = 0; i < kRowsPerWarp; ++i) {
         const int r = warp + kWarps * i;
@@ -238,25 +241,29 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
             const int c = lane + 32 * j;
             const float v = as_float(sh.tile[r * kPad + c]);
             const unsigned a = __float_as_uint(v) & kAbs;
-            const bool fin = r < nr && c < nc && a < kInfBits;
+            const bool inside = r < nr && c < nc;
+            const bool fin = inside && a < kInfBits;
             if (fin) {
-                const double d = double(v) - mean, d2 = d * d;
+                const float d = float(fma(double(v), dev_norm, -mean_norm)), d2 = d * d;
                 m2 += d2;
-                m4 += d2 * d2;
-                beyond += fabs(double(v)) > threshold;
+                m4 = fmaf(d2, d2, m4);
+                beyond += fabsf(v) > threshold;
                 zero += a == 0u;
                 if (a) min_nz = min(min_nz, a);
                 smax = max(smax, a);
                 ch[j] = max(ch[j], a);
             }
-            const int bin = r < nr && c < nc ? hist_bin(a) : -1;
-            if (bin >= 0) atomicAdd(&sh.hist[warp][bin], 1u);
+            const int bin = inside ? hist_bin(a) : -1;
+            const unsigned peers = __match_any_sync(0xffffffffu, bin);
+            if (bin >= 0 && lane == __ffs(peers) - 1) atomicAdd(&sh.hist[warp][bin], unsigned(__popc(peers)));
         }
     }
 #pragma unroll
     for (int j = 0; j < kTile / 32; ++j)
         if (ch[j]) atomicMax(&sh.channel[lane + 32 * j], ch[j]);
-    const TileStats st = block_combine(TileStats{m2, m4, beyond, zero, min_nz, smax}, sh.stats_parts);
+    const double back2 = ldexp(1.0, 2 * params->dev_exp);
+    const TileStats st = block_combine(TileStats{double(m2) * back2, double(m4) * back2 * back2, beyond, zero, min_nz, smax},
+                                       sh.stats_parts);
     __shared__ unsigned tile_smax;
     if (threadIdx.x == 0) {
         tile_stats[tile] = st;

@@ -13,45 +13,44 @@ namespace {
 constexpr int kMergeThreads = 1024;
 constexpr unsigned kAbs = ~qk::kSignBit;
 
-// The k-th largest tile maximum, counting ties (0 when there are fewer than k tiles).
+// The k-th largest tile maximum, counting ties (0 when there are fewer than k tiles): a
+// radix select, most significant byte first; each round counts the maxima that share the
+// bytes chosen so far in 256 bins and keeps the bin where the count from the top reaches k.
 __global__ void __launch_bounds__(kMergeThreads) threshold_kernel(const TileStats* tiles, std::int64_t n, int k,
                                                                    Summary* out) {
-    __shared__ unsigned long long scratch[kMergeThreads / 32];
-    __shared__ unsigned long long bound_s;
-    __shared__ bool done;
-    unsigned long long bound = 1ull << 32;  // values below it are still to be counted
-    long long counted = 0;
-    for (;;) {
-        unsigned m = 0;
-        bool any = false;
-        for (std::int64_t t = threadIdx.x; t < n; t += blockDim.x) {
-            if (tiles[t].smax < bound) {
-                m = max(m, tiles[t].smax);
-                any = true;
-            }
-        }
-        const unsigned long long top =
-            block_reduce(any ? (1ull << 32) | m : 0ull, Max{}, reinterpret_cast<unsigned long long*>(scratch));
-        if (threadIdx.x == 0) bound_s = top;
-        __syncthreads();
-        const unsigned long long found = bound_s;
-        if (!found) {  // every tile counted
-            if (threadIdx.x == 0) out->top_threshold = 0;
-            return;
-        }
-        const unsigned value = unsigned(found);
-        unsigned long long c = 0;
-        for (std::int64_t t = threadIdx.x; t < n; t += blockDim.x) c += tiles[t].smax == value;
-        c = block_reduce(c, Add{}, scratch);
-        if (threadIdx.x == 0) {
-            counted += static_cast<long long>(c);
-            done = counted >= k || value == 0;
-            if (done) out->top_threshold = value;
-        }
-        __syncthreads();
-        if (done) return;
-        bound = value;
+    __shared__ unsigned bins[256];
+    __shared__ unsigned prefix_s, need_s;
+    if (threadIdx.x == 0) prefix_s = 0, need_s = unsigned(k);
+    if (n < k) {
+        if (threadIdx.x == 0) out->top_threshold = 0;
+        return;
     }
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        for (int b = threadIdx.x; b < 256; b += blockDim.x) bins[b] = 0;
+        __syncthreads();
+        const unsigned prefix = prefix_s;
+        const unsigned high = shift == 24 ? 0u : ~0u << (shift + 8);  // the bytes already chosen
+        for (std::int64_t t = threadIdx.x; t < n; t += blockDim.x) {
+            const unsigned m = tiles[t].smax;
+            if ((m & high) == prefix) atomicAdd(&bins[(m >> shift) & 255u], 1u);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            unsigned need = need_s, b = 255;
+            while (bins[b] < need) need -= bins[b--];  // the k-th lies in bin b (need <= its count)
+            prefix_s = prefix | (b << shift);
+            need_s = need;
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out->top_threshold = prefix_s;
+}
+
+// The rank of `key` among keys[0, n) (distinct): how many are larger.
+__device__ __forceinline__ unsigned rank_of(unsigned long long key, const unsigned long long* keys, unsigned n) {
+    unsigned rank = 0;
+    for (unsigned j = 0; j < n; ++j) rank += keys[j] > key;
+    return rank;
 }
 
 // The largest key below `bound` among this thread's elements of the tile (0: none).
@@ -110,16 +109,16 @@ __global__ void __launch_bounds__(kThreads) tile_top_kernel(TileInput in, int k,
     }
     __syncthreads();
     const unsigned n = gathered;
+    if (n <= kGathered) {  // the usual case: rank the gathered keys, keep the first k
+        for (unsigned i = threadIdx.x; i < n; i += blockDim.x)
+            if (rank_of(keys[i], keys, n) < unsigned(k)) candidates[atomicAdd(&out->candidates, 1u)] = {keys[i], values[i]};
+        return;
+    }
+    // Many ties at the threshold: k rounds, each picking the largest key left.
     unsigned long long bound = ~0ull;
     for (int round = 0; round < k; ++round) {
         float value = 0;
-        unsigned long long mine = 0;
-        if (n <= kGathered) {
-            for (unsigned i = threadIdx.x; i < n; i += blockDim.x)
-                if (keys[i] < bound && keys[i] > mine) mine = keys[i], value = values[i];
-        } else {
-            mine = best_below(tile, at.nr, at.nc, at.r0, at.c0, in.cols, bound, value);
-        }
+        const unsigned long long mine = best_below(tile, at.nr, at.nc, at.r0, at.c0, in.cols, bound, value);
         const unsigned long long best = block_reduce(mine, Max{}, scratch);
         if (threadIdx.x == 0) best_s = best;
         __syncthreads();
@@ -129,11 +128,24 @@ __global__ void __launch_bounds__(kThreads) tile_top_kernel(TileInput in, int k,
     }
 }
 
-// The top k of the candidates, in rank order, into out->top.
+// The top k of the candidates, in rank order, into out->top: each candidate's rank among
+// them (they fit in shared memory in all but tie-heavy tensors), else k rounds.
+constexpr int kRanked = 4096;
+
 __global__ void __launch_bounds__(kMergeThreads) merge_kernel(const Candidate* candidates, int k, Summary* out) {
     __shared__ unsigned long long scratch[kMergeThreads / 32];
-    __shared__ unsigned long long best_s;
+    __shared__ unsigned long long best_s, keys[kRanked];
     const unsigned n = out->candidates;
+    if (n <= unsigned(kRanked)) {
+        for (unsigned i = threadIdx.x; i < n; i += blockDim.x) keys[i] = candidates[i].key;
+        __syncthreads();
+        for (unsigned i = threadIdx.x; i < n; i += blockDim.x) {
+            const unsigned rank = rank_of(keys[i], keys, n);
+            if (rank < unsigned(k)) out->top[rank] = candidates[i];
+        }
+        if (threadIdx.x == 0) out->top_count = min(n, unsigned(k));
+        return;
+    }
     unsigned long long bound = ~0ull;
     for (int round = 0; round < k; ++round) {
         unsigned long long mine = 0;
