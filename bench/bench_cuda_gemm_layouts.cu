@@ -2,7 +2,9 @@
 // tokens M = B * T = 8192), in the three layouts a linear layer runs (fprop: x W^T,
 // dgrad: dy W, wgrad: dy^T x with a float32 result), each timed with every algorithm
 // cuBLASLt's heuristic offers (up to 16): what its first choice, which the engine takes,
-// leaves against the best of them, per shape and summed over the layers of a step.
+// leaves against the best of them, per shape and summed over the layers of a step; and
+// whether each algorithm's result has the same bits as the first choice's (an algorithm
+// picked by timing keeps a run reproducible only if it does), with its split-K count.
 //
 //   bench_cuda_gemm_layouts [--c C] [--tokens M] [--layers L]
 #include <cublasLt.h>
@@ -36,10 +38,37 @@ struct Problem {
 struct Timed {
     double first_ms = 0, best_ms = 0;
     int best = 0, offered = 0;
+    std::string bits;  // per algorithm: '=' same bits as the first, 'x' different; split-K count after
 };
 
+int split_k(const cublasLtMatmulAlgo_t& algo) {
+    std::int32_t v = 1;
+    std::size_t got = 0;
+    cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &v, sizeof v, &got);
+    return v;
+}
+
+__global__ void count_differences(const std::uint32_t* a, const std::uint32_t* b, std::size_t n,
+                                  unsigned long long* count) {
+    for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+        if (a[i] != b[i]) atomicAdd(count, 1ull);
+}
+
+bool same_bits(const void* a, const void* b, std::size_t bytes, cudaStream_t stream) {
+    static unsigned long long* count = nullptr;
+    if (!count) FP8SCOPE_CUDA_CHECK(cudaMalloc(&count, sizeof *count));
+    FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(count, 0, sizeof *count, stream));
+    count_differences<<<1024, 256, 0, stream>>>(static_cast<const std::uint32_t*>(a),
+                                                static_cast<const std::uint32_t*>(b), bytes / 4, count);
+    FP8SCOPE_CUDA_LAUNCHED();
+    unsigned long long host = 0;
+    FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(&host, count, sizeof host, cudaMemcpyDeviceToHost, stream));
+    FP8SCOPE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return host == 0;
+}
+
 Timed run(cublasLtHandle_t lt, cudaStream_t stream, void* ws, std::size_t ws_bytes, const Problem& p, void* a,
-          void* b, void* out) {
+          void* b, void* out, void* first_out) {
     cublasLtMatmulDesc_t desc;
     FP8SCOPE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t op_a = p.b_t ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = p.a_t ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -68,6 +97,7 @@ Timed run(cublasLtHandle_t lt, cudaStream_t stream, void* ws, std::size_t ws_byt
     Timed t;
     t.offered = found;
     const float alpha = 1.0f, beta = 0.0f;
+    const std::size_t out_bytes = std::size_t(p.m * p.n) * (p.f32_out ? 4 : 2);
     for (int i = 0; i < found; ++i) {
         const double ms = median_ms(stream, 10, [&] {
             FP8SCOPE_CUBLAS_CHECK(cublasLtMatmul(lt, desc, &alpha, b, la, a, lb, &beta, out, ld, out, ld,
@@ -75,6 +105,10 @@ Timed run(cublasLtHandle_t lt, cudaStream_t stream, void* ws, std::size_t ws_byt
         });
         if (i == 0) t.first_ms = t.best_ms = ms;
         if (ms < t.best_ms) t.best_ms = ms, t.best = i;
+        if (i == 0) FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(first_out, out, out_bytes, cudaMemcpyDeviceToDevice, stream));
+        t.bits += i == 0 || same_bits(first_out, out, out_bytes, stream) ? '=' : 'x';
+        t.bits += std::to_string(split_k(results[i].algo));
+        t.bits += ' ';
     }
     cublasLtMatmulPreferenceDestroy(pref);
     cublasLtMatrixLayoutDestroy(la);
@@ -107,10 +141,11 @@ int main(int argc, char** argv) {
     FP8SCOPE_CUBLAS_CHECK(cublasLtCreate(&lt));
     const std::size_t ws_bytes = cuda::GemmRunner::kDefaultWorkspace;
     const std::int64_t H = 4 * C, most = std::max(M, H) * std::max(3 * C, H);
-    void *a, *b, *out, *ws;
+    void *a, *b, *out, *first_out, *ws;
     FP8SCOPE_CUDA_CHECK(cudaMalloc(&a, most * 2));
     FP8SCOPE_CUDA_CHECK(cudaMalloc(&b, most * 2));
     FP8SCOPE_CUDA_CHECK(cudaMalloc(&out, most * 4));
+    FP8SCOPE_CUDA_CHECK(cudaMalloc(&first_out, most * 4));
     FP8SCOPE_CUDA_CHECK(cudaMalloc(&ws, ws_bytes));
     fill_normal<<<prop.multiProcessorCount * 8, 256, 0, stream>>>(a, true, most, 1u);
     fill_normal<<<prop.multiProcessorCount * 8, 256, 0, stream>>>(b, true, most, 2u);
@@ -130,11 +165,11 @@ int main(int argc, char** argv) {
                                     {"dgrad", M, l.in, l.out, false, false, false},
                                     {"wgrad", l.out, l.in, M, true, false, true}};
         for (const Problem& p : problems) {
-            const Timed t = run(lt, stream, ws, ws_bytes, p, a, b, out);
+            const Timed t = run(lt, stream, ws, ws_bytes, p, a, b, out, first_out);
             const double flop = 2.0 * p.m * p.n * p.k;
-            std::printf("  %-6s %-6s %6lld %6lld %6lld  %9.3f %7.0f  %9.3f %7.0f  #%d of %d\n", l.name, p.what,
-                        (long long)p.m, (long long)p.n, (long long)p.k, t.first_ms, flop / t.first_ms * 1e-9,
-                        t.best_ms, flop / t.best_ms * 1e-9, t.best, t.offered);
+            std::printf("  %-6s %-6s %6lld %6lld %6lld  %9.3f %7.0f  %9.3f %7.0f  #%d of %d  bits/split-k %s\n", l.name,
+                        p.what, (long long)p.m, (long long)p.n, (long long)p.k, t.first_ms, flop / t.first_ms * 1e-9,
+                        t.best_ms, flop / t.best_ms * 1e-9, t.best, t.offered, t.bits.c_str());
             first_total += t.first_ms * layers;
             best_total += t.best_ms * layers;
         }
@@ -144,6 +179,7 @@ int main(int argc, char** argv) {
     cudaFree(a);
     cudaFree(b);
     cudaFree(out);
+    cudaFree(first_out);
     cudaFree(ws);
     cublasLtDestroy(lt);
     cudaStreamDestroy(stream);

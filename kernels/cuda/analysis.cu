@@ -21,24 +21,45 @@ namespace {
 
 constexpr int kFinishThreads = 1024;
 
+// Pass 1's sums per thread. A 16-byte run's sums are formed in float32 and added in
+// float64 when its largest |x| lies in [2^-60, 2^60) (no square overflows or is lost);
+// other runs go element by element in float64.
 struct MomentAcc {
     double sum = 0, sum2 = 0;
-    unsigned amax = 0, amax_finite = 0;
-    unsigned long long nan = 0, inf = 0;
-    __device__ __forceinline__ void add(float v) {
-        const unsigned a = __float_as_uint(v) & ~qk::kSignBit;
-        const bool fin = a < qk::kInfBits;
-        const double d = fin ? double(v) : 0.0;
-        sum += d;
-        sum2 += d * d;
-        amax = max(amax, a <= qk::kInfBits ? a : 0u);
-        amax_finite = max(amax_finite, fin ? a : 0u);
-        nan += a > qk::kInfBits;
-        inf += a == qk::kInfBits;
+    unsigned amax = 0, amax_finite = 0, nan = 0, inf = 0;
+    template <int kV>
+    __device__ __forceinline__ void add_run(const float (&v)[kV]) {
+        float fs = 0, fs2 = 0;
+        unsigned run_max = 0;
+#pragma unroll
+        for (int k = 0; k < kV; ++k) {
+            const unsigned a = __float_as_uint(v[k]) & ~qk::kSignBit;
+            const bool fin = a < qk::kInfBits;
+            const float x = fin ? v[k] : 0.0f;
+            fs += x;
+            fs2 = fmaf(x, x, fs2);
+            amax = max(amax, a <= qk::kInfBits ? a : 0u);
+            run_max = max(run_max, fin ? a : 0u);
+            nan += a > qk::kInfBits;
+            inf += a == qk::kInfBits;
+        }
+        amax_finite = max(amax_finite, run_max);
+        constexpr unsigned kLow = 0x21800000u, kHigh = 0x5D800000u;  // 2^-60, 2^60
+        if (run_max - kLow < kHigh - kLow || run_max == 0) {
+            sum += fs;
+            sum2 += fs2;
+        } else {
+#pragma unroll
+            for (int k = 0; k < kV; ++k) {
+                const double d = (__float_as_uint(v[k]) & ~qk::kSignBit) < qk::kInfBits ? double(v[k]) : 0.0;
+                sum += d;
+                sum2 += d * d;
+            }
+        }
     }
 };
 
-// Grid-stride over 16-byte runs (when x is aligned), the tail element by element.
+// Grid-stride over 16-byte runs (when x is aligned), the tail as runs of one.
 template <class T>
 __global__ void __launch_bounds__(kThreads) moments_kernel(const T* x, std::int64_t n, bool aligned,
                                                            Moments* partials) {
@@ -50,19 +71,24 @@ __global__ void __launch_bounds__(kThreads) moments_kernel(const T* x, std::int6
     const std::int64_t runs = aligned ? n / kV : 0;
     for (std::int64_t i = first; i < runs; i += threads) {
         const uint4 q = reinterpret_cast<const uint4*>(x)[i];
-        T v[kV];
-        memcpy(v, &q, 16);
+        T raw[kV];
+        memcpy(raw, &q, 16);
+        float v[kV];
 #pragma unroll
-        for (int k = 0; k < kV; ++k) acc.add(as_float(v[k]));
+        for (int k = 0; k < kV; ++k) v[k] = as_float(raw[k]);
+        acc.add_run(v);
     }
-    for (std::int64_t i = runs * kV + first; i < n; i += threads) acc.add(as_float(x[i]));
+    for (std::int64_t i = runs * kV + first; i < n; i += threads) {
+        const float v[1] = {as_float(x[i])};
+        acc.add_run(v);
+    }
     Moments m;
     m.sum = block_reduce(acc.sum, Add{}, reinterpret_cast<double*>(scratch));
     m.sum2 = block_reduce(acc.sum2, Add{}, reinterpret_cast<double*>(scratch));
     m.amax = block_reduce(acc.amax, Max{}, reinterpret_cast<unsigned*>(scratch));
     m.amax_finite = block_reduce(acc.amax_finite, Max{}, reinterpret_cast<unsigned*>(scratch));
-    m.nan = block_reduce(acc.nan, Add{}, scratch);
-    m.inf = block_reduce(acc.inf, Add{}, scratch);
+    m.nan = block_reduce(static_cast<unsigned long long>(acc.nan), Add{}, scratch);
+    m.inf = block_reduce(static_cast<unsigned long long>(acc.inf), Add{}, scratch);
     if (threadIdx.x == 0) partials[blockIdx.x] = m;
 }
 
@@ -86,11 +112,17 @@ __global__ void __launch_bounds__(kFinishThreads) finish_moments_kernel(const Mo
     const double nf = double(finite);
     out->params.mean = finite ? m.sum / nf : 0.0;
     out->params.threshold = k * (finite ? sqrt(m.sum2 / nf) : nan(""));
-    out->params.threshold_f = __double2float_rd(out->params.threshold);
-    const double spread = double(qk::float_of(m.amax_finite)) + fabs(out->params.mean);
-    out->params.dev_exp = spread > 0 ? ilogb(spread) + 1 : 0;
-    out->params.dev_norm = ldexp(1.0, -out->params.dev_exp);
-    out->params.mean_norm = out->params.mean * out->params.dev_norm;
+    Params& q = out->params;
+    q.threshold_f = __double2float_rd(q.threshold);
+    const double spread = double(qk::float_of(m.amax_finite)) + fabs(q.mean);  // >= |x - mean|
+    q.dev_exp = spread > 0 ? ilogb(spread) + 1 : 0;
+    q.dev_norm_d = ldexp(1.0, -q.dev_exp);
+    q.dev_norm = q.dev_exp >= kMinDevExp ? float(q.dev_norm_d) : 0.0f;
+    q.pivot = float(q.mean * q.dev_norm_d);
+    q.delta = q.mean * q.dev_norm_d - double(q.pivot);
+    // The register window of the histogram: from 2^-11 to 2^5 times the RMS.
+    const int rms_bin = m.sum2 > 0 && finite ? ilogb(sqrt(m.sum2 / nf)) - kHistMinExp : 0;
+    q.hist_window = max(0, min(kHistBins - kHistWindow, rms_bin - 11));
     const float amax = qk::float_of(m.amax);
     for (int i = 0; i < plans.count; ++i) {
         const RecipePlan& p = plans.r[i];
@@ -104,29 +136,48 @@ __global__ void __launch_bounds__(kFinishThreads) finish_moments_kernel(const Mo
 
 // Block b < recipes adds recipe b's tile sums in tile order; block `recipes` the central
 // statistics.
+__device__ __forceinline__ std::int64_t n_finite(const Moments& m, std::int64_t n) {
+    return n - std::int64_t(m.nan) - std::int64_t(m.inf);
+}
+
 __global__ void __launch_bounds__(kThreads) finish_tiles_kernel(const TileStats* stats, const TileError* errors,
-                                                                std::int64_t tiles, int recipes, Summary* out) {
+                                                                std::int64_t tiles, std::int64_t tiles_n, int recipes,
+                                                                Summary* out) {
     __shared__ unsigned long long scratch[kWarps];
     auto* dscratch = reinterpret_cast<double*>(scratch);
     auto* fscratch = reinterpret_cast<float*>(scratch);
     if (int(blockIdx.x) == recipes) {
-        double m2 = 0, m4 = 0;
+        double s1 = 0, s2 = 0, s3 = 0, s4 = 0;
         unsigned long long beyond = 0, zero = 0;
         unsigned min_nz = qk::kInfBits;
         for (std::int64_t t = threadIdx.x; t < tiles; t += blockDim.x) {
-            m2 += stats[t].m2;
-            m4 += stats[t].m4;
+            s1 += stats[t].s1;
+            s2 += stats[t].s2;
+            s3 += stats[t].s3;
+            s4 += stats[t].s4;
             beyond += stats[t].beyond;
             zero += stats[t].zero;
             min_nz = min(min_nz, stats[t].min_nz);
         }
+        s1 = block_reduce(s1, Add{}, dscratch);
+        s2 = block_reduce(s2, Add{}, dscratch);
+        s3 = block_reduce(s3, Add{}, dscratch);
+        s4 = block_reduce(s4, Add{}, dscratch);
         CentralTotalsDev c;
-        c.m2 = block_reduce(m2, Add{}, dscratch);
-        c.m4 = block_reduce(m4, Add{}, dscratch);
         c.beyond = block_reduce(beyond, Add{}, scratch);
         c.zero = block_reduce(zero, Add{}, scratch);
         c.min_nz = block_reduce(min_nz, Min{}, reinterpret_cast<unsigned*>(scratch));
-        if (threadIdx.x == 0) out->central = c;
+        if (threadIdx.x == 0) {
+            // Sums about the pivot -> sums about the mean (d - delta), then back to x's scale.
+            const Params& q = out->params;
+            const double e = q.delta, nf = double(n_finite(out->moments, tiles_n));
+            const double m2 = s2 - 2 * e * s1 + nf * e * e;
+            const double m4 = s4 - 4 * e * s3 + 6 * e * e * s2 - 4 * e * e * e * s1 + nf * e * e * e * e;
+            const double back2 = ldexp(1.0, 2 * q.dev_exp);
+            c.m2 = fmax(0.0, m2) * back2;
+            c.m4 = fmax(0.0, m4) * back2 * back2;
+            out->central = c;
+        }
         return;
     }
     const int k = blockIdx.x;
@@ -301,7 +352,7 @@ Analysis Analyzer::analyze(const AnalysisInput& x, const std::vector<Recipe>& re
     FP8SCOPE_CUDA_LAUNCHED();
     an::launch_tiles(in, plans, &b.summary->params, b.tile_stats, b.tile_errors, b.summary->hist, b.channel, stream);
     an::finish_tiles_kernel<<<unsigned(nrec + 1), an::kThreads, 0, stream>>>(b.tile_stats, b.tile_errors,
-                                                                             in.tiles(), int(nrec), b.summary);
+                                                                             in.tiles(), n, int(nrec), b.summary);
     FP8SCOPE_CUDA_LAUNCHED();
     if (top_k > 0) an::launch_top_values(in, top_k, b.tile_stats, b.candidates, b.summary, stream);
 

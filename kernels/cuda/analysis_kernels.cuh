@@ -51,18 +51,23 @@ struct Moments {
 // Pass 1's results that later passes read.
 struct Params {
     double mean, threshold;
-    // The central sums in float32 on deviations scaled by 2^-dev_exp (|x - mean| < 1 there),
-    // and the outlier threshold as the largest float <= it (|x| > threshold, x a float, is
-    // |x| > threshold_f).
+    // Pass 2's central sums are power sums of d = x 2^-dev_exp - pivot (|d| < 2 there), in
+    // float32 per thread: pivot is the float nearest mean 2^-dev_exp and delta what it
+    // misses, which the totals correct for exactly. Tensors too small for a float32 scale
+    // (dev_exp < kMinDevExp) take the same sums in float64.
     int dev_exp;
-    double dev_norm, mean_norm;  // 2^-dev_exp and mean * 2^-dev_exp
-    float threshold_f;
+    float dev_norm, pivot;  // 2^-dev_exp (float), the pivot
+    double dev_norm_d, delta;
+    float threshold_f;  // the largest float <= threshold: |x| > threshold is |x| > threshold_f
+    int hist_window;    // first of the kHistWindow histogram bins counted in registers
     float s[kMaxRecipes], si[kMaxRecipes];  // per-tensor recipes
 };
+constexpr int kMinDevExp = -100;
+constexpr int kHistWindow = 16;
 
-// Per tile: the central statistics (CentralTotals' twin) and the largest finite |x|.
+// Per tile: power sums of d (Params), the counts and the largest finite |x|.
 struct TileStats {
-    double m2, m4;
+    double s1, s2, s3, s4;
     unsigned beyond, zero, min_nz, smax;
 };
 

@@ -79,12 +79,14 @@ struct TileShared {
 // warps in order. The result is valid in thread 0; `parts` may be reused after the next
 // barrier.
 __device__ __forceinline__ TileStats shuffle_down(const TileStats& v, int o) {
-    return {__shfl_down_sync(0xffffffffu, v.m2, o),     __shfl_down_sync(0xffffffffu, v.m4, o),
+    return {__shfl_down_sync(0xffffffffu, v.s1, o),     __shfl_down_sync(0xffffffffu, v.s2, o),
+            __shfl_down_sync(0xffffffffu, v.s3, o),     __shfl_down_sync(0xffffffffu, v.s4, o),
             __shfl_down_sync(0xffffffffu, v.beyond, o), __shfl_down_sync(0xffffffffu, v.zero, o),
             __shfl_down_sync(0xffffffffu, v.min_nz, o), __shfl_down_sync(0xffffffffu, v.smax, o)};
 }
 __device__ __forceinline__ TileStats combine(const TileStats& a, const TileStats& b) {
-    return {a.m2 + b.m2, a.m4 + b.m4, a.beyond + b.beyond, a.zero + b.zero, min(a.min_nz, b.min_nz), max(a.smax, b.smax)};
+    return {a.s1 + b.s1,         a.s2 + b.s2,     a.s3 + b.s3,           a.s4 + b.s4,
+            a.beyond + b.beyond, a.zero + b.zero, min(a.min_nz, b.min_nz), max(a.smax, b.smax)};
 }
 __device__ __forceinline__ TileError shuffle_down(const TileError& v, int o) {
     return {__shfl_down_sync(0xffffffffu, v.sxx, o),       __shfl_down_sync(0xffffffffu, v.sdd, o),
@@ -227,12 +229,17 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
     load_tile<T, kTransposed>(in, at.r0, c0, nr, nc, sh.tile);
     __syncthreads();
 
-    // Tensor statistics of the tile: central sums in float32 per thread (at most 64 terms,
-    // scaled so that no square overflows or loses bits that matter), added in float64; the
-    // histogram's shared atomics one per bin and warp (lanes with the same bin agree first).
-    const double dev_norm = params->dev_norm, mean_norm = params->mean_norm;
-    const float threshold = params->threshold_f;
-    float m2 = 0, m4 = 0;
+    // Tensor statistics of the tile: power sums of d (Params) per thread (at most 64 terms)
+    // in float32, or float64 for tensors too small for a float32 scale; the histogram's
+    // bins near the RMS counted in registers (8-bit counters, 8 to a 64-bit word) and added
+    // once per warp, the others with shared atomics.
+    const Params& q = *params;
+    const bool f32_sums = q.dev_exp >= kMinDevExp;
+    const float threshold = q.threshold_f;
+    const int window = q.hist_window;
+    float f1 = 0, f2 = 0, f3 = 0, f4 = 0;
+    double d1 = 0, d2 = 0, d3 = 0, d4 = 0;
+    unsigned long long low8 = 0, high8 = 0;
     unsigned beyond = 0, zero = 0, min_nz = kInfBits, smax = 0, ch[kTile / 32] = {};
     for (int i = 0; i < kRowsPerWarp; ++i) {
         const int r = warp + kWarps * i;
@@ -242,11 +249,20 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
             const float v = as_float(sh.tile[r * kPad + c]);
             const unsigned a = __float_as_uint(v) & kAbs;
             const bool inside = r < nr && c < nc;
-            const bool fin = inside && a < kInfBits;
-            if (fin) {
-                const float d = float(fma(double(v), dev_norm, -mean_norm)), d2 = d * d;
-                m2 += d2;
-                m4 = fmaf(d2, d2, m4);
+            if (inside && a < kInfBits) {
+                if (f32_sums) {
+                    const float d = fmaf(v, q.dev_norm, -q.pivot), dd = d * d;
+                    f1 += d;
+                    f2 += dd;
+                    f3 = fmaf(dd, d, f3);
+                    f4 = fmaf(dd, dd, f4);
+                } else {
+                    const double d = fma(double(v), q.dev_norm_d, -double(q.pivot)), dd = d * d;
+                    d1 += d;
+                    d2 += dd;
+                    d3 += dd * d;
+                    d4 += dd * dd;
+                }
                 beyond += fabsf(v) > threshold;
                 zero += a == 0u;
                 if (a) min_nz = min(min_nz, a);
@@ -254,16 +270,24 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
                 ch[j] = max(ch[j], a);
             }
             const int bin = inside ? hist_bin(a) : -1;
-            const unsigned peers = __match_any_sync(0xffffffffu, bin);
-            if (bin >= 0 && lane == __ffs(peers) - 1) atomicAdd(&sh.hist[warp][bin], unsigned(__popc(peers)));
+            const unsigned o = unsigned(bin - window);
+            if (o < 8u) low8 += 1ull << (8 * o);
+            else if (o < unsigned(kHistWindow)) high8 += 1ull << (8 * (o - 8));
+            else if (bin >= 0) atomicAdd(&sh.hist[warp][bin], 1u);
         }
+    }
+#pragma unroll
+    for (int b = 0; b < kHistWindow; ++b) {
+        const unsigned count = unsigned(((b < 8 ? low8 : high8) >> (8 * (b % 8))) & 0xFFu);
+        const unsigned total = __reduce_add_sync(0xffffffffu, count);
+        if (lane == 0 && total) atomicAdd(&sh.hist[warp][window + b], total);
     }
 #pragma unroll
     for (int j = 0; j < kTile / 32; ++j)
         if (ch[j]) atomicMax(&sh.channel[lane + 32 * j], ch[j]);
-    const double back2 = ldexp(1.0, 2 * params->dev_exp);
-    const TileStats st = block_combine(TileStats{double(m2) * back2, double(m4) * back2 * back2, beyond, zero, min_nz, smax},
-                                       sh.stats_parts);
+    const TileStats st = block_combine(
+        TileStats{double(f1) + d1, double(f2) + d2, double(f3) + d3, double(f4) + d4, beyond, zero, min_nz, smax},
+        sh.stats_parts);
     __shared__ unsigned tile_smax;
     if (threadIdx.x == 0) {
         tile_stats[tile] = st;

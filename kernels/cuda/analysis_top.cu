@@ -35,11 +35,24 @@ __global__ void __launch_bounds__(kMergeThreads) threshold_kernel(const TileStat
             if ((m & high) == prefix) atomicAdd(&bins[(m >> shift) & 255u], 1u);
         }
         __syncthreads();
-        if (threadIdx.x == 0) {
-            unsigned need = need_s, b = 255;
-            while (bins[b] < need) need -= bins[b--];  // the k-th lies in bin b (need <= its count)
-            prefix_s = prefix | (b << shift);
-            need_s = need;
+        if (threadIdx.x < 32) {  // warp 0: lane l holds bins 8l .. 8l+7
+            const unsigned lane = threadIdx.x, need = need_s;
+            unsigned c[8], mine = 0;
+#pragma unroll
+            for (int i = 0; i < 8; ++i) mine += c[i] = bins[8 * lane + i];
+            unsigned from = mine;  // count in the bins of lanes >= this one
+#pragma unroll
+            for (int o = 1; o < 32; o <<= 1) {
+                const unsigned t = __shfl_down_sync(0xffffffffu, from, o);
+                if (lane + o < 32) from += t;
+            }
+            if (from - mine < need && from >= need) {  // the k-th lies in this lane's bins
+                unsigned left = need - (from - mine);
+                int b = 8 * int(lane) + 7;
+                while (c[b % 8] < left) left -= c[b % 8], --b;
+                prefix_s = prefix | (unsigned(b) << shift);
+                need_s = left;
+            }
         }
         __syncthreads();
     }

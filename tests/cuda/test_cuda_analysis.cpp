@@ -3,7 +3,7 @@
 // values and tile absmax exactly; float64 figures to 1e-5 relative (the summation order
 // and the float32 products differ). Shapes are awkward on purpose (not multiples of 32 or
 // 128), in F32 and BF16, as stored and as transposed views, with NaN, Inf, zeros,
-// subnormals and saturating outliers.
+// subnormals, saturating outliers and a mean far from zero against the spread.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -38,7 +38,7 @@ AnalysisExtras extras_for(const std::vector<Recipe>& r, bool maps) {
     return e;
 }
 
-enum class Fill { Gaussian, Specials, Zeros, Tiny, Saturating };
+enum class Fill { Gaussian, Specials, Zeros, Tiny, Saturating, Offset };
 
 std::vector<float> make_values(std::int64_t n, Fill fill, unsigned seed) {
     std::mt19937 rng(seed);
@@ -48,6 +48,8 @@ std::vector<float> make_values(std::int64_t n, Fill fill, unsigned seed) {
     for (float& v : x) v = g(rng);
     if (fill == Fill::Tiny)
         for (float& v : x) v *= 1e-41f;  // float32 subnormals only
+    if (fill == Fill::Offset)  // a mean some 200 standard deviations from zero, skewed
+        for (float& v : x) v = 3.0f + 0.0075f * v * std::fabs(v);
     if (fill == Fill::Saturating)
         for (std::size_t i = 0; i < x.size(); i += 97) x[i] = 3e38f * (i % 2 ? 1 : -1);
     if (fill == Fill::Specials) {
@@ -192,7 +194,7 @@ TEST(CudaAnalysis, EqualsTheCpuAnalysis) {
     const Case cases[] = {
         {1, 1, Fill::Gaussian},    {3, 200, Fill::Gaussian},   {130, 257, Fill::Specials},
         {257, 129, Fill::Gaussian}, {300, 520, Fill::Specials}, {129, 131, Fill::Zeros},
-        {64, 300, Fill::Tiny},      {200, 333, Fill::Saturating},
+        {64, 300, Fill::Tiny},      {200, 333, Fill::Saturating}, {190, 270, Fill::Offset},
     };
     for (const Case& c : cases)
         for (DType t : {DType::F32, DType::BF16})
