@@ -21,14 +21,30 @@ namespace {
 
 constexpr int kFinishThreads = 1024;
 
+// A 16-byte run of x as float32 values.
+template <class T>
+struct Run {
+    float v[16 / sizeof(T)];
+};
+template <class T>
+__device__ __forceinline__ Run<T> unpack(const uint4& q) {
+    T raw[16 / sizeof(T)];
+    memcpy(raw, &q, 16);
+    Run<T> r;
+#pragma unroll
+    for (int k = 0; k < int(16 / sizeof(T)); ++k) r.v[k] = as_float(raw[k]);
+    return r;
+}
+
 // Pass 1's sums per thread. A 16-byte run's sums are formed in float32 and added in
 // float64 when its largest |x| lies in [2^-60, 2^60) (no square overflows or is lost);
 // other runs go element by element in float64.
 struct MomentAcc {
     double sum = 0, sum2 = 0;
     unsigned amax = 0, amax_finite = 0, nan = 0, inf = 0;
+
     template <int kV>
-    __device__ __forceinline__ void add_run(const float (&v)[kV]) {
+    __device__ __forceinline__ void add(const float (&v)[kV]) {
         float fs = 0, fs2 = 0;
         unsigned run_max = 0;
 #pragma unroll
@@ -59,6 +75,18 @@ struct MomentAcc {
     }
 };
 
+// A 16-byte run of x as float32 values.
+template <class T>
+__device__ __forceinline__ void add_run(MomentAcc& acc, const uint4& q) {
+    constexpr int kV = 16 / sizeof(T);
+    T raw[kV];
+    memcpy(raw, &q, 16);
+    float v[kV];
+#pragma unroll
+    for (int k = 0; k < kV; ++k) v[k] = as_float(raw[k]);
+    acc.add(v);
+}
+
 // Grid-stride over 16-byte runs (when x is aligned), the tail as runs of one.
 template <class T>
 __global__ void __launch_bounds__(kThreads) moments_kernel(const T* x, std::int64_t n, bool aligned,
@@ -69,18 +97,20 @@ __global__ void __launch_bounds__(kThreads) moments_kernel(const T* x, std::int6
     const std::int64_t threads = std::int64_t(gridDim.x) * blockDim.x;
     const std::int64_t first = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
     const std::int64_t runs = aligned ? n / kV : 0;
-    for (std::int64_t i = first; i < runs; i += threads) {
-        const uint4 q = reinterpret_cast<const uint4*>(x)[i];
-        T raw[kV];
-        memcpy(raw, &q, 16);
-        float v[kV];
+    // Four runs per trip while they last, their loads issued together.
+    constexpr int kTrip = 4;
+    std::int64_t i = first;
+    for (; i + (kTrip - 1) * threads < runs; i += kTrip * threads) {
+        uint4 q[kTrip];
 #pragma unroll
-        for (int k = 0; k < kV; ++k) v[k] = as_float(raw[k]);
-        acc.add_run(v);
+        for (int t = 0; t < kTrip; ++t) q[t] = reinterpret_cast<const uint4*>(x)[i + t * threads];
+#pragma unroll
+        for (int t = 0; t < kTrip; ++t) add_run<T>(acc, q[t]);
     }
-    for (std::int64_t i = runs * kV + first; i < n; i += threads) {
-        const float v[1] = {as_float(x[i])};
-        acc.add_run(v);
+    for (; i < runs; i += threads) add_run<T>(acc, reinterpret_cast<const uint4*>(x)[i]);
+    for (std::int64_t e = runs * kV + first; e < n; e += threads) {
+        const float v[1] = {as_float(x[e])};
+        acc.add(v);
     }
     Moments m;
     m.sum = block_reduce(acc.sum, Add{}, reinterpret_cast<double*>(scratch));
@@ -122,7 +152,7 @@ __global__ void __launch_bounds__(kFinishThreads) finish_moments_kernel(const Mo
     q.delta = q.mean * q.dev_norm_d - double(q.pivot);
     // The register window of the histogram: from 2^-11 to 2^5 times the RMS.
     const int rms_bin = m.sum2 > 0 && finite ? ilogb(sqrt(m.sum2 / nf)) - kHistMinExp : 0;
-    q.hist_window = max(0, min(kHistBins - kHistWindow, rms_bin - 11));
+    q.hist_window = max(1 - 127 - kHistMinExp, min(kHistBins - kHistWindow - 1, rms_bin - 11));
     const float amax = qk::float_of(m.amax);
     for (int i = 0; i < plans.count; ++i) {
         const RecipePlan& p = plans.r[i];

@@ -235,21 +235,21 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
     // once per warp, the others with shared atomics.
     const Params& q = *params;
     const bool f32_sums = q.dev_exp >= kMinDevExp;
-    const float threshold = q.threshold_f;
-    const int window = q.hist_window;
+    const unsigned threshold = __float_as_uint(q.threshold_f);  // >= 0 or NaN: compare as bits
+    const unsigned window = unsigned(q.hist_window + 127 + kHistMinExp);  // as a biased exponent
     float f1 = 0, f2 = 0, f3 = 0, f4 = 0;
     double d1 = 0, d2 = 0, d3 = 0, d4 = 0;
     unsigned long long low8 = 0, high8 = 0;
-    unsigned beyond = 0, zero = 0, min_nz = kInfBits, smax = 0, ch[kTile / 32] = {};
+    unsigned beyond = 0, zero = 0, min_nz1 = kInfBits - 1u, ch[kTile / 32] = {};  // min_nz1: min |x| - 1
     for (int i = 0; i < kRowsPerWarp; ++i) {
         const int r = warp + kWarps * i;
 #pragma unroll
         for (int j = 0; j < kTile / 32; ++j) {
             const int c = lane + 32 * j;
+            if (r >= nr || c >= nc) continue;
             const float v = as_float(sh.tile[r * kPad + c]);
             const unsigned a = __float_as_uint(v) & kAbs;
-            const bool inside = r < nr && c < nc;
-            if (inside && a < kInfBits) {
+            if (a < kInfBits) {
                 if (f32_sums) {
                     const float d = fmaf(v, q.dev_norm, -q.pivot), dd = d * d;
                     f1 += d;
@@ -263,19 +263,28 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
                     d3 += dd * d;
                     d4 += dd * dd;
                 }
-                beyond += fabsf(v) > threshold;
+                beyond += a > threshold;
                 zero += a == 0u;
-                if (a) min_nz = min(min_nz, a);
-                smax = max(smax, a);
+                min_nz1 = min(min_nz1, a - 1u);  // 0 wraps past everything
                 ch[j] = max(ch[j], a);
             }
-            const int bin = inside ? hist_bin(a) : -1;
-            const unsigned o = unsigned(bin - window);
-            if (o < 8u) low8 += 1ull << (8 * o);
-            else if (o < unsigned(kHistWindow)) high8 += 1ull << (8 * (o - 8));
-            else if (bin >= 0) atomicAdd(&sh.hist[warp][bin], 1u);
+            // Normal numbers in the window by their exponent field; zero, subnormals, Inf and
+            // NaN fall outside it (the window starts at a normal exponent, ends below 255).
+            const unsigned o = (a >> 23) - window;
+            if (o < 8u) {
+                low8 += 1ull << (8 * o);
+            } else if (o < unsigned(kHistWindow)) {
+                high8 += 1ull << (8 * (o - 8));
+            } else {
+                const int bin = hist_bin(a);
+                if (bin >= 0) atomicAdd(&sh.hist[warp][bin], 1u);
+            }
         }
     }
+    unsigned smax = 0;
+#pragma unroll
+    for (int j = 0; j < kTile / 32; ++j) smax = max(smax, ch[j]);
+    const unsigned min_nz = min_nz1 + 1u;
 #pragma unroll
     for (int b = 0; b < kHistWindow; ++b) {
         const unsigned count = unsigned(((b < 8 ? low8 : high8) >> (8 * (b % 8))) & 0xFFu);
