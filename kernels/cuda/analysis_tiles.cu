@@ -289,7 +289,7 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
     for (int b = 0; b < kHistWindow; ++b) {
         const unsigned count = unsigned(((b < 8 ? low8 : high8) >> (8 * (b % 8))) & 0xFFu);
         const unsigned total = __reduce_add_sync(0xffffffffu, count);
-        if (lane == 0 && total) atomicAdd(&sh.hist[warp][window + b], total);
+        if (lane == 0 && total) atomicAdd(&sh.hist[warp][q.hist_window + b], total);
     }
 #pragma unroll
     for (int j = 0; j < kTile / 32; ++j)

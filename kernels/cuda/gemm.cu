@@ -13,6 +13,7 @@
 // scale mode, and the epilogue's bias (one per row of D) is our bias (n).
 #include <cublasLt.h>
 
+#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
@@ -364,6 +365,8 @@ GemmRunner::GemmRunner(cudaStream_t stream, std::size_t workspace_bytes) : impl_
     FP8SCOPE_CUBLAS_CHECK(cublasLtCreate(&impl_->handle));
     if (workspace_bytes) FP8SCOPE_CUDA_CHECK(cudaMalloc(&impl_->workspace, workspace_bytes));
     impl_->workspace_bytes = workspace_bytes;
+    const char* tuning = std::getenv("FP8SCOPE_GEMM_TUNING");  // "0": the heuristic's first choice
+    impl_->tuning = !(tuning && std::string(tuning) == "0");
 }
 
 GemmRunner::~GemmRunner() = default;

@@ -110,8 +110,8 @@ public:
     // std::invalid_argument for malformed arguments, CudaError for a CUDA failure.
     void gemm(const GemmArgs& g);
 
-    // On (the default): first calls choose among the offered algorithms by timing (above).
-    // Off: the heuristic's first choice, no trial runs.
+    // On (the default, unless FP8SCOPE_GEMM_TUNING=0): first calls choose among the
+    // offered algorithms by timing (above). Off: the heuristic's first choice, no trials.
     void set_tuning(bool on);
 
     // The cached plan of `g` (built if new) in words: the algorithm and its tiling.
