@@ -1,7 +1,6 @@
 // The cuBLASLt GEMMs of the CUDA backend (kernels/cuda/gemm.h) against a bare cuBLASLt
-// call on the same problem: descriptors built once, the heuristic's first choice (the
-// runner keeps the fastest of the algorithms offered with the same bits, gemm_tuning.h:
-// both are printed when they differ), scales already in cuBLASLt's layout. The runner's
+// call on the same problem: descriptors built once, the same heuristic query (so the same
+// algorithm, printed when it differs), scales already in cuBLASLt's layout. The runner's
 // figure includes everything its entry point does per call (plan lookup, pointer
 // attributes, the scale rearrangement kernel), so runner/bare is its overhead; the goal
 // is >= 95%. Also FP8 per-tensor with fast accumulation, to price the accurate default.

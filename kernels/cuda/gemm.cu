@@ -13,16 +13,13 @@
 // scale mode, and the epilogue's bias (one per row of D) is our bias (n).
 #include <cublasLt.h>
 
-#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
-#include <vector>
 
 #include "cuda/check.h"
 #include "cuda/gemm.h"
 #include "cuda/gemm_internal.h"
-#include "cuda/gemm_tuning.h"
 
 namespace fp8scope::cuda {
 
@@ -88,7 +85,6 @@ std::uint32_t alignment(const void* p) {
 }
 
 constexpr std::size_t kAlign = 256;
-constexpr int kOffered = 8;  // algorithms asked of the heuristic per problem
 std::size_t round_up(std::size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
 struct PlanKey {
@@ -136,8 +132,6 @@ struct Plan {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
     cublasLtMatmulAlgo_t algo{};
-    std::vector<cublasLtMatmulAlgo_t> offered;  // the heuristic's list, first choice first
-    bool tuned = false;                         // algo chosen among `offered` (or left)
 
     Plan() = default;
     Plan(const Plan&) = delete;
@@ -185,7 +179,6 @@ struct GemmRunner::Impl {
     std::size_t scratch_bytes = 0;
     std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans;
     std::size_t heuristic_queries = 0;
-    bool tuning = true;
 
     ~Impl() {
         plans.clear();
@@ -308,7 +301,7 @@ Plan& GemmRunner::Impl::plan(const GemmArgs& g, const CallPointers& p) {
     FP8SCOPE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     const std::uint64_t ws = workspace_bytes;
     const std::uint32_t align_a = key.b_align, align_b = key.a_align, align_d = key.out_align;
-    cublasLtMatmulHeuristicResult_t results[kOffered]{};
+    cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
     if (st == CUBLAS_STATUS_SUCCESS)
@@ -332,15 +325,14 @@ Plan& GemmRunner::Impl::plan(const GemmArgs& g, const CallPointers& p) {
                                                   sizeof(reductions));
     if (st == CUBLAS_STATUS_SUCCESS) {
         ++heuristic_queries;
-        st = cublasLtMatmulAlgoGetHeuristic(handle, pl->desc, pl->la, pl->lb, pl->ld, pl->ld, pref, kOffered,
-                                            results, &found);
+        st = cublasLtMatmulAlgoGetHeuristic(handle, pl->desc, pl->la, pl->lb, pl->ld, pl->ld, pref, 1, &result,
+                                            &found);
     }
     cublasLtMatmulPreferenceDestroy(pref);
 
     if (st == CUBLAS_STATUS_SUCCESS && found > 0) {
         pl->ok = true;
-        pl->algo = results[0].algo;
-        for (int i = 0; i < found; ++i) pl->offered.push_back(results[i].algo);
+        pl->algo = result.algo;
     } else if (st == CUBLAS_STATUS_SUCCESS || st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE) {
         pl->why = std::string("cuBLASLt has no algorithm for this GEMM (") +
                   (st == CUBLAS_STATUS_SUCCESS ? "no heuristic result" : cublasLtGetStatusString(st)) + ")";
@@ -365,8 +357,6 @@ GemmRunner::GemmRunner(cudaStream_t stream, std::size_t workspace_bytes) : impl_
     FP8SCOPE_CUBLAS_CHECK(cublasLtCreate(&impl_->handle));
     if (workspace_bytes) FP8SCOPE_CUDA_CHECK(cudaMalloc(&impl_->workspace, workspace_bytes));
     impl_->workspace_bytes = workspace_bytes;
-    const char* tuning = std::getenv("FP8SCOPE_GEMM_TUNING");  // "0": the heuristic's first choice
-    impl_->tuning = !(tuning && std::string(tuning) == "0");
 }
 
 GemmRunner::~GemmRunner() = default;
@@ -428,25 +418,9 @@ void GemmRunner::gemm(const GemmArgs& g) {
 
     const float alpha = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
     // cuBLAS's A is our B and its B our A (see the top of this file).
-    auto run = [&](const cublasLtMatmulAlgo_t& algo) {
-        FP8SCOPE_CUBLAS_CHECK(cublasLtMatmul(im.handle, pl.desc, &alpha, g.b.data, pl.la, g.a.data, pl.lb, &beta,
-                                             g.out, pl.ld, g.out, pl.ld, &algo, im.workspace, im.workspace_bytes,
-                                             im.stream));
-    };
-    if (!pl.tuned) {
-        pl.tuned = true;
-        // Trials rerun the GEMM, so only one that overwrites its output, outside a graph capture.
-        cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-        FP8SCOPE_CUDA_CHECK(cudaStreamIsCapturing(im.stream, &capture));
-        if (im.tuning && !g.accumulate && pl.offered.size() > 1 && capture == cudaStreamCaptureStatusNone) {
-            const std::size_t out_bytes = std::size_t(g.m * g.n) * (g.out_dtype == DType::F32 ? 4 : 2);
-            pl.algo = pl.offered[fastest_same_bits(pl.offered, {run, g.out, out_bytes, im.stream})];
-        }
-    }
-    run(pl.algo);
+    FP8SCOPE_CUBLAS_CHECK(cublasLtMatmul(im.handle, pl.desc, &alpha, g.b.data, pl.la, g.a.data, pl.lb, &beta, g.out,
+                                         pl.ld, g.out, pl.ld, &pl.algo, im.workspace, im.workspace_bytes, im.stream));
 }
-
-void GemmRunner::set_tuning(bool on) { impl_->tuning = on; }
 
 std::string GemmRunner::describe_plan(const GemmArgs& g) {
     check_args(g);

@@ -10,11 +10,8 @@
 //
 // A GemmRunner owns a cuBLASLt handle, a 32 MiB workspace and a cache keyed by the whole
 // problem (shape, types, scalings, transposes, bias, accumulate, fast_accum, pointer
-// alignment) that keeps the matmul descriptor, the layouts and the algorithm: after the
-// first call of a shape, a call sets pointers and runs. The first call of a problem that
-// overwrites its output also times every algorithm the heuristic offers (up to 8) and
-// keeps the fastest whose result has the same bits as the heuristic's first choice
-// (gemm_tuning.h): 2-10% on the layouts of backward, the same numbers.
+// alignment) that keeps the matmul descriptor, the layouts and the algorithm the
+// heuristic chose: after the first call of a shape, a call sets pointers and runs.
 // Not thread-safe: one runner per stream.
 #pragma once
 
@@ -109,10 +106,6 @@ public:
     // Enqueues the GEMM on the runner's stream. Throws GemmUnsupported (see above),
     // std::invalid_argument for malformed arguments, CudaError for a CUDA failure.
     void gemm(const GemmArgs& g);
-
-    // On (the default, unless FP8SCOPE_GEMM_TUNING=0): first calls choose among the
-    // offered algorithms by timing (above). Off: the heuristic's first choice, no trials.
-    void set_tuning(bool on);
 
     // The cached plan of `g` (built if new) in words: the algorithm and its tiling.
     std::string describe_plan(const GemmArgs& g);
