@@ -19,6 +19,7 @@ namespace {
 
 using testing::Rank;
 using testing::run_job;
+using testing::train_job;
 
 TrainConfig tiny(int steps, const std::string& recipe) {
     TrainConfig c;
@@ -71,10 +72,7 @@ TEST_P(DataParallelCpu, TwoRanksTrainAsOneRankWithTwiceTheBatch) {
     one.run();
 
     std::vector<Steps> seen(2);
-    auto ranks = run_job(2, "cpu", tiny(steps, GetParam()), [&](Rank& r) {
-        r.trainer->add_observer(&seen[std::size_t(r.env.rank)]);
-        r.trainer->run();
-    });
+    auto ranks = train_job("cpu", tiny(steps, GetParam()), seen);
 
     // The same losses on both ranks (the mean over ranks) and, to rounding, the one-rank run's:
     // each rank's mean over its 4 rows averaged over ranks is the mean over the 8 rows. The
@@ -159,17 +157,8 @@ TEST(DataParallel, Bf16GradientSumsHalveTheBytesAndRecordTheErrorTheyAdd) {
     bf16.grad_dtype = DType::BF16;
     bf16.measure_every = 4;  // steps 1 and 4
     std::vector<Steps> exact(2), low(2);
-    run_job(2, "cpu", tiny(steps, "delayed"), [&](Rank& r) {
-        r.trainer->add_observer(&exact[std::size_t(r.env.rank)]);
-        r.trainer->run();
-    });
-    auto ranks = run_job(
-        2, "cpu", tiny(steps, "delayed"),
-        [&](Rank& r) {
-            r.trainer->add_observer(&low[std::size_t(r.env.rank)]);
-            r.trainer->run();
-        },
-        bf16);
+    train_job("cpu", tiny(steps, "delayed"), exact);
+    auto ranks = train_job("cpu", tiny(steps, "delayed"), low, bf16);
     const double params = double(ranks[0]->trainer->model(0).num_params());
     for (int s = 0; s < steps; ++s)
         for (int k = 0; k < 2; ++k) {
@@ -197,23 +186,14 @@ TEST(DataParallel, Bf16GradientSumsHalveTheBytesAndRecordTheErrorTheyAdd) {
 TEST(DataParallel, Fp8GradientSumsQuarterTheBytesAndTrainCloseToFloat32Sums) {
     const int steps = 8;
     std::vector<Steps> exact(2);
-    run_job(2, "cpu", tiny(steps, "delayed"), [&](Rank& r) {
-        r.trainer->add_observer(&exact[std::size_t(r.env.rank)]);
-        r.trainer->run();
-    });
+    train_job("cpu", tiny(steps, "delayed"), exact);
     for (DType type : {DType::E4M3, DType::E5M2}) {
         SCOPED_TRACE(dtype_name(type));
         DataParallelOptions fp8;
         fp8.grad_dtype = type;
         fp8.measure_every = 4;  // steps 1, 4 and 8
         std::vector<Steps> low(2);
-        auto ranks = run_job(
-            2, "cpu", tiny(steps, "delayed"),
-            [&](Rank& r) {
-                r.trainer->add_observer(&low[std::size_t(r.env.rank)]);
-                r.trainer->run();
-            },
-            fp8);
+        auto ranks = train_job("cpu", tiny(steps, "delayed"), low, fp8);
         const double params = double(ranks[0]->trainer->model(0).num_params());
         // A cast's error is uniform within half a spacing of the FP8 grid: RMS relative
         // 2^-m / sqrt(12) times 0.74 (E[1/mantissa^2]^(1/2) for log-uniform values), m = 3

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <random>
 #include <vector>
 
 #include "cpu/cpu_backend.h"
@@ -17,25 +16,7 @@ namespace {
 
 using testing::chunk_amax;
 using testing::chunk_scale;
-
-// Magnitudes over 2^-40 .. 2^20 (subnormal FP8 codes, saturation-free scales), random
-// signs, zeros, exact ties of the FP8 grid, and NaN/Inf where asked.
-std::vector<float> awkward(std::int64_t n, unsigned seed, bool nonfinite) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<double> u(0, 1);
-    std::vector<float> x(static_cast<std::size_t>(n));
-    for (auto& v : x) {
-        const double r = u(rng);
-        v = r < 0.05 ? 0.0f : static_cast<float>(std::exp2(-40 + 60 * u(rng)) * (u(rng) < 0.5 ? -1 : 1));
-        // 17 = 10001b is a tie of E4M3's grid, 9 = 1001b one of E5M2's (scales are powers of two)
-        if (r > 0.95) v = static_cast<float>(std::ldexp(u(rng) < 0.5 ? 9.0 : 17.0, int(-10 * u(rng))));
-    }
-    if (nonfinite && n > 2) {
-        x[1] = std::numeric_limits<float>::quiet_NaN();
-        x[std::size_t(n) - 1] = -std::numeric_limits<float>::infinity();
-    }
-    return x;
-}
+using testing::chunk_test_values;
 
 ChunkHeader header_of(const std::vector<std::uint8_t>& slots, const ChunkLayout& l, int k) {
     ChunkHeader h;
@@ -51,7 +32,7 @@ TEST(CpuChunks, QuantizeChunksCastsEachChunkWithThePowerOfTwoScaleOfItsAmax) {
             for (bool nonfinite : {false, true}) {
                 SCOPED_TRACE(std::string(name(f)) + " n " + std::to_string(l.n) + " chunks " +
                              std::to_string(l.chunks) + (nonfinite ? " with NaN and Inf" : ""));
-                const std::vector<float> x = awkward(l.n, unsigned(l.n * 7 + l.chunks), nonfinite);
+                const std::vector<float> x = chunk_test_values(l.n, unsigned(l.n * 7 + l.chunks), nonfinite);
                 std::vector<std::uint8_t> slots(static_cast<std::size_t>(l.bytes()), 0xAB);
                 cpu.quantize_chunks(slots.data(), x.data(), l, f);
                 for (int k = 0; k < l.chunks; ++k) {
@@ -82,7 +63,7 @@ TEST(CpuChunks, DequantizeSumAddsTheSlotsInFloat32InTheirOrder) {
         std::vector<std::uint8_t> slots(static_cast<std::size_t>(slot_bytes * count));
         std::vector<std::vector<float>> x;
         for (int k = 0; k < count; ++k) {
-            x.push_back(awkward(n, 100u + unsigned(k), k == 1));
+            x.push_back(chunk_test_values(n, 100u + unsigned(k), k == 1));
             cpu.quantize_chunks(slots.data() + k * slot_bytes, x.back().data(), ChunkLayout{n, 1}, f);
         }
         std::vector<float> got(static_cast<std::size_t>(n)), one(static_cast<std::size_t>(n));

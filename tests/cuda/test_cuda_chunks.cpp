@@ -7,36 +7,19 @@
 
 #include <cmath>
 #include <cstring>
-#include <limits>
-#include <random>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "cpu/cpu_backend.h"
 #include "cuda/cuda_backend.h"
 #include "gpu_test.h"
+#include "support/chunk_oracle.h"
 
 namespace fp8scope {
 namespace {
 
-// Log-uniform magnitudes over 2^-40 .. 2^20, random signs, zeros, FP8 ties (9 and 17
-// times a power of two), and NaN/-Inf/+Inf where asked.
-std::vector<float> awkward(std::int64_t n, unsigned seed, bool nonfinite) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<double> u(0, 1);
-    std::vector<float> x(static_cast<std::size_t>(n));
-    for (auto& v : x) {
-        const double r = u(rng);
-        v = r < 0.05 ? 0.0f : static_cast<float>(std::exp2(-40 + 60 * u(rng)) * (u(rng) < 0.5 ? -1 : 1));
-        if (r > 0.95) v = static_cast<float>(std::ldexp(u(rng) < 0.5 ? 9.0 : 17.0, int(-10 * u(rng))));
-    }
-    if (nonfinite && n > 3) {
-        x[1] = std::numeric_limits<float>::quiet_NaN();
-        x[std::size_t(n) / 2] = std::numeric_limits<float>::infinity();
-        x[std::size_t(n) - 1] = -std::numeric_limits<float>::infinity();
-    }
-    return x;
-}
+using testing::chunk_test_values;
 
 bool same(float a, float b) {
     return std::isnan(a) ? std::isnan(b) : std::memcmp(&a, &b, sizeof a) == 0;
@@ -61,7 +44,7 @@ TEST_F(CudaChunks, QuantizeChunksWritesTheCpusHeadersAndCodes) {
                     SCOPED_TRACE(std::string(name(f)) + " n " + std::to_string(l.n) + " chunks " +
                                  std::to_string(l.chunks) + " offset " + std::to_string(offset) +
                                  (nonfinite ? " NaN/Inf" : ""));
-                    const std::vector<float> x = awkward(l.n, unsigned(l.n + 13 * l.chunks), nonfinite);
+                    const std::vector<float> x = chunk_test_values(l.n, unsigned(l.n + 13 * l.chunks), nonfinite);
                     std::vector<std::uint8_t> want(static_cast<std::size_t>(l.bytes()), 0xCD), got(want.size());
                     cpu.quantize_chunks(want.data(), x.data(), l, f);
                     testing::GpuBuffer<float> dx(x.size() + 1);
@@ -92,7 +75,7 @@ TEST_F(CudaChunks, DequantizeSumAddsLikeTheCpu) {
                                  " offset " + std::to_string(offset));
                     // count chunks of n, cast by the CPU: the slots a rank receives.
                     const ChunkLayout l{n * count, count};
-                    const std::vector<float> x = awkward(l.n, unsigned(n * 3 + count), true);
+                    const std::vector<float> x = chunk_test_values(l.n, unsigned(n * 3 + count), true);
                     std::vector<std::uint8_t> slots(static_cast<std::size_t>(l.bytes()));
                     cpu.quantize_chunks(slots.data(), x.data(), l, f);
                     std::vector<float> want(static_cast<std::size_t>(n));

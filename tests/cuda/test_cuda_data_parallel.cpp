@@ -180,24 +180,20 @@ TEST_P(CudaDataParallelRecipes, TwoGpusTrainAsOneGpuWithTwiceTheBatch) {
 
 INSTANTIATE_TEST_SUITE_P(Recipes, CudaDataParallelRecipes, ::testing::Values("baseline", "delayed", "blockwise"));
 
+// What one rank saw of a job: every rank's records and the losses.
+struct Ranks : TrainObserver {
+    std::vector<RankStepRecord> records;
+    std::vector<float> loss;
+    void on_rank_step(const RankStepRecord& r) override { records.push_back(r); }
+    void on_step(const StepRecord& r) override { loss.push_back(r.loss); }
+};
+
 TEST(CudaDataParallel, Bf16GradientSumsStayWithinBf16OfTheFloat32Sums) {
     FP8SCOPE_REQUIRE_TWO_GPUS();
-    struct Ranks : TrainObserver {
-        std::vector<RankStepRecord> records;
-        std::vector<float> loss;
-        void on_rank_step(const RankStepRecord& r) override { records.push_back(r); }
-        void on_step(const StepRecord& r) override { loss.push_back(r.loss); }
-    };
     DataParallelOptions bf16;
     bf16.grad_dtype = DType::BF16;
     std::vector<Ranks> seen(2);
-    auto ranks = run_job(
-        2, "cuda", small(4, "current"),
-        [&](Rank& r) {
-            r.trainer->add_observer(&seen[std::size_t(r.env.rank)]);
-            r.trainer->run();
-        },
-        bf16);
+    auto ranks = testing::train_job("cuda", small(4, "current"), seen, bf16);
     const double params = double(ranks[0]->trainer->model(0).num_params());
     ASSERT_EQ(seen[0].records.size(), 8u);
     EXPECT_EQ(seen[0].records[0].grad_bytes, 2 * params);
@@ -210,23 +206,11 @@ TEST(CudaDataParallel, Bf16GradientSumsStayWithinBf16OfTheFloat32Sums) {
 
 TEST(CudaDataParallel, Fp8GradientSumsQuarterTheBytesAndKeepTheRanksIdentical) {
     FP8SCOPE_REQUIRE_TWO_GPUS();
-    struct Ranks : TrainObserver {
-        std::vector<RankStepRecord> records;
-        std::vector<float> loss;
-        void on_rank_step(const RankStepRecord& r) override { records.push_back(r); }
-        void on_step(const StepRecord& r) override { loss.push_back(r.loss); }
-    };
     for (DType type : {DType::E4M3, DType::E5M2}) {
         DataParallelOptions fp8;
         fp8.grad_dtype = type;
         std::vector<Ranks> seen(2);
-        auto ranks = run_job(
-            2, "cuda", small(4, "current"),
-            [&](Rank& r) {
-                r.trainer->add_observer(&seen[std::size_t(r.env.rank)]);
-                r.trainer->run();
-            },
-            fp8);
+        auto ranks = testing::train_job("cuda", small(4, "current"), seen, fp8);
         const double params = double(ranks[0]->trainer->model(0).num_params());
         ASSERT_EQ(seen[0].records.size(), 8u);
         std::printf("[ dp %s ] %.0f bytes for %.0f gradients, error added %.3e\n", dtype_name(type),

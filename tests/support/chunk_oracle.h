@@ -1,14 +1,38 @@
 // The FP8 chunk rules (fp8/chunks.h) written the way the text reads, in double, on
 // format.cpp's encode() and decode(): the oracle of the chunk kernels and of the FP8
-// gradient sums, independent of cast.h and of the scale code they run.
+// gradient sums, independent of cast.h and of the scale code they run; and the awkward
+// data the chunk kernels' tests run on.
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <random>
+#include <vector>
 
 #include "fp8/format.h"
 
 namespace fp8scope::testing {
+
+// Log-uniform magnitudes over 2^-40 .. 2^20 (subnormal codes, flushes to zero), random
+// signs, zeros, ties of the FP8 grids (17 = 10001b is one of E4M3's, 9 = 1001b one of
+// E5M2's; scales are powers of two), and with `nonfinite` NaN, +Inf and -Inf.
+inline std::vector<float> chunk_test_values(std::int64_t n, unsigned seed, bool nonfinite) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> u(0, 1);
+    std::vector<float> x(static_cast<std::size_t>(n));
+    for (auto& v : x) {
+        const double r = u(rng);
+        v = r < 0.05 ? 0.0f : static_cast<float>(std::exp2(-40 + 60 * u(rng)) * (u(rng) < 0.5 ? -1 : 1));
+        if (r > 0.95) v = static_cast<float>(std::ldexp(u(rng) < 0.5 ? 9.0 : 17.0, int(-10 * u(rng))));
+    }
+    if (nonfinite && n > 3) {
+        x[1] = std::numeric_limits<float>::quiet_NaN();
+        x[std::size_t(n) / 2] = std::numeric_limits<float>::infinity();
+        x[std::size_t(n) - 1] = -std::numeric_limits<float>::infinity();
+    }
+    return x;
+}
 
 // max |x| over x[0, n): NaN ignored, Inf included.
 inline double chunk_amax(const float* x, std::int64_t n) {

@@ -71,4 +71,17 @@ inline std::vector<std::unique_ptr<Rank>> run_job(int world, const std::string& 
     });
 }
 
+// A job of seen.size() ranks that each train `config` to the end, seen[r] observing rank r.
+template <class Observer>
+std::vector<std::unique_ptr<Rank>> train_job(const std::string& device, const TrainConfig& config,
+                                             std::vector<Observer>& seen, const DataParallelOptions& options = {}) {
+    return run_job(
+        int(seen.size()), device, config,
+        [&](Rank& r) {
+            r.trainer->add_observer(&seen[std::size_t(r.env.rank)]);
+            r.trainer->run();
+        },
+        options);
+}
+
 }  // namespace fp8scope::testing
