@@ -3,22 +3,29 @@
 // 1. all-reduce of float32 buffers from 4 MiB to 1 GiB through the engine's communicator:
 //    time, algorithm bandwidth (bytes / time) and bus bandwidth (algbw * 2 (n-1) / n, the
 //    figure nccl-tests' all_reduce_perf prints, so the two compare directly);
-// 2. training steps of the same model (per-rank batch fixed) on 1 GPU and on all of them:
+// 2. gradient sums of --sums million gradients in 25 MiB buckets, as the trainer takes
+//    them, in float32, BF16 and the FP8 type of --grad-dtype (e4m3 unless it names e5m2):
+//    the bytes of each rank's wire form, the time from the first bucket to the last
+//    summed gradient, and what FP8 saves against BF16;
+// 3. training steps of the same model (per-rank batch fixed) on 1 GPU and on all of them:
 //    ms per step, tokens/s, weak-scaling efficiency (t_1 / t_n), where each rank's step
-//    went (compute, and waiting for the gradient sums after backward) and the bytes each rank
-//    sent into the sums (with --grad-dtype bf16 also the relative error they added).
+//    went (compute, and waiting for the gradient sums after backward) and the bytes each
+//    rank sent into the sums in the --grad-dtype type (and the relative error a type other
+//    than f32 added).
 //
-// usage: bench_data_parallel [--ranks N] [--steps 20] [--allreduce 0|1] [--train 0|1]
-//                            [--grad-dtype f32|bf16] [key=value ...]   (TrainConfig overrides)
+// usage: bench_data_parallel [--ranks N] [--steps 20] [--allreduce 0|1] [--sums 256] [--train 0|1]
+//                            [--grad-dtype f32|bf16|e4m3|e5m2] [key=value ...]   (TrainConfig overrides)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "cuda/devices.h"
+#include "engine/fp8_grad_sum.h"
 #include "engine/train_config.h"
 #include "support/data_parallel_job.h"
 
@@ -38,9 +45,7 @@ double median(std::vector<double> v) {
 
 void bench_allreduce(int world) {
     std::printf("all-reduce (sum, float32), %d ranks: size, time, algbw, busbw\n", world);
-    TrainConfig tiny;  // the job's trainers are the default small model; only the communicators work
-    tiny.device = "cuda";
-    testing::run_job(world, "cuda", tiny, [&](testing::Rank& r) {
+    testing::run_ranks(world, "cuda", 0, [&](testing::Rank& r) {
         const std::size_t max_elems = std::size_t(256) << 20;  // 1 GiB
         DeviceBuffer<float> buf(*r.backend, max_elems);
         for (std::size_t n = std::size_t(1) << 20; n <= max_elems; n *= 4) {
@@ -59,6 +64,86 @@ void bench_allreduce(int world) {
             }
         }
     });
+}
+
+// What one rank's sums of `n` gradients in `bucket_bytes` buckets (of the wire type) cost:
+// the bytes of its wire form and the median time from the first bucket issued to the
+// last gradient summed.
+struct SumCost {
+    double bytes = 0, ms = 0;
+};
+
+SumCost bench_sums(int world, DType type, std::int64_t n, std::size_t bucket_bytes) {
+    SumCost cost;
+    testing::run_ranks(world, "cuda", 0, [&](testing::Rank& r) {
+        Backend& b = *r.backend;
+        Communicator& comm = *r.comm;
+        const std::int64_t bucket = std::int64_t(bucket_bytes / dtype_size(type));
+        DeviceBuffer<float> grads(b, std::size_t(n));
+        std::vector<float> host(static_cast<std::size_t>(n));
+        std::uint32_t h = 12345u + std::uint32_t(r.env.rank);
+        for (float& g : host) {  // random, never zero, of a gradient's size
+            h = h * 1664525u + 1013904223u;
+            g = (float(h >> 8) - 8388607.5f) * 1e-10f;
+        }
+        b.copy_from_host(grads.data(), host.data(), host.size() * sizeof(float));
+        DeviceBuffer<std::uint16_t> low(b, type == DType::BF16 ? std::size_t(n) : 0);
+        std::unique_ptr<Fp8GradSum> fp8;
+        if (type == DType::E4M3 || type == DType::E5M2)
+            fp8 = std::make_unique<Fp8GradSum>(b, comm, type == DType::E4M3 ? Format::E4M3 : Format::E5M2,
+                                               std::size_t(bucket));
+        // As DataParallel sums them: a collective per bucket, BF16 widened once at the end.
+        auto sum_all = [&] {
+            double bytes = 0;
+            for (std::int64_t at = 0; at < n; at += bucket) {
+                const std::int64_t count = std::min(bucket, n - at);
+                if (fp8) {
+                    bytes += double(fp8->sum(grads.data() + at, count));
+                } else if (type == DType::BF16) {
+                    b.convert(low.data() + at, DType::BF16, grads.data() + at, DType::F32, count);
+                    comm.all_reduce(low.data() + at, DType::BF16, count, ReduceOp::Sum);
+                    bytes += double(count) * 2;
+                } else {
+                    comm.all_reduce(grads.data() + at, count, ReduceOp::Sum);
+                    bytes += double(count) * 4;
+                }
+            }
+            comm.join();
+            if (type == DType::BF16) b.convert(grads.data(), DType::F32, low.data(), DType::BF16, n);
+            b.synchronize();
+            return bytes;
+        };
+        for (int i = 0; i < 2; ++i) sum_all();  // warm-up: NCCL's connections and buffers
+        std::vector<double> ms;
+        double bytes = 0;
+        for (int i = 0; i < 5; ++i) {
+            r.rendezvous->barrier();
+            const auto t0 = clock_type::now();
+            bytes = sum_all();
+            ms.push_back(ms_since(t0));
+        }
+        if (r.env.rank == 0) cost = {bytes, median(ms)};
+    });
+    return cost;
+}
+
+void report_sums(int world, DType fp8, std::int64_t millions) {
+    const std::int64_t n = millions << 20;
+    const std::size_t bucket_bytes = DataParallelOptions{}.bucket_bytes;
+    std::printf("gradient sums of %lld Mi gradients in %zu MiB buckets, %d ranks: bytes of a rank's wire form, "
+                "time (median of 5)\n",
+                static_cast<long long>(millions), bucket_bytes >> 20, world);
+    SumCost cost[3];
+    const DType types[3] = {DType::F32, DType::BF16, fp8};
+    for (int k = 0; k < 3; ++k) {
+        cost[k] = bench_sums(world, types[k], n, bucket_bytes);
+        std::printf("  %-5s %9.1f MB  %9.3f ms  %7.1f GB/s of float32 gradients\n", dtype_name(types[k]),
+                    cost[k].bytes / 1e6, cost[k].ms, double(n) * 4 / (cost[k].ms * 1e-3) / 1e9);
+    }
+    std::printf("  %s against bf16: %.1f%% of the bytes (%.1f MB saved per rank), %.1f%% of the time "
+                "(%.3f ms saved)\n",
+                dtype_name(fp8), 100 * cost[2].bytes / cost[1].bytes, (cost[1].bytes - cost[2].bytes) / 1e6,
+                100 * cost[2].ms / cost[1].ms, cost[1].ms - cost[2].ms);
 }
 
 struct StepTimes : TrainObserver {
@@ -105,7 +190,8 @@ double bench_training(int world, const TrainConfig& config, int steps, const Dat
             bytes = rec.grad_bytes;
             if (!std::isnan(rec.grad_error)) error = rec.grad_error;
         }
-        std::printf("      gradient sums in %s: %.1f MB per rank per step", dtype_name(options.grad_dtype), bytes / 1e6);
+        std::printf("      gradient sums in %s: %.1f MB per rank per step", dtype_name(options.grad_dtype),
+                    bytes / 1e6);
         if (!std::isnan(error)) std::printf(", relative error added %.2e (sampled)", error);
         std::printf("\n");
     } else {
@@ -117,7 +203,7 @@ double bench_training(int world, const TrainConfig& config, int steps, const Dat
 }  // namespace
 
 int main(int argc, char** argv) {
-    int world = int(cuda::devices().size()), steps = 20;
+    int world = int(cuda::devices().size()), steps = 20, sums = 256;
     bool allreduce = true, train = true;
     DataParallelOptions options;
     options.measure_every = 5;
@@ -128,9 +214,21 @@ int main(int argc, char** argv) {
         if (a == "--ranks") world = next();
         else if (a == "--steps") steps = next();
         else if (a == "--allreduce") allreduce = next() != 0;
+        else if (a == "--sums") sums = next();
         else if (a == "--train") train = next() != 0;
-        else if (a == "--grad-dtype" && i + 1 < argc) options.grad_dtype = std::string(argv[++i]) == "bf16" ? DType::BF16 : DType::F32;
-        else overrides.push_back(a);
+        else if (a == "--grad-dtype" && i + 1 < argc) {
+            const std::string type = argv[++i];
+            bool known = false;
+            for (DType t : {DType::F32, DType::BF16, DType::E4M3, DType::E5M2})
+                if (type == dtype_name(t)) options.grad_dtype = t, known = true;
+            if (!known) {
+                std::fprintf(stderr, "bench_data_parallel: --grad-dtype %s: not one of f32, bf16, e4m3, e5m2\n",
+                             type.c_str());
+                return 2;
+            }
+        } else {
+            overrides.push_back(a);
+        }
     }
     if (world < 2) {
         std::fprintf(stderr, "bench_data_parallel: needs 2 or more GPUs (%d found)\n", world);
@@ -151,6 +249,7 @@ int main(int argc, char** argv) {
     config.steps = steps + 3;
     try {
         if (allreduce) bench_allreduce(world);
+        if (sums > 0) report_sums(world, options.grad_dtype == DType::E5M2 ? DType::E5M2 : DType::E4M3, sums);
         if (train) {
             std::printf("training: recipe %s, %d layers x %d, T %d, batch %d per rank, vocab %d\n", config.recipe.c_str(),
                         config.model.n_layer, config.model.d_model, config.seq_len, config.batch_size,

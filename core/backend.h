@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "fp8/analysis.h"
+#include "fp8/chunks.h"
 #include "fp8/recipe.h"
 #include "fp8/scaling.h"
 
@@ -249,6 +250,16 @@ public:
     // Global L2 norm of n gradients, bitwise the same for any thread count (waits).
     virtual double grad_norm(const float* grads, std::int64_t n) = 0;
     virtual void scale(float* x, float factor, std::int64_t n) = 0;
+
+    // --- FP8 gradient sums (fp8/chunks.h) ------------------------------------------
+    // slots (layout.bytes()) = x (layout.n) cast to `format` chunk by chunk, each chunk with
+    // the power-of-two scale of its own amax, written into its slot's header.
+    virtual void quantize_chunks(void* slots, const float* x, const ChunkLayout& layout, Format format) = 0;
+    // out (n) = the sum over k < count of the first n values of slot k (slots `slot_bytes`
+    // apart), each decode(code) * scale_inv, added in float32 in the order of k: the same
+    // bits on every backend (a NaN may differ in its payload).
+    virtual void dequantize_sum(float* out, const void* slots, std::int64_t slot_bytes, int count, std::int64_t n,
+                                Format format) = 0;
 
     // --- kernel timing ---------------------------------------------------------------
     // Brackets the host code of one op: a device backend names it for profilers (an NVTX

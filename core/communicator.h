@@ -1,11 +1,12 @@
 // Collectives of a data-parallel job over the arrays of one backend: NCCL on GPUs, TCP
 // through the job's rendezvous on CPUs (engine/tcp_communicator.h). Every rank issues the
-// same collectives in the same order. A reduction is ordered after the backend work issued
+// same collectives in the same order. A collective is ordered after the backend work issued
 // before it; a device runs it on a stream of its own, so backward goes on meanwhile, and
 // join() makes the backend's later work wait for it.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "backend.h"
@@ -28,9 +29,20 @@ public:
     // every rank.
     virtual void all_reduce(void* data, DType dtype, std::int64_t n, ReduceOp op) = 0;
     void all_reduce(float* data, std::int64_t n, ReduceOp op) { all_reduce(data, DType::F32, n, op); }
-    // The backend's work issued from now on runs after every reduction issued so far.
+    // Raw bytes in backend memory, `bytes` per rank (FP8 gradient sums: engine/fp8_grad_sum.h).
+    // all_to_all: part j of `send` (world_size() parts) goes to rank j, which receives it as
+    // part rank() of `recv`. all_gather: every rank's `send` lands in part r of `recv` on
+    // every rank; `send` may be this rank's own part of `recv` (in place).
+    virtual void all_to_all(const void* send, void* recv, std::int64_t bytes) = 0;
+    virtual void all_gather(const void* send, void* recv, std::int64_t bytes) = 0;
+    // Runs `work` (backend ops issued on this thread) in the collectives' order: after the
+    // backend work and the collectives issued before, before the collectives issued after.
+    // A device runs it on the communicator's stream, so backward goes on meanwhile; the ops
+    // must not grow the backend's scratch memory. join() covers it as a collective.
+    virtual void in_order(const std::function<void()>& work) = 0;
+    // The backend's work issued from now on runs after every collective issued so far.
     virtual void join() = 0;
-    // The host waits for every reduction issued so far (throws if one failed).
+    // The host waits for every collective issued so far (throws if one failed).
     virtual void synchronize() = 0;
     // From another thread (a watchdog): a reduction in flight fails instead of waiting for a
     // peer that died or hangs. The communicator is unusable afterwards.

@@ -3,7 +3,9 @@
 # as EXTRA, with the bundle's binaries on PATH): the pre-flight check, a short job on every
 # GPU with an injected slow rank (the in-flight check must flag it), a rank killed mid-run
 # (the other ranks must end with a message) and resumed from the last checkpoint, then the
-# all-reduce and scaling benchmark on the 4096-wide model.
+# all-reduce benchmark, the gradient sums in float32, BF16 and E4M3 (the bytes and time
+# FP8 saves against BF16) and the scaling benchmark on the 4096-wide model, its training
+# steps with float32, BF16 and E4M3 sums.
 # usage: scripts/gpu_data_parallel.sh [ranks]   (default: every GPU)
 set -uo pipefail
 n=${1:-$(nvidia-smi -L | wc -l)}
@@ -39,13 +41,13 @@ echo "exit $?"
 echo "== NCCL's own all-reduce figures (PyTorch's NCCL process group)"
 python3 bench/reference_allreduce_torch.py --ranks "$n" 2>&1 | grep -v Warning
 
-echo "== bench_data_parallel, 8 x 4096"
-bench_data_parallel --ranks "$n" --steps 20 model.n_layer=8 model.d_model=4096 model.n_head=32 model.vocab_size=50304 \
-    model.max_seq=2048 seq_len=2048 batch_size=4 recipe=current
-bench_data_parallel --ranks "$n" --steps 20 --allreduce 0 model.n_layer=8 model.d_model=4096 model.n_head=32 \
-    model.vocab_size=50304 model.max_seq=2048 seq_len=2048 batch_size=4 recipe=baseline
-bench_data_parallel --ranks "$n" --steps 20 --allreduce 0 --grad-dtype bf16 model.n_layer=8 model.d_model=4096 \
-    model.n_head=32 model.vocab_size=50304 model.max_seq=2048 seq_len=2048 batch_size=4 recipe=current
-bench_data_parallel --ranks "$n" --steps 20 --allreduce 0 model.n_layer=8 model.d_model=4096 model.n_head=32 \
-    model.vocab_size=50304 model.max_seq=2048 seq_len=2048 batch_size=4 recipe=blockwise
+echo "== bench_data_parallel, 8 x 4096: all-reduce, gradient sums (f32, bf16, e4m3), training"
+model=(model.n_layer=8 model.d_model=4096 model.n_head=32 model.vocab_size=50304 model.max_seq=2048 seq_len=2048
+       batch_size=4)
+bench_data_parallel --ranks "$n" --steps 20 --grad-dtype e4m3 --train 0
+for dtype in f32 bf16 e4m3; do
+    bench_data_parallel --ranks "$n" --steps 20 --allreduce 0 --sums 0 --grad-dtype $dtype "${model[@]}" recipe=current
+done
+bench_data_parallel --ranks "$n" --steps 20 --allreduce 0 --sums 0 "${model[@]}" recipe=baseline
+bench_data_parallel --ranks "$n" --steps 20 --allreduce 0 --sums 0 "${model[@]}" recipe=blockwise
 rm -rf "$work"

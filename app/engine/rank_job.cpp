@@ -22,12 +22,13 @@ void add_rank_options(CLI::App& cmd, RankOptions& o) {
     cmd.add_option("--rank-timeout", o.timeout_s,
                    "seconds a rank waits for the others (joining, and within a step) before it gives up")
         ->check(CLI::Range(0.1, 86400.0));
-    cmd.add_option("--bucket-mb", o.bucket_mb, "gradient all-reduce bucket size in MiB")->check(CLI::Range(0.01, 65536.0));
+    cmd.add_option("--bucket-mb", o.bucket_mb, "gradient bucket size in MiB (of the type the sums travel in)")->check(CLI::Range(0.01, 65536.0));
     cmd.add_option("--grad-dtype", o.grad_dtype,
-                   "gradient sums in f32, or bf16 (half the bytes; the trace records the bytes and the error added)")
-        ->check(CLI::IsMember({"f32", "bf16"}));
+                   "gradient sums in f32, bf16 (half the bytes) or e4m3/e5m2 (a quarter: FP8 codes with a scale per "
+                   "chunk, added in float32); the trace records the bytes and the error added")
+        ->check(CLI::IsMember({"f32", "bf16", "e4m3", "e5m2"}));
     cmd.add_option("--grad-measure-every", o.dp.measure_every,
-                   "steps between measurements of the error bf16 gradient sums add (0: first step only)")
+                   "steps between measurements of the error bf16, e4m3 or e5m2 gradient sums add (0: first step only)")
         ->check(CLI::Range(0, 1000000000));
     cmd.add_option("--straggler-margin", o.dp.straggler_margin,
                    "a rank whose step compute is slower than the median by more than this fraction is slow")
@@ -52,7 +53,8 @@ void add_rank_options(CLI::App& cmd, RankOptions& o) {
 
 RankJob::RankJob(const RankOptions& o) : options_(o), env_(launch_env()) {
     options_.dp.bucket_bytes = std::size_t(o.bucket_mb * 1024 * 1024);
-    options_.dp.grad_dtype = o.grad_dtype == "bf16" ? DType::BF16 : DType::F32;
+    for (DType t : {DType::F32, DType::BF16, DType::E4M3, DType::E5M2})
+        if (o.grad_dtype == dtype_name(t)) options_.dp.grad_dtype = t;
 }
 
 RankJob::~RankJob() = default;

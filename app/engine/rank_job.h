@@ -32,7 +32,7 @@ struct RankOptions {
     double timeout_s = 300;  // joining, and any step waiting for another rank
     DataParallelOptions dp;
     double bucket_mb = 25;
-    std::string grad_dtype = "f32";  // the type gradient sums travel in: f32 or bf16
+    std::string grad_dtype = "f32";  // the type gradient sums travel in: f32, bf16, e4m3 or e5m2
     // Faults on purpose, to see the health checks catch them.
     int slow_rank = -1;
     double slow_ms = 0;

@@ -145,6 +145,9 @@ int run_train(const TrainOptions& o) {
         }
         if (endpoint->kind == live::Endpoint::Kind::Tcp && token.empty()) token = random_token();
     }
+    // Declared before the job: the job's DataParallel keeps buffers in the backend's memory,
+    // so the backend must outlive it.
+    std::unique_ptr<Backend> backend;
     std::unique_ptr<RankJob> job;
     try {
         job = std::make_unique<RankJob>(o.ranks);
@@ -154,7 +157,6 @@ int run_train(const TrainOptions& o) {
     }
     const bool rank0 = job->env().rank == 0;  // rank 0 stays rank 0 (it cannot be excluded)
     if (!rank0) endpoint.reset();  // the GUI follows rank 0
-    std::unique_ptr<Backend> backend;
     std::optional<Trainer> trainer;
     trace::TraceMeta meta;
     try {

@@ -70,24 +70,27 @@ double DataParallel::take_comm_host_ms() {
 }
 
 void DataParallel::attach(Model& model) {
-    if (options_.grad_dtype != DType::F32 && options_.grad_dtype != DType::BF16)
-        throw std::invalid_argument(std::string("data parallel: gradient sums in ") + dtype_name(options_.grad_dtype) +
-                                    " are not supported (f32, bf16)");
+    const DType type = options_.grad_dtype;
+    if (type == DType::E8M0)
+        throw std::invalid_argument(std::string("data parallel: gradient sums in ") + dtype_name(type) +
+                                    " are not supported (f32, bf16, e4m3, e5m2)");
     auto a = std::make_unique<Attached>();
     a->model = &model;
     const auto& tensors = model.param_tensors();
-    std::size_t samples = 0;
-    for (const GradBucket& g : plan_grad_buckets(tensors, dtype_size(options_.grad_dtype), options_.bucket_bytes)) {
+    std::size_t samples = 0, largest = 0;
+    for (const GradBucket& g : plan_grad_buckets(tensors, dtype_size(type), options_.bucket_bytes)) {
         Bucket b{g.offset, g.count, 0};
         for (std::size_t t : g.tensors) b.stage = std::max(b.stage, tensors[t].stage);
         a->buckets.push_back(b);
         a->sample_at.push_back(samples);
         samples += std::min(kSample, b.count);
+        largest = std::max(largest, b.count);
     }
-    if (options_.grad_dtype == DType::BF16) {
-        a->low = DeviceBuffer<std::uint16_t>(model.backend(), model.num_params());
-        a->sample = DeviceBuffer<float>(model.backend(), samples);
-    }
+    if (type != DType::F32) a->sample = DeviceBuffer<float>(model.backend(), samples);
+    if (type == DType::BF16) a->low = DeviceBuffer<std::uint16_t>(model.backend(), model.num_params());
+    if (type == DType::E4M3 || type == DType::E5M2)
+        a->fp8 = std::make_unique<Fp8GradSum>(model.backend(), comm_,
+                                              type == DType::E4M3 ? Format::E4M3 : Format::E5M2, largest);
     // Every rank starts the same buckets in the same order: backward's stages come in one
     // order, and within a stage the plan's.
     Attached* at = a.get();
@@ -107,8 +110,8 @@ void DataParallel::begin_step(std::int64_t step) {
 
 void DataParallel::reduce_bucket(Attached& a, const Bucket& b) {
     float* grads = a.model->grads().data() + b.offset;
-    traffic_.bytes += double(b.count) * double(dtype_size(options_.grad_dtype));
     if (options_.grad_dtype == DType::F32) {
+        traffic_.bytes += double(b.count) * 4;
         comm_.all_reduce(grads, std::int64_t(b.count), ReduceOp::Sum);
         return;
     }
@@ -118,6 +121,11 @@ void DataParallel::reduce_bucket(Attached& a, const Bucket& b) {
         backend.copy(a.sample.data() + a.sample_at[k], grads, std::min(kSample, b.count) * sizeof(float));
         a.sampled = true;
     }
+    if (a.fp8) {
+        traffic_.bytes += double(a.fp8->sum(grads, std::int64_t(b.count)));
+        return;
+    }
+    traffic_.bytes += double(b.count) * 2;
     std::uint16_t* low = a.low.data() + b.offset;
     backend.convert(low, DType::BF16, grads, DType::F32, std::int64_t(b.count));
     comm_.all_reduce(low, DType::BF16, std::int64_t(b.count), ReduceOp::Sum);
@@ -144,7 +152,7 @@ void DataParallel::finish_backward(Model& model) {
 }
 
 // The relative L2 error of the compressed sums over the sample: each bucket's first
-// gradients summed in float32 against the same gradients as the BF16 sums left them.
+// gradients summed in float32 against the same gradients as the BF16 or FP8 sums left them.
 void DataParallel::measure(Attached& a) {
     a.sampled = false;
     Backend& backend = a.model->backend();

@@ -3,12 +3,12 @@
 // the ranks identical. Each rank's backward gives its share of the gradient of the mean
 // loss over all ranks' rows (Model::set_loss_ranks), so every activation gradient is the
 // one a single process with the whole batch computes, and FP8 casts them alike; the
-// shares are summed over ranks in buckets (grad_buckets.h), each
-// started as soon as backward has finished it (Model::set_grad_ready), so the reduction
-// overlaps the rest of backward; delayed scaling's amaxes are max-reduced before they are
-// pushed, so every rank casts with the same scales. Per-tensor current scaling needs no
-// reduction here: no tensor is sharded across ranks (a rank's activations are its own,
-// the weights are the same everywhere).
+// shares are summed over ranks in buckets (grad_buckets.h; in float32, BF16 or FP8:
+// fp8_grad_sum.h), each started as soon as backward has finished it
+// (Model::set_grad_ready), so the reduction overlaps the rest of backward; delayed
+// scaling's amaxes are max-reduced before they are pushed, so every rank casts with the
+// same scales. Per-tensor current scaling needs no reduction here: no tensor is sharded
+// across ranks (a rank's activations are its own, the weights are the same everywhere).
 //
 // Small host values (losses, the ranks' step times, control requests) travel over the
 // job's rendezvous connections, whose timeout bounds every wait: a rank that died or hangs
@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "communicator.h"
+#include "engine/fp8_grad_sum.h"
 #include "engine/model.h"
 #include "engine/rank_health.h"
 #include "engine/rendezvous.h"
@@ -32,12 +33,14 @@
 namespace fp8scope {
 
 struct DataParallelOptions {
-    std::size_t bucket_bytes = std::size_t(25) << 20;  // gradient bucket (float32), as DDP's default
+    std::size_t bucket_bytes = std::size_t(25) << 20;  // gradient bucket in grad_dtype, as DDP's default
     double straggler_margin = 0.10;  // slower than the median compute time by more than this: slow
     int straggler_steps = 3;         // slow this many steps in a row: a straggler
-    // The gradient sums travel in this type: F32, or BF16 (half the bytes; each rank's share
-    // and every partial sum rounded to BF16). Every `measure_every` steps (and the first)
-    // the error BF16 added is measured against float32 sums of a sample of every bucket.
+    // The gradient sums travel in this type: F32; BF16 (half the bytes; each rank's share
+    // and every partial sum rounded to BF16); or E4M3 or E5M2 (a quarter: FP8 codes with
+    // a scale per chunk, added in float32, fp8_grad_sum.h). Buckets hold bucket_bytes of
+    // this type. Every `measure_every` steps (and the first) the error a type other than
+    // F32 added is measured against float32 sums of a sample of every bucket.
     DType grad_dtype = DType::F32;
     int measure_every = 100;
 };
@@ -91,11 +94,12 @@ private:
         int stage = 0;  // backward stage that finishes its last tensor
     };
     // Per attached model: its buckets and, for compressed sums, the BF16 copy of its
-    // gradients and the float32 samples the error is measured on.
+    // gradients or the FP8 sums' buffers, and the float32 samples the error is measured on.
     struct Attached {
         Model* model = nullptr;
         std::vector<Bucket> buckets;
         DeviceBuffer<std::uint16_t> low;
+        std::unique_ptr<Fp8GradSum> fp8;
         DeviceBuffer<float> sample;
         std::vector<std::size_t> sample_at;  // per bucket: offset of its sample in `sample`
         bool sampled = false;                // this step copied samples

@@ -1,9 +1,13 @@
 // The communicator of CPU ranks: collectives over the job's rendezvous connections (every
 // rank's array reaches every rank through rank 0, and each rank reduces them in rank
-// order, so all ranks hold the same bits). Synchronous: a reduction is done when it
+// order, so all ranks hold the same bits; an all-to-all is an all-gather of which each
+// rank keeps the parts addressed to it). Synchronous: a collective is done when it
 // returns. Meant for the model sizes a CPU trains, and for testing data-parallel logic on
 // machines without GPUs.
 #pragma once
+
+#include <string>
+#include <vector>
 
 #include "communicator.h"
 #include "engine/rendezvous.h"
@@ -19,10 +23,16 @@ public:
     std::string describe() const override;
     using Communicator::all_reduce;
     void all_reduce(void* data, DType dtype, std::int64_t n, ReduceOp op) override;  // host memory
+    void all_to_all(const void* send, void* recv, std::int64_t bytes) override;
+    void all_gather(const void* send, void* recv, std::int64_t bytes) override;
+    void in_order(const std::function<void()>& work) override { work(); }
     void join() override {}
     void synchronize() override {}
 
 private:
+    // Every rank's `bytes` at `data`, in rank order; throws when a rank sent another size.
+    std::vector<std::string> gather(const void* data, std::size_t bytes, const char* what);
+
     Rendezvous& rendezvous_;
 };
 

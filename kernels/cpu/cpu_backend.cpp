@@ -12,6 +12,7 @@
 
 #include "cpu/analysis.h"
 #include "cpu/blas.h"
+#include "cpu/chunks.h"
 #include "cpu/cpu_info.h"
 #include "io/half.h"
 #include "cpu/ops/activation.h"
@@ -353,6 +354,17 @@ void CpuBackend::scale(float* x, float factor, std::int64_t n) {
     parallel_for(n, 1 << 14, 0, [&](std::int64_t b, std::int64_t e) {
         for (std::int64_t i = b; i < e; ++i) x[i] *= factor;
     });
+}
+
+// --- FP8 gradient sums --------------------------------------------------------------
+
+void CpuBackend::quantize_chunks(void* slots, const float* x, const ChunkLayout& layout, Format format) {
+    fp8scope::quantize_chunks(static_cast<std::uint8_t*>(slots), x, layout, format);
+}
+
+void CpuBackend::dequantize_sum(float* out, const void* slots, std::int64_t slot_bytes, int count, std::int64_t n,
+                                Format format) {
+    fp8scope::dequantize_sum(out, static_cast<const std::uint8_t*>(slots), slot_bytes, count, n, format);
 }
 
 // --- statistics ----------------------------------------------------------------------

@@ -81,6 +81,10 @@ public:
     double grad_norm(const float* grads, std::int64_t n) override;
     void scale(float* x, float factor, std::int64_t n) override;
 
+    void quantize_chunks(void* slots, const float* x, const ChunkLayout& layout, Format format) override;
+    void dequantize_sum(float* out, const void* slots, std::int64_t slot_bytes, int count, std::int64_t n,
+                        Format format) override;
+
     float scaling_amax(const TensorDesc& x) override;
     Analysis analyze(const TensorDesc& x, const std::vector<Recipe>& recipes, const StatsOptions& opt,
                      const AnalysisExtras& extras) override;

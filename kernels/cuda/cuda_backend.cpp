@@ -11,6 +11,7 @@
 
 #include "cpu/analysis.h"
 #include "cuda/analysis.h"
+#include "cuda/chunks.h"
 #include "cuda/cuda_backend_kernels.h"
 #include "cuda/check.h"
 #include "cuda/gemm.h"
@@ -348,6 +349,15 @@ double CudaBackend::grad_norm(const float* grads, std::int64_t n) {
 void CudaBackend::scale(float* x, float factor, std::int64_t n) { cuda::scale(x, factor, n, stream_); }
 
 // --- statistics --------------------------------------------------------------------------
+
+void CudaBackend::quantize_chunks(void* slots, const float* x, const ChunkLayout& layout, Format format) {
+    cuda::quantize_chunks(slots, x, layout, format, stream_);
+}
+
+void CudaBackend::dequantize_sum(float* out, const void* slots, std::int64_t slot_bytes, int count, std::int64_t n,
+                                 Format format) {
+    cuda::dequantize_sum(out, slots, slot_bytes, count, n, format, stream_);
+}
 
 float CudaBackend::scaling_amax(const TensorDesc& x) {
     if (x.dtype != DType::F32 && x.dtype != DType::BF16)

@@ -6,6 +6,8 @@
 //   host waits only where it reads a result: synchronize(), copy_to_host/copy_from_host,
 //   mean_loss, grad_norm, scaling_amax, analyze, and an AmaxHistory's read/restore
 //   (checkpoints and capture steps, not every step). Everything else is stream order.
+//   A data-parallel communicator points the backend at its own stream while it issues
+//   the casts between its collectives (set_stream), so they overlap backward too.
 // - Types: activations BF16 (activation_dtype()); parameters, gradients, AdamW moments,
 //   norm statistics, losses and Smooth-SwiGLU scales float32, as on the CPU.
 // - Memory: allocate() is cudaMalloc, then a cudaMemsetAsync to zero on the stream, so
@@ -48,6 +50,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend.h"
@@ -79,6 +82,10 @@ public:
     std::string describe() const override;
     DType activation_dtype() const override { return DType::BF16; }
     cudaStream_t stream() const { return stream_; }
+    // Points every op issued from now on at `stream` and returns the one before: a
+    // communicator issues the casts between its collectives on its own stream
+    // (Communicator::in_order), then points the backend back.
+    cudaStream_t set_stream(cudaStream_t stream) { return std::exchange(stream_, stream); }
     int device_index() const { return device_; }
 
     void* allocate(std::size_t bytes) override;
@@ -133,6 +140,10 @@ public:
                const AdamWParams& p) override;
     double grad_norm(const float* grads, std::int64_t n) override;
     void scale(float* x, float factor, std::int64_t n) override;
+
+    void quantize_chunks(void* slots, const float* x, const ChunkLayout& layout, Format format) override;
+    void dequantize_sum(float* out, const void* slots, std::int64_t slot_bytes, int count, std::int64_t n,
+                        Format format) override;
 
     float scaling_amax(const TensorDesc& x) override;
     Analysis analyze(const TensorDesc& x, const std::vector<Recipe>& recipes, const StatsOptions& opt,

@@ -49,16 +49,53 @@ std::string NcclCommunicator::describe() const {
            ", " + std::to_string(world_) + " ranks";
 }
 
-void NcclCommunicator::all_reduce(void* data, DType dtype, std::int64_t n, ReduceOp op) {
-    if (aborted_) throw std::runtime_error("nccl: all_reduce on an aborted communicator (rank " + std::to_string(rank_) + ")");
-    if (n == 0) return;
+void NcclCommunicator::after_backend(const char* what) {
+    if (aborted_)
+        throw std::runtime_error(std::string("nccl: ") + what + " on an aborted communicator (rank " +
+                                 std::to_string(rank_) + ")");
     FP8SCOPE_CUDA_CHECK(cudaEventRecord(issued_, backend_.stream()));
     FP8SCOPE_CUDA_CHECK(cudaStreamWaitEvent(stream_, issued_, 0));
+}
+
+void NcclCommunicator::all_reduce(void* data, DType dtype, std::int64_t n, ReduceOp op) {
+    after_backend("all_reduce");
+    if (n == 0) return;
     const ncclRedOp_t red = op == ReduceOp::Sum ? ncclSum : op == ReduceOp::Avg ? ncclAvg : ncclMax;
     if (dtype != DType::F32 && dtype != DType::BF16)
         throw std::logic_error(std::string("nccl all_reduce: ") + dtype_name(dtype) + " is not summed here");
     const ncclDataType_t type = dtype == DType::F32 ? ncclFloat32 : ncclBfloat16;
     check(ncclAllReduce(data, data, std::size_t(n), type, red, comm_, stream_), "ncclAllReduce");
+}
+
+void NcclCommunicator::all_to_all(const void* send, void* recv, std::int64_t bytes) {
+    after_backend("all_to_all");
+    if (bytes == 0) return;
+    const std::size_t part = std::size_t(bytes);
+    check(ncclGroupStart(), "ncclGroupStart");
+    for (int r = 0; r < world_; ++r) {
+        check(ncclSend(static_cast<const char*>(send) + std::size_t(r) * part, part, ncclUint8, r, comm_, stream_),
+              "ncclSend");
+        check(ncclRecv(static_cast<char*>(recv) + std::size_t(r) * part, part, ncclUint8, r, comm_, stream_),
+              "ncclRecv");
+    }
+    check(ncclGroupEnd(), "ncclGroupEnd");
+}
+
+void NcclCommunicator::all_gather(const void* send, void* recv, std::int64_t bytes) {
+    after_backend("all_gather");
+    if (bytes == 0) return;
+    check(ncclAllGather(send, recv, std::size_t(bytes), ncclUint8, comm_, stream_), "ncclAllGather");
+}
+
+void NcclCommunicator::in_order(const std::function<void()>& work) {
+    after_backend("in_order");
+    // The backend issues onto this stream until `work` returns (or throws).
+    struct Restore {
+        CudaBackend& backend;
+        cudaStream_t stream;
+        ~Restore() { backend.set_stream(stream); }
+    } restore{backend_, backend_.set_stream(stream_)};
+    work();
 }
 
 void NcclCommunicator::join() {

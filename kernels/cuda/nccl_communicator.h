@@ -1,7 +1,8 @@
 // The communicator of GPU ranks: NCCL on a stream of its own, so a gradient bucket's
 // all-reduce runs while backward computes the next; events order it after the work that
-// produced the bucket and the optimizer after it. The NCCL unique id reaches every rank
-// over the job's rendezvous.
+// produced the bucket and the optimizer after it. The backend ops of in_order() run on
+// that stream too (the backend is pointed at it while they are issued). The NCCL unique
+// id reaches every rank over the job's rendezvous.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -29,12 +30,19 @@ public:
     std::string describe() const override;
     using Communicator::all_reduce;
     void all_reduce(void* data, DType dtype, std::int64_t n, ReduceOp op) override;
+    // ncclSend/ncclRecv pairs in one group; ncclAllGather of bytes (in place when `send` is
+    // this rank's part of `recv`).
+    void all_to_all(const void* send, void* recv, std::int64_t bytes) override;
+    void all_gather(const void* send, void* recv, std::int64_t bytes) override;
+    void in_order(const std::function<void()>& work) override;
     void join() override;
     void synchronize() override;
     void abort() override;
 
 private:
     void check(ncclResult_t r, const char* what) const;
+    // Throws on an aborted communicator; else orders the stream after the backend's work.
+    void after_backend(const char* what);
 
     CudaBackend& backend_;
     int rank_ = 0, world_ = 1;

@@ -18,12 +18,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-template <Format F>
-__device__ __forceinline__ float2 decode2(std::uint32_t two_codes) {
-    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two_codes), qk::Fp8<F>::kHw);
-    return __half22float2(__half2(h));
-}
-
 template <Format F, bool kBF16>
 __global__ void __launch_bounds__(kThreads) dequantize_kernel(const QuantizedInput q, void* out, bool vec) {
     const std::int64_t chunks = (q.cols + 15) / 16, total = q.rows * chunks;
@@ -40,7 +34,7 @@ __global__ void __launch_bounds__(kThreads) dequantize_kernel(const QuantizedInp
             const std::uint32_t word[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
             for (int i = 0; i < 8; ++i) {
-                const float2 d = decode2<F>(word[i / 2] >> (16 * (i % 2)));
+                const float2 d = qk::decode2<F>(word[i / 2] >> (16 * (i % 2)));
                 y[2 * i] = d.x, y[2 * i + 1] = d.y;
             }
             if (uniform) {
@@ -68,7 +62,7 @@ __global__ void __launch_bounds__(kThreads) dequantize_kernel(const QuantizedInp
         } else {
             const int n = q.cols - c0 < 16 ? static_cast<int>(q.cols - c0) : 16;
             for (int i = 0; i < n; ++i) {
-                const float v = __fmul_rn(decode2<F>(q.codes[base + i]).x, sinv_row[(c0 + i) / q.block_cols]);
+                const float v = __fmul_rn(qk::decode2<F>(q.codes[base + i]).x, sinv_row[(c0 + i) / q.block_cols]);
                 if constexpr (kBF16) static_cast<std::uint16_t*>(out)[base + i] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
                 else static_cast<float*>(out)[base + i] = v;
             }

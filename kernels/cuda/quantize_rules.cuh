@@ -5,6 +5,7 @@
 // (the same arithmetic), which is how they were checked against the CPU originals.
 #pragma once
 
+#include <cuda_fp16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
@@ -158,6 +159,14 @@ FP8SCOPE_HD std::uint8_t cast_scaled_exact(float x, float s, std::uint32_t& over
 template <Format F>
 __device__ __forceinline__ std::uint32_t cast2_fast(float a, float b) {
     return __nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, Fp8<F>::kHw);
+}
+
+// The values of two codes (the low 16 bits, first code in the low byte) through
+// cvt.rn.f16x2.e4m3x2/e5m2x2: every FP8 value is exact in FP16, and FP16 in float32.
+template <Format F>
+__device__ __forceinline__ float2 decode2(std::uint32_t two_codes) {
+    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two_codes), Fp8<F>::kHw);
+    return __half22float2(__half2(h));
 }
 #endif
 

@@ -48,6 +48,27 @@ TEST(TrainDataParallelCli, TwoRanksTrainAsOneProcessWithTwiceTheBatch) {
     EXPECT_TRUE(fs::exists(scratch() / "dp.rank1.h5"));
 }
 
+TEST(TrainDataParallelCli, CompressedGradientSumsTrainAndAnUnknownTypeIsNamed) {
+    const auto f32 = train("--batch 4 --recipe delayed --nproc-per-node 2");
+    ASSERT_EQ(f32.status, 0) << f32.err;
+    for (const char* type : {"bf16", "e4m3", "e5m2"}) {
+        const auto low = train(std::string("--batch 4 --recipe delayed --nproc-per-node 2 --grad-dtype ") + type);
+        ASSERT_EQ(low.status, 0) << type << ": " << low.err;
+        const json a = json::parse(low.out)["runs"][0]["losses"];
+        const json b = json::parse(f32.out)["runs"][0]["losses"];
+        ASSERT_EQ(a.size(), 8u);
+        // The first loss is before any update; later ones follow rounded gradients (FP8:
+        // within 1% of the float32 sums' run, DataParallel.Fp8GradientSums...).
+        EXPECT_EQ(a[0].get<double>(), b[0].get<double>()) << type;
+        for (std::size_t i = 1; i < 8; ++i) EXPECT_NEAR(a[i].get<double>(), b[i].get<double>(), 1e-2 * b[i].get<double>());
+    }
+    const auto bad = train("--batch 4 --nproc-per-node 2 --grad-dtype e3m4");
+    EXPECT_NE(bad.status, 0);
+    EXPECT_NE(bad.err.find("--grad-dtype"), std::string::npos) << bad.err;
+    EXPECT_NE(bad.err.find("e3m4"), std::string::npos) << bad.err;
+    EXPECT_NE(bad.err.find("e4m3"), std::string::npos) << "the message lists the types: " << bad.err;
+}
+
 TEST(TrainDataParallelCli, AKilledRankEndsTheJobAndTheCheckpointResumes) {
     const fs::path ckpt = scratch() / "ckpt";
     fs::remove_all(ckpt);

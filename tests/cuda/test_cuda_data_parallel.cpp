@@ -1,13 +1,18 @@
 // Data parallel on two GPUs of this machine (ranks as threads, NCCL between them): the
-// communicator's sums and maxima against the host's, and two ranks training as one GPU
-// with twice the batch. Skipped with fewer than two GPUs.
+// communicator's sums and maxima against the host's, FP8 gradient sums against CPU ranks'
+// bit for bit, and two ranks training as one GPU with twice the batch. Skipped with fewer
+// than two GPUs.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <limits>
+#include <random>
 #include <vector>
 
 #include "cuda/devices.h"
+#include "engine/fp8_grad_sum.h"
 #include "gpu_test.h"
 #include "support/data_parallel_job.h"
 
@@ -89,6 +94,47 @@ TEST(CudaDataParallel, NcclSumsAndMaximaMatchTheHost) {
     }
 }
 
+// Every rank's gradients after an FP8 sum of `shares` on `device` ranks.
+std::vector<std::vector<float>> fp8_sums(const std::string& device, const std::vector<std::vector<float>>& shares,
+                                         Format f) {
+    std::vector<std::vector<float>> out(shares.size());
+    testing::run_ranks(int(shares.size()), device, 0, [&](Rank& r) {
+        const std::size_t k = std::size_t(r.env.rank), n = shares[k].size();
+        Fp8GradSum sum(*r.backend, *r.comm, f, n);
+        DeviceBuffer<float> grads(*r.backend, n);
+        r.backend->copy_from_host(grads.data(), shares[k].data(), n * sizeof(float));
+        for (int rep = 0; rep < 2; ++rep) {  // twice: buffers reused, the second bucket a half
+            sum.sum(grads.data() + rep * (n / 2), std::int64_t(rep ? n - n / 2 : n / 2));
+        }
+        r.comm->join();
+        out[k].resize(n);
+        r.backend->copy_to_host(out[k].data(), grads.data(), n * sizeof(float));
+    });
+    return out;
+}
+
+TEST(CudaDataParallel, Fp8SumsOverNcclEqualTheCpuRanksBitForBit) {
+    FP8SCOPE_REQUIRE_TWO_GPUS();
+    const std::size_t n = 3 * 1000 * 1000 + 7;
+    std::vector<std::vector<float>> shares(2, std::vector<float>(n));
+    std::mt19937 rng(11);
+    std::normal_distribution<float> g(0.0f, 1.0f);
+    for (auto& s : shares)
+        for (std::size_t i = 0; i < n; ++i) s[i] = g(rng) * std::exp2(float(int(i / 100000) % 20 - 10));
+    shares[0][17] = std::numeric_limits<float>::quiet_NaN();
+    shares[1][2000000] = std::numeric_limits<float>::infinity();
+    for (Format f : {Format::E4M3, Format::E5M2}) {
+        const auto gpu = fp8_sums("cuda", shares, f), cpu = fp8_sums("cpu", shares, f);
+        for (std::size_t i = 0; i < n; ++i)
+            for (int r = 0; r < 2; ++r) {
+                const float a = gpu[std::size_t(r)][i], b = cpu[0][i];
+                ASSERT_TRUE(std::isnan(b) ? std::isnan(a) : std::memcmp(&a, &b, 4) == 0)
+                    << name(f) << " rank " << r << " element " << i << ": " << a << " vs the CPU's " << b;
+            }
+        EXPECT_TRUE(std::isnan(cpu[0][17]) && std::isnan(cpu[0][2000000]));
+    }
+}
+
 class CudaDataParallelRecipes : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CudaDataParallelRecipes, TwoGpusTrainAsOneGpuWithTwiceTheBatch) {
@@ -134,24 +180,20 @@ TEST_P(CudaDataParallelRecipes, TwoGpusTrainAsOneGpuWithTwiceTheBatch) {
 
 INSTANTIATE_TEST_SUITE_P(Recipes, CudaDataParallelRecipes, ::testing::Values("baseline", "delayed", "blockwise"));
 
+// What one rank saw of a job: every rank's records and the losses.
+struct Ranks : TrainObserver {
+    std::vector<RankStepRecord> records;
+    std::vector<float> loss;
+    void on_rank_step(const RankStepRecord& r) override { records.push_back(r); }
+    void on_step(const StepRecord& r) override { loss.push_back(r.loss); }
+};
+
 TEST(CudaDataParallel, Bf16GradientSumsStayWithinBf16OfTheFloat32Sums) {
     FP8SCOPE_REQUIRE_TWO_GPUS();
-    struct Ranks : TrainObserver {
-        std::vector<RankStepRecord> records;
-        std::vector<float> loss;
-        void on_rank_step(const RankStepRecord& r) override { records.push_back(r); }
-        void on_step(const StepRecord& r) override { loss.push_back(r.loss); }
-    };
     DataParallelOptions bf16;
     bf16.grad_dtype = DType::BF16;
     std::vector<Ranks> seen(2);
-    auto ranks = run_job(
-        2, "cuda", small(4, "current"),
-        [&](Rank& r) {
-            r.trainer->add_observer(&seen[std::size_t(r.env.rank)]);
-            r.trainer->run();
-        },
-        bf16);
+    auto ranks = testing::train_job("cuda", small(4, "current"), seen, bf16);
     const double params = double(ranks[0]->trainer->model(0).num_params());
     ASSERT_EQ(seen[0].records.size(), 8u);
     EXPECT_EQ(seen[0].records[0].grad_bytes, 2 * params);
@@ -160,6 +202,27 @@ TEST(CudaDataParallel, Bf16GradientSumsStayWithinBf16OfTheFloat32Sums) {
     EXPECT_TRUE(std::isnan(seen[0].records[2].grad_error));
     EXPECT_EQ(ranks[0]->trainer->model(0).params_to_host(), ranks[1]->trainer->model(0).params_to_host());
     EXPECT_EQ(seen[0].loss, seen[1].loss);
+}
+
+TEST(CudaDataParallel, Fp8GradientSumsQuarterTheBytesAndKeepTheRanksIdentical) {
+    FP8SCOPE_REQUIRE_TWO_GPUS();
+    for (DType type : {DType::E4M3, DType::E5M2}) {
+        DataParallelOptions fp8;
+        fp8.grad_dtype = type;
+        std::vector<Ranks> seen(2);
+        auto ranks = testing::train_job("cuda", small(4, "current"), seen, fp8);
+        const double params = double(ranks[0]->trainer->model(0).num_params());
+        ASSERT_EQ(seen[0].records.size(), 8u);
+        std::printf("[ dp %s ] %.0f bytes for %.0f gradients, error added %.3e\n", dtype_name(type),
+                    seen[0].records[0].grad_bytes, params, seen[0].records[0].grad_error);
+        EXPECT_GE(seen[0].records[0].grad_bytes, params);
+        EXPECT_LE(seen[0].records[0].grad_bytes, params * 1.001);
+        EXPECT_GT(seen[0].records[0].grad_error, 0.0);  // measured at step 1
+        EXPECT_LT(seen[0].records[0].grad_error, type == DType::E4M3 ? 1.0 / 8 : 1.0 / 4);  // as on the CPU
+        EXPECT_TRUE(std::isnan(seen[0].records[2].grad_error));
+        EXPECT_EQ(ranks[0]->trainer->model(0).params_to_host(), ranks[1]->trainer->model(0).params_to_host());
+        EXPECT_EQ(seen[0].loss, seen[1].loss);
+    }
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 // store's rank columns through a rewind, rank records from a trace file and from a live
 // engine, the view's lines and rows of the flagged rank, and the one-line message of a
 // single-process trace. The gradient sums: megabytes per step and the last measured error
-// of BF16 sums, float32 sums, and records from before the fields. With
+// of compressed (BF16 or FP8) sums, float32 sums, and records from before the fields. With
 // FP8SCOPE_SCREENSHOT_DIR set, the view is saved as PNG.
 #include <QAbstractItemModelTester>
 #include <QHeaderView>
@@ -140,7 +140,7 @@ private slots:
         QCOMPARE(m.verdict(), QString("single-process run: no data-parallel health records"));
     }
 
-    void bf16SumsShowTheMedianBytesAndTheLatestError() {
+    void compressedSumsShowTheMedianBytesAndTheLatestError() {
         SeriesStore store;
         const auto gen = store.reset(job_meta(2));
         QVERIFY(store.append(gen, grad_batch({{0.004, 0.002}, {0.004, 0.001}})));
@@ -156,10 +156,9 @@ private slots:
         QCOMPARE(m.data(m.index(0, RankHealthModel::SumError), Qt::DisplayRole).toString(), QString("2.00e-03"));
         QCOMPARE(m.data(m.index(1, RankHealthModel::SumError), Qt::DisplayRole).toString(), QString("1.00e-03"));
         QVERIFY(m.data(m.index(0, RankHealthModel::SumError), Qt::ToolTipRole).toString().endsWith("at step 3"));
-        // The median of ranks is 2.1 MB, float32 would be twice that; of step 3's errors,
-        // the larger.
-        QCOMPARE(m.gradientSums(), QString("gradient sums: 2.1 MB per rank per step in BF16 (half of float32's "
-                                           "4.2 MB); error added 2.00e-03 (last measured at step 3)"));
+        // The median of ranks is 2.1 MB; of step 3's errors, the larger.
+        QCOMPARE(m.gradientSums(), QString("gradient sums: 2.1 MB per rank per step in BF16 or FP8; error added "
+                                           "2.00e-03 (last measured at step 3)"));
 
         // Rank 0 goes back to step 3 and is not measured there: step 1's error is its latest.
         TraceBatch again;
@@ -202,7 +201,7 @@ private slots:
     }
 
     void theViewShowsTheGradientSumsLineAndTheWholeTable() {
-        // Two ranks in BF16 over steps 1..20, the error measured every 10 steps.
+        // Two ranks in BF16 or FP8 over steps 1..20, the error measured every 10 steps.
         TraceBatch b;
         for (int step = 1; step <= 20; ++step)
             for (int k = 0; k < 2; ++k) {
@@ -211,8 +210,8 @@ private slots:
             }
         Shown shown(job_meta(2), std::move(b), "bf16_");
         const HealthView* v = shown.view;
-        QCOMPARE(v->gradientSums(), QString("gradient sums: 4063.1 MB per rank per step in BF16 (half of float32's "
-                                            "8126.2 MB); error added 2.25e-03 (last measured at step 20)"));
+        QCOMPARE(v->gradientSums(), QString("gradient sums: 4063.1 MB per rank per step in BF16 or FP8; error added "
+                                            "2.25e-03 (last measured at step 20)"));
         const RankHealthModel& m = v->ranks();
         QCOMPARE(m.data(m.index(1, RankHealthModel::GradMB), Qt::DisplayRole).toString(), QString("4063.1"));
         QCOMPARE(m.data(m.index(1, RankHealthModel::SumError), Qt::DisplayRole).toString(), QString("2.25e-03"));

@@ -110,11 +110,11 @@ QString RankHealthModel::gradientSums() const {
     }
     if (mb.empty()) return {};
     const double per_rank = median_ms(mb);
-    // Only compressed sums are measured, and BF16 is the one compressed type.
+    // Only compressed sums are measured. BF16 halves float32's bytes and FP8 quarters them,
+    // but a record does not say which type it carried, so the line names neither saving.
     if (!last) return tr("gradient sums: %1 MB per rank per step in float32").arg(format_mb(per_rank));
-    return tr("gradient sums: %1 MB per rank per step in BF16 (half of float32's %2 MB); error added %3 "
-              "(last measured at step %4)")
-        .arg(format_mb(per_rank), format_mb(2 * per_rank), format_error(last->error))
+    return tr("gradient sums: %1 MB per rank per step in BF16 or FP8; error added %2 (last measured at step %3)")
+        .arg(format_mb(per_rank), format_error(last->error))
         .arg(last->error_step);
 }
 
@@ -144,8 +144,8 @@ QVariant RankHealthModel::data(const QModelIndex& index, int role) const {
     }
     if (role == Qt::ToolTipRole && index.column() == SumError)
         return r.error_step < 0 ? tr("not measured (float32 sums add none)")
-                                : tr("relative L2 error the BF16 sums added against float32 sums, measured at "
-                                     "step %1")
+                                : tr("relative L2 error the BF16 or FP8 sums added against float32 sums, "
+                                     "measured at step %1")
                                       .arg(r.error_step);
     if (role == Qt::DisplayRole || role == Qt::ToolTipRole) {
         switch (index.column()) {

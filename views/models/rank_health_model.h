@@ -4,7 +4,8 @@
 // slow_ranks(), the rule the engine's in-flight check uses). Comparing with the median
 // of ranks means a uniformly slow job flags nothing and one slow GPU, link or host does.
 // Two columns show what the gradient sums cost: the median bytes a rank put into them per
-// step and the last measured error that BF16 sums added against float32 sums.
+// step and the last measured error that compressed (BF16 or FP8) sums added against
+// float32 sums.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -30,9 +31,9 @@ public:
     // One line that answers "is any rank slow, and which?"; for a single process, that it
     // has no health records.
     QString verdict() const;
-    // One line on the gradient sums: megabytes per rank per step in float32, or in BF16
-    // with what they saved and the error they added. Empty when no rank recorded the
-    // bytes (traces from before the field).
+    // One line on the gradient sums: megabytes per rank per step in float32, or in BF16 or
+    // FP8 (the records say not which: --grad-dtype) with the error they added. Empty when
+    // no rank recorded the bytes (traces from before the field).
     QString gradientSums() const;
 
     int rowCount(const QModelIndex& parent = {}) const override;

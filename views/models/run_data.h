@@ -34,7 +34,7 @@ struct RankColumns {
     std::vector<double> step;
     std::vector<float> compute_ms, comm_ms, step_ms;
     std::vector<float> grad_bytes;  // into the gradient sums; NaN in traces from before the field
-    // The error BF16 sums added is measured on a sample every few steps, so only the
+    // The error compressed sums added is measured on a sample every few steps, so only the
     // measured steps are kept (ascending), not a column of NaN.
     std::vector<double> error_step;
     std::vector<float> grad_error;

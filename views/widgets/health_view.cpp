@@ -188,7 +188,7 @@ void HealthView::redraw() {
         events_.refresh();
         showVerdict();
         if (ranks_.dataParallel()) ctx().store->read([&](const TraceData& d) { rebuild(d); });
-        // Every column shows without scrolling (BF16 errors are wider than float32's
+        // Every column shows without scrolling (measured errors are wider than float32's
         // dashes), every rank's row (up to 16), and the events take the rest.
         const int rows = std::min(ranks_.rowCount(), 16);
         int width = ranks_view_->horizontalHeader()->length() + 2 * ranks_view_->frameWidth() +
