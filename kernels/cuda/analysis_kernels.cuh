@@ -13,7 +13,13 @@
 namespace fp8scope::cuda::an {
 
 constexpr int kTile = 128;           // tile edge: every supported block lies inside one tile
-constexpr int kPad = kTile + 1;      // shared-memory row stride (no bank conflicts either way)
+// Shared-memory row stride of a tile: a stored tile is written a 16-byte run at a time,
+// so its rows stay 16-byte aligned; a transposed one is written a column at a time, so
+// its rows are one element longer (consecutive rows fall in different banks).
+template <class T, bool kTransposed>
+constexpr int kRowStride = kTransposed ? kTile + 1 : kTile + int(16 / sizeof(T));
+template <class T>
+constexpr int kTileElements = kTile * (kTile + int(16 / sizeof(T)));  // room for either
 constexpr int kThreads = 256;        // per tile: warp w takes rows w + 8 i, lane l columns l + 32 j
 constexpr int kWarps = kThreads / 32;
 constexpr int kRowsPerWarp = kTile / kWarps;
@@ -148,7 +154,7 @@ struct Min {
 __device__ __forceinline__ float as_float(float v) { return v; }
 __device__ __forceinline__ float as_float(std::uint16_t b) { return __uint_as_float(unsigned(b) << 16); }
 
-// The view's tile at (r0, c0), nr x nc, into tile[r * kPad + c] in the input's type
+// The view's tile at (r0, c0), nr x nc, into tile[r * row_stride + c] in the input's type
 // (zeros outside the tensor), so a BF16 tile takes half the shared memory. Threads read
 // 16-byte runs of the stored layout (a row of x, or a column of the view when it is
 // transposed) where the stride and the address allow, else single elements.
@@ -163,20 +169,28 @@ __device__ __forceinline__ void load_tile(const TileInput& in, std::int64_t r0, 
     const int na = kTransposed ? nc : nr, nb = kTransposed ? nr : nc;
     const std::int64_t a0 = kTransposed ? c0 : r0, b0 = kTransposed ? r0 : c0;
     const bool vec = in.vec_load && stride % kV == 0;
+    constexpr int kRow = kRowStride<T, kTransposed>;
 #pragma unroll 4
     for (int i = threadIdx.x; i < kRuns; i += blockDim.x) {
         const int a = i / (kTile / kV), b = (i % (kTile / kV)) * kV;
-        T v[kV];
+        uint4 q;
         const T* src = x + (a0 + a) * stride + b0 + b;
         if (vec && a < na && b + kV <= nb) {
-            const uint4 q = *reinterpret_cast<const uint4*>(src);
-            memcpy(v, &q, 16);
+            q = *reinterpret_cast<const uint4*>(src);
         } else {
+            T v[kV];
 #pragma unroll
             for (int k = 0; k < kV; ++k) v[k] = a < na && b + k < nb ? src[k] : T(0);
+            memcpy(&q, v, 16);
         }
+        if constexpr (kTransposed) {
+            T v[kV];
+            memcpy(v, &q, 16);
 #pragma unroll
-        for (int k = 0; k < kV; ++k) tile[kTransposed ? (b + k) * kPad + a : a * kPad + b + k] = v[k];
+            for (int k = 0; k < kV; ++k) tile[(b + k) * kRow + a] = v[k];
+        } else {
+            *reinterpret_cast<uint4*>(tile + a * kRow + b) = q;
+        }
     }
 }
 

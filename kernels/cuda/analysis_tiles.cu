@@ -65,7 +65,7 @@ __device__ __forceinline__ void error_element(bool use, float v, unsigned a, flo
 
 template <class T>
 struct TileShared {
-    T tile[kTile * kPad];
+    T tile[kTileElements<T>];
     unsigned blk_amax[kMaxBlocks], blk_raw[kMaxBlocks];
     float blk_s[kMaxBlocks], blk_si[kMaxBlocks];
     unsigned hist[kWarps][kHistBins];  // one per warp: fewer lanes on one address
@@ -119,7 +119,7 @@ __device__ __forceinline__ S block_combine(S v, S* parts) {
 
 // The block scales of recipe p over the tile; returns the range of scale_inv of the blocks
 // that exist (a block whose scale is NaN, an MX block holding NaN or Inf, is left out).
-template <class T>
+template <class T, int kRow>
 __device__ void block_scales(const RecipePlan& p, int nr, int nc, TileShared<T>& sh, float& si_min, float& si_max) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int bc = 1 << p.block_cols_log2, per_row = kTile >> p.block_cols_log2, lanes_j = bc / 32;
@@ -133,7 +133,7 @@ __device__ void block_scales(const RecipePlan& p, int nr, int nc, TileShared<T>&
             unsigned m = 0, raw = 0;
             for (int jj = 0; jj < lanes_j; ++jj) {
                 const int c = lane + 32 * (bcol * lanes_j + jj);
-                const unsigned a = c < nc ? __float_as_uint(as_float(sh.tile[r * kPad + c])) & kAbs : 0u;
+                const unsigned a = c < nc ? __float_as_uint(as_float(sh.tile[r * kRow + c])) & kAbs : 0u;
                 raw = max(raw, a);
                 m = max(m, a <= kInfBits ? a : 0u);
             }
@@ -164,7 +164,7 @@ __device__ void block_scales(const RecipePlan& p, int nr, int nc, TileShared<T>&
 }
 
 // Elements go in pairs (columns c and c + 32) through the paired conversion.
-template <Format F, class T>
+template <Format F, class T, int kRow>
 __device__ void recipe_errors(const RecipePlan& p, float s, float si, int nr, int nc, float norm, TileShared<T>& sh,
                               ErrAcc& e) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -182,7 +182,7 @@ __device__ void recipe_errors(const RecipePlan& p, float s, float si, int nr, in
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const int c = lane + 32 * (2 * jp + h);
-                v[h] = as_float(sh.tile[r * kPad + c]);
+                v[h] = as_float(sh.tile[r * kRow + c]);
                 a[h] = __float_as_uint(v[h]) & kAbs;
                 use[h] = c < nc && a[h] < kInfBits;
                 float bs = s;
@@ -224,6 +224,7 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
     const int nr = at.nr, nc = at.nc;
     const std::int64_t c0 = at.c0;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    constexpr int kRow = kRowStride<T, kTransposed>;
     for (int b = threadIdx.x; b < kWarps * kHistBins; b += blockDim.x) (&sh.hist[0][0])[b] = 0u;
     for (int c = threadIdx.x; c < kTile; c += blockDim.x) sh.channel[c] = 0u;
     load_tile<T, kTransposed>(in, at.r0, c0, nr, nc, sh.tile);
@@ -247,7 +248,7 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
         for (int j = 0; j < kTile / 32; ++j) {
             const int c = lane + 32 * j;
             if (r >= nr || c >= nc) continue;
-            const float v = as_float(sh.tile[r * kPad + c]);
+            const float v = as_float(sh.tile[r * kRow + c]);
             const unsigned a = __float_as_uint(v) & kAbs;
             if (a < kInfBits) {
                 if (f32_sums) {
@@ -319,10 +320,10 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
     for (int k = 0; k < plans.count; ++k) {
         const RecipePlan& p = plans.r[k];
         float si_min = params->si[k], si_max = params->si[k];
-        if (p.kind == kBlock || p.kind == kMX) block_scales(p, nr, nc, sh, si_min, si_max);
+        if (p.kind == kBlock || p.kind == kMX) block_scales<T, kRow>(p, nr, nc, sh, si_min, si_max);
         ErrAcc e;
-        if (p.format == Format::E4M3) recipe_errors<Format::E4M3, T>(p, params->s[k], params->si[k], nr, nc, norm, sh, e);
-        else recipe_errors<Format::E5M2, T>(p, params->s[k], params->si[k], nr, nc, norm, sh, e);
+        if (p.format == Format::E4M3) recipe_errors<Format::E4M3, T, kRow>(p, params->s[k], params->si[k], nr, nc, norm, sh, e);
+        else recipe_errors<Format::E5M2, T, kRow>(p, params->s[k], params->si[k], nr, nc, norm, sh, e);
         const double back = ldexp(1.0, 2 * norm_exp);
         TileError t = block_combine(TileError{double(e.sxx), double(e.sdd) + e.sdd_tiny, double(e.sqq) + e.sqq_tiny,
                                               double(e.sxq) + e.sxq_tiny, e.max_err, si_min, si_max, e.under, e.over,

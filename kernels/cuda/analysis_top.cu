@@ -67,14 +67,14 @@ __device__ __forceinline__ unsigned rank_of(unsigned long long key, const unsign
 }
 
 // The largest key below `bound` among this thread's elements of the tile (0: none).
-template <class T>
+template <class T, int kRow>
 __device__ unsigned long long best_below(const T* tile, int nr, int nc, std::int64_t r0, std::int64_t c0,
                                          std::int64_t cols, unsigned long long bound, float& value) {
     unsigned long long best = 0;
     for (int i = threadIdx.x; i < kTile * kTile; i += blockDim.x) {
         const int r = i / kTile, c = i % kTile;
         if (r >= nr || c >= nc) continue;
-        const float v = as_float(tile[r * kPad + c]);
+        const float v = as_float(tile[r * kRow + c]);
         const unsigned a = __float_as_uint(v) & kAbs;
         if (a >= qk::kInfBits) continue;
         const std::uint64_t index = std::uint64_t(r0 + r) * std::uint64_t(cols) + std::uint64_t(c0 + c);
@@ -98,6 +98,7 @@ __global__ void __launch_bounds__(kThreads) tile_top_kernel(TileInput in, int k,
                                                             Candidate* candidates, Summary* out) {
     extern __shared__ __align__(16) unsigned char smem[];
     T* tile = reinterpret_cast<T*>(smem);
+    constexpr int kRow = kRowStride<T, kTransposed>;
     __shared__ unsigned long long scratch[kWarps];
     __shared__ unsigned long long best_s, keys[kGathered];
     __shared__ float values[kGathered];
@@ -110,7 +111,7 @@ __global__ void __launch_bounds__(kThreads) tile_top_kernel(TileInput in, int k,
     __syncthreads();
     for (int i = threadIdx.x; i < kTile * kTile; i += blockDim.x) {
         const int r = i / kTile, c = i % kTile;
-        const float v = as_float(tile[r * kPad + c]);
+        const float v = as_float(tile[r * kRow + c]);
         const unsigned a = __float_as_uint(v) & kAbs;
         if (r >= at.nr || c >= at.nc || a >= qk::kInfBits || a < threshold) continue;
         const unsigned slot = atomicAdd(&gathered, 1u);
@@ -131,7 +132,7 @@ __global__ void __launch_bounds__(kThreads) tile_top_kernel(TileInput in, int k,
     unsigned long long bound = ~0ull;
     for (int round = 0; round < k; ++round) {
         float value = 0;
-        const unsigned long long mine = best_below(tile, at.nr, at.nc, at.r0, at.c0, in.cols, bound, value);
+        const unsigned long long mine = best_below<T, kRow>(tile, at.nr, at.nc, at.r0, at.c0, in.cols, bound, value);
         const unsigned long long best = block_reduce(mine, Max{}, scratch);
         if (threadIdx.x == 0) best_s = best;
         __syncthreads();
@@ -187,7 +188,8 @@ void launch_top_values(const TileInput& in, int top_k, const TileStats* tile_sta
     auto* cand = static_cast<Candidate*>(candidates);
     threshold_kernel<<<1, kMergeThreads, 0, stream>>>(tile_stats, in.tiles(), top_k, summary);
     FP8SCOPE_CUDA_LAUNCHED();
-    const std::size_t shared = (in.dtype == DType::BF16 ? 2 : 4) * kTile * kPad;
+    const std::size_t shared = in.dtype == DType::BF16 ? sizeof(std::uint16_t) * kTileElements<std::uint16_t>
+                                                       : sizeof(float) * kTileElements<float>;
     auto go = [&](auto kernel) {
         FP8SCOPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
         kernel<<<unsigned(in.tiles()), kThreads, shared, stream>>>(in, top_k, tile_stats, cand, summary);
