@@ -22,5 +22,6 @@ void launch_tensor_amax(const CastInput& x, std::uint32_t* amax_bits, cudaStream
 void launch_grid_amax(const TileParams& p, DType in, cudaStream_t stream);
 void launch_grid_finalize(const TileParams& p, Format f, cudaStream_t stream);
 
+int sm_count();
 
 }  // namespace fp8scope::cuda::qk

@@ -15,10 +15,6 @@
 // - Grid: any other shape. An earlier kernel left each block's amax bits in the scale_inv
 //   grids; every element looks its block up (slow, exact; shapes nobody trains with).
 //
-// CTAs are persistent (about two per SM, each taking every gridDim.y-th tile of a column of
-// tiles): while a tile is cast, each thread's micro-block of the next one is on its way
-// into shared memory (cp.async), so the loads are not exposed at every tile's barriers.
-//
 // A run casts through the hardware's cvt.rn.satfinite when it cannot overflow and holds
 // no NaN (|run amax * s| <= Fp8::kFastMax), else through the exact integer rounding that
 // also counts overflow. MX blocks that hold NaN or Inf write the canonical NaN code.
@@ -26,10 +22,7 @@
 
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
-
-#include "cuda/check.h"
 
 #include "cuda/quantize.h"
 #include "cuda/quantize_rules.cuh"
@@ -68,20 +61,7 @@ struct TileParams {
 };
 
 // Shared-memory cells a Cells launch needs (rowwise cells, then columnwise cells).
-__host__ __device__ inline int tile_cells(int br, int bc) { return 2 * (kTile / br) * (kTile / bc); }
-
-// Dynamic shared memory of a launch: the cells (Cells only), then the staging area of the
-// next tile's micro-blocks, 16-byte slots ordered slot-major (consecutive threads write
-// consecutive slots: no bank conflicts).
-template <class In>
-constexpr int kStageSlots = 8 * int(sizeof(In)) / 2;  // 16-byte slots per thread: 8 rows of 16 or 32 bytes
-__host__ __device__ inline int stage_offset(bool cells, int br, int bc) {
-    return cells ? (tile_cells(br, bc) * 4 + 15) / 16 * 16 : 0;
-}
-template <class In>
-__host__ __device__ inline int tile_shared_bytes(bool cells, int br, int bc) {
-    return stage_offset(cells, br, bc) + kStageSlots<In> * kTileThreads * 16;
-}
+inline int tile_cells(int br, int bc) { return 2 * (kTile / br) * (kTile / bc); }
 
 template <class In>
 __device__ __forceinline__ float load_one(const In* x, std::int64_t i) {
@@ -120,52 +100,6 @@ __device__ __forceinline__ void load_micro(const TileParams& p, std::int64_t r0,
                 const std::int64_t r = r0 + j, c = c0 + k;
                 v[j][k] = (r < p.rows && c < p.cols) ? load_one(x, r * p.cols + c) : 0.0f;
             }
-        }
-    }
-}
-
-// The staged path: a whole, 16-byte aligned micro-block (the others load directly).
-__device__ __forceinline__ bool stageable(const TileParams& p, std::int64_t r0, std::int64_t c0) {
-    return p.vec_load && r0 + 8 <= p.rows && c0 + 8 <= p.cols;
-}
-
-__device__ __forceinline__ void cp_async16(uint4* dst, const void* src) {
-    const auto s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src) : "memory");
-}
-
-// Starts copying this thread's micro-block at (r0, c0) into its slots (slot k at stage[k * kTileThreads]).
-template <class In>
-__device__ __forceinline__ void stage_micro(const TileParams& p, std::int64_t r0, std::int64_t c0, uint4* stage) {
-    const In* x = static_cast<const In*>(p.x);
-    constexpr int kPerRow = kStageSlots<In> / 8;
-#pragma unroll
-    for (int j = 0; j < 8; ++j)
-#pragma unroll
-        for (int q = 0; q < kPerRow; ++q)
-            cp_async16(stage + (j * kPerRow + q) * kTileThreads, x + (r0 + j) * p.cols + c0 + q * (16 / int(sizeof(In))));
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-// Waits for this thread's staged micro-block and reads it into v.
-template <class In>
-__device__ __forceinline__ void read_staged(const uint4* stage, float (&v)[8][8]) {
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-        if constexpr (sizeof(In) == 2) {
-            const uint4 q = stage[j * kTileThreads];
-            const std::uint32_t w[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-            for (int k = 0; k < 4; ++k) {
-                v[j][2 * k] = __uint_as_float(w[k] << 16);
-                v[j][2 * k + 1] = __uint_as_float(w[k] & 0xFFFF0000u);
-            }
-        } else {
-            const uint4 a = stage[2 * j * kTileThreads], b = stage[(2 * j + 1) * kTileThreads];
-            v[j][0] = __uint_as_float(a.x), v[j][1] = __uint_as_float(a.y), v[j][2] = __uint_as_float(a.z);
-            v[j][3] = __uint_as_float(a.w), v[j][4] = __uint_as_float(b.x), v[j][5] = __uint_as_float(b.y);
-            v[j][6] = __uint_as_float(b.z), v[j][7] = __uint_as_float(b.w);
         }
     }
 }
@@ -240,7 +174,7 @@ struct GridScale {
 
 template <class In, Format F, ScaleSource S>
 __global__ void __launch_bounds__(kTileThreads, 2) cast_tile_kernel(const TileParams p) {
-    extern __shared__ __align__(16) std::uint32_t cells[];  // Cells: rowwise cells, then columnwise cells
+    extern __shared__ std::uint32_t cells[];  // Cells: rowwise cells, then columnwise cells
     __shared__ std::uint32_t cta_amax;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int lr0 = (warp >> 1) * 32 + (lane >> 3) * 8;  // micro-block origin in the tile
@@ -269,22 +203,11 @@ __global__ void __launch_bounds__(kTileThreads, 2) cast_tile_kernel(const TilePa
         if (blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) p.stats->scale = float_of(kQuietNaNBits);
     }
 
-    uint4* stage = reinterpret_cast<uint4*>(reinterpret_cast<unsigned char*>(cells) +
-                                            stage_offset(S == ScaleSource::Cells, p.br, p.bc)) + tid;
-    const std::int64_t c0 = tc * kTile + lc0;
-    bool staged = blockIdx.y < tiles_r && stageable(p, std::int64_t(blockIdx.y) * kTile + lr0, c0);
-    if (staged) stage_micro<In>(p, std::int64_t(blockIdx.y) * kTile + lr0, c0, stage);
-
     std::uint32_t amax_bits = 0, ov_row = 0, ov_col = 0;
     for (std::int64_t tr = blockIdx.y; tr < tiles_r; tr += gridDim.y) {
-        const std::int64_t r0 = tr * kTile + lr0;
+        const std::int64_t r0 = tr * kTile + lr0, c0 = tc * kTile + lc0;
         float v[8][8];
-        if (staged) read_staged<In>(stage, v);
-        else load_micro<In>(p, r0, c0, v);
-        // The next tile's micro-block travels while this one is cast (its slots are read).
-        const std::int64_t next_r0 = (tr + gridDim.y) * kTile + lr0;
-        staged = tr + gridDim.y < tiles_r && stageable(p, next_r0, c0);
-        if (staged) stage_micro<In>(p, next_r0, c0, stage);
+        load_micro<In>(p, r0, c0, v);
         if constexpr (S == ScaleSource::Cells) {
             __syncthreads();  // the previous tile is done with the cells
             for (int i = tid; i < n_cells; i += kTileThreads) cells[i] = 0;
@@ -479,30 +402,6 @@ __global__ void __launch_bounds__(kTileThreads, 2) cast_tile_kernel(const TilePa
         if (lane == 0) atomicMax(&cta_amax, amax_bits);
         __syncthreads();
         if (tid == 0 && cta_amax) atomicMax(reinterpret_cast<unsigned int*>(&p.stats->amax), cta_amax);
-    }
-}
-
-// The launch over all of x: persistent CTAs, about two per SM (quantize_tile_f32.cu and
-// quantize_tile_bf16.cu instantiate it).
-int sm_count();
-
-template <class In, Format F>
-void launch_tiles(const TileParams& p, ScaleSource s, cudaStream_t stream) {
-    const std::int64_t tiles_c = (p.cols + kTile - 1) / kTile, tiles_r = (p.rows + kTile - 1) / kTile;
-    const std::int64_t per_column = (2 * std::int64_t(sm_count()) + tiles_c - 1) / tiles_c;
-    const dim3 grid(static_cast<unsigned>(tiles_c),
-                    static_cast<unsigned>(std::max<std::int64_t>(1, std::min({per_column, tiles_r, std::int64_t(65535)}))));
-    const bool cells = s == ScaleSource::Cells;
-    const int shared = tile_shared_bytes<In>(cells, p.br, p.bc);
-    auto go = [&](auto kernel) {
-        FP8SCOPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
-        kernel<<<grid, kTileThreads, shared, stream>>>(p);
-        FP8SCOPE_CUDA_LAUNCHED();
-    };
-    switch (s) {
-    case ScaleSource::PerTensor: go(cast_tile_kernel<In, F, ScaleSource::PerTensor>); break;
-    case ScaleSource::Cells: go(cast_tile_kernel<In, F, ScaleSource::Cells>); break;
-    case ScaleSource::Grid: go(cast_tile_kernel<In, F, ScaleSource::Grid>); break;
     }
 }
 
