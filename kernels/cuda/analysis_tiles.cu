@@ -250,33 +250,32 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
             if (r >= nr || c >= nc) continue;
             const float v = as_float(sh.tile[r * kRow + c]);
             const unsigned a = __float_as_uint(v) & kAbs;
-            if (a < kInfBits) {
-                if (f32_sums) {
-                    const float d = fmaf(v, q.dev_norm, -q.pivot), dd = d * d;
-                    f1 += d;
-                    f2 += dd;
-                    f3 = fmaf(dd, d, f3);
-                    f4 = fmaf(dd, dd, f4);
-                } else {
-                    const double d = fma(double(v), q.dev_norm_d, -double(q.pivot)), dd = d * d;
-                    d1 += d;
-                    d2 += dd;
-                    d3 += dd * d;
-                    d4 += dd * dd;
-                }
-                beyond += a > threshold;
-                zero += a == 0u;
-                min_nz1 = min(min_nz1, a - 1u);  // 0 wraps past everything
-                ch[j] = max(ch[j], a);
+            // Selects, not branches: a warp's lanes stay together.
+            const bool fin = a < kInfBits;
+            if (f32_sums) {
+                const float d = fin ? fmaf(v, q.dev_norm, -q.pivot) : 0.0f, dd = d * d;
+                f1 += d;
+                f2 += dd;
+                f3 = fmaf(dd, d, f3);
+                f4 = fmaf(dd, dd, f4);
+            } else {
+                const double d = fin ? fma(double(v), q.dev_norm_d, -double(q.pivot)) : 0.0, dd = d * d;
+                d1 += d;
+                d2 += dd;
+                d3 += dd * d;
+                d4 += dd * dd;
             }
+            beyond += fin & (a > threshold);
+            zero += a == 0u;
+            min_nz1 = min(min_nz1, fin ? a - 1u : ~0u);  // 0 wraps past everything
+            ch[j] = max(ch[j], fin ? a : 0u);
             // Normal numbers in the window by their exponent field; zero, subnormals, Inf and
             // NaN fall outside it (the window starts at a normal exponent, ends below 255).
             const unsigned o = (a >> 23) - window;
-            if (o < 8u) {
-                low8 += 1ull << (8 * o);
-            } else if (o < unsigned(kHistWindow)) {
-                high8 += 1ull << (8 * (o - 8));
-            } else {
+            const unsigned long long one = 1ull << (8 * (o & 7u));
+            low8 += o < 8u ? one : 0ull;
+            high8 += o - 8u < 8u ? one : 0ull;
+            if (o >= unsigned(kHistWindow)) {
                 const int bin = hist_bin(a);
                 if (bin >= 0) atomicAdd(&sh.hist[warp][bin], 1u);
             }
