@@ -13,6 +13,7 @@
 
 #include "support/cpu_engine.h"
 #include "support/data_parallel_job.h"
+#include "support/error_of.h"
 
 namespace fp8scope {
 namespace {
@@ -123,6 +124,36 @@ TEST_P(DataParallelCpu, TwoRanksTrainAsOneRankWithTwiceTheBatch) {
 
 // baseline: no FP8; delayed: the amax reduction; blockwise: per-block scales need none.
 INSTANTIATE_TEST_SUITE_P(Recipes, DataParallelCpu, ::testing::Values("baseline", "delayed", "blockwise"));
+
+TEST(DataParallel, TheMeanAddsInRankOrderSoEveryRankHoldsTheSameDouble) {
+    // Ranks send 1e16, 1 and -1e16 (then 0.5, 1.5, 4): in rank order 1e16 + 1 rounds back to
+    // 1e16 (doubles there are 2 apart), so the first mean is exactly 0, where another order
+    // would give 1/3. The second is 6 / 3 = 2.
+    std::vector<std::vector<double>> got(3);
+    testing::run_ranks(3, "cpu", 1, [&](Rank& r) {
+        DataParallel dp(*r.rendezvous, *r.comm, "cpu:0", {});
+        const std::size_t k = std::size_t(r.env.rank);
+        got[k] = dp.mean({std::vector<double>{1e16, 1.0, -1e16}[k], std::vector<double>{0.5, 1.5, 4.0}[k]});
+    });
+    for (const auto& g : got) EXPECT_EQ(g, (std::vector<double>{0.0, 2.0}));
+}
+
+TEST(DataParallel, AMeanOfAnotherLengthNamesTheRank) {
+    const std::string error = testing::error_of([] {
+        testing::run_ranks(2, "cpu", 1, [&](Rank& r) {
+            DataParallel dp(*r.rendezvous, *r.comm, "cpu:0", {});
+            if (r.env.rank == 0) {
+                dp.mean({1.0, 2.0, 3.0});
+            } else {
+                dp.mean({1.0, 2.0});
+            }
+        });
+    });
+    // Whichever rank failed first: each names the other.
+    EXPECT_TRUE(error == "mean over ranks: rank 1 sent 16 bytes, expected 24 (ranks disagree on the array)" ||
+                error == "mean over ranks: rank 0 sent 24 bytes, expected 16 (ranks disagree on the array)")
+        << error;
+}
 
 TEST(DataParallel, DelayedScalingPushesTheMaximumOverRanks) {
     // After one step each rank's history holds, per operand, the larger of the two ranks'
