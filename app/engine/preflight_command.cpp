@@ -6,11 +6,9 @@
 // (engine/rank_health.h). A rank slower than the median by more than --margin is named
 // with its host and device, on every rank. Exit status: 0 healthy, 3 a slow rank, 1 the
 // job could not meet (a rank missing, hung or dead: the message names it).
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -60,33 +58,18 @@ int run_preflight(const PreflightOptions& o) {
     }
     try {
         Rendezvous rv(env, std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000)));
-        std::ostringstream mine;
-        mine << ms << '\n' << host_name() << '\n' << device_line;
-        const std::vector<std::string> all = rv.all_gather(mine.str());
-        std::vector<double> times;
-        std::vector<std::string> hosts, devices;
-        for (const std::string& r : all) {
-            std::istringstream in(r);
-            double t = 0;
-            std::string host, dev;
-            in >> t;
-            in.ignore();
-            std::getline(in, host);
-            std::getline(in, dev);
-            times.push_back(t);
-            hosts.push_back(host);
-            devices.push_back(dev);
-        }
-        const auto slow = slow_ranks(times, o.margin);
-        const double median = median_ms(times);
+        const RankTimings all =
+            judge_rank_timings(rv.all_gather(encode_rank_timing({ms, host_name(), device_line})), o.margin);
+        const std::vector<SlowRank>& slow = all.slow;
+        const double median = all.median_ms;
         if (env.rank == 0) {
             std::printf("preflight: %d rank(s) (%s), GEMM %d^3 float32 on %s, median of %d\n", env.world_size,
                         env.launcher.c_str(), o.size, o.device.c_str(), o.reps);
             std::printf("%-5s %-20s %10s %9s  %s\n", "rank", "host", "ms", "x median", "device");
             for (int r = 0; r < env.world_size; ++r) {
-                const bool is_slow = std::any_of(slow.begin(), slow.end(), [&](const SlowRank& s) { return s.rank == r; });
-                std::printf("%-5d %-20s %10.3f %9.2f  %s%s\n", r, hosts[r].c_str(), times[r], times[r] / median,
-                            devices[r].c_str(), is_slow ? "  SLOW" : "");
+                const RankTiming& t = all.ranks[std::size_t(r)];
+                std::printf("%-5d %-20s %10.3f %9.2f  %s%s\n", r, t.host.c_str(), t.ms, t.ms / median,
+                            t.device.c_str(), all.is_slow(r) ? "  SLOW" : "");
             }
         }
         if (slow.empty()) {
@@ -95,16 +78,16 @@ int run_preflight(const PreflightOptions& o) {
             return 0;
         }
         std::string names;
-        for (const SlowRank& s : slow)
-        {
+        for (const SlowRank& s : slow) {
             char ratio[32];
             std::snprintf(ratio, sizeof ratio, "%.2fx", s.ratio());
-            names += (names.empty() ? "" : ", ") + std::to_string(s.rank) + " (" + hosts[s.rank] + ", " + ratio + ")";
+            names += (names.empty() ? "" : ", ") + std::to_string(s.rank) + " (" + all.ranks[std::size_t(s.rank)].host +
+                     ", " + ratio + ")";
         }
         std::printf("preflight rank %d: slow rank(s) %s: more than %.0f%% over the median (%.3f ms)\n", env.rank,
                     names.c_str(), 100 * o.margin, median);
         return 3;
-    } catch (const RendezvousError& e) {
+    } catch (const std::exception& e) {  // a rank missing, hung or dead, or a record of another version
         std::fprintf(stderr, "fp8scope-engine: error: preflight rank %d: %s\n", env.rank, e.what());
         return 1;
     }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <sstream>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -81,27 +80,21 @@ void RankJob::preflight_gemm(Backend& backend, const std::string& device) {
         ms += options_.slow_ms;
     }
     const std::string where = device == "cuda" ? "cuda:" + std::to_string(env_.local_rank) : device;
-    const std::vector<std::string> all = rendezvous_->all_gather(std::to_string(ms) + " " + host_name() + " " + where);
-    std::vector<double> times;
-    std::vector<std::string> names;
-    for (const std::string& a : all) {
-        std::istringstream in(a);
-        double t = 0;
-        std::string host, dev;
-        in >> t >> host >> dev;
-        times.push_back(t);
-        names.push_back(host + " " + dev);
-    }
-    const std::vector<SlowRank> slow = slow_ranks(times, options_.preflight_margin);
+    const RankTimings all = judge_rank_timings(rendezvous_->all_gather(encode_rank_timing({ms, host_name(), where})),
+                                               options_.preflight_margin);
+    const auto name = [&](int rank) {
+        const RankTiming& t = all.ranks[std::size_t(rank)];
+        return t.host + " " + t.device;
+    };
     char line[256];
-    std::snprintf(line, sizeof line, "pre-flight: %d ranks, GEMM %d^3 median %.2f ms%s", int(times.size()), n,
-                  median_ms(times), slow.empty() ? ", every rank within the margin" : "");
+    std::snprintf(line, sizeof line, "pre-flight: %d ranks, GEMM %d^3 median %.2f ms%s", int(all.ranks.size()), n,
+                  all.median_ms, all.slow.empty() ? ", every rank within the margin" : "");
     findings_.push_back(line);
     std::vector<int> leave;
-    for (const SlowRank& s : slow) {
+    for (const SlowRank& s : all.slow) {
         const bool excluded = options_.exclude_slow && s.rank != 0;
         std::snprintf(line, sizeof line, "pre-flight: rank %d (%s) %.2f ms, %+.0f%% over the median%s", s.rank,
-                      names[std::size_t(s.rank)].c_str(), s.ms, 100 * (s.ratio() - 1),
+                      name(s.rank).c_str(), s.ms, 100 * (s.ratio() - 1),
                       excluded ? "; excluded" : options_.exclude_slow ? "; rank 0 cannot be excluded" : "");
         findings_.push_back(line);
         if (excluded) leave.push_back(s.rank);
@@ -111,7 +104,7 @@ void RankJob::preflight_gemm(Backend& backend, const std::string& device) {
         excluded_ = true;
         std::fprintf(stderr, "fp8scope-engine: rank %d (%s) is slower than the others and leaves the job "
                              "(--exclude-slow): %.2f ms against a median of %.2f ms\n",
-                     env_.rank, names[std::size_t(env_.rank)].c_str(), ms, median_ms(times));
+                     env_.rank, name(env_.rank).c_str(), ms, all.median_ms);
     }
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <span>
 #include <stdexcept>
+#include <string_view>
 #include <utility>
 
 #include "engine/grad_buckets.h"
@@ -173,16 +174,11 @@ void DataParallel::measure(Attached& a) {
 DataParallel::GradTraffic DataParallel::take_traffic() { return std::exchange(traffic_, GradTraffic{}); }
 
 std::vector<double> DataParallel::mean(const std::vector<double>& mine) {
-    std::vector<double> sum(mine.size(), 0.0);
+    std::vector<double> sum(mine.size(), 0.0), v(mine.size());
     timed([&] {
-        const std::string blob(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(double));
-        const std::vector<std::string> all = rendezvous_.all_gather(blob);
-        for (std::size_t r = 0; r < all.size(); ++r) {
-            if (all[r].size() != blob.size())
-                throw RendezvousError("rank " + std::to_string(r) + " sent " + std::to_string(all[r].size() / 8) +
-                                      " values, expected " + std::to_string(mine.size()));
-            std::vector<double> v(mine.size());
-            std::memcpy(v.data(), all[r].data(), all[r].size());
+        const std::string_view blob(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(double));
+        for (const std::string& r : rendezvous_.all_gather_same_size(blob, "mean over ranks")) {
+            std::memcpy(v.data(), r.data(), r.size());
             for (std::size_t i = 0; i < v.size(); ++i) sum[i] += v[i];  // rank order on every rank
         }
     });

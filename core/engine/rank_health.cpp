@@ -1,8 +1,10 @@
 #include "engine/rank_health.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
+#include <system_error>
 #include <stdexcept>
 #include <string>
 
@@ -41,6 +43,51 @@ std::vector<SlowRank> slow_ranks(std::span<const double> ms, double margin) {
         const bool fa = std::isfinite(a.ms), fb = std::isfinite(b.ms);
         return fa != fb ? !fa : a.ms > b.ms;
     });
+    return out;
+}
+
+std::string encode_rank_timing(const RankTiming& t) {
+    char ms[64];
+    const auto end = std::to_chars(ms, ms + sizeof ms, t.ms).ptr;  // shortest text that reads back exactly
+    return std::string(ms, end) + '\n' + t.host + '\n' + t.device;
+}
+
+namespace {
+
+RankTiming decode_rank_timing(const std::string& record, std::size_t rank) {
+    const std::size_t a = record.find('\n');
+    const std::size_t b = a == std::string::npos ? a : record.find('\n', a + 1);
+    RankTiming t;
+    bool ok = b != std::string::npos && record.find('\n', b + 1) == std::string::npos;  // three lines
+    if (ok) {  // the first all a number
+        const auto [end, error] = std::from_chars(record.data(), record.data() + a, t.ms);
+        ok = error == std::errc{} && end == record.data() + a;
+    }
+    if (!ok) {
+        std::string shown;  // on one line
+        for (char c : record) shown += c == '\n' ? std::string("\\n") : std::string(1, c);
+        throw std::invalid_argument("rank " + std::to_string(rank) + " sent the pre-flight record \"" + shown +
+                                    "\", not \"ms\\nhost\\ndevice\" (ranks of different engine versions?)");
+    }
+    t.host = record.substr(a + 1, b - a - 1);
+    t.device = record.substr(b + 1);
+    return t;
+}
+
+}  // namespace
+
+bool RankTimings::is_slow(int rank) const {
+    return std::any_of(slow.begin(), slow.end(), [&](const SlowRank& s) { return s.rank == rank; });
+}
+
+RankTimings judge_rank_timings(std::span<const std::string> records, double margin) {
+    RankTimings out;
+    for (std::size_t r = 0; r < records.size(); ++r) {
+        out.ranks.push_back(decode_rank_timing(records[r], r));
+        out.ms.push_back(out.ranks.back().ms);
+    }
+    out.median_ms = median_ms(out.ms);
+    out.slow = slow_ranks(out.ms, margin);
     return out;
 }
 

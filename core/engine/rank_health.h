@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace fp8scope {
@@ -23,6 +24,28 @@ struct SlowRank {
 // The ranks slower than the median by more than `margin` (0.1: more than 10% slower),
 // slowest first. A rank whose time is not a finite number is always reported.
 std::vector<SlowRank> slow_ranks(std::span<const double> ms, double margin);
+
+// Pre-flight: one rank's GEMM time and where it ran, as the ranks exchange it over the
+// rendezvous: "ms\nhost\ndevice" (a device's description may hold spaces; the time is
+// written exactly, so every rank judges the same numbers).
+struct RankTiming {
+    double ms = 0;
+    std::string host, device;
+};
+std::string encode_rank_timing(const RankTiming& t);
+
+// Every rank's timing (in rank order) judged by slow_ranks().
+struct RankTimings {
+    std::vector<RankTiming> ranks;
+    std::vector<double> ms;  // ranks[r].ms
+    double median_ms = 0;
+    std::vector<SlowRank> slow;
+    bool is_slow(int rank) const;
+};
+// Decodes the records all ranks gathered (rank r's at [r]) and judges them against their
+// median with `margin`. Throws std::invalid_argument naming the rank and its text when a
+// record is not three lines with a number first.
+RankTimings judge_rank_timings(std::span<const std::string> records, double margin);
 
 // In-flight: a rank slow (as slow_ranks() says) in `steps` consecutive steps is a
 // straggler. One alert when it becomes one and one when it has been fast again for as

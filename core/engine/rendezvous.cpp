@@ -271,4 +271,14 @@ std::vector<std::string> Rendezvous::all_gather(std::string_view mine) {
     return all;
 }
 
+std::vector<std::string> Rendezvous::all_gather_same_size(std::string_view mine, std::string_view what) {
+    std::vector<std::string> all = all_gather(mine);
+    for (std::size_t r = 0; r < all.size(); ++r)
+        if (all[r].size() != mine.size())
+            throw RendezvousError(std::string(what) + ": rank " + std::to_string(r) + " sent " +
+                                  std::to_string(all[r].size()) + " bytes, expected " + std::to_string(mine.size()) +
+                                  " (ranks disagree on the array)");
+    return all;
+}
+
 }  // namespace fp8scope

@@ -47,6 +47,10 @@ public:
     std::string broadcast(std::string_view blob);
     // Every rank's `mine`, in rank order, on every rank.
     std::vector<std::string> all_gather(std::string_view mine);
+    // all_gather of an array every rank sends with the same size (a collective's operand):
+    // throws RendezvousError naming `what` and the first rank whose size differs from this
+    // rank's, on every rank.
+    std::vector<std::string> all_gather_same_size(std::string_view mine, std::string_view what);
     void barrier() { all_gather({}); }
 
     // Every rank calls it with the same sorted list of ranks to drop (never rank 0, the

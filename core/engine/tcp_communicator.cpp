@@ -9,25 +9,21 @@
 #include "io/half.h"
 
 namespace fp8scope {
+namespace {
+
+std::string_view bytes_at(const void* data, std::size_t bytes) { return {static_cast<const char*>(data), bytes}; }
+
+}  // namespace
 
 std::string TcpCommunicator::describe() const {
     return "tcp through rank 0, " + std::to_string(world_size()) + " ranks";
 }
 
-std::vector<std::string> TcpCommunicator::gather(const void* data, std::size_t bytes, const char* what) {
-    std::vector<std::string> all = rendezvous_.all_gather(std::string_view(static_cast<const char*>(data), bytes));
-    for (std::size_t r = 0; r < all.size(); ++r)
-        if (all[r].size() != bytes)
-            throw RendezvousError(std::string(what) + ": rank " + std::to_string(r) + " sent " +
-                                  std::to_string(all[r].size()) + " bytes, expected " + std::to_string(bytes) +
-                                  " (ranks disagree on the array)");
-    return all;
-}
-
 void TcpCommunicator::all_to_all(const void* send, void* recv, std::int64_t bytes) {
     if (bytes == 0) return;
     const std::size_t part = std::size_t(bytes);
-    const std::vector<std::string> all = gather(send, part * std::size_t(world_size()), "all_to_all");
+    const std::vector<std::string> all =
+        rendezvous_.all_gather_same_size(bytes_at(send, part * std::size_t(world_size())), "all_to_all");
     for (std::size_t r = 0; r < all.size(); ++r)
         std::memcpy(static_cast<char*>(recv) + r * part, all[r].data() + std::size_t(rank()) * part, part);
 }
@@ -36,7 +32,7 @@ void TcpCommunicator::all_gather(const void* send, void* recv, std::int64_t byte
     if (bytes == 0) return;
     const std::size_t part = std::size_t(bytes);
     // Copied out before `recv` is written: `send` may be a part of it.
-    const std::vector<std::string> all = gather(send, part, "all_gather");
+    const std::vector<std::string> all = rendezvous_.all_gather_same_size(bytes_at(send, part), "all_gather");
     for (std::size_t r = 0; r < all.size(); ++r) std::memcpy(static_cast<char*>(recv) + r * part, all[r].data(), part);
 }
 
@@ -46,7 +42,7 @@ void TcpCommunicator::all_reduce(void* data, DType dtype, std::int64_t n, Reduce
         throw std::logic_error(std::string("tcp all_reduce: ") + dtype_name(dtype) + " is not summed here");
     const bool bf16 = dtype == DType::BF16;
     const std::size_t bytes = std::size_t(n) * dtype_size(dtype);
-    const std::vector<std::string> all = gather(data, bytes, "all_reduce");
+    const std::vector<std::string> all = rendezvous_.all_gather_same_size(bytes_at(data, bytes), "all_reduce");
     std::vector<float> in(static_cast<std::size_t>(n));
     std::vector<std::uint16_t> half(bf16 ? in.size() : 0);
     std::vector<double> acc(static_cast<std::size_t>(n), op == ReduceOp::Max ? -INFINITY : 0.0);

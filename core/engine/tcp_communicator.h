@@ -7,7 +7,6 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
 #include "communicator.h"
 #include "engine/rendezvous.h"
@@ -30,9 +29,6 @@ public:
     void synchronize() override {}
 
 private:
-    // Every rank's `bytes` at `data`, in rank order; throws when a rank sent another size.
-    std::vector<std::string> gather(const void* data, std::size_t bytes, const char* what);
-
     Rendezvous& rendezvous_;
 };
 

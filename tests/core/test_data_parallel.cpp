@@ -7,72 +7,37 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "support/cpu_engine.h"
 #include "support/data_parallel_job.h"
+#include "support/error_of.h"
+#include "support/tiny_config.h"
+#include "support/train_recorder.h"
 
 namespace fp8scope {
 namespace {
 
 using testing::Rank;
+using testing::Recorder;
 using testing::run_job;
+using testing::tiny_config;
 using testing::train_job;
-
-TrainConfig tiny(int steps, const std::string& recipe) {
-    TrainConfig c;
-    c.model.n_layer = 2;
-    c.model.d_model = 32;
-    c.model.n_head = 2;
-    c.model.max_seq = 32;
-    c.seq_len = 32;
-    c.batch_size = 4;
-    c.steps = steps;
-    c.optimizer.lr = 1e-2f;
-    c.schedule.warmup_steps = 2;
-    c.data.corpus_bytes = 1 << 16;
-    c.eval.every = 5;
-    c.eval.batches = 2;
-    c.threads = 1;
-    c.recipe = recipe;
-    c.seed = 5;
-    return c;
-}
-
-struct Steps : TrainObserver {
-    std::mutex mu;
-    std::vector<StepRecord> steps;
-    std::vector<RankStepRecord> ranks;
-    std::vector<TrainEvent> events;
-    void on_step(const StepRecord& r) override {
-        std::lock_guard lock(mu);
-        steps.push_back(r);
-    }
-    void on_rank_step(const RankStepRecord& r) override {
-        std::lock_guard lock(mu);
-        ranks.push_back(r);
-    }
-    void on_event(const TrainEvent& e) override {
-        std::lock_guard lock(mu);
-        events.push_back(e);
-    }
-};
 
 class DataParallelCpu : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DataParallelCpu, TwoRanksTrainAsOneRankWithTwiceTheBatch) {
     const int steps = 10;
-    TrainConfig single = tiny(steps, GetParam());
+    TrainConfig single = tiny_config(steps, GetParam());
     single.batch_size = 8;
     testing::CpuTrainer one(single);
-    Steps one_steps;
+    Recorder one_steps;
     one.add_observer(&one_steps);
     one.run();
 
-    std::vector<Steps> seen(2);
-    auto ranks = train_job("cpu", tiny(steps, GetParam()), seen);
+    std::vector<Recorder> seen(2);
+    auto ranks = train_job("cpu", tiny_config(steps, GetParam()), seen);
 
     // The same losses on both ranks (the mean over ranks) and, to rounding, the one-rank run's:
     // each rank's mean over its 4 rows averaged over ranks is the mean over the 8 rows. The
@@ -124,16 +89,46 @@ TEST_P(DataParallelCpu, TwoRanksTrainAsOneRankWithTwiceTheBatch) {
 // baseline: no FP8; delayed: the amax reduction; blockwise: per-block scales need none.
 INSTANTIATE_TEST_SUITE_P(Recipes, DataParallelCpu, ::testing::Values("baseline", "delayed", "blockwise"));
 
+TEST(DataParallel, TheMeanAddsInRankOrderSoEveryRankHoldsTheSameDouble) {
+    // Ranks send 1e16, 1 and -1e16 (then 0.5, 1.5, 4): in rank order 1e16 + 1 rounds back to
+    // 1e16 (doubles there are 2 apart), so the first mean is exactly 0, where another order
+    // would give 1/3. The second is 6 / 3 = 2.
+    std::vector<std::vector<double>> got(3);
+    testing::run_ranks(3, "cpu", 1, [&](Rank& r) {
+        DataParallel dp(*r.rendezvous, *r.comm, "cpu:0", {});
+        const std::size_t k = std::size_t(r.env.rank);
+        got[k] = dp.mean({std::vector<double>{1e16, 1.0, -1e16}[k], std::vector<double>{0.5, 1.5, 4.0}[k]});
+    });
+    for (const auto& g : got) EXPECT_EQ(g, (std::vector<double>{0.0, 2.0}));
+}
+
+TEST(DataParallel, AMeanOfAnotherLengthNamesTheRank) {
+    const std::string error = testing::error_of([] {
+        testing::run_ranks(2, "cpu", 1, [&](Rank& r) {
+            DataParallel dp(*r.rendezvous, *r.comm, "cpu:0", {});
+            if (r.env.rank == 0) {
+                dp.mean({1.0, 2.0, 3.0});
+            } else {
+                dp.mean({1.0, 2.0});
+            }
+        });
+    });
+    // Whichever rank failed first: each names the other.
+    EXPECT_TRUE(error == "mean over ranks: rank 1 sent 16 bytes, expected 24 (ranks disagree on the array)" ||
+                error == "mean over ranks: rank 0 sent 24 bytes, expected 16 (ranks disagree on the array)")
+        << error;
+}
+
 TEST(DataParallel, DelayedScalingPushesTheMaximumOverRanks) {
     // After one step each rank's history holds, per operand, the larger of the two ranks'
     // amaxes: the amax one process sees over all 8 rows. The first step's activations and
     // activation gradients are row by row the bits one process computes (dlogits are
     // divided by all ranks' rows), so every amax equals the one-process amax exactly.
-    TrainConfig single = tiny(1, "delayed");
+    TrainConfig single = tiny_config(1, "delayed");
     single.batch_size = 8;
     testing::CpuTrainer one(single);
     one.run();
-    auto ranks = run_job(2, "cpu", tiny(1, "delayed"), [&](Rank& r) { r.trainer->run(); });
+    auto ranks = run_job(2, "cpu", tiny_config(1, "delayed"), [&](Rank& r) { r.trainer->run(); });
     const Model& ref = one.model(0);
     for (const auto& rank : ranks) {
         const Model& m = rank->trainer->model(0);
@@ -156,9 +151,9 @@ TEST(DataParallel, Bf16GradientSumsHalveTheBytesAndRecordTheErrorTheyAdd) {
     DataParallelOptions bf16;
     bf16.grad_dtype = DType::BF16;
     bf16.measure_every = 4;  // steps 1 and 4
-    std::vector<Steps> exact(2), low(2);
-    train_job("cpu", tiny(steps, "delayed"), exact);
-    auto ranks = train_job("cpu", tiny(steps, "delayed"), low, bf16);
+    std::vector<Recorder> exact(2), low(2);
+    train_job("cpu", tiny_config(steps, "delayed"), exact);
+    auto ranks = train_job("cpu", tiny_config(steps, "delayed"), low, bf16);
     const double params = double(ranks[0]->trainer->model(0).num_params());
     for (int s = 0; s < steps; ++s)
         for (int k = 0; k < 2; ++k) {
@@ -185,15 +180,15 @@ TEST(DataParallel, Bf16GradientSumsHalveTheBytesAndRecordTheErrorTheyAdd) {
 
 TEST(DataParallel, Fp8GradientSumsQuarterTheBytesAndTrainCloseToFloat32Sums) {
     const int steps = 8;
-    std::vector<Steps> exact(2);
-    train_job("cpu", tiny(steps, "delayed"), exact);
+    std::vector<Recorder> exact(2);
+    train_job("cpu", tiny_config(steps, "delayed"), exact);
     for (DType type : {DType::E4M3, DType::E5M2}) {
         SCOPED_TRACE(dtype_name(type));
         DataParallelOptions fp8;
         fp8.grad_dtype = type;
         fp8.measure_every = 4;  // steps 1, 4 and 8
-        std::vector<Steps> low(2);
-        auto ranks = train_job("cpu", tiny(steps, "delayed"), low, fp8);
+        std::vector<Recorder> low(2);
+        auto ranks = train_job("cpu", tiny_config(steps, "delayed"), low, fp8);
         const double params = double(ranks[0]->trainer->model(0).num_params());
         // A cast's error is uniform within half a spacing of the FP8 grid: RMS relative
         // 2^-m / sqrt(12) times 0.74 (E[1/mantissa^2]^(1/2) for log-uniform values), m = 3
@@ -236,7 +231,7 @@ TEST(DataParallel, AStopOnOneRankStopsEveryRankAtTheSameStep) {
         }
     };
     std::vector<std::int64_t> done(2);
-    run_job(2, "cpu", tiny(20, "baseline"), [&](Rank& r) {
+    run_job(2, "cpu", tiny_config(20, "baseline"), [&](Rank& r) {
         StopAt stop;
         stop.trainer = r.trainer.get();
         if (r.env.rank == 1) r.trainer->add_observer(&stop);
@@ -261,44 +256,37 @@ TEST(DataParallel, RankZerosRequestsApplyOnEveryRankAtTheSameStep) {
             trainer->pause();
         }
     };
-    std::vector<Steps> seen(2);
-    auto ranks = run_job(2, "cpu", tiny(7, "delayed"), [&](Rank& r) {
+    std::vector<Recorder> seen(2);
+    auto ranks = run_job(2, "cpu", tiny_config(7, "delayed"), [&](Rank& r) {
         Ask ask;
         ask.trainer = r.trainer.get();
         r.trainer->add_observer(&ask);
         r.trainer->add_observer(&seen[std::size_t(r.env.rank)]);
         EXPECT_EQ(r.trainer->run().steps, 7);
     });
-    for (const Steps& s : seen) {
+    for (const Recorder& s : seen) {
         ASSERT_EQ(s.steps.size(), 7u);
         for (const StepRecord& r : s.steps) EXPECT_EQ(r.recipe, r.step <= 3 ? "delayed" : "current") << r.step;
-        int switches = 0, errors = 0;
-        for (const TrainEvent& e : s.events) {
-            switches += e.kind == EventKind::RecipeSwitch;
-            errors += e.kind == EventKind::Error;
-        }
-        EXPECT_EQ(switches, 1);
-        EXPECT_GE(errors, 1);  // the pause (and on rank 1 its own switch request) refused
+        EXPECT_EQ(s.count(EventKind::RecipeSwitch), 1);
+        EXPECT_GE(s.count(EventKind::Error), 1);  // the pause (and on rank 1 its own switch request) refused
     }
     EXPECT_EQ(ranks[0]->trainer->model(0).params_to_host(), ranks[1]->trainer->model(0).params_to_host());
 }
 
 TEST(DataParallel, TheInFlightCheckNamesASlowRank) {
-    std::vector<Steps> seen(2);
+    std::vector<Recorder> seen(2);
     DataParallelOptions options;
     options.straggler_steps = 3;
     run_job(
-        2, "cpu", tiny(6, "baseline"),
+        2, "cpu", tiny_config(6, "baseline"),
         [&](Rank& r) {
             if (r.env.rank == 1) r.trainer->delay_steps(100);
             r.trainer->add_observer(&seen[std::size_t(r.env.rank)]);
             r.trainer->run();
         },
         options);
-    for (const Steps& s : seen) {
-        std::vector<std::string> health;
-        for (const TrainEvent& e : s.events)
-            if (e.kind == EventKind::Health) health.push_back(e.detail);
+    for (const Recorder& s : seen) {
+        const std::vector<std::string> health = s.details(EventKind::Health);
         ASSERT_EQ(health.size(), 1u);
         EXPECT_EQ(health[0].rfind("straggler: rank 1 (", 0), 0u) << health[0];
         // The rank records say why: rank 1's compute includes the 100 ms, rank 0 waited for it.

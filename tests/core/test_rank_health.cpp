@@ -1,16 +1,19 @@
-// Health rules of a data-parallel job (slow ranks against the median, stragglers over
-// consecutive steps) on hand-computed cases, and the watchdog with real time limits.
+// Health rules of a data-parallel job (slow ranks against the median, the pre-flight
+// records ranks exchange, stragglers over consecutive steps) on hand-computed cases, and
+// the watchdog with real time limits.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "engine/rank_health.h"
 #include "engine/watchdog.h"
+#include "support/error_of.h"
 
 namespace fp8scope {
 namespace {
@@ -38,6 +41,53 @@ TEST(RankHealth, SlowRanksAgainstTheMedian) {
     EXPECT_TRUE(slow_ranks(std::vector<double>{200, 200, 200}, 0.10).empty());  // uniformly slow: nothing stands out
     EXPECT_TRUE(slow_ranks(std::vector<double>{100, 110}, 0.10).empty());       // median 105: 110 is 4.8% over
     EXPECT_EQ(slow_ranks(std::vector<double>{100, 100, 111}, 0.10).size(), 1u);
+}
+
+TEST(RankHealth, PreflightRecordsAreDecodedAndJudgedAgainstTheMedian) {
+    // 1.25, 1.5, 1.5, 2.0: median 1.5; a 10% margin flags rank 2 alone (2.0 > 1.65).
+    const std::vector<std::string> records = {
+        encode_rank_timing({1.5, "node-a", "cuda:0"}),
+        encode_rank_timing({1.25, "node-a", "cuda:1"}),
+        encode_rank_timing({2.0, "node-b", "NVIDIA H200 (cuda:0, 139 GiB)"}),  // a description with spaces
+        "1.5\nnode-b\ncpu",                                                   // the wire format as written
+    };
+    const RankTimings t = judge_rank_timings(records, 0.10);
+    ASSERT_EQ(t.ranks.size(), 4u);
+    EXPECT_EQ(t.ranks[0].host, "node-a");
+    EXPECT_EQ(t.ranks[1].device, "cuda:1");
+    EXPECT_EQ(t.ranks[2].host, "node-b");
+    EXPECT_EQ(t.ranks[2].device, "NVIDIA H200 (cuda:0, 139 GiB)");
+    EXPECT_EQ(t.ranks[3].ms, 1.5);
+    EXPECT_EQ(t.ranks[3].device, "cpu");
+    EXPECT_EQ(t.ms, (std::vector<double>{1.5, 1.25, 2.0, 1.5}));
+    EXPECT_EQ(t.median_ms, 1.5);
+    ASSERT_EQ(t.slow.size(), 1u);
+    EXPECT_EQ(t.slow[0].rank, 2);
+    EXPECT_EQ(t.slow[0].ms, 2.0);
+    EXPECT_DOUBLE_EQ(t.slow[0].ratio(), 4.0 / 3.0);
+    EXPECT_TRUE(t.is_slow(2));
+    EXPECT_FALSE(t.is_slow(0));
+    EXPECT_FALSE(t.is_slow(3));
+    // A time travels exactly (0.1 + 0.2 is not 0.3), and an empty host or device is kept.
+    const RankTimings exact = judge_rank_timings(std::vector<std::string>{encode_rank_timing({0.1 + 0.2, "", ""})}, 0.10);
+    EXPECT_EQ(exact.ranks[0].ms, 0.1 + 0.2);
+    EXPECT_EQ(exact.ranks[0].host, "");
+    EXPECT_TRUE(exact.slow.empty());
+}
+
+TEST(RankHealth, AMalformedPreflightRecordNamesTheRankAndItsText) {
+    const auto error = [](const std::string& bad) {
+        return testing::error_of([&] { judge_rank_timings(std::vector<std::string>{"1\nh\ncpu", bad}, 0.10); });
+    };
+    EXPECT_EQ(error("fast\nh\ncpu"),
+              "rank 1 sent the pre-flight record \"fast\\nh\\ncpu\", not \"ms\\nhost\\ndevice\" (ranks of "
+              "different engine versions?)");
+    FP8SCOPE_EXPECT_CONTAINS(error("1.5 h cpu"), "rank 1 sent the pre-flight record \"1.5 h cpu\"");  // one line
+    FP8SCOPE_EXPECT_CONTAINS(error("1.5\nh"), "rank 1 sent the pre-flight record \"1.5\\nh\"");
+    FP8SCOPE_EXPECT_CONTAINS(error("1.5\nh\ncpu\nmore"), "\"1.5\\nh\\ncpu\\nmore\"");
+    FP8SCOPE_EXPECT_CONTAINS(error("1.5ms\nh\ncpu"), "\"1.5ms\\nh\\ncpu\"");  // more than a number
+    FP8SCOPE_EXPECT_CONTAINS(error("\nh\ncpu"), "rank 1 sent");                      // no number
+    FP8SCOPE_EXPECT_CONTAINS(error(""), "rank 1 sent the pre-flight record \"\"");
 }
 
 TEST(RankHealth, AStragglerIsReportedOnceAndWhenItRecovers) {

@@ -158,6 +158,34 @@ TEST(Rendezvous, ExcludedRanksLeaveAndTheRestAreRenumbered) {
     for (pid_t k : kids) EXPECT_EQ(exit_status(k), 0);
 }
 
+TEST(Rendezvous, ArraysOfOneSizeAreGatheredAndAnotherSizeIsNamed) {
+    // Ranks 0 and 1 send 4 bytes, rank 2 sends 5: ranks 0 and 1 name rank 2, rank 2 names
+    // rank 0 (the first whose size differs from its own).
+    const int world = 3, port = free_loopback_port();
+    std::vector<pid_t> kids;
+    for (int r = 1; r < world; ++r)
+        kids.push_back(spawn([&, r] {
+            Rendezvous rv(rank_env(r, world, port), 10s);
+            if (rv.all_gather_same_size("abc" + std::to_string(r), "test") !=
+                std::vector<std::string>{"abc0", "abc1", "abc2"})
+                return 1;
+            return failed_with([&] { rv.all_gather_same_size(r == 2 ? "12345" : "1234", "sum"); },
+                               r == 2 ? "sum: rank 0 sent 4 bytes, expected 5 (ranks disagree on the array)"
+                                      : "sum: rank 2 sent 5 bytes, expected 4 (ranks disagree on the array)");
+        }));
+    Rendezvous rv(rank_env(0, world, port), 10s);
+    EXPECT_EQ(rv.all_gather_same_size("abc0", "test"), (std::vector<std::string>{"abc0", "abc1", "abc2"}));
+    std::string error;
+    try {
+        rv.all_gather_same_size("1234", "sum");
+    } catch (const RendezvousError& e) {
+        error = e.what();
+    }
+    EXPECT_EQ(error, "sum: rank 2 sent 5 bytes, expected 4 (ranks disagree on the array)");
+    EXPECT_EQ(exit_status(kids[0]), 10);
+    EXPECT_EQ(exit_status(kids[1]), 10);
+}
+
 TEST(Rendezvous, AJobOfOneNeedsNoSocket) {
     Rendezvous rv(LaunchEnv{}, 1s);
     EXPECT_EQ(rv.broadcast("x"), "x");

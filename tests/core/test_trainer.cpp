@@ -10,12 +10,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "engine/trainer.h"
 #include "support/cpu_engine.h"
+#include "support/tiny_config.h"
+#include "support/train_recorder.h"
 
 using namespace fp8scope;
 namespace fs = std::filesystem;
@@ -24,53 +25,22 @@ namespace {
 
 using fp8scope::testing::CpuModel;
 using fp8scope::testing::CpuTrainer;
+using fp8scope::testing::Recorder;
 
+// The tiny run on one layer and two threads, with what these tests count on: warmup of 5
+// steps (the first step's learning rate), eval every 20 steps, snapshots every 10 (the
+// steps rewinds go back to).
 TrainConfig tiny(int steps = 40) {
-    TrainConfig c;
+    TrainConfig c = fp8scope::testing::tiny_config(steps);
     c.model.n_layer = 1;
-    c.model.d_model = 32;
-    c.model.n_head = 2;
-    c.model.max_seq = 32;
-    c.seq_len = 32;
-    c.batch_size = 4;
-    c.steps = steps;
-    c.optimizer.lr = 1e-2f;
     c.schedule.warmup_steps = 5;
     c.schedule.min_lr = 1e-3f;
-    c.data.corpus_bytes = 1 << 16;
     c.eval.every = 20;
-    c.eval.batches = 2;
     c.threads = 2;
     c.rewind.snapshot_every = 10;
     c.seed = 11;
     return c;
 }
-
-// Collects everything the trainer reports.
-struct Recorder : TrainObserver {
-    std::mutex mu;
-    std::vector<StepRecord> steps;
-    std::vector<TrainEvent> events;
-    void on_step(const StepRecord& r) override {
-        std::lock_guard lock(mu);
-        steps.push_back(r);
-    }
-    void on_event(const TrainEvent& e) override {
-        std::lock_guard lock(mu);
-        events.push_back(e);
-    }
-    std::vector<float> losses(int run) {
-        std::vector<float> out;
-        for (auto& s : steps)
-            if (s.run == run) out.push_back(s.loss);
-        return out;
-    }
-    int count(EventKind k) {
-        int n = 0;
-        for (auto& e : events) n += e.kind == k;
-        return n;
-    }
-};
 
 std::vector<float> params_of(Trainer& t, int run = 0) {
     auto p = t.model(run).params();
@@ -175,8 +145,8 @@ TEST(Trainer, CheckpointsAreWrittenInTheBackgroundAndTheLastIsCheckedOnLanding) 
     t.run();
     // Each write is reported once it is on disk: steps 5 and 10, and the final one.
     std::vector<std::string> written;
-    for (const TrainEvent& e : rec.events)
-        if (e.kind == EventKind::Checkpoint) written.push_back(fs::path(e.detail).filename().string());
+    for (const std::string& path : rec.details(EventKind::Checkpoint))
+        written.push_back(fs::path(path).filename().string());
     EXPECT_EQ(written, (std::vector<std::string>{"step_5.ckpt", "step_10.ckpt", "step_12.ckpt"}));
     // The step-5 file holds step 5 although training went on while it was written.
     EXPECT_EQ(load_checkpoint((dir / "step_5.ckpt").string()).step, 5);
@@ -203,9 +173,7 @@ TEST(Trainer, ACheckpointThatCannotBeWrittenIsReportedAndFailsTheLandingCheck) {
     t.add_observer(&rec);
     t.run();
     ASSERT_EQ(rec.count(EventKind::Error), 2) << "the write, then the landing check";
-    std::vector<std::string> errors;
-    for (const TrainEvent& e : rec.events)
-        if (e.kind == EventKind::Error) errors.push_back(e.detail);
+    const std::vector<std::string> errors = rec.details(EventKind::Error);
     EXPECT_EQ(errors[0].rfind("checkpoint " + (dir / "file" / "step_3.ckpt").string() + ": ", 0), 0u) << errors[0];
     EXPECT_NE(errors[1].find("is not the trained state"), std::string::npos) << errors[1];
     fs::remove_all(dir);
@@ -316,7 +284,7 @@ TEST(Trainer, ControlRequestsFromAnotherThreadApplyBetweenSteps) {
     };
     wait_for([&] { return rec.last_step >= 3; });
     t.pause();
-    wait_for([&] { std::lock_guard l(rec.mu); return rec.count(EventKind::Pause) == 1; });
+    wait_for([&] { return rec.count(EventKind::Pause) == 1; });
     std::int64_t paused_at = rec.last_step;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     EXPECT_EQ(rec.last_step, paused_at);  // no step while paused

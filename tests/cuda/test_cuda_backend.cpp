@@ -37,7 +37,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -52,6 +51,8 @@
 #include "fp8/training_recipe.h"
 #include "gpu_test.h"
 #include "io/half.h"
+#include "support/tiny_config.h"
+#include "support/train_recorder.h"
 
 namespace fp8scope {
 namespace {
@@ -194,29 +195,18 @@ INSTANTIATE_TEST_SUITE_P(Recipes, CudaBackendStep,
 
 // --- the trainer ------------------------------------------------------------------------
 
+// The CPU tests' tiny run, twice as wide, on `device`.
 TrainConfig small_run(const std::string& device, int steps) {
-    TrainConfig c;
+    TrainConfig c = testing::tiny_config(steps);
     c.device = device;
-    c.model.n_layer = 2;
     c.model.d_model = 64;
-    c.model.n_head = 2;
-    c.model.max_seq = 32;
-    c.seq_len = 32;
-    c.batch_size = 4;
-    c.steps = steps;
     c.optimizer.lr = 3e-3f;
     c.schedule.warmup_steps = 5;
-    c.data.corpus_bytes = 1 << 16;
     c.eval.every = 10;
-    c.eval.batches = 2;
+    c.threads = 0;
     c.seed = 3;
     return c;
 }
-
-struct Losses : TrainObserver {
-    std::map<int, std::vector<float>> by_run;
-    void on_step(const StepRecord& r) override { by_run[r.run].push_back(r.loss); }
-};
 
 fs::path temp_dir(const std::string& name) {
     fs::path d = fs::temp_directory_path() / ("fp8scope_cuda_backend_" + name + "_" + std::to_string(::getpid()));
@@ -253,7 +243,7 @@ TEST(CudaBackendTrainer, RewindRestoresTheDeviceSnapshot) {
 TEST(CudaBackendTrainer, CompareRunsTrackTheCpu) {
     FP8SCOPE_REQUIRE_GPU();
     const std::vector<std::string> recipes = {"baseline", "delayed", "blockwise", "mxfp8"};
-    Losses on_gpu, on_cpu;
+    testing::Recorder on_gpu, on_cpu;
     {
         TrainConfig c = small_run("cuda", 30);
         c.compare = recipes;
@@ -273,8 +263,7 @@ TEST(CudaBackendTrainer, CompareRunsTrackTheCpu) {
         t.run();
     }
     for (int r = 0; r < int(recipes.size()); ++r) {
-        const auto& g = on_gpu.by_run[r];
-        const auto& c = on_cpu.by_run[r];
+        const std::vector<float> g = on_gpu.losses(r), c = on_cpu.losses(r);
         ASSERT_EQ(g.size(), 30u) << recipes[std::size_t(r)];
         ASSERT_EQ(c.size(), 30u);
         double sum_g = 0, sum_c = 0;
@@ -306,7 +295,7 @@ void resume_across(const std::string& from, const std::string& to) {
     Trainer source(c, *source_backend);
     for (int i = 0; i < 5; ++i) source.step();
     source.save_checkpoint(path);
-    Losses source_next;
+    testing::Recorder source_next;
     source.add_observer(&source_next);
     source.step();
 
@@ -325,13 +314,13 @@ void resume_across(const std::string& from, const std::string& to) {
         EXPECT_EQ(loaded.runs[r].v, saved.runs[r].v);
         EXPECT_EQ(loaded.runs[r].recipe_state, saved.runs[r].recipe_state) << recipes[r];
     }
-    Losses target_next;
+    testing::Recorder target_next;
     target.add_observer(&target_next);
     target.step();
     // The FP8 run's bound adds the recipe's effect, measured as the two runs' difference.
-    const float base = source_next.by_run[0].at(0), delayed = source_next.by_run[1].at(0);
-    EXPECT_LE(std::fabs(target_next.by_run[0].at(0) - base) / base, kLossBound) << from << " -> " << to;
-    EXPECT_LE(std::fabs(target_next.by_run[1].at(0) - delayed) / delayed,
+    const float base = source_next.losses(0).at(0), delayed = source_next.losses(1).at(0);
+    EXPECT_LE(std::fabs(target_next.losses(0).at(0) - base) / base, kLossBound) << from << " -> " << to;
+    EXPECT_LE(std::fabs(target_next.losses(1).at(0) - delayed) / delayed,
               kLossBound + kFlipFactor * std::fabs(delayed - base) / delayed)
         << from << " -> " << to;
     fs::remove_all(dir);

@@ -15,11 +15,13 @@
 #include "engine/fp8_grad_sum.h"
 #include "gpu_test.h"
 #include "support/data_parallel_job.h"
+#include "support/train_recorder.h"
 
 namespace fp8scope {
 namespace {
 
 using testing::Rank;
+using testing::Recorder;
 using testing::run_job;
 
 #define FP8SCOPE_REQUIRE_TWO_GPUS()                                                                      \
@@ -140,38 +142,31 @@ class CudaDataParallelRecipes : public ::testing::TestWithParam<std::string> {};
 TEST_P(CudaDataParallelRecipes, TwoGpusTrainAsOneGpuWithTwiceTheBatch) {
     FP8SCOPE_REQUIRE_TWO_GPUS();
     const int steps = 8;
-    struct Losses : TrainObserver {
-        std::vector<float> loss;
-        void on_step(const StepRecord& r) override { loss.push_back(r.loss); }
-    };
     TrainConfig single = small(steps, GetParam());
     single.batch_size = 8;
-    Losses one;
+    Recorder one_gpu;
     {
         auto backend = make_backend("cuda", 0, 0);
         Trainer t(single, *backend);
-        t.add_observer(&one);
+        t.add_observer(&one_gpu);
         t.run();
     }
-    std::vector<Losses> seen(2);
-    auto ranks = run_job(2, "cuda", small(steps, GetParam()), [&](Rank& r) {
-        r.trainer->add_observer(&seen[std::size_t(r.env.rank)]);
-        r.trainer->run();
-    });
+    std::vector<Recorder> seen(2);
+    auto ranks = testing::train_job("cuda", small(steps, GetParam()), seen);
     // Bound: the first two losses are forwards of the same weights on the same rows (the
     // first update is the same to rounding: each rank's gradient rows are one GPU's bits),
     // measured equal or within 1e-7 on H200s; later steps add the float32 sums of the weight
     // gradients in another order and AdamW's amplification of them (measured at most
     // 1.6e-4 over 8 steps).
-    ASSERT_EQ(seen[0].loss.size(), std::size_t(steps));
-    for (int s = 0; s < steps; ++s) {
-        std::printf("[ dp %-9s] step %d: 2 GPUs %.6f, 1 GPU %.6f, relative difference %.2e\n", GetParam().c_str(), s + 1,
-                    double(seen[0].loss[std::size_t(s)]), double(one.loss[std::size_t(s)]),
-                    std::fabs(double(seen[0].loss[std::size_t(s)]) / double(one.loss[std::size_t(s)]) - 1.0));
-        EXPECT_EQ(seen[0].loss[std::size_t(s)], seen[1].loss[std::size_t(s)]);
+    const std::vector<float> two = seen[0].losses(), one = one_gpu.losses();
+    ASSERT_EQ(two.size(), std::size_t(steps));
+    ASSERT_EQ(one.size(), std::size_t(steps));
+    EXPECT_EQ(two, seen[1].losses());
+    for (std::size_t s = 0; s < two.size(); ++s) {
+        std::printf("[ dp %-9s] step %zu: 2 GPUs %.6f, 1 GPU %.6f, relative difference %.2e\n", GetParam().c_str(), s + 1,
+                    double(two[s]), double(one[s]), std::fabs(double(two[s]) / double(one[s]) - 1.0));
         const double tol = s < 2 ? 1e-6 : 1e-3;
-        EXPECT_NEAR(seen[0].loss[std::size_t(s)], one.loss[std::size_t(s)], tol * one.loss[std::size_t(s)])
-            << "step " << s + 1;
+        EXPECT_NEAR(two[s], one[s], tol * one[s]) << "step " << s + 1;
     }
     // The ranks are identical: parameters and delayed scaling's histories, bit for bit.
     EXPECT_EQ(ranks[0]->trainer->model(0).params_to_host(), ranks[1]->trainer->model(0).params_to_host());
@@ -180,28 +175,20 @@ TEST_P(CudaDataParallelRecipes, TwoGpusTrainAsOneGpuWithTwiceTheBatch) {
 
 INSTANTIATE_TEST_SUITE_P(Recipes, CudaDataParallelRecipes, ::testing::Values("baseline", "delayed", "blockwise"));
 
-// What one rank saw of a job: every rank's records and the losses.
-struct Ranks : TrainObserver {
-    std::vector<RankStepRecord> records;
-    std::vector<float> loss;
-    void on_rank_step(const RankStepRecord& r) override { records.push_back(r); }
-    void on_step(const StepRecord& r) override { loss.push_back(r.loss); }
-};
-
 TEST(CudaDataParallel, Bf16GradientSumsStayWithinBf16OfTheFloat32Sums) {
     FP8SCOPE_REQUIRE_TWO_GPUS();
     DataParallelOptions bf16;
     bf16.grad_dtype = DType::BF16;
-    std::vector<Ranks> seen(2);
+    std::vector<Recorder> seen(2);
     auto ranks = testing::train_job("cuda", small(4, "current"), seen, bf16);
     const double params = double(ranks[0]->trainer->model(0).num_params());
-    ASSERT_EQ(seen[0].records.size(), 8u);
-    EXPECT_EQ(seen[0].records[0].grad_bytes, 2 * params);
-    EXPECT_GT(seen[0].records[0].grad_error, 0.0);      // measured at step 1
-    EXPECT_LT(seen[0].records[0].grad_error, 1.0 / 256);  // NCCL's BF16 ring: two roundings of a 2-rank sum
-    EXPECT_TRUE(std::isnan(seen[0].records[2].grad_error));
+    ASSERT_EQ(seen[0].ranks.size(), 8u);
+    EXPECT_EQ(seen[0].ranks[0].grad_bytes, 2 * params);
+    EXPECT_GT(seen[0].ranks[0].grad_error, 0.0);      // measured at step 1
+    EXPECT_LT(seen[0].ranks[0].grad_error, 1.0 / 256);  // NCCL's BF16 ring: two roundings of a 2-rank sum
+    EXPECT_TRUE(std::isnan(seen[0].ranks[2].grad_error));
     EXPECT_EQ(ranks[0]->trainer->model(0).params_to_host(), ranks[1]->trainer->model(0).params_to_host());
-    EXPECT_EQ(seen[0].loss, seen[1].loss);
+    EXPECT_EQ(seen[0].losses(), seen[1].losses());
 }
 
 TEST(CudaDataParallel, Fp8GradientSumsQuarterTheBytesAndKeepTheRanksIdentical) {
@@ -209,19 +196,19 @@ TEST(CudaDataParallel, Fp8GradientSumsQuarterTheBytesAndKeepTheRanksIdentical) {
     for (DType type : {DType::E4M3, DType::E5M2}) {
         DataParallelOptions fp8;
         fp8.grad_dtype = type;
-        std::vector<Ranks> seen(2);
+        std::vector<Recorder> seen(2);
         auto ranks = testing::train_job("cuda", small(4, "current"), seen, fp8);
         const double params = double(ranks[0]->trainer->model(0).num_params());
-        ASSERT_EQ(seen[0].records.size(), 8u);
+        ASSERT_EQ(seen[0].ranks.size(), 8u);
         std::printf("[ dp %s ] %.0f bytes for %.0f gradients, error added %.3e\n", dtype_name(type),
-                    seen[0].records[0].grad_bytes, params, seen[0].records[0].grad_error);
-        EXPECT_GE(seen[0].records[0].grad_bytes, params);
-        EXPECT_LE(seen[0].records[0].grad_bytes, params * 1.001);
-        EXPECT_GT(seen[0].records[0].grad_error, 0.0);  // measured at step 1
-        EXPECT_LT(seen[0].records[0].grad_error, type == DType::E4M3 ? 1.0 / 8 : 1.0 / 4);  // as on the CPU
-        EXPECT_TRUE(std::isnan(seen[0].records[2].grad_error));
+                    seen[0].ranks[0].grad_bytes, params, seen[0].ranks[0].grad_error);
+        EXPECT_GE(seen[0].ranks[0].grad_bytes, params);
+        EXPECT_LE(seen[0].ranks[0].grad_bytes, params * 1.001);
+        EXPECT_GT(seen[0].ranks[0].grad_error, 0.0);  // measured at step 1
+        EXPECT_LT(seen[0].ranks[0].grad_error, type == DType::E4M3 ? 1.0 / 8 : 1.0 / 4);  // as on the CPU
+        EXPECT_TRUE(std::isnan(seen[0].ranks[2].grad_error));
         EXPECT_EQ(ranks[0]->trainer->model(0).params_to_host(), ranks[1]->trainer->model(0).params_to_host());
-        EXPECT_EQ(seen[0].loss, seen[1].loss);
+        EXPECT_EQ(seen[0].losses(), seen[1].losses());
     }
 }
 
