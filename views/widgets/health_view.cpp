@@ -49,6 +49,7 @@ HealthView::HealthView(const ViewContext& context, QWidget* parent)
     layout->addWidget(verdict_);
     grad_sums_ = new QLabel(this);
     grad_sums_->setTextFormat(Qt::PlainText);
+    grad_sums_->setWordWrap(true);  // in a narrow dock the type, saving and error go on a second line
     grad_sums_->setStyleSheet("QLabel { color: #333333; padding: 0px 8px 4px 8px; }");
     grad_sums_->hide();
     layout->addWidget(grad_sums_);
