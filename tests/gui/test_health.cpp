@@ -95,6 +95,7 @@ TraceBatch eight_batch() {
             const double compute = eight_base(k) + step % 3, comm = 2.0 + 127.0 - eight_base(k);
             b.ranks.push_back({step, k, compute, comm, compute + comm + 1, 3.0, 31000.0, step == 1 ? 0.0391 : trace::kNone});
         }
+    b.events.push_back({-1, 0, EventKind::Health, "pre-flight: 8 ranks, GEMM 256^3 median 0.33 ms"});
     b.events.push_back({-1, 3, EventKind::Health, "straggler: rank 5 130.0 ms compute vs median 105.0 ms for 3 steps"});
     return b;
 }
@@ -344,6 +345,12 @@ private slots:
         }
         QCOMPARE(names.size(), kEight);
         QVERIFY(names.contains("rank 0") && names.contains("rank 7") && names.contains("rank 5 (slow)"));
+        // The steps run 1..6; the pre-flight finding at step 0 is on both step axes, not cut off.
+        for (QCPAxisRect* r : {v->computeRect(), v->commRect()}) {
+            QCOMPARE(r->axis(QCPAxis::atBottom)->range().lower, 0.0);
+            QCOMPARE(r->axis(QCPAxis::atBottom)->range().upper, 6.0);
+        }
+        QCOMPARE(v->healthEvents().rowCount(), 2);
     }
 
     void theViewShowsTheGradientSumsLineAndTheWholeTable() {
