@@ -7,9 +7,9 @@
 # --set model.n_layer=4 --set model.d_model=1024 --set model.n_head=16
 # --set model.max_seq=512 --seq 512 --batch 8 --eval-every 0 --out gpu.h5`), else the
 # tiny CPU run's ops. The Health view shows rank 0's trace of a data-parallel job: DP_TRACE
-# (scripts/gpu_data_parallel.sh leaves one as data_parallel_slow_rank.h5), else a two-rank
-# CPU job with an injected slow rank. Needs a configured build (scripts/setup.sh); BUILD
-# overrides its folder.
+# (scripts/gpu_data_parallel.sh leaves one as data_parallel_slow_rank.h5), else a four-rank
+# CPU job with FP8 E4M3 gradient sums and an injected slow rank. Needs a configured build
+# (scripts/setup.sh); BUILD overrides its folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
@@ -40,8 +40,11 @@ shot amax --open "$tmp/tiny.h5" --view amax --run delayed \
 shot blocks --open "$tmp/wide.h5" --view blocks --select "L1 fc2 fprop x" --blocks sqnr
 if [ -z "${DP_TRACE:-}" ]; then
     DP_TRACE=$tmp/dp.h5
-    "$build/bin/fp8scope-engine" train --recipe delayed --steps 30 --nproc-per-node 2 --preflight --quiet \
-        --inject-slow-rank 1 --inject-delay-ms 40 --out "$DP_TRACE"
+    # Two layers of width 128: steps of tens of ms per rank (about 80 with four ranks on
+    # two cores), so the 30 ms delay stands out of the noise of a shared CPU.
+    "$build/bin/fp8scope-engine" train --recipe delayed --steps 40 --nproc-per-node 4 --threads 1 \
+        --grad-dtype e4m3 --preflight --quiet --inject-slow-rank 2 --inject-delay-ms 30 \
+        --set model.n_layer=2 --set model.d_model=128 --out "$DP_TRACE"
 fi
 shot health --open "$DP_TRACE" --view health
 ls -l docs/images/*.png

@@ -1,6 +1,6 @@
 // `fp8scope-engine export TRACE --csv DIR | --chrome-trace FILE`: a trace as CSV tables
-// (steps, events, operands, errors, ops, ranks) and as a Chrome/Perfetto timeline of the op and
-// kernel records. Reads the file only through TraceReader.
+// (meta, steps, events, operands, errors, ops, ranks) and as a Chrome/Perfetto timeline of
+// the op and kernel records. Reads the file only through TraceReader.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -67,7 +67,7 @@ std::string text_of(EventKind k) { return event_kind_name(k); }
 std::string text_of(trace::OpKind k) { return trace::op_kind_name(k); }
 
 // A CSV table's columns come from the field lists (record_fields.h): the header is their
-// names, a row their values. Ids are written as the quoted name they stand for, enums by
+// names in the trace (meta's config_json is the attribute `config`), a row their values. Ids are written as the quoted name they stand for, enums by
 // name, numbers as the shortest text that reads back the same, strings quoted. Settings
 // (the outlier k) are not figures of a row and are left out.
 class Csv {
@@ -94,7 +94,7 @@ public:
         if constexpr (!fields::has<fields::Setting, F...>) {
             if (!first_) line_ += ',';
             first_ = false;
-            if (!writing_) line_ += name;
+            if (!writing_) line_ += fields::flat_name(name, facts...);  // the trace's own column name
             else if constexpr (fields::has<IdIn, F...>) line_ += quoted(name_of(meta_, fields::find<IdIn>(facts...)->table, v));
             else if constexpr (std::is_enum_v<T>) line_ += text_of(v);
             else if constexpr (std::is_floating_point_v<T>) line_ += num(v);
@@ -140,6 +140,10 @@ void write_csv(const TraceReader& r, const std::string& dir) {
     fs::create_directories(dir);
     const TraceMeta& m = r.meta();
     auto record = [](auto& v, const auto& rec) { fields::visit_scalars(rec, v); };
+
+    Csv meta(m, fs::path(dir) / "meta.csv");  // the root attributes: version, machine, config, rank, grad_dtype
+    meta.header<TraceMeta>(record);
+    meta.row(record, m);
 
     Csv steps(m, fs::path(dir) / "steps.csv");
     steps.header<StepRecord>(record);
@@ -209,7 +213,7 @@ void add_export(CLI::App& app, int& exit_code) {
     auto opts = std::make_shared<ExportOptions>();
     CLI::App* cmd = app.add_subcommand("export", "Export a trace as CSV tables or a Chrome/Perfetto timeline");
     cmd->add_option("trace", opts->trace, "HDF5 trace written by train --out")->required();
-    cmd->add_option("--csv", opts->csv_dir, "Directory for steps/events/operands/errors/ops/ranks .csv");
+    cmd->add_option("--csv", opts->csv_dir, "Directory for meta/steps/events/operands/errors/ops/ranks .csv");
     cmd->add_option("--chrome-trace", opts->chrome, "Chrome trace JSON of op and kernel timings");
     cmd->callback([opts, &exit_code] { exit_code = run_export(*opts); });
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <string>
 #include <tuple>
 
 #include "commands.h"
@@ -44,9 +45,12 @@ int run_inspect(const InspectOptions& o) {
                                                       return a.layer < b.layer;
                                                   })->layer,
                     m.recipes.size(), (long long)m.capture_every, (long long)m.blockmap_every);
-        if (m.world_size > 1)
-            std::printf("data-parallel: written by rank %d of %d, rank step records %zu\n", m.rank, m.world_size,
-                        r.rank_steps().size());
+        if (m.world_size > 1) {
+            // Traces from before grad_dtype was recorded do not say the type.
+            const std::string sums = m.grad_dtype.empty() ? "" : ", gradient sums in " + m.grad_dtype;
+            std::printf("data-parallel: written by rank %d of %d%s, rank step records %zu\n", m.rank, m.world_size,
+                        sums.c_str(), r.rank_steps().size());
+        }
         std::vector<Worst> all;
         // A tensor cast the same way for both its GEMMs (per-tensor scales) is listed once.
         std::map<std::tuple<int, std::int64_t, int, Operand>, std::size_t> seen;

@@ -46,6 +46,7 @@ TraceMeta run_trace_meta(const TrainConfig& config, const Trainer& trainer, cons
                                   default_analysis_recipes(), job);
     m.created = utc_now();
     m.machine = host_name() + " (" + trainer.backend().describe() + ")";
+    if (const DataParallel* dp = trainer.data_parallel()) m.grad_dtype = dtype_name(dp->grad_dtype());
     m.runs.clear();
     const auto recipes = config.run_recipes();
     for (std::size_t i = 0; i < recipes.size(); ++i) {

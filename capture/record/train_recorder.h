@@ -27,7 +27,8 @@ TraceMeta make_trace_meta(const TrainConfig& config, const std::vector<LinearInf
 
 // The metadata of a trainer's run as the engine records and serves it: make_trace_meta
 // plus the creation time, the machine (host and the backend's description) and run
-// names (by recipe; a repeated recipe gets its run index). The trace file and the live
+// names (by recipe; a repeated recipe gets its run index), and for a data-parallel
+// trainer the type its gradient sums travel in. The trace file and the live
 // stream are given this one value, so their ids agree.
 TraceMeta run_trace_meta(const TrainConfig& config, const Trainer& trainer, const std::string& tool_version,
                          std::int64_t blockmap_every, const LaunchEnv& job = {});

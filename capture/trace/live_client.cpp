@@ -61,15 +61,16 @@ struct LiveClient::Impl {
     std::map<std::uint32_t, CommandReply> replies;
     std::uint32_t next_id = 0;
 
-    void handshake(const std::string& token);
+    // False when the engine refused `version` as one it does not speak (throws otherwise).
+    bool handshake(const std::string& token, std::uint32_t version);
     void run();
     bool dispatch(const wire::FrameView& f, std::string& why);
 };
 
-void LiveClient::Impl::handshake(const std::string& token) {
+bool LiveClient::Impl::handshake(const std::string& token, std::uint32_t version) {
     const std::string where = endpoint.to_string();
     const auto deadline = Clock::now() + kConnectTimeout;
-    if (!net::send_all(fd.get(), wire::frame(wire::Hello{wire::kVersion, token}), kConnectTimeout))
+    if (!net::send_all(fd.get(), wire::frame(wire::Hello{version, token}), kConnectTimeout))
         throw LiveError("connection lost while greeting " + where);
     for (;;) {
         wire::FrameView f{};
@@ -86,6 +87,7 @@ void LiveClient::Impl::handshake(const std::string& token) {
                     throw LiveError("not an fp8scope engine: " + where);
                 }
                 if (e.code == wire::ErrorCode::WrongToken) throw LiveError("wrong token for " + where);
+                if (e.code == wire::ErrorCode::BadVersion && version > wire::kOldestVersion) return false;
                 throw LiveError("the engine at " + where + " refused the connection: " + e.message);
             }
             if (f.type != wire::Msg::Meta) throw LiveError("not an fp8scope engine: " + where);
@@ -95,12 +97,12 @@ void LiveClient::Impl::handshake(const std::string& token) {
             } catch (const wire::WireError& e) {
                 throw LiveError("not an fp8scope engine: " + where + " (" + e.what() + ")");
             }
-            if (m.version != wire::kVersion)
+            if (m.version != version)
                 throw LiveError("the engine at " + where + " speaks protocol version " + std::to_string(m.version) +
-                                ", this client " + std::to_string(wire::kVersion));
+                                ", this client " + std::to_string(version));
             meta = std::move(m.meta);
             in.erase(0, used);
-            return;
+            return true;
         }
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
         if (left.count() <= 0) throw LiveError("timed out waiting for the engine at " + where);
@@ -209,7 +211,13 @@ LiveClient::LiveClient(const Endpoint& endpoint, const std::string& token, Clien
     impl_->endpoint = endpoint;
     impl_->handlers = std::move(handlers);
     impl_->fd = net::connect_to(endpoint, kConnectTimeout);
-    impl_->handshake(token);
+    // An engine of an older protocol refuses this client's version and closes: greet it
+    // again in the oldest version this client reads.
+    if (!impl_->handshake(token, wire::kVersion)) {
+        impl_->in.clear();
+        impl_->fd = net::connect_to(endpoint, kConnectTimeout);
+        impl_->handshake(token, wire::kOldestVersion);
+    }
     impl_->open = true;
     impl_->reader = std::thread([this] { impl_->run(); });
 }

@@ -73,8 +73,8 @@ struct Client {
     Clock::time_point deadline;     // handshake, or linger after an error
 };
 
-Frame meta_frame(const trace::TraceMeta& meta) {
-    return std::make_shared<const std::string>(wire::frame(wire::MetaMsg{wire::kVersion, meta}));
+Frame meta_frame(const trace::TraceMeta& meta, std::uint32_t version = wire::kVersion) {
+    return std::make_shared<const std::string>(wire::frame(wire::MetaMsg{version, meta}));
 }
 
 }  // namespace
@@ -107,7 +107,7 @@ struct LiveServer::Impl {
     void read_client(Client& c);
     void handle(Client& c, const wire::FrameView& f);
     void refuse(Client& c, wire::ErrorCode code, const std::string& why, bool close);
-    void welcome(Client& c);
+    void welcome(Client& c, std::uint32_t version);
     void flush(Client& c);
     void drain(std::chrono::milliseconds limit);
     void enqueue_locked(Client& c, const Frame& f);
@@ -194,7 +194,7 @@ void LiveServer::Impl::refuse(Client& c, wire::ErrorCode code, const std::string
 
 // The handshake's answer: metadata, then the history, then live records (publish()
 // appends behind these under the same lock, so nothing is missed or repeated).
-void LiveServer::Impl::welcome(Client& c) {
+void LiveServer::Impl::welcome(Client& c, std::uint32_t version) {
     std::unique_lock lock(mu);
     std::size_t authed = 0;
     for (const auto& other : clients) authed += other->authed && !other->dead && !other->closing;
@@ -217,8 +217,11 @@ void LiveServer::Impl::welcome(Client& c) {
     }
     std::size_t start_bytes = 0;
     for (const auto& f : start_frames) start_bytes += f->size();
-    c.limit = kQueueLimit + meta->size() + start_bytes + history_bytes + operand_bytes;
-    enqueue_locked(c, meta);
+    // A client of an older version gets the Meta of its version; the other messages are
+    // the same in every version it may speak.
+    const Frame hello_meta = version == wire::kVersion ? meta : meta_frame(meta_record, version);
+    c.limit = kQueueLimit + hello_meta->size() + start_bytes + history_bytes + operand_bytes;
+    enqueue_locked(c, hello_meta);
     for (const auto& f : start_frames) enqueue_locked(c, f);
     for (const auto& [step, f] : history) enqueue_locked(c, f);
     for (const auto& f : operands) enqueue_locked(c, f);
@@ -235,14 +238,14 @@ void LiveServer::Impl::handle(Client& c, const wire::FrameView& f) {
         } catch (const wire::WireError& e) {
             return refuse(c, ErrorCode::Malformed, std::string("bad hello: ") + e.what(), true);
         }
-        if (hello.version != wire::kVersion)
+        if (hello.version < wire::kOldestVersion || hello.version > wire::kVersion)
             return refuse(c, ErrorCode::BadVersion,
                           "protocol version " + std::to_string(hello.version) + " not supported; this engine speaks " +
-                              std::to_string(wire::kVersion),
+                              std::to_string(wire::kOldestVersion) + " to " + std::to_string(wire::kVersion),
                           true);
         if (!token.empty() && !token_matches(token, hello.token))
             return refuse(c, ErrorCode::WrongToken, "wrong token", true);
-        return welcome(c);
+        return welcome(c, hello.version);
     }
     if (f.type != Msg::Command)
         return refuse(c, ErrorCode::UnknownType,

@@ -231,6 +231,15 @@ T get_record(Reader& r) {
     return record;
 }
 
+// The fields of TraceMeta that a Meta frame of protocol `version` carries, in list order.
+template <class S, class F>
+void meta_fields(S& meta, std::uint32_t version, F&& f) {
+    visit_fields(meta, [&](std::string_view name, auto& member, const auto&... facts) {
+        const trace::WireSince* since = fields::find<trace::WireSince>(facts...);
+        if (!since || since->version <= version) f(member, name, facts...);
+    });
+}
+
 template <class F>
 auto decode(std::string_view body, F&& f) {
     Reader r(body);
@@ -255,7 +264,7 @@ std::string frame(const MetaMsg& m) {
     Writer w(Msg::Meta);
     w.raw(kMagic);
     w.u32(m.version);
-    put(w, m.meta);
+    meta_fields(m.meta, m.version, [&](const auto& member, auto&&...) { put(w, member); });
     return w.finish();
 }
 
@@ -310,7 +319,9 @@ MetaMsg decode_meta(std::string_view body) {
         r.magic();
         MetaMsg m;
         m.version = r.u32();
-        m.meta = get_record<trace::TraceMeta>(r);
+        meta_fields(m.meta, m.version, [&](auto& member, std::string_view name, const auto&... facts) {
+            get(r, name, member, facts...);
+        });
         return m;
     });
 }

@@ -17,9 +17,12 @@
 // first record that uses its id; a later client finds it in Meta's op table instead.
 //
 // A message type a side does not know is an error: the engine answers Error UnknownType,
-// a client closes the connection. Both sides require the same version in the handshake,
-// so a new message type raises kVersion (2: OpName; 3: kernel fields of Op; 4: RankStep,
-// and rank and world_size in Meta).
+// a client closes the connection. A new message type or a changed body raises kVersion
+// (2: OpName; 3: kernel fields of Op; 4: RankStep, and rank and world_size in Meta; 5:
+// grad_dtype in Meta). Versions kOldestVersion..kVersion differ only in Meta, whose body
+// carries its version and the fields of that version (WireSince in record_fields.h): the
+// engine answers a Hello of any of them in the Hello's version, and a client refused by an
+// engine of an older version greets it again in kOldestVersion.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +35,8 @@
 
 namespace fp8scope::live::wire {
 
-constexpr std::uint32_t kVersion = 4;
+constexpr std::uint32_t kVersion = 5;
+constexpr std::uint32_t kOldestVersion = 4;       // the oldest an engine and a client still speak
 constexpr std::string_view kMagic = "fp8scope";   // 8 bytes at the start of Hello and Meta
 constexpr std::uint32_t kMaxFrame = 16u << 20;    // 16 MiB
 constexpr std::size_t kHeader = 5;                // length + type
@@ -76,6 +80,8 @@ struct Hello {
     std::string token;
 };
 
+// Encoded with the fields of `version` (a version from before a field leaves it out);
+// decoded likewise, so a Meta of an older version reads with the newer fields' defaults.
 struct MetaMsg {
     std::uint32_t version = kVersion;
     trace::TraceMeta meta;

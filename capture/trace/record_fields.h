@@ -36,6 +36,11 @@ enum class NameTable { Runs, Linears, Recipes, TrainingRecipes, Ops };
 struct IdIn {
     NameTable table;
 };
+// The live protocol version (live_wire.h) that added a field of TraceMeta: a Meta frame of
+// an older version ends without it, and a reader of that version keeps the default.
+struct WireSince {
+    std::uint32_t version;
+};
 
 template <fields::Of<RunInfo> S, class V>
 void visit_fields(S& r, V&& v) {
@@ -57,8 +62,11 @@ void visit_fields(S& m, V&& v) {
     v("ops", m.ops);
     v("capture_every", m.capture_every);
     v("blockmap_every", m.blockmap_every);
-    v("rank", m.rank, fields::Since{3});
-    v("world_size", m.world_size, fields::Since{3});
+    v("rank", m.rank, fields::Since{3}, WireSince{4});
+    v("world_size", m.world_size, fields::Since{3}, WireSince{4});
+    // An attribute older readers pass over and newer ones read as "" when absent: no new
+    // format version (docs/trace-format.md).
+    v("grad_dtype", m.grad_dtype, WireSince{5});
 }
 
 template <fields::Of<StepRecord> S, class V>

@@ -59,6 +59,10 @@ struct TraceMeta {
     // RankStepRecords); a single process is rank 0 of 1.
     int rank = 0;
     int world_size = 1;
+    // The type a data-parallel job's gradient sums travelled in (--grad-dtype): "f32",
+    // "bf16", "e4m3" or "e5m2". Empty for a single process and in traces from before it
+    // was recorded; it does not change within a run.
+    std::string grad_dtype;
 };
 
 struct StepRecord {

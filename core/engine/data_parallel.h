@@ -53,6 +53,7 @@ public:
 
     int rank() const { return comm_.rank(); }
     int world_size() const { return comm_.world_size(); }
+    DType grad_dtype() const { return options_.grad_dtype; }  // the type the gradient sums travel in
     Communicator& communicator() { return comm_; }
     const std::string& where(int rank) const { return where_.at(std::size_t(rank)); }  // "host cuda:1"
 

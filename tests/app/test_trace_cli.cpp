@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -44,6 +45,35 @@ std::vector<std::string> split_csv_line(const std::string& line) {
     return cells;
 }
 
+// The records of a CSV file as cells: quotes removed ("" in a quoted cell is one "), and a
+// quoted cell may span lines (a trace's config JSON does).
+std::vector<std::vector<std::string>> read_csv(const fs::path& path) {
+    std::ifstream in(path);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::vector<std::string>> rows(1);
+    std::string cell;
+    bool quoted = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char ch = text[i];
+        if (quoted) {
+            if (ch != '"') cell += ch;
+            else if (i + 1 < text.size() && text[i + 1] == '"') cell += text[++i];
+            else quoted = false;
+        } else if (ch == '"') {
+            quoted = true;
+        } else if (ch == ',') {
+            rows.back().push_back(std::exchange(cell, {}));
+        } else if (ch == '\n') {
+            rows.back().push_back(std::exchange(cell, {}));
+            rows.emplace_back();
+        } else {
+            cell += ch;
+        }
+    }
+    if (rows.back().empty()) rows.pop_back();
+    return rows;
+}
+
 // One traced lock-step run shared by the tests below.
 class TraceCli : public ::testing::Test {
 protected:
@@ -71,7 +101,7 @@ TEST_F(TraceCli, CsvStepsHoldEveryLossTheRunPrinted) {
     const fs::path dir = scratch() / "csv";
     Result r = engine("export " + trace_->string() + " --csv " + dir.string());
     ASSERT_EQ(r.status, 0) << r.err;
-    for (const char* table : {"steps.csv", "events.csv", "operands.csv", "errors.csv", "ops.csv"})
+    for (const char* table : {"meta.csv", "steps.csv", "events.csv", "operands.csv", "errors.csv", "ops.csv"})
         EXPECT_TRUE(fs::exists(dir / table)) << table;
 
     std::ifstream in(dir / "steps.csv");
@@ -153,14 +183,38 @@ TEST(TraceCliErrors, AFileThatIsNotATraceIsNamedAndFails) {
     }
 }
 
-// A data-parallel trace: export writes every rank's step times to ranks.csv, inspect says
-// which rank of how many wrote it.
+// meta.csv: the root attributes by their names in the trace, one row. A single process
+// names no gradient sum type.
+TEST_F(TraceCli, MetaCsvHoldsTheRootAttributes) {
+    const fs::path dir = scratch() / "meta_csv";
+    Result r = engine("export " + trace_->string() + " --csv " + dir.string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto rows = read_csv(dir / "meta.csv");
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[0], (std::vector<std::string>{"format_version", "tool_version", "created", "machine", "config",
+                                                 "capture_every", "blockmap_every", "rank", "world_size",
+                                                 "grad_dtype"}));
+    ASSERT_EQ(rows[1].size(), rows[0].size());
+    EXPECT_EQ(rows[1][0], "3");
+    EXPECT_EQ(rows[1][5], "10");   // --capture-every 10
+    EXPECT_EQ(rows[1][6], "100");  // block maps: 10 x the capture interval
+    EXPECT_EQ(rows[1][7], "0");
+    EXPECT_EQ(rows[1][8], "1");
+    EXPECT_EQ(rows[1][9], "");
+    const json config = json::parse(rows[1][4]);  // tiny.json's model
+    EXPECT_EQ(config["model"]["d_model"], 32);
+    EXPECT_EQ(config["model"]["n_layer"], 1);
+}
+
+// A data-parallel trace: export writes every rank's step times to ranks.csv and the sums'
+// type to meta.csv, inspect says which rank of how many wrote it and the sums' type.
 TEST(TraceCliRanks, RanksCsvHoldsEveryRanksStepTimes) {
     const fs::path trace = scratch() / "job.h5", dir = scratch() / "job_csv";
     {
         fp8scope::trace::TraceMeta m;
         m.runs = {{"delayed", "delayed"}};
         m.world_size = 2;
+        m.grad_dtype = "bf16";
         fp8scope::trace::TraceWriter w(trace.string(), m);
         w.write(fp8scope::trace::RankStepRecord{1, 0, 100.5, 30.25, 131.75, 3.5, 8000000, 0.00125});
         w.write(fp8scope::trace::RankStepRecord{1, 1, 130.5, 0.5, 131.75, 3.25, 8000000, 0.00125});
@@ -176,7 +230,16 @@ TEST(TraceCliRanks, RanksCsvHoldsEveryRanksStepTimes) {
     EXPECT_EQ(header, "step,rank,compute_ms,comm_ms,step_ms,loss,grad_bytes,grad_error");
     EXPECT_EQ(first, "1,0,100.5,30.25,131.75,3.5,8000000,0.00125");
     EXPECT_EQ(second, "1,1,130.5,0.5,131.75,3.25,8000000,0.00125");
+    const auto meta = read_csv(dir / "meta.csv");
+    ASSERT_EQ(meta.size(), 2u);
+    ASSERT_EQ(meta[1].size(), 10u);
+    EXPECT_EQ(meta[0][0], "format_version");
+    EXPECT_EQ(meta[1][0], "3");
+    // rank, world_size, grad_dtype
+    EXPECT_EQ(std::vector<std::string>(meta[1].begin() + 7, meta[1].end()), (std::vector<std::string>{"0", "2", "bf16"}));
     r = engine("inspect " + trace.string());
     ASSERT_EQ(r.status, 0) << r.err;
-    EXPECT_NE(r.out.find("data-parallel: written by rank 0 of 2, rank step records 2"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("data-parallel: written by rank 0 of 2, gradient sums in bf16, rank step records 2"),
+              std::string::npos)
+        << r.out;
 }

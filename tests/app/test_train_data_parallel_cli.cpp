@@ -43,17 +43,30 @@ TEST(TrainDataParallelCli, TwoRanksTrainAsOneProcessWithTwiceTheBatch) {
     EXPECT_NEAR(la[0].get<double>(), lb[0].get<double>(), 1e-5 * lb[0].get<double>());
     for (std::size_t i = 1; i < 8; ++i) EXPECT_NEAR(la[i].get<double>(), lb[i].get<double>(), 2e-3 * lb[i].get<double>()) << i;
     EXPECT_NEAR(a["runs"][0]["eval_loss"].get<double>(), b["runs"][0]["eval_loss"].get<double>(), 2e-3);
-    // One trace per rank.
+    // One trace per rank, each saying which rank wrote it and that the sums were float32's.
     EXPECT_TRUE(fs::exists(out));
     EXPECT_TRUE(fs::exists(scratch() / "dp.rank1.h5"));
+    for (int rank = 0; rank < 2; ++rank) {
+        const fs::path trace = rank == 0 ? out : scratch() / "dp.rank1.h5";
+        const auto inspect = fp8scope::testing::run_engine("inspect " + trace.string(), scratch());
+        ASSERT_EQ(inspect.status, 0) << inspect.err;
+        const std::string line = "data-parallel: written by rank " + std::to_string(rank) + " of 2, gradient sums in f32";
+        EXPECT_NE(inspect.out.find(line), std::string::npos) << inspect.out;
+    }
 }
 
 TEST(TrainDataParallelCli, CompressedGradientSumsTrainAndAnUnknownTypeIsNamed) {
     const auto f32 = train("--batch 4 --recipe delayed --nproc-per-node 2");
     ASSERT_EQ(f32.status, 0) << f32.err;
     for (const char* type : {"bf16", "e4m3", "e5m2"}) {
-        const auto low = train(std::string("--batch 4 --recipe delayed --nproc-per-node 2 --grad-dtype ") + type);
+        const fs::path out = scratch() / (std::string("sums_") + type + ".h5");
+        const auto low = train(std::string("--batch 4 --recipe delayed --nproc-per-node 2 --grad-dtype ") + type +
+                               " --out " + out.string());
         ASSERT_EQ(low.status, 0) << type << ": " << low.err;
+        // The trace says the type the sums travelled in.
+        const auto inspect = fp8scope::testing::run_engine("inspect " + out.string(), scratch());
+        EXPECT_NE(inspect.out.find(std::string("written by rank 0 of 2, gradient sums in ") + type), std::string::npos)
+            << inspect.out;
         const json a = json::parse(low.out)["runs"][0]["losses"];
         const json b = json::parse(f32.out)["runs"][0]["losses"];
         ASSERT_EQ(a.size(), 8u);

@@ -1,11 +1,14 @@
-// A data-parallel trace: which rank wrote it (rank, world_size) and every rank's share of
-// every step (/ranks) come back from the reader as written; a file of format 2, which has
-// neither, reads as rank 0 of 1 with no rank records; records and metadata that do not
-// fit the world are refused on both sides.
+// A data-parallel trace: which rank wrote it (rank, world_size), the type its gradient
+// sums travelled in (grad_dtype) and every rank's share of every step (/ranks) come back
+// from the reader as written; a file of format 2, which has none of them, reads as rank 0
+// of 1 with no rank records; a format-3 file from before grad_dtype reads without a type,
+// and an attribute the reader does not know is passed over; records and metadata that do
+// not fit the world are refused on both sides.
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -25,7 +28,15 @@ TraceMeta job_meta() {
     TraceMeta m = sample_meta();
     m.rank = 0;
     m.world_size = kWorld;
+    m.grad_dtype = "e4m3";
     return m;
+}
+
+void delete_attrs(const std::string& path, std::initializer_list<const char*> names) {
+    hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    for (const char* name : names) ASSERT_GE(H5Adelete(f, name), 0) << name;
+    H5Fclose(f);
 }
 
 // Steps 1..kSteps of run 0, each followed by every rank's record, as rank 0 writes them.
@@ -51,6 +62,7 @@ TEST(TraceRanks, RankRecordsAndTheWritersRankComeBack) {
     EXPECT_EQ(r.meta().format_version, 3);
     EXPECT_EQ(r.meta().rank, 0);
     EXPECT_EQ(r.meta().world_size, kWorld);
+    EXPECT_EQ(r.meta().grad_dtype, "e4m3");
     const auto got = r.rank_steps();
     ASSERT_EQ(got.size(), static_cast<std::size_t>(kSteps * kWorld));
     for (std::size_t i = 0; i < got.size(); ++i) expect_same(got[i], written[i]);
@@ -91,7 +103,45 @@ TEST(TraceRanks, ASingleProcessTraceIsRankZeroOfOneWithoutRankRecords) {
     TraceReader r(path);
     EXPECT_EQ(r.meta().rank, 0);
     EXPECT_EQ(r.meta().world_size, 1);
+    EXPECT_EQ(r.meta().grad_dtype, "");
     EXPECT_TRUE(r.rank_steps().empty());
+}
+
+// grad_dtype came within format 3: a job's trace written before it has rank records but
+// no type, and still reads as format 3.
+TEST(TraceRanks, AFormat3FileWithoutTheGradientTypeReadsWithoutOne) {
+    TempDir dir;
+    const std::string path = dir.file("before.h5");
+    const auto written = write_job(path);
+    delete_attrs(path, {"grad_dtype"});
+    TraceReader r(path);
+    EXPECT_EQ(r.meta().format_version, 3);
+    EXPECT_EQ(r.meta().grad_dtype, "");
+    EXPECT_EQ(r.meta().world_size, kWorld);
+    ASSERT_EQ(r.rank_steps().size(), written.size());
+    expect_same(r.rank_steps().back(), written.back());
+}
+
+// What lets a root attribute come without a new format version: a reader passes over one
+// it does not know (as a reader from before grad_dtype passes over grad_dtype).
+TEST(TraceRanks, AnAttributeTheReaderDoesNotKnowIsPassedOver) {
+    TempDir dir;
+    const std::string path = dir.file("later.h5");
+    write_job(path);
+    {
+        hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+        ASSERT_GE(f, 0);
+        hid_t space = H5Screate(H5S_SCALAR);
+        hid_t a = H5Acreate2(f, "grad_bucket_mb", H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT);
+        const std::int64_t mb = 25;
+        ASSERT_GE(H5Awrite(a, H5T_NATIVE_INT64, &mb), 0);
+        H5Aclose(a);
+        H5Sclose(space);
+        H5Fclose(f);
+    }
+    TraceReader r(path);
+    EXPECT_EQ(r.meta().grad_dtype, "e4m3");
+    EXPECT_EQ(r.rank_steps().size(), static_cast<std::size_t>(kSteps * kWorld));
 }
 
 // Format 2 had neither the rank attributes nor /ranks: today's file with them removed and
@@ -100,11 +150,10 @@ TEST(TraceRanks, AVersion2FileReadsAsRankZeroOfOne) {
     TempDir dir;
     const std::string path = dir.file("v2.h5");
     write_job(path);
+    delete_attrs(path, {"rank", "world_size", "grad_dtype"});
     {
         hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
         ASSERT_GE(f, 0);
-        ASSERT_GE(H5Adelete(f, "rank"), 0);
-        ASSERT_GE(H5Adelete(f, "world_size"), 0);
         ASSERT_GE(H5Ldelete(f, "/ranks", H5P_DEFAULT), 0);
         hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
         const std::int64_t v2 = 2;
@@ -116,6 +165,7 @@ TEST(TraceRanks, AVersion2FileReadsAsRankZeroOfOne) {
     EXPECT_EQ(r.meta().format_version, 2);
     EXPECT_EQ(r.meta().rank, 0);
     EXPECT_EQ(r.meta().world_size, 1);
+    EXPECT_EQ(r.meta().grad_dtype, "");
     EXPECT_TRUE(r.rank_steps().empty());
     EXPECT_FALSE(r.refresh());  // no /ranks to follow either
     const auto steps = r.steps(0);

@@ -29,6 +29,7 @@ TEST(TraceV1File, MetaAndStepsReadBack) {
     EXPECT_EQ(m.format_version, 1);
     EXPECT_EQ(m.rank, 0);  // before format 3: a single process
     EXPECT_EQ(m.world_size, 1);
+    EXPECT_EQ(m.grad_dtype, "");  // the view names no type
     EXPECT_TRUE(r.rank_steps().empty());
     EXPECT_EQ(m.capture_every, 5);
     EXPECT_EQ(m.blockmap_every, 10);

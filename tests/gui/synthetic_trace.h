@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmath>
+#include <string>
 
 #include "models/series_store.h"
 
@@ -17,6 +18,7 @@ struct SyntheticSpec {
     std::int64_t blockmap_every = 25;
     int ops_per_step = 6;
     int world_size = 1;  // > 1: a data-parallel job whose rank 1 computes 30% longer
+    std::string grad_dtype;  // the type the job's gradient sums travelled in; empty: not recorded
 };
 
 inline double loss_of(int run, std::int64_t step) { return 5.0 - 0.01 * step + 0.05 * run; }
@@ -51,6 +53,7 @@ inline trace::TraceMeta synthetic_meta(const SyntheticSpec& s) {
     m.capture_every = s.capture_every;
     m.blockmap_every = s.blockmap_every;
     m.world_size = s.world_size;
+    m.grad_dtype = s.grad_dtype;
     return m;
 }
 

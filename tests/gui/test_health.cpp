@@ -1,13 +1,16 @@
 // The Health view of a data-parallel job: the rank table's medians, slowest steps and
 // flags against hand-computed values (rank 1 computes 30% longer: flagged, alone), the
-// store's rank columns through a rewind, rank records from a trace file and from a live
-// engine, the view's lines and rows of the flagged rank, and the one-line message of a
-// single-process trace. The gradient sums: megabytes per step and the last measured error
-// of compressed (BF16 or FP8) sums, float32 sums, and records from before the fields. With
-// FP8SCOPE_SCREENSHOT_DIR set, the view is saved as PNG.
+// store's rank columns through a rewind, rank records and the sums' type from a trace file
+// and from a live engine, the view's lines and rows of the flagged rank, eight ranks with
+// one slow, and the one-line message of a single-process trace. The gradient sums:
+// megabytes per step and the last measured error; with the trace's type (float32, BF16,
+// FP8 E4M3 or E5M2) the saving against float32, without it (older traces) a line that
+// names none; records from before the fields. With FP8SCOPE_SCREENSHOT_DIR set, the view
+// is saved as PNG.
 #include <QAbstractItemModelTester>
 #include <QHeaderView>
 #include <QScrollBar>
+#include <QSet>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
@@ -47,10 +50,11 @@ TraceBatch job_batch(double scale_all = 1.0) {
     return b;
 }
 
-trace::TraceMeta job_meta(int world) {
+trace::TraceMeta job_meta(int world, const std::string& grad_dtype = {}) {
     t::SyntheticSpec s;
     s.runs = 1;
     s.world_size = world;
+    s.grad_dtype = grad_dtype;
     return t::synthetic_meta(s);
 }
 
@@ -65,6 +69,34 @@ TraceBatch grad_batch(const double (&error)[2][2]) {
             if (step % 2) r.grad_error = error[k][step / 2];
             b.ranks.push_back(r);
         }
+    return b;
+}
+
+// Two ranks over steps 1..4 that each put `bytes` into every step's sums; rank 0 measured
+// `error` and rank 1 half of it at steps 1 and 3 (NaN: never measured).
+TraceBatch sums_batch(double bytes, double error) {
+    TraceBatch b;
+    for (int step = 1; step <= 4; ++step)
+        for (int k = 0; k < 2; ++k)
+            b.ranks.push_back({step, k, 100.0, 10.0, 111.0, 3.0, bytes, step % 2 ? error / (1 + k) : trace::kNone});
+    return b;
+}
+
+// Eight ranks over steps 1..6: rank r computes 100 + r ms plus step % 3 (median over
+// steps 101 + r), rank 5 instead 127 ms plus step % 3 (median 128). Every rank waits in
+// the all-reduce for rank 5: comm = 2 + (127 - own base), median 29 - r, rank 5's 2.
+// A small model's FP8 sums: 31,000 bytes per rank and step, the error measured at step 1.
+constexpr int kEight = 8, kSlow = 5;
+double eight_base(int rank) { return rank == kSlow ? 127.0 : 100.0 + rank; }
+TraceBatch eight_batch() {
+    TraceBatch b;
+    for (int step = 1; step <= 6; ++step)
+        for (int k = 0; k < kEight; ++k) {
+            const double compute = eight_base(k) + step % 3, comm = 2.0 + 127.0 - eight_base(k);
+            b.ranks.push_back({step, k, compute, comm, compute + comm + 1, 3.0, 31000.0, step == 1 ? 0.0391 : trace::kNone});
+        }
+    b.events.push_back({-1, 0, EventKind::Health, "pre-flight: 8 ranks, GEMM 256^3 median 0.33 ms"});
+    b.events.push_back({-1, 3, EventKind::Health, "straggler: rank 5 130.0 ms compute vs median 105.0 ms for 3 steps"});
     return b;
 }
 
@@ -200,6 +232,127 @@ private slots:
         QCOMPARE(m.gradientSums(), QString());
     }
 
+    // With the type known, the line names it and what it saves against float32's 4 bytes
+    // a gradient (hand-computed: the median of ranks' median bytes, x2 or x4, minus it).
+    void theSumTypeNamesTheSavingAgainstFloat32_data() {
+        QTest::addColumn<QString>("grad_dtype");
+        QTest::addColumn<double>("bytes");
+        QTest::addColumn<double>("error");
+        QTest::addColumn<QString>("line");
+        QTest::addColumn<QString>("error_tip");
+        auto row = [](const char* name, const char* type, double bytes, double error, const char* line, const char* tip) {
+            QTest::newRow(name) << QString(type) << bytes << error << QString(line) << QString(tip);
+        };
+        const char* float32_tip = "not measured (float32 sums add none)";
+        const char* neutral_tip = "relative L2 error the BF16 or FP8 sums added against float32 sums, measured at step 3";
+        row("f32", "f32", 100.4e6, NAN, "Gradient sums in float32: 100.4 MB per rank per step", float32_tip);
+        row("bf16", "bf16", 50.2e6, 4.1e-3,
+            "Gradient sums in BF16: 50.2 MB per rank per step, half of float32's (saves 50.2 MB); last measured sum "
+            "error 4.10e-03 at step 3",
+            "relative L2 error the BF16 sums added against float32 sums, measured at step 3");
+        row("e4m3", "e4m3", 25.1e6, 3.9e-2,
+            "Gradient sums in FP8 E4M3: 25.1 MB per rank per step, a quarter of float32's (saves 75.3 MB); last "
+            "measured sum error 3.90e-02 at step 3",
+            "relative L2 error the FP8 E4M3 sums added against float32 sums, measured at step 3");
+        row("e5m2", "e5m2", 25.1e6, 7.8e-2,
+            "Gradient sums in FP8 E5M2: 25.1 MB per rank per step, a quarter of float32's (saves 75.3 MB); last "
+            "measured sum error 7.80e-02 at step 3",
+            "relative L2 error the FP8 E5M2 sums added against float32 sums, measured at step 3");
+        // A small model's sums keep two significant digits: 3 x 0.031 MB saved.
+        row("e4m3 small", "e4m3", 31e3, 3.9e-2,
+            "Gradient sums in FP8 E4M3: 0.031 MB per rank per step, a quarter of float32's (saves 0.093 MB); last "
+            "measured sum error 3.90e-02 at step 3",
+            "relative L2 error the FP8 E4M3 sums added against float32 sums, measured at step 3");
+        // Compressed sums not measured yet (--grad-measure-every past the steps so far).
+        row("bf16 unmeasured", "bf16", 50.2e6, NAN,
+            "Gradient sums in BF16: 50.2 MB per rank per step, half of float32's (saves 50.2 MB)", "not measured yet");
+        // A trace from before grad_dtype, or a type this build does not know: the neutral line.
+        row("not recorded", "", 25.1e6, 3.9e-2,
+            "gradient sums: 25.1 MB per rank per step in BF16 or FP8; error added 3.90e-02 (last measured at step 3)",
+            neutral_tip);
+        row("not recorded, float32", "", 100.4e6, NAN, "gradient sums: 100.4 MB per rank per step in float32",
+            float32_tip);
+        row("unknown type", "e8m0", 25.1e6, 3.9e-2,
+            "gradient sums: 25.1 MB per rank per step in BF16 or FP8; error added 3.90e-02 (last measured at step 3)",
+            neutral_tip);
+    }
+    void theSumTypeNamesTheSavingAgainstFloat32() {
+        QFETCH(QString, grad_dtype);
+        QFETCH(double, bytes);
+        QFETCH(double, error);
+        QFETCH(QString, line);
+        QFETCH(QString, error_tip);
+        SeriesStore store;
+        QVERIFY(store.append(store.reset(job_meta(2, grad_dtype.toStdString())), sums_batch(bytes, error)));
+        RankHealthModel m(&store);
+        QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        m.refresh();
+        QCOMPARE(m.gradientSums(), line);
+        QCOMPARE(m.data(m.index(0, RankHealthModel::SumError), Qt::ToolTipRole).toString(), error_tip);
+        QCOMPARE(m.data(m.index(1, RankHealthModel::GradMB), kValueRole).toDouble(), float(bytes) / 1e6);
+    }
+
+    // Eight ranks: the one slow rank alone is flagged, every row holds its rank's medians,
+    // the table shows all eight rows and every column without scrolling, and each rank has
+    // its lines, the slow one's thick and red.
+    void eightRanksFlagTheSlowOneAndShowEveryRow() {
+        Shown shown(job_meta(kEight, "e4m3"), eight_batch(), "eight_rank_");
+        const HealthView* v = shown.view;
+        const RankHealthModel& m = v->ranks();
+        QCOMPARE(m.rowCount(), kEight);
+        QCOMPARE(m.slowRanks(), std::vector<int>{kSlow});
+        // Medians of ranks: 101, 102, 103, 104, 105, 128, 107, 108 -> (104 + 105) / 2.
+        QCOMPARE(m.medianOfRanks(), 104.5);
+        QCOMPARE(v->verdict(), QString("slow: rank 5 (128.0 ms, +22%) against the median rank's 104.5 ms compute per step"));
+        for (int k = 0; k < kEight; ++k) {
+            const double compute = k == kSlow ? 128.0 : 101.0 + k, comm = k == kSlow ? 2.0 : 29.0 - k;
+            QCOMPARE(m.data(m.index(k, RankHealthModel::Rank), Qt::DisplayRole).toInt(), k);
+            QCOMPARE(m.data(m.index(k, RankHealthModel::MedianCompute), kValueRole).toDouble(), compute);
+            QCOMPARE(m.data(m.index(k, RankHealthModel::MedianComm), kValueRole).toDouble(), comm);
+            QCOMPARE(m.data(m.index(k, RankHealthModel::GradMB), Qt::DisplayRole).toString(), QString("0.031"));
+            QCOMPARE(m.data(m.index(k, RankHealthModel::SumError), Qt::DisplayRole).toString(), QString("3.91e-02"));
+            QCOMPARE(m.data(m.index(k, RankHealthModel::Flag), Qt::DisplayRole).toString(),
+                     k == kSlow ? QString("slow +22%") : QString());
+        }
+        // Rank 5's slowest step: step 2's 127 + 2 compute, 2 comm and 1 -> 132 ms.
+        QCOMPARE(m.data(m.index(kSlow, RankHealthModel::SlowestStep), Qt::DisplayRole).toString(), QString("2 (132 ms)"));
+        QCOMPARE(v->gradientSums(), QString("Gradient sums in FP8 E4M3: 0.031 MB per rank per step, a quarter of "
+                                            "float32's (saves 0.093 MB); last measured sum error 3.91e-02 at step 1"));
+
+        QTableView* table = nullptr;
+        for (QTableView* t : v->findChildren<QTableView*>())
+            if (t->model() == &m) table = t;
+        QVERIFY(table);
+        // The scroll area shows or hides its bars on its next layout pass, as in the app.
+        QCoreApplication::processEvents();
+        QVERIFY(!table->verticalScrollBar()->isVisible());
+        QVERIFY(!table->horizontalScrollBar()->isVisible());
+        QCOMPARE(table->rowViewportPosition(0), 0);
+        QVERIFY(table->rowViewportPosition(kEight - 1) + table->rowHeight(kEight - 1) <= table->viewport()->height());
+        QVERIFY(table->horizontalHeader()->length() <= table->viewport()->width());
+        QVERIFY(table->mapTo(v, QPoint(table->width(), 0)).x() <= v->width());
+
+        QCOMPARE(v->plot()->graphCount(), 2 * kEight);  // compute and comm of each rank
+        QCOMPARE(v->plot()->legend->itemCount(), kEight);
+        QSet<QString> names;
+        for (int i = 0; i < v->plot()->graphCount(); ++i) {
+            const QCPGraph* g = v->plot()->graph(i);
+            names.insert(g->name());
+            const bool slow = g->name() == "rank 5 (slow)";
+            QCOMPARE(g->pen().widthF() > 2.0, slow);
+            if (slow) QCOMPARE(g->pen().color(), QColor(0xd62728));
+            QCOMPARE(g->dataCount(), 6);
+        }
+        QCOMPARE(names.size(), kEight);
+        QVERIFY(names.contains("rank 0") && names.contains("rank 7") && names.contains("rank 5 (slow)"));
+        // The steps run 1..6; the pre-flight finding at step 0 is on both step axes, not cut off.
+        for (QCPAxisRect* r : {v->computeRect(), v->commRect()}) {
+            QCOMPARE(r->axis(QCPAxis::atBottom)->range().lower, 0.0);
+            QCOMPARE(r->axis(QCPAxis::atBottom)->range().upper, 6.0);
+        }
+        QCOMPARE(v->healthEvents().rowCount(), 2);
+    }
+
     void theViewShowsTheGradientSumsLineAndTheWholeTable() {
         // Two ranks in BF16 or FP8 over steps 1..20, the error measured every 10 steps.
         TraceBatch b;
@@ -247,10 +400,12 @@ private slots:
         s.runs = 1;
         s.steps = 12;
         s.world_size = 2;
+        s.grad_dtype = "e5m2";
         const QString path = dir.filePath("job.h5");
         t::write_synthetic_trace(path, s);
         OpenTrace file(path.toStdString());
         QCOMPARE(file.meta().world_size, 2);
+        QCOMPARE(file.meta().grad_dtype, std::string("e5m2"));
         SeriesStore store;
         const auto gen = store.reset(file.meta());
         file.readNew([&](TraceBatch&& b) { QVERIFY(store.append(gen, std::move(b))); });
@@ -272,7 +427,7 @@ private slots:
     void aLiveEngineFeedsTheRankColumns() {
         QTemporaryDir dir;
         live::Endpoint e = live::parse_endpoint(("unix:" + dir.filePath("engine.sock")).toStdString());
-        live::LiveServer server(e, "", job_meta(2), {});
+        live::LiveServer server(e, "", job_meta(2, "bf16"), {});
         SeriesStore store;
         LiveSource source(&store);
         source.attach(QString::fromStdString(server.endpoint().to_string()), QString());
@@ -283,6 +438,7 @@ private slots:
                                  10000);
         store.read([](const TraceData& d) {
             QCOMPARE(d.meta.world_size, 2);
+            QCOMPARE(d.meta.grad_dtype, std::string("bf16"));
             QCOMPARE(d.ranks[1].compute_ms, (std::vector<float>{130, 130, 130}));
             QCOMPARE(d.ranks[0].step, (std::vector<double>{1, 2, 3}));
         });

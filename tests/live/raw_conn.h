@@ -1,5 +1,6 @@
 // A hand-driven connection to a live server, for tests that send what a LiveClient
-// never would (garbage, oversized lengths) or stop reading.
+// never would (garbage, oversized lengths, an older version's Hello) or stop reading; or
+// the engine's side of a connection a test accepted, to play an older engine.
 #pragma once
 
 #include <poll.h>
@@ -8,6 +9,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "live_socket.h"
 #include "live_wire.h"
@@ -16,6 +18,7 @@ namespace fp8scope::live::test {
 
 struct RawConn {
     explicit RawConn(const Endpoint& e) : fd(net::connect_to(e, std::chrono::seconds(5))) {}
+    explicit RawConn(net::Fd accepted) : fd(std::move(accepted)) {}  // a test's own engine side
 
     bool send(const std::string& bytes) { return net::send_all(fd.get(), bytes, std::chrono::seconds(5)); }
     void hello(const std::string& token) { send(wire::frame(wire::Hello{wire::kVersion, token})); }

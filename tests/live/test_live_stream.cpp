@@ -98,11 +98,13 @@ TEST_P(LiveStream, LateClientGetsMetaHistoryAndNewestOperands) {
 }
 
 // A data-parallel run: every rank's share of a step reaches a client that is there and,
-// kept with the step records, one that connects later; the meta says which rank serves.
+// kept with the step records, one that connects later; the meta says which rank serves
+// and the type the gradient sums travel in.
 TEST_P(LiveStream, RankRecordsArriveAndALateClientGetsThem) {
     Fixture fx(GetParam());
     trace::TraceMeta job = sample_meta();
     job.world_size = 2;
+    job.grad_dtype = "e4m3";
     Endpoint e = GetParam() ? parse_endpoint("tcp:127.0.0.1:0") : parse_endpoint("unix:" + (fx.dir / "job.sock"));
     LiveServer server(e, GetParam() ? "tok-123" : "", job, fx.handler.fn());
     Collected early;
@@ -115,6 +117,7 @@ TEST_P(LiveStream, RankRecordsArriveAndALateClientGetsThem) {
     ASSERT_TRUE(early.wait([&] { return early.rank_steps.size() == 6; }));
     for (int i = 0; i < 6; ++i) expect_same(early.rank_steps[i], sample_rank_step(1 + i / 2, i % 2));
     EXPECT_EQ(early.meta.at(0).world_size, 2);
+    EXPECT_EQ(early.meta.at(0).grad_dtype, "e4m3");
 
     Collected late;
     LiveClient second(server.endpoint(), server.token(), late.handlers());

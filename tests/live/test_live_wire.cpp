@@ -46,6 +46,7 @@ TEST(LiveWire, EveryRecordRoundTrips) {
     auto meta = sample_meta();
     meta.rank = 1;
     meta.world_size = 2;
+    meta.grad_dtype = "e5m2";
     auto m = wire::decode_meta(split_one(wire::frame(wire::MetaMsg{wire::kVersion, meta})).body);
     EXPECT_EQ(m.version, wire::kVersion);
     expect_same(m.meta, meta);

@@ -3,11 +3,14 @@
 // codec of that time encoded them (a Hello, Meta, two Steps, Event, Scaling, Operand with
 // a +Inf sqnr and NaN figures, BlockMap, Op, OpName, Command, Reply, Error). Each decodes
 // to the values it was made from and encodes back to the same bytes, except the Op,
-// which version 3 extended with the kernel fields (its version-2 body is refused), and
-// the Meta, to which version 4 added rank and world_size after the other fields.
+// which version 3 extended with the kernel fields (its version-2 body is refused). The
+// Meta carries its version: version 2's decodes without the fields later versions added
+// after the others (rank and world_size in 4, grad_dtype in 5), and a Meta of version 4
+// is version 2's with rank and world_size.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -49,19 +52,29 @@ TEST(LiveWireV2, EveryFrameDecodesAndEncodesToTheSameBytes) {
     EXPECT_EQ(hello.token, "s3cret");
     EXPECT_EQ(wire::frame(hello), frames[i++]);
 
-    EXPECT_ANY_THROW(wire::decode_meta(body(frames[i])));
-    std::string meta4(body(frames[i]));
-    for (const std::int32_t v : {0, 1}) meta4.append(reinterpret_cast<const char*>(&v), sizeof v);  // rank 0 of 1
-    auto meta = wire::decode_meta(meta4);
+    auto meta = wire::decode_meta(body(frames[i]));
     EXPECT_EQ(meta.version, 2u);
     EXPECT_EQ(meta.meta.rank, 0);
     EXPECT_EQ(meta.meta.world_size, 1);
+    EXPECT_EQ(meta.meta.grad_dtype, "");
     EXPECT_EQ(meta.meta.tool_version, "0.9.1");
     ASSERT_EQ(meta.meta.linears.size(), 2u);
     EXPECT_EQ(meta.meta.linears[1].out_features, 128);
     EXPECT_EQ(meta.meta.ops.size(), 4u);
     EXPECT_EQ(meta.meta.blockmap_every, 50);
+    EXPECT_EQ(wire::frame(meta), frames[i]);
+    std::string meta4(body(frames[i]));
+    const std::uint32_t four = 4;
+    std::memcpy(meta4.data() + wire::kMagic.size(), &four, sizeof four);
+    for (const std::int32_t v : {1, 3}) meta4.append(reinterpret_cast<const char*>(&v), sizeof v);  // rank 1 of 3
+    meta.version = 4;
+    meta.meta.rank = 1;
+    meta.meta.world_size = 3;
     EXPECT_EQ(wire::frame(meta).substr(wire::kHeader), meta4);
+    const auto meta_v4 = wire::decode_meta(meta4);
+    EXPECT_EQ(meta_v4.meta.rank, 1);
+    EXPECT_EQ(meta_v4.meta.world_size, 3);
+    EXPECT_EQ(meta_v4.meta.tool_version, "0.9.1");
     ++i;
 
     auto step7 = wire::decode_step(body(frames[i]));

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backend.h"
 #include "engine/rank_health.h"
 #include "models/model_roles.h"
 
@@ -25,9 +26,31 @@ double finite_median(const std::vector<float>& v) {
     return median_ms(finite);
 }
 
-QString format_mb(double mb) { return QString::number(mb, 'f', 1); }
+// One decimal from 1 MB up; below, two significant digits, so a small model's sums do
+// not read as 0.0.
+QString format_mb(double mb) {
+    if (!(mb > 0) || mb >= 1) return QString::number(mb, 'f', 1);
+    return QString::number(mb, 'f', std::min(6, 1 - static_cast<int>(std::floor(std::log10(mb)))));
+}
 QString format_error(double e) { return QString::number(e, 'e', 2); }
 QString not_recorded() { return QStringLiteral("\u2014"); }
+
+// The type a trace's grad_dtype names, as the view writes it; DType::E8M0 (never a sum
+// type) when it names none.
+DType sum_dtype(const std::string& name) {
+    for (DType t : {DType::F32, DType::BF16, DType::E4M3, DType::E5M2})
+        if (name == dtype_name(t)) return t;
+    return DType::E8M0;
+}
+QString sum_type_label(DType t) {
+    switch (t) {
+        case DType::F32: return QStringLiteral("float32");
+        case DType::BF16: return QStringLiteral("BF16");
+        case DType::E4M3: return QStringLiteral("FP8 E4M3");
+        case DType::E5M2: return QStringLiteral("FP8 E5M2");
+        default: return {};
+    }
+}
 }  // namespace
 
 RankHealthModel::RankHealthModel(const SeriesStore* store, QObject* parent)
@@ -36,8 +59,10 @@ RankHealthModel::RankHealthModel(const SeriesStore* store, QObject* parent)
 void RankHealthModel::refresh() {
     std::vector<Row> rows;
     int world = 1;
+    DType type = DType::E8M0;
     store_->read([&](const TraceData& d) {
         world = d.meta.world_size;
+        type = sum_dtype(d.meta.grad_dtype);
         for (const RankColumns& c : d.ranks) {
             Row r;
             r.compute = median_of(c.compute_ms);
@@ -74,6 +99,8 @@ void RankHealthModel::refresh() {
     slow_ = std::move(slow);
     median_of_ranks_ = median;
     world_size_ = world;
+    sum_type_ = sum_type_label(type);
+    sum_bytes_ = sum_type_.isEmpty() ? 0 : dtype_size(type);
     endResetModel();
 }
 
@@ -110,12 +137,24 @@ QString RankHealthModel::gradientSums() const {
     }
     if (mb.empty()) return {};
     const double per_rank = median_ms(mb);
-    // Only compressed sums are measured. BF16 halves float32's bytes and FP8 quarters them,
-    // but a record does not say which type it carried, so the line names neither saving.
-    if (!last) return tr("gradient sums: %1 MB per rank per step in float32").arg(format_mb(per_rank));
-    return tr("gradient sums: %1 MB per rank per step in BF16 or FP8; error added %2 (last measured at step %3)")
-        .arg(format_mb(per_rank), format_error(last->error))
-        .arg(last->error_step);
+    if (sum_type_.isEmpty()) {
+        // Only compressed sums are measured; which of BF16 and FP8 they were, the trace
+        // does not say, so the line names no saving.
+        if (!last) return tr("gradient sums: %1 MB per rank per step in float32").arg(format_mb(per_rank));
+        return tr("gradient sums: %1 MB per rank per step in BF16 or FP8; error added %2 (last measured at step %3)")
+            .arg(format_mb(per_rank), format_error(last->error))
+            .arg(last->error_step);
+    }
+    QString line = tr("Gradient sums in %1: %2 MB per rank per step").arg(sum_type_, format_mb(per_rank));
+    if (sum_bytes_ >= 4) return line;
+    // float32 takes 4 bytes a gradient. FP8 sums also carry a chunk header and padding (at
+    // most 31 bytes per rank and bucket), which 4 x their bytes counts as gradients: far
+    // below the line's precision for sums of any size.
+    const double ratio = 4.0 / double(sum_bytes_);
+    line += tr(", %1 of float32's (saves %2 MB)")
+                .arg(ratio == 2 ? tr("half") : tr("a quarter"), format_mb(per_rank * (ratio - 1)));
+    if (last) line += tr("; last measured sum error %1 at step %2").arg(format_error(last->error)).arg(last->error_step);
+    return line;
 }
 
 int RankHealthModel::rowCount(const QModelIndex& parent) const {
@@ -143,9 +182,10 @@ QVariant RankHealthModel::data(const QModelIndex& index, int role) const {
         }
     }
     if (role == Qt::ToolTipRole && index.column() == SumError)
-        return r.error_step < 0 ? tr("not measured (float32 sums add none)")
-                                : tr("relative L2 error the BF16 or FP8 sums added against float32 sums, "
-                                     "measured at step %1")
+        return r.error_step < 0 ? (sum_bytes_ >= 4 || sum_type_.isEmpty() ? tr("not measured (float32 sums add none)")
+                                                                           : tr("not measured yet"))
+                                : tr("relative L2 error the %1 sums added against float32 sums, measured at step %2")
+                                      .arg(sum_type_.isEmpty() ? tr("BF16 or FP8") : sum_type_)
                                       .arg(r.error_step);
     if (role == Qt::DisplayRole || role == Qt::ToolTipRole) {
         switch (index.column()) {

@@ -5,7 +5,8 @@
 // of ranks means a uniformly slow job flags nothing and one slow GPU, link or host does.
 // Two columns show what the gradient sums cost: the median bytes a rank put into them per
 // step and the last measured error that compressed (BF16 or FP8) sums added against
-// float32 sums.
+// float32 sums. The trace's meta says which type the sums travelled in (traces from
+// before it was recorded do not).
 #pragma once
 
 #include <QAbstractTableModel>
@@ -31,9 +32,10 @@ public:
     // One line that answers "is any rank slow, and which?"; for a single process, that it
     // has no health records.
     QString verdict() const;
-    // One line on the gradient sums: megabytes per rank per step in float32, or in BF16 or
-    // FP8 (the records say not which: --grad-dtype) with the error they added. Empty when
-    // no rank recorded the bytes (traces from before the field).
+    // One line on the gradient sums: their type, megabytes per rank per step, what BF16 or
+    // FP8 saves against float32 and the last error it added. A trace that does not say
+    // the type gets a line that names none ("in BF16 or FP8" when an error was measured).
+    // Empty when no rank recorded the bytes (traces from before the field).
     QString gradientSums() const;
 
     int rowCount(const QModelIndex& parent = {}) const override;
@@ -56,6 +58,8 @@ private:
     std::vector<int> slow_;
     double median_of_ranks_ = 0;
     int world_size_ = 1;
+    QString sum_type_;          // "FP8 E4M3", ...; empty when the trace does not say
+    std::size_t sum_bytes_ = 0;  // bytes per gradient in that type
 };
 
 }  // namespace fp8scope::views

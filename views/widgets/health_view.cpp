@@ -49,6 +49,7 @@ HealthView::HealthView(const ViewContext& context, QWidget* parent)
     layout->addWidget(verdict_);
     grad_sums_ = new QLabel(this);
     grad_sums_->setTextFormat(Qt::PlainText);
+    grad_sums_->setWordWrap(true);  // in a narrow dock the type, saving and error go on a second line
     grad_sums_->setStyleSheet("QLabel { color: #333333; padding: 0px 8px 4px 8px; }");
     grad_sums_->hide();
     layout->addWidget(grad_sums_);
@@ -170,6 +171,12 @@ void HealthView::rebuild(const TraceData& d) {
         }
     }
     fit_axes(plot_);
+    // The pre-flight findings come at step 0, before the first step's records: the step
+    // axis starts there so their marks and labels are not cut off at its left end.
+    QCPAxis* steps_axis = rects_[0]->axis(QCPAxis::atBottom);
+    for (const trace::EventRecord& e : d.events)
+        if (e.kind == EventKind::Health && e.step < steps_axis->range().lower)
+            steps_axis->setRangeLower(static_cast<double>(e.step));
     // From zero, so a line's height is its time (30% slower looks 30% higher), with room
     // above the lines for the event labels.
     for (QCPAxisRect* r : rects_) {

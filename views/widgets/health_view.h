@@ -1,6 +1,6 @@
 // Health view: is any rank of a data-parallel job slow, and which? A one-line verdict on
-// top and under it one line on what the gradient sums cost (and, in BF16 or FP8, the error
-// they added); per-rank lines over steps of compute time and, below on the same step axis,
+// top and under it one line on what the gradient sums cost (in BF16 or FP8 also what they
+// save against float32 and the error they added); per-rank lines over steps of compute time and, below on the same step axis,
 // of the time spent waiting for the gradient all-reduce (comm: fast ranks wait for the
 // slow one, so a slow rank shows as high compute and low comm); the table of ranks
 // (medians, the slowest step, gradient megabytes and sum error, a flag on ranks more than
