@@ -234,10 +234,15 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
     // in float32, or float64 for tensors too small for a float32 scale; the histogram's
     // bins near the RMS counted in registers (8-bit counters, 8 to a 64-bit word) and added
     // once per warp, the others with shared atomics.
+    // Read once into registers: through the pointer, the compiler reloads them per element
+    // (the shared-memory atomics might alias them).
     const Params& q = *params;
     const bool f32_sums = q.dev_exp >= kMinDevExp;
+    const float dev_norm = q.dev_norm, pivot = q.pivot;
+    const double dev_norm_d = q.dev_norm_d;
+    const int hist_window = q.hist_window;
     const unsigned threshold = __float_as_uint(q.threshold_f);  // >= 0 or NaN: compare as bits
-    const unsigned window = unsigned(q.hist_window + 127 + kHistMinExp);  // as a biased exponent
+    const unsigned window = unsigned(hist_window + 127 + kHistMinExp);  // as a biased exponent
     float f1 = 0, f2 = 0, f3 = 0, f4 = 0;
     double d1 = 0, d2 = 0, d3 = 0, d4 = 0;
     unsigned long long low8 = 0, high8 = 0;
@@ -253,13 +258,13 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
             // Selects, not branches: a warp's lanes stay together.
             const bool fin = a < kInfBits;
             if (f32_sums) {
-                const float d = fin ? fmaf(v, q.dev_norm, -q.pivot) : 0.0f, dd = d * d;
+                const float d = fin ? fmaf(v, dev_norm, -pivot) : 0.0f, dd = d * d;
                 f1 += d;
                 f2 += dd;
                 f3 = fmaf(dd, d, f3);
                 f4 = fmaf(dd, dd, f4);
             } else {
-                const double d = fin ? fma(double(v), q.dev_norm_d, -double(q.pivot)) : 0.0, dd = d * d;
+                const double d = fin ? fma(double(v), dev_norm_d, -double(pivot)) : 0.0, dd = d * d;
                 d1 += d;
                 d2 += dd;
                 d3 += dd * d;
@@ -289,7 +294,7 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
     for (int b = 0; b < kHistWindow; ++b) {
         const unsigned count = unsigned(((b < 8 ? low8 : high8) >> (8 * (b % 8))) & 0xFFu);
         const unsigned total = __reduce_add_sync(0xffffffffu, count);
-        if (lane == 0 && total) atomicAdd(&sh.hist[warp][q.hist_window + b], total);
+        if (lane == 0 && total) atomicAdd(&sh.hist[warp][hist_window + b], total);
     }
 #pragma unroll
     for (int j = 0; j < kTile / 32; ++j)
