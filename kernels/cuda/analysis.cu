@@ -21,21 +21,6 @@ namespace {
 
 constexpr int kFinishThreads = 1024;
 
-// A 16-byte run of x as float32 values.
-template <class T>
-struct Run {
-    float v[16 / sizeof(T)];
-};
-template <class T>
-__device__ __forceinline__ Run<T> unpack(const uint4& q) {
-    T raw[16 / sizeof(T)];
-    memcpy(raw, &q, 16);
-    Run<T> r;
-#pragma unroll
-    for (int k = 0; k < int(16 / sizeof(T)); ++k) r.v[k] = as_float(raw[k]);
-    return r;
-}
-
 // Pass 1's sums per thread. A 16-byte run's sums are formed in float32 and added in
 // float64 when its largest |x| lies in [2^-60, 2^60) (no square overflows or is lost);
 // other runs go element by element in float64.
@@ -122,6 +107,11 @@ __global__ void __launch_bounds__(kThreads) moments_kernel(const T* x, std::int6
     if (threadIdx.x == 0) partials[blockIdx.x] = m;
 }
 
+// Elements of x that are neither NaN nor Inf.
+__device__ __forceinline__ std::int64_t n_finite(const Moments& m, std::int64_t n) {
+    return n - std::int64_t(m.nan) - std::int64_t(m.inf);
+}
+
 // Combines pass 1 and derives what pass 2 needs: the mean, the outlier threshold and the
 // per-tensor scales (finish_moments and the CPU's plan_recipe, in the same arithmetic).
 __global__ void __launch_bounds__(kFinishThreads) finish_moments_kernel(const Moments* partials, int count,
@@ -138,10 +128,11 @@ __global__ void __launch_bounds__(kFinishThreads) finish_moments_kernel(const Mo
     m.inf = block_reduce(m.inf, Add{}, scratch);
     if (threadIdx.x != 0) return;
     out->moments = m;
-    const std::int64_t finite = n - std::int64_t(m.nan) - std::int64_t(m.inf);
+    const std::int64_t finite = n_finite(m, n);
     const double nf = double(finite);
     out->params.mean = finite ? m.sum / nf : 0.0;
-    out->params.threshold = k * (finite ? sqrt(m.sum2 / nf) : nan(""));
+    const double rms = finite ? sqrt(m.sum2 / nf) : nan("");
+    out->params.threshold = k * rms;
     Params& q = out->params;
     q.threshold_f = __double2float_rd(q.threshold);
     const double spread = double(qk::float_of(m.amax_finite)) + fabs(q.mean);  // >= |x - mean|
@@ -151,7 +142,7 @@ __global__ void __launch_bounds__(kFinishThreads) finish_moments_kernel(const Mo
     q.pivot = float(q.mean * q.dev_norm_d);
     q.delta = q.mean * q.dev_norm_d - double(q.pivot);
     // The register window of the histogram: from 2^-11 to 2^5 times the RMS.
-    const int rms_bin = m.sum2 > 0 && finite ? ilogb(sqrt(m.sum2 / nf)) - kHistMinExp : 0;
+    const int rms_bin = m.sum2 > 0 && finite ? ilogb(rms) - kHistMinExp : 0;
     q.hist_window = max(1 - 127 - kHistMinExp, min(kHistBins - kHistWindow - 1, rms_bin - 11));
     const float amax = qk::float_of(m.amax);
     for (int i = 0; i < plans.count; ++i) {
@@ -166,12 +157,8 @@ __global__ void __launch_bounds__(kFinishThreads) finish_moments_kernel(const Mo
 
 // Block b < recipes adds recipe b's tile sums in tile order; block `recipes` the central
 // statistics.
-__device__ __forceinline__ std::int64_t n_finite(const Moments& m, std::int64_t n) {
-    return n - std::int64_t(m.nan) - std::int64_t(m.inf);
-}
-
 __global__ void __launch_bounds__(kThreads) finish_tiles_kernel(const TileStats* stats, const TileError* errors,
-                                                                std::int64_t tiles, std::int64_t tiles_n, int recipes,
+                                                                std::int64_t tiles, std::int64_t n, int recipes,
                                                                 Summary* out) {
     __shared__ unsigned long long scratch[kWarps];
     auto* dscratch = reinterpret_cast<double*>(scratch);
@@ -200,7 +187,7 @@ __global__ void __launch_bounds__(kThreads) finish_tiles_kernel(const TileStats*
         if (threadIdx.x == 0) {
             // Sums about the pivot -> sums about the mean (d - delta), then back to x's scale.
             const Params& q = out->params;
-            const double e = q.delta, nf = double(n_finite(out->moments, tiles_n));
+            const double e = q.delta, nf = double(n_finite(out->moments, n));
             const double m2 = s2 - 2 * e * s1 + nf * e * e;
             const double m4 = s4 - 4 * e * s3 + 6 * e * e * s2 - 4 * e * e * e * s1 + nf * e * e * e * e;
             const double back2 = ldexp(1.0, 2 * q.dev_exp);

@@ -233,8 +233,8 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
     // Tensor statistics of the tile: power sums of d (Params) per thread (at most 64 terms)
     // in float32, or float64 for tensors too small for a float32 scale; the histogram's
     // bins near the RMS counted in registers (8-bit counters, 8 to a 64-bit word) and added
-    // once per warp, the others with shared atomics.
-    // Read once into registers: through the pointer, the compiler reloads them per element
+    // once per warp, the others with shared atomics. The parameters are read into
+    // registers once: through the pointer, the compiler reloads them for every element
     // (the shared-memory atomics might alias them).
     const Params& q = *params;
     const bool f32_sums = q.dev_exp >= kMinDevExp;
