@@ -31,11 +31,20 @@ constexpr int kDefaultCaptureEvery = 100;  // what `train --out` uses when not t
 
 struct Result {
     std::vector<double> ms;
+    std::vector<bool> captured;  // per timed step: a capture step
     std::uintmax_t file_bytes = 0;
     double mean() const {
         double m = 0;
         for (double v : ms) m += v / ms.size();
         return m;
+    }
+    // Mean of the capture steps (captured = true) or of the others.
+    double mean_of(bool captured_steps, int& n) const {
+        double sum = 0;
+        n = 0;
+        for (std::size_t i = 0; i < ms.size(); ++i)
+            if (captured[i] == captured_steps) sum += ms[i], ++n;
+        return n ? sum / n : 0.0;
     }
     double median() const {
         auto v = ms;
@@ -77,6 +86,8 @@ struct Setup {
 }  // namespace
 
 void time_steps(Setup& s) {
+    const int every = s.config.capture_every;
+    s.result.captured.push_back(s.writer && every > 0 && s.trainer->steps_done() % every == 0);
     auto t0 = std::chrono::steady_clock::now();
     s.trainer->step();
     s.result.ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
@@ -145,6 +156,18 @@ int main(int argc, char** argv) {
         const Result& r = setups[i]->result;
         std::printf("%-28s median %9.2f ms  mean %9.2f ms  overhead (mean) %+7.2f%%  trace %8.2f MiB\n", names[chosen[i]],
                     r.median(), r.mean(), 100.0 * (r.mean() - off) / off, r.file_bytes / 1048576.0);
+    }
+    // What one capture costs: its step against the same run's other steps.
+    for (std::size_t i = 1; i < setups.size(); ++i) {
+        const Result& r = setups[i]->result;
+        int n_cap = 0, n_other = 0;
+        const double cap = r.mean_of(true, n_cap), other = r.mean_of(false, n_other);
+        if (n_cap && n_other)
+            std::printf("%-28s capture step %9.2f ms (%d), other steps %9.2f ms (%d): a capture costs %.2f ms\n",
+                        names[chosen[i]], cap, n_cap, other, n_other, cap - other);
+        else if (n_cap)
+            std::printf("%-28s capture step %9.2f ms (%d), a capture costs %.2f ms against capture off\n",
+                        names[chosen[i]], cap, n_cap, cap - off);
     }
     return 0;
 }

@@ -2,12 +2,15 @@
 // scale source (quantize_tile.cuh):
 //   current   amax pass, then the cast with compute_scale(amax)            (reads x twice)
 //   delayed   the cast with the state's scale, amax fused; then the push   (reads x once)
-//   block/MX  block shapes that tile 128: one pass, block amaxes in shared memory;
-//             other shapes: block amax pass, cast, grids finalized          (reads x twice)
+//   block/MX  1x128, 128x128, MX 1x32: one pass, exchanges fixed at compile time
+//             (quantize_block.cuh); other shapes that tile 128: one pass, block amaxes
+//             in shared memory; any other: block amax pass, cast, grids finalized
+//             (reads x twice)
 // Stats are zeroed first; every kernel after that only adds to them.
 #include "cuda/quantize.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <variant>
@@ -40,6 +43,19 @@ void set_scale(CastStats* stats, const float* src, float value, cudaStream_t str
 void launch_tile(const qk::TileParams& p, DType in, Format f, qk::ScaleSource s, cudaStream_t stream) {
     if (in == DType::BF16) qk::launch_tile_bf16(p, f, s, stream);
     else qk::launch_tile_f32(p, f, s, stream);
+}
+
+void launch_block(const qk::TileParams& p, DType in, Format f, qk::BlockShape b, cudaStream_t stream) {
+    if (in == DType::BF16) qk::launch_block_bf16(p, f, b, stream);
+    else qk::launch_block_f32(p, f, b, stream);
+}
+
+// The shapes with a kernel of their own.
+std::optional<qk::BlockShape> block_shape(const qk::TileParams& p) {
+    if (p.mx) return p.br == 1 && p.bc == 32 ? std::optional(qk::BlockShape::Mx32) : std::nullopt;
+    if (p.br == 1 && p.bc == 128) return qk::BlockShape::Rows128;
+    if (p.br == 128 && p.bc == 128) return qk::BlockShape::Square128;
+    return std::nullopt;
 }
 
 bool aligned(const void* p, std::size_t n) { return reinterpret_cast<std::uintptr_t>(p) % n == 0; }
@@ -134,6 +150,7 @@ void cast(const CastInput& x, const Recipe& recipe, const CastTarget& out, cudaS
         p.br = 1, p.bc = mx.block, p.mx = true, p.rule = mx.rule;
     }
     if (empty) return set_scale(out.stats, nullptr, qk::float_of(qk::kQuietNaNBits), stream);
+    if (const auto b = block_shape(p)) return launch_block(p, x.dtype, f, *b, stream);  // amax fused always
     if (pow2_in(p.br, 1, qk::kTile) && pow2_in(p.bc, 8, qk::kTile)) {
         p.br_log2 = log2_of(p.br), p.bc_log2 = log2_of(p.bc);
         p.fuse_amax = true;

@@ -6,13 +6,16 @@
 #include <cuda_runtime.h>
 
 #include "cuda/quantize.h"
-#include "cuda/quantize_tile.cuh"
+#include "cuda/quantize_block.cuh"
 
 namespace fp8scope::cuda::qk {
 
 // The tile cast kernel over all of x (quantize_tile_f32.cu, quantize_tile_bf16.cu).
 void launch_tile_f32(const TileParams& p, Format f, ScaleSource s, cudaStream_t stream);
 void launch_tile_bf16(const TileParams& p, Format f, ScaleSource s, cudaStream_t stream);
+// The block-shape cast kernel over all of x (quantize_block_f32.cu, quantize_block_bf16.cu).
+void launch_block_f32(const TileParams& p, Format f, BlockShape b, cudaStream_t stream);
+void launch_block_bf16(const TileParams& p, Format f, BlockShape b, cudaStream_t stream);
 
 // atomicMax of the scaling amax of x into *amax_bits (quantize_amax.cu).
 void launch_tensor_amax(const CastInput& x, std::uint32_t* amax_bits, cudaStream_t stream);

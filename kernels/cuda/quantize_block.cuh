@@ -1,0 +1,365 @@
+// The cast kernel for the block shapes training uses: blockwise 1x128 and 128x128 and
+// MXFP8 1x32, with the block exchange fixed at compile time. Tile, micro-blocks, run casts
+// and stores are the tile kernel's (quantize_tile.cuh): a CTA of 256 threads per 128x128
+// tile, each thread an 8x8 micro-block, a warp 4 x 8 micro-blocks (32 rows, 64 columns).
+// What differs is how the block amaxes meet:
+// - 1x128: a row's block spans the two warps side by side, a column's (128 rows of x) the
+//   four above each other. Each warp folds its lanes' run maxima with a transposing
+//   butterfly (7 shuffles for 8 rows over 8 lanes, one row left per lane), leaves them in
+//   shared memory; after one barrier 256 threads turn the 256 blocks into scales, after a
+//   second every thread reads its 16.
+// - 128x128: one block per tile: a warp reduce, one barrier, and every thread takes the
+//   max of the 8 warps' and computes the scale itself (the buffers alternate by tile, so
+//   no second barrier).
+// - MXFP8 1x32: a row's block is 4 lanes, a column's (32 rows) the 4 lanes above each
+//   other: folded, scaled and handed back inside the warp, no barrier.
+// BF16 micro-blocks stay packed, two values a register, and their run maxima are 16x2
+// integer maxima of the magnitudes' bits (non-negative floats order as their bits; a NaN
+// sorts above Inf). Threads whose micro-block holds NaN or Inf (rare) recompute them
+// element by element, NaN ignored, as the other kernels do.
+#pragma once
+
+#include <algorithm>
+
+#include "cuda/quantize_tile.cuh"
+
+namespace fp8scope::cuda::qk {
+
+enum class BlockShape : std::uint8_t { Rows128, Square128, Mx32 };
+
+// Run maxima as the cast needs them: bits of the NaN-ignoring max |x| of each row and
+// column run (Inf included), and masks of the runs holding NaN or Inf. BF16 keeps two
+// runs' maxima in a register (run 2i in the low half, as BF16 bits), float32 one.
+template <class In>
+struct RunMaxima {
+    static constexpr int kPer = sizeof(In) == 2 ? 2 : 1;
+    std::uint32_t rows[8 / kPer], cols[8 / kPer];
+    std::uint32_t row_nf = 0, col_nf = 0;
+
+    __device__ __forceinline__ std::uint32_t row(int j) const { return get(rows, j); }
+    __device__ __forceinline__ std::uint32_t col(int k) const { return get(cols, k); }
+    __device__ __forceinline__ static std::uint32_t get(const std::uint32_t (&a)[8 / kPer], int i) {
+        if constexpr (kPer == 1) return a[i];
+        else return (i & 1) ? a[i >> 1] & 0xFFFF0000u : a[i >> 1] << 16;
+    }
+};
+
+// The micro-block x[r0 .. r0+8, c0 .. c0+8], zeros outside x: BF16 packed (w[j][k] holds
+// columns 2k and 2k+1 of row j, the first in the low half), float32 as values.
+template <class In>
+struct Micro;
+
+template <>
+struct Micro<std::uint16_t> {
+    using In = std::uint16_t;
+    std::uint32_t w[8][4];
+
+    __device__ __forceinline__ float at(int j, int k) const {
+        const std::uint32_t u = w[j][k >> 1];
+        return __uint_as_float((k & 1) ? (u & 0xFFFF0000u) : (u << 16));
+    }
+
+    __device__ __forceinline__ void load(const TileParams& p, std::int64_t r0, std::int64_t c0) {
+        const auto* x = static_cast<const std::uint16_t*>(p.x);
+        if (p.vec_load && r0 + 8 <= p.rows && c0 + 8 <= p.cols) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                const uint4 q = *reinterpret_cast<const uint4*>(x + (r0 + j) * p.cols + c0);
+                w[j][0] = q.x, w[j][1] = q.y, w[j][2] = q.z, w[j][3] = q.w;
+            }
+            return;
+        }
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                const std::int64_t r = r0 + j, c = c0 + 2 * k;
+                const std::uint32_t lo = (r < p.rows && c < p.cols) ? x[r * p.cols + c] : 0u;
+                const std::uint32_t hi = (r < p.rows && c + 1 < p.cols) ? x[r * p.cols + c + 1] : 0u;
+                w[j][k] = lo | (hi << 16);
+            }
+        }
+    }
+
+    // Run maxima as 16x2 integer maxima of the magnitudes' bits; when one of them is NaN
+    // or Inf (it sorts at or above 0x7F80), again with NaN halves zeroed, and the masks.
+    __device__ __forceinline__ void maxima(RunMaxima<In>& r) const {
+        std::uint32_t c[4] = {0, 0, 0, 0}, top = 0;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            std::uint32_t a[4];
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                a[k] = w[j][k] & 0x7FFF7FFFu;
+                c[k] = __vmaxu2(c[k], a[k]);
+            }
+            const std::uint32_t m = __vmaxu2(__vmaxu2(a[0], a[1]), __vmaxu2(a[2], a[3]));
+            top = __vmaxu2(top, m);
+            put_row(r, j, m);
+        }
+        if (__vcmpgeu2(top, 0x7F807F80u)) {
+            std::uint32_t cnf[4] = {0, 0, 0, 0};
+#pragma unroll
+            for (int k = 0; k < 4; ++k) c[k] = 0;
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                std::uint32_t m = 0, nf = 0;
+#pragma unroll
+                for (int k = 0; k < 4; ++k) {
+                    std::uint32_t a = w[j][k] & 0x7FFF7FFFu;
+                    const std::uint32_t f = __vcmpgeu2(a, 0x7F807F80u);  // 0xFFFF per NaN or Inf half
+                    a &= ~__vcmpgtu2(a, 0x7F807F80u);                    // NaN halves ignored
+                    cnf[k] |= f, nf |= f;
+                    c[k] = __vmaxu2(c[k], a);
+                    m = __vmaxu2(m, a);
+                }
+                put_row(r, j, m);
+                r.row_nf |= (nf != 0u) << j;
+            }
+#pragma unroll
+            for (int k = 0; k < 4; ++k) r.col_nf |= ((cnf[k] & 0xFFFFu) != 0u) << (2 * k) | (cnf[k] > 0xFFFFu) << (2 * k + 1);
+        }
+#pragma unroll
+        for (int k = 0; k < 4; ++k) r.cols[k] = c[k];
+    }
+
+    // Row j's max from the 16x2 maxima m of its words, into its half of rows[j / 2].
+    __device__ __forceinline__ static void put_row(RunMaxima<In>& r, int j, std::uint32_t m) {
+        const std::uint32_t h = __vmaxu2(m, __funnelshift_l(m, m, 16));  // the max in both halves
+        r.rows[j >> 1] = (j & 1) ? __byte_perm(r.rows[j >> 1], h, 0x7610) : h;
+    }
+};
+
+template <>
+struct Micro<float> {
+    using In = float;
+    float v[8][8];
+
+    __device__ __forceinline__ float at(int j, int k) const { return v[j][k]; }
+
+    __device__ __forceinline__ void load(const TileParams& p, std::int64_t r0, std::int64_t c0) {
+        load_micro<float>(p, r0, c0, v);
+    }
+
+    // NaN-ignoring maxima (fmaxf); the sum says when NaN or Inf may be there, then masks.
+    __device__ __forceinline__ void maxima(RunMaxima<In>& r) const {
+        float rm[8], cm[8], sum = 0.0f, top = 0.0f;
+#pragma unroll
+        for (int k = 0; k < 8; ++k) cm[k] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            rm[j] = 0.0f;
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+                rm[j] = fmaxf(rm[j], fabsf(v[j][k]));
+                cm[k] = fmaxf(cm[k], fabsf(v[j][k]));
+                sum += v[j][k];
+            }
+            top = fmaxf(top, rm[j]);
+        }
+#pragma unroll
+        for (int i = 0; i < 8; ++i) r.rows[i] = __float_as_uint(rm[i]), r.cols[i] = __float_as_uint(cm[i]);
+        if (is_nan(sum) || is_inf(top)) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+#pragma unroll
+                for (int k = 0; k < 8; ++k)
+                    if (!(fabsf(v[j][k]) < __uint_as_float(kInfBits))) r.row_nf |= 1u << j, r.col_nf |= 1u << k;
+        }
+    }
+};
+
+// One step of a transposing max-reduction over the lanes differing in bit `o`: of the 2N
+// values v[0..2N) the lane with bit o clear keeps the first N, the other the last N, each
+// the max of its own and its partner's. After steps of N = 4, 2, 1 over bits o1, o2, o3 a
+// lane holds in v[0] the max over those 8 lanes of value (o1 set ? 4 : 0) + (o2 ? 2 : 0) +
+// (o3 ? 1 : 0); after N = 4, 2 it holds values (o1 ? 4 : 0) + (o2 ? 2 : 0) + i in v[i].
+template <int N>
+__device__ __forceinline__ void fold(std::uint32_t (&v)[8], int o, int lane) {
+    const bool upper = (lane & o) != 0;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+        const std::uint32_t send = upper ? v[i] : v[i + N];
+        const std::uint32_t keep = upper ? v[i + N] : v[i];
+        v[i] = max(keep, __shfl_xor_sync(0xFFFFFFFFu, send, o));
+    }
+}
+
+// What a block's cell holds: its amax bits, all ones for an MX block with NaN or Inf.
+template <int N>
+__device__ __forceinline__ void mark_cells(std::uint32_t (&m)[8], const std::uint32_t (&maxima)[N], std::uint32_t nf,
+                                           bool mx) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        const std::uint32_t a = N == 8 ? maxima[i] : ((i & 1) ? maxima[i >> 1] & 0xFFFF0000u : maxima[i >> 1] << 16);
+        m[i] = (mx && (nf >> i & 1u)) ? 0xFFFFFFFFu : a;
+    }
+}
+
+// Writes grid[gr * gc_count + gc] (and its E8M0 code) when the block exists.
+__device__ __forceinline__ void store_scale(float* sinv, std::uint8_t* e8m0, std::int64_t gr, std::int64_t gc,
+                                            std::int64_t grid_rows, std::int64_t grid_cols, const BlockScale& b) {
+    if (gr >= grid_rows || gc >= grid_cols) return;
+    sinv[gr * grid_cols + gc] = b.scale_inv;
+    if (e8m0) e8m0[gr * grid_cols + gc] = b.e8m0;
+}
+
+struct BlockShared {
+    std::uint32_t row_part[2][kTile];  // 1x128: per row, the two warps' maxima
+    std::uint32_t col_part[4][kTile];  // 1x128: per column, the four warps'
+    float s[2 * kTile];                // 1x128: the scales, rows then columns
+    std::uint32_t tile_part[2][8];     // 128x128: per warp, alternating by tile
+};
+
+template <class In, Format F, BlockShape B>
+__global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_block_kernel(const TileParams p) {
+    __shared__ __align__(16) BlockShared sh;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int lr0 = (warp >> 1) * 32 + (lane >> 3) * 8;  // micro-block origin in the tile
+    const int lc0 = (warp & 1) * 64 + (lane & 7) * 8;
+    const bool want_row = p.row_codes != nullptr, want_col = p.col_codes != nullptr;
+    constexpr bool kMx = B == BlockShape::Mx32;
+    const std::int64_t tiles_r = (p.rows + kTile - 1) / kTile;
+    const std::int64_t tc = blockIdx.x;
+    if (blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) p.stats->scale = float_of(kQuietNaNBits);
+
+    std::uint32_t amax_bits = 0, ov_row = 0, ov_col = 0;
+    int parity = 0;
+    for (std::int64_t tr = blockIdx.y; tr < tiles_r; tr += gridDim.y, parity ^= 1) {
+        const std::int64_t r0 = tr * kTile + lr0, c0 = tc * kTile + lc0;
+        Micro<In> x;
+        x.load(p, r0, c0);
+        RunMaxima<In> rm;
+        x.maxima(rm);
+        std::uint32_t top = 0;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) top = max(top, rm.row(j));
+        amax_bits = max(amax_bits, top);
+
+        // The scales: 128x128 one for the tile; 1x128 in shared memory; MX 1x32 in the
+        // lanes that folded them (two rows and two columns each), fetched per run.
+        float s_tile = 1.0f, s_row_held[2] = {1.0f, 1.0f}, s_col_held[2] = {1.0f, 1.0f};
+        if constexpr (B == BlockShape::Square128) {
+            top = __reduce_max_sync(0xFFFFFFFFu, top);
+            if (lane == 0) sh.tile_part[parity][warp] = top;
+            __syncthreads();
+#pragma unroll
+            for (int w = 0; w < 8; ++w) top = max(top, sh.tile_part[parity][w]);
+            const BlockScale b = block_scale(top, F, false, p.rule, p.pow2);
+            if (tid == 0) {
+                if (want_row) store_scale(p.row_sinv, nullptr, tr, tc, p.row_gr, p.row_gc, b);
+                if (want_col) store_scale(p.col_sinv, nullptr, tc, tr, p.col_gr, p.col_gc, b);
+            }
+            s_tile = b.s;
+        } else if constexpr (B == BlockShape::Rows128) {
+            std::uint32_t m[8];
+            if (want_row) {  // rows over the 8 lanes of a micro-block row: lane & 7 holds row lane & 7
+                mark_cells(m, rm.rows, rm.row_nf, false);
+                fold<4>(m, 4, lane), fold<2>(m, 2, lane), fold<1>(m, 1, lane);
+                sh.row_part[warp & 1][lr0 + (lane & 7)] = m[0];
+            }
+            if (want_col) {  // columns over the 4 lanes above each other: two per lane
+                mark_cells(m, rm.cols, rm.col_nf, false);
+                fold<4>(m, 16, lane), fold<2>(m, 8, lane);
+                const int k = lc0 + 2 * ((lane >> 3) & 3);
+                sh.col_part[warp >> 1][k] = m[0];
+                sh.col_part[warp >> 1][k + 1] = m[1];
+            }
+            __syncthreads();
+            if (tid < kTile ? want_row : want_col) {
+                const int i = tid & (kTile - 1);
+                const std::uint32_t a = tid < kTile
+                                            ? max(sh.row_part[0][i], sh.row_part[1][i])
+                                            : max(max(sh.col_part[0][i], sh.col_part[1][i]),
+                                                  max(sh.col_part[2][i], sh.col_part[3][i]));
+                const BlockScale b = block_scale(a, F, false, p.rule, p.pow2);
+                sh.s[tid] = b.s;
+                if (tid < kTile) store_scale(p.row_sinv, nullptr, tr * kTile + i, tc, p.row_gr, p.row_gc, b);
+                else store_scale(p.col_sinv, nullptr, tc * kTile + i, tr, p.col_gr, p.col_gc, b);
+            }
+            __syncthreads();
+        } else {  // Mx32
+            std::uint32_t m[8];
+            if (want_row) {  // a row's block: the 4 lanes of lane & 4; lane holds rows 2 (lane & 3) + i
+                mark_cells(m, rm.rows, rm.row_nf, true);
+                fold<4>(m, 2, lane), fold<2>(m, 1, lane);
+#pragma unroll
+                for (int i = 0; i < 2; ++i) {
+                    const BlockScale b = block_scale(m[i], F, true, p.rule, false);
+                    s_row_held[i] = b.s;
+                    store_scale(p.row_sinv, p.row_e8m0, r0 + 2 * (lane & 3) + i, (tc * kTile + (lc0 & ~31)) >> 5,
+                                p.row_gr, p.row_gc, b);
+                }
+            }
+            if (want_col) {  // a column's block: 32 rows, the 4 lanes above each other
+                mark_cells(m, rm.cols, rm.col_nf, true);
+                fold<4>(m, 16, lane), fold<2>(m, 8, lane);
+#pragma unroll
+                for (int i = 0; i < 2; ++i) {
+                    const BlockScale b = block_scale(m[i], F, true, p.rule, false);
+                    s_col_held[i] = b.s;
+                    store_scale(p.col_sinv, p.col_e8m0, c0 + 2 * ((lane >> 3) & 3) + i, (tr * kTile + (lr0 & ~31)) >> 5,
+                                p.col_gr, p.col_gc, b);
+                }
+            }
+        }
+
+        if (want_row) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                float s = s_tile;
+                if constexpr (B == BlockShape::Rows128) s = sh.s[lr0 + j];
+                if constexpr (B == BlockShape::Mx32) s = __shfl_sync(0xFFFFFFFFu, s_row_held[j & 1], (lane & ~3) | (j >> 1));
+                const std::int64_t r = r0 + j;
+                if (r >= p.rows) continue;
+                float v[8];
+#pragma unroll
+                for (int k = 0; k < 8; ++k) v[k] = x.at(j, k);
+                const uint2 w = cast_run<F>(v, s, __uint_as_float(rm.row(j)), rm.row_nf >> j & 1u, kMx, ov_row);
+                store_run(p.row_codes + r * p.cols + c0, w, run_length(p.cols - c0), p.row_vec_store);
+            }
+        }
+        if (want_col) {
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+                float s = s_tile;
+                if constexpr (B == BlockShape::Rows128) s = sh.s[kTile + lc0 + k];
+                if constexpr (B == BlockShape::Mx32)
+                    s = __shfl_sync(0xFFFFFFFFu, s_col_held[k & 1], (lane & 7) | ((k >> 1) << 3));
+                const std::int64_t c = c0 + k;
+                if (c >= p.cols) continue;
+                float v[8];
+#pragma unroll
+                for (int j = 0; j < 8; ++j) v[j] = x.at(j, k);
+                const uint2 w = cast_run<F>(v, s, __uint_as_float(rm.col(k)), rm.col_nf >> k & 1u, kMx, ov_col);
+                store_run(p.col_codes + c * p.rows + r0, w, run_length(p.rows - r0), p.col_vec_store);
+            }
+        }
+    }
+
+    // Overflow: one atomic per warp that has some. The tensor amax: one per warp, and only
+    // when it raises what is there (a read is cheaper than a contended atomic).
+    ov_row = __reduce_add_sync(0xFFFFFFFFu, ov_row);
+    ov_col = __reduce_add_sync(0xFFFFFFFFu, ov_col);
+    if (lane == 0 && ov_row) atomicAdd(&p.stats->overflow_rowwise, static_cast<unsigned long long>(ov_row));
+    if (lane == 0 && ov_col) atomicAdd(&p.stats->overflow_columnwise, static_cast<unsigned long long>(ov_col));
+    amax_bits = __reduce_max_sync(0xFFFFFFFFu, amax_bits);
+    auto* amax = reinterpret_cast<unsigned int*>(&p.stats->amax);
+    if (lane == 0 && amax_bits > *reinterpret_cast<volatile unsigned int*>(amax)) atomicMax(amax, amax_bits);
+}
+
+// The launch over all of x: a CTA per tile column and row (rows past 65535 tiles loop).
+template <class In, Format F>
+void launch_block(const TileParams& p, BlockShape b, cudaStream_t stream) {
+    const dim3 grid(static_cast<unsigned>((p.cols + kTile - 1) / kTile),
+                    static_cast<unsigned>(std::min<std::int64_t>((p.rows + kTile - 1) / kTile, 65535)));
+    switch (b) {
+    case BlockShape::Rows128: cast_block_kernel<In, F, BlockShape::Rows128><<<grid, kTileThreads, 0, stream>>>(p); break;
+    case BlockShape::Square128:
+        cast_block_kernel<In, F, BlockShape::Square128><<<grid, kTileThreads, 0, stream>>>(p);
+        break;
+    case BlockShape::Mx32: cast_block_kernel<In, F, BlockShape::Mx32><<<grid, kTileThreads, 0, stream>>>(p); break;
+    }
+}
+
+}  // namespace fp8scope::cuda::qk
