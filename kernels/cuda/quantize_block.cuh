@@ -2,21 +2,22 @@
 // MXFP8 1x32, with the block exchange fixed at compile time. Tile, micro-blocks, run casts
 // and stores are the tile kernel's (quantize_tile.cuh): a CTA of 256 threads per 128x128
 // tile, each thread an 8x8 micro-block, a warp 4 x 8 micro-blocks (32 rows, 64 columns).
-// What differs is how the block amaxes meet:
+// What differs is how the block amaxes meet. Each warp folds its lanes' run maxima with
+// a transposing butterfly (7 shuffles fold 8 rows over 8 lanes, one row left per lane),
+// the lane left with a run computes its scale, and every lane fetches the scales of its
+// runs by shuffles as it casts them:
 // - 1x128: a row's block spans the two warps side by side, a column's (128 rows of x) the
-//   four above each other. Each warp folds its lanes' run maxima with a transposing
-//   butterfly (7 shuffles for 8 rows over 8 lanes, one row left per lane), leaves them in
-//   shared memory; after one barrier 256 threads turn the 256 blocks into scales, after a
-//   second every thread reads its 16.
+//   four above each other: the folded maxima meet in shared memory, one barrier.
 // - 128x128: one block per tile: a warp reduce, one barrier, and every thread takes the
-//   max of the 8 warps' and computes the scale itself (the buffers alternate by tile, so
-//   no second barrier).
+//   max of the 8 warps' and computes the scale itself.
 // - MXFP8 1x32: a row's block is 4 lanes, a column's (32 rows) the 4 lanes above each
-//   other: folded, scaled and handed back inside the warp, no barrier.
+//   other, all inside a warp; the scales go to the grids through shared memory (one
+//   barrier), four entries to a 16-byte store rather than one scattered store each.
+// Shared buffers alternate by tile, so one barrier per tile is enough when a CTA loops.
 // BF16 micro-blocks stay packed, two values a register, and their run maxima are 16x2
 // integer maxima of the magnitudes' bits (non-negative floats order as their bits; a NaN
-// sorts above Inf). Threads whose micro-block holds NaN or Inf (rare) recompute them
-// element by element, NaN ignored, as the other kernels do.
+// sorts above Inf). Threads whose micro-block holds NaN or Inf (rare) recompute them with
+// NaN ignored, as the other kernels do, and mark the runs holding NaN or Inf.
 #pragma once
 
 #include <algorithm>
@@ -204,12 +205,35 @@ __device__ __forceinline__ void store_scale(float* sinv, std::uint8_t* e8m0, std
     if (e8m0) e8m0[gr * grid_cols + gc] = b.e8m0;
 }
 
-struct BlockShared {
-    std::uint32_t row_part[2][kTile];  // 1x128: per row, the two warps' maxima
-    std::uint32_t col_part[4][kTile];  // 1x128: per column, the four warps'
-    float s[2 * kTile];                // 1x128: the scales, rows then columns
-    std::uint32_t tile_part[2][8];     // 128x128: per warp, alternating by tile
+// Shared memory, every buffer in two halves that alternate by tile, so one barrier per
+// tile is enough when a CTA loops over tiles.
+union BlockShared {
+    struct {
+        std::uint32_t row[2][2][kTile];  // 1x128: per row, the two warps' maxima
+        std::uint32_t col[2][4][kTile];  // 1x128: per column, the four warps'
+    } part;
+    std::uint32_t tile[2][8];  // 128x128: per warp
+    struct {
+        float row_sinv[2][kTile][4], col_sinv[2][kTile][4];  // MX: the tile's grid entries
+        std::uint8_t row_e8m0[2][kTile][4], col_e8m0[2][kTile][4];
+    } mx;
 };
+
+// Four grid entries in a row of an MX grid from shared memory: 16-byte and 4-byte
+// stores where the grid's rows allow, else one by one.
+__device__ __forceinline__ void store_scales4(float* sinv, std::uint8_t* e8m0, std::int64_t gr, std::int64_t gc0,
+                                             std::int64_t grid_rows, std::int64_t grid_cols, const float (&s)[4],
+                                             const std::uint8_t (&e)[4]) {
+    if (gr >= grid_rows) return;
+    const std::int64_t at = gr * grid_cols + gc0;
+    if (gc0 + 4 <= grid_cols && (grid_cols & 3) == 0 && (reinterpret_cast<std::uintptr_t>(sinv) & 15) == 0 &&
+        (reinterpret_cast<std::uintptr_t>(e8m0) & 3) == 0) {
+        *reinterpret_cast<float4*>(sinv + at) = *reinterpret_cast<const float4*>(s);
+        *reinterpret_cast<std::uint32_t*>(e8m0 + at) = *reinterpret_cast<const std::uint32_t*>(e);
+        return;
+    }
+    for (int i = 0; i < 4 && gc0 + i < grid_cols; ++i) sinv[at + i] = s[i], e8m0[at + i] = e[i];
+}
 
 template <class In, Format F, BlockShape B>
 __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_block_kernel(const TileParams p) {
@@ -236,15 +260,16 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
         for (int j = 0; j < 8; ++j) top = max(top, rm.row(j));
         amax_bits = max(amax_bits, top);
 
-        // The scales: 128x128 one for the tile; 1x128 in shared memory; MX 1x32 in the
-        // lanes that folded them (two rows and two columns each), fetched per run.
+        // The scales. 128x128: one for the tile. 1x128 and MX: each lane computes those of
+        // the runs it folded (one row, two columns; MX two of each) and hands them to the
+        // lanes that cast them, by shuffles per run.
         float s_tile = 1.0f, s_row_held[2] = {1.0f, 1.0f}, s_col_held[2] = {1.0f, 1.0f};
         if constexpr (B == BlockShape::Square128) {
             top = __reduce_max_sync(0xFFFFFFFFu, top);
-            if (lane == 0) sh.tile_part[parity][warp] = top;
+            if (lane == 0) sh.tile[parity][warp] = top;
             __syncthreads();
 #pragma unroll
-            for (int w = 0; w < 8; ++w) top = max(top, sh.tile_part[parity][w]);
+            for (int w = 0; w < 8; ++w) top = max(top, sh.tile[parity][w]);
             const BlockScale b = block_scale(top, F, false, p.rule, p.pow2);
             if (tid == 0) {
                 if (want_row) store_scale(p.row_sinv, nullptr, tr, tc, p.row_gr, p.row_gc, b);
@@ -253,62 +278,79 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
             s_tile = b.s;
         } else if constexpr (B == BlockShape::Rows128) {
             std::uint32_t m[8];
-            if (want_row) {  // rows over the 8 lanes of a micro-block row: lane & 7 holds row lane & 7
+            const int i_row = lr0 + (lane & 7), i_col = lc0 + 2 * ((lane >> 3) & 3);
+            if (want_row) {  // a row over the 8 lanes of a micro-block row: lane & 7 holds row lane & 7
                 mark_cells(m, rm.rows, rm.row_nf, false);
                 fold<4>(m, 4, lane), fold<2>(m, 2, lane), fold<1>(m, 1, lane);
-                sh.row_part[warp & 1][lr0 + (lane & 7)] = m[0];
+                sh.part.row[parity][warp & 1][i_row] = m[0];
             }
             if (want_col) {  // columns over the 4 lanes above each other: two per lane
                 mark_cells(m, rm.cols, rm.col_nf, false);
                 fold<4>(m, 16, lane), fold<2>(m, 8, lane);
-                const int k = lc0 + 2 * ((lane >> 3) & 3);
-                sh.col_part[warp >> 1][k] = m[0];
-                sh.col_part[warp >> 1][k + 1] = m[1];
+                sh.part.col[parity][warp >> 1][i_col] = m[0];
+                sh.part.col[parity][warp >> 1][i_col + 1] = m[1];
             }
             __syncthreads();
-            if (tid < kTile ? want_row : want_col) {
-                const int i = tid & (kTile - 1);
-                const std::uint32_t a = tid < kTile
-                                            ? max(sh.row_part[0][i], sh.row_part[1][i])
-                                            : max(max(sh.col_part[0][i], sh.col_part[1][i]),
-                                                  max(sh.col_part[2][i], sh.col_part[3][i]));
+            if (want_row) {  // the two warps side by side compute the same; the left one writes
+                const std::uint32_t a = max(sh.part.row[parity][0][i_row], sh.part.row[parity][1][i_row]);
                 const BlockScale b = block_scale(a, F, false, p.rule, p.pow2);
-                sh.s[tid] = b.s;
-                if (tid < kTile) store_scale(p.row_sinv, nullptr, tr * kTile + i, tc, p.row_gr, p.row_gc, b);
-                else store_scale(p.col_sinv, nullptr, tc * kTile + i, tr, p.col_gr, p.col_gc, b);
+                s_row_held[0] = b.s;
+                if ((warp & 1) == 0) store_scale(p.row_sinv, nullptr, tr * kTile + i_row, tc, p.row_gr, p.row_gc, b);
             }
-            __syncthreads();
-        } else {  // Mx32
+            if (want_col) {  // the four warps above each other likewise; the top one writes
+#pragma unroll
+                for (int i = 0; i < 2; ++i) {
+                    const int k = i_col + i;
+                    const std::uint32_t a = max(max(sh.part.col[parity][0][k], sh.part.col[parity][1][k]),
+                                                max(sh.part.col[parity][2][k], sh.part.col[parity][3][k]));
+                    const BlockScale b = block_scale(a, F, false, p.rule, p.pow2);
+                    s_col_held[i] = b.s;
+                    if ((warp >> 1) == 0) store_scale(p.col_sinv, nullptr, tc * kTile + k, tr, p.col_gr, p.col_gc, b);
+                }
+            }
+        } else {  // Mx32: the tile's grid entries go through shared memory, 4 to a grid row
             std::uint32_t m[8];
             if (want_row) {  // a row's block: the 4 lanes of lane & 4; lane holds rows 2 (lane & 3) + i
                 mark_cells(m, rm.rows, rm.row_nf, true);
                 fold<4>(m, 2, lane), fold<2>(m, 1, lane);
+                const int bcol = lc0 >> 5;
 #pragma unroll
                 for (int i = 0; i < 2; ++i) {
                     const BlockScale b = block_scale(m[i], F, true, p.rule, false);
                     s_row_held[i] = b.s;
-                    store_scale(p.row_sinv, p.row_e8m0, r0 + 2 * (lane & 3) + i, (tc * kTile + (lc0 & ~31)) >> 5,
-                                p.row_gr, p.row_gc, b);
+                    const int row = lr0 + 2 * (lane & 3) + i;
+                    sh.mx.row_sinv[parity][row][bcol] = b.scale_inv;
+                    sh.mx.row_e8m0[parity][row][bcol] = b.e8m0;
                 }
             }
             if (want_col) {  // a column's block: 32 rows, the 4 lanes above each other
                 mark_cells(m, rm.cols, rm.col_nf, true);
                 fold<4>(m, 16, lane), fold<2>(m, 8, lane);
+                const int brow = lr0 >> 5;
 #pragma unroll
                 for (int i = 0; i < 2; ++i) {
                     const BlockScale b = block_scale(m[i], F, true, p.rule, false);
                     s_col_held[i] = b.s;
-                    store_scale(p.col_sinv, p.col_e8m0, c0 + 2 * ((lane >> 3) & 3) + i, (tr * kTile + (lr0 & ~31)) >> 5,
-                                p.col_gr, p.col_gc, b);
+                    const int col = lc0 + 2 * ((lane >> 3) & 3) + i;
+                    sh.mx.col_sinv[parity][col][brow] = b.scale_inv;
+                    sh.mx.col_e8m0[parity][col][brow] = b.e8m0;
                 }
             }
+            __syncthreads();
+            const int i = tid & (kTile - 1);
+            if (tid < kTile && want_row)
+                store_scales4(p.row_sinv, p.row_e8m0, tr * kTile + i, tc * 4, p.row_gr, p.row_gc,
+                              sh.mx.row_sinv[parity][i], sh.mx.row_e8m0[parity][i]);
+            if (tid >= kTile && want_col)
+                store_scales4(p.col_sinv, p.col_e8m0, tc * kTile + i, tr * 4, p.col_gr, p.col_gc,
+                              sh.mx.col_sinv[parity][i], sh.mx.col_e8m0[parity][i]);
         }
 
         if (want_row) {
 #pragma unroll
             for (int j = 0; j < 8; ++j) {
                 float s = s_tile;
-                if constexpr (B == BlockShape::Rows128) s = sh.s[lr0 + j];
+                if constexpr (B == BlockShape::Rows128) s = __shfl_sync(0xFFFFFFFFu, s_row_held[0], (lane & ~7) | j);
                 if constexpr (B == BlockShape::Mx32) s = __shfl_sync(0xFFFFFFFFu, s_row_held[j & 1], (lane & ~3) | (j >> 1));
                 const std::int64_t r = r0 + j;
                 if (r >= p.rows) continue;
@@ -323,8 +365,7 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
 #pragma unroll
             for (int k = 0; k < 8; ++k) {
                 float s = s_tile;
-                if constexpr (B == BlockShape::Rows128) s = sh.s[kTile + lc0 + k];
-                if constexpr (B == BlockShape::Mx32)
+                if constexpr (B != BlockShape::Square128)
                     s = __shfl_sync(0xFFFFFFFFu, s_col_held[k & 1], (lane & 7) | ((k >> 1) << 3));
                 const std::int64_t c = c0 + k;
                 if (c >= p.cols) continue;
@@ -337,15 +378,7 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
         }
     }
 
-    // Overflow: one atomic per warp that has some. The tensor amax: one per warp, and only
-    // when it raises what is there (a read is cheaper than a contended atomic).
-    ov_row = __reduce_add_sync(0xFFFFFFFFu, ov_row);
-    ov_col = __reduce_add_sync(0xFFFFFFFFu, ov_col);
-    if (lane == 0 && ov_row) atomicAdd(&p.stats->overflow_rowwise, static_cast<unsigned long long>(ov_row));
-    if (lane == 0 && ov_col) atomicAdd(&p.stats->overflow_columnwise, static_cast<unsigned long long>(ov_col));
-    amax_bits = __reduce_max_sync(0xFFFFFFFFu, amax_bits);
-    auto* amax = reinterpret_cast<unsigned int*>(&p.stats->amax);
-    if (lane == 0 && amax_bits > *reinterpret_cast<volatile unsigned int*>(amax)) atomicMax(amax, amax_bits);
+    cast_epilogue(p, lane, ov_row, ov_col, true, amax_bits);
 }
 
 // The launch over all of x: a CTA per tile column and row (rows past 65535 tiles loop).

@@ -172,17 +172,30 @@ struct GridScale {
     }
 };
 
+// A cast kernel's last words: overflow counts, one atomic per warp that has some; the
+// tensor amax (when fused), one per warp and only when it raises what is there (a read
+// is cheaper than a contended atomic, and no barrier holds the CTA).
+__device__ __forceinline__ void cast_epilogue(const TileParams& p, int lane, std::uint32_t ov_row, std::uint32_t ov_col,
+                                              bool amax, std::uint32_t amax_bits) {
+    ov_row = __reduce_add_sync(0xFFFFFFFFu, ov_row);
+    ov_col = __reduce_add_sync(0xFFFFFFFFu, ov_col);
+    if (lane == 0 && ov_row) atomicAdd(&p.stats->overflow_rowwise, static_cast<unsigned long long>(ov_row));
+    if (lane == 0 && ov_col) atomicAdd(&p.stats->overflow_columnwise, static_cast<unsigned long long>(ov_col));
+    if (!amax) return;
+    amax_bits = __reduce_max_sync(0xFFFFFFFFu, amax_bits);
+    auto* to = reinterpret_cast<unsigned int*>(&p.stats->amax);
+    if (lane == 0 && amax_bits > *reinterpret_cast<volatile unsigned int*>(to)) atomicMax(to, amax_bits);
+}
+
 template <class In, Format F, ScaleSource S>
 __global__ void __launch_bounds__(kTileThreads, 2) cast_tile_kernel(const TileParams p) {
     extern __shared__ std::uint32_t cells[];  // Cells: rowwise cells, then columnwise cells
-    __shared__ std::uint32_t cta_amax;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int lr0 = (warp >> 1) * 32 + (lane >> 3) * 8;  // micro-block origin in the tile
     const int lc0 = (warp & 1) * 64 + (lane & 7) * 8;
     const bool want_row = p.row_codes != nullptr, want_col = p.col_codes != nullptr;
     const std::int64_t tiles_r = (p.rows + kTile - 1) / kTile;
     const std::int64_t tc = blockIdx.x;
-    if (tid == 0) cta_amax = 0;
 
     // Cells geometry (powers of two): rowwise cells (128/br) x (128/bc), columnwise cells
     // (128/bc) x (128/br), both row-major over the tile.
@@ -391,18 +404,7 @@ __global__ void __launch_bounds__(kTileThreads, 2) cast_tile_kernel(const TilePa
         }
     }
 
-    // One atomic per warp for overflow (only when there is some), one per CTA for amax.
-    ov_row = __reduce_add_sync(0xFFFFFFFFu, ov_row);
-    ov_col = __reduce_add_sync(0xFFFFFFFFu, ov_col);
-    if (lane == 0 && ov_row) atomicAdd(&p.stats->overflow_rowwise, static_cast<unsigned long long>(ov_row));
-    if (lane == 0 && ov_col) atomicAdd(&p.stats->overflow_columnwise, static_cast<unsigned long long>(ov_col));
-    if (p.fuse_amax) {
-        amax_bits = __reduce_max_sync(0xFFFFFFFFu, amax_bits);
-        __syncthreads();  // cta_amax zeroed
-        if (lane == 0) atomicMax(&cta_amax, amax_bits);
-        __syncthreads();
-        if (tid == 0 && cta_amax) atomicMax(reinterpret_cast<unsigned int*>(&p.stats->amax), cta_amax);
-    }
+    cast_epilogue(p, lane, ov_row, ov_col, p.fuse_amax, amax_bits);
 }
 
 }  // namespace fp8scope::cuda::qk
