@@ -35,24 +35,29 @@ static __global__ void fill_normal(void* x, bool bf16, std::int64_t n, std::uint
     }
 }
 
-// Median milliseconds of `runs` calls of f on `stream`, after 3 warm-up calls.
+// Median milliseconds of `runs` calls of f on `stream`, after 3 warm-up calls. The calls
+// are queued back to back with an event between each two and one wait at the end, so the
+// figure is the GPU's time for f as inside a training step, where the host runs ahead:
+// timed one at a time from an idle queue, every figure would also hold the host's launch
+// latency (some 5-10 us per call, more than the kernels' own gaps).
 inline double median_ms(cudaStream_t stream, int runs, const std::function<void()>& f) {
     for (int i = 0; i < 3; ++i) f();
-    cudaEvent_t a, b;
-    FP8SCOPE_CUDA_CHECK(cudaEventCreate(&a));
-    FP8SCOPE_CUDA_CHECK(cudaEventCreate(&b));
+    FP8SCOPE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::vector<cudaEvent_t> ev(std::size_t(runs) + 1);
+    for (auto& e : ev) FP8SCOPE_CUDA_CHECK(cudaEventCreate(&e));
+    FP8SCOPE_CUDA_CHECK(cudaEventRecord(ev[0], stream));
+    for (int i = 0; i < runs; ++i) {
+        f();
+        FP8SCOPE_CUDA_CHECK(cudaEventRecord(ev[std::size_t(i) + 1], stream));
+    }
+    FP8SCOPE_CUDA_CHECK(cudaEventSynchronize(ev.back()));
     std::vector<double> ms;
     for (int i = 0; i < runs; ++i) {
-        FP8SCOPE_CUDA_CHECK(cudaEventRecord(a, stream));
-        f();
-        FP8SCOPE_CUDA_CHECK(cudaEventRecord(b, stream));
-        FP8SCOPE_CUDA_CHECK(cudaEventSynchronize(b));
         float t = 0;
-        FP8SCOPE_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+        FP8SCOPE_CUDA_CHECK(cudaEventElapsedTime(&t, ev[std::size_t(i)], ev[std::size_t(i) + 1]));
         ms.push_back(t);
     }
-    FP8SCOPE_CUDA_CHECK(cudaEventDestroy(a));
-    FP8SCOPE_CUDA_CHECK(cudaEventDestroy(b));
+    for (auto& e : ev) FP8SCOPE_CUDA_CHECK(cudaEventDestroy(e));
     std::sort(ms.begin(), ms.end());
     return ms[ms.size() / 2];
 }

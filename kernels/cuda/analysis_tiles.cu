@@ -36,17 +36,18 @@ struct ErrAcc {
 // One element x = v (|x| bits a) cast with s, whose product was y and rounding r; it
 // counts only when `use` (x finite, its block's scale a number). Selects, not branches,
 // except for the rare tiny products.
-template <Format F>
+template <Format F, bool kNorm>
 __device__ __forceinline__ void error_element(bool use, float v, unsigned a, float y, float r, float si, float norm,
                                               ErrAcc& e) {
-    e.over += use & (fabsf(y) > qk::Fp8<F>::kFastMax);
+    e.over += fabsf(y) > qk::Fp8<F>::kFastMax;  // y is 0 unless used
     e.under += use & (a != 0u) & (r == 0.0f);
     const float q = __fmul_rn(r, si);
     const bool q_finite = fabsf(q) < INFINITY;
     e.nonfinite += use & !q_finite;
     const bool ok = use & q_finite;
     const float d = __fsub_rn(q, v);
-    const float xn = ok ? v * norm : 0.0f, qn = ok ? q * norm : 0.0f, dn = ok ? d * norm : 0.0f;
+    const float xn = ok ? (kNorm ? v * norm : v) : 0.0f, qn = ok ? (kNorm ? q * norm : q) : 0.0f,
+                dn = ok ? (kNorm ? d * norm : d) : 0.0f;
     e.sxx = fmaf(xn, xn, e.sxx);
     constexpr unsigned kTinyBits = 0x21800000u;  // 2^-60: squares below 2^-120 lose bits
     const unsigned qa = __float_as_uint(qn) & kAbs, da = __float_as_uint(dn) & kAbs;
@@ -163,17 +164,28 @@ __device__ void block_scales(const RecipePlan& p, int nr, int nc, TileShared<T>&
     __syncthreads();
 }
 
-// Elements go in pairs (columns c and c + 32) through the paired conversion.
-template <Format F, class T, int kRow>
+// Elements go in pairs (columns c and c + 32) through the paired conversion. Column
+// lane + 32 (2 jp + h) lies in block 2 jp + h of its row with 32-column blocks, jp with
+// 64, 0 with 128, for every lane alike: a row's kBlocks block scales (0: the tensor's
+// scale) are read once. kNorm: products formed on x / 2^e (norm), else on x.
+template <Format F, class T, int kRow, int kBlocks, bool kNorm>
 __device__ void recipe_errors(const RecipePlan& p, float s, float si, int nr, int nc, float norm, TileShared<T>& sh,
                               ErrAcc& e) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const bool per_tensor = p.kind == kCurrent || p.kind == kDelayed;
-    const int per_row = kTile >> p.block_cols_log2;
     for (int i = 0; i < kRowsPerWarp; ++i) {
         const int r = warp + kWarps * i;
         if (r >= nr) break;
-        const int brow = (r >> p.block_rows_log2) * per_row;
+        float row_s[4] = {s, s, s, s}, row_si[4] = {si, si, si, si};
+        bool nan_block[4] = {false, false, false, false};  // its elements dequantize to NaN
+        if constexpr (kBlocks > 0) {
+            const int brow = (r >> p.block_rows_log2) * kBlocks;
+#pragma unroll
+            for (int b = 0; b < kBlocks; ++b) {
+                row_s[b] = sh.blk_s[brow + b];
+                row_si[b] = sh.blk_si[brow + b];
+                nan_block[b] = qk::is_nan(row_s[b]);
+            }
+        }
 #pragma unroll
         for (int jp = 0; jp < kTile / 64; ++jp) {
             float v[2], y[2], bsi[2];
@@ -181,27 +193,32 @@ __device__ void recipe_errors(const RecipePlan& p, float s, float si, int nr, in
             bool use[2];
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
-                const int c = lane + 32 * (2 * jp + h);
+                const int c = lane + 32 * (2 * jp + h), b = (2 * jp + h) * kBlocks / 4;
                 v[h] = as_float(sh.tile[r * kRow + c]);
                 a[h] = __float_as_uint(v[h]) & kAbs;
                 use[h] = c < nc && a[h] < kInfBits;
-                float bs = s;
-                bsi[h] = si;
-                if (!per_tensor) {
-                    const int b = brow + (c >> p.block_cols_log2);
-                    bs = sh.blk_s[b];
-                    bsi[h] = sh.blk_si[b];
-                    const bool nan_block = qk::is_nan(bs);  // its elements dequantize to NaN
-                    e.nonfinite += use[h] & nan_block;
-                    use[h] = use[h] & !nan_block;
+                bsi[h] = row_si[b];
+                if constexpr (kBlocks > 0) {
+                    e.nonfinite += use[h] & nan_block[b];
+                    use[h] = use[h] & !nan_block[b];
                 }
-                y[h] = use[h] ? __fmul_rn(v[h], bs) : 0.0f;
+                y[h] = use[h] ? __fmul_rn(v[h], row_s[b]) : 0.0f;
             }
             const float2 rr = round_sat2<F>(y[0], y[1]);
-            error_element<F>(use[0], v[0], a[0], y[0], rr.x, bsi[0], norm, e);
-            error_element<F>(use[1], v[1], a[1], y[1], rr.y, bsi[1], norm, e);
+            error_element<F, kNorm>(use[0], v[0], a[0], y[0], rr.x, bsi[0], norm, e);
+            error_element<F, kNorm>(use[1], v[1], a[1], y[1], rr.y, bsi[1], norm, e);
         }
     }
+}
+
+// recipe_errors for plan p: its blocks per tile row picked at compile time.
+template <Format F, class T, int kRow, bool kNorm>
+__device__ void recipe_errors_of(const RecipePlan& p, float s, float si, int nr, int nc, float norm, TileShared<T>& sh,
+                                 ErrAcc& e) {
+    if (p.kind == kCurrent || p.kind == kDelayed) recipe_errors<F, T, kRow, 0, kNorm>(p, s, si, nr, nc, norm, sh, e);
+    else if (p.block_cols_log2 == 5) recipe_errors<F, T, kRow, 4, kNorm>(p, s, si, nr, nc, norm, sh, e);
+    else if (p.block_cols_log2 == 6) recipe_errors<F, T, kRow, 2, kNorm>(p, s, si, nr, nc, norm, sh, e);
+    else recipe_errors<F, T, kRow, 1, kNorm>(p, s, si, nr, nc, norm, sh, e);
 }
 
 __device__ __forceinline__ int hist_bin(unsigned a) {
@@ -316,9 +333,11 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
     for (int c = threadIdx.x; c < nc; c += blockDim.x)
         if (sh.channel[c]) atomicMax(&channel[c0 + c], sh.channel[c]);
 
-    // Products are formed on x / 2^e, e the exponent of the tile's largest |x|.
+    // Products are formed on x / 2^e, e the exponent of the tile's largest |x|, unless that
+    // is within 2^+-30 of 1, where x's own squares and their sums stay in range.
     const unsigned top_exp = tile_smax >> 23;
-    const int norm_exp = max(-126, min(126, top_exp ? int(top_exp) - 127 : -126));
+    int norm_exp = max(-126, min(126, top_exp ? int(top_exp) - 127 : -126));
+    if (norm_exp >= -30 && norm_exp <= 30) norm_exp = 0;
     const float norm = qk::pow2(-norm_exp);
 
     for (int k = 0; k < plans.count; ++k) {
@@ -326,8 +345,14 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
         float si_min = params->si[k], si_max = params->si[k];
         if (p.kind == kBlock || p.kind == kMX) block_scales<T, kRow>(p, nr, nc, sh, si_min, si_max);
         ErrAcc e;
-        if (p.format == Format::E4M3) recipe_errors<Format::E4M3, T, kRow>(p, params->s[k], params->si[k], nr, nc, norm, sh, e);
-        else recipe_errors<Format::E5M2, T, kRow>(p, params->s[k], params->si[k], nr, nc, norm, sh, e);
+        const float s = params->s[k], si = params->si[k];
+        if (p.format == Format::E4M3) {
+            if (norm_exp) recipe_errors_of<Format::E4M3, T, kRow, true>(p, s, si, nr, nc, norm, sh, e);
+            else recipe_errors_of<Format::E4M3, T, kRow, false>(p, s, si, nr, nc, norm, sh, e);
+        } else {
+            if (norm_exp) recipe_errors_of<Format::E5M2, T, kRow, true>(p, s, si, nr, nc, norm, sh, e);
+            else recipe_errors_of<Format::E5M2, T, kRow, false>(p, s, si, nr, nc, norm, sh, e);
+        }
         const double back = ldexp(1.0, 2 * norm_exp);
         TileError t = block_combine(TileError{double(e.sxx), double(e.sdd) + e.sdd_tiny, double(e.sqq) + e.sqq_tiny,
                                               double(e.sxq) + e.sxq_tiny, e.max_err, si_min, si_max, e.under, e.over,

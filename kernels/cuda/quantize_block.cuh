@@ -3,17 +3,17 @@
 // and stores are the tile kernel's (quantize_tile.cuh): a CTA of 256 threads per 128x128
 // tile, each thread an 8x8 micro-block, a warp 4 x 8 micro-blocks (32 rows, 64 columns).
 // What differs is how the block amaxes meet. Each warp folds its lanes' run maxima with
-// a transposing butterfly (7 shuffles fold 8 rows over 8 lanes, one row left per lane),
-// the lane left with a run computes its scale, and every lane fetches the scales of its
-// runs by shuffles as it casts them:
+// a transposing butterfly (7 shuffles fold 8 rows over 8 lanes, one row left per lane):
 // - 1x128: a row's block spans the two warps side by side, a column's (128 rows of x) the
-//   four above each other: the folded maxima meet in shared memory, one barrier.
+//   four above each other: the folded maxima meet in shared memory; after a barrier 256
+//   threads turn the 256 blocks into scales, after a second every thread reads its 16.
+//   (Computing them in the folding lanes instead, to save the second barrier, was slower.)
 // - 128x128: one block per tile: a warp reduce, one barrier, and every thread takes the
 //   max of the 8 warps' and computes the scale itself.
 // - MXFP8 1x32: a row's block is 4 lanes, a column's (32 rows) the 4 lanes above each
-//   other, all inside a warp; the scales go to the grids through shared memory (one
-//   barrier), four entries to a 16-byte store rather than one scattered store each.
-// Shared buffers alternate by tile, so one barrier per tile is enough when a CTA loops.
+//   other, all inside a warp: the lane left with a run computes its scale and the lanes
+//   that cast it fetch it by a shuffle. The scales go to the grids through shared memory
+//   (one barrier), four entries to a 16-byte store rather than one scattered store each.
 // BF16 micro-blocks stay packed, two values a register, and their run maxima are 16x2
 // integer maxima of the magnitudes' bits (non-negative floats order as their bits; a NaN
 // sorts above Inf). Threads whose micro-block holds NaN or Inf (rare) recompute them with
@@ -205,12 +205,13 @@ __device__ __forceinline__ void store_scale(float* sinv, std::uint8_t* e8m0, std
     if (e8m0) e8m0[gr * grid_cols + gc] = b.e8m0;
 }
 
-// Shared memory, every buffer in two halves that alternate by tile, so one barrier per
-// tile is enough when a CTA loops over tiles.
+// Shared memory. 1x128 has two barriers per tile; the others' buffers alternate by tile,
+// so their one barrier per tile is enough when a CTA loops over tiles.
 union BlockShared {
     struct {
-        std::uint32_t row[2][2][kTile];  // 1x128: per row, the two warps' maxima
-        std::uint32_t col[2][4][kTile];  // 1x128: per column, the four warps'
+        std::uint32_t row[2][kTile];  // 1x128: per row, the two warps' maxima
+        std::uint32_t col[4][kTile];  // 1x128: per column, the four warps'
+        float s[2 * kTile];           // 1x128: the blocks' scales, rows then columns
     } part;
     std::uint32_t tile[2][8];  // 128x128: per warp
     struct {
@@ -260,9 +261,8 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
         for (int j = 0; j < 8; ++j) top = max(top, rm.row(j));
         amax_bits = max(amax_bits, top);
 
-        // The scales. 128x128: one for the tile. 1x128 and MX: each lane computes those of
-        // the runs it folded (one row, two columns; MX two of each) and hands them to the
-        // lanes that cast them, by shuffles per run.
+        // The scales: 128x128 one for the tile, 1x128 in shared memory, MX 1x32 in the lanes
+        // that folded them (two rows and two columns each), fetched per run.
         float s_tile = 1.0f, s_row_held[2] = {1.0f, 1.0f}, s_col_held[2] = {1.0f, 1.0f};
         if constexpr (B == BlockShape::Square128) {
             top = __reduce_max_sync(0xFFFFFFFFu, top);
@@ -278,36 +278,31 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
             s_tile = b.s;
         } else if constexpr (B == BlockShape::Rows128) {
             std::uint32_t m[8];
-            const int i_row = lr0 + (lane & 7), i_col = lc0 + 2 * ((lane >> 3) & 3);
             if (want_row) {  // a row over the 8 lanes of a micro-block row: lane & 7 holds row lane & 7
                 mark_cells(m, rm.rows, rm.row_nf, false);
                 fold<4>(m, 4, lane), fold<2>(m, 2, lane), fold<1>(m, 1, lane);
-                sh.part.row[parity][warp & 1][i_row] = m[0];
+                sh.part.row[warp & 1][lr0 + (lane & 7)] = m[0];
             }
             if (want_col) {  // columns over the 4 lanes above each other: two per lane
                 mark_cells(m, rm.cols, rm.col_nf, false);
                 fold<4>(m, 16, lane), fold<2>(m, 8, lane);
-                sh.part.col[parity][warp >> 1][i_col] = m[0];
-                sh.part.col[parity][warp >> 1][i_col + 1] = m[1];
+                const int k = lc0 + 2 * ((lane >> 3) & 3);
+                sh.part.col[warp >> 1][k] = m[0];
+                sh.part.col[warp >> 1][k + 1] = m[1];
             }
             __syncthreads();
-            if (want_row) {  // the two warps side by side compute the same; the left one writes
-                const std::uint32_t a = max(sh.part.row[parity][0][i_row], sh.part.row[parity][1][i_row]);
+            // 256 threads, 256 blocks: rows, then columns.
+            if (tid < kTile ? want_row : want_col) {
+                const int i = tid & (kTile - 1);
+                const std::uint32_t a = tid < kTile ? max(sh.part.row[0][i], sh.part.row[1][i])
+                                                    : max(max(sh.part.col[0][i], sh.part.col[1][i]),
+                                                          max(sh.part.col[2][i], sh.part.col[3][i]));
                 const BlockScale b = block_scale(a, F, false, p.rule, p.pow2);
-                s_row_held[0] = b.s;
-                if ((warp & 1) == 0) store_scale(p.row_sinv, nullptr, tr * kTile + i_row, tc, p.row_gr, p.row_gc, b);
+                sh.part.s[tid] = b.s;
+                if (tid < kTile) store_scale(p.row_sinv, nullptr, tr * kTile + i, tc, p.row_gr, p.row_gc, b);
+                else store_scale(p.col_sinv, nullptr, tc * kTile + i, tr, p.col_gr, p.col_gc, b);
             }
-            if (want_col) {  // the four warps above each other likewise; the top one writes
-#pragma unroll
-                for (int i = 0; i < 2; ++i) {
-                    const int k = i_col + i;
-                    const std::uint32_t a = max(max(sh.part.col[parity][0][k], sh.part.col[parity][1][k]),
-                                                max(sh.part.col[parity][2][k], sh.part.col[parity][3][k]));
-                    const BlockScale b = block_scale(a, F, false, p.rule, p.pow2);
-                    s_col_held[i] = b.s;
-                    if ((warp >> 1) == 0) store_scale(p.col_sinv, nullptr, tc * kTile + k, tr, p.col_gr, p.col_gc, b);
-                }
-            }
+            __syncthreads();
         } else {  // Mx32: the tile's grid entries go through shared memory, 4 to a grid row
             std::uint32_t m[8];
             if (want_row) {  // a row's block: the 4 lanes of lane & 4; lane holds rows 2 (lane & 3) + i
@@ -350,7 +345,7 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
 #pragma unroll
             for (int j = 0; j < 8; ++j) {
                 float s = s_tile;
-                if constexpr (B == BlockShape::Rows128) s = __shfl_sync(0xFFFFFFFFu, s_row_held[0], (lane & ~7) | j);
+                if constexpr (B == BlockShape::Rows128) s = sh.part.s[lr0 + j];
                 if constexpr (B == BlockShape::Mx32) s = __shfl_sync(0xFFFFFFFFu, s_row_held[j & 1], (lane & ~3) | (j >> 1));
                 const std::int64_t r = r0 + j;
                 if (r >= p.rows) continue;
@@ -365,7 +360,8 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
 #pragma unroll
             for (int k = 0; k < 8; ++k) {
                 float s = s_tile;
-                if constexpr (B != BlockShape::Square128)
+                if constexpr (B == BlockShape::Rows128) s = sh.part.s[kTile + lc0 + k];
+                if constexpr (B == BlockShape::Mx32)
                     s = __shfl_sync(0xFFFFFFFFu, s_col_held[k & 1], (lane & 7) | ((k >> 1) << 3));
                 const std::int64_t c = c0 + k;
                 if (c >= p.cols) continue;
