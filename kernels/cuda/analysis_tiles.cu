@@ -33,21 +33,20 @@ struct ErrAcc {
     unsigned under = 0, over = 0, nonfinite = 0;
 };
 
-// One element x = v (|x| bits a) cast with s, whose product was y and rounding r; it
-// counts only when `use` (x finite, its block's scale a number). Selects, not branches,
-// except for the rare tiny products.
+// One element cast with scale s, whose product was y and rounding r; it counts only when
+// `use` (x finite and inside the tile, its block's scale a number), and the caller has
+// made v and y 0 when not, so an unused element adds nothing without a select of its own.
+// A dequantized value past float32 (or through a NaN scale_inv) is left out of the sums.
 template <Format F, bool kNorm>
-__device__ __forceinline__ void error_element(bool use, float v, unsigned a, float y, float r, float si, float norm,
-                                              ErrAcc& e) {
-    e.over += fabsf(y) > qk::Fp8<F>::kFastMax;  // y is 0 unless used
-    e.under += use & (a != 0u) & (r == 0.0f);
-    const float q = __fmul_rn(r, si);
-    const bool q_finite = fabsf(q) < INFINITY;
-    e.nonfinite += use & !q_finite;
-    const bool ok = use & q_finite;
-    const float d = __fsub_rn(q, v);
-    const float xn = ok ? (kNorm ? v * norm : v) : 0.0f, qn = ok ? (kNorm ? q * norm : q) : 0.0f,
-                dn = ok ? (kNorm ? d * norm : d) : 0.0f;
+__device__ __forceinline__ void error_element(bool use, float v, float y, float r, float si, float norm, ErrAcc& e) {
+    e.over += fabsf(y) > qk::Fp8<F>::kFastMax;
+    e.under += (v != 0.0f) & (r == 0.0f);
+    float q = __fmul_rn(r, si), d = __fsub_rn(q, v);
+    if (!(fabsf(q) < INFINITY)) {  // rare
+        e.nonfinite += use;
+        q = d = v = 0.0f;
+    }
+    const float xn = kNorm ? v * norm : v, qn = kNorm ? q * norm : q, dn = kNorm ? d * norm : d;
     e.sxx = fmaf(xn, xn, e.sxx);
     constexpr unsigned kTinyBits = 0x21800000u;  // 2^-60: squares below 2^-120 lose bits
     const unsigned qa = __float_as_uint(qn) & kAbs, da = __float_as_uint(dn) & kAbs;
@@ -61,7 +60,7 @@ __device__ __forceinline__ void error_element(bool use, float v, unsigned a, flo
         e.sxq_tiny += xd * qd;
         e.sdd_tiny += dd * dd;
     }
-    e.max_err = fmaxf(e.max_err, ok ? fabsf(d) : 0.0f);
+    e.max_err = fmaxf(e.max_err, fabsf(d));
 }
 
 template <class T>
@@ -182,31 +181,29 @@ __device__ void recipe_errors(const RecipePlan& p, float s, float si, int nr, in
 #pragma unroll
             for (int b = 0; b < kBlocks; ++b) {
                 row_s[b] = sh.blk_s[brow + b];
-                row_si[b] = sh.blk_si[brow + b];
                 nan_block[b] = qk::is_nan(row_s[b]);
+                row_si[b] = nan_block[b] ? 0.0f : sh.blk_si[brow + b];  // its elements are unused
             }
         }
 #pragma unroll
         for (int jp = 0; jp < kTile / 64; ++jp) {
-            float v[2], y[2], bsi[2];
-            unsigned a[2];
+            float v[2], y[2];
             bool use[2];
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const int c = lane + 32 * (2 * jp + h), b = (2 * jp + h) * kBlocks / 4;
-                v[h] = as_float(sh.tile[r * kRow + c]);
-                a[h] = __float_as_uint(v[h]) & kAbs;
-                use[h] = c < nc && a[h] < kInfBits;
-                bsi[h] = row_si[b];
+                const float x = as_float(sh.tile[r * kRow + c]);
+                use[h] = c < nc && (__float_as_uint(x) & kAbs) < kInfBits;
                 if constexpr (kBlocks > 0) {
                     e.nonfinite += use[h] & nan_block[b];
                     use[h] = use[h] & !nan_block[b];
                 }
-                y[h] = use[h] ? __fmul_rn(v[h], row_s[b]) : 0.0f;
+                v[h] = use[h] ? x : 0.0f;
+                y[h] = use[h] ? __fmul_rn(x, row_s[b]) : 0.0f;
             }
             const float2 rr = round_sat2<F>(y[0], y[1]);
-            error_element<F, kNorm>(use[0], v[0], a[0], y[0], rr.x, bsi[0], norm, e);
-            error_element<F, kNorm>(use[1], v[1], a[1], y[1], rr.y, bsi[1], norm, e);
+            error_element<F, kNorm>(use[0], v[0], y[0], rr.x, row_si[(2 * jp) * kBlocks / 4], norm, e);
+            error_element<F, kNorm>(use[1], v[1], y[1], rr.y, row_si[(2 * jp + 1) * kBlocks / 4], norm, e);
         }
     }
 }
