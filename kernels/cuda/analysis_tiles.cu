@@ -37,7 +37,7 @@ struct ErrAcc {
 // `use` (x finite and inside the tile, its block's scale a number), and the caller has
 // made v and y 0 when not, so an unused element adds nothing without a select of its own.
 // A dequantized value past float32 (or through a NaN scale_inv) is left out of the sums.
-template <Format F, bool kNorm>
+template <Format F, bool kNorm, bool kTiny>
 __device__ __forceinline__ void error_element(bool use, float v, float y, float r, float si, float norm, ErrAcc& e) {
     e.over += fabsf(y) > qk::Fp8<F>::kFastMax;
     e.under += (v != 0.0f) & (r == 0.0f);
@@ -50,7 +50,7 @@ __device__ __forceinline__ void error_element(bool use, float v, float y, float 
     e.sxx = fmaf(xn, xn, e.sxx);
     constexpr unsigned kTinyBits = 0x21800000u;  // 2^-60: squares below 2^-120 lose bits
     const unsigned qa = __float_as_uint(qn) & kAbs, da = __float_as_uint(dn) & kAbs;
-    if (min(qa - 1u, da - 1u) >= kTinyBits - 1u) {  // each 0 or >= 2^-60
+    if (!kTiny || min(qa - 1u, da - 1u) >= kTinyBits - 1u) {  // each 0 or >= 2^-60
         e.sqq = fmaf(qn, qn, e.sqq);
         e.sxq = fmaf(xn, qn, e.sxq);
         e.sdd = fmaf(dn, dn, e.sdd);
@@ -72,6 +72,7 @@ struct TileShared {
     unsigned channel[kTile];
     TileStats stats_parts[kWarps];
     TileError error_parts[2][kWarps];  // alternate recipes use alternate halves
+    unsigned si_min[kWarps];           // block_scales: per warp, the least scale_inv's bits
 };
 
 // One tile's sums over the block with a single barrier: each warp reduces its lanes with
@@ -160,14 +161,25 @@ __device__ void block_scales(const RecipePlan& p, int nr, int nc, TileShared<T>&
             si_max = fmaxf(si_max, s.scale_inv);
         }
     }
+    const unsigned warp_min = __reduce_min_sync(0xffffffffu, __float_as_uint(si_min));  // >= 0: order as bits
+    if (lane == 0) sh.si_min[warp] = warp_min;
     __syncthreads();
+}
+
+// The least scale_inv of the tile's blocks (block_scales' warps' minima, after its barrier).
+template <class T>
+__device__ __forceinline__ float tile_si_min(const TileShared<T>& sh) {
+    unsigned m = sh.si_min[0];
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w) m = min(m, sh.si_min[w]);
+    return __uint_as_float(m);
 }
 
 // Elements go in pairs (columns c and c + 32) through the paired conversion. Column
 // lane + 32 (2 jp + h) lies in block 2 jp + h of its row with 32-column blocks, jp with
 // 64, 0 with 128, for every lane alike: a row's kBlocks block scales (0: the tensor's
 // scale) are read once. kNorm: products formed on x / 2^e (norm), else on x.
-template <Format F, class T, int kRow, int kBlocks, bool kNorm>
+template <Format F, class T, int kRow, int kBlocks, bool kNorm, bool kTiny>
 __device__ void recipe_errors(const RecipePlan& p, float s, float si, int nr, int nc, float norm, TileShared<T>& sh,
                               ErrAcc& e) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -202,20 +214,38 @@ __device__ void recipe_errors(const RecipePlan& p, float s, float si, int nr, in
                 y[h] = use[h] ? __fmul_rn(x, row_s[b]) : 0.0f;
             }
             const float2 rr = round_sat2<F>(y[0], y[1]);
-            error_element<F, kNorm>(use[0], v[0], y[0], rr.x, row_si[(2 * jp) * kBlocks / 4], norm, e);
-            error_element<F, kNorm>(use[1], v[1], y[1], rr.y, row_si[(2 * jp + 1) * kBlocks / 4], norm, e);
+            error_element<F, kNorm, kTiny>(use[0], v[0], y[0], rr.x, row_si[(2 * jp) * kBlocks / 4], norm, e);
+            error_element<F, kNorm, kTiny>(use[1], v[1], y[1], rr.y, row_si[(2 * jp + 1) * kBlocks / 4], norm, e);
         }
     }
 }
 
 // recipe_errors for plan p: its blocks per tile row picked at compile time.
-template <Format F, class T, int kRow, bool kNorm>
+template <Format F, class T, int kRow, bool kNorm, bool kTiny>
 __device__ void recipe_errors_of(const RecipePlan& p, float s, float si, int nr, int nc, float norm, TileShared<T>& sh,
                                  ErrAcc& e) {
-    if (p.kind == kCurrent || p.kind == kDelayed) recipe_errors<F, T, kRow, 0, kNorm>(p, s, si, nr, nc, norm, sh, e);
-    else if (p.block_cols_log2 == 5) recipe_errors<F, T, kRow, 4, kNorm>(p, s, si, nr, nc, norm, sh, e);
-    else if (p.block_cols_log2 == 6) recipe_errors<F, T, kRow, 2, kNorm>(p, s, si, nr, nc, norm, sh, e);
-    else recipe_errors<F, T, kRow, 1, kNorm>(p, s, si, nr, nc, norm, sh, e);
+    if (p.kind == kCurrent || p.kind == kDelayed) recipe_errors<F, T, kRow, 0, kNorm, kTiny>(p, s, si, nr, nc, norm, sh, e);
+    else if (p.block_cols_log2 == 5) recipe_errors<F, T, kRow, 4, kNorm, kTiny>(p, s, si, nr, nc, norm, sh, e);
+    else if (p.block_cols_log2 == 6) recipe_errors<F, T, kRow, 2, kNorm, kTiny>(p, s, si, nr, nc, norm, sh, e);
+    else recipe_errors<F, T, kRow, 1, kNorm, kTiny>(p, s, si, nr, nc, norm, sh, e);
+}
+
+// Whether a product can be tiny (below 2^-60 once normalised, where float32 squares lose
+// bits): a nonzero x' is at least the format's least subnormal times the least
+// scale_inv, a nonzero |x| at least the tile's least, and a nonzero x' - x at least the
+// smaller of the two times 2^-24 (both are multiples of its ulp). Above 2^-36 none is.
+template <Format F>
+__device__ __forceinline__ bool tiny_possible(float si_min, float min_nz, float norm) {
+    const float least_sub = F == Format::E4M3 ? 0x1p-9f : 0x1p-16f;
+    return !(fminf(least_sub * si_min, min_nz) * norm >= 0x1p-36f);
+}
+
+template <Format F, class T, int kRow>
+__device__ void recipe_errors_at(const RecipePlan& p, float s, float si, float si_min, float min_nz, int nr, int nc,
+                                 int norm_exp, float norm, TileShared<T>& sh, ErrAcc& e) {
+    if (tiny_possible<F>(si_min, min_nz, norm)) recipe_errors_of<F, T, kRow, true, true>(p, s, si, nr, nc, norm, sh, e);
+    else if (norm_exp) recipe_errors_of<F, T, kRow, true, false>(p, s, si, nr, nc, norm, sh, e);
+    else recipe_errors_of<F, T, kRow, false, false>(p, s, si, nr, nc, norm, sh, e);
 }
 
 __device__ __forceinline__ int hist_bin(unsigned a) {
@@ -316,10 +346,11 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
     const TileStats st = block_combine(
         TileStats{double(f1) + d1, double(f2) + d2, double(f3) + d3, double(f4) + d4, beyond, zero, min_nz, smax},
         sh.stats_parts);
-    __shared__ unsigned tile_smax;
+    __shared__ unsigned tile_smax, tile_min_nz;
     if (threadIdx.x == 0) {
         tile_stats[tile] = st;
         tile_smax = st.smax;
+        tile_min_nz = st.min_nz;
     }
     __syncthreads();  // also orders the shared histogram and channel atomics before their reads
     for (int b = threadIdx.x; b < kHistBins; b += blockDim.x) {
@@ -336,20 +367,21 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
     int norm_exp = max(-126, min(126, top_exp ? int(top_exp) - 127 : -126));
     if (norm_exp >= -30 && norm_exp <= 30) norm_exp = 0;
     const float norm = qk::pow2(-norm_exp);
+    const float least_nz = __uint_as_float(tile_min_nz);  // Inf when the tile has no nonzero finite |x|
 
     for (int k = 0; k < plans.count; ++k) {
         const RecipePlan& p = plans.r[k];
-        float si_min = params->si[k], si_max = params->si[k];
-        if (p.kind == kBlock || p.kind == kMX) block_scales<T, kRow>(p, nr, nc, sh, si_min, si_max);
-        ErrAcc e;
         const float s = params->s[k], si = params->si[k];
-        if (p.format == Format::E4M3) {
-            if (norm_exp) recipe_errors_of<Format::E4M3, T, kRow, true>(p, s, si, nr, nc, norm, sh, e);
-            else recipe_errors_of<Format::E4M3, T, kRow, false>(p, s, si, nr, nc, norm, sh, e);
-        } else {
-            if (norm_exp) recipe_errors_of<Format::E5M2, T, kRow, true>(p, s, si, nr, nc, norm, sh, e);
-            else recipe_errors_of<Format::E5M2, T, kRow, false>(p, s, si, nr, nc, norm, sh, e);
+        float si_min = si, si_max = si, least_si = si;
+        if (p.kind == kBlock || p.kind == kMX) {
+            block_scales<T, kRow>(p, nr, nc, sh, si_min, si_max);
+            least_si = tile_si_min(sh);
         }
+        ErrAcc e;
+        if (p.format == Format::E4M3)
+            recipe_errors_at<Format::E4M3, T, kRow>(p, s, si, least_si, least_nz, nr, nc, norm_exp, norm, sh, e);
+        else
+            recipe_errors_at<Format::E5M2, T, kRow>(p, s, si, least_si, least_nz, nr, nc, norm_exp, norm, sh, e);
         const double back = ldexp(1.0, 2 * norm_exp);
         TileError t = block_combine(TileError{double(e.sxx), double(e.sdd) + e.sdd_tiny, double(e.sqq) + e.sqq_tiny,
                                               double(e.sxq) + e.sxq_tiny, e.max_err, si_min, si_max, e.under, e.over,
