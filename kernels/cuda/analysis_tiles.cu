@@ -37,10 +37,12 @@ struct ErrAcc {
 // `use` (x finite and inside the tile, its block's scale a number), and the caller has
 // made v and y 0 when not, so an unused element adds nothing without a select of its own.
 // A dequantized value past float32 (or through a NaN scale_inv) is left out of the sums.
-template <Format F, bool kNorm, bool kTiny>
+template <Format F, bool kNorm, bool kTiny, bool kCounts>
 __device__ __forceinline__ void error_element(bool use, float v, float y, float r, float si, float norm, ErrAcc& e) {
-    e.over += fabsf(y) > qk::Fp8<F>::kFastMax;
-    e.under += (v != 0.0f) & (r == 0.0f);
+    if (kCounts) {
+        e.over += fabsf(y) > qk::Fp8<F>::kFastMax;
+        e.under += (v != 0.0f) & (r == 0.0f);
+    }
     float q = __fmul_rn(r, si), d = __fsub_rn(q, v);
     if (!(fabsf(q) < INFINITY)) {  // rare
         e.nonfinite += use;
@@ -72,7 +74,13 @@ struct TileShared {
     unsigned channel[kTile];
     TileStats stats_parts[kWarps];
     TileError error_parts[2][kWarps];  // alternate recipes use alternate halves
-    unsigned si_min[kWarps];           // block_scales: per warp, the least scale_inv's bits
+    unsigned range[3][kWarps];         // block_scales: per warp, least s, largest s, least scale_inv
+};
+
+// What bounds a recipe's products in a tile: the least and largest scale and the least
+// scale_inv of its blocks (per-tensor recipes: the tensor's).
+struct ScaleRange {
+    float s_min, s_max, si_min;
 };
 
 // One tile's sums over the block with a single barrier: each warp reduces its lanes with
@@ -119,15 +127,19 @@ __device__ __forceinline__ S block_combine(S v, S* parts) {
 }
 
 // The block scales of recipe p over the tile; returns the range of scale_inv of the blocks
-// that exist (a block whose scale is NaN, an MX block holding NaN or Inf, is left out).
+// that exist (a block whose scale is NaN, an MX block holding NaN or Inf, is left out) as
+// this thread saw it, and their ScaleRange over the whole tile. `amax_ready`: the block
+// amaxes are those of the previous recipe (same block shape), only the scales change.
 template <class T, int kRow>
-__device__ void block_scales(const RecipePlan& p, int nr, int nc, TileShared<T>& sh, float& si_min, float& si_max) {
+__device__ ScaleRange block_scales(const RecipePlan& p, bool amax_ready, int nr, int nc, TileShared<T>& sh,
+                                   float& si_min, float& si_max) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int bc = 1 << p.block_cols_log2, per_row = kTile >> p.block_cols_log2, lanes_j = bc / 32;
     const int blocks = (kTile >> p.block_rows_log2) * per_row;
-    for (int b = threadIdx.x; b < blocks; b += blockDim.x) sh.blk_amax[b] = sh.blk_raw[b] = 0u;
-    __syncthreads();
-    for (int i = 0; i < kRowsPerWarp; ++i) {
+    if (!amax_ready)
+        for (int b = threadIdx.x; b < blocks; b += blockDim.x) sh.blk_amax[b] = sh.blk_raw[b] = 0u;
+    __syncthreads();  // also: the previous recipe is done with the scales
+    for (int i = 0; i < kRowsPerWarp && !amax_ready; ++i) {
         const int r = warp + kWarps * i;
         if (r >= nr) break;  // the same for the whole warp
         for (int bcol = 0; bcol < per_row; ++bcol) {
@@ -147,9 +159,10 @@ __device__ void block_scales(const RecipePlan& p, int nr, int nc, TileShared<T>&
             }
         }
     }
-    __syncthreads();
+    if (!amax_ready) __syncthreads();
     si_min = INFINITY;
     si_max = -INFINITY;
+    float s_min = INFINITY, s_max = 0.0f;
     const bool mx = p.kind == kMX;
     for (int b = threadIdx.x; b < blocks; b += blockDim.x) {
         const qk::BlockScale s = qk::block_scale(mx ? sh.blk_raw[b] : sh.blk_amax[b], p.format, mx, p.rule, p.pow2);
@@ -159,27 +172,27 @@ __device__ void block_scales(const RecipePlan& p, int nr, int nc, TileShared<T>&
         if (br0 < nr && bc0 < nc && !qk::is_nan(s.scale_inv)) {
             si_min = fminf(si_min, s.scale_inv);
             si_max = fmaxf(si_max, s.scale_inv);
+            s_min = fminf(s_min, s.s);
+            s_max = fmaxf(s_max, s.s);
         }
     }
-    const unsigned warp_min = __reduce_min_sync(0xffffffffu, __float_as_uint(si_min));  // >= 0: order as bits
-    if (lane == 0) sh.si_min[warp] = warp_min;
+    // Scales are positive: they order as their bits.
+    const unsigned w_s_min = __reduce_min_sync(0xffffffffu, __float_as_uint(s_min));
+    const unsigned w_s_max = __reduce_max_sync(0xffffffffu, __float_as_uint(s_max));
+    const unsigned w_si_min = __reduce_min_sync(0xffffffffu, __float_as_uint(si_min));
+    if (lane == 0) sh.range[0][warp] = w_s_min, sh.range[1][warp] = w_s_max, sh.range[2][warp] = w_si_min;
     __syncthreads();
-}
-
-// The least scale_inv of the tile's blocks (block_scales' warps' minima, after its barrier).
-template <class T>
-__device__ __forceinline__ float tile_si_min(const TileShared<T>& sh) {
-    unsigned m = sh.si_min[0];
+    unsigned lo = sh.range[0][0], hi = sh.range[1][0], ilo = sh.range[2][0];
 #pragma unroll
-    for (int w = 1; w < kWarps; ++w) m = min(m, sh.si_min[w]);
-    return __uint_as_float(m);
+    for (int w = 1; w < kWarps; ++w) lo = min(lo, sh.range[0][w]), hi = max(hi, sh.range[1][w]), ilo = min(ilo, sh.range[2][w]);
+    return {__uint_as_float(lo), __uint_as_float(hi), __uint_as_float(ilo)};
 }
 
 // Elements go in pairs (columns c and c + 32) through the paired conversion. Column
 // lane + 32 (2 jp + h) lies in block 2 jp + h of its row with 32-column blocks, jp with
 // 64, 0 with 128, for every lane alike: a row's kBlocks block scales (0: the tensor's
 // scale) are read once. kNorm: products formed on x / 2^e (norm), else on x.
-template <Format F, class T, int kRow, int kBlocks, bool kNorm, bool kTiny>
+template <Format F, class T, int kRow, int kBlocks, bool kNorm, bool kTiny, bool kCounts>
 __device__ void recipe_errors(const RecipePlan& p, float s, float si, int nr, int nc, float norm, TileShared<T>& sh,
                               ErrAcc& e) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -214,20 +227,21 @@ __device__ void recipe_errors(const RecipePlan& p, float s, float si, int nr, in
                 y[h] = use[h] ? __fmul_rn(x, row_s[b]) : 0.0f;
             }
             const float2 rr = round_sat2<F>(y[0], y[1]);
-            error_element<F, kNorm, kTiny>(use[0], v[0], y[0], rr.x, row_si[(2 * jp) * kBlocks / 4], norm, e);
-            error_element<F, kNorm, kTiny>(use[1], v[1], y[1], rr.y, row_si[(2 * jp + 1) * kBlocks / 4], norm, e);
+            error_element<F, kNorm, kTiny, kCounts>(use[0], v[0], y[0], rr.x, row_si[(2 * jp) * kBlocks / 4], norm, e);
+            error_element<F, kNorm, kTiny, kCounts>(use[1], v[1], y[1], rr.y, row_si[(2 * jp + 1) * kBlocks / 4], norm, e);
         }
     }
 }
 
 // recipe_errors for plan p: its blocks per tile row picked at compile time.
-template <Format F, class T, int kRow, bool kNorm, bool kTiny>
+template <Format F, class T, int kRow, bool kNorm, bool kTiny, bool kCounts>
 __device__ void recipe_errors_of(const RecipePlan& p, float s, float si, int nr, int nc, float norm, TileShared<T>& sh,
                                  ErrAcc& e) {
-    if (p.kind == kCurrent || p.kind == kDelayed) recipe_errors<F, T, kRow, 0, kNorm, kTiny>(p, s, si, nr, nc, norm, sh, e);
-    else if (p.block_cols_log2 == 5) recipe_errors<F, T, kRow, 4, kNorm, kTiny>(p, s, si, nr, nc, norm, sh, e);
-    else if (p.block_cols_log2 == 6) recipe_errors<F, T, kRow, 2, kNorm, kTiny>(p, s, si, nr, nc, norm, sh, e);
-    else recipe_errors<F, T, kRow, 1, kNorm, kTiny>(p, s, si, nr, nc, norm, sh, e);
+    if (p.kind == kCurrent || p.kind == kDelayed)
+        recipe_errors<F, T, kRow, 0, kNorm, kTiny, kCounts>(p, s, si, nr, nc, norm, sh, e);
+    else if (p.block_cols_log2 == 5) recipe_errors<F, T, kRow, 4, kNorm, kTiny, kCounts>(p, s, si, nr, nc, norm, sh, e);
+    else if (p.block_cols_log2 == 6) recipe_errors<F, T, kRow, 2, kNorm, kTiny, kCounts>(p, s, si, nr, nc, norm, sh, e);
+    else recipe_errors<F, T, kRow, 1, kNorm, kTiny, kCounts>(p, s, si, nr, nc, norm, sh, e);
 }
 
 // Whether a product can be tiny (below 2^-60 once normalised, where float32 squares lose
@@ -235,17 +249,29 @@ __device__ void recipe_errors_of(const RecipePlan& p, float s, float si, int nr,
 // scale_inv, a nonzero |x| at least the tile's least, and a nonzero x' - x at least the
 // smaller of the two times 2^-24 (both are multiples of its ulp). Above 2^-36 none is.
 template <Format F>
-__device__ __forceinline__ bool tiny_possible(float si_min, float min_nz, float norm) {
+__device__ __forceinline__ bool tiny_possible(const ScaleRange& r, float min_nz, float norm) {
     const float least_sub = F == Format::E4M3 ? 0x1p-9f : 0x1p-16f;
-    return !(fminf(least_sub * si_min, min_nz) * norm >= 0x1p-36f);
+    return !(fminf(least_sub * r.si_min, min_nz) * norm >= 0x1p-36f);
 }
 
+// Whether an element can overflow (|x s| past kFastMax: the tile's largest finite |x|
+// times the largest scale) or underflow (a nonzero x rounding to 0: its least times the
+// least scale at most half the least subnormal). Products round monotonically.
+template <Format F>
+__device__ __forceinline__ bool counts_possible(const ScaleRange& r, float min_nz, float max_abs) {
+    const float half_sub = F == Format::E4M3 ? 0x1p-10f : 0x1p-17f;
+    return !(__fmul_rn(max_abs, r.s_max) <= qk::Fp8<F>::kFastMax) || !(__fmul_rn(min_nz, r.s_min) > half_sub);
+}
+
+// The error sums of plan p over the tile, through the leanest body this tile allows.
 template <Format F, class T, int kRow>
-__device__ void recipe_errors_at(const RecipePlan& p, float s, float si, float si_min, float min_nz, int nr, int nc,
-                                 int norm_exp, float norm, TileShared<T>& sh, ErrAcc& e) {
-    if (tiny_possible<F>(si_min, min_nz, norm)) recipe_errors_of<F, T, kRow, true, true>(p, s, si, nr, nc, norm, sh, e);
-    else if (norm_exp) recipe_errors_of<F, T, kRow, true, false>(p, s, si, nr, nc, norm, sh, e);
-    else recipe_errors_of<F, T, kRow, false, false>(p, s, si, nr, nc, norm, sh, e);
+__device__ void recipe_errors_at(const RecipePlan& p, float s, float si, const ScaleRange& range, float min_nz,
+                                 float max_abs, int nr, int nc, int norm_exp, float norm, TileShared<T>& sh, ErrAcc& e) {
+    if (tiny_possible<F>(range, min_nz, norm)) recipe_errors_of<F, T, kRow, true, true, true>(p, s, si, nr, nc, norm, sh, e);
+    else if (norm_exp) recipe_errors_of<F, T, kRow, true, false, true>(p, s, si, nr, nc, norm, sh, e);
+    else if (counts_possible<F>(range, min_nz, max_abs))
+        recipe_errors_of<F, T, kRow, false, false, true>(p, s, si, nr, nc, norm, sh, e);
+    else recipe_errors_of<F, T, kRow, false, false, false>(p, s, si, nr, nc, norm, sh, e);
 }
 
 __device__ __forceinline__ int hist_bin(unsigned a) {
@@ -368,20 +394,24 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
     if (norm_exp >= -30 && norm_exp <= 30) norm_exp = 0;
     const float norm = qk::pow2(-norm_exp);
     const float least_nz = __uint_as_float(tile_min_nz);  // Inf when the tile has no nonzero finite |x|
+    const float max_abs = __uint_as_float(tile_smax);     // the largest finite |x|
 
+    int amax_shape = -1;  // the block shape whose amaxes the shared buffers hold
     for (int k = 0; k < plans.count; ++k) {
         const RecipePlan& p = plans.r[k];
         const float s = params->s[k], si = params->si[k];
-        float si_min = si, si_max = si, least_si = si;
+        float si_min = si, si_max = si;
+        ScaleRange range{s, s, si};
         if (p.kind == kBlock || p.kind == kMX) {
-            block_scales<T, kRow>(p, nr, nc, sh, si_min, si_max);
-            least_si = tile_si_min(sh);
+            const int shape = p.block_rows_log2 * 16 + p.block_cols_log2;
+            range = block_scales<T, kRow>(p, shape == amax_shape, nr, nc, sh, si_min, si_max);
+            amax_shape = shape;
         }
         ErrAcc e;
         if (p.format == Format::E4M3)
-            recipe_errors_at<Format::E4M3, T, kRow>(p, s, si, least_si, least_nz, nr, nc, norm_exp, norm, sh, e);
+            recipe_errors_at<Format::E4M3, T, kRow>(p, s, si, range, least_nz, max_abs, nr, nc, norm_exp, norm, sh, e);
         else
-            recipe_errors_at<Format::E5M2, T, kRow>(p, s, si, least_si, least_nz, nr, nc, norm_exp, norm, sh, e);
+            recipe_errors_at<Format::E5M2, T, kRow>(p, s, si, range, least_nz, max_abs, nr, nc, norm_exp, norm, sh, e);
         const double back = ldexp(1.0, 2 * norm_exp);
         TileError t = block_combine(TileError{double(e.sxx), double(e.sdd) + e.sdd_tiny, double(e.sqq) + e.sqq_tiny,
                                               double(e.sxq) + e.sxq_tiny, e.max_err, si_min, si_max, e.under, e.over,
