@@ -1,11 +1,11 @@
-// The cast's dispatch: one switch over the recipe picks the passes and the tile kernel's
-// scale source (quantize_tile.cuh):
+// The cast's dispatch: one switch over the recipe picks the passes and the kernel
+// (quantize_block.cuh for the scalings training uses, quantize_tile.cuh for the rest):
 //   current   amax pass, then the cast with compute_scale(amax)            (reads x twice)
 //   delayed   the cast with the state's scale, amax fused; then the push   (reads x once)
-//   block/MX  1x128, 128x128, MX 1x32: one pass, exchanges fixed at compile time
-//             (quantize_block.cuh); other shapes that tile 128: one pass, block amaxes
-//             in shared memory; any other: block amax pass, cast, grids finalized
-//             (reads x twice)
+//   block/MX  1x128, 128x128, MX 1x32: one pass, exchanges fixed at compile time;
+//             other shapes that tile 128: one pass, block amaxes in shared memory
+//             (tile kernel, Cells); any other: block amax pass, cast, grids finalized
+//             (tile kernel, Grid; reads x twice)
 // Stats are zeroed first; every kernel after that only adds to them.
 #include "cuda/quantize.h"
 
@@ -126,7 +126,7 @@ void cast(const CastInput& x, const Recipe& recipe, const CastTarget& out, cudaS
         p.current = true;
         p.eps = c->eps;
         p.pow2 = c->pow2;
-        return launch_tile(p, x.dtype, f, qk::ScaleSource::PerTensor, stream);
+        return launch_block(p, x.dtype, f, qk::BlockShape::PerTensor, stream);
     }
     if (const auto* d = std::get_if<DelayedScaling>(&recipe)) {
         auto* state = static_cast<DelayedStateHeader*>(delayed_state);
@@ -136,7 +136,7 @@ void cast(const CastInput& x, const Recipe& recipe, const CastTarget& out, cudaS
         } else {
             p.scale_in = scale;
             p.fuse_amax = true;
-            launch_tile(p, x.dtype, f, qk::ScaleSource::PerTensor, stream);
+            launch_block(p, x.dtype, f, qk::BlockShape::PerTensor, stream);
         }
         if (state && push) delayed_push(state, *d, &out.stats->amax, stream);
         return;

@@ -1,5 +1,5 @@
-// The cast kernel for the block shapes training uses: blockwise 1x128 and 128x128 and
-// MXFP8 1x32, with the block exchange fixed at compile time. Tile, micro-blocks, run casts
+// The cast kernel for the scalings training uses: per-tensor, blockwise 1x128 and 128x128
+// and MXFP8 1x32, with the block exchange fixed at compile time. Tile, micro-blocks, run casts
 // and stores are the tile kernel's (quantize_tile.cuh): a CTA of 256 threads per 128x128
 // tile, each thread an 8x8 micro-block, a warp 4 x 8 micro-blocks (32 rows, 64 columns).
 // What differs is how the block amaxes meet. Each warp folds its lanes' run maxima with
@@ -26,7 +26,9 @@
 
 namespace fp8scope::cuda::qk {
 
-enum class BlockShape : std::uint8_t { Rows128, Square128, Mx32 };
+// PerTensor: one scale for all of x (delayed: the state's; current: compute_scale of the
+// amax an earlier pass left in stats), no exchange at all.
+enum class BlockShape : std::uint8_t { PerTensor, Rows128, Square128, Mx32 };
 
 // Run maxima as the cast needs them: bits of the NaN-ignoring max |x| of each row and
 // column run (Inf included), and masks of the runs holding NaN or Inf. BF16 keeps two
@@ -246,7 +248,18 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
     constexpr bool kMx = B == BlockShape::Mx32;
     const std::int64_t tiles_r = (p.rows + kTile - 1) / kTile;
     const std::int64_t tc = blockIdx.x;
-    if (blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) p.stats->scale = float_of(kQuietNaNBits);
+    float s_tensor = 1.0f;
+    if constexpr (B == BlockShape::PerTensor) {
+        s_tensor = p.current ? qk::compute_scale(p.stats->amax, F, p.eps, p.pow2) : (p.scale_in ? *p.scale_in : 1.0f);
+        if (blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) {
+            p.stats->scale = s_tensor;
+            const float si = div_rn(1.0f, s_tensor);
+            if (want_row) p.row_sinv[0] = si;
+            if (want_col) p.col_sinv[0] = si;
+        }
+    } else if (blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) {
+        p.stats->scale = float_of(kQuietNaNBits);
+    }
 
     std::uint32_t amax_bits = 0, ov_row = 0, ov_col = 0;
     int parity = 0;
@@ -263,7 +276,7 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
 
         // The scales: 128x128 one for the tile, 1x128 in shared memory, MX 1x32 in the lanes
         // that folded them (two rows and two columns each), fetched per run.
-        float s_tile = 1.0f, s_row_held[2] = {1.0f, 1.0f}, s_col_held[2] = {1.0f, 1.0f};
+        float s_tile = s_tensor, s_row_held[2] = {1.0f, 1.0f}, s_col_held[2] = {1.0f, 1.0f};
         if constexpr (B == BlockShape::Square128) {
             top = __reduce_max_sync(0xFFFFFFFFu, top);
             if (lane == 0) sh.tile[parity][warp] = top;
@@ -374,7 +387,7 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
         }
     }
 
-    cast_epilogue(p, lane, ov_row, ov_col, true, amax_bits);
+    cast_epilogue(p, lane, ov_row, ov_col, B != BlockShape::PerTensor || p.fuse_amax, amax_bits);
 }
 
 // The launch over all of x: a CTA per tile column and row (rows past 65535 tiles loop).
@@ -383,6 +396,9 @@ void launch_block(const TileParams& p, BlockShape b, cudaStream_t stream) {
     const dim3 grid(static_cast<unsigned>((p.cols + kTile - 1) / kTile),
                     static_cast<unsigned>(std::min<std::int64_t>((p.rows + kTile - 1) / kTile, 65535)));
     switch (b) {
+    case BlockShape::PerTensor:
+        cast_block_kernel<In, F, BlockShape::PerTensor><<<grid, kTileThreads, 0, stream>>>(p);
+        break;
     case BlockShape::Rows128: cast_block_kernel<In, F, BlockShape::Rows128><<<grid, kTileThreads, 0, stream>>>(p); break;
     case BlockShape::Square128:
         cast_block_kernel<In, F, BlockShape::Square128><<<grid, kTileThreads, 0, stream>>>(p);

@@ -5,9 +5,9 @@
 // happens in registers, no shared-memory staging: a warp is 4 x 8 micro-blocks, so every
 // store instruction writes whole 32-byte sectors of both copies.
 //
-// Scales come from one of three sources:
-// - PerTensor: one scale (delayed: read from the state; current: compute_scale of the
-//   amax an earlier pass left in stats).
+// Per-tensor scaling and the block shapes training uses have a kernel of their own
+// (quantize_block.cuh) built from this one's parts. Here scales come from one of two
+// sources:
 // - Cells: block shapes that tile 128 (bc in {8..128}, br a power of two up to 128).
 //   Block amaxes reduce in the thread, over lanes with shuffles, then across warps with
 //   shared-memory atomicMax into one cell per block (non-negative floats order as their
@@ -32,7 +32,7 @@ namespace fp8scope::cuda::qk {
 constexpr int kTile = 128;
 constexpr int kTileThreads = 256;
 
-enum class ScaleSource : std::uint8_t { PerTensor, Cells, Grid };
+enum class ScaleSource : std::uint8_t { Cells, Grid };
 
 struct TileParams {
     const void* x;
@@ -47,7 +47,7 @@ struct TileParams {
     bool row_vec_store, col_vec_store;  // 8-byte code stores are aligned
     CastStats* stats;
     bool fuse_amax;  // this pass computes the tensor amax
-    // PerTensor
+    // Per-tensor scaling (quantize_block.cuh)
     bool current;           // scale = compute_scale(stats->amax) (current scaling) ...
     const float* scale_in;  // ... else *scale_in, 1 when null (delayed scaling)
     float eps;
@@ -203,18 +203,7 @@ __global__ void __launch_bounds__(kTileThreads, 2) cast_tile_kernel(const TilePa
     const int n_row_cells = (kTile >> p.br_log2) * row_cc;
     const int n_cells = 2 * n_row_cells;
 
-    float s_tensor = 1.0f;
-    if constexpr (S == ScaleSource::PerTensor) {
-        s_tensor = p.current ? qk::compute_scale(p.stats->amax, F, p.eps, p.pow2) : (p.scale_in ? *p.scale_in : 1.0f);
-        if (blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) {
-            p.stats->scale = s_tensor;
-            const float si = div_rn(1.0f, s_tensor);
-            if (want_row) p.row_sinv[0] = si;
-            if (want_col) p.col_sinv[0] = si;
-        }
-    } else if constexpr (S == ScaleSource::Cells) {
-        if (blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) p.stats->scale = float_of(kQuietNaNBits);
-    }
+    if (blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) p.stats->scale = float_of(kQuietNaNBits);
 
     std::uint32_t amax_bits = 0, ov_row = 0, ov_col = 0;
     for (std::int64_t tr = blockIdx.y; tr < tiles_r; tr += gridDim.y) {
@@ -357,9 +346,7 @@ __global__ void __launch_bounds__(kTileThreads, 2) cast_tile_kernel(const TilePa
                     }
                     w = make_uint2(wb[0], wb[1]);
                 } else {
-                    const float s = S == ScaleSource::PerTensor
-                                        ? s_tensor
-                                        : __uint_as_float(cells[((lr0 + j) >> p.br_log2) * row_cc + (lc0 >> p.bc_log2)]);
+                    const float s = __uint_as_float(cells[((lr0 + j) >> p.br_log2) * row_cc + (lc0 >> p.bc_log2)]);
                     w = cast_run<F>(x, s, rmax[j], rnf >> j & 1u, p.mx, ov_row);
                 }
                 const int n = run_length(p.cols - c0);
@@ -393,9 +380,7 @@ __global__ void __launch_bounds__(kTileThreads, 2) cast_tile_kernel(const TilePa
                     w = make_uint2(wb[0], wb[1]);
                 } else {
                     const float s =
-                        S == ScaleSource::PerTensor
-                            ? s_tensor
-                            : __uint_as_float(cells[n_row_cells + (lr0 >> p.bc_log2) * col_cc + ((lc0 + k) >> p.br_log2)]);
+                        __uint_as_float(cells[n_row_cells + (lr0 >> p.bc_log2) * col_cc + ((lc0 + k) >> p.br_log2)]);
                     w = cast_run<F>(x, s, cmax[k], cnf >> k & 1u, p.mx, ov_col);
                 }
                 const int n = run_length(p.rows - r0);

@@ -1,4 +1,4 @@
-// The tile cast kernel instantiated for float32 input: 2 formats x 3 scale sources.
+// The tile cast kernel instantiated for float32 input: 2 formats x 2 scale sources.
 #include <algorithm>
 
 #include "cuda/check.h"
@@ -13,9 +13,6 @@ void launch(const TileParams& p, ScaleSource s, cudaStream_t stream) {
     const dim3 grid(static_cast<unsigned>((p.cols + kTile - 1) / kTile),
                     static_cast<unsigned>(std::min<std::int64_t>((p.rows + kTile - 1) / kTile, 65535)));
     switch (s) {
-    case ScaleSource::PerTensor:
-        cast_tile_kernel<float, F, ScaleSource::PerTensor><<<grid, kTileThreads, 0, stream>>>(p);
-        break;
     case ScaleSource::Cells:
         cast_tile_kernel<float, F, ScaleSource::Cells>
             <<<grid, kTileThreads, tile_cells(p.br, p.bc) * sizeof(std::uint32_t), stream>>>(p);
