@@ -316,7 +316,7 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
                 else store_scale(p.col_sinv, nullptr, tc * kTile + i, tr, p.col_gr, p.col_gc, b);
             }
             __syncthreads();
-        } else {  // Mx32: the tile's grid entries go through shared memory, 4 to a grid row
+        } else if constexpr (B == BlockShape::Mx32) {  // the grid entries go through shared memory, 4 to a grid row
             std::uint32_t m[8];
             if (want_row) {  // a row's block: the 4 lanes of lane & 4; lane holds rows 2 (lane & 3) + i
                 mark_cells(m, rm.rows, rm.row_nf, true);
