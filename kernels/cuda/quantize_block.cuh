@@ -188,18 +188,16 @@ __device__ __forceinline__ void fold(std::uint32_t (&v)[8], int o, int lane) {
     }
 }
 
-// What a block's cell holds: its amax bits, all ones for an MX block with NaN or Inf.
-template <int N>
-__device__ __forceinline__ void mark_cells(std::uint32_t (&m)[8], const std::uint32_t (&maxima)[N], std::uint32_t nf,
-                                           bool mx) {
+// What a block's cell holds for each row (or column) run: its amax bits, all ones for an
+// MX block with NaN or Inf.
+template <class In>
+__device__ __forceinline__ void mark_cells(std::uint32_t (&m)[8], const RunMaxima<In>& r, bool rows, bool mx) {
+    const std::uint32_t nf = rows ? r.row_nf : r.col_nf;
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-        const std::uint32_t a = N == 8 ? maxima[i] : ((i & 1) ? maxima[i >> 1] & 0xFFFF0000u : maxima[i >> 1] << 16);
-        m[i] = (mx && (nf >> i & 1u)) ? 0xFFFFFFFFu : a;
-    }
+    for (int i = 0; i < 8; ++i) m[i] = (mx && (nf >> i & 1u)) ? 0xFFFFFFFFu : (rows ? r.row(i) : r.col(i));
 }
 
-// Writes grid[gr * gc_count + gc] (and its E8M0 code) when the block exists.
+// Writes grid[gr * grid_cols + gc] (and its E8M0 code) when the block exists.
 __device__ __forceinline__ void store_scale(float* sinv, std::uint8_t* e8m0, std::int64_t gr, std::int64_t gc,
                                             std::int64_t grid_rows, std::int64_t grid_cols, const BlockScale& b) {
     if (gr >= grid_rows || gc >= grid_cols) return;
@@ -292,12 +290,12 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
         } else if constexpr (B == BlockShape::Rows128) {
             std::uint32_t m[8];
             if (want_row) {  // a row over the 8 lanes of a micro-block row: lane & 7 holds row lane & 7
-                mark_cells(m, rm.rows, rm.row_nf, false);
+                mark_cells(m, rm, true, false);
                 fold<4>(m, 4, lane), fold<2>(m, 2, lane), fold<1>(m, 1, lane);
                 sh.part.row[warp & 1][lr0 + (lane & 7)] = m[0];
             }
             if (want_col) {  // columns over the 4 lanes above each other: two per lane
-                mark_cells(m, rm.cols, rm.col_nf, false);
+                mark_cells(m, rm, false, false);
                 fold<4>(m, 16, lane), fold<2>(m, 8, lane);
                 const int k = lc0 + 2 * ((lane >> 3) & 3);
                 sh.part.col[warp >> 1][k] = m[0];
@@ -319,7 +317,7 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
         } else if constexpr (B == BlockShape::Mx32) {  // the grid entries go through shared memory, 4 to a grid row
             std::uint32_t m[8];
             if (want_row) {  // a row's block: the 4 lanes of lane & 4; lane holds rows 2 (lane & 3) + i
-                mark_cells(m, rm.rows, rm.row_nf, true);
+                mark_cells(m, rm, true, true);
                 fold<4>(m, 2, lane), fold<2>(m, 1, lane);
                 const int bcol = lc0 >> 5;
 #pragma unroll
@@ -332,7 +330,7 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
                 }
             }
             if (want_col) {  // a column's block: 32 rows, the 4 lanes above each other
-                mark_cells(m, rm.cols, rm.col_nf, true);
+                mark_cells(m, rm, false, true);
                 fold<4>(m, 16, lane), fold<2>(m, 8, lane);
                 const int brow = lr0 >> 5;
 #pragma unroll
