@@ -236,6 +236,25 @@ __device__ __forceinline__ void store_scales4(float* sinv, std::uint8_t* e8m0, s
     for (int i = 0; i < 4 && gc0 + i < grid_cols; ++i) sinv[at + i] = s[i], e8m0[at + i] = e[i];
 }
 
+// MX 1x32: one direction's blocks folded over the lanes that differ in bits o1 and o2,
+// the lane's two scales computed (kept in `held` for the cast) and their grid entries
+// staged in shared memory at [first + i][slot].
+template <Format F, class In>
+__device__ __forceinline__ void mx_scales(const RunMaxima<In>& rm, bool rows, int o1, int o2, int lane, MXRule rule,
+                                          int first, int slot, float (&held)[2], float (*sinv)[4],
+                                          std::uint8_t (*e8m0)[4]) {
+    std::uint32_t m[8];
+    mark_cells(m, rm, rows, true);
+    fold<4>(m, o1, lane), fold<2>(m, o2, lane);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        const BlockScale b = block_scale(m[i], F, true, rule, false);
+        held[i] = b.s;
+        sinv[first + i][slot] = b.scale_inv;
+        e8m0[first + i][slot] = b.e8m0;
+    }
+}
+
 template <class In, Format F, BlockShape B>
 __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_block_kernel(const TileParams p) {
     __shared__ __align__(16) BlockShared sh;
@@ -314,34 +333,16 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
                 else store_scale(p.col_sinv, nullptr, tc * kTile + i, tr, p.col_gr, p.col_gc, b);
             }
             __syncthreads();
-        } else if constexpr (B == BlockShape::Mx32) {  // the grid entries go through shared memory, 4 to a grid row
-            std::uint32_t m[8];
-            if (want_row) {  // a row's block: the 4 lanes of lane & 4; lane holds rows 2 (lane & 3) + i
-                mark_cells(m, rm, true, true);
-                fold<4>(m, 2, lane), fold<2>(m, 1, lane);
-                const int bcol = lc0 >> 5;
-#pragma unroll
-                for (int i = 0; i < 2; ++i) {
-                    const BlockScale b = block_scale(m[i], F, true, p.rule, false);
-                    s_row_held[i] = b.s;
-                    const int row = lr0 + 2 * (lane & 3) + i;
-                    sh.mx.row_sinv[parity][row][bcol] = b.scale_inv;
-                    sh.mx.row_e8m0[parity][row][bcol] = b.e8m0;
-                }
-            }
-            if (want_col) {  // a column's block: 32 rows, the 4 lanes above each other
-                mark_cells(m, rm, false, true);
-                fold<4>(m, 16, lane), fold<2>(m, 8, lane);
-                const int brow = lr0 >> 5;
-#pragma unroll
-                for (int i = 0; i < 2; ++i) {
-                    const BlockScale b = block_scale(m[i], F, true, p.rule, false);
-                    s_col_held[i] = b.s;
-                    const int col = lc0 + 2 * ((lane >> 3) & 3) + i;
-                    sh.mx.col_sinv[parity][col][brow] = b.scale_inv;
-                    sh.mx.col_e8m0[parity][col][brow] = b.e8m0;
-                }
-            }
+        } else if constexpr (B == BlockShape::Mx32) {  // grid entries through shared memory, 4 to a grid row
+            // A row's block: the 4 lanes of lane & 4, folded, lane holds rows 2 (lane & 3) + i.
+            // A column's (32 rows): the 4 lanes above each other, lane holds columns
+            // 2 ((lane >> 3) & 3) + i.
+            if (want_row)
+                mx_scales<F>(rm, true, 2, 1, lane, p.rule, lr0 + 2 * (lane & 3), lc0 >> 5, s_row_held,
+                             sh.mx.row_sinv[parity], sh.mx.row_e8m0[parity]);
+            if (want_col)
+                mx_scales<F>(rm, false, 16, 8, lane, p.rule, lc0 + 2 * ((lane >> 3) & 3), lr0 >> 5, s_col_held,
+                             sh.mx.col_sinv[parity], sh.mx.col_e8m0[parity]);
             __syncthreads();
             const int i = tid & (kTile - 1);
             if (tid < kTile && want_row)
