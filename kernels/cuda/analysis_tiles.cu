@@ -184,7 +184,11 @@ __device__ ScaleRange block_scales(const RecipePlan& p, bool amax_ready, int nr,
     __syncthreads();
     unsigned lo = sh.range[0][0], hi = sh.range[1][0], ilo = sh.range[2][0];
 #pragma unroll
-    for (int w = 1; w < kWarps; ++w) lo = min(lo, sh.range[0][w]), hi = max(hi, sh.range[1][w]), ilo = min(ilo, sh.range[2][w]);
+    for (int w = 1; w < kWarps; ++w) {
+        lo = min(lo, sh.range[0][w]);
+        hi = max(hi, sh.range[1][w]);
+        ilo = min(ilo, sh.range[2][w]);
+    }
     return {__uint_as_float(lo), __uint_as_float(hi), __uint_as_float(ilo)};
 }
 
@@ -227,8 +231,9 @@ __device__ void recipe_errors(const RecipePlan& p, float s, float si, int nr, in
                 y[h] = use[h] ? __fmul_rn(x, row_s[b]) : 0.0f;
             }
             const float2 rr = round_sat2<F>(y[0], y[1]);
-            error_element<F, kNorm, kTiny, kCounts>(use[0], v[0], y[0], rr.x, row_si[(2 * jp) * kBlocks / 4], norm, e);
-            error_element<F, kNorm, kTiny, kCounts>(use[1], v[1], y[1], rr.y, row_si[(2 * jp + 1) * kBlocks / 4], norm, e);
+            const float si0 = row_si[(2 * jp) * kBlocks / 4], si1 = row_si[(2 * jp + 1) * kBlocks / 4];
+            error_element<F, kNorm, kTiny, kCounts>(use[0], v[0], y[0], rr.x, si0, norm, e);
+            error_element<F, kNorm, kTiny, kCounts>(use[1], v[1], y[1], rr.y, si1, norm, e);
         }
     }
 }
@@ -266,12 +271,16 @@ __device__ __forceinline__ bool counts_possible(const ScaleRange& r, float min_n
 // The error sums of plan p over the tile, through the leanest body this tile allows.
 template <Format F, class T, int kRow>
 __device__ void recipe_errors_at(const RecipePlan& p, float s, float si, const ScaleRange& range, float min_nz,
-                                 float max_abs, int nr, int nc, int norm_exp, float norm, TileShared<T>& sh, ErrAcc& e) {
-    if (tiny_possible<F>(range, min_nz, norm)) recipe_errors_of<F, T, kRow, true, true, true>(p, s, si, nr, nc, norm, sh, e);
-    else if (norm_exp) recipe_errors_of<F, T, kRow, true, false, true>(p, s, si, nr, nc, norm, sh, e);
+                                 float max_abs, int nr, int nc, int norm_exp, float norm, TileShared<T>& sh,
+                                 ErrAcc& e) {
+    if (tiny_possible<F>(range, min_nz, norm))
+        recipe_errors_of<F, T, kRow, true, true, true>(p, s, si, nr, nc, norm, sh, e);
+    else if (norm_exp)
+        recipe_errors_of<F, T, kRow, true, false, true>(p, s, si, nr, nc, norm, sh, e);
     else if (counts_possible<F>(range, min_nz, max_abs))
         recipe_errors_of<F, T, kRow, false, false, true>(p, s, si, nr, nc, norm, sh, e);
-    else recipe_errors_of<F, T, kRow, false, false, false>(p, s, si, nr, nc, norm, sh, e);
+    else
+        recipe_errors_of<F, T, kRow, false, false, false>(p, s, si, nr, nc, norm, sh, e);
 }
 
 __device__ __forceinline__ int hist_bin(unsigned a) {

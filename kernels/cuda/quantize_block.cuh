@@ -120,7 +120,8 @@ struct Micro<std::uint16_t> {
                 r.row_nf |= (nf != 0u) << j;
             }
 #pragma unroll
-            for (int k = 0; k < 4; ++k) r.col_nf |= ((cnf[k] & 0xFFFFu) != 0u) << (2 * k) | (cnf[k] > 0xFFFFu) << (2 * k + 1);
+            for (int k = 0; k < 4; ++k)
+                r.col_nf |= ((cnf[k] & 0xFFFFu) != 0u) << (2 * k) | (cnf[k] > 0xFFFFu) << (2 * k + 1);
         }
 #pragma unroll
         for (int k = 0; k < 4; ++k) r.cols[k] = c[k];
@@ -358,7 +359,8 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
             for (int j = 0; j < 8; ++j) {
                 float s = s_tile;
                 if constexpr (B == BlockShape::Rows128) s = sh.part.s[lr0 + j];
-                if constexpr (B == BlockShape::Mx32) s = __shfl_sync(0xFFFFFFFFu, s_row_held[j & 1], (lane & ~3) | (j >> 1));
+                if constexpr (B == BlockShape::Mx32)
+                    s = __shfl_sync(0xFFFFFFFFu, s_row_held[j & 1], (lane & ~3) | (j >> 1));
                 const std::int64_t r = r0 + j;
                 if (r >= p.rows) continue;
                 float v[8];
@@ -398,11 +400,15 @@ void launch_block(const TileParams& p, BlockShape b, cudaStream_t stream) {
     case BlockShape::PerTensor:
         cast_block_kernel<In, F, BlockShape::PerTensor><<<grid, kTileThreads, 0, stream>>>(p);
         break;
-    case BlockShape::Rows128: cast_block_kernel<In, F, BlockShape::Rows128><<<grid, kTileThreads, 0, stream>>>(p); break;
+    case BlockShape::Rows128:
+        cast_block_kernel<In, F, BlockShape::Rows128><<<grid, kTileThreads, 0, stream>>>(p);
+        break;
     case BlockShape::Square128:
         cast_block_kernel<In, F, BlockShape::Square128><<<grid, kTileThreads, 0, stream>>>(p);
         break;
-    case BlockShape::Mx32: cast_block_kernel<In, F, BlockShape::Mx32><<<grid, kTileThreads, 0, stream>>>(p); break;
+    case BlockShape::Mx32:
+        cast_block_kernel<In, F, BlockShape::Mx32><<<grid, kTileThreads, 0, stream>>>(p);
+        break;
     }
 }
 
