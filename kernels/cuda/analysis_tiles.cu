@@ -1,9 +1,6 @@
 // Pass 2 of the device analysis (analysis.h): one block of threads per 128 x 128 tile of
 // the view. The tile is loaded once into shared memory in the input's type (transposed on
 // the way when the view is), then read from there by the statistics and by every recipe.
-#include <cuda_bf16.h>
-#include <cuda_fp8.h>
-
 #include "cuda/analysis_internal.h"
 #include "cuda/analysis_kernels.cuh"
 #include "cuda/check.h"
@@ -15,13 +12,10 @@ using qk::kInfBits;
 constexpr unsigned kAbs = ~qk::kSignBit;
 
 // FP8 rounding of y0, y1 (not NaN) as floats, saturating: the hardware conversion, which
-// equals cast.h's round_sat for every non-NaN float32 (cvt.rn.satfinite; decoding through
-// half precision is exact for every FP8 value).
+// equals cast.h's round_sat for every non-NaN float32 (cvt.rn.satfinite), decoded exactly.
 template <Format F>
 __device__ __forceinline__ float2 round_sat2(float y0, float y1) {
-    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(
-        static_cast<__nv_fp8x2_storage_t>(qk::cast2_fast<F>(y0, y1)), qk::Fp8<F>::kHw);
-    return __half22float2(__half2(h));
+    return qk::decode2<F>(qk::cast2_fast<F>(y0, y1));
 }
 
 // Per-thread error sums of one recipe: products in float32 on values normalised by the
