@@ -20,8 +20,6 @@
 // NaN ignored, as the other kernels do, and mark the runs holding NaN or Inf.
 #pragma once
 
-#include <algorithm>
-
 #include "cuda/quantize_tile.cuh"
 
 namespace fp8scope::cuda::qk {
@@ -391,11 +389,10 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
     cast_epilogue(p, lane, ov_row, ov_col, B != BlockShape::PerTensor || p.fuse_amax, amax_bits);
 }
 
-// The launch over all of x: a CTA per tile column and row (rows past 65535 tiles loop).
+// The launch over all of x (tile_grid).
 template <class In, Format F>
 void launch_block(const TileParams& p, BlockShape b, cudaStream_t stream) {
-    const dim3 grid(static_cast<unsigned>((p.cols + kTile - 1) / kTile),
-                    static_cast<unsigned>(std::min<std::int64_t>((p.rows + kTile - 1) / kTile, 65535)));
+    const dim3 grid = tile_grid(p);
     switch (b) {
     case BlockShape::PerTensor:
         cast_block_kernel<In, F, BlockShape::PerTensor><<<grid, kTileThreads, 0, stream>>>(p);

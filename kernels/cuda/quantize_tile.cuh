@@ -392,4 +392,25 @@ __global__ void __launch_bounds__(kTileThreads, 2) cast_tile_kernel(const TilePa
     cast_epilogue(p, lane, ov_row, ov_col, p.fuse_amax, amax_bits);
 }
 
+// The grid of a cast over all of x: a CTA per tile column and row (rows past 65535 tiles
+// loop in their CTA).
+inline dim3 tile_grid(const TileParams& p) {
+    const std::int64_t tiles_r = (p.rows + kTile - 1) / kTile;
+    return dim3(static_cast<unsigned>((p.cols + kTile - 1) / kTile),
+                static_cast<unsigned>(tiles_r < 65535 ? tiles_r : 65535));
+}
+
+template <class In, Format F>
+void launch_tile(const TileParams& p, ScaleSource s, cudaStream_t stream) {
+    switch (s) {
+    case ScaleSource::Cells:
+        cast_tile_kernel<In, F, ScaleSource::Cells>
+            <<<tile_grid(p), kTileThreads, tile_cells(p.br, p.bc) * sizeof(std::uint32_t), stream>>>(p);
+        break;
+    case ScaleSource::Grid:
+        cast_tile_kernel<In, F, ScaleSource::Grid><<<tile_grid(p), kTileThreads, 0, stream>>>(p);
+        break;
+    }
+}
+
 }  // namespace fp8scope::cuda::qk
