@@ -143,31 +143,12 @@ struct Micro<float> {
         load_micro<float>(p, r0, c0, v);
     }
 
-    // NaN-ignoring maxima (fmaxf); the sum says when NaN or Inf may be there, then masks.
+    // The tile kernel's float run amaxes, as bits.
     __device__ __forceinline__ void maxima(RunMaxima<In>& r) const {
-        float rm[8], cm[8], sum = 0.0f, top = 0.0f;
-#pragma unroll
-        for (int k = 0; k < 8; ++k) cm[k] = 0.0f;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-            rm[j] = 0.0f;
-#pragma unroll
-            for (int k = 0; k < 8; ++k) {
-                rm[j] = fmaxf(rm[j], fabsf(v[j][k]));
-                cm[k] = fmaxf(cm[k], fabsf(v[j][k]));
-                sum += v[j][k];
-            }
-            top = fmaxf(top, rm[j]);
-        }
+        float rm[8], cm[8];
+        run_amaxes(v, rm, cm, r.row_nf, r.col_nf);
 #pragma unroll
         for (int i = 0; i < 8; ++i) r.rows[i] = __float_as_uint(rm[i]), r.cols[i] = __float_as_uint(cm[i]);
-        if (is_nan(sum) || is_inf(top)) {
-#pragma unroll
-            for (int j = 0; j < 8; ++j)
-#pragma unroll
-                for (int k = 0; k < 8; ++k)
-                    if (!(fabsf(v[j][k]) < __uint_as_float(kInfBits))) r.row_nf |= 1u << j, r.col_nf |= 1u << k;
-        }
     }
 };
 

@@ -104,6 +104,36 @@ __device__ __forceinline__ void load_micro(const TileParams& p, std::int64_t r0,
     }
 }
 
+// Per-run amaxes of a micro-block (NaN ignored, Inf included) and, where the sum says
+// NaN or Inf may be there, the exact masks of the runs holding them (bit j: row j, bit
+// k: column k). Returns the micro-block's amax.
+__device__ __forceinline__ float run_amaxes(const float (&v)[8][8], float (&rmax)[8], float (&cmax)[8],
+                                            std::uint32_t& rnf, std::uint32_t& cnf) {
+    float sum = 0.0f, top = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) cmax[k] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        rmax[j] = 0.0f;
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            rmax[j] = fmaxf(rmax[j], fabsf(v[j][k]));
+            cmax[k] = fmaxf(cmax[k], fabsf(v[j][k]));
+            sum += v[j][k];
+        }
+        top = fmaxf(top, rmax[j]);
+    }
+    rnf = cnf = 0;
+    if (is_nan(sum) || is_inf(top)) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+#pragma unroll
+            for (int k = 0; k < 8; ++k)
+                if (!(fabsf(v[j][k]) < __uint_as_float(kInfBits))) rnf |= 1u << j, cnf |= 1u << k;
+    }
+    return top;
+}
+
 // 8 codes of one run packed little-endian (code i in byte i).
 template <Format F>
 __device__ __forceinline__ uint2 cast_run_fast(const float (&y)[8]) {
@@ -215,36 +245,9 @@ __global__ void __launch_bounds__(kTileThreads, 2) cast_tile_kernel(const TilePa
             for (int i = tid; i < n_cells; i += kTileThreads) cells[i] = 0;
         }
 
-        // Per-run amaxes (NaN ignored, Inf included) and, where the sum says NaN or Inf
-        // may be there, the exact masks of runs holding them.
-        float rmax[8], cmax[8], sum = 0.0f;
-#pragma unroll
-        for (int k = 0; k < 8; ++k) cmax[k] = 0.0f;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-            rmax[j] = 0.0f;
-            float rs = 0.0f;
-#pragma unroll
-            for (int k = 0; k < 8; ++k) {
-                const float a = fabsf(v[j][k]);
-                rmax[j] = fmaxf(rmax[j], a);
-                cmax[k] = fmaxf(cmax[k], a);
-                rs += v[j][k];
-            }
-            sum += rs;
-        }
-        float tmax = 0.0f;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) tmax = fmaxf(tmax, rmax[j]);
-        amax_bits = max(amax_bits, __float_as_uint(tmax));
-        std::uint32_t rnf = 0, cnf = 0;  // bit j / k: that run holds NaN or Inf
-        if (is_nan(sum) || is_inf(tmax)) {
-#pragma unroll
-            for (int j = 0; j < 8; ++j)
-#pragma unroll
-                for (int k = 0; k < 8; ++k)
-                    if (!(fabsf(v[j][k]) < __uint_as_float(kInfBits))) rnf |= 1u << j, cnf |= 1u << k;
-        }
+        float rmax[8], cmax[8];
+        std::uint32_t rnf, cnf;  // bit j / k: that run holds NaN or Inf
+        amax_bits = max(amax_bits, __float_as_uint(run_amaxes(v, rmax, cmax, rnf, cnf)));
 
         if constexpr (S == ScaleSource::Cells) {
             __syncthreads();  // cells zeroed
