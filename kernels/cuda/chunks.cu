@@ -8,11 +8,14 @@
 
 #include "cuda/check.h"
 #include "cuda/chunks.h"
+#include "cuda/ops_common.cuh"
 #include "cuda/quantize_launch.cuh"
 
 namespace fp8scope::cuda {
 
 namespace {
+
+using detail::aligned16;
 
 constexpr int kThreads = 256;
 
@@ -88,8 +91,6 @@ __global__ void __launch_bounds__(kThreads) dequantize_sum_kernel(float* out, co
         }
     }
 }
-
-bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 }  // namespace
 
