@@ -21,69 +21,171 @@ namespace {
 
 constexpr int kFinishThreads = 1024;
 
+// The histogram bin of a finite nonzero |x| (bits): floor(log2 |x|) - kHistMinExp.
+__device__ __forceinline__ int hist_bin(unsigned a) {
+    const unsigned e = a >> 23;
+    return e ? int(e) - 127 - kHistMinExp : (31 - __clz(int(a))) - 149 - kHistMinExp;
+}
+
+// Pass 1's log2 histogram (fp8/stats.h). A lane counts a window of kWindow bins in 16-bit
+// counters of its own in shared memory, chosen from its first run holding a normal number:
+// from 24 binades below that run's largest |x| to 8 above. Zeros are counted apart, other
+// values outside the window (subnormals, far outliers) go to the block's bins one by one.
+constexpr int kWindow = 32;
+constexpr unsigned kNoWindow = 255;  // none chosen yet: every value falls outside
+
+struct Counts {
+    unsigned short lanes[kWarps][kWindow + 1][32];  // row kWindow takes the rest, unread
+    unsigned block_bins[kHistBins];
+};
+
+struct ExpHistogram {
+    unsigned short* counts;  // the lane's row 0; row r at counts[32 r]
+    unsigned* block_bins;
+    unsigned window = kNoWindow;  // biased exponent of the window's first bin
+    unsigned zero = 0;
+
+    // run_max: the bits of the largest finite |x| of the run about to be added.
+    __device__ __forceinline__ void choose(unsigned run_max) {
+        const unsigned e = run_max >> 23;
+        if (window == kNoWindow && e != 0u) window = min(max(e, 25u) - 24u, 255u - kWindow);
+    }
+    // a: a finite |x| (bits).
+    __device__ __forceinline__ void add(unsigned a) {
+        const unsigned o = (a >> 23) - window;
+        ++counts[min(o, unsigned(kWindow)) * 32];
+        if (o >= unsigned(kWindow)) {  // rare
+            if (a == 0u) ++zero;
+            else atomicAdd(&block_bins[hist_bin(a)], 1u);
+        }
+    }
+    // The lanes' counts into the block's bins: one atomic per bin and warp when the warp's
+    // lanes share their window (the usual case). The whole warp calls it.
+    __device__ __forceinline__ void flush() const {
+        const unsigned w0 = __shfl_sync(0xffffffffu, window, 0);
+        const int first = int(window) - 127 - kHistMinExp;
+        if (__all_sync(0xffffffffu, window == w0)) {
+            if (w0 == kNoWindow) return;
+            for (int r = 0; r < kWindow; ++r) {
+                const unsigned c = __reduce_add_sync(0xffffffffu, counts[32 * r]);
+                if (threadIdx.x % 32 == 0 && c) atomicAdd(&block_bins[first + r], c);
+            }
+        } else if (window != kNoWindow) {
+            for (int r = 0; r < kWindow; ++r)
+                if (counts[32 * r]) atomicAdd(&block_bins[first + r], unsigned(counts[32 * r]));
+        }
+    }
+};
+
 // Pass 1's sums per thread. A 16-byte run's sums are formed in float32 and added in
 // float64 when its largest |x| lies in [2^-60, 2^60) (no square overflows or is lost);
-// other runs go element by element in float64.
+// other runs go element by element in float64. Non-finite values add 0 to the sums.
 struct MomentAcc {
     double sum = 0, sum2 = 0;
     unsigned amax = 0, amax_finite = 0, nan = 0, inf = 0;
+    unsigned min_nz1 = qk::kInfBits - 1u;  // the least nonzero finite |x| - 1 (0 wraps)
+    ExpHistogram hist;
 
+    // Values every one of which is finite, run_max the bits of their largest |x|.
     template <int kV>
-    __device__ __forceinline__ void add(const float (&v)[kV]) {
-        float fs = 0, fs2 = 0;
-        unsigned run_max = 0;
+    __device__ __forceinline__ void add_finite(const float (&v)[kV], unsigned run_max) {
+        hist.choose(run_max);
 #pragma unroll
         for (int k = 0; k < kV; ++k) {
             const unsigned a = __float_as_uint(v[k]) & ~qk::kSignBit;
-            const bool fin = a < qk::kInfBits;
-            const float x = fin ? v[k] : 0.0f;
-            fs += x;
-            fs2 = fmaf(x, x, fs2);
-            amax = max(amax, a <= qk::kInfBits ? a : 0u);
-            run_max = max(run_max, fin ? a : 0u);
-            nan += a > qk::kInfBits;
-            inf += a == qk::kInfBits;
+            min_nz1 = min(min_nz1, a - 1u);
+            hist.add(a);
         }
-        amax_finite = max(amax_finite, run_max);
         constexpr unsigned kLow = 0x21800000u, kHigh = 0x5D800000u;  // 2^-60, 2^60
         if (run_max - kLow < kHigh - kLow || run_max == 0) {
+            float fs = 0, fs2 = 0;
+#pragma unroll
+            for (int k = 0; k < kV; ++k) {
+                fs += v[k];
+                fs2 = fmaf(v[k], v[k], fs2);
+            }
             sum += fs;
             sum2 += fs2;
         } else {
 #pragma unroll
             for (int k = 0; k < kV; ++k) {
-                const double d = (__float_as_uint(v[k]) & ~qk::kSignBit) < qk::kInfBits ? double(v[k]) : 0.0;
+                const double d = v[k];
                 sum += d;
                 sum2 += d * d;
             }
         }
     }
+
+    // A run of values, `special` when some may be NaN or Inf (else run_max is the bits of
+    // their largest |x|): those are counted and left out (0 in the sums, not zeros).
+    template <int kV>
+    __device__ __forceinline__ void add(float (&v)[kV], unsigned run_max, bool special) {
+        unsigned nonfinite = 0;
+        if (special) {
+            run_max = 0;
+#pragma unroll
+            for (int k = 0; k < kV; ++k) {
+                const unsigned a = __float_as_uint(v[k]) & ~qk::kSignBit;
+                const bool fin = a < qk::kInfBits;
+                amax = max(amax, a <= qk::kInfBits ? a : 0u);
+                run_max = max(run_max, fin ? a : 0u);
+                nan += a > qk::kInfBits;
+                inf += a == qk::kInfBits;
+                nonfinite += !fin;
+                v[k] = fin ? v[k] : 0.0f;
+            }
+        } else {
+            amax = max(amax, run_max);
+        }
+        amax_finite = max(amax_finite, run_max);
+        add_finite(v, run_max);
+        hist.zero -= nonfinite;
+    }
 };
 
-// A 16-byte run of x as float32 values.
+// A 16-byte run of x as float32 values. Runs whose values are all finite (the usual case)
+// skip the per-value tests, BF16 ones with their largest |x| from 16x2 integer maxima of
+// the magnitudes' bits.
 template <class T>
 __device__ __forceinline__ void add_run(MomentAcc& acc, const uint4& q) {
     constexpr int kV = 16 / sizeof(T);
-    T raw[kV];
-    memcpy(raw, &q, 16);
     float v[kV];
+    unsigned run_max = 0;
+    if constexpr (sizeof(T) == 2) {
+        const std::uint32_t w[4] = {q.x, q.y, q.z, q.w};
+        std::uint32_t m = 0;
 #pragma unroll
-    for (int k = 0; k < kV; ++k) v[k] = as_float(raw[k]);
-    acc.add(v);
+        for (int k = 0; k < 4; ++k) {
+            m = __vmaxu2(m, w[k] & 0x7FFF7FFFu);
+            v[2 * k] = __uint_as_float(w[k] << 16);
+            v[2 * k + 1] = __uint_as_float(w[k] & 0xFFFF0000u);
+        }
+        run_max = __vmaxu2(m, __funnelshift_l(m, m, 16)) << 16;
+    } else {
+        memcpy(v, &q, 16);
+#pragma unroll
+        for (int k = 0; k < kV; ++k) run_max = max(run_max, __float_as_uint(v[k]) & ~qk::kSignBit);
+    }
+    acc.add(v, run_max, run_max >= qk::kInfBits);
 }
 
 // Grid-stride over 16-byte runs (when x is aligned), the tail as runs of one.
 template <class T>
-__global__ void __launch_bounds__(kThreads) moments_kernel(const T* x, std::int64_t n, bool aligned,
-                                                           Moments* partials) {
+__global__ void __launch_bounds__(kThreads, 6) moments_kernel(const T* x, std::int64_t n, bool aligned,
+                                                              Moments* partials, unsigned long long* hist) {
     __shared__ unsigned long long scratch[kWarps];
+    __shared__ Counts counts;
+    for (int w = threadIdx.x; w < int(sizeof(counts) / 4); w += blockDim.x) reinterpret_cast<unsigned*>(&counts)[w] = 0u;
+    __syncthreads();
     constexpr int kV = 16 / sizeof(T);
     MomentAcc acc;
+    acc.hist.counts = &counts.lanes[threadIdx.x / 32][0][threadIdx.x % 32];
+    acc.hist.block_bins = counts.block_bins;
     const std::int64_t threads = std::int64_t(gridDim.x) * blockDim.x;
     const std::int64_t first = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
     const std::int64_t runs = aligned ? n / kV : 0;
-    // Four runs per trip while they last, their loads issued together.
-    constexpr int kTrip = 4;
+    // Two runs per trip while they last, their loads issued together.
+    constexpr int kTrip = 2;
     std::int64_t i = first;
     for (; i + (kTrip - 1) * threads < runs; i += kTrip * threads) {
         uint4 q[kTrip];
@@ -94,17 +196,23 @@ __global__ void __launch_bounds__(kThreads) moments_kernel(const T* x, std::int6
     }
     for (; i < runs; i += threads) add_run<T>(acc, reinterpret_cast<const uint4*>(x)[i]);
     for (std::int64_t e = runs * kV + first; e < n; e += threads) {
-        const float v[1] = {as_float(x[e])};
-        acc.add(v);
+        float v[1] = {as_float(x[e])};
+        acc.add(v, 0u, true);
     }
+    acc.hist.flush();
     Moments m;
     m.sum = block_reduce(acc.sum, Add{}, reinterpret_cast<double*>(scratch));
     m.sum2 = block_reduce(acc.sum2, Add{}, reinterpret_cast<double*>(scratch));
     m.amax = block_reduce(acc.amax, Max{}, reinterpret_cast<unsigned*>(scratch));
     m.amax_finite = block_reduce(acc.amax_finite, Max{}, reinterpret_cast<unsigned*>(scratch));
+    m.min_nz = block_reduce(acc.min_nz1 + 1u, Min{}, reinterpret_cast<unsigned*>(scratch));
     m.nan = block_reduce(static_cast<unsigned long long>(acc.nan), Add{}, scratch);
     m.inf = block_reduce(static_cast<unsigned long long>(acc.inf), Add{}, scratch);
+    m.zero = block_reduce(static_cast<unsigned long long>(acc.hist.zero), Add{}, scratch);
     if (threadIdx.x == 0) partials[blockIdx.x] = m;
+    __syncthreads();  // the block's bins are complete
+    for (int b = threadIdx.x; b < kHistBins; b += blockDim.x)
+        if (counts.block_bins[b]) atomicAdd(&hist[b], static_cast<unsigned long long>(counts.block_bins[b]));
 }
 
 // Elements of x that are neither NaN nor Inf.
@@ -119,13 +227,16 @@ __global__ void __launch_bounds__(kFinishThreads) finish_moments_kernel(const Mo
                                                                         Summary* out) {
     __shared__ unsigned long long scratch[kFinishThreads / 32];
     Moments m{};
+    m.min_nz = qk::kInfBits;
     if (int(threadIdx.x) < count) m = partials[threadIdx.x];
     m.sum = block_reduce(m.sum, Add{}, reinterpret_cast<double*>(scratch));
     m.sum2 = block_reduce(m.sum2, Add{}, reinterpret_cast<double*>(scratch));
     m.amax = block_reduce(m.amax, Max{}, reinterpret_cast<unsigned*>(scratch));
     m.amax_finite = block_reduce(m.amax_finite, Max{}, reinterpret_cast<unsigned*>(scratch));
+    m.min_nz = block_reduce(m.min_nz, Min{}, reinterpret_cast<unsigned*>(scratch));
     m.nan = block_reduce(m.nan, Add{}, scratch);
     m.inf = block_reduce(m.inf, Add{}, scratch);
+    m.zero = block_reduce(m.zero, Add{}, scratch);
     if (threadIdx.x != 0) return;
     out->moments = m;
     const std::int64_t finite = n_finite(m, n);
@@ -139,11 +250,9 @@ __global__ void __launch_bounds__(kFinishThreads) finish_moments_kernel(const Mo
     q.dev_exp = spread > 0 ? ilogb(spread) + 1 : 0;
     q.dev_norm_d = ldexp(1.0, -q.dev_exp);
     q.dev_norm = q.dev_exp >= kMinDevExp ? float(q.dev_norm_d) : 0.0f;
+    q.all_finite = m.nan == 0 && m.inf == 0;
     q.pivot = float(q.mean * q.dev_norm_d);
     q.delta = q.mean * q.dev_norm_d - double(q.pivot);
-    // The register window of the histogram: from 2^-11 to 2^5 times the RMS.
-    const int rms_bin = m.sum2 > 0 && finite ? ilogb(rms) - kHistMinExp : 0;
-    q.hist_window = max(1 - 127 - kHistMinExp, min(kHistBins - kHistWindow - 1, rms_bin - 11));
     const float amax = qk::float_of(m.amax);
     for (int i = 0; i < plans.count; ++i) {
         const RecipePlan& p = plans.r[i];
@@ -157,24 +266,22 @@ __global__ void __launch_bounds__(kFinishThreads) finish_moments_kernel(const Mo
 
 // Block b < recipes adds recipe b's tile sums in tile order; block `recipes` the central
 // statistics.
-__global__ void __launch_bounds__(kThreads) finish_tiles_kernel(const TileStats* stats, const TileError* errors,
+__global__ void __launch_bounds__(kFinishThreads) finish_tiles_kernel(const TileStats* stats, const TileError* errors,
                                                                 std::int64_t tiles, std::int64_t n, int recipes,
                                                                 Summary* out) {
-    __shared__ unsigned long long scratch[kWarps];
+    __shared__ unsigned long long scratch[kFinishThreads / 32];
     auto* dscratch = reinterpret_cast<double*>(scratch);
     auto* fscratch = reinterpret_cast<float*>(scratch);
     if (int(blockIdx.x) == recipes) {
         double s1 = 0, s2 = 0, s3 = 0, s4 = 0;
-        unsigned long long beyond = 0, zero = 0;
-        unsigned min_nz = qk::kInfBits;
+        unsigned long long beyond = 0;
+#pragma unroll 4
         for (std::int64_t t = threadIdx.x; t < tiles; t += blockDim.x) {
             s1 += stats[t].s1;
             s2 += stats[t].s2;
             s3 += stats[t].s3;
             s4 += stats[t].s4;
             beyond += stats[t].beyond;
-            zero += stats[t].zero;
-            min_nz = min(min_nz, stats[t].min_nz);
         }
         s1 = block_reduce(s1, Add{}, dscratch);
         s2 = block_reduce(s2, Add{}, dscratch);
@@ -182,8 +289,6 @@ __global__ void __launch_bounds__(kThreads) finish_tiles_kernel(const TileStats*
         s4 = block_reduce(s4, Add{}, dscratch);
         CentralTotalsDev c;
         c.beyond = block_reduce(beyond, Add{}, scratch);
-        c.zero = block_reduce(zero, Add{}, scratch);
-        c.min_nz = block_reduce(min_nz, Min{}, reinterpret_cast<unsigned*>(scratch));
         if (threadIdx.x == 0) {
             // Sums about the pivot -> sums about the mean (d - delta), then back to x's scale.
             const Params& q = out->params;
@@ -201,6 +306,7 @@ __global__ void __launch_bounds__(kThreads) finish_tiles_kernel(const TileStats*
     double sxx = 0, sdd = 0, sqq = 0, sxq = 0;
     float max_err = 0, si_min = INFINITY, si_max = -INFINITY;
     unsigned long long under = 0, over = 0, nonfinite = 0;
+#pragma unroll 4
     for (std::int64_t t = threadIdx.x; t < tiles; t += blockDim.x) {
         const TileError& e = errors[t * recipes + k];
         sxx += e.sxx;
@@ -299,22 +405,23 @@ struct Analyzer::Buffers {
     an::Moments* partials = nullptr;
     an::TileStats* tile_stats = nullptr;
     an::TileError* tile_errors = nullptr;
-    unsigned* channel = nullptr;
     an::Candidate* candidates = nullptr;
+    unsigned* top_tiles = nullptr;
     an::Summary* summary = nullptr;
-    std::size_t n_partials = 0, n_tile_stats = 0, n_tile_errors = 0, n_channel = 0, n_candidates = 0, n_summary = 0;
+    std::size_t n_partials = 0, n_tile_stats = 0, n_tile_errors = 0, n_candidates = 0, n_top_tiles = 0,
+                n_summary = 0;
     // pinned host copies
     an::Summary* h_summary = nullptr;
-    unsigned* h_channel = nullptr;
     an::TileStats* h_tile_stats = nullptr;
     an::TileError* h_tile_errors = nullptr;
-    std::size_t nh_summary = 0, nh_channel = 0, nh_tile_stats = 0, nh_tile_errors = 0;
+    std::size_t nh_summary = 0, nh_tile_stats = 0, nh_tile_errors = 0;
 
     ~Buffers() {
         for (void* p : {static_cast<void*>(partials), static_cast<void*>(tile_stats), static_cast<void*>(tile_errors),
-                        static_cast<void*>(channel), static_cast<void*>(candidates), static_cast<void*>(summary)})
+                        static_cast<void*>(candidates), static_cast<void*>(top_tiles),
+                        static_cast<void*>(summary)})
             if (p) cudaFree(p);
-        for (void* p : {static_cast<void*>(h_summary), static_cast<void*>(h_channel), static_cast<void*>(h_tile_stats),
+        for (void* p : {static_cast<void*>(h_summary), static_cast<void*>(h_tile_stats),
                         static_cast<void*>(h_tile_errors)})
             if (p) cudaFreeHost(p);
     }
@@ -344,38 +451,39 @@ Analysis Analyzer::analyze(const AnalysisInput& x, const std::vector<Recipe>& re
     an::grow(b.partials, b.n_partials, an::kMomentBlocks);
     an::grow(b.tile_stats, b.n_tile_stats, tiles);
     an::grow(b.tile_errors, b.n_tile_errors, std::max<std::size_t>(1, tiles * nrec));
-    an::grow(b.channel, b.n_channel, std::size_t(x.cols));
     an::grow(b.candidates, b.n_candidates, std::max<std::size_t>(1, tiles * std::size_t(top_k)));
-    an::grow(b.summary, b.n_summary, 1);
-    an::grow_host(b.h_summary, b.nh_summary, 1);
-    an::grow_host(b.h_channel, b.nh_channel, std::size_t(x.cols));
+    an::grow(b.top_tiles, b.n_top_tiles, tiles);
+    // The summary with the channel maxima after it: one clear and one copy back for both.
+    const std::size_t summary_units = 1 + (std::size_t(x.cols) * sizeof(unsigned) + sizeof(an::Summary) - 1) /
+                                              sizeof(an::Summary);
+    an::grow(b.summary, b.n_summary, summary_units);
+    an::grow_host(b.h_summary, b.nh_summary, summary_units);
+    unsigned* const channel = reinterpret_cast<unsigned*>(b.summary + 1);
+    const std::size_t summary_bytes = sizeof(an::Summary) + std::size_t(x.cols) * sizeof(unsigned);
     if (extras.tile_maps) {
         an::grow_host(b.h_tile_stats, b.nh_tile_stats, tiles);
         an::grow_host(b.h_tile_errors, b.nh_tile_errors, std::max<std::size_t>(1, tiles * nrec));
     }
 
-    FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(b.summary, 0, sizeof(an::Summary), stream));
-    FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(b.channel, 0, std::size_t(x.cols) * sizeof(unsigned), stream));
+    FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(b.summary, 0, summary_bytes, stream));
     const int blocks = int(std::min<std::int64_t>(an::kMomentBlocks, (n + an::kThreads * 8 - 1) / (an::kThreads * 8)));
     if (x.dtype == DType::BF16)
         an::moments_kernel<<<blocks, an::kThreads, 0, stream>>>(static_cast<const std::uint16_t*>(x.data), n, aligned,
-                                                                b.partials);
+                                                                b.partials, b.summary->hist);
     else
         an::moments_kernel<<<blocks, an::kThreads, 0, stream>>>(static_cast<const float*>(x.data), n, aligned,
-                                                                b.partials);
+                                                                b.partials, b.summary->hist);
     FP8SCOPE_CUDA_LAUNCHED();
     an::finish_moments_kernel<<<1, an::kFinishThreads, 0, stream>>>(b.partials, blocks, n, plans, opt.outlier_k,
                                                                      b.summary);
     FP8SCOPE_CUDA_LAUNCHED();
-    an::launch_tiles(in, plans, &b.summary->params, b.tile_stats, b.tile_errors, b.summary->hist, b.channel, stream);
-    an::finish_tiles_kernel<<<unsigned(nrec + 1), an::kThreads, 0, stream>>>(b.tile_stats, b.tile_errors,
+    an::launch_tiles(in, plans, &b.summary->params, b.tile_stats, b.tile_errors, channel, stream);
+    an::finish_tiles_kernel<<<unsigned(nrec + 1), an::kFinishThreads, 0, stream>>>(b.tile_stats, b.tile_errors,
                                                                              in.tiles(), n, int(nrec), b.summary);
     FP8SCOPE_CUDA_LAUNCHED();
-    if (top_k > 0) an::launch_top_values(in, top_k, b.tile_stats, b.candidates, b.summary, stream);
+    if (top_k > 0) an::launch_top_values(in, top_k, b.tile_stats, b.top_tiles, b.candidates, b.summary, stream);
 
-    FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(b.h_summary, b.summary, sizeof(an::Summary), cudaMemcpyDeviceToHost, stream));
-    FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(b.h_channel, b.channel, std::size_t(x.cols) * sizeof(unsigned),
-                                        cudaMemcpyDeviceToHost, stream));
+    FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(b.h_summary, b.summary, summary_bytes, cudaMemcpyDeviceToHost, stream));
     if (extras.tile_maps) {
         FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(b.h_tile_stats, b.tile_stats, tiles * sizeof(an::TileStats),
                                             cudaMemcpyDeviceToHost, stream));
@@ -402,12 +510,13 @@ Analysis Analyzer::analyze(const AnalysisInput& x, const std::vector<Recipe>& re
     c.m2 = s.central.m2;
     c.m4 = s.central.m4;
     c.beyond = std::int64_t(s.central.beyond);
-    c.zero = std::int64_t(s.central.zero);
-    c.min_nz_bits = s.central.min_nz;
+    c.zero = std::int64_t(s.moments.zero);
+    c.min_nz_bits = s.moments.min_nz;
     finish_central(c, opt.outlier_k, t);
     t.outliers.channel_absmax.resize(std::size_t(x.cols));
+    const auto* channel_bits = reinterpret_cast<const unsigned*>(b.h_summary + 1);
     for (std::int64_t col = 0; col < x.cols; ++col)
-        t.outliers.channel_absmax[std::size_t(col)] = an::float_bits(b.h_channel[col]);
+        t.outliers.channel_absmax[std::size_t(col)] = an::float_bits(channel_bits[col]);
     for (unsigned i = 0; i < std::min<unsigned>(s.top_count, unsigned(top_k)); ++i) {
         const std::uint64_t index = an::kIndexMask - (s.top[i].key & an::kIndexMask);
         t.outliers.top.push_back({s.top[i].value, std::int64_t(index) / x.cols, std::int64_t(index) % x.cols});

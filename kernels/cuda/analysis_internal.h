@@ -28,14 +28,14 @@ struct TileInput {
     std::int64_t tiles() const { return grid_rows * grid_cols; }
 };
 
-// Pass 2: per-tile statistics and error sums; adds into hist (kHistBins) and channel
+// Pass 2: per-tile statistics and error sums; takes the maxima per channel into channel
 // (cols, |x| bits), which must start at zero.
 void launch_tiles(const TileInput& in, const Plans& plans, const Params* params, TileStats* tile_stats,
-                  TileError* tile_errors, unsigned long long* hist, unsigned* channel, cudaStream_t stream);
+                  TileError* tile_errors, unsigned* channel, cudaStream_t stream);
 
 // Pass 3: the top_k largest finite |x| (ties: earlier position first) into summary->top;
-// `candidates` holds tiles() * top_k entries.
-void launch_top_values(const TileInput& in, int top_k, const TileStats* tile_stats, void* candidates,
-                       Summary* summary, cudaStream_t stream);
+// `tile_list` holds tiles() entries, `candidates` tiles() * top_k.
+void launch_top_values(const TileInput& in, int top_k, const TileStats* tile_stats, unsigned* tile_list,
+                       void* candidates, Summary* summary, cudaStream_t stream);
 
 }  // namespace fp8scope::cuda::an

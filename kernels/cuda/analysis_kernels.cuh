@@ -26,7 +26,8 @@ constexpr int kRowsPerWarp = kTile / kWarps;
 constexpr int kMaxRecipes = 32;
 constexpr int kMaxBlocks = 512;      // blocks of one recipe in a tile (>= 1 x 32)
 constexpr int kMaxTopK = 256;
-constexpr int kMomentBlocks = 1024;  // pass 1 partial sums (fixed: the order never changes)
+constexpr int kMomentBlocks = 768;  // pass 1 partial sums (fixed: the order never changes; one
+                                     // wave at 6 blocks an SM on 128 SMs or more)
 constexpr int kIndexBits = 33;       // top-value keys: |x| bits above the complemented index
 constexpr std::uint64_t kIndexMask = (std::uint64_t(1) << kIndexBits) - 1;
 
@@ -47,11 +48,12 @@ struct Plans {
     int count;
 };
 
-// Pass 1 partials and totals (MomentTotals' device twin).
+// Pass 1 partials and totals (MomentTotals' device twin, with the zeros and the least
+// nonzero finite |x| that CentralTotals holds).
 struct Moments {
     double sum, sum2;
-    unsigned amax, amax_finite;
-    unsigned long long nan, inf;
+    unsigned amax, amax_finite, min_nz;
+    unsigned long long nan, inf, zero;
 };
 
 // Pass 1's results that later passes read.
@@ -65,16 +67,16 @@ struct Params {
     float dev_norm, pivot;  // 2^-dev_exp (float), the pivot
     double dev_norm_d, delta;
     float threshold_f;  // the largest float <= threshold: |x| > threshold is |x| > threshold_f
-    int hist_window;    // first of the kHistWindow histogram bins counted in registers
+    int all_finite;     // x holds no NaN or Inf
     float s[kMaxRecipes], si[kMaxRecipes];  // per-tensor recipes
 };
 constexpr int kMinDevExp = -100;
-constexpr int kHistWindow = 16;
 
-// Per tile: power sums of d (Params), the counts and the largest finite |x|.
+// Per tile: power sums of d (Params), the count beyond the threshold, the least nonzero
+// and the largest finite |x|.
 struct TileStats {
     double s1, s2, s3, s4;
-    unsigned beyond, zero, min_nz, smax;
+    unsigned beyond, min_nz, smax;
 };
 
 // Per tile and recipe, and the totals per recipe (ErrorTotals' twin).
@@ -92,8 +94,7 @@ struct Totals {
 
 struct CentralTotalsDev {
     double m2, m4;
-    unsigned long long beyond, zero;
-    unsigned min_nz;
+    unsigned long long beyond;
 };
 
 struct Candidate {
@@ -109,6 +110,7 @@ struct Summary {
     Totals errors[kMaxRecipes];
     unsigned long long hist[kHistBins];
     unsigned top_threshold;  // the k-th largest tile maximum (bits)
+    unsigned top_tiles;      // tiles whose maximum reaches it, listed for pass 3
     unsigned candidates;     // pass 3's count of tile candidates
     unsigned top_count;      // values in top, <= top_k
     Candidate top[kMaxTopK];
@@ -122,16 +124,23 @@ __device__ __forceinline__ T warp_reduce(T v, Op op) {
     return v;
 }
 
-// The block's reduction of v, valid in thread 0. `scratch` holds kWarps values of T.
+// The block's reduction of v, valid in thread 0: each warp reduces its lanes, then warp 0
+// the warps' results, both with shuffles (fixed order: the same sums every run). `scratch`
+// holds blockDim.x / 32 values of T.
 template <class T, class Op>
 __device__ __forceinline__ T block_reduce(T v, Op op, T* scratch) {
     v = warp_reduce(v, op);
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = int(blockDim.x / 32);
     __syncthreads();
     if (lane == 0) scratch[warp] = v;
     __syncthreads();
-    if (threadIdx.x == 0)
-        for (int w = 1; w < int(blockDim.x / 32); ++w) v = op(v, scratch[w]);
+    if (warp == 0) {
+        v = scratch[lane < warps ? lane : 0];
+        for (int o = 16; o > 0; o >>= 1) {
+            const T t = __shfl_down_sync(0xffffffffu, v, o);
+            if (lane + o < warps) v = op(v, t);
+        }
+    }
     return v;
 }
 

@@ -64,7 +64,6 @@ struct TileShared {
     T tile[kTileElements<T>];
     unsigned blk_amax[kMaxBlocks], blk_raw[kMaxBlocks];
     float blk_s[kMaxBlocks], blk_si[kMaxBlocks];
-    unsigned hist[kWarps][kHistBins];  // one per warp: fewer lanes on one address
     unsigned channel[kTile];
     TileStats stats_parts[kWarps];
     TileError error_parts[2][kWarps];  // alternate recipes use alternate halves
@@ -84,12 +83,12 @@ struct ScaleRange {
 __device__ __forceinline__ TileStats shuffle_down(const TileStats& v, int o) {
     return {__shfl_down_sync(0xffffffffu, v.s1, o),     __shfl_down_sync(0xffffffffu, v.s2, o),
             __shfl_down_sync(0xffffffffu, v.s3, o),     __shfl_down_sync(0xffffffffu, v.s4, o),
-            __shfl_down_sync(0xffffffffu, v.beyond, o), __shfl_down_sync(0xffffffffu, v.zero, o),
-            __shfl_down_sync(0xffffffffu, v.min_nz, o), __shfl_down_sync(0xffffffffu, v.smax, o)};
+            __shfl_down_sync(0xffffffffu, v.beyond, o), __shfl_down_sync(0xffffffffu, v.min_nz, o),
+            __shfl_down_sync(0xffffffffu, v.smax, o)};
 }
 __device__ __forceinline__ TileStats combine(const TileStats& a, const TileStats& b) {
     return {a.s1 + b.s1,         a.s2 + b.s2,     a.s3 + b.s3,           a.s4 + b.s4,
-            a.beyond + b.beyond, a.zero + b.zero, min(a.min_nz, b.min_nz), max(a.smax, b.smax)};
+            a.beyond + b.beyond, min(a.min_nz, b.min_nz), max(a.smax, b.smax)};
 }
 __device__ __forceinline__ TileError shuffle_down(const TileError& v, int o) {
     return {__shfl_down_sync(0xffffffffu, v.sxx, o),       __shfl_down_sync(0xffffffffu, v.sdd, o),
@@ -277,49 +276,27 @@ __device__ void recipe_errors_at(const RecipePlan& p, float s, float si, const S
         recipe_errors_of<F, T, kRow, false, false, false>(p, s, si, nr, nc, norm, sh, e);
 }
 
-__device__ __forceinline__ int hist_bin(unsigned a) {
-    const unsigned e = a >> 23;
-    if (e - 1u < 254u) return int(e) - 127 - kHistMinExp;
-    if (a == 0u || e != 0u) return -1;  // zero, Inf, NaN
-    return (31 - __clz(int(a))) - 149 - kHistMinExp;
-}
+// A thread's statistics of the tile, before the block adds them up.
+struct StatsAcc {
+    float f1 = 0, f2 = 0, f3 = 0, f4 = 0;
+    double d1 = 0, d2 = 0, d3 = 0, d4 = 0;
+    unsigned beyond = 0, min_nz1 = kInfBits - 1u;  // min_nz1: min |x| - 1
+    unsigned ch[kTile / 32] = {};
+};
 
-}  // namespace
-
-template <class T, bool kTransposed>
-__global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans plans, const Params* params,
-                                                        TileStats* tile_stats, TileError* tile_errors,
-                                                        unsigned long long* hist, unsigned* channel) {
-    extern __shared__ __align__(16) unsigned char smem[];
-    TileShared<T>& sh = *reinterpret_cast<TileShared<T>*>(smem);
-    const std::int64_t tile = blockIdx.x;
-    const TileAt at = tile_at(in, tile);
-    const int nr = at.nr, nc = at.nc;
-    const std::int64_t c0 = at.c0;
+// The tile's statistics as this thread sees them: power sums of d (Params) in float32 (at
+// most 64 terms), or float64 for tensors too small for a float32 scale. This loop takes
+// every tile that may hold NaN, Inf or elements outside the tensor, or needs the float64
+// sums: warp w rows w + 8 i, lane l columns l + 32 j.
+template <class T, int kRow>
+__device__ void tile_statistics_checked(TileShared<T>& sh, int nr, int nc, const Params& q, StatsAcc& acc) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    constexpr int kRow = kRowStride<T, kTransposed>;
-    for (int b = threadIdx.x; b < kWarps * kHistBins; b += blockDim.x) (&sh.hist[0][0])[b] = 0u;
-    for (int c = threadIdx.x; c < kTile; c += blockDim.x) sh.channel[c] = 0u;
-    load_tile<T, kTransposed>(in, at.r0, c0, nr, nc, sh.tile);
-    __syncthreads();
-
-    // Tensor statistics of the tile: power sums of d (Params) per thread (at most 64 terms)
-    // in float32, or float64 for tensors too small for a float32 scale; the histogram's
-    // bins near the RMS counted in registers (8-bit counters, 8 to a 64-bit word) and added
-    // once per warp, the others with shared atomics. The parameters are read into
-    // registers once: through the pointer, the compiler reloads them for every element
-    // (the shared-memory atomics might alias them).
-    const Params& q = *params;
+    // Into registers once: through the reference, the compiler reloads them for every
+    // element (the shared-memory stores might alias them).
     const bool f32_sums = q.dev_exp >= kMinDevExp;
     const float dev_norm = q.dev_norm, pivot = q.pivot;
     const double dev_norm_d = q.dev_norm_d;
-    const int hist_window = q.hist_window;
     const unsigned threshold = __float_as_uint(q.threshold_f);  // >= 0 or NaN: compare as bits
-    const unsigned window = unsigned(hist_window + 127 + kHistMinExp);  // as a biased exponent
-    float f1 = 0, f2 = 0, f3 = 0, f4 = 0;
-    double d1 = 0, d2 = 0, d3 = 0, d4 = 0;
-    unsigned long long low8 = 0, high8 = 0;
-    unsigned beyond = 0, zero = 0, min_nz1 = kInfBits - 1u, ch[kTile / 32] = {};  // min_nz1: min |x| - 1
     for (int i = 0; i < kRowsPerWarp; ++i) {
         const int r = warp + kWarps * i;
 #pragma unroll
@@ -328,65 +305,110 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
             if (r >= nr || c >= nc) continue;
             const float v = as_float(sh.tile[r * kRow + c]);
             const unsigned a = __float_as_uint(v) & kAbs;
-            // Selects, not branches: a warp's lanes stay together.
             const bool fin = a < kInfBits;
             if (f32_sums) {
                 const float d = fin ? fmaf(v, dev_norm, -pivot) : 0.0f, dd = d * d;
-                f1 += d;
-                f2 += dd;
-                f3 = fmaf(dd, d, f3);
-                f4 = fmaf(dd, dd, f4);
+                acc.f1 += d;
+                acc.f2 += dd;
+                acc.f3 = fmaf(dd, d, acc.f3);
+                acc.f4 = fmaf(dd, dd, acc.f4);
             } else {
                 const double d = fin ? fma(double(v), dev_norm_d, -double(pivot)) : 0.0, dd = d * d;
-                d1 += d;
-                d2 += dd;
-                d3 += dd * d;
-                d4 += dd * dd;
+                acc.d1 += d;
+                acc.d2 += dd;
+                acc.d3 += dd * d;
+                acc.d4 += dd * dd;
             }
-            beyond += fin & (a > threshold);
-            zero += a == 0u;
-            min_nz1 = min(min_nz1, fin ? a - 1u : ~0u);  // 0 wraps past everything
-            ch[j] = max(ch[j], fin ? a : 0u);
-            // Normal numbers in the window by their exponent field; zero, subnormals, Inf and
-            // NaN fall outside it (the window starts at a normal exponent, ends below 255).
-            const unsigned o = (a >> 23) - window;
-            const unsigned long long one = 1ull << (8 * (o & 7u));
-            low8 += o < 8u ? one : 0ull;
-            high8 += o - 8u < 8u ? one : 0ull;
-            if (o >= unsigned(kHistWindow)) {
-                const int bin = hist_bin(a);
-                if (bin >= 0) atomicAdd(&sh.hist[warp][bin], 1u);
-            }
+            acc.beyond += fin & (a > threshold);
+            acc.min_nz1 = min(acc.min_nz1, fin ? a - 1u : ~0u);  // 0 wraps past everything
+            acc.ch[j] = max(acc.ch[j], fin ? a : 0u);
         }
-    }
-    unsigned smax = 0;
-#pragma unroll
-    for (int j = 0; j < kTile / 32; ++j) smax = max(smax, ch[j]);
-    const unsigned min_nz = min_nz1 + 1u;
-#pragma unroll
-    for (int b = 0; b < kHistWindow; ++b) {
-        const unsigned count = unsigned(((b < 8 ? low8 : high8) >> (8 * (b % 8))) & 0xFFu);
-        const unsigned total = __reduce_add_sync(0xffffffffu, count);
-        if (lane == 0 && total) atomicAdd(&sh.hist[warp][hist_window + b], total);
     }
 #pragma unroll
     for (int j = 0; j < kTile / 32; ++j)
-        if (ch[j]) atomicMax(&sh.channel[lane + 32 * j], ch[j]);
-    const TileStats st = block_combine(
-        TileStats{double(f1) + d1, double(f2) + d2, double(f3) + d3, double(f4) + d4, beyond, zero, min_nz, smax},
-        sh.stats_parts);
+        if (acc.ch[j]) atomicMax(&sh.channel[lane + 32 * j], acc.ch[j]);
+}
+
+// The same for a whole tile of a tensor of finite values with float32 sums: no selects. A
+// stored tile's rows are read two columns at a time: lane l columns 2 l + 64 j and the next.
+template <class T, int kRow>
+__device__ void tile_statistics_fast(TileShared<T>& sh, const Params& q, StatsAcc& acc) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const float dev_norm = q.dev_norm, pivot = q.pivot;
+    const unsigned threshold = __float_as_uint(q.threshold_f);  // finite or Inf here
+    auto add = [&](float v, unsigned& ch) {
+        const unsigned a = __float_as_uint(v) & kAbs;
+        const float d = fmaf(v, dev_norm, -pivot), dd = d * d;
+        acc.f1 += d;
+        acc.f2 += dd;
+        acc.f3 = fmaf(dd, d, acc.f3);
+        acc.f4 = fmaf(dd, dd, acc.f4);
+        acc.beyond += (threshold - a) >> 31;  // a > threshold, both below 2^31
+        acc.min_nz1 = min(acc.min_nz1, a - 1u);
+        ch = max(ch, a);
+    };
+    constexpr bool kPairs = kRow % 2 == 0;
+    auto column = [&](int j) { return kPairs ? 2 * lane + 64 * (j / 2) + j % 2 : lane + 32 * j; };
+    for (int i = 0; i < kRowsPerWarp; ++i) {
+        const T* row = sh.tile + (warp + kWarps * i) * kRow;
+#pragma unroll
+        for (int j = 0; j < kTile / 32; j += kPairs ? 2 : 1) {
+            if constexpr (kPairs) {
+                struct alignas(2 * sizeof(T)) Pair {
+                    T x, y;
+                };
+                const Pair pair = *reinterpret_cast<const Pair*>(row + column(j));
+                add(as_float(pair.x), acc.ch[j]);
+                add(as_float(pair.y), acc.ch[j + 1]);
+            } else {
+                add(as_float(row[column(j)]), acc.ch[j]);
+            }
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < kTile / 32; ++j)
+        if (acc.ch[j]) atomicMax(&sh.channel[column(j)], acc.ch[j]);
+}
+
+}  // namespace
+
+template <class T, bool kTransposed>
+__global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans plans, const Params* params,
+                                                        TileStats* tile_stats, TileError* tile_errors,
+                                                        unsigned* channel) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    TileShared<T>& sh = *reinterpret_cast<TileShared<T>*>(smem);
+    const std::int64_t tile = blockIdx.x;
+    const TileAt at = tile_at(in, tile);
+    const int nr = at.nr, nc = at.nc;
+    const std::int64_t c0 = at.c0;
+    constexpr int kRow = kRowStride<T, kTransposed>;
+    for (int c = threadIdx.x; c < kTile; c += blockDim.x) sh.channel[c] = 0u;
+    load_tile<T, kTransposed>(in, at.r0, c0, nr, nc, sh.tile);
+    __syncthreads();
+
+    // Tensor statistics of the tile (the histogram and the zeros come from pass 1).
+    const Params& q = *params;
+    StatsAcc acc;
+    if (nr == kTile && nc == kTile && q.all_finite && q.dev_exp >= kMinDevExp)
+        tile_statistics_fast<T, kRow>(sh, q, acc);
+    else
+        tile_statistics_checked<T, kRow>(sh, nr, nc, q, acc);
+    unsigned smax = 0;
+#pragma unroll
+    for (int j = 0; j < kTile / 32; ++j) smax = max(smax, acc.ch[j]);
+    const unsigned min_nz = acc.min_nz1 + 1u;
+    const TileStats st = block_combine(TileStats{double(acc.f1) + acc.d1, double(acc.f2) + acc.d2,
+                                                 double(acc.f3) + acc.d3, double(acc.f4) + acc.d4, acc.beyond,
+                                                 min_nz, smax},
+                                       sh.stats_parts);
     __shared__ unsigned tile_smax, tile_min_nz;
     if (threadIdx.x == 0) {
         tile_stats[tile] = st;
         tile_smax = st.smax;
         tile_min_nz = st.min_nz;
     }
-    __syncthreads();  // also orders the shared histogram and channel atomics before their reads
-    for (int b = threadIdx.x; b < kHistBins; b += blockDim.x) {
-        unsigned count = 0;
-        for (int w = 0; w < kWarps; ++w) count += sh.hist[w][b];
-        if (count) atomicAdd(&hist[b], static_cast<unsigned long long>(count));
-    }
+    __syncthreads();  // also orders the shared channel atomics before their reads
     for (int c = threadIdx.x; c < nc; c += blockDim.x)
         if (sh.channel[c]) atomicMax(&channel[c0 + c], sh.channel[c]);
 
@@ -428,11 +450,11 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
 }
 
 void launch_tiles(const TileInput& in, const Plans& plans, const Params* params, TileStats* tile_stats,
-                  TileError* tile_errors, unsigned long long* hist, unsigned* channel, cudaStream_t stream) {
+                  TileError* tile_errors, unsigned* channel, cudaStream_t stream) {
     const std::size_t shared = in.dtype == DType::BF16 ? sizeof(TileShared<std::uint16_t>) : sizeof(TileShared<float>);
     auto go = [&](auto kernel) {
         FP8SCOPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
-        kernel<<<unsigned(in.tiles()), kThreads, shared, stream>>>(in, plans, params, tile_stats, tile_errors, hist,
+        kernel<<<unsigned(in.tiles()), kThreads, shared, stream>>>(in, plans, params, tile_stats, tile_errors,
                                                                    channel);
         FP8SCOPE_CUDA_LAUNCHED();
     };

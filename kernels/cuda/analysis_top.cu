@@ -3,6 +3,8 @@
 // keys are distinct and "larger key" is "ranks first". The k tiles with the largest
 // maxima hold k values at least as large as their smallest maximum T, so every top value
 // lies in a tile whose maximum reaches T: only those tiles are read again.
+#include <algorithm>
+
 #include "cuda/analysis_internal.h"
 #include "cuda/analysis_kernels.cuh"
 #include "cuda/check.h"
@@ -16,47 +18,79 @@ constexpr unsigned kAbs = ~qk::kSignBit;
 // The k-th largest tile maximum, counting ties (0 when there are fewer than k tiles): a
 // radix select, most significant byte first; each round counts the maxima that share the
 // bytes chosen so far in 256 bins and keeps the bin where the count from the top reaches k.
+// Then the tiles whose maximum reaches it are listed for pass 3 (out->top_tiles of them).
+// A thread keeps its first kCached maxima in registers: the rounds read memory once.
+constexpr int kCached = 8;
+
 __global__ void __launch_bounds__(kMergeThreads) threshold_kernel(const TileStats* tiles, std::int64_t n, int k,
-                                                                   Summary* out) {
+                                                                   unsigned* tile_list, Summary* out) {
     __shared__ unsigned bins[256];
     __shared__ unsigned prefix_s, need_s;
     if (threadIdx.x == 0) prefix_s = 0, need_s = unsigned(k);
-    if (n < k) {
-        if (threadIdx.x == 0) out->top_threshold = 0;
-        return;
-    }
-    for (int shift = 24; shift >= 0; shift -= 8) {
-        for (int b = threadIdx.x; b < 256; b += blockDim.x) bins[b] = 0;
-        __syncthreads();
-        const unsigned prefix = prefix_s;
-        const unsigned high = shift == 24 ? 0u : ~0u << (shift + 8);  // the bytes already chosen
-        for (std::int64_t t = threadIdx.x; t < n; t += blockDim.x) {
-            const unsigned m = tiles[t].smax;
-            if ((m & high) == prefix) atomicAdd(&bins[(m >> shift) & 255u], 1u);
-        }
-        __syncthreads();
-        if (threadIdx.x < 32) {  // warp 0: lane l holds bins 8l .. 8l+7
-            const unsigned lane = threadIdx.x, need = need_s;
-            unsigned c[8], mine = 0;
+    __syncthreads();
+    const std::int64_t cached_n = std::int64_t(kCached) * blockDim.x;
+    unsigned cached[kCached];
 #pragma unroll
-            for (int i = 0; i < 8; ++i) mine += c[i] = bins[8 * lane + i];
-            unsigned from = mine;  // count in the bins of lanes >= this one
-#pragma unroll
-            for (int o = 1; o < 32; o <<= 1) {
-                const unsigned t = __shfl_down_sync(0xffffffffu, from, o);
-                if (lane + o < 32) from += t;
-            }
-            if (from - mine < need && from >= need) {  // the k-th lies in this lane's bins
-                unsigned left = need - (from - mine);
-                int b = 8 * int(lane) + 7;
-                while (c[b % 8] < left) left -= c[b % 8], --b;
-                prefix_s = prefix | (unsigned(b) << shift);
-                need_s = left;
-            }
-        }
-        __syncthreads();
+    for (int i = 0; i < kCached; ++i) {
+        const std::int64_t t = threadIdx.x + std::int64_t(i) * blockDim.x;
+        cached[i] = t < n ? tiles[t].smax : 0u;
     }
-    if (threadIdx.x == 0) out->top_threshold = prefix_s;
+    // Visits every tile's maximum, the cached ones, then the rest from memory; the whole
+    // warp calls f (ok: t is a tile).
+    auto each = [&](auto&& f) {
+#pragma unroll
+        for (int i = 0; i < kCached; ++i) {
+            const std::int64_t t = threadIdx.x + std::int64_t(i) * blockDim.x;
+            f(t < n, t, cached[i]);
+        }
+        for (std::int64_t base = cached_n; base < n; base += blockDim.x) {
+            const std::int64_t t = base + threadIdx.x;
+            f(t < n, t, t < n ? tiles[t].smax : 0u);
+        }
+    };
+    if (n >= k) {
+        for (int shift = 24; shift >= 0; shift -= 8) {
+            for (int b = threadIdx.x; b < 256; b += blockDim.x) bins[b] = 0;
+            __syncthreads();
+            const unsigned prefix = prefix_s;
+            const unsigned high = shift == 24 ? 0u : ~0u << (shift + 8);  // the bytes already chosen
+            each([&](bool ok, std::int64_t, unsigned m) {
+                // Maxima tend to share their leading bytes: one atomic per bin and warp.
+                const bool counts = ok && (m & high) == prefix;
+                const unsigned bin = (m >> shift) & 255u, active = __ballot_sync(0xffffffffu, counts);
+                if (counts) {
+                    const unsigned peers = __match_any_sync(active, bin);
+                    if (threadIdx.x % 32 == unsigned(__ffs(peers) - 1)) atomicAdd(&bins[bin], __popc(peers));
+                }
+            });
+            __syncthreads();
+            if (threadIdx.x < 32) {  // warp 0: lane l holds bins 8l .. 8l+7
+                const unsigned lane = threadIdx.x, need = need_s;
+                unsigned c[8], mine = 0;
+#pragma unroll
+                for (int i = 0; i < 8; ++i) mine += c[i] = bins[8 * lane + i];
+                unsigned from = mine;  // count in the bins of lanes >= this one
+#pragma unroll
+                for (int o = 1; o < 32; o <<= 1) {
+                    const unsigned t = __shfl_down_sync(0xffffffffu, from, o);
+                    if (lane + o < 32) from += t;
+                }
+                if (from - mine < need && from >= need) {  // the k-th lies in this lane's bins
+                    unsigned left = need - (from - mine);
+                    int b = 8 * int(lane) + 7;
+                    while (c[b % 8] < left) left -= c[b % 8], --b;
+                    prefix_s = prefix | (unsigned(b) << shift);
+                    need_s = left;
+                }
+            }
+            __syncthreads();
+        }
+    }
+    const unsigned threshold = prefix_s;
+    if (threadIdx.x == 0) out->top_threshold = threshold;
+    each([&](bool ok, std::int64_t t, unsigned m) {
+        if (ok && m >= threshold) tile_list[atomicAdd(&out->top_tiles, 1u)] = unsigned(t);
+    });
 }
 
 // The rank of `key` among keys[0, n) (distinct): how many are larger.
@@ -87,14 +121,14 @@ __device__ unsigned long long best_below(const T* tile, int nr, int nc, std::int
     return best;
 }
 
-// Each tile whose maximum reaches the threshold appends its own top values that reach it:
-// its elements at or above the threshold are gathered in shared memory first (usually a
-// few), and the k rounds pick from them; a tile with more of them (ties at the threshold)
-// picks from all its elements.
+// Each listed tile (its maximum reaches the threshold) appends its own top values that
+// reach it: its elements at or above the threshold are gathered in shared memory first
+// (usually a few), and the k rounds pick from them; a tile with more of them (ties at the
+// threshold) picks from all its elements. A few blocks take the listed tiles in turn.
 constexpr int kGathered = 1024;
 
 template <class T, bool kTransposed>
-__global__ void __launch_bounds__(kThreads) tile_top_kernel(TileInput in, int k, const TileStats* tiles,
+__global__ void __launch_bounds__(kThreads) tile_top_kernel(TileInput in, int k, const unsigned* tile_list,
                                                             Candidate* candidates, Summary* out) {
     extern __shared__ __align__(16) unsigned char smem[];
     T* tile = reinterpret_cast<T*>(smem);
@@ -103,42 +137,46 @@ __global__ void __launch_bounds__(kThreads) tile_top_kernel(TileInput in, int k,
     __shared__ unsigned long long best_s, keys[kGathered];
     __shared__ float values[kGathered];
     __shared__ unsigned gathered;
-    const unsigned threshold = out->top_threshold;
-    if (tiles[blockIdx.x].smax < threshold) return;  // the whole block leaves together
-    const TileAt at = tile_at(in, blockIdx.x);
-    if (threadIdx.x == 0) gathered = 0;
-    load_tile<T, kTransposed>(in, at.r0, at.c0, at.nr, at.nc, tile);
-    __syncthreads();
-    for (int i = threadIdx.x; i < kTile * kTile; i += blockDim.x) {
-        const int r = i / kTile, c = i % kTile;
-        const float v = as_float(tile[r * kRow + c]);
-        const unsigned a = __float_as_uint(v) & kAbs;
-        if (r >= at.nr || c >= at.nc || a >= qk::kInfBits || a < threshold) continue;
-        const unsigned slot = atomicAdd(&gathered, 1u);
-        if (slot < kGathered) {
-            const std::uint64_t index = std::uint64_t(at.r0 + r) * std::uint64_t(in.cols) + std::uint64_t(at.c0 + c);
-            keys[slot] = (static_cast<unsigned long long>(a) << kIndexBits) | (kIndexMask - index);
-            values[slot] = v;
-        }
-    }
-    __syncthreads();
-    const unsigned n = gathered;
-    if (n <= kGathered) {  // the usual case: rank the gathered keys, keep the first k
-        for (unsigned i = threadIdx.x; i < n; i += blockDim.x)
-            if (rank_of(keys[i], keys, n) < unsigned(k)) candidates[atomicAdd(&out->candidates, 1u)] = {keys[i], values[i]};
-        return;
-    }
-    // Many ties at the threshold: k rounds, each picking the largest key left.
-    unsigned long long bound = ~0ull;
-    for (int round = 0; round < k; ++round) {
-        float value = 0;
-        const unsigned long long mine = best_below<T, kRow>(tile, at.nr, at.nc, at.r0, at.c0, in.cols, bound, value);
-        const unsigned long long best = block_reduce(mine, Max{}, scratch);
-        if (threadIdx.x == 0) best_s = best;
+    const unsigned threshold = out->top_threshold, listed = out->top_tiles;
+    for (unsigned l = blockIdx.x; l < listed; l += gridDim.x) {
+        const TileAt at = tile_at(in, tile_list[l]);
+        if (threadIdx.x == 0) gathered = 0;
+        load_tile<T, kTransposed>(in, at.r0, at.c0, at.nr, at.nc, tile);
         __syncthreads();
-        bound = best_s;
-        if (bound == 0 || unsigned(bound >> kIndexBits) < threshold) return;
-        if (mine == bound) candidates[atomicAdd(&out->candidates, 1u)] = Candidate{bound, value};
+        for (int i = threadIdx.x; i < kTile * kTile; i += blockDim.x) {
+            const int r = i / kTile, c = i % kTile;
+            const float v = as_float(tile[r * kRow + c]);
+            const unsigned a = __float_as_uint(v) & kAbs;
+            if (r >= at.nr || c >= at.nc || a >= qk::kInfBits || a < threshold) continue;
+            const unsigned slot = atomicAdd(&gathered, 1u);
+            if (slot < kGathered) {
+                const std::uint64_t index =
+                    std::uint64_t(at.r0 + r) * std::uint64_t(in.cols) + std::uint64_t(at.c0 + c);
+                keys[slot] = (static_cast<unsigned long long>(a) << kIndexBits) | (kIndexMask - index);
+                values[slot] = v;
+            }
+        }
+        __syncthreads();
+        const unsigned n = gathered;
+        if (n <= kGathered) {  // the usual case: rank the gathered keys, keep the first k
+            for (unsigned i = threadIdx.x; i < n; i += blockDim.x)
+                if (rank_of(keys[i], keys, n) < unsigned(k))
+                    candidates[atomicAdd(&out->candidates, 1u)] = {keys[i], values[i]};
+        } else {  // many ties at the threshold: k rounds, each picking the largest key left
+            unsigned long long bound = ~0ull;
+            for (int round = 0; round < k; ++round) {
+                float value = 0;
+                const unsigned long long mine =
+                    best_below<T, kRow>(tile, at.nr, at.nc, at.r0, at.c0, in.cols, bound, value);
+                const unsigned long long best = block_reduce(mine, Max{}, scratch);
+                if (threadIdx.x == 0) best_s = best;
+                __syncthreads();
+                bound = best_s;
+                if (bound == 0 || unsigned(bound >> kIndexBits) < threshold) break;
+                if (mine == bound) candidates[atomicAdd(&out->candidates, 1u)] = Candidate{bound, value};
+            }
+        }
+        __syncthreads();  // the next tile reuses the shared buffers
     }
 }
 
@@ -183,16 +221,18 @@ __global__ void __launch_bounds__(kMergeThreads) merge_kernel(const Candidate* c
 
 }  // namespace
 
-void launch_top_values(const TileInput& in, int top_k, const TileStats* tile_stats, void* candidates,
-                       Summary* summary, cudaStream_t stream) {
+void launch_top_values(const TileInput& in, int top_k, const TileStats* tile_stats, unsigned* tile_list,
+                       void* candidates, Summary* summary, cudaStream_t stream) {
     auto* cand = static_cast<Candidate*>(candidates);
-    threshold_kernel<<<1, kMergeThreads, 0, stream>>>(tile_stats, in.tiles(), top_k, summary);
+    threshold_kernel<<<1, kMergeThreads, 0, stream>>>(tile_stats, in.tiles(), top_k, tile_list, summary);
     FP8SCOPE_CUDA_LAUNCHED();
     const std::size_t shared = in.dtype == DType::BF16 ? sizeof(std::uint16_t) * kTileElements<std::uint16_t>
                                                        : sizeof(float) * kTileElements<float>;
+    // Usually about top_k tiles are listed (more with ties): as many blocks, up to a bound.
+    const unsigned blocks = unsigned(std::min<std::int64_t>(in.tiles(), std::max(64, 4 * top_k)));
     auto go = [&](auto kernel) {
         FP8SCOPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
-        kernel<<<unsigned(in.tiles()), kThreads, shared, stream>>>(in, top_k, tile_stats, cand, summary);
+        kernel<<<blocks, kThreads, shared, stream>>>(in, top_k, tile_list, cand, summary);
         FP8SCOPE_CUDA_LAUNCHED();
     };
     const bool bf16 = in.dtype == DType::BF16;
