@@ -27,38 +27,58 @@ __device__ __forceinline__ int hist_bin(unsigned a) {
     return e ? int(e) - 127 - kHistMinExp : (31 - __clz(int(a))) - 149 - kHistMinExp;
 }
 
-// Pass 1's log2 histogram (fp8/stats.h). A lane counts a window of kWindow bins in 16-bit
-// counters of its own in shared memory, chosen from its first run holding a normal number:
-// from 24 binades below that run's largest |x| to 8 above. Zeros are counted apart, other
-// values outside the window (subnormals, far outliers) go to the block's bins one by one.
+// Pass 1's log2 histogram (fp8/stats.h). A lane counts a window of kWindow bins in counters
+// of its own in shared memory (all in its own bank), chosen from its first run holding a
+// normal number: from 24 binades below that run's largest |x| to 8 above. Values outside
+// the window add to the row after it; a run holding nonzero ones (subnormals, far
+// outliers: rare) then adds those to the block's bins one by one, so the zeros are what
+// that row holds besides them.
 constexpr int kWindow = 32;
 constexpr unsigned kNoWindow = 255;  // none chosen yet: every value falls outside
 
 struct Counts {
-    unsigned short lanes[kWarps][kWindow + 1][32];  // row kWindow takes the rest, unread
+    unsigned lanes[kWarps][kWindow + 1][32];  // row kWindow: the values outside the window
     unsigned block_bins[kHistBins];
 };
 
 struct ExpHistogram {
-    unsigned short* counts;  // the lane's row 0; row r at counts[32 r]
+    unsigned* counts;  // the lane's row 0; row r at counts[32 r]
     unsigned* block_bins;
     unsigned window = kNoWindow;  // biased exponent of the window's first bin
-    unsigned zero = 0;
+    unsigned rare = 0;            // nonzero values outside the window
 
     // run_max: the bits of the largest finite |x| of the run about to be added.
     __device__ __forceinline__ void choose(unsigned run_max) {
         const unsigned e = run_max >> 23;
         if (window == kNoWindow && e != 0u) window = min(max(e, 25u) - 24u, 255u - kWindow);
     }
-    // a: a finite |x| (bits).
-    __device__ __forceinline__ void add(unsigned a) {
-        const unsigned o = (a >> 23) - window;
-        ++counts[min(o, unsigned(kWindow)) * 32];
-        if (o >= unsigned(kWindow)) {  // rare
-            if (a == 0u) ++zero;
-            else atomicAdd(&block_bins[hist_bin(a)], 1u);
+    // Finite values, run_max the bits of their largest |x|; returns their least nonzero
+    // |x| - 1 (bits; all zero: ~0).
+    template <int kV>
+    __device__ __forceinline__ unsigned add(const float (&v)[kV], unsigned run_max) {
+        choose(run_max);
+        unsigned run_min1 = ~0u;
+#pragma unroll
+        for (int k = 0; k < kV; ++k) {
+            const unsigned a = __float_as_uint(v[k]) & ~qk::kSignBit;
+            run_min1 = min(run_min1, a - 1u);
+            const unsigned row = min((a >> 23) - window, unsigned(kWindow));
+            ++*reinterpret_cast<unsigned*>(reinterpret_cast<char*>(counts) + (row << 7));  // counts[32 row]
         }
+        if (run_min1 < (window << 23) - 1u || (run_max >> 23) >= window + kWindow) {
+#pragma unroll
+            for (int k = 0; k < kV; ++k) {
+                const unsigned a = __float_as_uint(v[k]) & ~qk::kSignBit;
+                if (a != 0u && (a >> 23) - window >= unsigned(kWindow)) {
+                    ++rare;
+                    atomicAdd(&block_bins[hist_bin(a)], 1u);
+                }
+            }
+        }
+        return run_min1;
     }
+    // The values added as zeros (nonfinite ones among them).
+    __device__ __forceinline__ unsigned zeros() const { return counts[32 * kWindow] - rare; }
     // The lanes' counts into the block's bins: one atomic per bin and warp when the warp's
     // lanes share their window (the usual case). The whole warp calls it.
     __device__ __forceinline__ void flush() const {
@@ -72,7 +92,7 @@ struct ExpHistogram {
             }
         } else if (window != kNoWindow) {
             for (int r = 0; r < kWindow; ++r)
-                if (counts[32 * r]) atomicAdd(&block_bins[first + r], unsigned(counts[32 * r]));
+                if (counts[32 * r]) atomicAdd(&block_bins[first + r], counts[32 * r]);
         }
     }
 };
@@ -89,13 +109,7 @@ struct MomentAcc {
     // Values every one of which is finite, run_max the bits of their largest |x|.
     template <int kV>
     __device__ __forceinline__ void add_finite(const float (&v)[kV], unsigned run_max) {
-        hist.choose(run_max);
-#pragma unroll
-        for (int k = 0; k < kV; ++k) {
-            const unsigned a = __float_as_uint(v[k]) & ~qk::kSignBit;
-            min_nz1 = min(min_nz1, a - 1u);
-            hist.add(a);
-        }
+        min_nz1 = min(min_nz1, hist.add(v, run_max));
         constexpr unsigned kLow = 0x21800000u, kHigh = 0x5D800000u;  // 2^-60, 2^60
         if (run_max - kLow < kHigh - kLow || run_max == 0) {
             float fs = 0, fs2 = 0;
@@ -139,7 +153,6 @@ struct MomentAcc {
         }
         amax_finite = max(amax_finite, run_max);
         add_finite(v, run_max);
-        hist.zero -= nonfinite;
     }
 };
 
@@ -171,7 +184,7 @@ __device__ __forceinline__ void add_run(MomentAcc& acc, const uint4& q) {
 
 // Grid-stride over 16-byte runs (when x is aligned), the tail as runs of one.
 template <class T>
-__global__ void __launch_bounds__(kThreads, 6) moments_kernel(const T* x, std::int64_t n, bool aligned,
+__global__ void __launch_bounds__(kThreads, 5) moments_kernel(const T* x, std::int64_t n, bool aligned,
                                                               Moments* partials, unsigned long long* hist) {
     __shared__ unsigned long long scratch[kWarps];
     __shared__ Counts counts;
@@ -208,7 +221,7 @@ __global__ void __launch_bounds__(kThreads, 6) moments_kernel(const T* x, std::i
     m.min_nz = block_reduce(acc.min_nz1 + 1u, Min{}, reinterpret_cast<unsigned*>(scratch));
     m.nan = block_reduce(static_cast<unsigned long long>(acc.nan), Add{}, scratch);
     m.inf = block_reduce(static_cast<unsigned long long>(acc.inf), Add{}, scratch);
-    m.zero = block_reduce(static_cast<unsigned long long>(acc.hist.zero), Add{}, scratch);
+    m.zero = block_reduce(static_cast<unsigned long long>(acc.hist.zeros() - acc.nan - acc.inf), Add{}, scratch);
     if (threadIdx.x == 0) partials[blockIdx.x] = m;
     __syncthreads();  // the block's bins are complete
     for (int b = threadIdx.x; b < kHistBins; b += blockDim.x)
@@ -451,7 +464,7 @@ Analysis Analyzer::analyze(const AnalysisInput& x, const std::vector<Recipe>& re
     an::grow(b.partials, b.n_partials, an::kMomentBlocks);
     an::grow(b.tile_stats, b.n_tile_stats, tiles);
     an::grow(b.tile_errors, b.n_tile_errors, std::max<std::size_t>(1, tiles * nrec));
-    an::grow(b.candidates, b.n_candidates, std::max<std::size_t>(1, tiles * std::size_t(top_k)));
+    an::grow(b.candidates, b.n_candidates, std::max<std::size_t>(1, tiles * an::kSlices * std::size_t(top_k)));
     an::grow(b.top_tiles, b.n_top_tiles, tiles);
     // The summary with the channel maxima after it: one clear and one copy back for both.
     const std::size_t summary_units = 1 + (std::size_t(x.cols) * sizeof(unsigned) + sizeof(an::Summary) - 1) /

@@ -34,7 +34,7 @@ void launch_tiles(const TileInput& in, const Plans& plans, const Params* params,
                   TileError* tile_errors, unsigned* channel, cudaStream_t stream);
 
 // Pass 3: the top_k largest finite |x| (ties: earlier position first) into summary->top;
-// `tile_list` holds tiles() entries, `candidates` tiles() * top_k.
+// `tile_list` holds tiles() entries, `candidates` tiles() * kSlices * top_k.
 void launch_top_values(const TileInput& in, int top_k, const TileStats* tile_stats, unsigned* tile_list,
                        void* candidates, Summary* summary, cudaStream_t stream);
 

@@ -26,8 +26,9 @@ constexpr int kRowsPerWarp = kTile / kWarps;
 constexpr int kMaxRecipes = 32;
 constexpr int kMaxBlocks = 512;      // blocks of one recipe in a tile (>= 1 x 32)
 constexpr int kMaxTopK = 256;
-constexpr int kMomentBlocks = 768;  // pass 1 partial sums (fixed: the order never changes; one
-                                     // wave at 6 blocks an SM on 128 SMs or more)
+constexpr int kSlices = 8;           // pass 3 reads a tile in slices of 16 rows (stored layout)
+constexpr int kMomentBlocks = 640;  // pass 1 partial sums (fixed: the order never changes; one
+                                     // wave at 5 blocks an SM on 128 SMs or more)
 constexpr int kIndexBits = 33;       // top-value keys: |x| bits above the complemented index
 constexpr std::uint64_t kIndexMask = (std::uint64_t(1) << kIndexBits) - 1;
 
@@ -163,35 +164,41 @@ struct Min {
 __device__ __forceinline__ float as_float(float v) { return v; }
 __device__ __forceinline__ float as_float(std::uint16_t b) { return __uint_as_float(unsigned(b) << 16); }
 
+// A 16-byte run of the stored layout (a row of x, or a column of the view when it is
+// transposed): stored row a0 + a, elements b0 + b on, of which na x nb lie inside the
+// tensor (zeros outside). One 16-byte load where the stride and the address allow, else
+// single elements.
+template <class T, bool kTransposed>
+__device__ __forceinline__ uint4 load_run(const TileInput& in, std::int64_t a0, std::int64_t b0, int a, int b, int na,
+                                          int nb) {
+    constexpr int kV = 16 / sizeof(T);
+    const std::int64_t stride = kTransposed ? in.rows : in.cols;
+    const T* src = static_cast<const T*>(in.data) + (a0 + a) * stride + b0 + b;
+    if (in.vec_load && stride % kV == 0 && a < na && b + kV <= nb) return *reinterpret_cast<const uint4*>(src);
+    T v[kV];
+#pragma unroll
+    for (int k = 0; k < kV; ++k) v[k] = a < na && b + k < nb ? src[k] : T(0);
+    uint4 q;
+    memcpy(&q, v, 16);
+    return q;
+}
+
 // The view's tile at (r0, c0), nr x nc, into tile[r * row_stride + c] in the input's type
 // (zeros outside the tensor), so a BF16 tile takes half the shared memory. Threads read
-// 16-byte runs of the stored layout (a row of x, or a column of the view when it is
-// transposed) where the stride and the address allow, else single elements.
+// 16-byte runs of the stored layout (load_run).
 template <class T, bool kTransposed>
 __device__ __forceinline__ void load_tile(const TileInput& in, std::int64_t r0, std::int64_t c0, int nr, int nc,
                                           T* tile) {
-    const T* x = static_cast<const T*>(in.data);
     constexpr int kV = 16 / sizeof(T);          // elements per 16-byte run
     constexpr int kRuns = kTile * kTile / kV;
-    const std::int64_t stride = kTransposed ? in.rows : in.cols;
     // Runs go along the stored rows: (a, b) = (stored row in the tile, first element).
     const int na = kTransposed ? nc : nr, nb = kTransposed ? nr : nc;
     const std::int64_t a0 = kTransposed ? c0 : r0, b0 = kTransposed ? r0 : c0;
-    const bool vec = in.vec_load && stride % kV == 0;
     constexpr int kRow = kRowStride<T, kTransposed>;
 #pragma unroll 4
     for (int i = threadIdx.x; i < kRuns; i += blockDim.x) {
         const int a = i / (kTile / kV), b = (i % (kTile / kV)) * kV;
-        uint4 q;
-        const T* src = x + (a0 + a) * stride + b0 + b;
-        if (vec && a < na && b + kV <= nb) {
-            q = *reinterpret_cast<const uint4*>(src);
-        } else {
-            T v[kV];
-#pragma unroll
-            for (int k = 0; k < kV; ++k) v[k] = a < na && b + k < nb ? src[k] : T(0);
-            memcpy(&q, v, 16);
-        }
+        const uint4 q = load_run<T, kTransposed>(in, a0, b0, a, b, na, nb);
         if constexpr (kTransposed) {
             T v[kV];
             memcpy(v, &q, 16);

@@ -77,9 +77,13 @@ __global__ void __launch_bounds__(kMergeThreads) threshold_kernel(const TileStat
                 }
                 if (from - mine < need && from >= need) {  // the k-th lies in this lane's bins
                     unsigned left = need - (from - mine);
-                    int b = 8 * int(lane) + 7;
-                    while (c[b % 8] < left) left -= c[b % 8], --b;
-                    prefix_s = prefix | (unsigned(b) << shift);
+                    int b = -1;
+#pragma unroll
+                    for (int i = 7; i >= 0; --i) {  // static indices: c stays in registers
+                        if (b < 0 && c[i] >= left) b = i;
+                        if (b < 0) left -= c[i];
+                    }
+                    prefix_s = prefix | (unsigned(8 * int(lane) + b) << shift);
                     need_s = left;
                 }
             }
@@ -100,74 +104,91 @@ __device__ __forceinline__ unsigned rank_of(unsigned long long key, const unsign
     return rank;
 }
 
-// The largest key below `bound` among this thread's elements of the tile (0: none).
-template <class T, int kRow>
-__device__ unsigned long long best_below(const T* tile, int nr, int nc, std::int64_t r0, std::int64_t c0,
-                                         std::int64_t cols, unsigned long long bound, float& value) {
-    unsigned long long best = 0;
-    for (int i = threadIdx.x; i < kTile * kTile; i += blockDim.x) {
-        const int r = i / kTile, c = i % kTile;
-        if (r >= nr || c >= nc) continue;
-        const float v = as_float(tile[r * kRow + c]);
-        const unsigned a = __float_as_uint(v) & kAbs;
-        if (a >= qk::kInfBits) continue;
-        const std::uint64_t index = std::uint64_t(r0 + r) * std::uint64_t(cols) + std::uint64_t(c0 + c);
-        const unsigned long long key = (static_cast<unsigned long long>(a) << kIndexBits) | (kIndexMask - index);
-        if (key < bound && key > best) {
-            best = key;
-            value = v;
-        }
-    }
-    return best;
+// A slice of a listed tile: kSliceRows rows of its stored layout, a 16-byte run of them
+// per thread (kRunsPerThread), read straight from memory.
+constexpr int kSliceRows = kTile / kSlices;
+
+template <class T>
+struct SliceRuns {
+    static constexpr int kV = 16 / sizeof(T);
+    static constexpr int kRunsPerThread = kSliceRows * kTile / kV / kThreads;
+    T v[kRunsPerThread][kV];
+    int a[kRunsPerThread], b[kRunsPerThread];  // stored row and first element in the tile
+};
+
+// The key of the element at (a, b + k) of the stored layout, or 0 when it is outside the
+// tensor or not finite.
+template <bool kTransposed>
+__device__ __forceinline__ unsigned long long key_at(const TileInput& in, const TileAt& at, int a, int b, float v) {
+    const int r = kTransposed ? b : a, c = kTransposed ? a : b;
+    const unsigned abs = __float_as_uint(v) & kAbs;
+    if (r >= at.nr || c >= at.nc || abs >= qk::kInfBits) return 0;
+    const std::uint64_t index = std::uint64_t(at.r0 + r) * std::uint64_t(in.cols) + std::uint64_t(at.c0 + c);
+    return (static_cast<unsigned long long>(abs) << kIndexBits) | (kIndexMask - index);
 }
 
-// Each listed tile (its maximum reaches the threshold) appends its own top values that
-// reach it: its elements at or above the threshold are gathered in shared memory first
-// (usually a few), and the k rounds pick from them; a tile with more of them (ties at the
-// threshold) picks from all its elements. A few blocks take the listed tiles in turn.
+// Each slice of a listed tile (its maximum reaches the threshold) appends its own top
+// values that reach it: its elements at or above the threshold are gathered in shared
+// memory first (usually a few), and ranked; a slice with more of them (ties at the
+// threshold) takes k rounds, each picking the largest key left. Every top value of the
+// tensor is among its slice's top k.
 constexpr int kGathered = 1024;
 
 template <class T, bool kTransposed>
 __global__ void __launch_bounds__(kThreads) tile_top_kernel(TileInput in, int k, const unsigned* tile_list,
                                                             Candidate* candidates, Summary* out) {
-    extern __shared__ __align__(16) unsigned char smem[];
-    T* tile = reinterpret_cast<T*>(smem);
-    constexpr int kRow = kRowStride<T, kTransposed>;
     __shared__ unsigned long long scratch[kWarps];
     __shared__ unsigned long long best_s, keys[kGathered];
     __shared__ float values[kGathered];
     __shared__ unsigned gathered;
-    const unsigned threshold = out->top_threshold, listed = out->top_tiles;
-    for (unsigned l = blockIdx.x; l < listed; l += gridDim.x) {
-        const TileAt at = tile_at(in, tile_list[l]);
+    using Runs = SliceRuns<T>;
+    constexpr int kV = Runs::kV;
+    const unsigned threshold = out->top_threshold, items = out->top_tiles * kSlices;
+    for (unsigned item = blockIdx.x; item < items; item += gridDim.x) {
+        const TileAt at = tile_at(in, tile_list[item / kSlices]);
+        const int slice = int(item % kSlices);
+        const int na = kTransposed ? at.nc : at.nr, nb = kTransposed ? at.nr : at.nc;
+        const std::int64_t a0 = kTransposed ? at.c0 : at.r0, b0 = kTransposed ? at.r0 : at.c0;
         if (threadIdx.x == 0) gathered = 0;
-        load_tile<T, kTransposed>(in, at.r0, at.c0, at.nr, at.nc, tile);
-        __syncthreads();
-        for (int i = threadIdx.x; i < kTile * kTile; i += blockDim.x) {
-            const int r = i / kTile, c = i % kTile;
-            const float v = as_float(tile[r * kRow + c]);
-            const unsigned a = __float_as_uint(v) & kAbs;
-            if (r >= at.nr || c >= at.nc || a >= qk::kInfBits || a < threshold) continue;
-            const unsigned slot = atomicAdd(&gathered, 1u);
-            if (slot < kGathered) {
-                const std::uint64_t index =
-                    std::uint64_t(at.r0 + r) * std::uint64_t(in.cols) + std::uint64_t(at.c0 + c);
-                keys[slot] = (static_cast<unsigned long long>(a) << kIndexBits) | (kIndexMask - index);
-                values[slot] = v;
-            }
+        Runs runs;
+#pragma unroll
+        for (int i = 0; i < Runs::kRunsPerThread; ++i) {
+            const int run = threadIdx.x + i * kThreads;
+            runs.a[i] = slice * kSliceRows + run / (kTile / kV);
+            runs.b[i] = (run % (kTile / kV)) * kV;
+            const uint4 q = load_run<T, kTransposed>(in, a0, b0, runs.a[i], runs.b[i], na, nb);
+            memcpy(runs.v[i], &q, 16);
         }
+        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < Runs::kRunsPerThread; ++i)
+#pragma unroll
+            for (int e = 0; e < kV; ++e) {
+                const float v = as_float(runs.v[i][e]);
+                const unsigned long long key = key_at<kTransposed>(in, at, runs.a[i], runs.b[i] + e, v);
+                if (key == 0 || unsigned(key >> kIndexBits) < threshold) continue;
+                const unsigned slot = atomicAdd(&gathered, 1u);
+                if (slot < kGathered) keys[slot] = key, values[slot] = v;
+            }
         __syncthreads();
         const unsigned n = gathered;
         if (n <= kGathered) {  // the usual case: rank the gathered keys, keep the first k
             for (unsigned i = threadIdx.x; i < n; i += blockDim.x)
                 if (rank_of(keys[i], keys, n) < unsigned(k))
                     candidates[atomicAdd(&out->candidates, 1u)] = {keys[i], values[i]};
-        } else {  // many ties at the threshold: k rounds, each picking the largest key left
+        } else {
             unsigned long long bound = ~0ull;
             for (int round = 0; round < k; ++round) {
+                unsigned long long mine = 0;
                 float value = 0;
-                const unsigned long long mine =
-                    best_below<T, kRow>(tile, at.nr, at.nc, at.r0, at.c0, in.cols, bound, value);
+#pragma unroll
+                for (int i = 0; i < Runs::kRunsPerThread; ++i)
+#pragma unroll
+                    for (int e = 0; e < kV; ++e) {
+                        const float v = as_float(runs.v[i][e]);
+                        const unsigned long long key = key_at<kTransposed>(in, at, runs.a[i], runs.b[i] + e, v);
+                        if (key < bound && key > mine) mine = key, value = v;
+                    }
                 const unsigned long long best = block_reduce(mine, Max{}, scratch);
                 if (threadIdx.x == 0) best_s = best;
                 __syncthreads();
@@ -176,7 +197,7 @@ __global__ void __launch_bounds__(kThreads) tile_top_kernel(TileInput in, int k,
                 if (mine == bound) candidates[atomicAdd(&out->candidates, 1u)] = Candidate{bound, value};
             }
         }
-        __syncthreads();  // the next tile reuses the shared buffers
+        __syncthreads();  // the next slice reuses the shared buffers
     }
 }
 
@@ -226,13 +247,11 @@ void launch_top_values(const TileInput& in, int top_k, const TileStats* tile_sta
     auto* cand = static_cast<Candidate*>(candidates);
     threshold_kernel<<<1, kMergeThreads, 0, stream>>>(tile_stats, in.tiles(), top_k, tile_list, summary);
     FP8SCOPE_CUDA_LAUNCHED();
-    const std::size_t shared = in.dtype == DType::BF16 ? sizeof(std::uint16_t) * kTileElements<std::uint16_t>
-                                                       : sizeof(float) * kTileElements<float>;
-    // Usually about top_k tiles are listed (more with ties): as many blocks, up to a bound.
-    const unsigned blocks = unsigned(std::min<std::int64_t>(in.tiles(), std::max(64, 4 * top_k)));
+    // Usually about top_k tiles are listed (more with ties): a block for each slice of
+    // those, up to a bound.
+    const unsigned blocks = unsigned(std::min<std::int64_t>(in.tiles() * kSlices, kSlices * std::max(64, 4 * top_k)));
     auto go = [&](auto kernel) {
-        FP8SCOPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
-        kernel<<<blocks, kThreads, shared, stream>>>(in, top_k, tile_list, cand, summary);
+        kernel<<<blocks, kThreads, 0, stream>>>(in, top_k, tile_list, cand, summary);
         FP8SCOPE_CUDA_LAUNCHED();
     };
     const bool bf16 = in.dtype == DType::BF16;
