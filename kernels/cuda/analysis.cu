@@ -13,6 +13,7 @@
 
 #include "cuda/analysis_internal.h"
 #include "cuda/analysis_kernels.cuh"
+#include "cuda/analysis_select.cuh"
 #include "cuda/check.h"
 
 namespace fp8scope::cuda {
@@ -42,7 +43,8 @@ struct Counts {
 };
 
 struct ExpHistogram {
-    unsigned* counts;  // the lane's row 0; row r at counts[32 r]
+    unsigned* counts;        // the lane's row 0; row r at counts[32 r]
+    unsigned counts_shared;  // the same as a shared-memory address
     unsigned* block_bins;
     unsigned window = kNoWindow;  // biased exponent of the window's first bin
     unsigned rare = 0;            // nonzero values outside the window
@@ -63,7 +65,11 @@ struct ExpHistogram {
             const unsigned a = __float_as_uint(v[k]) & ~qk::kSignBit;
             run_min1 = min(run_min1, a - 1u);
             const unsigned row = min((a >> 23) - window, unsigned(kWindow));
-            ++*reinterpret_cast<unsigned*>(reinterpret_cast<char*>(counts) + (row << 7));  // counts[32 row]
+            // ++counts[32 row], its address one multiply-add from the lane's (the compiler
+            // would rebuild it from the warp and lane each time)
+            asm volatile("{ .reg .u32 c; ld.shared.u32 c, [%0]; add.u32 c, c, 1; st.shared.u32 [%0], c; }" ::"r"(
+                             counts_shared + (row << 7))
+                         : "memory");
         }
         if (run_min1 < (window << 23) - 1u || (run_max >> 23) >= window + kWindow) {
 #pragma unroll
@@ -182,66 +188,43 @@ __device__ __forceinline__ void add_run(MomentAcc& acc, const uint4& q) {
     acc.add(v, run_max, run_max >= qk::kInfBits);
 }
 
-// Grid-stride over 16-byte runs (when x is aligned), the tail as runs of one.
-template <class T>
-__global__ void __launch_bounds__(kThreads, 5) moments_kernel(const T* x, std::int64_t n, bool aligned,
-                                                              Moments* partials, unsigned long long* hist) {
-    __shared__ unsigned long long scratch[kWarps];
-    __shared__ Counts counts;
-    for (int w = threadIdx.x; w < int(sizeof(counts) / 4); w += blockDim.x) reinterpret_cast<unsigned*>(&counts)[w] = 0u;
-    __syncthreads();
-    constexpr int kV = 16 / sizeof(T);
-    MomentAcc acc;
-    acc.hist.counts = &counts.lanes[threadIdx.x / 32][0][threadIdx.x % 32];
-    acc.hist.block_bins = counts.block_bins;
-    const std::int64_t threads = std::int64_t(gridDim.x) * blockDim.x;
-    const std::int64_t first = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
-    const std::int64_t runs = aligned ? n / kV : 0;
-    // Two runs per trip while they last, their loads issued together.
-    constexpr int kTrip = 2;
-    std::int64_t i = first;
-    for (; i + (kTrip - 1) * threads < runs; i += kTrip * threads) {
-        uint4 q[kTrip];
-#pragma unroll
-        for (int t = 0; t < kTrip; ++t) q[t] = reinterpret_cast<const uint4*>(x)[i + t * threads];
-#pragma unroll
-        for (int t = 0; t < kTrip; ++t) add_run<T>(acc, q[t]);
-    }
-    for (; i < runs; i += threads) add_run<T>(acc, reinterpret_cast<const uint4*>(x)[i]);
-    for (std::int64_t e = runs * kV + first; e < n; e += threads) {
-        float v[1] = {as_float(x[e])};
-        acc.add(v, 0u, true);
-    }
-    acc.hist.flush();
-    Moments m;
-    m.sum = block_reduce(acc.sum, Add{}, reinterpret_cast<double*>(scratch));
-    m.sum2 = block_reduce(acc.sum2, Add{}, reinterpret_cast<double*>(scratch));
-    m.amax = block_reduce(acc.amax, Max{}, reinterpret_cast<unsigned*>(scratch));
-    m.amax_finite = block_reduce(acc.amax_finite, Max{}, reinterpret_cast<unsigned*>(scratch));
-    m.min_nz = block_reduce(acc.min_nz1 + 1u, Min{}, reinterpret_cast<unsigned*>(scratch));
-    m.nan = block_reduce(static_cast<unsigned long long>(acc.nan), Add{}, scratch);
-    m.inf = block_reduce(static_cast<unsigned long long>(acc.inf), Add{}, scratch);
-    m.zero = block_reduce(static_cast<unsigned long long>(acc.hist.zeros() - acc.nan - acc.inf), Add{}, scratch);
-    if (threadIdx.x == 0) partials[blockIdx.x] = m;
-    __syncthreads();  // the block's bins are complete
-    for (int b = threadIdx.x; b < kHistBins; b += blockDim.x)
-        if (counts.block_bins[b]) atomicAdd(&hist[b], static_cast<unsigned long long>(counts.block_bins[b]));
-}
-
 // Elements of x that are neither NaN nor Inf.
 __device__ __forceinline__ std::int64_t n_finite(const Moments& m, std::int64_t n) {
     return n - std::int64_t(m.nan) - std::int64_t(m.inf);
 }
 
-// Combines pass 1 and derives what pass 2 needs: the mean, the outlier threshold and the
-// per-tensor scales (finish_moments and the CPU's plan_recipe, in the same arithmetic).
-__global__ void __launch_bounds__(kFinishThreads) finish_moments_kernel(const Moments* partials, int count,
-                                                                        std::int64_t n, Plans plans, double k,
-                                                                        Summary* out) {
-    __shared__ unsigned long long scratch[kFinishThreads / 32];
+// A partial written by another block of this grid (read through L2).
+__device__ __forceinline__ Moments load_partial(const Moments* p) {
+    Moments m;
+    m.sum = __ldcg(&p->sum);
+    m.sum2 = __ldcg(&p->sum2);
+    m.amax = __ldcg(&p->amax);
+    m.amax_finite = __ldcg(&p->amax_finite);
+    m.min_nz = __ldcg(&p->min_nz);
+    m.nan = __ldcg(&p->nan);
+    m.inf = __ldcg(&p->inf);
+    m.zero = __ldcg(&p->zero);
+    return m;
+}
+
+// Combines pass 1 (the partials in a fixed order) and derives what pass 2 needs: the mean,
+// the outlier threshold and the per-tensor scales (finish_moments and the CPU's
+// plan_recipe, in the same arithmetic). Run by the last block of pass 1 to finish.
+__device__ void finish_moments(const Moments* partials, int count, std::int64_t n, const Plans& plans, double k,
+                               Summary* out, unsigned long long* scratch) {
     Moments m{};
     m.min_nz = qk::kInfBits;
-    if (int(threadIdx.x) < count) m = partials[threadIdx.x];
+    for (int i = threadIdx.x; i < count; i += blockDim.x) {
+        const Moments p = load_partial(partials + i);
+        m.sum += p.sum;
+        m.sum2 += p.sum2;
+        m.amax = max(m.amax, p.amax);
+        m.amax_finite = max(m.amax_finite, p.amax_finite);
+        m.min_nz = min(m.min_nz, p.min_nz);
+        m.nan += p.nan;
+        m.inf += p.inf;
+        m.zero += p.zero;
+    }
     m.sum = block_reduce(m.sum, Add{}, reinterpret_cast<double*>(scratch));
     m.sum2 = block_reduce(m.sum2, Add{}, reinterpret_cast<double*>(scratch));
     m.amax = block_reduce(m.amax, Max{}, reinterpret_cast<unsigned*>(scratch));
@@ -277,14 +260,72 @@ __global__ void __launch_bounds__(kFinishThreads) finish_moments_kernel(const Mo
     }
 }
 
+// Pass 1: grid-stride over 16-byte runs (when x is aligned), the tail as runs of one; the
+// last block to finish combines the blocks' partials.
+template <class T>
+__global__ void __launch_bounds__(kThreads, 5) moments_kernel(const T* x, std::int64_t n, bool aligned, Plans plans,
+                                                              double k, Moments* partials, Summary* out) {
+    __shared__ unsigned long long scratch[kWarps];
+    __shared__ Counts counts;
+    for (int w = threadIdx.x; w < int(sizeof(counts) / 4); w += blockDim.x) reinterpret_cast<unsigned*>(&counts)[w] = 0u;
+    __syncthreads();
+    constexpr int kV = 16 / sizeof(T);
+    MomentAcc acc;
+    acc.hist.counts = &counts.lanes[threadIdx.x / 32][0][threadIdx.x % 32];
+    acc.hist.counts_shared = unsigned(__cvta_generic_to_shared(acc.hist.counts));
+    acc.hist.block_bins = counts.block_bins;
+    const std::int64_t threads = std::int64_t(gridDim.x) * blockDim.x;
+    const std::int64_t first = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+    const std::int64_t runs = aligned ? n / kV : 0;
+    // Two runs per trip while they last, their loads issued together.
+    constexpr int kTrip = 2;
+    std::int64_t i = first;
+    for (; i + (kTrip - 1) * threads < runs; i += kTrip * threads) {
+        uint4 q[kTrip];
+#pragma unroll
+        for (int t = 0; t < kTrip; ++t) q[t] = reinterpret_cast<const uint4*>(x)[i + t * threads];
+#pragma unroll
+        for (int t = 0; t < kTrip; ++t) add_run<T>(acc, q[t]);
+    }
+    for (; i < runs; i += threads) add_run<T>(acc, reinterpret_cast<const uint4*>(x)[i]);
+    for (std::int64_t e = runs * kV + first; e < n; e += threads) {
+        float v[1] = {as_float(x[e])};
+        acc.add(v, 0u, true);
+    }
+    acc.hist.flush();
+    Moments m;
+    m.sum = block_reduce(acc.sum, Add{}, reinterpret_cast<double*>(scratch));
+    m.sum2 = block_reduce(acc.sum2, Add{}, reinterpret_cast<double*>(scratch));
+    m.amax = block_reduce(acc.amax, Max{}, reinterpret_cast<unsigned*>(scratch));
+    m.amax_finite = block_reduce(acc.amax_finite, Max{}, reinterpret_cast<unsigned*>(scratch));
+    m.min_nz = block_reduce(acc.min_nz1 + 1u, Min{}, reinterpret_cast<unsigned*>(scratch));
+    m.nan = block_reduce(static_cast<unsigned long long>(acc.nan), Add{}, scratch);
+    m.inf = block_reduce(static_cast<unsigned long long>(acc.inf), Add{}, scratch);
+    m.zero = block_reduce(static_cast<unsigned long long>(acc.hist.zeros() - acc.nan - acc.inf), Add{}, scratch);
+    __shared__ bool last;
+    if (threadIdx.x == 0) {
+        partials[blockIdx.x] = m;
+        __threadfence();  // the partial before the count that tells the last block to read it
+        last = atomicAdd(&out->moments_done, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();  // also: the block's bins are complete
+    for (int b = threadIdx.x; b < kHistBins; b += blockDim.x)
+        if (counts.block_bins[b]) atomicAdd(&out->hist[b], static_cast<unsigned long long>(counts.block_bins[b]));
+    if (last) finish_moments(partials, gridDim.x, n, plans, k, out, scratch);
+}
+
 // Block b < recipes adds recipe b's tile sums in tile order; block `recipes` the central
-// statistics.
+// statistics; block `recipes` + 1 (when top_k > 0) lists the tiles for pass 3.
 __global__ void __launch_bounds__(kFinishThreads) finish_tiles_kernel(const TileStats* stats, const TileError* errors,
-                                                                std::int64_t tiles, std::int64_t n, int recipes,
-                                                                Summary* out) {
+                                                                      std::int64_t tiles, std::int64_t n, int recipes,
+                                                                      int top_k, unsigned* tile_list, Summary* out) {
     __shared__ unsigned long long scratch[kFinishThreads / 32];
     auto* dscratch = reinterpret_cast<double*>(scratch);
     auto* fscratch = reinterpret_cast<float*>(scratch);
+    if (int(blockIdx.x) == recipes + 1) {
+        select_top_tiles(stats, tiles, top_k, tile_list, out);
+        return;
+    }
     if (int(blockIdx.x) == recipes) {
         double s1 = 0, s2 = 0, s3 = 0, s4 = 0;
         unsigned long long beyond = 0;
@@ -482,19 +523,16 @@ Analysis Analyzer::analyze(const AnalysisInput& x, const std::vector<Recipe>& re
     const int blocks = int(std::min<std::int64_t>(an::kMomentBlocks, (n + an::kThreads * 8 - 1) / (an::kThreads * 8)));
     if (x.dtype == DType::BF16)
         an::moments_kernel<<<blocks, an::kThreads, 0, stream>>>(static_cast<const std::uint16_t*>(x.data), n, aligned,
-                                                                b.partials, b.summary->hist);
+                                                                plans, opt.outlier_k, b.partials, b.summary);
     else
-        an::moments_kernel<<<blocks, an::kThreads, 0, stream>>>(static_cast<const float*>(x.data), n, aligned,
-                                                                b.partials, b.summary->hist);
-    FP8SCOPE_CUDA_LAUNCHED();
-    an::finish_moments_kernel<<<1, an::kFinishThreads, 0, stream>>>(b.partials, blocks, n, plans, opt.outlier_k,
-                                                                     b.summary);
+        an::moments_kernel<<<blocks, an::kThreads, 0, stream>>>(static_cast<const float*>(x.data), n, aligned, plans,
+                                                                opt.outlier_k, b.partials, b.summary);
     FP8SCOPE_CUDA_LAUNCHED();
     an::launch_tiles(in, plans, &b.summary->params, b.tile_stats, b.tile_errors, channel, stream);
-    an::finish_tiles_kernel<<<unsigned(nrec + 1), an::kFinishThreads, 0, stream>>>(b.tile_stats, b.tile_errors,
-                                                                             in.tiles(), n, int(nrec), b.summary);
+    an::finish_tiles_kernel<<<unsigned(nrec + 1 + (top_k > 0)), an::kFinishThreads, 0, stream>>>(
+        b.tile_stats, b.tile_errors, in.tiles(), n, int(nrec), top_k, b.top_tiles, b.summary);
     FP8SCOPE_CUDA_LAUNCHED();
-    if (top_k > 0) an::launch_top_values(in, top_k, b.tile_stats, b.top_tiles, b.candidates, b.summary, stream);
+    if (top_k > 0) an::launch_top_values(in, top_k, b.top_tiles, b.candidates, b.summary, stream);
 
     FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(b.h_summary, b.summary, summary_bytes, cudaMemcpyDeviceToHost, stream));
     if (extras.tile_maps) {

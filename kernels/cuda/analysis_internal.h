@@ -33,9 +33,10 @@ struct TileInput {
 void launch_tiles(const TileInput& in, const Plans& plans, const Params* params, TileStats* tile_stats,
                   TileError* tile_errors, unsigned* channel, cudaStream_t stream);
 
-// Pass 3: the top_k largest finite |x| (ties: earlier position first) into summary->top;
-// `tile_list` holds tiles() entries, `candidates` tiles() * kSlices * top_k.
-void launch_top_values(const TileInput& in, int top_k, const TileStats* tile_stats, unsigned* tile_list,
-                       void* candidates, Summary* summary, cudaStream_t stream);
+// Pass 3: the top_k largest finite |x| (ties: earlier position first) into summary->top,
+// from the tiles that select_top_tiles (analysis_select.cuh) listed in `tile_list`;
+// `candidates` holds tiles() * kSlices * top_k entries.
+void launch_top_values(const TileInput& in, int top_k, const unsigned* tile_list, void* candidates, Summary* summary,
+                       cudaStream_t stream);
 
 }  // namespace fp8scope::cuda::an

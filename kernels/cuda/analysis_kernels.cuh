@@ -112,6 +112,7 @@ struct Summary {
     unsigned long long hist[kHistBins];
     unsigned top_threshold;  // the k-th largest tile maximum (bits)
     unsigned top_tiles;      // tiles whose maximum reaches it, listed for pass 3
+    unsigned moments_done;   // pass 1's blocks that have left their partials
     unsigned candidates;     // pass 3's count of tile candidates
     unsigned top_count;      // values in top, <= top_k
     Candidate top[kMaxTopK];
@@ -174,7 +175,7 @@ __device__ __forceinline__ uint4 load_run(const TileInput& in, std::int64_t a0, 
     constexpr int kV = 16 / sizeof(T);
     const std::int64_t stride = kTransposed ? in.rows : in.cols;
     const T* src = static_cast<const T*>(in.data) + (a0 + a) * stride + b0 + b;
-    if (in.vec_load && stride % kV == 0 && a < na && b + kV <= nb) return *reinterpret_cast<const uint4*>(src);
+    if (in.vec_load && stride % kV == 0 && a < na && b + kV <= nb) return __ldg(reinterpret_cast<const uint4*>(src));
     T v[kV];
 #pragma unroll
     for (int k = 0; k < kV; ++k) v[k] = a < na && b + k < nb ? src[k] : T(0);
@@ -195,10 +196,15 @@ __device__ __forceinline__ void load_tile(const TileInput& in, std::int64_t r0, 
     const int na = kTransposed ? nc : nr, nb = kTransposed ? nr : nc;
     const std::int64_t a0 = kTransposed ? c0 : r0, b0 = kTransposed ? r0 : c0;
     constexpr int kRow = kRowStride<T, kTransposed>;
+    // A whole tile of an aligned tensor needs no checks: every run is one 16-byte load.
+    const std::int64_t stride = kTransposed ? in.rows : in.cols;
+    const bool whole = in.vec_load && stride % kV == 0 && na == kTile && nb == kTile;
 #pragma unroll 4
     for (int i = threadIdx.x; i < kRuns; i += blockDim.x) {
         const int a = i / (kTile / kV), b = (i % (kTile / kV)) * kV;
-        const uint4 q = load_run<T, kTransposed>(in, a0, b0, a, b, na, nb);
+        const uint4 q = whole ? __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(in.data) + (a0 + a) * stride +
+                                                                     b0 + b))
+                              : load_run<T, kTransposed>(in, a0, b0, a, b, na, nb);
         if constexpr (kTransposed) {
             T v[kV];
             memcpy(v, &q, 16);
