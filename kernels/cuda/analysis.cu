@@ -263,7 +263,7 @@ __device__ void finish_moments(const Moments* partials, int count, std::int64_t 
 // Pass 1: grid-stride over 16-byte runs (when x is aligned), the tail as runs of one; the
 // last block to finish combines the blocks' partials.
 template <class T>
-__global__ void __launch_bounds__(kThreads, 5) moments_kernel(const T* x, std::int64_t n, bool aligned, Plans plans,
+__global__ void __launch_bounds__(kThreads, 4) moments_kernel(const T* x, std::int64_t n, bool aligned, Plans plans,
                                                               double k, Moments* partials, Summary* out) {
     __shared__ unsigned long long scratch[kWarps];
     __shared__ Counts counts;
@@ -277,17 +277,30 @@ __global__ void __launch_bounds__(kThreads, 5) moments_kernel(const T* x, std::i
     const std::int64_t threads = std::int64_t(gridDim.x) * blockDim.x;
     const std::int64_t first = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
     const std::int64_t runs = aligned ? n / kV : 0;
-    // Two runs per trip while they last, their loads issued together.
+    // Two runs per trip while they last, their loads issued together and a trip ahead.
     constexpr int kTrip = 2;
+    const uint4* runs_x = reinterpret_cast<const uint4*>(x);
     std::int64_t i = first;
-    for (; i + (kTrip - 1) * threads < runs; i += kTrip * threads) {
+    if (i + (kTrip - 1) * threads < runs) {
         uint4 q[kTrip];
 #pragma unroll
-        for (int t = 0; t < kTrip; ++t) q[t] = reinterpret_cast<const uint4*>(x)[i + t * threads];
+        for (int t = 0; t < kTrip; ++t) q[t] = __ldg(runs_x + i + t * threads);
+        for (;;) {
+            const std::int64_t next = i + kTrip * threads;
+            const bool more = next + (kTrip - 1) * threads < runs;
+            uint4 p[kTrip];
+            if (more)
 #pragma unroll
-        for (int t = 0; t < kTrip; ++t) add_run<T>(acc, q[t]);
+                for (int t = 0; t < kTrip; ++t) p[t] = __ldg(runs_x + next + t * threads);
+#pragma unroll
+            for (int t = 0; t < kTrip; ++t) add_run<T>(acc, q[t]);
+            i = next;
+            if (!more) break;
+#pragma unroll
+            for (int t = 0; t < kTrip; ++t) q[t] = p[t];
+        }
     }
-    for (; i < runs; i += threads) add_run<T>(acc, reinterpret_cast<const uint4*>(x)[i]);
+    for (; i < runs; i += threads) add_run<T>(acc, __ldg(runs_x + i));
     for (std::int64_t e = runs * kV + first; e < n; e += threads) {
         float v[1] = {as_float(x[e])};
         acc.add(v, 0u, true);
@@ -528,7 +541,8 @@ Analysis Analyzer::analyze(const AnalysisInput& x, const std::vector<Recipe>& re
         an::moments_kernel<<<blocks, an::kThreads, 0, stream>>>(static_cast<const float*>(x.data), n, aligned, plans,
                                                                 opt.outlier_k, b.partials, b.summary);
     FP8SCOPE_CUDA_LAUNCHED();
-    an::launch_tiles(in, plans, &b.summary->params, b.tile_stats, b.tile_errors, channel, stream);
+    if (nrec == 0) an::launch_stats(in, &b.summary->params, b.tile_stats, channel, stream);
+    else an::launch_tiles(in, plans, &b.summary->params, b.tile_stats, b.tile_errors, channel, stream);
     an::finish_tiles_kernel<<<unsigned(nrec + 1 + (top_k > 0)), an::kFinishThreads, 0, stream>>>(
         b.tile_stats, b.tile_errors, in.tiles(), n, int(nrec), top_k, b.top_tiles, b.summary);
     FP8SCOPE_CUDA_LAUNCHED();

@@ -33,6 +33,10 @@ struct TileInput {
 void launch_tiles(const TileInput& in, const Plans& plans, const Params* params, TileStats* tile_stats,
                   TileError* tile_errors, unsigned* channel, cudaStream_t stream);
 
+// Pass 2 without recipes: the per-tile statistics only, as launch_tiles computes them.
+void launch_stats(const TileInput& in, const Params* params, TileStats* tile_stats, unsigned* channel,
+                  cudaStream_t stream);
+
 // Pass 3: the top_k largest finite |x| (ties: earlier position first) into summary->top,
 // from the tiles that select_top_tiles (analysis_select.cuh) listed in `tile_list`;
 // `candidates` holds tiles() * kSlices * top_k entries.

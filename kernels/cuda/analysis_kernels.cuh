@@ -27,8 +27,8 @@ constexpr int kMaxRecipes = 32;
 constexpr int kMaxBlocks = 512;      // blocks of one recipe in a tile (>= 1 x 32)
 constexpr int kMaxTopK = 256;
 constexpr int kSlices = 8;           // pass 3 reads a tile in slices of 16 rows (stored layout)
-constexpr int kMomentBlocks = 640;  // pass 1 partial sums (fixed: the order never changes; one
-                                     // wave at 5 blocks an SM on 128 SMs or more)
+constexpr int kMomentBlocks = 512;  // pass 1 partial sums (fixed: the order never changes; one
+                                     // wave at 4 blocks an SM on 128 SMs or more)
 constexpr int kIndexBits = 33;       // top-value keys: |x| bits above the complemented index
 constexpr std::uint64_t kIndexMask = (std::uint64_t(1) << kIndexBits) - 1;
 
@@ -158,6 +158,49 @@ struct Min {
     template <class T>
     __device__ T operator()(T a, T b) const { return a < b ? a : b; }
 };
+
+// One tile's sums over the block with a single barrier: each warp reduces its lanes with
+// shuffles (fixed order), lane 0 leaves the warp's sums in `parts`, thread 0 adds the
+// warps in order. The result is valid in thread 0; `parts` may be reused after the next
+// barrier.
+__device__ __forceinline__ TileStats shuffle_down(const TileStats& v, int o) {
+    return {__shfl_down_sync(0xffffffffu, v.s1, o),     __shfl_down_sync(0xffffffffu, v.s2, o),
+            __shfl_down_sync(0xffffffffu, v.s3, o),     __shfl_down_sync(0xffffffffu, v.s4, o),
+            __shfl_down_sync(0xffffffffu, v.beyond, o), __shfl_down_sync(0xffffffffu, v.min_nz, o),
+            __shfl_down_sync(0xffffffffu, v.smax, o)};
+}
+__device__ __forceinline__ TileStats combine(const TileStats& a, const TileStats& b) {
+    return {a.s1 + b.s1,         a.s2 + b.s2,     a.s3 + b.s3,           a.s4 + b.s4,
+            a.beyond + b.beyond, min(a.min_nz, b.min_nz), max(a.smax, b.smax)};
+}
+__device__ __forceinline__ TileError shuffle_down(const TileError& v, int o) {
+    return {__shfl_down_sync(0xffffffffu, v.sxx, o),       __shfl_down_sync(0xffffffffu, v.sdd, o),
+            __shfl_down_sync(0xffffffffu, v.sqq, o),       __shfl_down_sync(0xffffffffu, v.sxq, o),
+            __shfl_down_sync(0xffffffffu, v.max_err, o),   __shfl_down_sync(0xffffffffu, v.si_min, o),
+            __shfl_down_sync(0xffffffffu, v.si_max, o),    __shfl_down_sync(0xffffffffu, v.underflow, o),
+            __shfl_down_sync(0xffffffffu, v.overflow, o),  __shfl_down_sync(0xffffffffu, v.nonfinite, o)};
+}
+__device__ __forceinline__ TileError combine(const TileError& a, const TileError& b) {
+    return {a.sxx + b.sxx,
+            a.sdd + b.sdd,
+            a.sqq + b.sqq,
+            a.sxq + b.sxq,
+            fmaxf(a.max_err, b.max_err),
+            fminf(a.si_min, b.si_min),
+            fmaxf(a.si_max, b.si_max),
+            a.underflow + b.underflow,
+            a.overflow + b.overflow,
+            a.nonfinite + b.nonfinite};
+}
+template <class S>
+__device__ __forceinline__ S block_combine(S v, S* parts) {
+    for (int o = 16; o > 0; o >>= 1) v = combine(v, shuffle_down(v, o));
+    if (threadIdx.x % 32 == 0) parts[threadIdx.x / 32] = v;
+    __syncthreads();
+    if (threadIdx.x == 0)
+        for (int w = 1; w < kWarps; ++w) v = combine(v, parts[w]);
+    return v;
+}
 
 // ---- the tile of the view in shared memory ------------------------------------------------
 

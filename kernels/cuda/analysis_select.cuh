@@ -46,12 +46,16 @@ __device__ __forceinline__ void select_top_tiles(const TileStats* tiles, std::in
             const unsigned prefix = prefix_s;
             const unsigned high = shift == 24 ? 0u : ~0u << (shift + 8);  // the bytes already chosen
             each([&](bool ok, std::int64_t, unsigned m) {
-                // Maxima tend to share their leading bytes: one atomic per bin and warp.
+                // Maxima tend to share their leading bytes: when a warp's counted ones all
+                // fall in one bin, one atomic adds them.
                 const bool counts = ok && (m & high) == prefix;
                 const unsigned bin = (m >> shift) & 255u, active = __ballot_sync(0xffffffffu, counts);
-                if (counts) {
-                    const unsigned peers = __match_any_sync(active, bin);
-                    if (threadIdx.x % 32 == unsigned(__ffs(peers) - 1)) atomicAdd(&bins[bin], __popc(peers));
+                const int leader = __ffs(active) - 1;
+                const unsigned first = __shfl_sync(0xffffffffu, bin, leader < 0 ? 0 : leader);
+                if (__all_sync(0xffffffffu, !counts || bin == first)) {
+                    if (int(threadIdx.x % 32) == leader) atomicAdd(&bins[bin], __popc(active));
+                } else if (counts) {
+                    atomicAdd(&bins[bin], 1u);
                 }
             });
             __syncthreads();

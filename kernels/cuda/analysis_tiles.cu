@@ -76,49 +76,6 @@ struct ScaleRange {
     float s_min, s_max, si_min;
 };
 
-// One tile's sums over the block with a single barrier: each warp reduces its lanes with
-// shuffles (fixed order), lane 0 leaves the warp's sums in `parts`, thread 0 adds the
-// warps in order. The result is valid in thread 0; `parts` may be reused after the next
-// barrier.
-__device__ __forceinline__ TileStats shuffle_down(const TileStats& v, int o) {
-    return {__shfl_down_sync(0xffffffffu, v.s1, o),     __shfl_down_sync(0xffffffffu, v.s2, o),
-            __shfl_down_sync(0xffffffffu, v.s3, o),     __shfl_down_sync(0xffffffffu, v.s4, o),
-            __shfl_down_sync(0xffffffffu, v.beyond, o), __shfl_down_sync(0xffffffffu, v.min_nz, o),
-            __shfl_down_sync(0xffffffffu, v.smax, o)};
-}
-__device__ __forceinline__ TileStats combine(const TileStats& a, const TileStats& b) {
-    return {a.s1 + b.s1,         a.s2 + b.s2,     a.s3 + b.s3,           a.s4 + b.s4,
-            a.beyond + b.beyond, min(a.min_nz, b.min_nz), max(a.smax, b.smax)};
-}
-__device__ __forceinline__ TileError shuffle_down(const TileError& v, int o) {
-    return {__shfl_down_sync(0xffffffffu, v.sxx, o),       __shfl_down_sync(0xffffffffu, v.sdd, o),
-            __shfl_down_sync(0xffffffffu, v.sqq, o),       __shfl_down_sync(0xffffffffu, v.sxq, o),
-            __shfl_down_sync(0xffffffffu, v.max_err, o),   __shfl_down_sync(0xffffffffu, v.si_min, o),
-            __shfl_down_sync(0xffffffffu, v.si_max, o),    __shfl_down_sync(0xffffffffu, v.underflow, o),
-            __shfl_down_sync(0xffffffffu, v.overflow, o),  __shfl_down_sync(0xffffffffu, v.nonfinite, o)};
-}
-__device__ __forceinline__ TileError combine(const TileError& a, const TileError& b) {
-    return {a.sxx + b.sxx,
-            a.sdd + b.sdd,
-            a.sqq + b.sqq,
-            a.sxq + b.sxq,
-            fmaxf(a.max_err, b.max_err),
-            fminf(a.si_min, b.si_min),
-            fmaxf(a.si_max, b.si_max),
-            a.underflow + b.underflow,
-            a.overflow + b.overflow,
-            a.nonfinite + b.nonfinite};
-}
-template <class S>
-__device__ __forceinline__ S block_combine(S v, S* parts) {
-    for (int o = 16; o > 0; o >>= 1) v = combine(v, shuffle_down(v, o));
-    if (threadIdx.x % 32 == 0) parts[threadIdx.x / 32] = v;
-    __syncthreads();
-    if (threadIdx.x == 0)
-        for (int w = 1; w < kWarps; ++w) v = combine(v, parts[w]);
-    return v;
-}
-
 // The block scales of recipe p over the tile; returns the range of scale_inv of the blocks
 // that exist (a block whose scale is NaN, an MX block holding NaN or Inf, is left out) as
 // this thread saw it, and their ScaleRange over the whole tile. `amax_ready`: the block
@@ -349,6 +306,37 @@ __device__ void tile_statistics_fast(TileShared<T>& sh, const Params& q, StatsAc
     };
     constexpr bool kPairs = kRow % 2 == 0;
     auto column = [&](int j) { return kPairs ? 2 * lane + 64 * (j / 2) + j % 2 : lane + 32 * j; };
+    if constexpr (kPairs && sizeof(T) == 2) {
+        // BF16 pairs: maxima, least nonzero and the count beyond the threshold on both
+        // magnitudes at once, as 16x2 integers (|x| > threshold is |x| bits above the
+        // threshold's upper half); the sums on the float32 values.
+        const unsigned beyond_bias = (0x7FFFu - (threshold >> 16)) * 0x00010001u;  // h + it >= 2^15: h beyond
+        unsigned ch2[kTile / 64] = {}, min2 = ~0u, beyond2 = 0;
+        for (int i = 0; i < kRowsPerWarp; ++i) {
+            const unsigned* row = reinterpret_cast<const unsigned*>(sh.tile + (warp + kWarps * i) * kRow);
+#pragma unroll
+            for (int jp = 0; jp < kTile / 64; ++jp) {
+                const unsigned w = row[lane + 32 * jp], a2 = w & 0x7FFF7FFFu;
+                ch2[jp] = __vmaxu2(ch2[jp], a2);
+                unsigned less1;  // each magnitude - 1, zero to 0xFFFF
+                asm("add.u16x2 %0, %1, %2;" : "=r"(less1) : "r"(a2), "r"(0xFFFFFFFFu));
+                min2 = __vminu2(min2, less1);
+                beyond2 += ((a2 + beyond_bias) >> 15) & 0x00010001u;
+                for (const float v : {__uint_as_float(w << 16), __uint_as_float(w & 0xFFFF0000u)}) {
+                    const float d = fmaf(v, dev_norm, -pivot), dd = d * d;
+                    acc.f1 += d;
+                    acc.f2 += dd;
+                    acc.f3 = fmaf(dd, d, acc.f3);
+                    acc.f4 = fmaf(dd, dd, acc.f4);
+                }
+            }
+        }
+#pragma unroll
+        for (int jp = 0; jp < kTile / 64; ++jp) acc.ch[2 * jp] = ch2[jp] << 16, acc.ch[2 * jp + 1] = ch2[jp] & 0xFFFF0000u;
+        acc.beyond = (beyond2 & 0xFFFFu) + (beyond2 >> 16);
+        const unsigned least1 = min(min2 & 0xFFFFu, min2 >> 16);
+        if (least1 != 0xFFFFu) acc.min_nz1 = ((least1 + 1u) << 16) - 1u;
+    } else {
     for (int i = 0; i < kRowsPerWarp; ++i) {
         const T* row = sh.tile + (warp + kWarps * i) * kRow;
 #pragma unroll
@@ -364,6 +352,7 @@ __device__ void tile_statistics_fast(TileShared<T>& sh, const Params& q, StatsAc
                 add(as_float(row[column(j)]), acc.ch[j]);
             }
         }
+    }
     }
 #pragma unroll
     for (int j = 0; j < kTile / 32; ++j)

@@ -1,0 +1,161 @@
+// Pass 2 of the device analysis when no recipe is asked for (statistics only): one block
+// of threads per 128 x 128 tile of the view, as in analysis_tiles.cu, but the tile stays in
+// registers. Every thread issues its 16-byte runs of the stored layout at once and works
+// on them as they arrive, so a block waits for memory once instead of loading shared
+// memory, meeting at a barrier and reading it back.
+#include "cuda/analysis_internal.h"
+#include "cuda/analysis_kernels.cuh"
+#include "cuda/check.h"
+
+namespace fp8scope::cuda::an {
+namespace {
+
+constexpr unsigned kAbs = ~qk::kSignBit;
+
+// A thread's sums (the tile kernel's, Params): power sums of d in float32, or float64 for
+// tensors too small for a float32 scale, the count beyond the threshold, the least nonzero
+// |x| - 1 and the largest finite |x| (bits).
+struct Sums {
+    float f1 = 0, f2 = 0, f3 = 0, f4 = 0;
+    double d1 = 0, d2 = 0, d3 = 0, d4 = 0;
+    unsigned beyond = 0, min_nz1 = qk::kInfBits - 1u, smax = 0;
+};
+
+struct StatsParams {
+    float dev_norm, pivot;
+    double dev_norm_d;
+    unsigned threshold;  // bits of threshold_f: >= 0 or NaN, compared as bits
+    bool f32_sums;
+};
+
+// One value; returns its |x| bits (0 for NaN and Inf). kChecked: it may be NaN or Inf, or
+// take the float64 sums; without it, no selects.
+template <bool kChecked>
+__device__ __forceinline__ unsigned add_value(Sums& s, const StatsParams& p, float v) {
+    const unsigned a = __float_as_uint(v) & kAbs;
+    if (!kChecked) {
+        const float d = fmaf(v, p.dev_norm, -p.pivot), dd = d * d;
+        s.f1 += d;
+        s.f2 += dd;
+        s.f3 = fmaf(dd, d, s.f3);
+        s.f4 = fmaf(dd, dd, s.f4);
+        s.beyond += (p.threshold - a) >> 31;  // a > threshold, both below 2^31
+        s.min_nz1 = min(s.min_nz1, a - 1u);
+        return a;
+    }
+    const bool fin = a < qk::kInfBits;
+    if (p.f32_sums) {
+        const float d = fin ? fmaf(v, p.dev_norm, -p.pivot) : 0.0f, dd = d * d;
+        s.f1 += d;
+        s.f2 += dd;
+        s.f3 = fmaf(dd, d, s.f3);
+        s.f4 = fmaf(dd, dd, s.f4);
+    } else {
+        const double d = fin ? fma(double(v), p.dev_norm_d, -double(p.pivot)) : 0.0, dd = d * d;
+        s.d1 += d;
+        s.d2 += dd;
+        s.d3 += dd * d;
+        s.d4 += dd * dd;
+    }
+    s.beyond += fin & (a > p.threshold);
+    s.min_nz1 = min(s.min_nz1, fin ? a - 1u : ~0u);  // 0 wraps past everything
+    return fin ? a : 0u;
+}
+
+// Thread t takes the runs at stored row t / kRunsPerRow + kRowsPerPass i, elements from
+// (t % kRunsPerRow) kV: a stored tile's columns stay the thread's own (their maxima in
+// registers), a transposed tile's run is one column of the view (the lanes that share it
+// meet by shuffles).
+template <class T, bool kTransposed, bool kChecked>
+__device__ __forceinline__ void tile_sums(const TileInput& in, const TileAt& at, const StatsParams& p, Sums& s,
+                                          unsigned* channel_max) {
+    constexpr int kV = 16 / sizeof(T), kRunsPerRow = kTile / kV, kRowsPerPass = kThreads / kRunsPerRow;
+    constexpr int kRuns = kTile / kRowsPerPass, kBatch = 8;
+    const int na = kTransposed ? at.nc : at.nr, nb = kTransposed ? at.nr : at.nc;
+    const std::int64_t a0 = kTransposed ? at.c0 : at.r0, b0 = kTransposed ? at.r0 : at.c0;
+    const std::int64_t stride = kTransposed ? in.rows : in.cols;
+    const int a_first = threadIdx.x / kRunsPerRow, b = (threadIdx.x % kRunsPerRow) * kV;
+    const bool whole = !kChecked && in.vec_load && stride % kV == 0;
+    const T* x = static_cast<const T*>(in.data);
+    unsigned col_max[kV] = {};
+#pragma unroll
+    for (int base = 0; base < kRuns; base += kBatch) {
+        uint4 q[kBatch];
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+            const int a = a_first + (base + i) * kRowsPerPass;
+            q[i] = whole ? __ldg(reinterpret_cast<const uint4*>(x + (a0 + a) * stride + b0 + b))
+                         : load_run<T, kTransposed>(in, a0, b0, a, b, na, nb);
+        }
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+            const int a = a_first + (base + i) * kRowsPerPass;
+            T raw[kV];
+            memcpy(raw, &q[i], 16);
+            unsigned run_max = 0;
+#pragma unroll
+            for (int k = 0; k < kV; ++k) {
+                if (kChecked && (a >= na || b + k >= nb)) continue;
+                const unsigned m = add_value<kChecked>(s, p, as_float(raw[k]));
+                if (kTransposed) run_max = max(run_max, m);
+                else col_max[k] = max(col_max[k], m);
+            }
+            if (kTransposed) {  // the view's column a: the lanes holding its runs meet
+#pragma unroll
+                for (int o = kRunsPerRow / 2; o > 0; o >>= 1)
+                    run_max = max(run_max, __shfl_xor_sync(0xffffffffu, run_max, o));
+                if (threadIdx.x % kRunsPerRow == 0 && run_max) atomicMax(&channel_max[a], run_max);
+                s.smax = max(s.smax, run_max);
+            }
+        }
+    }
+    if (!kTransposed)
+#pragma unroll
+        for (int k = 0; k < kV; ++k)
+            if (col_max[k]) {
+                atomicMax(&channel_max[b + k], col_max[k]);
+                s.smax = max(s.smax, col_max[k]);
+            }
+}
+
+}  // namespace
+
+template <class T, bool kTransposed>
+__global__ void __launch_bounds__(kThreads) stats_kernel(TileInput in, const Params* params, TileStats* tile_stats,
+                                                         unsigned* channel) {
+    __shared__ unsigned channel_max[kTile];
+    __shared__ TileStats parts[kWarps];
+    const std::int64_t tile = blockIdx.x;
+    const TileAt at = tile_at(in, tile);
+    if (threadIdx.x < kTile) channel_max[threadIdx.x] = 0u;
+    __syncthreads();
+    const Params& q = *params;
+    const StatsParams p{q.dev_norm, q.pivot, q.dev_norm_d, __float_as_uint(q.threshold_f), q.dev_exp >= kMinDevExp};
+    Sums s;
+    if (at.nr == kTile && at.nc == kTile && q.all_finite && p.f32_sums)
+        tile_sums<T, kTransposed, false>(in, at, p, s, channel_max);
+    else
+        tile_sums<T, kTransposed, true>(in, at, p, s, channel_max);
+    const TileStats st = block_combine(TileStats{double(s.f1) + s.d1, double(s.f2) + s.d2, double(s.f3) + s.d3,
+                                                 double(s.f4) + s.d4, s.beyond, s.min_nz1 + 1u, s.smax},
+                                       parts);
+    if (threadIdx.x == 0) tile_stats[tile] = st;
+    __syncthreads();  // the channel maxima are complete
+    if (int(threadIdx.x) < at.nc && channel_max[threadIdx.x])
+        atomicMax(&channel[at.c0 + threadIdx.x], channel_max[threadIdx.x]);
+}
+
+void launch_stats(const TileInput& in, const Params* params, TileStats* tile_stats, unsigned* channel,
+                  cudaStream_t stream) {
+    auto go = [&](auto kernel) {
+        kernel<<<unsigned(in.tiles()), kThreads, 0, stream>>>(in, params, tile_stats, channel);
+        FP8SCOPE_CUDA_LAUNCHED();
+    };
+    const bool bf16 = in.dtype == DType::BF16;
+    if (bf16 && in.transposed) go(stats_kernel<std::uint16_t, true>);
+    else if (bf16) go(stats_kernel<std::uint16_t, false>);
+    else if (in.transposed) go(stats_kernel<float, true>);
+    else go(stats_kernel<float, false>);
+}
+
+}  // namespace fp8scope::cuda::an
