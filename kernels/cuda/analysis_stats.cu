@@ -70,14 +70,17 @@ template <class T, bool kTransposed, bool kChecked>
 __device__ __forceinline__ void tile_sums(const TileInput& in, const TileAt& at, const StatsParams& p, Sums& s,
                                           unsigned* channel_max) {
     constexpr int kV = 16 / sizeof(T), kRunsPerRow = kTile / kV, kRowsPerPass = kThreads / kRunsPerRow;
-    constexpr int kRuns = kTile / kRowsPerPass, kBatch = 8;
+    constexpr int kRuns = kTile / kRowsPerPass, kBatch = 4;  // runs in flight per thread
     const int na = kTransposed ? at.nc : at.nr, nb = kTransposed ? at.nr : at.nc;
     const std::int64_t a0 = kTransposed ? at.c0 : at.r0, b0 = kTransposed ? at.r0 : at.c0;
     const std::int64_t stride = kTransposed ? in.rows : in.cols;
     const int a_first = threadIdx.x / kRunsPerRow, b = (threadIdx.x % kRunsPerRow) * kV;
     const bool whole = !kChecked && in.vec_load && stride % kV == 0;
     const T* x = static_cast<const T*>(in.data);
-    unsigned col_max[kV] = {};
+    // A stored tile's column maxima: BF16 ones as 16x2 integer maxima of the magnitudes'
+    // bits (column pairs), float32 ones one by one.
+    constexpr bool kPacked = !kTransposed && sizeof(T) == 2;
+    unsigned col_max[kPacked ? kV / 2 : kV] = {};
 #pragma unroll
     for (int base = 0; base < kRuns; base += kBatch) {
         uint4 q[kBatch];
@@ -98,7 +101,13 @@ __device__ __forceinline__ void tile_sums(const TileInput& in, const TileAt& at,
                 if (kChecked && (a >= na || b + k >= nb)) continue;
                 const unsigned m = add_value<kChecked>(s, p, as_float(raw[k]));
                 if (kTransposed) run_max = max(run_max, m);
-                else col_max[k] = max(col_max[k], m);
+                else if (!kPacked) col_max[k] = max(col_max[k], m);
+                else if (kChecked) col_max[k / 2] = __vmaxu2(col_max[k / 2], k % 2 ? m & 0xFFFF0000u : m >> 16);
+            }
+            if (kPacked && !kChecked) {
+                const unsigned w[4] = {q[i].x, q[i].y, q[i].z, q[i].w};
+#pragma unroll
+                for (int k = 0; k < kV / 2; ++k) col_max[k] = __vmaxu2(col_max[k], w[k] & 0x7FFF7FFFu);
             }
             if (kTransposed) {  // the view's column a: the lanes holding its runs meet
 #pragma unroll
@@ -111,17 +120,19 @@ __device__ __forceinline__ void tile_sums(const TileInput& in, const TileAt& at,
     }
     if (!kTransposed)
 #pragma unroll
-        for (int k = 0; k < kV; ++k)
-            if (col_max[k]) {
-                atomicMax(&channel_max[b + k], col_max[k]);
-                s.smax = max(s.smax, col_max[k]);
+        for (int k = 0; k < kV; ++k) {
+            const unsigned m = !kPacked ? col_max[k] : k % 2 ? col_max[k / 2] & 0xFFFF0000u : col_max[k / 2] << 16;
+            if (m) {
+                atomicMax(&channel_max[b + k], m);
+                s.smax = max(s.smax, m);
             }
+        }
 }
 
 }  // namespace
 
 template <class T, bool kTransposed>
-__global__ void __launch_bounds__(kThreads) stats_kernel(TileInput in, const Params* params, TileStats* tile_stats,
+__global__ void __launch_bounds__(kThreads, 4) stats_kernel(TileInput in, const Params* params, TileStats* tile_stats,
                                                          unsigned* channel) {
     __shared__ unsigned channel_max[kTile];
     __shared__ TileStats parts[kWarps];
