@@ -37,7 +37,7 @@ __device__ __forceinline__ int hist_bin(unsigned a) {
 constexpr int kWindow = 32;
 constexpr unsigned kNoWindow = 255;  // none chosen yet: every value falls outside
 
-struct Counts {
+struct alignas(16) Counts {
     unsigned lanes[kWarps][kWindow + 1][32];  // row kWindow: the values outside the window
     unsigned block_bins[kHistBins];
 };
@@ -211,28 +211,11 @@ __device__ __forceinline__ Moments load_partial(const Moments* p) {
 // the outlier threshold and the per-tensor scales (finish_moments and the CPU's
 // plan_recipe, in the same arithmetic). Run by the last block of pass 1 to finish.
 __device__ void finish_moments(const Moments* partials, int count, std::int64_t n, const Plans& plans, double k,
-                               Summary* out, unsigned long long* scratch) {
+                               Summary* out, Moments* parts) {
     Moments m{};
     m.min_nz = qk::kInfBits;
-    for (int i = threadIdx.x; i < count; i += blockDim.x) {
-        const Moments p = load_partial(partials + i);
-        m.sum += p.sum;
-        m.sum2 += p.sum2;
-        m.amax = max(m.amax, p.amax);
-        m.amax_finite = max(m.amax_finite, p.amax_finite);
-        m.min_nz = min(m.min_nz, p.min_nz);
-        m.nan += p.nan;
-        m.inf += p.inf;
-        m.zero += p.zero;
-    }
-    m.sum = block_reduce(m.sum, Add{}, reinterpret_cast<double*>(scratch));
-    m.sum2 = block_reduce(m.sum2, Add{}, reinterpret_cast<double*>(scratch));
-    m.amax = block_reduce(m.amax, Max{}, reinterpret_cast<unsigned*>(scratch));
-    m.amax_finite = block_reduce(m.amax_finite, Max{}, reinterpret_cast<unsigned*>(scratch));
-    m.min_nz = block_reduce(m.min_nz, Min{}, reinterpret_cast<unsigned*>(scratch));
-    m.nan = block_reduce(m.nan, Add{}, scratch);
-    m.inf = block_reduce(m.inf, Add{}, scratch);
-    m.zero = block_reduce(m.zero, Add{}, scratch);
+    for (int i = threadIdx.x; i < count; i += blockDim.x) m = combine(m, load_partial(partials + i));
+    m = block_combine(m, parts);
     if (threadIdx.x != 0) return;
     out->moments = m;
     const std::int64_t finite = n_finite(m, n);
@@ -265,9 +248,11 @@ __device__ void finish_moments(const Moments* partials, int count, std::int64_t 
 template <class T>
 __global__ void __launch_bounds__(kThreads, 4) moments_kernel(const T* x, std::int64_t n, bool aligned, Plans plans,
                                                               double k, Moments* partials, Summary* out) {
-    __shared__ unsigned long long scratch[kWarps];
+    __shared__ Moments parts[kWarps];
     __shared__ Counts counts;
-    for (int w = threadIdx.x; w < int(sizeof(counts) / 4); w += blockDim.x) reinterpret_cast<unsigned*>(&counts)[w] = 0u;
+    for (int w = threadIdx.x; w < int(sizeof(counts.lanes) / 16); w += blockDim.x)
+        reinterpret_cast<uint4*>(counts.lanes)[w] = uint4{};
+    for (int b = threadIdx.x; b < kHistBins; b += blockDim.x) counts.block_bins[b] = 0u;
     __syncthreads();
     constexpr int kV = 16 / sizeof(T);
     MomentAcc acc;
@@ -306,15 +291,9 @@ __global__ void __launch_bounds__(kThreads, 4) moments_kernel(const T* x, std::i
         acc.add(v, 0u, true);
     }
     acc.hist.flush();
-    Moments m;
-    m.sum = block_reduce(acc.sum, Add{}, reinterpret_cast<double*>(scratch));
-    m.sum2 = block_reduce(acc.sum2, Add{}, reinterpret_cast<double*>(scratch));
-    m.amax = block_reduce(acc.amax, Max{}, reinterpret_cast<unsigned*>(scratch));
-    m.amax_finite = block_reduce(acc.amax_finite, Max{}, reinterpret_cast<unsigned*>(scratch));
-    m.min_nz = block_reduce(acc.min_nz1 + 1u, Min{}, reinterpret_cast<unsigned*>(scratch));
-    m.nan = block_reduce(static_cast<unsigned long long>(acc.nan), Add{}, scratch);
-    m.inf = block_reduce(static_cast<unsigned long long>(acc.inf), Add{}, scratch);
-    m.zero = block_reduce(static_cast<unsigned long long>(acc.hist.zeros() - acc.nan - acc.inf), Add{}, scratch);
+    const Moments m = block_combine(Moments{acc.sum, acc.sum2, acc.amax, acc.amax_finite, acc.min_nz1 + 1u, acc.nan,
+                                            acc.inf, acc.hist.zeros() - acc.nan - acc.inf},
+                                    parts);
     __shared__ bool last;
     if (threadIdx.x == 0) {
         partials[blockIdx.x] = m;
@@ -324,7 +303,10 @@ __global__ void __launch_bounds__(kThreads, 4) moments_kernel(const T* x, std::i
     __syncthreads();  // also: the block's bins are complete
     for (int b = threadIdx.x; b < kHistBins; b += blockDim.x)
         if (counts.block_bins[b]) atomicAdd(&out->hist[b], static_cast<unsigned long long>(counts.block_bins[b]));
-    if (last) finish_moments(partials, gridDim.x, n, plans, k, out, scratch);
+    if (last) {
+        __syncthreads();  // parts is free again
+        finish_moments(partials, gridDim.x, n, plans, k, out, parts);
+    }
 }
 
 // Block b < recipes adds recipe b's tile sums in tile order; block `recipes` the central
@@ -340,22 +322,15 @@ __global__ void __launch_bounds__(kFinishThreads) finish_tiles_kernel(const Tile
         return;
     }
     if (int(blockIdx.x) == recipes) {
-        double s1 = 0, s2 = 0, s3 = 0, s4 = 0;
-        unsigned long long beyond = 0;
+        __shared__ CentralSums parts[kFinishThreads / 32];
+        CentralSums t{};
 #pragma unroll 4
-        for (std::int64_t t = threadIdx.x; t < tiles; t += blockDim.x) {
-            s1 += stats[t].s1;
-            s2 += stats[t].s2;
-            s3 += stats[t].s3;
-            s4 += stats[t].s4;
-            beyond += stats[t].beyond;
-        }
-        s1 = block_reduce(s1, Add{}, dscratch);
-        s2 = block_reduce(s2, Add{}, dscratch);
-        s3 = block_reduce(s3, Add{}, dscratch);
-        s4 = block_reduce(s4, Add{}, dscratch);
+        for (std::int64_t i = threadIdx.x; i < tiles; i += blockDim.x)
+            t = combine(t, CentralSums{stats[i].s1, stats[i].s2, stats[i].s3, stats[i].s4, stats[i].beyond});
+        t = block_combine(t, parts);
+        const double s1 = t.s1, s2 = t.s2, s3 = t.s3, s4 = t.s4;
         CentralTotalsDev c;
-        c.beyond = block_reduce(beyond, Add{}, scratch);
+        c.beyond = t.beyond;
         if (threadIdx.x == 0) {
             // Sums about the pivot -> sums about the mean (d - delta), then back to x's scale.
             const Params& q = out->params;

@@ -159,10 +159,10 @@ struct Min {
     __device__ T operator()(T a, T b) const { return a < b ? a : b; }
 };
 
-// One tile's sums over the block with a single barrier: each warp reduces its lanes with
-// shuffles (fixed order), lane 0 leaves the warp's sums in `parts`, thread 0 adds the
-// warps in order. The result is valid in thread 0; `parts` may be reused after the next
-// barrier.
+// Sums of a struct over the block with a single barrier (block_combine): each warp reduces
+// its lanes with shuffles (fixed order), lane 0 leaves the warp's sums in `parts`
+// (blockDim.x / 32 of them), warp 0 adds those with shuffles. The result is valid in thread
+// 0; `parts` may be reused after the next barrier.
 __device__ __forceinline__ TileStats shuffle_down(const TileStats& v, int o) {
     return {__shfl_down_sync(0xffffffffu, v.s1, o),     __shfl_down_sync(0xffffffffu, v.s2, o),
             __shfl_down_sync(0xffffffffu, v.s3, o),     __shfl_down_sync(0xffffffffu, v.s4, o),
@@ -192,13 +192,44 @@ __device__ __forceinline__ TileError combine(const TileError& a, const TileError
             a.overflow + b.overflow,
             a.nonfinite + b.nonfinite};
 }
+__device__ __forceinline__ Moments shuffle_down(const Moments& v, int o) {
+    return {__shfl_down_sync(0xffffffffu, v.sum, o),         __shfl_down_sync(0xffffffffu, v.sum2, o),
+            __shfl_down_sync(0xffffffffu, v.amax, o),        __shfl_down_sync(0xffffffffu, v.amax_finite, o),
+            __shfl_down_sync(0xffffffffu, v.min_nz, o),      __shfl_down_sync(0xffffffffu, v.nan, o),
+            __shfl_down_sync(0xffffffffu, v.inf, o),         __shfl_down_sync(0xffffffffu, v.zero, o)};
+}
+__device__ __forceinline__ Moments combine(const Moments& a, const Moments& b) {
+    return {a.sum + b.sum,           a.sum2 + b.sum2, max(a.amax, b.amax), max(a.amax_finite, b.amax_finite),
+            min(a.min_nz, b.min_nz), a.nan + b.nan,   a.inf + b.inf,       a.zero + b.zero};
+}
+
+// The tiles' central sums (TileStats) added up.
+struct CentralSums {
+    double s1, s2, s3, s4;
+    unsigned long long beyond;
+};
+__device__ __forceinline__ CentralSums shuffle_down(const CentralSums& v, int o) {
+    return {__shfl_down_sync(0xffffffffu, v.s1, o), __shfl_down_sync(0xffffffffu, v.s2, o),
+            __shfl_down_sync(0xffffffffu, v.s3, o), __shfl_down_sync(0xffffffffu, v.s4, o),
+            __shfl_down_sync(0xffffffffu, v.beyond, o)};
+}
+__device__ __forceinline__ CentralSums combine(const CentralSums& a, const CentralSums& b) {
+    return {a.s1 + b.s1, a.s2 + b.s2, a.s3 + b.s3, a.s4 + b.s4, a.beyond + b.beyond};
+}
+
 template <class S>
 __device__ __forceinline__ S block_combine(S v, S* parts) {
     for (int o = 16; o > 0; o >>= 1) v = combine(v, shuffle_down(v, o));
-    if (threadIdx.x % 32 == 0) parts[threadIdx.x / 32] = v;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = int(blockDim.x / 32);
+    if (lane == 0) parts[warp] = v;
     __syncthreads();
-    if (threadIdx.x == 0)
-        for (int w = 1; w < kWarps; ++w) v = combine(v, parts[w]);
+    if (warp == 0) {  // the warps' results, by shuffles too
+        v = parts[lane < warps ? lane : 0];
+        for (int o = 16; o > 0; o >>= 1) {
+            const S t = shuffle_down(v, o);
+            if (lane + o < warps) v = combine(v, t);
+        }
+    }
     return v;
 }
 

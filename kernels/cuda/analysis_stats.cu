@@ -28,17 +28,47 @@ struct StatsParams {
     bool f32_sums;
 };
 
+__device__ __forceinline__ void add_power_sums(Sums& s, const StatsParams& p, float v) {
+    const float d = fmaf(v, p.dev_norm, -p.pivot), dd = d * d;
+    s.f1 += d;
+    s.f2 += dd;
+    s.f3 = fmaf(dd, d, s.f3);
+    s.f4 = fmaf(dd, dd, s.f4);
+}
+
+// The unchecked path's BF16 runs, two values to a word: the least nonzero magnitude and
+// the count beyond the threshold kept as 16x2 integers (|x| > threshold is |x|'s bits above
+// the threshold's upper half), folded into Sums at the end.
+struct PackedBf16 {
+    unsigned beyond_bias;  // a magnitude plus it reaches 2^15 when beyond the threshold
+    unsigned least1 = ~0u, beyond = 0;
+
+    __device__ explicit PackedBf16(unsigned threshold) : beyond_bias((0x7FFFu - (threshold >> 16)) * 0x00010001u) {}
+    // A word of two values; returns their magnitudes' bits.
+    __device__ __forceinline__ unsigned add(Sums& s, const StatsParams& p, unsigned w) {
+        const unsigned a2 = w & 0x7FFF7FFFu;
+        unsigned less1;  // each magnitude - 1, zero to 0xFFFF
+        asm("add.u16x2 %0, %1, %2;" : "=r"(less1) : "r"(a2), "r"(0xFFFFFFFFu));
+        least1 = __vminu2(least1, less1);
+        beyond += ((a2 + beyond_bias) >> 15) & 0x00010001u;
+        add_power_sums(s, p, __uint_as_float(w << 16));
+        add_power_sums(s, p, __uint_as_float(w & 0xFFFF0000u));
+        return a2;
+    }
+    __device__ __forceinline__ void fold(Sums& s) const {
+        s.beyond += (beyond & 0xFFFFu) + (beyond >> 16);
+        const unsigned l = min(least1 & 0xFFFFu, least1 >> 16);
+        if (l != 0xFFFFu) s.min_nz1 = min(s.min_nz1, ((l + 1u) << 16) - 1u);
+    }
+};
+
 // One value; returns its |x| bits (0 for NaN and Inf). kChecked: it may be NaN or Inf, or
 // take the float64 sums; without it, no selects.
 template <bool kChecked>
 __device__ __forceinline__ unsigned add_value(Sums& s, const StatsParams& p, float v) {
     const unsigned a = __float_as_uint(v) & kAbs;
     if (!kChecked) {
-        const float d = fmaf(v, p.dev_norm, -p.pivot), dd = d * d;
-        s.f1 += d;
-        s.f2 += dd;
-        s.f3 = fmaf(dd, d, s.f3);
-        s.f4 = fmaf(dd, dd, s.f4);
+        add_power_sums(s, p, v);
         s.beyond += (p.threshold - a) >> 31;  // a > threshold, both below 2^31
         s.min_nz1 = min(s.min_nz1, a - 1u);
         return a;
@@ -81,6 +111,8 @@ __device__ __forceinline__ void tile_sums(const TileInput& in, const TileAt& at,
     // bits (column pairs), float32 ones one by one.
     constexpr bool kPacked = !kTransposed && sizeof(T) == 2;
     unsigned col_max[kPacked ? kV / 2 : kV] = {};
+    constexpr bool kPairs = !kChecked && sizeof(T) == 2;  // BF16 words through PackedBf16
+    PackedBf16 pairs(p.threshold);
 #pragma unroll
     for (int base = 0; base < kRuns; base += kBatch) {
         uint4 q[kBatch];
@@ -93,21 +125,28 @@ __device__ __forceinline__ void tile_sums(const TileInput& in, const TileAt& at,
 #pragma unroll
         for (int i = 0; i < kBatch; ++i) {
             const int a = a_first + (base + i) * kRowsPerPass;
-            T raw[kV];
-            memcpy(raw, &q[i], 16);
             unsigned run_max = 0;
-#pragma unroll
-            for (int k = 0; k < kV; ++k) {
-                if (kChecked && (a >= na || b + k >= nb)) continue;
-                const unsigned m = add_value<kChecked>(s, p, as_float(raw[k]));
-                if (kTransposed) run_max = max(run_max, m);
-                else if (!kPacked) col_max[k] = max(col_max[k], m);
-                else if (kChecked) col_max[k / 2] = __vmaxu2(col_max[k / 2], k % 2 ? m & 0xFFFF0000u : m >> 16);
-            }
-            if (kPacked && !kChecked) {
+            if constexpr (kPairs) {
                 const unsigned w[4] = {q[i].x, q[i].y, q[i].z, q[i].w};
+                unsigned m2 = 0;
 #pragma unroll
-                for (int k = 0; k < kV / 2; ++k) col_max[k] = __vmaxu2(col_max[k], w[k] & 0x7FFF7FFFu);
+                for (int k = 0; k < 4; ++k) {
+                    const unsigned a2 = pairs.add(s, p, w[k]);
+                    if (kTransposed) m2 = __vmaxu2(m2, a2);
+                    else col_max[k] = __vmaxu2(col_max[k], a2);
+                }
+                run_max = __vmaxu2(m2, __funnelshift_l(m2, m2, 16)) << 16;
+            } else {
+                T raw[kV];
+                memcpy(raw, &q[i], 16);
+#pragma unroll
+                for (int k = 0; k < kV; ++k) {
+                    if (kChecked && (a >= na || b + k >= nb)) continue;
+                    const unsigned m = add_value<kChecked>(s, p, as_float(raw[k]));
+                    if (kTransposed) run_max = max(run_max, m);
+                    else if (!kPacked) col_max[k] = max(col_max[k], m);
+                    else col_max[k / 2] = __vmaxu2(col_max[k / 2], k % 2 ? m & 0xFFFF0000u : m >> 16);
+                }
             }
             if (kTransposed) {  // the view's column a: the lanes holding its runs meet
 #pragma unroll
@@ -118,6 +157,7 @@ __device__ __forceinline__ void tile_sums(const TileInput& in, const TileAt& at,
             }
         }
     }
+    if (kPairs) pairs.fold(s);
     if (!kTransposed)
 #pragma unroll
         for (int k = 0; k < kV; ++k) {
