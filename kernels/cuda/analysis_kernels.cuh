@@ -74,7 +74,7 @@ struct Params {
 constexpr int kMinDevExp = -100;
 
 // Per tile: power sums of d (Params), the count beyond the threshold, the least nonzero
-// and the largest finite |x|.
+// |x| (when recipes are analysed: their bounds) and the largest finite |x|.
 struct TileStats {
     double s1, s2, s3, s4;
     unsigned beyond, min_nz, smax;

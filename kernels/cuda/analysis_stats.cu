@@ -13,12 +13,12 @@ namespace {
 constexpr unsigned kAbs = ~qk::kSignBit;
 
 // A thread's sums (the tile kernel's, Params): power sums of d in float32, or float64 for
-// tensors too small for a float32 scale, the count beyond the threshold, the least nonzero
-// |x| - 1 and the largest finite |x| (bits).
+// tensors too small for a float32 scale, the count beyond the threshold and the largest
+// finite |x| (bits). (The least nonzero |x| of a tile serves recipes only.)
 struct Sums {
     float f1 = 0, f2 = 0, f3 = 0, f4 = 0;
     double d1 = 0, d2 = 0, d3 = 0, d4 = 0;
-    unsigned beyond = 0, min_nz1 = qk::kInfBits - 1u, smax = 0;
+    unsigned beyond = 0, smax = 0;
 };
 
 struct StatsParams {
@@ -36,31 +36,11 @@ __device__ __forceinline__ void add_power_sums(Sums& s, const StatsParams& p, fl
     s.f4 = fmaf(dd, dd, s.f4);
 }
 
-// The unchecked path's BF16 runs, two values to a word: the least nonzero magnitude and
-// the count beyond the threshold kept as 16x2 integers (|x| > threshold is |x|'s bits above
-// the threshold's upper half), folded into Sums at the end.
-struct PackedBf16 {
-    unsigned beyond_bias;  // a magnitude plus it reaches 2^15 when beyond the threshold
-    unsigned least1 = ~0u, beyond = 0;
-
-    __device__ explicit PackedBf16(unsigned threshold) : beyond_bias((0x7FFFu - (threshold >> 16)) * 0x00010001u) {}
-    // A word of two values; returns their magnitudes' bits.
-    __device__ __forceinline__ unsigned add(Sums& s, const StatsParams& p, unsigned w) {
-        const unsigned a2 = w & 0x7FFF7FFFu;
-        unsigned less1;  // each magnitude - 1, zero to 0xFFFF
-        asm("add.u16x2 %0, %1, %2;" : "=r"(less1) : "r"(a2), "r"(0xFFFFFFFFu));
-        least1 = __vminu2(least1, less1);
-        beyond += ((a2 + beyond_bias) >> 15) & 0x00010001u;
-        add_power_sums(s, p, __uint_as_float(w << 16));
-        add_power_sums(s, p, __uint_as_float(w & 0xFFFF0000u));
-        return a2;
-    }
-    __device__ __forceinline__ void fold(Sums& s) const {
-        s.beyond += (beyond & 0xFFFFu) + (beyond >> 16);
-        const unsigned l = min(least1 & 0xFFFFu, least1 >> 16);
-        if (l != 0xFFFFu) s.min_nz1 = min(s.min_nz1, ((l + 1u) << 16) - 1u);
-    }
-};
+// The count beyond the threshold of an unchecked BF16 run, two values to a word: a
+// magnitude's bits plus `bias` (per 16-bit half) reach 2^15 when |x| is beyond it (|x| >
+// threshold is |x|'s bits above the threshold's upper half). Most runs have none: their
+// largest magnitude tells.
+__device__ __forceinline__ unsigned beyond_bias(unsigned threshold) { return (0x7FFFu - (threshold >> 16)) * 0x00010001u; }
 
 // One value; returns its |x| bits (0 for NaN and Inf). kChecked: it may be NaN or Inf, or
 // take the float64 sums; without it, no selects.
@@ -70,7 +50,6 @@ __device__ __forceinline__ unsigned add_value(Sums& s, const StatsParams& p, flo
     if (!kChecked) {
         add_power_sums(s, p, v);
         s.beyond += (p.threshold - a) >> 31;  // a > threshold, both below 2^31
-        s.min_nz1 = min(s.min_nz1, a - 1u);
         return a;
     }
     const bool fin = a < qk::kInfBits;
@@ -88,7 +67,6 @@ __device__ __forceinline__ unsigned add_value(Sums& s, const StatsParams& p, flo
         s.d4 += dd * dd;
     }
     s.beyond += fin & (a > p.threshold);
-    s.min_nz1 = min(s.min_nz1, fin ? a - 1u : ~0u);  // 0 wraps past everything
     return fin ? a : 0u;
 }
 
@@ -111,8 +89,8 @@ __device__ __forceinline__ void tile_sums(const TileInput& in, const TileAt& at,
     // bits (column pairs), float32 ones one by one.
     constexpr bool kPacked = !kTransposed && sizeof(T) == 2;
     unsigned col_max[kPacked ? kV / 2 : kV] = {};
-    constexpr bool kPairs = !kChecked && sizeof(T) == 2;  // BF16 words through PackedBf16
-    PackedBf16 pairs(p.threshold);
+    constexpr bool kPairs = !kChecked && sizeof(T) == 2;  // BF16 words, two values at once
+    const unsigned bias = beyond_bias(p.threshold);
 #pragma unroll
     for (int base = 0; base < kRuns; base += kBatch) {
         uint4 q[kBatch];
@@ -131,10 +109,18 @@ __device__ __forceinline__ void tile_sums(const TileInput& in, const TileAt& at,
                 unsigned m2 = 0;
 #pragma unroll
                 for (int k = 0; k < 4; ++k) {
-                    const unsigned a2 = pairs.add(s, p, w[k]);
-                    if (kTransposed) m2 = __vmaxu2(m2, a2);
-                    else col_max[k] = __vmaxu2(col_max[k], a2);
+                    const unsigned a2 = w[k] & 0x7FFF7FFFu;
+                    m2 = __vmaxu2(m2, a2);
+                    if (!kTransposed) col_max[k] = __vmaxu2(col_max[k], a2);
+                    add_power_sums(s, p, __uint_as_float(w[k] << 16));
+                    add_power_sums(s, p, __uint_as_float(w[k] & 0xFFFF0000u));
                 }
+                if ((m2 + bias) & 0x80008000u)  // a value of the run is beyond the threshold
+#pragma unroll
+                    for (int k = 0; k < 4; ++k) {
+                        const unsigned t = (w[k] & 0x7FFF7FFFu) + bias;
+                        s.beyond += ((t >> 15) & 1u) + (t >> 31);
+                    }
                 run_max = __vmaxu2(m2, __funnelshift_l(m2, m2, 16)) << 16;
             } else {
                 T raw[kV];
@@ -157,7 +143,6 @@ __device__ __forceinline__ void tile_sums(const TileInput& in, const TileAt& at,
             }
         }
     }
-    if (kPairs) pairs.fold(s);
     if (!kTransposed)
 #pragma unroll
         for (int k = 0; k < kV; ++k) {
@@ -188,7 +173,7 @@ __global__ void __launch_bounds__(kThreads, 4) stats_kernel(TileInput in, const 
     else
         tile_sums<T, kTransposed, true>(in, at, p, s, channel_max);
     const TileStats st = block_combine(TileStats{double(s.f1) + s.d1, double(s.f2) + s.d2, double(s.f3) + s.d3,
-                                                 double(s.f4) + s.d4, s.beyond, s.min_nz1 + 1u, s.smax},
+                                                 double(s.f4) + s.d4, s.beyond, 0u, s.smax},
                                        parts);
     if (threadIdx.x == 0) tile_stats[tile] = st;
     __syncthreads();  // the channel maxima are complete
