@@ -1,33 +1,26 @@
-// Pass 3's first step (analysis_top.cu), run by one block of the kernel that finishes
-// pass 2 (analysis.cu): which tiles can hold the top values.
+// The top values' threshold (pass 3, analysis_top.cu): a block-wide select, run by the
+// block that finishes pass 1 (analysis.cu).
 #pragma once
 
 #include "cuda/analysis_kernels.cuh"
 
 namespace fp8scope::cuda::an {
 
-// The tiles that can hold the top k values, listed for pass 3 (out->top_tiles of them):
-// those whose maximum reaches a threshold T no larger than the k-th largest tile maximum.
-// Each thread takes the maximum of its tiles (t = thread + blocks i); T is the k-th largest
-// of those (0 when fewer than k threads have a tile): the k threads above it each hold a
-// tile that reaches it. A radix select finds it, most significant byte first; each round
-// counts the maxima that share the bytes chosen so far in 256 bins and keeps the bin where
-// the count from the top reaches k.
-__device__ __forceinline__ void select_top_tiles(const TileStats* tiles, std::int64_t n, int k, unsigned* tile_list,
-                                                 Summary* out) {
+// The k-th largest of the values the block's threads hold (`mine` where `has`), in every
+// thread; 0 when fewer than k threads have one. A radix select, most significant byte
+// first: each round counts the values that share the bytes chosen so far in 256 bins and
+// keeps the bin where the count from the top reaches k.
+__device__ __forceinline__ unsigned kth_largest(unsigned mine, bool has, int k) {
     __shared__ unsigned bins[256];
     __shared__ unsigned prefix_s, need_s;
     if (threadIdx.x == 0) prefix_s = 0, need_s = unsigned(k);
-    unsigned mine = 0;
-    const bool has = threadIdx.x < n;
-    for (std::int64_t t = threadIdx.x; t < n; t += blockDim.x) mine = max(mine, tiles[t].smax);
     if (__syncthreads_count(has) >= k) {
         for (int shift = 24; shift >= 0; shift -= 8) {
             for (int b = threadIdx.x; b < 256; b += blockDim.x) bins[b] = 0;
             __syncthreads();
             const unsigned prefix = prefix_s;
             const unsigned high = shift == 24 ? 0u : ~0u << (shift + 8);  // the bytes already chosen
-            // Maxima tend to share their leading bytes: when a warp's counted ones all fall
+            // Values tend to share their leading bytes: when a warp's counted ones all fall
             // in one bin, one atomic adds them.
             const bool counts = has && (mine & high) == prefix;
             const unsigned bin = (mine >> shift) & 255u, active = __ballot_sync(0xffffffffu, counts);
@@ -65,10 +58,7 @@ __device__ __forceinline__ void select_top_tiles(const TileStats* tiles, std::in
             __syncthreads();
         }
     }
-    const unsigned threshold = prefix_s;
-    if (threadIdx.x == 0) out->top_threshold = threshold;
-    for (std::int64_t t = threadIdx.x; t < n; t += blockDim.x)
-        if (tiles[t].smax >= threshold) tile_list[atomicAdd(&out->top_tiles, 1u)] = unsigned(t);
+    return prefix_s;
 }
 
 }  // namespace fp8scope::cuda::an
