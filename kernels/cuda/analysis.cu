@@ -21,6 +21,7 @@ namespace an {
 namespace {
 
 constexpr int kFinishThreads = 1024;
+static_assert(kMomentBlocks <= kFinishThreads, "a thread of the finishing block per pass 1 block");
 
 // The histogram bin of a finite nonzero |x| (bits): floor(log2 |x|) - kHistMinExp.
 __device__ __forceinline__ int hist_bin(unsigned a) {
@@ -211,17 +212,10 @@ __device__ __forceinline__ Moments load_partial(const Moments* p) {
 // the outlier threshold and the per-tensor scales (finish_moments and the CPU's
 // plan_recipe, in the same arithmetic). Run by the last block of pass 1 to finish.
 __device__ void finish_moments(const Moments* partials, int count, std::int64_t n, const Plans& plans, double k,
-                               int top_k, Summary* out, Moments* parts) {
+                               Summary* out, Moments* parts) {
     Moments m{};
     m.min_nz = qk::kInfBits;
     for (int i = threadIdx.x; i < count; i += blockDim.x) m = combine(m, load_partial(partials + i));
-    // Pass 3 reads again the tiles whose largest |x| reaches the top_k-th largest of the
-    // threads' largest here: top_k values (one in each of those threads' blocks) reach it,
-    // so every top value lies in such a tile.
-    if (top_k > 0) {
-        const unsigned top = kth_largest(m.amax_finite, int(threadIdx.x) < count, top_k);
-        if (threadIdx.x == 0) out->top_threshold = top;
-    }
     m = block_combine(m, parts);
     if (threadIdx.x != 0) return;
     out->moments = m;
@@ -254,7 +248,7 @@ __device__ void finish_moments(const Moments* partials, int count, std::int64_t 
 // last block to finish combines the blocks' partials.
 template <class T>
 __global__ void __launch_bounds__(kThreads, 4) moments_kernel(const T* x, std::int64_t n, bool aligned, Plans plans,
-                                                              double k, int top_k, Moments* partials, Summary* out) {
+                                                              double k, Moments* partials, Summary* out) {
     __shared__ Moments parts[kWarps];
     __shared__ Counts counts;
     for (int w = threadIdx.x; w < int(sizeof(counts.lanes) / 16); w += blockDim.x)
@@ -312,21 +306,25 @@ __global__ void __launch_bounds__(kThreads, 4) moments_kernel(const T* x, std::i
         if (counts.block_bins[b]) atomicAdd(&out->hist[b], static_cast<unsigned long long>(counts.block_bins[b]));
     if (last) {
         __syncthreads();  // parts is free again
-        finish_moments(partials, gridDim.x, n, plans, k, top_k, out, parts);
+        finish_moments(partials, gridDim.x, n, plans, k, out, parts);
     }
 }
 
 // Block b < recipes adds recipe b's tile sums in tile order; block `recipes` the central
 // statistics; block `recipes` + 1 (when top_k > 0) lists pass 3's tiles: those whose
-// largest |x| reaches the threshold pass 1 chose.
+// largest |x| reaches the top_k-th largest of pass 1's block maxima (top_k values, one in
+// each of those blocks, reach it, so every top value lies in such a tile).
 __global__ void __launch_bounds__(kFinishThreads) finish_tiles_kernel(const TileStats* stats, const TileError* errors,
                                                                       std::int64_t tiles, std::int64_t n, int recipes,
+                                                                      const Moments* partials, int blocks, int top_k,
                                                                       unsigned* tile_list, Summary* out) {
     __shared__ unsigned long long scratch[kFinishThreads / 32];
     auto* dscratch = reinterpret_cast<double*>(scratch);
     auto* fscratch = reinterpret_cast<float*>(scratch);
     if (int(blockIdx.x) == recipes + 1) {
-        const unsigned threshold = out->top_threshold;
+        const bool has = int(threadIdx.x) < blocks;
+        const unsigned threshold = kth_largest(has ? partials[threadIdx.x].amax_finite : 0u, has, top_k);
+        if (threadIdx.x == 0) out->top_threshold = threshold;
         for (std::int64_t t = threadIdx.x; t < tiles; t += blockDim.x)
             if (stats[t].smax >= threshold) tile_list[atomicAdd(&out->top_tiles, 1u)] = unsigned(t);
         return;
@@ -521,15 +519,15 @@ Analysis Analyzer::analyze(const AnalysisInput& x, const std::vector<Recipe>& re
     const int blocks = int(std::min<std::int64_t>(an::kMomentBlocks, (n + an::kThreads * 8 - 1) / (an::kThreads * 8)));
     if (x.dtype == DType::BF16)
         an::moments_kernel<<<blocks, an::kThreads, 0, stream>>>(static_cast<const std::uint16_t*>(x.data), n, aligned,
-                                                                plans, opt.outlier_k, top_k, b.partials, b.summary);
+                                                                plans, opt.outlier_k, b.partials, b.summary);
     else
         an::moments_kernel<<<blocks, an::kThreads, 0, stream>>>(static_cast<const float*>(x.data), n, aligned, plans,
-                                                                opt.outlier_k, top_k, b.partials, b.summary);
+                                                                opt.outlier_k, b.partials, b.summary);
     FP8SCOPE_CUDA_LAUNCHED();
     if (nrec == 0) an::launch_stats(in, &b.summary->params, b.tile_stats, channel, stream);
     else an::launch_tiles(in, plans, &b.summary->params, b.tile_stats, b.tile_errors, channel, stream);
     an::finish_tiles_kernel<<<unsigned(nrec + 1 + (top_k > 0)), an::kFinishThreads, 0, stream>>>(
-        b.tile_stats, b.tile_errors, in.tiles(), n, int(nrec), b.top_tiles, b.summary);
+        b.tile_stats, b.tile_errors, in.tiles(), n, int(nrec), b.partials, blocks, top_k, b.top_tiles, b.summary);
     FP8SCOPE_CUDA_LAUNCHED();
     if (top_k > 0) an::launch_top_values(in, top_k, b.top_tiles, b.candidates, b.summary, stream);
 
