@@ -38,7 +38,7 @@ void launch_stats(const TileInput& in, const Params* params, TileStats* tile_sta
                   cudaStream_t stream);
 
 // Pass 3: the top_k largest finite |x| (ties: earlier position first) into summary->top,
-// from the tiles that select_top_tiles (analysis_select.cuh) listed in `tile_list`;
+// from the tiles listed in `tile_list` (by the kernel that finishes pass 2, analysis.cu);
 // `candidates` holds tiles() * kSlices * top_k entries.
 void launch_top_values(const TileInput& in, int top_k, const unsigned* tile_list, void* candidates, Summary* summary,
                        cudaStream_t stream);

@@ -276,9 +276,9 @@ __device__ __forceinline__ void load_tile(const TileInput& in, std::int64_t r0, 
 #pragma unroll 4
     for (int i = threadIdx.x; i < kRuns; i += blockDim.x) {
         const int a = i / (kTile / kV), b = (i % (kTile / kV)) * kV;
-        const uint4 q = whole ? __ldg(reinterpret_cast<const uint4*>(static_cast<const T*>(in.data) + (a0 + a) * stride +
-                                                                     b0 + b))
-                              : load_run<T, kTransposed>(in, a0, b0, a, b, na, nb);
+        const T* src = static_cast<const T*>(in.data) + (a0 + a) * stride + b0 + b;
+        const uint4 q =
+            whole ? __ldg(reinterpret_cast<const uint4*>(src)) : load_run<T, kTransposed>(in, a0, b0, a, b, na, nb);
         if constexpr (kTransposed) {
             T v[kV];
             memcpy(v, &q, 16);

@@ -5,69 +5,18 @@
 // memory, meeting at a barrier and reading it back.
 #include "cuda/analysis_internal.h"
 #include "cuda/analysis_kernels.cuh"
+#include "cuda/analysis_stats.cuh"
 #include "cuda/check.h"
 
 namespace fp8scope::cuda::an {
 namespace {
 
-constexpr unsigned kAbs = ~qk::kSignBit;
-
-// A thread's sums (the tile kernel's, Params): power sums of d in float32, or float64 for
-// tensors too small for a float32 scale, the count beyond the threshold and the largest
-// finite |x| (bits). (The least nonzero |x| of a tile serves recipes only.)
-struct Sums {
-    float f1 = 0, f2 = 0, f3 = 0, f4 = 0;
-    double d1 = 0, d2 = 0, d3 = 0, d4 = 0;
-    unsigned beyond = 0, smax = 0;
-};
-
-struct StatsParams {
-    float dev_norm, pivot;
-    double dev_norm_d;
-    unsigned threshold;  // bits of threshold_f: >= 0 or NaN, compared as bits
-    bool f32_sums;
-};
-
-__device__ __forceinline__ void add_power_sums(Sums& s, const StatsParams& p, float v) {
-    const float d = fmaf(v, p.dev_norm, -p.pivot), dd = d * d;
-    s.f1 += d;
-    s.f2 += dd;
-    s.f3 = fmaf(dd, d, s.f3);
-    s.f4 = fmaf(dd, dd, s.f4);
-}
-
 // The count beyond the threshold of an unchecked BF16 run, two values to a word: a
 // magnitude's bits plus `bias` (per 16-bit half) reach 2^15 when |x| is beyond it (|x| >
 // threshold is |x|'s bits above the threshold's upper half). Most runs have none: their
 // largest magnitude tells.
-__device__ __forceinline__ unsigned beyond_bias(unsigned threshold) { return (0x7FFFu - (threshold >> 16)) * 0x00010001u; }
-
-// One value; returns its |x| bits (0 for NaN and Inf). kChecked: it may be NaN or Inf, or
-// take the float64 sums; without it, no selects.
-template <bool kChecked>
-__device__ __forceinline__ unsigned add_value(Sums& s, const StatsParams& p, float v) {
-    const unsigned a = __float_as_uint(v) & kAbs;
-    if (!kChecked) {
-        add_power_sums(s, p, v);
-        s.beyond += (p.threshold - a) >> 31;  // a > threshold, both below 2^31
-        return a;
-    }
-    const bool fin = a < qk::kInfBits;
-    if (p.f32_sums) {
-        const float d = fin ? fmaf(v, p.dev_norm, -p.pivot) : 0.0f, dd = d * d;
-        s.f1 += d;
-        s.f2 += dd;
-        s.f3 = fmaf(dd, d, s.f3);
-        s.f4 = fmaf(dd, dd, s.f4);
-    } else {
-        const double d = fin ? fma(double(v), p.dev_norm_d, -double(p.pivot)) : 0.0, dd = d * d;
-        s.d1 += d;
-        s.d2 += dd;
-        s.d3 += dd * d;
-        s.d4 += dd * dd;
-    }
-    s.beyond += fin & (a > p.threshold);
-    return fin ? a : 0u;
+__device__ __forceinline__ unsigned beyond_bias(unsigned threshold) {
+    return (0x7FFFu - (threshold >> 16)) * 0x00010001u;
 }
 
 // Thread t takes the runs at stored row t / kRunsPerRow + kRowsPerPass i, elements from
@@ -76,7 +25,7 @@ __device__ __forceinline__ unsigned add_value(Sums& s, const StatsParams& p, flo
 // meet by shuffles).
 template <class T, bool kTransposed, bool kChecked>
 __device__ __forceinline__ void tile_sums(const TileInput& in, const TileAt& at, const StatsParams& p, Sums& s,
-                                          unsigned* channel_max) {
+                                          unsigned& smax, unsigned* channel_max) {
     constexpr int kV = 16 / sizeof(T), kRunsPerRow = kTile / kV, kRowsPerPass = kThreads / kRunsPerRow;
     constexpr int kRuns = kTile / kRowsPerPass, kBatch = 4;  // runs in flight per thread
     const int na = kTransposed ? at.nc : at.nr, nb = kTransposed ? at.nr : at.nc;
@@ -112,8 +61,8 @@ __device__ __forceinline__ void tile_sums(const TileInput& in, const TileAt& at,
                     const unsigned a2 = w[k] & 0x7FFF7FFFu;
                     m2 = __vmaxu2(m2, a2);
                     if (!kTransposed) col_max[k] = __vmaxu2(col_max[k], a2);
-                    add_power_sums(s, p, __uint_as_float(w[k] << 16));
-                    add_power_sums(s, p, __uint_as_float(w[k] & 0xFFFF0000u));
+                    add_power_sums(s, deviation(p, __uint_as_float(w[k] << 16)));
+                    add_power_sums(s, deviation(p, __uint_as_float(w[k] & 0xFFFF0000u)));
                 }
                 if ((m2 + bias) & 0x80008000u)  // a value of the run is beyond the threshold
 #pragma unroll
@@ -128,7 +77,7 @@ __device__ __forceinline__ void tile_sums(const TileInput& in, const TileAt& at,
 #pragma unroll
                 for (int k = 0; k < kV; ++k) {
                     if (kChecked && (a >= na || b + k >= nb)) continue;
-                    const unsigned m = add_value<kChecked>(s, p, as_float(raw[k]));
+                    const unsigned m = add_value<kChecked, false>(s, p, as_float(raw[k]));
                     if (kTransposed) run_max = max(run_max, m);
                     else if (!kPacked) col_max[k] = max(col_max[k], m);
                     else col_max[k / 2] = __vmaxu2(col_max[k / 2], k % 2 ? m & 0xFFFF0000u : m >> 16);
@@ -139,7 +88,7 @@ __device__ __forceinline__ void tile_sums(const TileInput& in, const TileAt& at,
                 for (int o = kRunsPerRow / 2; o > 0; o >>= 1)
                     run_max = max(run_max, __shfl_xor_sync(0xffffffffu, run_max, o));
                 if (threadIdx.x % kRunsPerRow == 0 && run_max) atomicMax(&channel_max[a], run_max);
-                s.smax = max(s.smax, run_max);
+                smax = max(smax, run_max);
             }
         }
     }
@@ -149,7 +98,7 @@ __device__ __forceinline__ void tile_sums(const TileInput& in, const TileAt& at,
             const unsigned m = !kPacked ? col_max[k] : k % 2 ? col_max[k / 2] & 0xFFFF0000u : col_max[k / 2] << 16;
             if (m) {
                 atomicMax(&channel_max[b + k], m);
-                s.smax = max(s.smax, m);
+                smax = max(smax, m);
             }
         }
 }
@@ -166,15 +115,14 @@ __global__ void __launch_bounds__(kThreads, 4) stats_kernel(TileInput in, const 
     if (threadIdx.x < kTile) channel_max[threadIdx.x] = 0u;
     __syncthreads();
     const Params& q = *params;
-    const StatsParams p{q.dev_norm, q.pivot, q.dev_norm_d, __float_as_uint(q.threshold_f), q.dev_exp >= kMinDevExp};
+    const StatsParams p = stats_params(q);
     Sums s;
+    unsigned smax = 0;
     if (at.nr == kTile && at.nc == kTile && q.all_finite && p.f32_sums)
-        tile_sums<T, kTransposed, false>(in, at, p, s, channel_max);
+        tile_sums<T, kTransposed, false>(in, at, p, s, smax, channel_max);
     else
-        tile_sums<T, kTransposed, true>(in, at, p, s, channel_max);
-    const TileStats st = block_combine(TileStats{double(s.f1) + s.d1, double(s.f2) + s.d2, double(s.f3) + s.d3,
-                                                 double(s.f4) + s.d4, s.beyond, 0u, s.smax},
-                                       parts);
+        tile_sums<T, kTransposed, true>(in, at, p, s, smax, channel_max);
+    const TileStats st = block_combine(s.tile(smax), parts);  // (its least |x|: none kept)
     if (threadIdx.x == 0) tile_stats[tile] = st;
     __syncthreads();  // the channel maxima are complete
     if (int(threadIdx.x) < at.nc && channel_max[threadIdx.x])

@@ -3,6 +3,7 @@
 // the way when the view is), then read from there by the statistics and by every recipe.
 #include "cuda/analysis_internal.h"
 #include "cuda/analysis_kernels.cuh"
+#include "cuda/analysis_stats.cuh"
 #include "cuda/check.h"
 
 namespace fp8scope::cuda::an {
@@ -233,112 +234,21 @@ __device__ void recipe_errors_at(const RecipePlan& p, float s, float si, const S
         recipe_errors_of<F, T, kRow, false, false, false>(p, s, si, nr, nc, norm, sh, e);
 }
 
-// A thread's statistics of the tile, before the block adds them up.
-struct StatsAcc {
-    float f1 = 0, f2 = 0, f3 = 0, f4 = 0;
-    double d1 = 0, d2 = 0, d3 = 0, d4 = 0;
-    unsigned beyond = 0, min_nz1 = kInfBits - 1u;  // min_nz1: min |x| - 1
-    unsigned ch[kTile / 32] = {};
-};
-
-// The tile's statistics as this thread sees them: power sums of d (Params) in float32 (at
-// most 64 terms), or float64 for tensors too small for a float32 scale. This loop takes
-// every tile that may hold NaN, Inf or elements outside the tensor, or needs the float64
-// sums: warp w rows w + 8 i, lane l columns l + 32 j.
-template <class T, int kRow>
-__device__ void tile_statistics_checked(TileShared<T>& sh, int nr, int nc, const Params& q, StatsAcc& acc) {
+// The tile's statistics (analysis_stats.cuh) as this thread sees them, ch[j] the largest
+// finite |x| of its column column(j). Checked (tiles that may hold NaN, Inf or elements
+// outside the tensor, or need the float64 sums): warp w rows w + 8 i, lane l columns
+// l + 32 j. Otherwise (whole tiles of finite tensors) no selects, and a stored tile's rows
+// are read two columns at a time: lane l columns 2 l + 64 j and the next.
+template <bool kChecked, class T, int kRow>
+__device__ void tile_statistics(TileShared<T>& sh, int nr, int nc, const StatsParams& p, Sums& s,
+                                unsigned (&ch)[kTile / 32]) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    // Into registers once: through the reference, the compiler reloads them for every
-    // element (the shared-memory stores might alias them).
-    const bool f32_sums = q.dev_exp >= kMinDevExp;
-    const float dev_norm = q.dev_norm, pivot = q.pivot;
-    const double dev_norm_d = q.dev_norm_d;
-    const unsigned threshold = __float_as_uint(q.threshold_f);  // >= 0 or NaN: compare as bits
+    constexpr bool kPairs = !kChecked && kRow % 2 == 0;
+    auto column = [&](int j) { return kPairs ? 2 * lane + 64 * (j / 2) + j % 2 : lane + 32 * j; };
+    auto add = [&](T x, int j) { ch[j] = max(ch[j], add_value<kChecked, true>(s, p, as_float(x))); };
     for (int i = 0; i < kRowsPerWarp; ++i) {
         const int r = warp + kWarps * i;
-#pragma unroll
-        for (int j = 0; j < kTile / 32; ++j) {
-            const int c = lane + 32 * j;
-            if (r >= nr || c >= nc) continue;
-            const float v = as_float(sh.tile[r * kRow + c]);
-            const unsigned a = __float_as_uint(v) & kAbs;
-            const bool fin = a < kInfBits;
-            if (f32_sums) {
-                const float d = fin ? fmaf(v, dev_norm, -pivot) : 0.0f, dd = d * d;
-                acc.f1 += d;
-                acc.f2 += dd;
-                acc.f3 = fmaf(dd, d, acc.f3);
-                acc.f4 = fmaf(dd, dd, acc.f4);
-            } else {
-                const double d = fin ? fma(double(v), dev_norm_d, -double(pivot)) : 0.0, dd = d * d;
-                acc.d1 += d;
-                acc.d2 += dd;
-                acc.d3 += dd * d;
-                acc.d4 += dd * dd;
-            }
-            acc.beyond += fin & (a > threshold);
-            acc.min_nz1 = min(acc.min_nz1, fin ? a - 1u : ~0u);  // 0 wraps past everything
-            acc.ch[j] = max(acc.ch[j], fin ? a : 0u);
-        }
-    }
-#pragma unroll
-    for (int j = 0; j < kTile / 32; ++j)
-        if (acc.ch[j]) atomicMax(&sh.channel[lane + 32 * j], acc.ch[j]);
-}
-
-// The same for a whole tile of a tensor of finite values with float32 sums: no selects. A
-// stored tile's rows are read two columns at a time: lane l columns 2 l + 64 j and the next.
-template <class T, int kRow>
-__device__ void tile_statistics_fast(TileShared<T>& sh, const Params& q, StatsAcc& acc) {
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const float dev_norm = q.dev_norm, pivot = q.pivot;
-    const unsigned threshold = __float_as_uint(q.threshold_f);  // finite or Inf here
-    auto add = [&](float v, unsigned& ch) {
-        const unsigned a = __float_as_uint(v) & kAbs;
-        const float d = fmaf(v, dev_norm, -pivot), dd = d * d;
-        acc.f1 += d;
-        acc.f2 += dd;
-        acc.f3 = fmaf(dd, d, acc.f3);
-        acc.f4 = fmaf(dd, dd, acc.f4);
-        acc.beyond += (threshold - a) >> 31;  // a > threshold, both below 2^31
-        acc.min_nz1 = min(acc.min_nz1, a - 1u);
-        ch = max(ch, a);
-    };
-    constexpr bool kPairs = kRow % 2 == 0;
-    auto column = [&](int j) { return kPairs ? 2 * lane + 64 * (j / 2) + j % 2 : lane + 32 * j; };
-    if constexpr (kPairs && sizeof(T) == 2) {
-        // BF16 pairs: maxima, least nonzero and the count beyond the threshold on both
-        // magnitudes at once, as 16x2 integers (|x| > threshold is |x| bits above the
-        // threshold's upper half); the sums on the float32 values.
-        const unsigned beyond_bias = (0x7FFFu - (threshold >> 16)) * 0x00010001u;  // h + it >= 2^15: h beyond
-        unsigned ch2[kTile / 64] = {}, min2 = ~0u, beyond2 = 0;
-        for (int i = 0; i < kRowsPerWarp; ++i) {
-            const unsigned* row = reinterpret_cast<const unsigned*>(sh.tile + (warp + kWarps * i) * kRow);
-#pragma unroll
-            for (int jp = 0; jp < kTile / 64; ++jp) {
-                const unsigned w = row[lane + 32 * jp], a2 = w & 0x7FFF7FFFu;
-                ch2[jp] = __vmaxu2(ch2[jp], a2);
-                unsigned less1;  // each magnitude - 1, zero to 0xFFFF
-                asm("add.u16x2 %0, %1, %2;" : "=r"(less1) : "r"(a2), "r"(0xFFFFFFFFu));
-                min2 = __vminu2(min2, less1);
-                beyond2 += ((a2 + beyond_bias) >> 15) & 0x00010001u;
-                for (const float v : {__uint_as_float(w << 16), __uint_as_float(w & 0xFFFF0000u)}) {
-                    const float d = fmaf(v, dev_norm, -pivot), dd = d * d;
-                    acc.f1 += d;
-                    acc.f2 += dd;
-                    acc.f3 = fmaf(dd, d, acc.f3);
-                    acc.f4 = fmaf(dd, dd, acc.f4);
-                }
-            }
-        }
-#pragma unroll
-        for (int jp = 0; jp < kTile / 64; ++jp) acc.ch[2 * jp] = ch2[jp] << 16, acc.ch[2 * jp + 1] = ch2[jp] & 0xFFFF0000u;
-        acc.beyond = (beyond2 & 0xFFFFu) + (beyond2 >> 16);
-        const unsigned least1 = min(min2 & 0xFFFFu, min2 >> 16);
-        if (least1 != 0xFFFFu) acc.min_nz1 = ((least1 + 1u) << 16) - 1u;
-    } else {
-    for (int i = 0; i < kRowsPerWarp; ++i) {
-        const T* row = sh.tile + (warp + kWarps * i) * kRow;
+        const T* row = sh.tile + r * kRow;
 #pragma unroll
         for (int j = 0; j < kTile / 32; j += kPairs ? 2 : 1) {
             if constexpr (kPairs) {
@@ -346,17 +256,16 @@ __device__ void tile_statistics_fast(TileShared<T>& sh, const Params& q, StatsAc
                     T x, y;
                 };
                 const Pair pair = *reinterpret_cast<const Pair*>(row + column(j));
-                add(as_float(pair.x), acc.ch[j]);
-                add(as_float(pair.y), acc.ch[j + 1]);
-            } else {
-                add(as_float(row[column(j)]), acc.ch[j]);
+                add(pair.x, j);
+                add(pair.y, j + 1);
+            } else if (!kChecked || (r < nr && column(j) < nc)) {
+                add(row[column(j)], j);
             }
         }
     }
-    }
 #pragma unroll
     for (int j = 0; j < kTile / 32; ++j)
-        if (acc.ch[j]) atomicMax(&sh.channel[column(j)], acc.ch[j]);
+        if (ch[j]) atomicMax(&sh.channel[column(j)], ch[j]);
 }
 
 }  // namespace
@@ -378,19 +287,17 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
 
     // Tensor statistics of the tile (the histogram and the zeros come from pass 1).
     const Params& q = *params;
-    StatsAcc acc;
-    if (nr == kTile && nc == kTile && q.all_finite && q.dev_exp >= kMinDevExp)
-        tile_statistics_fast<T, kRow>(sh, q, acc);
+    const StatsParams p = stats_params(q);
+    Sums s;
+    unsigned ch[kTile / 32] = {};
+    if (nr == kTile && nc == kTile && q.all_finite && p.f32_sums)
+        tile_statistics<false, T, kRow>(sh, nr, nc, p, s, ch);
     else
-        tile_statistics_checked<T, kRow>(sh, nr, nc, q, acc);
+        tile_statistics<true, T, kRow>(sh, nr, nc, p, s, ch);
     unsigned smax = 0;
 #pragma unroll
-    for (int j = 0; j < kTile / 32; ++j) smax = max(smax, acc.ch[j]);
-    const unsigned min_nz = acc.min_nz1 + 1u;
-    const TileStats st = block_combine(TileStats{double(acc.f1) + acc.d1, double(acc.f2) + acc.d2,
-                                                 double(acc.f3) + acc.d3, double(acc.f4) + acc.d4, acc.beyond,
-                                                 min_nz, smax},
-                                       sh.stats_parts);
+    for (int j = 0; j < kTile / 32; ++j) smax = max(smax, ch[j]);
+    const TileStats st = block_combine(s.tile(smax), sh.stats_parts);
     __shared__ unsigned tile_smax, tile_min_nz;
     if (threadIdx.x == 0) {
         tile_stats[tile] = st;
