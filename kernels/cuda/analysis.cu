@@ -1,5 +1,5 @@
 // The device analysis (analysis.h): pass 1 and the combining kernels here, pass 2 in
-// analysis_tiles.cu, pass 3 in analysis_top.cu; the host side turns the sums read back
+// analysis_tiles.cu (analysis_stats.cu without recipes), pass 3 in analysis_top.cu; the host side turns the sums read back
 // into the figures with the same finish_* functions as the CPU (fp8/analysis.h).
 #include "cuda/analysis.h"
 

@@ -5,15 +5,17 @@
 //
 // Passes (all on one stream, one host wait at the end):
 //   1. moments: flat over the stored data (the layout does not matter): sums, amax,
-//      NaN/Inf counts, per block of threads; then one block combines them in a fixed
-//      order and derives the mean, the outlier threshold and the per-tensor scales.
-//   2. tiles: one thread block per 128 x 128 tile of the view (a transposed view is
-//      transposed while it is loaded into shared memory): central moments, histogram,
-//      channel absmax, then for every recipe its block amaxes and scales and the error
-//      sums. The per-tile sums are the tile maps; a second kernel adds them in tile
-//      order, so the figures are the same on every run.
-//   3. top values: only tiles whose largest |x| reaches the k-th largest tile maximum
-//      can hold one; those tiles give their own top k, and one block merges them.
+//      NaN/Inf and zero counts, the least |x| and the log2 histogram, per block of
+//      threads; the last block to finish combines them in a fixed order and derives the
+//      mean, the outlier threshold and the per-tensor scales.
+//   2. tiles: one thread block per 128 x 128 tile of the view: central moments, the count
+//      beyond the threshold, channel absmax, then for every recipe its block amaxes and
+//      scales and the error sums (the tile in shared memory, a transposed view transposed
+//      while it is loaded; without recipes it stays in registers). The per-tile sums are
+//      the tile maps; a second kernel adds them in tile order, so the figures are the
+//      same on every run.
+//   3. top values: only tiles whose largest |x| reaches the k-th largest of pass 1's block
+//      maxima can hold one; those tiles give their own top k, and one block merges them.
 // Codes, counts, amaxes and scales equal the CPU's (the same rules, kernels/cuda/
 // quantize_rules.cuh); float64 sums differ from the CPU's by summation order, and error
 // products are formed in float32 on values normalised by the tile's largest power of two

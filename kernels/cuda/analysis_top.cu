@@ -1,8 +1,8 @@
 // Pass 3 of the device analysis (analysis.h): the top_k largest finite |x|, ties broken by
 // position. A value ranks by its key, |x| bits above the complemented row-major index, so
-// keys are distinct and "larger key" is "ranks first". The k tiles with the largest
-// maxima hold k values at least as large as their smallest maximum T, so every top value
-// lies in a tile whose maximum reaches T: only those tiles are read again.
+// keys are distinct and "larger key" is "ranks first". The top_k blocks of pass 1 with the
+// largest maxima hold top_k values at least as large as their smallest maximum T, so every
+// top value lies in a tile whose maximum reaches T: only those tiles are read again.
 #include <algorithm>
 
 #include "cuda/analysis_internal.h"
@@ -77,17 +77,22 @@ __global__ void __launch_bounds__(kThreads) tile_top_kernel(TileInput in, int k,
             const uint4 q = load_run<T, kTransposed>(in, a0, b0, runs.a[i], runs.b[i], na, nb);
             memcpy(runs.v[i], &q, 16);
         }
+        // f(key, value) for each of this thread's values (key 0: outside the tensor or not finite)
+        auto each = [&](auto&& f) {
+#pragma unroll
+            for (int i = 0; i < Runs::kRunsPerThread; ++i)
+#pragma unroll
+                for (int e = 0; e < kV; ++e) {
+                    const float v = as_float(runs.v[i][e]);
+                    f(key_at<kTransposed>(in, at, runs.a[i], runs.b[i] + e, v), v);
+                }
+        };
         __syncthreads();
-#pragma unroll
-        for (int i = 0; i < Runs::kRunsPerThread; ++i)
-#pragma unroll
-            for (int e = 0; e < kV; ++e) {
-                const float v = as_float(runs.v[i][e]);
-                const unsigned long long key = key_at<kTransposed>(in, at, runs.a[i], runs.b[i] + e, v);
-                if (key == 0 || unsigned(key >> kIndexBits) < threshold) continue;
-                const unsigned slot = atomicAdd(&gathered, 1u);
-                if (slot < kGathered) keys[slot] = key, values[slot] = v;
-            }
+        each([&](unsigned long long key, float v) {
+            if (key == 0 || unsigned(key >> kIndexBits) < threshold) return;
+            const unsigned slot = atomicAdd(&gathered, 1u);
+            if (slot < kGathered) keys[slot] = key, values[slot] = v;
+        });
         __syncthreads();
         const unsigned n = gathered;
         if (n <= kGathered) {  // the usual case: rank the gathered keys, keep the first k
@@ -99,14 +104,9 @@ __global__ void __launch_bounds__(kThreads) tile_top_kernel(TileInput in, int k,
             for (int round = 0; round < k; ++round) {
                 unsigned long long mine = 0;
                 float value = 0;
-#pragma unroll
-                for (int i = 0; i < Runs::kRunsPerThread; ++i)
-#pragma unroll
-                    for (int e = 0; e < kV; ++e) {
-                        const float v = as_float(runs.v[i][e]);
-                        const unsigned long long key = key_at<kTransposed>(in, at, runs.a[i], runs.b[i] + e, v);
-                        if (key < bound && key > mine) mine = key, value = v;
-                    }
+                each([&](unsigned long long key, float v) {
+                    if (key < bound && key > mine) mine = key, value = v;
+                });
                 const unsigned long long best = block_reduce(mine, Max{}, scratch);
                 if (threadIdx.x == 0) best_s = best;
                 __syncthreads();
