@@ -1,6 +1,7 @@
 // The device analysis (analysis.h): pass 1 and the combining kernels here, pass 2 in
-// analysis_tiles.cu (analysis_stats.cu without recipes), pass 3 in analysis_top.cu; the host side turns the sums read back
-// into the figures with the same finish_* functions as the CPU (fp8/analysis.h).
+// analysis_tiles.cu (analysis_stats.cu without recipes), pass 3 in analysis_top.cu; the
+// host side turns the sums read back into the figures with the same finish_* functions as
+// the CPU (fp8/analysis.h).
 #include "cuda/analysis.h"
 
 #include <cuda_runtime.h>
@@ -318,9 +319,6 @@ __global__ void __launch_bounds__(kFinishThreads) finish_tiles_kernel(const Tile
                                                                       std::int64_t tiles, std::int64_t n, int recipes,
                                                                       const Moments* partials, int blocks, int top_k,
                                                                       unsigned* tile_list, Summary* out) {
-    __shared__ unsigned long long scratch[kFinishThreads / 32];
-    auto* dscratch = reinterpret_cast<double*>(scratch);
-    auto* fscratch = reinterpret_cast<float*>(scratch);
     if (int(blockIdx.x) == recipes + 1) {
         const bool has = int(threadIdx.x) < blocks;
         const unsigned threshold = kth_largest(has ? partials[threadIdx.x].amax_finite : 0u, has, top_k);
@@ -352,35 +350,16 @@ __global__ void __launch_bounds__(kFinishThreads) finish_tiles_kernel(const Tile
         }
         return;
     }
+    __shared__ Totals parts[kFinishThreads / 32];
     const int k = blockIdx.x;
-    double sxx = 0, sdd = 0, sqq = 0, sxq = 0;
-    float max_err = 0, si_min = INFINITY, si_max = -INFINITY;
-    unsigned long long under = 0, over = 0, nonfinite = 0;
+    Totals r{0, 0, 0, 0, 0, 0, 0, 0, INFINITY, -INFINITY};
 #pragma unroll 4
     for (std::int64_t t = threadIdx.x; t < tiles; t += blockDim.x) {
         const TileError& e = errors[t * recipes + k];
-        sxx += e.sxx;
-        sdd += e.sdd;
-        sqq += e.sqq;
-        sxq += e.sxq;
-        max_err = fmaxf(max_err, e.max_err);
-        si_min = fminf(si_min, e.si_min);
-        si_max = fmaxf(si_max, e.si_max);
-        under += e.underflow;
-        over += e.overflow;
-        nonfinite += e.nonfinite;
+        r = combine(r, Totals{e.sxx, e.sdd, e.sqq, e.sxq, e.max_err, e.underflow, e.overflow, e.nonfinite, e.si_min,
+                              e.si_max});
     }
-    Totals r;
-    r.sxx = block_reduce(sxx, Add{}, dscratch);
-    r.sdd = block_reduce(sdd, Add{}, dscratch);
-    r.sqq = block_reduce(sqq, Add{}, dscratch);
-    r.sxq = block_reduce(sxq, Add{}, dscratch);
-    r.max_err = block_reduce(max_err, Max{}, fscratch);
-    r.si_min = block_reduce(si_min, Min{}, fscratch);
-    r.si_max = block_reduce(si_max, Max{}, fscratch);
-    r.underflow = block_reduce(under, Add{}, scratch);
-    r.overflow = block_reduce(over, Add{}, scratch);
-    r.nonfinite = block_reduce(nonfinite, Add{}, scratch);
+    r = block_combine(r, parts);
     if (threadIdx.x == 0) out->errors[k] = r;
 }
 

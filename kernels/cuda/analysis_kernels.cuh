@@ -27,7 +27,7 @@ constexpr int kMaxRecipes = 32;
 constexpr int kMaxBlocks = 512;      // blocks of one recipe in a tile (>= 1 x 32)
 constexpr int kMaxTopK = 256;
 constexpr int kSlices = 8;           // pass 3 reads a tile in slices of 16 rows (stored layout)
-constexpr int kMomentBlocks = 512;  // pass 1 partial sums (fixed: the order never changes; one
+constexpr int kMomentBlocks = 512;   // pass 1 partial sums (fixed: the order never changes; one
                                      // wave at 4 blocks an SM on 128 SMs or more)
 constexpr int kIndexBits = 33;       // top-value keys: |x| bits above the complemented index
 constexpr std::uint64_t kIndexMask = (std::uint64_t(1) << kIndexBits) - 1;
@@ -110,7 +110,7 @@ struct Summary {
     CentralTotalsDev central;
     Totals errors[kMaxRecipes];
     unsigned long long hist[kHistBins];
-    unsigned top_threshold;  // the k-th largest tile maximum (bits)
+    unsigned top_threshold;  // the top_k-th largest of pass 1's block maxima (bits)
     unsigned top_tiles;      // tiles whose maximum reaches it, listed for pass 3
     unsigned moments_done;   // pass 1's blocks that have left their partials
     unsigned candidates;     // pass 3's count of tile candidates
@@ -203,6 +203,26 @@ __device__ __forceinline__ Moments combine(const Moments& a, const Moments& b) {
             min(a.min_nz, b.min_nz), a.nan + b.nan,   a.inf + b.inf,       a.zero + b.zero};
 }
 
+__device__ __forceinline__ Totals shuffle_down(const Totals& v, int o) {
+    return {__shfl_down_sync(0xffffffffu, v.sxx, o),       __shfl_down_sync(0xffffffffu, v.sdd, o),
+            __shfl_down_sync(0xffffffffu, v.sqq, o),       __shfl_down_sync(0xffffffffu, v.sxq, o),
+            __shfl_down_sync(0xffffffffu, v.max_err, o),   __shfl_down_sync(0xffffffffu, v.underflow, o),
+            __shfl_down_sync(0xffffffffu, v.overflow, o),  __shfl_down_sync(0xffffffffu, v.nonfinite, o),
+            __shfl_down_sync(0xffffffffu, v.si_min, o),    __shfl_down_sync(0xffffffffu, v.si_max, o)};
+}
+__device__ __forceinline__ Totals combine(const Totals& a, const Totals& b) {
+    return {a.sxx + b.sxx,
+            a.sdd + b.sdd,
+            a.sqq + b.sqq,
+            a.sxq + b.sxq,
+            fmax(a.max_err, b.max_err),
+            a.underflow + b.underflow,
+            a.overflow + b.overflow,
+            a.nonfinite + b.nonfinite,
+            fminf(a.si_min, b.si_min),
+            fmaxf(a.si_max, b.si_max)};
+}
+
 // The tiles' central sums (TileStats) added up.
 struct CentralSums {
     double s1, s2, s3, s4;
@@ -239,57 +259,6 @@ __device__ __forceinline__ S block_combine(S v, S* parts) {
 __device__ __forceinline__ float as_float(float v) { return v; }
 __device__ __forceinline__ float as_float(std::uint16_t b) { return __uint_as_float(unsigned(b) << 16); }
 
-// A 16-byte run of the stored layout (a row of x, or a column of the view when it is
-// transposed): stored row a0 + a, elements b0 + b on, of which na x nb lie inside the
-// tensor (zeros outside). One 16-byte load where the stride and the address allow, else
-// single elements.
-template <class T, bool kTransposed>
-__device__ __forceinline__ uint4 load_run(const TileInput& in, std::int64_t a0, std::int64_t b0, int a, int b, int na,
-                                          int nb) {
-    constexpr int kV = 16 / sizeof(T);
-    const std::int64_t stride = kTransposed ? in.rows : in.cols;
-    const T* src = static_cast<const T*>(in.data) + (a0 + a) * stride + b0 + b;
-    if (in.vec_load && stride % kV == 0 && a < na && b + kV <= nb) return __ldg(reinterpret_cast<const uint4*>(src));
-    T v[kV];
-#pragma unroll
-    for (int k = 0; k < kV; ++k) v[k] = a < na && b + k < nb ? src[k] : T(0);
-    uint4 q;
-    memcpy(&q, v, 16);
-    return q;
-}
-
-// The view's tile at (r0, c0), nr x nc, into tile[r * row_stride + c] in the input's type
-// (zeros outside the tensor), so a BF16 tile takes half the shared memory. Threads read
-// 16-byte runs of the stored layout (load_run).
-template <class T, bool kTransposed>
-__device__ __forceinline__ void load_tile(const TileInput& in, std::int64_t r0, std::int64_t c0, int nr, int nc,
-                                          T* tile) {
-    constexpr int kV = 16 / sizeof(T);          // elements per 16-byte run
-    constexpr int kRuns = kTile * kTile / kV;
-    // Runs go along the stored rows: (a, b) = (stored row in the tile, first element).
-    const int na = kTransposed ? nc : nr, nb = kTransposed ? nr : nc;
-    const std::int64_t a0 = kTransposed ? c0 : r0, b0 = kTransposed ? r0 : c0;
-    constexpr int kRow = kRowStride<T, kTransposed>;
-    // A whole tile of an aligned tensor needs no checks: every run is one 16-byte load.
-    const std::int64_t stride = kTransposed ? in.rows : in.cols;
-    const bool whole = in.vec_load && stride % kV == 0 && na == kTile && nb == kTile;
-#pragma unroll 4
-    for (int i = threadIdx.x; i < kRuns; i += blockDim.x) {
-        const int a = i / (kTile / kV), b = (i % (kTile / kV)) * kV;
-        const T* src = static_cast<const T*>(in.data) + (a0 + a) * stride + b0 + b;
-        const uint4 q =
-            whole ? __ldg(reinterpret_cast<const uint4*>(src)) : load_run<T, kTransposed>(in, a0, b0, a, b, na, nb);
-        if constexpr (kTransposed) {
-            T v[kV];
-            memcpy(v, &q, 16);
-#pragma unroll
-            for (int k = 0; k < kV; ++k) tile[(b + k) * kRow + a] = v[k];
-        } else {
-            *reinterpret_cast<uint4*>(tile + a * kRow + b) = q;
-        }
-    }
-}
-
 // The tile of block b of a grid: origin and extent.
 struct TileAt {
     std::int64_t r0, c0;
@@ -302,6 +271,67 @@ __device__ __forceinline__ TileAt tile_at(const TileInput& in, std::int64_t tile
     t.nr = in.rows - t.r0 < kTile ? int(in.rows - t.r0) : kTile;
     t.nc = in.cols - t.c0 < kTile ? int(in.cols - t.c0) : kTile;
     return t;
+}
+
+// The same tile in the stored layout (a transposed view's columns are stored rows): its
+// first stored row a0 and element b0, na stored rows of nb elements inside the tensor, and
+// whether every 16-byte run of it is one aligned load (`whole`: no checks needed).
+struct StoredTile {
+    std::int64_t a0, b0, stride;
+    int na, nb;
+    bool whole;
+};
+template <class T, bool kTransposed>
+__device__ __forceinline__ StoredTile stored_tile(const TileInput& in, const TileAt& at) {
+    StoredTile s;
+    s.a0 = kTransposed ? at.c0 : at.r0;
+    s.b0 = kTransposed ? at.r0 : at.c0;
+    s.stride = kTransposed ? in.rows : in.cols;
+    s.na = kTransposed ? at.nc : at.nr;
+    s.nb = kTransposed ? at.nr : at.nc;
+    s.whole = in.vec_load && s.stride % (16 / sizeof(T)) == 0 && s.na == kTile && s.nb == kTile;
+    return s;
+}
+
+// A 16-byte run of the stored tile: stored row a, elements b on (zeros outside the
+// tensor). One 16-byte load where the stride and the address allow, else single elements.
+template <class T>
+__device__ __forceinline__ uint4 load_run(const TileInput& in, const StoredTile& st, int a, int b) {
+    constexpr int kV = 16 / sizeof(T);
+    const T* src = static_cast<const T*>(in.data) + (st.a0 + a) * st.stride + st.b0 + b;
+    if (st.whole || (in.vec_load && st.stride % kV == 0 && a < st.na && b + kV <= st.nb))
+        return __ldg(reinterpret_cast<const uint4*>(src));
+    T v[kV];
+#pragma unroll
+    for (int k = 0; k < kV; ++k) v[k] = a < st.na && b + k < st.nb ? src[k] : T(0);
+    uint4 q;
+    memcpy(&q, v, 16);
+    return q;
+}
+
+// The view's tile `at` into tile[r * row_stride + c] in the input's type (zeros outside
+// the tensor), so a BF16 tile takes half the shared memory. Threads read 16-byte runs of
+// the stored layout (load_run).
+template <class T, bool kTransposed>
+__device__ __forceinline__ void load_tile(const TileInput& in, const TileAt& at, T* tile) {
+    constexpr int kV = 16 / sizeof(T);  // elements per 16-byte run
+    constexpr int kRuns = kTile * kTile / kV;
+    constexpr int kRow = kRowStride<T, kTransposed>;
+    const StoredTile st = stored_tile<T, kTransposed>(in, at);
+#pragma unroll 4
+    for (int i = threadIdx.x; i < kRuns; i += blockDim.x) {
+        // (a, b) = (stored row in the tile, first element)
+        const int a = i / (kTile / kV), b = (i % (kTile / kV)) * kV;
+        const uint4 q = load_run<T>(in, st, a, b);
+        if constexpr (kTransposed) {
+            T v[kV];
+            memcpy(v, &q, 16);
+#pragma unroll
+            for (int k = 0; k < kV; ++k) tile[(b + k) * kRow + a] = v[k];
+        } else {
+            *reinterpret_cast<uint4*>(tile + a * kRow + b) = q;
+        }
+    }
 }
 
 }  // namespace fp8scope::cuda::an

@@ -28,12 +28,8 @@ __device__ __forceinline__ void tile_sums(const TileInput& in, const TileAt& at,
                                           unsigned& smax, unsigned* channel_max) {
     constexpr int kV = 16 / sizeof(T), kRunsPerRow = kTile / kV, kRowsPerPass = kThreads / kRunsPerRow;
     constexpr int kRuns = kTile / kRowsPerPass, kBatch = 4;  // runs in flight per thread
-    const int na = kTransposed ? at.nc : at.nr, nb = kTransposed ? at.nr : at.nc;
-    const std::int64_t a0 = kTransposed ? at.c0 : at.r0, b0 = kTransposed ? at.r0 : at.c0;
-    const std::int64_t stride = kTransposed ? in.rows : in.cols;
+    const StoredTile st = stored_tile<T, kTransposed>(in, at);
     const int a_first = threadIdx.x / kRunsPerRow, b = (threadIdx.x % kRunsPerRow) * kV;
-    const bool whole = !kChecked && in.vec_load && stride % kV == 0;
-    const T* x = static_cast<const T*>(in.data);
     // A stored tile's column maxima: BF16 ones as 16x2 integer maxima of the magnitudes'
     // bits (column pairs), float32 ones one by one.
     constexpr bool kPacked = !kTransposed && sizeof(T) == 2;
@@ -46,8 +42,7 @@ __device__ __forceinline__ void tile_sums(const TileInput& in, const TileAt& at,
 #pragma unroll
         for (int i = 0; i < kBatch; ++i) {
             const int a = a_first + (base + i) * kRowsPerPass;
-            q[i] = whole ? __ldg(reinterpret_cast<const uint4*>(x + (a0 + a) * stride + b0 + b))
-                         : load_run<T, kTransposed>(in, a0, b0, a, b, na, nb);
+            q[i] = load_run<T>(in, st, a, b);
         }
 #pragma unroll
         for (int i = 0; i < kBatch; ++i) {
@@ -76,7 +71,7 @@ __device__ __forceinline__ void tile_sums(const TileInput& in, const TileAt& at,
                 memcpy(raw, &q[i], 16);
 #pragma unroll
                 for (int k = 0; k < kV; ++k) {
-                    if (kChecked && (a >= na || b + k >= nb)) continue;
+                    if (kChecked && (a >= st.na || b + k >= st.nb)) continue;
                     const unsigned m = add_value<kChecked, false>(s, p, as_float(raw[k]));
                     if (kTransposed) run_max = max(run_max, m);
                     else if (!kPacked) col_max[k] = max(col_max[k], m);
@@ -118,7 +113,7 @@ __global__ void __launch_bounds__(kThreads, 4) stats_kernel(TileInput in, const 
     const StatsParams p = stats_params(q);
     Sums s;
     unsigned smax = 0;
-    if (at.nr == kTile && at.nc == kTile && q.all_finite && p.f32_sums)
+    if (unchecked(at, q))
         tile_sums<T, kTransposed, false>(in, at, p, s, smax, channel_max);
     else
         tile_sums<T, kTransposed, true>(in, at, p, s, smax, channel_max);

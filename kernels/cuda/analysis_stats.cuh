@@ -32,6 +32,12 @@ __device__ __forceinline__ StatsParams stats_params(const Params& q) {
     return {q.dev_norm, q.pivot, q.dev_norm_d, __float_as_uint(q.threshold_f), q.dev_exp >= kMinDevExp};
 }
 
+// Whether the tile takes the statistics without checks: whole, of a tensor of finite
+// values, with float32 sums.
+__device__ __forceinline__ bool unchecked(const TileAt& at, const Params& q) {
+    return at.nr == kTile && at.nc == kTile && q.all_finite && q.dev_exp >= kMinDevExp;
+}
+
 __device__ __forceinline__ float deviation(const StatsParams& p, float v) { return fmaf(v, p.dev_norm, -p.pivot); }
 
 __device__ __forceinline__ void add_power_sums(Sums& s, float d) {

@@ -282,7 +282,7 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
     const std::int64_t c0 = at.c0;
     constexpr int kRow = kRowStride<T, kTransposed>;
     for (int c = threadIdx.x; c < kTile; c += blockDim.x) sh.channel[c] = 0u;
-    load_tile<T, kTransposed>(in, at.r0, c0, nr, nc, sh.tile);
+    load_tile<T, kTransposed>(in, at, sh.tile);
     __syncthreads();
 
     // Tensor statistics of the tile (the histogram and the zeros come from pass 1).
@@ -290,7 +290,7 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
     const StatsParams p = stats_params(q);
     Sums s;
     unsigned ch[kTile / 32] = {};
-    if (nr == kTile && nc == kTile && q.all_finite && p.f32_sums)
+    if (unchecked(at, q))
         tile_statistics<false, T, kRow>(sh, nr, nc, p, s, ch);
     else
         tile_statistics<true, T, kRow>(sh, nr, nc, p, s, ch);

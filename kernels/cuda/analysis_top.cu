@@ -65,8 +65,7 @@ __global__ void __launch_bounds__(kThreads) tile_top_kernel(TileInput in, int k,
     for (unsigned item = blockIdx.x; item < items; item += gridDim.x) {
         const TileAt at = tile_at(in, tile_list[item / kSlices]);
         const int slice = int(item % kSlices);
-        const int na = kTransposed ? at.nc : at.nr, nb = kTransposed ? at.nr : at.nc;
-        const std::int64_t a0 = kTransposed ? at.c0 : at.r0, b0 = kTransposed ? at.r0 : at.c0;
+        const StoredTile st = stored_tile<T, kTransposed>(in, at);
         if (threadIdx.x == 0) gathered = 0;
         Runs runs;
 #pragma unroll
@@ -74,7 +73,7 @@ __global__ void __launch_bounds__(kThreads) tile_top_kernel(TileInput in, int k,
             const int run = threadIdx.x + i * kThreads;
             runs.a[i] = slice * kSliceRows + run / (kTile / kV);
             runs.b[i] = (run % (kTile / kV)) * kV;
-            const uint4 q = load_run<T, kTransposed>(in, a0, b0, runs.a[i], runs.b[i], na, nb);
+            const uint4 q = load_run<T>(in, st, runs.a[i], runs.b[i]);
             memcpy(runs.v[i], &q, 16);
         }
         // f(key, value) for each of this thread's values (key 0: outside the tensor or not finite)
