@@ -9,16 +9,25 @@
 // with --peak (TFLOP/s; 989 for an H100/H200 SXM, the datasheet's figure), for every recipe:
 // an FP8 recipe's MFU above the BF16 one is its real gain.
 //
+// --phases 1 times as many steps again with the device drained after each phase
+// (forward with the loss, backward, gradient norm, AdamW) and prints their medians:
+// how the step's time splits, and (their sum against the step) what the drains cost.
+// Where the backend traces kernels (CUDA: CUPTI), each phase's device time is printed
+// beside it: the difference is time the device sat idle, waiting for the host.
+//
 // usage: bench_step [--device cuda] [--layers 8] [--width 4096] [--heads 32] [--vocab 50304]
 //                   [--seq 2048] [--batch 4] [--steps 10] [--warmup 3] [--mlp gelu|swiglu]
 //                   [--recipes baseline,current,delayed,blockwise,mxfp8] [--peak 989] [--threads 0]
+//                   [--phases 0|1]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends.h"
@@ -47,6 +56,23 @@ std::vector<std::string> split(const std::string& list) {
     return out;
 }
 
+// Device time of the kernels, copies and memsets traced since the last take().
+class DeviceBusy : public KernelListener {
+public:
+    void on_kernels(const KernelTiming* t, std::size_t n) override {
+        std::lock_guard lock(mutex_);
+        for (std::size_t i = 0; i < n; ++i) ns_ += t[i].end_ns - t[i].start_ns;
+    }
+    double take_ms() {
+        std::lock_guard lock(mutex_);
+        return double(std::exchange(ns_, 0)) * 1e-6;
+    }
+
+private:
+    std::mutex mutex_;
+    std::int64_t ns_ = 0;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -57,6 +83,7 @@ int main(int argc, char** argv) {
     c.vocab_size = 50304;
     std::string device = "cuda", recipes = "baseline,current,delayed,blockwise,mxfp8";
     int B = 4, T = 2048, steps = 10, warmup = 3, threads = 0;
+    bool phases = false;
     double peak = 989;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string k = argv[i];
@@ -74,6 +101,7 @@ int main(int argc, char** argv) {
         else if (k == "--recipes") recipes = v;
         else if (k == "--peak") peak = std::atof(v);
         else if (k == "--threads") threads = std::atoi(v);
+        else if (k == "--phases") phases = std::atoi(v) != 0;
         else {
             std::fprintf(stderr, "unknown option %s\n", k.c_str());
             return 2;
@@ -132,6 +160,42 @@ int main(int argc, char** argv) {
         if (base_ms > 0 && name != "baseline") std::snprintf(vs, sizeof vs, "%.2fx", base_ms / median);
         std::printf("%-10s %10.1f %10.1f %11.0f %9s %7.1f%% %9.4f\n", name.c_str(), median, ms.front(),
                     double(B) * T / (median * 1e-3), vs, 100.0 * tflops / peak, loss);
+        if (phases) {
+            std::vector<double> t[4], busy[4];
+            DeviceBusy device_busy;
+            const bool traced = backend->trace_kernels(&device_busy).empty();
+            for (int s = 0; s < steps; ++s) {
+                auto t0 = std::chrono::steady_clock::now();
+                auto lap = [&](int i) {
+                    backend->synchronize();
+                    const auto now = std::chrono::steady_clock::now();
+                    t[i].push_back(std::chrono::duration<double, std::milli>(now - t0).count());
+                    backend->flush_kernels();
+                    busy[i].push_back(device_busy.take_ms());
+                    t0 = std::chrono::steady_clock::now();
+                };
+                model.forward(tok.data(), tgt.data(), B, T);
+                lap(0);
+                model.backward();
+                lap(1);
+                const double norm = backend->grad_norm(model.grads().data(), std::int64_t(model.num_params()));
+                lap(2);
+                adam.step(model.params(), model.grads(), 1e-5f, clip_factor(norm, oc.grad_clip));
+                lap(3);
+            }
+            if (traced) backend->trace_kernels(nullptr);
+            static const char* const kPhase[4] = {"forward", "backward", "norm", "adamw"};
+            double sum = 0;
+            std::printf("  phases (median ms%s):", traced ? ", device time in brackets" : "");
+            for (int i = 0; i < 4; ++i) {
+                std::sort(t[i].begin(), t[i].end());
+                std::sort(busy[i].begin(), busy[i].end());
+                sum += t[i][t[i].size() / 2];
+                std::printf(" %s %.1f", kPhase[i], t[i][t[i].size() / 2]);
+                if (traced) std::printf(" (%.1f)", busy[i][busy[i].size() / 2]);
+            }
+            std::printf(", sum %.1f\n", sum);
+        }
         std::fflush(stdout);
     }
     return 0;

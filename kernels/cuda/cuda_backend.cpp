@@ -12,6 +12,7 @@
 #include "cpu/analysis.h"
 #include "cuda/analysis.h"
 #include "cuda/chunks.h"
+#include "cuda/cuda_backend_mirror.h"
 #include "cuda/cuda_backend_kernels.h"
 #include "cuda/check.h"
 #include "cuda/gemm.h"
@@ -56,11 +57,15 @@ CudaBackend::Scratch::~Scratch() {
     if (ptr_) backend_->free_now(ptr_);
 }
 
-void* CudaBackend::Scratch::grow(std::size_t bytes) {
-    if (bytes <= bytes_) return ptr_;
+void CudaBackend::Scratch::reset() {
     if (ptr_) backend_->free_now(ptr_);
     ptr_ = nullptr;
     bytes_ = 0;
+}
+
+void* CudaBackend::Scratch::grow(std::size_t bytes) {
+    if (bytes <= bytes_) return ptr_;
+    reset();
     FP8SCOPE_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
     bytes_ = bytes;
     return ptr_;
@@ -86,6 +91,7 @@ CudaBackend::CudaBackend(int device, int threads) : device_(device) {
     emulated_b_ = std::make_unique<Scratch>(*this);
     results_ = std::make_unique<Scratch>(*this);
     results_->grow(kResultBytes);
+    mirror_ = std::make_unique<cuda::WeightMirror>(*this);
     FP8SCOPE_CUDA_CHECK(cudaMallocHost(&host_results_, kResultBytes));
 }
 
@@ -93,6 +99,7 @@ CudaBackend::~CudaBackend() {
     // Nothing may throw here: a failure means the context is gone, and so is the memory.
     cudaStreamSynchronize(stream_);
     workspace_.reset(), head_weight_.reset(), emulated_a_.reset(), emulated_b_.reset(), results_.reset();
+    mirror_.reset();
     runner_.reset();
     analyzer_.reset();
     if (report_device_) cudaFree(report_device_);
@@ -122,6 +129,7 @@ void* CudaBackend::allocate(std::size_t bytes) {
         cudaFree(p);
         cuda::fail("cudaMemsetAsync", __FILE__, __LINE__, cudaGetErrorString(e));
     }
+    mirror_->written(p, bytes);  // memory of a freed parameter range, maybe
     return p;
 }
 
@@ -136,6 +144,7 @@ void CudaBackend::copy_to_host(void* host, const void* src, std::size_t bytes) {
 
 void CudaBackend::copy_from_host(void* dst, const void* host, std::size_t bytes) {
     if (!bytes) return;
+    mirror_->written(dst, bytes);
     FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_));
     FP8SCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the host buffer may go right after
 }
@@ -143,6 +152,7 @@ void CudaBackend::copy_from_host(void* dst, const void* host, std::size_t bytes)
 // memmove semantics: overlapping ranges go through scratch (cudaMemcpy does not allow them).
 void CudaBackend::copy(void* dst, const void* src, std::size_t bytes) {
     if (!bytes || dst == src) return;
+    mirror_->written(dst, bytes);
     const auto d = reinterpret_cast<std::uintptr_t>(dst), s = reinterpret_cast<std::uintptr_t>(src);
     if (d < s + bytes && s < d + bytes) {
         void* tmp = emulated_a_->grow(bytes);
@@ -153,10 +163,13 @@ void CudaBackend::copy(void* dst, const void* src, std::size_t bytes) {
 }
 
 void CudaBackend::fill_zero(void* p, std::size_t bytes) {
-    if (bytes) FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_));
+    if (!bytes) return;
+    mirror_->written(p, bytes);
+    FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_));
 }
 
 void CudaBackend::convert(void* out, DType to, const void* in, DType from, std::int64_t n) {
+    mirror_->written(out, std::size_t(n) * dtype_size(to));
     if (from == DType::F32 && to == DType::BF16)
         cuda::f32_to_bf16(static_cast<std::uint16_t*>(out), static_cast<const float*>(in), n, stream_);
     else if (from == DType::BF16 && to == DType::F32)
@@ -332,7 +345,7 @@ void CudaBackend::bias_backward(float* dbias, const TensorDesc& dout) {
 
 void CudaBackend::adamw(float* params, const float* grads, float* m, float* v, const std::uint8_t* decay,
                         std::int64_t n, const AdamWParams& p) {
-    cuda::adamw(params, grads, m, v, decay, n, p, stream_);
+    cuda::adamw(params, grads, m, v, decay, n, p, stream_, mirror_->for_update(params, n));
 }
 
 double CudaBackend::grad_norm(const float* grads, std::int64_t n) {
@@ -346,7 +359,10 @@ double CudaBackend::grad_norm(const float* grads, std::int64_t n) {
     return out;
 }
 
-void CudaBackend::scale(float* x, float factor, std::int64_t n) { cuda::scale(x, factor, n, stream_); }
+void CudaBackend::scale(float* x, float factor, std::int64_t n) {
+    mirror_->written(x, std::size_t(n) * sizeof(float));
+    cuda::scale(x, factor, n, stream_);
+}
 
 // --- statistics --------------------------------------------------------------------------
 
@@ -356,6 +372,7 @@ void CudaBackend::quantize_chunks(void* slots, const float* x, const ChunkLayout
 
 void CudaBackend::dequantize_sum(float* out, const void* slots, std::int64_t slot_bytes, int count, std::int64_t n,
                                  Format format) {
+    mirror_->written(out, std::size_t(n) * sizeof(float));
     cuda::dequantize_sum(out, slots, slot_bytes, count, n, format, stream_);
 }
 

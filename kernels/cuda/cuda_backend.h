@@ -60,6 +60,7 @@ namespace fp8scope {
 namespace cuda {
 class GemmRunner;
 class Analyzer;
+class WeightMirror;
 struct CastStats;
 }  // namespace cuda
 
@@ -166,6 +167,7 @@ public:
             return static_cast<T*>(grow(n * sizeof(T)));
         }
         void* data() const { return ptr_; }
+        void reset();  // frees the memory now
 
     private:
         CudaBackend* backend_;
@@ -188,6 +190,9 @@ private:
     std::unique_ptr<cuda::GemmRunner> runner_;
     std::unique_ptr<cuda::Analyzer> analyzer_;
     std::unique_ptr<Scratch> workspace_, head_weight_, emulated_a_, emulated_b_, results_;
+    std::unique_ptr<cuda::WeightMirror> mirror_;  // BF16 weight copies AdamW keeps current
+    // A weight (float32) as BF16: its mirrored copy, else converted into `scratch`.
+    const std::uint16_t* bf16_weight(const float* w, std::int64_t n, Scratch& scratch);
     void* host_results_ = nullptr;  // pinned: mean loss, grad norm, amax
 
     // Cast reports (see the top of the file).

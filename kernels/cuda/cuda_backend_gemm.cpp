@@ -9,6 +9,7 @@
 
 #include "cuda/check.h"
 #include "cuda/cuda_backend.h"
+#include "cuda/cuda_backend_mirror.h"
 #include "cuda/cuda_backend_kernels.h"
 #include "cuda/gemm.h"
 #include "cuda/ops.h"
@@ -105,9 +106,8 @@ GemmOperand CudaBackend::cast(const TensorDesc& x, const CastSpec& spec, Operand
     if (!spec.recipe) {  // BF16 is the GEMM's own type
         TensorDesc v = x;
         if (x.dtype == DType::F32) {  // a weight: its BF16 copy (same layout)
-            v.data = s.bf16_copy.grow_as<bf16>(std::size_t(x.numel()));
+            v.data = const_cast<bf16*>(bf16_weight(static_cast<const float*>(x.data), x.numel(), s.bf16_copy));
             v.dtype = DType::BF16;
-            cuda::f32_to_bf16(static_cast<bf16*>(v.data), static_cast<const float*>(x.data), x.numel(), stream_);
         }
         op.rowwise = v;
         op.columnwise = transposed_view(v);
@@ -148,6 +148,16 @@ GemmOperand CudaBackend::cast(const TensorDesc& x, const CastSpec& spec, Operand
         FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(spec.amax_out, &t.stats->amax, sizeof(float), cudaMemcpyDeviceToDevice, stream_));
     if (spec.report) pending_reports_.push_back(spec.report);  // the slot report_slot() handed out
     return op;
+}
+
+const bf16* CudaBackend::bf16_weight(const float* w, std::int64_t n, Scratch& scratch) {
+    if (const bf16* copy = mirror_->find(w, n)) {
+        scratch.reset();  // no conversion here while the copy stays current
+        return copy;
+    }
+    auto* out = scratch.grow_as<bf16>(std::size_t(n));
+    cuda::f32_to_bf16(out, w, n, stream_);
+    return out;
 }
 
 // --- GEMMs -------------------------------------------------------------------------------
@@ -239,8 +249,7 @@ void CudaBackend::matmul_forward(ActPtr out, ActPtr inp, const float* weight, co
                                  std::int64_t K, std::int64_t M) {
     if (out.dtype != DType::BF16 || inp.dtype != DType::BF16)
         throw std::logic_error("cuda matmul_forward: activations must be bf16");
-    auto* w = head_weight_->grow_as<bf16>(std::size_t(M * K));
-    cuda::f32_to_bf16(w, weight, M * K, stream_);
+    const bf16* w = bf16_weight(weight, M * K, *head_weight_);
     cuda::GemmArgs g;
     g.m = N, g.n = M, g.k = K;
     g.a = {inp.ptr, DType::BF16};
@@ -256,8 +265,7 @@ void CudaBackend::matmul_backward(ActPtr dinp, float* dweight, float* dbias, Act
     if (dout.dtype != DType::BF16 || inp.dtype != DType::BF16 || (dinp && dinp.dtype != DType::BF16))
         throw std::logic_error("cuda matmul_backward: activations must be bf16");
     if (dinp) {  // dinp (N,K) = dout (N,M) weight (M,K): B = weight^T (K,M), a transposed view
-        auto* w = head_weight_->grow_as<bf16>(std::size_t(M * K));
-        cuda::f32_to_bf16(w, weight, M * K, stream_);
+        const bf16* w = bf16_weight(weight, M * K, *head_weight_);
         cuda::GemmArgs g;
         g.m = N, g.n = K, g.k = M;
         g.a = {dout.ptr, DType::BF16};

@@ -34,12 +34,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cpu/cpu_backend.h"
@@ -508,6 +510,99 @@ TEST(CudaBackendGemm, Bf16OperandsAndTheEmulatedPathMatchTheCpu) {
             }
     }
     EXPECT_EQ(gpu.emulated_gemms(), 1);
+}
+
+// BF16 copies of float32 weights (the baseline recipe's GEMM operands): once AdamW keeps
+// them, two casts of a weight share one copy, and after every kind of write into the
+// parameters (AdamW, copies from the host and within the device, zero fills, scaling)
+// a cast sees the parameters' current values, rounded to BF16 as the host rounds them.
+TEST(CudaBackendMirror, Bf16WeightsFollowEveryWriteIntoTheParameters) {
+    FP8SCOPE_REQUIRE_GPU();
+    CudaBackend gpu;
+    CpuBackend cpu(1);
+    const std::int64_t r1 = 64, c1 = 160, r2 = 32, c2 = 96, n1 = r1 * c1, n2 = r2 * c2, n = n1 + n2 + 100;
+    std::mt19937 rng(29);
+    std::normal_distribution<float> normal(0.0f, 0.05f);
+    std::vector<float> p(static_cast<std::size_t>(n)), m(p.size(), 0.0f), v(p.size(), 0.0f), g(p.size());
+    for (float& x : p) x = normal(rng);
+    DeviceBuffer<float> dp(gpu, p.size()), dg(gpu, p.size()), dm(gpu, p.size()), dv(gpu, p.size()),
+        other(gpu, p.size());
+    std::vector<std::uint8_t> decay(p.size(), 1);
+    DeviceBuffer<std::uint8_t> ddecay(gpu, decay.size());
+    gpu.copy_from_host(ddecay.data(), decay.data(), decay.size());
+    gpu.copy_from_host(dp.data(), p.data(), p.size() * 4);
+    const TensorDesc w1{dp.data(), DType::F32, r1, c1, Device::CUDA, false};
+    const TensorDesc w2{dp.data() + n1, DType::F32, r2, c2, Device::CUDA, false};
+    auto s1 = gpu.make_operand_storage(), s2 = gpu.make_operand_storage(), s3 = gpu.make_operand_storage();
+
+    // Both weights as the GEMM reads them, against the host's values rounded to BF16.
+    auto check = [&](const std::string& what) {
+        for (const auto& [w, at] : {std::pair{w1, std::int64_t(0)}, std::pair{w2, n1}}) {
+            const GemmOperand op = gpu.cast(w, CastSpec{}, *s1);
+            ASSERT_EQ(op.rowwise.dtype, DType::BF16) << what;
+            std::vector<std::uint16_t> got(std::size_t(w.numel()));
+            gpu.copy_to_host(got.data(), op.rowwise.data, got.size() * 2);
+            std::int64_t bad = 0;
+            for (std::size_t i = 0; i < got.size(); ++i) bad += got[i] != float_to_bf16(p[std::size_t(at) + i]);
+            EXPECT_EQ(bad, 0) << what << ", weight at " << at;
+        }
+    };
+    auto shared = [&] { return gpu.cast(w1, CastSpec{}, *s2).rowwise.data == gpu.cast(w1, CastSpec{}, *s3).rowwise.data; };
+    auto step = [&](int t) {
+        for (float& x : g) x = normal(rng);
+        AdamWParams ap;
+        ap.lr = 1e-3f;
+        ap.bias_correction1 = static_cast<float>(1.0 - std::pow(0.9, t));
+        ap.bias_correction2 = static_cast<float>(1.0 - std::pow(0.95, t));
+        gpu.copy_from_host(dg.data(), g.data(), g.size() * 4);
+        ap.weight_decay = 0.1f;
+        gpu.adamw(dp.data(), dg.data(), dm.data(), dv.data(), ddecay.data(), n, ap);
+        cpu.adamw(p.data(), g.data(), m.data(), v.data(), decay.data(), n, ap);
+    };
+
+    check("initial values");
+    EXPECT_FALSE(shared()) << "no copy before an update";
+    step(1);
+    check("after the first update");
+    EXPECT_TRUE(shared()) << "the update writes the copy both weights asked for";
+    step(2);
+    check("after the second update");
+
+    for (std::int64_t i = 0; i < n1; i += 7) p[std::size_t(i)] = normal(rng);
+    gpu.copy_from_host(dp.data(), p.data(), std::size_t(n1) * 4);
+    EXPECT_FALSE(shared()) << "stale after a copy from the host";
+    check("after a copy from the host");
+    step(3);
+    EXPECT_TRUE(shared());
+
+    gpu.fill_zero(dp.data() + n1 + 8, 64 * 4);
+    std::fill(p.begin() + n1 + 8, p.begin() + n1 + 72, 0.0f);
+    check("after a zero fill");
+    step(4);
+
+    std::vector<float> q(p.size());
+    for (float& x : q) x = normal(rng);
+    gpu.copy_from_host(other.data(), q.data(), q.size() * 4);  // not the parameters
+    check("after an update");
+    step(5);
+    EXPECT_TRUE(shared()) << "current again ...";
+    gpu.copy(dp.data(), other.data(), q.size() * 4);  // ... until a copy within the device
+    p = q;
+    check("after a copy within the device");
+    step(6);
+
+    gpu.scale(dp.data(), 0.5f, n);
+    for (float& x : p) x *= 0.5f;
+    check("after scaling");
+    step(7);
+    check("after the last update");
+
+    // Asking for a small part of the parameters (an FP8 model's head, say) keeps no copy.
+    step(8);
+    gpu.cast(w2, CastSpec{}, *s1);
+    step(9);
+    EXPECT_FALSE(shared()) << "a copy for 3072 of 13412 parameters costs more than it saves";
+    check("without a copy");
 }
 
 TEST(CudaBackend, DescribesItself) {
