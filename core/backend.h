@@ -55,6 +55,18 @@ struct ActPtr {
     float* f32() const;  // the CPU backend's view; throws unless dtype is F32
 };
 
+// What a GEMM does with its result besides the bias; aux has the output's shape and type:
+//   Gelu:         aux = A B^T + bias (the GELU's input), out = gelu(aux) (the tanh form of
+//                 gelu_forward)
+//   GeluBackward: out = gelu'(aux) * (A B^T), aux holding the GELU's input (no bias)
+// A GPU does them in cuBLASLt's epilogue where that is faster than a pass of their own
+// (GELU on the float32 result before it is rounded).
+struct GemmEpilogue {
+    enum class Kind : std::uint8_t { None, Gelu, GeluBackward };
+    Kind kind = Kind::None;
+    ActPtr aux;
+};
+
 // A non-owning 2-D row-major view of backend memory; `transposed` marks a view of the
 // transpose of data stored as (cols, rows), so a GEMM can read it without a copy.
 struct TensorDesc {
@@ -237,11 +249,15 @@ public:
     // read, in `storage` (or aliasing x when no cast is needed).
     virtual GemmOperand cast(const TensorDesc& x, const CastSpec& spec, OperandStorage& storage) = 0;
     // out (m,n) = A (m,k) B (n,k)^T [+ bias (n)] [+ out when accumulate], A and B the
-    // chosen copies of their operands.
+    // chosen copies of their operands, then the epilogue, if any.
     virtual void gemm(const GemmOperand& a, Copy ca, const GemmOperand& b, Copy cb, const TensorDesc& out,
-                      const float* bias, bool accumulate) = 0;
+                      const float* bias, bool accumulate, const GemmEpilogue& epi) = 0;
     // dbias (M) = sum over rows of dout (N,M).
     virtual void bias_backward(float* dbias, const TensorDesc& dout) = 0;
+    // gemm() with its epilogue as a pass of its own (gelu_forward, gelu_backward): the
+    // same arithmetic as the CPU's, for a backend or a problem without the fused form.
+    void gemm_then_epilogue(const GemmOperand& a, Copy ca, const GemmOperand& b, Copy cb, const TensorDesc& out,
+                              const float* bias, bool accumulate, const GemmEpilogue& epi);
 
     // --- optimizer -------------------------------------------------------------------
     // AdamW on n float32 parameters; decay (n, 0/1) marks where weight decay applies.

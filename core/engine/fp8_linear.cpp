@@ -132,7 +132,7 @@ TensorDesc Fp8Linear::smoothed(DeviceBuffer<float>& scratch, const TensorDesc& i
 }
 
 void Fp8Linear::forward(int linear, ActPtr x, const float* w, const float* b, ActPtr y, std::int64_t N,
-                        const float* smooth, bool training) {
+                        const float* smooth, bool training, const GemmEpilogue& epilogue) {
     const auto& info = linears_[std::size_t(linear)];
     const std::int64_t K = info.in_features, M = info.out_features;
     const Device dev = backend_.device();
@@ -160,11 +160,13 @@ void Fp8Linear::forward(int linear, ActPtr x, const float* w, const float* b, Ac
     c.smoothed = smooth != nullptr;
 
     OpTimer fprop(sink_, backend_, "fprop", info.layer, linear);
-    backend_.gemm(c.xq, Copy::Rowwise, c.wq, Copy::Rowwise, TensorDesc::of(y, N, M, dev), b, false);
+    backend_.gemm(c.xq, Copy::Rowwise, c.wq, Copy::Rowwise, TensorDesc::of(y, N, M, dev), b, false, epilogue);
 }
 
 void Fp8Linear::backward(int linear, ActPtr dy, ActPtr x, const float* w, ActPtr dx, float* dw, float* db,
-                         std::int64_t N, const float* smooth) {
+                         std::int64_t N, const float* smooth, const GemmEpilogue& dx_epilogue) {
+    if (dx_epilogue.kind != GemmEpilogue::Kind::None && smooth)
+        throw std::logic_error("Fp8Linear::backward: dx takes an epilogue or smoothing, not both");
     const auto& info = linears_[std::size_t(linear)];
     const std::int64_t K = info.in_features, M = info.out_features;
     const Device dev = backend_.device();
@@ -200,7 +202,7 @@ void Fp8Linear::backward(int linear, ActPtr dy, ActPtr x, const float* w, ActPtr
     const TensorDesc dX = TensorDesc::of(dx, N, K, dev);
     {
         OpTimer dgrad(sink_, backend_, "dgrad", info.layer, linear);
-        backend_.gemm(dYop, Copy::Rowwise, Wop, Copy::Columnwise, dX, nullptr, false);
+        backend_.gemm(dYop, Copy::Rowwise, Wop, Copy::Columnwise, dX, nullptr, false, dx_epilogue);
         if (smooth) backend_.scale_columns(dX, dX, smooth, false);  // X' = X diag(s): dX = dX' diag(s)
     }
 
@@ -211,7 +213,7 @@ void Fp8Linear::backward(int linear, ActPtr dy, ActPtr x, const float* w, ActPtr
     }
     OpTimer wgrad(sink_, backend_, "wgrad", info.layer, linear);
     const TensorDesc dW = TensorDesc::of(dw, M, K, dev);
-    backend_.gemm(dYop, Copy::Columnwise, Xop, Copy::Columnwise, dW, nullptr, false);
+    backend_.gemm(dYop, Copy::Columnwise, Xop, Copy::Columnwise, dW, nullptr, false, {});
     if (smooth) backend_.scale_columns(dW, dW, smooth, true);  // W' = W diag(1/s): dW = dW' diag(1/s)
     if (db) backend_.bias_backward(db, dY);
 }

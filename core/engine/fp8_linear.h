@@ -42,14 +42,16 @@ public:
 
     // y (N,M) = x (N,K) w^T (M,K) + b (M); b may be null; smooth (K): Smooth-SwiGLU channel
     // scales or null. `training`: push delayed histories, capture, keep the cast operands
-    // for backward(). Otherwise the histories are read, never changed.
+    // for backward(). Otherwise the histories are read, never changed. An epilogue (Gelu,
+    // Residual: GemmEpilogue) applies to y, in the GEMM where the backend can.
     void forward(int linear, ActPtr x, const float* w, const float* b, ActPtr y, std::int64_t N, const float* smooth,
-                 bool training);
+                 bool training, const GemmEpilogue& epilogue = {});
     // After a training forward() of the same linear with the same x, w, smooth:
     // dx (N,K) = dY W, dw (M,K) = dY^T X, db (M) = column sums of dy; all overwritten,
-    // db may be null.
+    // db may be null. An epilogue (GeluBackward, with x the GELU's output: dx becomes the
+    // gradient of its input) applies to dx; not with smooth.
     void backward(int linear, ActPtr dy, ActPtr x, const float* w, ActPtr dx, float* dw, float* db, std::int64_t N,
-                  const float* smooth);
+                  const float* smooth, const GemmEpilogue& dx_epilogue = {});
     // Hands this step's cast figures to the sink (after the backend synchronized).
     void flush_reports();
 

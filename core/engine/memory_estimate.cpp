@@ -61,7 +61,8 @@ MemoryEstimate estimate_memory(const TrainConfig& c, std::size_t act_bytes) {
 
     // carve_activations(), in the backend's dtype, then the float32 statistics and tokens.
     const double att = B * NH * T * T;
-    const double acts = L * (BT * (8 * C + H1 + H) + att) + BT * (9 * C + V + H1 + H);
+    const double dfch_act = m.mlp == MlpKind::SwiGLU ? H : 0;  // GELU's gradient lands in dfch
+    const double acts = L * (BT * (8 * C + H1 + H) + att) + BT * (9 * C + V + H1 + dfch_act);
     const double stats = L * BT * (ln ? 4 : 2) + L * H + BT * (ln ? 2 : 1) + BT;
     e.activations = runs * (acts * a + stats * 4 + 2 * BT * 4);
 

@@ -124,12 +124,17 @@ float Model::Impl::run_forward(const std::int32_t* tok, const std::int32_t* tgt,
             OpTimer timer(sink, backend, norm_op, l);
             norm(ln2, at(a.ln2_mean, l, N), a.ln2_rstd + l * N, residual2, p.ln2w + l * C, at(p.ln2b, l, C));
         }
-        linear.forward(lin + kFc1, ln2, p.fc1w + l * H1 * C, at(p.fc1b, l, H1), fch, N, nullptr, training);
+        // GELU happens in fc1's GEMM (fch keeps its input for backward); SwiGLU after it.
+        const bool gelu = c.mlp == MlpKind::GELU;
+        if (gelu)
+            linear.forward(lin + kFc1, ln2, p.fc1w + l * H1 * C, at(p.fc1b, l, H1), fch_act, N, nullptr, training,
+                           {GemmEpilogue::Kind::Gelu, fch});
+        else
+            linear.forward(lin + kFc1, ln2, p.fc1w + l * H1 * C, at(p.fc1b, l, H1), fch, N, nullptr, training);
         const float* smooth = nullptr;
-        {
-            OpTimer timer(sink, backend, c.mlp == MlpKind::SwiGLU ? "swiglu" : "gelu", l);
-            if (c.mlp == MlpKind::SwiGLU) backend.swiglu_forward(fch_act, fch, N, int(H));
-            else backend.gelu_forward(fch_act, fch, N * H);
+        if (!gelu) {
+            OpTimer timer(sink, backend, "swiglu", l);
+            backend.swiglu_forward(fch_act, fch, N, int(H));
             // In float32 the smoothing cancels exactly, so only a quantized run needs it.
             if (c.smooth_swiglu && linear.recipe().quantized()) {
                 backend.smooth_swiglu_scales(a.smooth + l * H, fch_act, N, int(H));
@@ -195,12 +200,16 @@ void Model::Impl::run_backward() {
         const int lin = l * kLinearsPerBlock;
         const float* smooth = smoothed[std::size_t(l)] ? a.smooth + l * H : nullptr;
         // dresidual holds d loss / d residual3[l]; the skip passes it on to residual2 and residual.
-        linear.backward(lin + kFc2, a.dresidual, a.fch_act + l * N * H, p.fc2w + l * C * H, a.dfch_act,
-                        dp.fc2w + l * C * H, at(dp.fc2b, l, C), N, smooth);
-        {
-            OpTimer timer(sink, backend, c.mlp == MlpKind::SwiGLU ? "swiglu" : "gelu", l);
-            if (c.mlp == MlpKind::SwiGLU) backend.swiglu_backward(a.dfch, a.fch + l * N * H1, a.dfch_act, N, int(H));
-            else backend.gelu_backward(a.dfch, a.fch + l * N * H1, a.dfch_act, N * H);
+        // fc2's dgrad applies GELU's gradient (into dfch, no dfch_act); SwiGLU's is an op of its own.
+        if (c.mlp == MlpKind::GELU) {
+            linear.backward(lin + kFc2, a.dresidual, a.fch_act + l * N * H, p.fc2w + l * C * H, a.dfch,
+                            dp.fc2w + l * C * H, at(dp.fc2b, l, C), N, nullptr,
+                            {GemmEpilogue::Kind::GeluBackward, a.fch + l * N * H1});
+        } else {
+            linear.backward(lin + kFc2, a.dresidual, a.fch_act + l * N * H, p.fc2w + l * C * H, a.dfch_act,
+                            dp.fc2w + l * C * H, at(dp.fc2b, l, C), N, smooth);
+            OpTimer timer(sink, backend, "swiglu", l);
+            backend.swiglu_backward(a.dfch, a.fch + l * N * H1, a.dfch_act, N, int(H));
         }
         linear.backward(lin + kFc1, a.dfch, a.ln2 + l * N * C, p.fc1w + l * H1 * C, a.dln, dp.fc1w + l * H1 * C,
                         at(dp.fc1b, l, H1), N, nullptr);

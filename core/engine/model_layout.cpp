@@ -94,7 +94,7 @@ ActivationSizes carve_activations(const ModelConfig& c, int B, int T, std::int64
         {&a.dqkv, BT * 3 * C},
         {&a.datty, BT * C},
         {&a.dfch, BT * H1},
-        {&a.dfch_act, BT * H},
+        {&a.dfch_act, c.mlp == MlpKind::SwiGLU ? BT * H : 0},  // GELU's gradient lands in dfch
     };
     const std::pair<float**, std::size_t> stat_slots[] = {
         {&a.ln1_mean, ln ? L * BT : 0},

@@ -289,7 +289,8 @@ GemmOperand CpuBackend::cast(const TensorDesc& x, const CastSpec& spec, OperandS
 }
 
 void CpuBackend::gemm(const GemmOperand& a, Copy ca, const GemmOperand& b, Copy cb, const TensorDesc& out,
-                      const float* bias, bool accumulate) {
+                      const float* bias, bool accumulate, const GemmEpilogue& epi) {
+    if (epi.kind != GemmEpilogue::Kind::None) return gemm_then_epilogue(a, ca, b, cb, out, bias, accumulate, epi);
     const TensorDesc& A = ca == Copy::Rowwise ? a.rowwise : a.columnwise;  // (m,k)
     const TensorDesc& B = cb == Copy::Rowwise ? b.rowwise : b.columnwise;  // (n,k)
     if (!A.data || !B.data || A.cols != B.cols || out.rows != A.rows || out.cols != B.rows)

@@ -73,7 +73,7 @@ public:
     std::unique_ptr<AmaxHistory> make_amax_history(const DelayedScaling& recipe) override;
     GemmOperand cast(const TensorDesc& x, const CastSpec& spec, OperandStorage& storage) override;
     void gemm(const GemmOperand& a, Copy ca, const GemmOperand& b, Copy cb, const TensorDesc& out,
-              const float* bias, bool accumulate) override;
+              const float* bias, bool accumulate, const GemmEpilogue& epi) override;
     void bias_backward(float* dbias, const TensorDesc& dout) override;
 
     void adamw(float* params, const float* grads, float* m, float* v, const std::uint8_t* decay, std::int64_t n,

@@ -48,6 +48,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <utility>
@@ -134,7 +135,7 @@ public:
     std::unique_ptr<AmaxHistory> make_amax_history(const DelayedScaling& recipe) override;
     GemmOperand cast(const TensorDesc& x, const CastSpec& spec, OperandStorage& storage) override;
     void gemm(const GemmOperand& a, Copy ca, const GemmOperand& b, Copy cb, const TensorDesc& out,
-              const float* bias, bool accumulate) override;
+              const float* bias, bool accumulate, const GemmEpilogue& epi) override;
     void bias_backward(float* dbias, const TensorDesc& dout) override;
 
     void adamw(float* params, const float* grads, float* m, float* v, const std::uint8_t* decay, std::int64_t n,
@@ -177,8 +178,11 @@ public:
 
 private:
     void* workspace(std::size_t bytes);
+    // Throws cuda::GemmUnsupported only for an epilogue cuBLASLt cannot fuse (nothing run).
     void run_gemm(const GemmOperand& a, Copy ca, const GemmOperand& b, Copy cb, const TensorDesc& out,
-                  const float* bias, bool accumulate);
+                  const float* bias, bool accumulate, const GemmEpilogue& epi);
+    // A weight (float32) as BF16: its mirrored copy, else converted into `scratch`.
+    const std::uint16_t* bf16_weight(const float* w, std::int64_t n, Scratch& scratch);
     cuda::CastStats* report_slot();
     void free_now(void* p);  // waits for the stream, then cudaFree (errors ignored)
 
@@ -191,8 +195,6 @@ private:
     std::unique_ptr<cuda::Analyzer> analyzer_;
     std::unique_ptr<Scratch> workspace_, head_weight_, emulated_a_, emulated_b_, results_;
     std::unique_ptr<cuda::WeightMirror> mirror_;  // BF16 weight copies AdamW keeps current
-    // A weight (float32) as BF16: its mirrored copy, else converted into `scratch`.
-    const std::uint16_t* bf16_weight(const float* w, std::int64_t n, Scratch& scratch);
     void* host_results_ = nullptr;  // pinned: mean loss, grad norm, amax
 
     // Cast reports (see the top of the file).
@@ -202,8 +204,11 @@ private:
     std::vector<CastInfo*> pending_reports_;
 
 
-    // Per GEMM problem: true when it runs emulated (see run_gemm).
-    std::map<std::array<std::int64_t, 20>, bool> emulate_;
+    // Per GEMM problem: true when it runs emulated (see run_gemm); those whose activation
+    // cuBLASLt cannot fuse.
+    using GemmKey = std::array<std::int64_t, 21>;
+    std::map<GemmKey, bool> emulate_;
+    std::set<GemmKey> unfused_;
     std::int64_t emulated_gemms_ = 0;
 };
 

@@ -190,19 +190,35 @@ cuda::GemmInput bf16_input(const GemmOperand& op, Copy copy, CudaBackend::Scratc
 }  // namespace
 
 void CudaBackend::gemm(const GemmOperand& a, Copy ca, const GemmOperand& b, Copy cb, const TensorDesc& out,
-                       const float* bias, bool accumulate) {
+                       const float* bias, bool accumulate, const GemmEpilogue& epi) {
     const TensorDesc& A = ca == Copy::Rowwise ? a.rowwise : a.columnwise;  // (m,k)
     const TensorDesc& B = cb == Copy::Rowwise ? b.rowwise : b.columnwise;  // (n,k)
     if (!A.data || !B.data || A.cols != B.cols || out.rows != A.rows || out.cols != B.rows || out.transposed)
         throw std::logic_error("cuda gemm: operands (" + std::to_string(A.rows) + "x" + std::to_string(A.cols) + ", " +
                                std::to_string(B.rows) + "x" + std::to_string(B.cols) + ") do not give " +
                                std::to_string(out.rows) + "x" + std::to_string(out.cols));
-    run_gemm(a, ca, b, cb, out, bias, accumulate);
+    if (epi.kind == GemmEpilogue::Kind::None) return run_gemm(a, ca, b, cb, out, bias, accumulate, epi);
+    if (epi.aux.dtype != out.dtype)
+        throw std::logic_error("cuda gemm: the epilogue's aux must have the output's type");
+    // GELU's gradient in cuBLASLt's epilogue is slower than a pass of its own (gemm.h).
+    if (epi.kind == GemmEpilogue::Kind::GeluBackward)
+        return gemm_then_epilogue(a, ca, b, cb, out, bias, accumulate, epi);
+    // GELU in cuBLASLt's epilogue, else (once refused, for good) a pass of its own.
+    const GemmKey key = {A.rows, B.rows, A.cols, std::int64_t(a.mode), std::int64_t(A.dtype), std::int64_t(b.mode),
+                         std::int64_t(B.dtype), std::int64_t(out.dtype), std::int64_t(epi.kind), bias != nullptr};
+    if (!unfused_.contains(key)) {
+        try {
+            return run_gemm(a, ca, b, cb, out, bias, accumulate, epi);
+        } catch (const cuda::GemmUnsupported&) {
+            unfused_.insert(key);
+        }
+    }
+    gemm_then_epilogue(a, ca, b, cb, out, bias, accumulate, epi);
 }
 
 // The problem's key holds everything GemmRunner::check and cuBLASLt's heuristic decide on.
 void CudaBackend::run_gemm(const GemmOperand& a, Copy ca, const GemmOperand& b, Copy cb, const TensorDesc& out,
-                           const float* bias, bool accumulate) {
+                           const float* bias, bool accumulate, const GemmEpilogue& epi) {
     const TensorDesc& A = ca == Copy::Rowwise ? a.rowwise : a.columnwise;
     const TensorDesc& B = cb == Copy::Rowwise ? b.rowwise : b.columnwise;
     cuda::GemmArgs g;
@@ -211,12 +227,14 @@ void CudaBackend::run_gemm(const GemmOperand& a, Copy ca, const GemmOperand& b, 
     g.out_dtype = out.dtype;
     g.bias = bias;
     g.accumulate = accumulate;
+    if (epi.kind == GemmEpilogue::Kind::Gelu) g.gelu = cuda::GemmGelu::Forward, g.gelu_aux = epi.aux.ptr;
 
-    const std::array<std::int64_t, 20> key = {
+    const GemmKey key = {
         g.m, g.n, g.k, std::int64_t(out.dtype), bias != nullptr, accumulate,
         std::int64_t(a.mode), std::int64_t(A.dtype), a.block_rows, a.block_cols, A.transposed, a.emulated,
         std::int64_t(b.mode), std::int64_t(B.dtype), b.block_rows, b.block_cols, B.transposed, b.emulated,
-        alignment(A.data) | alignment(B.data) << 16, alignment(out.data) | alignment(bias) << 16};
+        alignment(A.data) | alignment(B.data) << 16,
+        alignment(out.data) | alignment(bias) << 16 | alignment(epi.aux.ptr) << 32, std::int64_t(epi.kind)};
     // Native until cuBLASLt refuses the problem once; from then on it is emulated without
     // an exception. MX operands and what GemmRunner::check rules out go straight there.
     auto it = emulate_.find(key);
@@ -225,13 +243,17 @@ void CudaBackend::run_gemm(const GemmOperand& a, Copy ca, const GemmOperand& b, 
             try {
                 g.a = cuda::gemm_input(a, ca);
                 g.b = cuda::gemm_input(b, cb);
-                if (cuda::GemmRunner::check(g).empty()) {
+                if (std::string why = cuda::GemmRunner::check(g); why.empty()) {
                     runner_->gemm(g);
                     if (it == emulate_.end()) emulate_.emplace(key, false);
                     return;
+                } else if (epi.kind != GemmEpilogue::Kind::None) {
+                    throw cuda::GemmUnsupported(why);
                 }
             } catch (const cuda::GemmUnsupported&) {
-                // no kernel for it: emulated below
+                // No kernel for it: emulated below. With an epilogue, the caller tries the
+                // native GEMM without it first.
+                if (epi.kind != GemmEpilogue::Kind::None) throw;
             }
         }
         emulate_.insert_or_assign(key, true);

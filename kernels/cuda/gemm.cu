@@ -92,14 +92,15 @@ struct PlanKey {
     DType a_type, b_type, out_type;
     GemmScaling a_scaling, b_scaling;
     bool a_transposed, b_transposed, bias, accumulate, fast_accum;
-    std::uint32_t a_align, b_align, out_align;
+    GemmGelu gelu;
+    std::uint32_t a_align, b_align, out_align, aux_align;
 
     bool operator==(const PlanKey& o) const {
         return m == o.m && n == o.n && k == o.k && a_type == o.a_type && b_type == o.b_type &&
                out_type == o.out_type && a_scaling == o.a_scaling && b_scaling == o.b_scaling &&
                a_transposed == o.a_transposed && b_transposed == o.b_transposed && bias == o.bias &&
-               accumulate == o.accumulate && fast_accum == o.fast_accum && a_align == o.a_align &&
-               b_align == o.b_align && out_align == o.out_align;
+               accumulate == o.accumulate && fast_accum == o.fast_accum && gelu == o.gelu &&
+               a_align == o.a_align && b_align == o.b_align && out_align == o.out_align && aux_align == o.aux_align;
     }
 };
 
@@ -111,8 +112,9 @@ struct PlanKeyHash {
         mix(std::uint64_t(key.a_type) | std::uint64_t(key.b_type) << 8 | std::uint64_t(key.out_type) << 16 |
             std::uint64_t(key.a_scaling) << 24 | std::uint64_t(key.b_scaling) << 32);
         mix(std::uint64_t(key.a_transposed) | std::uint64_t(key.b_transposed) << 1 | std::uint64_t(key.bias) << 2 |
-            std::uint64_t(key.accumulate) << 3 | std::uint64_t(key.fast_accum) << 4);
-        mix(std::uint64_t(key.a_align) | std::uint64_t(key.b_align) << 16 | std::uint64_t(key.out_align) << 32);
+            std::uint64_t(key.accumulate) << 3 | std::uint64_t(key.fast_accum) << 4 | std::uint64_t(key.gelu) << 5);
+        mix(std::uint64_t(key.a_align) | std::uint64_t(key.b_align) << 16 | std::uint64_t(key.out_align) << 32 |
+            std::uint64_t(key.aux_align) << 48);
         return h;
     }
 };
@@ -120,8 +122,8 @@ struct PlanKeyHash {
 PlanKey key_of(const GemmArgs& g) {
     return {g.m,           g.n,          g.k,          g.a.dtype,          g.b.dtype,
             g.out_dtype,   g.a.scaling,  g.b.scaling,  g.a.transposed,     g.b.transposed,
-            g.bias != nullptr, g.accumulate, g.fast_accum, alignment(g.a.data), alignment(g.b.data),
-            alignment(g.out)};
+            g.bias != nullptr, g.accumulate, g.fast_accum, g.gelu, alignment(g.a.data), alignment(g.b.data),
+            alignment(g.out), alignment(g.gelu_aux)};
 }
 
 // A cached problem: descriptor, layouts (cuBLAS's A = our B, B = our A, C = D = out) and
@@ -255,6 +257,7 @@ void GemmRunner::Impl::set_pointers(Plan& pl, const GemmArgs& g, const CallPoint
         set_attr(pl.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const void*>(p.a_scale));
     }
     if (g.bias) set_attr(pl.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, p.bias);
+    if (g.gelu != GemmGelu::None) set_attr(pl.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, g.gelu_aux);
 }
 
 Plan& GemmRunner::Impl::plan(const GemmArgs& g, const CallPointers& p) {
@@ -278,10 +281,16 @@ Plan& GemmRunner::Impl::plan(const GemmArgs& g, const CallPointers& p) {
         set_attr(pl->desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, std::int32_t(detail::cublas_scale_mode(g.a.scaling)));
     }
     if (g.bias) {
-        set_attr(pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS);
         const bool bf16_bias = fp8 || g.out_dtype == DType::BF16;
         set_attr(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, std::int32_t(bf16_bias ? CUDA_R_16BF : CUDA_R_32F));
     }
+    const cublasLtEpilogue_t epilogue =
+        g.gelu == GemmGelu::Forward ? (g.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
+        : g.bias                    ? CUBLASLT_EPILOGUE_BIAS
+                                    : CUBLASLT_EPILOGUE_DEFAULT;
+    if (epilogue != CUBLASLT_EPILOGUE_DEFAULT) set_attr(pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue);
+    if (g.gelu != GemmGelu::None)  // aux is (n, m) column-major like D
+        set_attr(pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, std::int64_t(g.n));
     // The heuristic sees the real pointers (scaled kernels are chosen by their presence).
     set_pointers(*pl, g, p);
 
@@ -373,6 +382,11 @@ std::string GemmRunner::check(const GemmArgs& g) {
     // adding a BF16 C, an error of the size of A B, not of the sum. Accumulation happens
     // into float32 (weight gradients) only.
     if (g.accumulate && g.out_dtype == DType::BF16) return "accumulating into a BF16 output (use float32)";
+    if (g.gelu != GemmGelu::None) {
+        if (g.out_dtype != DType::BF16 || g.accumulate) return "GELU epilogues write a fresh BF16 output";
+        if (!g.gelu_aux || alignment(g.gelu_aux) < 16) return "the GELU epilogue needs a 16-byte aligned aux";
+        if (g.n % 8 != 0) return "the GELU epilogue needs n % 8 == 0, n = " + std::to_string(g.n);
+    }
     const bool fp8 = is_fp8(a.dtype);
     if (fp8 != is_fp8(b.dtype)) return "FP8 operands come in pairs (no FP8 x BF16/F32)";
     if (!fp8) {

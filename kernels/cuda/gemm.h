@@ -1,6 +1,7 @@
 // The GEMMs of the CUDA backend, through cuBLASLt. One entry point, the backend's one
 // GEMM shape:
 //   out (m,n) = A (m,k) B (n,k)^T  [+ bias (n) over every row]  [+ out when accumulate]
+//               [then GELU, in the epilogue]
 // everything row-major, both operands contraction-last ("TN", what FP8 tensor cores need).
 //
 // Operand types: E4M3 x E4M3, E4M3 x E5M2, E5M2 x E4M3 (never E5M2 x E5M2: cuBLASLt has
@@ -53,6 +54,12 @@ struct GemmInput {
     bool transposed = false;
 };
 
+// GELU (tanh form) in cuBLASLt's epilogue (GELU_AUX[_BIAS]), on the float32 result before
+// it is rounded: out = gelu(A B^T + bias), gelu_aux = A B^T + bias. (Its gradient, DGELU,
+// measured slower than the GEMM and a pass of its own on an H200: BF16 1.77 vs 1.66 ms at
+// 8192 x 4096 x 16384, and with FP8 operands cuBLASLt adds a separate epilogue kernel.)
+enum class GemmGelu : std::uint8_t { None, Forward };
+
 struct GemmArgs {
     std::int64_t m = 0, n = 0, k = 0;
     GemmInput a, b;
@@ -68,6 +75,8 @@ struct GemmArgs {
     // float32 as it goes (Hopper's FP8 accumulator keeps ~14 bits, DeepSeek-V3). On: one
     // accumulator all along k, faster. Blockwise kernels always promote (on is refused).
     bool fast_accum = false;
+    GemmGelu gelu = GemmGelu::None;
+    void* gelu_aux = nullptr;  // (m,n) row-major, out's type
 };
 
 // Thrown when cuBLASLt cannot run a problem (a shape, alignment or type combination it
@@ -100,6 +109,8 @@ public:
     //   - FP8: no transposed views; k % 16 == 0 (16-byte rows); n % 8 (BF16 out) or
     //     n % 4 (F32 out), the 16-byte rule on out's rows; data pointers 16-byte aligned.
     //   - Blockwise also m % 8 == 0 and n % 8 == 0; no fast_accum.
+    //   - GELU: BF16 output, no accumulate, gelu_aux 16-byte aligned, n % 8 == 0 (its
+    //     rows' stride).
     // The heuristic can still refuse on the first call of a shape: gemm() then throws.
     static std::string check(const GemmArgs& g);
 

@@ -228,12 +228,17 @@ TEST_P(CudaNorm, RmsNormBackward) {
     EXPECT_TRUE(same_bits(dw.download(), got_dw)) << "dweight, second run";
 }
 
-// Rows: 51 and 37 (odd), 600 and 1100 (several rows per backward block, the last one
-// short); channels: 40 and 768 (packed), 37 and 5000 (unpacked, several per thread), 4096.
+// Rows: 51 and 37 (odd), 600, 1100, 2098 and 5000 (several rows per backward block, the
+// last one short in 1100 and 2098; 2098 and 5000 also several rows per forward block on
+// an H100 or H200). Channels: the register path with 1 (40, 64, 768), 2 (2056: the first
+// C of 2, 4096), 3 (5000) and 4 (7000, 8192: the last C) packs of 8 per thread, threads of
+// 2056, 5000 and 7000 short of their last pack; the generic path packed (8200) and
+// unpacked (37).
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaNorm,
                          ::testing::Values(NormShape{51, 40}, NormShape{128, 768}, NormShape{37, 37},
                                            NormShape{8, 4096}, NormShape{600, 64}, NormShape{1100, 40},
-                                           NormShape{5, 5000}));
+                                           NormShape{5, 5000}, NormShape{2098, 2056}, NormShape{5000, 64},
+                                           NormShape{9, 7000}, NormShape{4, 8192}, NormShape{3, 8200}));
 
 TEST(CudaNorm, BackwardRefusesASmallWorkspace) {
     FP8SCOPE_REQUIRE_GPU();
