@@ -136,19 +136,32 @@ __device__ __forceinline__ float2 block_sum2(float a, float b, float2* scratch) 
     return make_float2(warp_sum(s.x), warp_sum(s.y));
 }
 
-// out (M) = sum over p of partial (P,M), p in increasing order: the second pass of the
-// deterministic column sums (bias and norm parameter gradients). Overwrites out.
+// out (M) = sum over p of partial (P,M): the second pass of the deterministic column sums
+// (bias and norm parameter gradients). Overwrites out. A block takes 32 columns and its 8
+// warps 8 consecutive ranges of p, each summed in increasing p; the range sums then add
+// in warp order. The order depends only on P (the same bits on every run), and a call
+// spreads over M / 32 blocks (a thread per column left M = 4096 on 16 SMs).
+constexpr int kPartialWarps = 8;
+
 template <int UNUSED = 0>
-__global__ void sum_partials_kernel(float* out, const float* partial, int P, std::int64_t M) {
-    const std::int64_t c = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (c >= M) return;
+__global__ void __launch_bounds__(32 * kPartialWarps) sum_partials_kernel(float* out, const float* partial, int P,
+                                                                         std::int64_t M) {
+    __shared__ float range_sum[kPartialWarps][32];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const std::int64_t c = std::int64_t(blockIdx.x) * 32 + lane;
+    const int per = (P + kPartialWarps - 1) / kPartialWarps, p0 = warp * per, p1 = p0 + per < P ? p0 + per : P;
     float s = 0.0f;
-    for (int p = 0; p < P; ++p) s += partial[std::int64_t(p) * M + c];
+    if (c < M)
+        for (int p = p0; p < p1; ++p) s += partial[std::int64_t(p) * M + c];
+    range_sum[warp][lane] = s;
+    __syncthreads();
+    if (warp != 0 || c >= M) return;
+    for (int w = 1; w < kPartialWarps; ++w) s += range_sum[w][lane];
     out[c] = s;
 }
 
 inline void sum_partials(float* out, const float* partial, int P, std::int64_t M, cudaStream_t stream) {
-    sum_partials_kernel<<<blocks_for(M, 256), 256, 0, stream>>>(out, partial, P, M);
+    sum_partials_kernel<<<blocks_for(M, 32), 32 * kPartialWarps, 0, stream>>>(out, partial, P, M);
     FP8SCOPE_CUDA_LAUNCHED();
 }
 

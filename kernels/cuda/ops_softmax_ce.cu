@@ -1,7 +1,10 @@
 // Fused softmax cross-entropy over the vocabulary. Forward: one block per row (N,V); each
 // thread keeps an online (max, sum of exp) pair over its slice of the row, the pairs
-// combine in a fixed tree (bitwise reproducible), and a second pass over the row (in L2
-// by then) writes the BF16 probabilities, so the row is read from memory about once.
+// combine in a fixed tree (bitwise reproducible), and a second pass over the row writes
+// the BF16 probabilities. Rows of up to ~100K packed BF16 logits are kept in shared
+// memory for that pass (two blocks an SM), so each is read from memory once; longer or
+// unaligned rows are read again (mostly from L2). The packed kernel raises its running
+// max once per 8 logits, not per logit, so its warps do not diverge on new maxima.
 // The target logit is read before the block's first barrier, so probs may alias logits.
 // The loss is log(sum) - (logit[target] - max): accurate even when probs[target]
 // underflows. Backward, (probs - onehot) / N, is one elementwise pass in place or not,
@@ -73,6 +76,54 @@ __global__ void softmax_ce_forward_kernel(bf16* probs, float* losses, const bf16
     if (threadIdx.x == 0) losses[n] = logf(row.s) - (target_logit - row.m);
 }
 
+// The row's packs of 8 logits stay in shared memory between the passes (thread t takes
+// packs t, t + blockDim.x, ... in both, so it reads back only what it wrote itself).
+__global__ void __launch_bounds__(1024, 2) softmax_ce_forward_row_kernel(bf16* probs, float* losses,
+                                                                          const bf16* logits,
+                                                                          const std::int32_t* targets, int V) {
+    extern __shared__ uint4 row[];
+    __shared__ MaxSum warp_part[32];
+    const std::int64_t n = blockIdx.x;
+    const bf16* x = logits + n * V;
+    bf16* p = probs + n * V;
+    const int units = V / kPack;
+    float target_logit = 0.0f;
+    if (threadIdx.x == 0) target_logit = bf16_to_f32(x[targets[n]]);  // before any write to the row
+
+    MaxSum ms{-INFINITY, 0.0f};
+    for (int u = threadIdx.x; u < units; u += blockDim.x) {
+        row[u] = reinterpret_cast<const uint4*>(x)[u];
+        float v[kPack];
+        load<kPack>(reinterpret_cast<const bf16*>(row + u), v);
+        float top = v[0];
+#pragma unroll
+        for (int k = 1; k < kPack; ++k) top = fmaxf(top, v[k]);
+        if (top > ms.m) {
+            ms.s *= expf(ms.m - top);
+            ms.m = top;
+        }
+#pragma unroll
+        for (int k = 0; k < kPack; ++k) ms.s += expf(v[k] - ms.m);
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        ms = combine(ms, MaxSum{__shfl_xor_sync(0xffffffffu, ms.m, o), __shfl_xor_sync(0xffffffffu, ms.s, o)});
+    if (threadIdx.x % 32 == 0) warp_part[threadIdx.x / 32] = ms;
+    __syncthreads();
+    MaxSum total = warp_part[0];
+    for (int w = 1; w < int(blockDim.x / 32); ++w) total = combine(total, warp_part[w]);
+
+    const float inv = 1.0f / total.s;
+    for (int u = threadIdx.x; u < units; u += blockDim.x) {
+        float v[kPack];
+        load<kPack>(reinterpret_cast<const bf16*>(row + u), v);
+#pragma unroll
+        for (int k = 0; k < kPack; ++k) v[k] = expf(v[k] - total.m) * inv;
+        store<kPack>(p + std::int64_t(u) * kPack, v);
+    }
+    if (threadIdx.x == 0) losses[n] = logf(total.s) - (target_logit - total.m);
+}
+
 // dlogits (N,V) = (probs - onehot) / N: thread per VEC elements of a row.
 template <int VEC>
 __global__ void softmax_ce_backward_kernel(bf16* dlogits, const bf16* probs, const std::int32_t* targets,
@@ -113,7 +164,14 @@ void softmax_ce_forward(bf16* probs, float* losses, const bf16* logits, const st
     const bool packed = V % kPack == 0 && aligned16(probs) && aligned16(logits);
     const int units = packed ? V / kPack : V;
     const int threads = std::min(1024, std::max(32, round_up(units, 32)));
-    if (packed)
+    constexpr int kRowSmem = 112 * 1024;  // two blocks an SM
+    const std::size_t row_bytes = std::size_t(V) * sizeof(bf16);
+    if (packed && row_bytes <= std::size_t(kRowSmem)) {
+        // Every launch: the opt-in belongs to the current device.
+        FP8SCOPE_CUDA_CHECK(
+            cudaFuncSetAttribute(softmax_ce_forward_row_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRowSmem));
+        softmax_ce_forward_row_kernel<<<unsigned(N), threads, row_bytes, stream>>>(probs, losses, logits, targets, V);
+    } else if (packed)
         softmax_ce_forward_kernel<kPack><<<unsigned(N), threads, 0, stream>>>(probs, losses, logits, targets, V);
     else
         softmax_ce_forward_kernel<1><<<unsigned(N), threads, 0, stream>>>(probs, losses, logits, targets, V);
