@@ -199,6 +199,19 @@ __device__ __forceinline__ void unpack(uint4 p, float (&f)[kPack]) {
     }
 }
 
+// f(v) for every value of the thread's packs of a row, in order.
+template <int U, class F>
+__device__ __forceinline__ void for_each_value(const uint4 (&x)[U], int units, F&& f) {
+#pragma unroll
+    for (int j = 0; j < U; ++j) {
+        if (int(threadIdx.x) + j * int(blockDim.x) >= units) continue;
+        float v[kPack];
+        unpack(x[j], v);
+#pragma unroll
+        for (int k = 0; k < kPack; ++k) f(v[k]);
+    }
+}
+
 // v[0..K) = their sums over the block (fixed tree, every thread gets them) with one barrier:
 // consecutive calls must alternate between two slots of 32*K floats, so that a slot is
 // rewritten only after the next call's barrier, which every thread passes after its reads.
@@ -242,32 +255,13 @@ __global__ void __launch_bounds__(kRowThreads) norm_forward_rows_kernel(bf16* ou
         float m = 0.0f;
         if constexpr (LN) {
             float s[1] = {0.0f};
-#pragma unroll
-            for (int j = 0; j < U; ++j) {
-                const int u = threadIdx.x + j * blockDim.x;
-                if (u >= units) continue;
-                float v[kPack];
-                unpack(x[j], v);
-#pragma unroll
-                for (int k = 0; k < kPack; ++k) s[0] += v[k];
-            }
+            for_each_value(x, units, [&](float v) { s[0] += v; });
             block_sums(s, slots[slot]);
             slot ^= 1;
             m = s[0] / float(C);
         }
         float sq[1] = {0.0f};
-#pragma unroll
-        for (int j = 0; j < U; ++j) {
-            const int u = threadIdx.x + j * blockDim.x;
-            if (u >= units) continue;
-            float v[kPack];
-            unpack(x[j], v);
-#pragma unroll
-            for (int k = 0; k < kPack; ++k) {
-                const float d = v[k] - m;
-                sq[0] += d * d;
-            }
-        }
+        for_each_value(x, units, [&](float v) { sq[0] += (v - m) * (v - m); });
         block_sums(sq, slots[slot]);
         slot ^= 1;
         const float r = 1.0f / sqrtf(sq[0] / float(C) + ops::kNormEps);

@@ -32,6 +32,19 @@ __device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
     return {m, a.s * expf(a.m - m) + b.s * expf(b.m - m)};
 }
 
+// The row's (max, sum) from every thread's: butterflies in each warp, then the warps' in
+// order (one barrier).
+__device__ __forceinline__ MaxSum block_max_sum(MaxSum ms, MaxSum (&warp_part)[32]) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        ms = combine(ms, MaxSum{__shfl_xor_sync(0xffffffffu, ms.m, o), __shfl_xor_sync(0xffffffffu, ms.s, o)});
+    if (threadIdx.x % 32 == 0) warp_part[threadIdx.x / 32] = ms;
+    __syncthreads();
+    MaxSum row = warp_part[0];
+    for (int w = 1; w < int(blockDim.x / 32); ++w) row = combine(row, warp_part[w]);
+    return row;
+}
+
 template <int VEC>
 __global__ void softmax_ce_forward_kernel(bf16* probs, float* losses, const bf16* logits,
                                           const std::int32_t* targets, int V) {
@@ -57,13 +70,7 @@ __global__ void softmax_ce_forward_kernel(bf16* probs, float* losses, const bf16
             }
         }
     }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-        ms = combine(ms, MaxSum{__shfl_xor_sync(0xffffffffu, ms.m, o), __shfl_xor_sync(0xffffffffu, ms.s, o)});
-    if (threadIdx.x % 32 == 0) warp_part[threadIdx.x / 32] = ms;
-    __syncthreads();
-    MaxSum row = warp_part[0];
-    for (int w = 1; w < int(blockDim.x / 32); ++w) row = combine(row, warp_part[w]);
+    const MaxSum row = block_max_sum(ms, warp_part);
 
     const float inv = 1.0f / row.s;
     for (int u = threadIdx.x; u < units; u += blockDim.x) {
@@ -105,13 +112,7 @@ __global__ void __launch_bounds__(1024, 2) softmax_ce_forward_row_kernel(bf16* p
 #pragma unroll
         for (int k = 0; k < kPack; ++k) ms.s += expf(v[k] - ms.m);
     }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-        ms = combine(ms, MaxSum{__shfl_xor_sync(0xffffffffu, ms.m, o), __shfl_xor_sync(0xffffffffu, ms.s, o)});
-    if (threadIdx.x % 32 == 0) warp_part[threadIdx.x / 32] = ms;
-    __syncthreads();
-    MaxSum total = warp_part[0];
-    for (int w = 1; w < int(blockDim.x / 32); ++w) total = combine(total, warp_part[w]);
+    const MaxSum total = block_max_sum(ms, warp_part);
 
     const float inv = 1.0f / total.s;
     for (int u = threadIdx.x; u < units; u += blockDim.x) {
