@@ -42,8 +42,8 @@ public:
 
     // y (N,M) = x (N,K) w^T (M,K) + b (M); b may be null; smooth (K): Smooth-SwiGLU channel
     // scales or null. `training`: push delayed histories, capture, keep the cast operands
-    // for backward(). Otherwise the histories are read, never changed. An epilogue (Gelu,
-    // Residual: GemmEpilogue) applies to y, in the GEMM where the backend can.
+    // for backward(). Otherwise the histories are read, never changed. An epilogue (Gelu:
+    // GemmEpilogue) applies to y, in the GEMM where the backend can.
     void forward(int linear, ActPtr x, const float* w, const float* b, ActPtr y, std::int64_t N, const float* smooth,
                  bool training, const GemmEpilogue& epilogue = {});
     // After a training forward() of the same linear with the same x, w, smooth:

@@ -48,8 +48,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -204,7 +204,7 @@ private:
     std::vector<CastInfo*> pending_reports_;
 
 
-    // Per GEMM problem: true when it runs emulated (see run_gemm); those whose activation
+    // Per GEMM problem: true when it runs emulated (see run_gemm); those whose epilogue
     // cuBLASLt cannot fuse.
     using GemmKey = std::array<std::int64_t, 21>;
     std::map<GemmKey, bool> emulate_;

@@ -11,6 +11,14 @@ bool inside(const float* w, std::int64_t n, const float* base, std::int64_t size
     return w >= base && w + n <= base + size;
 }
 
+bool overlap(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes) {
+    const auto* x = static_cast<const char*>(a);
+    const auto* y = static_cast<const char*>(b);
+    return x < y + b_bytes && y < x + a_bytes;
+}
+
+std::size_t bytes_of(std::int64_t n) { return std::size_t(n) * sizeof(float); }
+
 }  // namespace
 
 const std::uint16_t* WeightMirror::find(const float* w, std::int64_t n) {
@@ -30,7 +38,7 @@ std::uint16_t* WeightMirror::for_update(const float* params, std::int64_t n) {
     auto it = std::find_if(ranges_.begin(), ranges_.end(), [&](const Range& r) { return r.params == params && r.n == n; });
     if (it == ranges_.end()) {
         // A new range replaces those it overlaps (a model's parameters allocated anew).
-        std::erase_if(ranges_, [&](const Range& r) { return r.params < params + n && params < r.params + r.n; });
+        std::erase_if(ranges_, [&](const Range& r) { return overlap(r.params, bytes_of(r.n), params, bytes_of(n)); });
         ranges_.push_back(Range{params, n, nullptr});
         it = ranges_.end() - 1;
     }
@@ -51,11 +59,8 @@ std::uint16_t* WeightMirror::for_update(const float* params, std::int64_t n) {
 }
 
 void WeightMirror::written(const void* p, std::size_t bytes) {
-    const auto* b = static_cast<const char*>(p);
-    for (Range& r : ranges_) {
-        const auto* rb = reinterpret_cast<const char*>(r.params);
-        if (b < rb + r.n * std::int64_t(sizeof(float)) && rb < b + bytes) r.valid = false;
-    }
+    for (Range& r : ranges_)
+        if (overlap(r.params, bytes_of(r.n), p, bytes)) r.valid = false;
 }
 
 }  // namespace fp8scope::cuda

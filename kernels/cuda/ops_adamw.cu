@@ -39,8 +39,6 @@ __device__ __forceinline__ void adamw_one(float& p, float g, float& m, float& v,
     p = __fsub_rn(p, __fmul_rn(k.lr, update));
 }
 
-__device__ __forceinline__ std::uint32_t bf16_bits(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
-
 template <int VEC>
 __global__ void adamw_kernel(float* params, const float* grads, float* m, float* v, const std::uint8_t* decay,
                              std::uint16_t* copy, std::int64_t n, AdamWConsts k) {
@@ -69,16 +67,17 @@ __global__ void adamw_kernel(float* params, const float* grads, float* m, float*
         if (copy) {
             if constexpr (VEC == 4) {
                 *reinterpret_cast<uint2*>(copy + i) =
-                    make_uint2(bf16_bits(p[0]) | bf16_bits(p[1]) << 16, bf16_bits(p[2]) | bf16_bits(p[3]) << 16);
+                    make_uint2(f32_to_bf16(p[0]) | std::uint32_t(f32_to_bf16(p[1])) << 16,
+                               f32_to_bf16(p[2]) | std::uint32_t(f32_to_bf16(p[3])) << 16);
             } else {
 #pragma unroll
-                for (int j = 0; j < VEC; ++j) copy[i + j] = std::uint16_t(bf16_bits(p[j]));
+                for (int j = 0; j < VEC; ++j) copy[i + j] = f32_to_bf16(p[j]);
             }
         }
     } else {
         for (; i < n; ++i) {
             adamw_one(params[i], grads[i], m[i], v[i], decay && decay[i] != 0, k);
-            if (copy) copy[i] = std::uint16_t(bf16_bits(params[i]));
+            if (copy) copy[i] = f32_to_bf16(params[i]);
         }
     }
 }

@@ -40,17 +40,21 @@ inline void require_workspace(const Workspace& ws, std::size_t bytes, const char
 __device__ __forceinline__ float bf16_to_f32(bf16 b) { return __uint_as_float(std::uint32_t(b) << 16); }
 __device__ __forceinline__ bf16 f32_to_bf16(float f) { return __bfloat16_as_ushort(__float2bfloat16_rn(f)); }
 
+// f[0..8) = the 8 BF16 values packed in p, the first in the low half of p.x.
+__device__ __forceinline__ void unpack(uint4 p, float (&f)[kPack]) {
+    const std::uint32_t w[4] = {p.x, p.y, p.z, p.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        f[2 * i] = __uint_as_float(w[i] << 16);
+        f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    }
+}
+
 // f[0..VEC) = p[0..VEC); VEC is 1 or 8 (then p is 16-byte aligned).
 template <int VEC>
 __device__ __forceinline__ void load(const bf16* p, float (&f)[VEC]) {
     if constexpr (VEC == kPack) {
-        const uint4 raw = *reinterpret_cast<const uint4*>(p);
-        const std::uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            f[2 * i] = __uint_as_float(w[i] << 16);
-            f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-        }
+        unpack(*reinterpret_cast<const uint4*>(p), f);
     } else {
 #pragma unroll
         for (int i = 0; i < VEC; ++i) f[i] = bf16_to_f32(p[i]);

@@ -190,15 +190,6 @@ __device__ __forceinline__ void load_row(uint4 (&p)[U], const bf16* row, int uni
     }
 }
 
-__device__ __forceinline__ void unpack(uint4 p, float (&f)[kPack]) {
-    const std::uint32_t w[4] = {p.x, p.y, p.z, p.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        f[2 * i] = __uint_as_float(w[i] << 16);
-        f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-    }
-}
-
 // f(v) for every value of the thread's packs of a row, in order.
 template <int U, class F>
 __device__ __forceinline__ void for_each_value(const uint4 (&x)[U], int units, F&& f) {

@@ -1,10 +1,10 @@
 // Fused softmax cross-entropy over the vocabulary. Forward: one block per row (N,V); each
 // thread keeps an online (max, sum of exp) pair over its slice of the row, the pairs
 // combine in a fixed tree (bitwise reproducible), and a second pass over the row writes
-// the BF16 probabilities. Rows of up to ~100K packed BF16 logits are kept in shared
-// memory for that pass (two blocks an SM), so each is read from memory once; longer or
-// unaligned rows are read again (mostly from L2). The packed kernel raises its running
-// max once per 8 logits, not per logit, so its warps do not diverge on new maxima.
+// the BF16 probabilities. Rows of up to 57344 packed BF16 logits (112 KB) are kept in
+// shared memory for that pass (two blocks an SM), so each is read from memory once;
+// longer or unaligned rows are read again (mostly from L2). The running max rises once
+// per pack of 8 logits, not per logit, so the warps do not diverge on new maxima.
 // The target logit is read before the block's first barrier, so probs may alias logits.
 // The loss is log(sum) - (logit[target] - max): accurate even when probs[target]
 // underflows. Backward, (probs - onehot) / N, is one elementwise pass in place or not,
@@ -45,9 +45,14 @@ __device__ __forceinline__ MaxSum block_max_sum(MaxSum ms, MaxSum (&warp_part)[3
     return row;
 }
 
-template <int VEC>
-__global__ void softmax_ce_forward_kernel(bf16* probs, float* losses, const bf16* logits,
-                                          const std::int32_t* targets, int V) {
+// kKeep (VEC = 8): the row's packs stay in shared memory between the passes (thread t
+// takes packs t, t + blockDim.x, ... in both, so it reads back only what it wrote itself);
+// else the second pass reads the row again. The running max rises once per VEC logits.
+template <int VEC, bool kKeep>
+__global__ void __launch_bounds__(1024, 2) softmax_ce_forward_kernel(bf16* probs, float* losses, const bf16* logits,
+                                                                     const std::int32_t* targets, int V) {
+    static_assert(!kKeep || VEC == kPack, "rows are kept as 16-byte packs");
+    extern __shared__ uint4 kept[];
     __shared__ MaxSum warp_part[32];
     const std::int64_t n = blockIdx.x;
     const bf16* x = logits + n * V;
@@ -55,74 +60,37 @@ __global__ void softmax_ce_forward_kernel(bf16* probs, float* losses, const bf16
     const int units = V / VEC;
     float target_logit = 0.0f;
     if (threadIdx.x == 0) target_logit = bf16_to_f32(x[targets[n]]);  // before any write to the row
+    auto load_unit = [&](int u, float (&v)[VEC]) {
+        if constexpr (kKeep) load<VEC>(reinterpret_cast<const bf16*>(kept + u), v);
+        else load<VEC>(x + std::int64_t(u) * VEC, v);
+    };
 
     MaxSum ms{-INFINITY, 0.0f};
     for (int u = threadIdx.x; u < units; u += blockDim.x) {
+        if constexpr (kKeep) kept[u] = reinterpret_cast<const uint4*>(x)[u];
         float v[VEC];
-        load<VEC>(x + std::int64_t(u) * VEC, v);
+        load_unit(u, v);
+        float top = v[0];
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) {
-            if (v[k] > ms.m) {
-                ms.s = ms.s * expf(ms.m - v[k]) + 1.0f;
-                ms.m = v[k];
-            } else {
-                ms.s += expf(v[k] - ms.m);
-            }
+        for (int k = 1; k < VEC; ++k) top = fmaxf(top, v[k]);
+        if (top > ms.m) {
+            ms.s *= expf(ms.m - top);
+            ms.m = top;
         }
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) ms.s += expf(v[k] - ms.m);
     }
     const MaxSum row = block_max_sum(ms, warp_part);
 
     const float inv = 1.0f / row.s;
     for (int u = threadIdx.x; u < units; u += blockDim.x) {
         float v[VEC];
-        load<VEC>(x + std::int64_t(u) * VEC, v);
+        load_unit(u, v);
 #pragma unroll
         for (int k = 0; k < VEC; ++k) v[k] = expf(v[k] - row.m) * inv;
         store<VEC>(p + std::int64_t(u) * VEC, v);
     }
     if (threadIdx.x == 0) losses[n] = logf(row.s) - (target_logit - row.m);
-}
-
-// The row's packs of 8 logits stay in shared memory between the passes (thread t takes
-// packs t, t + blockDim.x, ... in both, so it reads back only what it wrote itself).
-__global__ void __launch_bounds__(1024, 2) softmax_ce_forward_row_kernel(bf16* probs, float* losses,
-                                                                          const bf16* logits,
-                                                                          const std::int32_t* targets, int V) {
-    extern __shared__ uint4 row[];
-    __shared__ MaxSum warp_part[32];
-    const std::int64_t n = blockIdx.x;
-    const bf16* x = logits + n * V;
-    bf16* p = probs + n * V;
-    const int units = V / kPack;
-    float target_logit = 0.0f;
-    if (threadIdx.x == 0) target_logit = bf16_to_f32(x[targets[n]]);  // before any write to the row
-
-    MaxSum ms{-INFINITY, 0.0f};
-    for (int u = threadIdx.x; u < units; u += blockDim.x) {
-        row[u] = reinterpret_cast<const uint4*>(x)[u];
-        float v[kPack];
-        load<kPack>(reinterpret_cast<const bf16*>(row + u), v);
-        float top = v[0];
-#pragma unroll
-        for (int k = 1; k < kPack; ++k) top = fmaxf(top, v[k]);
-        if (top > ms.m) {
-            ms.s *= expf(ms.m - top);
-            ms.m = top;
-        }
-#pragma unroll
-        for (int k = 0; k < kPack; ++k) ms.s += expf(v[k] - ms.m);
-    }
-    const MaxSum total = block_max_sum(ms, warp_part);
-
-    const float inv = 1.0f / total.s;
-    for (int u = threadIdx.x; u < units; u += blockDim.x) {
-        float v[kPack];
-        load<kPack>(reinterpret_cast<const bf16*>(row + u), v);
-#pragma unroll
-        for (int k = 0; k < kPack; ++k) v[k] = expf(v[k] - total.m) * inv;
-        store<kPack>(p + std::int64_t(u) * kPack, v);
-    }
-    if (threadIdx.x == 0) losses[n] = logf(total.s) - (target_logit - total.m);
 }
 
 // dlogits (N,V) = (probs - onehot) / N: thread per VEC elements of a row.
@@ -169,13 +137,15 @@ void softmax_ce_forward(bf16* probs, float* losses, const bf16* logits, const st
     const std::size_t row_bytes = std::size_t(V) * sizeof(bf16);
     if (packed && row_bytes <= std::size_t(kRowSmem)) {
         // Every launch: the opt-in belongs to the current device.
-        FP8SCOPE_CUDA_CHECK(
-            cudaFuncSetAttribute(softmax_ce_forward_row_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRowSmem));
-        softmax_ce_forward_row_kernel<<<unsigned(N), threads, row_bytes, stream>>>(probs, losses, logits, targets, V);
-    } else if (packed)
-        softmax_ce_forward_kernel<kPack><<<unsigned(N), threads, 0, stream>>>(probs, losses, logits, targets, V);
-    else
-        softmax_ce_forward_kernel<1><<<unsigned(N), threads, 0, stream>>>(probs, losses, logits, targets, V);
+        FP8SCOPE_CUDA_CHECK(cudaFuncSetAttribute(softmax_ce_forward_kernel<kPack, true>,
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, kRowSmem));
+        softmax_ce_forward_kernel<kPack, true>
+            <<<unsigned(N), threads, row_bytes, stream>>>(probs, losses, logits, targets, V);
+    } else if (packed) {
+        softmax_ce_forward_kernel<kPack, false><<<unsigned(N), threads, 0, stream>>>(probs, losses, logits, targets, V);
+    } else {
+        softmax_ce_forward_kernel<1, false><<<unsigned(N), threads, 0, stream>>>(probs, losses, logits, targets, V);
+    }
     FP8SCOPE_CUDA_LAUNCHED();
 }
 

@@ -482,6 +482,19 @@ TEST(CudaBackendCast, OtherRecipesMatchTheCpu) {
     }
 }
 
+// A (m,k) B (n,k)^T on the CPU backend in float32, the operands cast under `spec` there:
+// the codes and scales equal the GPU's casts of the same values.
+std::vector<float> cpu_gemm(CpuBackend& cpu, std::vector<float>& a, std::vector<float>& b, std::int64_t m,
+                            std::int64_t n, std::int64_t k, const CastSpec& spec) {
+    auto sa = cpu.make_operand_storage(), sb = cpu.make_operand_storage();
+    const GemmOperand pa = cpu.cast(TensorDesc{a.data(), DType::F32, m, k, Device::CPU, false}, spec, *sa);
+    const GemmOperand pb = cpu.cast(TensorDesc{b.data(), DType::F32, n, k, Device::CPU, false}, spec, *sb);
+    std::vector<float> out(std::size_t(m * n));
+    cpu.gemm(pa, Copy::Rowwise, pb, Copy::Rowwise, TensorDesc{out.data(), DType::F32, m, n, Device::CPU, false},
+             nullptr, false, {});
+    return out;
+}
+
 // The unquantized path: a float32 weight becomes a BF16 copy, a BF16 activation is its
 // own operand; the GEMM of both equals the CPU's float32 GEMM of the same BF16 values.
 TEST(CudaBackendGemm, Bf16OperandsAndTheEmulatedPathMatchTheCpu) {
@@ -508,12 +521,7 @@ TEST(CudaBackendGemm, Bf16OperandsAndTheEmulatedPathMatchTheCpu) {
         std::vector<float> got(std::size_t(m * n));
         gpu.copy_to_host(got.data(), out.data(), got.size() * 4);
 
-        auto ca = cpu.make_operand_storage(), cw = cpu.make_operand_storage();
-        const GemmOperand pa = cpu.cast(TensorDesc{a.data(), DType::F32, m, k, Device::CPU, false}, spec, *ca);
-        const GemmOperand pw = cpu.cast(TensorDesc{w.data(), DType::F32, n, k, Device::CPU, false}, spec, *cw);
-        std::vector<float> ref(std::size_t(m * n));
-        cpu.gemm(pa, Copy::Rowwise, pw, Copy::Rowwise, TensorDesc{ref.data(), DType::F32, m, n, Device::CPU, false},
-                 nullptr, false, {});
+        const std::vector<float> ref = cpu_gemm(cpu, a, w, m, n, k, spec);
         // Same inputs, float32 accumulation in another order: k * 2^-24 relative to sum |a w|.
         for (std::int64_t i = 0; i < m; ++i)
             for (std::int64_t j = 0; j < n; ++j) {
@@ -555,8 +563,7 @@ TEST(CudaBackendGemm, EpiloguesMatchAFloat64Reference) {
     for (float& v : g) v = bf16_to_float(float_to_bf16(normal(rng) * 2.0f));  // a GELU input, BF16 on the GPU
     Uploaded ua = upload(gpu, a, m, k, DType::BF16);
     Uploaded uw = upload(gpu, w, n, k, DType::F32);
-    std::vector<float> gcopy = g;
-    Uploaded ug = upload(gpu, gcopy, m, n, DType::BF16);
+    Uploaded ug = upload(gpu, g, m, n, DType::BF16);  // g holds BF16 values already
     DeviceBuffer<float> dbias(gpu, bias.size());
     gpu.copy_from_host(dbias.data(), bias.data(), bias.size() * 4);
     const ActPtr gelu_in{static_cast<std::byte*>(ug.desc.data), DType::BF16};
@@ -583,13 +590,7 @@ TEST(CudaBackendGemm, EpiloguesMatchAFloat64Reference) {
         };
         const std::vector<double> got_out = download(out), got_aux = download(aux), got_d = download(dout);
 
-        // A B^T in float32 on the CPU, from the same codes and scales (or BF16 values).
-        auto ca = cpu.make_operand_storage(), cw = cpu.make_operand_storage();
-        const GemmOperand pa = cpu.cast(TensorDesc{a.data(), DType::F32, m, k, Device::CPU, false}, spec, *ca);
-        const GemmOperand pw = cpu.cast(TensorDesc{w.data(), DType::F32, n, k, Device::CPU, false}, spec, *cw);
-        std::vector<float> ab(std::size_t(m * n));
-        cpu.gemm(pa, Copy::Rowwise, pw, Copy::Rowwise, TensorDesc{ab.data(), DType::F32, m, n, Device::CPU, false},
-                 nullptr, false, {});
+        const std::vector<float> ab = cpu_gemm(cpu, a, w, m, n, k, spec);
         // BF16 outputs: 2^-8 relative; the bias is added in BF16 (2^-8 of it); float32
         // sums over k in another order (below 1e-3 here).
         std::int64_t bad[3] = {0, 0, 0};
