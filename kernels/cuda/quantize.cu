@@ -6,7 +6,8 @@
 //             other shapes that tile 128: one pass, block amaxes in shared memory
 //             (tile kernel, Cells); any other: block amax pass, cast, grids finalized
 //             (tile kernel, Grid; reads x twice)
-// Stats are zeroed first; every kernel after that only adds to them.
+// Stats are zeroed first by a kernel that lets the next start at once (dependent_launch.cuh);
+// every kernel after that only adds to them.
 #include "cuda/quantize.h"
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <variant>
 
 #include "cuda/check.h"
+#include "cuda/dependent_launch.cuh"
 #include "cuda/quantize_launch.cuh"
 
 namespace fp8scope::cuda {
@@ -37,6 +39,17 @@ __global__ void set_scale_kernel(CastStats* stats, const float* src, float value
 
 void set_scale(CastStats* stats, const float* src, float value, cudaStream_t stream) {
     set_scale_kernel<<<1, 1, 0, stream>>>(stats, src, value);
+    FP8SCOPE_CUDA_LAUNCHED();
+}
+
+// words[0 .. n) = 0; the kernel after it (a dependent launch) waits only where it reads them.
+__global__ void zero_words_kernel(std::uint32_t* words, int n) {
+    allow_dependents();
+    if (int(threadIdx.x) < n) words[threadIdx.x] = 0u;
+}
+
+void zero_words(void* p, std::size_t bytes, cudaStream_t stream) {
+    zero_words_kernel<<<1, 32, 0, stream>>>(static_cast<std::uint32_t*>(p), int(bytes / 4));
     FP8SCOPE_CUDA_LAUNCHED();
 }
 
@@ -87,7 +100,7 @@ ScaleGrid scale_grid(const Recipe& recipe, std::int64_t rows, std::int64_t cols)
 void scaling_amax(const CastInput& x, float* amax, cudaStream_t stream) {
     if (x.dtype != DType::F32 && x.dtype != DType::BF16)
         throw std::invalid_argument(std::string("cuda::scaling_amax: input must be f32 or bf16, got ") + dtype_name(x.dtype));
-    FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof(float), stream));
+    zero_words(amax, sizeof(float), stream);
     qk::launch_tensor_amax(x, reinterpret_cast<std::uint32_t*>(amax), stream);
 }
 
@@ -101,7 +114,7 @@ void cast(const CastInput& x, const Recipe& recipe, const CastTarget& out, cudaS
     const Format f = recipe_format(recipe);
     const ScaleGrid rg = scale_grid(recipe, x.rows, x.cols), cg = scale_grid(recipe, x.cols, x.rows);
     const bool empty = x.rows == 0 || x.cols == 0;
-    FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(out.stats, 0, sizeof(CastStats), stream));
+    zero_words(out.stats, sizeof(CastStats), stream);
 
     qk::TileParams p{};
     p.x = x.data;

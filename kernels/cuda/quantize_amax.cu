@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "cuda/check.h"
+#include "cuda/dependent_launch.cuh"
 #include "cuda/quantize_launch.cuh"
 
 namespace fp8scope::cuda::qk {
@@ -46,6 +47,9 @@ __device__ __forceinline__ void cta_max_into(std::uint32_t bits, std::uint32_t* 
     if (threadIdx.x < 32) {
         bits = threadIdx.x < blockDim.x / 32 ? warp_max[threadIdx.x] : 0u;
         bits = __reduce_max_sync(0xFFFFFFFFu, bits);
+        // A dependent launch waits for the zeroing of *out; every CTA waits, so the kernel's
+        // end implies the end of the one before it.
+        if (threadIdx.x == 0) wait_prior_grid();
         if (threadIdx.x == 0 && bits) atomicMax(out, bits);
     }
 }
@@ -73,6 +77,7 @@ __global__ void __launch_bounds__(kThreads) tensor_amax_kernel(const In* x, std:
         if constexpr (sizeof(In) == 2) m = fmaxf(m, fabsf(__uint_as_float(std::uint32_t(x[i]) << 16)));
         else m = fmaxf(m, fabsf(x[i]));
     }
+    allow_dependents();  // the cast after it waits for the whole max anyway
     cta_max_into(__float_as_uint(m), out);
 }
 
@@ -153,11 +158,12 @@ void launch_tensor_amax(const CastInput& x, std::uint32_t* amax_bits, cudaStream
     const bool aligned = reinterpret_cast<std::uintptr_t>(x.data) % 16 == 0;
     if (x.dtype == DType::BF16) {
         const unsigned blocks = blocks_for(aligned ? n / 8 : n, 6);
-        tensor_amax_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const std::uint16_t*>(x.data), n, aligned,
-                                                            amax_bits);
+        launch_dependent(tensor_amax_kernel<std::uint16_t>, blocks, kThreads, 0, stream,
+                         static_cast<const std::uint16_t*>(x.data), n, aligned, amax_bits);
     } else {
         const unsigned blocks = blocks_for(aligned ? n / 4 : n, 6);
-        tensor_amax_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(x.data), n, aligned, amax_bits);
+        launch_dependent(tensor_amax_kernel<float>, blocks, kThreads, 0, stream, static_cast<const float*>(x.data), n,
+                         aligned, amax_bits);
     }
     FP8SCOPE_CUDA_LAUNCHED();
 }

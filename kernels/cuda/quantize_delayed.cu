@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cuda/check.h"
+#include "cuda/dependent_launch.cuh"
 #include "cuda/quantize_launch.cuh"
 
 namespace fp8scope::cuda {
@@ -17,44 +18,48 @@ constexpr int kThreads = 256;
 
 int ring_length(const DelayedScaling& r) { return std::max(1, r.history); }
 
+// A dependent launch: the entries that stay in the history are scanned while the cast
+// before it still runs (neither touches them); only the newest amax waits for the cast.
 __global__ void __launch_bounds__(kThreads) delayed_push_kernel(DelayedStateHeader* st, Format f, AmaxAlgo algo,
                                                                 int margin, const float* amax) {
     float* ring = reinterpret_cast<float*>(st + 1);
-    const float newest = *amax;
-    if (threadIdx.x == 0) {
-        ring[st->head] = newest;
-        st->head = (st->head + 1) % st->length;
-        st->count = min(st->count + 1, st->length);
-    }
-    __syncthreads();
-    float ref = newest;  // MostRecent: history_.back()
+    const int len = st->length, head = st->head, count = st->count;
+    // Max over the history after the push, but for the newest: its last min(count, len - 1)
+    // entries before head. Any NaN makes the max NaN (the CPU's loop).
+    float m = -__uint_as_float(qk::kInfBits);
+    int nan = 0;
     if (algo == AmaxAlgo::Max) {
-        // The max of the history; any NaN in it makes it NaN (the CPU's loop).
-        const int len = st->length, count = st->count, first = st->head - count + len;
-        float m = -__uint_as_float(qk::kInfBits);
-        int nan = 0;
-        for (int i = threadIdx.x; i < count; i += kThreads) {
+        const int kept = min(count, len - 1), first = head - kept + len;
+        for (int i = threadIdx.x; i < kept; i += kThreads) {
             const float h = ring[(first + i) % len];
             nan |= qk::is_nan(h);
             m = m < h ? h : m;
         }
-        __shared__ float warp_m[kThreads / 32];
-        __shared__ int any_nan;
-        if (threadIdx.x == 0) any_nan = 0;
         for (int o = 16; o > 0; o >>= 1) {
             const float other = __shfl_xor_sync(0xFFFFFFFFu, m, o);
             m = m < other ? other : m;
         }
+        nan = __any_sync(0xFFFFFFFFu, nan);
+        __shared__ float warp_m[kThreads / 32];
+        __shared__ int warp_nan[kThreads / 32];
+        if ((threadIdx.x & 31) == 0) warp_m[threadIdx.x >> 5] = m, warp_nan[threadIdx.x >> 5] = nan;
         __syncthreads();
-        if ((threadIdx.x & 31) == 0) warp_m[threadIdx.x >> 5] = m;
-        if (nan) any_nan = 1;
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            for (int w = 0; w < kThreads / 32; ++w) m = m < warp_m[w] ? warp_m[w] : m;
-            ref = any_nan ? qk::float_of(qk::kQuietNaNBits) : m;
-        }
+        if (threadIdx.x == 0)
+            for (int w = 0; w < kThreads / 32; ++w) m = m < warp_m[w] ? warp_m[w] : m, nan |= warp_nan[w];
     }
-    if (threadIdx.x == 0) st->scale = qk::delayed_next_scale(ref, st->scale, f, margin);
+    if (threadIdx.x != 0) return;
+    wait_prior_grid();
+    const float newest = *amax;
+    ring[head] = newest;
+    st->head = (head + 1) % len;
+    st->count = min(count + 1, len);
+    float ref = newest;  // MostRecent: history_.back()
+    if (algo == AmaxAlgo::Max) {
+        nan |= qk::is_nan(newest);
+        m = m < newest ? newest : m;
+        ref = nan ? qk::float_of(qk::kQuietNaNBits) : m;
+    }
+    st->scale = qk::delayed_next_scale(ref, st->scale, f, margin);
 }
 
 }  // namespace
@@ -94,9 +99,8 @@ DelayedState delayed_state_read(const void* state, const DelayedScaling& recipe,
 }
 
 void delayed_push(void* state, const DelayedScaling& recipe, const float* amax, cudaStream_t stream) {
-    delayed_push_kernel<<<1, kThreads, 0, stream>>>(static_cast<DelayedStateHeader*>(state), recipe.format,
-                                                    recipe.algo, recipe.margin, amax);
-    FP8SCOPE_CUDA_LAUNCHED();
+    launch_dependent(delayed_push_kernel, 1, kThreads, 0, stream, static_cast<DelayedStateHeader*>(state),
+                     recipe.format, recipe.algo, recipe.margin, amax);
 }
 
 }  // namespace fp8scope::cuda

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 
+#include "cuda/dependent_launch.cuh"
 #include "cuda/quantize.h"
 #include "cuda/quantize_rules.cuh"
 
@@ -207,6 +208,7 @@ struct GridScale {
 // is cheaper than a contended atomic, and no barrier holds the CTA).
 __device__ __forceinline__ void cast_epilogue(const TileParams& p, int lane, std::uint32_t ov_row, std::uint32_t ov_col,
                                               bool amax, std::uint32_t amax_bits) {
+    wait_prior_grid();  // the zeroed stats, when launched as a dependent
     ov_row = __reduce_add_sync(0xFFFFFFFFu, ov_row);
     ov_col = __reduce_add_sync(0xFFFFFFFFu, ov_col);
     if (lane == 0 && ov_row) atomicAdd(&p.stats->overflow_rowwise, static_cast<unsigned long long>(ov_row));
