@@ -102,7 +102,9 @@ struct GemmOperand {
     Format format = Format::E4M3;
     int block_rows = 0, block_cols = 0;  // of the rowwise copy
     TensorDesc rowwise, columnwise;
-    TensorDesc rowwise_scale_inv, columnwise_scale_inv;  // float32 grids; empty when None
+    // float32 grids, empty when None; a backend may store one transposed (the CUDA backend's
+    // 1x128 grids, in the layout its GEMM reads)
+    TensorDesc rowwise_scale_inv, columnwise_scale_inv;
     bool emulated = false;
 };
 

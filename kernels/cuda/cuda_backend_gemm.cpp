@@ -73,6 +73,7 @@ cuda::QuantizedInput quantized(const GemmOperand& op, const TensorDesc& data, co
     q.codes = static_cast<const std::uint8_t*>(data.data);
     q.scale_inv = static_cast<const float*>(scale_inv.data);
     q.format = op.format;
+    q.scale_transposed = scale_inv.transposed;
     q.rows = data.rows;
     q.cols = data.cols;
     if (op.mode == ScalingMode::PerTensor) q.block_rows = std::max<std::int64_t>(1, data.rows), q.block_cols = std::max<std::int64_t>(1, data.cols);
@@ -130,14 +131,16 @@ GemmOperand CudaBackend::cast(const TensorDesc& x, const CastSpec& spec, Operand
         t.rowwise_scale_inv = s.rowwise_scale_inv.grow_as<float>(std::size_t(rg.size()));
         if (mx) t.rowwise_e8m0 = s.rowwise_e8m0.grow_as<std::uint8_t>(std::size_t(rg.size()));
         op.rowwise = TensorDesc{t.rowwise, codes, R, C, Device::CUDA, false};
-        op.rowwise_scale_inv = TensorDesc{t.rowwise_scale_inv, DType::F32, rg.rows, rg.cols, Device::CUDA, false};
+        op.rowwise_scale_inv =
+            TensorDesc{t.rowwise_scale_inv, DType::F32, rg.rows, rg.cols, Device::CUDA, rg.transposed};
     }
     if (spec.columnwise) {
         t.columnwise = s.columnwise.grow_as<std::uint8_t>(std::size_t(R * C));
         t.columnwise_scale_inv = s.columnwise_scale_inv.grow_as<float>(std::size_t(cg.size()));
         if (mx) t.columnwise_e8m0 = s.columnwise_e8m0.grow_as<std::uint8_t>(std::size_t(cg.size()));
         op.columnwise = TensorDesc{t.columnwise, codes, C, R, Device::CUDA, false};
-        op.columnwise_scale_inv = TensorDesc{t.columnwise_scale_inv, DType::F32, cg.rows, cg.cols, Device::CUDA, false};
+        op.columnwise_scale_inv =
+            TensorDesc{t.columnwise_scale_inv, DType::F32, cg.rows, cg.cols, Device::CUDA, cg.transposed};
     }
     t.stats = spec.report ? report_slot() : s.stats.grow_as<cuda::CastStats>(1);
     void* state = spec.history && std::holds_alternative<DelayedScaling>(r)

@@ -46,7 +46,8 @@ struct GemmInput {
     // Our quantizer's grid, float32 row-major over the operand's own (rows, k):
     //   Tile1x128 (rows, ceil(k/128)), Block128 (ceil(rows/128), ceil(k/128)).
     // The runner rearranges it into cuBLASLt's layout in its own scratch memory, unless
-    // `scale_inv_gemm_ready` says it already is (see gemm_ready_scale_index).
+    // `scale_inv_gemm_ready` says it already is (see gemm_ready_scale_index; the cast's
+    // 1x128 grids over a multiple of 4 rows are, quantize.h).
     const float* scale_inv = nullptr;
     bool scale_inv_gemm_ready = false;
     // The data is stored as the transpose, (k, rows) row-major. BF16 / F32 only: FP8

@@ -20,6 +20,8 @@ GemmInput gemm_input(const GemmOperand& op, Copy copy) {
         return in;
     }
     in.scale_inv = static_cast<const float*>(scale_inv.data);
+    // A grid stored transposed is the cast's 1x128 grid in cuBLASLt's own layout (quantize.h).
+    in.scale_inv_gemm_ready = scale_inv.transposed;
     switch (op.mode) {
     case ScalingMode::PerTensor: in.scaling = GemmScaling::PerTensor; break;
     case ScalingMode::Block:

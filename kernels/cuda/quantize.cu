@@ -88,6 +88,7 @@ ScaleGrid scale_grid(const Recipe& recipe, std::int64_t rows, std::int64_t cols)
             throw std::invalid_argument("block recipe: block shape must be positive, got " +
                                         std::to_string(b->block_rows) + "x" + std::to_string(b->block_cols));
         set(b->block_rows, b->block_cols);
+        g.transposed = b->block_rows == 1 && b->block_cols == 128 && rows % 4 == 0;
     } else if (const auto* mx = std::get_if<MXScaling>(&recipe)) {
         if (mx->block < 1) throw std::invalid_argument("mx recipe: block must be positive, got " + std::to_string(mx->block));
         set(1, mx->block);
@@ -131,6 +132,7 @@ void cast(const CastInput& x, const Recipe& recipe, const CastTarget& out, cudaS
     p.col_vec_store = aligned(out.columnwise, 8) && x.rows % 8 == 0;
     p.stats = out.stats;
     p.row_gr = rg.rows, p.row_gc = rg.cols, p.col_gr = cg.rows, p.col_gc = cg.cols;
+    p.row_gt = rg.transposed, p.col_gt = cg.transposed;
     p.br = p.bc = 1;
 
     if (const auto* c = std::get_if<CurrentScaling>(&recipe)) {

@@ -67,10 +67,16 @@ struct CastTarget {
 
 // Block shape and scale grid of one copy: scale_grid(recipe, R, C) for the rowwise copy,
 // scale_grid(recipe, C, R) for the columnwise one. Per-tensor: one block of R x C.
+// Grids are row-major, entry (gr, gc) at gr * cols + gc, except `transposed` ones, stored
+// column-major, at gc * rows + gr: 1x128 grids whose R is a multiple of 4, which is the
+// layout cuBLASLt reads (gemm.h, Tile1x128), so the GEMM takes them as they are. A tile
+// then writes its entries as one contiguous run instead of a 4-byte store per grid row.
 struct ScaleGrid {
     std::int64_t block_rows = 1, block_cols = 1;
     std::int64_t rows = 0, cols = 0;  // of the grid
+    bool transposed = false;
     std::int64_t size() const { return rows * cols; }
+    std::int64_t index(std::int64_t gr, std::int64_t gc) const { return transposed ? gc * rows + gr : gr * cols + gc; }
 };
 ScaleGrid scale_grid(const Recipe& recipe, std::int64_t rows, std::int64_t cols);
 
@@ -112,6 +118,7 @@ struct QuantizedInput {
     Format format = Format::E4M3;
     std::int64_t rows = 0, cols = 0;
     std::int64_t block_rows = 1, block_cols = 1;  // ScaleGrid's block of this copy
+    bool scale_transposed = false;                // ScaleGrid::transposed
 };
 
 // out (rows, cols) = decode(code) * scale_inv in float32 (out_dtype F32), rounded to

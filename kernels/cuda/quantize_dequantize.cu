@@ -21,12 +21,15 @@ constexpr int kThreads = 256;
 template <Format F, bool kBF16>
 __global__ void __launch_bounds__(kThreads) dequantize_kernel(const QuantizedInput q, void* out, bool vec) {
     const std::int64_t chunks = (q.cols + 15) / 16, total = q.rows * chunks;
+    const std::int64_t grid_rows = (q.rows + q.block_rows - 1) / q.block_rows;
     const std::int64_t grid_cols = (q.cols + q.block_cols - 1) / q.block_cols;
+    // Steps between grid rows and between grid columns (ScaleGrid::transposed).
+    const std::int64_t row_step = q.scale_transposed ? 1 : grid_cols, col_step = q.scale_transposed ? grid_rows : 1;
     const bool uniform = q.block_cols % 16 == 0;  // a chunk lies in one block
     const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
     for (std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total; t += stride) {
         const std::int64_t r = t / chunks, c0 = (t % chunks) * 16;
-        const float* sinv_row = q.scale_inv + (r / q.block_rows) * grid_cols;
+        const float* sinv_row = q.scale_inv + (r / q.block_rows) * row_step;
         const std::int64_t base = r * q.cols + c0;
         float y[16];
         if (vec) {  // a whole chunk, aligned
@@ -38,12 +41,12 @@ __global__ void __launch_bounds__(kThreads) dequantize_kernel(const QuantizedInp
                 y[2 * i] = d.x, y[2 * i + 1] = d.y;
             }
             if (uniform) {
-                const float si = sinv_row[c0 / q.block_cols];
+                const float si = sinv_row[c0 / q.block_cols * col_step];
 #pragma unroll
                 for (int i = 0; i < 16; ++i) y[i] = __fmul_rn(y[i], si);
             } else {
 #pragma unroll
-                for (int i = 0; i < 16; ++i) y[i] = __fmul_rn(y[i], sinv_row[(c0 + i) / q.block_cols]);
+                for (int i = 0; i < 16; ++i) y[i] = __fmul_rn(y[i], sinv_row[(c0 + i) / q.block_cols * col_step]);
             }
             if constexpr (kBF16) {
                 std::uint32_t b[8];
@@ -62,7 +65,8 @@ __global__ void __launch_bounds__(kThreads) dequantize_kernel(const QuantizedInp
         } else {
             const int n = q.cols - c0 < 16 ? static_cast<int>(q.cols - c0) : 16;
             for (int i = 0; i < n; ++i) {
-                const float v = __fmul_rn(qk::decode2<F>(q.codes[base + i]).x, sinv_row[(c0 + i) / q.block_cols]);
+                const float si = sinv_row[(c0 + i) / q.block_cols * col_step];
+                const float v = __fmul_rn(qk::decode2<F>(q.codes[base + i]).x, si);
                 if constexpr (kBF16) static_cast<std::uint16_t*>(out)[base + i] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
                 else static_cast<float*>(out)[base + i] = v;
             }

@@ -172,6 +172,16 @@ std::vector<T> download(const GpuBuffer<T>& b, std::int64_t from, std::int64_t n
     return std::vector<T>(all.begin() + from, all.begin() + from + n);
 }
 
+// A scale_inv grid as stored (ScaleGrid::transposed or not), back in row-major order.
+std::vector<float> row_major(const cuda::ScaleGrid& g, const GpuBuffer<float>& b) {
+    const std::vector<float> stored = download(b, 0, g.size());
+    std::vector<float> out(stored.size());
+    for (std::int64_t gr = 0; gr < g.rows; ++gr)
+        for (std::int64_t gc = 0; gc < g.cols; ++gc)
+            out[std::size_t(gr * g.cols + gc)] = stored[std::size_t(g.index(gr, gc))];
+    return out;
+}
+
 // One copy against the CPU's QuantizedTensor of the same matrix (x: its values).
 ::testing::AssertionResult same_copy(const QuantizedTensor& want, const std::vector<std::uint8_t>& codes,
                                      const std::vector<float>& sinv, const std::vector<std::uint8_t>& e8m0,
@@ -294,13 +304,13 @@ void check_cast(const DeviceInput& in, const Recipe& recipe, bool want_row = tru
         EXPECT_TRUE(std::isnan(stats.scale)) << stats.scale;
     }
     if (want_row) {
-        EXPECT_TRUE(same_copy(want_r, download(dev.row, out_offset, rows * cols), download(dev.row_sinv, 0, dev.rg.size()),
+        EXPECT_TRUE(same_copy(want_r, download(dev.row, out_offset, rows * cols), row_major(dev.rg, dev.row_sinv),
                               download(dev.row_e8m0, 0, dev.rg.size()), mx, in.values))
             << "rowwise";
         EXPECT_EQ(stats.overflow_rowwise, static_cast<unsigned long long>(want_r.overflow)) << "rowwise overflow";
     }
     if (want_col) {
-        EXPECT_TRUE(same_copy(want_c, download(dev.col, out_offset, rows * cols), download(dev.col_sinv, 0, dev.cg.size()),
+        EXPECT_TRUE(same_copy(want_c, download(dev.col, out_offset, rows * cols), row_major(dev.cg, dev.col_sinv),
                               download(dev.col_e8m0, 0, dev.cg.size()), mx, xt))
             << "columnwise";
         EXPECT_EQ(stats.overflow_columnwise, static_cast<unsigned long long>(want_c.overflow)) << "columnwise overflow";
@@ -524,7 +534,7 @@ TEST(CudaDelayed, WriteReadRoundTrip) {
 // --- dequantize --------------------------------------------------------------------------
 
 // out against decode(code) * scale_inv in float32 (BF16: rounded by float_to_bf16); bits
-// equal, or both NaN.
+// equal, or both NaN. `sinv`: the grid in row-major order, however q stores it.
 void check_dequantize(const cuda::QuantizedInput& q, const std::vector<std::uint8_t>& codes,
                       const std::vector<float>& sinv, std::int64_t out_offset) {
     const std::int64_t n = q.rows * q.cols, gc = (q.cols + q.block_cols - 1) / q.block_cols;
@@ -580,10 +590,12 @@ TEST(CudaDequantize, CastOutputs) {
             cuda::cast(in.desc(), rc.recipe, dev.target(), nullptr);
             FP8SCOPE_CUDA_CHECK(cudaDeviceSynchronize());
             const Format f = recipe_format(rc.recipe);
-            check_dequantize({dev.row.get(), dev.row_sinv.get(), f, s.rows, s.cols, dev.rg.block_rows, dev.rg.block_cols},
-                             download(dev.row, 0, s.rows * s.cols), download(dev.row_sinv, 0, dev.rg.size()), 0);
-            check_dequantize({dev.col.get(), dev.col_sinv.get(), f, s.cols, s.rows, dev.cg.block_rows, dev.cg.block_cols},
-                             download(dev.col, 0, s.rows * s.cols), download(dev.col_sinv, 0, dev.cg.size()), 0);
+            check_dequantize({dev.row.get(), dev.row_sinv.get(), f, s.rows, s.cols, dev.rg.block_rows,
+                              dev.rg.block_cols, dev.rg.transposed},
+                             download(dev.row, 0, s.rows * s.cols), row_major(dev.rg, dev.row_sinv), 0);
+            check_dequantize({dev.col.get(), dev.col_sinv.get(), f, s.cols, s.rows, dev.cg.block_rows,
+                              dev.cg.block_cols, dev.cg.transposed},
+                             download(dev.col, 0, s.rows * s.cols), row_major(dev.cg, dev.col_sinv), 0);
         }
     }
 }
