@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
     // The MXFP8 GEMM path on Hopper: codes + scale_inv -> BF16.
     {
         const cuda::ScaleGrid g = cuda::scale_grid(MXScaling{}, rows, cols);
-        const cuda::QuantizedInput q{row, row_sinv, Format::E4M3, rows, cols, g.block_rows, g.block_cols};
+        const cuda::QuantizedInput q{row, row_sinv, Format::E4M3, rows, cols, g.block_rows, g.block_cols, g.transposed};
         const double ms = median_ms(stream, runs, [&] { cuda::dequantize(q, copy_dst, DType::BF16, stream); });
         const double bytes = double(n) + 2.0 * n + 4.0 * g.size();
         const double gbs = bytes / ms * 1e-6;

@@ -92,6 +92,7 @@ ScaleGrid scale_grid(const Recipe& recipe, std::int64_t rows, std::int64_t cols)
     } else if (const auto* mx = std::get_if<MXScaling>(&recipe)) {
         if (mx->block < 1) throw std::invalid_argument("mx recipe: block must be positive, got " + std::to_string(mx->block));
         set(1, mx->block);
+        g.transposed = mx->block == 32;
     } else {
         set(rows, cols);  // per-tensor: one block
     }

@@ -69,8 +69,9 @@ struct CastTarget {
 // scale_grid(recipe, C, R) for the columnwise one. Per-tensor: one block of R x C.
 // Grids are row-major, entry (gr, gc) at gr * cols + gc, except `transposed` ones, stored
 // column-major, at gc * rows + gr: 1x128 grids whose R is a multiple of 4, which is the
-// layout cuBLASLt reads (gemm.h, Tile1x128), so the GEMM takes them as they are. A tile
-// then writes its entries as one contiguous run instead of a 4-byte store per grid row.
+// layout cuBLASLt reads (gemm.h, Tile1x128), so the GEMM takes them as they are; and
+// MXFP8 1x32 grids (E8M0 grids alike). A tile then writes its entries as contiguous runs
+// instead of a few bytes in each of 128 grid rows.
 struct ScaleGrid {
     std::int64_t block_rows = 1, block_cols = 1;
     std::int64_t rows = 0, cols = 0;  // of the grid

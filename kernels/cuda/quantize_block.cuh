@@ -12,8 +12,9 @@
 //   max of the 8 warps' and computes the scale itself.
 // - MXFP8 1x32: a row's block is 4 lanes, a column's (32 rows) the 4 lanes above each
 //   other, all inside a warp: the lane left with a run computes its scale and the lanes
-//   that cast it fetch it by a shuffle. The scales go to the grids through shared memory
-//   (one barrier), four entries to a 16-byte store rather than one scattered store each.
+//   that cast it fetch it by a shuffle. No barrier: the grids are stored transposed
+//   (quantize.h), where the two entries a lane computes sit side by side and a warp's
+//   make whole 128-byte lines.
 // BF16 micro-blocks stay packed, two values a register, and their run maxima are 16x2
 // integer maxima of the magnitudes' bits (non-negative floats order as their bits; a NaN
 // sorts above Inf). Threads whose micro-block holds NaN or Inf (rare) recompute them with
@@ -214,8 +215,8 @@ __device__ __forceinline__ void store_scale(float* sinv, std::uint8_t* e8m0, std
     if (e8m0) store_kept(e8m0 + at, b.e8m0, keep);
 }
 
-// Shared memory. 1x128 has two barriers per tile; the others' buffers alternate by tile,
-// so their one barrier per tile is enough when a CTA loops over tiles.
+// Shared memory. 1x128 has two barriers per tile; 128x128's buffers alternate by tile, so
+// its one barrier per tile is enough when a CTA loops over tiles.
 union BlockShared {
     struct {
         std::uint32_t row[2][kTile];  // 1x128: per row, the two warps' maxima
@@ -223,48 +224,35 @@ union BlockShared {
         float s[2 * kTile];           // 1x128: the blocks' scales, rows then columns
     } part;
     std::uint32_t tile[2][8];  // 128x128: per warp
-    struct {
-        float row_sinv[2][kTile][4], col_sinv[2][kTile][4];  // MX: the tile's grid entries
-        std::uint8_t row_e8m0[2][kTile][4], col_e8m0[2][kTile][4];
-    } mx;
 };
 
-// Four grid entries in a row of an MX grid from shared memory: 16-byte and 4-byte
-// stores where the grid's rows allow, else one by one.
-__device__ __forceinline__ void store_scales4(float* sinv, std::uint8_t* e8m0, std::int64_t gr, std::int64_t gc0,
-                                             std::int64_t grid_rows, std::int64_t grid_cols, const float (&s)[4],
-                                             const std::uint8_t (&e)[4]) {
-    if (gr >= grid_rows) return;
-    const std::int64_t at = gr * grid_cols + gc0;
-    const std::uint64_t keep = l2_keep();
-    if (gc0 + 4 <= grid_cols && (grid_cols & 3) == 0 && (reinterpret_cast<std::uintptr_t>(sinv) & 15) == 0 &&
-        (reinterpret_cast<std::uintptr_t>(e8m0) & 3) == 0) {
-        store_kept(reinterpret_cast<float4*>(sinv + at), *reinterpret_cast<const float4*>(s), keep);
-        if (e8m0) store_kept(reinterpret_cast<std::uint32_t*>(e8m0 + at), *reinterpret_cast<const std::uint32_t*>(e), keep);
-        return;
-    }
-    for (int i = 0; i < 4 && gc0 + i < grid_cols; ++i) {
-        store_kept(sinv + at + i, s[i], keep);
-        if (e8m0) store_kept(e8m0 + at + i, e[i], keep);
-    }
-}
-
 // MX 1x32: one direction's blocks folded over the lanes that differ in bits o1 and o2,
-// the lane's two scales computed (kept in `held` for the cast) and their grid entries
-// staged in shared memory at [first + i][slot].
+// the lane's two scales computed (kept in `held` for the cast) and stored at entries
+// (gr, gc) and (gr + 1, gc) of the transposed grid, side by side.
 template <Format F, class In>
 __device__ __forceinline__ void mx_scales(const RunMaxima<In>& rm, bool rows, int o1, int o2, int lane, MXRule rule,
-                                          int first, int slot, float (&held)[2], float (*sinv)[4],
-                                          std::uint8_t (*e8m0)[4]) {
+                                          float (&held)[2], float* sinv, std::uint8_t* e8m0, std::int64_t gr,
+                                          std::int64_t gc, std::int64_t grid_rows, std::int64_t grid_cols) {
     std::uint32_t m[8];
     mark_cells(m, rm, rows, true);
     fold<4>(m, o1, lane), fold<2>(m, o2, lane);
+    BlockScale b[2];
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-        const BlockScale b = block_scale(m[i], F, true, rule, false);
-        held[i] = b.s;
-        sinv[first + i][slot] = b.scale_inv;
-        e8m0[first + i][slot] = b.e8m0;
+        b[i] = block_scale(m[i], F, true, rule, false);
+        held[i] = b[i].s;
+    }
+    if (gc >= grid_cols || gr >= grid_rows) return;
+    const std::int64_t at = gc * grid_rows + gr;
+    if (gr + 1 < grid_rows && (at & 1) == 0 && (reinterpret_cast<std::uintptr_t>(sinv) & 7) == 0 &&
+        (reinterpret_cast<std::uintptr_t>(e8m0) & 1) == 0) {
+        *reinterpret_cast<float2*>(sinv + at) = make_float2(b[0].scale_inv, b[1].scale_inv);
+        if (e8m0) *reinterpret_cast<std::uint16_t*>(e8m0 + at) = std::uint16_t(b[0].e8m0 | (b[1].e8m0 << 8));
+        return;
+    }
+    for (int i = 0; i < 2 && gr + i < grid_rows; ++i) {
+        sinv[at + i] = b[i].scale_inv;
+        if (e8m0) e8m0[at + i] = b[i].e8m0;
     }
 }
 
@@ -352,24 +340,16 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
                 else store_scale(p.col_sinv, nullptr, tc * kTile + i, tr, p.col_gr, p.col_gc, p.col_gt, b);
             }
             __syncthreads();
-        } else if constexpr (B == BlockShape::Mx32) {  // grid entries through shared memory, 4 to a grid row
+        } else if constexpr (B == BlockShape::Mx32) {
             // A row's block: the 4 lanes of lane & 4, folded, lane holds rows 2 (lane & 3) + i.
             // A column's (32 rows): the 4 lanes above each other, lane holds columns
             // 2 ((lane >> 3) & 3) + i.
             if (want_row)
-                mx_scales<F>(rm, true, 2, 1, lane, p.rule, lr0 + 2 * (lane & 3), lc0 >> 5, s_row_held,
-                             sh.mx.row_sinv[parity], sh.mx.row_e8m0[parity]);
+                mx_scales<F>(rm, true, 2, 1, lane, p.rule, s_row_held, p.row_sinv, p.row_e8m0,
+                             tr * kTile + lr0 + 2 * (lane & 3), (tc * kTile + lc0) >> 5, p.row_gr, p.row_gc);
             if (want_col)
-                mx_scales<F>(rm, false, 16, 8, lane, p.rule, lc0 + 2 * ((lane >> 3) & 3), lr0 >> 5, s_col_held,
-                             sh.mx.col_sinv[parity], sh.mx.col_e8m0[parity]);
-            __syncthreads();
-            const int i = tid & (kTile - 1);
-            if (tid < kTile && want_row)
-                store_scales4(p.row_sinv, p.row_e8m0, tr * kTile + i, tc * 4, p.row_gr, p.row_gc,
-                              sh.mx.row_sinv[parity][i], sh.mx.row_e8m0[parity][i]);
-            if (tid >= kTile && want_col)
-                store_scales4(p.col_sinv, p.col_e8m0, tc * kTile + i, tr * 4, p.col_gr, p.col_gc,
-                              sh.mx.col_sinv[parity][i], sh.mx.col_e8m0[parity][i]);
+                mx_scales<F>(rm, false, 16, 8, lane, p.rule, s_col_held, p.col_sinv, p.col_e8m0,
+                             tc * kTile + lc0 + 2 * ((lane >> 3) & 3), (tr * kTile + lr0) >> 5, p.col_gr, p.col_gc);
         }
 
         if (want_row) {

@@ -479,11 +479,11 @@ TEST(CudaBackendCast, OtherRecipesMatchTheCpu) {
         EXPECT_EQ(download_floats(gpu, op.columnwise_scale_inv), col.scale_inv) << name;
         EXPECT_EQ(op.rowwise_scale_inv.rows, row.scale_rows()) << name;
         EXPECT_EQ(op.rowwise_scale_inv.cols, row.scale_cols()) << name;
-        // 1x128 grids over a multiple of 4 rows are stored transposed: here the columnwise
-        // copy's (256 rows), not the rowwise one's (130).
-        const bool tiles = std::string(name) == "block1x128_fp32";
-        EXPECT_FALSE(op.rowwise_scale_inv.transposed) << name;
-        EXPECT_EQ(op.columnwise_scale_inv.transposed, tiles) << name;
+        // MXFP8 grids are stored transposed, and 1x128 grids over a multiple of 4 rows: here
+        // the columnwise copy's (256 rows), not the rowwise one's (130).
+        const bool mx = std::string(name).rfind("mxfp8", 0) == 0, tiles = std::string(name) == "block1x128_fp32";
+        EXPECT_EQ(op.rowwise_scale_inv.transposed, mx) << name;
+        EXPECT_EQ(op.columnwise_scale_inv.transposed, mx || tiles) << name;
         EXPECT_FALSE(op.emulated);
     }
 }

@@ -172,10 +172,11 @@ std::vector<T> download(const GpuBuffer<T>& b, std::int64_t from, std::int64_t n
     return std::vector<T>(all.begin() + from, all.begin() + from + n);
 }
 
-// A scale_inv grid as stored (ScaleGrid::transposed or not), back in row-major order.
-std::vector<float> row_major(const cuda::ScaleGrid& g, const GpuBuffer<float>& b) {
-    const std::vector<float> stored = download(b, 0, g.size());
-    std::vector<float> out(stored.size());
+// A scale_inv or E8M0 grid as stored (ScaleGrid::transposed or not), in row-major order.
+template <class T>
+std::vector<T> row_major(const cuda::ScaleGrid& g, const GpuBuffer<T>& b) {
+    const std::vector<T> stored = download(b, 0, g.size());
+    std::vector<T> out(stored.size());
     for (std::int64_t gr = 0; gr < g.rows; ++gr)
         for (std::int64_t gc = 0; gc < g.cols; ++gc)
             out[std::size_t(gr * g.cols + gc)] = stored[std::size_t(g.index(gr, gc))];
@@ -305,13 +306,13 @@ void check_cast(const DeviceInput& in, const Recipe& recipe, bool want_row = tru
     }
     if (want_row) {
         EXPECT_TRUE(same_copy(want_r, download(dev.row, out_offset, rows * cols), row_major(dev.rg, dev.row_sinv),
-                              download(dev.row_e8m0, 0, dev.rg.size()), mx, in.values))
+                              row_major(dev.rg, dev.row_e8m0), mx, in.values))
             << "rowwise";
         EXPECT_EQ(stats.overflow_rowwise, static_cast<unsigned long long>(want_r.overflow)) << "rowwise overflow";
     }
     if (want_col) {
         EXPECT_TRUE(same_copy(want_c, download(dev.col, out_offset, rows * cols), row_major(dev.cg, dev.col_sinv),
-                              download(dev.col_e8m0, 0, dev.cg.size()), mx, xt))
+                              row_major(dev.cg, dev.col_e8m0), mx, xt))
             << "columnwise";
         EXPECT_EQ(stats.overflow_columnwise, static_cast<unsigned long long>(want_c.overflow)) << "columnwise overflow";
     }
