@@ -16,25 +16,19 @@ namespace fp8scope::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;  // 8 warps: a tile's 8 rows
+constexpr int kThreads = 256;
 
 template <Format F, bool kBF16>
 __global__ void __launch_bounds__(kThreads) dequantize_kernel(const QuantizedInput q, void* out, bool vec) {
-    // Tiles of 8 rows x 32 chunks of 16 codes, a warp per row: a lane's scale lies in the
-    // same sector as the 7 rows' below it in a transposed grid, so the CTA reads each
-    // sector of the grid once (a row-major grid: the warp's scales are contiguous).
-    const std::int64_t chunks = (q.cols + 15) / 16, tiles_c = (chunks + 31) / 32;
-    const std::int64_t tiles = (q.rows + 7) / 8 * tiles_c;
-    const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
+    const std::int64_t chunks = (q.cols + 15) / 16, total = q.rows * chunks;
     const std::int64_t grid_rows = (q.rows + q.block_rows - 1) / q.block_rows;
     const std::int64_t grid_cols = (q.cols + q.block_cols - 1) / q.block_cols;
     // Steps between grid rows and between grid columns (ScaleGrid::transposed).
     const std::int64_t row_step = q.scale_transposed ? 1 : grid_cols, col_step = q.scale_transposed ? grid_rows : 1;
     const bool uniform = q.block_cols % 16 == 0;  // a chunk lies in one block
-    for (std::int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const std::int64_t r = t / tiles_c * 8 + warp, chunk = t % tiles_c * 32 + lane;
-        if (r >= q.rows || chunk >= chunks) continue;
-        const std::int64_t c0 = chunk * 16;
+    const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+    for (std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total; t += stride) {
+        const std::int64_t r = t / chunks, c0 = (t % chunks) * 16;
         const float* sinv_row = q.scale_inv + (r / q.block_rows) * row_step;
         const std::int64_t base = r * q.cols + c0;
         float y[16];
@@ -92,13 +86,13 @@ void dequantize(const QuantizedInput& q, void* out, DType out_dtype, cudaStream_
     if (out_dtype != DType::F32 && out_dtype != DType::BF16)
         throw std::invalid_argument(std::string("cuda::dequantize: output must be f32 or bf16, got ") + dtype_name(out_dtype));
     if (q.block_rows < 1 || q.block_cols < 1) throw std::invalid_argument("cuda::dequantize: block shape must be positive");
-    const std::int64_t tiles = (q.rows + 7) / 8 * (((q.cols + 15) / 16 + 31) / 32);
-    if (q.rows == 0 || q.cols == 0) return;
+    const std::int64_t total = q.rows * ((q.cols + 15) / 16);
+    if (total == 0) return;
     const bool bf16 = out_dtype == DType::BF16;
     const bool vec = q.cols % 16 == 0 && reinterpret_cast<std::uintptr_t>(q.codes) % 16 == 0 &&
                      reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
     const unsigned blocks = static_cast<unsigned>(
-        std::min<std::int64_t>(tiles, std::int64_t(qk::sm_count()) * 8));
+        std::min<std::int64_t>((total + kThreads - 1) / kThreads, std::int64_t(qk::sm_count()) * 8));
     if (q.format == Format::E4M3) launch<Format::E4M3>(q, out, bf16, vec, blocks, stream);
     else launch<Format::E5M2>(q, out, bf16, vec, blocks, stream);
     FP8SCOPE_CUDA_LAUNCHED();
