@@ -362,6 +362,38 @@ TEST(CudaCast, EachCopyAlone) {
     }
 }
 
+// The E8M0 grids are optional: an MX cast without them writes the same codes and scale_inv
+// grids as one with them (checked against the CPU elsewhere) and leaves their memory alone.
+TEST(CudaCast, MxWithoutE8m0Grids) {
+    FP8SCOPE_REQUIRE_GPU();
+    auto bit_patterns = [](const std::vector<float>& v) {
+        std::vector<std::uint32_t> out;
+        for (float f : v) out.push_back(bits(f));
+        return out;
+    };
+    int cases = 0;
+    for (const RecipeCase& rc : grid_recipes()) {
+        if (!std::holds_alternative<MXScaling>(rc.recipe)) continue;
+        SCOPED_TRACE(rc.name);
+        ++cases;
+        const std::int64_t rows = 130, cols = 264;
+        const DeviceInput in(make_data(Kind::Specials, rows, cols, 5), DType::BF16, rows, cols);
+        DeviceCast with(rc.recipe, rows, cols), without(rc.recipe, rows, cols);
+        cuda::CastTarget t = without.target();
+        t.rowwise_e8m0 = t.columnwise_e8m0 = nullptr;
+        cuda::cast(in.desc(), rc.recipe, with.target(), nullptr);
+        cuda::cast(in.desc(), rc.recipe, t, nullptr);
+        FP8SCOPE_CUDA_CHECK(cudaDeviceSynchronize());
+        EXPECT_EQ(without.row.download(), with.row.download());
+        EXPECT_EQ(without.col.download(), with.col.download());
+        EXPECT_EQ(bit_patterns(without.row_sinv.download()), bit_patterns(with.row_sinv.download()));
+        EXPECT_EQ(bit_patterns(without.col_sinv.download()), bit_patterns(with.col_sinv.download()));
+        EXPECT_EQ(without.row_e8m0.download(), std::vector<std::uint8_t>(without.row_e8m0.size(), 0xCD));
+        EXPECT_EQ(without.col_e8m0.download(), std::vector<std::uint8_t>(without.col_e8m0.size(), 0xCD));
+    }
+    EXPECT_GE(cases, 2);
+}
+
 TEST(CudaCast, NeitherCopyStillReportsAmax) {
     FP8SCOPE_REQUIRE_GPU();
     for (const RecipeCase& rc : grid_recipes()) {
