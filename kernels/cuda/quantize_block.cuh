@@ -179,40 +179,18 @@ __device__ __forceinline__ void mark_cells(std::uint32_t (&m)[8], const RunMaxim
     for (int i = 0; i < 8; ++i) m[i] = (mx && (nf >> i & 1u)) ? 0xFFFFFFFFu : (rows ? r.row(i) : r.col(i));
 }
 
-// Grid stores that stay in L2 (evict_last) while the codes stream past: a tile writes
-// only 4 or 16 bytes of a grid row, the tiles beside it the rest, and a line that leaves
-// L2 half written costs DRAM a read-modify-write (MXFP8 at 8192^2 BF16: 115 -> 106 us).
-__device__ __forceinline__ std::uint64_t l2_keep() {
-    std::uint64_t policy;
-    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-    return policy;
-}
-__device__ __forceinline__ void store_kept(float* p, float v, std::uint64_t policy) {
-    asm volatile("st.global.L2::cache_hint.f32 [%0], %1, %2;" ::"l"(p), "f"(v), "l"(policy) : "memory");
-}
-__device__ __forceinline__ void store_kept(std::uint8_t* p, std::uint8_t v, std::uint64_t policy) {
-    asm volatile("st.global.L2::cache_hint.u8 [%0], %1, %2;" ::"l"(p), "h"(static_cast<unsigned short>(v)), "l"(policy)
-                 : "memory");
-}
-__device__ __forceinline__ void store_kept(std::uint32_t* p, std::uint32_t v, std::uint64_t policy) {
-    asm volatile("st.global.L2::cache_hint.u32 [%0], %1, %2;" ::"l"(p), "r"(v), "l"(policy) : "memory");
-}
-__device__ __forceinline__ void store_kept(float4* p, float4 v, std::uint64_t policy) {
-    asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "f"(v.x), "f"(v.y), "f"(v.z),
-                 "f"(v.w), "l"(policy)
-                 : "memory");
-}
-
-// Writes entry (gr, gc) of a grid (and its E8M0 code) when the block exists; a transposed
-// grid (ScaleGrid) holds it at gc * grid_rows + gr.
-__device__ __forceinline__ void store_scale(float* sinv, std::uint8_t* e8m0, std::int64_t gr, std::int64_t gc,
-                                            std::int64_t grid_rows, std::int64_t grid_cols, bool transposed,
-                                            const BlockScale& b) {
+// A row-major grid's entries stay in L2 (evict_last) while the codes stream past: a tile
+// writes only 4 bytes of a grid row, the tiles beside it the rest, and a line that leaves
+// L2 half written costs DRAM a read-modify-write (1x128 over 8192^2 BF16 with a row-major
+// grid: 74 -> 78% of the copy bandwidth). A transposed grid (ScaleGrid) holds entry
+// (gr, gc) at gc * grid_rows + gr: a tile's entries are one run there.
+__device__ __forceinline__ void store_scale(float* sinv, std::int64_t gr, std::int64_t gc, std::int64_t grid_rows,
+                                            std::int64_t grid_cols, bool transposed, float scale_inv) {
     if (gr >= grid_rows || gc >= grid_cols) return;
-    const std::int64_t at = transposed ? gc * grid_rows + gr : gr * grid_cols + gc;
-    const std::uint64_t keep = l2_keep();
-    store_kept(sinv + at, b.scale_inv, keep);
-    if (e8m0) store_kept(e8m0 + at, b.e8m0, keep);
+    float* at = sinv + (transposed ? gc * grid_rows + gr : gr * grid_cols + gc);
+    std::uint64_t keep;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(keep));
+    asm volatile("st.global.L2::cache_hint.f32 [%0], %1, %2;" ::"l"(at), "f"(scale_inv), "l"(keep) : "memory");
 }
 
 // Shared memory. 1x128 has two barriers per tile; 128x128's buffers alternate by tile, so
@@ -309,8 +287,8 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
             for (int w = 0; w < 8; ++w) top = max(top, sh.tile[parity][w]);
             const BlockScale b = block_scale(top, F, false, p.rule, p.pow2);
             if (tid == 0) {
-                if (want_row) store_scale(p.row_sinv, nullptr, tr, tc, p.row_gr, p.row_gc, false, b);
-                if (want_col) store_scale(p.col_sinv, nullptr, tc, tr, p.col_gr, p.col_gc, false, b);
+                if (want_row) store_scale(p.row_sinv, tr, tc, p.row_gr, p.row_gc, false, b.scale_inv);
+                if (want_col) store_scale(p.col_sinv, tc, tr, p.col_gr, p.col_gc, false, b.scale_inv);
             }
             s_tile = b.s;
         } else if constexpr (B == BlockShape::Rows128) {
@@ -336,8 +314,8 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
                                                           max(sh.part.col[2][i], sh.part.col[3][i]));
                 const BlockScale b = block_scale(a, F, false, p.rule, p.pow2);
                 sh.part.s[tid] = b.s;
-                if (tid < kTile) store_scale(p.row_sinv, nullptr, tr * kTile + i, tc, p.row_gr, p.row_gc, p.row_gt, b);
-                else store_scale(p.col_sinv, nullptr, tc * kTile + i, tr, p.col_gr, p.col_gc, p.col_gt, b);
+                if (tid < kTile) store_scale(p.row_sinv, tr * kTile + i, tc, p.row_gr, p.row_gc, p.row_gt, b.scale_inv);
+                else store_scale(p.col_sinv, tc * kTile + i, tr, p.col_gr, p.col_gc, p.col_gt, b.scale_inv);
             }
             __syncthreads();
         } else if constexpr (B == BlockShape::Mx32) {
