@@ -59,7 +59,7 @@ struct TileParams {
     bool mx;
     MXRule rule;
     std::int64_t row_gr, row_gc, col_gr, col_gc;  // grid shapes
-    bool row_gt, col_gt;                          // grids stored transposed (1x128 only)
+    bool row_gt, col_gt;  // 1x128 grids stored transposed (ScaleGrid; MX 1x32 grids always are)
 };
 
 // Shared-memory cells a Cells launch needs (rowwise cells, then columnwise cells).
