@@ -262,7 +262,8 @@ public:
                               const float* bias, bool accumulate, const GemmEpilogue& epi);
 
     // --- optimizer -------------------------------------------------------------------
-    // AdamW on n float32 parameters; decay (n, 0/1) marks where weight decay applies.
+    // AdamW on n float32 parameters; decay (n, 0/1) marks where weight decay applies (null:
+    // nowhere).
     virtual void adamw(float* params, const float* grads, float* m, float* v, const std::uint8_t* decay,
                        std::int64_t n, const AdamWParams& p) = 0;
     // Global L2 norm of n gradients, bitwise the same for any thread count (waits).

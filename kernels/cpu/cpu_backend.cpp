@@ -316,6 +316,8 @@ void CpuBackend::adamw(float* params, const float* g, float* m, float* v, const 
     const simd::AdamWArgs a{p.beta1,          p.beta2,          p.eps,       p.weight_decay, p.lr,
                             p.bias_correction1, p.bias_correction2, p.grad_scale};
     const simd::Kernels& k = simd::kernels();
+    std::vector<std::uint8_t> none;  // a null mask: decay nowhere
+    if (!decay) none.assign(std::size_t(n), 0), decay = none.data();
     parallel_for(n, 1 << 14, 0, [&](std::int64_t i0, std::int64_t i1) {
         k.adamw(params + i0, g + i0, m + i0, v + i0, decay + i0, i1 - i0, a);
     });

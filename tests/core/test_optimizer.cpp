@@ -110,6 +110,20 @@ TEST(AdamW, WeightDecayIsDecoupledAndOnlyOnDecayParameters) {
     EXPECT_EQ(p[1], 2.0f);
 }
 
+// A null decay mask decays nothing (as on the GPU): with zero gradients the Adam part is 0,
+// so only the masked weights move, by lr * wd * p (2 - 0.1 * 0.5 * 2 = 1.9).
+TEST(AdamW, ANullDecayMaskDecaysNothing) {
+    AdamWParams a;
+    a.lr = 0.1f, a.weight_decay = 0.5f;
+    a.bias_correction1 = 1 - a.beta1, a.bias_correction2 = 1 - a.beta2;
+    for (const bool masked : {false, true}) {
+        std::vector<float> p(3, 2.0f), g(3, 0.0f), m(3, 0.0f), v(3, 0.0f);
+        const std::vector<std::uint8_t> all(3, 1);
+        cpu().adamw(p.data(), g.data(), m.data(), v.data(), masked ? all.data() : nullptr, 3, a);
+        for (float x : p) EXPECT_FLOAT_EQ(x, masked ? 1.9f : 2.0f) << (masked ? "masked" : "null mask");
+    }
+}
+
 TEST(AdamW, RejectsMismatchedSizes) {
     AdamW opt(OptimizerConfig{}, two_tensors(3, 1), 4, cpu());
     std::vector<float> p(4), g(5);
