@@ -8,7 +8,10 @@
 # The device call: command "scripts/gpu.sh check", carry [".gpu-run"].
 # Environment for check: GTEST_FILTER (default: every test; "-" skips them), BENCHES
 # (default: the CUDA kernel benchmarks), EXTRA (shell commands run after them, with the
-# unpacked binaries on PATH; their output goes to $OUT/extra.txt).
+# unpacked binaries on PATH; their output goes to $OUT/extra.txt), NCU_KERNEL (a regex
+# over demangled kernel names: Nsight Compute profiles one launch of it, after NCU_SKIP
+# (default 5) others, in NCU_CMD (default bench_cuda_quantize) with section set NCU_SET
+# (default detailed), into $OUT/ncu.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,6 +44,12 @@ check() {
     done
     if [ -n "${EXTRA:-}" ]; then
         PATH="$g/bin:$PATH" bash -c "$EXTRA" >"$out/extra.txt" 2>&1 || echo "exit $?" >>"$out/extra.txt"
+    fi
+    if [ -n "${NCU_KERNEL:-}" ]; then
+        # ncu locks the clocks to base: compare its durations with each other, not with events.
+        PATH="$g/bin:/usr/local/cuda/bin:$PATH" timeout 300 ncu --target-processes all --kernel-name-base demangled \
+            -k "regex:$NCU_KERNEL" --launch-skip "${NCU_SKIP:-5}" --launch-count 1 --set "${NCU_SET:-detailed}" \
+            bash -c "${NCU_CMD:-bench_cuda_quantize}" >"$out/ncu.txt" 2>&1 || echo "exit $?" >>"$out/ncu.txt"
     fi
     {
         cat "$out/devices.txt"
