@@ -15,10 +15,13 @@
 // Where the backend traces kernels (CUDA: CUPTI), each phase's device time is printed
 // beside it: the difference is time the device sat idle, waiting for the host.
 //
+// --kernels N traces 3 more steps per recipe and prints where their device time went: the
+// N longest kernels (summed per name), per step.
+//
 // usage: bench_step [--device cuda] [--layers 8] [--width 4096] [--heads 32] [--vocab 50304]
 //                   [--seq 2048] [--batch 4] [--steps 10] [--warmup 3] [--mlp gelu|swiglu]
 //                   [--recipes baseline,current,delayed,blockwise,mxfp8] [--peak 989] [--threads 0]
-//                   [--phases 0|1]
+//                   [--phases 0|1] [--kernels 0]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -33,6 +36,7 @@
 #include "backends.h"
 #include "engine/model.h"
 #include "engine/optimizer.h"
+#include "kernel_tally.h"
 
 using namespace fp8scope;
 
@@ -82,7 +86,7 @@ int main(int argc, char** argv) {
     c.n_head = 32;
     c.vocab_size = 50304;
     std::string device = "cuda", recipes = "baseline,current,delayed,blockwise,mxfp8";
-    int B = 4, T = 2048, steps = 10, warmup = 3, threads = 0;
+    int B = 4, T = 2048, steps = 10, warmup = 3, threads = 0, kernels = 0;
     bool phases = false;
     double peak = 989;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -102,6 +106,7 @@ int main(int argc, char** argv) {
         else if (k == "--peak") peak = std::atof(v);
         else if (k == "--threads") threads = std::atoi(v);
         else if (k == "--phases") phases = std::atoi(v) != 0;
+        else if (k == "--kernels") kernels = std::atoi(v);
         else {
             std::fprintf(stderr, "unknown option %s\n", k.c_str());
             return 2;
@@ -142,14 +147,16 @@ int main(int argc, char** argv) {
         model.set_recipe(training_recipe(name));
         float loss = 0;
         std::vector<double> ms;
-        for (int s = 0; s < warmup + steps; ++s) {
-            const auto t0 = std::chrono::steady_clock::now();
+        auto step = [&] {
             loss = model.forward(tok.data(), tgt.data(), B, T);
             model.backward();
-            const std::int64_t n = std::int64_t(model.num_params());
-            const double norm = backend->grad_norm(model.grads().data(), n);
+            const double norm = backend->grad_norm(model.grads().data(), std::int64_t(model.num_params()));
             adam.step(model.params(), model.grads(), 1e-5f, clip_factor(norm, oc.grad_clip));
             backend->synchronize();
+        };
+        for (int s = 0; s < warmup + steps; ++s) {
+            const auto t0 = std::chrono::steady_clock::now();
+            step();
             if (s >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
         }
         std::sort(ms.begin(), ms.end());
@@ -195,6 +202,21 @@ int main(int argc, char** argv) {
                 if (traced) std::printf(" (%.1f)", busy[i][busy[i].size() / 2]);
             }
             std::printf(", sum %.1f\n", sum);
+        }
+        if (kernels > 0) {
+            constexpr int kTraced = 3;
+            bench::KernelTally tally;
+            tally.reset(kTraced);
+            const std::string why = backend->trace_kernels(&tally);
+            if (why.empty()) {
+                for (int s = 0; s < kTraced; ++s) step();
+                backend->flush_kernels();
+                backend->trace_kernels(nullptr);
+                std::printf("  device time %.1f ms per step:\n", tally.total_ms());
+                tally.print("  ", std::size_t(kernels));
+            } else {
+                std::printf("  (no kernel breakdown: %s)\n", why.c_str());
+            }
         }
         std::fflush(stdout);
     }
