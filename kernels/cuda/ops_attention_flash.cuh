@@ -10,8 +10,7 @@
 //
 // Forward (one CTA of 4 warps per 128 query rows of one (b,h), the longest rows first):
 // warp w owns rows 32w..32w+31 (two m16 tiles, so every K and V fragment it loads feeds
-// two MMAs) and walks the key tiles (32 keys for hs 128, 64 for hs 64: what fits in 255
-// registers next to O without spilling) from the first to the diagonal, skipping tiles
+// two MMAs) and walks the key tiles of 64 from the first to the diagonal, skipping tiles
 // wholly above it; keeps O (32 x hs) and the running max and sum in registers (O is
 // rescaled only when a row max of the warp moved); writes O and the row logsumexp
 // L = ln sum_j exp(s_j / sqrt(hs)).
@@ -156,7 +155,7 @@ __device__ __forceinline__ void a_from_acc(std::uint32_t (&a)[4], const float (&
 
 template <int D>
 struct FwdTraits {
-    static constexpr int kBlockM = 128, kBlockN = D == 128 ? 32 : 64, kWarps = 4, kThreads = 32 * kWarps;
+    static constexpr int kBlockM = 128, kBlockN = 64, kWarps = 4, kThreads = 32 * kWarps;
     static constexpr int kTileQ = kBlockM * D, kTileKV = kBlockN * D;  // elements
     static constexpr int kSmemBytes = (kTileQ + 4 * kTileKV) * 2;      // Q, K and V twice
 };
@@ -248,8 +247,8 @@ __global__ void __launch_bounds__(128, 2) flash_forward_kernel(const FwdParams p
                             if (col > row) s[mt][n][e] = -INFINITY;
                         }
             }
-            // online softmax: the tile's row max over the 4 lanes of a row, rescale, P (BF16)
-            std::uint32_t pk[2][SN][2];
+            // online softmax: the tile's row max over the 4 lanes of a row, then O rescaled
+            float nm[2][2];  // -m_new per row half
 #pragma unroll
             for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
@@ -264,33 +263,31 @@ __global__ void __launch_bounds__(128, 2) flash_forward_kernel(const FwdParams p
                     const float m_new = fmaxf(mrow[mt][hf], mx * c);
                     const float alpha = fast_exp2(mrow[mt][hf] - m_new);
                     mrow[mt][hf] = m_new;
-                    float sum = 0.0f;
-#pragma unroll
-                    for (int n = 0; n < SN; ++n) {
-                        const float p0 = fast_exp2(fmaf(s[mt][n][2 * hf], c, -m_new));
-                        const float p1 = fast_exp2(fmaf(s[mt][n][2 * hf + 1], c, -m_new));
-                        sum += p0 + p1;
-                        pk[mt][n][hf] = pack_bf16(p0, p1);
-                    }
-                    lrow[mt][hf] = lrow[mt][hf] * alpha + sum;
-                    // the max often stays put after the first tiles: rescale only when it moved
+                    nm[mt][hf] = -m_new;
+                    lrow[mt][hf] *= alpha;
                     // the max often stays put after the first tiles: rescale only when it moved
                     if (__any_sync(0xffffffffu, alpha != 1.0f)) {
 #pragma unroll
                         for (int n = 0; n < NT; ++n) o[mt][n][2 * hf] *= alpha, o[mt][n][2 * hf + 1] *= alpha;
                     }
                 }
-            // O += P V (P rounded to BF16)
+            // O += P V, 16 keys at a time: P = 2^(S c - m) rounded to BF16 right before its
+            // products, so that S's registers free up as the tile goes (64-key tiles fit).
 #pragma unroll
             for (int kk = 0; kk < Tr::kBlockN / 16; ++kk) {
                 std::uint32_t a[2][4];
 #pragma unroll
-                for (int mt = 0; mt < 2; ++mt) {
-                    a[mt][0] = pk[mt][2 * kk][0];
-                    a[mt][1] = pk[mt][2 * kk][1];
-                    a[mt][2] = pk[mt][2 * kk + 1][0];
-                    a[mt][3] = pk[mt][2 * kk + 1][1];
-                }
+                for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                    for (int hf = 0; hf < 2; ++hf)
+#pragma unroll
+                        for (int half = 0; half < 2; ++half) {
+                            const float* sv = s[mt][2 * kk + half];
+                            const float p0 = fast_exp2(fmaf(sv[2 * hf], c, nm[mt][hf]));
+                            const float p1 = fast_exp2(fmaf(sv[2 * hf + 1], c, nm[mt][hf]));
+                            lrow[mt][hf] += p0 + p1;
+                            a[mt][2 * half + hf] = pack_bf16(p0, p1);
+                        }
 #pragma unroll
                 for (int dp = 0; dp < D / 16; ++dp) {
                     std::uint32_t bb[4];
@@ -360,6 +357,33 @@ __global__ void __launch_bounds__(256) flash_backward_dot_kernel(const BwdParams
 }
 
 // --- backward: dK, dV and dS^T per key block -------------------------------------------------
+
+// One row of 64 BF16 held by the 4 lanes of a quad in the C layout: lane t has, for n-tiles
+// 2n and 2n+1, the words (columns 8(2n) + 2t, +1) and (8(2n+1) + 2t, +1) in m[n]. A 4 x 4
+// transpose over the quad (two xor steps) gives lane t the n-tiles 2t and 2t+1 whole, which
+// it stores as 32 contiguous bytes: the row goes out in full 128-byte lines, not in
+// 4-byte pieces that fill half of each sector.
+__device__ __forceinline__ void store_row_of_quad(bf16* row, uint2 (&m)[4], int t) {
+#pragma unroll
+    for (int k = 1; k <= 2; k <<= 1) {
+        const bool upper = (t & k) != 0;
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            if (c & k) continue;
+            // the lower lane of the pair gives up column c|k, the upper one column c
+            const uint2 send = upper ? m[c] : m[c | k];
+            uint2 recv;
+            recv.x = __shfl_xor_sync(0xffffffffu, send.x, k);
+            recv.y = __shfl_xor_sync(0xffffffffu, send.y, k);
+            if (upper) m[c] = recv;
+            else m[c | k] = recv;
+        }
+    }
+    // m[c] now holds lane c's words of n-tiles 2t (x) and 2t + 1 (y)
+    uint4* dst = reinterpret_cast<uint4*>(row + 16 * t);
+    dst[0] = make_uint4(m[0].x, m[1].x, m[2].x, m[3].x);
+    dst[1] = make_uint4(m[0].y, m[1].y, m[2].y, m[3].y);
+}
 
 template <int D>
 struct BwdKvTraits {
@@ -436,9 +460,8 @@ __global__ void __launch_bounds__(256, 1) flash_backward_kv_kernel(const BwdPara
         const std::uint32_t tQ = smem_u32(sQ + st * Tr::kTileQ), tdO = smem_u32(sdO + st * Tr::kTileQ);
         const float* cL = sL + st * Tr::kBlockM;
         const float* cD = sD + st * Tr::kBlockM;
-        // this warp's 16 rows of the dS^T tile (keys key_w.., queries q0..q0+63)
-        std::uint32_t* ds_rows =
-            reinterpret_cast<std::uint32_t*>(ds_head + (ds_first + (i - i0)) * kDsTile + (16 * warp + g) * 64 + 2 * t);
+        // row g of this warp's 16 rows of the dS^T tile (keys key_w.., queries q0..q0+63)
+        bf16* ds_row = ds_head + (ds_first + (i - i0)) * kDsTile + (16 * warp + g) * 64;
         if (q0 + Tr::kBlockM - 1 >= key_w) {  // some query of the tile sees some key of the warp
             // S^T = K Q^T (16 keys x 64 queries)
             float s[8][4];
@@ -517,13 +540,19 @@ __global__ void __launch_bounds__(256, 1) flash_backward_kv_kernel(const BwdPara
                 }
             }
 #pragma unroll
-            for (int n = 0; n < 8; ++n) {
-                ds_rows[n * 4] = dsp[n][0];            // key g, queries n*8 + 2t, +1
-                ds_rows[8 * 32 + n * 4] = dsp[n][1];   // key g + 8
+            for (int hf = 0; hf < 2; ++hf) {  // keys g and g + 8
+                uint2 m[4];
+#pragma unroll
+                for (int n = 0; n < 4; ++n) m[n] = make_uint2(dsp[2 * n][hf], dsp[2 * n + 1][hf]);
+                store_row_of_quad(ds_row + hf * 8 * 64, m, t);
             }
         } else {
+            const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
 #pragma unroll
-            for (int n = 0; n < 8; ++n) ds_rows[n * 4] = 0u, ds_rows[8 * 32 + n * 4] = 0u;
+            for (int hf = 0; hf < 2; ++hf) {
+                uint4* dst = reinterpret_cast<uint4*>(ds_row + hf * 8 * 64 + 16 * t);
+                dst[0] = zero, dst[1] = zero;
+            }
         }
         __syncthreads();  // every warp is done with this stage before it is loaded again
     }

@@ -7,7 +7,8 @@
 // 256 threads takes a row, thread t holding its U <= 4 packs of 8 values (packs t, t + T,
 // ...) in registers between the passes, with its channels' weight (and bias or gradient
 // sums) in registers for all the block's rows. A block issues the loads of its next row
-// before reducing the current one, so they are in flight during its barriers and stores;
+// before reducing the current one, so they are in flight during its barriers and stores,
+// and has the rows after it prefetched into L2 (one bulk prefetch per row and tensor);
 // each block sum takes one barrier (consecutive sums alternate between two scratch slots).
 // Forward launches as many blocks as fit on the device, block b taking rows b, b + grid, ...
 // (a row's result does not depend on its block); backward keeps the row ranges below.
@@ -161,6 +162,10 @@ __global__ void norm_backward_kernel(bf16* dinp, float* partial_w, float* partia
 
 constexpr int kRowThreads = 256;  // most threads of a block
 constexpr int kMaxUnits = 4;      // most packs of a row per thread (C <= 8192)
+// Backward holds its next row in registers and has the rows up to kAhead after the current
+// one prefetched into L2: the registers alone leave one row in flight, too few to keep
+// the memory busy with 2 blocks an SM.
+constexpr int kAhead = 3;
 
 // Packs per thread for rows of C channels; 0 where the register path does not apply.
 int row_units(int C) {
@@ -242,6 +247,8 @@ __global__ void __launch_bounds__(kRowThreads) norm_forward_rows_kernel(bf16* ou
         const bool more = N - n > int(gridDim.x);
         uint4 next[U];
         if (more) load_row(next, inp + std::int64_t(n + gridDim.x) * C, units);  // in flight during this row
+        if (threadIdx.x == 0 && std::int64_t(N) - n > 2 * std::int64_t(gridDim.x))  // the row after next
+            prefetch_l2(inp + (n + 2 * std::int64_t(gridDim.x)) * C, std::uint32_t(C) * sizeof(bf16));
 
         float m = 0.0f;
         if constexpr (LN) {
@@ -300,13 +307,22 @@ __global__ void __launch_bounds__(kRowThreads)
 
     const std::int64_t r0 = std::int64_t(blockIdx.x) * R;
     const std::int64_t r1 = r0 + R < N ? r0 + R : N;
+    auto prefetch_rows = [&](std::int64_t a) {
+        const std::uint32_t bytes = std::uint32_t(C) * sizeof(bf16);
+        prefetch_l2(dout + a * C, bytes);
+        prefetch_l2(inp + a * C, bytes);
+        prefetch_l2(dinp + a * C, bytes);
+    };
     uint4 d[U], x[U], g[U];  // row n of dout, inp, dinp
     load_row(d, dout + r0 * C, units);
     load_row(x, inp + r0 * C, units);
     load_row(g, dinp + r0 * C, units);
     float m = LN ? mean[r0] : 0.0f, r = rstd[r0];
+    if (threadIdx.x == 0)
+        for (std::int64_t a = r0 + 2; a < r0 + kAhead && a < r1; ++a) prefetch_rows(a);
     for (std::int64_t n = r0; n < r1; ++n) {
         uint4 dn[U], xn[U], gn[U];  // row n + 1, in flight during this row
+        if (threadIdx.x == 0 && n + kAhead < r1) prefetch_rows(n + kAhead);
         float mn = 0.0f, rn = 0.0f;
         if (n + 1 < r1) {
             load_row(dn, dout + (n + 1) * C, units);

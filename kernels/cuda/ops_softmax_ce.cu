@@ -66,10 +66,7 @@ __global__ void __launch_bounds__(1024, 2) softmax_ce_forward_kernel(bf16* probs
     };
 
     MaxSum ms{-INFINITY, 0.0f};
-    for (int u = threadIdx.x; u < units; u += blockDim.x) {
-        if constexpr (kKeep) kept[u] = reinterpret_cast<const uint4*>(x)[u];
-        float v[VEC];
-        load_unit(u, v);
+    auto add_unit = [&](const float (&v)[VEC]) {
         float top = v[0];
 #pragma unroll
         for (int k = 1; k < VEC; ++k) top = fmaxf(top, v[k]);
@@ -79,6 +76,36 @@ __global__ void __launch_bounds__(1024, 2) softmax_ce_forward_kernel(bf16* probs
         }
 #pragma unroll
         for (int k = 0; k < VEC; ++k) ms.s += expf(v[k] - ms.m);
+    };
+    if constexpr (kKeep) {
+        // The row is requested into L2 in one piece, and each thread has kDepth packs in
+        // flight before it uses any: with one pack at a time the memory idles.
+        constexpr int kDepth = 2;
+        const uint4* row = reinterpret_cast<const uint4*>(x);
+        if (threadIdx.x == 0) prefetch_l2(row, std::uint32_t(units) * sizeof(uint4));  // the whole row at once
+        for (int u0 = threadIdx.x; u0 < units; u0 += kDepth * blockDim.x) {
+            uint4 raw[kDepth];
+#pragma unroll
+            for (int j = 0; j < kDepth; ++j) {
+                const int u = u0 + j * int(blockDim.x);
+                if (u < units) raw[j] = row[u];
+            }
+#pragma unroll
+            for (int j = 0; j < kDepth; ++j) {
+                const int u = u0 + j * int(blockDim.x);
+                if (u >= units) break;
+                kept[u] = raw[j];
+                float v[VEC];
+                unpack(raw[j], v);
+                add_unit(v);
+            }
+        }
+    } else {
+        for (int u = threadIdx.x; u < units; u += blockDim.x) {
+            float v[VEC];
+            load_unit(u, v);
+            add_unit(v);
+        }
     }
     const MaxSum row = block_max_sum(ms, warp_part);
 
