@@ -13,6 +13,7 @@
 
 #include "cuda/check.h"
 #include "cuda/ops.h"
+#include "cuda/prefetch.cuh"
 
 namespace fp8scope::cuda::detail {
 
@@ -99,17 +100,6 @@ __device__ __forceinline__ void store(float* p, const float (&f)[VEC]) {
 #pragma unroll
         for (int i = 0; i < VEC; ++i) p[i] = f[i];
     }
-}
-
-// Asks the copy engine of the SM (TMA) to bring `bytes` (a multiple of 16, from a 16-byte
-// aligned address) into L2 without waiting: one instruction for a whole row, no registers,
-// so a kernel that walks rows can have the ones after its next on the way.
-__device__ __forceinline__ void prefetch_l2(const void* p, std::uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
-#else
-    (void)p, (void)bytes;
-#endif
 }
 
 // --- reductions (fixed trees: the same bits on every run) --------------------------------

@@ -11,10 +11,10 @@
 // - 128x128: one block per tile: a warp reduce, one barrier, and every thread takes the
 //   max of the 8 warps' and computes the scale itself.
 // - MXFP8 1x32: a row's block is 4 lanes, a column's (32 rows) the 4 lanes above each
-//   other, all inside a warp: the lane left with a run computes its scale and the lanes
-//   that cast it fetch it by a shuffle. No barrier: the grids are stored transposed
-//   (quantize.h), where the two entries a lane computes sit side by side and a warp's
-//   make whole 128-byte lines.
+//   other, all inside a warp: the lane left with two blocks computes their scales and the
+//   lanes that cast them fetch both with one shuffle. No barrier: the grids are stored
+//   transposed (quantize.h), where the two entries a lane computes sit side by side and a
+//   warp's make whole 128-byte lines.
 // BF16 micro-blocks stay packed, two values a register, and their run maxima are 16x2
 // integer maxima of the magnitudes' bits (non-negative floats order as their bits; a NaN
 // sorts above Inf). Threads whose micro-block holds NaN or Inf (rare) recompute them with
@@ -204,20 +204,57 @@ union BlockShared {
     std::uint32_t tile[2][8];  // 128x128: per warp
 };
 
-// MX 1x32: one direction's blocks folded over the lanes that differ in bits o1 and o2,
-// the lane's two scales computed (kept in `held` for the cast) and stored at entries
-// (gr, gc) and (gr + 1, gc) of the transposed grid, side by side.
+// MX 1x32: the amax bits of the lane's two blocks of one direction (rows or columns
+// (o1 ? 4 : 0) + (o2 ? 2 : 0) + i of its micro-block, i = 0, 1), its 8 runs' cells folded
+// over the lanes that differ in bits o1 and o2.
+__device__ __forceinline__ void mx_block_amax(const RunMaxima<float>& rm, bool rows, int o1, int o2, int lane,
+                                              std::uint32_t (&a)[2]) {
+    std::uint32_t m[8];
+    mark_cells(m, rm, rows, true);
+    fold<4>(m, o1, lane), fold<2>(m, o2, lane);
+    a[0] = m[0], a[1] = m[1];
+}
+
+// BF16: the cells stay packed two a register (16-bit magnitude bits, 0xFFFF for a run with
+// NaN or Inf, which still sorts above every finite one), so the folds move half the words.
+__device__ __forceinline__ void mx_block_amax(const RunMaxima<std::uint16_t>& rm, bool rows, int o1, int o2, int lane,
+                                              std::uint32_t (&a)[2]) {
+    std::uint32_t m[4];
+    const std::uint32_t nf = rows ? rm.row_nf : rm.col_nf;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        m[i] = rows ? rm.rows[i] : rm.cols[i];
+        if (nf) m[i] |= ((nf >> (2 * i) & 1u) ? 0x0000FFFFu : 0u) | ((nf >> (2 * i + 1) & 1u) ? 0xFFFF0000u : 0u);
+    }
+    const bool up1 = (lane & o1) != 0, up2 = (lane & o2) != 0;
+#pragma unroll
+    for (int i = 0; i < 2; ++i)  // fold<4> of the 8 cells: pairs 0, 1 against 2, 3
+        m[i] = __vmaxu2(up1 ? m[i + 2] : m[i], __shfl_xor_sync(0xFFFFFFFFu, up1 ? m[i] : m[i + 2], o1));
+    m[0] = __vmaxu2(up2 ? m[1] : m[0], __shfl_xor_sync(0xFFFFFFFFu, up2 ? m[0] : m[1], o2));  // fold<2>
+    a[0] = m[0] << 16, a[1] = m[0] & 0xFFFF0000u;
+}
+
+// An MX scale 2^-e (|e| <= 127, or NaN) has no bits in the low half of its float32, so a
+// lane's two fit one register as their high halves and one shuffle hands both over.
+__device__ __forceinline__ std::uint32_t mx_pair(const float (&s)[2]) {
+    return (__float_as_uint(s[0]) >> 16) | (__float_as_uint(s[1]) & 0xFFFF0000u);
+}
+__device__ __forceinline__ float mx_unpair(std::uint32_t pair, int i) {
+    return __uint_as_float(i ? pair & 0xFFFF0000u : pair << 16);
+}
+
+// MX 1x32: the lane's two scales of one direction computed (kept in `held` for the cast)
+// and stored at entries (gr, gc) and (gr + 1, gc) of the transposed grid, side by side.
 template <Format F, class In>
 __device__ __forceinline__ void mx_scales(const RunMaxima<In>& rm, bool rows, int o1, int o2, int lane, MXRule rule,
                                           float (&held)[2], float* sinv, std::uint8_t* e8m0, std::int64_t gr,
                                           std::int64_t gc, std::int64_t grid_rows, std::int64_t grid_cols) {
-    std::uint32_t m[8];
-    mark_cells(m, rm, rows, true);
-    fold<4>(m, o1, lane), fold<2>(m, o2, lane);
+    std::uint32_t a[2];
+    mx_block_amax(rm, rows, o1, o2, lane, a);
     BlockScale b[2];
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-        b[i] = block_scale(m[i], F, true, rule, false);
+        b[i] = block_scale(a[i], F, true, rule, false);
         held[i] = b[i].s;
     }
     if (gc >= grid_cols || gr >= grid_rows) return;
@@ -331,12 +368,15 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
         }
 
         if (want_row) {
+            std::uint32_t pair = 0;
 #pragma unroll
             for (int j = 0; j < 8; ++j) {
                 float s = s_tile;
                 if constexpr (B == BlockShape::Rows128) s = sh.part.s[lr0 + j];
-                if constexpr (B == BlockShape::Mx32)
-                    s = __shfl_sync(0xFFFFFFFFu, s_row_held[j & 1], (lane & ~3) | (j >> 1));
+                if constexpr (B == BlockShape::Mx32) {
+                    if ((j & 1) == 0) pair = __shfl_sync(0xFFFFFFFFu, mx_pair(s_row_held), (lane & ~3) | (j >> 1));
+                    s = mx_unpair(pair, j & 1);
+                }
                 const std::int64_t r = r0 + j;
                 if (r >= p.rows) continue;
                 float v[8];
@@ -347,12 +387,15 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
             }
         }
         if (want_col) {
+            std::uint32_t pair = 0;
 #pragma unroll
             for (int k = 0; k < 8; ++k) {
                 float s = s_tile;
                 if constexpr (B == BlockShape::Rows128) s = sh.part.s[kTile + lc0 + k];
-                if constexpr (B == BlockShape::Mx32)
-                    s = __shfl_sync(0xFFFFFFFFu, s_col_held[k & 1], (lane & 7) | ((k >> 1) << 3));
+                if constexpr (B == BlockShape::Mx32) {
+                    if ((k & 1) == 0) pair = __shfl_sync(0xFFFFFFFFu, mx_pair(s_col_held), (lane & 7) | ((k >> 1) << 3));
+                    s = mx_unpair(pair, k & 1);
+                }
                 const std::int64_t c = c0 + k;
                 if (c >= p.cols) continue;
                 float v[8];

@@ -166,8 +166,10 @@ __device__ __noinline__ uint3 cast_run_exact(float x0, float x1, float x2, float
 template <Format F>
 __device__ __forceinline__ uint2 cast_run(const float (&x)[8], float s, float run_amax, bool special, bool mx,
                                           std::uint32_t& overflow) {
-    if (mx && is_nan(s)) return make_uint2(0x01010101u * Fp8<F>::kNaNCode, 0x01010101u * Fp8<F>::kNaNCode);
+    // An MX block with NaN or Inf has a NaN scale, which fails the bound too: one test on
+    // the common path for both.
     if (special || !(fabsf(mul_rn(run_amax, s)) <= Fp8<F>::kFastMax)) {
+        if (mx && is_nan(s)) return make_uint2(0x01010101u * Fp8<F>::kNaNCode, 0x01010101u * Fp8<F>::kNaNCode);
         const uint3 r = cast_run_exact<F>(x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], s);
         overflow += r.z;
         return make_uint2(r.x, r.y);
