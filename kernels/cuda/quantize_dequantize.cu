@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "cuda/check.h"
 #include "cuda/quantize_launch.cuh"
@@ -18,35 +19,43 @@ namespace {
 
 constexpr int kThreads = 256;
 
+// How the kernel walks the scale grid, worked out once on the host.
+struct GridWalk {
+    int block_rows, block_cols;       // clamped to the tensor: 32-bit divisions
+    std::int64_t row_step, col_step;  // between grid rows and grid columns (ScaleGrid::transposed)
+    bool uniform;                     // a chunk of 16 lies in one block
+    bool vec;                         // whole chunks, 16-byte aligned
+};
+
+// Thread (x, y) takes chunk x of rows y, y + gridDim.y, ...: rows and columns below 2^31
+// (dequantize checks), so the block of a row or a chunk is a 32-bit division, done once
+// per row or chunk (64-bit ones per chunk cost more than the copy itself).
 template <Format F, bool kBF16>
-__global__ void __launch_bounds__(kThreads) dequantize_kernel(const QuantizedInput q, void* out, bool vec) {
-    const std::int64_t chunks = (q.cols + 15) / 16, total = q.rows * chunks;
-    const std::int64_t grid_rows = (q.rows + q.block_rows - 1) / q.block_rows;
-    const std::int64_t grid_cols = (q.cols + q.block_cols - 1) / q.block_cols;
-    // Steps between grid rows and between grid columns (ScaleGrid::transposed).
-    const std::int64_t row_step = q.scale_transposed ? 1 : grid_cols, col_step = q.scale_transposed ? grid_rows : 1;
-    const bool uniform = q.block_cols % 16 == 0;  // a chunk lies in one block
-    const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
-    for (std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total; t += stride) {
-        const std::int64_t r = t / chunks, c0 = (t % chunks) * 16;
-        const float* sinv_row = q.scale_inv + (r / q.block_rows) * row_step;
-        const std::int64_t base = r * q.cols + c0;
+__global__ void __launch_bounds__(kThreads) dequantize_kernel(const QuantizedInput q, void* out, const GridWalk w) {
+    const int rows = int(q.rows), cols = int(q.cols), br = w.block_rows, bc = w.block_cols;
+    const std::int64_t row_step = w.row_step, col_step = w.col_step;
+    const int c0 = (int(blockIdx.x) * kThreads + int(threadIdx.x)) * 16;
+    if (c0 >= cols) return;
+    const float* sinv_col = q.scale_inv + std::int64_t(c0 / bc) * col_step;  // the chunk's first block
+    for (int r = int(blockIdx.y); r < rows; r += int(gridDim.y)) {
+        const float* sinv_row = q.scale_inv + std::int64_t(r / br) * row_step;
+        const std::int64_t base = std::int64_t(r) * cols + c0;
         float y[16];
-        if (vec) {  // a whole chunk, aligned
-            const uint4 w = *reinterpret_cast<const uint4*>(q.codes + base);
-            const std::uint32_t word[4] = {w.x, w.y, w.z, w.w};
+        if (w.vec) {  // a whole chunk, aligned
+            const uint4 packed = *reinterpret_cast<const uint4*>(q.codes + base);
+            const std::uint32_t word[4] = {packed.x, packed.y, packed.z, packed.w};
 #pragma unroll
             for (int i = 0; i < 8; ++i) {
                 const float2 d = qk::decode2<F>(word[i / 2] >> (16 * (i % 2)));
                 y[2 * i] = d.x, y[2 * i + 1] = d.y;
             }
-            if (uniform) {
-                const float si = sinv_row[c0 / q.block_cols * col_step];
+            if (w.uniform) {
+                const float si = sinv_col[std::int64_t(r / br) * row_step];
 #pragma unroll
                 for (int i = 0; i < 16; ++i) y[i] = __fmul_rn(y[i], si);
             } else {
 #pragma unroll
-                for (int i = 0; i < 16; ++i) y[i] = __fmul_rn(y[i], sinv_row[(c0 + i) / q.block_cols * col_step]);
+                for (int i = 0; i < 16; ++i) y[i] = __fmul_rn(y[i], sinv_row[std::int64_t((c0 + i) / bc) * col_step]);
             }
             if constexpr (kBF16) {
                 std::uint32_t b[8];
@@ -63,9 +72,9 @@ __global__ void __launch_bounds__(kThreads) dequantize_kernel(const QuantizedInp
                 for (int i = 0; i < 4; ++i) dst[i] = make_float4(y[4 * i], y[4 * i + 1], y[4 * i + 2], y[4 * i + 3]);
             }
         } else {
-            const int n = q.cols - c0 < 16 ? static_cast<int>(q.cols - c0) : 16;
+            const int n = cols - c0 < 16 ? cols - c0 : 16;
             for (int i = 0; i < n; ++i) {
-                const float si = sinv_row[(c0 + i) / q.block_cols * col_step];
+                const float si = sinv_row[std::int64_t((c0 + i) / bc) * col_step];
                 const float v = __fmul_rn(qk::decode2<F>(q.codes[base + i]).x, si);
                 if constexpr (kBF16) static_cast<std::uint16_t*>(out)[base + i] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
                 else static_cast<float*>(out)[base + i] = v;
@@ -75,9 +84,9 @@ __global__ void __launch_bounds__(kThreads) dequantize_kernel(const QuantizedInp
 }
 
 template <Format F>
-void launch(const QuantizedInput& q, void* out, bool bf16, bool vec, unsigned blocks, cudaStream_t stream) {
-    if (bf16) dequantize_kernel<F, true><<<blocks, kThreads, 0, stream>>>(q, out, vec);
-    else dequantize_kernel<F, false><<<blocks, kThreads, 0, stream>>>(q, out, vec);
+void launch(const QuantizedInput& q, void* out, bool bf16, const GridWalk& w, dim3 blocks, cudaStream_t stream) {
+    if (bf16) dequantize_kernel<F, true><<<blocks, kThreads, 0, stream>>>(q, out, w);
+    else dequantize_kernel<F, false><<<blocks, kThreads, 0, stream>>>(q, out, w);
 }
 
 }  // namespace
@@ -86,15 +95,24 @@ void dequantize(const QuantizedInput& q, void* out, DType out_dtype, cudaStream_
     if (out_dtype != DType::F32 && out_dtype != DType::BF16)
         throw std::invalid_argument(std::string("cuda::dequantize: output must be f32 or bf16, got ") + dtype_name(out_dtype));
     if (q.block_rows < 1 || q.block_cols < 1) throw std::invalid_argument("cuda::dequantize: block shape must be positive");
-    const std::int64_t total = q.rows * ((q.cols + 15) / 16);
-    if (total == 0) return;
+    if (q.rows <= 0 || q.cols <= 0) return;
+    if (q.rows > 0x7FFFFFFF || q.cols > 0x7FFFFFF0)
+        throw std::invalid_argument("cuda::dequantize: " + std::to_string(q.rows) + " x " + std::to_string(q.cols) +
+                                    " is past 2^31 rows or columns");
     const bool bf16 = out_dtype == DType::BF16;
-    const bool vec = q.cols % 16 == 0 && reinterpret_cast<std::uintptr_t>(q.codes) % 16 == 0 &&
-                     reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
-    const unsigned blocks = static_cast<unsigned>(
-        std::min<std::int64_t>((total + kThreads - 1) / kThreads, std::int64_t(qk::sm_count()) * 8));
-    if (q.format == Format::E4M3) launch<Format::E4M3>(q, out, bf16, vec, blocks, stream);
-    else launch<Format::E5M2>(q, out, bf16, vec, blocks, stream);
+    const std::int64_t grid_rows = (q.rows + q.block_rows - 1) / q.block_rows;
+    const std::int64_t grid_cols = (q.cols + q.block_cols - 1) / q.block_cols;
+    GridWalk w{};
+    // A block past the tensor's end divides as the tensor's extent does.
+    w.block_rows = int(std::min(q.block_rows, q.rows)), w.block_cols = int(std::min(q.block_cols, q.cols));
+    w.row_step = q.scale_transposed ? 1 : grid_cols, w.col_step = q.scale_transposed ? grid_rows : 1;
+    w.uniform = q.block_cols % 16 == 0;
+    w.vec = q.cols % 16 == 0 && reinterpret_cast<std::uintptr_t>(q.codes) % 16 == 0 &&
+            reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
+    const std::int64_t chunk_blocks = ((q.cols + 15) / 16 + kThreads - 1) / kThreads;
+    const dim3 blocks(static_cast<unsigned>(chunk_blocks), static_cast<unsigned>(std::min<std::int64_t>(q.rows, 65535)));
+    if (q.format == Format::E4M3) launch<Format::E4M3>(q, out, bf16, w, blocks, stream);
+    else launch<Format::E5M2>(q, out, bf16, w, blocks, stream);
     FP8SCOPE_CUDA_LAUNCHED();
 }
 
