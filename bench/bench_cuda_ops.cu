@@ -55,12 +55,6 @@ __global__ void fill_index(std::int32_t* p, std::int64_t n, std::uint32_t seed, 
         p[i] = int((hash_uniform(std::uint64_t(i), seed) * 0.5f + 0.5f) * float(range)) % range;
 }
 
-__global__ void fill_u8(std::uint8_t* p, std::int64_t n, std::uint32_t seed) {
-    for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
-         i += std::int64_t(gridDim.x) * blockDim.x)
-        p[i] = hash_uniform(std::uint64_t(i), seed) > 0.0f;
-}
-
 template <class T>
 T* device(std::size_t n) {
     T* p = nullptr;
@@ -276,15 +270,19 @@ int main(int argc, char** argv) {
         float* g = random_f32(std::size_t(P), 1e-3f);
         float* m = random_f32(std::size_t(P), 1e-3f);
         float* v = random_f32(std::size_t(P), 1e-6f, 1e-6f);
-        auto* decay = device<std::uint8_t>(std::size_t(P));
-        fill_u8<<<1024, 256>>>(decay, P, 11);
-        FP8SCOPE_CUDA_LAUNCHED();
+        // 64 tensors with decay between 64 without, as a model's matrices and norms
+        std::vector<fp8scope::DecayRun> runs;
+        for (std::int64_t t = 0; t < 64; ++t) runs.push_back({t * (P / 64), t * (P / 64) + P / 64 - 4096});
+        auto* decay = device<fp8scope::DecayRun>(runs.size());
+        FP8SCOPE_CUDA_CHECK(
+            cudaMemcpy(decay, runs.data(), runs.size() * sizeof(fp8scope::DecayRun), cudaMemcpyHostToDevice));
         double* norm = device<double>(1);
         fp8scope::AdamWParams ap;
         ap.lr = 1e-4f;
         ap.weight_decay = 0.1f;
         const double pn = double(P);
-        timer.bandwidth("adamw", pn * (16 + 1 + 12), [&] { ops::adamw(p, g, m, v, decay, P, ap, stream); });
+        timer.bandwidth("adamw", pn * (16 + 12),
+                        [&] { ops::adamw(p, g, m, v, decay, std::int64_t(runs.size()), P, ap, stream); });
         timer.bandwidth("grad_norm", pn * 4, [&] { ops::grad_norm(norm, g, P, ws, stream); });
         timer.bandwidth("scale", pn * 8, [&] { ops::scale(g, 0.999f, P, stream); });
     }

@@ -142,6 +142,16 @@ struct CastSpec {
     float* amax_out = nullptr;       // backend memory: receives the rowwise cast's scaling amax
 };
 
+// Where AdamW's weight decay applies: parameters [begin, end) of the flat array. A list of
+// runs is sorted and disjoint (check_decay_runs); outside every run nothing decays.
+struct DecayRun {
+    std::int64_t begin = 0, end = 0;
+};
+
+// Throws std::invalid_argument naming the first run that is empty, out of [0, n), or not
+// after the run before it.
+void check_decay_runs(const std::vector<DecayRun>& runs, std::int64_t n);
+
 struct AdamWParams {
     float lr = 0, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0;
     float bias_correction1 = 1, bias_correction2 = 1;  // 1 - beta^t, rounded once
@@ -262,9 +272,9 @@ public:
                               const float* bias, bool accumulate, const GemmEpilogue& epi);
 
     // --- optimizer -------------------------------------------------------------------
-    // AdamW on n float32 parameters; decay (n, 0/1) marks where weight decay applies (null:
-    // nowhere).
-    virtual void adamw(float* params, const float* grads, float* m, float* v, const std::uint8_t* decay,
+    // AdamW on n float32 parameters; weight decay applies inside the `decay` runs (host
+    // memory, check_decay_runs) and nowhere else.
+    virtual void adamw(float* params, const float* grads, float* m, float* v, const std::vector<DecayRun>& decay,
                        std::int64_t n, const AdamWParams& p) = 0;
     // Global L2 norm of n gradients, bitwise the same for any thread count (waits).
     virtual double grad_norm(const float* grads, std::int64_t n) = 0;

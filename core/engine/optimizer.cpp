@@ -1,6 +1,7 @@
 // AdamW and gradient clipping over the backend's memory.
 #include "engine/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -9,15 +10,21 @@ namespace fp8scope {
 
 AdamW::AdamW(const OptimizerConfig& config, const std::vector<ParamTensor>& tensors, std::size_t n_params,
              Backend& backend)
-    : config_(config), backend_(backend), n_(n_params), decay_(backend, n_params), m_(backend, n_params),
-      v_(backend, n_params) {
-    std::vector<std::uint8_t> decay(n_params, 0);
+    : config_(config), backend_(backend), n_(n_params), m_(backend, n_params), v_(backend, n_params) {
     for (const auto& t : tensors) {
         if (t.offset + t.numel() > n_params)
             throw std::invalid_argument("parameter tensor '" + t.name + "' lies outside the parameter array");
-        if (t.decay) std::fill(decay.begin() + std::ptrdiff_t(t.offset), decay.begin() + std::ptrdiff_t(t.offset + t.numel()), 1);
+        if (t.decay && t.numel() > 0)
+            decay_.push_back({std::int64_t(t.offset), std::int64_t(t.offset + t.numel())});
     }
-    backend_.copy_from_host(decay_.data(), decay.data(), decay.size());
+    // The union of the decaying tensors: sorted, overlapping or touching runs merged.
+    std::sort(decay_.begin(), decay_.end(), [](const DecayRun& a, const DecayRun& b) { return a.begin < b.begin; });
+    std::vector<DecayRun> merged;
+    for (const DecayRun& r : decay_) {
+        if (!merged.empty() && r.begin <= merged.back().end) merged.back().end = std::max(merged.back().end, r.end);
+        else merged.push_back(r);
+    }
+    decay_ = std::move(merged);
 }
 
 void AdamW::step(std::span<float> params, std::span<const float> grads, float lr, float grad_scale) {
@@ -35,7 +42,7 @@ void AdamW::step(std::span<float> params, std::span<const float> grads, float lr
     // Bias corrections in double, rounded once: pow(b, t) in float loses digits for large t.
     p.bias_correction1 = static_cast<float>(1.0 - std::pow(double(p.beta1), double(t_)));
     p.bias_correction2 = static_cast<float>(1.0 - std::pow(double(p.beta2), double(t_)));
-    backend_.adamw(params.data(), grads.data(), m_.data(), v_.data(), decay_.data(), std::int64_t(n_), p);
+    backend_.adamw(params.data(), grads.data(), m_.data(), v_.data(), decay_, std::int64_t(n_), p);
 }
 
 std::vector<float> AdamW::m_to_host() const {

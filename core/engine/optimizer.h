@@ -43,7 +43,7 @@ private:
     OptimizerConfig config_;
     Backend& backend_;
     std::size_t n_ = 0;
-    DeviceBuffer<std::uint8_t> decay_;  // per element: 1 where weight decay applies
+    std::vector<DecayRun> decay_;  // the decaying tensors' elements, merged into runs
     DeviceBuffer<float> m_, v_;
     std::int64_t t_ = 0;
 };

@@ -2,6 +2,7 @@
 // fake-quantize cast (kernels/cpu/quantize.h) and the fused analysis.
 #include "cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -311,15 +312,27 @@ void CpuBackend::bias_backward(float* dbias, const TensorDesc& dout) {
 
 // Every element is updated independently, so the parallel loop cannot change results
 // (simd.h's kernel: vectorized for the CPU, the same arithmetic as a scalar loop).
-void CpuBackend::adamw(float* params, const float* g, float* m, float* v, const std::uint8_t* decay, std::int64_t n,
-                       const AdamWParams& p) {
+void CpuBackend::adamw(float* params, const float* g, float* m, float* v, const std::vector<DecayRun>& decay,
+                       std::int64_t n, const AdamWParams& p) {
+    check_decay_runs(decay, n);
     const simd::AdamWArgs a{p.beta1,          p.beta2,          p.eps,       p.weight_decay, p.lr,
                             p.bias_correction1, p.bias_correction2, p.grad_scale};
     const simd::Kernels& k = simd::kernels();
-    std::vector<std::uint8_t> none;  // a null mask: decay nowhere
-    if (!decay) none.assign(std::size_t(n), 0), decay = none.data();
     parallel_for(n, 1 << 14, 0, [&](std::int64_t i0, std::int64_t i1) {
-        k.adamw(params + i0, g + i0, m + i0, v + i0, decay + i0, i1 - i0, a);
+        auto update = [&](std::int64_t b, std::int64_t e, bool d) {
+            if (b < e) k.adamw(params + b, g + b, m + b, v + b, d, e - b, a);
+        };
+        // the runs meeting [i0, i1): decay inside them, none between
+        auto r = std::upper_bound(decay.begin(), decay.end(), i0,
+                                  [](std::int64_t i, const DecayRun& run) { return i < run.end; });
+        std::int64_t i = i0;
+        for (; r != decay.end() && r->begin < i1; ++r) {
+            const std::int64_t b = std::max(r->begin, i0), e = std::min(r->end, i1);
+            update(i, b, false);
+            update(b, e, true);
+            i = e;
+        }
+        update(i, i1, false);
     });
 }
 

@@ -76,7 +76,7 @@ public:
               const float* bias, bool accumulate, const GemmEpilogue& epi) override;
     void bias_backward(float* dbias, const TensorDesc& dout) override;
 
-    void adamw(float* params, const float* grads, float* m, float* v, const std::uint8_t* decay, std::int64_t n,
+    void adamw(float* params, const float* grads, float* m, float* v, const std::vector<DecayRun>& decay, std::int64_t n,
                const AdamWParams& p) override;
     double grad_norm(const float* grads, std::int64_t n) override;
     void scale(float* x, float factor, std::int64_t n) override;

@@ -84,9 +84,8 @@ struct Kernels {
     // dst (c1-c0 rows of stride ld_dst) = the transpose of src rows [r0, r1), cols [c0, c1).
     void (*transpose_block)(float* dst, std::int64_t ld_dst, const float* src, std::int64_t ld_src,
                             std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1);
-    // AdamW over [0, n): params, m and v updated in place; decay[i] != 0 where weight
-    // decay applies.
-    void (*adamw)(float* params, const float* grads, float* m, float* v, const std::uint8_t* decay, std::int64_t n,
+    // AdamW over [0, n): params, m and v updated in place, with weight decay or without.
+    void (*adamw)(float* params, const float* grads, float* m, float* v, bool decay, std::int64_t n,
                   const AdamWArgs& a);
     // The analysis (analysis.cpp): pass 1, central moments (returns the largest finite
     // |x| bits of the segment), error sums of one recipe's block segment.

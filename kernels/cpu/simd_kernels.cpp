@@ -279,8 +279,7 @@ std::int64_t tile_cast(const Tile& t, const TileCast& k) {
 // Backend::adamw's arithmetic element by element, in the same order (this file is built
 // with -fno-math-errno, so the IEEE square root vectorizes; it sets no errno, nothing else
 // changes).
-void adamw(float* params, const float* g, float* m, float* v, const std::uint8_t* decay, std::int64_t n,
-           const AdamWArgs& a) {
+void adamw(float* params, const float* g, float* m, float* v, bool decay, std::int64_t n, const AdamWArgs& a) {
     const float b1 = a.beta1, b2 = a.beta2, eps = a.eps, wd = a.weight_decay, lr = a.lr;
     const float c1 = a.bias_correction1, c2 = a.bias_correction2, gs = a.grad_scale;
     for (std::int64_t i = 0; i < n; ++i) {
@@ -288,7 +287,7 @@ void adamw(float* params, const float* g, float* m, float* v, const std::uint8_t
         const float mi = b1 * m[i] + (1.0f - b1) * gi;
         const float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
         float update = (mi / c1) / (__builtin_sqrtf(vi / c2) + eps);
-        update = decay[i] ? update + wd * params[i] : update;
+        if (decay) update = update + wd * params[i];
         m[i] = mi;
         v[i] = vi;
         params[i] -= lr * update;

@@ -90,6 +90,7 @@ CudaBackend::CudaBackend(int device, int threads) : device_(device) {
     emulated_a_ = std::make_unique<Scratch>(*this);
     emulated_b_ = std::make_unique<Scratch>(*this);
     results_ = std::make_unique<Scratch>(*this);
+    decay_runs_ = std::make_unique<Scratch>(*this);
     results_->grow(kResultBytes);
     mirror_ = std::make_unique<cuda::WeightMirror>(*this);
     FP8SCOPE_CUDA_CHECK(cudaMallocHost(&host_results_, kResultBytes));
@@ -99,6 +100,7 @@ CudaBackend::~CudaBackend() {
     // Nothing may throw here: a failure means the context is gone, and so is the memory.
     cudaStreamSynchronize(stream_);
     workspace_.reset(), head_weight_.reset(), emulated_a_.reset(), emulated_b_.reset(), results_.reset();
+    decay_runs_.reset();
     mirror_.reset();
     runner_.reset();
     analyzer_.reset();
@@ -343,9 +345,22 @@ void CudaBackend::bias_backward(float* dbias, const TensorDesc& dout) {
 
 // --- optimizer ---------------------------------------------------------------------------
 
-void CudaBackend::adamw(float* params, const float* grads, float* m, float* v, const std::uint8_t* decay,
+// The runs go to the device when they change (an optimizer's stay the same for the run).
+void CudaBackend::adamw(float* params, const float* grads, float* m, float* v, const std::vector<DecayRun>& decay,
                         std::int64_t n, const AdamWParams& p) {
-    cuda::adamw(params, grads, m, v, decay, n, p, stream_, mirror_->for_update(params, n));
+    check_decay_runs(decay, n);
+    const bool same = decay.size() == decay_uploaded_.size() &&
+                      std::equal(decay.begin(), decay.end(), decay_uploaded_.begin(), [](const DecayRun& a, const DecayRun& b) {
+                          return a.begin == b.begin && a.end == b.end;
+                      });
+    if (!same && !decay.empty()) {
+        auto* runs = decay_runs_->grow_as<DecayRun>(decay.size());
+        decay_uploaded_.assign(decay.begin(), decay.end());
+        FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(runs, decay_uploaded_.data(), decay.size() * sizeof(DecayRun),
+                                            cudaMemcpyHostToDevice, stream_));
+    }
+    const auto* runs = decay.empty() ? nullptr : static_cast<const DecayRun*>(decay_runs_->data());
+    cuda::adamw(params, grads, m, v, runs, std::int64_t(decay.size()), n, p, stream_, mirror_->for_update(params, n));
 }
 
 double CudaBackend::grad_norm(const float* grads, std::int64_t n) {

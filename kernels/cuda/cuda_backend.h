@@ -138,7 +138,7 @@ public:
               const float* bias, bool accumulate, const GemmEpilogue& epi) override;
     void bias_backward(float* dbias, const TensorDesc& dout) override;
 
-    void adamw(float* params, const float* grads, float* m, float* v, const std::uint8_t* decay, std::int64_t n,
+    void adamw(float* params, const float* grads, float* m, float* v, const std::vector<DecayRun>& decay, std::int64_t n,
                const AdamWParams& p) override;
     double grad_norm(const float* grads, std::int64_t n) override;
     void scale(float* x, float factor, std::int64_t n) override;
@@ -193,7 +193,8 @@ private:
     std::size_t memory_bytes_ = 0;
     std::unique_ptr<cuda::GemmRunner> runner_;
     std::unique_ptr<cuda::Analyzer> analyzer_;
-    std::unique_ptr<Scratch> workspace_, head_weight_, emulated_a_, emulated_b_, results_;
+    std::unique_ptr<Scratch> workspace_, head_weight_, emulated_a_, emulated_b_, results_, decay_runs_;
+    std::vector<DecayRun> decay_uploaded_;  // what decay_runs_ holds
     std::unique_ptr<cuda::WeightMirror> mirror_;  // BF16 weight copies AdamW keeps current
     void* host_results_ = nullptr;  // pinned: mean loss, grad norm, amax
 

@@ -139,11 +139,12 @@ void scale(float* x, float factor, std::int64_t n, cudaStream_t stream);
 
 // --- optimizer (ops_adamw.cu) ----------------------------------------------------------
 // AdamW on n float32 parameters, the update of core/engine/optimizer.cpp operation for
-// operation (IEEE float32, no contraction): bitwise the CPU backend's result. decay
-// (n, 0/1) marks where weight decay applies; null: nowhere. bf16_copy (n), when not null,
-// receives the updated parameters rounded to BF16 (what f32_to_bf16 would give).
-void adamw(float* params, const float* grads, float* m, float* v, const std::uint8_t* decay, std::int64_t n,
-           const AdamWParams& p, cudaStream_t stream, std::uint16_t* bf16_copy = nullptr);
+// operation (IEEE float32, no contraction): bitwise the CPU backend's result. Weight decay
+// applies inside the runs (device memory, sorted and disjoint: check_decay_runs) and
+// nowhere else. bf16_copy (n), when not null, receives the updated parameters rounded to
+// BF16 (what f32_to_bf16 would give).
+void adamw(float* params, const float* grads, float* m, float* v, const DecayRun* decay, std::int64_t runs,
+           std::int64_t n, const AdamWParams& p, cudaStream_t stream, std::uint16_t* bf16_copy = nullptr);
 // norm (one double in device memory) = sqrt(sum grads^2): double sums over fixed chunks
 // combined in a fixed tree, bitwise the same on every run and every GPU.
 std::size_t grad_norm_workspace(std::int64_t n);

@@ -3,7 +3,10 @@
 // AdamW repeats core/engine/optimizer.cpp operation for operation with the IEEE _rn
 // intrinsics (no FMA contraction, correctly rounded division and square root), so the
 // parameters and moments equal the CPU backend's bit for bit. Each element is
-// independent: 16-byte loads of 4 floats (and 4 decay flags) per thread when aligned.
+// independent: 16-byte loads of 4 floats per thread when aligned. Where weight decay
+// applies comes as runs of indices (a model's decaying tensors): a binary search per
+// thread over a few dozen runs in cache, instead of a flag byte per parameter in memory
+// (1 byte of 31 a parameter moves).
 // It can also write the updated parameters' BF16 copy (round to nearest even, as
 // f32_to_bf16), for the GEMMs that read weights in BF16: 2 bytes a parameter more here
 // instead of a separate pass of 6.
@@ -14,6 +17,8 @@
 // in a device double, so the host reads it once, after the step's other work.
 // Shapes: n parameters.
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "cuda/ops_common.cuh"
 
@@ -39,28 +44,38 @@ __device__ __forceinline__ void adamw_one(float& p, float g, float& m, float& v,
     p = __fsub_rn(p, __fmul_rn(k.lr, update));
 }
 
+// The first of `count` sorted runs that ends after i (count when none does).
+__device__ __forceinline__ std::int64_t run_after(const DecayRun* runs, std::int64_t count, std::int64_t i) {
+    std::int64_t lo = 0, hi = count;
+    while (lo < hi) {
+        const std::int64_t mid = (lo + hi) / 2;
+        if (__ldg(&runs[mid].end) <= i) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+// Whether element i decays; r is a run at or before i's (run_after of an earlier index),
+// moved on past the runs that end at or before i.
+__device__ __forceinline__ bool decays(const DecayRun* runs, std::int64_t count, std::int64_t& r, std::int64_t i) {
+    while (r < count && __ldg(&runs[r].end) <= i) ++r;
+    return r < count && __ldg(&runs[r].begin) <= i;
+}
+
 template <int VEC>
-__global__ void adamw_kernel(float* params, const float* grads, float* m, float* v, const std::uint8_t* decay,
-                             std::uint16_t* copy, std::int64_t n, AdamWConsts k) {
+__global__ void adamw_kernel(float* params, const float* grads, float* m, float* v, const DecayRun* runs,
+                             std::int64_t count, std::uint16_t* copy, std::int64_t n, AdamWConsts k) {
     std::int64_t i = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * VEC;
+    if (i >= n) return;
+    std::int64_t r = run_after(runs, count, i);
     if (i + VEC <= n) {
         float p[VEC], g[VEC], mm[VEC], vv[VEC];
         load<VEC>(params + i, p);
         load<VEC>(grads + i, g);
         load<VEC>(m + i, mm);
         load<VEC>(v + i, vv);
-        std::uint8_t dk[VEC] = {};
-        if (decay) {
-            if constexpr (VEC == 4) {
-                const uchar4 d4 = *reinterpret_cast<const uchar4*>(decay + i);
-                dk[0] = d4.x, dk[1] = d4.y, dk[2] = d4.z, dk[3] = d4.w;
-            } else {
 #pragma unroll
-                for (int j = 0; j < VEC; ++j) dk[j] = decay[i + j];
-            }
-        }
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) adamw_one(p[j], g[j], mm[j], vv[j], dk[j] != 0, k);
+        for (int j = 0; j < VEC; ++j) adamw_one(p[j], g[j], mm[j], vv[j], decays(runs, count, r, i + j), k);
         store<VEC>(params + i, p);
         store<VEC>(m + i, mm);
         store<VEC>(v + i, vv);
@@ -76,7 +91,7 @@ __global__ void adamw_kernel(float* params, const float* grads, float* m, float*
         }
     } else {
         for (; i < n; ++i) {
-            adamw_one(params[i], grads[i], m[i], v[i], decay && decay[i] != 0, k);
+            adamw_one(params[i], grads[i], m[i], v[i], decays(runs, count, r, i), k);
             if (copy) copy[i] = f32_to_bf16(params[i]);
         }
     }
@@ -115,18 +130,19 @@ std::int64_t chunks(std::int64_t n) { return (n + kChunk - 1) / kChunk; }
 
 }  // namespace
 
-void adamw(float* params, const float* grads, float* m, float* v, const std::uint8_t* decay, std::int64_t n,
-           const AdamWParams& p, cudaStream_t stream, std::uint16_t* bf16_copy) {
+void adamw(float* params, const float* grads, float* m, float* v, const DecayRun* decay, std::int64_t runs,
+           std::int64_t n, const AdamWParams& p, cudaStream_t stream, std::uint16_t* bf16_copy) {
     if (n <= 0) return;
+    if (runs > 0 && !decay) throw std::invalid_argument("cuda adamw: " + std::to_string(runs) + " decay runs at null");
     const AdamWConsts k{p.lr,  p.beta1,        p.beta2,            1.0f - p.beta1,     1.0f - p.beta2,
                         p.eps, p.weight_decay, p.bias_correction1, p.bias_correction2, p.grad_scale};
     const bool packed = aligned16(params) && aligned16(grads) && aligned16(m) && aligned16(v) &&
-                        (!decay || (reinterpret_cast<std::uintptr_t>(decay) & 3u) == 0) &&
                         (reinterpret_cast<std::uintptr_t>(bf16_copy) & 7u) == 0;
     if (packed)
-        adamw_kernel<4><<<blocks_for((n + 3) / 4, 256), 256, 0, stream>>>(params, grads, m, v, decay, bf16_copy, n, k);
+        adamw_kernel<4><<<blocks_for((n + 3) / 4, 256), 256, 0, stream>>>(params, grads, m, v, decay, runs, bf16_copy,
+                                                                          n, k);
     else
-        adamw_kernel<1><<<blocks_for(n, 256), 256, 0, stream>>>(params, grads, m, v, decay, bf16_copy, n, k);
+        adamw_kernel<1><<<blocks_for(n, 256), 256, 0, stream>>>(params, grads, m, v, decay, runs, bf16_copy, n, k);
     FP8SCOPE_CUDA_LAUNCHED();
 }
 

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "cpu/cpu_backend.h"
@@ -110,18 +112,56 @@ TEST(AdamW, WeightDecayIsDecoupledAndOnlyOnDecayParameters) {
     EXPECT_EQ(p[1], 2.0f);
 }
 
-// A null decay mask decays nothing (as on the GPU): with zero gradients the Adam part is 0,
-// so only the masked weights move, by lr * wd * p (2 - 0.1 * 0.5 * 2 = 1.9).
-TEST(AdamW, ANullDecayMaskDecaysNothing) {
+// Decay applies inside the runs and nowhere else: with zero gradients the Adam part is 0,
+// so exactly the elements of the runs move, by lr * wd * p (2 - 0.1 * 0.5 * 2 = 1.9). The
+// runs cut the parallel loop's chunks (1 << 14 elements) anywhere, in runs of one element
+// too, on 4 threads.
+TEST(AdamW, DecaysExactlyInsideTheRuns) {
     AdamWParams a;
     a.lr = 0.1f, a.weight_decay = 0.5f;
     a.bias_correction1 = 1 - a.beta1, a.bias_correction2 = 1 - a.beta2;
-    for (const bool masked : {false, true}) {
-        std::vector<float> p(3, 2.0f), g(3, 0.0f), m(3, 0.0f), v(3, 0.0f);
-        const std::vector<std::uint8_t> all(3, 1);
-        cpu().adamw(p.data(), g.data(), m.data(), v.data(), masked ? all.data() : nullptr, 3, a);
-        for (float x : p) EXPECT_FLOAT_EQ(x, masked ? 1.9f : 2.0f) << (masked ? "masked" : "null mask");
+    const std::int64_t n = 70001;
+    const std::vector<std::vector<DecayRun>> cases = {
+        {}, {{0, n}}, {{0, 1}}, {{n - 1, n}}, {{5, 16384}, {16384, 16385}, {16390, 40000}, {65535, 65537}, {69999, n}}};
+    CpuBackend four(4);
+    for (const auto& runs : cases) {
+        std::vector<float> p(n, 2.0f), g(n, 0.0f), m(n, 0.0f), v(n, 0.0f);
+        four.adamw(p.data(), g.data(), m.data(), v.data(), runs, n, a);
+        std::vector<bool> in(n, false);
+        for (const DecayRun& r : runs)
+            for (std::int64_t i = r.begin; i < r.end; ++i) in[std::size_t(i)] = true;
+        std::int64_t wrong = 0;
+        for (std::int64_t i = 0; i < n; ++i) wrong += p[std::size_t(i)] != (in[std::size_t(i)] ? 1.9f : 2.0f);
+        EXPECT_EQ(wrong, 0) << runs.size() << " runs";
     }
+}
+
+// Runs that are empty, overlap, come out of order or leave [0, n) are refused by name.
+TEST(AdamW, RefusesBadDecayRuns) {
+    std::vector<float> p(10), g(10), m(10), v(10);
+    for (const std::vector<DecayRun>& runs : std::vector<std::vector<DecayRun>>{
+             {{3, 3}}, {{0, 5}, {4, 8}}, {{6, 8}, {0, 2}}, {{-1, 2}}, {{8, 11}}}) {
+        try {
+            cpu().adamw(p.data(), g.data(), m.data(), v.data(), runs, 10, AdamWParams{});
+            ADD_FAILURE() << "accepted run [" << runs.back().begin << ", " << runs.back().end << ")";
+        } catch (const std::invalid_argument& e) {
+            EXPECT_NE(std::string(e.what()).find("decay run"), std::string::npos) << e.what();
+        }
+    }
+}
+
+// The optimizer merges its decaying tensors into runs: touching and overlapping tensors
+// make one run, a tensor without decay between two leaves a gap (checked through the
+// update: zero gradients, so only decay moves a weight).
+TEST(AdamW, DecayRunsAreTheUnionOfTheDecayingTensors) {
+    OptimizerConfig c;
+    c.weight_decay = 0.5f;
+    const std::vector<ParamTensor> tensors = {{"b", 4, {2}, false}, {"w1", 0, {4}, true}, {"w2", 6, {3}, true},
+                                              {"w3", 8, {2}, true}, {"n", 10, {2}, false}};
+    AdamW opt(c, tensors, 12, cpu());
+    std::vector<float> p(12, 2.0f), g(12, 0.0f);
+    opt.step(p, g, 0.1f);
+    for (int i = 0; i < 12; ++i) EXPECT_FLOAT_EQ(p[std::size_t(i)], (i < 4 || (i >= 6 && i < 10)) ? 1.9f : 2.0f) << i;
 }
 
 TEST(AdamW, RejectsMismatchedSizes) {

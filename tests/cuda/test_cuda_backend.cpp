@@ -636,9 +636,7 @@ TEST(CudaBackendMirror, Bf16WeightsFollowEveryWriteIntoTheParameters) {
     for (float& x : p) x = normal(rng);
     DeviceBuffer<float> dp(gpu, p.size()), dg(gpu, p.size()), dm(gpu, p.size()), dv(gpu, p.size()),
         other(gpu, p.size());
-    std::vector<std::uint8_t> decay(p.size(), 1);
-    DeviceBuffer<std::uint8_t> ddecay(gpu, decay.size());
-    gpu.copy_from_host(ddecay.data(), decay.data(), decay.size());
+    const std::vector<DecayRun> decay = {{0, std::int64_t(p.size())}};
     gpu.copy_from_host(dp.data(), p.data(), p.size() * 4);
     const TensorDesc w1{dp.data(), DType::F32, r1, c1, Device::CUDA, false};
     const TensorDesc w2{dp.data() + n1, DType::F32, r2, c2, Device::CUDA, false};
@@ -665,8 +663,8 @@ TEST(CudaBackendMirror, Bf16WeightsFollowEveryWriteIntoTheParameters) {
         ap.bias_correction2 = static_cast<float>(1.0 - std::pow(0.95, t));
         gpu.copy_from_host(dg.data(), g.data(), g.size() * 4);
         ap.weight_decay = 0.1f;
-        gpu.adamw(dp.data(), dg.data(), dm.data(), dv.data(), ddecay.data(), n, ap);
-        cpu.adamw(p.data(), g.data(), m.data(), v.data(), decay.data(), n, ap);
+        gpu.adamw(dp.data(), dg.data(), dm.data(), dv.data(), decay, n, ap);
+        cpu.adamw(p.data(), g.data(), m.data(), v.data(), decay, n, ap);
     };
 
     check("initial values");

@@ -1,8 +1,9 @@
 // AdamW and the global gradient norm on the GPU (kernels/cuda/ops.h). AdamW must equal
 // the CPU backend's update (the formula of core/engine/optimizer.cpp) bit for bit over
-// several steps, packed or not, with and without a decay mask; the norm must match a
+// several steps, packed or not, with and without decay runs (down to single elements); the norm must match a
 // sequential host double sum to 1e-12 and repeat bitwise.
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -23,7 +24,7 @@ using testing::upload_at;
 struct AdamCase {
     std::int64_t n;
     int offset;  // elements off 16-byte alignment
-    bool decay;  // a decay mask, or null (no decay anywhere)
+    bool decay;  // decay runs, or none (no decay anywhere)
 };
 
 class CudaAdamW : public ::testing::TestWithParam<AdamCase> {};
@@ -42,16 +43,21 @@ TEST_P(CudaAdamW, BitwiseTheCpuBackendOverSteps) {
     const std::size_t un = std::size_t(n), uoff = std::size_t(off);
     std::mt19937 rng(81);
     auto p = random_f32(un, rng), m = random_f32(un, rng, -1e-2f, 1e-2f), v = random_f32(un, rng, 0.0f, 1e-4f);
-    std::vector<std::uint8_t> decay(un, 0);
-    if (with_decay)
-        for (auto& d : decay) d = std::uint8_t(rng() & 1u);
+    // Runs of random lengths 1 .. 64 with gaps of 0 .. 64 (a gap of 0 leaves two runs
+    // side by side).
+    std::vector<DecayRun> decay;
+    for (std::int64_t i = std::int64_t(rng() % 8); with_decay && i < n;) {
+        const std::int64_t end = std::min<std::int64_t>(n, i + 1 + std::int64_t(rng() % 64));
+        decay.push_back({i, end});
+        i = end + std::int64_t(rng() % 65);
+    }
 
     GpuBuffer<float> d_p(un + 8), d_g(un + 8), d_m(un + 8), d_v(un + 8);
-    GpuBuffer<std::uint8_t> d_decay(un + 8);
+    GpuBuffer<DecayRun> d_decay(decay.size() + 1);
     upload_at(d_p, uoff, p);
     upload_at(d_m, uoff, m);
     upload_at(d_v, uoff, v);
-    upload_at(d_decay, uoff, decay);
+    upload_at(d_decay, 0, decay);
 
     CpuBackend cpu(1);
     Stream s;
@@ -66,11 +72,11 @@ TEST_P(CudaAdamW, BitwiseTheCpuBackendOverSteps) {
         ap.bias_correction2 = static_cast<float>(1.0 - std::pow(double(ap.beta2), double(t)));
         ap.grad_scale = t == 2 ? 0.3125f : t == 3 ? 0.7f : 1.0f;  // clipping in the update
         const auto g = random_grads(un, rng);
-        cpu.adamw(p.data(), g.data(), m.data(), v.data(), decay.data(), n, ap);
+        cpu.adamw(p.data(), g.data(), m.data(), v.data(), decay, n, ap);
 
         upload_at(d_g, uoff, g);
         cuda::adamw(d_p.get() + off, d_g.get() + off, d_m.get() + off, d_v.get() + off,
-                    with_decay ? d_decay.get() + off : nullptr, n, ap, s);
+                    decay.empty() ? nullptr : d_decay.get(), std::int64_t(decay.size()), n, ap, s);
         s.sync();
         EXPECT_TRUE(same_bits(download_at(d_p, uoff, un), p)) << "params, step " << t;
         EXPECT_TRUE(same_bits(download_at(d_m, uoff, un), m)) << "m, step " << t;
