@@ -188,33 +188,6 @@ FP8SCOPE_HD float compute_scale(float amax, Format f, float eps, bool pow2_scale
     return s;
 }
 
-FP8SCOPE_HD int count_leading_zeros(std::uint32_t a) {
-#ifdef __CUDA_ARCH__
-    return __clz(a);
-#else
-    return a ? __builtin_clz(a) : 32;
-#endif
-}
-
-// mx_exponent (scaling.cpp): e of X = 2^e for a finite block amax >= 0.
-FP8SCOPE_HD int mx_exponent(float block_amax, Format f, MXRule rule) {
-    if (!(block_amax > 0.0f)) return -127;
-    const std::uint32_t a = bits_of(block_amax) & ~kSignBit;
-    int e2;
-    std::uint32_t frac;
-    if (a < 0x00800000u) {
-        const int lead = 31 - count_leading_zeros(a);
-        e2 = lead - 149;
-        frac = (a << (23 - lead)) & 0x7FFFFFu;
-    } else {
-        e2 = static_cast<int>(a >> 23) - 127;
-        frac = a & 0x7FFFFFu;
-    }
-    int e = e2 - (f == Format::E4M3 ? 8 : 15);
-    if (rule == MXRule::RCeil && frac > 0x600000u) ++e;
-    return e < -127 ? -127 : (e > 127 ? 127 : e);
-}
-
 // The scale s, scale_inv and E8M0 code of one block from its amax bits. For MX, bits at
 // or past Inf mark a block holding NaN or Inf: E8M0 NaN, s and scale_inv NaN.
 struct BlockScale {
@@ -222,11 +195,12 @@ struct BlockScale {
     std::uint8_t e8m0;
 };
 
-// MX: mx_exponent, pow2(-e) and pow2(e) read off the amax's exponent field. The biased
-// exponent E = e + 127 is that field minus emax (plus one where RCEIL rounds up), clamped
-// at 0, which is also where a subnormal or zero amax lands; a finite amax gives E <= 247, so
-// s = 2^(127-E) is always normal and only scale_inv = 2^(E-127) needs the subnormal 2^-127.
-// A quarter of the instructions of the general path, four times per MX tile and thread.
+// MX: e of the CPU's mx_exponent (scaling.cpp), s = 2^-e and scale_inv = 2^e, read off the
+// amax's exponent field. The biased exponent E = e + 127 is that field minus emax (plus
+// one where RCEIL rounds up), clamped at 0, which is also where a subnormal or zero amax
+// lands; a finite amax gives E <= 247, so s = 2^(127-E) is always normal and only
+// scale_inv = 2^(E-127) needs the subnormal 2^-127. A quarter of the instructions of
+// computing e from the float and then both powers, four times per MX tile and thread.
 FP8SCOPE_HD BlockScale mx_block_scale(std::uint32_t amax_bits, Format f, MXRule rule) {
     BlockScale b{};
     if (amax_bits >= kInfBits) {
