@@ -280,7 +280,7 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
     const bool want_row = p.row_codes != nullptr, want_col = p.col_codes != nullptr;
     constexpr bool kMx = B == BlockShape::Mx32;
     const std::int64_t tiles_r = (p.rows + kTile - 1) / kTile;
-    const std::int64_t tc = blockIdx.x;
+    const std::int64_t tc = blockIdx.x, tiles_c = (p.cols + kTile - 1) / kTile;
     // A dependent launch after the zeroing of the stats (current: after the amax pass): it
     // waits for them only where it reads or writes them. The push after it may start.
     allow_dependents();
@@ -306,6 +306,10 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
         const std::int64_t r0 = tr * kTile + lr0, c0 = tc * kTile + lc0;
         Micro<In> x;
         x.load(p, r0, c0);
+        // Never taken (a CTA per tile column), but an exit between the load and the casts
+        // changes nvcc's register allocation: the BF16 kernels spill 0-12 bytes instead of
+        // 28-56, and cast 2-4% faster (MXFP8 on an H200: 79.5 -> 83.2% of the copy bandwidth).
+        if (tc >= tiles_c) break;
         RunMaxima<In> rm;
         x.maxima(rm);
         std::uint32_t top = 0;
