@@ -28,9 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "backends.h"
@@ -59,23 +57,6 @@ std::vector<std::string> split(const std::string& list) {
     }
     return out;
 }
-
-// Device time of the kernels, copies and memsets traced since the last take().
-class DeviceBusy : public KernelListener {
-public:
-    void on_kernels(const KernelTiming* t, std::size_t n) override {
-        std::lock_guard lock(mutex_);
-        for (std::size_t i = 0; i < n; ++i) ns_ += t[i].end_ns - t[i].start_ns;
-    }
-    double take_ms() {
-        std::lock_guard lock(mutex_);
-        return double(std::exchange(ns_, 0)) * 1e-6;
-    }
-
-private:
-    std::mutex mutex_;
-    std::int64_t ns_ = 0;
-};
 
 }  // namespace
 
@@ -169,7 +150,7 @@ int main(int argc, char** argv) {
                     double(B) * T / (median * 1e-3), vs, 100.0 * tflops / peak, loss);
         if (phases) {
             std::vector<double> t[4], busy[4];
-            DeviceBusy device_busy;
+            bench::KernelTally device_busy;  // of the phase, reset at each lap
             const bool traced = backend->trace_kernels(&device_busy).empty();
             for (int s = 0; s < steps; ++s) {
                 auto t0 = std::chrono::steady_clock::now();
@@ -178,7 +159,8 @@ int main(int argc, char** argv) {
                     const auto now = std::chrono::steady_clock::now();
                     t[i].push_back(std::chrono::duration<double, std::milli>(now - t0).count());
                     backend->flush_kernels();
-                    busy[i].push_back(device_busy.take_ms());
+                    busy[i].push_back(device_busy.total_ms());
+                    device_busy.reset(1);
                     t0 = std::chrono::steady_clock::now();
                 };
                 model.forward(tok.data(), tgt.data(), B, T);

@@ -146,6 +146,7 @@ struct CastSpec {
 // runs is sorted and disjoint (check_decay_runs); outside every run nothing decays.
 struct DecayRun {
     std::int64_t begin = 0, end = 0;
+    bool operator==(const DecayRun& o) const { return begin == o.begin && end == o.end; }
 };
 
 // Throws std::invalid_argument naming the first run that is empty, out of [0, n), or not

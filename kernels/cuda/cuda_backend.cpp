@@ -82,7 +82,8 @@ CudaBackend::CudaBackend(int device, int threads) : device_(device) {
     major_ = p.major;
     minor_ = p.minor;
     memory_bytes_ = p.totalGlobalMem;
-    FP8SCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    FP8SCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&owned_stream_.handle, cudaStreamNonBlocking));
+    stream_ = owned_stream_.handle;
     runner_ = std::make_unique<cuda::GemmRunner>(stream_);
     analyzer_ = std::make_unique<cuda::Analyzer>();
     workspace_ = std::make_unique<Scratch>(*this);
@@ -98,16 +99,15 @@ CudaBackend::CudaBackend(int device, int threads) : device_(device) {
 
 CudaBackend::~CudaBackend() {
     // Nothing may throw here: a failure means the context is gone, and so is the memory.
+    // The members go after this, the stream last (owned_stream_ is declared first).
     cudaStreamSynchronize(stream_);
-    workspace_.reset(), head_weight_.reset(), emulated_a_.reset(), emulated_b_.reset(), results_.reset();
-    decay_runs_.reset();
-    mirror_.reset();
-    runner_.reset();
-    analyzer_.reset();
     if (report_device_) cudaFree(report_device_);
     if (report_host_) cudaFreeHost(report_host_);
     if (host_results_) cudaFreeHost(host_results_);
-    if (stream_) cudaStreamDestroy(stream_);
+}
+
+CudaBackend::OwnedStream::~OwnedStream() {
+    if (handle) cudaStreamDestroy(handle);
 }
 
 std::string CudaBackend::describe() const {
@@ -349,11 +349,7 @@ void CudaBackend::bias_backward(float* dbias, const TensorDesc& dout) {
 void CudaBackend::adamw(float* params, const float* grads, float* m, float* v, const std::vector<DecayRun>& decay,
                         std::int64_t n, const AdamWParams& p) {
     check_decay_runs(decay, n);
-    const bool same = decay.size() == decay_uploaded_.size() &&
-                      std::equal(decay.begin(), decay.end(), decay_uploaded_.begin(), [](const DecayRun& a, const DecayRun& b) {
-                          return a.begin == b.begin && a.end == b.end;
-                      });
-    if (!same && !decay.empty()) {
+    if (decay != decay_uploaded_ && !decay.empty()) {
         auto* runs = decay_runs_->grow_as<DecayRun>(decay.size());
         decay_uploaded_.assign(decay.begin(), decay.end());
         FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(runs, decay_uploaded_.data(), decay.size() * sizeof(DecayRun),

@@ -186,8 +186,19 @@ private:
     cuda::CastStats* report_slot();
     void free_now(void* p);  // waits for the stream, then cudaFree (errors ignored)
 
+    // The backend's stream, destroyed after every other member: the scratch buffers (the
+    // mirror's too) wait on it when they free.
+    struct OwnedStream {
+        cudaStream_t handle = nullptr;
+        OwnedStream() = default;
+        OwnedStream(const OwnedStream&) = delete;
+        OwnedStream& operator=(const OwnedStream&) = delete;
+        ~OwnedStream();
+    };
+
     int device_ = 0;
-    cudaStream_t stream_ = nullptr;
+    OwnedStream owned_stream_;
+    cudaStream_t stream_ = nullptr;  // owned_stream_, or a communicator's while it casts (set_stream)
     std::string name_;
     int major_ = 0, minor_ = 0;
     std::size_t memory_bytes_ = 0;

@@ -132,8 +132,7 @@ void cast(const CastInput& x, const Recipe& recipe, const CastTarget& out, cudaS
     p.row_vec_store = aligned(out.rowwise, 8) && x.cols % 8 == 0;
     p.col_vec_store = aligned(out.columnwise, 8) && x.rows % 8 == 0;
     p.stats = out.stats;
-    p.row_gr = rg.rows, p.row_gc = rg.cols, p.col_gr = cg.rows, p.col_gc = cg.cols;
-    p.row_gt = rg.transposed, p.col_gt = cg.transposed;
+    p.row_grid = rg, p.col_grid = cg;
     p.br = p.bc = 1;
 
     if (const auto* c = std::get_if<CurrentScaling>(&recipe)) {

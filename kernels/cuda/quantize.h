@@ -76,8 +76,14 @@ struct ScaleGrid {
     std::int64_t block_rows = 1, block_cols = 1;
     std::int64_t rows = 0, cols = 0;  // of the grid
     bool transposed = false;
-    std::int64_t size() const { return rows * cols; }
-    std::int64_t index(std::int64_t gr, std::int64_t gc) const { return transposed ? gc * rows + gr : gr * cols + gc; }
+    __host__ __device__ std::int64_t size() const { return rows * cols; }
+    __host__ __device__ bool contains(std::int64_t gr, std::int64_t gc) const { return gr < rows && gc < cols; }
+    // Where entry (gr, gc) is: gr * row_step() + gc * col_step().
+    __host__ __device__ std::int64_t index(std::int64_t gr, std::int64_t gc) const {
+        return transposed ? gc * rows + gr : gr * cols + gc;
+    }
+    __host__ __device__ std::int64_t row_step() const { return transposed ? 1 : cols; }
+    __host__ __device__ std::int64_t col_step() const { return transposed ? rows : 1; }
 };
 ScaleGrid scale_grid(const Recipe& recipe, std::int64_t rows, std::int64_t cols);
 

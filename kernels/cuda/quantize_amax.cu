@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(kThreads) grid_amax_kernel(const TileParams p)
             const bool nf = !(a < __uint_as_float(kInfBits));
             tensor_max = fmaxf(tensor_max, a);
             if (p.row_codes) {  // x in blocks br x bc
-                const std::int64_t b = (r / p.br) * p.row_gc + c / p.bc;
+                const std::int64_t b = p.row_grid.index(r / p.br, c / p.bc);
                 if (b != rb) {
                     if (rb >= 0) flush(p.row_sinv, rb, rm, rnf, p.mx);
                     rb = b, rm = 0.0f, rnf = false;
@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(kThreads) grid_amax_kernel(const TileParams p)
                 rm = fmaxf(rm, a), rnf |= nf;
             }
             if (p.col_codes) {  // x^T in blocks br x bc: row c / br, column r / bc
-                const std::int64_t b = (c / p.br) * p.col_gc + r / p.bc;
+                const std::int64_t b = p.col_grid.index(c / p.br, r / p.bc);
                 if (b != cb) {
                     if (cb >= 0) flush(p.col_sinv, cb, cm, cnf, p.mx);
                     cb = b, cm = 0.0f, cnf = false;
@@ -130,8 +130,8 @@ __global__ void __launch_bounds__(kThreads) grid_amax_kernel(const TileParams p)
 
 template <Format F>
 __global__ void __launch_bounds__(kThreads) grid_finalize_kernel(const TileParams p) {
-    const std::int64_t n_row = p.row_codes ? p.row_gr * p.row_gc : 0;
-    const std::int64_t n_col = p.col_codes ? p.col_gr * p.col_gc : 0;
+    const std::int64_t n_row = p.row_codes ? p.row_grid.size() : 0;
+    const std::int64_t n_col = p.col_codes ? p.col_grid.size() : 0;
     const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
     for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n_row + n_col; i += stride) {
         const bool row = i < n_row;
@@ -176,7 +176,7 @@ void launch_grid_amax(const TileParams& p, DType in, cudaStream_t stream) {
 }
 
 void launch_grid_finalize(const TileParams& p, Format f, cudaStream_t stream) {
-    const std::int64_t n = (p.row_codes ? p.row_gr * p.row_gc : 0) + (p.col_codes ? p.col_gr * p.col_gc : 0);
+    const std::int64_t n = (p.row_codes ? p.row_grid.size() : 0) + (p.col_codes ? p.col_grid.size() : 0);
     const unsigned blocks = blocks_for(n, 4);
     if (f == Format::E4M3) grid_finalize_kernel<Format::E4M3><<<blocks, kThreads, 0, stream>>>(p);
     else grid_finalize_kernel<Format::E5M2><<<blocks, kThreads, 0, stream>>>(p);

@@ -182,12 +182,12 @@ __device__ __forceinline__ void mark_cells(std::uint32_t (&m)[8], const RunMaxim
 // A row-major grid's entries stay in L2 (evict_last) while the codes stream past: a tile
 // writes only 4 bytes of a grid row, the tiles beside it the rest, and a line that leaves
 // L2 half written costs DRAM a read-modify-write (1x128 over 8192^2 BF16 with a row-major
-// grid: 74 -> 78% of the copy bandwidth). A transposed grid (ScaleGrid) holds entry
-// (gr, gc) at gc * grid_rows + gr: a tile's entries are one run there.
-__device__ __forceinline__ void store_scale(float* sinv, std::int64_t gr, std::int64_t gc, std::int64_t grid_rows,
-                                            std::int64_t grid_cols, bool transposed, float scale_inv) {
-    if (gr >= grid_rows || gc >= grid_cols) return;
-    float* at = sinv + (transposed ? gc * grid_rows + gr : gr * grid_cols + gc);
+// grid: 74 -> 78% of the copy bandwidth). A transposed grid holds a tile's entries in one
+// run.
+__device__ __forceinline__ void store_scale(float* sinv, const ScaleGrid& g, std::int64_t gr, std::int64_t gc,
+                                            float scale_inv) {
+    if (!g.contains(gr, gc)) return;
+    float* at = sinv + g.index(gr, gc);
     std::uint64_t keep;
     asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(keep));
     asm volatile("st.global.L2::cache_hint.f32 [%0], %1, %2;" ::"l"(at), "f"(scale_inv), "l"(keep) : "memory");
@@ -244,11 +244,12 @@ __device__ __forceinline__ float mx_unpair(std::uint32_t pair, int i) {
 }
 
 // MX 1x32: the lane's two scales of one direction computed (kept in `held` for the cast)
-// and stored at entries (gr, gc) and (gr + 1, gc) of the transposed grid, side by side.
+// and stored at entries (gr, gc) and (gr + 1, gc) of the grid, side by side (MX 1x32 grids
+// are always transposed: scale_grid).
 template <Format F, class In>
 __device__ __forceinline__ void mx_scales(const RunMaxima<In>& rm, bool rows, int o1, int o2, int lane, MXRule rule,
-                                          float (&held)[2], float* sinv, std::uint8_t* e8m0, std::int64_t gr,
-                                          std::int64_t gc, std::int64_t grid_rows, std::int64_t grid_cols) {
+                                          float (&held)[2], float* sinv, std::uint8_t* e8m0, const ScaleGrid& g,
+                                          std::int64_t gr, std::int64_t gc) {
     std::uint32_t a[2];
     mx_block_amax(rm, rows, o1, o2, lane, a);
     BlockScale b[2];
@@ -257,15 +258,15 @@ __device__ __forceinline__ void mx_scales(const RunMaxima<In>& rm, bool rows, in
         b[i] = block_scale(a[i], F, true, rule, false);
         held[i] = b[i].s;
     }
-    if (gc >= grid_cols || gr >= grid_rows) return;
-    const std::int64_t at = gc * grid_rows + gr;
-    if (gr + 1 < grid_rows && (at & 1) == 0 && (reinterpret_cast<std::uintptr_t>(sinv) & 7) == 0 &&
+    if (!g.contains(gr, gc)) return;
+    const std::int64_t at = g.index(gr, gc);
+    if (gr + 1 < g.rows && (at & 1) == 0 && (reinterpret_cast<std::uintptr_t>(sinv) & 7) == 0 &&
         (reinterpret_cast<std::uintptr_t>(e8m0) & 1) == 0) {
         *reinterpret_cast<float2*>(sinv + at) = make_float2(b[0].scale_inv, b[1].scale_inv);
         if (e8m0) *reinterpret_cast<std::uint16_t*>(e8m0 + at) = std::uint16_t(b[0].e8m0 | (b[1].e8m0 << 8));
         return;
     }
-    for (int i = 0; i < 2 && gr + i < grid_rows; ++i) {
+    for (int i = 0; i < 2 && gr + i < g.rows; ++i) {
         sinv[at + i] = b[i].scale_inv;
         if (e8m0) e8m0[at + i] = b[i].e8m0;
     }
@@ -328,8 +329,8 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
             for (int w = 0; w < 8; ++w) top = max(top, sh.tile[parity][w]);
             const BlockScale b = block_scale(top, F, false, p.rule, p.pow2);
             if (tid == 0) {
-                if (want_row) store_scale(p.row_sinv, tr, tc, p.row_gr, p.row_gc, false, b.scale_inv);
-                if (want_col) store_scale(p.col_sinv, tc, tr, p.col_gr, p.col_gc, false, b.scale_inv);
+                if (want_row) store_scale(p.row_sinv, p.row_grid, tr, tc, b.scale_inv);
+                if (want_col) store_scale(p.col_sinv, p.col_grid, tc, tr, b.scale_inv);
             }
             s_tile = b.s;
         } else if constexpr (B == BlockShape::Rows128) {
@@ -355,8 +356,8 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
                                                           max(sh.part.col[2][i], sh.part.col[3][i]));
                 const BlockScale b = block_scale(a, F, false, p.rule, p.pow2);
                 sh.part.s[tid] = b.s;
-                if (tid < kTile) store_scale(p.row_sinv, tr * kTile + i, tc, p.row_gr, p.row_gc, p.row_gt, b.scale_inv);
-                else store_scale(p.col_sinv, tc * kTile + i, tr, p.col_gr, p.col_gc, p.col_gt, b.scale_inv);
+                if (tid < kTile) store_scale(p.row_sinv, p.row_grid, tr * kTile + i, tc, b.scale_inv);
+                else store_scale(p.col_sinv, p.col_grid, tc * kTile + i, tr, b.scale_inv);
             }
             __syncthreads();
         } else if constexpr (B == BlockShape::Mx32) {
@@ -364,11 +365,11 @@ __global__ void __launch_bounds__(kTileThreads, sizeof(In) == 2 ? 3 : 2) cast_bl
             // A column's (32 rows): the 4 lanes above each other, lane holds columns
             // 2 ((lane >> 3) & 3) + i.
             if (want_row)
-                mx_scales<F>(rm, true, 2, 1, lane, p.rule, s_row_held, p.row_sinv, p.row_e8m0,
-                             tr * kTile + lr0 + 2 * (lane & 3), (tc * kTile + lc0) >> 5, p.row_gr, p.row_gc);
+                mx_scales<F>(rm, true, 2, 1, lane, p.rule, s_row_held, p.row_sinv, p.row_e8m0, p.row_grid,
+                             tr * kTile + lr0 + 2 * (lane & 3), (tc * kTile + lc0) >> 5);
             if (want_col)
-                mx_scales<F>(rm, false, 16, 8, lane, p.rule, s_col_held, p.col_sinv, p.col_e8m0,
-                             tc * kTile + lc0 + 2 * ((lane >> 3) & 3), (tr * kTile + lr0) >> 5, p.col_gr, p.col_gc);
+                mx_scales<F>(rm, false, 16, 8, lane, p.rule, s_col_held, p.col_sinv, p.col_e8m0, p.col_grid,
+                             tc * kTile + lc0 + 2 * ((lane >> 3) & 3), (tr * kTile + lr0) >> 5);
         }
 
         if (want_row) {

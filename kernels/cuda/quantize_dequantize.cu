@@ -22,7 +22,7 @@ constexpr int kThreads = 256;
 // How the kernel walks the scale grid, worked out once on the host.
 struct GridWalk {
     int block_rows, block_cols;       // clamped to the tensor: 32-bit divisions
-    std::int64_t row_step, col_step;  // between grid rows and grid columns (ScaleGrid::transposed)
+    std::int64_t row_step, col_step;  // between grid rows and grid columns (ScaleGrid)
     bool uniform;                     // a chunk of 16 lies in one block
     bool vec;                         // whole chunks, 16-byte aligned
 };
@@ -100,12 +100,12 @@ void dequantize(const QuantizedInput& q, void* out, DType out_dtype, cudaStream_
         throw std::invalid_argument("cuda::dequantize: " + std::to_string(q.rows) + " x " + std::to_string(q.cols) +
                                     " is past 2^31 rows or columns");
     const bool bf16 = out_dtype == DType::BF16;
-    const std::int64_t grid_rows = (q.rows + q.block_rows - 1) / q.block_rows;
-    const std::int64_t grid_cols = (q.cols + q.block_cols - 1) / q.block_cols;
+    const ScaleGrid g{q.block_rows, q.block_cols, (q.rows + q.block_rows - 1) / q.block_rows,
+                      (q.cols + q.block_cols - 1) / q.block_cols, q.scale_transposed};
     GridWalk w{};
     // A block past the tensor's end divides as the tensor's extent does.
     w.block_rows = int(std::min(q.block_rows, q.rows)), w.block_cols = int(std::min(q.block_cols, q.cols));
-    w.row_step = q.scale_transposed ? 1 : grid_cols, w.col_step = q.scale_transposed ? grid_rows : 1;
+    w.row_step = g.row_step(), w.col_step = g.col_step();
     w.uniform = q.block_cols % 16 == 0;
     w.vec = q.cols % 16 == 0 && reinterpret_cast<std::uintptr_t>(q.codes) % 16 == 0 &&
             reinterpret_cast<std::uintptr_t>(out) % 16 == 0;

@@ -58,8 +58,7 @@ struct TileParams {
     int br, bc, br_log2, bc_log2;
     bool mx;
     MXRule rule;
-    std::int64_t row_gr, row_gc, col_gr, col_gc;  // grid shapes
-    bool row_gt, col_gt;  // 1x128 grids stored transposed (ScaleGrid; MX 1x32 grids always are)
+    ScaleGrid row_grid, col_grid;
 };
 
 // Shared-memory cells a Cells launch needs (rowwise cells, then columnwise cells).
@@ -311,17 +310,17 @@ __global__ void __launch_bounds__(kTileThreads, 2) cast_tile_kernel(const TilePa
                 if (i < n_row_cells) {
                     gr = tr * (kTile >> p.br_log2) + i / row_cc;
                     gc = tc * row_cc + i % row_cc;
-                    if (want_row && gr < p.row_gr && gc < p.row_gc) {
-                        p.row_sinv[gr * p.row_gc + gc] = b.scale_inv;
-                        if (p.row_e8m0) p.row_e8m0[gr * p.row_gc + gc] = b.e8m0;
+                    if (want_row && p.row_grid.contains(gr, gc)) {
+                        p.row_sinv[p.row_grid.index(gr, gc)] = b.scale_inv;
+                        if (p.row_e8m0) p.row_e8m0[p.row_grid.index(gr, gc)] = b.e8m0;
                     }
                 } else {
                     const int ci = i - n_row_cells;  // (x rows / bc, x cols / br) in the tile
                     gr = tc * col_cc + ci % col_cc;
                     gc = tr * (kTile >> p.bc_log2) + ci / col_cc;
-                    if (want_col && gr < p.col_gr && gc < p.col_gc) {
-                        p.col_sinv[gr * p.col_gc + gc] = b.scale_inv;
-                        if (p.col_e8m0) p.col_e8m0[gr * p.col_gc + gc] = b.e8m0;
+                    if (want_col && p.col_grid.contains(gr, gc)) {
+                        p.col_sinv[p.col_grid.index(gr, gc)] = b.scale_inv;
+                        if (p.col_e8m0) p.col_e8m0[p.col_grid.index(gr, gc)] = b.e8m0;
                     }
                 }
                 cells[i] = __float_as_uint(b.s);
@@ -345,7 +344,7 @@ __global__ void __launch_bounds__(kTileThreads, 2) cast_tile_kernel(const TilePa
                     for (int k = 0; k < 8; ++k) {
                         const std::int64_t c = c0 + k;
                         if (c >= p.cols) continue;
-                        const std::int64_t g = (r / p.br) * p.row_gc + c / p.bc;
+                        const std::int64_t g = p.row_grid.index(r / p.br, c / p.bc);
                         const float s = gs.at(p.row_sinv, g, F, p);
                         std::uint32_t o = 0;
                         const std::uint8_t code = (p.mx && is_nan(s)) ? Fp8<F>::kNaNCode : cast_scaled_exact<F>(x[k], s, o);
@@ -378,7 +377,7 @@ __global__ void __launch_bounds__(kTileThreads, 2) cast_tile_kernel(const TilePa
                         const std::int64_t r = r0 + j;
                         if (r >= p.rows) continue;
                         // x^T (C, R) in blocks br x bc: row c / br, column r / bc
-                        const std::int64_t g = (c / p.br) * p.col_gc + r / p.bc;
+                        const std::int64_t g = p.col_grid.index(c / p.br, r / p.bc);
                         const float s = gs.at(p.col_sinv, g, F, p);
                         std::uint32_t o = 0;
                         const std::uint8_t code = (p.mx && is_nan(s)) ? Fp8<F>::kNaNCode : cast_scaled_exact<F>(x[j], s, o);
