@@ -216,7 +216,7 @@ TEST_P(CudaSwiGlu, ScaleColumnsIsTheCpusBitwise) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaSwiGlu,
                          ::testing::Values(RowsCols{51, 40}, RowsCols{51, 37}, RowsCols{16, 768}, RowsCols{3, 8},
-                                           RowsCols{300, 72}));
+                                           RowsCols{300, 72}, RowsCols{1100, 264}, RowsCols{1030, 35}));
 
 // --- bias gradient -------------------------------------------------------------------------
 
