@@ -352,6 +352,36 @@ INSTANTIATE_TEST_SUITE_P(All, CastGrid,
                                             ::testing::Values(DType::F32, DType::BF16)),
                          grid_name);
 
+// --- scale grid layout ---------------------------------------------------------------------
+
+// Host code: every entry of a grid at its own place in [0, size), the place its steps give,
+// neighbours along the stored direction one apart; which recipes store transposed.
+TEST(ScaleGridLayout, IndexCoversTheGridOnceByItsSteps) {
+    for (bool transposed : {false, true}) {
+        const cuda::ScaleGrid g{1, 32, 3, 5, transposed};
+        std::vector<int> seen(std::size_t(g.size()), 0);
+        for (std::int64_t gr = 0; gr < g.rows; ++gr)
+            for (std::int64_t gc = 0; gc < g.cols; ++gc) {
+                const std::int64_t i = g.index(gr, gc);
+                ASSERT_GE(i, 0);
+                ASSERT_LT(i, g.size());
+                ++seen[std::size_t(i)];
+                EXPECT_EQ(i, gr * g.row_step() + gc * g.col_step());
+                EXPECT_TRUE(g.contains(gr, gc));
+            }
+        EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), g.size());
+        EXPECT_FALSE(g.contains(3, 0));
+        EXPECT_FALSE(g.contains(0, 5));
+        EXPECT_EQ(g.index(2, 4), transposed ? 4 * 3 + 2 : 2 * 5 + 4);  // the last entry either way: 14
+        EXPECT_EQ(g.index(1, 0), transposed ? 1 : 5);
+    }
+    EXPECT_TRUE(cuda::scale_grid(MXScaling{Format::E4M3, MXRule::RCeil, 32}, 33, 64).transposed);
+    EXPECT_FALSE(cuda::scale_grid(MXScaling{Format::E4M3, MXRule::RCeil, 16}, 33, 64).transposed);
+    EXPECT_TRUE(cuda::scale_grid(BlockScaling{Format::E4M3, 1, 128, false}, 32, 256).transposed);
+    EXPECT_FALSE(cuda::scale_grid(BlockScaling{Format::E4M3, 1, 128, false}, 33, 256).transposed);
+    EXPECT_FALSE(cuda::scale_grid(BlockScaling{Format::E4M3, 128, 128, true}, 256, 256).transposed);
+}
+
 // --- MX block scales ----------------------------------------------------------------------
 
 // The kernels' MX scales, read off the amax's exponent field, against the CPU's
