@@ -1,6 +1,6 @@
 // Prefetches into L2 through the SM's copy engine (TMA): one instruction brings a whole
 // run of memory, holds no registers and never blocks, so a kernel can have data it will
-// read later (its own next rows, or another CTA's tile) on the way while it works.
+// read later (its own next rows) on the way while it works.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -45,7 +45,7 @@ void set_scale(CastStats* stats, const float* src, float value, cudaStream_t str
 // words[0 .. n) = 0; the kernel after it (a dependent launch) waits only where it reads them.
 __global__ void zero_words_kernel(std::uint32_t* words, int n) {
     allow_dependents();
-    if (int(threadIdx.x) < n) words[threadIdx.x] = 0u;
+    for (int i = int(threadIdx.x); i < n; i += int(blockDim.x)) words[i] = 0u;
 }
 
 void zero_words(void* p, std::size_t bytes, cudaStream_t stream) {

@@ -311,16 +311,18 @@ __global__ void __launch_bounds__(kTileThreads, 2) cast_tile_kernel(const TilePa
                     gr = tr * (kTile >> p.br_log2) + i / row_cc;
                     gc = tc * row_cc + i % row_cc;
                     if (want_row && p.row_grid.contains(gr, gc)) {
-                        p.row_sinv[p.row_grid.index(gr, gc)] = b.scale_inv;
-                        if (p.row_e8m0) p.row_e8m0[p.row_grid.index(gr, gc)] = b.e8m0;
+                        const std::int64_t at = p.row_grid.index(gr, gc);
+                        p.row_sinv[at] = b.scale_inv;
+                        if (p.row_e8m0) p.row_e8m0[at] = b.e8m0;
                     }
                 } else {
                     const int ci = i - n_row_cells;  // (x rows / bc, x cols / br) in the tile
                     gr = tc * col_cc + ci % col_cc;
                     gc = tr * (kTile >> p.bc_log2) + ci / col_cc;
                     if (want_col && p.col_grid.contains(gr, gc)) {
-                        p.col_sinv[p.col_grid.index(gr, gc)] = b.scale_inv;
-                        if (p.col_e8m0) p.col_e8m0[p.col_grid.index(gr, gc)] = b.e8m0;
+                        const std::int64_t at = p.col_grid.index(gr, gc);
+                        p.col_sinv[at] = b.scale_inv;
+                        if (p.col_e8m0) p.col_e8m0[at] = b.e8m0;
                     }
                 }
                 cells[i] = __float_as_uint(b.s);

@@ -2,8 +2,8 @@
 // the CPU backend's update (the formula of core/engine/optimizer.cpp) bit for bit over
 // several steps, packed or not, with and without decay runs (down to single elements); the norm must match a
 // sequential host double sum to 1e-12 and repeat bitwise.
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 
