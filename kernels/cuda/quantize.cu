@@ -42,13 +42,16 @@ void set_scale(CastStats* stats, const float* src, float value, cudaStream_t str
     FP8SCOPE_CUDA_LAUNCHED();
 }
 
-// words[0 .. n) = 0; the kernel after it (a dependent launch) waits only where it reads them.
+// words[0 .. n) = 0, n <= 32 (one word a lane); the kernel after it (a dependent launch)
+// waits only where it reads them.
 __global__ void zero_words_kernel(std::uint32_t* words, int n) {
     allow_dependents();
-    for (int i = int(threadIdx.x); i < n; i += int(blockDim.x)) words[i] = 0u;
+    if (int(threadIdx.x) < n) words[threadIdx.x] = 0u;
 }
 
+// A cast's statistics or an amax: a few words, zeroed by one warp.
 void zero_words(void* p, std::size_t bytes, cudaStream_t stream) {
+    if (bytes > 32 * 4) throw std::logic_error("cuda zero_words: " + std::to_string(bytes) + " bytes, one warp clears 128");
     zero_words_kernel<<<1, 32, 0, stream>>>(static_cast<std::uint32_t*>(p), int(bytes / 4));
     FP8SCOPE_CUDA_LAUNCHED();
 }
