@@ -18,7 +18,7 @@ using nlohmann::json;
 
 namespace {
 
-const fs::path kConfigs = fs::path(__FILE__).parent_path() / ".." / ".." / "resources" / "configs";
+const fs::path kConfigs = fs::path(FP8SCOPE_SOURCE_DIR) / "resources" / "configs";
 
 using Result = fp8scope::testing::EngineResult;
 

@@ -15,7 +15,7 @@ using nlohmann::json;
 
 namespace {
 
-const fs::path kConfigs = fs::path(__FILE__).parent_path() / ".." / ".." / "resources" / "configs";
+const fs::path kConfigs = fs::path(FP8SCOPE_SOURCE_DIR) / "resources" / "configs";
 
 fs::path scratch() { return fp8scope::testing::scratch_dir("fp8scope_train_dp_cli"); }
 

@@ -20,7 +20,7 @@ namespace {
 using namespace testing;
 
 std::string v1_file() {
-    return (std::filesystem::path(__FILE__).parent_path().parent_path() / "data" / "trace_v1.h5").string();
+    return (std::filesystem::path(FP8SCOPE_SOURCE_DIR) / "tests" / "data" / "trace_v1.h5").string();
 }
 
 TEST(TraceV1File, MetaAndStepsReadBack) {

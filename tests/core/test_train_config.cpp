@@ -139,7 +139,7 @@ TEST(TrainConfig, MissingFileIsNamed) {
 }
 
 TEST(TrainConfig, ShippedConfigsLoad) {
-    fs::path dir = fs::path(__FILE__).parent_path() / ".." / ".." / "resources" / "configs";
+    fs::path dir = fs::path(FP8SCOPE_SOURCE_DIR) / "resources" / "configs";
     int n = 0;
     for (const auto& e : fs::directory_iterator(dir)) {
         if (e.path().extension() != ".json") continue;

@@ -25,7 +25,7 @@ namespace fp8scope::live::test {
 namespace {
 
 std::vector<std::string> v2_frames() {
-    const auto path = std::filesystem::path(__FILE__).parent_path().parent_path() / "data" / "live_wire_v2.bin";
+    const auto path = std::filesystem::path(FP8SCOPE_SOURCE_DIR) / "tests" / "data" / "live_wire_v2.bin";
     std::ifstream in(path, std::ios::binary);
     EXPECT_TRUE(in) << path;
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
