@@ -1,5 +1,5 @@
 // Kernel timings into trace records: each kernel, copy and memset a device reports
-// (Backend::trace_kernels) becomes an OpRecord of the run, step, op, layer, linear and
+// (KernelTracing::trace_kernels) becomes an OpRecord of the run, step, op, layer, linear and
 // operand of the op scope it was launched in (the StatsCaptures note every op's scope).
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "backend.h"
+#include "backend/kernel_tracing.h"
 #include "stats_capture.h"
 #include "trace_records.h"
 

@@ -121,7 +121,7 @@ void StatsCapture::on_operand(const OperandCapture& c) {
     const int slot = operand_slot(c.linear, c.gemm, c.operand);
     if (slot < 0) return;
     if (!full_) {
-        const float amax = c.backend->scaling_amax(c.values);
+        const float amax = c.analysis->scaling_amax(c.values);
         note_scaling(slot, amax, scale_in_use(c.recipe, c.delayed, amax));
         return;
     }
@@ -141,14 +141,14 @@ void StatsCapture::on_operand(const OperandCapture& c) {
             extras.delayed_scales.assign(recipes_.size(), std::numeric_limits<float>::quiet_NaN());
             extras.delayed_scales[rec.recipe_in_use] = c.delayed->scale();
         }
-        a = c.backend->analyze(c.values, recipes_, options_.stats, extras);
+        a = c.analysis->analyze(c.values, recipes_, options_.stats, extras);
         rec.errors = std::move(a.errors);
         if (!c.transposed_repeat) step_errors_[key] = rec.errors;
         if (blockmaps_) record_blockmaps(c, a.maps);
     } else {
         // Per-tensor and square-block casts of a transpose are the transposed casts, with
         // the same figures: only the recipes whose blocks follow the orientation run again.
-        a = c.backend->analyze(c.values, oriented_recipes_, options_.stats, {});
+        a = c.analysis->analyze(c.values, oriented_recipes_, options_.stats, {});
         rec.errors = earlier->second;
         for (std::size_t i = 0; i < oriented_.size(); ++i) rec.errors[oriented_[i]] = std::move(a.errors[i]);
     }

@@ -8,20 +8,21 @@
 #include <cstdint>
 #include <string_view>
 
-#include "backend.h"
+#include "backend/tensor_analysis.h"
 #include "fp8/scaling.h"
 #include "fp8/training_recipe.h"
+#include "operands.h"
 
 namespace fp8scope {
 
 // One GEMM operand as the recipe saw it, before quantization: a descriptor of backend
-// memory, so a device analyses it where it lives (Backend::analyze).
+// memory, so a device analyses it where it lives (TensorAnalysis::analyze).
 struct OperandCapture {
     int linear = 0;         // index into Model::linears()
     Gemm gemm = Gemm::Fprop;
     Operand operand = Operand::X;
     TensorDesc values;      // contraction dimension last (a transposed view for repeats)
-    Backend* backend = nullptr;              // where `values` lives
+    TensorAnalysis* analysis = nullptr;      // the backend `values` lives in
     const Recipe* recipe = nullptr;          // the recipe in use; nullptr when unquantized
     const DelayedState* delayed = nullptr;   // the amax history, for delayed scaling
     // The transpose of this operand as an earlier GEMM of the step saw it (W in dgrad,
@@ -39,14 +40,14 @@ struct OperandScaling {
 };
 
 // Host wall time of one op of a step, in nanoseconds of a steady clock (on a GPU: the time
-// to launch its kernels; the kernels come with `scope`, see Backend::trace_kernels).
+// to launch its kernels; the kernels come with `scope`, see KernelTracing::trace_kernels).
 struct OpTiming {
     std::string_view op;    // "fprop", "dgrad", "wgrad", "quantize", "attention", "layernorm", ...
     int linear = -1;        // the linear layer it belongs to, -1 if none
     int layer = -1;         // transformer block, -1 for embedding/head
     std::int64_t start_ns = 0, end_ns = 0;
     int operand = -1;       // the operand a quantize op cast (Operand), -1 if none
-    std::uint64_t scope = 0;  // the op scope its kernels carry (Backend::begin_op)
+    std::uint64_t scope = 0;  // the op scope its kernels carry (KernelTracing::begin_op)
 };
 
 class CaptureSink {

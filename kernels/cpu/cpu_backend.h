@@ -28,6 +28,7 @@ public:
     std::string describe() const override;
     DType activation_dtype() const override { return DType::F32; }
 
+    // DeviceMemory: host memory, synchronous.
     void* allocate(std::size_t bytes) override;
     void release(void* p) override;
     void copy_to_host(void* host, const void* src, std::size_t bytes) override;
@@ -37,6 +38,7 @@ public:
     void convert(void* out, DType to, const void* in, DType from, std::int64_t n) override;
     void synchronize() override {}
 
+    // LayerOps: kernels/cpu/ops.
     void embedding_forward(ActPtr out, const std::int32_t* tokens, const float* wte, const float* wpe, int B, int T,
                            int C) override;
     void embedding_backward(float* dwte, float* dwpe, ActPtr dout, const std::int32_t* tokens, int B, int T,
@@ -64,11 +66,12 @@ public:
     float mean_loss(const float* losses, std::int64_t N) override;
     void softmax_ce_backward(ActPtr dlogits, ActPtr probs, const std::int32_t* targets, std::int64_t N,
                              int V, std::int64_t mean_over) override;
-
     void matmul_forward(ActPtr out, ActPtr inp, const float* weight, const float* bias, std::int64_t N,
                         std::int64_t K, std::int64_t M) override;
     void matmul_backward(ActPtr dinp, float* dweight, float* dbias, ActPtr dout, ActPtr inp, const float* weight,
                          std::int64_t N, std::int64_t K, std::int64_t M) override;
+
+    // Fp8Ops: the fake-quantize cast and sgemms (cpu_backend_gemm.cpp).
     std::unique_ptr<OperandStorage> make_operand_storage() override;
     std::unique_ptr<AmaxHistory> make_amax_history(const DelayedScaling& recipe) override;
     GemmOperand cast(const TensorDesc& x, const CastSpec& spec, OperandStorage& storage) override;
@@ -76,15 +79,17 @@ public:
               const float* bias, bool accumulate, const GemmEpilogue& epi) override;
     void bias_backward(float* dbias, const TensorDesc& dout) override;
 
+    // OptimizerOps: kernels/cpu/ops/adamw.h, elementwise.h and chunks.h.
     void adamw(float* params, const float* grads, float* m, float* v, const std::vector<DecayRun>& decay, std::int64_t n,
                const AdamWParams& p) override;
     double grad_norm(const float* grads, std::int64_t n) override;
     void scale(float* x, float factor, std::int64_t n) override;
-
     void quantize_chunks(void* slots, const float* x, const ChunkLayout& layout, Format format) override;
     void dequantize_sum(float* out, const void* slots, std::int64_t slot_bytes, int count, std::int64_t n,
                         Format format) override;
 
+    // TensorAnalysis: the fused passes of kernels/cpu/analysis.h. KernelTracing keeps its
+    // defaults: the CPU runs no kernels.
     float scaling_amax(const TensorDesc& x) override;
     Analysis analyze(const TensorDesc& x, const std::vector<Recipe>& recipes, const StatsOptions& opt,
                      const AnalysisExtras& extras) override;
@@ -92,6 +97,9 @@ public:
 private:
     int threads_;
 };
+
+// The float32 data of t; throws unless t is F32 (the CPU backend's only float type).
+float* cpu_f32(const TensorDesc& t);
 
 // The BLAS library and kernel this build's CPU GEMMs run on ("OpenBLAS 0.3.21 ...,
 // kernel SkylakeX (chosen from the CPU's features; OpenBLAS detected Prescott)").

@@ -51,7 +51,7 @@ std::string cuda_runtime_version() {
     return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
 }
 
-// --- scratch ---------------------------------------------------------------------------
+// --- scratch -----------------------------------------------------------------------------
 
 CudaBackend::Scratch::~Scratch() {
     if (ptr_) backend_->free_now(ptr_);
@@ -71,7 +71,7 @@ void* CudaBackend::Scratch::grow(std::size_t bytes) {
     return ptr_;
 }
 
-// --- device, stream, memory ------------------------------------------------------------
+// --- device, stream, memory --------------------------------------------------------------
 
 CudaBackend::CudaBackend(int device, int threads) : device_(device) {
     set_default_threads(threads);
@@ -375,7 +375,7 @@ void CudaBackend::scale(float* x, float factor, std::int64_t n) {
     cuda::scale(x, factor, n, stream_);
 }
 
-// --- statistics --------------------------------------------------------------------------
+// --- FP8 gradient sums -------------------------------------------------------------------
 
 void CudaBackend::quantize_chunks(void* slots, const float* x, const ChunkLayout& layout, Format format) {
     cuda::quantize_chunks(slots, x, layout, format, stream_);
@@ -386,6 +386,8 @@ void CudaBackend::dequantize_sum(float* out, const void* slots, std::int64_t slo
     mirror_->written(out, std::size_t(n) * sizeof(float));
     cuda::dequantize_sum(out, slots, slot_bytes, count, n, format, stream_);
 }
+
+// --- statistics --------------------------------------------------------------------------
 
 float CudaBackend::scaling_amax(const TensorDesc& x) {
     if (x.dtype != DType::F32 && x.dtype != DType::BF16)

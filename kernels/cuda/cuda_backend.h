@@ -1,5 +1,5 @@
-// The CUDA backend: the Backend interface (core/backend.h) on one NVIDIA GPU, over the
-// cast (quantize.h), the cuBLASLt GEMMs (gemm.h) and the layer ops (ops.h).
+// The CUDA backend: the Backend interface and its roles (core/backend.h) on one NVIDIA
+// GPU, over the cast (quantize.h), the cuBLASLt GEMMs (gemm.h) and the layer ops (ops.h).
 //
 // Design choices:
 // - One stream per backend, every op enqueued on it and asynchronous to the host. The
@@ -75,12 +75,6 @@ public:
     CudaBackend& operator=(const CudaBackend&) = delete;
 
     Device device() const override { return Device::CUDA; }
-    // Kernel timing through CUPTI (kernel_tracer.h); op scopes are NVTX ranges as well.
-    void begin_op(std::uint64_t scope, const char* name) override;
-    void end_op() override;
-    std::string trace_kernels(KernelListener* listener) override;
-    void flush_kernels() override;
-    std::int64_t dropped_kernel_records() const override;
     std::string describe() const override;
     DType activation_dtype() const override { return DType::BF16; }
     cudaStream_t stream() const { return stream_; }
@@ -90,6 +84,7 @@ public:
     cudaStream_t set_stream(cudaStream_t stream) { return std::exchange(stream_, stream); }
     int device_index() const { return device_; }
 
+    // DeviceMemory: cudaMalloc'd, every copy and fill on the stream.
     void* allocate(std::size_t bytes) override;
     void release(void* p) override;
     void copy_to_host(void* host, const void* src, std::size_t bytes) override;
@@ -99,6 +94,7 @@ public:
     void convert(void* out, DType to, const void* in, DType from, std::int64_t n) override;
     void synchronize() override;
 
+    // LayerOps: ops.h's kernels; the output head's GEMMs in cuda_backend_gemm.cpp.
     void embedding_forward(ActPtr out, const std::int32_t* tokens, const float* wte, const float* wpe, int B, int T,
                            int C) override;
     void embedding_backward(float* dwte, float* dwpe, ActPtr dout, const std::int32_t* tokens, int B, int T,
@@ -126,11 +122,12 @@ public:
     float mean_loss(const float* losses, std::int64_t N) override;
     void softmax_ce_backward(ActPtr dlogits, ActPtr probs, const std::int32_t* targets, std::int64_t N,
                              int V, std::int64_t mean_over) override;
-
     void matmul_forward(ActPtr out, ActPtr inp, const float* weight, const float* bias, std::int64_t N,
                         std::int64_t K, std::int64_t M) override;
     void matmul_backward(ActPtr dinp, float* dweight, float* dbias, ActPtr dout, ActPtr inp, const float* weight,
                          std::int64_t N, std::int64_t K, std::int64_t M) override;
+
+    // Fp8Ops: cuda::cast and the cuBLASLt GEMMs (cuda_backend_gemm.cpp).
     std::unique_ptr<OperandStorage> make_operand_storage() override;
     std::unique_ptr<AmaxHistory> make_amax_history(const DelayedScaling& recipe) override;
     GemmOperand cast(const TensorDesc& x, const CastSpec& spec, OperandStorage& storage) override;
@@ -138,18 +135,27 @@ public:
               const float* bias, bool accumulate, const GemmEpilogue& epi) override;
     void bias_backward(float* dbias, const TensorDesc& dout) override;
 
+    // OptimizerOps: ops.h's AdamW (which keeps the BF16 weight mirror current) and chunks.h.
     void adamw(float* params, const float* grads, float* m, float* v, const std::vector<DecayRun>& decay, std::int64_t n,
                const AdamWParams& p) override;
     double grad_norm(const float* grads, std::int64_t n) override;
     void scale(float* x, float factor, std::int64_t n) override;
-
     void quantize_chunks(void* slots, const float* x, const ChunkLayout& layout, Format format) override;
     void dequantize_sum(float* out, const void* slots, std::int64_t slot_bytes, int count, std::int64_t n,
                         Format format) override;
 
+    // TensorAnalysis: analysis.h on the device, else the CPU's on a host copy.
     float scaling_amax(const TensorDesc& x) override;
     Analysis analyze(const TensorDesc& x, const std::vector<Recipe>& recipes, const StatsOptions& opt,
                      const AnalysisExtras& extras) override;
+
+    // KernelTracing: CUPTI (kernel_tracer.h), op scopes as NVTX ranges as well
+    // (cuda_backend_tracing.cpp).
+    void begin_op(std::uint64_t scope, const char* name) override;
+    void end_op() override;
+    std::string trace_kernels(KernelListener* listener) override;
+    void flush_kernels() override;
+    std::int64_t dropped_kernel_records() const override;
 
     // GEMMs so far that ran emulated (dequantized to BF16) instead of on FP8 tensor cores.
     std::int64_t emulated_gemms() const { return emulated_gemms_; }

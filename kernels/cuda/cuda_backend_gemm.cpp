@@ -57,14 +57,6 @@ private:
     CudaBackend::Scratch state_;
 };
 
-TensorDesc transposed_view(const TensorDesc& t) {
-    TensorDesc v = t;
-    v.rows = t.cols;
-    v.cols = t.rows;
-    v.transposed = !t.transposed;
-    return v;
-}
-
 DType code_type(Format f) { return f == Format::E4M3 ? DType::E4M3 : DType::E5M2; }
 
 // The block of one copy (rows, cols) of an operand: per-tensor is one block of the copy.
@@ -101,10 +93,10 @@ std::unique_ptr<AmaxHistory> CudaBackend::make_amax_history(const DelayedScaling
 
 GemmOperand CudaBackend::cast(const TensorDesc& x, const CastSpec& spec, OperandStorage& storage) {
     auto& s = static_cast<CudaStorage&>(storage);
-    GemmOperand op;
     if (x.dtype != DType::F32 && x.dtype != DType::BF16)
         throw std::logic_error(std::string("cuda cast: tensor is ") + dtype_name(x.dtype));
     if (!spec.recipe) {  // BF16 is the GEMM's own type
+        GemmOperand op;
         TensorDesc v = x;
         if (x.dtype == DType::F32) {  // a weight: its BF16 copy (same layout)
             v.data = const_cast<bf16*>(bf16_weight(static_cast<const float*>(x.data), x.numel(), s.bf16_copy));
@@ -119,10 +111,8 @@ GemmOperand CudaBackend::cast(const TensorDesc& x, const CastSpec& spec, Operand
     const Recipe& r = *spec.recipe;
     const std::int64_t R = x.rows, C = x.cols;
     const cuda::ScaleGrid rg = cuda::scale_grid(r, R, C), cg = cuda::scale_grid(r, C, R);
-    const bool mx = std::holds_alternative<MXScaling>(r);
-    op.mode = mx ? ScalingMode::MX : std::holds_alternative<BlockScaling>(r) ? ScalingMode::Block : ScalingMode::PerTensor;
-    op.format = recipe_format(r);
-    if (op.mode != ScalingMode::PerTensor) op.block_rows = int(rg.block_rows), op.block_cols = int(rg.block_cols);
+    GemmOperand op = operand_of(r);  // block shapes as in rg, which checked them
+    const bool mx = op.mode == ScalingMode::MX;
     const DType codes = code_type(op.format);
 
     cuda::CastTarget t;

@@ -81,4 +81,12 @@ void smooth_swiglu_scales(float* scales, const float* h, std::int64_t N, int H) 
     });
 }
 
+void scale_columns(float* out, const float* in, const float* s, bool inverse, std::int64_t rows, std::int64_t cols) {
+    parallel_for(rows, 16, 0, [&](std::int64_t r0, std::int64_t r1) {
+        for (std::int64_t r = r0; r < r1; ++r)
+            for (std::int64_t c = 0; c < cols; ++c)
+                out[r * cols + c] = inverse ? in[r * cols + c] / s[c] : in[r * cols + c] * s[c];
+    });
+}
+
 }  // namespace fp8scope::ops

@@ -20,5 +20,7 @@ void swiglu_backward(float* dinp, const float* inp, const float* dout, std::int6
 // every scaled channel's absmax lies in [1, 2). Powers of two make the scaling exact in
 // float32; an all-zero (or non-finite) channel gets 1.
 void smooth_swiglu_scales(float* scales, const float* h, std::int64_t N, int H);
+// out (rows,cols) = in with column c multiplied by s[c], or divided when `inverse` (may alias).
+void scale_columns(float* out, const float* in, const float* s, bool inverse, std::int64_t rows, std::int64_t cols);
 
 }  // namespace fp8scope::ops

@@ -25,6 +25,10 @@ float softmax_ce_forward(float* probs, float* losses, const float* logits, const
             for (int v = 0; v < V; ++v) p[v] *= inv;
         }
     });
+    return mean_loss(losses, N);
+}
+
+float mean_loss(const float* losses, std::int64_t N) {
     double total = 0;
     for (std::int64_t n = 0; n < N; ++n) total += losses[n];
     return float(total / double(N));

@@ -10,6 +10,8 @@ namespace fp8scope::ops {
 // Returns the mean loss, summed in row order in double.
 float softmax_ce_forward(float* probs, float* losses, const float* logits, const std::int32_t* targets,
                          std::int64_t N, int V);
+// Mean of losses (N), summed in row order in double.
+float mean_loss(const float* losses, std::int64_t N);
 // dlogits (N,V) = (probs - onehot(target)) / N, the gradient of the mean loss (may alias probs).
 // mean_over: the rows the loss is a mean over (0: N).
 void softmax_ce_backward(float* dlogits, const float* probs, const std::int32_t* targets, std::int64_t N, int V,

@@ -1,0 +1,24 @@
+// A backend's analysis of a tensor in its memory: what capture computes at a capture
+// step, on the device where the tensor lives (only the figures cross to the host).
+#pragma once
+
+#include <vector>
+
+#include "backend/tensor_desc.h"
+#include "fp8/analysis.h"
+#include "fp8/recipe.h"
+
+namespace fp8scope {
+
+class TensorAnalysis {
+public:
+    virtual ~TensorAnalysis() = default;
+
+    // NaN-ignoring, Inf-including max |x| (waits).
+    virtual float scaling_amax(const TensorDesc& x) = 0;
+    // The full analysis of one tensor (fp8/analysis.h) under `recipes` (waits).
+    virtual Analysis analyze(const TensorDesc& x, const std::vector<Recipe>& recipes, const StatsOptions& opt,
+                             const AnalysisExtras& extras) = 0;
+};
+
+}  // namespace fp8scope
