@@ -3,12 +3,12 @@
 // the engine never knows which one it drives.
 //
 // A backend is its roles, each in a header of its own under backend/, and a consumer
-// that needs one role holds only that (capture analyses tensors through TensorAnalysis):
+// that needs one role holds only that (capture analyses tensors through AnalysisOps):
 //   DeviceMemory    allocations, copies, conversions, the wait for the device
 //   LayerOps        the layers other than the quantized linears, and the output head
 //   Fp8Ops          the cast of a GEMM operand under a recipe, and the GEMMs
 //   OptimizerOps    FP8 gradient sums, the gradient norm, AdamW
-//   TensorAnalysis  the statistics and errors of one tensor (fp8/analysis.h)
+//   AnalysisOps     the statistics and errors of one tensor (fp8/analysis.h)
 //   KernelTracing   op scopes and the kernels a device ran
 // Operands travel as device-neutral descriptors (backend/tensor_desc.h).
 #pragma once
@@ -20,7 +20,7 @@
 #include "backend/kernel_tracing.h"
 #include "backend/layer_ops.h"
 #include "backend/optimizer_ops.h"
-#include "backend/tensor_analysis.h"
+#include "backend/analysis_ops.h"
 #include "backend/tensor_desc.h"
 
 namespace fp8scope {
@@ -29,7 +29,7 @@ class Backend : public DeviceMemory,
                 public LayerOps,
                 public Fp8Ops,
                 public OptimizerOps,
-                public TensorAnalysis,
+                public AnalysisOps,
                 public KernelTracing {
 public:
     ~Backend() override = default;

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "backend/tensor_analysis.h"
+#include "backend/analysis_ops.h"
 #include "fp8/scaling.h"
 #include "fp8/training_recipe.h"
 #include "operands.h"
@@ -16,13 +16,13 @@
 namespace fp8scope {
 
 // One GEMM operand as the recipe saw it, before quantization: a descriptor of backend
-// memory, so a device analyses it where it lives (TensorAnalysis::analyze).
+// memory, so a device analyses it where it lives (AnalysisOps::analyze).
 struct OperandCapture {
     int linear = 0;         // index into Model::linears()
     Gemm gemm = Gemm::Fprop;
     Operand operand = Operand::X;
     TensorDesc values;      // contraction dimension last (a transposed view for repeats)
-    TensorAnalysis* analysis = nullptr;      // the backend `values` lives in
+    AnalysisOps* analysis = nullptr;      // the backend `values` lives in
     const Recipe* recipe = nullptr;          // the recipe in use; nullptr when unquantized
     const DelayedState* delayed = nullptr;   // the amax history, for delayed scaling
     // The transpose of this operand as an earlier GEMM of the step saw it (W in dgrad,

@@ -88,7 +88,7 @@ public:
     void dequantize_sum(float* out, const void* slots, std::int64_t slot_bytes, int count, std::int64_t n,
                         Format format) override;
 
-    // TensorAnalysis: the fused passes of kernels/cpu/analysis.h. KernelTracing keeps its
+    // AnalysisOps: the fused passes of kernels/cpu/analysis.h. KernelTracing keeps its
     // defaults: the CPU runs no kernels.
     float scaling_amax(const TensorDesc& x) override;
     Analysis analyze(const TensorDesc& x, const std::vector<Recipe>& recipes, const StatsOptions& opt,

@@ -144,7 +144,7 @@ public:
     void dequantize_sum(float* out, const void* slots, std::int64_t slot_bytes, int count, std::int64_t n,
                         Format format) override;
 
-    // TensorAnalysis: analysis.h on the device, else the CPU's on a host copy.
+    // AnalysisOps: analysis.h on the device, else the CPU's on a host copy.
     float scaling_amax(const TensorDesc& x) override;
     Analysis analyze(const TensorDesc& x, const std::vector<Recipe>& recipes, const StatsOptions& opt,
                      const AnalysisExtras& extras) override;

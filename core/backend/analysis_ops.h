@@ -10,9 +10,9 @@
 
 namespace fp8scope {
 
-class TensorAnalysis {
+class AnalysisOps {
 public:
-    virtual ~TensorAnalysis() = default;
+    virtual ~AnalysisOps() = default;
 
     // NaN-ignoring, Inf-including max |x| (waits).
     virtual float scaling_amax(const TensorDesc& x) = 0;
