@@ -4,7 +4,7 @@
 #include <string>
 
 #include "cpu/cpu_backend.h"
-#include "engine/tcp_communicator.h"
+#include "comm/tcp_communicator.h"
 #ifdef FP8SCOPE_HAVE_CUDA
 #include "cuda/cuda_backend.h"
 #include "cuda/devices.h"

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "backend.h"
-#include "communicator.h"
-#include "engine/rendezvous.h"
+#include "comm/communicator.h"
+#include "comm/rendezvous.h"
 
 namespace fp8scope {
 

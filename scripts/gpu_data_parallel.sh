@@ -14,7 +14,7 @@ small=(--device cuda --set model.n_layer=2 --set model.d_model=512 --set model.n
        --seq 256 --batch 8 --eval-every 0)
 
 echo "== preflight, $n ranks"
-fp8scope-engine preflight --device cuda --size 4096 --reps 5 --nproc-per-node "$n" --timeout 120
+fp8scope-engine preflight --device cuda --size 4096 --reps 5 --nproc-per-node "$n" --timeout-s 120
 
 echo "== train, $n ranks, rank $((n - 1)) slowed by 40 ms per step, pre-flight check first"
 fp8scope-engine train "${small[@]}" --steps 30 --recipe delayed --nproc-per-node "$n" --preflight \
@@ -29,7 +29,7 @@ fp8scope-engine inspect "$work/excl.h5" | sed -n '/^events/,/^worst/p'
 
 echo "== train, $n ranks, rank 1 killed in step 7 (checkpoint every 5)"
 start=$(date +%s%N)
-fp8scope-engine train "${small[@]}" --steps 12 --nproc-per-node "$n" --rank-timeout 30 \
+fp8scope-engine train "${small[@]}" --steps 12 --nproc-per-node "$n" --rank-timeout-s 30 \
     --checkpoint-dir "$work/ckpt" --checkpoint-every 5 --inject-crash-rank 1 --inject-crash-step 7 --log-every 5
 status=$?
 echo "exit $status after $(( ($(date +%s%N) - start) / 1000000 )) ms"

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "engine/rendezvous.h"
+#include "comm/rendezvous.h"
 
 extern char** environ;
 

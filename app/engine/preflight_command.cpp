@@ -2,7 +2,7 @@
 // rank runs it as the job's launcher starts them (torchrun, mpirun, srun; a lone process
 // checks itself): each times a float32 GEMM workload on its device (the median of --reps
 // runs of --size^3, through the backend as training runs it), the ranks meet over the TCP
-// rendezvous (engine/rendezvous.h) and rank 0 compares every rank with the median
+// rendezvous (comm/rendezvous.h) and rank 0 compares every rank with the median
 // (engine/rank_health.h). A rank slower than the median by more than --margin is named
 // with its host and device, on every rank. Exit status: 0 healthy, 3 a slow rank, 1 the
 // job could not meet (a rank missing, hung or dead: the message names it).
@@ -16,9 +16,10 @@
 #include "backends.h"
 #include "commands.h"
 #include "local_ranks.h"
-#include "engine/launch_env.h"
+#include "renamed_option.h"
+#include "comm/launch_env.h"
 #include "engine/rank_health.h"
-#include "engine/rendezvous.h"
+#include "comm/rendezvous.h"
 #include "gemm_probe.h"
 #include "util/host_name.h"
 
@@ -107,7 +108,9 @@ void add_preflight(CLI::App& app, int& exit_code) {
     cmd->add_option("--threads", opts->threads, "CPU threads (0: all)")->check(CLI::Range(0, 4096));
     cmd->add_option("--margin", opts->margin, "a rank slower than the median by more than this fraction is slow")
         ->check(CLI::Range(0.0, 100.0));
-    cmd->add_option("--timeout", opts->timeout_s, "seconds to wait for every rank")->check(CLI::Range(0.1, 86400.0));
+    const CLI::Range timeout(0.1, 86400.0);
+    cmd->add_option("--timeout-s", opts->timeout_s, "seconds to wait for every rank")->check(timeout);
+    add_renamed_option<double>(*cmd, "--timeout", "--timeout-s", opts->timeout_s)->check(timeout);
     cmd->add_option("--delay-ms", opts->delay_ms, "adds this much to this rank's time (to see the check catch a slow rank)")
         ->check(CLI::Range(0, 3600000));
     cmd->add_option("--nproc-per-node", opts->nproc_per_node,

@@ -5,11 +5,14 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "backends.h"
 #include "engine/rank_health.h"
 #include "gemm_probe.h"
+#include "renamed_option.h"
+#include "util/json_input.h"
 #include "util/host_name.h"
 
 namespace fp8scope::cli {
@@ -18,27 +21,31 @@ void add_rank_options(CLI::App& cmd, RankOptions& o) {
     cmd.add_option("--nproc-per-node", o.nproc_per_node,
                    "start this many ranks on this machine (this process is rank 0), as torchrun would")
         ->check(CLI::Range(1, 1024));
-    cmd.add_option("--rank-timeout", o.timeout_s,
-                   "seconds a rank waits for the others (joining, and within a step) before it gives up")
-        ->check(CLI::Range(0.1, 86400.0));
-    cmd.add_option("--bucket-mb", o.bucket_mb, "gradient bucket size in MiB (of the type the sums travel in)")->check(CLI::Range(0.01, 65536.0));
+    const CLI::Range timeout(0.1, 86400.0);
+    cmd.add_option("--rank-timeout-s", o.timeout_s,
+                   "seconds a rank waits for the others (joining, and within a step) before it gives up (default 300)")
+        ->check(timeout);
+    add_renamed_option<double>(cmd, "--rank-timeout", "--rank-timeout-s", o.timeout_s)->check(timeout);
+    cmd.add_option("--bucket-mb", o.bucket_mb, "gradient bucket size in MiB (of the type the sums travel in; default 25)")
+        ->check(CLI::Range(0.01, 65536.0));
     cmd.add_option("--grad-dtype", o.grad_dtype,
-                   "gradient sums in f32, bf16 (half the bytes) or e4m3/e5m2 (a quarter: FP8 codes with a scale per "
-                   "chunk, added in float32); the trace records the bytes and the error added")
+                   "gradient sums in f32 (default), bf16 (half the bytes) or e4m3/e5m2 (a quarter: FP8 codes with a "
+                   "scale per chunk, added in float32); the trace records the bytes and the error added")
         ->check(CLI::IsMember({"f32", "bf16", "e4m3", "e5m2"}));
-    cmd.add_option("--grad-measure-every", o.dp.measure_every,
-                   "steps between measurements of the error bf16, e4m3 or e5m2 gradient sums add (0: first step only)")
+    cmd.add_option("--grad-measure-every", o.measure_every,
+                   "steps between measurements of the error bf16, e4m3 or e5m2 gradient sums add (0: first step only; "
+                   "default 100)")
         ->check(CLI::Range(0, 1000000000));
-    cmd.add_option("--straggler-margin", o.dp.straggler_margin,
-                   "a rank whose step compute is slower than the median by more than this fraction is slow")
+    cmd.add_option("--straggler-margin", o.straggler_margin,
+                   "a rank whose step compute is slower than the median by more than this fraction is slow (default 0.1)")
         ->check(CLI::Range(0.0, 100.0));
-    cmd.add_option("--straggler-steps", o.dp.straggler_steps, "slow this many steps in a row: a straggler")
+    cmd.add_option("--straggler-steps", o.straggler_steps, "slow this many steps in a row: a straggler (default 3)")
         ->check(CLI::Range(1, 1000000));
     cmd.add_flag("--preflight", o.preflight, "time a GEMM on every rank and an all-reduce before training");
     cmd.add_option("--preflight-size", o.preflight_size, "pre-flight GEMM size n (0: 8192 on a GPU, 256 on a CPU)")
         ->check(CLI::Range(0, 32768));
     cmd.add_option("--preflight-margin", o.preflight_margin,
-                   "pre-flight: a rank slower than the median GEMM time by more than this fraction is slow")
+                   "pre-flight: a rank slower than the median GEMM time by more than this fraction is slow (default 0.1)")
         ->check(CLI::Range(0.0, 100.0));
     cmd.add_flag("--exclude-slow", o.exclude_slow, "pre-flight: slow ranks (not rank 0) leave; the others train");
     cmd.add_option("--inject-slow-rank", o.slow_rank,
@@ -50,30 +57,52 @@ void add_rank_options(CLI::App& cmd, RankOptions& o) {
     cmd.add_option("--inject-hang-step", o.hang_step, "drill: the step the rank hangs in");
 }
 
-RankJob::RankJob(const RankOptions& o) : options_(o), env_(launch_env()) {
-    options_.dp.bucket_bytes = std::size_t(o.bucket_mb * 1024 * 1024);
+std::vector<std::string> rank_overrides(const RankOptions& o) {
+    std::vector<std::string> sets;
+    auto set = [&](const char* field, const std::string& value) { sets.push_back(std::string("data_parallel.") + field + "=" + value); };
+    auto number = [](double v) { return dump_json(nlohmann::json(v)); };
+    if (o.timeout_s) set("rank_timeout_s", number(*o.timeout_s));
+    if (o.bucket_mb) set("bucket_mb", number(*o.bucket_mb));
+    if (o.grad_dtype) set("grad_dtype", *o.grad_dtype);
+    if (o.measure_every) set("grad_measure_every", std::to_string(*o.measure_every));
+    if (o.straggler_margin) set("straggler_margin", number(*o.straggler_margin));
+    if (o.straggler_steps) set("straggler_steps", std::to_string(*o.straggler_steps));
+    if (o.preflight) set("preflight", "true");
+    if (o.preflight_size) set("preflight_size", std::to_string(*o.preflight_size));
+    if (o.preflight_margin) set("preflight_margin", number(*o.preflight_margin));
+    if (o.exclude_slow) set("exclude_slow", "true");
+    return sets;
+}
+
+RankJob::RankJob(const RankOptions& o, const DataParallelConfig& config)
+    : options_(o), config_(config), env_(launch_env()) {
+    dp_options_.bucket_bytes = std::size_t(config.bucket_mb * 1024 * 1024);
     for (DType t : {DType::F32, DType::BF16, DType::E4M3, DType::E5M2})
-        if (o.grad_dtype == dtype_name(t)) options_.dp.grad_dtype = t;
+        if (config.grad_dtype == dtype_name(t)) dp_options_.grad_dtype = t;
+    dp_options_.measure_every = config.grad_measure_every;
+    dp_options_.straggler_margin = config.straggler_margin;
+    dp_options_.straggler_steps = config.straggler_steps;
 }
 
 RankJob::~RankJob() = default;
 
-DataParallel* RankJob::join(Backend& backend, const std::string& device) {
+StepSync* RankJob::join(Backend& backend, const std::string& device) {
     if (!distributed()) return nullptr;
-    const auto timeout = std::chrono::milliseconds(static_cast<long long>(options_.timeout_s * 1000));
+    const auto timeout = std::chrono::milliseconds(static_cast<long long>(config_.rank_timeout_s * 1000));
     rendezvous_ = std::make_unique<Rendezvous>(env_, timeout);
-    if (options_.preflight) preflight_gemm(backend, device);
+    if (config_.preflight) preflight_gemm(backend, device);
     if (excluded_) return nullptr;
     env_ = rendezvous_->env();  // renumbered when a rank was excluded
     comm_ = make_communicator(backend, *rendezvous_);
-    if (options_.preflight) preflight_allreduce(backend);
+    if (config_.preflight) preflight_allreduce(backend);
     const std::string where = device == "cuda" ? "cuda:" + std::to_string(env_.local_rank) : device;
-    dp_ = std::make_unique<DataParallel>(*rendezvous_, *comm_, where, options_.dp);
-    return dp_.get();
+    dp_ = std::make_unique<DataParallel>(*rendezvous_, *comm_, where, dp_options_);
+    step_ = std::make_unique<DataParallelStep>(*dp_);
+    return step_.get();
 }
 
 void RankJob::preflight_gemm(Backend& backend, const std::string& device) {
-    const int n = options_.preflight_size > 0 ? options_.preflight_size : backend.device() == Device::CPU ? 256 : 8192;
+    const int n = config_.preflight_size > 0 ? config_.preflight_size : backend.device() == Device::CPU ? 256 : 8192;
     double ms = time_gemm(backend, n, 5);
     if (env_.rank == options_.slow_rank && options_.slow_ms > 0) {
         std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(options_.slow_ms));
@@ -81,7 +110,7 @@ void RankJob::preflight_gemm(Backend& backend, const std::string& device) {
     }
     const std::string where = device == "cuda" ? "cuda:" + std::to_string(env_.local_rank) : device;
     const RankTimings all = judge_rank_timings(rendezvous_->all_gather(encode_rank_timing({ms, host_name(), where})),
-                                               options_.preflight_margin);
+                                               config_.preflight_margin);
     const auto name = [&](int rank) {
         const RankTiming& t = all.ranks[std::size_t(rank)];
         return t.host + " " + t.device;
@@ -92,10 +121,10 @@ void RankJob::preflight_gemm(Backend& backend, const std::string& device) {
     findings_.push_back(line);
     std::vector<int> leave;
     for (const SlowRank& s : all.slow) {
-        const bool excluded = options_.exclude_slow && s.rank != 0;
+        const bool excluded = config_.exclude_slow && s.rank != 0;
         std::snprintf(line, sizeof line, "pre-flight: rank %d (%s) %.2f ms, %+.0f%% over the median%s", s.rank,
                       name(s.rank).c_str(), s.ms, 100 * (s.ratio() - 1),
-                      excluded ? "; excluded" : options_.exclude_slow ? "; rank 0 cannot be excluded" : "");
+                      excluded ? "; excluded" : config_.exclude_slow ? "; rank 0 cannot be excluded" : "");
         findings_.push_back(line);
         if (excluded) leave.push_back(s.rank);
     }
@@ -135,9 +164,9 @@ void RankJob::watch(Trainer& trainer) {
     trainer.add_observer(this);
     Communicator* comm = comm_.get();
     const int rank = env_.rank;
-    watchdog_ = std::make_unique<Watchdog>([comm, rank, t = options_.timeout_s](const std::string& phase) {
+    watchdog_ = std::make_unique<Watchdog>([comm, rank, t = config_.rank_timeout_s](const std::string& phase) {
         std::fprintf(stderr,
-                     "fp8scope-engine: error: rank %d: %s did not finish within %.0f s (1.5 x --rank-timeout + 1): "
+                     "fp8scope-engine: error: rank %d: %s did not finish within %.0f s (1.5 x --rank-timeout-s + 1): "
                      "this or another rank hangs, or one died; aborting\n",
                      rank, phase.c_str(), 1.5 * t + 1);
         comm->abort();
@@ -156,7 +185,7 @@ void RankJob::on_step_begin(std::int64_t step, bool) {
     // named by the exchange; the watchdog catches what waits elsewhere (a gradient sum).
     if (watchdog_)
         watchdog_->arm("step " + std::to_string(step),
-                       std::chrono::milliseconds(static_cast<long long>(options_.timeout_s * 1500 + 1000)));
+                       std::chrono::milliseconds(static_cast<long long>(config_.rank_timeout_s * 1500 + 1000)));
     if (env_.rank == options_.crash_rank && step == options_.crash_step) std::raise(SIGKILL);
     if (env_.rank == options_.hang_rank && step == options_.hang_step)
         for (;;) std::this_thread::sleep_for(std::chrono::hours(1));  // only the watchdog ends this

@@ -1,5 +1,5 @@
 // `train` as one rank of a data-parallel job: started by a launcher (torchrun, mpirun,
-// srun: engine/launch_env.h) or by `--nproc-per-node N` on one machine. The rank trains
+// srun: comm/launch_env.h) or by `--nproc-per-node N` on one machine. The rank trains
 // on the GPU numbered LOCAL_RANK, joins the others over the TCP rendezvous, reduces over
 // NCCL (TCP on CPUs) and writes its own trace (`run.h5` on rank 0, `run.rank1.h5` ...);
 // rank 0 alone prints progress, serves --listen and writes checkpoints. A watchdog bounds
@@ -15,24 +15,29 @@
 #include <CLI/CLI.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "communicator.h"
+#include "comm/communicator.h"
 #include "engine/data_parallel.h"
-#include "engine/launch_env.h"
-#include "engine/rendezvous.h"
+#include "engine/data_parallel_step.h"
+#include "comm/launch_env.h"
+#include "comm/rendezvous.h"
+#include "engine/train_config.h"
 #include "engine/trainer.h"
 #include "engine/watchdog.h"
 
 namespace fp8scope::cli {
 
+// The flags of a rank. The job's settings are the config's data_parallel section
+// (train_config.h); a flag given overrides its field (rank_overrides).
 struct RankOptions {
     int nproc_per_node = 0;
-    double timeout_s = 300;  // joining, and any step waiting for another rank
-    DataParallelOptions dp;
-    double bucket_mb = 25;
-    std::string grad_dtype = "f32";  // the type gradient sums travel in: f32, bf16, e4m3 or e5m2
+    std::optional<double> timeout_s, bucket_mb, straggler_margin, preflight_margin;
+    std::optional<std::string> grad_dtype;
+    std::optional<long long> measure_every, straggler_steps, preflight_size;
+    bool preflight = false, exclude_slow = false;  // given: true
     // Faults on purpose, to see the health checks catch them.
     int slow_rank = -1;
     double slow_ms = 0;
@@ -40,25 +45,26 @@ struct RankOptions {
     long long crash_step = 0;
     int hang_rank = -1;
     long long hang_step = 0;
-    bool preflight = false;
-    int preflight_size = 0;  // GEMM n (0: 8192 on a GPU, 256 on a CPU)
-    double preflight_margin = 0.10;
-    bool exclude_slow = false;
 };
 void add_rank_options(CLI::App& cmd, RankOptions& o);
+// The flags given, as config overrides ("data_parallel.bucket_mb=4").
+std::vector<std::string> rank_overrides(const RankOptions& o);
 
 class RankJob : public TrainObserver {
 public:
-    // This process's place in the job (launch_env()); throws std::invalid_argument on bad
-    // launcher variables.
-    explicit RankJob(const RankOptions& o);
+    // This process's place in the job (launch_env()) with the settings of `config`; throws
+    // std::invalid_argument on bad launcher variables.
+    RankJob(const RankOptions& o, const DataParallelConfig& config);
     ~RankJob() override;
 
     const LaunchEnv& env() const { return env_; }
     bool distributed() const { return env_.distributed(); }
-    // Joins the job on `backend` (collective); null for a job of one, or when the pre-flight
-    // check excluded this rank (then excluded() says so and the process should leave).
-    DataParallel* join(Backend& backend, const std::string& device);
+    // Joins the job on `backend` (collective): the step the trainer meets the other ranks
+    // at; null for a job of one, or when the pre-flight check excluded this rank (then
+    // excluded() says so and the process should leave).
+    StepSync* join(Backend& backend, const std::string& device);
+    // The job's communicator (null before join() or in a job of one).
+    const Communicator* communicator() const { return comm_.get(); }
     bool excluded() const { return excluded_; }
     // Arms the watchdog per step and injects the faults asked for.
     void watch(Trainer& trainer);
@@ -72,7 +78,9 @@ private:
     void preflight_gemm(Backend& backend, const std::string& device);
     void preflight_allreduce(Backend& backend);
 
-    RankOptions options_;
+    RankOptions options_;     // the drills
+    DataParallelConfig config_;
+    DataParallelOptions dp_options_;
     bool excluded_ = false;
     Trainer* trainer_ = nullptr;
     std::vector<std::string> findings_;  // pre-flight health events, recorded at the first step
@@ -80,6 +88,7 @@ private:
     std::unique_ptr<Rendezvous> rendezvous_;
     std::unique_ptr<Communicator> comm_;
     std::unique_ptr<DataParallel> dp_;
+    std::unique_ptr<DataParallelStep> step_;
     std::unique_ptr<Watchdog> watchdog_;
 };
 

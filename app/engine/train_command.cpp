@@ -90,6 +90,9 @@ void apply_flags(const TrainOptions& o, TrainConfig& c) {
     if (o.checkpoint_dir) set("checkpoint.dir", *o.checkpoint_dir);
     if (o.checkpoint_every) set("checkpoint.every", std::to_string(*o.checkpoint_every));
     if (o.log_every) set("log_every", std::to_string(*o.log_every));
+    if (o.trace.blockmap_every >= 0) set("blockmap_every", std::to_string(o.trace.blockmap_every));
+    const std::vector<std::string> ranks = rank_overrides(o.ranks);
+    sets.insert(sets.end(), ranks.begin(), ranks.end());
     sets.insert(sets.end(), o.sets.begin(), o.sets.end());
     apply_overrides(c, sets);
     if (!o.resume.empty()) c.checkpoint.resume = o.resume;
@@ -150,7 +153,7 @@ int run_train(const TrainOptions& o) {
     std::unique_ptr<Backend> backend;
     std::unique_ptr<RankJob> job;
     try {
-        job = std::make_unique<RankJob>(o.ranks);
+        job = std::make_unique<RankJob>(o.ranks, config.data_parallel);
     } catch (const std::exception& e) {
         report(e.what());
         return 2;
@@ -161,11 +164,11 @@ int run_train(const TrainOptions& o) {
     trace::TraceMeta meta;
     try {
         backend = make_backend(config.device, config.threads, job->env().local_rank);
-        DataParallel* dp = job->join(*backend, config.device);
+        StepSync* sync = job->join(*backend, config.device);
         if (job->excluded()) return 0;  // the pre-flight check sent this rank away
-        trainer.emplace(config, *backend, dp);
+        trainer.emplace(config, *backend, sync);
         job->watch(*trainer);
-        meta = trace::run_trace_meta(config, *trainer, kEngineVersion, o.trace.blockmap_every, job->env());
+        meta = trace::run_trace_meta(config, *trainer, kEngineVersion, config.blockmap_every, job->env());
     } catch (const std::exception& e) {
         report(job->distributed() ? "rank " + std::to_string(job->env().rank) + ": " + e.what() : e.what());
         return 1;
@@ -203,7 +206,7 @@ int run_train(const TrainOptions& o) {
     if (!quiet) {
         if (job->distributed())
             std::fprintf(stderr, "data parallel: %s, %d x batch %d, %s\n", job->env().describe().c_str(),
-                         job->env().world_size, config.batch_size, trainer->data_parallel()->communicator().describe().c_str());
+                         job->env().world_size, config.batch_size, job->communicator()->describe().c_str());
         std::fprintf(stderr, "training %d run%s (%s) on %s: %lld tokens, %lld held out, %zu parameters each\n",
                      runs, runs == 1 ? "" : "s", dump_json(nlohmann::json(config.run_recipes())).c_str(),
                      trainer->data().data().origin.c_str(), static_cast<long long>(trainer->data().train_tokens()),

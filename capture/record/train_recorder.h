@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/launch_env.h"
+#include "comm/launch_env.h"
 #include "engine/train_config.h"
 #include "engine/train_events.h"
 #include "engine/trainer.h"

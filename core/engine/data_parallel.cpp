@@ -92,16 +92,21 @@ void DataParallel::attach(Model& model) {
     if (type == DType::E4M3 || type == DType::E5M2)
         a->fp8 = std::make_unique<Fp8GradSum>(model.backend(), comm_,
                                               type == DType::E4M3 ? Format::E4M3 : Format::E5M2, largest);
-    // Every rank starts the same buckets in the same order: backward's stages come in one
-    // order, and within a stage the plan's.
-    Attached* at = a.get();
-    model.set_grad_ready([this, at](int stage) {
-        for (const Bucket& b : at->buckets)
-            if (b.stage == stage) timed([&] { reduce_bucket(*at, b); });
-    });
-    model.set_loss_ranks(world_size());
-    model.defer_amax_pushes(true);
     attached_.push_back(std::move(a));
+}
+
+DataParallel::Attached& DataParallel::attached(const Model& model, const char* what) {
+    for (auto& a : attached_)
+        if (a->model == &model) return *a;
+    throw std::logic_error(std::string("data parallel: ") + what + " of a model never attached");
+}
+
+// Every rank starts the same buckets in the same order: backward's stages come in one
+// order, and within a stage the plan's.
+void DataParallel::grads_ready(Model& model, int stage) {
+    Attached& a = attached(model, "grads_ready");
+    for (const Bucket& b : a.buckets)
+        if (b.stage == stage) timed([&] { reduce_bucket(a, b); });
 }
 
 void DataParallel::begin_step(std::int64_t step) {
@@ -133,10 +138,7 @@ void DataParallel::reduce_bucket(Attached& a, const Bucket& b) {
 }
 
 void DataParallel::finish_backward(Model& model) {
-    Attached* a = nullptr;
-    for (auto& x : attached_)
-        if (x->model == &model) a = x.get();
-    if (!a) throw std::logic_error("data parallel: finish_backward of a model never attached");
+    Attached* a = &attached(model, "finish_backward");
     timed([&] {
         if (a->sampled) comm_.all_reduce(a->sample.data(), std::int64_t(a->sample.size()), ReduceOp::Sum);
         if (model.has_pending_amaxes()) {

@@ -1,11 +1,12 @@
-// One rank of a data-parallel job, as the trainer sees it: every rank trains the same
+// The collectives of one rank of a data-parallel job (the trainer meets them through
+// DataParallelStep, engine/data_parallel_step.h): every rank trains the same
 // models on its own rows of each batch (BatchSampler::set_shard), and this class keeps
 // the ranks identical. Each rank's backward gives its share of the gradient of the mean
-// loss over all ranks' rows (Model::set_loss_ranks), so every activation gradient is the
+// loss over all ranks' rows (Model::set_step_sync), so every activation gradient is the
 // one a single process with the whole batch computes, and FP8 casts them alike; the
 // shares are summed over ranks in buckets (grad_buckets.h; in float32, BF16 or FP8:
 // fp8_grad_sum.h), each started as soon as backward has finished it
-// (Model::set_grad_ready), so the reduction overlaps the rest of backward; delayed
+// (grads_ready), so the reduction overlaps the rest of backward; delayed
 // scaling's amaxes are max-reduced before they are pushed, so every rank casts with the
 // same scales. Per-tensor current scaling needs no reduction here: no tensor is sharded
 // across ranks (a rank's activations are its own, the weights are the same everywhere).
@@ -23,11 +24,11 @@
 #include <string>
 #include <vector>
 
-#include "communicator.h"
+#include "comm/communicator.h"
 #include "engine/fp8_grad_sum.h"
 #include "engine/model.h"
 #include "engine/rank_health.h"
-#include "engine/rendezvous.h"
+#include "comm/rendezvous.h"
 #include "engine/train_events.h"
 
 namespace fp8scope {
@@ -57,9 +58,12 @@ public:
     Communicator& communicator() { return comm_; }
     const std::string& where(int rank) const { return where_.at(std::size_t(rank)); }  // "host cuda:1"
 
-    // Wires `model` (which must outlive this): its gradients are summed bucket by bucket
-    // during backward() and its delayed amaxes deferred for finish_backward().
+    // Plans the gradient buckets of `model` (which must outlive this). Its backward() is to
+    // call grads_ready() and defer its delayed amaxes for finish_backward()
+    // (Model::set_step_sync, as DataParallelStep wires it).
     void attach(Model& model);
+    // Starts the sums of the buckets whose last gradients backward's `stage` finished.
+    void grads_ready(Model& model, int stage);
     // After model.backward(): the amaxes max-reduced and pushed; the backend's later work
     // (the optimizer) sees the summed gradients. The host does not wait.
     void finish_backward(Model& model);
@@ -106,6 +110,7 @@ private:
         bool sampled = false;                // this step copied samples
     };
     static constexpr std::size_t kSample = 4096;  // gradients per bucket in the error sample
+    Attached& attached(const Model& model, const char* what);
     void reduce_bucket(Attached& a, const Bucket& b);
     void measure(Attached& a);
     template <class F>

@@ -26,7 +26,7 @@
 #include <cstdint>
 
 #include "backend.h"
-#include "communicator.h"
+#include "comm/communicator.h"
 
 namespace fp8scope {
 

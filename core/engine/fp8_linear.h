@@ -55,7 +55,8 @@ public:
     // Hands this step's cast figures to the sink (after the backend synchronized).
     void flush_reports();
 
-    // Data parallel: training casts write their amax to pending_amaxes() (linears x 3
+    // When the step reduces amaxes over ranks (StepSync::reduces_amaxes, set by
+    // Model::set_step_sync): training casts write their amax to pending_amaxes() (linears x 3
     // floats in backend memory, indexed linear * 3 + operand) instead of pushing it into
     // their delayed history; push_pending() then pushes what is there, by then the maximum
     // over ranks, so every rank's histories and scales stay the same.

@@ -10,6 +10,7 @@
 
 #include "engine/model_impl.h"
 #include "engine/op_timer.h"
+#include "engine/step_sync.h"
 #include "util/clock.h"
 #include "util/parallel.h"
 
@@ -160,7 +161,7 @@ float Model::Impl::run_forward(const std::int32_t* tok, const std::int32_t* tgt,
     return loss;
 }
 
-void Model::Impl::run_backward() {
+void Model::Impl::run_backward(Model& self) {
     if (!have_forward) throw std::logic_error("backward: needs a training forward() first");
     have_forward = false;  // the logits buffer becomes dlogits
     const ModelConfig& c = config;
@@ -192,7 +193,7 @@ void Model::Impl::run_backward() {
                       a.lnf_mean, a.lnf_rstd);
     }
     auto ready = [&](int stage) {
-        if (grad_ready) grad_ready(stage);
+        if (sync) sync->grads_ready(self, stage);
     };
     ready(0);
     for (int l = c.n_layer - 1; l >= 0; --l) {
@@ -313,7 +314,7 @@ float Model::forward(const std::int32_t* tokens, const std::int32_t* targets, in
     return impl_->run_forward(tokens, targets, B, T, true);
 }
 
-void Model::backward() { impl_->run_backward(); }
+void Model::backward() { impl_->run_backward(*this); }
 
 float Model::evaluate(const std::int32_t* tokens, const std::int32_t* targets, int B, int T) {
     // Evaluation is not part of a training step: no operands, no op timings.
@@ -325,15 +326,17 @@ float Model::evaluate(const std::int32_t* tokens, const std::int32_t* targets, i
     return loss;
 }
 
-void Model::set_grad_ready(std::function<void(int)> ready) { impl_->grad_ready = std::move(ready); }
+void Model::set_step_sync(StepSync* sync) {
+    impl_->sync = sync;
+    impl_->loss_ranks = sync ? std::max(1, sync->world_size()) : 1;
+    impl_->linear.defer_amax_pushes(sync && sync->reduces_amaxes());
+}
 int Model::backward_stages() const { return impl_->config.n_layer + 2; }
-void Model::set_loss_ranks(int ranks) { impl_->loss_ranks = std::max(1, ranks); }
 
 std::span<float> Model::pending_amaxes() {
     return {impl_->linear.pending_amaxes(), std::size_t(impl_->linear.pending_count())};
 }
 bool Model::has_pending_amaxes() const { return impl_->linear.has_pending(); }
-void Model::defer_amax_pushes(bool on) { impl_->linear.defer_amax_pushes(on); }
 void Model::push_pending_amaxes() { impl_->linear.push_pending(); }
 std::optional<DelayedState> Model::delayed_state(int linear, Operand o) const {
     return impl_->linear.delayed_state(linear, o);

@@ -7,7 +7,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -21,6 +20,8 @@
 #include "operands.h"
 
 namespace fp8scope {
+
+class StepSync;
 
 struct ParamTensor {
     std::string name;                // "blocks.0.attn.qkv.weight", "wte", ...
@@ -65,20 +66,20 @@ public:
     float forward(const std::int32_t* tokens, const std::int32_t* targets, int B, int T);
     // After forward(): overwrites grads() with d loss / d params.
     void backward();
-    // Called by backward() each time a stage's gradients are final (ParamTensor::stage),
-    // so a data-parallel step can start reducing them while backward goes on.
-    void set_grad_ready(std::function<void(int stage)> ready);
+    // The step this model trains in (engine/step_sync.h; null: a job of one). backward()
+    // tells it each time a stage's gradients are final (ParamTensor::stage), so a
+    // data-parallel step can start reducing them while backward goes on; and gives this
+    // rank's share of the gradient of the mean loss over the rows of all
+    // sync->world_size() ranks' equal batches, so the ranks' gradients sum to it (each
+    // row's gradient the bits one process with the whole batch computes). When
+    // sync->reduces_amaxes(), delayed scaling's amaxes wait to be reduced over ranks
+    // before they are pushed (Fp8Linear::defer_amax_pushes).
+    void set_step_sync(StepSync* sync);
     int backward_stages() const;  // n_layer + 2
-    // Data parallel over `ranks` ranks of equal batches: backward() gives this rank's share
-    // of the gradient of the mean loss over all ranks' rows, so the ranks' gradients sum to
-    // it (and each row's gradient is the bits one process with the whole batch computes).
-    void set_loss_ranks(int ranks);
 
-    // Data parallel: delayed scaling's amaxes reduced over ranks before they are pushed
-    // (Fp8Linear::defer_amax_pushes). The amaxes of the last training forward and backward:
+    // The deferred amaxes of the last training forward and backward (set_step_sync):
     std::span<float> pending_amaxes();  // backend memory
     bool has_pending_amaxes() const;
-    void defer_amax_pushes(bool on);
     void push_pending_amaxes();
     // Delayed scaling's state of one operand under the current recipe (nullopt: not delayed).
     std::optional<DelayedState> delayed_state(int linear, Operand o) const;

@@ -105,13 +105,13 @@ struct Model::Impl {
     bool have_forward = false;
     CaptureSink* sink = nullptr;
     bool capture_operands = false;
-    std::function<void(int)> grad_ready;     // Model::set_grad_ready
-    int loss_ranks = 1;                      // Model::set_loss_ranks
+    StepSync* sync = nullptr;                // Model::set_step_sync
+    int loss_ranks = 1;                      // sync's world size
 
     Impl(const ModelConfig& c, Backend& backend);
     void ensure_activations(int B, int T);
     float run_forward(const std::int32_t* tokens, const std::int32_t* targets, int B, int T, bool training);
-    void run_backward();
+    void run_backward(Model& self);  // self: the model StepSync::grads_ready names
 };
 
 }  // namespace fp8scope

@@ -48,6 +48,7 @@ void visit_fields(TrainConfig& c, V& v) {
     v("seed", c.seed);
     v("threads", c.threads, Limits{0, kMaxThreads});
     v("capture_every", c.capture_every, Limits{0, big});
+    v("blockmap_every", c.blockmap_every, Limits{-1, big});
     v("log_every", c.log_every, Limits{1, big});
 
     v("model.vocab_size", c.model.vocab_size, Limits{2, 1 << 24});
@@ -88,6 +89,17 @@ void visit_fields(TrainConfig& c, V& v) {
     v("rewind.window", c.rewind.window, Limits{1, 1 << 20});
     v("rewind.snapshot_every", c.rewind.snapshot_every, Limits{1, big});
     v("rewind.max_rewinds", c.rewind.max_rewinds, Limits{0, 1 << 20});
+
+    v("data_parallel.rank_timeout_s", c.data_parallel.rank_timeout_s, Limits{0.1, 86400});
+    v("data_parallel.bucket_mb", c.data_parallel.bucket_mb, Limits{0.01, 65536});
+    v("data_parallel.grad_dtype", c.data_parallel.grad_dtype);
+    v("data_parallel.grad_measure_every", c.data_parallel.grad_measure_every, Limits{0, 1e9});
+    v("data_parallel.straggler_margin", c.data_parallel.straggler_margin, Limits{0, 100});
+    v("data_parallel.straggler_steps", c.data_parallel.straggler_steps, Limits{1, 1e6});
+    v("data_parallel.preflight", c.data_parallel.preflight);
+    v("data_parallel.preflight_size", c.data_parallel.preflight_size, Limits{0, 32768});
+    v("data_parallel.preflight_margin", c.data_parallel.preflight_margin, Limits{0, 100});
+    v("data_parallel.exclude_slow", c.data_parallel.exclude_slow);
 
 }
 
@@ -303,6 +315,9 @@ void TrainConfig::validate() const {
     if (data.source.empty()) throw std::invalid_argument("data.source is empty");
     if (device != "cpu" && device != "cuda")
         throw std::invalid_argument("device '" + clip(device) + "' is not one of cpu, cuda");
+    const std::string& g = data_parallel.grad_dtype;
+    if (g != "f32" && g != "bf16" && g != "e4m3" && g != "e5m2")
+        throw std::invalid_argument("data_parallel.grad_dtype '" + clip(g) + "' is not one of f32, bf16, e4m3, e5m2");
     for (const auto& name : run_recipes()) {
         try {
             (void)training_recipe(name);

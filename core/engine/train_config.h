@@ -1,5 +1,6 @@
 // Everything a training run is made of, as one value: model shape, optimizer, learning
-// rate schedule, data, batch shape, seed, evaluation, checkpoints, rewind and capture.
+// rate schedule, data, batch shape, seed, evaluation, checkpoints, rewind, capture and
+// data parallel.
 // JSON is the file format (the section and field names below are the JSON names);
 // loading is strict: an unknown field, a wrong type or a value out of range is an error
 // that names the field and the value. Any field can be overridden by its dotted path
@@ -57,6 +58,21 @@ struct RewindConfig {
     int max_rewinds = 8;       // give up (stop with an error) after this many
 };
 
+// A run as one rank of a data-parallel job (a launcher's or --nproc-per-node's ranks);
+// ignored by a job of one.
+struct DataParallelConfig {
+    double rank_timeout_s = 300;     // joining, and any step waiting for another rank
+    double bucket_mb = 25;           // gradient bucket in MiB of grad_dtype (DDP's default)
+    std::string grad_dtype = "f32";  // gradient sums travel in f32, bf16, e4m3 or e5m2
+    int grad_measure_every = 100;    // steps between measurements of the error a compressed sum adds
+    double straggler_margin = 0.10;  // slower than the median compute time by more than this: slow
+    int straggler_steps = 3;         // slow this many steps in a row: a straggler
+    bool preflight = false;          // time a GEMM on every rank and an all-reduce before training
+    int preflight_size = 0;          // pre-flight GEMM n (0: 8192 on a GPU, 256 on a CPU)
+    double preflight_margin = 0.10;  // pre-flight: slower than the median GEMM by more than this: slow
+    bool exclude_slow = false;       // pre-flight: slow ranks (never rank 0) leave the job
+};
+
 struct TrainConfig {
     ModelConfig model;
     OptimizerConfig optimizer;
@@ -65,6 +81,7 @@ struct TrainConfig {
     EvalConfig eval;
     CheckpointConfig checkpoint;
     RewindConfig rewind;
+    DataParallelConfig data_parallel;
 
     std::string device = "cpu";          // backend: "cpu" or "cuda"
     std::string recipe = "baseline";     // training recipe of a single run
@@ -75,6 +92,7 @@ struct TrainConfig {
     std::uint64_t seed = 1;
     int threads = 0;                     // 0: all hardware threads
     int capture_every = 0;               // capture GEMM operands every N steps; 0: never
+    std::int64_t blockmap_every = -1;    // a trace's block maps every N steps; -1: 10 x capture_every
     int log_every = 10;                  // plain progress lines every N steps
 
     // The recipes of the runs: `compare` if set, else {recipe}.

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -29,15 +28,8 @@ struct Trainer::Run {
     std::optional<float> last_eval;
 };
 
-struct Trainer::Request {
-    enum Kind { Pause, Resume, Stop, Switch, Checkpoint, CaptureEvery } kind;
-    int run = -1;
-    std::string text;  // recipe name, checkpoint path or why a resume came
-    int value = 0;     // capture interval
-};
-
-Trainer::Trainer(const TrainConfig& config, Backend& backend, DataParallel* data_parallel)
-    : config_(config), backend_(backend), dp_(data_parallel) {
+Trainer::Trainer(const TrainConfig& config, Backend& backend, StepSync* sync)
+    : config_(config), backend_(backend), sync_(sync ? sync : &single_) {
     config_.validate();
     if (config_.device != device_name(backend.device()))
         throw std::invalid_argument("config asks for device '" + config_.device + "', the backend is " +
@@ -46,18 +38,18 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, DataParallel* data
     // allocating any of it. On a GPU only the host part is compared here.
     require_memory(estimate_memory(config_, dtype_size(backend.activation_dtype())), available_memory(),
                    backend.device() != Device::CPU);
-    const int world = dp_ ? dp_->world_size() : 1;
+    const int world = sync_->world_size();
     sampler_ = std::make_unique<BatchSampler>(load_data(config_.data, config_.model.vocab_size),
                                               config_.data.val_fraction, config_.batch_size * world,
                                               config_.seq_len, config_.seed);
-    if (dp_) sampler_->set_shard(dp_->rank(), world);
+    sampler_->set_shard(sync_->rank(), world);
     eval_batches_.resize(static_cast<std::size_t>(config_.eval.batches));
     for (int i = 0; i < config_.eval.batches; ++i) sampler_->eval_batch(i, config_.eval.batches, eval_batches_[i]);
     schedule_ = CosineSchedule{config_.optimizer.lr, config_.schedule.min_lr, config_.schedule.warmup_steps,
                                config_.steps};
     for (const auto& name : config_.run_recipes()) {
         runs_.push_back(std::make_unique<Run>(config_, name, backend_));
-        if (dp_) dp_->attach(runs_.back()->model);
+        sync_->attach(runs_.back()->model);
     }
     if (!config_.checkpoint.resume.empty()) restore(load_checkpoint(config_.checkpoint.resume));
     take_snapshot();
@@ -136,18 +128,16 @@ void Trainer::emit(EventKind kind, int run, std::string detail) {
     for (auto* o : observers_) o->on_event(e);
 }
 
-void Trainer::apply_requests() {
-    std::deque<Request> pending;
-    if (dp_) {
-        pending.swap(agreed_);  // the requests made elsewhere wait for the step's agreement
-    } else {
-        std::lock_guard lock(mu_);
-        pending.swap(requests_);
-    }
-    for (auto& r : pending) apply(r);
+std::deque<Trainer::Request> Trainer::take_requests() {
+    std::deque<Request> local;
+    std::lock_guard lock(mu_);
+    local.swap(requests_);
+    return local;
 }
 
-bool Trainer::writes_checkpoints() const { return !dp_ || dp_->rank() == 0; }
+void Trainer::apply_requests() {
+    for (const Request& r : sync_->requests_due(take_requests())) apply(r);
+}
 
 void Trainer::apply(const Request& r) {
         switch (r.kind) {
@@ -176,97 +166,20 @@ void Trainer::apply(const Request& r) {
             emit(EventKind::CaptureInterval, -1, "every " + std::to_string(r.value) + " steps");
             break;
         case Request::Checkpoint: {
-            if (writes_checkpoints()) write_checkpoint(r.text.empty() ? default_checkpoint_path() : r.text);
+            if (sync_->writes_checkpoints()) write_checkpoint(r.text.empty() ? default_checkpoint_path() : r.text);
             break;
         }
         }
 }
 
-// --- data parallel ------------------------------------------------------------------
+// --- the job ---------------------------------------------------------------------
 
-// Requests on the wire between ranks: one line each, "kind run value text" (recipe names
-// and paths hold no newline).
-std::string Trainer::encode_requests(const std::deque<Request>& rs) {
-    std::string out;
-    for (const Request& r : rs)
-        out += std::to_string(int(r.kind)) + " " + std::to_string(r.run) + " " + std::to_string(r.value) + " " +
-               r.text + "\n";
-    return out;
-}
-
-std::deque<Trainer::Request> Trainer::decode_requests(const std::string& text) {
-    std::deque<Request> out;
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {
-        std::istringstream fields(line);
-        int kind = 0;
-        Request r{Request::Stop, -1, {}, 0};
-        if (!(fields >> kind >> r.run >> r.value) || kind < Request::Pause || kind > Request::CaptureEvery)
-            throw std::runtime_error("rank 0 sent a control request this rank cannot read: '" + line + "'");
-        r.kind = Request::Kind(kind);
-        fields.get();  // the space before the text
-        std::getline(fields, r.text);
-        out.push_back(std::move(r));
-    }
-    return out;
-}
-
-// After a run's backward: waits for its gradient sums and splits the time since `t0` into
-// this rank's compute and its communication (the loss exchange, synchronous reductions and
-// the wait for the sums still running when backward's compute is done).
-void Trainer::finish_sums(Model& model, std::chrono::steady_clock::time_point t0, double& compute_ms,
-                          double& comm_ms) {
-    using clock = std::chrono::steady_clock;
-    auto ms = [](clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
-    backend_.synchronize();
-    const auto computed = clock::now();
-    const double waited = dp_->take_comm_host_ms();
-    dp_->finish_backward(model);
-    dp_->communicator().synchronize();
-    dp_->take_comm_host_ms();
-    compute_ms += ms(computed - t0) - waited;
-    comm_ms += waited + ms(clock::now() - computed);
-}
-
-void Trainer::agree(double compute_ms, double comm_ms, double step_ms, float loss) {
-    DataParallel::StepShare mine;
-    const DataParallel::GradTraffic traffic = dp_->take_traffic();
-    mine.record = RankStepRecord{step_, dp_->rank(), compute_ms, comm_ms, step_ms, loss, traffic.bytes, traffic.error};
-    std::deque<Request> local;
-    {
-        std::lock_guard lock(mu_);
-        local.swap(requests_);
-    }
-    std::deque<Request> shared;
-    for (Request& r : local) {
-        if (r.kind == Request::Stop) mine.stop = true;
-        else if (r.kind == Request::Pause || r.kind == Request::Resume)
-            emit(EventKind::Error, -1, "pause and resume are not available in a data-parallel run (stop instead)");
-        else if (dp_->rank() == 0) shared.push_back(std::move(r));
-        else emit(EventKind::Error, -1, "control requests go to rank 0 of a data-parallel run; rank " +
-                                            std::to_string(dp_->rank()) + " ignored one");
-    }
-    mine.requests = encode_requests(shared);
-    const std::vector<DataParallel::StepShare> all = dp_->exchange(mine);
-
-    std::vector<RankStepRecord> records;
-    bool stop = false;
-    for (const auto& s : all) {
-        records.push_back(s.record);
-        stop = stop || s.stop;
-    }
-    for (const RankStepRecord& r : records)
+void Trainer::agree(double step_ms) {
+    const StepAgreement agreed = sync_->agree(step_, step_ms, take_requests());
+    for (const std::string& why : agreed.refused) emit(EventKind::Error, -1, why);
+    for (const RankStepRecord& r : agreed.ranks)
         for (auto* o : observers_) o->on_rank_step(r);
-    for (const StragglerMonitor::Alert& a : dp_->observe(step_, records)) {
-        char figures[96];
-        std::snprintf(figures, sizeof figures, "%.1f ms compute vs median %.1f ms", a.ms, a.median_ms);
-        emit(EventKind::Health, -1,
-             a.straggling ? "straggler: rank " + std::to_string(a.rank) + " (" + dp_->where(a.rank) + ") " + figures
-                          : "recovered: rank " + std::to_string(a.rank) + " (" + dp_->where(a.rank) + ") " + figures);
-    }
-    agreed_ = decode_requests(all[0].requests);
-    if (stop) agreed_.push_back({Request::Stop, -1, {}});
+    for (const std::string& finding : agreed.health) emit(EventKind::Health, -1, finding);
 }
 
 // --- the loop ---------------------------------------------------------------------
@@ -283,7 +196,7 @@ TrainSummary Trainer::run() {
         step();
     }
     std::string last;
-    if (writes_checkpoints() && !config_.checkpoint.dir.empty() && error_.empty()) {
+    if (sync_->writes_checkpoints() && !config_.checkpoint.dir.empty() && error_.empty()) {
         last = default_checkpoint_path();
         write_checkpoint(last);
     }
@@ -314,22 +227,17 @@ bool Trainer::step() {
     }
 
     const auto step_start = clock::now();
-    if (dp_) dp_->begin_step(step_ + 1);
-    double compute_ms = 0, comm_ms = 0;  // data parallel: this rank's share of the step
-    float rank_loss = 0;
+    sync_->begin_step(step_ + 1);
     std::vector<StepRecord> records;
     for (std::size_t i = 0; i < runs_.size(); ++i) {
         Run& rep = *runs_[i];
         auto t0 = clock::now();
-        if (dp_) dp_->take_comm_host_ms();  // from here on: this run's share
+        sync_->begin_run();
         if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay_ms_));
         if (rep.sink) rep.model.set_capture(rep.sink, capture);
         float loss = rep.model.forward(batch_.tokens.data(), batch_.targets.data(), batch_.B, batch_.T);
-        if (dp_) {  // every rank decides on the same loss: the mean over ranks
-            if (i == 0) rank_loss = loss;
-            loss = static_cast<float>(dp_->mean({double(loss)})[0]);
-        }
         const int r = static_cast<int>(i);
+        loss = sync_->loss(r, loss);  // every rank decides on the same loss
         if (!std::isfinite(loss))
             return recover(b, EventKind::NonFinite, r, "loss " + std::to_string(loss) + " on batch " + std::to_string(b));
         if (config_.rewind.enabled && static_cast<int>(rep.recent_losses.size()) >= config_.rewind.window) {
@@ -341,7 +249,7 @@ bool Trainer::step() {
                                "loss " + std::to_string(loss) + " over moving average " + std::to_string(mean));
         }
         rep.model.backward();
-        if (dp_) finish_sums(rep.model, t0, compute_ms, comm_ms);
+        sync_->finish_backward(rep.model);
         const std::int64_t n = std::int64_t(rep.model.num_params());
         double norm = 0;
         {
@@ -362,7 +270,7 @@ bool Trainer::step() {
         rec.lr = lr;
         rec.grad_norm = norm;
         rec.step_time_s = seconds;
-        const int world = dp_ ? dp_->world_size() : 1;  // tokens of every rank
+        const int world = sync_->world_size();  // tokens of every rank
         rec.tokens_per_s = seconds > 0 ? double(batch_.B) * batch_.T * world / seconds : 0.0;
         records.push_back(std::move(rec));
     }
@@ -388,9 +296,9 @@ bool Trainer::step() {
         rec.step = step_;
         for (auto* o : observers_) o->on_step(rec);
     }
-    if (dp_) agree(compute_ms, comm_ms, step_ms, rank_loss);
+    agree(step_ms);
     if (step_ % config_.rewind.snapshot_every == 0) take_snapshot();  // a no-op with rewind off
-    if (writes_checkpoints() && !config_.checkpoint.dir.empty() && config_.checkpoint.every > 0 &&
+    if (sync_->writes_checkpoints() && !config_.checkpoint.dir.empty() && config_.checkpoint.every > 0 &&
         step_ % config_.checkpoint.every == 0 && step_ < config_.steps)
         write_checkpoint(default_checkpoint_path());
     return true;
@@ -404,10 +312,9 @@ std::vector<float> Trainer::evaluate() {
             sum += rep->model.evaluate(b.tokens.data(), b.targets.data(), b.B, b.T);
         out.push_back(static_cast<float>(sum / static_cast<double>(eval_batches_.size())));
     }
-    if (dp_) {  // each rank evaluated its rows of the held-out batches
-        const std::vector<double> mean = dp_->mean(std::vector<double>(out.begin(), out.end()));
-        for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(mean[i]);
-    }
+    // Each rank evaluated its rows of the held-out batches.
+    const std::vector<double> mean = sync_->mean(std::vector<double>(out.begin(), out.end()));
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(mean[i]);
     return out;
 }
 

@@ -12,15 +12,13 @@
 // rewind.spike_factor times the moving average of the last rewind.window losses, restores
 // it for every run (lock step is kept), skips the offending batch for good and goes on.
 //
-// Data parallel (engine/data_parallel.h): every rank runs a Trainer on its rows of each
-// batch (config.batch_size is per rank), with the losses averaged over ranks before any
-// decision, so all ranks take the same steps, rewinds and recipe switches. Control
-// requests are agreed at the end of each step: rank 0's apply on every rank from the next
-// step, a stop asked on any rank stops all; pause is refused (a paused rank would stall
-// the others). Only rank 0 writes checkpoints.
+// Every step meets the other ranks of its job at fixed points (engine/step_sync.h): a
+// single process by default, one rank of a data-parallel job with DataParallelStep
+// (engine/data_parallel_step.h), where each rank runs a Trainer on its rows of each batch
+// (config.batch_size is per rank) and the ranks agree on losses, control requests and
+// which of them writes checkpoints.
 #pragma once
 
-#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -36,10 +34,10 @@
 #include "engine/checkpoint.h"
 #include "engine/checkpoint_writer.h"
 #include "engine/data.h"
-#include "engine/data_parallel.h"
 #include "engine/model.h"
 #include "engine/optimizer.h"
 #include "engine/schedule.h"
+#include "engine/step_sync.h"
 #include "engine/train_config.h"
 #include "engine/train_events.h"
 
@@ -63,8 +61,9 @@ class Trainer {
 public:
     // Loads the data, builds and initialises the runs from config.seed (identical
     // weights), or restores config.checkpoint.resume. Throws on bad data or checkpoints.
-    // Every run runs on `backend` (which must be the config's device).
-    Trainer(const TrainConfig& config, Backend& backend, DataParallel* data_parallel = nullptr);
+    // Every run runs on `backend` (which must be the config's device); every step meets the
+    // job's other ranks through `sync` (which must outlive this; null: a single process).
+    Trainer(const TrainConfig& config, Backend& backend, StepSync* sync = nullptr);
     ~Trainer();
     Trainer(const Trainer&) = delete;
     Trainer& operator=(const Trainer&) = delete;
@@ -102,7 +101,7 @@ public:
     Model& model(int run);
     const Model& model(int run) const;
     Backend& backend() const { return backend_; }
-    DataParallel* data_parallel() const { return dp_; }
+    const StepSync& step_sync() const { return *sync_; }
     const BatchSampler& data() const { return *sampler_; }
     TrainSummary summary() const;
 
@@ -125,23 +124,19 @@ public:
 
 private:
     struct Run;
-    struct Request;
+    using Request = ControlRequest;
 
+    std::deque<Request> take_requests();  // those made since the last call
     void apply_requests();
     void apply(const Request& r);
-    // Data parallel: this step's records of every rank, the health check and the requests
-    // every rank applies next.
-    void agree(double compute_ms, double comm_ms, double step_ms, float loss);
-    void finish_sums(Model& model, std::chrono::steady_clock::time_point t0, double& compute_ms, double& comm_ms);
-    bool writes_checkpoints() const;
+    // The end of a step: the job's agreement on it, to the observers.
+    void agree(double step_ms);
     // Periodic, requested and final checkpoints: the state copied now, the file written in
     // the background (CheckpointWriter); events when written.
     void write_checkpoint(std::string path);
     void report_checkpoints();
     // After the final checkpoint: read it back and compare it with the trained state.
     void landing_check(const std::string& path);
-    static std::string encode_requests(const std::deque<Request>& requests);
-    static std::deque<Request> decode_requests(const std::string& text);
     void emit(EventKind kind, int run, std::string detail);
     bool recover(std::uint64_t batch, EventKind why, int run, const std::string& detail);
     struct Snapshot;
@@ -175,8 +170,8 @@ private:
     std::deque<Request> requests_;
 
     CheckpointWriter checkpoints_;
-    DataParallel* dp_ = nullptr;
-    std::deque<Request> agreed_;  // data parallel: requests every rank applies next step
+    SingleProcess single_;  // the sync when none is given
+    StepSync* sync_;
     double delay_ms_ = 0;
 };
 

@@ -10,9 +10,9 @@
 
 #include <atomic>
 
-#include "communicator.h"
+#include "comm/communicator.h"
 #include "cuda/cuda_backend.h"
-#include "engine/rendezvous.h"
+#include "comm/rendezvous.h"
 
 namespace fp8scope {
 

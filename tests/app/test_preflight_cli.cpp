@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "app/run_engine.h"
-#include "engine/rendezvous.h"
+#include "comm/rendezvous.h"
 
 namespace fp8scope {
 namespace {
@@ -34,7 +34,7 @@ std::vector<EngineResult> run_ranks(int world, const std::vector<std::string>& e
 
 // A tiny GEMM (well under a millisecond) and a wide margin (20 x the median) keep a busy
 // machine's noise out; the injected delay is far beyond both.
-const std::string kFlags = "--size 64 --reps 1 --threads 1 --margin 20 --timeout 20";
+const std::string kFlags = "--size 64 --reps 1 --threads 1 --margin 20 --timeout-s 20";
 
 TEST(PreflightCli, HealthyRanksAgree) {
     const auto r = run_ranks(3, {"", "", ""}, kFlags);
@@ -56,9 +56,11 @@ TEST(PreflightCli, ASlowRankIsNamedOnEveryRank) {
 }
 
 TEST(PreflightCli, AMissingRankEndsTheCheckWithItsName) {
+    // The old spelling of --timeout-s still sets the timeout, with a notice.
     const auto r = run_ranks(3, {"", ""}, "--size 64 --reps 1 --threads 1 --timeout 2");
     EXPECT_EQ(r[0].status, 1);
     EXPECT_NE(r[0].err.find("rank(s) 2 of 3 did not join"), std::string::npos) << r[0].err;
+    EXPECT_NE(r[0].err.find("--timeout is deprecated, use --timeout-s"), std::string::npos) << r[0].err;
     EXPECT_EQ(r[1].status, 1);
     EXPECT_NE(r[1].err.find("preflight rank 1"), std::string::npos) << r[1].err;
 }

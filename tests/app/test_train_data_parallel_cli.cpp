@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -82,11 +83,53 @@ TEST(TrainDataParallelCli, CompressedGradientSumsTrainAndAnUnknownTypeIsNamed) {
     EXPECT_NE(bad.err.find("e4m3"), std::string::npos) << "the message lists the types: " << bad.err;
 }
 
+TEST(TrainDataParallelCli, TheConfigSetsTheJobAsItsFlagsDo) {
+    // A config file's data_parallel section and blockmap_every, as --print-config shows them.
+    const fs::path config = scratch() / "dp_config.json";
+    {
+        std::FILE* f = std::fopen(config.string().c_str(), "w");
+        ASSERT_NE(f, nullptr);
+        std::fputs(R"({"blockmap_every": 7, "data_parallel": {"grad_dtype": "bf16", "bucket_mb": 4,
+                       "rank_timeout_s": 45, "straggler_steps": 5, "preflight": true}})", f);
+        std::fclose(f);
+    }
+    const auto file = fp8scope::testing::run_engine("train --config " + config.string() + " --print-config", scratch());
+    ASSERT_EQ(file.status, 0) << file.err;
+    const json c = json::parse(file.out);
+    EXPECT_EQ(c["blockmap_every"], 7);
+    EXPECT_EQ(c["data_parallel"]["grad_dtype"], "bf16");
+    EXPECT_EQ(c["data_parallel"]["bucket_mb"], 4.0);
+    EXPECT_EQ(c["data_parallel"]["rank_timeout_s"], 45.0);
+    EXPECT_EQ(c["data_parallel"]["straggler_steps"], 5);
+    EXPECT_EQ(c["data_parallel"]["preflight"], true);
+    EXPECT_EQ(c["data_parallel"]["grad_measure_every"], 100);  // the default, written out
+    // Flags override the file; the old spelling of a renamed flag still works, with a notice.
+    const auto flags = fp8scope::testing::run_engine("train --config " + config.string() +
+                                                         " --grad-dtype e4m3 --rank-timeout 30 --blockmap-every 3 --print-config",
+                                                     scratch());
+    ASSERT_EQ(flags.status, 0) << flags.err;
+    const json f = json::parse(flags.out);
+    EXPECT_EQ(f["data_parallel"]["grad_dtype"], "e4m3");
+    EXPECT_EQ(f["data_parallel"]["rank_timeout_s"], 30.0);
+    EXPECT_EQ(f["blockmap_every"], 3);
+    EXPECT_NE(flags.err.find("--rank-timeout is deprecated, use --rank-timeout-s"), std::string::npos) << flags.err;
+    // An unknown type in the config is named with the field.
+    const auto bad = fp8scope::testing::run_engine("train --set data_parallel.grad_dtype=e3m4 --print-config", scratch());
+    EXPECT_NE(bad.status, 0);
+    EXPECT_NE(bad.err.find("data_parallel.grad_dtype 'e3m4'"), std::string::npos) << bad.err;
+    // And a job trains with the config's type: the trace says what the sums travelled in.
+    const fs::path out = scratch() / "config_bf16.h5";
+    const auto r = train("--batch 4 --nproc-per-node 2 --set data_parallel.grad_dtype=bf16 --out " + out.string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto inspect = fp8scope::testing::run_engine("inspect " + out.string(), scratch());
+    EXPECT_NE(inspect.out.find("written by rank 0 of 2, gradient sums in bf16"), std::string::npos) << inspect.out;
+}
+
 TEST(TrainDataParallelCli, AKilledRankEndsTheJobAndTheCheckpointResumes) {
     const fs::path ckpt = scratch() / "ckpt";
     fs::remove_all(ckpt);
     const auto t0 = std::chrono::steady_clock::now();
-    const auto crashed = train("--batch 2 --nproc-per-node 2 --rank-timeout 20 --checkpoint-dir " + ckpt.string() +
+    const auto crashed = train("--batch 2 --nproc-per-node 2 --rank-timeout-s 20 --checkpoint-dir " + ckpt.string() +
                                " --checkpoint-every 3 --inject-crash-rank 1 --inject-crash-step 5");
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_NE(crashed.status, 0);
@@ -107,11 +150,11 @@ TEST(TrainDataParallelCli, AKilledRankEndsTheJobAndTheCheckpointResumes) {
 
 TEST(TrainDataParallelCli, AHungRankEndsTheJobWithinTheRankTimeout) {
     const auto t0 = std::chrono::steady_clock::now();
-    const auto r = train("--batch 2 --nproc-per-node 2 --rank-timeout 3 --inject-hang-rank 1 --inject-hang-step 4");
+    const auto r = train("--batch 2 --nproc-per-node 2 --rank-timeout-s 3 --inject-hang-rank 1 --inject-hang-step 4");
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_EQ(r.status, 1);
     EXPECT_LT(seconds, 15.0);
-    // Rank 0 waited for rank 1 at the step's exchange, for --rank-timeout, and names it.
+    // Rank 0 waited for rank 1 at the step's exchange, for --rank-timeout-s, and names it.
     EXPECT_NE(r.err.find("rank 0: "), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("rank 1 sent nothing within the rendezvous timeout"), std::string::npos) << r.err;
 }

@@ -3,7 +3,7 @@
 // trainer reports becomes one trace RankStepRecord with the same figures.
 #include <gtest/gtest.h>
 
-#include "engine/launch_env.h"
+#include "comm/launch_env.h"
 #include "engine/train_config.h"
 #include "train_recorder.h"
 #include "vector_sink.h"

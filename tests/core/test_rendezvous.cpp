@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "engine/launch_env.h"
-#include "engine/rendezvous.h"
+#include "comm/launch_env.h"
+#include "comm/rendezvous.h"
 
 namespace fp8scope {
 namespace {

@@ -13,7 +13,8 @@
 
 #include "backends.h"
 #include "engine/data_parallel.h"
-#include "engine/rendezvous.h"
+#include "engine/data_parallel_step.h"
+#include "comm/rendezvous.h"
 #include "engine/trainer.h"
 
 namespace fp8scope::testing {
@@ -24,6 +25,7 @@ struct Rank {
     std::unique_ptr<Rendezvous> rendezvous;
     std::unique_ptr<Communicator> comm;
     std::unique_ptr<DataParallel> dp;
+    std::unique_ptr<DataParallelStep> step;
     std::unique_ptr<Trainer> trainer;
 };
 
@@ -59,14 +61,15 @@ inline std::vector<std::unique_ptr<Rank>> run_ranks(int world, const std::string
     return ranks;
 }
 
-// run_ranks with a DataParallel and a Trainer of `config` on every rank.
+// run_ranks with a DataParallel, its step and a Trainer of `config` on every rank.
 inline std::vector<std::unique_ptr<Rank>> run_job(int world, const std::string& device, const TrainConfig& config,
                                                   const std::function<void(Rank&)>& body,
                                                   DataParallelOptions options = {}) {
     return run_ranks(world, device, config.threads, [&](Rank& rank) {
         rank.dp = std::make_unique<DataParallel>(*rank.rendezvous, *rank.comm,
                                                  device + ":" + std::to_string(rank.env.local_rank), options);
-        rank.trainer = std::make_unique<Trainer>(config, *rank.backend, rank.dp.get());
+        rank.step = std::make_unique<DataParallelStep>(*rank.dp);
+        rank.trainer = std::make_unique<Trainer>(config, *rank.backend, rank.step.get());
         body(rank);
     });
 }

@@ -1,4 +1,4 @@
-#include "engine/tcp_communicator.h"
+#include "comm/tcp_communicator.h"
 
 #include <algorithm>
 #include <cmath>

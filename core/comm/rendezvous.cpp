@@ -1,4 +1,4 @@
-#include "engine/rendezvous.h"
+#include "comm/rendezvous.h"
 
 #include <netdb.h>
 #include <netinet/in.h>

@@ -1,4 +1,4 @@
-#include "engine/launch_env.h"
+#include "comm/launch_env.h"
 
 #include <cerrno>
 #include <cstdlib>

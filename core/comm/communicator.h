@@ -1,5 +1,5 @@
 // Collectives of a data-parallel job over the arrays of one backend: NCCL on GPUs, TCP
-// through the job's rendezvous on CPUs (engine/tcp_communicator.h). Every rank issues the
+// through the job's rendezvous on CPUs (comm/tcp_communicator.h). Every rank issues the
 // same collectives in the same order. A collective is ordered after the backend work issued
 // before it; a device runs it on a stream of its own, so backward goes on meanwhile, and
 // join() makes the backend's later work wait for it.

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/launch_env.h"
+#include "comm/launch_env.h"
 #include "util/fd.h"
 
 namespace fp8scope {

@@ -8,8 +8,8 @@
 
 #include <string>
 
-#include "communicator.h"
-#include "engine/rendezvous.h"
+#include "comm/communicator.h"
+#include "comm/rendezvous.h"
 
 namespace fp8scope {
 

@@ -1,0 +1,23 @@
+// A control request to a running trainer (pause, resume, stop, switch a run's recipe,
+// checkpoint now, a new capture interval), made from another thread and applied between
+// steps. Ranks of a data-parallel job send rank 0's to each other as text.
+#pragma once
+
+#include <deque>
+#include <string>
+
+namespace fp8scope {
+
+struct ControlRequest {
+    enum Kind { Pause, Resume, Stop, Switch, Checkpoint, CaptureEvery } kind;
+    int run = -1;
+    std::string text;  // recipe name, checkpoint path or why a resume came
+    int value = 0;     // capture interval
+};
+
+// One line per request, "kind run value text" (recipe names and paths hold no newline).
+std::string encode_requests(const std::deque<ControlRequest>& requests);
+// Throws std::runtime_error naming a line it cannot read.
+std::deque<ControlRequest> decode_requests(const std::string& text);
+
+}  // namespace fp8scope

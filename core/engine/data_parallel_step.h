@@ -1,0 +1,50 @@
+// A training step as one rank of a data-parallel job (engine/step_sync.h) over the job's
+// DataParallel: the losses averaged over ranks before any decision, so all ranks take the
+// same steps, rewinds and recipe switches; each run's gradients summed during its backward
+// and waited for after it, the time split into this rank's compute and its communication;
+// the step's records exchanged at its end with the in-flight health check; control
+// requests agreed there too: rank 0's apply on every rank from the next step, a stop asked
+// on any rank stops all, pause and resume are refused (a paused rank would stall the
+// others). Only rank 0 writes checkpoints.
+#pragma once
+
+#include <chrono>
+
+#include "engine/data_parallel.h"
+#include "engine/step_sync.h"
+
+namespace fp8scope {
+
+class DataParallelStep final : public StepSync {
+public:
+    explicit DataParallelStep(DataParallel& dp) : dp_(dp) {}
+
+    DataParallel& data_parallel() { return dp_; }
+    const DataParallel& data_parallel() const { return dp_; }
+
+    int rank() const override { return dp_.rank(); }
+    int world_size() const override { return dp_.world_size(); }
+    void attach(Model& model) override;
+    void grads_ready(Model& model, int stage) override { dp_.grads_ready(model, stage); }
+    bool reduces_amaxes() const override { return true; }
+    void begin_step(std::int64_t step) override;
+    void begin_run() override;
+    float loss(int run, float mine) override;
+    void finish_backward(Model& model) override;
+    std::vector<double> mean(const std::vector<double>& mine) override { return dp_.mean(mine); }
+    StepAgreement agree(std::int64_t step, double step_ms, std::deque<ControlRequest> local) override;
+    std::deque<ControlRequest> requests_due(std::deque<ControlRequest> local) override;
+    bool writes_checkpoints() const override { return dp_.rank() == 0; }
+
+private:
+    using clock = std::chrono::steady_clock;
+
+    DataParallel& dp_;
+    clock::time_point run_start_;
+    double compute_ms_ = 0, comm_ms_ = 0;  // this rank's share of the step
+    float rank_loss_ = 0;                  // this rank's own loss of run 0
+    std::deque<ControlRequest> held_;      // made here, for the step's agreement
+    std::deque<ControlRequest> agreed_;    // what every rank applies next
+};
+
+}  // namespace fp8scope

@@ -1,0 +1,21 @@
+#include "engine/step_sync.h"
+
+#include <utility>
+
+#include "engine/model.h"
+
+namespace fp8scope {
+
+void SingleProcess::attach(Model& model) { model.set_step_sync(this); }
+
+StepAgreement SingleProcess::agree(std::int64_t, double, std::deque<ControlRequest> local) {
+    for (ControlRequest& r : local) held_.push_back(std::move(r));
+    return {};
+}
+
+std::deque<ControlRequest> SingleProcess::requests_due(std::deque<ControlRequest> local) {
+    for (ControlRequest& r : local) held_.push_back(std::move(r));
+    return std::exchange(held_, {});
+}
+
+}  // namespace fp8scope
