@@ -5,7 +5,13 @@
 #                         except CUDA's own, into .gpu-run/gpu-run.tar.xz
 #   scripts/gpu.sh check  on the GPU machine: unpacks, lists the devices, runs the CUDA
 #                         tests and the benchmarks, and writes everything under $OUT
-# The device call: command "scripts/gpu.sh check", carry [".gpu-run"].
+#   scripts/gpu.sh pack-base REV
+#                         here: packs the same targets of commit REV (a worktree of it in
+#                         build-base/) into .gpu-run-base/gpu-run.tar.xz
+# The device call: command "scripts/gpu.sh check", carry [".gpu-run"] (and ".gpu-run-base"
+# when it exists: check then also compares the two builds, "same results, same speed":
+# the losses of a CUDA lock-step run of every recipe bit for bit, and bench_step (CUDA) and
+# bench_train_step (CPU) of each build, one after the other in the same call).
 # Environment for check: GTEST_FILTER (default: every test; "-" skips them), BENCHES
 # (default: the CUDA kernel benchmarks), EXTRA (shell commands run after them, with the
 # unpacked binaries on PATH; their output goes to $OUT/extra.txt), NCU_KERNEL (a regex
@@ -24,6 +30,47 @@ pack() {
     local bins=()
     for t in "${targets[@]}"; do bins+=("build-gpu/bin/$t"); done
     FP8SCOPE_BUNDLE_SKIP='/usr/local/cuda' scripts/gpu-bundle.sh "${bins[@]}"
+}
+
+pack_base() {
+    local rev=${1:?usage: $0 pack-base REV} wt=build-base/src
+    rm -rf build-base/src; git worktree prune
+    git worktree add --detach "$wt" "$rev" >/dev/null
+    (cd "$wt" && scripts/gpu.sh pack)
+    mkdir -p .gpu-run-base
+    mv "$wt/.gpu-run/gpu-run.tar.xz" .gpu-run-base/
+    git -C "$wt" rev-parse HEAD >.gpu-run-base/rev
+    git worktree remove --force "$wt"
+}
+
+# Base against this build: every recipe's CUDA losses, then each build's step benchmarks.
+compare_base() {
+    local out=$1 g=$2 b=/tmp/gb
+    mkdir -p "$b"
+    tar -C "$b" -xJf .gpu-run-base/gpu-run.tar.xz
+    local run="train --device cuda --compare baseline,delayed,current,blockwise,mxfp8 --steps 40 --json"
+    for v in base new; do
+        local d=$g; [ "$v" = base ] && d=$b
+        LD_LIBRARY_PATH="$d/lib:$LD_LIBRARY_PATH" "$d/bin/fp8scope-engine" $run >"$out/train_$v.json" 2>/dev/null || true
+    done
+    {
+        echo "base $(cat .gpu-run-base/rev 2>/dev/null)"
+        if cmp -s "$out/train_base.json" "$out/train_new.json"; then
+            echo "CUDA lock-step losses (5 recipes x 40 steps): bit-identical"
+        else
+            echo "CUDA lock-step losses DIFFER:"; diff "$out/train_base.json" "$out/train_new.json" | head -5
+        fi
+        for v in base new; do
+            local d=$g; [ "$v" = base ] && d=$b
+            echo "== bench_step ($v)"
+            LD_LIBRARY_PATH="$d/lib:$LD_LIBRARY_PATH" timeout 300 "$d/bin/bench_step" --device cuda 2>&1 | tail -12
+        done
+        for v in base new; do
+            local d=$g; [ "$v" = base ] && d=$b
+            echo "== bench_train_step ($v)"
+            LD_LIBRARY_PATH="$d/lib:$LD_LIBRARY_PATH" timeout 300 "$d/bin/bench_train_step" 2>&1 | tail -12
+        done
+    } >"$out/compare.txt" 2>&1
 }
 
 check() {
@@ -45,6 +92,7 @@ check() {
     if [ -n "${EXTRA:-}" ]; then
         PATH="$g/bin:$PATH" bash -c "$EXTRA" >"$out/extra.txt" 2>&1 || echo "exit $?" >>"$out/extra.txt"
     fi
+    [ -f .gpu-run-base/gpu-run.tar.xz ] && compare_base "$out" "$g"
     if [ -n "${NCU_KERNEL:-}" ]; then
         # ncu locks the clocks to base: compare its durations with each other, not with events.
         PATH="$g/bin:/usr/local/cuda/bin:$PATH" timeout 300 ncu --target-processes all --kernel-name-base demangled \
@@ -54,13 +102,14 @@ check() {
     {
         cat "$out/devices.txt"
         [ -f "$out/cuda_tests.txt" ] && { echo "== cuda tests"; grep -E "^\[  (PASSED|FAILED|SKIPPED) \]|tests? ran|FAILED TEST" "$out/cuda_tests.txt" | tail -40; }
-        for f in "$out"/bench_*.txt "$out"/extra.txt; do [ -f "$f" ] && { echo "== $(basename "$f")"; tail -60 "$f"; }; done
+        for f in "$out"/bench_*.txt "$out"/compare.txt "$out"/extra.txt; do [ -f "$f" ] && { echo "== $(basename "$f")"; tail -60 "$f"; }; done
     } >"$out/summary.txt"
     cat "$out/summary.txt"
 }
 
 case "${1:-}" in
     pack) pack ;;
+    pack-base) pack_base "${2:-}" ;;
     check) check ;;
-    *) echo "usage: $0 pack|check" >&2; exit 2 ;;
+    *) echo "usage: $0 pack|pack-base REV|check" >&2; exit 2 ;;
 esac
