@@ -1,0 +1,173 @@
+// Indexing a trace's rows (reader_index.h).
+#include "reader_index.h"
+
+#include <algorithm>
+#include <string>
+
+namespace fp8scope::trace {
+namespace s = schema;
+
+namespace {
+
+constexpr hsize_t kIndexChunk = 1u << 16;  // rows per read while indexing
+
+void check_run(const TraceFile& f, const TraceMeta& meta, std::int32_t run, const char* table, hsize_t row) {
+    if (run < 0 || run >= static_cast<int>(meta.runs.size()))
+        throw f.fail(std::string(table) + " row " + std::to_string(row) + ": run " + std::to_string(run) +
+                     " is not in /meta/runs");
+}
+
+int check_key(const TraceFile& f, const TraceMeta& meta, const OperandKey& k, const char* table, hsize_t row) {
+    check_run(f, meta, k.run, table, row);
+    // Stored as int8: a negative value reads back as a large one.
+    const int gemm = static_cast<std::int8_t>(k.gemm), operand = static_cast<std::int8_t>(k.operand);
+    if (k.linear < 0 || k.linear >= static_cast<int>(meta.linears.size()) || gemm < 0 || gemm > 2 ||
+        operand < 0 || operand > 2)
+        throw f.fail(std::string(table) + " row " + std::to_string(row) + ": linear/gemm/operand " +
+                     std::to_string(k.linear) + "/" + std::to_string(gemm) + "/" + std::to_string(operand) +
+                     " out of range");
+    int slot = operand_slot(k.linear, k.gemm, k.operand);
+    if (slot < 0)
+        throw f.fail(std::string(table) + " row " + std::to_string(row) + ": operand " +
+                     std::to_string(operand) + " does not belong to gemm " + std::to_string(gemm));
+    return slot;
+}
+
+// Puts (step, row) pairs appended from `tail` on into step order, once per update()
+// (a rewind makes steps go back): the stable sort and merge keep rows of one step in
+// file order, so the later row of a re-recorded step comes last. One O(n log n) pass
+// per batch of new rows, not one per row.
+std::int64_t step_of(const std::pair<std::int64_t, hsize_t>& e) { return e.first; }
+std::int64_t step_of(const TraceIndex::OpRows& e) { return e.step; }
+
+template <class Entry>
+void merge_tail(std::vector<Entry>& v, std::size_t tail) {
+    const auto by_step = [](const Entry& a, const Entry& b) { return step_of(a) < step_of(b); };
+    const auto mid = v.begin() + static_cast<std::ptrdiff_t>(tail);
+    if (!std::is_sorted(mid, v.end(), by_step)) std::stable_sort(mid, v.end(), by_step);
+    if (mid != v.begin() && mid != v.end() && by_step(*mid, *(mid - 1))) std::inplace_merge(v.begin(), mid, v.end(), by_step);
+}
+
+// Calls f(first row, count) over [from, to) in pieces, so that indexing a large table
+// holds one piece of it at a time, not all of it.
+template <class F>
+void in_chunks(hsize_t from, hsize_t to, F&& f) {
+    for (hsize_t at = from; at < to;) {
+        const hsize_t n = std::min<hsize_t>(to - at, kIndexChunk);
+        f(at, n);
+        at += n;
+    }
+}
+
+}  // namespace
+
+bool TraceIndex::update(const TraceFile& f, TraceMeta& meta) {
+    bool grew = false;
+    // Op names first: op rows refer to them.
+    if (f.op_names.rows > meta.ops.size()) {
+        for (auto& name : f.read_records<s::NamesTable>(f.op_names, meta.ops.size(), f.op_names.rows - meta.ops.size()))
+            meta.ops.push_back(std::move(name));
+        grew = true;
+    }
+    if (f.steps.rows > indexed_steps) {
+        auto rows = f.read_records<s::StepTable>(f.steps, indexed_steps, f.steps.rows - indexed_steps);
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            const StepRecord& r = rows[i];
+            check_run(f, meta, r.run, s::kSteps, indexed_steps + i);
+            if (r.recipe < -1 || r.recipe >= static_cast<int>(meta.training_recipes.size()))
+                throw f.fail(std::string(s::kSteps) + " row " + std::to_string(indexed_steps + i) + ": recipe " +
+                             std::to_string(r.recipe) + " is not in /meta/training_recipes");
+            step_records.push_back(r);
+        }
+        indexed_steps = f.steps.rows;
+        grew = true;
+    }
+    if (f.events.rows > indexed_events) {
+        auto rows = f.read_records<s::EventTable>(f.events, indexed_events, f.events.rows - indexed_events);
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            EventRecord& r = rows[i];
+            if (r.run != -1) check_run(f, meta, r.run, s::kEvents, indexed_events + i);
+            const int kind = static_cast<int>(r.kind);
+            if (kind < 0 || kind > static_cast<int>(kLastEventKind))
+                throw f.fail(std::string(s::kEvents) + " row " + std::to_string(indexed_events + i) +
+                             ": unknown event kind " + std::to_string(kind));
+            event_records.push_back(std::move(r));
+        }
+        indexed_events = f.events.rows;
+        grew = true;
+    }
+    if (f.ranks.rows > indexed_ranks) {
+        auto rows = f.read_records<s::RankTable>(f.ranks, indexed_ranks, f.ranks.rows - indexed_ranks);
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            if (rows[i].rank < 0 || rows[i].rank >= meta.world_size)
+                throw f.fail(std::string(s::kRanks) + " row " + std::to_string(indexed_ranks + i) + ": rank " +
+                             std::to_string(rows[i].rank) + " is outside world_size " +
+                             std::to_string(meta.world_size));
+            rank_records.push_back(rows[i]);
+        }
+        indexed_ranks = f.ranks.rows;
+        grew = true;
+    }
+    if (f.scaling_index.rows > indexed_scaling) {
+        if (f.scaling_amax.rows < f.scaling_index.rows || f.scaling_scale.rows < f.scaling_index.rows)
+            throw f.fail("/scaling/amax or /scaling/scale has fewer rows than /scaling/index");
+        in_chunks(indexed_scaling, f.scaling_index.rows, [&](hsize_t at, hsize_t n) {
+            auto rows = f.read_records<s::ScalingIndexTable>(f.scaling_index, at, n);
+            for (std::size_t i = 0; i < rows.size(); ++i) {
+                check_run(f, meta, rows[i].run, s::kScalingIndex, at + i);
+                scaling_rows[{rows[i].run, rows[i].step}] = at + i;
+            }
+        });
+        indexed_scaling = f.scaling_index.rows;
+        grew = true;
+    }
+    if (f.operands.rows > indexed_operands) {
+        std::map<std::pair<std::int32_t, int>, std::size_t> tails;  // (run, slot) -> its first new entry
+        in_chunks(indexed_operands, f.operands.rows, [&](hsize_t at, hsize_t n) {
+            auto rows = f.read_keys(f.operands, at, n);
+            for (std::size_t i = 0; i < rows.size(); ++i) {
+                const hsize_t row = at + i;
+                const int slot = check_key(f, meta, rows[i], s::kOperands, row);
+                operand_rows[{rows[i].run, rows[i].step}].push_back(row);
+                auto& series = series_rows[{rows[i].run, slot}];
+                tails.try_emplace({rows[i].run, slot}, series.size());
+                series.push_back({rows[i].step, row});
+            }
+        });
+        for (const auto& [key, tail] : tails) merge_tail(series_rows[key], tail);
+        indexed_operands = f.operands.rows;
+        grew = true;
+    }
+    if (f.blockmaps.rows > indexed_blockmaps) {
+        auto rows = f.read_keys(f.blockmaps, indexed_blockmaps, f.blockmaps.rows - indexed_blockmaps);
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            check_key(f, meta, rows[i], s::kBlockMaps, indexed_blockmaps + i);
+            blockmap_rows[{rows[i].run, rows[i].step}].push_back(indexed_blockmaps + i);
+        }
+        indexed_blockmaps = f.blockmaps.rows;
+        grew = true;
+    }
+    if (f.ops.rows > indexed_ops) {
+        std::vector<std::size_t> tails(op_rows.size());
+        for (std::size_t r = 0; r < op_rows.size(); ++r) tails[r] = op_rows[r].size();
+        in_chunks(indexed_ops, f.ops.rows, [&](hsize_t at, hsize_t n) {
+            auto rows = f.read_records<s::OpTable>(f.ops, at, n);
+            for (std::size_t i = 0; i < rows.size(); ++i) {
+                check_run(f, meta, rows[i].run, s::kOpTimes, at + i);
+                auto& v = op_rows[rows[i].run];
+                const hsize_t row = at + i;
+                if (v.size() > tails[rows[i].run] && v.back().step == rows[i].step &&
+                    v.back().first + v.back().count == row)
+                    ++v.back().count;
+                else
+                    v.push_back({rows[i].step, row, 1});
+            }
+        });
+        for (std::size_t r = 0; r < op_rows.size(); ++r) merge_tail(op_rows[r], tails[r]);
+        indexed_ops = f.ops.rows;
+        grew = true;
+    }
+    return grew;
+}
+
+}  // namespace fp8scope::trace
