@@ -1,7 +1,17 @@
 // Every recorded quantity goes through the writer and comes back unchanged from the
 // reader: metadata, steps, events, scaling, operand statistics with all error figures,
-// histograms and vectors, block maps, op timings and op names added late.
+// histograms and vectors, block maps, op timings and op names added late. The comparisons
+// go through the field lists the codec uses too, so the file's datasets and columns are
+// also checked against the format as docs/trace-format.md gives it, written out here:
+// a field dropped from a list cannot vanish from both sides unseen. (A file an older
+// version wrote is read in test_trace_v1_file.cpp, against values read with h5dump.)
 #include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "trace_fixture.h"
 #include "trace_reader.h"
@@ -127,6 +137,135 @@ TEST(TraceRoundTrip, EveryQuantityComesBack) {
     EXPECT_EQ(events[1].kind, EventKind::Rewind);
     EXPECT_EQ(events[2].detail, std::string(kEventDetailChars, 'x'));  // long details are cut
     EXPECT_FALSE(r.refresh());  // a finished file does not grow
+}
+
+// Every dataset of a format 3 file, each compound table's columns in order (an empty
+// list: a dataset of plain numbers), as docs/trace-format.md lists them.
+using Columns = std::vector<std::string>;
+const std::map<std::string, Columns>& format3_datasets() {
+    static const std::map<std::string, Columns> d = {
+        {"/meta/runs", {"name", "recipe"}},
+        {"/meta/linears", {"name", "layer", "in_features", "out_features"}},
+        {"/meta/recipes", {"name"}},
+        {"/meta/training_recipes", {"name"}},
+        {"/meta/ops", {"name"}},
+        {"/meta/gemms", {"name"}},
+        {"/meta/operands", {"name"}},
+        {"/meta/event_kinds", {"name"}},
+        {"/steps", {"run", "step", "loss", "eval_loss", "lr", "grad_norm", "step_time_s", "tokens_per_s", "recipe"}},
+        {"/events", {"run", "step", "kind", "detail"}},
+        {"/scaling/index", {"run", "step"}},
+        {"/scaling/amax", {}},
+        {"/scaling/scale", {}},
+        {"/operands/table",
+         {"run", "step", "linear", "gemm", "operand", "recipe_in_use", "scale", "numel", "finite", "nan", "inf",
+          "zero", "amax", "min_nonzero_abs", "mean", "rms", "stddev", "dynamic_range", "kurtosis", "outlier_k",
+          "frac_beyond_k_rms", "hist_zero", "hist_nan", "hist_inf", "hist_min_exp", "hist_offset", "hist_count",
+          "errors_offset", "errors_count", "channel_offset", "channel_count", "top_offset", "top_count",
+          "history_offset", "history_count"}},
+        {"/operands/errors",
+         {"recipe", "amax", "mse", "sqnr_db", "rel_l2", "max_abs_err", "cosine", "underflow_pct", "overflow_pct",
+          "scale_inv_min", "scale_inv_max", "nonfinite_out"}},
+        {"/operands/histogram", {}},
+        {"/operands/channel_absmax", {}},
+        {"/operands/top", {"value", "row", "col"}},
+        {"/operands/amax_history", {}},
+        {"/blockmaps/table",
+         {"run", "step", "linear", "gemm", "operand", "recipe", "rows", "cols", "tile_rows", "tile_cols", "grid_rows",
+          "grid_cols", "offset", "count"}},
+        {"/blockmaps/absmax", {}},
+        {"/blockmaps/scale_inv", {}},
+        {"/blockmaps/sqnr_db", {}},
+        {"/ops",
+         {"run", "step", "op", "linear", "layer", "device", "stream", "start_ns", "end_ns", "kind", "parent", "operand",
+          "bytes"}},
+        // Written by every writer of format 3; empty for a single process.
+        {"/ranks", {"step", "rank", "compute_ms", "comm_ms", "step_ms", "loss", "grad_bytes", "grad_error"}},
+    };
+    return d;
+}
+const std::vector<std::string> kRootAttributes = {"format", "format_version", "tool_version", "created", "machine",
+                                                  "config", "capture_every", "blockmap_every", "rank", "world_size",
+                                                  "grad_dtype"};
+
+// The datasets under group `g` (path `at`), with their compound members in order.
+void collect(hid_t g, const std::string& at, std::map<std::string, Columns>& out) {
+    H5G_info_t info;
+    if (H5Gget_info(g, &info) < 0) return;
+    for (hsize_t i = 0; i < info.nlinks; ++i) {
+        char name[256] = {};
+        H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof(name), H5P_DEFAULT);
+        const std::string path = at + "/" + name;
+        hid_t o = H5Oopen(g, name, H5P_DEFAULT);
+        if (H5Iget_type(o) == H5I_GROUP) {
+            collect(o, path, out);
+        } else if (H5Iget_type(o) == H5I_DATASET) {
+            Columns& cols = out[path];
+            hid_t type = H5Dget_type(o);
+            if (H5Tget_class(type) == H5T_COMPOUND)
+                for (int m = 0; m < H5Tget_nmembers(type); ++m) {
+                    char* member = H5Tget_member_name(type, unsigned(m));
+                    cols.push_back(member);
+                    H5free_memory(member);
+                }
+            else if (H5Tget_class(type) == H5T_STRING)
+                cols.push_back("name");  // the /meta name lists of fixed-length strings
+            H5Tclose(type);
+        }
+        H5Oclose(o);
+    }
+}
+
+std::map<std::string, Columns> datasets_of(const std::string& path) {
+    std::map<std::string, Columns> out;
+    hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    EXPECT_GE(f, 0) << path;
+    if (f < 0) return out;
+    collect(f, "", out);
+    H5Fclose(f);
+    return out;
+}
+
+TEST(TraceRoundTrip, FileHoldsTheDatasetsAndColumnsOfItsFormat) {
+    EXPECT_EQ(kFormatVersion, 3) << "a new format version: add its datasets and columns here";
+    TempDir dir;
+    const std::string path = dir.file("run.h5");
+    write_sample(path);
+    const auto got = datasets_of(path);
+    const auto& want = format3_datasets();
+    for (const auto& [ds, cols] : want) {
+        auto it = got.find(ds);
+        ASSERT_NE(it, got.end()) << "missing dataset " << ds;
+        EXPECT_EQ(it->second, cols) << ds;
+    }
+    for (const auto& [ds, cols] : got) EXPECT_TRUE(want.count(ds)) << "unexpected dataset " << ds;
+
+    // A data-parallel job's trace has the same, with rows in /ranks.
+    TraceMeta m = sample_meta();
+    m.world_size = 2;
+    m.grad_dtype = "bf16";
+    const std::string ranks = dir.file("ranks.h5");
+    {
+        TraceWriter w(ranks, m);
+        w.write(RankStepRecord{.step = 1, .rank = 1});
+        w.close();
+    }
+    EXPECT_EQ(datasets_of(ranks), want);
+
+    hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    std::vector<std::string> attrs;
+    H5Aiterate2(f, H5_INDEX_CRT_ORDER, H5_ITER_NATIVE, nullptr,
+                [](hid_t, const char* name, const H5A_info_t*, void* data) -> herr_t {
+                    static_cast<std::vector<std::string>*>(data)->push_back(name);
+                    return 0;
+                },
+                &attrs);
+    H5Fclose(f);
+    std::sort(attrs.begin(), attrs.end());
+    std::vector<std::string> want_attrs = kRootAttributes;
+    std::sort(want_attrs.begin(), want_attrs.end());
+    EXPECT_EQ(attrs, want_attrs);
 }
 
 TEST(TraceWriter, RejectsRecordsThatDoNotFitTheMeta) {
