@@ -7,13 +7,19 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include "cpu/cast.h"
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu_info.h"
 #include "cpu/quantize.h"
 #include "cpu/simd.h"
 #include "reference/reference.h"
@@ -45,9 +51,50 @@ std::vector<const simd::Kernels*> wider_paths() {
 
 const simd::Kernels& portable() { return *simd::kernels_for(Isa::Generic); }
 
-TEST(SimdKernels, ChosenPathIsOneThisMachineRuns) {
-    EXPECT_STREQ(simd::kernels().isa, isa_name(cpu_isa()));
-    if (wider_paths().empty()) GTEST_SKIP() << "this CPU runs the portable path only";
+#if defined(__x86_64__)
+// The widest path this CPU runs, from CPUID and XGETBV read here, apart from cpu_info.cpp's
+// __builtin_cpu_supports: AVX2 wants AVX2 FMA BMI2 and the OS saving the YMM registers;
+// AVX-512 wants F BW CD DQ VL besides, and the OS saving the ZMM and mask registers.
+Isa isa_from_cpuid() {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return Isa::Generic;
+    const bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28);
+    if (!osxsave || !avx) return Isa::Generic;
+    unsigned lo = 0, hi = 0;
+    asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    const bool ymm_saved = (lo & 0x6u) == 0x6u, zmm_saved = (lo & 0xe6u) == 0xe6u;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return Isa::Generic;
+    const auto has = [&](int bit) { return (b >> bit) & 1u; };
+    if (!(ymm_saved && fma && has(5) && has(8))) return Isa::Generic;  // avx2, bmi2
+    if (zmm_saved && has(16) && has(17) && has(28) && has(30) && has(31)) return Isa::Avx512;  // f dq cd bw vl
+    return Isa::Avx2;
+}
+#else
+Isa isa_from_cpuid() { return Isa::Generic; }  // arm64 builds have the portable path only
+#endif
+
+// FP8SCOPE_CPU_ISA lowers the choice (cpu_info.h); the runs of this test may set it.
+Isa expected_isa() {
+    Isa isa = isa_from_cpuid();
+    const char* want = std::getenv("FP8SCOPE_CPU_ISA");
+    const std::string w = want ? want : "";
+    if (w == "generic") isa = Isa::Generic;
+    if (w == "avx2" && isa == Isa::Avx512) isa = Isa::Avx2;
+    return isa;
+}
+
+// The dispatcher takes the widest path the CPU runs: not one it cannot (a crash on an
+// older CPU), not a narrower one (half the speed for nothing). An x86-64 build compiles
+// every path, so the choice is the CPU's alone.
+TEST(SimdKernels, ChosenPathIsTheWidestThisMachineRuns) {
+    const Isa want = expected_isa();
+    EXPECT_STREQ(simd::kernels().isa, isa_name(want)) << "cpu features: " << cpu_features();
+    EXPECT_EQ(cpu_isa(), want);
+    // Paths past the CPU's are refused; the ones up to it are offered.
+    EXPECT_EQ(simd::kernels_for(Isa::Avx512) != nullptr, want == Isa::Avx512);
+    EXPECT_EQ(simd::kernels_for(Isa::Avx2) != nullptr, want != Isa::Generic);
+    ASSERT_NE(simd::kernels_for(Isa::Generic), nullptr);
+    EXPECT_STREQ(simd::kernels_for(Isa::Generic)->isa, "generic");
 }
 
 TEST(SimdKernels, CastAndAmaxMatchThePortablePath) {
