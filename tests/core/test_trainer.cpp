@@ -8,8 +8,12 @@
 
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -261,7 +265,13 @@ TEST(Trainer, NanWithoutRewindStopsWithAnError) {
     EXPECT_NE(s.error.find("rewind disabled"), std::string::npos) << s.error;
 }
 
+// The requests come from the trainer's own callbacks at fixed steps (pause after step 3,
+// stop after step 6), so where each lands does not depend on timing; the test thread
+// waits for the Pause event and for run() to return, each with a deadline that fails the
+// test saying what did not come.
 TEST(Trainer, ControlRequestsFromAnotherThreadApplyBetweenSteps) {
+    constexpr std::int64_t kPauseAfter = 3, kStopAfter = 6;
+    constexpr auto kDeadline = std::chrono::seconds(60);
     fs::path dir = temp_dir("control");
     TrainConfig c = tiny(100000);
     c.compare = {"baseline", "baseline"};
@@ -269,44 +279,71 @@ TEST(Trainer, ControlRequestsFromAnotherThreadApplyBetweenSteps) {
 
     struct Driver : Recorder {
         Trainer* trainer = nullptr;
+        std::mutex m;
+        std::condition_variable cv;
         std::atomic<std::int64_t> last_step{0};
+        bool paused = false, asked_pause = false, asked_stop = false;
         void on_step(const StepRecord& r) override {
             Recorder::on_step(r);
             last_step = r.step;
+            std::lock_guard lock(m);
+            if (r.step == kPauseAfter && !asked_pause) asked_pause = true, trainer->pause();
+            if (r.step == kStopAfter && !asked_stop) asked_stop = true, trainer->stop();
+        }
+        void on_event(const TrainEvent& e) override {
+            Recorder::on_event(e);
+            std::lock_guard lock(m);
+            if (e.kind == EventKind::Pause) paused = true;
+            cv.notify_all();
         }
     } rec;
     rec.trainer = &t;
     t.add_observer(&rec);
-    TrainSummary summary;
-    std::thread runner([&] { summary = t.run(); });
-    auto wait_for = [&](auto pred) {
-        for (int i = 0; i < 20000 && !pred(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    auto run = std::async(std::launch::async, [&] { return t.run(); });
+    // On a deadline: stop the trainer so that the test ends, and say what never came.
+    const auto give_up = [&](const std::string& what) {
+        t.resume();
+        t.stop();
+        run.wait();
+        fs::remove_all(dir);
+        return what + " within " + std::to_string(kDeadline.count()) + " s; last step " +
+               std::to_string(rec.last_step.load());
     };
-    wait_for([&] { return rec.last_step >= 3; });
-    t.pause();
-    wait_for([&] { return rec.count(EventKind::Pause) == 1; });
-    std::int64_t paused_at = rec.last_step;
+    {
+        std::unique_lock lock(rec.m);
+        if (!rec.cv.wait_for(lock, kDeadline, [&] { return rec.paused; })) {
+            lock.unlock();
+            FAIL() << give_up("no Pause event after pause() at step " + std::to_string(kPauseAfter));
+        }
+    }
+    const std::int64_t paused_at = rec.last_step;
+    EXPECT_EQ(paused_at, kPauseAfter);  // the step the request came in finished; none after
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     EXPECT_EQ(rec.last_step, paused_at);  // no step while paused
     t.switch_recipe(1, "delayed");
     t.checkpoint_now((dir / "now.ckpt").string());
     t.resume();
-    wait_for([&] { return rec.last_step >= paused_at + 3; });
-    t.stop();
-    runner.join();
+    if (run.wait_for(kDeadline) != std::future_status::ready)
+        FAIL() << give_up("run() did not return after stop() at step " + std::to_string(kStopAfter));
+    const TrainSummary summary = run.get();
 
     EXPECT_TRUE(summary.stopped);
+    EXPECT_EQ(rec.last_step, kStopAfter);
     EXPECT_EQ(summary.runs[1].recipe, "delayed");
+    EXPECT_EQ(rec.count(EventKind::Pause), 1);
     EXPECT_EQ(rec.count(EventKind::Resume), 1);
     EXPECT_EQ(rec.count(EventKind::RecipeSwitch), 1);
     EXPECT_EQ(rec.count(EventKind::Checkpoint), 1);
     EXPECT_EQ(rec.count(EventKind::Stop), 1);
     EXPECT_TRUE(fs::exists(dir / "now.ckpt"));
     EXPECT_EQ(load_checkpoint((dir / "now.ckpt").string()).step, paused_at);
+    int run1_steps = 0;
     for (auto& r : rec.steps)
         if (r.run == 1) {
+            ++run1_steps;
             EXPECT_EQ(r.recipe, r.step <= paused_at ? "baseline" : "delayed");
         }
+    EXPECT_EQ(run1_steps, kStopAfter);
     EXPECT_THROW(t.switch_recipe(5, "delayed"), std::invalid_argument);
     EXPECT_THROW(t.switch_recipe(0, "nonsense"), std::invalid_argument);
     fs::remove_all(dir);
