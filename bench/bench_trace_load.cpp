@@ -30,7 +30,8 @@ void print_store(const TraceData& d) {
     std::size_t captures = 0, present = 0;
     for (const RunData& r : d.runs) {
         const StepColumns& c = r.steps;
-        steps += mb(c.step) + mb(c.loss) + mb(c.eval_loss) + mb(c.lr) + mb(c.step_time_s) + mb(c.tokens_per_s) + mb(c.recipe);
+        steps += mb(c.step);
+        for (const auto& column : c.columns()) steps += mb(column);
         scaling += mb(r.scaling.step) + mb(r.scaling.amax) + mb(r.scaling.scale);
         operands += mb(r.capture_steps) + mb(r.operands);
         for (const auto& at : r.operands) {

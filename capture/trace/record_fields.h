@@ -20,7 +20,7 @@ static_assert(OpNameRecord::kMaxLength == kNameChars);
 namespace fp8scope {
 
 template <fields::Of<LinearInfo> S, class V>
-void visit_fields(S& l, V&& v) {
+constexpr void visit_fields(S& l, V&& v) {
     v("name", l.name, fields::MaxChars<trace::kNameChars>{});
     v("layer", l.layer);
     v("in_features", l.in_features);
@@ -43,13 +43,13 @@ struct WireSince {
 };
 
 template <fields::Of<RunInfo> S, class V>
-void visit_fields(S& r, V&& v) {
+constexpr void visit_fields(S& r, V&& v) {
     v("name", r.name, fields::MaxChars<kRunNameChars>{});
     v("recipe", r.recipe, fields::MaxChars<kNameChars>{});
 }
 
 template <fields::Of<TraceMeta> S, class V>
-void visit_fields(S& m, V&& v) {
+constexpr void visit_fields(S& m, V&& v) {
     v("format_version", m.format_version);
     v("tool_version", m.tool_version);
     v("created", m.created);
@@ -70,7 +70,7 @@ void visit_fields(S& m, V&& v) {
 }
 
 template <fields::Of<StepRecord> S, class V>
-void visit_fields(S& s, V&& v) {
+constexpr void visit_fields(S& s, V&& v) {
     v("run", s.run, IdIn{NameTable::Runs});
     v("step", s.step);
     v("loss", s.loss);
@@ -83,7 +83,7 @@ void visit_fields(S& s, V&& v) {
 }
 
 template <fields::Of<RankStepRecord> S, class V>
-void visit_fields(S& r, V&& v) {
+constexpr void visit_fields(S& r, V&& v) {
     v("step", r.step);
     v("rank", r.rank);
     v("compute_ms", r.compute_ms);
@@ -95,7 +95,7 @@ void visit_fields(S& r, V&& v) {
 }
 
 template <fields::Of<EventRecord> S, class V>
-void visit_fields(S& e, V&& v) {
+constexpr void visit_fields(S& e, V&& v) {
     v("run", e.run, IdIn{NameTable::Runs});
     v("step", e.step);
     v("kind", e.kind, fields::Last<EventKind>{kLastEventKind});
@@ -103,7 +103,7 @@ void visit_fields(S& e, V&& v) {
 }
 
 template <fields::Of<OperandKey> S, class V>
-void visit_fields(S& k, V&& v) {
+constexpr void visit_fields(S& k, V&& v) {
     v("run", k.run, IdIn{NameTable::Runs});
     v("step", k.step);
     v("linear", k.linear, IdIn{NameTable::Linears});
@@ -112,7 +112,7 @@ void visit_fields(S& k, V&& v) {
 }
 
 template <fields::Of<OperandRecord> S, class V>
-void visit_fields(S& o, V&& v) {
+constexpr void visit_fields(S& o, V&& v) {
     v("key", o.key);
     v("recipe_in_use", o.recipe_in_use, IdIn{NameTable::Recipes});
     v("scale", o.scale);
@@ -122,7 +122,7 @@ void visit_fields(S& o, V&& v) {
 }
 
 template <fields::Of<ScalingRecord> S, class V>
-void visit_fields(S& s, V&& v) {
+constexpr void visit_fields(S& s, V&& v) {
     v("run", s.run, IdIn{NameTable::Runs});
     v("step", s.step);
     v("amax", s.amax);
@@ -130,7 +130,7 @@ void visit_fields(S& s, V&& v) {
 }
 
 template <fields::Of<BlockMapRecord> S, class V>
-void visit_fields(S& b, V&& v) {
+constexpr void visit_fields(S& b, V&& v) {
     v("key", b.key);
     v("recipe", b.recipe, IdIn{NameTable::Recipes});
     v("rows", b.rows);
@@ -145,7 +145,7 @@ void visit_fields(S& b, V&& v) {
 }
 
 template <fields::Of<OpRecord> S, class V>
-void visit_fields(S& o, V&& v) {
+constexpr void visit_fields(S& o, V&& v) {
     v("run", o.run, IdIn{NameTable::Runs});
     v("step", o.step);
     v("op", o.op, IdIn{NameTable::Ops});
@@ -162,7 +162,7 @@ void visit_fields(S& o, V&& v) {
 }
 
 template <fields::Of<OpNameRecord> S, class V>
-void visit_fields(S& n, V&& v) {
+constexpr void visit_fields(S& n, V&& v) {
     v("id", n.id);
     v("name", n.name, fields::MaxChars<OpNameRecord::kMaxLength>{});
 }

@@ -9,7 +9,7 @@
 namespace fp8scope {
 
 template <fields::Of<Log2Histogram> S, class V>
-void visit_fields(S& h, V&& v) {
+constexpr void visit_fields(S& h, V&& v) {
     v("bins", h.bins);
     v("zero", h.zero);
     v("nan", h.nan);
@@ -17,14 +17,14 @@ void visit_fields(S& h, V&& v) {
 }
 
 template <fields::Of<TopValue> S, class V>
-void visit_fields(S& t, V&& v) {
+constexpr void visit_fields(S& t, V&& v) {
     v("value", t.value);
     v("row", t.row);
     v("col", t.col);
 }
 
 template <fields::Of<OutlierSummary> S, class V>
-void visit_fields(S& o, V&& v) {
+constexpr void visit_fields(S& o, V&& v) {
     v("kurtosis", o.kurtosis);
     // A bare "k" would be unclear beside the tensor's other figures.
     v("k", o.k, fields::Setting{}, fields::FlatName{"outlier_k"});
@@ -34,7 +34,7 @@ void visit_fields(S& o, V&& v) {
 }
 
 template <fields::Of<TensorStats> S, class V>
-void visit_fields(S& s, V&& v) {
+constexpr void visit_fields(S& s, V&& v) {
     v("numel", s.numel);
     v("finite", s.finite);
     v("nan", s.nan);
@@ -51,7 +51,7 @@ void visit_fields(S& s, V&& v) {
 }
 
 template <fields::Of<ErrorStats> S, class V>
-void visit_fields(S& e, V&& v) {
+constexpr void visit_fields(S& e, V&& v) {
     v("recipe", e.recipe);
     v("amax", e.amax);
     v("mse", e.mse);

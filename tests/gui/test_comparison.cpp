@@ -128,11 +128,11 @@ private slots:
             QCOMPARE(d.runs[4].info.name, std::string("b.h5: delayed"));
             QCOMPARE(d.runs[0].steps.size(), std::size_t(a_.steps));
             QCOMPARE(d.runs[3].steps.size(), std::size_t(b_.steps));
-            QCOMPARE(d.runs[4].steps.loss[17], t::loss_of(1, 17));  // b's run 1
+            QCOMPARE(d.runs[4].steps[&trace::StepRecord::loss][17], t::loss_of(1, 17));  // b's run 1
             QCOMPARE(d.runs[4].capture_steps.size(), std::size_t(3));
             const auto* o = d.runs[4].operand_at(20, {1, Gemm::Fprop, Operand::X});
             QVERIFY(o);
-            QCOMPARE(o->errors()[2].sqnr_db, t::sqnr_of(1, 20, trace::operand_slot(1, Gemm::Fprop, Operand::X), 2));
+            QCOMPARE(o->errors()[2][&ErrorStats::sqnr_db], t::sqnr_of(1, 20, trace::operand_slot(1, Gemm::Fprop, Operand::X), 2));
             QCOMPARE(d.last_step, a_.steps - 1);
         });
     }
@@ -210,7 +210,7 @@ private slots:
             std::size_t i = 0;
             for (const auto& [step, loss] : last_loss) {
                 QCOMPARE(r.steps.step[i], double(step));
-                QCOMPARE(r.steps.loss[i], loss);
+                QCOMPARE(r.steps[&trace::StepRecord::loss][i], loss);
                 QCOMPARE(r.scaling.amax_at(i, 0), float(loss));
                 ++i;
             }

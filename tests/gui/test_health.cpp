@@ -197,7 +197,7 @@ private slots:
         again.ranks.push_back({3, 0, 100.0, 10.0, 111.0, 3.0, 2e6, trace::kNone});
         QVERIFY(store.append(gen, std::move(again)));
         store.read([](const TraceData& d) {
-            QCOMPARE(d.ranks[0].grad_bytes, (std::vector<float>{2e6f, 2e6f, 2e6f}));
+            QCOMPARE(d.ranks[0][&trace::RankStepRecord::grad_bytes], (std::vector<float>{2e6f, 2e6f, 2e6f}));
             QCOMPARE(d.ranks[0].error_step, std::vector<double>{1});
             QCOMPARE(d.ranks[1].error_step, (std::vector<double>{1, 3}));
         });
@@ -388,8 +388,8 @@ private slots:
         QVERIFY(store.append(gen, std::move(again)));
         store.read([](const TraceData& d) {
             QCOMPARE(d.ranks[2].step, (std::vector<double>{1, 2, 3}));
-            QCOMPARE(d.ranks[2].compute_ms, (std::vector<float>{99, 100, 111}));
-            QCOMPARE(d.ranks[2].comm_ms.back(), 22.0f);
+            QCOMPARE(d.ranks[2][&trace::RankStepRecord::compute_ms], (std::vector<float>{99, 100, 111}));
+            QCOMPARE(d.ranks[2][&trace::RankStepRecord::comm_ms].back(), 22.0f);
             QCOMPARE(d.ranks[1].size(), std::size_t(5));
         });
     }
@@ -414,8 +414,8 @@ private slots:
             for (int k = 0; k < 2; ++k) {
                 QCOMPARE(d.ranks[k].size(), std::size_t(12));
                 for (std::int64_t step = 0; step < 12; ++step) {
-                    QCOMPARE(d.ranks[k].compute_ms[step], float(t::compute_ms_of(k, step)));
-                    QCOMPARE(d.ranks[k].comm_ms[step], float(t::comm_ms_of(k, step)));
+                    QCOMPARE(d.ranks[k][&trace::RankStepRecord::compute_ms][step], float(t::compute_ms_of(k, step)));
+                    QCOMPARE(d.ranks[k][&trace::RankStepRecord::comm_ms][step], float(t::comm_ms_of(k, step)));
                 }
             }
             int health = 0;
@@ -439,7 +439,7 @@ private slots:
         store.read([](const TraceData& d) {
             QCOMPARE(d.meta.world_size, 2);
             QCOMPARE(d.meta.grad_dtype, std::string("bf16"));
-            QCOMPARE(d.ranks[1].compute_ms, (std::vector<float>{130, 130, 130}));
+            QCOMPARE(d.ranks[1][&trace::RankStepRecord::compute_ms], (std::vector<float>{130, 130, 130}));
             QCOMPARE(d.ranks[0].step, (std::vector<double>{1, 2, 3}));
         });
         source.close();

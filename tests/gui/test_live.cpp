@@ -46,7 +46,8 @@ void expectSynthetic(DataSource& source, const std::function<void()>& start, con
     QTRY_COMPARE_WITH_TIMEOUT(opened.count(), 1, 10000);
     QCOMPARE(opened.at(0).at(0).toString(), name);
     QTRY_COMPARE_WITH_TIMEOUT(steps_of(store, 2), steps, 10000);
-    QCOMPARE(store.read([](const TraceData& d) { return d.runs[1].steps.loss[7]; }), testing::loss_of(1, 7));
+    QCOMPARE(store.read([](const TraceData& d) { return d.runs[1].steps[&trace::StepRecord::loss][7]; }),
+             testing::loss_of(1, 7));
     QVERIFY(source.wait(10000));
     QCOMPARE(failed.count(), 0);
 }
@@ -144,7 +145,8 @@ private slots:
             QVERIFY(d.runs[1].capture_steps.size() >= 2);
             QCOMPARE(d.runs[1].capture_steps[0], 1);
             QCOMPARE(d.runs[1].capture_steps[1] - d.runs[1].capture_steps[0], 5);
-            QVERIFY(std::isfinite(d.runs[0].steps.loss.back()) && d.runs[0].steps.loss.back() > 0);
+            const double loss = d.runs[0].steps[&trace::StepRecord::loss].back();
+            QVERIFY(std::isfinite(loss) && loss > 0);
         });
     }
 
@@ -189,7 +191,8 @@ private slots:
         live.attach(QString::fromStdString("unix:" + sock), "secret");
         QTRY_COMPARE_WITH_TIMEOUT(attached.count(), 1, 10000);
         QTRY_COMPARE_WITH_TIMEOUT(steps_of(store, 2), std::size_t(20), 10000);
-        QCOMPARE(store.read([](const TraceData& d) { return d.runs[1].steps.loss[7]; }), testing::loss_of(1, 7));
+        QCOMPARE(store.read([](const TraceData& d) { return d.runs[1].steps[&trace::StepRecord::loss][7]; }),
+                 testing::loss_of(1, 7));
 
         live::Command c;
         c.kind = live::CommandKind::SwitchRecipe;

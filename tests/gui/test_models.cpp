@@ -49,13 +49,14 @@ private slots:
             QCOMPARE(static_cast<int>(d.runs.size()), spec_.runs);
             const RunData& r1 = d.runs[1];
             QCOMPARE(static_cast<std::int64_t>(r1.steps.size()), spec_.steps);
-            QCOMPARE(r1.steps.loss[17], testing::loss_of(1, 17));
+            QCOMPARE(r1.steps[&trace::StepRecord::loss][17], testing::loss_of(1, 17));
             QCOMPARE(r1.scaling.amax_at(33, 5), testing::amax_of(1, 33, 5));
             QCOMPARE(r1.capture_steps.size(), std::size_t(5));
             const auto* o = r1.operand_at(37, {2, Gemm::Dgrad, Operand::DY});
             QVERIFY(o);
             QCOMPARE(o->step, 30);
-            QCOMPARE(o->kurtosis, testing::kurtosis_of(trace::operand_slot(2, Gemm::Dgrad, Operand::DY), 30));
+            QCOMPARE(o->figures[&OutlierSummary::kurtosis],
+                     testing::kurtosis_of(trace::operand_slot(2, Gemm::Dgrad, Operand::DY), 30));
             QVERIFY(!r1.operand_at(37, {2, Gemm::Fprop, Operand::DY}));  // fprop has no dy
             auto [lo, hi] = r1.ops_of_step(12);
             QCOMPARE(hi - lo, std::size_t(spec_.ops_per_step));
@@ -73,7 +74,7 @@ private slots:
         store_.read([&](const TraceData& d) {
             const RunData& r = d.runs[0];
             QCOMPARE(r.steps.size(), std::size_t(41));  // steps 0..39 kept, 40 replaced
-            QCOMPARE(r.steps.loss.back(), 9.0);
+            QCOMPARE(r.steps[&trace::StepRecord::loss].back(), 9.0);
             QCOMPARE(r.scaling.step.size(), std::size_t(41));
             QCOMPARE(r.scaling.amax_at(40, 3), 7.0f);
             QCOMPARE(r.scaling.amax_at(39, 3), testing::amax_of(0, 39, 3));
@@ -154,22 +155,22 @@ private slots:
             QVERIFY(!got->absent());
             QCOMPARE(got->step, 40);
             QCOMPARE(got->recipe_in_use, 1);
-            QCOMPARE(got->scale, 0.25);
-            QCOMPARE(got->amax, 3.5);
-            QCOMPARE(got->kurtosis, 11.0);
-            QCOMPARE(got->dynamic_range, 17.25);
+            QCOMPARE(got->figures[&trace::OperandRecord::scale], 0.25);
+            QCOMPARE(got->figures[&TensorStats::amax], 3.5);
+            QCOMPARE(got->figures[&OutlierSummary::kurtosis], 11.0);
+            QCOMPARE(got->figures[&TensorStats::dynamic_range], 17.25);
             QCOMPARE(got->histogram().count(-4), 9);
             QCOMPARE(got->errors().size(), r.errors.size());
             for (std::size_t i = 0; i < r.errors.size(); ++i) {
                 const ErrorFigures& e = got->errors()[i];
                 const ErrorStats& want = r.errors[i];
-                QCOMPARE(e.mse, want.mse);
-                QCOMPARE(e.sqnr_db, want.sqnr_db);
-                QCOMPARE(e.rel_l2, want.rel_l2);
-                QCOMPARE(e.max_abs_err, want.max_abs_err);
-                QCOMPARE(e.cosine, want.cosine);
-                QCOMPARE(e.underflow_pct, want.underflow_pct);
-                QCOMPARE(e.overflow_pct, want.overflow_pct);
+                QCOMPARE(e[&ErrorStats::mse], want.mse);
+                QCOMPARE(e[&ErrorStats::sqnr_db], want.sqnr_db);
+                QCOMPARE(e[&ErrorStats::rel_l2], want.rel_l2);
+                QCOMPARE(e[&ErrorStats::max_abs_err], want.max_abs_err);
+                QCOMPARE(e[&ErrorStats::cosine], want.cosine);
+                QCOMPARE(e[&ErrorStats::underflow_pct], want.underflow_pct);
+                QCOMPARE(e[&ErrorStats::overflow_pct], want.overflow_pct);
             }
             QVERIFY(std::ranges::equal(got->channel_absmax(), r.stats.outliers.channel_absmax));
             QVERIFY(std::ranges::equal(got->amax_history(), r.amax_history));
@@ -253,7 +254,8 @@ private slots:
             seen = store_.read([](const TraceData& d) {
                 const auto& c = d.runs[0].steps;
                 for (std::size_t i = 0; i < c.size(); ++i)  // never a torn row
-                    if (c.loss[i] != testing::loss_of(0, static_cast<std::int64_t>(c.step[i]))) return std::size_t(0);
+                    if (c[&trace::StepRecord::loss][i] != testing::loss_of(0, static_cast<std::int64_t>(c.step[i])))
+                        return std::size_t(0);
                 return c.size();
             });
         }

@@ -58,12 +58,12 @@ private slots:
             QCOMPARE(d.runs[0].capture_steps, std::vector<std::int64_t>{0});
             const auto* o = d.runs[0].operand_at(0, {1, Gemm::Fprop, Operand::X});
             QVERIFY(o);
-            QCOMPARE(o->amax, 7.0);
-            QCOMPARE(o->kurtosis, 14.0);
+            QCOMPARE(o->figures[&TensorStats::amax], 7.0);
+            QCOMPARE(o->figures[&OutlierSummary::kurtosis], 14.0);
             QCOMPARE(o->histogram().count(3), 42);
             QCOMPARE(o->recipe_in_use, -1);
             QCOMPARE(o->errors().size(), std::size_t(2));
-            QCOMPARE(o->errors()[1].sqnr_db, 28.0);
+            QCOMPARE(o->errors()[1][&ErrorStats::sqnr_db], 28.0);
             QCOMPARE(o->channel_absmax().size(), std::size_t(64));
             QVERIFY(!d.runs[0].operand_at(0, {1, Gemm::Fprop, Operand::W}));  // only x
         });

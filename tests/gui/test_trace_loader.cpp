@@ -70,10 +70,10 @@ private slots:
             const RunData& r = d.runs[2];
             QCOMPARE(r.info.name, std::string("blockwise"));
             QCOMPARE(r.steps.size(), std::size_t(spec_.steps));
-            QCOMPARE(r.steps.loss[17], t::loss_of(2, 17));
-            QCOMPARE(r.steps.eval_loss[20], t::eval_loss_of(2, 20));
-            QVERIFY(std::isnan(r.steps.eval_loss[21]));
-            QCOMPARE(r.steps.step_time_s[33], t::step_time_of(2, 33));
+            QCOMPARE(r.steps[&trace::StepRecord::loss][17], t::loss_of(2, 17));
+            QCOMPARE(r.steps[&trace::StepRecord::eval_loss][20], t::eval_loss_of(2, 20));
+            QVERIFY(std::isnan(r.steps[&trace::StepRecord::eval_loss][21]));
+            QCOMPARE(r.steps[&trace::StepRecord::step_time_s][33], t::step_time_of(2, 33));
             QCOMPARE(r.scaling.step.size(), std::size_t(spec_.steps));
             QCOMPARE(r.scaling.amax_at(41, 7), t::amax_of(2, 41, 7));
             QCOMPARE(r.scaling.scale_at(41, 7), t::scale_of(2, 41, 7));
@@ -82,10 +82,10 @@ private slots:
             const OperandSummary* o = r.operand_at(25, ref);
             QVERIFY(o);
             QCOMPARE(o->step, 20);
-            QCOMPARE(o->amax, double(t::amax_of(2, 20, ref.slot())));
-            QCOMPARE(o->kurtosis, t::kurtosis_of(ref.slot(), 20));
+            QCOMPARE(o->figures[&TensorStats::amax], double(t::amax_of(2, 20, ref.slot())));
+            QCOMPARE(o->figures[&OutlierSummary::kurtosis], t::kurtosis_of(ref.slot(), 20));
             QCOMPARE(o->errors().size(), t::synthetic_recipes().size());
-            QCOMPARE(o->errors()[1].sqnr_db, t::sqnr_of(2, 20, ref.slot(), 1));
+            QCOMPARE(o->errors()[1][&ErrorStats::sqnr_db], t::sqnr_of(2, 20, ref.slot(), 1));
             QCOMPARE(r.blockmaps.size(), 2 * t::synthetic_recipes().size());  // steps 0 and 25
             const auto maps = r.blockmaps_of(25, {0, Gemm::Fprop, Operand::X});
             QCOMPARE(maps.size(), t::synthetic_recipes().size());
@@ -124,7 +124,7 @@ private slots:
             QCOMPARE(d.meta.ops.back(), std::string("sm90_fp8_gemm"));
             QCOMPARE(d.runs[0].steps.size(), std::size_t(35));
             QCOMPARE(d.runs[0].scaling.amax_at(30, 2), t::amax_of(0, 30, 2));
-            QCOMPARE(d.runs[1].steps.loss.back(), 9.5);
+            QCOMPARE(d.runs[1].steps[&trace::StepRecord::loss].back(), 9.5);
             QCOMPARE(d.runs[1].ops.back().stream, 7);
             QCOMPARE(d.runs[0].capture_steps.back(), 30);
             QCOMPARE(d.events.size(), std::size_t(3));  // steps 5, 20 and 30
@@ -136,7 +136,7 @@ private slots:
         QTRY_COMPARE_WITH_TIMEOUT(store.read([](const TraceData& d) { return d.runs[0].steps.size(); }),
                                   std::size_t(26), 10000);
         store.read([&](const TraceData& d) {
-            QCOMPARE(d.runs[0].steps.loss.back(), 7.25);
+            QCOMPARE(d.runs[0].steps[&trace::StepRecord::loss].back(), 7.25);
             QCOMPARE(d.runs[0].steps.step.back(), 25.0);
         });
         loader.setFollowing(false);
@@ -209,17 +209,17 @@ private slots:
                 const std::ptrdiff_t row = d.runs[r.run].step_row_at(r.step);
                 QVERIFY(row >= 0);
                 QCOMPARE(cols.step[row], double(r.step));
-                QCOMPARE(cols.loss[row], double(r.loss));
+                QCOMPARE(cols[&trace::StepRecord::loss][row], double(r.loss));
             }
             // Steps count from 1; the first step is captured, then every 5th.
             QCOMPARE(d.runs[1].capture_steps, (std::vector<std::int64_t>{1, 6, 11}));
             const OperandRef ref{0, Gemm::Fprop, Operand::X};
             const OperandSummary* o = d.runs[1].operand_at(11, ref);
-            QVERIFY(o && o->step == 11 && o->amax > 0);
+            QVERIFY(o && o->step == 11 && o->figures[&TensorStats::amax] > 0);
             // The every-step amax and the capture's amax are the same tensor's.
             const auto& sc = d.runs[1].scaling;
             const auto row = std::find(sc.step.begin(), sc.step.end(), 11.0) - sc.step.begin();
-            QCOMPARE(double(sc.amax_at(row, ref.slot())), double(float(o->amax)));
+            QCOMPARE(double(sc.amax_at(row, ref.slot())), double(float(o->figures[&TensorStats::amax])));
             QVERIFY(!d.runs[1].ops.empty());
         });
     }

@@ -44,9 +44,12 @@ void LayersModel::refresh(int run, std::int64_t step, int what_if) {
             if (const OperandSummary* o = rd.operand(cap, ref)) {
                 r.capture_step = o->step;
                 r.recipe = recipe_label(d.meta, o->recipe_in_use);
-                if (srow < 0) { r.amax = o->amax; r.scale = o->scale; }
-                r.kurtosis = o->kurtosis;
-                r.dynamic_range = o->dynamic_range;
+                if (srow < 0) {
+                    r.amax = o->figures[&TensorStats::amax];
+                    r.scale = o->figures[&trace::OperandRecord::scale];
+                }
+                r.kurtosis = o->figures[&OutlierSummary::kurtosis];
+                r.dynamic_range = o->figures[&TensorStats::dynamic_range];
                 const int shown = o->recipe_in_use >= 0 ? o->recipe_in_use : what_if;
                 if (o->recipe_in_use < 0 && shown >= 0) {
                     r.recipe = tr("what-if: %1").arg(recipe_label(d.meta, shown));
@@ -54,9 +57,9 @@ void LayersModel::refresh(int run, std::int64_t step, int what_if) {
                 }
                 if (shown >= 0 && shown < static_cast<int>(o->errors().size())) {
                     const ErrorFigures& e = o->errors()[shown];
-                    r.sqnr_db = e.sqnr_db;
-                    r.underflow_pct = e.underflow_pct;
-                    r.overflow_pct = e.overflow_pct;
+                    r.sqnr_db = e[&ErrorStats::sqnr_db];
+                    r.underflow_pct = e[&ErrorStats::underflow_pct];
+                    r.overflow_pct = e[&ErrorStats::overflow_pct];
                 }
             }
             out.push_back(std::move(r));

@@ -33,7 +33,7 @@ void LossSummaryModel::refresh() {
         for (std::size_t r = 0; r < d.runs.size(); ++r) {
             const StepColumns& c = d.runs[r].steps;
             out.push_back({run_label(d.meta, static_cast<int>(r)), c.size() ? c.step.back() : NAN,
-                           last_finite(c.loss), last_finite(c.eval_loss)});
+                           last_finite(c[&trace::StepRecord::loss]), last_finite(c[&trace::StepRecord::eval_loss])});
         }
         const int base = baseline_run(d.meta);
         if (base >= 0 && base < static_cast<int>(out.size()))

@@ -10,10 +10,6 @@
 
 namespace fp8scope::views {
 
-ErrorFigures ErrorFigures::of(const ErrorStats& e) {
-    return {e.mse, e.sqnr_db, e.rel_l2, e.max_abs_err, e.cosine, e.underflow_pct, e.overflow_pct};
-}
-
 std::int64_t HistogramCounts::count(int exponent) const {
     const int i = exponent - first_;
     if (i < 0 || i >= bins_) return 0;
@@ -39,10 +35,7 @@ void place(std::byte* at, const Src* src, std::size_t n) {
 OperandSummary::OperandSummary(const trace::OperandRecord& r)
     : step(r.key.step),
       recipe_in_use(r.recipe_in_use),
-      scale(r.scale),
-      amax(r.stats.amax),
-      kurtosis(r.stats.outliers.kurtosis),
-      dynamic_range(r.stats.dynamic_range),
+      figures(RecordFigures<trace::OperandRecord>::of(r)),
       errors_(clamp_count(r.errors)),
       channels_(clamp_count(r.stats.outliers.channel_absmax)),
       history_(clamp_count(r.amax_history)) {
@@ -72,10 +65,7 @@ OperandSummary::OperandSummary(const trace::OperandRecord& r)
 OperandSummary::OperandSummary(const OperandSummary& o)
     : step(o.step),
       recipe_in_use(o.recipe_in_use),
-      scale(o.scale),
-      amax(o.amax),
-      kurtosis(o.kurtosis),
-      dynamic_range(o.dynamic_range),
+      figures(o.figures),
       errors_(o.errors_),
       channels_(o.channels_),
       history_(o.history_),
@@ -99,10 +89,7 @@ OperandSummary& OperandSummary::operator=(OperandSummary&& o) noexcept {
     if (this == &o) return *this;
     step = o.step;
     recipe_in_use = std::exchange(o.recipe_in_use, kAbsent);
-    scale = o.scale;
-    amax = o.amax;
-    kurtosis = o.kurtosis;
-    dynamic_range = o.dynamic_range;
+    figures = o.figures;
     data_ = std::move(o.data_);
     errors_ = std::exchange(o.errors_, 0);
     channels_ = std::exchange(o.channels_, 0);

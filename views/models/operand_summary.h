@@ -5,13 +5,13 @@
 // records were most of the GUI's memory. A summary keeps
 //   - the histogram's exponent range from its lowest to its highest non-zero bin, as int32
 //     counts when every count fits (int64 otherwise): the same count for every exponent;
-//   - the tensor figures the views show (amax, kurtosis, dynamic range), the scale and the
-//     recipe in use;
-//   - per recipe the seven error figures the views plot (ErrorFigures), without the name:
-//     errors()[r] belongs to TraceMeta::recipes[r], as in the record;
+//   - every numeric figure of the record, its tensor statistics and their nested records
+//     (record_figures.h: the key, recipe in use, scale, element counts, amax, kurtosis,
+//     ...), so a field added to their lists reaches the views with no line here;
+//   - per recipe every numeric error figure (ErrorFigures), without the name: errors()[r]
+//     belongs to TraceMeta::recipes[r], as in the record;
 //   - the per-channel absmax and the delayed-scaling amax history;
-// the variable-length parts in one allocation. Top values and the figures no view shows
-// (element counts, mean, rms, the scale_inv range, ...) stay in the file.
+// the variable-length parts in one allocation. Top values stay in the file.
 #pragma once
 
 #include <cstddef>
@@ -19,15 +19,14 @@
 #include <memory>
 #include <span>
 
+#include "models/record_figures.h"
+#include "record_fields.h"
 #include "trace_records.h"
 
 namespace fp8scope::views {
 
-// The quantization-error figures of one recipe that the views show (see ErrorStat).
-struct ErrorFigures {
-    double mse = 0, sqnr_db = 0, rel_l2 = 0, max_abs_err = 0, cosine = 0, underflow_pct = 0, overflow_pct = 0;
-    static ErrorFigures of(const ErrorStats& e);
-};
+// The quantization-error figures of one recipe: e[&ErrorStats::sqnr_db].
+using ErrorFigures = RecordFigures<ErrorStats>;
 
 // A log2 histogram's counts over its non-zero exponent range (a view into an
 // OperandSummary; valid while the summary is). count() is the original Log2Histogram's
@@ -61,8 +60,9 @@ public:
 
     std::int64_t step = 0;             // the capture step
     std::int32_t recipe_in_use = kAbsent;  // id into TraceMeta::recipes; -1 unquantized
-    double scale = trace::kNone;       // per-tensor scale in use
-    double amax = 0, kurtosis = 0, dynamic_range = 0;  // TensorStats' figures
+    // The record's numeric figures: figures[&OperandRecord::scale], figures[&TensorStats::amax],
+    // figures[&OutlierSummary::kurtosis]; a default record's when absent.
+    RecordFigures<trace::OperandRecord> figures = RecordFigures<trace::OperandRecord>::of({});
 
     HistogramCounts histogram() const;
     std::span<const ErrorFigures> errors() const;  // one per TraceMeta::recipes, same order

@@ -65,14 +65,15 @@ void RankHealthModel::refresh() {
         type = sum_dtype(d.meta.grad_dtype);
         for (const RankColumns& c : d.ranks) {
             Row r;
-            r.compute = median_of(c.compute_ms);
-            r.comm = median_of(c.comm_ms);
-            const auto slowest = std::max_element(c.step_ms.begin(), c.step_ms.end());
-            if (slowest != c.step_ms.end()) {
-                r.slowest_step = static_cast<qint64>(c.step[static_cast<std::size_t>(slowest - c.step_ms.begin())]);
+            r.compute = median_of(c[&trace::RankStepRecord::compute_ms]);
+            r.comm = median_of(c[&trace::RankStepRecord::comm_ms]);
+            const std::vector<float>& step_ms = c[&trace::RankStepRecord::step_ms];
+            const auto slowest = std::max_element(step_ms.begin(), step_ms.end());
+            if (slowest != step_ms.end()) {
+                r.slowest_step = static_cast<qint64>(c.step[static_cast<std::size_t>(slowest - step_ms.begin())]);
                 r.slowest_ms = *slowest;
             }
-            r.grad_mb = finite_median(c.grad_bytes) / 1e6;
+            r.grad_mb = finite_median(c[&trace::RankStepRecord::grad_bytes]) / 1e6;
             if (!c.grad_error.empty()) {
                 r.error = c.grad_error.back();
                 r.error_step = static_cast<qint64>(c.error_step.back());

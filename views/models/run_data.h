@@ -8,16 +8,14 @@
 
 #include "models/op_list.h"
 #include "models/operand_summary.h"
+#include "models/record_columns.h"
 #include "trace_records.h"
 
 namespace fp8scope::views {
 
-// Per-step figures of one run, one entry per step (steps ascending).
-struct StepColumns {
-    std::vector<double> step, loss, eval_loss, lr, step_time_s, tokens_per_s;
-    std::vector<std::int32_t> recipe;
-    std::size_t size() const { return step.size(); }
-};
+// Per-step figures of one run, one entry per step (steps ascending): every numeric field
+// of trace::StepRecord's list.
+using StepColumns = RecordColumns<trace::StepRecord>;
 
 // Amax and scale of every operand slot at every step: row-major (steps, slot_count).
 struct ScalingColumns {
@@ -28,17 +26,14 @@ struct ScalingColumns {
     float scale_at(std::size_t row, int slot) const { return scale[row * slot_count + slot]; }
 };
 
-// One rank's times of a data-parallel job, one entry per step (steps ascending). Floats:
-// milliseconds need no more, and a long run of many ranks stays small.
-struct RankColumns {
-    std::vector<double> step;
-    std::vector<float> compute_ms, comm_ms, step_ms;
-    std::vector<float> grad_bytes;  // into the gradient sums; NaN in traces from before the field
-    // The error compressed sums added is measured on a sample every few steps, so only the
-    // measured steps are kept (ascending), not a column of NaN.
+// One rank's figures of a data-parallel job, one entry per step (steps ascending): every
+// numeric field of trace::RankStepRecord's list. Floats: milliseconds need no more, and a
+// long run of many ranks stays small.
+struct RankColumns : RecordColumns<trace::RankStepRecord, float> {
+    // The error compressed sums added is measured on a sample every few steps, so the
+    // measured steps are also kept alone (ascending), for the plot, not as a column of NaN.
     std::vector<double> error_step;
     std::vector<float> grad_error;
-    std::size_t size() const { return step.size(); }
 };
 
 struct OperandRef {

@@ -20,13 +20,13 @@ const char* error_stat_name(ErrorStat s) {
 
 double error_stat_value(const ErrorFigures& e, ErrorStat s) {
     switch (s) {
-        case ErrorStat::SqnrDb: return e.sqnr_db;
-        case ErrorStat::Mse: return e.mse;
-        case ErrorStat::UnderflowPct: return e.underflow_pct;
-        case ErrorStat::OverflowPct: return e.overflow_pct;
-        case ErrorStat::Cosine: return e.cosine;
-        case ErrorStat::RelL2: return e.rel_l2;
-        case ErrorStat::MaxAbsErr: return e.max_abs_err;
+        case ErrorStat::SqnrDb: return e[&ErrorStats::sqnr_db];
+        case ErrorStat::Mse: return e[&ErrorStats::mse];
+        case ErrorStat::UnderflowPct: return e[&ErrorStats::underflow_pct];
+        case ErrorStat::OverflowPct: return e[&ErrorStats::overflow_pct];
+        case ErrorStat::Cosine: return e[&ErrorStats::cosine];
+        case ErrorStat::RelL2: return e[&ErrorStats::rel_l2];
+        case ErrorStat::MaxAbsErr: return e[&ErrorStats::max_abs_err];
     }
     return 0;
 }

@@ -62,17 +62,13 @@ std::size_t rows_before(const std::vector<double>& steps, double step) {
 }
 
 // Drops the rows of steps >= step.
-void truncate_steps(StepColumns& c, double step) {
-    auto n = rows_before(c.step, step);
-    cut(c.step, n); cut(c.loss, n); cut(c.eval_loss, n); cut(c.lr, n);
-    cut(c.step_time_s, n); cut(c.tokens_per_s, n); cut(c.recipe, n);
-}
+void truncate_steps(StepColumns& c, double step) { c.truncate(rows_before(c.step, step)); }
 
 void truncate_ranks(RankColumns& c, double step) {
-    auto n = rows_before(c.step, step);
-    cut(c.step, n); cut(c.compute_ms, n); cut(c.comm_ms, n); cut(c.step_ms, n); cut(c.grad_bytes, n);
-    n = rows_before(c.error_step, step);
-    cut(c.error_step, n); cut(c.grad_error, n);
+    c.truncate(rows_before(c.step, step));
+    const auto n = rows_before(c.error_step, step);
+    cut(c.error_step, n);
+    cut(c.grad_error, n);
 }
 
 void truncate_scaling(ScalingColumns& c, double step) {
@@ -102,13 +98,7 @@ void SeriesStore::append_locked(TraceBatch& batch) {
         if (!run) continue;
         auto& c = run->steps;
         if (!c.step.empty() && s.step <= c.step.back()) truncate_steps(c, static_cast<double>(s.step));
-        c.step.push_back(static_cast<double>(s.step));
-        c.loss.push_back(s.loss);
-        c.eval_loss.push_back(s.eval_loss);
-        c.lr.push_back(s.lr);
-        c.step_time_s.push_back(s.step_time_s);
-        c.tokens_per_s.push_back(s.tokens_per_s);
-        c.recipe.push_back(s.recipe);
+        c.push_back(s);
         see_step(s.step);
     }
     for (const auto& s : batch.scaling) {
@@ -159,11 +149,7 @@ void SeriesStore::append_locked(TraceBatch& batch) {
         if (k.rank < 0 || k.rank >= static_cast<std::int32_t>(d.ranks.size())) continue;
         auto& c = d.ranks[static_cast<std::size_t>(k.rank)];
         if (!c.step.empty() && k.step <= c.step.back()) truncate_ranks(c, static_cast<double>(k.step));
-        c.step.push_back(static_cast<double>(k.step));
-        c.compute_ms.push_back(static_cast<float>(k.compute_ms));
-        c.comm_ms.push_back(static_cast<float>(k.comm_ms));
-        c.step_ms.push_back(static_cast<float>(k.step_ms));
-        c.grad_bytes.push_back(static_cast<float>(k.grad_bytes));
+        c.push_back(k);
         if (std::isfinite(k.grad_error)) {
             c.error_step.push_back(static_cast<double>(k.step));
             c.grad_error.push_back(static_cast<float>(k.grad_error));

@@ -161,7 +161,8 @@ void HealthView::rebuild(const TraceData& d) {
         const QPen pen = slow ? QPen(QColor(kFlagged[flagged++ % std::size(kFlagged)]), 2.6)
                               : QPen(QColor(kHealthy[healthy++ % std::size(kHealthy)]), 1.2);
         const QVector<double> steps(c.step.begin(), c.step.end());
-        const std::vector<float>* values[2] = {&c.compute_ms, &c.comm_ms};
+        using R = trace::RankStepRecord;
+        const std::vector<float>* values[2] = {&c[&R::compute_ms], &c[&R::comm_ms]};
         for (int i = 0; i < 2; ++i) {
             QCPGraph* g = plot_->addGraph(rects_[i]->axis(QCPAxis::atBottom), rects_[i]->axis(QCPAxis::atLeft));
             g->setPen(pen);

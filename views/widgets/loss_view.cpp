@@ -10,7 +10,7 @@
 #include <QVBoxLayout>
 
 #include "models/display_names.h"
-#include "models/smoothing.h"
+#include "models/loss_series.h"
 #include "widgets/event_markers.h"
 #include "widgets/plot_interaction.h"
 #include "widgets/plot_style.h"
@@ -19,21 +19,6 @@ namespace fp8scope::views {
 
 namespace {
 QVector<double> qvec(const std::vector<double>& v) { return QVector<double>(v.begin(), v.end()); }
-
-// `a` minus `b` at the steps both have (runs of one lock-step comparison share steps).
-std::pair<std::vector<double>, std::vector<double>> difference(const StepColumns& c, const std::vector<double>& a,
-                                                                const StepColumns& b, const std::vector<double>& bv) {
-    std::vector<double> k, v;
-    std::size_t j = 0;
-    for (std::size_t i = 0; i < c.size(); ++i) {
-        while (j < b.size() && b.step[j] < c.step[i]) ++j;
-        if (j < b.size() && b.step[j] == c.step[i] && std::isfinite(a[i]) && std::isfinite(bv[j])) {
-            k.push_back(c.step[i]);
-            v.push_back(a[i] - bv[j]);
-        }
-    }
-    return {k, v};
-}
 }  // namespace
 
 LossView::LossView(const ViewContext& context, QWidget* parent)
@@ -130,6 +115,7 @@ void LossView::rebuild(const TraceData& d) {
     auto graph = [this](QCPAxisRect* r, QCPAxis::AxisType value_axis = QCPAxis::atLeft) {
         return plot_->addGraph(r->axis(QCPAxis::atBottom), r->axis(value_axis));
     };
+    using R = trace::StepRecord;
     for (int r = 0; r < static_cast<int>(d.runs.size()); ++r) {
         const StepColumns& c = d.runs[r].steps;
         const QColor color = series_color(r);
@@ -137,51 +123,45 @@ void LossView::rebuild(const TraceData& d) {
         QCPGraph* g = graph(lr);
         g->setName(run_label(d.meta, r));
         g->setPen(QPen(color, 1.5));
-        g->setData(steps, qvec(c.loss), true);
-        QVector<double> ek, ev;
-        for (std::size_t i = 0; i < c.size(); ++i)
-            if (std::isfinite(c.eval_loss[i])) { ek << c.step[i]; ev << c.eval_loss[i]; }
+        g->setData(steps, qvec(c[&R::loss]), true);
+        const StepSeries evals = finite_points(c.step, c[&R::eval_loss]);
         QCPGraph* e = graph(lr);
         e->setName(run_label(d.meta, r) + tr(" eval"));
         e->setLineStyle(QCPGraph::lsNone);
         e->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, 5));
-        e->setData(ek, ev, true);
+        e->setData(qvec(evals.step), qvec(evals.value), true);
         e->removeFromLegend();
 
         if (r != base && base >= 0 && base < static_cast<int>(d.runs.size())) {
-            const StepColumns& b = d.runs[base].steps;
-            const auto [dk, dv] = difference(c, c.loss, b, b.loss);
+            const LossDifference diff = loss_difference(c, d.runs[base].steps, span_->value());
             QColor light = color;
             light.setAlpha(90);
             QCPGraph* raw = graph(dr);
             raw->setName(run_label(d.meta, r) + tr(" raw"));
             raw->setPen(QPen(light, 1.0));
-            raw->setData(qvec(dk), qvec(dv), true);
+            raw->setData(qvec(diff.raw.step), qvec(diff.raw.value), true);
             raw->removeFromLegend();
             QCPGraph* smooth = graph(dr);
             smooth->setName(run_label(d.meta, r) + tr(" EMA"));
             smooth->setPen(QPen(color, 2.0));
-            smooth->setData(qvec(dk), qvec(ema(dv, span_->value())), true);
+            smooth->setData(qvec(diff.smoothed.step), qvec(diff.smoothed.value), true);
             smooth->removeFromLegend();
-            const auto [ek2, ev2] = difference(c, c.eval_loss, b, b.eval_loss);
             QCPGraph* eval = graph(dr);
             eval->setName(run_label(d.meta, r) + tr(" eval"));
             eval->setPen(QPen(color, 1.2, Qt::DashLine));
             eval->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, 5));
-            eval->setData(qvec(ek2), qvec(ev2), true);
+            eval->setData(qvec(diff.eval.step), qvec(diff.eval.value), true);
             eval->removeFromLegend();
         }
-        QVector<double> ms(c.step_time_s.begin(), c.step_time_s.end());
-        for (double& x : ms) x *= 1e3;
         QCPGraph* t = graph(sr);
         t->setName(run_label(d.meta, r) + tr(" ms"));
         t->setPen(QPen(color, 1.0));
-        t->setData(steps, gaps_for_log(ms), true);
+        t->setData(steps, gaps_for_log(qvec(step_ms(c))), true);
         t->removeFromLegend();
         QCPGraph* tok = graph(sr, QCPAxis::atRight);
         tok->setName(run_label(d.meta, r) + tr(" tokens/s"));
         tok->setPen(QPen(color, 1.0, Qt::DashLine));
-        tok->setData(steps, qvec(c.tokens_per_s), true);
+        tok->setData(steps, qvec(c[&R::tokens_per_s]), true);
         tok->removeFromLegend();
     }
     fit_axes(plot_);

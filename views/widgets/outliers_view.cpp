@@ -129,7 +129,7 @@ void OutliersView::drawLayers(const TraceData& d, const RunData& rd, std::int64_
             hists[l] = o->histogram();
             present.push_back(hists[l]);
             lk << l;
-            kv << o->kurtosis;
+            kv << o->figures[&OutlierSummary::kurtosis];
         }
     QCPColorMap* map = color_map(layers_);
     clear_fp8_marks(layers_);
