@@ -2,7 +2,9 @@
 // PNG that shows it, and on a trace it cannot read writes nothing and exits non-zero with
 // the reason (bug 2: it gave up after 120 s, wrote an empty image and exited 0); the
 // user's saved dock layout does not change it. Two traces on the command line open as one
-// comparison, their runs named by file.
+// comparison, their runs named by file. What a picture shows is checked where it must be:
+// each run's line colour in each plot it belongs in, level lines where the data put them,
+// text where the axis labels and tables are.
 #include <QDockWidget>
 #include <QImage>
 #include <QMainWindow>
@@ -10,6 +12,7 @@
 #include <QSettings>
 #include <QTemporaryDir>
 #include <QTest>
+#include <algorithm>
 #include <fstream>
 
 #include "trace_file.h"
@@ -34,12 +37,39 @@ class ScreenshotTest : public QObject {
         if (!p.waitForFinished(90000)) return {};
         return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, QString::fromUtf8(p.readAllStandardError())};
     }
-    // Distinct colours in a sample of the image: a blank image has one or two.
-    static int colours(const QImage& img) {
-        QSet<QRgb> seen;
-        for (int y = 0; y < img.height(); y += 7)
-            for (int x = 0; x < img.width(); x += 7) seen.insert(img.pixel(x, y));
-        return seen.size();
+    // The line colours of runs 0, 1, 2 (plot_style.cpp's palette: the baseline's grey, then
+    // Tableau blue and red).
+    static constexpr QRgb kRunColours[] = {0xff333333, 0xff1f77b4, 0xffd62728};
+
+    // Pixels of `c` in `r`, each channel within `tolerance` (a thin line's antialiased
+    // pixels are near its colour, few are exactly it).
+    static int count(const QImage& img, const QRect& r, QRgb c, int tolerance = 0) {
+        int n = 0;
+        for (int y = std::max(r.top(), 0); y <= std::min(r.bottom(), img.height() - 1); ++y)
+            for (int x = std::max(r.left(), 0); x <= std::min(r.right(), img.width() - 1); ++x) {
+                const QRgb p = img.pixel(x, y);
+                n += std::abs(qRed(p) - qRed(c)) <= tolerance && std::abs(qGreen(p) - qGreen(c)) <= tolerance &&
+                     std::abs(qBlue(p) - qBlue(c)) <= tolerance;
+            }
+        return n;
+    }
+    // Near-black pixels in `r`: text.
+    static int count_dark(const QImage& img, const QRect& r) {
+        int n = 0;
+        for (int y = std::max(r.top(), 0); y <= std::min(r.bottom(), img.height() - 1); ++y)
+            for (int x = std::max(r.left(), 0); x <= std::min(r.right(), img.width() - 1); ++x) {
+                const QColor p(img.pixel(x, y));
+                n += p.red() < 80 && p.green() < 80 && p.blue() < 80;
+            }
+        return n;
+    }
+    // The row of [0, right) with most pixels of `c`, if it has at least 300 of them (a level
+    // line across a plot); -1 otherwise.
+    static int longest_row(const QImage& img, int right, QRgb c) {
+        int best = -1, most = 299;
+        for (int y = 0; y < img.height(); ++y)
+            if (const int n = count(img, QRect(0, y, right, 1), c); n > most) best = y, most = n;
+        return best;
     }
 
 private slots:
@@ -64,7 +94,14 @@ private slots:
         QImage img(out);
         QVERIFY(!img.isNull());
         QCOMPARE(img.size(), QSize(1200, 760));
-        QVERIFY2(colours(img) > 20, qPrintable(QString::number(colours(img))));
+        // Every run's line colour in the Loss dock, text in the Layers table under it.
+        const int half = img.height() / 2;
+        for (int run = 0; run < 3; ++run) {
+            const int n = count(img, QRect(0, 0, img.width(), half), kRunColours[run]);
+            QVERIFY2(n >= 200, qPrintable(QString("run %1: %2 pixels of its colour").arg(run).arg(n)));
+        }
+        const int text = count_dark(img, QRect(0, half, img.width(), img.height() - half));
+        QVERIFY2(text >= 2000, qPrintable(QString("%1 text pixels in the lower half").arg(text)));
     }
 
     // A saved layout in which the user closed every dock but one: the same image.
@@ -123,6 +160,51 @@ private slots:
             QCOMPARE(r.exit_code, 1);
             QVERIFY2(r.err.contains(trace) && r.err.contains("no image written"), qPrintable(r.err));
             QVERIFY(!QFile::exists(out));
+        }
+    }
+
+    // `--view loss`: each plot shows every run that belongs in it, at the right place, with
+    // its axis labels; the summary table beside the plots is filled in.
+    void theLossViewDrawsEveryRunInEveryPlot() {
+        const QString out = dir_.filePath("loss_a.png");
+        const Run r = shoot({"--screenshot", out, "--view", "loss", dir_.filePath("a.h5")});
+        QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+        const QImage img(out);
+        QCOMPARE(img.size(), QSize(1200, 760));
+        // The plots take the left part of the view, the table the right.
+        const int plots_right = img.width() * 7 / 12;
+        // The difference plot: delayed's loss is the baseline's + 0.05, blockwise's + 0.1,
+        // so their EMAs are level lines across the plot, blockwise's above delayed's; the
+        // baseline has none.
+        const int delayed_row = longest_row(img, plots_right, kRunColours[1]);
+        const int blockwise_row = longest_row(img, plots_right, kRunColours[2]);
+        QVERIFY2(delayed_row >= 0 && blockwise_row >= 0 && blockwise_row < delayed_row,
+                 qPrintable(QString("level lines at rows %1 (delayed), %2 (blockwise)")
+                                .arg(delayed_row)
+                                .arg(blockwise_row)));
+        QCOMPARE(longest_row(img, plots_right, kRunColours[0]), -1);
+        // Above those lines the loss plot, below them the time plot: every run in both.
+        const int label_left = 50;  // the tick labels left of the plots
+        const QRect loss_plot(label_left + 10, 0, plots_right - label_left - 10, blockwise_row - 40);
+        const QRect time_plot(label_left + 10, delayed_row + 40, plots_right - label_left - 10,
+                              img.height() - delayed_row - 80);
+        // (The loss plot's legend holds a short line of each colour too: well under 300.)
+        for (int run = 0; run < 3; ++run)
+            for (const auto& [plot, least] : {std::pair(loss_plot, 300), std::pair(time_plot, 150)}) {
+                const int n = count(img, plot, kRunColours[run], 24);
+                QVERIFY2(n >= least, qPrintable(QString("run %1: %2 pixels of its colour in (%3, %4) - (%5, %6)")
+                                                  .arg(run).arg(n).arg(plot.left()).arg(plot.top())
+                                                  .arg(plot.right()).arg(plot.bottom())));
+            }
+        // Tick labels left of each plot and under the last one; the table's text.
+        for (const QRect& labels : {QRect(0, 0, label_left, blockwise_row - 40),
+                                    QRect(0, blockwise_row - 40, label_left, 80),
+                                    QRect(0, delayed_row + 40, label_left, img.height() - delayed_row - 80),
+                                    QRect(label_left, img.height() - 40, plots_right - label_left, 40),
+                                    QRect(plots_right, 0, img.width() - plots_right, 150)}) {
+            const int n = count_dark(img, labels);
+            QVERIFY2(n >= 30, qPrintable(QString("%1 text pixels in (%2, %3) - (%4, %5)").arg(n).arg(labels.left())
+                                             .arg(labels.top()).arg(labels.right()).arg(labels.bottom())));
         }
     }
 };
