@@ -1,6 +1,7 @@
 // Screenshot mode.
 #include "screenshot.h"
 
+#include <QApplication>
 #include <QPixmap>
 #include <cstdio>
 
@@ -61,6 +62,9 @@ bool apply_choices(MainWindow& window, const ScreenshotRequest& r) {
 
 int take_screenshot(MainWindow& window, const ScreenshotRequest& r) {
     window.resize(1200, 760);
+    // Never focused, so that the picture does not depend on when the window system
+    // activates it (a focused spin box draws its text selected).
+    window.setAttribute(Qt::WA_ShowWithoutActivating);
     window.show();
     if (!r.traces.isEmpty()) {
         window.openTraces(r.traces);
@@ -89,6 +93,7 @@ int take_screenshot(MainWindow& window, const ScreenshotRequest& r) {
         target = v;
     }
     window.waitUntilLoaded(0);
+    if (QWidget* focused = QApplication::focusWidget()) focused->clearFocus();
     const QPixmap image = target->grab();
     if (image.isNull() || !image.save(r.out, nullptr, 0)) {  // 0: the smallest PNG
         std::fprintf(stderr, "%s: cannot write the image\n", qPrintable(r.out));
