@@ -1,6 +1,5 @@
 // TrainRecorder: trainer records to trace records, names to ids.
 #include "train_recorder.h"
-#include "engine/data_parallel_step.h"
 #include "util/host_name.h"
 
 #include <unistd.h>
@@ -47,8 +46,7 @@ TraceMeta run_trace_meta(const TrainConfig& config, const Trainer& trainer, cons
                                   default_analysis_recipes(), job);
     m.created = utc_now();
     m.machine = host_name() + " (" + trainer.backend().describe() + ")";
-    if (const auto* dp = dynamic_cast<const DataParallelStep*>(&trainer.step_sync()))
-        m.grad_dtype = dtype_name(dp->data_parallel().grad_dtype());
+    if (const std::optional<DType> sums = trainer.step_sync().grad_dtype()) m.grad_dtype = dtype_name(*sums);
     m.runs.clear();
     const auto recipes = config.run_recipes();
     for (std::size_t i = 0; i < recipes.size(); ++i) {

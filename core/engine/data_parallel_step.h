@@ -19,9 +19,6 @@ class DataParallelStep final : public StepSync {
 public:
     explicit DataParallelStep(DataParallel& dp) : dp_(dp) {}
 
-    DataParallel& data_parallel() { return dp_; }
-    const DataParallel& data_parallel() const { return dp_; }
-
     int rank() const override { return dp_.rank(); }
     int world_size() const override { return dp_.world_size(); }
     void attach(Model& model) override;
@@ -35,6 +32,7 @@ public:
     StepAgreement agree(std::int64_t step, double step_ms, std::deque<ControlRequest> local) override;
     std::deque<ControlRequest> requests_due(std::deque<ControlRequest> local) override;
     bool writes_checkpoints() const override { return dp_.rank() == 0; }
+    std::optional<DType> grad_dtype() const override { return dp_.grad_dtype(); }
 
 private:
     using clock = std::chrono::steady_clock;

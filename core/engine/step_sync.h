@@ -10,9 +10,11 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "backend/tensor_desc.h"
 #include "engine/control_request.h"
 #include "engine/train_events.h"
 
@@ -61,6 +63,8 @@ public:
     virtual std::deque<ControlRequest> requests_due(std::deque<ControlRequest> local) = 0;
     // Whether this process writes the job's checkpoints.
     virtual bool writes_checkpoints() const = 0;
+    // The type gradient sums travel in between ranks; none in a job of one.
+    virtual std::optional<DType> grad_dtype() const = 0;
 };
 
 // A job of one: requests apply as they come, nothing is exchanged.
@@ -79,6 +83,7 @@ public:
     StepAgreement agree(std::int64_t step, double step_ms, std::deque<ControlRequest> local) override;
     std::deque<ControlRequest> requests_due(std::deque<ControlRequest> local) override;
     bool writes_checkpoints() const override { return true; }
+    std::optional<DType> grad_dtype() const override { return std::nullopt; }
 
 private:
     std::deque<ControlRequest> held_;  // taken at a step's end, applied before the next
