@@ -1,6 +1,6 @@
 // Scalar, exact FP8 encode/decode. Rounding is done in double, where every float32 and
 // every FP8 value is exact, so the code stays short and obviously right; hot loops use
-// the bit-level cast in cast.h, which is tested against this.
+// the bit-level cast of cast_rules.h, which is tested against this.
 #include "fp8/format.h"
 
 #include <array>

@@ -1,45 +1,17 @@
-// The scale rules (scaling.h): plain scalar code, the definition every backend matches.
+// The scale rules of scaling.h, out of line: cast_rules.h holds them, for every backend.
 #include "fp8/scaling.h"
 
 #include <algorithm>
-#include <bit>
-#include <cfloat>
 #include <cmath>
+#include <limits>
 
-#include "fp8/format.h"
+#include "fp8/cast_rules.h"
 
 namespace fp8scope {
 
-float compute_scale(float amax, Format f, float eps, bool pow2) {
-    if (std::isnan(amax)) return 1.0f;
-    const float a = std::max(amax, eps);
-    if (a == 0.0f || std::isinf(a)) return 1.0f;
-    float s = fp8_max(f) / a;
-    if (std::isinf(s)) s = FLT_MAX;
-    if (pow2) s = std::bit_cast<float>(std::bit_cast<std::uint32_t>(s) & 0xFF800000u);
-    return s;
-}
+float compute_scale(float amax, Format f, float eps, bool pow2) { return cast::compute_scale(amax, f, eps, pow2); }
 
-int mx_exponent(float block_amax, Format f, MXRule rule) {
-    if (!(block_amax > 0.0f)) return -127;
-    const std::uint32_t a = std::bit_cast<std::uint32_t>(block_amax) & ~0x80000000u;
-    int e2;                 // floor(log2 amax)
-    std::uint32_t frac;     // mantissa bits after the leading one, in 23 bits
-    if (a < 0x00800000u) {  // subnormal: normalize
-        const int lead = 31 - std::countl_zero(a);
-        e2 = lead - 149;
-        frac = (a << (23 - lead)) & 0x7FFFFFu;
-    } else {
-        e2 = static_cast<int>(a >> 23) - 127;
-        frac = a & 0x7FFFFFu;
-    }
-    const int emax = info(f).emax;
-    int e = e2 - emax;
-    // fp8_max is 1.75 * 2^emax in both formats: amax needs one more power of two
-    // exactly when its mantissa exceeds 1.75.
-    if (rule == MXRule::RCeil && frac > 0x600000u) ++e;
-    return std::clamp(e, -127, 127);
-}
+int mx_exponent(float block_amax, Format f, MXRule rule) { return cast::mx_exponent(block_amax, f, rule); }
 
 void DelayedState::push(float amax) {
     history_.push_back(amax);
@@ -50,11 +22,7 @@ void DelayedState::push(float amax) {
     if (recipe_.algo == AmaxAlgo::Max) {
         for (float h : history_) ref = (std::isnan(h) || std::isnan(ref)) ? std::numeric_limits<float>::quiet_NaN() : std::max(ref, h);
     }
-    if (std::isnan(ref) || std::isinf(ref) || ref == 0.0f) return;  // keep the previous scale
-    float s = std::ldexp(fp8_max(recipe_.format) / ref, -recipe_.margin);
-    if (std::isinf(s)) s = FLT_MAX;
-    if (s == 0.0f) return;  // a margin so large the scale underflows: keep the previous one
-    scale_ = s;
+    scale_ = cast::delayed_next_scale(ref, scale_, recipe_.format, recipe_.margin);
 }
 
 bool columnwise_is_transpose(const Recipe& r) {

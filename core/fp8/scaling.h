@@ -1,7 +1,7 @@
 // The scale rules of the recipes, shared by every backend that quantizes (FP8.md):
 // per-tensor current and blockwise scales, MX exponents, and delayed scaling's amax
-// history. Every backend computes its scales with these rules (or a bit-identical copy of
-// them in device code), so FP8 codes agree across devices.
+// history. The rules themselves are in cast_rules.h, which the CPU and the CUDA kernels
+// both compile, so FP8 codes agree across devices; these are their out-of-line forms.
 #pragma once
 
 #include <cstdint>

@@ -22,7 +22,7 @@
 #include <numeric>
 #include <variant>
 
-#include "cpu/cast.h"
+#include "fp8/cast_rules.h"
 #include "cpu/quantize.h"
 #include "cpu/simd.h"
 #include "util/parallel.h"
@@ -230,21 +230,13 @@ void errors_subtile(MatrixView x, std::int64_t r0, std::int64_t r1, std::int64_t
             }
             for (std::int64_t b = 0; b < segs; ++b) {
                 const std::int64_t s0 = c0 + b * p.block_cols, s1 = std::min(c1, s0 + p.block_cols);
-                const float a = std::bit_cast<float>(amax[b]);
-                float s, si;
-                if (!p.mx) {
-                    s = compute_scale(a, p.format, 0.0f, p.pow2);
-                    si = 1.0f / s;
-                } else if (nonfinite[b]) {  // NaN scale: every element of the block is NaN
+                if (p.mx && nonfinite[b]) {  // NaN scale: every element of the block is NaN
                     acc.nonfinite_out += count_finite(x.row(g0) + s0, s1 - s0);
                     continue;
-                } else {
-                    const int e = mx_exponent(a, p.format, p.rule);
-                    s = cast::pow2(-e);
-                    si = cast::pow2(e);
                 }
-                acc.note_scale_inv(si);
-                for (std::int64_t r = g0; r < g1; ++r) p.kernel(x.row(r) + s0, s1 - s0, s, si, acc);
+                const cast::BlockScale bs = cast::block_scale(amax[b], p.format, p.mx, p.rule, p.pow2);
+                acc.note_scale_inv(bs.scale_inv);
+                for (std::int64_t r = g0; r < g1; ++r) p.kernel(x.row(r) + s0, s1 - s0, bs.s, bs.scale_inv, acc);
             }
         }
     }

@@ -3,7 +3,7 @@
 #include <bit>
 #include <cstring>
 
-#include "cpu/cast.h"
+#include "fp8/cast_rules.h"
 #include "cpu/quantize.h"
 #include "fp8/scaling.h"
 #include "util/parallel.h"

@@ -1,6 +1,6 @@
 // The FP8 chunks of gradient sums on the CPU (fp8/chunks.h has the layout and the rules):
 // the cast of an array chunk by chunk, each with the power-of-two scale of its own amax,
-// and the float32 sum of dequantized chunks in a fixed order. cast.h's rounding, so the
+// and the float32 sum of dequantized chunks in a fixed order. cast_rules.h's rounding, so the
 // codes equal encode() of format.cpp and the CUDA kernels' bit for bit.
 #pragma once
 

@@ -1,7 +1,7 @@
 // Quantization under a recipe: block amaxes, the scale rules, then one elementwise pass
 // that casts with the block's scale. Every recipe is a grid of blocks (per-tensor is one
 // block), so one code path serves them all. The elementwise kernels are simd.h's (the
-// widest vector ISA of the CPU); the codes of quantize() come from cast.h directly.
+// widest vector ISA of the CPU); the codes of quantize() come from cast_rules.h directly.
 // Delayed scaling knows its scale before the cast, so its amax is taken in the same pass.
 // The cast-transpose of 1 x B recipes reads x once, tile by tile, for both copies.
 #include "cpu/quantize.h"
@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "cpu/cast.h"
+#include "fp8/cast_rules.h"
 #include "cpu/simd.h"
 #include "util/parallel.h"
 
@@ -37,6 +37,14 @@ struct Plan {
     float amax = 0;  // scaling amax of the whole tensor
     float tensor_scale = std::numeric_limits<float>::quiet_NaN();  // per-tensor recipes
 };
+
+// Scale, scale_inv and E8M0 code of one block of a block recipe from its amax (bits) and
+// non-finite flag; for MX, NaN or Inf in the block makes its scales NaN.
+cast::BlockScale block_scale(const Recipe& r, std::uint32_t amax_bits, bool nonfinite) {
+    if (const auto* b = std::get_if<BlockScaling>(&r)) return cast::block_scale(amax_bits, b->format, false, MXRule::RCeil, b->pow2);
+    const auto& m = std::get<MXScaling>(r);
+    return cast::block_scale(nonfinite ? cast::kInfBits : amax_bits, m.format, true, m.rule, false);
+}
 
 // `amax_in_cast`: a per-tensor scale known in advance (delayed) leaves the amax to the
 // cast pass.
@@ -115,19 +123,10 @@ Plan plan_for(MatrixView x, const Recipe& recipe, const DelayedState* state, int
     }
     p.amax = std::bit_cast<float>(nblocks ? *std::max_element(amax.begin(), amax.end()) : 0u);
     for (std::int64_t i = 0; i < nblocks; ++i) {
-        const float a = std::bit_cast<float>(amax[i]);
-        if (b) {
-            p.s[i] = compute_scale(a, b->format, 0.0f, b->pow2);
-            p.scale_inv[i] = 1.0f / p.s[i];
-        } else if (nonfinite[i]) {
-            p.e8m0[i] = kE8M0NaN;
-            p.s[i] = p.scale_inv[i] = std::numeric_limits<float>::quiet_NaN();
-        } else {
-            const int e = mx_exponent(a, mx->format, mx->rule);
-            p.e8m0[i] = e8m0_from_exponent(e);
-            p.s[i] = cast::pow2(-e);
-            p.scale_inv[i] = cast::pow2(e);
-        }
+        const cast::BlockScale bs = block_scale(recipe, amax[i], nonfinite[i]);
+        p.s[i] = bs.s;
+        p.scale_inv[i] = bs.scale_inv;
+        if (p.mx) p.e8m0[i] = bs.e8m0;
     }
     return p;
 }
@@ -227,22 +226,6 @@ std::int64_t row_block(const Recipe& r) {
     return 0;
 }
 
-// Scale and scale_inv of one block from its amax (bits) and non-finite flag.
-void block_scale(const Recipe& r, std::uint32_t amax_bits, bool nonfinite, float& s, float& si) {
-    const float a = std::bit_cast<float>(amax_bits);
-    if (const auto* b = std::get_if<BlockScaling>(&r)) {
-        s = compute_scale(a, b->format, 0.0f, b->pow2);
-        si = 1.0f / s;
-    } else if (nonfinite) {  // MX: NaN or Inf in the block makes its scale NaN
-        s = si = std::numeric_limits<float>::quiet_NaN();
-    } else {
-        const auto& m = std::get<MXScaling>(r);
-        const int e = mx_exponent(a, m.format, m.rule);
-        s = cast::pow2(-e);
-        si = cast::pow2(e);
-    }
-}
-
 }  // namespace
 
 float scaling_amax(MatrixView x) {
@@ -321,10 +304,14 @@ CastInfo fake_quantize_transposed(MatrixView x, const Recipe& recipe, float* row
                 const simd::Tile t{x.data + r0 * x.cols + c0, x.cols, int(nr), int(nc), xt.data()};
                 k.tile_amax(t, row_amax, row_nf, col_amax, col_nf);
                 for (std::int64_t r = 0; r < nr; ++r) {
-                    block_scale(recipe, row_amax[r], row_nf[r], s_row[r], si_row[r]);
+                    const cast::BlockScale bs = block_scale(recipe, row_amax[r], row_nf[r]);
+                    s_row[r] = bs.s, si_row[r] = bs.scale_inv;
                     part.amax = std::max(part.amax, row_amax[r]);
                 }
-                for (std::int64_t c = 0; c < nc; ++c) block_scale(recipe, col_amax[c], col_nf[c], s_col[c], si_col[c]);
+                for (std::int64_t c = 0; c < nc; ++c) {
+                    const cast::BlockScale bs = block_scale(recipe, col_amax[c], col_nf[c]);
+                    s_col[c] = bs.s, si_col[c] = bs.scale_inv;
+                }
                 const simd::TileCast cast{s_row, si_row, s_col, si_col, rowwise + r0 * x.cols + c0, x.cols,
                                           columnwise + c0 * x.rows + r0, x.rows};
                 part.overflow += k.tile_cast[f](t, cast);

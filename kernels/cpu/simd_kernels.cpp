@@ -2,14 +2,14 @@
 // this file with FP8SCOPE_ISA=generic (-march=x86-64, or the arm64 baseline), avx2
 // (-march=x86-64-v3) and avx512 (-march=x86-64-v4). The cast kernels are written once on
 // GCC vectors of the target's width; the analysis sums have an AVX-512 form and a
-// portable one that keeps the same 16 float64 lanes. Every path does cast.h's float32
+// portable one that keeps the same 16 float64 lanes. Every path does cast_rules.h's float32
 // steps in the same order, so all give bitwise the same results; the generic one is the
 // reference the others are tested against (tests/core/test_cpu_kernels.cpp).
 //
 // No container, no std::function, no algorithm: each compiled copy exports one symbol, its
 // kernel table, and no out-of-line copy of an inline function compiled for a wider ISA can
 // replace the baseline one at link time (the one-definition rule lets the linker take
-// either); cast.h's inline functions get this copy's own namespace.
+// either); cast_rules.h's inline functions get this copy's own namespace.
 // GCC 12 warns falsely about uninitialized values inside the AVX-512 intrinsics.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -19,8 +19,8 @@
 #ifndef FP8SCOPE_ISA
 #define FP8SCOPE_ISA generic
 #endif
-#define FP8SCOPE_CAST_NS FP8SCOPE_ISA  // cast.h's functions get this file's own namespace
-#include "cpu/cast.h"
+#define FP8SCOPE_CAST_NS FP8SCOPE_ISA  // cast_rules.h's functions get this file's own namespace
+#include "fp8/cast_rules.h"
 #include "cpu/simd.h"
 
 #if defined(__AVX2__) || defined(__AVX512F__)

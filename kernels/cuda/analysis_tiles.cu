@@ -13,7 +13,7 @@ using qk::kInfBits;
 constexpr unsigned kAbs = ~qk::kSignBit;
 
 // FP8 rounding of y0, y1 (not NaN) as floats, saturating: the hardware conversion, which
-// equals cast.h's round_sat for every non-NaN float32 (cvt.rn.satfinite), decoded exactly.
+// equals cast_rules.h's round_sat for every non-NaN float32 (cvt.rn.satfinite), decoded exactly.
 template <Format F>
 __device__ __forceinline__ float2 round_sat2(float y0, float y1) {
     return qk::decode2<F>(qk::cast2_fast<F>(y0, y1));

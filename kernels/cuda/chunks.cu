@@ -31,7 +31,7 @@ __device__ __forceinline__ std::uint32_t chunk_code(float x, float s) {
     const std::uint32_t u = __float_as_uint(x);
     if ((u & qk::kInfBits) == qk::kInfBits) return qk::Fp8<F>::kNaNCode | ((u >> 24) & 0x80u);
     std::uint32_t over;
-    return qk::cast_exact<F>(qk::mul_rn(x, s), over);
+    return cast::cast_code<F>(qk::mul_rn(x, s), over);
 }
 
 // Chunk blockIdx.y of x into its slot; the header's amax is in place already.

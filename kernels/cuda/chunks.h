@@ -1,7 +1,7 @@
 // The FP8 chunks of gradient sums on the GPU (fp8/chunks.h has the layout and the rules):
 // the launchers behind CudaBackend::quantize_chunks and dequantize_sum, bit for bit the
 // CPU's (kernels/cpu/chunks.h): each chunk's amax comes from the cast's amax kernel, its
-// scale and codes from quantize_rules.cuh's copies of the CPU's rules. Plain C++, so the
+// scale and codes from the rules of core/fp8/cast_rules.h, as the CPU. Plain C++, so the
 // backend and the tests include it without nvcc. Asynchronous on `stream`; device
 // pointers only.
 #pragma once

@@ -7,8 +7,8 @@
 //
 // Codes, grids, amax and overflow are bit-identical to the CPU's quantize()
 // (kernels/cpu/quantize.h) on x for the rowwise copy and on x^T for the columnwise copy:
-// the scale rules are device copies of core/fp8/scaling.cpp, the cast is the hardware's
-// RNE conversion where it provably agrees with cast.h, cast.h's integer rounding elsewhere.
+// the scale rules are those of core/fp8/cast_rules.h, the cast is the hardware's
+// RNE conversion where it provably agrees with cast_rules.h's integer rounding, that rounding elsewhere.
 // Input values are x itself (F32) or the exact float32 of each BF16.
 //
 // Shape letters: x (R, C) = (rows, cols), C the contraction dimension; a recipe's block is
@@ -134,7 +134,7 @@ void dequantize(const QuantizedInput& q, void* out, DType out_dtype, cudaStream_
 
 // --- test hook --------------------------------------------------------------------------
 // codes[i] = the cast of the float32 whose bits are first + i, i < n, through the element
-// path of the cast kernels (hardware conversion where they use it, cast.h's rounding
+// path of the cast kernels (hardware conversion where they use it, cast_rules.h's rounding
 // elsewhere) or, with `exact_only`, through the integer rounding alone. Lets a test
 // compare every float32 against cast::cast_code.
 void cast_bit_patterns(Format format, std::uint32_t first, std::int64_t n, bool exact_only, std::uint8_t* codes,

@@ -18,7 +18,7 @@ __global__ void bit_patterns_kernel(std::uint32_t first, std::int64_t n, bool ex
         std::uint32_t over;
         // The tile kernel's rule: the hardware for runs of non-NaN |y| <= kFastMax.
         const bool fast = !exact_only && !qk::is_nan(y) && fabsf(y) <= qk::Fp8<F>::kFastMax;
-        codes[i] = fast ? static_cast<std::uint8_t>(qk::cast2_fast<F>(y, 0.0f)) : qk::cast_exact<F>(y, over);
+        codes[i] = fast ? static_cast<std::uint8_t>(qk::cast2_fast<F>(y, 0.0f)) : cast::cast_code<F>(y, over);
     }
 }
 

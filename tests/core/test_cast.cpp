@@ -1,4 +1,4 @@
-// The fast cast of cast.h against format.cpp's scalar encode(): every tie between
+// The fast cast of cast_rules.h against format.cpp's scalar encode(): every tie between
 // neighbouring codes and the floats beside it, a sweep over float32 bit patterns, random
 // patterns, and the special values.
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "cpu/cast.h"
+#include "fp8/cast_rules.h"
 #include "fp8/format.h"
 
 namespace fp8scope {

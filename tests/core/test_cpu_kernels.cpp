@@ -17,11 +17,11 @@
 #include <cpuid.h>
 #endif
 
-#include "cpu/cast.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_info.h"
 #include "cpu/quantize.h"
 #include "cpu/simd.h"
+#include "fp8/cast_rules.h"
 #include "reference/reference.h"
 
 namespace fp8scope {
@@ -124,7 +124,7 @@ TEST(SimdKernels, CastAndAmaxMatchThePortablePath) {
     }
 }
 
-// Every path's cast against cast.h's scalar one (the tested oracle of test_cast.cpp):
+// Every path's cast against cast_rules.h's scalar one (the tested oracle of test_cast.cpp):
 // float32 bit patterns strided over the whole range, and every FP8 value, every midpoint
 // between neighbouring values (the ties) and the floats beside them.
 TEST(SimdKernels, CastMatchesTheScalarCast) {

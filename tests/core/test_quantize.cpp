@@ -3,15 +3,18 @@
 // rules on hand-checked cases.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cfloat>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "cpu/quantize.h"
+#include "fp8/cast_rules.h"
 #include "reference/reference.h"
 
 namespace fp8scope {
@@ -118,6 +121,99 @@ TEST(ScaleRule, HandCheckedMXExponents) {
     EXPECT_EQ(mx_exponent(0x1p-120f, Format::E4M3, MXRule::RCeil), -127);  // -128 clamps
     EXPECT_EQ(mx_exponent(0x1.ep-130f, Format::E5M2, MXRule::RCeil), -127);  // subnormal amax
     EXPECT_EQ(mx_exponent(0x1.ep-100f, Format::E5M2, MXRule::RCeil), -114);  // 1.875 > 1.75
+}
+
+// MX exponents by their definition, in float64 (shares nothing with cast_rules.h's reading
+// of the exponent field): Floor e = floor(log2 amax) - emax; RCeil the least e with
+// amax <= fp8_max * 2^e; both clamped to [-127, 127].
+int mx_exponent_by_definition(float amax, Format f, MXRule rule) {
+    if (!(amax > 0.0f)) return -127;
+    int e = std::ilogb(amax) - info(f).emax;
+    if (rule == MXRule::RCeil && static_cast<double>(amax) > std::ldexp(static_cast<double>(fp8_max(f)), e)) ++e;
+    return std::clamp(e, -127, 127);
+}
+
+// Every BF16 amax, for every float32 exponent the mantissas around RCEIL's threshold
+// (1.75) and at the ends, and random patterns: the exponent, and the MX block scale the
+// kernels take (s = 2^-e, scale_inv = 2^e, E8M0 e + 127), against the definition.
+TEST(ScaleRule, MXExponentAndBlockScaleMatchTheDefinition) {
+    std::vector<std::uint32_t> amaxes;
+    for (std::uint32_t h = 0; h < 0x7F80u; ++h) amaxes.push_back(h << 16);
+    for (std::uint32_t e = 0; e < 255; ++e)
+        for (std::uint32_t m : {0u, 1u, 2u, 0x3FFFFFu, 0x400000u, 0x5FFFFFu, 0x600000u, 0x600001u, 0x7FFFFEu, 0x7FFFFFu})
+            amaxes.push_back(e << 23 | m);
+    std::mt19937 rng(7);
+    for (int i = 0; i < 200000; ++i) amaxes.push_back(rng() % 0x7F800000u);
+    for (Format f : {Format::E4M3, Format::E5M2})
+        for (MXRule rule : {MXRule::Floor, MXRule::RCeil}) {
+            for (std::uint32_t bits : amaxes) {
+                const float amax = std::bit_cast<float>(bits);
+                const int e = mx_exponent_by_definition(amax, f, rule);
+                ASSERT_EQ(mx_exponent(amax, f, rule), e) << std::hex << bits;
+                const cast::BlockScale b = cast::block_scale(bits, f, true, rule, false);
+                ASSERT_EQ(b.e8m0, e8m0_from_exponent(e)) << std::hex << bits;
+                ASSERT_EQ(b.s, std::ldexp(1.0f, -e)) << std::hex << bits;
+                ASSERT_EQ(b.scale_inv, std::ldexp(1.0f, e)) << std::hex << bits;
+            }
+            // NaN or Inf in the block: all NaN, E8M0 0xFF
+            for (std::uint32_t bits : {0x7F800000u, 0x7FC00000u, 0xFFFFFFFFu}) {
+                const cast::BlockScale b = cast::block_scale(bits, f, true, rule, false);
+                EXPECT_EQ(b.e8m0, kE8M0NaN);
+                EXPECT_TRUE(std::isnan(b.s) && std::isnan(b.scale_inv));
+            }
+        }
+}
+
+// The per-tensor and blockwise scale against its definition in float64 (division of two
+// floats rounded once more to float32 is exact rounding: 53 >= 2 * 24 + 2), pow2 as the
+// largest power of two not above it; blockwise scale_inv is 1 / s and E8M0 unused.
+TEST(ScaleRule, CurrentAndBlockScalesMatchTheDefinition) {
+    std::mt19937 rng(11);
+    for (Format f : {Format::E4M3, Format::E5M2})
+        for (int i = 0; i < 200000; ++i) {
+            const auto bits = static_cast<std::uint32_t>(rng() % 0x7F800001u);  // up to +Inf
+            const float amax = std::bit_cast<float>(bits);
+            float want = 1.0f;
+            if (amax != 0.0f && std::isfinite(amax)) {
+                const double q = static_cast<double>(fp8_max(f)) / static_cast<double>(amax);
+                want = q > FLT_MAX ? FLT_MAX : static_cast<float>(q);
+            }
+            const float want_pow2 = want == 1.0f ? 1.0f : std::ldexp(1.0f, std::ilogb(want));
+            ASSERT_EQ(compute_scale(amax, f, 0.0f, false), want) << std::hex << bits;
+            ASSERT_EQ(compute_scale(amax, f, 0.0f, true), want_pow2) << std::hex << bits;
+            for (bool pow2 : {false, true}) {
+                const cast::BlockScale b = cast::block_scale(bits, f, false, MXRule::RCeil, pow2);
+                ASSERT_EQ(b.s, pow2 ? want_pow2 : want) << std::hex << bits;
+                ASSERT_EQ(b.scale_inv, 1.0f / b.s) << std::hex << bits;
+                ASSERT_EQ(b.e8m0, 0);
+            }
+        }
+}
+
+// pow2 over its whole range, the float32 subnormals included, against ldexp.
+TEST(ScaleRule, Pow2IsLdexp) {
+    for (int e = -149; e <= 127; ++e) ASSERT_EQ(cast::pow2(e), std::ldexp(1.0f, e)) << e;
+}
+
+// Delayed scaling's next scale against ldexp of the float32 quotient: margins far past
+// the float32 range in both directions (the rule clamps them at 400), results that round
+// to subnormals, underflow to 0 (the previous scale kept) and overflow (FLT_MAX).
+TEST(ScaleRule, DelayedNextScaleMatchesLdexp) {
+    const float prev = 3.0f;
+    std::mt19937 rng(5);
+    for (Format f : {Format::E4M3, Format::E5M2})
+        for (int margin : {-1000, -401, -400, -300, -130, -1, 0, 1, 2, 7, 120, 140, 149, 150, 160, 300, 400, 401, 1000})
+            for (int i = 0; i < 2000; ++i) {
+                const float ref = std::bit_cast<float>(static_cast<std::uint32_t>(rng() % 0x7F800000u));
+                float want = prev;
+                if (ref != 0.0f) {
+                    const float s = std::ldexp(fp8_max(f) / ref, -margin);
+                    want = std::isinf(s) ? FLT_MAX : (s == 0.0f ? prev : s);
+                }
+                ASSERT_EQ(cast::delayed_next_scale(ref, prev, f, margin), want) << ref << " margin " << margin;
+            }
+    for (float bad : {0.0f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()})
+        EXPECT_EQ(cast::delayed_next_scale(bad, prev, Format::E4M3, 0), prev);
 }
 
 // One 1x32 MX block with amax 500: floor keeps X = 1 and clamps 500 to 448; RCEIL takes

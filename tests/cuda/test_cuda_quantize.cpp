@@ -26,10 +26,9 @@
 #include <tuple>
 #include <vector>
 
-#include "cpu/cast.h"
 #include "cpu/quantize.h"
 #include "cuda/quantize.h"
-#include "cuda/quantize_rules.cuh"
+#include "fp8/cast_rules.h"
 #include "fp8/scaling.h"
 #include "fp8/format.h"
 #include "gpu_test.h"
@@ -380,39 +379,6 @@ TEST(ScaleGridLayout, IndexCoversTheGridOnceByItsSteps) {
     EXPECT_TRUE(cuda::scale_grid(BlockScaling{Format::E4M3, 1, 128, false}, 32, 256).transposed);
     EXPECT_FALSE(cuda::scale_grid(BlockScaling{Format::E4M3, 1, 128, false}, 33, 256).transposed);
     EXPECT_FALSE(cuda::scale_grid(BlockScaling{Format::E4M3, 128, 128, true}, 256, 256).transposed);
-}
-
-// --- MX block scales ----------------------------------------------------------------------
-
-// The kernels' MX scales, read off the amax's exponent field, against the CPU's
-// mx_exponent and ldexp: every BF16 amax, and for every float32 exponent the mantissas
-// around RCEIL's threshold (1.75) and at the ends (host code: no GPU needed).
-TEST(MxBlockScale, MatchesTheCpuRule) {
-    std::vector<std::uint32_t> amaxes;
-    for (std::uint32_t h = 0; h < 0x7F80u; ++h) amaxes.push_back(h << 16);
-    for (std::uint32_t e = 0; e < 255; ++e)
-        for (std::uint32_t m : {0u, 1u, 2u, 0x3FFFFFu, 0x400000u, 0x5FFFFFu, 0x600000u, 0x600001u, 0x7FFFFEu, 0x7FFFFFu})
-            amaxes.push_back(e << 23 | m);
-    std::mt19937 rng(7);
-    for (int i = 0; i < 200000; ++i) amaxes.push_back(rng() % 0x7F800000u);
-    for (Format f : {Format::E4M3, Format::E5M2})
-        for (MXRule rule : {MXRule::Floor, MXRule::RCeil}) {
-            for (std::uint32_t bits : amaxes) {
-                float amax;
-                std::memcpy(&amax, &bits, 4);
-                const int e = mx_exponent(amax, f, rule);
-                const cuda::qk::BlockScale b = cuda::qk::mx_block_scale(bits, f, rule);
-                ASSERT_EQ(b.e8m0, e + 127) << std::hex << bits;
-                ASSERT_EQ(b.s, std::ldexp(1.0f, -e)) << std::hex << bits;
-                ASSERT_EQ(b.scale_inv, std::ldexp(1.0f, e)) << std::hex << bits;
-            }
-            // NaN or Inf in the block: all NaN, E8M0 0xFF
-            for (std::uint32_t bits : {0x7F800000u, 0x7FC00000u, 0xFFFFFFFFu}) {
-                const cuda::qk::BlockScale b = cuda::qk::mx_block_scale(bits, f, rule);
-                EXPECT_EQ(b.e8m0, 0xFF);
-                EXPECT_TRUE(std::isnan(b.s) && std::isnan(b.scale_inv));
-            }
-        }
 }
 
 // --- layouts -----------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 // A deliberately simple float64 reference for quantization and statistics: plain loops,
 // the scalar encode()/decode() of format.cpp, scale rules written again from FP8.md
 // (frexp, brute-force exponent search) and every statistic in double, in several obvious
-// passes. It shares no code with cast.h, quantize.cpp, stats.cpp or analysis.cpp; the
+// passes. It shares no code with cast_rules.h, quantize.cpp, stats.cpp or analysis.cpp; the
 // tests hold the fast paths against it.
 #pragma once
 

@@ -1,6 +1,6 @@
 // The FP8 chunk rules (fp8/chunks.h) written the way the text reads, in double, on
 // format.cpp's encode() and decode(): the oracle of the chunk kernels and of the FP8
-// gradient sums, independent of cast.h and of the scale code they run; and the awkward
+// gradient sums, independent of cast_rules.h and of the scale code they run; and the awkward
 // data the chunk kernels' tests run on.
 #pragma once
 

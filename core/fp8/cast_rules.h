@@ -1,0 +1,294 @@
+// The FP8 cast and scale rules, written once for every backend: the exact saturating
+// float32 -> FP8 cast, the per-tensor and blockwise scale, MX's E8M0 exponent and
+// delayed scaling's next scale. The CPU compiles them as plain inline C++, nvcc as
+// __host__ __device__ functions, so codes and scales agree bit for bit across devices.
+// encode() in format.cpp shares nothing with them and is the oracle the tests hold them to.
+//
+// The cast rounds to nearest even with subnormals and saturates (finite values past max
+// clamp to +-max, Inf too; NaN stays NaN). It is branch-free so that loops over it
+// vectorize: normal values round in the integer domain of their float32 bits (add half
+// an ulp of the FP8 grid, plus one when the kept lsb is odd, then truncate), values below
+// the smallest normal round by adding a power of two whose float32 ulp is the FP8
+// subnormal step (the FPU's round-to-nearest-even does the work).
+//
+// Products, quotients and sums go through the _rn helpers, which on the device are the
+// _rn intrinsics, so no FMA contraction or approximate division creeps into device code.
+// The CPU's vector form of the cast (simd_kernels.cpp) takes the same integer and float
+// steps lane by lane; files compiled for one vector ISA define FP8SCOPE_CAST_NS, so their
+// copies of these inline functions get a namespace of their own and never stand in for
+// another ISA's copies at link time.
+#pragma once
+
+#include <cfloat>
+#include <cstdint>
+#include <cstring>
+
+#include "fp8/format.h"
+#include "fp8/recipe.h"
+
+#if defined(__CUDACC__)
+#define FP8SCOPE_HD __host__ __device__ __forceinline__
+#else
+#include <bit>
+#define FP8SCOPE_HD inline
+#endif
+
+#ifndef FP8SCOPE_CAST_NS
+#define FP8SCOPE_CAST_NS base
+#endif
+
+namespace fp8scope::cast {
+inline namespace FP8SCOPE_CAST_NS {
+
+constexpr std::uint32_t kSignBit = 0x80000000u;
+constexpr std::uint32_t kInfBits = 0x7F800000u;
+constexpr std::uint32_t kQuietNaNBits = 0x7FC00000u;  // std::numeric_limits<float>::quiet_NaN()
+
+// ---- float32 arithmetic, the same on both sides ------------------------------------------
+
+FP8SCOPE_HD std::uint32_t bits_of(float f) {
+#if defined(__CUDA_ARCH__)
+    return __float_as_uint(f);
+#elif defined(__CUDACC__)
+    std::uint32_t u;  // nvcc compiles C++17: no std::bit_cast
+    std::memcpy(&u, &f, 4);
+    return u;
+#else
+    return std::bit_cast<std::uint32_t>(f);
+#endif
+}
+
+FP8SCOPE_HD float float_of(std::uint32_t u) {
+#if defined(__CUDA_ARCH__)
+    return __uint_as_float(u);
+#elif defined(__CUDACC__)
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+#else
+    return std::bit_cast<float>(u);
+#endif
+}
+
+#if defined(__CUDA_ARCH__)
+FP8SCOPE_HD float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+FP8SCOPE_HD float div_rn(float a, float b) { return __fdiv_rn(a, b); }
+FP8SCOPE_HD float add_rn(float a, float b) { return __fadd_rn(a, b); }
+FP8SCOPE_HD float sub_rn(float a, float b) { return __fsub_rn(a, b); }
+#else
+FP8SCOPE_HD float mul_rn(float a, float b) { return a * b; }
+FP8SCOPE_HD float div_rn(float a, float b) { return a / b; }
+FP8SCOPE_HD float add_rn(float a, float b) { return a + b; }
+FP8SCOPE_HD float sub_rn(float a, float b) { return a - b; }
+#endif
+
+FP8SCOPE_HD bool is_nan(float f) { return (bits_of(f) & ~kSignBit) > kInfBits; }
+FP8SCOPE_HD bool is_inf(float f) { return (bits_of(f) & ~kSignBit) == kInfBits; }
+
+// ---- the formats --------------------------------------------------------------------------
+
+template <Format F>
+struct Traits;
+
+template <>
+struct Traits<Format::E4M3> {
+    static constexpr int kDrop = 20;                             // float32 mantissa bits dropped
+    static constexpr std::uint32_t kMaxBits = 0x43E00000;        // 448
+    static constexpr std::uint32_t kMinNormalBits = 0x3C800000;  // 2^-6
+    static constexpr float kSubMagic = 16384.0f;                 // 2^14: float32 ulp 2^-9
+    static constexpr std::uint32_t kRebias = (127 - 7) << 3;     // float32 vs E4M3 bias, in code units
+    static constexpr std::uint8_t kMaxCode = 0x7E;
+    static constexpr std::uint8_t kNaNCode = 0x7F;
+    static constexpr float kSubSteps = 512.0f;  // 1 / 2^-9
+};
+
+template <>
+struct Traits<Format::E5M2> {
+    static constexpr int kDrop = 21;
+    static constexpr std::uint32_t kMaxBits = 0x47600000;        // 57344
+    static constexpr std::uint32_t kMinNormalBits = 0x38800000;  // 2^-14
+    static constexpr float kSubMagic = 128.0f;                   // 2^7: float32 ulp 2^-16
+    static constexpr std::uint32_t kRebias = (127 - 15) << 2;
+    static constexpr std::uint8_t kMaxCode = 0x7B;
+    static constexpr std::uint8_t kNaNCode = 0x7E;
+    static constexpr float kSubSteps = 65536.0f;  // 1 / 2^-16
+};
+
+// fp8_max and FormatInfo::emax (format.h) in a form device code can call.
+FP8SCOPE_HD constexpr float max_of(Format f) { return f == Format::E4M3 ? 448.0f : 57344.0f; }
+FP8SCOPE_HD constexpr int emax_of(Format f) { return f == Format::E4M3 ? 8 : 15; }
+
+// ---- the cast -------------------------------------------------------------------------------
+
+// |y| rounded onto the FP8 grid, as float32 bits, before saturation. For |y| past the
+// largest finite float32 the result may exceed kInfBits; callers test NaN input apart.
+template <Format F>
+FP8SCOPE_HD std::uint32_t round_abs_bits(std::uint32_t a) {
+    using T = Traits<F>;
+    constexpr std::uint32_t half = (1u << (T::kDrop - 1)) - 1;
+    const std::uint32_t normal = (a + half + ((a >> T::kDrop) & 1u)) & ~((1u << T::kDrop) - 1u);
+    const float sub = sub_rn(add_rn(float_of(a), T::kSubMagic), T::kSubMagic);
+    return a < T::kMinNormalBits ? bits_of(sub) : normal;
+}
+
+// y's bits u, |y|'s bits a and |y| rounded (r, round_abs_bits), and whether a non-NaN y
+// rounds past max (`overflow` gets it as 0 or 1): the common start of both casts below.
+struct Rounded {
+    std::uint32_t u, a, r;
+    bool over;
+};
+
+template <Format F>
+FP8SCOPE_HD Rounded round_parts(float y, std::uint32_t& overflow) {
+    Rounded x;
+    x.u = bits_of(y);
+    x.a = x.u & ~kSignBit;
+    x.r = round_abs_bits<F>(x.a);
+    x.over = x.r > Traits<F>::kMaxBits && x.a <= kInfBits;
+    overflow = x.over ? 1u : 0u;
+    return x;
+}
+
+// The saturating cast of y, as the float32 value of its code (decode(cast_code(y))).
+// `overflow` is set to 1 when a non-NaN y rounds past max, y = +-Inf included (what
+// saturation clamps); callers that count overflow of finite inputs mask out Inf inputs.
+template <Format F>
+FP8SCOPE_HD float round_sat(float y, std::uint32_t& overflow) {
+    const Rounded x = round_parts<F>(y, overflow);
+    const std::uint32_t mag = x.a > kInfBits ? x.a : (x.over ? Traits<F>::kMaxBits : x.r);
+    return float_of(mag | (x.u & kSignBit));
+}
+
+template <Format F>
+FP8SCOPE_HD float round_sat(float y) {
+    std::uint32_t unused;
+    return round_sat<F>(y, unused);
+}
+
+// The saturating cast of y as its FP8 code; NaN gives the canonical NaN with y's sign.
+template <Format F>
+FP8SCOPE_HD std::uint8_t cast_code(float y, std::uint32_t& overflow) {
+    using T = Traits<F>;
+    const Rounded x = round_parts<F>(y, overflow);
+    // Below min normal, r is k times the subnormal step: k is exact as an integer.
+    const std::uint32_t normal_code = (x.r >> T::kDrop) - T::kRebias;
+    const std::uint32_t sub_code = static_cast<std::uint32_t>(mul_rn(float_of(x.r), T::kSubSteps));
+    std::uint32_t code = x.r < T::kMinNormalBits ? sub_code : normal_code;
+    code = x.over ? T::kMaxCode : code;
+    code = x.a > kInfBits ? T::kNaNCode : code;
+    return static_cast<std::uint8_t>(code | ((x.u >> 24) & 0x80u));
+}
+
+template <Format F>
+FP8SCOPE_HD std::uint8_t cast_code(float y) {
+    std::uint32_t unused;
+    return cast_code<F>(y, unused);
+}
+
+// 2^e as float32 for e in [-149, 127], subnormals included (MX scales reach 2^-127).
+FP8SCOPE_HD float pow2(int e) {
+    return e >= -126 ? float_of(static_cast<std::uint32_t>(e + 127) << 23) : float_of(1u << (e + 149));
+}
+
+// Quantize-dequantize of one element: decode(cast(x * s)) * scale_inv, all in float32.
+template <Format F>
+FP8SCOPE_HD float qdq(float x, float s, float scale_inv) {
+    return mul_rn(round_sat<F>(mul_rn(x, s)), scale_inv);
+}
+
+// ---- the scale rules (FP8.md) -------------------------------------------------------------------
+
+// Per-tensor current and blockwise: s = fp8_max / max(amax, eps); amax NaN, or an
+// eps-clamped amax of 0 or Inf, gives 1; a quotient past FLT_MAX clamps to FLT_MAX; pow2
+// clears the mantissa (rounds down).
+FP8SCOPE_HD float compute_scale(float amax, Format f, float eps, bool pow2_scale) {
+    if (is_nan(amax)) return 1.0f;
+    const float a = amax < eps ? eps : amax;  // std::max(amax, eps)
+    if (a == 0.0f || is_inf(a)) return 1.0f;
+    float s = div_rn(max_of(f), a);
+    if (is_inf(s)) s = FLT_MAX;
+    if (pow2_scale) s = float_of(bits_of(s) & 0xFF800000u);
+    return s;
+}
+
+// MX: the E8M0 code E = e + 127 of the block scale X = 2^e for an amax given by its bits
+// (finite or Inf, sign clear), read off the exponent field. Floor: e = floor(log2 amax) -
+// emax; RCeil: the least e with amax <= fp8_max * 2^e, one more exactly when the mantissa
+// exceeds 1.75 (fp8_max is 1.75 * 2^emax in both formats). E clamps at 0 (e = -127),
+// which is also where a subnormal or zero amax lands; an Inf amax gives E = 255 - emax and
+// a finite one at most 254 - emax + 1, so e stays within [-127, 120] without a clamp above.
+FP8SCOPE_HD int mx_e8m0(std::uint32_t amax_bits, Format f, MXRule rule) {
+    const int E = static_cast<int>(amax_bits >> 23) - emax_of(f) +
+                  (rule == MXRule::RCeil && (amax_bits & 0x7FFFFFu) > 0x600000u ? 1 : 0);
+    return E < 0 ? 0 : E;
+}
+
+// The exponent e of X = 2^e for a block amax (finite, >= 0); an amax of 0 (or anything
+// not positive) gives -127.
+FP8SCOPE_HD int mx_exponent(float block_amax, Format f, MXRule rule) {
+    if (!(block_amax > 0.0f)) return -127;
+    return mx_e8m0(bits_of(block_amax), f, rule) - 127;
+}
+
+// The scale s, scale_inv and E8M0 code of one block from its amax bits. For MX, bits at
+// or past Inf mark a block holding NaN or Inf: E8M0 NaN, s and scale_inv NaN.
+struct BlockScale {
+    float s, scale_inv;
+    std::uint8_t e8m0;
+};
+
+// MX: s = 2^-e and scale_inv = 2^e from E = e + 127. A finite amax gives E <= 247, so
+// s = 2^(127-E) is always normal and only scale_inv = 2^(E-127) needs the subnormal
+// 2^-127. A quarter of the instructions of computing e from the float and then both
+// powers, four times per MX tile and thread in the device kernels.
+FP8SCOPE_HD BlockScale mx_block_scale(std::uint32_t amax_bits, Format f, MXRule rule) {
+    BlockScale b{};
+    if (amax_bits >= kInfBits) {
+        b.s = b.scale_inv = float_of(kQuietNaNBits);
+        b.e8m0 = kE8M0NaN;
+        return b;
+    }
+    const int E = mx_e8m0(amax_bits, f, rule);
+    b.s = float_of(static_cast<std::uint32_t>(254 - E) << 23);
+    b.scale_inv = float_of(E > 0 ? static_cast<std::uint32_t>(E) << 23 : 0x00400000u);
+    b.e8m0 = static_cast<std::uint8_t>(E);
+    return b;
+}
+
+// Blockwise (mx false): compute_scale without eps, scale_inv = 1 / s, E8M0 0.
+FP8SCOPE_HD BlockScale block_scale(std::uint32_t amax_bits, Format f, bool mx, MXRule rule, bool pow2_scale) {
+    BlockScale b{};
+    if (mx) {
+        b = mx_block_scale(amax_bits, f, rule);
+    } else {
+        b.s = cast::compute_scale(float_of(amax_bits), f, 0.0f, pow2_scale);  // not ADL's fp8scope::compute_scale
+        b.scale_inv = div_rn(1.0f, b.s);
+        b.e8m0 = 0;
+    }
+    return b;
+}
+
+// Delayed scaling's next scale from the reference amax of the history: fp8_max / ref
+// times 2^-margin, clamped to FLT_MAX; prev is kept on a reference of 0, Inf or NaN and
+// when the scale underflows to 0. The product with 2^-margin is exact in float64, so its
+// rounding to float32 is the only one (std::ldexp's result, subnormals included); |margin|
+// past 400 changes nothing.
+FP8SCOPE_HD float delayed_next_scale(float ref, float prev, Format f, int margin) {
+    if (is_nan(ref) || is_inf(ref) || ref == 0.0f) return prev;
+    const float q = div_rn(max_of(f), ref);
+    const int m = margin < -400 ? -400 : (margin > 400 ? 400 : margin);
+    const std::uint64_t p2_bits = static_cast<std::uint64_t>(1023 - m) << 52;  // 2^-m
+#if defined(__CUDA_ARCH__)
+    float s = __double2float_rn(__dmul_rn(static_cast<double>(q), __longlong_as_double(static_cast<long long>(p2_bits))));
+#else
+    double p2;
+    std::memcpy(&p2, &p2_bits, 8);
+    float s = static_cast<float>(static_cast<double>(q) * p2);
+#endif
+    if (is_inf(s)) s = FLT_MAX;
+    if (s == 0.0f) return prev;
+    return s;
+}
+
+}  // inline namespace FP8SCOPE_CAST_NS
+}  // namespace fp8scope::cast
