@@ -132,7 +132,7 @@ FP8SCOPE_HD std::uint32_t round_abs_bits(std::uint32_t a) {
 }
 
 // y's bits u, |y|'s bits a and |y| rounded (r, round_abs_bits), and whether a non-NaN y
-// rounds past max (`overflow` gets it as 0 or 1): the common start of both casts below.
+// rounds past max (`overflow` gets it as 0 or 1): the start of round_sat.
 struct Rounded {
     std::uint32_t u, a, r;
     bool over;
@@ -169,14 +169,20 @@ FP8SCOPE_HD float round_sat(float y) {
 template <Format F>
 FP8SCOPE_HD std::uint8_t cast_code(float y, std::uint32_t& overflow) {
     using T = Traits<F>;
-    const Rounded x = round_parts<F>(y, overflow);
+    const std::uint32_t u = bits_of(y);
+    const std::uint32_t a = u & ~kSignBit;
+    const std::uint32_t r = round_abs_bits<F>(a);
+    const bool over = r > T::kMaxBits && a <= kInfBits;
+    overflow = over ? 1u : 0u;
     // Below min normal, r is k times the subnormal step: k is exact as an integer.
-    const std::uint32_t normal_code = (x.r >> T::kDrop) - T::kRebias;
-    const std::uint32_t sub_code = static_cast<std::uint32_t>(mul_rn(float_of(x.r), T::kSubSteps));
-    std::uint32_t code = x.r < T::kMinNormalBits ? sub_code : normal_code;
-    code = x.over ? T::kMaxCode : code;
-    code = x.a > kInfBits ? T::kNaNCode : code;
-    return static_cast<std::uint8_t>(code | ((x.u >> 24) & 0x80u));
+    // (Written out rather than through round_parts: nvcc schedules the struct form into
+    // different, if shorter, SASS for the cast kernels.)
+    const std::uint32_t normal_code = (r >> T::kDrop) - T::kRebias;
+    const std::uint32_t sub_code = static_cast<std::uint32_t>(mul_rn(float_of(r), T::kSubSteps));
+    std::uint32_t code = r < T::kMinNormalBits ? sub_code : normal_code;
+    code = over ? T::kMaxCode : code;
+    code = a > kInfBits ? T::kNaNCode : code;
+    return static_cast<std::uint8_t>(code | ((u >> 24) & 0x80u));
 }
 
 template <Format F>
@@ -211,25 +217,6 @@ FP8SCOPE_HD float compute_scale(float amax, Format f, float eps, bool pow2_scale
     return s;
 }
 
-// MX: the E8M0 code E = e + 127 of the block scale X = 2^e for an amax given by its bits
-// (finite or Inf, sign clear), read off the exponent field. Floor: e = floor(log2 amax) -
-// emax; RCeil: the least e with amax <= fp8_max * 2^e, one more exactly when the mantissa
-// exceeds 1.75 (fp8_max is 1.75 * 2^emax in both formats). E clamps at 0 (e = -127),
-// which is also where a subnormal or zero amax lands; an Inf amax gives E = 255 - emax and
-// a finite one at most 254 - emax + 1, so e stays within [-127, 120] without a clamp above.
-FP8SCOPE_HD int mx_e8m0(std::uint32_t amax_bits, Format f, MXRule rule) {
-    const int E = static_cast<int>(amax_bits >> 23) - emax_of(f) +
-                  (rule == MXRule::RCeil && (amax_bits & 0x7FFFFFu) > 0x600000u ? 1 : 0);
-    return E < 0 ? 0 : E;
-}
-
-// The exponent e of X = 2^e for a block amax (finite, >= 0); an amax of 0 (or anything
-// not positive) gives -127.
-FP8SCOPE_HD int mx_exponent(float block_amax, Format f, MXRule rule) {
-    if (!(block_amax > 0.0f)) return -127;
-    return mx_e8m0(bits_of(block_amax), f, rule) - 127;
-}
-
 // The scale s, scale_inv and E8M0 code of one block from its amax bits. For MX, bits at
 // or past Inf mark a block holding NaN or Inf: E8M0 NaN, s and scale_inv NaN.
 struct BlockScale {
@@ -237,10 +224,15 @@ struct BlockScale {
     std::uint8_t e8m0;
 };
 
-// MX: s = 2^-e and scale_inv = 2^e from E = e + 127. A finite amax gives E <= 247, so
-// s = 2^(127-E) is always normal and only scale_inv = 2^(E-127) needs the subnormal
-// 2^-127. A quarter of the instructions of computing e from the float and then both
-// powers, four times per MX tile and thread in the device kernels.
+// MX: the E8M0 code E = e + 127 of the block scale X = 2^e, read off the amax's exponent
+// field, and s = 2^-e, scale_inv = 2^e. Floor: e = floor(log2 amax) - emax; RCeil: the
+// least e with amax <= fp8_max * 2^e, one more exactly when the mantissa exceeds 1.75
+// (fp8_max is 1.75 * 2^emax in both formats). E clamps at 0 (e = -127), which is also
+// where a subnormal or zero amax lands; a finite amax gives E <= 247, so e needs no clamp
+// above, s = 2^(127-E) is always normal and only scale_inv = 2^(E-127) needs the
+// subnormal 2^-127. A quarter of the instructions of computing e from the float and then
+// both powers, four times per MX tile and thread in the device kernels. (The exponent
+// stays written out here: nvcc schedules a helper for it into other SASS.)
 FP8SCOPE_HD BlockScale mx_block_scale(std::uint32_t amax_bits, Format f, MXRule rule) {
     BlockScale b{};
     if (amax_bits >= kInfBits) {
@@ -248,11 +240,21 @@ FP8SCOPE_HD BlockScale mx_block_scale(std::uint32_t amax_bits, Format f, MXRule 
         b.e8m0 = kE8M0NaN;
         return b;
     }
-    const int E = mx_e8m0(amax_bits, f, rule);
+    int E = static_cast<int>(amax_bits >> 23) - emax_of(f) +
+            (rule == MXRule::RCeil && (amax_bits & 0x7FFFFFu) > 0x600000u ? 1 : 0);
+    E = E < 0 ? 0 : E;
     b.s = float_of(static_cast<std::uint32_t>(254 - E) << 23);
     b.scale_inv = float_of(E > 0 ? static_cast<std::uint32_t>(E) << 23 : 0x00400000u);
     b.e8m0 = static_cast<std::uint8_t>(E);
     return b;
+}
+
+// The exponent e of X = 2^e for a block amax (finite, >= 0): mx_block_scale's; an amax
+// of 0 (or anything not positive) gives -127, +Inf the exponent its field reads.
+FP8SCOPE_HD int mx_exponent(float block_amax, Format f, MXRule rule) {
+    if (!(block_amax > 0.0f)) return -127;
+    const std::uint32_t a = bits_of(block_amax);
+    return a < kInfBits ? mx_block_scale(a, f, rule).e8m0 - 127 : 255 - emax_of(f) - 127;
 }
 
 // Blockwise (mx false): compute_scale without eps, scale_inv = 1 / s, E8M0 0.
