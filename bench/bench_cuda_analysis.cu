@@ -1,4 +1,4 @@
-// The device analysis (kernels/cuda/analysis.h) against the device-to-device copy
+// The device analysis (kernels/cuda/analysis/analysis.h) against the device-to-device copy
 // bandwidth measured in the same run: x (R, C) BF16 (activations and gradients), as
 // stored and as a transposed view, with no recipe (statistics only), one, and the
 // default `analyze` recipes. Bytes counted are those the analysis reads: x twice (pass 1
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "cuda/analysis.h"
-#include "cuda/check.h"
+#include "cuda/analysis/analysis.h"
+#include "cuda/runtime/check.h"
 #include "cuda_bench.cuh"
 #include "kernel_breakdown.h"
 

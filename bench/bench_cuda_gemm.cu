@@ -1,4 +1,4 @@
-// The cuBLASLt GEMMs of the CUDA backend (kernels/cuda/gemm.h) against a bare cuBLASLt
+// The cuBLASLt GEMMs of the CUDA backend (kernels/cuda/gemm/gemm.h) against a bare cuBLASLt
 // call on the same problem: descriptors built once, the same heuristic query (so the same
 // algorithm, printed when it differs), scales already in cuBLASLt's layout. The runner's
 // figure includes everything its entry point does per call (plan lookup, pointer
@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "cuda/check.h"
-#include "cuda/gemm.h"
-#include "cuda/gemm_internal.h"
+#include "cuda/gemm/gemm.h"
+#include "cuda/gemm/internal.h"
+#include "cuda/runtime/check.h"
 
 namespace fp8scope::cuda {
 namespace {

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "cuda/check.h"
-#include "cuda/gemm_internal.h"
+#include "cuda/gemm/internal.h"
+#include "cuda/runtime/check.h"
 #include "cuda_bench.cuh"
 
 using namespace fp8scope;

@@ -1,4 +1,4 @@
-// Per-op timings of the CUDA layer ops and optimizer (kernels/cuda/ops.h) at the shape of
+// Per-op timings of the CUDA layer ops and optimizer (kernels/cuda/ops/ops.h) at the shape of
 // the performance target: a GPT layer of d_model 4096, sequence 2048, batch 4, 32 heads,
 // vocabulary 50304 (B=4, T=2048, C=4096, NH=32, V=50304; MLP hidden 4C for GELU, 11008
 // for SwiGLU; AdamW over 2^28 parameters). Bandwidth-bound ops print the bytes they must
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "cuda/check.h"
-#include "cuda/ops.h"
+#include "cuda/ops/ops.h"
+#include "cuda/runtime/check.h"
 #include "cuda_bench.cuh"
 
 namespace {

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "cuda/check.h"
-#include "cuda/quantize.h"
+#include "cuda/cast/quantize.h"
+#include "cuda/runtime/check.h"
 #include "cuda_bench.cuh"
 #include "kernel_breakdown.h"
 

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/devices.h"
+#include "cuda/runtime/devices.h"
 #include "engine/fp8_grad_sum.h"
 #include "engine/train_config.h"
 #include "support/data_parallel_job.h"

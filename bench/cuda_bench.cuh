@@ -10,7 +10,7 @@
 #include <functional>
 #include <vector>
 
-#include "cuda/check.h"
+#include "cuda/runtime/check.h"
 
 namespace fp8scope::bench {
 

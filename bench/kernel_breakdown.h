@@ -8,8 +8,8 @@
 
 #include <cuda_runtime.h>
 
-#include "cuda/check.h"
-#include "cuda/kernel_tracer.h"
+#include "cuda/runtime/check.h"
+#include "cuda/runtime/kernel_tracer.h"
 #include "kernel_tally.h"
 
 namespace fp8scope::bench {

@@ -7,8 +7,8 @@
 #include "comm/tcp_communicator.h"
 #ifdef FP8SCOPE_HAVE_CUDA
 #include "cuda/cuda_backend.h"
-#include "cuda/devices.h"
 #include "cuda/nccl_communicator.h"
+#include "cuda/runtime/devices.h"
 #endif
 
 namespace fp8scope {

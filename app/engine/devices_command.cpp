@@ -9,7 +9,7 @@
 #include "cpu/cpu_backend.h"
 #ifdef FP8SCOPE_HAVE_CUDA
 #include "cuda/cuda_backend.h"
-#include "cuda/devices.h"
+#include "cuda/runtime/devices.h"
 #endif
 
 namespace fp8scope::cli {

@@ -10,14 +10,14 @@
 #include <string>
 
 #include "cpu/analysis.h"
-#include "cuda/analysis.h"
-#include "cuda/chunks.h"
-#include "cuda/cuda_backend_mirror.h"
+#include "cuda/analysis/analysis.h"
+#include "cuda/cast/chunks.h"
+#include "cuda/cast/quantize.h"
 #include "cuda/cuda_backend_kernels.h"
-#include "cuda/check.h"
-#include "cuda/gemm.h"
-#include "cuda/ops.h"
-#include "cuda/quantize.h"
+#include "cuda/cuda_backend_mirror.h"
+#include "cuda/gemm/gemm.h"
+#include "cuda/ops/ops.h"
+#include "cuda/runtime/check.h"
 #include "io/half.h"
 #include "util/parallel.h"
 

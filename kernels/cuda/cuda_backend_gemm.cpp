@@ -7,13 +7,13 @@
 #include <string>
 #include <variant>
 
-#include "cuda/check.h"
+#include "cuda/cast/quantize.h"
 #include "cuda/cuda_backend.h"
-#include "cuda/cuda_backend_mirror.h"
 #include "cuda/cuda_backend_kernels.h"
-#include "cuda/gemm.h"
-#include "cuda/ops.h"
-#include "cuda/quantize.h"
+#include "cuda/cuda_backend_mirror.h"
+#include "cuda/gemm/gemm.h"
+#include "cuda/ops/ops.h"
+#include "cuda/runtime/check.h"
 
 namespace fp8scope {
 namespace {

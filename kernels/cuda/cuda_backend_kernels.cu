@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "cuda/check.h"
 #include "cuda/cuda_backend_kernels.h"
+#include "cuda/runtime/check.h"
 
 namespace fp8scope::cuda {
 

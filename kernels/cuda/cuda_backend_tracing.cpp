@@ -2,9 +2,9 @@
 // engine's ops) and as CUPTI external correlation ids (kernel_tracer.h).
 #include <nvtx3/nvToolsExt.h>
 
-#include "cuda/check.h"
 #include "cuda/cuda_backend.h"
-#include "cuda/kernel_tracer.h"
+#include "cuda/runtime/check.h"
+#include "cuda/runtime/kernel_tracer.h"
 
 namespace fp8scope {
 

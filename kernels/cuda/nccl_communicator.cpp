@@ -5,7 +5,7 @@
 #include <thread>
 #include <string>
 
-#include "cuda/check.h"
+#include "cuda/runtime/check.h"
 
 namespace fp8scope {
 

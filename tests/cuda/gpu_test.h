@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "cuda/check.h"
-#include "cuda/devices.h"
+#include "cuda/runtime/check.h"
+#include "cuda/runtime/devices.h"
 
 namespace fp8scope::testing {
 

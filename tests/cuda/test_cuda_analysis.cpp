@@ -1,4 +1,4 @@
-// The device analysis (CudaBackend::analyze, kernels/cuda/analysis.h) against the CPU's
+// The device analysis (CudaBackend::analyze, kernels/cuda/analysis/analysis.h) against the CPU's
 // analysis of the same values: counts, amaxes, scales, histogram, channel absmax, top
 // values and tile absmax exactly; float64 figures to 1e-5 relative (the summation order
 // and the float32 products differ). Shapes are awkward on purpose (not multiples of 32 or

@@ -1,4 +1,4 @@
-// Causal attention on the GPU (kernels/cuda/ops.h: the fused kernels for head sizes 64 and
+// Causal attention on the GPU (kernels/cuda/ops/ops.h: the fused kernels for head sizes 64 and
 // 128, the cuBLAS path for the rest) against the CPU ops (kernels/cpu/ops/attention.h) on
 // BF16-rounded inputs, over sequence lengths that are not multiples of the tiles (17, 100,
 // 257, 777: partial query and key tiles, several tiles, the diagonal inside a tile), several

@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "cuda/devices.h"
+#include "cuda/runtime/devices.h"
 #include "engine/fp8_grad_sum.h"
 #include "gpu_test.h"
 #include "support/data_parallel_job.h"

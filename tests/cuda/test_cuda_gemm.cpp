@@ -1,4 +1,4 @@
-// The cuBLASLt GEMMs (kernels/cuda/gemm.h) against a float64 host reference computed from
+// The cuBLASLt GEMMs (kernels/cuda/gemm/gemm.h) against a float64 host reference computed from
 // the decoded FP8 values times their scale_inv, on awkward shapes: per-tensor FP8 (all
 // three type pairs), blockwise FP8 (1x128 x 128x128, 128x128 x 1x128, 1x128 x 1x128) with
 // scales that differ wildly from block to block, so that a wrong scale layout fails
@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "cuda/gemm.h"
+#include "cuda/gemm/gemm.h"
 #include "fp8/format.h"
 #include "gpu_test.h"
 #include "io/half.h"

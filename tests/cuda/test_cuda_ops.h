@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/ops.h"
+#include "cuda/ops/ops.h"
 #include "gpu_test.h"
 #include "io/half.h"
 

@@ -1,4 +1,4 @@
-// The embedding and the norms on the GPU (kernels/cuda/ops.h) against the CPU ops
+// The embedding and the norms on the GPU (kernels/cuda/ops/ops.h) against the CPU ops
 // (kernels/cpu/ops) on random data of awkward shapes: rows not a multiple of 32, channels
 // not a multiple of 8 (the unpacked path). Attention: test_cuda_attention.cpp.
 // Tolerances follow from BF16 storage: a BF16 value is within 2^-8 (relative) of the

@@ -1,4 +1,4 @@
-// AdamW and the global gradient norm on the GPU (kernels/cuda/ops.h). AdamW must equal
+// AdamW and the global gradient norm on the GPU (kernels/cuda/ops/ops.h). AdamW must equal
 // the CPU backend's update (the formula of core/engine/optimizer.cpp) bit for bit over
 // several steps, packed or not, with and without decay runs (down to single elements); the norm must match a
 // sequential host double sum to 1e-12 and repeat bitwise.

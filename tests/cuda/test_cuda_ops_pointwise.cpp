@@ -1,5 +1,5 @@
 // The activations, the elementwise ops, the bias gradient and softmax cross-entropy on the
-// GPU (kernels/cuda/ops.h) against the CPU ops, on awkward sizes and on pointers one
+// GPU (kernels/cuda/ops/ops.h) against the CPU ops, on awkward sizes and on pointers one
 // element off 16-byte alignment (the unpacked path). Ops whose float32 arithmetic is the
 // CPU's operation for operation (add, scale_columns, the CE gradient, the Smooth-SwiGLU
 // scales) must match the BF16 rounding of the CPU result bit for bit; transcendental ones

@@ -1,4 +1,4 @@
-// The CUDA FP8 cast (kernels/cuda/quantize.h) against the CPU's quantize(): every code,
+// The CUDA FP8 cast (kernels/cuda/cast/quantize.h) against the CPU's quantize(): every code,
 // scale_inv, E8M0 code, the amax, the scale and the overflow counts bit for bit, for the
 // rowwise copy (quantize(x)) and the columnwise copy (quantize(x^T)), over a grid of
 // recipe x shape x input dtype with data that holds zeros, subnormals, values past
@@ -27,10 +27,10 @@
 #include <vector>
 
 #include "cpu/quantize.h"
-#include "cuda/quantize.h"
+#include "cuda/cast/quantize.h"
 #include "fp8/cast_rules.h"
-#include "fp8/scaling.h"
 #include "fp8/format.h"
+#include "fp8/scaling.h"
 #include "gpu_test.h"
 #include "io/half.h"
 #include "util/parallel.h"

@@ -1,0 +1,13 @@
+// The tile cast kernel (tile.cuh) instantiated for float32 input.
+#include "cuda/cast/launch.cuh"
+#include "cuda/runtime/check.h"
+
+namespace fp8scope::cuda::qk {
+
+void launch_tile_f32(const TileParams& p, Format f, ScaleSource s, cudaStream_t stream) {
+    if (f == Format::E4M3) launch_tile<float, Format::E4M3>(p, s, stream);
+    else launch_tile<float, Format::E5M2>(p, s, stream);
+    FP8SCOPE_CUDA_LAUNCHED();
+}
+
+}  // namespace fp8scope::cuda::qk
