@@ -151,6 +151,37 @@ __device__ __forceinline__ void a_from_acc(std::uint32_t (&a)[4], const float (&
     a[3] = pack_bf16(c[2 * kk + 1][2], c[2 * kk + 1][3]);
 }
 
+// One k-step of C += A B over NP pairs of n-tiles for MT m-tiles, the A fragments in
+// registers: pair p's B fragments come from one ldmatrix.x4 (.trans when B is a row-major
+// [k][n] tile) at `flip0 + p * flip_step` and `add0 + p * add_step` (ldsm_x4), and feed
+// the MMAs of every m-tile, so each B fragment loaded serves MT products. The pairs run
+// along n within a k-step (flip fixed, add by rows16) or along d (flip by pair, add fixed).
+template <bool kTrans, int NP, int MT, int N>
+__device__ __forceinline__ void mma_pairs(float (&c)[MT][N][4], const std::uint32_t (&a)[MT][4], std::uint32_t tile,
+                                          std::uint32_t offset, std::uint32_t flip0, std::uint32_t flip_step,
+                                          std::uint32_t add0, std::uint32_t add_step) {
+#pragma unroll
+    for (int p = 0; p < NP; ++p) {
+        std::uint32_t bb[4];
+        if constexpr (kTrans) ldsm_x4_trans(bb, tile, offset, flip0 + p * flip_step, add0 + p * add_step);
+        else ldsm_x4(bb, tile, offset, flip0 + p * flip_step, add0 + p * add_step);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+            mma_bf16(c[mt][2 * p], a[mt], bb[0], bb[1]);
+            mma_bf16(c[mt][2 * p + 1], a[mt], bb[2], bb[3]);
+        }
+    }
+}
+
+// The same for one m-tile (the backward kv kernel's warps own 16 keys).
+template <bool kTrans, int NP, int N>
+__device__ __forceinline__ void mma_pairs(float (&c)[N][4], const std::uint32_t (&a)[4], std::uint32_t tile,
+                                          std::uint32_t offset, std::uint32_t flip0, std::uint32_t flip_step,
+                                          std::uint32_t add0, std::uint32_t add_step) {
+    mma_pairs<kTrans, NP>(reinterpret_cast<float (&)[1][N][4]>(c), reinterpret_cast<const std::uint32_t (&)[1][4]>(a),
+                          tile, offset, flip0, flip_step, add0, add_step);
+}
+
 // --- forward -------------------------------------------------------------------------------
 
 template <int D>
@@ -224,16 +255,7 @@ __global__ void __launch_bounds__(128, 2) flash_forward_kernel(const FwdParams p
                 std::uint32_t a[2][4];
 #pragma unroll
                 for (int mt = 0; mt < 2; ++mt) ldsm_x4(a[mt], tQ, oA, flip(kk), (2 * warp + mt) * rows16(D));
-#pragma unroll
-                for (int np = 0; np < SN / 2; ++np) {
-                    std::uint32_t bb[4];
-                    ldsm_x4(bb, tK, oBt, flip(kk), np * rows16(D));
-#pragma unroll
-                    for (int mt = 0; mt < 2; ++mt) {
-                        mma_bf16(s[mt][2 * np], a[mt], bb[0], bb[1]);
-                        mma_bf16(s[mt][2 * np + 1], a[mt], bb[2], bb[3]);
-                    }
-                }
+                mma_pairs<false, SN / 2>(s, a, tK, oBt, flip(kk), 0, 0, rows16(D));
             }
             if (n0 + Tr::kBlockN - 1 > r_warp) {  // the causal mask cuts the warp's part of the tile
 #pragma unroll
@@ -288,16 +310,7 @@ __global__ void __launch_bounds__(128, 2) flash_forward_kernel(const FwdParams p
                             lrow[mt][hf] += p0 + p1;
                             a[mt][2 * half + hf] = pack_bf16(p0, p1);
                         }
-#pragma unroll
-                for (int dp = 0; dp < D / 16; ++dp) {
-                    std::uint32_t bb[4];
-                    ldsm_x4_trans(bb, tV, oB, flip(dp), kk * rows16(D));
-#pragma unroll
-                    for (int mt = 0; mt < 2; ++mt) {
-                        mma_bf16(o[mt][2 * dp], a[mt], bb[0], bb[1]);
-                        mma_bf16(o[mt][2 * dp + 1], a[mt], bb[2], bb[3]);
-                    }
-                }
+                mma_pairs<true, D / 16>(o, a, tV, oB, 0, flip(1), kk * rows16(D), 0);
             }
         }
         __syncthreads();  // every warp is done with this stage before it is loaded again
@@ -471,13 +484,7 @@ __global__ void __launch_bounds__(256, 1) flash_backward_kv_kernel(const BwdPara
             for (int kk = 0; kk < D / 16; ++kk) {
                 std::uint32_t a[4];
                 ldsm_x4(a, tK, oA, flip(kk), warp * rows16(D));
-#pragma unroll
-                for (int np = 0; np < 4; ++np) {
-                    std::uint32_t bb[4];
-                    ldsm_x4(bb, tQ, oBt, flip(kk), np * rows16(D));
-                    mma_bf16(s[2 * np], a, bb[0], bb[1]);
-                    mma_bf16(s[2 * np + 1], a, bb[2], bb[3]);
-                }
+                mma_pairs<false, 4>(s, a, tQ, oBt, flip(kk), 0, 0, rows16(D));
             }
             // P^T = exp(S^T / sqrt(hs) - L), 0 where the key is after the query
             const bool masked = q0 < key_w + 15;
@@ -495,13 +502,7 @@ __global__ void __launch_bounds__(256, 1) flash_backward_kv_kernel(const BwdPara
             for (int kq = 0; kq < Tr::kBlockM / 16; ++kq) {
                 std::uint32_t a[4];
                 a_from_acc(a, s, kq);
-#pragma unroll
-                for (int dp = 0; dp < D / 16; ++dp) {
-                    std::uint32_t bb[4];
-                    ldsm_x4_trans(bb, tdO, oB, flip(dp), kq * rows16(D));
-                    mma_bf16(dv[2 * dp], a, bb[0], bb[1]);
-                    mma_bf16(dv[2 * dp + 1], a, bb[2], bb[3]);
-                }
+                mma_pairs<true, D / 16>(dv, a, tdO, oB, 0, flip(1), kq * rows16(D), 0);
             }
             // dP^T = V dO^T
             float dpt[8][4];
@@ -511,13 +512,7 @@ __global__ void __launch_bounds__(256, 1) flash_backward_kv_kernel(const BwdPara
             for (int kk = 0; kk < D / 16; ++kk) {
                 std::uint32_t a[4];
                 ldsm_x4(a, tV, oA, flip(kk), warp * rows16(D));
-#pragma unroll
-                for (int np = 0; np < 4; ++np) {
-                    std::uint32_t bb[4];
-                    ldsm_x4(bb, tdO, oBt, flip(kk), np * rows16(D));
-                    mma_bf16(dpt[2 * np], a, bb[0], bb[1]);
-                    mma_bf16(dpt[2 * np + 1], a, bb[2], bb[3]);
-                }
+                mma_pairs<false, 4>(dpt, a, tdO, oBt, flip(kk), 0, 0, rows16(D));
             }
             // dS^T = P^T (dP^T - D), rounded to BF16 once: the operand of dK here and of dQ later
             std::uint32_t dsp[8][2];
@@ -531,13 +526,7 @@ __global__ void __launch_bounds__(256, 1) flash_backward_kv_kernel(const BwdPara
 #pragma unroll
             for (int kq = 0; kq < Tr::kBlockM / 16; ++kq) {
                 const std::uint32_t a[4] = {dsp[2 * kq][0], dsp[2 * kq][1], dsp[2 * kq + 1][0], dsp[2 * kq + 1][1]};
-#pragma unroll
-                for (int dp = 0; dp < D / 16; ++dp) {
-                    std::uint32_t bb[4];
-                    ldsm_x4_trans(bb, tQ, oB, flip(dp), kq * rows16(D));
-                    mma_bf16(dk[2 * dp], a, bb[0], bb[1]);
-                    mma_bf16(dk[2 * dp + 1], a, bb[2], bb[3]);
-                }
+                mma_pairs<true, D / 16>(dk, a, tQ, oB, 0, flip(1), kq * rows16(D), 0);
             }
 #pragma unroll
             for (int hf = 0; hf < 2; ++hf) {  // keys g and g + 8
@@ -647,16 +636,7 @@ __global__ void __launch_bounds__(128, 2) flash_backward_q_kernel(const BwdParam
 #pragma unroll
                 for (int mt = 0; mt < 2; ++mt)  // A = dS from the stored dS^T, transposed
                     ldsm_x4_trans(a[mt], tS, oS, std::uint32_t(qo / 8 + 2 * mt) << 4, kk * rows16(64));
-#pragma unroll
-                for (int dp = 0; dp < D / 16; ++dp) {
-                    std::uint32_t bb[4];
-                    ldsm_x4_trans(bb, tK, oB, flip(dp), kk * rows16(D));
-#pragma unroll
-                    for (int mt = 0; mt < 2; ++mt) {
-                        mma_bf16(acc[mt][2 * dp], a[mt], bb[0], bb[1]);
-                        mma_bf16(acc[mt][2 * dp + 1], a[mt], bb[2], bb[3]);
-                    }
-                }
+                mma_pairs<true, D / 16>(acc, a, tK, oB, 0, flip(1), kk * rows16(D), 0);
             }
         }
         __syncthreads();
