@@ -6,8 +6,9 @@
 #   scripts/gpu.sh check  on the GPU machine: unpacks, lists the devices, runs the CUDA
 #                         tests and the benchmarks, and writes everything under $OUT
 #   scripts/gpu.sh pack-base REV
-#                         here: packs the same targets of commit REV (a worktree of it in
-#                         build-base/) into .gpu-run-base/gpu-run.tar.xz
+#                         here: builds fp8scope-engine, bench_step and bench_train_step of
+#                         commit REV (a worktree of it in build-base/) and packs them into
+#                         .gpu-run-base/gpu-run.tar.xz (they load this build's libraries)
 # The device call: command "scripts/gpu.sh check", carry [".gpu-run"] (and ".gpu-run-base"
 # when it exists: check then also compares the two builds, "same results, same speed":
 # the losses of a CUDA lock-step run of every recipe bit for bit, and bench_step (CUDA) and
@@ -36,9 +37,16 @@ pack_base() {
     local rev=${1:?usage: $0 pack-base REV} wt=build-base/src
     rm -rf build-base/src; git worktree prune
     git worktree add --detach "$wt" "$rev" >/dev/null
-    (cd "$wt" && scripts/gpu.sh pack)
-    mkdir -p .gpu-run-base
-    mv "$wt/.gpu-run/gpu-run.tar.xz" .gpu-run-base/
+    local keep=/tmp/fp8scope-base.$$
+    cmake -S "$wt" -B build-base/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFP8SCOPE_GUI=OFF -DFP8SCOPE_NATIVE=OFF >/dev/null
+    cmake --build build-base/build --target fp8scope-engine bench_step bench_train_step
+    # Only the three programs: the libraries are this build's (the carried tree has a
+    # size limit).
+    mkdir -p .gpu-run-base "$keep/bin"
+    cp build-base/build/bin/{fp8scope-engine,bench_step,bench_train_step} "$keep/bin/"
+    strip "$keep"/bin/*
+    tar -C "$keep" -cJf .gpu-run-base/gpu-run.tar.xz bin
+    rm -rf "$keep"
     git -C "$wt" rev-parse HEAD >.gpu-run-base/rev
     git worktree remove --force "$wt"
 }
