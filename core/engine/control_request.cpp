@@ -3,7 +3,40 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "fp8/training_recipe.h"
+
 namespace fp8scope {
+namespace {
+
+// Why a request rank 0 may send is wrong for a job of `runs` runs; empty when it is right.
+std::string invalid(const ControlRequest& r, int runs) {
+    switch (r.kind) {
+    case ControlRequest::Pause:
+    case ControlRequest::Resume:
+    case ControlRequest::Stop:  // a stop travels as the step record's flag
+        return "pause, resume and stop never travel as requests";
+    case ControlRequest::Switch:
+        if (r.run < 0 || r.run >= runs)
+            return "run " + std::to_string(r.run) + " is outside 0.." + std::to_string(runs - 1);
+        try {
+            (void)training_recipe(r.text);
+        } catch (const std::invalid_argument& e) {
+            return e.what();
+        }
+        break;
+    case ControlRequest::CaptureEvery:
+        if (r.value < 0) return "capture interval " + std::to_string(r.value) + " is negative";
+        break;
+    case ControlRequest::Checkpoint:
+        break;
+    }
+    if (r.kind != ControlRequest::Switch && r.run != -1) return "run " + std::to_string(r.run) + " given, expected -1";
+    if (r.kind != ControlRequest::CaptureEvery && r.value != 0)
+        return "value " + std::to_string(r.value) + " given, expected 0";
+    return {};
+}
+
+}  // namespace
 
 std::string encode_requests(const std::deque<ControlRequest>& rs) {
     std::string out;
@@ -13,19 +46,24 @@ std::string encode_requests(const std::deque<ControlRequest>& rs) {
     return out;
 }
 
-std::deque<ControlRequest> decode_requests(const std::string& text) {
+std::deque<ControlRequest> decode_requests(const std::string& text, int runs) {
     std::deque<ControlRequest> out;
     std::istringstream in(text);
     std::string line;
     while (std::getline(in, line)) {
+        auto unreadable = [&](const std::string& why) {
+            return std::runtime_error("rank 0 sent a control request this rank cannot read: '" + line + "' (" + why +
+                                      ")");
+        };
         std::istringstream fields(line);
         int kind = 0;
         ControlRequest r{ControlRequest::Stop, -1, {}, 0};
         if (!(fields >> kind >> r.run >> r.value) || kind < ControlRequest::Pause || kind > ControlRequest::CaptureEvery)
-            throw std::runtime_error("rank 0 sent a control request this rank cannot read: '" + line + "'");
+            throw unreadable("expected \"kind run value text\" with kind 0..5");
         r.kind = ControlRequest::Kind(kind);
-        fields.get();  // the space before the text
+        if (fields.get() != ' ') throw unreadable("no space before the text");
         std::getline(fields, r.text);
+        if (const std::string why = invalid(r, runs); !why.empty()) throw unreadable(why);
         out.push_back(std::move(r));
     }
     return out;

@@ -17,7 +17,9 @@ struct ControlRequest {
 
 // One line per request, "kind run value text" (recipe names and paths hold no newline).
 std::string encode_requests(const std::deque<ControlRequest>& requests);
-// Throws std::runtime_error naming a line it cannot read.
-std::deque<ControlRequest> decode_requests(const std::string& text);
+// The requests of a job of `runs` runs. Throws std::runtime_error naming a line it cannot
+// read or one no rank 0 sends: pause or resume, a run outside the job or an unknown recipe
+// to switch to, a negative capture interval, a run or value a request has no use for.
+std::deque<ControlRequest> decode_requests(const std::string& text, int runs);
 
 }  // namespace fp8scope

@@ -31,16 +31,35 @@ std::string encode(const DataParallel::StepShare& s) {
     return out + s.requests;
 }
 
-DataParallel::StepShare decode(const std::string& blob, int from) {
+// Why a rank's record for `step` cannot be trusted; empty when every field is in range.
+std::string invalid(const WireShare& w, const std::string& requests, int from, std::int64_t step) {
+    if (w.step != step) return "step " + std::to_string(w.step) + ", expected " + std::to_string(step);
+    if (w.rank != from) return "rank " + std::to_string(w.rank) + ", expected " + std::to_string(from);
+    if (w.stop != 0 && w.stop != 1) return "stop flag " + std::to_string(w.stop) + ", expected 0 or 1";
+    // Compute and communication are differences of clock readings: finite, of either sign.
+    if (!std::isfinite(w.compute_ms) || !std::isfinite(w.comm_ms) || !std::isfinite(w.step_ms) || w.step_ms < 0)
+        return "times " + std::to_string(w.compute_ms) + ", " + std::to_string(w.comm_ms) + ", " +
+               std::to_string(w.step_ms) + " ms, expected finite (the step's not negative)";
+    if (!std::isfinite(w.grad_bytes) || w.grad_bytes < 0)
+        return "gradient bytes " + std::to_string(w.grad_bytes) + ", expected finite and not negative";
+    if (!std::isnan(w.grad_error) && !(std::isfinite(w.grad_error) && w.grad_error >= 0))
+        return "gradient error " + std::to_string(w.grad_error) + ", expected NaN or finite and not negative";
+    if (from != 0 && !requests.empty()) return "control requests, which only rank 0 sends";
+    return {};
+}
+
+DataParallel::StepShare decode(const std::string& blob, int from, std::int64_t step) {
     WireShare w{};
     if (blob.size() < sizeof w)
         throw RendezvousError("rank " + std::to_string(from) + " sent a step record of " +
                               std::to_string(blob.size()) + " bytes (ranks of different engine versions?)");
     std::memcpy(&w, blob.data(), sizeof w);
     DataParallel::StepShare s;
+    s.requests = blob.substr(sizeof w);
+    if (const std::string why = invalid(w, s.requests, from, step); !why.empty())
+        throw RendezvousError("rank " + std::to_string(from) + " sent a step record with " + why);
     s.record = RankStepRecord{w.step, w.rank, w.compute_ms, w.comm_ms, w.step_ms, w.loss, w.grad_bytes, w.grad_error};
     s.stop = w.stop != 0;
-    s.requests = blob.substr(sizeof w);
     return s;
 }
 
@@ -192,7 +211,7 @@ std::vector<DataParallel::StepShare> DataParallel::exchange(const StepShare& min
     std::vector<StepShare> out;
     timed([&] {
         const std::vector<std::string> all = rendezvous_.all_gather(encode(mine));
-        for (std::size_t r = 0; r < all.size(); ++r) out.push_back(decode(all[r], int(r)));
+        for (std::size_t r = 0; r < all.size(); ++r) out.push_back(decode(all[r], int(r), mine.record.step));
     });
     return out;
 }

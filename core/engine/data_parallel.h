@@ -89,6 +89,8 @@ public:
         bool stop = false;     // this rank was asked to stop
         std::string requests;  // rank 0: the control requests every rank applies next
     };
+    // Every rank's share of the step of `mine`: throws RendezvousError naming a rank whose
+    // record is for another step or rank or holds a field out of range.
     std::vector<StepShare> exchange(const StepShare& mine);
     // The in-flight check over a step's compute times (one per rank, in rank order).
     std::vector<StragglerMonitor::Alert> observe(std::int64_t step, const std::vector<RankStepRecord>& ranks);

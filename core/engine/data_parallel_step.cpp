@@ -13,6 +13,7 @@ double ms(std::chrono::steady_clock::duration d) { return std::chrono::duration<
 void DataParallelStep::attach(Model& model) {
     dp_.attach(model);
     model.set_step_sync(this);
+    ++runs_;
 }
 
 void DataParallelStep::begin_step(std::int64_t step) {
@@ -79,7 +80,7 @@ StepAgreement DataParallelStep::agree(std::int64_t step, double step_ms, std::de
         out.health.push_back((a.straggling ? "straggler: rank " : "recovered: rank ") + std::to_string(a.rank) + " (" +
                              dp_.where(a.rank) + ") " + figures);
     }
-    agreed_ = decode_requests(all[0].requests);
+    agreed_ = decode_requests(all[0].requests, runs_);
     if (stop) agreed_.push_back({ControlRequest::Stop, -1, {}});
     return out;
 }

@@ -41,6 +41,7 @@ private:
     clock::time_point run_start_;
     double compute_ms_ = 0, comm_ms_ = 0;  // this rank's share of the step
     float rank_loss_ = 0;                  // this rank's own loss of run 0
+    int runs_ = 0;                         // models attached: the runs a switch may name
     std::deque<ControlRequest> held_;      // made here, for the step's agreement
     std::deque<ControlRequest> agreed_;    // what every rank applies next
 };

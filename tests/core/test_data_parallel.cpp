@@ -273,6 +273,46 @@ TEST(DataParallel, RankZerosRequestsApplyOnEveryRankAtTheSameStep) {
     EXPECT_EQ(ranks[0]->trainer->model(0).params_to_host(), ranks[1]->trainer->model(0).params_to_host());
 }
 
+// Rank 1 plays a peer that sends what no engine sends; the receiving ranks end the step
+// with an error naming the sender and the field, and do not crash.
+std::vector<std::string> errors_of_a_peer_sending(const DataParallel::StepShare& bad, int bad_rank) {
+    std::vector<std::string> errors(2);
+    run_job(2, "cpu", tiny_config(3, "baseline"), [&](Rank& r) {
+        errors[std::size_t(r.env.rank)] = testing::error_of([&] {
+            if (r.env.rank == bad_rank) r.dp->exchange(bad);
+            else r.step->agree(1, 1.0, {});
+        });
+    });
+    return errors;
+}
+
+TEST(DataParallel, ASwitchOfARunOutsideTheJobIsRefusedOnEveryRank) {
+    DataParallel::StepShare bad;
+    bad.record = RankStepRecord{1, 0, 1.0, 1.0, 2.0, 3.0f, 0.0, NAN};
+    bad.requests = "3 1000 0 mxfp8\n";
+    const std::vector<std::string> e = errors_of_a_peer_sending(bad, 0);
+    FP8SCOPE_EXPECT_CONTAINS(e[1], "run 1000 is outside 0..0");
+    FP8SCOPE_EXPECT_CONTAINS(e[1], "'3 1000 0 mxfp8'");
+}
+
+TEST(DataParallel, AStepRecordWithAFieldOutOfRangeNamesTheRankAndTheField) {
+    const auto sent = [](auto change) {
+        DataParallel::StepShare s;
+        s.record = RankStepRecord{1, 1, 1.0, 1.0, 2.0, 3.0f, 0.0, NAN};
+        change(s);
+        return errors_of_a_peer_sending(s, 1)[0];
+    };
+    FP8SCOPE_EXPECT_CONTAINS(sent([](auto& s) { s.record.step = 7; }), "rank 1 sent a step record with step 7, expected 1");
+    FP8SCOPE_EXPECT_CONTAINS(sent([](auto& s) { s.record.rank = 0; }), "rank 1 sent a step record with rank 0, expected 1");
+    FP8SCOPE_EXPECT_CONTAINS(sent([](auto& s) { s.record.compute_ms = NAN; }), "times nan");
+    FP8SCOPE_EXPECT_CONTAINS(sent([](auto& s) { s.record.step_ms = -1; }), "-1.000000 ms");
+    FP8SCOPE_EXPECT_CONTAINS(sent([](auto& s) { s.record.grad_bytes = INFINITY; }), "gradient bytes inf");
+    FP8SCOPE_EXPECT_CONTAINS(sent([](auto& s) { s.record.grad_error = -0.5; }), "gradient error -0.5");
+    FP8SCOPE_EXPECT_CONTAINS(sent([](auto& s) { s.requests = "4 -1 0 /tmp/x\n"; }), "only rank 0 sends");
+    // The same record in range goes through.
+    EXPECT_EQ(sent([](auto&) {}), "(no error)");
+}
+
 TEST(DataParallel, TheInFlightCheckNamesASlowRank) {
     std::vector<Recorder> seen(2);
     DataParallelOptions options;

@@ -4,9 +4,11 @@
 #include <deque>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "engine/control_request.h"
 #include "engine/step_sync.h"
+#include "support/error_of.h"
 
 namespace fp8scope {
 namespace {
@@ -17,7 +19,7 @@ TEST(ControlRequests, TravelAsTextAndBack) {
                                              {ControlRequest::CaptureEvery, -1, "", 25}};
     const std::string text = encode_requests(sent);
     EXPECT_EQ(text, "3 1 0 mxfp8\n4 -1 0 /tmp/a b.ckpt\n5 -1 25 \n");
-    const std::deque<ControlRequest> got = decode_requests(text);
+    const std::deque<ControlRequest> got = decode_requests(text, 2);
     ASSERT_EQ(got.size(), 3u);
     for (std::size_t i = 0; i < got.size(); ++i) {
         EXPECT_EQ(got[i].kind, sent[i].kind);
@@ -25,16 +27,38 @@ TEST(ControlRequests, TravelAsTextAndBack) {
         EXPECT_EQ(got[i].text, sent[i].text);
         EXPECT_EQ(got[i].value, sent[i].value);
     }
-    EXPECT_TRUE(decode_requests("").empty());
+    EXPECT_TRUE(decode_requests("", 2).empty());
 }
 
 TEST(ControlRequests, AnUnreadableLineIsNamed) {
     try {
-        decode_requests("9 0 0 x\n");
+        decode_requests("9 0 0 x\n", 2);
         FAIL() << "a kind past CaptureEvery was read";
     } catch (const std::runtime_error& e) {
         EXPECT_NE(std::string(e.what()).find("'9 0 0 x'"), std::string::npos) << e.what();
     }
+}
+
+TEST(ControlRequests, ARequestNoRankZeroSendsIsRefusedWithItsField) {
+    // Each line well formed but out of range for a job of two runs: the reason names the field.
+    const std::pair<const char*, const char*> cases[] = {
+        {"3 1000 0 mxfp8\n", "run 1000 is outside 0..1"},
+        {"3 -1 0 mxfp8\n", "run -1 is outside 0..1"},
+        {"3 0 0 nosuch\n", "nosuch"},
+        {"5 -1 -3 \n", "capture interval -3 is negative"},
+        {"4 7 0 /tmp/a.ckpt\n", "run 7 given, expected -1"},
+        {"4 -1 9 /tmp/a.ckpt\n", "value 9 given, expected 0"},
+        {"0 -1 0 \n", "never travel"},
+        {"2 -1 0 \n", "never travel"},
+        {"4 -1 0\n", "no space before the text"},
+        {"3 99999999999 0 mxfp8\n", "kind run value text"},
+    };
+    for (const auto& [line, why] : cases) {
+        const std::string e = testing::error_of([&] { decode_requests(line, 2); });
+        FP8SCOPE_EXPECT_CONTAINS(e, why);
+        FP8SCOPE_EXPECT_CONTAINS(e, std::string(line).substr(0, std::string(line).size() - 1));
+    }
+    EXPECT_EQ(decode_requests("3 1 0 mxfp8\n", 2).at(0).run, 1);  // the last run is in range
 }
 
 TEST(SingleProcess, AppliesRequestsInTheOrderTheyCameAndExchangesNothing) {
