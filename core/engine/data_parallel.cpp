@@ -14,7 +14,9 @@
 namespace fp8scope {
 namespace {
 
-// A StepShare on the wire: the record's numbers, the stop flag, then the requests.
+// A StepShare on the wire: the record's numbers, the stop flag, then the requests. The
+// fields go one after another in this order, 60 bytes with no padding between them (a
+// struct's padding would carry whatever the stack held to every peer).
 struct WireShare {
     std::int64_t step;
     std::int32_t rank, stop;
@@ -23,11 +25,25 @@ struct WireShare {
     double grad_bytes, grad_error;
 };
 
+// Calls f on every field of `w` in wire order.
+template <class W, class F>
+void for_each_field(W& w, F&& f) {
+    f(w.step), f(w.rank), f(w.stop), f(w.compute_ms), f(w.comm_ms), f(w.step_ms), f(w.loss), f(w.grad_bytes),
+        f(w.grad_error);
+}
+
+std::size_t wire_bytes() {
+    std::size_t n = 0;
+    WireShare w{};
+    for_each_field(w, [&](const auto& v) { n += sizeof v; });
+    return n;
+}
+
 std::string encode(const DataParallel::StepShare& s) {
-    WireShare w{s.record.step,    s.record.rank, s.stop ? 1 : 0,     s.record.compute_ms, s.record.comm_ms,
-                s.record.step_ms, s.record.loss, s.record.grad_bytes, s.record.grad_error};
-    std::string out(sizeof w, '\0');
-    std::memcpy(out.data(), &w, sizeof w);
+    const WireShare w{s.record.step,    s.record.rank, s.stop ? 1 : 0,     s.record.compute_ms, s.record.comm_ms,
+                      s.record.step_ms, s.record.loss, s.record.grad_bytes, s.record.grad_error};
+    std::string out;
+    for_each_field(w, [&](const auto& v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); });
     return out + s.requests;
 }
 
@@ -49,13 +65,18 @@ std::string invalid(const WireShare& w, const std::string& requests, int from, s
 }
 
 DataParallel::StepShare decode(const std::string& blob, int from, std::int64_t step) {
-    WireShare w{};
-    if (blob.size() < sizeof w)
+    const std::size_t n = wire_bytes();
+    if (blob.size() < n)
         throw RendezvousError("rank " + std::to_string(from) + " sent a step record of " +
                               std::to_string(blob.size()) + " bytes (ranks of different engine versions?)");
-    std::memcpy(&w, blob.data(), sizeof w);
+    WireShare w{};
+    std::size_t at = 0;
+    for_each_field(w, [&](auto& v) {
+        std::memcpy(&v, blob.data() + at, sizeof v);
+        at += sizeof v;
+    });
     DataParallel::StepShare s;
-    s.requests = blob.substr(sizeof w);
+    s.requests = blob.substr(n);
     if (const std::string why = invalid(w, s.requests, from, step); !why.empty())
         throw RendezvousError("rank " + std::to_string(from) + " sent a step record with " + why);
     s.record = RankStepRecord{w.step, w.rank, w.compute_ms, w.comm_ms, w.step_ms, w.loss, w.grad_bytes, w.grad_error};

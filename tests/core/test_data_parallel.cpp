@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -311,6 +312,35 @@ TEST(DataParallel, AStepRecordWithAFieldOutOfRangeNamesTheRankAndTheField) {
     FP8SCOPE_EXPECT_CONTAINS(sent([](auto& s) { s.requests = "4 -1 0 /tmp/x\n"; }), "only rank 0 sends");
     // The same record in range goes through.
     EXPECT_EQ(sent([](auto&) {}), "(no error)");
+}
+
+// A step record as the wire carries it: the fields one after another, nothing between them.
+template <class... T>
+std::string packed(const T&... fields) {
+    std::string out;
+    (out.append(reinterpret_cast<const char*>(&fields), sizeof fields), ...);
+    return out;
+}
+
+TEST(DataParallel, AStepRecordCarriesItsFieldsAndNoOtherByte) {
+    // Rank 1 reads rank 0's record off the rendezvous as raw bytes.
+    std::string got;
+    run_job(2, "cpu", tiny_config(3, "baseline"), [&](Rank& r) {
+        if (r.env.rank == 0) {
+            DataParallel::StepShare mine;
+            mine.record = RankStepRecord{1, 0, 1.5, 2.5, 4.5, 3.25f, 1024.0, 0.125};
+            mine.stop = true;
+            mine.requests = "5 -1 7 \n";
+            r.dp->exchange(mine);
+        } else {
+            got = r.rendezvous->all_gather(packed(std::int64_t(1), std::int32_t(1), std::int32_t(0), 0.0, 0.0, 0.0,
+                                                  0.0f, 0.0, 0.0))[0];
+        }
+    });
+    const std::string want = packed(std::int64_t(1), std::int32_t(0), std::int32_t(1), 1.5, 2.5, 4.5, 3.25f, 1024.0,
+                                    0.125) + "5 -1 7 \n";
+    ASSERT_EQ(want.size(), 60u + 8u);
+    EXPECT_EQ(got, want);  // bytes 44-47 (a struct's padding after the loss) are not sent
 }
 
 TEST(DataParallel, TheInFlightCheckNamesASlowRank) {
