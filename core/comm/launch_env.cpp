@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <limits>
 #include <stdexcept>
 
 namespace fp8scope {
@@ -10,8 +9,8 @@ namespace {
 
 using Getenv = std::function<const char*(const char*)>;
 
-// The integer in variable `name`, or `fallback` when it is unset.
-int int_var(const Getenv& getenv, const char* name, int fallback, int lo, int hi) {
+// The integer in variable `name`, or `fallback` when it is unset; `bound` says why hi.
+int int_var(const Getenv& getenv, const char* name, int fallback, int lo, int hi, const char* bound = nullptr) {
     const char* v = getenv(name);
     if (!v) return fallback;
     errno = 0;
@@ -19,7 +18,8 @@ int int_var(const Getenv& getenv, const char* name, int fallback, int lo, int hi
     const long n = std::strtol(v, &end, 10);
     if (end == v || *end != '\0' || errno == ERANGE || n < lo || n > hi)
         throw std::invalid_argument(std::string(name) + "=" + v + ": expected an integer in [" + std::to_string(lo) +
-                                    ", " + std::to_string(hi) + "]");
+                                    ", " + std::to_string(hi) + "]" +
+                                    (bound ? std::string(" (") + bound + ")" : ""));
     return static_cast<int>(n);
 }
 
@@ -43,7 +43,6 @@ std::string LaunchEnv::describe() const {
 }
 
 LaunchEnv launch_env_from(const Getenv& getenv) {
-    constexpr int kMax = std::numeric_limits<int>::max();
     LaunchEnv e;
     for (const Names& n : kLaunchers) {
         const bool has_rank = getenv(n.rank) != nullptr, has_size = getenv(n.size) != nullptr;
@@ -52,7 +51,8 @@ LaunchEnv launch_env_from(const Getenv& getenv) {
             throw std::invalid_argument(std::string(has_rank ? n.rank : n.size) + " is set without " +
                                         (has_rank ? n.size : n.rank) + " (" + n.launcher + " sets both)");
         e.launcher = n.launcher;
-        e.world_size = int_var(getenv, n.size, 1, 1, kMax);
+        e.world_size = int_var(getenv, n.size, 1, 1, kMaxWorldSize,
+                               "rank 0 holds a connection per rank and relays every exchange to every rank");
         e.rank = int_var(getenv, n.rank, 0, 0, e.world_size - 1);
         e.local_world_size = int_var(getenv, n.local_size, 1, 1, e.world_size);
         e.local_rank = int_var(getenv, n.local_rank, e.rank % e.local_world_size, 0, e.local_world_size - 1);

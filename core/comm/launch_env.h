@@ -11,6 +11,11 @@
 
 namespace fp8scope {
 
+// The most ranks a job may have: rank 0 is the rendezvous's hub, holding a connection
+// per rank and relaying every rank's record of a step to every rank (world size squared
+// frames per exchange), which past a few thousand ranks outlasts any step.
+constexpr int kMaxWorldSize = 4096;
+
 struct LaunchEnv {
     int rank = 0, world_size = 1;
     int local_rank = 0, local_world_size = 1;  // on this machine
@@ -23,8 +28,8 @@ struct LaunchEnv {
 };
 
 // From `getenv` (returns null for an unset variable). Throws std::invalid_argument naming
-// the variable and its value: not a number, a rank outside the world, a port outside
-// 1..65535, a world size given without a rank.
+// the variable and its value: not a number, a rank outside the world, a world size past
+// kMaxWorldSize, a port outside 1..65535, a world size given without a rank.
 LaunchEnv launch_env_from(const std::function<const char*(const char*)>& getenv);
 LaunchEnv launch_env();  // from this process's environment
 

@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -78,6 +79,41 @@ std::string recv_frame(int fd, Clock::time_point deadline, const std::string& wh
 }
 
 std::string rank_name(int r) { return "rank " + std::to_string(r); }
+
+}  // namespace
+
+std::string rank_list(const std::vector<int>& ranks) {
+    constexpr int kRuns = 8;
+    std::string out;
+    int runs = 0;
+    std::size_t i = 0;
+    for (; i < ranks.size() && runs < kRuns; ++runs) {
+        std::size_t j = i;
+        while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+        out += (out.empty() ? "" : ", ") + std::to_string(ranks[i]) +
+               (j > i ? "-" + std::to_string(ranks[j]) : std::string());
+        i = j + 1;
+    }
+    if (i < ranks.size()) out += " and " + std::to_string(ranks.size() - i) + " more";
+    return out;
+}
+
+namespace {
+
+// Rank 0 holds a connection per rank: a world its open-file limit cannot hold fails now,
+// naming the limit, not at the thousandth accept.
+void check_world_fits(int world_size) {
+    if (world_size > kMaxWorldSize)
+        throw RendezvousError("world size " + std::to_string(world_size) + " is past the " +
+                              std::to_string(kMaxWorldSize) + " ranks a rendezvous holds");
+    rlimit files{};
+    constexpr rlim_t kSpare = 64;  // the process's own files: logs, traces, the device
+    if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY &&
+        rlim_t(world_size) + kSpare > files.rlim_cur)
+        throw RendezvousError("rank 0 can open " + std::to_string(files.rlim_cur) + " files (ulimit -n), too few for " +
+                              std::to_string(world_size) + " ranks' connections; raise it to " +
+                              std::to_string(world_size + int(kSpare)) + " or more");
+}
 
 struct AddrInfo {
     addrinfo* list = nullptr;
@@ -190,15 +226,16 @@ Rendezvous::Rendezvous(const LaunchEnv& env, std::chrono::milliseconds timeout) 
         peers_.push_back(std::move(fd));
         return;
     }
+    check_world_fits(env.world_size);
     Fd listener = listen_any(env.master_port, where);
     peers_.resize(static_cast<std::size_t>(env.world_size));
     int joined = 1;
     while (joined < env.world_size) {
         if (!wait_for(listener.get(), POLLIN, deadline)) {
-            std::string missing;
+            std::vector<int> missing;
             for (int r = 1; r < env.world_size; ++r)
-                if (!peers_[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-            throw RendezvousError("rendezvous on " + where + ": rank(s) " + missing + " of " +
+                if (!peers_[r]) missing.push_back(r);
+            throw RendezvousError("rendezvous on " + where + ": rank(s) " + rank_list(missing) + " of " +
                                   std::to_string(env.world_size) + " did not join within " +
                                   std::to_string(timeout.count()) + " ms");
         }

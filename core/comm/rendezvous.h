@@ -7,7 +7,9 @@
 //
 // Wire: frames of a 4-byte little-endian length and that many bytes. A joining rank
 // sends "fp8scope-rendezvous 1 WORLD RANK"; rank 0 answers "ok" or "error: why" (a rank
-// outside the world, a rank that already joined, a different world size).
+// outside the world, a rank that already joined, a different world size). A world past
+// kMaxWorldSize, or one rank 0's open-file limit cannot hold a connection each of, fails
+// before rank 0 listens.
 #pragma once
 
 #include <chrono>
@@ -25,6 +27,10 @@ class RendezvousError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
 };
+
+// Sorted ranks as runs, the first eight of them and how many ranks the rest hold ("1-3,
+// 7, 9-12 and 40 more"): a message naming ranks stays one short line at any world size.
+std::string rank_list(const std::vector<int>& ranks);
 
 // A loopback TCP port nobody listens on now: a MASTER_PORT for a job on one machine (rank
 // 0 binds it a moment later). Throws RendezvousError.

@@ -2,6 +2,7 @@
 // processes: the test process is rank 0, forked children are the other ranks (they report
 // through their exit status), all on this machine's loopback.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "comm/launch_env.h"
@@ -73,6 +75,28 @@ TEST(LaunchEnv, BadValuesNameTheVariable) {
     EXPECT_NE(error_of({{"MASTER_PORT", "0"}}).find("MASTER_PORT=0"), std::string::npos);
     EXPECT_NE(error_of({{"MASTER_ADDR", ""}}).find("MASTER_ADDR is empty"), std::string::npos);
     EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "0"}}).find("WORLD_SIZE=0"), std::string::npos);
+}
+
+TEST(LaunchEnv, AWorldSizePastTheBoundIsRefusedWithTheBound) {
+    for (const char* n : {"4097", "1000000", "100000000"}) {
+        const std::string e = error_of({{"RANK", "0"}, {"WORLD_SIZE", n}});
+        EXPECT_NE(e.find(std::string("WORLD_SIZE=") + n + ": expected an integer in [1, 4096] (rank 0 holds"),
+                  std::string::npos)
+            << e;
+    }
+    EXPECT_EQ(env_of({{"RANK", "4095"}, {"WORLD_SIZE", "4096"}}).world_size, 4096);
+}
+
+TEST(Rendezvous, RankListsAreRunsAndAtMostEightOfThem) {
+    EXPECT_EQ(rank_list({}), "");
+    EXPECT_EQ(rank_list({5}), "5");
+    EXPECT_EQ(rank_list({1, 2, 3, 7, 9, 10}), "1-3, 7, 9-10");
+    std::vector<int> every_other;
+    for (int r = 1; r < 40; r += 2) every_other.push_back(r);  // 20 runs of one
+    EXPECT_EQ(rank_list(every_other), "1, 3, 5, 7, 9, 11, 13, 15 and 12 more");
+    std::vector<int> all;
+    for (int r = 1; r < 1000000; ++r) all.push_back(r);
+    EXPECT_EQ(rank_list(all), "1-999999");
 }
 
 LaunchEnv rank_env(int rank, int world, int port) {
@@ -192,22 +216,47 @@ TEST(Rendezvous, AJobOfOneNeedsNoSocket) {
     EXPECT_EQ(rv.all_gather("y"), std::vector<std::string>{"y"});
 }
 
-TEST(Rendezvous, AMissingRankIsNamedAndTheOthersFail) {
+// Rank 0 of `world` waits 600 ms while only rank `joins` joins: rank 0's error, and the
+// joined rank's exit status (10: it learned that rank 0 is gone).
+std::pair<std::string, int> rank0_waiting_with(int joins, int world) {
     const int port = free_loopback_port();
-    const pid_t one = spawn([&] {
+    const pid_t child = spawn([&] {
         return failed_with([&] {
-            Rendezvous rv(rank_env(1, 3, port), 5s);
+            Rendezvous rv(rank_env(joins, world, port), 5s);
             rv.barrier();
         }, "rank 0");
     });
     std::string error;
     try {
-        Rendezvous rv(rank_env(0, 3, port), 600ms);
+        Rendezvous rv(rank_env(0, world, port), 600ms);
     } catch (const RendezvousError& e) {
         error = e.what();
     }
+    return {error, exit_status(child)};
+}
+
+TEST(Rendezvous, AMissingRankIsNamedAndTheOthersFail) {
+    const auto [error, joined] = rank0_waiting_with(1, 3);
     EXPECT_NE(error.find("rank(s) 2 of 3 did not join within 600 ms"), std::string::npos) << error;
-    EXPECT_EQ(exit_status(one), 10);  // rank 1 learns that rank 0 is gone
+    EXPECT_EQ(joined, 10);  // rank 1 learns that rank 0 is gone
+}
+
+TEST(Rendezvous, ManyMissingRanksAreSummarised) {
+    const auto [error, joined] = rank0_waiting_with(5, 200);
+    EXPECT_NE(error.find(": rank(s) 1-4, 6-199 of 200 did not join within 600 ms"), std::string::npos) << error;
+    EXPECT_EQ(joined, 10);
+}
+
+TEST(Rendezvous, AWorldPastRankZerosOpenFileLimitFailsBeforeListening) {
+    const pid_t child = spawn([&] {
+        const rlimit low{100, 100};
+        if (::setrlimit(RLIMIT_NOFILE, &low) != 0) return 98;
+        return failed_with([&] { Rendezvous rv(rank_env(0, 200, free_loopback_port()), 5s); },
+                           "rank 0 can open 100 files (ulimit -n), too few for 200 ranks' connections; raise it to 264");
+    });
+    EXPECT_EQ(exit_status(child), 10);
+    LaunchEnv past = rank_env(0, 5000, free_loopback_port());
+    EXPECT_EQ(failed_with([&] { Rendezvous rv(past, 1s); }, "world size 5000 is past the 4096 ranks"), 10);
 }
 
 TEST(Rendezvous, TheSameRankTwiceIsRefused) {
