@@ -4,6 +4,7 @@
 // writes the final checkpoint when checkpoint.dir is set); a second one kills. With --listen
 // the run is served on the live stream for the GUI to follow and steer. Started by a
 // launcher or with --nproc-per-node, it is one rank of a data-parallel job (rank_job.h).
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -59,12 +60,14 @@ struct History : TrainObserver {
     std::vector<nlohmann::json::array_t> eval;
 };
 
-// The base config: the checkpoint's, replaced by --config when given. Errors are file errors.
-TrainConfig base_config(const TrainOptions& o) {
+// The base config: the checkpoint's, replaced by --config when given; `resumed_step`: the
+// checkpoint's step. Errors are file errors.
+TrainConfig base_config(const TrainOptions& o, std::int64_t& resumed_step) {
     TrainConfig c;
     if (!o.resume.empty()) {
         TrainState s = load_checkpoint(o.resume);
         c = train_config_from_json(s.config_json, o.resume + " (config)");
+        resumed_step = s.step;
     }
     if (!o.config.empty()) c = load_train_config(o.config);
     return c;
@@ -121,8 +124,9 @@ void print_table(const TrainSummary& s) {
 // Exit status: 0 trained, 1 a file (config, data, checkpoint) or the run failed, 2 bad usage.
 int run_train(const TrainOptions& o) {
     TrainConfig config;
+    std::int64_t resumed_step = 0;
     try {
-        config = base_config(o);
+        config = base_config(o, resumed_step);
     } catch (const std::exception& e) {
         report(e.what());
         return 1;
@@ -136,6 +140,12 @@ int run_train(const TrainOptions& o) {
     if (o.print_config) {
         std::printf("%s\n", train_config_to_json(config).c_str());
         return 0;
+    }
+    if (!o.resume.empty() && config.steps <= resumed_step) {  // would train nothing and rewrite the checkpoint
+        report("--resume " + o.resume + ": the checkpoint is at step " + std::to_string(resumed_step) + " and steps=" +
+               std::to_string(config.steps) + ": nothing to train (steps must be more than " +
+               std::to_string(resumed_step) + ")");
+        return 2;
     }
     std::optional<live::Endpoint> endpoint;
     std::string token = o.token;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -88,6 +89,29 @@ TEST(TrainCli, ResumeFromACheckpointContinuesTheSameRun) {
     for (std::size_t i = 10; i < 20; ++i) tail.push_back(a["runs"][0]["losses"][i]);
     EXPECT_EQ(b["runs"][0]["losses"], tail);
     EXPECT_EQ(b["runs"][0]["eval_loss"], a["runs"][0]["eval_loss"]);
+    fs::remove_all(dir);
+}
+
+TEST(TrainCli, AResumeWithNoStepsLeftIsRefusedAndLeavesTheCheckpoint) {
+    fs::path dir = scratch() / "ck_done";
+    fs::remove_all(dir);
+    Result whole = run(tiny() + " --steps 10 --checkpoint-dir " + dir.string() + " --checkpoint-every 10 --quiet");
+    ASSERT_EQ(whole.status, 0) << whole.err;
+    const fs::path ck = dir / "step_10.ckpt";
+    std::ifstream in(ck, std::ios::binary);
+    const std::string before((std::istreambuf_iterator<char>(in)), {});
+    ASSERT_FALSE(before.empty());
+    for (const std::string& steps : {" --steps 5", " --steps 10", ""}) {  // fewer, as many, the checkpoint's own
+        Result r = run("--resume " + ck.string() + steps + " --quiet");
+        EXPECT_EQ(r.status, 2) << steps;
+        EXPECT_NE(r.err.find("fp8scope-engine: error: --resume " + ck.string() + ": the checkpoint is at step 10 and steps=" +
+                             (steps == " --steps 5" ? "5" : "10") + ": nothing to train (steps must be more than 10)"),
+                  std::string::npos)
+            << r.err;
+    }
+    std::ifstream again(ck, std::ios::binary);
+    EXPECT_EQ(std::string((std::istreambuf_iterator<char>(again)), {}), before);  // not rewritten
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);  // nothing else written
     fs::remove_all(dir);
 }
 
