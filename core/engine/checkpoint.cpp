@@ -213,7 +213,8 @@ void save_checkpoint(const std::string& path, const TrainState& state) {
         }
         done += static_cast<std::size_t>(n);
     }
-    if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const bool synced = ::fsync(fd) == 0;  // closed either way: a failed flush must not keep the file open
+    if (::close(fd) != 0 || !synced) {
         ::unlink(tmp.c_str());
         io_error(tmp, "cannot flush checkpoint");
     }

@@ -434,7 +434,7 @@ void Trainer::write_checkpoint(std::string path) { checkpoints_.write(std::move(
 void Trainer::report_checkpoints() {
     for (const CheckpointWriter::Done& d : checkpoints_.finished()) {
         if (d.error.empty()) emit(EventKind::Checkpoint, -1, d.path);
-        else emit(EventKind::Error, -1, "checkpoint " + d.path + ": " + d.error);
+        else fail_checkpoint("checkpoint " + d.path + ": " + d.error);
     }
 }
 
@@ -459,7 +459,12 @@ void Trainer::landing_check(const std::string& path) {
     const Run& first = *runs_.front();
     if (first.last_eval) detail += "; final eval loss " + std::to_string(*first.last_eval);
     emit(EventKind::Health, -1, detail);
-    if (!verdict.empty()) emit(EventKind::Error, -1, detail);
+    if (!verdict.empty()) fail_checkpoint(detail);
+}
+
+void Trainer::fail_checkpoint(const std::string& why) {
+    emit(EventKind::Error, -1, why);
+    if (checkpoint_error_.empty()) checkpoint_error_ = why;
 }
 
 std::string Trainer::default_checkpoint_path() const {
@@ -471,7 +476,7 @@ TrainSummary Trainer::summary() const {
     s.steps = step_;
     s.rewinds = rewinds_;
     s.stopped = stopping_ && step_ < config_.steps;
-    s.error = error_;
+    s.error = error_.empty() ? checkpoint_error_ : error_;
     for (const auto& rep : runs_)
         s.runs.push_back({rep->model.recipe().name, rep->last_loss, rep->last_eval});
     return s;

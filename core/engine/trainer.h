@@ -55,6 +55,7 @@ struct TrainSummary {
     std::int64_t rewinds = 0;
     bool stopped = false;               // ended by stop() before config.steps
     std::string error;                  // non-empty: training gave up (NaN without rewind, ...)
+                                        // or a checkpoint failed to write or read back
 };
 
 class Trainer {
@@ -137,6 +138,7 @@ private:
     void report_checkpoints();
     // After the final checkpoint: read it back and compare it with the trained state.
     void landing_check(const std::string& path);
+    void fail_checkpoint(const std::string& why);  // an Error event; the summary fails
     void emit(EventKind kind, int run, std::string detail);
     bool recover(std::uint64_t batch, EventKind why, int run, const std::string& detail);
     struct Snapshot;
@@ -165,6 +167,9 @@ private:
 
     bool paused_ = false, stopping_ = false;
     std::string error_;
+    // The first checkpoint that failed to write or read back: training goes on (every rank
+    // takes the same steps; only rank 0 writes), the summary fails.
+    std::string checkpoint_error_;
     std::mutex mu_;                      // guards requests_
     std::condition_variable wake_;
     std::deque<Request> requests_;

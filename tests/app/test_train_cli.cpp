@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "app/run_engine.h"
 
@@ -113,6 +114,25 @@ TEST(TrainCli, AResumeWithNoStepsLeftIsRefusedAndLeavesTheCheckpoint) {
     EXPECT_EQ(std::string((std::istreambuf_iterator<char>(again)), {}), before);  // not rewritten
     EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);  // nothing else written
     fs::remove_all(dir);
+}
+
+TEST(TrainCli, ACheckpointThatCannotBeWrittenFailsTheRunWithItsReason) {
+    const fs::path file = scratch() / "not_a_dir";
+    std::ofstream(file) << "x";
+    const std::pair<std::string, std::string> cases[] = {
+        {file.string(), file.string()},                  // the checkpoint dir is a file
+        {"/proc/fp8scope_ck", "/proc/fp8scope_ck"},       // a directory nobody may create
+    };
+    for (const auto& [dir, named] : cases) {
+        Result r = run(tiny() + " --steps 2 --checkpoint-dir " + dir + " --json --quiet");
+        EXPECT_EQ(r.status, 1) << dir;
+        const json j = json::parse(r.out);
+        const std::string error = j["error"];
+        EXPECT_EQ(error.rfind("checkpoint " + dir + "/step_2.ckpt: ", 0), 0u) << error;
+        EXPECT_NE(error.find(named), std::string::npos) << error;
+        EXPECT_NE(r.err.find("fp8scope-engine: error: " + error), std::string::npos) << r.err;
+        EXPECT_EQ(j["steps"], 2);  // the training itself went through
+    }
 }
 
 TEST(TrainCli, BadInputIsAClearError) {

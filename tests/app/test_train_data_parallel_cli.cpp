@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -123,6 +124,16 @@ TEST(TrainDataParallelCli, TheConfigSetsTheJobAsItsFlagsDo) {
     ASSERT_EQ(r.status, 0) << r.err;
     const auto inspect = fp8scope::testing::run_engine("inspect " + out.string(), scratch());
     EXPECT_NE(inspect.out.find("written by rank 0 of 2, gradient sums in bf16"), std::string::npos) << inspect.out;
+}
+
+TEST(TrainDataParallelCli, ACheckpointRankZeroCannotWriteFailsTheJob) {
+    const fs::path file = scratch() / "ck_is_a_file";
+    std::ofstream(file) << "x";
+    const auto r = train("--nproc-per-node 2 --checkpoint-dir " + file.string());
+    EXPECT_EQ(r.status, 1) << r.err;
+    const std::string error = json::parse(r.out)["error"];
+    EXPECT_EQ(error.rfind("checkpoint " + file.string() + "/step_8.ckpt: ", 0), 0u) << error;
+    EXPECT_NE(r.err.find("fp8scope-engine: error: checkpoint " + file.string()), std::string::npos) << r.err;
 }
 
 TEST(TrainDataParallelCli, AKilledRankEndsTheJobAndTheCheckpointResumes) {
