@@ -8,6 +8,10 @@
 int main(int argc, char** argv) {
     CLI::App app{"fp8scope-engine: FP8 numerics analysis and training engine"};
     app.require_subcommand(1);
+    // Every usage error, CLI11's own included, says what it is as the engine's other errors do.
+    app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+        return "fp8scope-engine: error: " + CLI::FailureMessage::simple(a, e);
+    });
     app.set_version_flag("--version", [] {
         return std::string("fp8scope-engine ") + fp8scope::cli::kEngineVersion + "\n" + fp8scope::cpu_description();
     });

@@ -4,6 +4,7 @@
 // writes the final checkpoint when checkpoint.dir is set); a second one kills. With --listen
 // the run is served on the live stream for the GUI to follow and steer. Started by a
 // launcher or with --nproc-per-node, it is one rank of a data-parallel job (rank_job.h).
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
@@ -60,14 +61,19 @@ struct History : TrainObserver {
     std::vector<nlohmann::json::array_t> eval;
 };
 
-// The base config: the checkpoint's, replaced by --config when given; `resumed_step`: the
-// checkpoint's step. Errors are file errors.
-TrainConfig base_config(const TrainOptions& o, std::int64_t& resumed_step) {
+// What a checkpoint resumed from holds: its step and the model it trained.
+struct Resumed {
+    std::int64_t step = 0;
+    ModelConfig model;
+};
+
+// The base config: the checkpoint's, replaced by --config when given. Errors are file errors.
+TrainConfig base_config(const TrainOptions& o, Resumed& resumed) {
     TrainConfig c;
     if (!o.resume.empty()) {
         TrainState s = load_checkpoint(o.resume);
         c = train_config_from_json(s.config_json, o.resume + " (config)");
-        resumed_step = s.step;
+        resumed = {s.step, c.model};
     }
     if (!o.config.empty()) c = load_train_config(o.config);
     return c;
@@ -101,6 +107,20 @@ void apply_flags(const TrainOptions& o, TrainConfig& c) {
     if (!o.resume.empty()) c.checkpoint.resume = o.resume;
 }
 
+// Why `config` cannot continue the checkpoint at `path`; empty when it can.
+std::string resume_refused(const std::string& path, const Resumed& resumed, const TrainConfig& config) {
+    if (config.steps <= resumed.step)  // would train nothing and rewrite the checkpoint
+        return "--resume " + path + ": the checkpoint is at step " + std::to_string(resumed.step) + " and steps=" +
+               std::to_string(config.steps) + ": nothing to train (steps must be more than " +
+               std::to_string(resumed.step) + ")";
+    TrainConfig trained = config;  // a model of another shape with as many parameters would load
+    trained.model = resumed.model;
+    if (const auto d = first_difference(trained, config))
+        return "--resume " + path + ": " + d->field + " is " + d->a + " in the checkpoint, " + d->b +
+               " now (a checkpoint resumes the model it trained)";
+    return {};
+}
+
 void report(const std::string& what) { std::fprintf(stderr, "fp8scope-engine: error: %s\n", what.c_str()); }
 
 void print_table(const TrainSummary& s) {
@@ -124,9 +144,9 @@ void print_table(const TrainSummary& s) {
 // Exit status: 0 trained, 1 a file (config, data, checkpoint) or the run failed, 2 bad usage.
 int run_train(const TrainOptions& o) {
     TrainConfig config;
-    std::int64_t resumed_step = 0;
+    Resumed resumed;
     try {
-        config = base_config(o, resumed_step);
+        config = base_config(o, resumed);
     } catch (const std::exception& e) {
         report(e.what());
         return 1;
@@ -141,11 +161,11 @@ int run_train(const TrainOptions& o) {
         std::printf("%s\n", train_config_to_json(config).c_str());
         return 0;
     }
-    if (!o.resume.empty() && config.steps <= resumed_step) {  // would train nothing and rewrite the checkpoint
-        report("--resume " + o.resume + ": the checkpoint is at step " + std::to_string(resumed_step) + " and steps=" +
-               std::to_string(config.steps) + ": nothing to train (steps must be more than " +
-               std::to_string(resumed_step) + ")");
-        return 2;
+    if (!o.resume.empty()) {
+        if (const std::string why = resume_refused(o.resume, resumed, config); !why.empty()) {
+            report(why);
+            return 2;
+        }
     }
     std::optional<live::Endpoint> endpoint;
     std::string token = o.token;
@@ -287,7 +307,15 @@ void add_train(CLI::App& app, int& exit_code) {
     cmd->add_option("--seq", opts->seq, "Sequence length T");
     cmd->add_option("--seed", opts->seed, "Seed of initialisation and batch sampling");
     cmd->add_option("--threads", opts->threads, "Worker threads (0: all)");
-    cmd->add_option("--lr", opts->lr, "Peak learning rate");
+    cmd->add_option("--lr", opts->lr, "Peak learning rate")
+        ->check(CLI::Validator(
+            [](const std::string& text) {
+                double lr = 0;
+                return CLI::detail::lexical_cast(text, lr) && std::isfinite(lr)
+                           ? std::string()
+                           : "--lr must be a finite number, got '" + text + "'";
+            },
+            "FINITE", "finite"));
     cmd->add_option("--eval-every", opts->eval_every, "Steps between eval losses");
     cmd->add_option("--capture-every", opts->capture_every, "Steps between GEMM operand captures");
     add_trace_options(*cmd, opts->trace);

@@ -344,10 +344,35 @@ TrainConfig load_train_config(const std::string& path) {
     return train_config_from_json(read_regular_file(path, "config file", kMaxConfigBytes), path);
 }
 
-std::string train_config_to_json(const TrainConfig& config) {
-    Writer<ordered_json> w;  // fields in visit order: readable files
+namespace {
+
+ordered_json as_json(const TrainConfig& config) {
+    Writer<ordered_json> w;
     visit_fields(const_cast<TrainConfig&>(config), w);  // the writer only reads
-    return dump_json(w.out, 2);  // a non-UTF-8 path prints with U+FFFD instead of aborting
+    return std::move(w.out);
+}
+
+std::optional<ConfigDifference> differ(const ordered_json& a, const ordered_json& b, const std::string& at) {
+    if (!a.is_object() || !b.is_object()) {
+        if (a == b) return std::nullopt;
+        return ConfigDifference{at, dump_json(a), dump_json(b)};
+    }
+    for (auto it = a.begin(); it != a.end(); ++it) {  // both hold every field (visit_fields)
+        const std::string field = at.empty() ? it.key() : at + "." + it.key();
+        if (auto d = differ(it.value(), b.at(it.key()), field)) return d;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::string train_config_to_json(const TrainConfig& config) {
+    // Fields in visit order: readable files; a non-UTF-8 path prints with U+FFFD instead of aborting.
+    return dump_json(as_json(config), 2);
+}
+
+std::optional<ConfigDifference> first_difference(const TrainConfig& a, const TrainConfig& b) {
+    return differ(as_json(a), as_json(b), "");
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -106,6 +107,13 @@ struct TrainConfig {
 TrainConfig train_config_from_json(std::string_view json_text, std::string_view origin = "");
 TrainConfig load_train_config(const std::string& path);
 std::string train_config_to_json(const TrainConfig& config);  // pretty, every field
+
+// The first field, in the order a config file lists them, whose value differs between two
+// configs: its dotted path ("model.n_head") and both values as JSON; none when they agree.
+struct ConfigDifference {
+    std::string field, a, b;
+};
+std::optional<ConfigDifference> first_difference(const TrainConfig& a, const TrainConfig& b);
 
 // "model.d_model=192": the value is JSON ("192", "true", "[\"a\"]") or, when it does not
 // parse as JSON, a plain string ("rmsnorm"). Throws std::invalid_argument naming the path.

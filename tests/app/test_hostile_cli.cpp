@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "app/run_engine.h"
@@ -132,4 +133,23 @@ TEST_F(HostileCli, AConfigNoMachineHoldsIsRefusedBeforeAllocating) {
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("the config needs about "), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("batch_size 1048576, seq_len 4096"), std::string::npos) << r.err;
+}
+
+TEST_F(HostileCli, EveryUsageErrorSaysItIsOneAndNamesTheValue) {
+    const std::string good = file("g.npy", npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (1,)}\n") +
+                                               std::string("\0\0\x80\x3f", 4));
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"train", "--lr", "fast"}, "'fast'"},
+        {{"train", "--lr", "nan"}, "--lr must be a finite number, got 'nan'"},
+        {{"train", "--flush-ms", "0"}, "--flush-ms: Value 0 not in range 1 to 60000"},
+        {{"analyze", good, "--outlier-k", "nan"}, "got 'nan'"},
+        {{"analyze", good, "--outlier-k", "inf"}, "got 'inf'"},
+        {{"analyze", good, "--threads", "-1"}, "--threads: Value -1 not in range"},
+    };
+    for (const auto& [args, named] : cases) {
+        const auto r = engine(args);
+        EXPECT_EQ(r.status, 2) << args.back();
+        EXPECT_EQ(r.err.rfind("fp8scope-engine: error: ", 0), 0u) << r.err;
+        EXPECT_NE(r.err.find(named), std::string::npos) << r.err;
+    }
 }

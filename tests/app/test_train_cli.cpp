@@ -116,6 +116,23 @@ TEST(TrainCli, AResumeWithNoStepsLeftIsRefusedAndLeavesTheCheckpoint) {
     fs::remove_all(dir);
 }
 
+TEST(TrainCli, AResumeWithAnotherModelShapeIsRefusedEvenWithTheSameParameterCount) {
+    fs::path dir = scratch() / "ck_heads";
+    fs::remove_all(dir);
+    Result whole = run(tiny() + " --steps 2 --checkpoint-dir " + dir.string() + " --quiet");
+    ASSERT_EQ(whole.status, 0) << whole.err;
+    const std::string ck = (dir / "step_2.ckpt").string();
+    // tiny.json has 2 heads of 16; 4 heads of 8 hold the same parameters.
+    Result r = run("--resume " + ck + " --steps 4 --set model.n_head=4 --quiet");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("fp8scope-engine: error: --resume " + ck +
+                         ": model.n_head is 2 in the checkpoint, 4 now (a checkpoint resumes the model it trained)"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(run("--resume " + ck + " --steps 4 --set model.n_head=2 --quiet").status, 0);
+    fs::remove_all(dir);
+}
+
 TEST(TrainCli, ACheckpointThatCannotBeWrittenFailsTheRunWithItsReason) {
     const fs::path file = scratch() / "not_a_dir";
     std::ofstream(file) << "x";

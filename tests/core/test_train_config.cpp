@@ -73,6 +73,30 @@ TEST(TrainConfig, JsonRoundTripIsExact) {
     EXPECT_FALSE(back.rewind.enabled);
 }
 
+TEST(TrainConfig, TheFirstDifferenceNamesItsFieldAndBothValues) {
+    TrainConfig a, b;
+    EXPECT_FALSE(first_difference(a, b).has_value());
+    b.model.n_head = a.model.n_head * 2;
+    b.optimizer.lr = 0.5f;  // later in a config file than the model
+    auto d = first_difference(a, b);
+    ASSERT_TRUE(d.has_value());
+    EXPECT_EQ(d->field, "model.n_head");
+    EXPECT_EQ(d->a, std::to_string(a.model.n_head));
+    EXPECT_EQ(d->b, std::to_string(b.model.n_head));
+    b.model.n_head = a.model.n_head;
+    d = first_difference(a, b);
+    ASSERT_TRUE(d.has_value());
+    EXPECT_EQ(d->field, "optimizer.lr");
+    EXPECT_EQ(d->b, "0.5");
+    b.optimizer.lr = a.optimizer.lr;
+    b.compare = {"baseline", "delayed"};
+    d = first_difference(a, b);
+    ASSERT_TRUE(d.has_value());
+    EXPECT_EQ(d->field, "compare");
+    EXPECT_EQ(d->a, "[]");
+    EXPECT_EQ(d->b, "[\"baseline\",\"delayed\"]");
+}
+
 TEST(TrainConfig, UnknownFieldsAreErrorsNamingThePath) {
     EXPECT_CONTAINS(json_error(R"({"model": {"dmodel": 64}})"), "run.json: unknown field 'model.dmodel'");
     EXPECT_CONTAINS(json_error(R"({"stepz": 10})"), "unknown field 'stepz'");
