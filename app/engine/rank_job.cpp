@@ -86,10 +86,12 @@ RankJob::RankJob(const RankOptions& o, const DataParallelConfig& config)
 
 RankJob::~RankJob() = default;
 
-StepSync* RankJob::join(Backend& backend, const std::string& device) {
+StepSync* RankJob::join(Backend& backend, const TrainConfig& config) {
     if (!distributed()) return nullptr;
+    const std::string& device = config.device;
     const auto timeout = std::chrono::milliseconds(static_cast<long long>(config_.rank_timeout_s * 1000));
     rendezvous_ = std::make_unique<Rendezvous>(env_, timeout);
+    check_same_config(config);
     if (config_.preflight) preflight_gemm(backend, device);
     if (excluded_) return nullptr;
     env_ = rendezvous_->env();  // renumbered when a rank was excluded
@@ -99,6 +101,21 @@ StepSync* RankJob::join(Backend& backend, const std::string& device) {
     dp_ = std::make_unique<DataParallel>(*rendezvous_, *comm_, where, dp_options_);
     step_ = std::make_unique<DataParallelStep>(*dp_);
     return step_.get();
+}
+
+// Ranks train as one only with the same settings: another lr, seed, recipe or step count
+// on one rank would train another model there or leave the others waiting. The whole
+// effective config travels (a few KB), so the error names the field.
+void RankJob::check_same_config(const TrainConfig& config) {
+    const std::vector<std::string> all = rendezvous_->all_gather(train_config_to_json(config));
+    const TrainConfig rank0 = train_config_from_json(all[0], "rank 0's config");
+    for (std::size_t r = 1; r < all.size(); ++r) {
+        if (all[r] == all[0]) continue;
+        const auto d = first_difference(train_config_from_json(all[r], "rank " + std::to_string(r) + "'s config"), rank0);
+        if (!d) continue;  // the same settings written otherwise
+        throw RendezvousError("rank " + std::to_string(r) + " was started with " + d->field + " " + d->a +
+                              ", rank 0 with " + d->b + " (every rank of a job trains the same settings)");
+    }
 }
 
 void RankJob::preflight_gemm(Backend& backend, const std::string& device) {

@@ -61,8 +61,9 @@ public:
     bool distributed() const { return env_.distributed(); }
     // Joins the job on `backend` (collective): the step the trainer meets the other ranks
     // at; null for a job of one, or when the pre-flight check excluded this rank (then
-    // excluded() says so and the process should leave).
-    StepSync* join(Backend& backend, const std::string& device);
+    // excluded() says so and the process should leave). Every rank must train `config`
+    // as rank 0 does: the first field where a rank's differs is an error on every rank.
+    StepSync* join(Backend& backend, const TrainConfig& config);
     // The job's communicator (null before join() or in a job of one).
     const Communicator* communicator() const { return comm_.get(); }
     bool excluded() const { return excluded_; }
@@ -75,6 +76,7 @@ public:
     void on_step(const StepRecord& record) override;
 
 private:
+    void check_same_config(const TrainConfig& config);
     void preflight_gemm(Backend& backend, const std::string& device);
     void preflight_allreduce(Backend& backend);
 

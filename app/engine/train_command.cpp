@@ -61,10 +61,12 @@ struct History : TrainObserver {
     std::vector<nlohmann::json::array_t> eval;
 };
 
-// What a checkpoint resumed from holds: its step and the model it trained.
+// What a checkpoint resumed from holds: its step, the model it trained and its batch
+// (world_size ranks of batch_size rows; world_size 0: not recorded).
 struct Resumed {
     std::int64_t step = 0;
     ModelConfig model;
+    int world_size = 0, batch_size = 0;
 };
 
 // The base config: the checkpoint's, replaced by --config when given. Errors are file errors.
@@ -73,7 +75,7 @@ TrainConfig base_config(const TrainOptions& o, Resumed& resumed) {
     if (!o.resume.empty()) {
         TrainState s = load_checkpoint(o.resume);
         c = train_config_from_json(s.config_json, o.resume + " (config)");
-        resumed = {s.step, c.model};
+        resumed = {s.step, c.model, s.world_size, c.batch_size};
     }
     if (!o.config.empty()) c = load_train_config(o.config);
     return c;
@@ -194,10 +196,16 @@ int run_train(const TrainOptions& o) {
     trace::TraceMeta meta;
     try {
         backend = make_backend(config.device, config.threads, job->env().local_rank);
-        StepSync* sync = job->join(*backend, config.device);
+        StepSync* sync = job->join(*backend, config);
         if (job->excluded()) return 0;  // the pre-flight check sent this rank away
         trainer.emplace(config, *backend, sync);
         job->watch(*trainer);
+        const int ranks = job->env().world_size;
+        if (rank0 && resumed.world_size > 0 && resumed.world_size != ranks)  // the same steps, another batch
+            std::fprintf(stderr, "fp8scope-engine: note: --resume %s: trained on %d ranks x batch %d = %d rows a step, "
+                                 "now %d ranks x batch %d = %d\n",
+                         o.resume.c_str(), resumed.world_size, resumed.batch_size,
+                         resumed.world_size * resumed.batch_size, ranks, config.batch_size, ranks * config.batch_size);
         meta = trace::run_trace_meta(config, *trainer, kEngineVersion, config.blockmap_every, job->env());
     } catch (const std::exception& e) {
         report(job->distributed() ? "rank " + std::to_string(job->env().rank) + ": " + e.what() : e.what());

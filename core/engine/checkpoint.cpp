@@ -18,7 +18,8 @@ namespace fp8scope {
 namespace {
 
 constexpr char kMagic[8] = {'F', 'P', '8', 'S', 'C', 'K', 'P', 'T'};
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;
+constexpr std::uint32_t kOldestVersion = 1;  // without the world size
 constexpr std::size_t kHeaderBytes = 8 + 4 + 8 + 4;
 
 std::array<std::uint32_t, 256> crc_table() {
@@ -141,6 +142,7 @@ std::vector<std::uint8_t> serialize_checkpoint(const TrainState& s) {
         p.array(r.recipe_state);
         p.array(r.recent_losses);
     }
+    p.pod(s.world_size);
     Writer file;
     file.bytes(kMagic, sizeof(kMagic));
     file.pod(kVersion);
@@ -156,9 +158,9 @@ TrainState deserialize_checkpoint(std::span<const std::uint8_t> bytes, const std
         header.fail("not an fp8scope checkpoint (bad magic)");
     header.pod<std::uint64_t>("magic");
     auto version = header.pod<std::uint32_t>("version");
-    if (version != kVersion)
+    if (version < kOldestVersion || version > kVersion)
         header.fail("checkpoint version " + std::to_string(version) + " is not supported (expected " +
-                    std::to_string(kVersion) + ")");
+                    std::to_string(kOldestVersion) + " to " + std::to_string(kVersion) + ")");
     auto size = header.pod<std::uint64_t>("payload size");
     auto crc = header.pod<std::uint32_t>("checksum");
     std::span<const std::uint8_t> payload = bytes.subspan(kHeaderBytes);
@@ -189,6 +191,10 @@ TrainState deserialize_checkpoint(std::span<const std::uint8_t> bytes, const std
             r.fail("run " + std::to_string(i) + " has " + std::to_string(rep.params.size()) +
                    " params but " + std::to_string(rep.m.size()) + "/" + std::to_string(rep.v.size()) + " moments");
         s.runs.push_back(std::move(rep));
+    }
+    if (version >= 2) {
+        s.world_size = r.pod<std::int32_t>("world size");
+        if (s.world_size < 0) r.fail("world size " + std::to_string(s.world_size) + " is negative");
     }
     if (!r.at_end()) r.fail("unexpected bytes after the last run");
     return s;

@@ -3,11 +3,11 @@
 //
 // File layout (little-endian):
 //   "FP8SCKPT"  8 bytes magic
-//   u32         format version (1)
+//   u32         format version (2; version 1 files, without the world size, still load)
 //   u64         payload size in bytes
 //   u32         CRC-32 (IEEE 802.3) of the payload
-//   payload     the TrainState fields in declaration order; strings and arrays are a u64
-//               length followed by their elements
+//   payload     the TrainState fields in declaration order (world_size last, an i32);
+//               strings and arrays are a u64 length followed by their elements
 // Files are written to a temporary name in the same directory (NAME.tmp.PID), flushed to
 // disk and then renamed, so a crash never leaves a half-written checkpoint under the real
 // name; the next save in the directory removes *.ckpt.tmp.PID files of dead processes.
@@ -36,6 +36,9 @@ struct TrainState {
     std::vector<std::uint64_t> skipped_batches;  // batches a rewind skipped, ascending
     std::int64_t rewinds = 0;
     std::vector<RunState> runs;
+    // Ranks of the job that trained it (its global batch is world_size x batch_size rows);
+    // 0: not recorded (a version 1 file, a state made by hand).
+    std::int32_t world_size = 0;
 };
 
 std::uint32_t crc32(std::span<const std::uint8_t> bytes);

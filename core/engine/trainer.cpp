@@ -374,6 +374,7 @@ TrainState Trainer::state(bool with_arrays) const {
     s.next_batch = next_batch_;
     s.skipped_batches.assign(skipped_.begin(), skipped_.end());
     s.rewinds = rewinds_;
+    s.world_size = sync_->world_size();
     for (const auto& rep : runs_) {
         RunState r;
         r.recipe = rep->model.recipe().name;

@@ -9,8 +9,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include "app/run_engine.h"
+#include "comm/rendezvous.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -136,6 +139,35 @@ TEST(TrainDataParallelCli, ACheckpointRankZeroCannotWriteFailsTheJob) {
     EXPECT_NE(r.err.find("fp8scope-engine: error: checkpoint " + file.string()), std::string::npos) << r.err;
 }
 
+TEST(TrainDataParallelCli, ARankStartedWithOtherSettingsEndsTheJobNamingTheField) {
+    // Two ranks as a launcher starts them, rank 1 with one setting changed.
+    const std::pair<std::string, std::string> cases[] = {
+        {"--lr 0.02", "optimizer.lr 0.02, rank 0 with 0.01"},
+        {"--seed 7", "seed 7, rank 0 with 1"},
+        {"--recipe delayed", "recipe \"delayed\", rank 0 with \"baseline\""},
+        {"--set steps=4", "steps 4, rank 0 with 8"},
+    };
+    for (const auto& [flag, named] : cases) {
+        const std::string env = "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(fp8scope::free_loopback_port()) +
+                                " WORLD_SIZE=2 RANK=";
+        fp8scope::testing::EngineResult one;
+        std::thread rank1([&, flag = flag] {
+            one = fp8scope::testing::run_engine("train --config " + (kConfigs / "tiny.json").string() +
+                                                    " --threads 1 --steps 8 --rank-timeout-s 20 " + flag,
+                                                scratch(), env + "1");
+        });
+        fp8scope::testing::EngineResult zero = fp8scope::testing::run_engine(
+            "train --config " + (kConfigs / "tiny.json").string() + " --threads 1 --steps 8 --rank-timeout-s 20",
+            scratch(), env + "0");
+        rank1.join();
+        const std::string error = "rank 1 was started with " + named + " (every rank of a job trains the same settings)";
+        for (const fp8scope::testing::EngineResult* r : {&zero, &one}) {
+            EXPECT_EQ(r->status, 1) << flag;
+            EXPECT_NE(r->err.find(error), std::string::npos) << r->err;
+        }
+    }
+}
+
 TEST(TrainDataParallelCli, AKilledRankEndsTheJobAndTheCheckpointResumes) {
     const fs::path ckpt = scratch() / "ckpt";
     fs::remove_all(ckpt);
@@ -152,11 +184,17 @@ TEST(TrainDataParallelCli, AKilledRankEndsTheJobAndTheCheckpointResumes) {
     const auto resumed = train("--nproc-per-node 2 --resume " + (ckpt / "step_3.ckpt").string());
     ASSERT_EQ(resumed.status, 0) << resumed.err;
     EXPECT_EQ(json::parse(resumed.out)["steps"], 8);
+    EXPECT_EQ(resumed.err.find("note: --resume"), std::string::npos) << resumed.err;  // the same ranks
     // ... or on another number of ranks (here three, with the same batch per rank).
     const auto three = train("--nproc-per-node 3 --resume " + (ckpt / "step_3.ckpt").string());
     ASSERT_EQ(three.status, 0) << three.err;
     EXPECT_EQ(json::parse(three.out)["steps"], 8);
     EXPECT_NE(three.err.find("data parallel: rank 0 of 3"), std::string::npos) << three.err;
+    // The batch per rank is kept, so the global batch grows: said before training.
+    EXPECT_NE(three.err.find("fp8scope-engine: note: --resume " + (ckpt / "step_3.ckpt").string() +
+                             ": trained on 2 ranks x batch 2 = 4 rows a step, now 3 ranks x batch 4 = 12"),
+              std::string::npos)
+        << three.err;
 }
 
 TEST(TrainDataParallelCli, AHungRankEndsTheJobWithinTheRankTimeout) {

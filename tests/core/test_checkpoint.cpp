@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <iterator>
 #include <fstream>
@@ -23,6 +24,7 @@ TrainState sample_state() {
     s.next_batch = 45;
     s.skipped_batches = {7, 19};
     s.rewinds = 2;
+    s.world_size = 3;
     for (int r = 0; r < 2; ++r) {
         RunState rep;
         rep.recipe = r ? "delayed" : "baseline";
@@ -69,6 +71,7 @@ TEST(Checkpoint, RoundTripsEveryField) {
     EXPECT_EQ(b.next_batch, 45u);
     EXPECT_EQ(b.skipped_batches, a.skipped_batches);
     EXPECT_EQ(b.rewinds, 2);
+    EXPECT_EQ(b.world_size, 3);
     ASSERT_EQ(b.runs.size(), 2u);
     for (int r = 0; r < 2; ++r) {
         EXPECT_EQ(b.runs[r].recipe, a.runs[r].recipe);
@@ -79,6 +82,22 @@ TEST(Checkpoint, RoundTripsEveryField) {
         EXPECT_EQ(b.runs[r].recipe_state, a.runs[r].recipe_state);
         EXPECT_EQ(b.runs[r].recent_losses, a.runs[r].recent_losses);
     }
+}
+
+TEST(Checkpoint, AVersionOneFileLoadsWithoutItsWorldSize) {
+    // Version 1 is version 2 without the payload's last field, the i32 world size.
+    std::vector<std::uint8_t> v1 = serialize_checkpoint(sample_state());
+    v1.resize(v1.size() - 4);
+    const std::uint32_t version = 1, crc = crc32({v1.data() + 24, v1.size() - 24});
+    const std::uint64_t size = v1.size() - 24;
+    std::memcpy(v1.data() + 8, &version, 4);
+    std::memcpy(v1.data() + 12, &size, 8);
+    std::memcpy(v1.data() + 20, &crc, 4);
+    const TrainState b = deserialize_checkpoint(v1, "v1");
+    EXPECT_EQ(b.world_size, 0);  // not recorded
+    EXPECT_EQ(b.step, 42);
+    ASSERT_EQ(b.runs.size(), 2u);
+    EXPECT_EQ(b.runs[1].recent_losses, sample_state().runs[1].recent_losses);
 }
 
 TEST(Checkpoint, FileRoundTripReplacesAtomicallyAndLeavesNoTemporaries) {
