@@ -9,9 +9,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdint>
 #include <cstring>
-#include <sstream>
 #include <thread>
 
 namespace fp8scope {
@@ -122,14 +122,34 @@ struct AddrInfo {
     }
 };
 
-Fd listen_any(int port, const std::string& where) {
+bool is_loopback(const sockaddr* a) {
+    if (a->sa_family == AF_INET)
+        return (ntohl(reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr) >> 24) == 127;
+    if (a->sa_family == AF_INET6) {
+        const in6_addr& v6 = reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr;
+        return IN6_IS_ADDR_LOOPBACK(&v6) || (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127);
+    }
+    return false;
+}
+
+// Rank 0's listening socket: on MASTER_ADDR's own addresses when it names this machine's
+// loopback (a job on one machine: nothing outside it can connect), else on every
+// interface (the other ranks may reach rank 0 by any of its names).
+Fd listen_for(const LaunchEnv& env, const std::string& where) {
+    const std::string port = std::to_string(env.master_port);
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE;
     AddrInfo ai;
-    if (int rc = ::getaddrinfo(nullptr, std::to_string(port).c_str(), &hints, &ai.list); rc != 0)
-        throw RendezvousError("cannot listen on port " + std::to_string(port) + ": " + ::gai_strerror(rc));
+    bool loopback = ::getaddrinfo(env.master_addr.c_str(), port.c_str(), &hints, &ai.list) == 0 && ai.list;
+    for (addrinfo* a = ai.list; loopback && a; a = a->ai_next) loopback = is_loopback(a->ai_addr);
+    if (!loopback) {
+        AddrInfo any;
+        hints.ai_flags = AI_PASSIVE;
+        if (int rc = ::getaddrinfo(nullptr, port.c_str(), &hints, &any.list); rc != 0)
+            throw RendezvousError("cannot listen on port " + port + ": " + ::gai_strerror(rc));
+        std::swap(ai.list, any.list);
+    }
     std::string why = "no address";
     for (addrinfo* a = ai.list; a; a = a->ai_next) {
         Fd fd(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol));
@@ -170,16 +190,25 @@ Fd try_connect(const LaunchEnv& env, Clock::time_point deadline, const std::stri
     return Fd();
 }
 
-std::string hello(const LaunchEnv& env) {
-    return std::string(kHello) + " " + std::to_string(env.world_size) + " " + std::to_string(env.rank);
+std::string hello_text(int world_size, int rank) {
+    return std::string(kHello) + " " + std::to_string(world_size) + " " + std::to_string(rank);
 }
 
-// The joining rank's number, or an error to send back.
+std::string hello(const LaunchEnv& env) { return hello_text(env.world_size, env.rank); }
+
+// The joining rank's number, or an error to send back. The hello must be exactly what
+// hello() writes: no sign, leading zero, other spacing or trailing byte.
 int check_hello(const std::string& h, int world_size, const std::vector<Fd>& peers, std::string& error) {
-    std::istringstream in(h);
-    std::string a;
-    int version = 0, world = 0, rank = -1;
-    if (!(in >> a >> version >> world >> rank) || a != "fp8scope-rendezvous" || version != 1) {
+    const std::string words = std::string(kHello) + " ";
+    int world = 0, rank = -1;
+    bool ok = h.compare(0, words.size(), words) == 0;
+    if (ok) {
+        const char* end = h.data() + h.size();
+        const auto [w, we] = std::from_chars(h.data() + words.size(), end, world);
+        ok = we == std::errc{} && w != end && *w == ' ';
+        if (ok) ok = std::from_chars(w + 1, end, rank).ec == std::errc{};
+    }
+    if (!ok || h != hello_text(world, rank)) {  // what the numbers read as, written back
         error = "not an fp8scope rendezvous hello";
         return -1;
     }
@@ -227,7 +256,7 @@ Rendezvous::Rendezvous(const LaunchEnv& env, std::chrono::milliseconds timeout) 
         return;
     }
     check_world_fits(env.world_size);
-    Fd listener = listen_any(env.master_port, where);
+    Fd listener = listen_for(env, where);
     peers_.resize(static_cast<std::size_t>(env.world_size));
     int joined = 1;
     while (joined < env.world_size) {

@@ -1,13 +1,15 @@
-// The small TCP rendezvous of a data-parallel job: rank 0 listens on MASTER_ADDR:
-// MASTER_PORT (every interface), every other rank connects to it, retrying until rank 0
+// The small TCP rendezvous of a data-parallel job: rank 0 listens on MASTER_PORT (on the
+// loopback alone when MASTER_ADDR names it, as for a job on one machine; else on every
+// interface), every other rank connects to MASTER_ADDR:MASTER_PORT, retrying until rank 0
 // is up. Over these connections rank 0 broadcasts what all ranks must share (NCCL's
 // unique id) and gathers one small record per rank (the health checks' timings). Every
 // wait is bounded: a rank that never joins, dies or hangs ends the wait with an error
 // that names it, on every rank that waited for it.
 //
 // Wire: frames of a 4-byte little-endian length and that many bytes. A joining rank
-// sends "fp8scope-rendezvous 1 WORLD RANK"; rank 0 answers "ok" or "error: why" (a rank
-// outside the world, a rank that already joined, a different world size). A world past
+// sends "fp8scope-rendezvous 1 WORLD RANK", exactly (any other bytes are not a hello);
+// rank 0 answers "ok" or "error: why" (not a hello, a rank outside the world, a rank that
+// already joined, a different world size). A world past
 // kMaxWorldSize, or one rank 0's open-file limit cannot hold a connection each of, fails
 // before rank 0 listens.
 #pragma once

@@ -2,13 +2,19 @@
 // processes: the test process is rank 0, forked children are the other ranks (they report
 // through their exit status), all on this machine's loopback.
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <functional>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -290,6 +296,91 @@ TEST(Rendezvous, ADifferentWorldSizeIsRefused) {
     Rendezvous rv(rank_env(0, 2, port), 5s);
     EXPECT_EQ(exit_status(wrong), 10);
     EXPECT_EQ(exit_status(right), 0);
+}
+
+// A connection to rank 0 on the loopback that sends `hello` as a frame and returns rank
+// 0's answer.
+std::string answer_to(const std::string& hello, int port) {
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(std::uint16_t(port));
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {  // rank 0 not up yet
+            ::close(fd);
+            std::this_thread::sleep_for(20ms);
+            continue;
+        }
+        std::string frame(4, '\0');
+        for (int i = 0; i < 4; ++i) frame[std::size_t(i)] = char((hello.size() >> (8 * i)) & 0xFF);
+        frame += hello;
+        if (::send(fd, frame.data(), frame.size(), 0) != ssize_t(frame.size())) break;
+        unsigned char len[4];
+        std::string answer;
+        if (::recv(fd, len, 4, MSG_WAITALL) == 4) {
+            answer.resize(len[0] | (len[1] << 8));
+            if (::recv(fd, answer.data(), answer.size(), MSG_WAITALL) != ssize_t(answer.size())) answer.clear();
+        }
+        ::close(fd);
+        return answer;
+    }
+    return "(no connection)";
+}
+
+TEST(Rendezvous, OnlyTheExactHelloJoins) {
+    const int port = free_loopback_port();
+    const pid_t child = spawn([&] {
+        // Each would read as rank 1 of 2 word by word: trailing bytes, a sign, leading
+        // zeros, other spacing.
+        for (const char* bad : {"fp8scope-rendezvous 1 2 1x", "fp8scope-rendezvous 1 2 1 ", "fp8scope-rendezvous 1 2 +1",
+                                "fp8scope-rendezvous 1 02 1", "fp8scope-rendezvous  1 2 1", "fp8scope-rendezvous 1 2\t1",
+                                "fp8scope-rendezvous 01 2 1", "fp8scope-rendezvous 1 2 1\n", "fp8scope-rendezvous 1 2"})
+            if (answer_to(bad, port) != "error: not an fp8scope rendezvous hello") return 11;
+        Rendezvous rv(rank_env(1, 2, port), 5s);  // the exact hello still joins
+        return 10;
+    });
+    Rendezvous rv(rank_env(0, 2, port), 5s);
+    EXPECT_EQ(exit_status(child), 10);
+}
+
+// The local addresses of the sockets listening on `port` (/proc/net/tcp's hex, e.g.
+// "0100007F" for 127.0.0.1, "00000000" for every interface).
+std::vector<std::string> listening_on(int port) {
+    std::vector<std::string> out;
+    char hex_port[8];
+    std::snprintf(hex_port, sizeof hex_port, "%04X", port);
+    for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+        std::ifstream in(table);
+        std::string line;
+        std::getline(in, line);  // the header
+        while (std::getline(in, line)) {
+            std::istringstream fields(line);
+            std::string slot, local, remote, state;
+            fields >> slot >> local >> remote >> state;
+            const std::size_t colon = local.find(':');
+            if (state == "0A" && local.substr(colon + 1) == hex_port) out.push_back(local.substr(0, colon));
+        }
+    }
+    return out;
+}
+
+TEST(Rendezvous, AJobOnTheLoopbackListensOnTheLoopbackOnly) {
+    for (const std::string addr : {"127.0.0.1", "localhost"}) {
+        LaunchEnv env = rank_env(0, 2, free_loopback_port());
+        env.master_addr = addr;
+        std::vector<std::string> seen;
+        std::thread watch([&] {
+            for (int i = 0; i < 50 && seen.empty(); ++i) {
+                std::this_thread::sleep_for(20ms);
+                seen = listening_on(env.master_port);
+            }
+        });
+        EXPECT_THROW(Rendezvous(env, 1500ms), RendezvousError);  // nobody joins
+        watch.join();
+        ASSERT_EQ(seen.size(), 1u) << addr;
+        EXPECT_TRUE(seen[0] == "0100007F" || seen[0] == "00000000000000000000000001000000") << addr << ": " << seen[0];
+    }
 }
 
 TEST(Rendezvous, AHungRankEndsTheExchangeWithItsName) {
