@@ -68,6 +68,24 @@ struct ErrorTotals {  // one recipe, over finite x whose x' is finite
     float scale_inv_max = -std::numeric_limits<float>::infinity();
 };
 
+// The totals of one recipe from a backend's accumulator that names its fields as
+// ErrorTotals does (in its own widths: a device's counters are unsigned).
+template <class Sums>
+ErrorTotals error_totals(const Sums& s) {
+    ErrorTotals e;
+    e.sxx = s.sxx;
+    e.sdd = s.sdd;
+    e.sqq = s.sqq;
+    e.sxq = s.sxq;
+    e.max_err = s.max_err;
+    e.underflow = std::int64_t(s.underflow);
+    e.overflow = std::int64_t(s.overflow);
+    e.nonfinite_out = std::int64_t(s.nonfinite_out);
+    e.scale_inv_min = s.scale_inv_min;
+    e.scale_inv_max = s.scale_inv_max;
+    return e;
+}
+
 // numel, finite, nan, inf, amax, mean and rms from pass 1 (and the histogram's NaN/Inf).
 void finish_moments(const MomentTotals& m, std::int64_t numel, TensorStats& t);
 // The mean pass 2 centres on: the mean, or 0 without finite elements.

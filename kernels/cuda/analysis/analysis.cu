@@ -549,18 +549,7 @@ Analysis Analyzer::analyze(const AnalysisInput& x, const std::vector<Recipe>& re
         t.outliers.top.push_back({s.top[i].value, std::int64_t(index) / x.cols, std::int64_t(index) % x.cols});
     }
     for (std::size_t k = 0; k < nrec; ++k) {
-        const an::Totals& r = s.errors[k];
-        ErrorTotals e;
-        e.sxx = r.sxx;
-        e.sdd = r.sdd;
-        e.sqq = r.sqq;
-        e.sxq = r.sxq;
-        e.max_err = r.max_err;
-        e.underflow = std::int64_t(r.underflow);
-        e.overflow = std::int64_t(r.overflow);
-        e.nonfinite_out = std::int64_t(r.nonfinite);
-        e.scale_inv_min = r.si_min;
-        e.scale_inv_max = r.si_max;
+        const ErrorTotals e = error_totals(s.errors[k]);
         const bool per_tensor = plans.r[k].kind == an::kCurrent || plans.r[k].kind == an::kDelayed;
         out.errors.push_back(finish_error(recipe_name(recipes[k]), out.scaling_amax, e, t,
                                           per_tensor ? std::optional(s.params.si[k]) : std::nullopt));

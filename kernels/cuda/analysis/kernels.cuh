@@ -87,10 +87,10 @@ struct TileError {
     unsigned underflow, overflow, nonfinite;
 };
 
-struct Totals {
+struct Totals {  // named as ErrorTotals, whose error_totals() copies them
     double sxx, sdd, sqq, sxq, max_err;
-    unsigned long long underflow, overflow, nonfinite;
-    float si_min, si_max;
+    unsigned long long underflow, overflow, nonfinite_out;
+    float scale_inv_min, scale_inv_max;
 };
 
 struct CentralTotalsDev {
@@ -207,8 +207,8 @@ __device__ __forceinline__ Totals shuffle_down(const Totals& v, int o) {
     return {__shfl_down_sync(0xffffffffu, v.sxx, o),       __shfl_down_sync(0xffffffffu, v.sdd, o),
             __shfl_down_sync(0xffffffffu, v.sqq, o),       __shfl_down_sync(0xffffffffu, v.sxq, o),
             __shfl_down_sync(0xffffffffu, v.max_err, o),   __shfl_down_sync(0xffffffffu, v.underflow, o),
-            __shfl_down_sync(0xffffffffu, v.overflow, o),  __shfl_down_sync(0xffffffffu, v.nonfinite, o),
-            __shfl_down_sync(0xffffffffu, v.si_min, o),    __shfl_down_sync(0xffffffffu, v.si_max, o)};
+            __shfl_down_sync(0xffffffffu, v.overflow, o),  __shfl_down_sync(0xffffffffu, v.nonfinite_out, o),
+            __shfl_down_sync(0xffffffffu, v.scale_inv_min, o),    __shfl_down_sync(0xffffffffu, v.scale_inv_max, o)};
 }
 __device__ __forceinline__ Totals combine(const Totals& a, const Totals& b) {
     return {a.sxx + b.sxx,
@@ -218,9 +218,9 @@ __device__ __forceinline__ Totals combine(const Totals& a, const Totals& b) {
             fmax(a.max_err, b.max_err),
             a.underflow + b.underflow,
             a.overflow + b.overflow,
-            a.nonfinite + b.nonfinite,
-            fminf(a.si_min, b.si_min),
-            fmaxf(a.si_max, b.si_max)};
+            a.nonfinite_out + b.nonfinite_out,
+            fminf(a.scale_inv_min, b.scale_inv_min),
+            fmaxf(a.scale_inv_max, b.scale_inv_max)};
 }
 
 // The tiles' central sums (TileStats) added up.
