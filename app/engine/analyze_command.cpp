@@ -1,5 +1,5 @@
 // `fp8scope-engine analyze FILE...`: quantizes every tensor of .npy/.safetensors files
-// under every recipe and reports the statistics (text table, JSON, HDF5, .npy dumps).
+// under every quantizer and reports the statistics (text table, JSON, HDF5, .npy dumps).
 // A file that fails is reported on stderr and in the report; the others still run.
 #include <cmath>
 #include <cstdio>
@@ -14,6 +14,7 @@
 #include "cpu/analysis.h"
 #include "io/tensor_file.h"
 #include "report_json.h"
+#include "renamed_option.h"
 #include "report_text.h"
 #include "util/json_input.h"
 #include "util/parallel.h"
@@ -24,7 +25,7 @@ namespace {
 
 struct AnalyzeOptions {
     std::vector<std::string> files;
-    std::string recipes;
+    std::string quantizers;
     bool json = false;
     std::string out;
     std::string dump;
@@ -35,9 +36,9 @@ struct AnalyzeOptions {
 
 class AnalyzeRun {
 public:
-    AnalyzeRun(const AnalyzeOptions& opt, std::vector<Recipe> recipes)
-        : opt_(opt), recipes_(std::move(recipes)) {
-        for (const Recipe& r : recipes_) recipe_names_.push_back(recipe_name(r));
+    AnalyzeRun(const AnalyzeOptions& opt, std::vector<Recipe> quantizers)
+        : opt_(opt), quantizers_(std::move(quantizers)) {
+        for (const Recipe& q : quantizers_) quantizer_names_.push_back(recipe_name(q));
         stats_opt_.outlier_k = opt.outlier_k;
         stats_opt_.top_k = opt.top_k;
         stats_opt_.threads = opt.threads;
@@ -54,14 +55,14 @@ public:
         for (const std::string& file : opt_.files) analyze_file(file);
         if (!opt_.out.empty()) {
             try {
-                write_analysis_report(opt_.out, kEngineVersion, recipe_names_, results_);
+                write_analysis_report(opt_.out, kEngineVersion, quantizer_names_, results_);
             } catch (const std::exception& e) {
                 fail(opt_.out, e.what());
             }
         }
         if (opt_.json) {
             // File names and quoted headers may not be UTF-8: replaced, never an abort.
-            std::fputs(dump_json(analysis_json(recipe_names_, results_, errors_)).c_str(), stdout);
+            std::fputs(dump_json(analysis_json(quantizer_names_, results_, errors_)).c_str(), stdout);
             std::fputc('\n', stdout);
         }
         return errors_.empty() ? 0 : 1;
@@ -102,7 +103,7 @@ private:
 
         TensorAnalysis ta{file, t.name, lt.source_dtype, t.shape, {}};
         try {
-            ta.analysis = analyze(t.matrix(), recipes_, stats_opt_);
+            ta.analysis = analyze(t.matrix(), quantizers_, stats_opt_);
         } catch (const std::exception& e) {
             return fail(file, what + ": " + e.what());
         }
@@ -118,7 +119,7 @@ private:
         }
         if (dumper_) {
             try {
-                dumper_->dump(t, recipes_, opt_.threads);
+                dumper_->dump(t, quantizers_, opt_.threads);
             } catch (const std::exception& e) {
                 fail(file, what + ": dump failed: " + e.what());
             }
@@ -127,8 +128,8 @@ private:
     }
 
     const AnalyzeOptions& opt_;
-    std::vector<Recipe> recipes_;
-    std::vector<std::string> recipe_names_;
+    std::vector<Recipe> quantizers_;
+    std::vector<std::string> quantizer_names_;
     StatsOptions stats_opt_;
     std::optional<Dumper> dumper_;
     std::vector<TensorAnalysis> results_;
@@ -136,29 +137,32 @@ private:
 };
 
 int run_analyze(const AnalyzeOptions& opt) {
-    std::vector<Recipe> recipes;
+    std::vector<Recipe> quantizers;
     try {
-        recipes = opt.recipes.empty() ? default_analysis_recipes() : parse_recipe_list(opt.recipes);
+        quantizers = opt.quantizers.empty() ? default_analysis_recipes() : parse_recipe_list(opt.quantizers);
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "fp8scope-engine: error: --recipes '%s': %s\n", opt.recipes.c_str(), e.what());
+        std::fprintf(stderr, "fp8scope-engine: error: --quantizers '%s': %s\n", opt.quantizers.c_str(), e.what());
         return 2;
     }
-    if (recipes.empty()) {
-        std::fprintf(stderr, "fp8scope-engine: error: --recipes '%s' names no recipe\n", opt.recipes.c_str());
+    if (quantizers.empty()) {
+        std::fprintf(stderr, "fp8scope-engine: error: --quantizers '%s' names no quantizer\n",
+                     opt.quantizers.c_str());
         return 2;
     }
-    return AnalyzeRun(opt, std::move(recipes)).run();
+    return AnalyzeRun(opt, std::move(quantizers)).run();
 }
 
 }  // namespace
 
 void add_analyze(CLI::App& app, int& exit_code) {
     auto opt = std::make_shared<AnalyzeOptions>();
-    auto* cmd = app.add_subcommand("analyze", "Quantize tensors from .npy/.safetensors files under FP8 recipes "
+    auto* cmd = app.add_subcommand("analyze", "Quantize tensors from .npy/.safetensors files under FP8 quantizers "
                                               "and report the error of each");
     cmd->add_option("files", opt->files, ".npy or .safetensors files")->required();
-    cmd->add_option("--recipes", opt->recipes,
-                    "Comma-separated recipe names, or 'all' (default: every current, blockwise and MXFP8 recipe)");
+    cmd->add_option("--quantizers", opt->quantizers,
+                    "Comma-separated quantizer names, or 'all' (default: every current, blockwise and MXFP8 "
+                    "quantizer)");
+    add_renamed_option<std::string>(*cmd, "--recipes", "--quantizers", opt->quantizers);
     cmd->add_flag("--json", opt->json, "Print one JSON document on stdout instead of tables");
     cmd->add_option("--out", opt->out, "Write an HDF5 report to this file");
     cmd->add_option("--dump", opt->dump, "Write FP8 codes and scales as .npy files into this directory");

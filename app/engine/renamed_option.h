@@ -1,5 +1,6 @@
-// An option renamed (a unit added to its name: --rank-timeout became --rank-timeout-s):
-// the old spelling still sets the value, off the help, with a notice on stderr.
+// An option renamed (a unit added to its name: --rank-timeout became --rank-timeout-s; a
+// word made exact: analyze --recipes became --quantizers): the old spelling still sets the
+// value, off the help, with a notice on stderr.
 #pragma once
 
 #include <CLI/CLI.hpp>

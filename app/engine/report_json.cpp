@@ -47,20 +47,20 @@ json value(const T& v) {
 
 }  // namespace
 
-json analysis_json(const std::vector<std::string>& recipes, const std::vector<TensorAnalysis>& tensors,
+json analysis_json(const std::vector<std::string>& quantizers, const std::vector<TensorAnalysis>& tensors,
                    const std::vector<FileError>& errors) {
-    json doc{{"tool", "fp8scope-engine analyze"}, {"version", kEngineVersion}, {"recipes", recipes}};
+    json doc{{"tool", "fp8scope-engine analyze"}, {"version", kEngineVersion}, {"quantizers", quantizers}};
     json& ts = doc["tensors"] = json::array();
     for (const TensorAnalysis& t : tensors) {
-        json rs = json::array();
-        for (const ErrorStats& e : t.analysis.errors) rs.push_back(value(e));
+        json qs = json::array();
+        for (const ErrorStats& e : t.analysis.errors) qs.push_back(value(e));
         ts.push_back({{"file", t.file},
                       {"name", t.name},
                       {"dtype", t.dtype},
                       {"shape", t.shape},
                       {"numel", t.analysis.tensor.numel},
                       {"stats", value(t.analysis.tensor)},
-                      {"recipes", rs}});
+                      {"quantizers", qs}});
     }
     json& es = doc["errors"] = json::array();
     for (const FileError& e : errors) es.push_back({{"file", e.file}, {"error", e.error}});

@@ -1,5 +1,5 @@
 // The JSON report of `analyze --json`: one document with every tensor's statistics, the
-// error of every recipe and the files that failed. Non-finite numbers become null.
+// error of every quantizer and the files that failed. Non-finite numbers become null.
 #pragma once
 
 #include <string>
@@ -17,7 +17,7 @@ struct FileError {
     std::string error;
 };
 
-nlohmann::ordered_json analysis_json(const std::vector<std::string>& recipes,
+nlohmann::ordered_json analysis_json(const std::vector<std::string>& quantizers,
                                      const std::vector<TensorAnalysis>& tensors,
                                      const std::vector<FileError>& errors);
 

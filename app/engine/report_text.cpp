@@ -1,5 +1,5 @@
 // Text tables for `analyze`: aligned columns, dB and percentages with two decimals,
-// error magnitudes in scientific notation (they span many decades between recipes). The
+// error magnitudes in scientific notation (they span many decades between quantizers). The
 // error table's figures come from ErrorStats' field list; kShown orders and formats them.
 #include "report_text.h"
 
@@ -122,8 +122,8 @@ void print_tensor_text(std::FILE* out, const TensorAnalysis& t) {
     }
 
     // Widths: the widest of title and cells per column.
-    std::size_t recipe_w = 6;
-    for (const auto& e : t.analysis.errors) recipe_w = std::max(recipe_w, e.recipe.size());
+    std::size_t name_w = 9;
+    for (const auto& e : t.analysis.errors) name_w = std::max(name_w, e.recipe.size());
     static const std::vector<Column> columns = error_columns();
     std::vector<std::vector<std::string>> cells;
     std::vector<std::size_t> widths;
@@ -136,12 +136,12 @@ void print_tensor_text(std::FILE* out, const TensorAnalysis& t) {
             widths[i] = std::max(widths[i], row.back().size());
         }
     }
-    std::string header = format("  %-*s", static_cast<int>(recipe_w), "recipe");
+    std::string header = format("  %-*s", static_cast<int>(name_w), "quantizer");
     for (std::size_t i = 0; i < columns.size(); ++i)
         header += format("  %*s", static_cast<int>(widths[i]), std::string(columns[i].title).c_str());
     std::fprintf(out, "%s\n", header.c_str());
     for (std::size_t r = 0; r < cells.size(); ++r) {
-        std::string line = format("  %-*s", static_cast<int>(recipe_w), t.analysis.errors[r].recipe.c_str());
+        std::string line = format("  %-*s", static_cast<int>(name_w), t.analysis.errors[r].recipe.c_str());
         for (std::size_t i = 0; i < cells[r].size(); ++i)
             line += format("  %*s", static_cast<int>(widths[i]), cells[r][i].c_str());
         std::fprintf(out, "%s\n", line.c_str());

@@ -1,5 +1,5 @@
 // The human-readable report of `analyze`: per tensor a header with its statistics and a
-// table with one row per recipe.
+// table with one row per quantizer.
 #pragma once
 
 #include <cstdio>

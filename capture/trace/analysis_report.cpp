@@ -92,13 +92,13 @@ void write_top(hid_t group, const std::vector<TopValue>& top) {
     write_dataset(group, "top", t, t, top.size(), rows.data());
 }
 
-// One row per recipe: its name, a fixed-length string sized to the longest name, then the
+// One row per quantizer: its name, a fixed-length string sized to the longest name, then the
 // numbers of ErrorStats.
 void write_errors(hid_t group, const std::vector<ErrorStats>& errors) {
     std::size_t name_size = 1;
     for (const auto& e : errors) name_size = std::max(name_size, e.recipe.size() + 1);
     h5::LayoutBuilder<h5::Packing::Aligned> builder;
-    builder.string("recipe", name_size, H5T_STR_NULLTERM);
+    builder.string("quantizer", name_size, H5T_STR_NULLTERM);
     const ErrorStats defaults;
     fields::visit_scalars(defaults, builder);  // the name has no width: not a column again
     const h5::Layout layout = std::move(builder).finish();
@@ -134,12 +134,12 @@ void write_tensor(hid_t tensors, std::size_t index, const TensorAnalysis& ta) {
 }
 
 void write_file(const std::string& path, const std::string& tool_version,
-                const std::vector<std::string>& recipes, const std::vector<TensorAnalysis>& tensors) {
+                const std::vector<std::string>& quantizers, const std::vector<TensorAnalysis>& tensors) {
     h5::Id file = h5::check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), "cannot create file");
     write_string_attr(file, "format", kAnalysisFormat);
     write_int64_attr(file, "format_version", {kAnalysisFormatVersion}, true);
     write_string_attr(file, "tool_version", tool_version);
-    write_strings_attr(file, "recipes", recipes);
+    write_strings_attr(file, "quantizers", quantizers);
     h5::Id group = h5::check(H5Gcreate2(file, "tensors", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "group /tensors");
     for (std::size_t i = 0; i < tensors.size(); ++i) {
         try {
@@ -155,12 +155,12 @@ void write_file(const std::string& path, const std::string& tool_version,
 }  // namespace
 
 void write_analysis_report(const std::string& path, const std::string& tool_version,
-                           const std::vector<std::string>& recipes,
+                           const std::vector<std::string>& quantizers,
                            const std::vector<TensorAnalysis>& tensors) {
     h5::quiet_errors();
     const std::string tmp = path + ".tmp" + std::to_string(::getpid());
     try {
-        write_file(tmp, tool_version, recipes, tensors);
+        write_file(tmp, tool_version, quantizers, tensors);
     } catch (const h5::Error& e) {
         std::error_code ec;
         std::filesystem::remove(tmp, ec);

@@ -29,7 +29,7 @@ inline h5::Layout top() {
     });
 }
 
-// `errors` without the recipe name (a string whose width the writer picks per file).
+// `errors` without the quantizer name (a string whose width the writer picks per file).
 inline h5::Layout error_figures() {
     return h5::make_layout<h5::Packing::Aligned>([](auto& v) {
         ErrorStats defaults;

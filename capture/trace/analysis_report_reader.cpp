@@ -79,7 +79,7 @@ struct Reader {
         return out;
     }
 
-    TensorAnalysis tensor(hid_t tensors, std::size_t index, std::size_t recipes) const {
+    TensorAnalysis tensor(hid_t tensors, std::size_t index, std::size_t quantizers) const {
         const std::string name = std::to_string(index), where = "/tensors/" + name;
         if (H5Lexists(tensors, name.c_str(), H5P_DEFAULT) <= 0) throw fail("no group " + where);
         h5::Id g(H5Gopen2(tensors, name.c_str(), H5P_DEFAULT));
@@ -118,8 +118,10 @@ struct Reader {
         }
 
         const h5::Layout error_layout = analysis_layout::error_figures();
-        const auto errors = rows(g, "errors", error_layout, where, n, recipes);
-        if (n != recipes) throw fail(where + "/errors: " + std::to_string(n) + " rows for " + std::to_string(recipes) + " recipes");
+        const auto errors = rows(g, "errors", error_layout, where, n, quantizers);
+        if (n != quantizers)
+            throw fail(where + "/errors: " + std::to_string(n) + " rows for " + std::to_string(quantizers) +
+                       " quantizers");
         t.analysis.errors.resize(n);
         for (std::size_t i = 0; i < n; ++i) {
             h5::Get<h5::Packing::Aligned> row(errors.data() + i * error_layout.size);
@@ -160,15 +162,17 @@ AnalysisReport read_analysis_report(const std::string& path) {
                          std::to_string(kAnalysisFormatVersion) + "); update fp8scope to open it");
         AnalysisReport out;
         out.tool_version = r.string(file, "tool_version", "/");
-        out.recipes = r.strings(file, "recipes", "/");
+        // Version 1 called the quantizers recipes.
+        out.quantizers = r.strings(file, version[0] < 2 ? "recipes" : "quantizers", "/");
         if (H5Lexists(file, "tensors", H5P_DEFAULT) <= 0) throw r.fail("no group /tensors");
         h5::Id tensors(H5Gopen2(file, "tensors", H5P_DEFAULT));
         H5G_info_t info{};
         if (!tensors.valid() || H5Gget_info(tensors, &info) < 0 || info.nlinks > kMaxTensors)
             throw r.fail("unreadable group /tensors");
         for (std::size_t i = 0; i < info.nlinks; ++i) {
-            out.tensors.push_back(r.tensor(tensors, i, out.recipes.size()));
-            for (std::size_t k = 0; k < out.recipes.size(); ++k) out.tensors.back().analysis.errors[k].recipe = out.recipes[k];
+            out.tensors.push_back(r.tensor(tensors, i, out.quantizers.size()));
+            for (std::size_t k = 0; k < out.quantizers.size(); ++k)
+                out.tensors.back().analysis.errors[k].recipe = out.quantizers[k];
         }
         return out;
     } catch (const h5::Error& e) {

@@ -13,7 +13,7 @@ namespace fp8scope {
 
 struct AnalysisReport {
     std::string tool_version;
-    std::vector<std::string> recipes;  // the row order of every tensor's errors
+    std::vector<std::string> quantizers;  // the row order of every tensor's errors
     std::vector<TensorAnalysis> tensors;
 };
 

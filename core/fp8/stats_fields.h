@@ -52,7 +52,7 @@ constexpr void visit_fields(S& s, V&& v) {
 
 template <fields::Of<ErrorStats> S, class V>
 constexpr void visit_fields(S& e, V&& v) {
-    v("recipe", e.recipe);
+    v("quantizer", e.recipe);
     v("amax", e.amax);
     v("mse", e.mse);
     v("sqnr_db", e.sqnr_db);

@@ -186,11 +186,11 @@ std::vector<float> per_tensor_e4m3(const std::vector<float>& x, float s) {
     return out;
 }
 
-const json& recipe_row(const json& tensor, const std::string& recipe) {
-    for (const json& r : tensor["recipes"])
-        if (r["recipe"] == recipe) return r;
+const json& quantizer_row(const json& tensor, const std::string& quantizer) {
+    for (const json& r : tensor["quantizers"])
+        if (r["quantizer"] == quantizer) return r;
     static const json none;
-    ADD_FAILURE() << "no row for recipe " << recipe;
+    ADD_FAILURE() << "no row for quantizer " << quantizer;
     return none;
 }
 
@@ -209,9 +209,9 @@ const std::vector<float> kHand = {1.0f, 2.0f, 448.0f, 500.0f};
 
 TEST_F(AnalyzeCli, CurrentScalingOfHandCheckedTensor) {
     const std::string path = file("hand.npy", npy_f32("(4,)", kHand));
-    json doc = analyze_json({path, "--recipes", "current_e4m3"});
+    json doc = analyze_json({path, "--quantizers", "current_e4m3"});
     EXPECT_EQ(doc["tool"], "fp8scope-engine analyze");
-    ASSERT_EQ(doc["recipes"], json::array({"current_e4m3"}));
+    ASSERT_EQ(doc["quantizers"], json::array({"current_e4m3"}));
     ASSERT_EQ(doc["tensors"].size(), 1u);
     EXPECT_TRUE(doc["errors"].empty());
     const json& t = doc["tensors"][0];
@@ -251,7 +251,7 @@ TEST_F(AnalyzeCli, CurrentScalingOfHandCheckedTensor) {
     EXPECT_EQ(s["outliers"]["channel_absmax"], json::array({1.0, 2.0, 448.0, 500.0}));
 
     // s = 448/500: 500 lands on 448 exactly, nothing saturates.
-    const json& r = recipe_row(t, "current_e4m3");
+    const json& r = quantizer_row(t, "current_e4m3");
     const float scale = 448.0f / 500.0f;
     EXPECT_EQ(r["amax"].get<double>(), 500.0);
     EXPECT_EQ(r["scale_inv_min"].get<double>(), double(1.0f / scale));
@@ -263,8 +263,8 @@ TEST_F(AnalyzeCli, CurrentScalingOfHandCheckedTensor) {
 TEST_F(AnalyzeCli, DelayedFirstStepSaturatesAndCountsOverflow) {
     // Delayed scaling on a lone tensor is its first step: s = 1. 500 clamps to 448.
     const std::string path = file("hand.npy", npy_f32("(4,)", kHand));
-    json doc = analyze_json({path, "--recipes", "delayed_e4m3"});
-    const json& r = doc["tensors"][0]["recipes"][0];
+    json doc = analyze_json({path, "--quantizers", "delayed_e4m3"});
+    const json& r = doc["tensors"][0]["quantizers"][0];
     EXPECT_EQ(r["overflow_pct"].get<double>(), 25.0);
     EXPECT_EQ(r["max_abs_err"].get<double>(), 52.0);
     EXPECT_EQ(r["mse"].get<double>(), 52.0 * 52.0 / 4);
@@ -280,14 +280,14 @@ TEST_F(AnalyzeCli, UnderflowAndExactQuantization) {
     const std::string path = file("small.npy", npy_f32("(1, 4)", x));
     // A tensor of E4M3 values quantizes exactly: sqnr +Inf is written as null.
     const std::string exact = file("exact.npy", npy_f32("(2, 2)", {0.5f, -1.0f, 448.0f, 0.25f}));
-    json doc = analyze_json({path, exact, "--recipes", "delayed_e4m3"});
+    json doc = analyze_json({path, exact, "--quantizers", "delayed_e4m3"});
     ASSERT_EQ(doc["tensors"].size(), 2u);
-    const json& r = doc["tensors"][0]["recipes"][0];
+    const json& r = doc["tensors"][0]["quantizers"][0];
     EXPECT_NEAR(r["underflow_pct"].get<double>(), 100.0 / 3, 1e-12);
     expect_figures(r, error_figures(x, per_tensor_e4m3(x, 1.0f)));
     EXPECT_EQ(doc["tensors"][0]["stats"]["zero"], 1);
 
-    const json& e = doc["tensors"][1]["recipes"][0];
+    const json& e = doc["tensors"][1]["quantizers"][0];
     EXPECT_TRUE(e["sqnr_db"].is_null());
     EXPECT_EQ(e["mse"].get<double>(), 0.0);
     EXPECT_EQ(e["cosine"].get<double>(), 1.0);
@@ -297,8 +297,8 @@ TEST_F(AnalyzeCli, UnderflowAndExactQuantization) {
 TEST_F(AnalyzeCli, UndefinedFiguresOfAnAllZeroTensorAreNull) {
     // sum x^2 = 0: sqnr, rel_l2 and cosine are 0/0, and no nonzero x leaves underflow 0/0.
     const std::string path = file("zeros.npy", npy_f32("(3,)", {0.0f, 0.0f, 0.0f}));
-    json doc = analyze_json({path, "--recipes", "current_e4m3"});
-    const json& r = doc["tensors"][0]["recipes"][0];
+    json doc = analyze_json({path, "--quantizers", "current_e4m3"});
+    const json& r = doc["tensors"][0]["quantizers"][0];
     EXPECT_EQ(r["mse"].get<double>(), 0.0);
     for (const char* undefined : {"sqnr_db", "rel_l2", "cosine", "underflow_pct"})
         EXPECT_TRUE(r[undefined].is_null()) << undefined << " = " << r[undefined];
@@ -314,16 +314,16 @@ TEST_F(AnalyzeCli, SafetensorsHalfAndBfloat16) {
         R"({"__metadata__":{"note":"hand"},"grad":{"dtype":"F16","shape":[2,2],"data_offsets":[0,8]},)"
         R"("layer.0/w":{"dtype":"BF16","shape":[3],"data_offsets":[8,14]}})";
     const std::string path = file("model.safetensors", safetensors(header, raw(f16) + raw(bf16)));
-    json doc = analyze_json({path, "--recipes", "current_e4m3,delayed_e4m3"});
+    json doc = analyze_json({path, "--quantizers", "current_e4m3,delayed_e4m3"});
     ASSERT_EQ(doc["tensors"].size(), 2u);
     const json& g = doc["tensors"][0];
     EXPECT_EQ(g["name"], "grad");
     EXPECT_EQ(g["dtype"], "float16");
     EXPECT_EQ(g["shape"], json::array({2, 2}));
     EXPECT_EQ(g["stats"]["amax"].get<double>(), 65504.0);
-    EXPECT_EQ(g["recipes"].size(), 2u);
+    EXPECT_EQ(g["quantizers"].size(), 2u);
     // Delayed first step: 65504 saturates; one of four.
-    EXPECT_EQ(recipe_row(g, "delayed_e4m3")["overflow_pct"].get<double>(), 25.0);
+    EXPECT_EQ(quantizer_row(g, "delayed_e4m3")["overflow_pct"].get<double>(), 25.0);
 
     const json& w = doc["tensors"][1];
     EXPECT_EQ(w["name"], "layer.0/w");
@@ -332,13 +332,13 @@ TEST_F(AnalyzeCli, SafetensorsHalfAndBfloat16) {
     EXPECT_EQ(w["stats"]["min_nonzero_abs"].get<double>(), 0.15625);
     const std::vector<float> wx = {0.15625f, -3.0f, 1024.0f};
     const float s = 448.0f / 1024.0f;
-    expect_figures(recipe_row(w, "current_e4m3"), error_figures(wx, per_tensor_e4m3(wx, s)));
+    expect_figures(quantizer_row(w, "current_e4m3"), error_figures(wx, per_tensor_e4m3(wx, s)));
 }
 
 TEST_F(AnalyzeCli, OutlierThresholdAndTopK) {
     // rms of [1, 2, 448, 500] is sqrt(450709 / 4) = 335.7: two of four lie beyond 1 rms.
     const std::string path = file("hand.npy", npy_f32("(4,)", kHand));
-    json doc = analyze_json({path, "--recipes", "current_e4m3", "--outlier-k", "1", "--top-k", "2"});
+    json doc = analyze_json({path, "--quantizers", "current_e4m3", "--outlier-k", "1", "--top-k", "2"});
     const json& o = doc["tensors"][0]["stats"]["outliers"];
     EXPECT_EQ(o["k"].get<double>(), 1.0);
     EXPECT_EQ(o["frac_beyond_k_rms"].get<double>(), 0.5);
@@ -346,16 +346,32 @@ TEST_F(AnalyzeCli, OutlierThresholdAndTopK) {
     EXPECT_EQ(o["top"][1]["value"].get<double>(), 448.0);
 }
 
-TEST_F(AnalyzeCli, DefaultRecipesOneRowEachInOrder) {
+TEST_F(AnalyzeCli, DefaultQuantizersOneRowEachInOrder) {
     const std::string path = file("hand.npy", npy_f32("(4,)", kHand));
     json doc = analyze_json({path});
-    ASSERT_GE(doc["recipes"].size(), 4u);
-    const json& rows = doc["tensors"][0]["recipes"];
-    ASSERT_EQ(rows.size(), doc["recipes"].size());
+    ASSERT_GE(doc["quantizers"].size(), 4u);
+    const json& rows = doc["tensors"][0]["quantizers"];
+    ASSERT_EQ(rows.size(), doc["quantizers"].size());
     for (std::size_t i = 0; i < rows.size(); ++i) {
-        EXPECT_EQ(rows[i]["recipe"], doc["recipes"][i]);
+        EXPECT_EQ(rows[i]["quantizer"], doc["quantizers"][i]);
         EXPECT_EQ(rows[i]["amax"].get<double>(), 500.0);
     }
+}
+
+// The option's former name still selects the quantizers, with a one-line notice, and is
+// left off the help.
+TEST_F(AnalyzeCli, RecipesIsTheOldSpellingOfQuantizers) {
+    const std::string path = file("hand.npy", npy_f32("(4,)", kHand));
+    Result old = analyze({path, "--json", "--recipes", "current_e4m3,delayed_e4m3"});
+    ASSERT_EQ(old.code, 0) << old.err;
+    EXPECT_EQ(old.err, "fp8scope-engine: --recipes is deprecated, use --quantizers\n");
+    json doc = analyze_json({path, "--quantizers", "current_e4m3,delayed_e4m3"});
+    EXPECT_EQ(json::parse(old.out)["tensors"], doc["tensors"]);
+    EXPECT_EQ(json::parse(old.out)["quantizers"], json::array({"current_e4m3", "delayed_e4m3"}));
+
+    Result help = analyze({"--help"});
+    EXPECT_NE(help.out.find("--quantizers"), std::string::npos) << help.out;
+    EXPECT_EQ(help.out.find("--recipes"), std::string::npos) << help.out;
 }
 
 TEST_F(AnalyzeCli, ThreadCountDoesNotChangeFigures) {
@@ -374,7 +390,7 @@ TEST_F(AnalyzeCli, ThreadCountDoesNotChangeFigures) {
 TEST_F(AnalyzeCli, NanAndInfAreCountedWithAWarning) {
     const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
     const std::string path = file("nanny.npy", npy_f32("(5,)", {1.0f, nan, -inf, 0.0f, 0.5f}));
-    Result r = analyze({path, "--json", "--recipes", "current_e4m3"});
+    Result r = analyze({path, "--json", "--quantizers", "current_e4m3"});
     EXPECT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.err.find("fp8scope-engine: warning: " + path + ": tensor 'nanny' has 1 NaN and 1 Inf"),
               std::string::npos)
@@ -391,16 +407,16 @@ TEST_F(AnalyzeCli, NanAndInfAreCountedWithAWarning) {
 
 // ---- text ------------------------------------------------------------------------------
 
-TEST_F(AnalyzeCli, TextTableHasAlignedRowPerRecipe) {
+TEST_F(AnalyzeCli, TextTableHasAlignedRowPerQuantizer) {
     const std::string path = file("hand.npy", npy_f32("(4,)", kHand));
-    Result r = analyze({path, "--recipes", "current_e4m3,delayed_e4m3"});
+    Result r = analyze({path, "--quantizers", "current_e4m3,delayed_e4m3"});
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_EQ(r.out.rfind(path + ": hand  float32  4  numel 4\n", 0), 0u) << r.out;
     EXPECT_NE(r.out.find("amax 5.0000e+02"), std::string::npos) << r.out;
     std::vector<std::string> table;
     std::istringstream lines(r.out);
     for (std::string line; std::getline(lines, line);)
-        if (line.rfind("  recipe", 0) == 0 || line.rfind("  current_e4m3", 0) == 0 ||
+        if (line.rfind("  quantizer", 0) == 0 || line.rfind("  current_e4m3", 0) == 0 ||
             line.rfind("  delayed_e4m3", 0) == 0)
             table.push_back(line);
     ASSERT_EQ(table.size(), 3u) << r.out;
@@ -448,7 +464,7 @@ TEST_P(AnalyzeBadInput, OneErrorLineAndTheOtherFileStillAnalyzed) {
     const BadInput& b = GetParam();
     const std::string bad = b.bytes.empty() ? (dir_ / b.name).string() : file(b.name, b.bytes);
     const std::string good = file("good.npy", npy_f32("(4,)", kHand));
-    Result r = analyze({bad, good, "--json", "--recipes", "current_e4m3"});
+    Result r = analyze({bad, good, "--json", "--quantizers", "current_e4m3"});
     EXPECT_EQ(r.code, 1);
     const std::string prefix = "fp8scope-engine: error: " + bad + ": ";
     ASSERT_EQ(r.err.rfind(prefix, 0), 0u) << r.err;
@@ -475,10 +491,10 @@ INSTANTIATE_TEST_SUITE_P(Kinds, AnalyzeBadInput, ::testing::ValuesIn(bad_inputs(
 
 TEST_F(AnalyzeCli, UsageErrorsExitTwo) {
     const std::string path = file("hand.npy", npy_f32("(4,)", kHand));
-    Result bad_recipe = analyze({path, "--recipes", "current_e4m3,bogus_e9m9"});
-    EXPECT_EQ(bad_recipe.code, 2);
-    EXPECT_NE(bad_recipe.err.find("bogus_e9m9"), std::string::npos) << bad_recipe.err;
-    EXPECT_TRUE(bad_recipe.out.empty());
+    Result bad_quantizer = analyze({path, "--quantizers", "current_e4m3,bogus_e9m9"});
+    EXPECT_EQ(bad_quantizer.code, 2);
+    EXPECT_NE(bad_quantizer.err.find("bogus_e9m9"), std::string::npos) << bad_quantizer.err;
+    EXPECT_TRUE(bad_quantizer.out.empty());
 
     EXPECT_EQ(analyze({path, "--frobnicate"}).code, 2);
     EXPECT_EQ(analyze({}).code, 2);
@@ -510,7 +526,7 @@ TEST_F(AnalyzeCli, DumpWritesCodesAndScalesThatDecodeToTheDequantizedValues) {
         for (int k = -16; k < 16; ++k) x.push_back(k * (r == 0 ? 0.37f : 29.0f));
     const std::string path = file("act.npy", npy_f32("(2, 32)", x));
     const fs::path dump = dir_ / "dump";
-    Result r = analyze({path, "--recipes", "current_e4m3,mxfp8_e4m3_rceil", "--dump", dump.string()});
+    Result r = analyze({path, "--quantizers", "current_e4m3,mxfp8_e4m3_rceil", "--dump", dump.string()});
     ASSERT_EQ(r.code, 0) << r.err;
 
     // current_e4m3: one scale, s = 448 / 464.
@@ -569,7 +585,7 @@ TEST_F(AnalyzeCli, DumpNamesAreFilesystemSafe) {
         R"("model.layers:0.w":{"dtype":"F32","shape":[4],"data_offsets":[16,32]}})";
     const std::string path = file("m.safetensors", safetensors(header, raw(v) + raw(v)));
     const fs::path dump = dir_ / "d";
-    Result r = analyze({path, "--recipes", "delayed_e4m3:margin=1", "--dump", dump.string()});
+    Result r = analyze({path, "--quantizers", "delayed_e4m3:margin=1", "--dump", dump.string()});
     ASSERT_EQ(r.code, 0) << r.err;
     std::vector<std::string> names;
     for (const auto& e : fs::directory_iterator(dump)) {
@@ -589,7 +605,7 @@ TEST_F(AnalyzeCli, DumpDirectoryThatCannotBeCreatedStillReportsFigures) {
     const std::string path = file("hand.npy", npy_f32("(4,)", kHand));
     const std::string blocker = file("not_a_dir", "x");
     const std::string dump = blocker + "/dump";
-    Result r = analyze({path, "--json", "--recipes", "current_e4m3", "--dump", dump});
+    Result r = analyze({path, "--json", "--quantizers", "current_e4m3", "--dump", dump});
     EXPECT_EQ(r.code, 1);
     EXPECT_EQ(r.err.rfind("fp8scope-engine: error: " + dump + ": ", 0), 0u) << r.err;
     const json doc = json::parse(r.out);
@@ -631,7 +647,7 @@ std::vector<std::int64_t> read_int64_attr(hid_t obj, const char* name) {
 }
 
 struct ErrorRow {
-    char recipe[64];
+    char quantizer[64];
     double sqnr_db, overflow_pct, max_abs_err, mse;
 };
 
@@ -640,9 +656,9 @@ std::vector<ErrorRow> read_errors(hid_t file, const char* path) {
     EXPECT_GE(ds, 0) << path;
     if (ds < 0) return {};
     hid_t str = H5Tcopy(H5T_C_S1);
-    H5Tset_size(str, sizeof(ErrorRow::recipe));
+    H5Tset_size(str, sizeof(ErrorRow::quantizer));
     hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(ErrorRow));
-    H5Tinsert(t, "recipe", HOFFSET(ErrorRow, recipe), str);
+    H5Tinsert(t, "quantizer", HOFFSET(ErrorRow, quantizer), str);
     H5Tinsert(t, "sqnr_db", HOFFSET(ErrorRow, sqnr_db), H5T_NATIVE_DOUBLE);
     H5Tinsert(t, "overflow_pct", HOFFSET(ErrorRow, overflow_pct), H5T_NATIVE_DOUBLE);
     H5Tinsert(t, "max_abs_err", HOFFSET(ErrorRow, max_abs_err), H5T_NATIVE_DOUBLE);
@@ -661,7 +677,7 @@ TEST_F(AnalyzeCli, HdfReportReadsBackWithTheCApi) {
     const std::string hand = file("hand.npy", npy_f32("(4,)", kHand));
     const std::string exact = file("exact.npy", npy_f32("(2, 2)", {0.5f, -1.0f, 448.0f, 0.25f}));
     const fs::path out = dir_ / "report.h5";
-    Result r = analyze({hand, exact, "--recipes", "current_e4m3,delayed_e4m3", "--out", out.string()});
+    Result r = analyze({hand, exact, "--quantizers", "current_e4m3,delayed_e4m3", "--out", out.string()});
     ASSERT_EQ(r.code, 0) << r.err;
     // The temporary file was renamed: only the report is left beside the inputs.
     std::vector<std::string> names;
@@ -672,7 +688,7 @@ TEST_F(AnalyzeCli, HdfReportReadsBackWithTheCApi) {
     hid_t f = H5Fopen(out.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
     ASSERT_GE(f, 0);
     EXPECT_EQ(read_string_attr(f, "format"), "fp8scope-analysis");
-    EXPECT_EQ(read_int64_attr(f, "format_version"), std::vector<std::int64_t>{1});
+    EXPECT_EQ(read_int64_attr(f, "format_version"), std::vector<std::int64_t>{2});
     EXPECT_FALSE(read_string_attr(f, "tool_version").empty());
 
     hid_t g = H5Gopen2(f, "/tensors/0", H5P_DEFAULT);
@@ -721,8 +737,8 @@ TEST_F(AnalyzeCli, HdfReportReadsBackWithTheCApi) {
 
     std::vector<ErrorRow> rows = read_errors(f, "/tensors/0/errors");
     ASSERT_EQ(rows.size(), 2u);
-    EXPECT_STREQ(rows[0].recipe, "current_e4m3");
-    EXPECT_STREQ(rows[1].recipe, "delayed_e4m3");
+    EXPECT_STREQ(rows[0].quantizer, "current_e4m3");
+    EXPECT_STREQ(rows[1].quantizer, "delayed_e4m3");
     const Expected cur = error_figures(kHand, per_tensor_e4m3(kHand, 448.0f / 500.0f));
     EXPECT_NEAR(rows[0].sqnr_db, cur.sqnr_db, 1e-9);
     EXPECT_EQ(rows[0].overflow_pct, 0.0);
@@ -743,6 +759,7 @@ TEST_F(AnalyzeCli, HdfReportReadsBackWithTheCApi) {
         const std::string text = slurp(dumped);
         EXPECT_NE(text.find("fp8scope-analysis"), std::string::npos) << text;
         EXPECT_NE(text.find("DATASET \"errors\""), std::string::npos) << text;
+        EXPECT_NE(text.find("ATTRIBUTE \"quantizers\""), std::string::npos) << text;
         fs::remove(dumped);
     }
 }
@@ -750,7 +767,7 @@ TEST_F(AnalyzeCli, HdfReportReadsBackWithTheCApi) {
 TEST_F(AnalyzeCli, HdfReportFailureLeavesNoFileAndExitsOne) {
     const std::string hand = file("hand.npy", npy_f32("(4,)", kHand));
     const fs::path out = dir_ / "no_such_dir" / "report.h5";
-    Result r = analyze({hand, "--recipes", "current_e4m3", "--out", out.string()});
+    Result r = analyze({hand, "--quantizers", "current_e4m3", "--out", out.string()});
     EXPECT_EQ(r.code, 1);
     EXPECT_EQ(r.err.rfind("fp8scope-engine: error: " + out.string() + ": ", 0), 0u) << r.err;
     EXPECT_NE(r.out.find("current_e4m3"), std::string::npos) << "the table is still printed";

@@ -1,5 +1,5 @@
 // The `analyze` report read back: every figure the writer stored, names of tensors and
-// recipes in order; foreign, newer and damaged files raise TraceError naming the file.
+// quantizers in order; foreign, newer and damaged files raise TraceError naming the file.
 #include <gtest/gtest.h>
 
 #include <hdf5.h>
@@ -56,14 +56,14 @@ TensorAnalysis sample_tensor(int i, const std::vector<std::string>& recipes) {
 TEST(AnalysisReportReader, EveryFigureComesBack) {
     TempDir dir;
     const std::string path = dir.file("report.h5");
-    const std::vector<std::string> recipes{"current_e4m3", "block1x128_e4m3_pow2", "mxfp8_e4m3_rceil"};
+    const std::vector<std::string> quantizers{"current_e4m3", "block1x128_e4m3_pow2", "mxfp8_e4m3_rceil"};
     std::vector<TensorAnalysis> tensors;
-    for (int i = 0; i < 12; ++i) tensors.push_back(sample_tensor(i, recipes));  // "10" sorts before "2"
-    write_analysis_report(path, "fp8scope 0.1.0-test", recipes, tensors);
+    for (int i = 0; i < 12; ++i) tensors.push_back(sample_tensor(i, quantizers));  // "10" sorts before "2"
+    write_analysis_report(path, "fp8scope 0.1.0-test", quantizers, tensors);
     ASSERT_TRUE(is_analysis_report(path));
     const AnalysisReport r = read_analysis_report(path);
     EXPECT_EQ(r.tool_version, "fp8scope 0.1.0-test");
-    EXPECT_EQ(r.recipes, recipes);
+    EXPECT_EQ(r.quantizers, quantizers);
     ASSERT_EQ(r.tensors.size(), tensors.size());
     for (std::size_t i = 0; i < tensors.size(); ++i) {
         EXPECT_EQ(r.tensors[i].file, tensors[i].file);
@@ -71,10 +71,45 @@ TEST(AnalysisReportReader, EveryFigureComesBack) {
         EXPECT_EQ(r.tensors[i].dtype, tensors[i].dtype);
         EXPECT_EQ(r.tensors[i].shape, tensors[i].shape);
         expect_same(r.tensors[i].analysis.tensor, tensors[i].analysis.tensor);
-        ASSERT_EQ(r.tensors[i].analysis.errors.size(), recipes.size());
-        for (std::size_t k = 0; k < recipes.size(); ++k)
+        ASSERT_EQ(r.tensors[i].analysis.errors.size(), quantizers.size());
+        for (std::size_t k = 0; k < quantizers.size(); ++k)
             expect_same(r.tensors[i].analysis.errors[k], tensors[i].analysis.errors[k]);
     }
+}
+
+// Format 1 named the quantizers "recipes" at the root; such a report still reads, its
+// quantizer names from that attribute.
+TEST(AnalysisReportReader, Version1ReadsItsRecipesAttribute) {
+    TempDir dir;
+    const std::string path = dir.file("v1.h5");
+    const std::vector<std::string> quantizers{"current_e4m3", "mxfp8_e4m3_rceil"};
+    write_analysis_report(path, "t", quantizers, {sample_tensor(0, quantizers)});
+    {
+        hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+        ASSERT_GE(H5Arename(f, "quantizers", "recipes"), 0);
+        hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
+        const std::int64_t v = 1;
+        H5Awrite(a, H5T_NATIVE_INT64, &v);
+        H5Aclose(a);
+        H5Fclose(f);
+    }
+    const AnalysisReport r = read_analysis_report(path);
+    EXPECT_EQ(r.quantizers, quantizers);
+    ASSERT_EQ(r.tensors.size(), 1u);
+    ASSERT_EQ(r.tensors[0].analysis.errors.size(), 2u);
+    EXPECT_EQ(r.tensors[0].analysis.errors[1].recipe, "mxfp8_e4m3_rceil");
+    expect_same(r.tensors[0].analysis.errors[1], sample_tensor(0, quantizers).analysis.errors[1]);
+
+    // The same file at version 2 lacks the "quantizers" attribute: refused.
+    {
+        hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+        hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
+        const std::int64_t v = 2;
+        H5Awrite(a, H5T_NATIVE_INT64, &v);
+        H5Aclose(a);
+        H5Fclose(f);
+    }
+    EXPECT_THROW(read_analysis_report(path), TraceError);
 }
 
 TEST(AnalysisReportReader, OtherFilesAreRefusedWithTheirName) {

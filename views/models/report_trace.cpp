@@ -8,7 +8,7 @@ ReportTrace report_as_trace(const AnalysisReport& report, const std::string& nam
     trace::TraceMeta& m = t.meta;
     m.tool_version = report.tool_version;
     m.runs = {{name, "analyze"}};
-    m.recipes = report.recipes;
+    m.recipes = report.quantizers;
     m.capture_every = 1;
     for (std::size_t i = 0; i < report.tensors.size(); ++i) {
         const TensorAnalysis& ta = report.tensors[i];
