@@ -22,7 +22,7 @@ trace::TraceMeta meta() {
     trace::TraceMeta m;
     m.runs = {{"delayed", "delayed"}};
     for (int l = 0; l < kLinears; ++l) m.linears.push_back({"blocks." + std::to_string(l / 4) + ".l" + std::to_string(l % 4), l / 4, 512, 512});
-    m.recipes = {"current_e4m3", "block1x128", "block128x128", "mxfp8_e4m3"};
+    m.quantizers = {"current_e4m3", "block1x128", "block128x128", "mxfp8_e4m3"};
     m.ops = {"fprop", "dgrad", "wgrad", "quantize"};
     m.capture_every = kCaptureEvery;
     return m;
@@ -45,7 +45,7 @@ TraceBatch batch(std::int64_t from, std::int64_t to, std::mt19937& rng) {
                         if (trace::operand_slot(l, g, o) < 0) continue;
                         trace::OperandRecord r;
                         r.key = {0, s, l, g, o};
-                        r.recipe_in_use = 0;
+                        r.quantizer_in_use = 0;
                         r.stats.amax = u(rng);
                         for (int e = -30; e < 2; ++e) r.stats.histogram.bins[e - kHistMinExp] = 1000 + e;
                         r.stats.outliers.channel_absmax.assign(512, 1.0f);

@@ -48,7 +48,7 @@ trace::TraceMeta meta_of(const Shape& s) {
     for (const char* r : {"baseline", "delayed", "blockwise", "mxfp8"}) m.runs.push_back({r, r});
     m.runs.resize(s.runs, {"extra", "current"});
     for (int l = 0; l < s.linears; ++l) m.linears.push_back({"blocks." + std::to_string(l / 4) + ".l" + std::to_string(l % 4), l / 4, 512, 512});
-    m.recipes = {"current_e4m3", "block1x128", "block128x128", "mxfp8_e4m3"};
+    m.quantizers = {"current_e4m3", "block1x128", "block128x128", "mxfp8_e4m3"};
     m.training_recipes = {"baseline", "delayed", "blockwise", "mxfp8"};
     for (int k = 0; k < 12; ++k) m.ops.push_back("op" + std::to_string(k));
     m.capture_every = s.capture_every;
@@ -68,7 +68,7 @@ void write_step(trace::TraceWriter& w, const Shape& s, std::int64_t step, double
                         if (trace::operand_slot(l, g, o) < 0) continue;
                         trace::OperandRecord r;
                         r.key = {run, step, l, g, o};
-                        r.recipe_in_use = run == 0 ? -1 : run - 1;
+                        r.quantizer_in_use = run == 0 ? -1 : run - 1;
                         r.scale = 448.0;
                         r.stats.amax = 2.0 + jitter;
                         for (int e = -24; e < 2; ++e) r.stats.histogram.bins[e - kHistMinExp] = 1000 + e;

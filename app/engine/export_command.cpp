@@ -54,7 +54,7 @@ std::string name_of(const TraceMeta& m, NameTable table, long long id) {
     switch (table) {
         case NameTable::Runs: return pick(m.runs);
         case NameTable::Linears: return pick(m.linears);
-        case NameTable::Recipes: return pick(m.recipes);
+        case NameTable::Quantizers: return pick(m.quantizers);
         case NameTable::TrainingRecipes: return pick(m.training_recipes);
         case NameTable::Ops: return pick(m.ops);
     }
@@ -117,18 +117,18 @@ private:
 };
 
 // Columns of the tables that are not one record: an operand and its figures, and one
-// recipe's error figures on an operand.
+// quantizer's error figures on an operand.
 template <class V, class O>
 void operand_columns(V& v, const O& o) {
     fields::visit_scalars(o.key, v);
-    fields::visit_scalars(o, v);                 // recipe_in_use, scale
+    fields::visit_scalars(o, v);                 // quantizer_in_use, scale
     fields::visit_scalars(o.stats, v);           // counts, amax, moments, dynamic range
     fields::visit_scalars(o.stats.outliers, v);  // the outlier figures (not the setting k)
 }
 template <class V, class O>
-void error_columns(V& v, const O& o, const std::int32_t& recipe, const int& in_use, const ErrorStats& e) {
+void error_columns(V& v, const O& o, const std::int32_t& quantizer, const int& in_use, const ErrorStats& e) {
     fields::visit_scalars(o.key, v);
-    v("recipe", recipe, IdIn{NameTable::Recipes});
+    v("quantizer", quantizer, IdIn{NameTable::Quantizers});
     v("in_use", in_use);
     fields::visit_scalars(e, [&](std::string_view name, const auto& m, const auto&... facts) {
         if constexpr (std::is_arithmetic_v<std::remove_cvref_t<decltype(m)>>) v(name, m, facts...);
@@ -165,7 +165,7 @@ void write_csv(const TraceReader& r, const std::string& dir) {
             for (const auto& o : r.operands(run, step)) {
                 operands.row(operand, o);
                 for (std::size_t i = 0; i < o.errors.size(); ++i)
-                    errors.row(error, o, static_cast<std::int32_t>(i), int(int(i) == o.recipe_in_use), o.errors[i]);
+                    errors.row(error, o, static_cast<std::int32_t>(i), int(int(i) == o.quantizer_in_use), o.errors[i]);
             }
 
     Csv ops(m, fs::path(dir) / "ops.csv");

@@ -1,5 +1,5 @@
-// `fp8scope-engine inspect TRACE`: a summary of a trace: runs, steps, layers, recipes,
-// events, and the worst tensors by SQNR and by overflow under the recipe in use.
+// `fp8scope-engine inspect TRACE`: a summary of a trace: runs, steps, layers, quantizers,
+// events, and the worst tensors by SQNR and by overflow under the quantizer in use.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -25,7 +25,7 @@ struct Worst {
     std::int64_t step;
     OperandKey key;
     std::string gemms;  // "fprop", or "fprop+wgrad" when both GEMMs' casts have these figures
-    std::string recipe;
+    std::string quantizer;
     double sqnr, overflow;
 };
 
@@ -39,12 +39,12 @@ int run_inspect(const InspectOptions& o) {
         std::printf("%s: fp8scope trace v%d, %s, created %s on %s\n", o.trace.c_str(), m.format_version,
                     m.tool_version.c_str(), m.created.c_str(), m.machine.c_str());
         // 64-bit: a layer id read from the file may be INT32_MAX.
-        std::printf("linears %zu (layers %lld), recipes %zu, capture every %lld, block maps every %lld\n",
+        std::printf("linears %zu (layers %lld), quantizers %zu, capture every %lld, block maps every %lld\n",
                     m.linears.size(),
                     m.linears.empty() ? 0LL : 1LL + std::max_element(m.linears.begin(), m.linears.end(), [](auto& a, auto& b) {
                                                       return a.layer < b.layer;
                                                   })->layer,
-                    m.recipes.size(), (long long)m.capture_every, (long long)m.blockmap_every);
+                    m.quantizers.size(), (long long)m.capture_every, (long long)m.blockmap_every);
         if (m.world_size > 1) {
             // Traces from before grad_dtype was recorded do not say the type.
             const std::string sums = m.grad_dtype.empty() ? "" : ", gradient sums in " + m.grad_dtype;
@@ -63,8 +63,8 @@ int run_inspect(const InspectOptions& o) {
             std::printf(", capture steps %zu, block-map steps %zu\n", caps.size(), r.blockmap_steps(run).size());
             for (auto step : caps)
                 for (const auto& op : r.operands(run, step)) {
-                    if (op.recipe_in_use < 0 || op.recipe_in_use >= (int)op.errors.size()) continue;
-                    const ErrorStats& e = op.errors[op.recipe_in_use];
+                    if (op.quantizer_in_use < 0 || op.quantizer_in_use >= (int)op.errors.size()) continue;
+                    const ErrorStats& e = op.errors[op.quantizer_in_use];
                     auto [it, fresh] = seen.try_emplace({run, step, op.key.linear, op.key.operand}, all.size());
                     if (!fresh) {
                         Worst& w = all[it->second];
@@ -73,12 +73,12 @@ int run_inspect(const InspectOptions& o) {
                             continue;
                         }
                     }
-                    all.push_back({run, step, op.key, gemm_str(op.key.gemm), m.recipes[op.recipe_in_use], e.sqnr_db,
+                    all.push_back({run, step, op.key, gemm_str(op.key.gemm), m.quantizers[op.quantizer_in_use], e.sqnr_db,
                                    e.overflow_pct});
                 }
         }
-        std::printf("recipes:");
-        for (const auto& n : m.recipes) std::printf(" %s", n.c_str());
+        std::printf("quantizers:");
+        for (const auto& n : m.quantizers) std::printf(" %s", n.c_str());
         std::printf("\n");
         auto events = r.events();
         std::printf("events %zu\n", events.size());
@@ -93,14 +93,14 @@ int run_inspect(const InspectOptions& o) {
             for (std::size_t i = 0; i < v.size() && (int)i < o.top; ++i)
                 std::printf("  %-10s step %-6lld %-28s %-11s %-2s %-24s sqnr %8.2f dB  overflow %.4f%%\n",
                             m.runs[v[i].run].name.c_str(), (long long)v[i].step, m.linears[v[i].key.linear].name.c_str(),
-                            v[i].gemms.c_str(), operand_str(v[i].key.operand), v[i].recipe.c_str(), v[i].sqnr,
+                            v[i].gemms.c_str(), operand_str(v[i].key.operand), v[i].quantizer.c_str(), v[i].sqnr,
                             v[i].overflow);
         };
         // NaN SQNR (an all-zero tensor) sorts last.
-        print("worst by sqnr (recipe in use):", [](const Worst& a, const Worst& b) {
+        print("worst by sqnr (quantizer in use):", [](const Worst& a, const Worst& b) {
             return std::isnan(b.sqnr) ? !std::isnan(a.sqnr) : (!std::isnan(a.sqnr) && a.sqnr < b.sqnr);
         });
-        print("worst by overflow (recipe in use):",
+        print("worst by overflow (quantizer in use):",
               [](const Worst& a, const Worst& b) { return a.overflow > b.overflow; });
     } catch (const std::exception& e) {
         std::fprintf(stderr, "fp8scope-engine: error: %s\n", e.what());
@@ -113,7 +113,7 @@ int run_inspect(const InspectOptions& o) {
 
 void add_inspect(CLI::App& app, int& exit_code) {
     auto opts = std::make_shared<InspectOptions>();
-    CLI::App* cmd = app.add_subcommand("inspect", "Summarise a trace: runs, steps, layers, recipes, worst tensors");
+    CLI::App* cmd = app.add_subcommand("inspect", "Summarise a trace: runs, steps, layers, quantizers, worst tensors");
     cmd->add_option("trace", opts->trace, "HDF5 trace written by train --out")->required();
     cmd->add_option("--top", opts->top, "Tensors in each worst list")->check(CLI::PositiveNumber);
     cmd->callback([opts, &exit_code] { exit_code = run_inspect(*opts); });

@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "engine/checkpoint.h"
 #include "engine/trainer.h"
+#include "fp8/training_recipe.h"
 #include "live_control.h"
 #include "local_ranks.h"
 #include "rank_job.h"
@@ -128,7 +129,7 @@ void report(const std::string& what) { std::fprintf(stderr, "fp8scope-engine: er
 void print_table(const TrainSummary& s) {
     const RunSummary* baseline = nullptr;
     for (const auto& r : s.runs)
-        if (r.recipe == "baseline" && !baseline) baseline = &r;
+        if (quantizes_nothing(r.recipe) && !baseline) baseline = &r;
     std::printf("%-8s %-14s %10s %10s %14s\n", "run", "recipe", "loss", "eval_loss", "eval_vs_base");
     for (std::size_t i = 0; i < s.runs.size(); ++i) {
         const auto& r = s.runs[i];

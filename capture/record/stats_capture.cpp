@@ -53,7 +53,7 @@ std::vector<std::string> trace_recipe_names(const std::vector<Recipe>& analysis)
 
 StatsCapture::StatsCapture(int run, const TraceMeta& meta, RecordSink& sink, OpNames& ops, StatsCaptureOptions options)
     : run_(run), meta_(meta), sink_(sink), ops_(ops), options_(options) {
-    for (const auto& n : meta.recipes) recipes_.push_back(parse_recipe(n));
+    for (const auto& n : meta.quantizers) recipes_.push_back(parse_recipe(n));
     for (std::size_t i = 0; i < recipes_.size(); ++i)
         if (!columnwise_is_transpose(recipes_[i])) {
             oriented_.push_back(i);
@@ -64,8 +64,8 @@ StatsCapture::StatsCapture(int run, const TraceMeta& meta, RecordSink& sink, OpN
 int StatsCapture::recipe_id(const Recipe* r) const {
     if (!r) return -1;
     std::string n = recipe_name(*r);
-    auto it = std::find(meta_.recipes.begin(), meta_.recipes.end(), n);
-    return it == meta_.recipes.end() ? -1 : static_cast<int>(it - meta_.recipes.begin());
+    auto it = std::find(meta_.quantizers.begin(), meta_.quantizers.end(), n);
+    return it == meta_.quantizers.end() ? -1 : static_cast<int>(it - meta_.quantizers.begin());
 }
 
 void StatsCapture::begin_step(std::int64_t step, bool full, bool blockmaps) {
@@ -128,7 +128,7 @@ void StatsCapture::on_operand(const OperandCapture& c) {
 
     OperandRecord rec;
     rec.key = {run_, step_, c.linear, c.gemm, c.operand};
-    rec.recipe_in_use = recipe_id(c.recipe);
+    rec.quantizer_in_use = recipe_id(c.recipe);
     const auto key = std::make_pair(c.linear, static_cast<int>(c.operand));
     const auto earlier = c.transposed_repeat && !blockmaps_ ? step_errors_.find(key) : step_errors_.end();
     Analysis a;
@@ -137,9 +137,9 @@ void StatsCapture::on_operand(const OperandCapture& c) {
         // scale training really cast with; other delayed entries are what-if first steps.
         AnalysisExtras extras;
         extras.tile_maps = blockmaps_;
-        if (c.recipe && c.delayed && std::holds_alternative<DelayedScaling>(*c.recipe) && rec.recipe_in_use >= 0) {
+        if (c.recipe && c.delayed && std::holds_alternative<DelayedScaling>(*c.recipe) && rec.quantizer_in_use >= 0) {
             extras.delayed_scales.assign(recipes_.size(), std::numeric_limits<float>::quiet_NaN());
-            extras.delayed_scales[rec.recipe_in_use] = c.delayed->scale();
+            extras.delayed_scales[rec.quantizer_in_use] = c.delayed->scale();
         }
         a = c.analysis->analyze(c.values, recipes_, options_.stats, extras);
         rec.errors = std::move(a.errors);
@@ -168,7 +168,7 @@ void StatsCapture::record_blockmaps(const OperandCapture& c, const TileMaps& map
         if (std::holds_alternative<DelayedScaling>(recipes_[i])) continue;  // a what-if without history
         BlockMapRecord b = block_map_record(c.values.rows, c.values.cols, maps, i);
         b.key = {run_, step_, c.linear, c.gemm, c.operand};
-        b.recipe = static_cast<std::int32_t>(i);
+        b.quantizer = static_cast<std::int32_t>(i);
         sink_.write(std::move(b));
     }
 }

@@ -46,7 +46,7 @@ class KernelRecorder;
 
 class StatsCapture : public CaptureSink {
 public:
-    // `meta.recipes` must name parseable recipes (trace_recipe_names()).
+    // `meta.quantizers` must name parseable recipes (trace_recipe_names()).
     StatsCapture(int run, const TraceMeta& meta, RecordSink& sink, OpNames& ops, StatsCaptureOptions options = {});
 
     // Before the step's forward pass: full statistics when `full`, maps when `blockmaps`.
@@ -71,7 +71,7 @@ private:
     RecordSink& sink_;
     OpNames& ops_;
     StatsCaptureOptions options_;
-    std::vector<Recipe> recipes_;  // parsed meta_.recipes
+    std::vector<Recipe> recipes_;  // parsed meta_.quantizers
     // The recipes whose casts depend on orientation (1xN and MX blocks), and their indices.
     std::vector<Recipe> oriented_recipes_;
     std::vector<std::size_t> oriented_;

@@ -17,13 +17,14 @@ TraceMeta make_trace_meta(const TrainConfig& config, const std::vector<LinearInf
     m.config_json = train_config_to_json(config);
     for (const auto& r : config.run_recipes()) m.runs.push_back({r, r});
     m.linears = linears;
-    m.recipes = trace_recipe_names(analysis);
+    m.quantizers = trace_recipe_names(analysis);
     m.training_recipes = training_recipe_names();
     m.ops = default_op_names();
     m.capture_every = config.capture_every;
     m.blockmap_every = blockmap_every >= 0 ? blockmap_every : 10LL * config.capture_every;
     m.rank = job.rank;
     m.world_size = job.world_size;
+    m.baseline_run = baseline_by_recipe(m.runs);
     return m;
 }
 
@@ -110,7 +111,7 @@ void TrainRecorder::on_step(const fp8scope::StepRecord& r) {
     s.eval_loss = r.eval_loss ? static_cast<double>(*r.eval_loss) : kNone;
     s.lr = r.lr;
     s.grad_norm = r.grad_norm;
-    s.step_time_s = r.step_time_s;
+    s.step_ms = r.step_time_s * 1e3;
     s.tokens_per_s = r.tokens_per_s;
     auto it = std::find(meta_.training_recipes.begin(), meta_.training_recipes.end(), r.recipe);
     s.recipe = it == meta_.training_recipes.end() ? -1 : static_cast<std::int32_t>(it - meta_.training_recipes.begin());

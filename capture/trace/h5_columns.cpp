@@ -21,4 +21,11 @@ Id Layout::type(const std::vector<bool>& keep) const {
     return t;
 }
 
+Layout Layout::as_of(int format_version) const {
+    Layout out = *this;
+    for (Column& c : out.columns)
+        if (format_version < c.renamed) c.name = c.before;
+    return out;
+}
+
 }  // namespace fp8scope::h5

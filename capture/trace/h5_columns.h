@@ -113,6 +113,8 @@ struct Column {
     hid_t (*native)() = nullptr;  // numbers; a string of `size` characters when null
     H5T_str_t pad = H5T_STR_NULLPAD;
     int since = 1;                // the format version that added it (fields::Since)
+    std::string before;           // its name in files before format `renamed` (fields::Renamed)
+    int renamed = 0;
 };
 
 // A table's row: its columns, its size in memory and a row of default values (what a
@@ -124,6 +126,8 @@ struct Layout {
 
     // The compound type of all columns, or of those with keep[i].
     Id type(const std::vector<bool>& keep = {}) const;
+    // The same columns under the names a file of `format_version` gives them.
+    Layout as_of(int format_version) const;
 };
 
 // Record -> row.
@@ -193,12 +197,16 @@ public:
             c.size = S::size;
             if constexpr (!std::is_same_v<T, std::string>) c.native = &native<typename S::type>;
             c.since = fields::since(facts...);
+            if (const auto* r = fields::find<fields::Renamed>(facts...)) {
+                c.before = std::string(r->before);
+                c.renamed = r->version;
+            }
             columns_.push_back(std::move(c));
         }
     }
     // A string whose width is known only at run time (Put::skip passes over it).
     void string(std::string name, std::size_t chars, H5T_str_t pad) {
-        columns_.push_back({std::move(name), cursor_.place(chars, 1), chars, nullptr, pad, 1});
+        columns_.push_back({std::move(name), cursor_.place(chars, 1), chars, nullptr, pad, 1, {}, 0});
     }
     Layout finish() && {
         Layout l;

@@ -51,6 +51,7 @@ struct LiveClient::Impl {
     net::Waker waker;
     std::string in;
     trace::TraceMeta meta;
+    std::uint32_t version = wire::kVersion;  // the session's, once the engine answered
     std::thread reader;
 
     std::atomic<bool> open{false};
@@ -101,6 +102,7 @@ bool LiveClient::Impl::handshake(const std::string& token, std::uint32_t version
                 throw LiveError("the engine at " + where + " speaks protocol version " + std::to_string(m.version) +
                                 ", this client " + std::to_string(version));
             meta = std::move(m.meta);
+            this->version = version;
             in.erase(0, used);
             return true;
         }
@@ -124,7 +126,7 @@ bool LiveClient::Impl::dispatch(const wire::FrameView& f, std::string& why) {
     };
     try {
         switch (f.type) {
-        case Msg::Step: call(handlers.on_step, wire::decode_step(f.body)); return true;
+        case Msg::Step: call(handlers.on_step, wire::decode_step(f.body, version)); return true;
         case Msg::Event: call(handlers.on_event, wire::decode_event(f.body)); return true;
         case Msg::Scaling: call(handlers.on_scaling, wire::decode_scaling(f.body)); return true;
         case Msg::Operand: call(handlers.on_operand, wire::decode_operand(f.body)); return true;

@@ -66,11 +66,21 @@ struct Client {
     std::size_t out_bytes = 0;
     std::size_t limit = kQueueLimit;
     bool authed = false;            // guarded by Impl::mu
+    std::uint32_t version = wire::kVersion;  // of its Hello; guarded by Impl::mu
     bool dead = false;              // guarded by Impl::mu
     bool paused = false;            // its pause is in force (server thread only)
     bool closing = false;           // an error went out; close once it is sent
     int strikes = 0;
     Clock::time_point deadline;     // handshake, or linger after an error
+};
+
+// A record's frame, and where its body differs for clients of a version before
+// wire::kStepMsVersion (a Step's step time in seconds), theirs.
+struct Frames {
+    Frame current, older;
+    const Frame& of(std::uint32_t version) const {
+        return older && version < wire::kStepMsVersion ? older : current;
+    }
 };
 
 Frame meta_frame(const trace::TraceMeta& meta, std::uint32_t version = wire::kVersion) {
@@ -90,7 +100,7 @@ struct LiveServer::Impl {
 
     mutable std::mutex mu;
     std::vector<std::unique_ptr<Client>> clients;
-    std::deque<std::pair<std::int64_t, Frame>> history;  // (step, frame) of step, rank step and event records
+    std::deque<std::pair<std::int64_t, Frames>> history;  // (step, frames) of step, rank step and event records
     std::size_t history_bytes = 0;
     std::int64_t newest_step = INT64_MIN;
     std::optional<std::int64_t> trimmed_before;  // steps before it are no longer in history
@@ -112,10 +122,11 @@ struct LiveServer::Impl {
     void drain(std::chrono::milliseconds limit);
     void enqueue_locked(Client& c, const Frame& f);
     void enqueue(Client& c, std::string bytes);
-    // Queues `bytes` for every client; `keep` first files it, under the same lock, where
-    // a client that connects later will find it.
-    void publish(std::string bytes, const std::function<void(const Frame&)>& keep = {});
-    void keep_history(std::int64_t step, const Frame& f);
+    // Queues `bytes` (`older` for clients of a version before wire::kStepMsVersion, when
+    // not empty) for every client; `keep` first files it, under the same lock, where a
+    // client that connects later will find it.
+    void publish(std::string bytes, const std::function<void(const Frames&)>& keep = {}, std::string older = {});
+    void keep_history(std::int64_t step, const Frames& f);
     void keep_start(const trace::EventRecord& r);
     void resume_if_pausers_left(const std::vector<std::unique_ptr<Client>>& leaving);
     void keep_operand(const trace::OperandKey& key, const Frame& f);
@@ -135,26 +146,28 @@ void LiveServer::Impl::enqueue(Client& c, std::string bytes) {
     enqueue_locked(c, f);
 }
 
-void LiveServer::Impl::publish(std::string bytes, const std::function<void(const Frame&)>& keep) {
+void LiveServer::Impl::publish(std::string bytes, const std::function<void(const Frames&)>& keep,
+                               std::string older) {
     if (bytes.size() > wire::kMaxFrame + 4) return;  // no client would accept it
-    auto f = std::make_shared<const std::string>(std::move(bytes));
+    Frames f{std::make_shared<const std::string>(std::move(bytes)),
+             older.empty() ? nullptr : std::make_shared<const std::string>(std::move(older))};
     {
         std::lock_guard lock(mu);
         if (keep) keep(f);
         for (auto& c : clients)
-            if (c->authed) enqueue_locked(*c, f);
+            if (c->authed) enqueue_locked(*c, f.of(c->version));
     }
     waker.wake();
 }
 
-void LiveServer::Impl::keep_history(std::int64_t step, const Frame& f) {
+void LiveServer::Impl::keep_history(std::int64_t step, const Frames& f) {
     history.emplace_back(step, f);
-    history_bytes += f->size();
+    history_bytes += f.current->size();
     newest_step = std::max(newest_step, step);
     // Saturating: a step near INT64_MIN keeps everything rather than wrapping.
     const std::int64_t oldest_kept = newest_step < INT64_MIN + kHistorySteps ? INT64_MIN : newest_step - kHistorySteps + 1;
     while (!history.empty() && (history.front().first < oldest_kept || history_bytes > kHistoryBytes)) {
-        history_bytes -= history.front().second->size();
+        history_bytes -= history.front().second.current->size();
         history.pop_front();
         trimmed_before = history.empty() ? newest_step : history.front().first;
     }
@@ -204,6 +217,7 @@ void LiveServer::Impl::welcome(Client& c, std::uint32_t version) {
                       "too many clients (" + std::to_string(kMaxClients) + " are attached)", true);
     }
     c.authed = true;
+    c.version = version;
     std::vector<Frame> start_frames;
     for (trace::EventRecord e : starts) {
         if (trimmed_before) {
@@ -217,13 +231,13 @@ void LiveServer::Impl::welcome(Client& c, std::uint32_t version) {
     }
     std::size_t start_bytes = 0;
     for (const auto& f : start_frames) start_bytes += f->size();
-    // A client of an older version gets the Meta of its version; the other messages are
-    // the same in every version it may speak.
+    // A client of an older version gets the Meta and the Steps of its version; the other
+    // messages are the same in every version it may speak.
     const Frame hello_meta = version == wire::kVersion ? meta : meta_frame(meta_record, version);
     c.limit = kQueueLimit + hello_meta->size() + start_bytes + history_bytes + operand_bytes;
     enqueue_locked(c, hello_meta);
     for (const auto& f : start_frames) enqueue_locked(c, f);
-    for (const auto& [step, f] : history) enqueue_locked(c, f);
+    for (const auto& [step, f] : history) enqueue_locked(c, f.of(version));
     for (const auto& f : operands) enqueue_locked(c, f);
 }
 
@@ -469,26 +483,28 @@ const Endpoint& LiveServer::endpoint() const { return impl_->endpoint; }
 const std::string& LiveServer::token() const { return impl_->token; }
 
 void LiveServer::publish(const trace::StepRecord& r) {
-    impl_->publish(wire::frame(r), [this, &r](const Frame& f) { impl_->keep_history(r.step, f); });
+    impl_->publish(
+        wire::frame(r), [this, &r](const Frames& f) { impl_->keep_history(r.step, f); },
+        wire::frame(r, wire::kStepMsVersion - 1));
 }
 void LiveServer::publish(const trace::EventRecord& r) {
-    impl_->publish(wire::frame(r), [this, &r](const Frame& f) {
+    impl_->publish(wire::frame(r), [this, &r](const Frames& f) {
         if (r.kind == trace::EventKind::Start) impl_->keep_start(r);
         else impl_->keep_history(r.step, f);
     });
 }
 void LiveServer::publish(const trace::ScalingRecord& r) { impl_->publish(wire::frame(r)); }
 void LiveServer::publish(const trace::OperandRecord& r) {
-    impl_->publish(wire::frame(r), [this, &r](const Frame& f) { impl_->keep_operand(r.key, f); });
+    impl_->publish(wire::frame(r), [this, &r](const Frames& f) { impl_->keep_operand(r.key, f.current); });
 }
 void LiveServer::publish(const trace::BlockMapRecord& r) { impl_->publish(wire::frame(r)); }
 void LiveServer::publish(const trace::OpRecord& r) { impl_->publish(wire::frame(r)); }
 void LiveServer::publish(const trace::OpNameRecord& r) {
-    impl_->publish(wire::frame(r), [this, &r](const Frame&) { impl_->keep_op_name(r); });
+    impl_->publish(wire::frame(r), [this, &r](const Frames&) { impl_->keep_op_name(r); });
 }
 
 void LiveServer::publish(const trace::RankStepRecord& r) {
-    impl_->publish(wire::frame(r), [this, &r](const Frame& f) { impl_->keep_history(r.step, f); });
+    impl_->publish(wire::frame(r), [this, &r](const Frames& f) { impl_->keep_history(r.step, f); });
 }
 
 int LiveServer::clients() const {

@@ -268,7 +268,12 @@ std::string frame(const MetaMsg& m) {
     return w.finish();
 }
 
-std::string frame(const trace::StepRecord& r) { return frame_of(Msg::Step, r); }
+std::string frame(const trace::StepRecord& r, std::uint32_t version) {
+    if (version >= kStepMsVersion) return frame_of(Msg::Step, r);
+    trace::StepRecord older = r;
+    older.step_ms = r.step_ms / 1e3;
+    return frame_of(Msg::Step, older);
+}
 std::string frame(const trace::EventRecord& r) { return frame_of(Msg::Event, r); }
 std::string frame(const trace::ScalingRecord& r) { return frame_of(Msg::Scaling, r); }
 std::string frame(const trace::OperandRecord& r) { return frame_of(Msg::Operand, r); }
@@ -326,7 +331,11 @@ MetaMsg decode_meta(std::string_view body) {
     });
 }
 
-trace::StepRecord decode_step(std::string_view body) { return decode(body, get_record<trace::StepRecord>); }
+trace::StepRecord decode_step(std::string_view body, std::uint32_t version) {
+    trace::StepRecord r = decode(body, get_record<trace::StepRecord>);
+    if (version < kStepMsVersion) r.step_ms *= 1e3;
+    return r;
+}
 trace::EventRecord decode_event(std::string_view body) { return decode(body, get_record<trace::EventRecord>); }
 trace::ScalingRecord decode_scaling(std::string_view body) { return decode(body, get_record<trace::ScalingRecord>); }
 trace::OperandRecord decode_operand(std::string_view body) { return decode(body, get_record<trace::OperandRecord>); }

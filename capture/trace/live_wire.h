@@ -19,10 +19,12 @@
 // A message type a side does not know is an error: the engine answers Error UnknownType,
 // a client closes the connection. A new message type or a changed body raises kVersion
 // (2: OpName; 3: kernel fields of Op; 4: RankStep, and rank and world_size in Meta; 5:
-// grad_dtype in Meta). Versions kOldestVersion..kVersion differ only in Meta, whose body
-// carries its version and the fields of that version (WireSince in record_fields.h): the
-// engine answers a Hello of any of them in the Hello's version, and a client refused by an
-// engine of an older version greets it again in kOldestVersion.
+// grad_dtype in Meta; 6: a Step's step time in milliseconds, step_ms, where it was in
+// seconds, and baseline_run in Meta). Versions kOldestVersion..kVersion differ only in Meta, whose body carries its
+// version and the fields of that version (WireSince in record_fields.h), and in the unit
+// of Step's step time (frame and decode_step take the session's version): the engine
+// answers a Hello of any of them in the Hello's version, and a client refused by an engine
+// of an older version greets it again in kOldestVersion.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +37,8 @@
 
 namespace fp8scope::live::wire {
 
-constexpr std::uint32_t kVersion = 5;
+constexpr std::uint32_t kVersion = 6;
+constexpr std::uint32_t kStepMsVersion = 6;     // Steps before it carry the step time in seconds
 constexpr std::uint32_t kOldestVersion = 4;       // the oldest an engine and a client still speak
 constexpr std::string_view kMagic = "fp8scope";   // 8 bytes at the start of Hello and Meta
 constexpr std::uint32_t kMaxFrame = 16u << 20;    // 16 MiB
@@ -105,7 +108,7 @@ struct ErrorMsg {
 // A whole frame (header and body) for each message.
 std::string frame(const Hello& m);
 std::string frame(const MetaMsg& m);
-std::string frame(const trace::StepRecord& r);
+std::string frame(const trace::StepRecord& r, std::uint32_t version = kVersion);
 std::string frame(const trace::EventRecord& r);
 std::string frame(const trace::ScalingRecord& r);
 std::string frame(const trace::OperandRecord& r);
@@ -121,7 +124,7 @@ std::string frame(const ErrorMsg& m);
 // Hello and Meta also throw when the magic is missing.
 Hello decode_hello(std::string_view body);
 MetaMsg decode_meta(std::string_view body);
-trace::StepRecord decode_step(std::string_view body);
+trace::StepRecord decode_step(std::string_view body, std::uint32_t version = kVersion);
 trace::EventRecord decode_event(std::string_view body);
 trace::ScalingRecord decode_scaling(std::string_view body);
 trace::OperandRecord decode_operand(std::string_view body);

@@ -18,28 +18,28 @@ void RecordDecoder::check_span(const Dataset& d, std::uint64_t offset, std::uint
 std::vector<ErrorStats> RecordDecoder::read_errors(const s::OperandSpans& r, hsize_t row, bool names) const {
     std::vector<ErrorStats> out;
     if (r.errors_count == 0) return out;
-    if (r.errors_count != meta.recipes.size())
+    if (r.errors_count != meta.quantizers.size())
         throw f.fail(std::string(s::kOperands) + " row " + std::to_string(row) + ": errors_count " +
-                     std::to_string(r.errors_count) + " differs from the " + std::to_string(meta.recipes.size()) +
-                     " recipes");
+                     std::to_string(r.errors_count) + " differs from the " +
+                     std::to_string(meta.quantizers.size()) + " quantizers");
     check_span(f.errors, r.errors_offset, r.errors_count, "errors", row);
     const auto rows = f.read_table(f.errors, r.errors_offset, r.errors_count);
     out.resize(r.errors_count);
     for (std::size_t i = 0; i < out.size(); ++i) {
-        std::int32_t recipe = -1;
-        s::get_row<s::ErrorTable>(rows.data() + i * f.errors.layout.size, recipe, out[i]);
-        if (recipe != static_cast<std::int32_t>(i))
+        std::int32_t quantizer = -1;
+        s::get_row<s::ErrorTable>(rows.data() + i * f.errors.layout.size, quantizer, out[i]);
+        if (quantizer != static_cast<std::int32_t>(i))
             throw f.fail(std::string(s::kOperandErrors) + " row " + std::to_string(r.errors_offset + i) +
-                         ": recipe " + std::to_string(recipe) + ", expected " + std::to_string(i));
-        if (names) out[i].recipe = meta.recipes[i];
+                         ": quantizer " + std::to_string(quantizer) + ", expected " + std::to_string(i));
+        if (names) out[i].recipe = meta.quantizers[i];
     }
     return out;
 }
 
-void RecordDecoder::check_recipe_in_use(std::int32_t recipe_in_use, hsize_t row) const {
-    if (recipe_in_use < -1 || recipe_in_use >= static_cast<int>(meta.recipes.size()))
-        throw f.fail(std::string(s::kOperands) + " row " + std::to_string(row) + ": recipe_in_use " +
-                     std::to_string(recipe_in_use) + " is not in /meta/recipes");
+void RecordDecoder::check_quantizer_in_use(std::int32_t quantizer_in_use, hsize_t row) const {
+    if (quantizer_in_use < -1 || quantizer_in_use >= static_cast<int>(meta.quantizers.size()))
+        throw f.fail(std::string(s::kOperands) + " row " + std::to_string(row) + ": quantizer_in_use " +
+                     std::to_string(quantizer_in_use) + " is not in the quantizer table");
 }
 
 std::vector<TraceFile::Block> RecordDecoder::read_blocks(const std::vector<unsigned char>& rows, std::size_t n) const {
@@ -83,7 +83,7 @@ OperandRecord RecordDecoder::decode_operand(const unsigned char* bytes, hsize_t 
     OperandRecord o;
     s::OperandSpans r;
     s::get_row<s::OperandTable>(bytes, o, r);
-    check_recipe_in_use(o.recipe_in_use, row);
+    check_quantizer_in_use(o.quantizer_in_use, row);
     TensorStats& st = o.stats;
     if (r.hist_count > 0) {
         // 64-bit: min_exp near INT32_MAX must not wrap into a small, "valid" bin index.
@@ -111,8 +111,8 @@ BlockMapRecord RecordDecoder::decode_blockmap(const unsigned char* bytes, hsize_
     s::BlockMapSpan r;
     s::get_row<s::BlockMapTable>(bytes, b, r);
     std::string where = std::string(s::kBlockMaps) + " row " + std::to_string(row) + ": ";
-    if (b.recipe < 0 || b.recipe >= static_cast<int>(meta.recipes.size()))
-        throw f.fail(where + "recipe " + std::to_string(b.recipe) + " is not in /meta/recipes");
+    if (b.quantizer < 0 || b.quantizer >= static_cast<int>(meta.quantizers.size()))
+        throw f.fail(where + "quantizer " + std::to_string(b.quantizer) + " is not in the quantizer table");
     if (b.grid_rows < 0 || b.grid_cols < 0 ||
         static_cast<std::uint64_t>(b.grid_rows) * static_cast<std::uint64_t>(b.grid_cols) != r.count)
         throw f.fail(where + "grid " + std::to_string(b.grid_rows) + "x" + std::to_string(b.grid_cols) +

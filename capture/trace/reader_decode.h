@@ -19,7 +19,7 @@ struct RecordDecoder {
     // The error figures of an operand row, one per recipe; with the recipes' names when
     // `names`.
     std::vector<ErrorStats> read_errors(const schema::OperandSpans& r, hsize_t row, bool names) const;
-    void check_recipe_in_use(std::int32_t recipe_in_use, hsize_t row) const;
+    void check_quantizer_in_use(std::int32_t quantizer_in_use, hsize_t row) const;
     // Reads, for each flat dataset, the range that the spans of `rows` (operand rows in
     // the table's layout) cover, when the spans lie close together (one step's operands
     // were written together). Spans out of bounds are left to decode_operand to report.

@@ -50,12 +50,13 @@ void TraceFile::open(TraceMeta& meta) {
 
     runs = open_table<s::RunTable>(s::kRuns);
     linears = open_table<s::LinearTable>(s::kLinears);
-    recipes = open_table<s::NamesTable>(s::kRecipes);
-    training_recipes = open_table<s::NamesTable>(s::kTrainingRecipes);
+    const bool before4 = format_version < 4;
+    quantizers = open_table<s::NamesTable>(before4 ? s::kQuantizersBefore4 : s::kQuantizers);
+    training_recipes = open_table<s::NamesTable>(before4 ? s::kRecipesBefore4 : s::kRecipes);
     op_names = open_table<s::NamesTable>(s::kOps);
     meta.runs = read_records<s::RunTable>(runs, 0, runs.rows);
     meta.linears = read_records<s::LinearTable>(linears, 0, linears.rows);
-    meta.recipes = read_records<s::NamesTable>(recipes, 0, recipes.rows);
+    meta.quantizers = read_records<s::NamesTable>(quantizers, 0, quantizers.rows);
     meta.training_recipes = read_records<s::NamesTable>(training_recipes, 0, training_recipes.rows);
     slots = meta.linears.size() * kOperandsPerLinear;
 

@@ -40,7 +40,7 @@ struct TraceFile {
     h5::Id dxpl;  // small conversion buffers: most reads are a few rows
     int format_version = 0;  // of the file: a column added later reads as its default
 
-    Dataset runs, linears, recipes, training_recipes, op_names;
+    Dataset runs, linears, quantizers, training_recipes, op_names;
     Dataset steps, events, scaling_index, scaling_amax, scaling_scale;
     Dataset operands, errors, histogram, channel_absmax, top, amax_history;
     Dataset blockmaps, block_absmax, block_scale_inv, block_sqnr;
@@ -79,10 +79,10 @@ struct TraceFile {
 
     // Opens a table and checks that its type holds every column of its layout (same type
     // class). A column added after the file's format version is allowed to be missing:
-    // it reads as the default of its field.
+    // it reads as the default of its field; one renamed since is read under its old name.
     template <class Table>
     Dataset open_table(const char* p) {
-        h5::Layout layout = schema::layout<Table>();
+        h5::Layout layout = schema::layout<Table>().as_of(format_version);
         Dataset d = open_ds(p, layout.type(), 0, &layout);
         d.layout = std::move(layout);
         return d;

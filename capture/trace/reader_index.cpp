@@ -72,11 +72,12 @@ bool TraceIndex::update(const TraceFile& f, TraceMeta& meta) {
     if (f.steps.rows > indexed_steps) {
         auto rows = f.read_records<s::StepTable>(f.steps, indexed_steps, f.steps.rows - indexed_steps);
         for (std::size_t i = 0; i < rows.size(); ++i) {
-            const StepRecord& r = rows[i];
+            StepRecord& r = rows[i];
             check_run(f, meta, r.run, s::kSteps, indexed_steps + i);
             if (r.recipe < -1 || r.recipe >= static_cast<int>(meta.training_recipes.size()))
                 throw f.fail(std::string(s::kSteps) + " row " + std::to_string(indexed_steps + i) + ": recipe " +
-                             std::to_string(r.recipe) + " is not in /meta/training_recipes");
+                             std::to_string(r.recipe) + " is not in the recipe table");
+            if (f.format_version < 4) r.step_ms *= 1e3;  // step_time_s, in seconds
             step_records.push_back(r);
         }
         indexed_steps = f.steps.rows;

@@ -1,7 +1,7 @@
 // The field lists of the trace records (trace_records.h), in declaration order: the live
 // wire sends the fields in this order, the HDF5 tables, CSV export and the tests'
 // comparisons take their columns from here (core/util/field_list.h has the pattern).
-// Adding a field: one line here, plus the version rule of docs/trace-format.md.
+// Adding or renaming a field: one line here, plus the version rule of docs/trace-format.md.
 #pragma once
 
 #include "fp8/stats_fields.h"
@@ -32,7 +32,7 @@ constexpr void visit_fields(S& l, V&& v) {
 namespace fp8scope::trace {
 
 // The metadata table an id field indexes (its name is TraceMeta's entry at the id).
-enum class NameTable { Runs, Linears, Recipes, TrainingRecipes, Ops };
+enum class NameTable { Runs, Linears, Quantizers, TrainingRecipes, Ops };
 struct IdIn {
     NameTable table;
 };
@@ -57,8 +57,8 @@ constexpr void visit_fields(S& m, V&& v) {
     v("config_json", m.config_json, fields::FlatName{"config"});
     v("runs", m.runs);
     v("linears", m.linears);
-    v("recipes", m.recipes);
-    v("training_recipes", m.training_recipes);
+    v("quantizers", m.quantizers);
+    v("recipes", m.training_recipes);
     v("ops", m.ops);
     v("capture_every", m.capture_every);
     v("blockmap_every", m.blockmap_every);
@@ -67,6 +67,7 @@ constexpr void visit_fields(S& m, V&& v) {
     // An attribute older readers pass over and newer ones read as "" when absent: no new
     // format version (docs/trace-format.md).
     v("grad_dtype", m.grad_dtype, WireSince{5});
+    v("baseline_run", m.baseline_run, WireSince{6});  // likewise
 }
 
 template <fields::Of<StepRecord> S, class V>
@@ -77,7 +78,7 @@ constexpr void visit_fields(S& s, V&& v) {
     v("eval_loss", s.eval_loss);
     v("lr", s.lr);
     v("grad_norm", s.grad_norm);
-    v("step_time_s", s.step_time_s);
+    v("step_ms", s.step_ms, fields::Renamed{"step_time_s", 4});  // was in seconds
     v("tokens_per_s", s.tokens_per_s);
     v("recipe", s.recipe, IdIn{NameTable::TrainingRecipes});
 }
@@ -114,7 +115,7 @@ constexpr void visit_fields(S& k, V&& v) {
 template <fields::Of<OperandRecord> S, class V>
 constexpr void visit_fields(S& o, V&& v) {
     v("key", o.key);
-    v("recipe_in_use", o.recipe_in_use, IdIn{NameTable::Recipes});
+    v("quantizer_in_use", o.quantizer_in_use, IdIn{NameTable::Quantizers}, fields::Renamed{"recipe_in_use", 4});
     v("scale", o.scale);
     v("stats", o.stats);
     v("errors", o.errors);
@@ -132,7 +133,7 @@ constexpr void visit_fields(S& s, V&& v) {
 template <fields::Of<BlockMapRecord> S, class V>
 constexpr void visit_fields(S& b, V&& v) {
     v("key", b.key);
-    v("recipe", b.recipe, IdIn{NameTable::Recipes});
+    v("quantizer", b.quantizer, IdIn{NameTable::Quantizers}, fields::Renamed{"recipe", 4});
     v("rows", b.rows);
     v("cols", b.cols);
     v("tile_rows", b.tile_rows);

@@ -156,10 +156,10 @@ std::vector<OperandPoint> TraceReader::operand_series(int run, int linear, Gemm 
     s::OperandSpans spans;
     for (std::size_t i = 0; i < idx.size(); ++i) {
         s::get_row<s::OperandTable>(rows.data() + i * d.file.operands.layout.size, r, spans);
-        d.decoder().check_recipe_in_use(r.recipe_in_use, idx[i]);
+        d.decoder().check_quantizer_in_use(r.quantizer_in_use, idx[i]);
         OperandPoint p;
         p.step = r.key.step;
-        p.recipe_in_use = r.recipe_in_use;
+        p.quantizer_in_use = r.quantizer_in_use;
         p.amax = r.stats.amax;
         p.scale = r.scale;
         p.kurtosis = r.stats.outliers.kurtosis;
@@ -187,14 +187,14 @@ std::vector<BlockMapRecord> TraceReader::blockmaps(const OperandKey& key) const 
     if (it == d.index.blockmap_rows.end()) return out;
     const auto rows = d.file.read_table_at(d.file.blockmaps, it->second);
     const std::size_t n = d.file.blockmaps.layout.size;
-    std::map<int, std::size_t> last;  // recipe -> newest row of this operand
+    std::map<int, std::size_t> last;  // quantizer -> newest row of this operand
     for (std::size_t i = 0; i < it->second.size(); ++i) {
         BlockMapRecord b;
         s::BlockMapSpan span;
         s::get_row<s::BlockMapTable>(rows.data() + i * n, b, span);
-        if (b.key.linear == key.linear && b.key.gemm == key.gemm && b.key.operand == key.operand) last[b.recipe] = i;
+        if (b.key.linear == key.linear && b.key.gemm == key.gemm && b.key.operand == key.operand) last[b.quantizer] = i;
     }
-    for (const auto& [recipe, i] : last) out.push_back(d.decoder().decode_blockmap(rows.data() + i * n, it->second[i]));
+    for (const auto& [quantizer, i] : last) out.push_back(d.decoder().decode_blockmap(rows.data() + i * n, it->second[i]));
     return out;
 }
 

@@ -17,7 +17,7 @@ namespace fp8scope::trace {
 // Scalar figures of one operand at one capture step, for plots over steps.
 struct OperandPoint {
     std::int64_t step = 0;
-    std::int32_t recipe_in_use = -1;
+    std::int32_t quantizer_in_use = -1;
     double amax = 0, scale = kNone, kurtosis = 0, dynamic_range = 0;
     std::vector<ErrorStats> errors;  // one per recipe (recipe names empty: use meta)
 };

@@ -1,6 +1,8 @@
 // Names and slot layout of the trace data model (trace_records.h).
 #include "trace_records.h"
 
+#include "fp8/training_recipe.h"
+
 #include <climits>
 
 #include <string>
@@ -19,6 +21,18 @@ const char* op_kind_name(OpKind k) {
 
 // Slot = linear * 6 + gemm * 2 + (0: the GEMM's left operand, 1: its right operand):
 // fprop (x, w), dgrad (dy, w), wgrad (dy, x).
+int baseline_by_recipe(const std::vector<RunInfo>& runs) {
+    for (std::size_t r = 0; r < runs.size(); ++r)
+        if (quantizes_nothing(runs[r].recipe)) return static_cast<int>(r);
+    return -1;
+}
+
+int baseline_of(const TraceMeta& meta) {
+    if (meta.baseline_run == TraceMeta::kNotRecorded) return baseline_by_recipe(meta.runs);
+    const bool known = meta.baseline_run >= 0 && meta.baseline_run < static_cast<int>(meta.runs.size());
+    return known ? meta.baseline_run : -1;
+}
+
 int operand_slot(int linear, Gemm gemm, Operand operand) {
     // Past this the slot would not fit an int (a damaged or hostile linear id).
     if (linear < 0 || linear > (INT_MAX - kOperandsPerLinear) / kOperandsPerLinear) return -1;
@@ -64,7 +78,7 @@ std::string check_meta(const TraceMeta& m) {
 }
 
 std::string check_record(const TraceMeta& m, std::size_t ops, const Record& record) {
-    const auto recipes = static_cast<long long>(m.recipes.size());
+    const auto quantizers = static_cast<long long>(m.quantizers.size());
     if (auto* r = std::get_if<StepRecord>(&record)) {
         if (auto e = check_run(m, r->run); !e.empty()) return "step: " + e;
         if (r->recipe < -1 || r->recipe >= static_cast<int>(m.training_recipes.size()))
@@ -83,14 +97,15 @@ std::string check_record(const TraceMeta& m, std::size_t ops, const Record& reco
                    std::to_string(r->scale.size()) + " values, expected " + std::to_string(slots);
     } else if (auto* r = std::get_if<OperandRecord>(&record)) {
         if (auto e = check_key(m, r->key); !e.empty()) return "operand: " + e;
-        if (r->recipe_in_use < -1 || r->recipe_in_use >= recipes)
-            return "operand: " + out_of_range("recipe_in_use", r->recipe_in_use, recipes);
-        if (!r->errors.empty() && static_cast<long long>(r->errors.size()) != recipes)
+        if (r->quantizer_in_use < -1 || r->quantizer_in_use >= quantizers)
+            return "operand: " + out_of_range("quantizer_in_use", r->quantizer_in_use, quantizers);
+        if (!r->errors.empty() && static_cast<long long>(r->errors.size()) != quantizers)
             return "operand: " + std::to_string(r->errors.size()) + " error entries, expected " +
-                   std::to_string(recipes);
+                   std::to_string(quantizers);
     } else if (auto* r = std::get_if<BlockMapRecord>(&record)) {
         if (auto e = check_key(m, r->key); !e.empty()) return "blockmap: " + e;
-        if (r->recipe < 0 || r->recipe >= recipes) return "blockmap: " + out_of_range("recipe", r->recipe, recipes);
+        if (r->quantizer < 0 || r->quantizer >= quantizers)
+            return "blockmap: " + out_of_range("quantizer", r->quantizer, quantizers);
         if (r->grid_rows < 0 || r->grid_cols < 0 || r->tile_rows < 0 || r->tile_cols < 0)
             return "blockmap: negative grid or tile size";
         auto cells = static_cast<std::size_t>(r->grid_rows) * static_cast<std::size_t>(r->grid_cols);

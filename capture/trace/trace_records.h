@@ -3,7 +3,9 @@
 // produce the same records, so views never know which one they are reading.
 //
 // Run -> step -> linear layer -> GEMM (fprop, dgrad, wgrad) -> operand (x, w, dy).
-// Names (runs, linears, recipes, ops) are stored once in the metadata and referred to by
+// A run trains under a recipe (baseline, delayed, mxfp8, ...), which gives each operand a
+// quantizer (current_e4m3, block1x128_e4m3_pow2, ...): how that tensor is scaled and cast.
+// Names (runs, linears, recipes, quantizers, ops) are stored once in the metadata and referred to by
 // id (their index), because an HDF5 file in SWMR mode cannot append strings.
 #pragma once
 
@@ -21,7 +23,7 @@
 
 namespace fp8scope::trace {
 
-constexpr int kFormatVersion = 3;
+constexpr int kFormatVersion = 4;
 
 // A trace file that cannot be written or read; the message names the file and the problem.
 class TraceError : public std::runtime_error {
@@ -50,8 +52,8 @@ struct TraceMeta {
     std::string config_json;        // the run's full configuration
     std::vector<RunInfo> runs;
     std::vector<LinearInfo> linears;
-    std::vector<std::string> recipes;           // analysis (shadow) recipes; an id is an index
-    std::vector<std::string> training_recipes;  // training recipe names; an id is an index
+    std::vector<std::string> quantizers;        // analysis (shadow) quantizers; an id is an index
+    std::vector<std::string> training_recipes;  // recipe names (/meta/recipes); an id is an index
     std::vector<std::string> ops;               // op and kernel names; an id is an index
     std::int64_t capture_every = 0;             // operand statistics every N steps
     std::int64_t blockmap_every = 0;            // block maps every N steps (0: never)
@@ -63,7 +65,17 @@ struct TraceMeta {
     // "bf16", "e4m3" or "e5m2". Empty for a single process and in traces from before it
     // was recorded; it does not change within a run.
     std::string grad_dtype;
+    // The baseline: the run whose recipe (the one it started with) quantizes nothing, the
+    // reference of a comparison; -1 for none. kNotRecorded in traces from before it was
+    // recorded: baseline_of() then applies the rule to the runs' recipes.
+    int baseline_run = kNotRecorded;
+    static constexpr int kNotRecorded = -2;
 };
+
+// The first run whose recipe quantizes nothing, by this build's recipe table; -1 for none.
+int baseline_by_recipe(const std::vector<RunInfo>& runs);
+// The trace's baseline run as recorded, else by recipe; -1 for none.
+int baseline_of(const TraceMeta& meta);
 
 struct StepRecord {
     std::int32_t run = 0;
@@ -72,7 +84,7 @@ struct StepRecord {
     double eval_loss = kNone;  // NaN unless computed at this step
     double lr = kNone;
     double grad_norm = kNone;
-    double step_time_s = kNone;
+    double step_ms = kNone;  // forward + backward + optimizer of this run
     double tokens_per_s = kNone;
     std::int32_t recipe = -1;  // training recipe id in use for this step
 };
@@ -111,13 +123,13 @@ struct OperandKey {
 };
 
 // One GEMM operand at a capture step: its statistics, and its quantization error under
-// the recipe in use and under every shadow recipe (the what-if comparison).
+// the quantizer in use and under every shadow quantizer (the what-if comparison).
 struct OperandRecord {
     OperandKey key;
-    std::int32_t recipe_in_use = -1;  // id into TraceMeta::recipes; -1 when unquantized
-    double scale = kNone;             // per-tensor scale in use (NaN for block recipes)
+    std::int32_t quantizer_in_use = -1;  // id into TraceMeta::quantizers; -1 when unquantized
+    double scale = kNone;                // per-tensor scale in use (NaN for block quantizers)
     TensorStats stats;                // incl. histogram, channel absmax and top values
-    std::vector<ErrorStats> errors;   // one per TraceMeta::recipes, same order
+    std::vector<ErrorStats> errors;   // one per TraceMeta::quantizers, same order
     std::vector<float> amax_history;  // delayed scaling's window, oldest first
 };
 
@@ -128,23 +140,23 @@ struct ScalingRecord {
     std::int32_t run = 0;
     std::int64_t step = 0;
     std::vector<float> amax;   // (n_linears * kOperandsPerLinear)
-    std::vector<float> scale;  // per-tensor scale in use; NaN for block recipes / unquantized
+    std::vector<float> scale;  // per-tensor scale in use; NaN for block quantizers / unquantized
 };
 
 // Each GEMM has two operands: fprop (x, w), dgrad (dy, w), wgrad (dy, x).
 constexpr int kOperandsPerLinear = 6;
 int operand_slot(int linear, Gemm gemm, Operand operand);  // -1 if the GEMM has no such operand
 
-// Per-tile maps of one operand under one recipe at a block-map step. All recipes of an
+// Per-tile maps of one operand under one quantizer at a block-map step. All quantizers of an
 // operand share one tile grid, so their heatmaps line up with one colour scale.
 struct BlockMapRecord {
     OperandKey key;
-    std::int32_t recipe = 0;           // id into TraceMeta::recipes
+    std::int32_t quantizer = 0;        // id into TraceMeta::quantizers
     std::int64_t rows = 0, cols = 0;   // the operand
     std::int32_t tile_rows = 0, tile_cols = 0;
     std::int32_t grid_rows = 0, grid_cols = 0;
     std::vector<float> absmax;         // (grid_rows, grid_cols): max |x| per tile
-    std::vector<float> scale_inv;      // the recipe's scale_inv covering each tile (max)
+    std::vector<float> scale_inv;      // the quantizer's scale_inv covering each tile (max)
     std::vector<float> sqnr_db;        // quantization SQNR per tile
 };
 

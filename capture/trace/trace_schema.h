@@ -20,8 +20,12 @@ inline constexpr const char* kFormatName = "fp8scope-trace";
 // Dataset paths.
 inline constexpr const char* kRuns = "/meta/runs";
 inline constexpr const char* kLinears = "/meta/linears";
-inline constexpr const char* kRecipes = "/meta/recipes";
-inline constexpr const char* kTrainingRecipes = "/meta/training_recipes";
+inline constexpr const char* kQuantizers = "/meta/quantizers";
+inline constexpr const char* kRecipes = "/meta/recipes";  // the training recipes
+// Before format 4 the quantizers were /meta/recipes and the training recipes
+// /meta/training_recipes.
+inline constexpr const char* kQuantizersBefore4 = "/meta/recipes";
+inline constexpr const char* kRecipesBefore4 = "/meta/training_recipes";
 inline constexpr const char* kOps = "/meta/ops";  // appendable: kernel names arrive late
 inline constexpr const char* kGemmNames = "/meta/gemms";
 inline constexpr const char* kOperandNames = "/meta/operands";
@@ -97,7 +101,7 @@ using OpTable = RecordTable<OpRecord>;
 using RankTable = RecordTable<RankStepRecord>;
 using KeyTable = RecordTable<OperandKey>;  // the key columns alone, for indexing
 
-// /meta/recipes, /meta/ops, ...: one name per row.
+// /meta/quantizers, /meta/ops, ...: one name per row.
 struct NamesTable {
     using Objects = std::tuple<std::string>;
     template <class V, class S>
@@ -110,7 +114,7 @@ struct OperandTable {
     template <class V, class O, class S>
     static void columns(V&& v, O& o, S& spans) {
         fields::visit_scalars(o.key, v);
-        fields::visit_scalars(o, v);                 // recipe_in_use, scale
+        fields::visit_scalars(o, v);                 // quantizer_in_use, scale
         fields::visit_scalars(o.stats, v);           // counts, amax, moments, dynamic range
         fields::visit_scalars(o.stats.outliers, v);  // the outlier figures and their k
         fields::visit_scalars(o.stats.histogram, h5::with_prefix("hist_", v));
@@ -118,13 +122,14 @@ struct OperandTable {
     }
 };
 
-// One row per recipe of /meta/recipes: its id, then ErrorStats (its name is in the meta).
+// One row per quantizer of /meta/quantizers: its id, then ErrorStats (its name is in the
+// meta).
 struct ErrorTable {
     using Objects = std::tuple<std::int32_t, ErrorStats>;
     template <class V, class I, class E>
-    static void columns(V&& v, I& recipe, E& e) {
-        v("recipe", recipe);
-        fields::visit_scalars(e, v);  // the recipe name is a string without a width: no column
+    static void columns(V&& v, I& quantizer, E& e) {
+        v("quantizer", quantizer, fields::Renamed{"recipe", 4});
+        fields::visit_scalars(e, v);  // the quantizer name is a string without a width: no column
     }
 };
 

@@ -109,7 +109,7 @@ struct TraceWriter::Impl {
 
     RowTable<s::RunTable> runs;
     RowTable<s::LinearTable> linears;
-    RowTable<s::NamesTable> recipes, training_recipes, ops_names, gemms, operands_names, event_kinds;
+    RowTable<s::NamesTable> quantizers, training_recipes, ops_names, gemms, operands_names, event_kinds;
     RowTable<s::StepTable> steps;
     RowTable<s::EventTable> events;
     RowTable<s::ScalingIndexTable> scaling_index;
@@ -205,10 +205,10 @@ struct TraceWriter::Impl {
         meta_table(runs, meta.runs, "run");
         linears = make_table<s::LinearTable>(s::kLinears, 256);
         meta_table(linears, meta.linears, "linear");
-        recipes = make_table<s::NamesTable>(s::kRecipes, 64);
-        meta_table(recipes, meta.recipes, "recipe");
-        training_recipes = make_table<s::NamesTable>(s::kTrainingRecipes, 64);
-        meta_table(training_recipes, meta.training_recipes, "training recipe");
+        quantizers = make_table<s::NamesTable>(s::kQuantizers, 64);
+        meta_table(quantizers, meta.quantizers, "quantizer");
+        training_recipes = make_table<s::NamesTable>(s::kRecipes, 64);
+        meta_table(training_recipes, meta.training_recipes, "recipe");
         ops_names = make_table<s::NamesTable>(s::kOps, 64);
         meta_table(ops_names, meta.ops, "op");
         gemms = make_table<s::NamesTable>(s::kGemmNames, 4);
@@ -316,7 +316,7 @@ struct TraceWriter::Impl {
     // Every dataset closed before the file, so the file really closes (and its SWMR mark
     // is cleared) now rather than when the last id goes.
     void close_file() {
-        Table* tables[] = {&runs, &linears, &recipes, &training_recipes, &ops_names, &gemms, &operands_names,
+        Table* tables[] = {&runs, &linears, &quantizers, &training_recipes, &ops_names, &gemms, &operands_names,
                            &event_kinds, &steps, &events, &scaling_index, &scaling_amax, &scaling_scale, &operands,
                            &errors, &histogram, &channel_absmax, &top, &amax_history, &blockmaps, &block_absmax,
                            &block_scale_inv, &block_sqnr, &ops, &ranks};

@@ -16,11 +16,12 @@
 #include <vector>
 
 #include "engine/model_impl.h"
+#include "fp8/training_recipe.h"
 
 namespace fp8scope {
 namespace {
 
-bool is_fp8(const std::string& recipe) { return recipe != "baseline"; }
+bool is_fp8(const std::string& recipe) { return !quantizes_nothing(recipe); }
 
 // Bytes the data source takes while it loads: the bytes read plus their int32 tokens.
 double data_bytes(const DataConfig& d) {

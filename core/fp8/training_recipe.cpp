@@ -2,6 +2,7 @@
 // engine's choices are visible in one place and match training_recipe.h.
 #include "fp8/training_recipe.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace fp8scope {
@@ -47,6 +48,11 @@ TrainingRecipe training_recipe(std::string_view name) {
     std::string known;
     for (const auto& n : training_recipe_names()) known += (known.empty() ? "" : ", ") + n;
     throw std::invalid_argument("unknown training recipe '" + std::string(name) + "' (known: " + known + ")");
+}
+
+bool quantizes_nothing(std::string_view recipe) {
+    const auto names = training_recipe_names();
+    return std::find(names.begin(), names.end(), recipe) != names.end() && !training_recipe(recipe).quantized();
 }
 
 }  // namespace fp8scope

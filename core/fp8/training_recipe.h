@@ -39,4 +39,8 @@ struct TrainingRecipe {
 TrainingRecipe training_recipe(std::string_view name);
 std::vector<std::string> training_recipe_names();
 
+// True for a recipe of this build that quantizes nothing: the baseline, the float32 run a
+// comparison measures the others against. False for a quantizing or an unknown name.
+bool quantizes_nothing(std::string_view recipe);
+
 }  // namespace fp8scope

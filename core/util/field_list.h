@@ -33,6 +33,10 @@ struct Setting {};   // a setting the other figures were computed with, not a fi
 struct Since {       // the trace format version that added the field (docs/trace-format.md)
     int version;
 };
+struct Renamed {     // the trace format version that renamed the field, and its name before
+    std::string_view before;
+    int version;
+};
 
 // A struct with a field list.
 struct AnyVisitor {

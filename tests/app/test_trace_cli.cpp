@@ -184,7 +184,7 @@ TEST(TraceCliErrors, AFileThatIsNotATraceIsNamedAndFails) {
 }
 
 // meta.csv: the root attributes by their names in the trace, one row. A single process
-// names no gradient sum type.
+// names no gradient sum type; the baseline is the run that quantizes nothing.
 TEST_F(TraceCli, MetaCsvHoldsTheRootAttributes) {
     const fs::path dir = scratch() / "meta_csv";
     Result r = engine("export " + trace_->string() + " --csv " + dir.string());
@@ -193,14 +193,15 @@ TEST_F(TraceCli, MetaCsvHoldsTheRootAttributes) {
     ASSERT_EQ(rows.size(), 2u);
     EXPECT_EQ(rows[0], (std::vector<std::string>{"format_version", "tool_version", "created", "machine", "config",
                                                  "capture_every", "blockmap_every", "rank", "world_size",
-                                                 "grad_dtype"}));
+                                                 "grad_dtype", "baseline_run"}));
     ASSERT_EQ(rows[1].size(), rows[0].size());
-    EXPECT_EQ(rows[1][0], "3");
+    EXPECT_EQ(rows[1][0], "4");
     EXPECT_EQ(rows[1][5], "10");   // --capture-every 10
     EXPECT_EQ(rows[1][6], "100");  // block maps: 10 x the capture interval
     EXPECT_EQ(rows[1][7], "0");
     EXPECT_EQ(rows[1][8], "1");
     EXPECT_EQ(rows[1][9], "");
+    EXPECT_EQ(rows[1][10], "0");  // --compare baseline,delayed
     const json config = json::parse(rows[1][4]);  // tiny.json's model
     EXPECT_EQ(config["model"]["d_model"], 32);
     EXPECT_EQ(config["model"]["n_layer"], 1);
@@ -232,11 +233,12 @@ TEST(TraceCliRanks, RanksCsvHoldsEveryRanksStepTimes) {
     EXPECT_EQ(second, "1,1,130.5,0.5,131.75,3.25,8000000,0.00125");
     const auto meta = read_csv(dir / "meta.csv");
     ASSERT_EQ(meta.size(), 2u);
-    ASSERT_EQ(meta[1].size(), 10u);
+    ASSERT_EQ(meta[1].size(), 11u);
     EXPECT_EQ(meta[0][0], "format_version");
-    EXPECT_EQ(meta[1][0], "3");
-    // rank, world_size, grad_dtype
-    EXPECT_EQ(std::vector<std::string>(meta[1].begin() + 7, meta[1].end()), (std::vector<std::string>{"0", "2", "bf16"}));
+    EXPECT_EQ(meta[1][0], "4");
+    // rank, world_size, grad_dtype, baseline_run (not recorded by this writer's caller)
+    EXPECT_EQ(std::vector<std::string>(meta[1].begin() + 7, meta[1].end()),
+              (std::vector<std::string>{"0", "2", "bf16", "-2"}));
     r = engine("inspect " + trace.string());
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.out.find("data-parallel: written by rank 0 of 2, gradient sums in bf16, rank step records 2"),

@@ -25,6 +25,33 @@ TEST(RankRecorder, TheMetaSaysWhichRankOfTheJobRecords) {
     EXPECT_TRUE(check_meta(third).empty());
 }
 
+// The trace names its baseline: the run whose recipe quantizes nothing, wherever it is in
+// the comparison; -1 when every run quantizes.
+TEST(RankRecorder, TheMetaNamesTheRunThatQuantizesNothing) {
+    TrainConfig config;
+    config.compare = {"delayed", "mxfp8", "baseline"};
+    EXPECT_EQ(make_trace_meta(config, {}, "test", 4).baseline_run, 2);
+    config.compare = {"delayed", "current"};
+    EXPECT_EQ(make_trace_meta(config, {}, "test", 4).baseline_run, -1);
+}
+
+// The trainer reports a step's time in seconds; the trace keeps it in milliseconds, the
+// unit of the rank records.
+TEST(RankRecorder, StepTimesAreRecordedInMilliseconds) {
+    const TraceMeta meta = make_trace_meta(TrainConfig{}, {}, "test", 4);
+    VectorSink sink;
+    TrainRecorder recorder(meta, sink);
+    recorder.on_step_begin(3, false);
+    fp8scope::StepRecord step;
+    step.step = 3;
+    step.recipe = "baseline";
+    step.step_time_s = 0.25;
+    recorder.on_step(step);
+    const auto got = sink.all<StepRecord>();
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].step_ms, 250.0);
+}
+
 TEST(RankRecorder, EachRanksStepBecomesOneRecord) {
     LaunchEnv job;
     job.world_size = 2;

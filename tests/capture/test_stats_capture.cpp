@@ -40,7 +40,7 @@ using namespace testing;
 TraceMeta capture_meta(std::vector<std::string> recipes) {
     TraceMeta m = sample_meta();
     m.runs = {{"r", "current"}};
-    m.recipes = std::move(recipes);
+    m.quantizers = std::move(recipes);
     return m;
 }
 
@@ -94,7 +94,7 @@ TEST(StatsCapture, ScalingEveryStepOperandsOnlyAtCaptureSteps) {
     ASSERT_EQ(operands.size(), 1u);  // step 2 only
     const auto& o = operands[0];
     EXPECT_EQ(o.key.step, 2);
-    EXPECT_EQ(o.recipe_in_use, 0);
+    EXPECT_EQ(o.quantizer_in_use, 0);
     EXPECT_FLOAT_EQ(static_cast<float>(o.scale), 448.0f / 37.5f);
     EXPECT_EQ(o.stats.amax, 37.5);
     ASSERT_EQ(o.errors.size(), 2u);
@@ -131,7 +131,7 @@ TEST(StatsCapture, DelayedScalingIsJudgedWithItsHistory) {
     cap.begin_step(5, true, false);
     cap.on_operand({0, Gemm::Fprop, Operand::X, host(v, 32, 128), &cpu(), &delayed, &state});
     auto o = sink.all<OperandRecord>().at(0);
-    EXPECT_EQ(o.recipe_in_use, 1);
+    EXPECT_EQ(o.quantizer_in_use, 1);
     EXPECT_EQ(o.scale, 224.0);  // 448 / 2
     EXPECT_EQ(o.amax_history, std::vector<float>{2.0f});
     std::int64_t clamped = 0;
@@ -159,12 +159,12 @@ TEST(StatsCapture, BlockMapTilesMatchAHandComputation) {
     float amax = 0;
     for (float f : v) amax = std::max(amax, std::fabs(f));
     for (const BlockMapRecord& b : maps) {
-        SCOPED_TRACE(m.recipes.at(b.recipe));
+        SCOPED_TRACE(m.quantizers.at(b.quantizer));
         ASSERT_EQ(b.grid_rows, 3);
         ASSERT_EQ(b.grid_cols, 2);
         EXPECT_EQ(b.tile_rows, 128);
         EXPECT_EQ(b.tile_cols, 128);
-        const bool per_tensor = b.recipe == 0;
+        const bool per_tensor = b.quantizer == 0;
         for (int gr = 0; gr < 3; ++gr)
             for (int gc = 0; gc < 2; ++gc) {
                 float tmax = 0, si_max = 0;
@@ -212,12 +212,12 @@ TEST(StatsCapture, TransposedRepeatMatchesAFullAnalysis) {
     auto recs = sink.all<OperandRecord>();
     ASSERT_EQ(recs.size(), 2u);
     std::vector<Recipe> recipes;
-    for (const auto& n : m.recipes) recipes.push_back(parse_recipe(n));
+    for (const auto& n : m.quantizers) recipes.push_back(parse_recipe(n));
     Analysis full = analyze(MatrixView{t.data(), C, R}, recipes);
     const auto& got = recs[1].errors;
     ASSERT_EQ(got.size(), 4u);
     for (std::size_t k = 0; k < 4; ++k) {
-        SCOPED_TRACE(m.recipes[k]);
+        SCOPED_TRACE(m.quantizers[k]);
         EXPECT_NEAR(got[k].sqnr_db, full.errors[k].sqnr_db, 1e-9);
         EXPECT_NEAR(got[k].mse, full.errors[k].mse, 1e-12 * full.errors[k].mse);
         EXPECT_EQ(got[k].scale_inv_max, full.errors[k].scale_inv_max);
@@ -280,9 +280,9 @@ TEST(TrainRecorder, AShortRunIsRecordedEndToEnd) {
         auto ops = reader.operands(run, 3);
         EXPECT_EQ(ops.size(), linears.size() * kOperandsPerLinear);
         for (const auto& o : ops) {
-            EXPECT_EQ(o.errors.size(), reader.meta().recipes.size());
-            if (run == 0) EXPECT_EQ(o.recipe_in_use, -1);  // baseline: unquantized
-            else EXPECT_EQ(reader.meta().recipes.at(o.recipe_in_use).rfind("delayed", 0), 0u);
+            EXPECT_EQ(o.errors.size(), reader.meta().quantizers.size());
+            if (run == 0) EXPECT_EQ(o.quantizer_in_use, -1);  // baseline: unquantized
+            else EXPECT_EQ(reader.meta().quantizers.at(o.quantizer_in_use).rfind("delayed", 0), 0u);
             EXPECT_GT(o.stats.numel, 0);
         }
         EXPECT_EQ(reader.blockmap_steps(run), (std::vector<std::int64_t>{1, 5}));

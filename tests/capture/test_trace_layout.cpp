@@ -85,7 +85,7 @@ TEST_F(TraceLayout, StepsAreAChunkedExtensibleCompoundTable) {
 }
 
 TEST_F(TraceLayout, NameTablesAreFixedLengthStrings) {
-    hid_t d = H5Dopen2(file, "/meta/recipes", H5P_DEFAULT);
+    hid_t d = H5Dopen2(file, "/meta/quantizers", H5P_DEFAULT);
     ASSERT_GE(d, 0);
     hid_t ft = H5Dget_type(d);
     ASSERT_EQ(H5Tget_class(ft), H5T_COMPOUND);
@@ -98,7 +98,7 @@ TEST_F(TraceLayout, NameTablesAreFixedLengthStrings) {
     std::vector<char> buf(n * 3);
     ASSERT_GE(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()), 0);
     auto m = sample_meta();
-    for (int i = 0; i < 3; ++i) EXPECT_EQ(std::string(buf.data() + i * n, strnlen(buf.data() + i * n, n)), m.recipes[i]);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(std::string(buf.data() + i * n, strnlen(buf.data() + i * n, n)), m.quantizers[i]);
     H5Tclose(mt);
     H5Tclose(st);
     H5Tclose(ft);
@@ -136,7 +136,7 @@ TEST_F(TraceLayout, HistogramSpanIsFoundThroughOffsetAndCount) {
 }
 
 TEST_F(TraceLayout, H5dumpReadsIt) {
-    std::string cmd = "h5dump -d /meta/recipes " + path + " 2>&1";
+    std::string cmd = "h5dump -d /meta/quantizers " + path + " 2>&1";
     std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
     ASSERT_TRUE(pipe);
     std::string out;

@@ -71,7 +71,7 @@ TEST(TraceRoundTrip, EveryQuantityComesBack) {
     EXPECT_EQ(got.linears[1].name, "blocks.0.mlp.fc1");
     EXPECT_EQ(got.linears[1].in_features, 64);
     EXPECT_EQ(got.linears[1].out_features, 256);
-    EXPECT_EQ(got.recipes, m.recipes);
+    EXPECT_EQ(got.quantizers, m.quantizers);
     EXPECT_EQ(got.training_recipes, m.training_recipes);
     std::vector<std::string> ops = m.ops;
     ops.push_back("cutlass_fp8_gemm_kernel<128,128>");
@@ -106,7 +106,7 @@ TEST(TraceRoundTrip, EveryQuantityComesBack) {
             EXPECT_EQ(p.amax, want.stats.amax);
             EXPECT_EQ(p.kurtosis, want.stats.outliers.kurtosis);
             EXPECT_EQ(p.dynamic_range, want.stats.dynamic_range);
-            EXPECT_EQ(p.recipe_in_use, want.recipe_in_use);
+            EXPECT_EQ(p.quantizer_in_use, want.quantizer_in_use);
             EXPECT_TRUE(p.scale == want.scale || (std::isnan(p.scale) && std::isnan(want.scale))) << p.scale;
             ASSERT_EQ(p.errors.size(), 3u);
             EXPECT_EQ(p.errors[2].sqnr_db, want.errors[2].sqnr_db);
@@ -139,39 +139,39 @@ TEST(TraceRoundTrip, EveryQuantityComesBack) {
     EXPECT_FALSE(r.refresh());  // a finished file does not grow
 }
 
-// Every dataset of a format 3 file, each compound table's columns in order (an empty
+// Every dataset of a format 4 file, each compound table's columns in order (an empty
 // list: a dataset of plain numbers), as docs/trace-format.md lists them.
 using Columns = std::vector<std::string>;
-const std::map<std::string, Columns>& format3_datasets() {
+const std::map<std::string, Columns>& format4_datasets() {
     static const std::map<std::string, Columns> d = {
         {"/meta/runs", {"name", "recipe"}},
         {"/meta/linears", {"name", "layer", "in_features", "out_features"}},
+        {"/meta/quantizers", {"name"}},
         {"/meta/recipes", {"name"}},
-        {"/meta/training_recipes", {"name"}},
         {"/meta/ops", {"name"}},
         {"/meta/gemms", {"name"}},
         {"/meta/operands", {"name"}},
         {"/meta/event_kinds", {"name"}},
-        {"/steps", {"run", "step", "loss", "eval_loss", "lr", "grad_norm", "step_time_s", "tokens_per_s", "recipe"}},
+        {"/steps", {"run", "step", "loss", "eval_loss", "lr", "grad_norm", "step_ms", "tokens_per_s", "recipe"}},
         {"/events", {"run", "step", "kind", "detail"}},
         {"/scaling/index", {"run", "step"}},
         {"/scaling/amax", {}},
         {"/scaling/scale", {}},
         {"/operands/table",
-         {"run", "step", "linear", "gemm", "operand", "recipe_in_use", "scale", "numel", "finite", "nan", "inf",
+         {"run", "step", "linear", "gemm", "operand", "quantizer_in_use", "scale", "numel", "finite", "nan", "inf",
           "zero", "amax", "min_nonzero_abs", "mean", "rms", "stddev", "dynamic_range", "kurtosis", "outlier_k",
           "frac_beyond_k_rms", "hist_zero", "hist_nan", "hist_inf", "hist_min_exp", "hist_offset", "hist_count",
           "errors_offset", "errors_count", "channel_offset", "channel_count", "top_offset", "top_count",
           "history_offset", "history_count"}},
         {"/operands/errors",
-         {"recipe", "amax", "mse", "sqnr_db", "rel_l2", "max_abs_err", "cosine", "underflow_pct", "overflow_pct",
+         {"quantizer", "amax", "mse", "sqnr_db", "rel_l2", "max_abs_err", "cosine", "underflow_pct", "overflow_pct",
           "scale_inv_min", "scale_inv_max", "nonfinite_out"}},
         {"/operands/histogram", {}},
         {"/operands/channel_absmax", {}},
         {"/operands/top", {"value", "row", "col"}},
         {"/operands/amax_history", {}},
         {"/blockmaps/table",
-         {"run", "step", "linear", "gemm", "operand", "recipe", "rows", "cols", "tile_rows", "tile_cols", "grid_rows",
+         {"run", "step", "linear", "gemm", "operand", "quantizer", "rows", "cols", "tile_rows", "tile_cols", "grid_rows",
           "grid_cols", "offset", "count"}},
         {"/blockmaps/absmax", {}},
         {"/blockmaps/scale_inv", {}},
@@ -179,14 +179,14 @@ const std::map<std::string, Columns>& format3_datasets() {
         {"/ops",
          {"run", "step", "op", "linear", "layer", "device", "stream", "start_ns", "end_ns", "kind", "parent", "operand",
           "bytes"}},
-        // Written by every writer of format 3; empty for a single process.
+        // Written by every writer since format 3; empty for a single process.
         {"/ranks", {"step", "rank", "compute_ms", "comm_ms", "step_ms", "loss", "grad_bytes", "grad_error"}},
     };
     return d;
 }
 const std::vector<std::string> kRootAttributes = {"format", "format_version", "tool_version", "created", "machine",
                                                   "config", "capture_every", "blockmap_every", "rank", "world_size",
-                                                  "grad_dtype"};
+                                                  "grad_dtype", "baseline_run"};
 
 // The datasets under group `g` (path `at`), with their compound members in order.
 void collect(hid_t g, const std::string& at, std::map<std::string, Columns>& out) {
@@ -227,12 +227,12 @@ std::map<std::string, Columns> datasets_of(const std::string& path) {
 }
 
 TEST(TraceRoundTrip, FileHoldsTheDatasetsAndColumnsOfItsFormat) {
-    EXPECT_EQ(kFormatVersion, 3) << "a new format version: add its datasets and columns here";
+    EXPECT_EQ(kFormatVersion, 4) << "a new format version: add its datasets and columns here";
     TempDir dir;
     const std::string path = dir.file("run.h5");
     write_sample(path);
     const auto got = datasets_of(path);
-    const auto& want = format3_datasets();
+    const auto& want = format4_datasets();
     for (const auto& [ds, cols] : want) {
         auto it = got.find(ds);
         ASSERT_NE(it, got.end()) << "missing dataset " << ds;

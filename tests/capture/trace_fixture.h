@@ -30,7 +30,7 @@ inline TraceMeta sample_meta() {
     m.config_json = R"({"steps": 100, "recipe": "delayed"})";
     m.runs = {{"baseline", "baseline"}, {"delayed", "delayed"}};
     m.linears = {{"blocks.0.attn.qkv", 0, 64, 192}, {"blocks.0.mlp.fc1", 0, 64, 256}};
-    m.recipes = {"current_e4m3", "block1x128_e4m3_pow2", "mxfp8_e4m3_rceil"};
+    m.quantizers = {"current_e4m3", "block1x128_e4m3_pow2", "mxfp8_e4m3_rceil"};
     m.training_recipes = {"baseline", "delayed"};
     m.ops = {"fprop", "dgrad", "wgrad"};
     m.capture_every = 5;
@@ -46,8 +46,8 @@ inline StepRecord sample_step(int run, std::int64_t step) {
     s.eval_loss = step % 10 == 0 ? 5.5 - 0.01 * step : kNone;
     s.lr = 1e-3 * (1.0 + step) / 100.0;
     s.grad_norm = 0.25 * (double(step) + 1.0);  // no int64 overflow at extreme steps
-    s.step_time_s = 0.1 + 1e-4 * step;
-    s.tokens_per_s = 4096.0 / s.step_time_s;
+    s.step_ms = 100.0 + 0.1 * step;
+    s.tokens_per_s = 4096.0 / (1e-3 * s.step_ms);
     s.recipe = run;
     return s;
 }
@@ -72,7 +72,7 @@ inline OperandRecord sample_operand(const TraceMeta& m, OperandKey key) {
     OperandRecord o;
     o.key = key;
     double k = key.step + 10.0 * key.linear + 100.0 * static_cast<int>(key.gemm) + 1000.0 * static_cast<int>(key.operand);
-    o.recipe_in_use = key.run == 0 ? -1 : static_cast<int>(key.step % m.recipes.size());
+    o.quantizer_in_use = key.run == 0 ? -1 : static_cast<int>(key.step % m.quantizers.size());
     o.scale = key.run == 0 ? kNone : 448.0 / (1.0 + k);
     TensorStats& s = o.stats;
     s.numel = 64 * 192;
@@ -98,9 +98,9 @@ inline OperandRecord sample_operand(const TraceMeta& m, OperandKey key) {
     s.outliers.frac_beyond_k_rms = 1e-4 * (1 + key.linear);
     for (int c = 0; c < 8 + key.linear; ++c) s.outliers.channel_absmax.push_back(static_cast<float>(c + 0.25 * k));
     for (int t = 0; t < 4; ++t) s.outliers.top.push_back({static_cast<float>(s.amax - t), t * 3 + key.step, t + 1});
-    for (std::size_t r = 0; r < m.recipes.size(); ++r) {
+    for (std::size_t r = 0; r < m.quantizers.size(); ++r) {
         ErrorStats e;
-        e.recipe = m.recipes[r];
+        e.recipe = m.quantizers[r];
         e.amax = s.amax;
         e.mse = 1e-5 * (r + 1) * (1 + key.step);
         e.sqnr_db = 30.0 + r - 0.01 * k;
@@ -120,20 +120,20 @@ inline OperandRecord sample_operand(const TraceMeta& m, OperandKey key) {
 }
 
 // `grid_cols` < 0: 6 + recipe. Large grids make large frames for the live tests.
-inline BlockMapRecord sample_blockmap(OperandKey key, int recipe, std::int32_t grid_cols = -1) {
+inline BlockMapRecord sample_blockmap(OperandKey key, int quantizer, std::int32_t grid_cols = -1) {
     BlockMapRecord b;
     b.key = key;
-    b.recipe = recipe;
+    b.quantizer = quantizer;
     b.rows = 64;
-    b.cols = 192 + recipe;
+    b.cols = 192 + quantizer;
     b.tile_rows = 32;
     b.tile_cols = 32;
     b.grid_rows = 2;
-    b.grid_cols = grid_cols < 0 ? 6 + recipe : grid_cols;
+    b.grid_cols = grid_cols < 0 ? 6 + quantizer : grid_cols;
     for (int i = 0; i < b.grid_rows * b.grid_cols; ++i) {
-        b.absmax.push_back(static_cast<float>(double(i) + double(key.step) + recipe));
+        b.absmax.push_back(static_cast<float>(double(i) + double(key.step) + quantizer));
         b.scale_inv.push_back(static_cast<float>((i + 1) / 448.0));
-        b.sqnr_db.push_back(static_cast<float>(25.0 + i - recipe));
+        b.sqnr_db.push_back(static_cast<float>(25.0 + i - quantizer));
     }
     return b;
 }

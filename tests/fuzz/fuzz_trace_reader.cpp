@@ -32,7 +32,7 @@ constexpr Field kFields[] = {
     {"/operands/table", "channel_count"},  {"/operands/table", "top_offset"},     {"/operands/table", "top_count"},
     {"/operands/table", "history_offset"}, {"/operands/table", "history_count"},  {"/operands/table", "run"},
     {"/operands/table", "step"},           {"/operands/table", "linear"},         {"/operands/table", "gemm"},
-    {"/operands/table", "operand"},        {"/operands/table", "recipe_in_use"},  {"/blockmaps/table", "offset"},
+    {"/operands/table", "operand"},        {"/operands/table", "quantizer_in_use"},  {"/blockmaps/table", "offset"},
     {"/blockmaps/table", "count"},         {"/blockmaps/table", "grid_rows"},     {"/blockmaps/table", "grid_cols"},
     {"/blockmaps/table", "recipe"},        {"/blockmaps/table", "run"},           {"/blockmaps/table", "step"},
     {"/blockmaps/table", "linear"},        {"/steps", "run"},                     {"/steps", "step"},
@@ -58,7 +58,7 @@ std::vector<char> template_bytes() {
     m.config_json = "{}";
     m.runs = {{"a", "baseline"}, {"b", "delayed"}};
     m.linears = {{"l0", 0, 8, 24}, {"l1", 0, 8, 32}};
-    m.recipes = {"current_e4m3", "block1x128_e4m3_pow2", "mxfp8_e4m3_rceil"};
+    m.quantizers = {"current_e4m3", "block1x128_e4m3_pow2", "mxfp8_e4m3_rceil"};
     m.training_recipes = {"baseline", "delayed"};
     m.ops = {"fprop", "dgrad"};
     m.capture_every = 2;
@@ -74,7 +74,7 @@ std::vector<char> template_bytes() {
                 if (s % 2 == 0) {
                     OperandRecord o;
                     o.key = {run, s, 1, Gemm::Fprop, Operand::X};
-                    o.recipe_in_use = run;
+                    o.quantizer_in_use = run;
                     for (int e = -3; e <= 3; ++e) o.stats.histogram.bins[e - kHistMinExp] = 10 + e;
                     o.stats.outliers.channel_absmax = {1, 2, 3};
                     o.stats.outliers.top = {{4.0f, 1, 2}};
@@ -83,7 +83,7 @@ std::vector<char> template_bytes() {
                     w.write(o);
                     BlockMapRecord b;
                     b.key = o.key;
-                    b.recipe = 1;
+                    b.quantizer = 1;
                     b.grid_rows = 1;
                     b.grid_cols = 2;
                     b.absmax = b.scale_inv = b.sqnr_db = {1.0f, 2.0f};

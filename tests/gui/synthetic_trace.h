@@ -47,7 +47,7 @@ inline trace::TraceMeta synthetic_meta(const SyntheticSpec& s) {
     m.runs.resize(s.runs, {"extra", "current"});
     for (int l = 0; l < s.linears; ++l)
         m.linears.push_back({"blocks." + std::to_string(l / 2) + (l % 2 ? ".mlp.fc1" : ".attn.qkv"), l / 2, 64, 128});
-    m.recipes = synthetic_recipes();
+    m.quantizers = synthetic_recipes();
     m.training_recipes = {"baseline", "delayed", "blockwise", "current"};
     m.ops = {"fprop", "dgrad", "wgrad", "quantize", "attention", "layernorm"};
     m.capture_every = s.capture_every;
@@ -62,7 +62,7 @@ inline trace::OperandRecord synthetic_operand(const SyntheticSpec& s, int run, s
     trace::OperandRecord r;
     r.key = {run, step, linear, g, o};
     const int slot = trace::operand_slot(linear, g, o);
-    r.recipe_in_use = run == 0 ? -1 : run % static_cast<int>(synthetic_recipes().size());
+    r.quantizer_in_use = run == 0 ? -1 : run % static_cast<int>(synthetic_recipes().size());
     r.scale = scale_of(run, step, slot);
     r.stats.amax = amax_of(run, step, slot);
     r.stats.numel = 64 * 128;
@@ -93,7 +93,7 @@ inline views::TraceBatch synthetic_batch(const SyntheticSpec& s) {
     for (int run = 0; run < s.runs; ++run) {
         for (std::int64_t step = 0; step < s.steps; ++step) {
             b.steps.push_back({run, step, loss_of(run, step), eval_loss_of(run, step), 1e-3, 1.0,
-                               step_time_of(run, step), 1000.0 / step_time_of(run, step), run});
+                               1e3 * step_time_of(run, step), 1000.0 / step_time_of(run, step), run});
             trace::ScalingRecord sc{run, step, {}, {}};
             for (int slot = 0; slot < slot_count; ++slot) {
                 sc.amax.push_back(amax_of(run, step, slot));
@@ -115,7 +115,7 @@ inline views::TraceBatch synthetic_batch(const SyntheticSpec& s) {
                 for (int rc = 0; rc < static_cast<int>(synthetic_recipes().size()); ++rc) {
                     trace::BlockMapRecord m;
                     m.key = {run, step, 0, Gemm::Fprop, Operand::X};
-                    m.recipe = rc;
+                    m.quantizer = rc;
                     m.rows = 256; m.cols = 512;
                     m.tile_rows = 32; m.tile_cols = 32;
                     m.grid_rows = 8; m.grid_cols = 16;

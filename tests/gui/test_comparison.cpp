@@ -30,8 +30,8 @@ class ComparisonTest : public QObject {
     // b's names in another order, and one recipe and one kernel that a lacks.
     static trace::TraceMeta meta_b(const t::SyntheticSpec& s) {
         trace::TraceMeta m = t::synthetic_meta(s);
-        std::swap(m.recipes[0], m.recipes[3]);
-        m.recipes.push_back("block1x32_e5m2");
+        std::swap(m.quantizers[0], m.quantizers[3]);
+        m.quantizers.push_back("block1x32_e5m2");
         std::reverse(m.training_recipes.begin(), m.training_recipes.end());
         m.ops.push_back("cutlass_gemm");
         return m;
@@ -55,8 +55,9 @@ private slots:
         QCOMPARE(m.runs[2].name, std::string("a.h5: blockwise"));
         QCOMPARE(m.runs[3].name, std::string("b.h5: baseline"));
         QCOMPARE(m.runs[4].name, std::string("b.h5: delayed"));
-        QCOMPARE(m.recipes.size(), std::size_t(5));  // a's four and b's extra one
-        QCOMPARE(m.recipes[4], std::string("block1x32_e5m2"));
+        QCOMPARE(m.baseline_run, 0);  // a's, the first part's with one
+        QCOMPARE(m.quantizers.size(), std::size_t(5));  // a's four and b's extra one
+        QCOMPARE(m.quantizers[4], std::string("block1x32_e5m2"));
         QCOMPARE(m.ops.size(), std::size_t(7));
         QCOMPARE(m.linears.size(), std::size_t(a_.linears));
 
@@ -64,11 +65,11 @@ private slots:
         TraceBatch batch;
         batch.steps.push_back({1, 5, 2.0, NAN, 1e-3, 1.0, 0.1, 1.0, 0});  // b's training recipe 0: "current"
         trace::OperandRecord o = t::synthetic_operand(b_, 1, 10, 0, Gemm::Fprop, Operand::X);
-        o.recipe_in_use = 0;  // b's recipe 0 is a's recipe 3
+        o.quantizer_in_use = 0;  // b's recipe 0 is a's recipe 3
         o.errors.clear();
         for (int r = 0; r < 5; ++r) {
             o.errors.push_back({});
-            o.errors.back().recipe = meta_b(b_).recipes[r];
+            o.errors.back().recipe = meta_b(b_).quantizers[r];
             o.errors.back().sqnr_db = 10.0 * r;
         }
         batch.operands.push_back(o);
@@ -80,9 +81,9 @@ private slots:
         QCOMPARE(m.training_recipes[batch.steps[0].recipe], std::string("current"));
         const auto& got = batch.operands[0];
         QCOMPARE(got.key.run, 4);
-        QCOMPARE(got.recipe_in_use, 3);
+        QCOMPARE(got.quantizer_in_use, 3);
         QCOMPARE(got.errors.size(), std::size_t(5));
-        for (int r = 0; r < 5; ++r) QCOMPARE(got.errors[r].recipe, m.recipes[r]);
+        for (int r = 0; r < 5; ++r) QCOMPARE(got.errors[r].recipe, m.quantizers[r]);
         QCOMPARE(got.errors[3].sqnr_db, 0.0);   // b's recipe 0
         QCOMPARE(got.errors[0].sqnr_db, 30.0);  // b's recipe 3
         QCOMPARE(got.errors[4].sqnr_db, 40.0);

@@ -74,6 +74,23 @@ private slots:
         QCOMPARE(baseline_run(trace::TraceMeta{}), -1);
     }
 
+    // The baseline is the run whose recipe quantizes nothing, whatever it is called: the
+    // trace says which (a recipe this build may not know), else core's recipe table does.
+    void baselineIsTheRunThatQuantizesNothing() {
+        trace::TraceMeta m;
+        m.runs = {{"fp8", "delayed"}, {"reference", "fp32_reference"}, {"mx", "mxfp8"}};
+        m.baseline_run = 1;
+        QCOMPARE(baseline_run(m), 1);
+        m.baseline_run = trace::TraceMeta::kNotRecorded;  // a trace from before it was recorded
+        QCOMPARE(baseline_run(m), 0);                       // no known unquantized recipe: run 0
+        m.runs[2] = {"mx#2", "baseline"};
+        QCOMPARE(baseline_run(m), 2);
+        m.baseline_run = -1;  // recorded: none quantizes nothing
+        QCOMPARE(baseline_run(m), 0);
+        m.baseline_run = 7;   // out of range (a damaged attribute): as none
+        QCOMPARE(baseline_run(m), 0);
+    }
+
     // Run 1 at cursor 37 (capture 30), wgrad dy: SQNR minus current_e4m3's on each layer.
     void errorDifferenceToReference() {
         RecipeErrorModel m(&store_);

@@ -188,7 +188,7 @@ private slots:
         for (int rc = 0; rc < 2; ++rc) {
             trace::BlockMapRecord m;
             m.key = {1, 45, 0, Gemm::Fprop, Operand::X};
-            m.recipe = rc;
+            m.quantizer = rc;
             m.rows = 32; m.cols = 64;
             m.tile_rows = 128; m.tile_cols = 128;
             m.grid_rows = 1; m.grid_cols = 1;

@@ -62,7 +62,7 @@ trace::TraceMeta gpu_meta() {
     m.tool_version = "test";
     m.runs = {{"gpu", "current"}};
     m.linears = {{"blocks.0.mlp.fc1", 0, 64, 128}, {"blocks.1.mlp.fc1", 1, 64, 128}};
-    m.recipes = {"current_e4m3"};
+    m.quantizers = {"current_e4m3"};
     m.training_recipes = {"current"};
     m.ops = {"fprop", "dgrad", "wgrad", "quantize", "capture", "attention", "optimizer", "smooth_swiglu", "head"};
     return m;

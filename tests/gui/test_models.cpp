@@ -99,7 +99,7 @@ private slots:
         };
         for (const Case& c : cases) {
             trace::OperandRecord r;
-            r.recipe_in_use = 0;
+            r.quantizer_in_use = 0;
             for (auto [e, n] : c.bins) r.stats.histogram.bins[e - kHistMinExp] = n;
             const OperandSummary s(r);
             const OperandSummary copy(s);
@@ -132,7 +132,7 @@ private slots:
         QVERIFY(OperandSummary().absent());
         trace::OperandRecord r;
         r.key = {1, 40, 2, Gemm::Wgrad, Operand::DY};
-        r.recipe_in_use = 1;
+        r.quantizer_in_use = 1;
         r.scale = 0.25;
         r.stats.amax = 3.5;
         r.stats.outliers.kurtosis = 11.0;
@@ -180,7 +180,7 @@ private slots:
         QVERIFY(from.absent() && from.errors().empty() && from.histogram().empty() && from.channel_absmax().empty());
         QCOMPARE(to.channel_absmax().size(), r.stats.outliers.channel_absmax.size());
         trace::OperandRecord bare;  // no errors, channels or history: nothing allocated
-        bare.recipe_in_use = -1;
+        bare.quantizer_in_use = -1;
         const OperandSummary b(bare);
         QVERIFY(!b.absent());
         QVERIFY(b.errors().empty() && b.channel_absmax().empty() && b.amax_history().empty() && b.histogram().empty());

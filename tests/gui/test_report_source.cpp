@@ -48,7 +48,7 @@ private slots:
         store.read([&](const TraceData& d) {
             QCOMPARE(d.runs.size(), std::size_t(1));
             QCOMPARE(d.runs[0].info.name, std::string("report.h5"));
-            QCOMPARE(d.meta.recipes, recipes);
+            QCOMPARE(d.meta.quantizers, recipes);
             QCOMPARE(d.meta.linears.size(), std::size_t(2));
             QCOMPARE(d.meta.linears[1].name, std::string("act"));
             QCOMPARE(d.meta.linears[1].in_features, 64);

@@ -24,7 +24,7 @@ trace::TraceMeta meta() {
     trace::TraceMeta m;
     m.runs = {{"baseline", "baseline"}, {"delayed", "delayed"}};
     m.linears = {{"blocks.0.attn.qkv", 0, 64, 192}};
-    m.recipes = {"current_e4m3", "delayed_e4m3"};
+    m.quantizers = {"current_e4m3", "delayed_e4m3"};
     m.training_recipes = {"baseline", "delayed"};
     m.world_size = 2;
     m.grad_dtype = "bf16";
@@ -33,7 +33,7 @@ trace::TraceMeta meta() {
 
 StepRecord step_record() {
     return {.run = 1, .step = 7, .loss = 3.25, .eval_loss = 3.5, .lr = 0.125, .grad_norm = 1.75,
-            .step_time_s = 0.0625, .tokens_per_s = 4096.5, .recipe = 1};
+            .step_ms = 62.5, .tokens_per_s = 4096.5, .recipe = 1};
 }
 
 RankStepRecord rank_record() {
@@ -44,7 +44,7 @@ RankStepRecord rank_record() {
 OperandRecord operand_record() {
     OperandRecord o;
     o.key = {1, 7, 0, Gemm::Dgrad, Operand::DY};
-    o.recipe_in_use = 1;
+    o.quantizer_in_use = 1;
     o.scale = 112.0;
     TensorStats& s = o.stats;
     s.numel = 1000, s.finite = 990, s.nan = 6, s.inf = 4, s.zero = 11;
@@ -92,7 +92,7 @@ private slots:
             // Steps: every field but step (the row key) is a column.
             const StepColumns& c = d.runs[1].steps;
             QCOMPARE(strings(StepColumns::names()), (std::vector<std::string>{"run", "loss", "eval_loss", "lr",
-                                                                              "grad_norm", "step_time_s",
+                                                                              "grad_norm", "step_ms",
                                                                               "tokens_per_s", "recipe"}));
             QCOMPARE(c.step, std::vector<double>{7});
             QCOMPARE(c[&StepRecord::run], std::vector<double>{1});
@@ -100,7 +100,7 @@ private slots:
             QCOMPARE(c[&StepRecord::eval_loss], std::vector<double>{3.5});
             QCOMPARE(c[&StepRecord::lr], std::vector<double>{0.125});
             QCOMPARE(c[&StepRecord::grad_norm], std::vector<double>{1.75});
-            QCOMPARE(c[&StepRecord::step_time_s], std::vector<double>{0.0625});
+            QCOMPARE(c[&StepRecord::step_ms], std::vector<double>{62.5});
             QCOMPARE(c[&StepRecord::tokens_per_s], std::vector<double>{4096.5});
             QCOMPARE(c[&StepRecord::recipe], std::vector<double>{1});
 
@@ -127,7 +127,7 @@ private slots:
             QCOMPARE(o->recipe_in_use, 1);
             QCOMPARE(RecordFigures<OperandRecord>::names(),
                      (std::vector<std::string>{
-                         "key.run", "key.step", "key.linear", "key.gemm", "key.operand", "recipe_in_use", "scale",
+                         "key.run", "key.step", "key.linear", "key.gemm", "key.operand", "quantizer_in_use", "scale",
                          "stats.numel", "stats.finite", "stats.nan", "stats.inf", "stats.zero", "stats.amax",
                          "stats.min_nonzero_abs", "stats.mean", "stats.rms", "stats.stddev", "stats.dynamic_range",
                          "stats.histogram.zero", "stats.histogram.nan", "stats.histogram.inf",
@@ -138,7 +138,7 @@ private slots:
             QCOMPARE(f[&trace::OperandKey::linear], 0.0);
             QCOMPARE(f[&trace::OperandKey::gemm], 1.0);
             QCOMPARE(f[&trace::OperandKey::operand], 2.0);
-            QCOMPARE(f[&OperandRecord::recipe_in_use], 1.0);
+            QCOMPARE(f[&OperandRecord::quantizer_in_use], 1.0);
             QCOMPARE(f[&OperandRecord::scale], 112.0);
             QCOMPARE(f[&TensorStats::numel], 1000.0);
             QCOMPARE(f[&TensorStats::finite], 990.0);

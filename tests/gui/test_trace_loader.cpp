@@ -64,7 +64,7 @@ private slots:
         store.read([&](const TraceData& d) {
             QCOMPARE(int(d.runs.size()), spec_.runs);
             QCOMPARE(d.meta.linears.size(), std::size_t(spec_.linears));
-            QCOMPARE(d.meta.recipes, t::synthetic_recipes());
+            QCOMPARE(d.meta.quantizers, t::synthetic_recipes());
             QCOMPARE(d.first_step, 0);
             QCOMPARE(d.last_step, spec_.steps - 1);
             const RunData& r = d.runs[2];
@@ -73,7 +73,7 @@ private slots:
             QCOMPARE(r.steps[&trace::StepRecord::loss][17], t::loss_of(2, 17));
             QCOMPARE(r.steps[&trace::StepRecord::eval_loss][20], t::eval_loss_of(2, 20));
             QVERIFY(std::isnan(r.steps[&trace::StepRecord::eval_loss][21]));
-            QCOMPARE(r.steps[&trace::StepRecord::step_time_s][33], t::step_time_of(2, 33));
+            QCOMPARE(r.steps[&trace::StepRecord::step_ms][33], 1e3 * t::step_time_of(2, 33));
             QCOMPARE(r.scaling.step.size(), std::size_t(spec_.steps));
             QCOMPARE(r.scaling.amax_at(41, 7), t::amax_of(2, 41, 7));
             QCOMPARE(r.scaling.scale_at(41, 7), t::scale_of(2, 41, 7));

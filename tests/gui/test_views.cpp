@@ -230,7 +230,7 @@ private slots:
         QVector<QPoint> outlined = v->outlinedCells();
         std::sort(outlined.begin(), outlined.end(), [](QPoint a, QPoint b) { return a.y() < b.y(); });
         QCOMPARE(outlined, (QVector<QPoint>{{1, 0}, {1, 1}, {1, 2}, {1, 3}}));
-        QVERIFY(v->cellText(2, 1).contains("recipe in use"));
+        QVERIFY(v->cellText(2, 1).contains("quantizer in use"));
         v->setDifferenceMode(false);
         QCOMPARE(map->data()->cell(3, 2), t::sqnr_of(1, 30, slot, 3));
         QCPGraph* g = v->stepsPlot()->graph(3);
@@ -249,7 +249,7 @@ private slots:
         t::SyntheticSpec spec = spec_;
         spec.linears = 8;
         trace::TraceMeta meta = t::synthetic_meta(spec);
-        meta.recipes = names;
+        meta.quantizers = names;
         TraceBatch batch = t::synthetic_batch(spec);
         for (trace::OperandRecord& o : batch.operands)
             while (o.errors.size() < names.size()) {

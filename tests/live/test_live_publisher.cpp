@@ -77,7 +77,7 @@ TEST(LivePublisher, CaptureRecordsOnTheStreamEqualTheTraceFile) {
     for (const auto& o : got.operands) EXPECT_TRUE(streamed.emplace(id_of(o.key), &o).second);
     std::map<std::tuple<OperandId, std::int32_t>, const trace::BlockMapRecord*> streamed_maps;
     for (const auto& b : got.blockmaps)
-        EXPECT_TRUE(streamed_maps.emplace(std::tuple(id_of(b.key), b.recipe), &b).second);
+        EXPECT_TRUE(streamed_maps.emplace(std::tuple(id_of(b.key), b.quantizer), &b).second);
 
     for (int run = 0; run < 2; ++run) {
         SCOPED_TRACE("run " + std::to_string(run));
@@ -100,8 +100,8 @@ TEST(LivePublisher, CaptureRecordsOnTheStreamEqualTheTraceFile) {
                 expect_same(*it->second, o);
                 for (const auto& b : file.blockmaps(o.key)) {
                     ++file_blockmaps;
-                    auto m = streamed_maps.find(std::tuple(id_of(b.key), b.recipe));
-                    ASSERT_NE(m, streamed_maps.end()) << "step " << step << " recipe " << b.recipe;
+                    auto m = streamed_maps.find(std::tuple(id_of(b.key), b.quantizer));
+                    ASSERT_NE(m, streamed_maps.end()) << "step " << step << " quantizer " << b.quantizer;
                     expect_same(*m->second, b);
                 }
             }

@@ -1,7 +1,8 @@
 // Protocol versions 4 and 5 differ only in Meta (5 added grad_dtype): a Meta of version 4
-// is the version-5 body without that field and decodes with it empty; the engine answers
-// a version-4 Hello in version 4 and refuses a version it does not speak, naming the ones
-// it does; a client greets an engine of version 4, which refuses version 5, again in 4.
+// is the version-5 body without that field and decodes with it empty; version 6 sends a
+// Step's step time in milliseconds where 4 and 5 sent seconds. The engine answers a
+// version-4 Hello in version 4 and refuses a version it does not speak, naming the ones
+// it does; a client greets an engine of version 4, which refuses version 6, again in 4.
 #include <gtest/gtest.h>
 #include <poll.h>
 
@@ -81,13 +82,13 @@ TEST(LiveVersions, TheEngineAnswersAVersion4ClientInVersion4) {
 TEST(LiveVersions, AVersionTheEngineDoesNotSpeakIsRefusedNamingItsOwn) {
     TempDir dir;
     LiveServer server(parse_endpoint("unix:" + (dir / "engine.sock")), "", job_meta(), nullptr);
-    for (const std::uint32_t version : {3u, 6u}) {
+    for (const std::uint32_t version : {3u, 7u}) {
         RawConn c(server.endpoint());
         ASSERT_TRUE(c.send(wire::frame(wire::Hello{version, ""})));
         auto e = c.next_error();
         ASSERT_TRUE(e) << version;
         EXPECT_EQ(e->code, wire::ErrorCode::BadVersion);
-        EXPECT_EQ(e->message, "protocol version " + std::to_string(version) + " not supported; this engine speaks 4 to 5");
+        EXPECT_EQ(e->message, "protocol version " + std::to_string(version) + " not supported; this engine speaks 4 to 6");
         EXPECT_TRUE(c.closes_within(5s));
     }
 }
@@ -115,20 +116,48 @@ TEST(LiveVersions, AClientGreetsAVersion4EngineAgainInVersion4) {
             }
             c.send(wire::frame(wire::MetaMsg{4, job_meta()}));
             c.send(wire::frame(sample_rank_step(3, 1)));
+            trace::StepRecord step = sample_step(0, 2);
+            step.step_ms = 0.25;  // what a version-4 engine sent: the step time in seconds
+            c.send(wire::frame(step));
             c.closes_within(5s);  // until the client leaves
         }
     });
     {
         Collected got;
         LiveClient client(e, "", got.handlers());
-        ASSERT_TRUE(got.wait([&] { return got.rank_steps.size() == 1; }));
+        ASSERT_TRUE(got.wait([&] { return got.rank_steps.size() == 1 && got.steps.size() == 1; }));
+        EXPECT_EQ(got.steps[0].step_ms, 250.0);
         ASSERT_EQ(got.meta.size(), 1u);
         EXPECT_EQ(got.meta[0].world_size, 2);
         EXPECT_EQ(got.meta[0].grad_dtype, "");  // version 4 does not carry it
         expect_same(got.rank_steps[0], sample_rank_step(3, 1));
     }
     engine.join();
-    EXPECT_EQ(hellos, (std::vector<std::uint32_t>{5, 4}));
+    EXPECT_EQ(hellos, (std::vector<std::uint32_t>{6, 4}));
+}
+
+// Versions before 6 read a Step's step time in seconds: a client of version 5 gets it so,
+// from the history and live, while a current client in the same session gets milliseconds.
+TEST(LiveVersions, AVersion5ClientGetsTheStepTimeInSeconds) {
+    TempDir dir;
+    LiveServer server(parse_endpoint("unix:" + (dir / "engine.sock")), "", job_meta(), nullptr);
+    trace::StepRecord early = sample_step(0, 1), late = sample_step(0, 2);
+    early.step_ms = 250.0;
+    late.step_ms = 125.0;
+    server.publish(early);
+    RawConn old(server.endpoint());
+    ASSERT_TRUE(old.send(wire::frame(wire::Hello{5, ""})));
+    Collected now;
+    LiveClient client(server.endpoint(), "", now.handlers());
+    ASSERT_TRUE(now.wait([&] { return now.steps.size() == 1; }));
+    server.publish(late);
+    std::vector<double> seconds;
+    for (std::optional<RawConn::Got> got; seconds.size() < 2 && (got = old.next());)
+        if (got->type == wire::Msg::Step) seconds.push_back(wire::decode_step(got->body).step_ms);
+    EXPECT_EQ(seconds, (std::vector<double>{0.25, 0.125}));
+    ASSERT_TRUE(now.wait([&] { return now.steps.size() == 2; }));
+    EXPECT_EQ(now.steps[0].step_ms, 250.0);
+    EXPECT_EQ(now.steps[1].step_ms, 125.0);
 }
 
 }  // namespace

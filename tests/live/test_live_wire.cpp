@@ -94,7 +94,7 @@ TEST(LiveWire, EveryRecordRoundTrips) {
 TEST(LiveWire, TruncatedOrPaddedBodiesAreRefused) {
     expect_strict(wire::frame(wire::MetaMsg{wire::kVersion, sample_meta()}), wire::decode_meta);
     const auto meta = sample_meta();
-    expect_strict(wire::frame(sample_step(0, 1)), wire::decode_step);
+    expect_strict(wire::frame(sample_step(0, 1)), [](std::string_view b) { return wire::decode_step(b); });
     expect_strict(wire::frame(sample_event(1, 1, trace::EventKind::RecipeSwitch)), wire::decode_event);
     expect_strict(wire::frame(sample_scaling(meta, 1, 1)), wire::decode_scaling);
     expect_strict(wire::frame(sample_operand(meta, kKey)), wire::decode_operand);

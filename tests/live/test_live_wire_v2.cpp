@@ -6,7 +6,8 @@
 // which version 3 extended with the kernel fields (its version-2 body is refused). The
 // Meta carries its version: version 2's decodes without the fields later versions added
 // after the others (rank and world_size in 4, grad_dtype in 5), and a Meta of version 4
-// is version 2's with rank and world_size.
+// is version 2's with rank and world_size. A Step's step time is in seconds in version 2:
+// read in that version, it comes out in milliseconds, as version 6 sends it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -82,7 +83,11 @@ TEST(LiveWireV2, EveryFrameDecodesAndEncodesToTheSameBytes) {
     EXPECT_EQ(step7.loss, 5.25 - 0.01 * 7.0);
     EXPECT_TRUE(std::isnan(step7.eval_loss));
     EXPECT_EQ(step7.recipe, 1);
-    EXPECT_EQ(wire::frame(step7), frames[i++]);
+    EXPECT_EQ(wire::frame(step7), frames[i]);
+    const auto step7_v2 = wire::decode_step(body(frames[i++]), 2);
+    EXPECT_GT(step7.step_ms, 0.0);
+    EXPECT_EQ(step7_v2.step_ms, 1e3 * step7.step_ms);
+    EXPECT_EQ(step7_v2.loss, step7.loss);
     auto step8 = wire::decode_step(body(frames[i]));
     EXPECT_EQ(step8.run, 1);
     EXPECT_EQ(step8.eval_loss, 5.5);
@@ -114,7 +119,7 @@ TEST(LiveWireV2, EveryFrameDecodesAndEncodesToTheSameBytes) {
     EXPECT_EQ(wire::frame(operand), frames[i++]);
 
     auto map = wire::decode_blockmap(body(frames[i]));
-    EXPECT_EQ(map.recipe, 3);
+    EXPECT_EQ(map.quantizer, 3);
     EXPECT_EQ(map.grid_cols, 3);
     EXPECT_EQ(map.sqnr_db.back(), 35.0f);
     EXPECT_EQ(wire::frame(map), frames[i++]);

@@ -44,10 +44,12 @@ QString event_run_label(const trace::TraceMeta& meta, int run) {
     return run == -1 ? QStringLiteral("all runs") : run_label(meta, run);
 }
 
-QString recipe_label(const trace::TraceMeta& meta, int recipe) { return from_list(meta.recipes, recipe, "recipe"); }
-QStringList recipe_labels(const trace::TraceMeta& meta) {
+QString quantizer_label(const trace::TraceMeta& meta, int quantizer) {
+    return from_list(meta.quantizers, quantizer, "quantizer");
+}
+QStringList quantizer_labels(const trace::TraceMeta& meta) {
     QStringList out;
-    for (std::size_t r = 0; r < meta.recipes.size(); ++r) out << recipe_label(meta, static_cast<int>(r));
+    for (std::size_t q = 0; q < meta.quantizers.size(); ++q) out << quantizer_label(meta, static_cast<int>(q));
     return out;
 }
 

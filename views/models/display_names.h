@@ -20,8 +20,8 @@ QString run_label(const trace::TraceMeta& meta, int run);
 // The run an event belongs to: its name, or "all runs" for an event of the whole
 // lock-step comparison (run -1).
 QString event_run_label(const trace::TraceMeta& meta, int run);
-QString recipe_label(const trace::TraceMeta& meta, int recipe);           // analysis recipes
-QStringList recipe_labels(const trace::TraceMeta& meta);                 // all of them, in id order
+QString quantizer_label(const trace::TraceMeta& meta, int quantizer);  // analysis quantizers
+QStringList quantizer_labels(const trace::TraceMeta& meta);            // all of them, in id order
 QString training_recipe_label(const trace::TraceMeta& meta, int recipe);
 QString op_label(const trace::TraceMeta& meta, int op);
 

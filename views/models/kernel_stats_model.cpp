@@ -35,12 +35,13 @@ void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope, KernelSe
         std::map<int, std::vector<double>> durations;  // op id -> call times, ns
         // Each step's time: recorded, else the span of its ops.
         std::int64_t t0 = INT64_MAX, t1 = INT64_MIN, cur = INT64_MIN;
-        const std::vector<double>& time_s = rd.steps[&trace::StepRecord::step_time_s];
+        const std::vector<double>& time_ms = rd.steps[&trace::StepRecord::step_ms];
         auto close_step = [&] {
             if (cur == INT64_MIN || device) return;  // device rows: step_s is device time
             ++steps;
             const auto row = rd.step_row_at(cur);
-            if (row >= 0 && rd.steps.step[row] == static_cast<double>(cur) && time_s[row] > 0) step_s += time_s[row];
+            if (row >= 0 && rd.steps.step[row] == static_cast<double>(cur) && time_ms[row] > 0)
+                step_s += time_ms[row] * 1e-3;
             else
                 step_s += static_cast<double>(t1 - t0) * 1e-9;
         };

@@ -43,7 +43,7 @@ void LayersModel::refresh(int run, std::int64_t step, int what_if) {
             }
             if (const OperandSummary* o = rd.operand(cap, ref)) {
                 r.capture_step = o->step;
-                r.recipe = recipe_label(d.meta, o->recipe_in_use);
+                r.recipe = quantizer_label(d.meta, o->recipe_in_use);
                 if (srow < 0) {
                     r.amax = o->figures[&TensorStats::amax];
                     r.scale = o->figures[&trace::OperandRecord::scale];
@@ -52,7 +52,7 @@ void LayersModel::refresh(int run, std::int64_t step, int what_if) {
                 r.dynamic_range = o->figures[&TensorStats::dynamic_range];
                 const int shown = o->recipe_in_use >= 0 ? o->recipe_in_use : what_if;
                 if (o->recipe_in_use < 0 && shown >= 0) {
-                    r.recipe = tr("what-if: %1").arg(recipe_label(d.meta, shown));
+                    r.recipe = tr("what-if: %1").arg(quantizer_label(d.meta, shown));
                     r.what_if = true;
                 }
                 if (shown >= 0 && shown < static_cast<int>(o->errors().size())) {
@@ -155,13 +155,13 @@ QVariant LayersModel::data(const QModelIndex& index, int role) const {
     if (role == Qt::TextAlignmentRole && !text_column) return int(Qt::AlignRight | Qt::AlignVCenter);
     if (role == Qt::BackgroundRole && !text_column && isBad(c, value(r, c))) return QColor(255, 205, 200);
     if (role == Qt::ForegroundRole && r.what_if && (c == Recipe || c == SqnrDb || c == UnderflowPct || c == OverflowPct))
-        return QColor(Qt::darkGray);  // figures of a recipe the run does not use
+        return QColor(Qt::darkGray);  // figures of a quantizer the run does not use
     return {};
 }
 
 QVariant LayersModel::headerData(int section, Qt::Orientation o, int role) const {
     if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
-    static const char* names[ColumnCount] = {"layer", "linear", "gemm", "operand", "recipe", "amax",
+    static const char* names[ColumnCount] = {"layer", "linear", "gemm", "operand", "quantizer", "amax",
                                              "scale", "kurtosis", "dyn. range", "sqnr dB", "underflow %",
                                              "overflow %", "capture step"};
     return section >= 0 && section < ColumnCount ? QString::fromLatin1(names[section]) : QVariant();

@@ -2,8 +2,8 @@
 // figures at the step cursor (amax and scale of that step, statistics of the newest
 // capture step at or before it). One row per operand slot, except that a tensor two
 // GEMMs share (fprop and dgrad read the same w) is one row when its figures are the same
-// in both (per-tensor recipes quantize it once). An operand that trains
-// unquantized (a baseline run) shows the what-if figures of a chosen analysis recipe
+// in both (per-tensor quantizers quantize it once). An operand that trains
+// unquantized (a baseline run) shows the what-if figures of a chosen analysis quantizer
 // instead of blanks. Bad values are coloured (thresholds below).
 #pragma once
 
@@ -32,7 +32,7 @@ public:
     explicit LayersModel(const SeriesStore* store, QObject* parent = nullptr);
 
     // Re-reads the store for `run` at `step`. Unquantized operands take the error figures
-    // of analysis recipe `what_if` (-1: none, blank).
+    // of analysis quantizer `what_if` (-1: none, blank).
     void refresh(int run, std::int64_t step, int what_if = -1);
     OperandRef operandAt(int row) const;
     // The row showing `ref`, its own or the one it was merged into; -1 when none.
@@ -51,7 +51,7 @@ private:
         double amax = NAN, scale = NAN, kurtosis = NAN, dynamic_range = NAN;
         double sqnr_db = NAN, underflow_pct = NAN, overflow_pct = NAN;
         qint64 capture_step = -1;
-        bool what_if = false;  // the error figures are another recipe's
+        bool what_if = false;  // the error figures are another quantizer's
         std::vector<Gemm> gemms;  // this row's GEMM, then those of the rows merged into it
     };
     // Merges each row into an earlier one of the same tensor with the same figures.

@@ -40,10 +40,4 @@ StepSeries finite_points(const std::vector<double>& steps, const std::vector<dou
     return out;
 }
 
-std::vector<double> step_ms(const StepColumns& c) {
-    std::vector<double> out = c[&trace::StepRecord::step_time_s];
-    for (double& x : out) x *= 1e3;
-    return out;
-}
-
 }  // namespace fp8scope::views

@@ -1,6 +1,6 @@
 // The series the Loss view draws that are not columns of the store: a run's loss and eval
-// loss minus the baseline run's, the loss difference smoothed, the evaluated steps alone,
-// step times in milliseconds. Derived here, from the store's columns, so that they are
+// loss minus the baseline run's, the loss difference smoothed, the evaluated steps alone
+// (step times are a column, in milliseconds). Derived here, from the store's columns, so that they are
 // tested without widgets.
 #pragma once
 
@@ -30,8 +30,5 @@ LossDifference loss_difference(const StepColumns& run, const StepColumns& baseli
 
 // The steps that have a finite value of `v` (the eval loss: NaN except at evaluations).
 StepSeries finite_points(const std::vector<double>& steps, const std::vector<double>& v);
-
-// Step times in milliseconds.
-std::vector<double> step_ms(const StepColumns& c);
 
 }  // namespace fp8scope::views

@@ -7,9 +7,8 @@
 namespace fp8scope::views {
 
 int baseline_run(const trace::TraceMeta& meta) {
-    for (std::size_t r = 0; r < meta.runs.size(); ++r)
-        if (meta.runs[r].recipe == "baseline") return static_cast<int>(r);
-    return meta.runs.empty() ? -1 : 0;
+    const int base = trace::baseline_of(meta);
+    return base >= 0 ? base : meta.runs.empty() ? -1 : 0;
 }
 
 double relative_pct(double x, double base) {

@@ -9,7 +9,8 @@
 
 namespace fp8scope::views {
 
-// The run whose training recipe is "baseline" (else run 0); -1 when there are no runs.
+// The baseline run, the one whose recipe quantizes nothing (trace::baseline_of), else run 0;
+// -1 when there are no runs.
 int baseline_run(const trace::TraceMeta& meta);
 // 100 (x - base) / base; NaN when either is missing or base is 0.
 double relative_pct(double x, double base);

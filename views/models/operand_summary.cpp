@@ -34,7 +34,7 @@ void place(std::byte* at, const Src* src, std::size_t n) {
 
 OperandSummary::OperandSummary(const trace::OperandRecord& r)
     : step(r.key.step),
-      recipe_in_use(r.recipe_in_use),
+      recipe_in_use(r.quantizer_in_use),
       figures(RecordFigures<trace::OperandRecord>::of(r)),
       errors_(clamp_count(r.errors)),
       channels_(clamp_count(r.stats.outliers.channel_absmax)),

@@ -1,4 +1,4 @@
-// Per-layer, per-recipe error table.
+// Per-layer, per-quantizer error table.
 #include "models/recipe_error_model.h"
 
 #include <cmath>
@@ -16,7 +16,7 @@ void RecipeErrorModel::refresh(int run, std::int64_t step, Gemm gemm, Operand op
     std::vector<double> values;
     std::vector<int> in_use;
     store_->read([&](const TraceData& d) {
-        recipes = recipe_labels(d.meta);
+        recipes = quantizer_labels(d.meta);
         const int nl = static_cast<int>(d.meta.linears.size());
         values.assign(static_cast<std::size_t>(nl) * recipes.size(), NAN);
         in_use.assign(static_cast<std::size_t>(nl), -1);

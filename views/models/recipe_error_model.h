@@ -1,6 +1,6 @@
 // Quantization error of one GEMM operand kind, per linear layer (rows) and analysis
-// recipe (columns), at the newest capture step at or before the cursor: the table behind
-// the error view's heatmap. With a reference recipe set, the values are each recipe's
+// quantizer (columns), at the newest capture step at or before the cursor: the table behind
+// the error view's heatmap. With a reference quantizer set, the values are each quantizer's
 // statistic minus the reference's on the same layer (the ~1 dB differences that matter).
 #pragma once
 
@@ -18,15 +18,15 @@ public:
     // The GEMM and operand of `ref` are used for every linear; its linear is ignored.
     void refresh(int run, std::int64_t step, Gemm gemm, Operand operand, ErrorStat stat);
 
-    // The reference recipe whose value is subtracted; -1: none (plain values).
+    // The reference quantizer whose value is subtracted; -1: none (plain values).
     void setReference(int recipe);
     int reference() const { return reference_; }
-    // "current_e4m3" (per-tensor current scaling), else the first current_* recipe; -1.
+    // "current_e4m3" (per-tensor current scaling), else the first current_* quantizer; -1.
     static int defaultReference(const QStringList& recipes);
 
     double value(int row, int recipe) const;     // minus the reference's; NaN when not captured
     double rawValue(int row, int recipe) const;  // the statistic itself
-    // The analysis recipe the layer trains with (outlined in the heatmap); -1 when none.
+    // The analysis quantizer the layer trains with (outlined in the heatmap); -1 when none.
     int recipeInUse(int row) const;
     QString linearName(int row) const { return linears_.value(row); }
     int recipeCount() const { return static_cast<int>(recipes_.size()); }

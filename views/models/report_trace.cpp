@@ -8,7 +8,7 @@ ReportTrace report_as_trace(const AnalysisReport& report, const std::string& nam
     trace::TraceMeta& m = t.meta;
     m.tool_version = report.tool_version;
     m.runs = {{name, "analyze"}};
-    m.recipes = report.quantizers;
+    m.quantizers = report.quantizers;
     m.capture_every = 1;
     for (std::size_t i = 0; i < report.tensors.size(); ++i) {
         const TensorAnalysis& ta = report.tensors[i];
@@ -18,7 +18,7 @@ ReportTrace report_as_trace(const AnalysisReport& report, const std::string& nam
         m.linears.push_back({ta.name, static_cast<int>(i), cols, rows});
         trace::OperandRecord o;
         o.key = {0, 0, static_cast<int>(i), Gemm::Fprop, Operand::X};
-        o.recipe_in_use = -1;  // not quantized by a run: every recipe is a what-if
+        o.quantizer_in_use = -1;  // not quantized by a run: every quantizer is a what-if
         o.stats = ta.analysis.tensor;
         o.errors = ta.analysis.errors;
         t.batch.operands.push_back(std::move(o));

@@ -1,7 +1,7 @@
 // An `analyze` report shown as a trace of one step: one run named by the file, one
 // "linear" per analysed tensor (its name, cols x rows as in x out features), and at step
 // 0 each tensor as the fprop x operand of its linear, with its statistics and the error
-// under every recipe of the report. The error, outlier and layer views then show a
+// under every quantizer of the report. The error, outlier and layer views then show a
 // report as they show a capture step. Reports hold no block maps, scaling or timings.
 #pragma once
 

@@ -38,7 +38,7 @@ std::vector<const trace::BlockMapRecord*> RunData::blockmaps_of(std::int64_t ste
     std::vector<const trace::BlockMapRecord*> out;
     for (const auto& b : blockmaps)
         if (same_operand(b.key, ref) && b.key.step == step) out.push_back(&b);
-    std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->recipe < b->recipe; });
+    std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->quantizer < b->quantizer; });
     return out;
 }
 

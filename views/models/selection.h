@@ -1,5 +1,5 @@
 // What the user has picked, shared by all views: the run, the GEMM operands (from the
-// layers table or any view's chooser), the analysis recipe and the error statistic.
+// layers table or any view's chooser), the analysis quantizer and the error statistic.
 // Several operands can be picked at once (views that compare them draw them all); one of
 // them is the current operand, for the views that show a single one.
 #pragma once

@@ -34,9 +34,9 @@ bool same_layers(const trace::TraceMeta& a, const trace::TraceMeta& b) {
     return true;
 }
 
-ErrorStats not_computed(const std::string& recipe) {
+ErrorStats not_computed(const std::string& quantizer) {
     ErrorStats e;
-    e.recipe = recipe;
+    e.recipe = quantizer;
     for (double* v : {&e.amax, &e.mse, &e.sqnr_db, &e.rel_l2, &e.max_abs_err, &e.cosine, &e.underflow_pct,
                       &e.overflow_pct, &e.scale_inv_min, &e.scale_inv_max})
         *v = NAN;
@@ -53,17 +53,20 @@ TraceMerge::TraceMerge(std::vector<Part> parts) {
         return;
     }
     meta_.runs.clear();
-    meta_.recipes.clear();
+    meta_.quantizers.clear();
     meta_.training_recipes.clear();
     meta_.ops.clear();
+    meta_.baseline_run = -1;  // the first part's with one
     for (const Part& p : parts) {
         if (!same_layers(parts.front().meta, p.meta))
             throw std::runtime_error(p.name.toStdString() + " has other layers than " + parts.front().name.toStdString() +
                                      ": traces of different models cannot be overlaid");
         IdMap m;
         m.first_run = static_cast<int>(meta_.runs.size());
+        if (const int base = trace::baseline_of(p.meta); base >= 0 && meta_.baseline_run < 0)
+            meta_.baseline_run = m.first_run + base;
         for (const auto& r : p.meta.runs) meta_.runs.push_back({p.name.toStdString() + ": " + r.name, r.recipe});
-        m.recipe = map_names(meta_.recipes, p.meta.recipes);
+        m.quantizer = map_names(meta_.quantizers, p.meta.quantizers);
         m.training_recipe = map_names(meta_.training_recipes, p.meta.training_recipes);
         m.op = map_names(meta_.ops, p.meta.ops);
         maps_.push_back(std::move(m));
@@ -94,17 +97,17 @@ void TraceMerge::remap(std::size_t part, TraceBatch& b) {
     for (auto& s : b.scaling) s.run += m.first_run;
     for (auto& o : b.operands) {
         o.key.run += m.first_run;
-        o.recipe_in_use = mapped(m.recipe, o.recipe_in_use);
+        o.quantizer_in_use = mapped(m.quantizer, o.quantizer_in_use);
         if (o.errors.empty()) continue;
         std::vector<ErrorStats> errors;
-        for (const auto& name : meta_.recipes) errors.push_back(not_computed(name));
-        for (std::size_t i = 0; i < o.errors.size() && i < m.recipe.size(); ++i)
-            errors[static_cast<std::size_t>(m.recipe[i])] = std::move(o.errors[i]);
+        for (const auto& name : meta_.quantizers) errors.push_back(not_computed(name));
+        for (std::size_t i = 0; i < o.errors.size() && i < m.quantizer.size(); ++i)
+            errors[static_cast<std::size_t>(m.quantizer[i])] = std::move(o.errors[i]);
         o.errors = std::move(errors);
     }
     for (auto& bm : b.blockmaps) {
         bm.key.run += m.first_run;
-        bm.recipe = mapped(m.recipe, bm.recipe);
+        bm.quantizer = mapped(m.quantizer, bm.quantizer);
     }
     for (auto& op : b.ops) {
         op.run += m.first_run;

@@ -2,7 +2,7 @@
 // line): the runs of every trace side by side, named by their file ("b.h5: delayed"), so
 // every view compares them with no change. Each part's batches are rewritten into the
 // merged ids before the store sees them: runs are numbered on from the earlier parts', and
-// analysis recipes, training recipes and op names are united by name.
+// quantizers, recipes and op names are united by name.
 //
 // The traces must have the same linear layers (the same model): operand slots are shared.
 #pragma once
@@ -33,7 +33,7 @@ public:
 private:
     struct IdMap {
         int first_run = 0;
-        std::vector<int> recipe, training_recipe, op;  // part id -> merged id
+        std::vector<int> quantizer, training_recipe, op;  // part id -> merged id
     };
     int opId(const std::string& name);
 

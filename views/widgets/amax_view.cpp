@@ -32,11 +32,11 @@ std::vector<OperandRef> drawn_operands(const std::vector<OperandRef>& selected, 
 }
 
 namespace {
-// The format's maximum comes from the operand's recipe in use at the newest capture.
+// The format's maximum comes from the operand's quantizer in use at the newest capture.
 double format_max_of(const TraceData& d, const RunData& rd, const OperandRef& ref) {
     const OperandSummary* last = rd.operand_at(d.last_step, ref);
-    return last && last->recipe_in_use >= 0 && last->recipe_in_use < static_cast<int>(d.meta.recipes.size())
-               ? recipe_fp8_max(d.meta.recipes[last->recipe_in_use])
+    return last && last->recipe_in_use >= 0 && last->recipe_in_use < static_cast<int>(d.meta.quantizers.size())
+               ? recipe_fp8_max(d.meta.quantizers[last->recipe_in_use])
                : fp8_max(Format::E4M3);
 }
 
@@ -128,7 +128,7 @@ void AmaxView::rebuild(const TraceData& d, int run, const std::vector<OperandRef
         keys_.push_back(g);
         return g;
     };
-    // A run without a scale (the float32 baseline, block recipes) has no right axis.
+    // A run without a scale (the float32 baseline, block quantizers) has no right axis.
     plot_->yAxis2->setVisible(any_scale);
     if (any_scale) key(tr("scale in use (dashed, right axis)"))->setPen(QPen(Qt::darkGray, 1.0, Qt::DashLine));
     QCPGraph* overflow = key(tr("overflow: amax x scale > fp8 max"));

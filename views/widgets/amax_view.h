@@ -62,7 +62,7 @@ private:
 // The operands the view draws for a selection of `selected` with current `current`.
 std::vector<OperandRef> drawn_operands(const std::vector<OperandRef>& selected, const OperandRef& current);
 
-// FP8 maximum of an analysis recipe name; 448 (E4M3) when the name does not parse.
+// FP8 maximum of an analysis quantizer name; 448 (E4M3) when the name does not parse.
 double recipe_fp8_max(const std::string& recipe);
 
 }  // namespace fp8scope::views

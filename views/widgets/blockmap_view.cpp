@@ -1,4 +1,4 @@
-// Block heatmaps. The plot's layout is rebuilt on each redraw: one axis rect per recipe
+// Block heatmaps. The plot's layout is rebuilt on each redraw: one axis rect per quantizer
 // in a grid shaped so that the tiles come out as large as the plot allows, then a colour
 // scale per format family, all over one value range.
 #include "widgets/blockmap_view.h"
@@ -79,7 +79,7 @@ void BlockMapView::resizeEvent(QResizeEvent* e) {
 }
 
 namespace {
-// E5M2 and MX recipes on one perceptual scale, E4M3 ones on another: the family of a map
+// E5M2 and MX quantizers on one perceptual scale, E4M3 ones on another: the family of a map
 // shows in its colours.
 bool e5m2_or_mx(const QString& recipe) {
     return recipe.contains("e5m2", Qt::CaseInsensitive) || recipe.startsWith("mxfp8");
@@ -117,20 +117,20 @@ void BlockMapView::redraw() {
             if (b->grid_rows > 0 && b->grid_cols > 0 && quantity_of(*b, quantity).size() >= cells) maps.push_back(b);  // else damaged
         }
         if (maps.empty()) return;
-        // |x| per tile is the tensor's, whatever the recipe: one map says it all.
+        // |x| per tile is the tensor's, whatever the quantizer: one map says it all.
         if (quantity == Absmax) maps.erase(maps.begin() + 1, maps.end());
-        // All recipes of an operand share one tile grid (the first map's, for the shape).
+        // All quantizers of an operand share one tile grid (the first map's, for the shape).
         const trace::BlockMapRecord& g = *maps.front();
         heading = tr("%1 (%2x%3) at step %4: %5x%6 tiles of %7x%8")
                       .arg(operand_ref_label(d.meta, sel)).arg(g.rows).arg(g.cols).arg(at)
                       .arg(g.grid_rows).arg(g.grid_cols).arg(g.tile_rows).arg(g.tile_cols);
         if (g.grid_rows == 1 && g.grid_cols == 1) {
-            // One square per recipe would say nothing a line of text does not.
+            // One square per quantizer would say nothing a line of text does not.
             one_tile_ = true;
-            QStringList lines{tr("The tensor (%1x%2) is one tile at this block size (tiles of %3x%4): one value per recipe.")
+            QStringList lines{tr("The tensor (%1x%2) is one tile at this block size (tiles of %3x%4): one value per quantizer.")
                                   .arg(g.rows).arg(g.cols).arg(g.tile_rows).arg(g.tile_cols)};
             for (const trace::BlockMapRecord* b : maps)
-                lines << QStringLiteral("%1: %2").arg(quantity == Absmax ? tr("|x| absmax") : recipe_label(d.meta, b->recipe),
+                lines << QStringLiteral("%1: %2").arg(quantity == Absmax ? tr("|x| absmax") : quantizer_label(d.meta, b->quantizer),
                                                       format_figure(quantity_of(*b, quantity)[0]));
             auto* text = new QCPTextElement(plot_, lines.join('\n'));
             text->setTextFlags(Qt::AlignLeft | Qt::AlignVCenter);
@@ -152,7 +152,7 @@ void BlockMapView::redraw() {
         tf.setPointSize(9);
         for (const trace::BlockMapRecord* b : maps) {
             const auto& src = quantity_of(*b, quantity);
-            const QString name = quantity == Absmax ? tr("|x| absmax (the same under every recipe)") : recipe_label(d.meta, b->recipe);
+            const QString name = quantity == Absmax ? tr("|x| absmax (the same under every quantizer)") : quantizer_label(d.meta, b->quantizer);
             // A title row over each map, not an axis label under it: it cannot run into the
             // tick labels of the row below.
             auto* cell = new QCPLayoutGrid;
@@ -175,7 +175,7 @@ void BlockMapView::redraw() {
                 range = any ? QCPRange(std::min(range.lower, r.lower), std::max(range.upper, r.upper)) : r;
                 any = true;
             }
-            const int family = quantity != Absmax && e5m2_or_mx(recipe_label(d.meta, b->recipe)) ? 1 : 0;
+            const int family = quantity != Absmax && e5m2_or_mx(quantizer_label(d.meta, b->quantizer)) ? 1 : 0;
             if (!scale_of[family]) {
                 scale_of[family] = new QCPColorScale(plot_);
                 scale_of[family]->setType(QCPAxis::atRight);

@@ -1,5 +1,5 @@
-// Quantization error view. The heatmap is a QCPColorMap of recipes (x) by linears (y,
-// the first at the top); a recipe in use gets a black frame on its cell.
+// Quantization error view. The heatmap is a QCPColorMap of quantizers (x) by linears (y,
+// the first at the top); a quantizer in use gets a black frame on its cell.
 #include "widgets/error_view.h"
 
 #include <QComboBox>
@@ -40,7 +40,7 @@ ErrorView::ErrorView(const ViewContext& context, QWidget* parent)
     row->addWidget(reference_);
     row->addStretch();
     layout->addLayout(row);
-    heat_ = make_plot(this, tr("per layer and recipe, at cursor (black frame: recipe in use)"));
+    heat_ = make_plot(this, tr("per layer and quantizer, at cursor (black frame: quantizer in use)"));
     steps_ = make_plot(this, tr("selected operand over capture steps"));
     layout->addWidget(heat_, 3);
     layout->addWidget(steps_, 2);
@@ -76,7 +76,7 @@ QString ErrorView::cellText(int linear, int recipe) const {
                                                     format_figure(model_.rawValue(linear, recipe)));
     if (model_.reference() >= 0)
         s += tr("\n- %1: %2").arg(model_.recipeName(model_.reference()), format_figure(model_.value(linear, recipe)));
-    if (model_.recipeInUse(linear) == recipe) s += tr("\n(recipe in use)");
+    if (model_.recipeInUse(linear) == recipe) s += tr("\n(quantizer in use)");
     return s;
 }
 
@@ -138,7 +138,7 @@ void ErrorView::drawHeatmap() {
     set_label_ticks(heat_->xAxis, recipes);
     set_label_ticks(heat_->yAxis, linears);
     slant_tick_labels(heat_->xAxis, recipes, n > 4 ? 45 : 0);
-    set_placeholder(heat_, rows == 0 || n == 0 ? tr("no analysis recipes in this trace") : QString());
+    set_placeholder(heat_, rows == 0 || n == 0 ? tr("no analysis quantizers in this trace") : QString());
     map_->setVisible(rows > 0 && n > 0);
 }
 
@@ -149,7 +149,7 @@ void ErrorView::drawSteps(const TraceData& d) {
     const ErrorStat stat = ctx().selection->stat();
     if (run < 0 || run >= static_cast<int>(d.runs.size())) return;
     const RunData& rd = d.runs[run];
-    for (int r = 0; r < static_cast<int>(d.meta.recipes.size()); ++r) {
+    for (int r = 0; r < static_cast<int>(d.meta.quantizers.size()); ++r) {
         QVector<double> k, v;
         for (std::size_t i = 0; i < rd.capture_steps.size(); ++i)
             if (const OperandSummary* o = rd.operand(static_cast<std::ptrdiff_t>(i), sel);
@@ -158,7 +158,7 @@ void ErrorView::drawSteps(const TraceData& d) {
                 v << error_stat_value(o->errors()[r], stat);
             }
         QCPGraph* g = steps_->addGraph();
-        g->setName(recipe_label(d.meta, r));
+        g->setName(quantizer_label(d.meta, r));
         g->setPen(QPen(colors_.value(r), 1.2));
         g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 4));
         g->setData(k, v, true);
@@ -177,7 +177,7 @@ void ErrorView::redraw() {
     reference_->setEnabled(mode_->currentIndex() == 0);
     model_.setReference(mode_->currentIndex() == 0 ? reference_->currentIndex() : -1);
     ctx().store->read([&](const TraceData& d) {
-        colors_ = recipe_colors(d.meta.recipes);
+        colors_ = recipe_colors(d.meta.quantizers);
         drawHeatmap();
         heat_->yAxis->setLabel(tr("linear (%1 %2)").arg(gemm_label(sel.gemm), operand_label(sel.operand)));
         drawSteps(d);

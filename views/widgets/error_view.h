@@ -1,8 +1,8 @@
 // Quantization error view: for the selected GEMM operand kind, a heatmap of layers x
-// analysis recipes of the chosen statistic (sqnr, mse, underflow, overflow, cosine, ...)
-// at the cursor, or of its difference to a reference recipe (default: per-tensor current
-// scaling), with each layer's recipe in use outlined and the values on hover; below, the
-// selected operand's statistic over capture steps, one line per recipe.
+// analysis quantizer of the chosen statistic (sqnr, mse, underflow, overflow, cosine, ...)
+// at the cursor, or of its difference to a reference quantizer (default: per-tensor current
+// scaling), with each layer's quantizer in use outlined and the values on hover; below, the
+// selected operand's statistic over capture steps, one line per quantizer.
 #pragma once
 
 #include "models/recipe_error_model.h"
@@ -25,10 +25,10 @@ public:
     QCPColorMap* heatmap() const { return map_; }
     QCustomPlot* stepsPlot() const { return steps_; }
     QColor recipeColor(int recipe) const { return colors_.value(recipe); }
-    // "Difference to" on (the reference combo's recipe) or off (plain values).
+    // "Difference to" on (the reference combo's quantizer) or off (plain values).
     void setDifferenceMode(bool on);
     void setReference(int recipe);
-    // The outlines of the recipes in use: (recipe, linear) cell of each (for tests).
+    // The outlines of the quantizers in use: (quantizer, linear) cell of each (for tests).
     QVector<QPoint> outlinedCells() const;
     // The tooltip text for a cell.
     QString cellText(int linear, int recipe) const;

@@ -23,14 +23,14 @@ Fp8RangeLog2 fp8_range_log2(Format f, double scale) {
 
 double format_scale(const trace::TraceMeta& meta, const OperandSummary& o, Format f) {
     const double scale = o.figures[&trace::OperandRecord::scale], amax = o.figures[&TensorStats::amax];
-    if (std::isfinite(scale) && scale > 0 && o.recipe_in_use >= 0 && o.recipe_in_use < static_cast<int>(meta.recipes.size()))
+    if (std::isfinite(scale) && scale > 0 && o.recipe_in_use >= 0 && o.recipe_in_use < static_cast<int>(meta.quantizers.size()))
         try {
-            // Per-tensor recipes only: a block recipe's scales are per tile.
-            const Recipe r = parse_recipe(meta.recipes[o.recipe_in_use]);
+            // Per-tensor quantizers only: a block quantizer's scales are per tile.
+            const Recipe r = parse_recipe(meta.quantizers[o.recipe_in_use]);
             const bool per_tensor = std::holds_alternative<CurrentScaling>(r) || std::holds_alternative<DelayedScaling>(r);
             if (per_tensor && recipe_format(r) == f) return scale;
         } catch (const std::exception&) {
-            // an unknown recipe name: fall back to current scaling
+            // an unknown quantizer name: fall back to current scaling
         }
     return amax > 0 ? fp8_max(f) / amax : NAN;
 }

@@ -22,11 +22,11 @@ LayersView::LayersView(const ViewContext& context, QWidget* parent)
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     filter_ = new QLineEdit(this);
-    filter_->setPlaceholderText(tr("filter: linear, gemm, operand or recipe (e.g. mlp, dgrad)"));
+    filter_->setPlaceholderText(tr("filter: linear, gemm, operand or quantizer (e.g. mlp, dgrad)"));
     filter_->setClearButtonEnabled(true);
     what_if_ = new QComboBox(this);
     what_if_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
-    what_if_->setToolTip(tr("the analysis recipe whose error figures an unquantized (baseline) operand shows"));
+    what_if_->setToolTip(tr("the analysis quantizer whose error figures an unquantized (baseline) operand shows"));
     proxy_ = new QSortFilterProxyModel(this);
     proxy_->setSourceModel(&model_);
     proxy_->setSortRole(kValueRole);
@@ -104,7 +104,7 @@ void LayersView::showSelection() {
 void LayersView::redraw() {
     const bool first = model_.rowCount() == 0;
     const int run = ctx().selection->run();
-    if (dataChanged()) fill_recipe_combo(what_if_, ctx().store->read([](const TraceData& d) { return recipe_labels(d.meta); }));
+    if (dataChanged()) fill_recipe_combo(what_if_, ctx().store->read([](const TraceData& d) { return quantizer_labels(d.meta); }));
     syncing_ = true;
     model_.refresh(run, ctx().cursor->step(), what_if_->currentIndex());
     syncing_ = false;

@@ -1,7 +1,7 @@
 // Layers table view: every layer x GEMM x operand with its latest figures, sortable and
 // filterable; choosing a row selects that operand in every other view, choosing several
 // rows (Ctrl/Shift-click) selects them all, the row with the focus being the current.
-// For a baseline run the error columns show a what-if recipe chosen beside the filter.
+// For a baseline run the error columns show a what-if quantizer chosen beside the filter.
 #pragma once
 
 #include "models/layers_model.h"
@@ -23,7 +23,7 @@ public:
     QTableView* tableView() const { return view_; }
     QSortFilterProxyModel* proxy() const { return proxy_; }
     QLineEdit* filter() const { return filter_; }
-    // The analysis recipe whose figures an unquantized (baseline) operand shows.
+    // The analysis quantizer whose figures an unquantized (baseline) operand shows.
     QComboBox* whatIf() const { return what_if_; }
 
 protected:

@@ -156,7 +156,7 @@ void LossView::rebuild(const TraceData& d) {
         QCPGraph* t = graph(sr);
         t->setName(run_label(d.meta, r) + tr(" ms"));
         t->setPen(QPen(color, 1.0));
-        t->setData(steps, gaps_for_log(qvec(step_ms(c))), true);
+        t->setData(steps, gaps_for_log(qvec(c[&trace::StepRecord::step_ms])), true);
         t->removeFromLegend();
         QCPGraph* tok = graph(sr, QCPAxis::atRight);
         tok->setName(run_label(d.meta, r) + tr(" tokens/s"));

@@ -34,7 +34,7 @@ public:
     // What the tooltip says at `pos` (widget pixels); empty outside any axis rect. For tests.
     QString hoverText(const QPoint& pos) const;
     // Replaces the tooltip's text (for plots whose x axis is not steps, e.g. a heatmap of
-    // layers x recipes): gets the axis rect and the coordinates under the mouse.
+    // layers x quantizers): gets the axis rect and the coordinates under the mouse.
     using Describer = std::function<QString(QCPAxisRect*, double key, double value)>;
     void setDescriber(Describer d) { describe_ = std::move(d); }
     // The crosshair's vertical line (for tests: its position after a hover).

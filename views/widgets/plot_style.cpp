@@ -13,7 +13,7 @@ namespace {
 constexpr QRgb kPalette[kPaletteSize] = {
     0x333333, 0x1f77b4, 0xd62728, 0x2ca02c, 0xff7f0e, 0x9467bd, 0x8c564b, 0xe377c2, 0x17becf, 0xbcbd22,
     0xaec7e8, 0xff9896, 0x98df8a, 0xe7ba52, 0x000080, 0x800000, 0x008080, 0x808000, 0x4b0082, 0x7f7f7f};
-// One hue per recipe family (current, block1x128, block128x128, mxfp8, delayed in a
+// One hue per quantizer family (current, block1x128, block128x128, mxfp8, delayed in a
 // trace's order), chosen so that the dark and light shades of two families never meet
 // (with Tableau's order the orange, brown and red shades did): blue, orange, green,
 // purple, olive, then crimson, teal, magenta.

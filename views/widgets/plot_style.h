@@ -1,4 +1,4 @@
-// One look for every plot: fonts, colours per run and recipe, the step cursor line, mouse
+// One look for every plot: fonts, colours per run and quantizer, the step cursor line, mouse
 // zoom and pan, and a title. Views build their QCustomPlots through these helpers.
 #pragma once
 
@@ -15,7 +15,7 @@ namespace fp8scope::views {
 // first, for the baseline), repeating after that.
 constexpr int kPaletteSize = 20;
 QColor series_color(int index);
-// One colour per analysis recipe: a hue per family (current, delayed, block1x128, ...:
+// One colour per analysis quantizer: a hue per family (current, delayed, block1x128, ...:
 // the name up to its first '_' or ':'), shades of it for the family's variants.
 QVector<QColor> recipe_colors(const std::vector<std::string>& names);
 // Perceptual colour scales (lightness rises evenly, readable in grey): viridis for the

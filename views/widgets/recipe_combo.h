@@ -1,5 +1,5 @@
-// A combo box of the trace's analysis recipes (the error view's reference, the layers
-// table's what-if recipe). Refilled only when the list changes; a new list selects the
+// A combo box of the trace's analysis quantizer (the error view's reference, the layers
+// table's what-if quantizer). Refilled only when the list changes; a new list selects the
 // default, per-tensor current scaling.
 #pragma once
 
