@@ -1,4 +1,4 @@
-// Recipe names: the one spelling of each scaling recipe used by the CLI, JSON and HDF5.
+// Quantizer names: the one spelling of each quantizer used by the CLI, JSON and HDF5.
 // Options are written in a fixed order and only when they differ from the default, so
 // recipe_name(parse_recipe(n)) == n for every canonical name n. Parsing is strict and
 // every error names the part of the name that is wrong.
@@ -102,7 +102,7 @@ Recipe parse_current(std::string_view base, std::string_view rest) {
         r.pow2 = true;
         tail.remove_suffix(5);
     }
-    if (!parse_format(tail, r.format)) throw std::invalid_argument("unknown recipe " + quoted(base) + "; known: " + std::string(kKnownRecipes));
+    if (!parse_format(tail, r.format)) throw std::invalid_argument("unknown quantizer " + quoted(base) + "; known: " + std::string(kKnownRecipes));
     for (const Option& o : split_options(base, rest, {"eps"})) {
         float v = 0.0f;
         const auto [end, ec] = std::from_chars(o.value.data(), o.value.data() + o.value.size(), v);
@@ -117,7 +117,7 @@ Recipe parse_current(std::string_view base, std::string_view rest) {
 Recipe parse_delayed(std::string_view base, std::string_view rest) {
     DelayedScaling r;
     if (!parse_format(base.substr(std::string_view("delayed_").size()), r.format)) {
-        throw std::invalid_argument("unknown recipe " + quoted(base) + "; known: " + std::string(kKnownRecipes));
+        throw std::invalid_argument("unknown quantizer " + quoted(base) + "; known: " + std::string(kKnownRecipes));
     }
     for (const Option& o : split_options(base, rest, {"history", "algo", "margin"})) {
         if (o.key == "history") {
@@ -149,7 +149,7 @@ Recipe parse_block(std::string_view base, std::string_view rest) {
     const std::string_view kind = us == std::string_view::npos ? std::string_view{} : dims_and_kind.substr(us + 1);
     const std::size_t x = dims.find('x');
     if (us == std::string_view::npos || x == std::string_view::npos) {
-        fail(base, "blockwise recipes are written block<R>x<C>_fp32 or block<R>x<C>_pow2");
+        fail(base, "blockwise quantizers are written block<R>x<C>_fp32 or block<R>x<C>_pow2");
     }
     r.block_rows = block_dim(base, "block rows", dims.substr(0, x));
     r.block_cols = block_dim(base, "block cols", dims.substr(x + 1));
@@ -172,7 +172,7 @@ Recipe parse_mx(std::string_view base, std::string_view rest) {
     if (rule == "floor") r.rule = MXRule::Floor;
     else if (rule == "rceil") r.rule = MXRule::RCeil;
     else ok = false;
-    if (!ok) throw std::invalid_argument("unknown recipe " + quoted(base) + "; known: " + std::string(kKnownRecipes));
+    if (!ok) throw std::invalid_argument("unknown quantizer " + quoted(base) + "; known: " + std::string(kKnownRecipes));
     for (const Option& o : split_options(base, rest, {"block"})) {
         r.block = integer_in_range(base, o.key, o.value, 1, std::numeric_limits<int>::max(), "an integer >= 1");
     }
@@ -222,7 +222,7 @@ Format recipe_format(const Recipe& r) {
 }
 
 Recipe parse_recipe(std::string_view text) {
-    if (text.empty()) throw std::invalid_argument("empty recipe name; known: " + std::string(kKnownRecipes));
+    if (text.empty()) throw std::invalid_argument("empty quantizer name; known: " + std::string(kKnownRecipes));
     const std::size_t colon = text.find(':');
     const std::string_view base = text.substr(0, colon);
     const std::string_view rest = colon == std::string_view::npos ? std::string_view{} : text.substr(colon + 1);
@@ -231,7 +231,7 @@ Recipe parse_recipe(std::string_view text) {
     if (base.starts_with("delayed_")) return parse_delayed(base, rest);
     if (base.starts_with("mxfp8_")) return parse_mx(base, rest);
     if (base.starts_with("block")) return parse_block(base, rest);
-    throw std::invalid_argument("unknown recipe " + quoted(base) + "; known: " + std::string(kKnownRecipes));
+    throw std::invalid_argument("unknown quantizer " + quoted(base) + "; known: " + std::string(kKnownRecipes));
 }
 
 std::vector<Recipe> parse_recipe_list(std::string_view list) {
@@ -241,7 +241,7 @@ std::vector<Recipe> parse_recipe_list(std::string_view list) {
         std::string canonical = recipe_name(r);
         for (const auto& [name, first] : seen) {
             if (name != canonical) continue;
-            std::string msg = "duplicate recipe " + quoted(canonical) + " in list";
+            std::string msg = "duplicate quantizer " + quoted(canonical) + " in list";
             if (first != written) msg += " (" + quoted(first) + " and " + quoted(written) + ")";
             throw std::invalid_argument(msg);
         }
@@ -257,7 +257,7 @@ std::vector<Recipe> parse_recipe_list(std::string_view list) {
         items.push_back(trim(rest.substr(0, comma)));
         rest = more ? rest.substr(comma + 1) : std::string_view{};
         if (items.back().empty()) {
-            throw std::invalid_argument("recipe list " + quoted(list) + ": item " + std::to_string(items.size()) +
+            throw std::invalid_argument("quantizer list " + quoted(list) + ": item " + std::to_string(items.size()) +
                                         " is empty");
         }
     }

@@ -1,6 +1,7 @@
-// Scaling recipes: how a float32 tensor gets its scales before the FP8 cast.
-// Each recipe is a value type holding its parameters; `recipe_name` gives the one name
-// used everywhere (CLI, JSON, HDF5) and `parse_recipe` reads it back.
+// Quantizers: how one float32 tensor gets its scales before the FP8 cast (a training
+// recipe, training_recipe.h, gives one per GEMM operand). Each is a value type holding its
+// parameters; `recipe_name` gives the one name used everywhere (CLI, JSON, HDF5) and
+// `parse_recipe` reads it back.
 //
 // Name grammar:  BASE[:key=value]...   e.g.  current_e4m3_pow2,
 //   block1x128_fp32, mxfp8_e5m2_rceil, delayed_e4m3:history=16:algo=most_recent:margin=1

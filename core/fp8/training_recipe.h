@@ -4,7 +4,7 @@
 //   fprop  Y  = X W^T   X (N,K) rowwise,    W (M,K) rowwise
 //   dgrad  dX = dY W    dY (N,M) rowwise,   W columnwise (as W^T, (K,M))
 //   wgrad  dW = dY^T X  dY columnwise (dY^T, (M,N)), X columnwise (X^T, (K,N))
-// A recipe gives one scaling recipe per operand kind; delayed scaling keeps one amax
+// A recipe gives one quantizer (fp8/recipe.h) per operand kind; delayed scaling keeps one amax
 // history per layer and operand kind, shared by both orientations.
 #pragma once
 

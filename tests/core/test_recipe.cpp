@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fp8/recipe.h"
+#include "fp8/training_recipe.h"
 
 using namespace fp8scope;
 
@@ -167,10 +168,10 @@ TEST(Recipe, UnknownRecipeListsKnownNames) {
                             "mxfp8_e4m3_round", "mxfp8_e3m4_floor", "Current_e4m3", "all"}) {
         SCOPED_TRACE(bad);
         const std::string base = std::string(bad);
-        expect_error(parse_error(bad), {"unknown recipe '" + base + "'", "known:", "current_e4m3",
+        expect_error(parse_error(bad), {"unknown quantizer '" + base + "'", "known:", "current_e4m3",
                                         "delayed_e4m3", "block<R>x<C>_fp32", "mxfp8_e5m2_rceil"});
     }
-    expect_error(parse_error(""), {"empty recipe name"});
+    expect_error(parse_error(""), {"empty quantizer name"});
 }
 
 TEST(Recipe, DelayedErrorsNameTheBadPart) {
@@ -253,16 +254,35 @@ TEST(RecipeList, EmptyItemsAreErrors) {
 }
 
 TEST(RecipeList, DuplicatesAreErrors) {
-    expect_error(list_error("current_e4m3,block1x128_fp32,current_e4m3"), {"duplicate recipe 'current_e4m3'"});
+    expect_error(list_error("current_e4m3,block1x128_fp32,current_e4m3"), {"duplicate quantizer 'current_e4m3'"});
     // Same recipe spelled two ways is still a duplicate.
     expect_error(list_error("delayed_e4m3,delayed_e4m3:history=1024"),
-                 {"duplicate recipe 'delayed_e4m3'", "'delayed_e4m3:history=1024'"});
-    expect_error(list_error("all,mxfp8_e4m3_rceil"), {"duplicate recipe 'mxfp8_e4m3_rceil'", "'all'"});
-    expect_error(list_error("all,all"), {"duplicate recipe 'current_e4m3'"});
+                 {"duplicate quantizer 'delayed_e4m3'", "'delayed_e4m3:history=1024'"});
+    expect_error(list_error("all,mxfp8_e4m3_rceil"), {"duplicate quantizer 'mxfp8_e4m3_rceil'", "'all'"});
+    expect_error(list_error("all,all"), {"duplicate quantizer 'current_e4m3'"});
     // Different options are different recipes.
     EXPECT_EQ(parse_recipe_list("delayed_e4m3,delayed_e4m3:margin=1").size(), 2u);
 }
 
 TEST(RecipeList, BadNameInListIsReported) {
-    expect_error(list_error("current_e4m3, nope"), {"unknown recipe 'nope'"});
+    expect_error(list_error("current_e4m3, nope"), {"unknown quantizer 'nope'"});
 }
+
+namespace fp8scope {
+namespace {
+
+// The baseline's role: a recipe quantizes nothing when none of its operands has a
+// quantizer. Of the named recipes only baseline; an unknown name is not taken for one.
+TEST(TrainingRecipe, OnlyTheUnquantizedRecipeQuantizesNothing) {
+    for (const std::string& name : training_recipe_names()) {
+        const TrainingRecipe r = training_recipe(name);
+        EXPECT_EQ(quantizes_nothing(name), !r.x && !r.w && !r.dy) << name;
+    }
+    EXPECT_TRUE(quantizes_nothing("baseline"));
+    EXPECT_FALSE(quantizes_nothing("delayed"));
+    EXPECT_FALSE(quantizes_nothing("fp32_reference"));
+    EXPECT_FALSE(quantizes_nothing(""));
+}
+
+}  // namespace
+}  // namespace fp8scope
