@@ -20,6 +20,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::uint32_t kMaxFrame = 64u << 20;  // far above any blob or record
 constexpr const char* kHello = "fp8scope-rendezvous 1";
+// A joining rank sends its hello as soon as it connects: a connection silent for longer is
+// not a rank. At most kMaxJoining wait for their hello at once (within the open files
+// check_world_fits keeps spare), the longest waiting closed first.
+constexpr auto kHelloWait = std::chrono::seconds(3);
+constexpr std::size_t kMaxHello = 256;
+constexpr std::size_t kMaxJoining = 32;
 
 std::string sys_error(const std::string& what) { return what + ": " + std::strerror(errno); }
 
@@ -221,6 +227,93 @@ int check_hello(const std::string& h, int world_size, const std::vector<Fd>& pee
     return error.empty() ? rank : -1;
 }
 
+// A connection that has not yet sent its whole hello.
+struct Joining {
+    Fd fd;
+    std::string hello;  // the frame so far, its length first
+    Clock::time_point deadline;
+};
+
+// Reads what a joining connection has sent, never past its hello; true once it is done:
+// a whole hello frame (then j.hello holds it), or a connection to drop (closed, an error,
+// a frame longer than any hello: j.hello is then empty).
+bool read_hello(Joining& j) {
+    std::size_t want = 4 - std::min<std::size_t>(j.hello.size(), 4);
+    if (j.hello.size() >= 4) {
+        const auto* len = reinterpret_cast<const unsigned char*>(j.hello.data());
+        const std::uint32_t n = len[0] | (len[1] << 8) | (len[2] << 16) | (std::uint32_t(len[3]) << 24);
+        if (n > kMaxHello) return j.hello.clear(), true;
+        want = 4 + n - j.hello.size();
+        if (want == 0) return true;
+    }
+    char buf[kMaxHello + 4];
+    const ssize_t k = ::recv(j.fd.get(), buf, want, MSG_DONTWAIT);
+    if (k < 0 && (errno == EAGAIN || errno == EINTR)) return false;
+    if (k <= 0) return j.hello.clear(), true;
+    j.hello.append(buf, std::size_t(k));
+    return std::size_t(k) == want && read_hello(j);
+}
+
+// Answers a whole hello; 1 when it joined a rank.
+int answer_hello(Joining& j, int world_size, std::vector<Fd>& peers) {
+    std::string error;
+    const int r = check_hello(j.hello.substr(4), world_size, peers, error);
+    try {
+        if (r < 0) {
+            send_frame(j.fd.get(), "error: " + error, j.deadline, "a joining process");
+            return 0;
+        }
+        send_frame(j.fd.get(), "ok", j.deadline, rank_name(r));
+    } catch (const RendezvousError&) {
+        return 0;  // gone before its answer: it did not join
+    }
+    peers[r] = std::move(j.fd);
+    return 1;
+}
+
+// Rank 0 takes every other rank's hello until all have joined or the deadline passes.
+void join_all(const LaunchEnv& env, const Fd& listener, Clock::time_point deadline, std::chrono::milliseconds timeout,
+              const std::string& where, std::vector<Fd>& peers) {
+    // Hellos are read side by side, each with its own short deadline: a connection that
+    // sends nothing or half a hello (a port scan, a stuck process) is closed after
+    // kHelloWait and holds up no rank, however many there are.
+    std::vector<Joining> joining;
+    int joined = 1;
+    while (joined < env.world_size) {
+        const auto now = Clock::now();
+        if (now >= deadline) {
+            std::vector<int> missing;
+            for (int r = 1; r < env.world_size; ++r)
+                if (!peers[r]) missing.push_back(r);
+            throw RendezvousError("rendezvous on " + where + ": rank(s) " + rank_list(missing) + " of " +
+                                  std::to_string(env.world_size) + " did not join within " +
+                                  std::to_string(timeout.count()) + " ms");
+        }
+        std::erase_if(joining, [&](const Joining& j) { return j.deadline <= now; });
+        std::vector<pollfd> fds{{listener.get(), POLLIN, 0}};
+        auto wake = deadline;
+        for (const Joining& j : joining) {
+            fds.push_back({j.fd.get(), POLLIN, 0});
+            wake = std::min(wake, j.deadline);
+        }
+        if (::poll(fds.data(), fds.size(), ms_left(wake)) < 0 && errno != EINTR)
+            throw RendezvousError(sys_error("poll"));
+        for (std::size_t i = 1; i < fds.size(); ++i) {
+            if (!fds[i].revents) continue;
+            Joining& j = joining[i - 1];
+            if (!read_hello(j)) continue;
+            if (j.hello.size() >= 4) joined += answer_hello(j, env.world_size, peers);
+            j.deadline = now;  // answered or refused: done with it
+        }
+        for (Fd fd; (fd = Fd(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK)));) {
+            if (joining.size() >= kMaxJoining) joining.erase(joining.begin());  // the longest silent goes
+            const int one = 1;
+            ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            joining.push_back({std::move(fd), {}, std::min(deadline, Clock::now() + kHelloWait)});
+        }
+    }
+}
+
 }  // namespace
 
 int free_loopback_port() {
@@ -258,35 +351,7 @@ Rendezvous::Rendezvous(const LaunchEnv& env, std::chrono::milliseconds timeout) 
     check_world_fits(env.world_size);
     Fd listener = listen_for(env, where);
     peers_.resize(static_cast<std::size_t>(env.world_size));
-    int joined = 1;
-    while (joined < env.world_size) {
-        if (!wait_for(listener.get(), POLLIN, deadline)) {
-            std::vector<int> missing;
-            for (int r = 1; r < env.world_size; ++r)
-                if (!peers_[r]) missing.push_back(r);
-            throw RendezvousError("rendezvous on " + where + ": rank(s) " + rank_list(missing) + " of " +
-                                  std::to_string(env.world_size) + " did not join within " +
-                                  std::to_string(timeout.count()) + " ms");
-        }
-        Fd fd(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-        if (!fd) continue;
-        const int one = 1;
-        ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        std::string error;
-        int r = -1;
-        try {
-            r = check_hello(recv_frame(fd.get(), deadline, "a joining process"), env.world_size, peers_, error);
-        } catch (const RendezvousError&) {
-            continue;  // a stray connection (a port scan, a process that died): not a rank
-        }
-        if (r < 0) {
-            send_frame(fd.get(), "error: " + error, deadline, "a joining process");
-            continue;
-        }
-        send_frame(fd.get(), "ok", deadline, rank_name(r));
-        peers_[r] = std::move(fd);
-        ++joined;
-    }
+    join_all(env_, listener, deadline, timeout_, where, peers_);
 }
 
 bool Rendezvous::exclude(const std::vector<int>& ranks) {

@@ -9,7 +9,8 @@
 // Wire: frames of a 4-byte little-endian length and that many bytes. A joining rank
 // sends "fp8scope-rendezvous 1 WORLD RANK", exactly (any other bytes are not a hello);
 // rank 0 answers "ok" or "error: why" (not a hello, a rank outside the world, a rank that
-// already joined, a different world size). A world past
+// already joined, a different world size). Rank 0 reads hellos side by side: a
+// connection without a whole hello within a few seconds is closed. A world past
 // kMaxWorldSize, or one rank 0's open-file limit cannot hold a connection each of, fails
 // before rank 0 listens.
 #pragma once

@@ -298,34 +298,37 @@ TEST(Rendezvous, ADifferentWorldSizeIsRefused) {
     EXPECT_EQ(exit_status(right), 0);
 }
 
-// A connection to rank 0 on the loopback that sends `hello` as a frame and returns rank
-// 0's answer.
-std::string answer_to(const std::string& hello, int port) {
-    for (int attempt = 0; attempt < 100; ++attempt) {
+// A loopback connection to rank 0 (retrying until it listens); -1 when none came up.
+int connect_to(int port) {
+    for (int attempt = 0; attempt < 200; ++attempt) {
         const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
         sockaddr_in a{};
         a.sin_family = AF_INET;
         a.sin_port = htons(std::uint16_t(port));
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {  // rank 0 not up yet
-            ::close(fd);
-            std::this_thread::sleep_for(20ms);
-            continue;
-        }
-        std::string frame(4, '\0');
-        for (int i = 0; i < 4; ++i) frame[std::size_t(i)] = char((hello.size() >> (8 * i)) & 0xFF);
-        frame += hello;
-        if (::send(fd, frame.data(), frame.size(), 0) != ssize_t(frame.size())) break;
-        unsigned char len[4];
-        std::string answer;
-        if (::recv(fd, len, 4, MSG_WAITALL) == 4) {
-            answer.resize(len[0] | (len[1] << 8));
-            if (::recv(fd, answer.data(), answer.size(), MSG_WAITALL) != ssize_t(answer.size())) answer.clear();
-        }
+        if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
         ::close(fd);
-        return answer;
+        std::this_thread::sleep_for(20ms);
     }
-    return "(no connection)";
+    return -1;
+}
+
+// A connection to rank 0 on the loopback that sends `hello` as a frame and returns rank
+// 0's answer.
+std::string answer_to(const std::string& hello, int port) {
+    const int fd = connect_to(port);
+    if (fd < 0) return "(no connection)";
+    std::string frame(4, '\0');
+    for (int i = 0; i < 4; ++i) frame[std::size_t(i)] = char((hello.size() >> (8 * i)) & 0xFF);
+    frame += hello;
+    std::string answer;
+    unsigned char len[4];
+    if (::send(fd, frame.data(), frame.size(), 0) == ssize_t(frame.size()) && ::recv(fd, len, 4, MSG_WAITALL) == 4) {
+        answer.resize(len[0] | (len[1] << 8));
+        if (::recv(fd, answer.data(), answer.size(), MSG_WAITALL) != ssize_t(answer.size())) answer.clear();
+    }
+    ::close(fd);
+    return answer;
 }
 
 TEST(Rendezvous, OnlyTheExactHelloJoins) {
@@ -341,6 +344,45 @@ TEST(Rendezvous, OnlyTheExactHelloJoins) {
         return 10;
     });
     Rendezvous rv(rank_env(0, 2, port), 5s);
+    EXPECT_EQ(exit_status(child), 10);
+}
+
+TEST(Rendezvous, SilentAndHalfHellosHoldUpNoRank) {
+    const int port = free_loopback_port();
+    const pid_t child = spawn([&] {
+        // Before the real rank: 200 connections that say nothing and one that sends half
+        // a hello; each used to hold rank 0 for the whole rendezvous timeout.
+        std::vector<int> idle;
+        for (int i = 0; i < 200; ++i) idle.push_back(connect_to(port));
+        const int half = connect_to(port);
+        const std::string part = std::string("\x20\0\0\0", 4) + "fp8scope-rendez";
+        if (half < 0 || ::send(half, part.data(), part.size(), 0) != ssize_t(part.size())) return 11;
+        Rendezvous rv(rank_env(1, 2, port), 30s);
+        rv.barrier();
+        // Rank 0 closes the half hello within a few seconds: its read ends.
+        char byte = 0;
+        return ::recv(half, &byte, 1, 0) == 0 ? 10 : 12;
+    });
+    const auto start = std::chrono::steady_clock::now();
+    Rendezvous rv(rank_env(0, 2, port), 30s);
+    const auto took = std::chrono::steady_clock::now() - start;
+    rv.barrier();
+    EXPECT_LT(took, 5s) << "the job forms well within the 30 s rendezvous timeout";
+    EXPECT_EQ(exit_status(child), 10);
+}
+
+TEST(Rendezvous, AConnectionWithoutAHelloIsClosedWithinSeconds) {
+    const int port = free_loopback_port();
+    const pid_t child = spawn([&] {
+        const int quiet = connect_to(port);
+        const auto start = std::chrono::steady_clock::now();
+        char byte = 0;
+        if (::recv(quiet, &byte, 1, 0) != 0) return 11;  // rank 0 closes it, the job still forming
+        if (std::chrono::steady_clock::now() - start > 10s) return 12;
+        Rendezvous rv(rank_env(1, 2, port), 30s);
+        return 10;
+    });
+    Rendezvous rv(rank_env(0, 2, port), 30s);
     EXPECT_EQ(exit_status(child), 10);
 }
 
