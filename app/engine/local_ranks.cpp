@@ -12,6 +12,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "comm/job_secret.h"
 #include "comm/rendezvous.h"
 
 extern char** environ;
@@ -46,6 +47,8 @@ const std::vector<std::string>& command_line() { return g_command_line; }
 LocalRanks::LocalRanks(int nproc) {
     if (!std::getenv("MASTER_ADDR")) set("MASTER_ADDR", "127.0.0.1");
     if (!std::getenv("MASTER_PORT")) set("MASTER_PORT", std::to_string(free_loopback_port()));
+    // Only the processes started here hold the secret: nothing else on the machine joins.
+    if (!std::getenv(kJobSecretVar)) set(kJobSecretVar, to_hex(random_bytes(32)));
     set("WORLD_SIZE", std::to_string(nproc));
     set("LOCAL_WORLD_SIZE", std::to_string(nproc));
     std::vector<std::string> args = child_arguments();

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "comm/job_secret.h"
+
 namespace fp8scope {
 namespace {
 
@@ -63,6 +65,13 @@ LaunchEnv launch_env_from(const Getenv& getenv) {
         e.master_addr = addr;
     }
     e.master_port = int_var(getenv, "MASTER_PORT", e.master_port, 1, 65535);
+    if (const char* secret = getenv(kJobSecretVar)) e.job_secret = parse_job_secret(secret);
+    else if (e.distributed())
+        throw std::invalid_argument(std::string(kJobSecretVar) + " is not set: every rank of a job of " +
+                                    std::to_string(e.world_size) +
+                                    " needs the job's secret, the same at least 32 hex digits on every rank (e.g. "
+                                    "export " + kJobSecretVar + "=$(openssl rand -hex 16) before torchrun, srun or "
+                                    "mpirun -x " + kJobSecretVar + "); --nproc-per-node sets one itself");
     return e;
 }
 

@@ -4,6 +4,8 @@
 // _LOCAL_SIZE) and PMI launchers such as MPICH's and Slurm's (PMI_RANK, PMI_SIZE). Without
 // any of them the process is a job of one. MPI launchers do not name a rendezvous address:
 // MASTER_ADDR and MASTER_PORT then default to this host and 29500, right for one machine.
+// Every rank of a job of more than one needs the job's secret, FP8SCOPE_JOB_SECRET (hex,
+// at least 128 bits, the same on every rank): only processes that hold it join.
 #pragma once
 
 #include <functional>
@@ -22,6 +24,7 @@ struct LaunchEnv {
     std::string master_addr = "127.0.0.1";     // rank 0's rendezvous address
     int master_port = 29500;
     std::string launcher = "none";  // "torchrun", "Open MPI", "PMI", "none"
+    std::string job_secret;         // FP8SCOPE_JOB_SECRET's bytes (comm/job_secret.h)
 
     bool distributed() const { return world_size > 1; }
     std::string describe() const;  // "rank 3 of 8 (local 3 of 4), rendezvous 10.0.0.1:29500, torchrun"
@@ -29,7 +32,8 @@ struct LaunchEnv {
 
 // From `getenv` (returns null for an unset variable). Throws std::invalid_argument naming
 // the variable and its value: not a number, a rank outside the world, a world size past
-// kMaxWorldSize, a port outside 1..65535, a world size given without a rank.
+// kMaxWorldSize, a port outside 1..65535, a world size given without a rank, a job of
+// more than one rank without FP8SCOPE_JOB_SECRET or with one of fewer than 128 bits.
 LaunchEnv launch_env_from(const std::function<const char*(const char*)>& getenv);
 LaunchEnv launch_env();  // from this process's environment
 

@@ -14,12 +14,14 @@
 #include <cstring>
 #include <thread>
 
+#include "comm/job_secret.h"
+
 namespace fp8scope {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr std::uint32_t kMaxFrame = 64u << 20;  // far above any blob or record
-constexpr const char* kHello = "fp8scope-rendezvous 1";
+constexpr const char* kHello = "fp8scope-rendezvous 2";
 // A joining rank sends its hello as soon as it connects: a connection silent for longer is
 // not a rank. At most kMaxJoining wait for their hello at once (within the open files
 // check_world_fits keeps spare), the longest waiting closed first.
@@ -46,19 +48,23 @@ bool wait_for(int fd, short events, Clock::time_point deadline) {
 }
 
 // `who` names the other end in messages ("rank 3", "rank 0 at host:port").
+void send_all(int fd, std::string_view wire, Clock::time_point deadline, const std::string& who) {
+    std::size_t sent = 0;
+    while (sent < wire.size()) {
+        if (!wait_for(fd, POLLOUT, deadline)) throw RendezvousError("timed out sending to " + who);
+        const ssize_t k = ::send(fd, wire.data() + sent, wire.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (k < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+        if (k < 0) throw RendezvousError(sys_error("lost the connection to " + who));
+        sent += static_cast<std::size_t>(k);
+    }
+}
+
 void send_frame(int fd, std::string_view data, Clock::time_point deadline, const std::string& who) {
     std::string frame(4, '\0');
     const auto n = static_cast<std::uint32_t>(data.size());
     for (int i = 0; i < 4; ++i) frame[i] = static_cast<char>((n >> (8 * i)) & 0xFF);
     frame.append(data);
-    std::size_t sent = 0;
-    while (sent < frame.size()) {
-        if (!wait_for(fd, POLLOUT, deadline)) throw RendezvousError("timed out sending to " + who);
-        const ssize_t k = ::send(fd, frame.data() + sent, frame.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (k < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-        if (k < 0) throw RendezvousError(sys_error("lost the connection to " + who));
-        sent += static_cast<std::size_t>(k);
-    }
+    send_all(fd, frame, deadline, who);
 }
 
 void recv_exact(int fd, char* out, std::size_t n, Clock::time_point deadline, const std::string& who) {
@@ -74,17 +80,50 @@ void recv_exact(int fd, char* out, std::size_t n, Clock::time_point deadline, co
     }
 }
 
-std::string recv_frame(int fd, Clock::time_point deadline, const std::string& who) {
+std::uint32_t frame_length(int fd, Clock::time_point deadline, const std::string& who) {
     unsigned char len[4];
     recv_exact(fd, reinterpret_cast<char*>(len), 4, deadline, who);
     const std::uint32_t n = len[0] | (len[1] << 8) | (len[2] << 16) | (std::uint32_t(len[3]) << 24);
     if (n > kMaxFrame) throw RendezvousError(who + " sent a frame of " + std::to_string(n) + " bytes (not a rendezvous peer?)");
-    std::string data(n, '\0');
-    recv_exact(fd, data.data(), n, deadline, who);
+    return n;
+}
+
+std::string recv_frame(int fd, Clock::time_point deadline, const std::string& who) {
+    std::string data(frame_length(fd, deadline, who), '\0');
+    recv_exact(fd, data.data(), data.size(), deadline, who);
     return data;
 }
 
+// Frames after the hello: the MAC of direction, sequence number, length and bytes (the
+// frame's first kFrameMacPrefix bytes are room for the first two) follows the bytes.
+constexpr std::size_t kLenAt = kFrameMacPrefix, kDataAt = kLenAt + 4;
+
+void send_frame(RendezvousLink& link, char direction, std::string_view data, Clock::time_point deadline,
+                const std::string& who) {
+    std::string frame(kDataAt, '\0');
+    const auto n = static_cast<std::uint32_t>(data.size());
+    for (int i = 0; i < 4; ++i) frame[kLenAt + i] = static_cast<char>((n >> (8 * i)) & 0xFF);
+    frame.append(data);
+    frame += frame_mac(link.key, direction, link.sent++, frame);
+    send_all(link.fd.get(), std::string_view(frame).substr(kLenAt), deadline, who);
+}
+
+std::string recv_frame(RendezvousLink& link, char direction, Clock::time_point deadline, const std::string& who) {
+    const std::uint32_t n = frame_length(link.fd.get(), deadline, who);
+    std::string frame(kDataAt + n, '\0');
+    for (int i = 0; i < 4; ++i) frame[kLenAt + i] = static_cast<char>((n >> (8 * i)) & 0xFF);
+    char mac[kMacBytes];
+    recv_exact(link.fd.get(), frame.data() + kDataAt, n, deadline, who);
+    recv_exact(link.fd.get(), mac, kMacBytes, deadline, who);
+    if (!same_mac(frame_mac(link.key, direction, link.received++, frame), {mac, kMacBytes}))
+        throw RendezvousError("a frame from " + who + " failed its authentication (not sent by " + who +
+                              " of this job: forged, replayed or corrupted on the way)");
+    return frame.substr(kDataAt);
+}
+
 std::string rank_name(int r) { return "rank " + std::to_string(r); }
+
+constexpr char kDown = 'd', kUp = 'u';  // frames from rank 0, frames to it
 
 }  // namespace
 
@@ -204,10 +243,17 @@ std::string hello(const LaunchEnv& env) { return hello_text(env.world_size, env.
 
 // The joining rank's number, or an error to send back. The hello must be exactly what
 // hello() writes: no sign, leading zero, other spacing or trailing byte.
-int check_hello(const std::string& h, int world_size, const std::vector<Fd>& peers, std::string& error) {
+// After the place, the rank's nonce and proof in lowercase hex; `key` gets its link's key.
+int check_hello(const std::string& hello, int world_size, const std::vector<RendezvousLink>& peers,
+                const std::string& secret, const std::string& nonce0, std::string& key, std::string& error) {
+    constexpr std::size_t kTail = 2 * (kNonceBytes + kMacBytes) + 2;
+    const std::string h = hello.substr(0, hello.size() - std::min(kTail, hello.size()));
+    const std::string tail = hello.substr(h.size());
+    const std::string nonce = from_hex(tail.substr(1, 2 * kNonceBytes)), proof = from_hex(tail.substr(2 + 2 * kNonceBytes));
     const std::string words = std::string(kHello) + " ";
     int world = 0, rank = -1;
-    bool ok = h.compare(0, words.size(), words) == 0;
+    bool ok = tail.size() == kTail && nonce.size() == kNonceBytes && proof.size() == kMacBytes &&
+              tail == " " + to_hex(nonce) + " " + to_hex(proof) && h.compare(0, words.size(), words) == 0;
     if (ok) {
         const char* end = h.data() + h.size();
         const auto [w, we] = std::from_chars(h.data() + words.size(), end, world);
@@ -218,13 +264,18 @@ int check_hello(const std::string& h, int world_size, const std::vector<Fd>& pee
         error = "not an fp8scope rendezvous hello";
         return -1;
     }
-    if (world != world_size)
+    if (!same_mac(proof, hello_proof(secret, true, nonce0, nonce, world, rank)))
+        error = "the hello does not prove the job's secret (set " + std::string(kJobSecretVar) +
+                " to rank 0's on every rank)";
+    else if (world != world_size)
         error = "world size " + std::to_string(world) + " differs from rank 0's " + std::to_string(world_size);
     else if (rank < 1 || rank >= world_size)
         error = "rank " + std::to_string(rank) + " is outside 1.." + std::to_string(world_size - 1);
-    else if (peers[rank])
+    else if (peers[rank].fd)
         error = "rank " + std::to_string(rank) + " joined twice (two processes with the same RANK?)";
-    return error.empty() ? rank : -1;
+    if (!error.empty()) return -1;
+    key = link_key(secret, nonce0, nonce, world, rank);
+    return rank;
 }
 
 // A connection that has not yet sent its whole hello.
@@ -232,6 +283,7 @@ struct Joining {
     Fd fd;
     std::string hello;  // the frame so far, its length first
     Clock::time_point deadline;
+    std::string nonce;  // sent with the greeting
 };
 
 // Reads what a joining connection has sent, never past its hello; true once it is done:
@@ -255,25 +307,27 @@ bool read_hello(Joining& j) {
 }
 
 // Answers a whole hello; 1 when it joined a rank.
-int answer_hello(Joining& j, int world_size, std::vector<Fd>& peers) {
-    std::string error;
-    const int r = check_hello(j.hello.substr(4), world_size, peers, error);
+int answer_hello(Joining& j, int world_size, const std::string& secret, std::vector<RendezvousLink>& peers) {
+    std::string error, key;
+    const int r = check_hello(j.hello.substr(4), world_size, peers, secret, j.nonce, key, error);
     try {
         if (r < 0) {
             send_frame(j.fd.get(), "error: " + error, j.deadline, "a joining process");
             return 0;
         }
-        send_frame(j.fd.get(), "ok", j.deadline, rank_name(r));
+        const std::string nonce = from_hex(j.hello.substr(j.hello.size() - 2 * (kNonceBytes + kMacBytes) - 1, 2 * kNonceBytes));
+        send_frame(j.fd.get(), "ok " + to_hex(hello_proof(secret, false, j.nonce, nonce, world_size, r)), j.deadline,
+                   rank_name(r));
     } catch (const RendezvousError&) {
         return 0;  // gone before its answer: it did not join
     }
-    peers[r] = std::move(j.fd);
+    peers[r] = {std::move(j.fd), std::move(key)};
     return 1;
 }
 
 // Rank 0 takes every other rank's hello until all have joined or the deadline passes.
 void join_all(const LaunchEnv& env, const Fd& listener, Clock::time_point deadline, std::chrono::milliseconds timeout,
-              const std::string& where, std::vector<Fd>& peers) {
+              const std::string& where, std::vector<RendezvousLink>& peers) {
     // Hellos are read side by side, each with its own short deadline: a connection that
     // sends nothing or half a hello (a port scan, a stuck process) is closed after
     // kHelloWait and holds up no rank, however many there are.
@@ -284,7 +338,7 @@ void join_all(const LaunchEnv& env, const Fd& listener, Clock::time_point deadli
         if (now >= deadline) {
             std::vector<int> missing;
             for (int r = 1; r < env.world_size; ++r)
-                if (!peers[r]) missing.push_back(r);
+                if (!peers[r].fd) missing.push_back(r);
             throw RendezvousError("rendezvous on " + where + ": rank(s) " + rank_list(missing) + " of " +
                                   std::to_string(env.world_size) + " did not join within " +
                                   std::to_string(timeout.count()) + " ms");
@@ -302,14 +356,20 @@ void join_all(const LaunchEnv& env, const Fd& listener, Clock::time_point deadli
             if (!fds[i].revents) continue;
             Joining& j = joining[i - 1];
             if (!read_hello(j)) continue;
-            if (j.hello.size() >= 4) joined += answer_hello(j, env.world_size, peers);
+            if (j.hello.size() >= 4) joined += answer_hello(j, env.world_size, env.job_secret, peers);
             j.deadline = now;  // answered or refused: done with it
         }
         for (Fd fd; (fd = Fd(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK)));) {
             if (joining.size() >= kMaxJoining) joining.erase(joining.begin());  // the longest silent goes
             const int one = 1;
             ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            joining.push_back({std::move(fd), {}, std::min(deadline, Clock::now() + kHelloWait)});
+            Joining j{std::move(fd), {}, std::min(deadline, Clock::now() + kHelloWait), random_bytes(kNonceBytes)};
+            try {
+                send_frame(j.fd.get(), std::string(kHello) + " " + to_hex(j.nonce), j.deadline, "a joining process");
+            } catch (const RendezvousError&) {
+                continue;  // gone already
+            }
+            joining.push_back(std::move(j));
         }
     }
 }
@@ -331,6 +391,9 @@ int free_loopback_port() {
 
 Rendezvous::Rendezvous(const LaunchEnv& env, std::chrono::milliseconds timeout) : env_(env), timeout_(timeout) {
     if (!env.distributed()) return;
+    if (env.job_secret.size() < 16)
+        throw RendezvousError("a job of " + std::to_string(env.world_size) + " ranks needs the job's secret: set " +
+                              kJobSecretVar + " (at least 32 hex digits, the same on every rank)");
     const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
     const auto deadline = Clock::now() + timeout;
     if (env.rank != 0) {
@@ -342,10 +405,23 @@ Rendezvous::Rendezvous(const LaunchEnv& env, std::chrono::milliseconds timeout) 
                                       " within " + std::to_string(timeout.count()) + " ms (is rank 0 running?)");
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
-        send_frame(fd.get(), hello(env), deadline, rank0);
+        const std::string greeting = recv_frame(fd.get(), deadline, rank0);
+        const std::string nonce0 = from_hex(greeting.substr(std::min(greeting.size(), std::strlen(kHello) + 1)));
+        if (greeting.rfind(std::string(kHello) + " ", 0) != 0 || nonce0.size() != kNonceBytes)
+            throw RendezvousError(rank0 + " did not greet as an fp8scope rendezvous (another program, or another "
+                                  "version of fp8scope, on MASTER_PORT?)");
+        const std::string nonce = random_bytes(kNonceBytes);
+        send_frame(fd.get(),
+                   hello(env) + " " + to_hex(nonce) + " " +
+                       to_hex(hello_proof(env.job_secret, true, nonce0, nonce, env.world_size, env.rank)),
+                   deadline, rank0);
         const std::string answer = recv_frame(fd.get(), deadline, rank0);
-        if (answer != "ok") throw RendezvousError("rank 0 at " + where + " refused rank " + std::to_string(env.rank) + ": " + answer);
-        peers_.push_back(std::move(fd));
+        if (answer.rfind("error: ", 0) == 0)
+            throw RendezvousError("rank 0 at " + where + " refused rank " + std::to_string(env.rank) + ": " + answer);
+        if (answer != "ok " + to_hex(hello_proof(env.job_secret, false, nonce0, nonce, env.world_size, env.rank)))
+            throw RendezvousError(rank0 + " does not prove the job's secret (set " + std::string(kJobSecretVar) +
+                                  " to rank 0's on every rank)");
+        peers_.push_back({std::move(fd), link_key(env.job_secret, nonce0, nonce, env.world_size, env.rank)});
         return;
     }
     check_world_fits(env.world_size);
@@ -368,7 +444,7 @@ bool Rendezvous::exclude(const std::vector<int>& ranks) {
     int mine = 0;
     for (int r = 0; r < env_.rank; ++r) mine += !dropped(r);
     if (env_.rank == 0) {
-        std::vector<Fd> kept;
+        std::vector<RendezvousLink> kept;
         for (int r = 0; r < env_.world_size; ++r)
             if (!dropped(r)) kept.push_back(std::move(peers_[std::size_t(r)]));
         peers_ = std::move(kept);
@@ -381,8 +457,8 @@ bool Rendezvous::exclude(const std::vector<int>& ranks) {
 std::string Rendezvous::broadcast(std::string_view blob) {
     if (!env_.distributed()) return std::string(blob);
     const auto deadline = Clock::now() + timeout_;
-    if (env_.rank != 0) return recv_frame(peers_[0].get(), deadline, "rank 0");
-    for (int r = 1; r < env_.world_size; ++r) send_frame(peers_[r].get(), blob, deadline, rank_name(r));
+    if (env_.rank != 0) return recv_frame(peers_[0], kDown, deadline, "rank 0");
+    for (int r = 1; r < env_.world_size; ++r) send_frame(peers_[r], kDown, blob, deadline, rank_name(r));
     return std::string(blob);
 }
 
@@ -391,14 +467,14 @@ std::vector<std::string> Rendezvous::all_gather(std::string_view mine) {
     const auto deadline = Clock::now() + timeout_;
     std::vector<std::string> all(static_cast<std::size_t>(env_.world_size));
     if (env_.rank != 0) {
-        send_frame(peers_[0].get(), mine, deadline, "rank 0");
-        for (auto& s : all) s = recv_frame(peers_[0].get(), deadline, "rank 0");
+        send_frame(peers_[0], kUp, mine, deadline, "rank 0");
+        for (auto& s : all) s = recv_frame(peers_[0], kDown, deadline, "rank 0");
         return all;
     }
     all[0] = std::string(mine);
-    for (int r = 1; r < env_.world_size; ++r) all[r] = recv_frame(peers_[r].get(), deadline, rank_name(r));
+    for (int r = 1; r < env_.world_size; ++r) all[r] = recv_frame(peers_[r], kUp, deadline, rank_name(r));
     for (int r = 1; r < env_.world_size; ++r)
-        for (const auto& s : all) send_frame(peers_[r].get(), s, deadline, rank_name(r));
+        for (const auto& s : all) send_frame(peers_[r], kDown, s, deadline, rank_name(r));
     return all;
 }
 

@@ -6,16 +6,22 @@
 // wait is bounded: a rank that never joins, dies or hangs ends the wait with an error
 // that names it, on every rank that waited for it.
 //
-// Wire: frames of a 4-byte little-endian length and that many bytes. A joining rank
-// sends "fp8scope-rendezvous 1 WORLD RANK", exactly (any other bytes are not a hello);
-// rank 0 answers "ok" or "error: why" (not a hello, a rank outside the world, a rank that
-// already joined, a different world size). Rank 0 reads hellos side by side: a
+// Wire: frames of a 4-byte little-endian length and that many bytes. Rank 0 greets each
+// connection with "fp8scope-rendezvous 2 NONCE0"; the joining rank sends
+// "fp8scope-rendezvous 2 WORLD RANK NONCE PROOF", exactly (any other bytes are not a
+// hello), PROOF its HMAC of both nonces and its place under the job secret
+// (comm/job_secret.h); rank 0 answers "ok PROOF0", its own proof, or "error: why" (not a
+// hello, the secret not proven, a rank outside the world, a rank that already joined, a
+// different world size). Every later frame carries, after its bytes, the HMAC of its
+// direction, sequence number and bytes under its connection's key: a frame that fails it
+// ends the exchange naming the rank it came from. Rank 0 reads hellos side by side: a
 // connection without a whole hello within a few seconds is closed. A world past
 // kMaxWorldSize, or one rank 0's open-file limit cannot hold a connection each of, fails
 // before rank 0 listens.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -38,6 +44,13 @@ std::string rank_list(const std::vector<int>& ranks);
 // A loopback TCP port nobody listens on now: a MASTER_PORT for a job on one machine (rank
 // 0 binds it a moment later). Throws RendezvousError.
 int free_loopback_port();
+
+// One rank's connection after the hello: its frames' key and sequence numbers.
+struct RendezvousLink {
+    Fd fd;
+    std::string key;
+    std::uint64_t sent = 0, received = 0;
+};
 
 class Rendezvous {
 public:
@@ -72,7 +85,7 @@ public:
 private:
     LaunchEnv env_;
     std::chrono::milliseconds timeout_;
-    std::vector<Fd> peers_;  // rank 0: one per rank (index 0 unused); others: [0] = rank 0
+    std::vector<RendezvousLink> peers_;  // rank 0: one per rank (index 0 unused); others: [0] = rank 0
 };
 
 }  // namespace fp8scope

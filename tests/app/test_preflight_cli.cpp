@@ -23,7 +23,7 @@ std::vector<EngineResult> run_ranks(int world, const std::vector<std::string>& e
     for (std::size_t r = 0; r < extra.size(); ++r)
         ranks.emplace_back([&, r] {
             const std::string env = "RANK=" + std::to_string(r) + " WORLD_SIZE=" + std::to_string(world) +
-                                    " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " ";
+                                    " FP8SCOPE_JOB_SECRET=00112233445566778899aabbccddeeff MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " ";
             // run_engine puts the binary first: the variables go through env(1).
             out[r] = testing::run_engine("preflight " + flags + " " + extra[r],
                                          testing::scratch_dir("preflight_rank" + std::to_string(r)), env);

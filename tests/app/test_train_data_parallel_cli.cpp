@@ -149,7 +149,7 @@ TEST(TrainDataParallelCli, ARankStartedWithOtherSettingsEndsTheJobNamingTheField
     };
     for (const auto& [flag, named] : cases) {
         const std::string env = "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(fp8scope::free_loopback_port()) +
-                                " WORLD_SIZE=2 RANK=";
+                                " FP8SCOPE_JOB_SECRET=00112233445566778899aabbccddeeff WORLD_SIZE=2 RANK=";
         fp8scope::testing::EngineResult one;
         std::thread rank1([&, flag = flag] {
             one = fp8scope::testing::run_engine("train --config " + (kConfigs / "tiny.json").string() +
@@ -166,6 +166,16 @@ TEST(TrainDataParallelCli, ARankStartedWithOtherSettingsEndsTheJobNamingTheField
             EXPECT_NE(r->err.find(error), std::string::npos) << r->err;
         }
     }
+}
+
+TEST(TrainDataParallelCli, ARankWithoutTheJobSecretStopsNamingTheVariable) {
+    const auto r = fp8scope::testing::run_engine("train --config " + (kConfigs / "tiny.json").string() +
+                                                     " --threads 1 --steps 2 --rank-timeout-s 5",
+                                                 scratch(), "env -u FP8SCOPE_JOB_SECRET WORLD_SIZE=2 RANK=1 ");
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.err.find("FP8SCOPE_JOB_SECRET is not set: every rank of a job of 2 needs the job's secret"),
+              std::string::npos)
+        << r.err;
 }
 
 TEST(TrainDataParallelCli, AKilledRankEndsTheJobAndTheCheckpointResumes) {

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "comm/job_secret.h"
 #include "comm/launch_env.h"
 #include "comm/rendezvous.h"
 
@@ -28,16 +29,18 @@ namespace {
 
 using namespace std::chrono_literals;
 
-LaunchEnv env_of(const std::map<std::string, std::string>& vars) {
+// The launcher's variables, with a job secret unless `with_secret` is false.
+LaunchEnv env_of(std::map<std::string, std::string> vars, bool with_secret = true) {
+    if (with_secret) vars.emplace("FP8SCOPE_JOB_SECRET", "00112233445566778899AABBCCDDEEFF");
     return launch_env_from([&](const char* name) -> const char* {
         auto it = vars.find(name);
         return it == vars.end() ? nullptr : it->second.c_str();
     });
 }
 
-std::string error_of(const std::map<std::string, std::string>& vars) {
+std::string error_of(const std::map<std::string, std::string>& vars, bool with_secret = true) {
     try {
-        env_of(vars);
+        env_of(vars, with_secret);
     } catch (const std::invalid_argument& e) {
         return e.what();
     }
@@ -93,6 +96,23 @@ TEST(LaunchEnv, AWorldSizePastTheBoundIsRefusedWithTheBound) {
     EXPECT_EQ(env_of({{"RANK", "4095"}, {"WORLD_SIZE", "4096"}}).world_size, 4096);
 }
 
+TEST(JobSecret, HmacSha256MatchesRfc4231AndTheSecretIsHexOf128BitsOrMore) {
+    // RFC 4231, test case 2.
+    EXPECT_EQ(to_hex(hmac_sha256("Jefe", "what do ya want for nothing?")),
+              "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+    EXPECT_EQ(to_hex(env_of({{"RANK", "1"}, {"WORLD_SIZE", "2"}}).job_secret), "00112233445566778899aabbccddeeff");
+    const std::string missing = error_of({{"RANK", "1"}, {"WORLD_SIZE", "2"}}, false);
+    EXPECT_NE(missing.find("FP8SCOPE_JOB_SECRET is not set: every rank of a job of 2 needs the job's secret"),
+              std::string::npos) << missing;
+    EXPECT_EQ(error_of({}, false), "");  // a job of one needs none
+    for (const char* bad : {"00112233445566778899aabbccddee", "00112233445566778899aabbccddeeffg",
+                            "00112233445566778899aabbccddeefg", ""}) {
+        const std::string e = error_of({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"FP8SCOPE_JOB_SECRET", bad}}, false);
+        EXPECT_NE(e.find("FP8SCOPE_JOB_SECRET: expected at least 32 hex digits"), std::string::npos) << bad;
+        EXPECT_EQ(e.find(bad[0] ? bad : "\x01"), std::string::npos) << "the value is never echoed";
+    }
+}
+
 TEST(Rendezvous, RankListsAreRunsAndAtMostEightOfThem) {
     EXPECT_EQ(rank_list({}), "");
     EXPECT_EQ(rank_list({5}), "5");
@@ -111,6 +131,7 @@ LaunchEnv rank_env(int rank, int world, int port) {
     e.world_size = world;
     e.master_port = port;
     e.launcher = "test";
+    e.job_secret = "test job secret!";
     return e;
 }
 
@@ -313,21 +334,37 @@ int connect_to(int port) {
     return -1;
 }
 
-// A connection to rank 0 on the loopback that sends `hello` as a frame and returns rank
-// 0's answer.
-std::string answer_to(const std::string& hello, int port) {
+void send_raw_frame(int fd, const std::string& data) {
+    std::string frame(4, '\0');
+    for (int i = 0; i < 4; ++i) frame[std::size_t(i)] = char((data.size() >> (8 * i)) & 0xFF);
+    frame += data;
+    if (::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL) != ssize_t(frame.size())) frame.clear();
+}
+
+std::string recv_raw_frame(int fd) {
+    unsigned char len[4];
+    std::string data;
+    if (::recv(fd, len, 4, MSG_WAITALL) == 4) {
+        data.resize(len[0] | (len[1] << 8) | (len[2] << 16));
+        if (::recv(fd, data.data(), data.size(), MSG_WAITALL) != ssize_t(data.size())) data = "(cut short)";
+    }
+    return data;
+}
+
+// A connection to rank 0 on the loopback that takes rank 0's greeting, sends `place`
+// and a nonce with the proof of rank 1 of 2 under `secret`, and returns rank 0's answer;
+// `link`, when given, gets the connection and its frames' key instead of its closing.
+std::string answer_to(const std::string& place, int port, const std::string& secret = "test job secret!",
+                      std::pair<int, std::string>* link = nullptr) {
     const int fd = connect_to(port);
     if (fd < 0) return "(no connection)";
-    std::string frame(4, '\0');
-    for (int i = 0; i < 4; ++i) frame[std::size_t(i)] = char((hello.size() >> (8 * i)) & 0xFF);
-    frame += hello;
-    std::string answer;
-    unsigned char len[4];
-    if (::send(fd, frame.data(), frame.size(), 0) == ssize_t(frame.size()) && ::recv(fd, len, 4, MSG_WAITALL) == 4) {
-        answer.resize(len[0] | (len[1] << 8));
-        if (::recv(fd, answer.data(), answer.size(), MSG_WAITALL) != ssize_t(answer.size())) answer.clear();
-    }
-    ::close(fd);
+    const std::string greeting = recv_raw_frame(fd);
+    const std::string nonce0 = from_hex(greeting.substr(std::min<std::size_t>(greeting.size(), 22)));
+    const std::string nonce(32, 'n');
+    send_raw_frame(fd, place + " " + to_hex(nonce) + " " + to_hex(hello_proof(secret, true, nonce0, nonce, 2, 1)));
+    const std::string answer = recv_raw_frame(fd);
+    if (link) *link = {fd, link_key(secret, nonce0, nonce, 2, 1)};
+    else ::close(fd);
     return answer;
 }
 
@@ -336,9 +373,10 @@ TEST(Rendezvous, OnlyTheExactHelloJoins) {
     const pid_t child = spawn([&] {
         // Each would read as rank 1 of 2 word by word: trailing bytes, a sign, leading
         // zeros, other spacing.
-        for (const char* bad : {"fp8scope-rendezvous 1 2 1x", "fp8scope-rendezvous 1 2 1 ", "fp8scope-rendezvous 1 2 +1",
-                                "fp8scope-rendezvous 1 02 1", "fp8scope-rendezvous  1 2 1", "fp8scope-rendezvous 1 2\t1",
-                                "fp8scope-rendezvous 01 2 1", "fp8scope-rendezvous 1 2 1\n", "fp8scope-rendezvous 1 2"})
+        for (const char* bad : {"fp8scope-rendezvous 2 2 1x", "fp8scope-rendezvous 2 2 1 ", "fp8scope-rendezvous 2 2 +1",
+                                "fp8scope-rendezvous 2 02 1", "fp8scope-rendezvous  2 2 1", "fp8scope-rendezvous 2 2\t1",
+                                "fp8scope-rendezvous 02 2 1", "fp8scope-rendezvous 2 2 1\n", "fp8scope-rendezvous 2 2",
+                                "fp8scope-rendezvous 1 2 1"})
             if (answer_to(bad, port) != "error: not an fp8scope rendezvous hello") return 11;
         Rendezvous rv(rank_env(1, 2, port), 5s);  // the exact hello still joins
         return 10;
@@ -359,8 +397,9 @@ TEST(Rendezvous, SilentAndHalfHellosHoldUpNoRank) {
         if (half < 0 || ::send(half, part.data(), part.size(), 0) != ssize_t(part.size())) return 11;
         Rendezvous rv(rank_env(1, 2, port), 30s);
         rv.barrier();
-        // Rank 0 closes the half hello within a few seconds: its read ends.
+        // Rank 0 closes the half hello: after its greeting, its read ends.
         char byte = 0;
+        if (recv_raw_frame(half).rfind("fp8scope-rendezvous 2 ", 0) != 0) return 13;
         return ::recv(half, &byte, 1, 0) == 0 ? 10 : 12;
     });
     const auto start = std::chrono::steady_clock::now();
@@ -377,6 +416,7 @@ TEST(Rendezvous, AConnectionWithoutAHelloIsClosedWithinSeconds) {
         const int quiet = connect_to(port);
         const auto start = std::chrono::steady_clock::now();
         char byte = 0;
+        if (recv_raw_frame(quiet).rfind("fp8scope-rendezvous 2 ", 0) != 0) return 13;
         if (::recv(quiet, &byte, 1, 0) != 0) return 11;  // rank 0 closes it, the job still forming
         if (std::chrono::steady_clock::now() - start > 10s) return 12;
         Rendezvous rv(rank_env(1, 2, port), 30s);
@@ -384,6 +424,57 @@ TEST(Rendezvous, AConnectionWithoutAHelloIsClosedWithinSeconds) {
     });
     Rendezvous rv(rank_env(0, 2, port), 30s);
     EXPECT_EQ(exit_status(child), 10);
+}
+
+TEST(Rendezvous, ARankWithoutTheJobsSecretIsRefusedNamingTheVariable) {
+    const int port = free_loopback_port();
+    const pid_t child = spawn([&] {
+        if (answer_to("fp8scope-rendezvous 2 2 1", port, "another secret!!") !=
+            "error: the hello does not prove the job's secret (set FP8SCOPE_JOB_SECRET to rank 0's on every rank)")
+            return 11;
+        LaunchEnv none = rank_env(1, 2, port);
+        none.job_secret.clear();
+        if (failed_with([&] { Rendezvous rv(none, 5s); }, "needs the job's secret: set FP8SCOPE_JOB_SECRET") != 10)
+            return 12;
+        Rendezvous rv(rank_env(1, 2, port), 5s);  // the secret joins
+        return 10;
+    });
+    Rendezvous rv(rank_env(0, 2, port), 5s);
+    EXPECT_EQ(exit_status(child), 10);
+}
+
+// The frame of `data` a rank sends up to rank 0 as its `seq`th, with its MAC.
+std::string up_frame(const std::string& key, std::uint64_t seq, const std::string& data) {
+    std::string frame(kFrameMacPrefix, '\0');
+    for (int i = 0; i < 4; ++i) frame += char((data.size() >> (8 * i)) & 0xFF);
+    frame += data;
+    const std::string mac = frame_mac(key, 'u', seq, frame);
+    return frame.substr(kFrameMacPrefix) + mac;
+}
+
+TEST(Rendezvous, AFrameThatFailsItsMacEndsTheExchangeNamingTheRank) {
+    for (const std::string how : {"replayed", "altered"}) {
+        const int port = free_loopback_port();
+        const pid_t child = spawn([&] {
+            std::pair<int, std::string> link;
+            if (answer_to("fp8scope-rendezvous 2 2 1", port, "test job secret!", &link).rfind("ok ", 0) != 0) return 11;
+            const std::string first = up_frame(link.second, 0, "one");
+            ::send(link.first, first.data(), first.size(), MSG_NOSIGNAL);  // taken: rank 0 sends both back
+            std::string second = how == "replayed" ? first : up_frame(link.second, 1, "two");
+            if (how == "altered") second[4] = 'T';
+            ::send(link.first, second.data(), second.size(), MSG_NOSIGNAL);
+            std::this_thread::sleep_for(1s);
+            return 10;
+        });
+        Rendezvous rv(rank_env(0, 2, port), 5s);
+        const auto all = rv.all_gather("zero");
+        EXPECT_EQ(all.at(1), "one") << how;
+        EXPECT_EQ(failed_with([&] { rv.all_gather("zero"); },
+                              "a frame from rank 1 failed its authentication (not sent by rank 1 of this job"),
+                  10)
+            << how;
+        EXPECT_EQ(exit_status(child), 10);
+    }
 }
 
 // The local addresses of the sockets listening on `port` (/proc/net/tcp's hex, e.g.

@@ -38,7 +38,7 @@ inline std::vector<std::unique_ptr<Rank>> run_ranks(int world, const std::string
     std::vector<std::unique_ptr<Rank>> ranks;
     for (int r = 0; r < world; ++r) {
         ranks.push_back(std::make_unique<Rank>());
-        ranks.back()->env = LaunchEnv{r, world, r, world, "127.0.0.1", port, "test"};
+        ranks.back()->env = LaunchEnv{r, world, r, world, "127.0.0.1", port, "test", "test job secret!"};
     }
     std::mutex mu;
     std::exception_ptr failure;
