@@ -124,24 +124,37 @@ AvailableMemory available_memory() {
         have.source = "available pages (sysconf)";
     }
     // A container's limit is lower than what the host reports.
-    std::ifstream max_file("/sys/fs/cgroup/memory.max"), cur_file("/sys/fs/cgroup/memory.current");
-    double max = 0, cur = 0;
-    if (max_file >> max && cur_file >> cur && max - cur < have.bytes)
-        have = {std::max(0.0, max - cur), "the cgroup's memory.max"};
+    if (const auto cgroup = cgroup_memory("/sys/fs/cgroup"); cgroup && cgroup->bytes < have.bytes) have = *cgroup;
     rlimit as{};
     if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY && double(as.rlim_cur) < have.bytes)
         have = {double(as.rlim_cur), "the address-space limit (ulimit -v)"};
     return have;
 }
 
-void require_memory(const MemoryEstimate& need, const AvailableMemory& have, bool host_only) {
-    const double bytes = host_only ? need.host_bytes() : need.total();
+std::optional<AvailableMemory> cgroup_memory(const std::filesystem::path& root) {
+    constexpr double kNoLimit = 0x1p62;  // v1 writes "no limit" as 2^63 rounded down to a page
+    const std::pair<const char*, const char*> files[] = {
+        {"memory.max", "memory.current"}, {"memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes"}};
+    for (const auto& [limit_name, usage_name] : files) {
+        std::ifstream limit_file(root / limit_name), usage_file(root / usage_name);
+        double limit = 0, usage = 0;
+        if (limit_file >> limit && usage_file >> usage && limit < kNoLimit)
+            return AvailableMemory{std::max(0.0, limit - usage), std::string("the cgroup's ") + limit_name};
+    }
+    return std::nullopt;
+}
+
+void require_memory(const MemoryEstimate& need, const AvailableMemory& have, bool host_only, int local_ranks) {
+    const double each = host_only ? need.host_bytes() : need.total(), bytes = each * local_ranks;
     if (bytes <= have.bytes) return;
     const MemoryEstimate::Part* big = nullptr;
     for (const auto& part : need.parts)
         if ((part.host || !host_only) && (!big || part.bytes > big->bytes)) big = &part;
-    std::string why = "the config needs about " + format_bytes(bytes) + " of " + (host_only ? "host " : "") +
-                      "memory, this machine has " + format_bytes(have.bytes) + " available (" + have.source + ")";
+    const std::string needs = local_ranks > 1 ? "the " + std::to_string(local_ranks) + " ranks on this machine need about " +
+                                                    format_bytes(bytes) + " (" + format_bytes(each) + " each)"
+                                              : "the config needs about " + format_bytes(bytes);
+    std::string why = needs + " of " + (host_only ? "host " : "") + "memory, this machine has " +
+                      format_bytes(have.bytes) + " available (" + have.source + ")";
     if (big)
         why += "; the largest part is the " + big->what + " (" + format_bytes(big->bytes) + "), driven by " +
                big->drivers + ": lower these fields";

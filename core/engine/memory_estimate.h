@@ -13,6 +13,8 @@
 #pragma once
 
 #include <cstddef>
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,20 +49,26 @@ struct MemoryEstimate {
 MemoryEstimate estimate_memory(const TrainConfig& config, std::size_t act_bytes = 4);
 
 // Memory this process can still use: MemAvailable (/proc/meminfo; sysconf's available
-// pages where it is missing), lowered by a cgroup v2 memory.max and an address-space
-// limit (RLIMIT_AS). `source` says which figure bound it.
+// pages where it is missing), lowered by the cgroup's limit (cgroup_memory) and an
+// address-space limit (RLIMIT_AS). `source` says which figure bound it.
 struct AvailableMemory {
     double bytes = 0;
     std::string source;
 };
 AvailableMemory available_memory();
 
+// What the cgroup mounted at `root` leaves below its limit: cgroup v2's memory.max less
+// memory.current, else cgroup v1's memory/memory.limit_in_bytes less
+// memory/memory.usage_in_bytes; no limit ("max", v1's page-rounded 2^63) gives no figure.
+std::optional<AvailableMemory> cgroup_memory(const std::filesystem::path& root);
+
 // "12.5 GB", "3.2 TB": decimal units, three significant digits.
 std::string format_bytes(double bytes);
 
 // Throws std::invalid_argument when the config needs more than is available: the
 // estimate, the machine's figure and the fields to lower. `host_only`: the backend's
-// memory is not host memory (a GPU), only host_bytes() is compared.
-void require_memory(const MemoryEstimate& need, const AvailableMemory& have, bool host_only);
+// memory is not host memory (a GPU), only host_bytes() is compared. `local_ranks`: ranks
+// of a job on this machine, each needing as much, all compared with the one figure.
+void require_memory(const MemoryEstimate& need, const AvailableMemory& have, bool host_only, int local_ranks = 1);
 
 }  // namespace fp8scope

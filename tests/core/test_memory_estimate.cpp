@@ -3,6 +3,8 @@
 // by the Trainer before anything is allocated, naming the fields that drive it.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "engine/memory_estimate.h"
@@ -67,6 +69,39 @@ TEST(MemoryEstimate, TheMessageNamesTheFiguresAndTheFields) {
     FP8SCOPE_EXPECT_CONTAINS(host, "of host memory");
     FP8SCOPE_EXPECT_CONTAINS(host, "evaluation batches");
     FP8SCOPE_EXPECT_CONTAINS(host, "eval.batches 60000");
+}
+
+TEST(MemoryEstimate, RanksOnOneMachineAreComparedTogether) {
+    TrainConfig c;
+    const MemoryEstimate e = estimate_memory(c, 4);
+    const AvailableMemory room{e.total() * 3.5, "test figure"};
+    EXPECT_NO_THROW(require_memory(e, room, false, 3));
+    const std::string four = error_of([&] { require_memory(e, room, false, 4); });
+    FP8SCOPE_EXPECT_CONTAINS(four, "the 4 ranks on this machine need about " + format_bytes(4 * e.total()) + " (" +
+                                       format_bytes(e.total()) + " each) of memory");
+}
+
+TEST(MemoryEstimate, ReadsTheLimitOfCgroupV2ThenV1) {
+    const std::filesystem::path root = std::filesystem::temp_directory_path() / "fp8scope_cgroup_test";
+    std::filesystem::remove_all(root);
+    std::filesystem::create_directories(root / "memory");
+    const auto write = [&](const char* name, const char* text) { std::ofstream(root / name) << text; };
+    EXPECT_FALSE(cgroup_memory(root).has_value());  // no files: no cgroup figure
+    write("memory/memory.limit_in_bytes", "9223372036854771712\n");  // v1 without a limit
+    write("memory/memory.usage_in_bytes", "1000\n");
+    EXPECT_FALSE(cgroup_memory(root).has_value());
+    write("memory/memory.limit_in_bytes", "4000000000\n");
+    auto v1 = cgroup_memory(root);
+    ASSERT_TRUE(v1.has_value());
+    EXPECT_EQ(v1->bytes, 4000000000.0 - 1000);
+    EXPECT_EQ(v1->source, "the cgroup's memory/memory.limit_in_bytes");
+    write("memory.max", "max\n");  // v2 without a limit: v1's figure stands
+    write("memory.current", "5\n");
+    EXPECT_EQ(cgroup_memory(root)->bytes, 4000000000.0 - 1000);
+    write("memory.max", "2000\n");
+    EXPECT_EQ(cgroup_memory(root)->bytes, 1995.0);
+    EXPECT_EQ(cgroup_memory(root)->source, "the cgroup's memory.max");
+    std::filesystem::remove_all(root);
 }
 
 TEST(MemoryEstimate, FormatsBytesAndReadsTheMachine) {
