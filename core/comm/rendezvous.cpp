@@ -241,18 +241,21 @@ std::string hello_text(int world_size, int rank) {
 
 std::string hello(const LaunchEnv& env) { return hello_text(env.world_size, env.rank); }
 
-// The joining rank's number, or an error to send back. The hello must be exactly what
-// hello() writes: no sign, leading zero, other spacing or trailing byte.
-// After the place, the rank's nonce and proof in lowercase hex; `key` gets its link's key.
-int check_hello(const std::string& hello, int world_size, const std::vector<RendezvousLink>& peers,
-                const std::string& secret, const std::string& nonce0, std::string& key, std::string& error) {
+}  // namespace
+
+JoiningHello check_hello(const std::string& hello, int world_size, const std::string& secret,
+                         const std::string& nonce0) {
+    JoiningHello out;
+    std::string& error = out.error;
     constexpr std::size_t kTail = 2 * (kNonceBytes + kMacBytes) + 2;
     const std::string h = hello.substr(0, hello.size() - std::min(kTail, hello.size()));
     const std::string tail = hello.substr(h.size());
-    const std::string nonce = from_hex(tail.substr(1, 2 * kNonceBytes)), proof = from_hex(tail.substr(2 + 2 * kNonceBytes));
+    const bool whole = tail.size() == kTail;
+    const std::string nonce = whole ? from_hex(tail.substr(1, 2 * kNonceBytes)) : "";
+    const std::string proof = whole ? from_hex(tail.substr(2 + 2 * kNonceBytes)) : "";
     const std::string words = std::string(kHello) + " ";
     int world = 0, rank = -1;
-    bool ok = tail.size() == kTail && nonce.size() == kNonceBytes && proof.size() == kMacBytes &&
+    bool ok = whole && nonce.size() == kNonceBytes && proof.size() == kMacBytes &&
               tail == " " + to_hex(nonce) + " " + to_hex(proof) && h.compare(0, words.size(), words) == 0;
     if (ok) {
         const char* end = h.data() + h.size();
@@ -262,7 +265,7 @@ int check_hello(const std::string& hello, int world_size, const std::vector<Rend
     }
     if (!ok || h != hello_text(world, rank)) {  // what the numbers read as, written back
         error = "not an fp8scope rendezvous hello";
-        return -1;
+        return out;
     }
     if (!same_mac(proof, hello_proof(secret, true, nonce0, nonce, world, rank)))
         error = "the hello does not prove the job's secret (set " + std::string(kJobSecretVar) +
@@ -271,12 +274,14 @@ int check_hello(const std::string& hello, int world_size, const std::vector<Rend
         error = "world size " + std::to_string(world) + " differs from rank 0's " + std::to_string(world_size);
     else if (rank < 1 || rank >= world_size)
         error = "rank " + std::to_string(rank) + " is outside 1.." + std::to_string(world_size - 1);
-    else if (peers[rank].fd)
-        error = "rank " + std::to_string(rank) + " joined twice (two processes with the same RANK?)";
-    if (!error.empty()) return -1;
-    key = link_key(secret, nonce0, nonce, world, rank);
-    return rank;
+    if (!error.empty()) return out;
+    out.rank = rank;
+    out.nonce = nonce;
+    out.key = link_key(secret, nonce0, nonce, world, rank);
+    return out;
 }
+
+namespace {
 
 // A connection that has not yet sent its whole hello.
 struct Joining {
@@ -308,20 +313,21 @@ bool read_hello(Joining& j) {
 
 // Answers a whole hello; 1 when it joined a rank.
 int answer_hello(Joining& j, int world_size, const std::string& secret, std::vector<RendezvousLink>& peers) {
-    std::string error, key;
-    const int r = check_hello(j.hello.substr(4), world_size, peers, secret, j.nonce, key, error);
+    JoiningHello h = check_hello(j.hello.substr(4), world_size, secret, j.nonce);
+    const int r = h.rank;
+    if (r >= 0 && peers[r].fd)
+        h.error = "rank " + std::to_string(r) + " joined twice (two processes with the same RANK?)";
     try {
-        if (r < 0) {
-            send_frame(j.fd.get(), "error: " + error, j.deadline, "a joining process");
+        if (!h.error.empty()) {
+            send_frame(j.fd.get(), "error: " + h.error, j.deadline, "a joining process");
             return 0;
         }
-        const std::string nonce = from_hex(j.hello.substr(j.hello.size() - 2 * (kNonceBytes + kMacBytes) - 1, 2 * kNonceBytes));
-        send_frame(j.fd.get(), "ok " + to_hex(hello_proof(secret, false, j.nonce, nonce, world_size, r)), j.deadline,
+        send_frame(j.fd.get(), "ok " + to_hex(hello_proof(secret, false, j.nonce, h.nonce, world_size, r)), j.deadline,
                    rank_name(r));
     } catch (const RendezvousError&) {
         return 0;  // gone before its answer: it did not join
     }
-    peers[r] = {std::move(j.fd), std::move(key)};
+    peers[r] = {std::move(j.fd), std::move(h.key)};
     return 1;
 }
 

@@ -52,6 +52,15 @@ struct RendezvousLink {
     std::uint64_t sent = 0, received = 0;
 };
 
+// What rank 0 reads in a joining rank's hello (the frame's bytes): the rank, its nonce and
+// its link's key, or rank -1 and the error to answer. The hello must be exactly what a
+// rank writes: no sign, leading zero, other spacing, trailing byte or uppercase hex.
+struct JoiningHello {
+    int rank = -1;
+    std::string nonce, key, error;
+};
+JoiningHello check_hello(const std::string& hello, int world_size, const std::string& secret, const std::string& nonce0);
+
 class Rendezvous {
 public:
     // Joins the job of `env` (returns once every rank has joined); `timeout` bounds the

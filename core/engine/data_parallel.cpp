@@ -39,13 +39,17 @@ std::size_t wire_bytes() {
     return n;
 }
 
-std::string encode(const DataParallel::StepShare& s) {
+}  // namespace
+
+std::string DataParallel::encode_share(const StepShare& s) {
     const WireShare w{s.record.step,    s.record.rank, s.stop ? 1 : 0,     s.record.compute_ms, s.record.comm_ms,
                       s.record.step_ms, s.record.loss, s.record.grad_bytes, s.record.grad_error};
     std::string out;
     for_each_field(w, [&](const auto& v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); });
     return out + s.requests;
 }
+
+namespace {
 
 // Why a rank's record for `step` cannot be trusted; empty when every field is in range.
 std::string invalid(const WireShare& w, const std::string& requests, int from, std::int64_t step) {
@@ -64,7 +68,9 @@ std::string invalid(const WireShare& w, const std::string& requests, int from, s
     return {};
 }
 
-DataParallel::StepShare decode(const std::string& blob, int from, std::int64_t step) {
+}  // namespace
+
+DataParallel::StepShare DataParallel::decode_share(const std::string& blob, int from, std::int64_t step) {
     const std::size_t n = wire_bytes();
     if (blob.size() < n)
         throw RendezvousError("rank " + std::to_string(from) + " sent a step record of " +
@@ -83,8 +89,6 @@ DataParallel::StepShare decode(const std::string& blob, int from, std::int64_t s
     s.stop = w.stop != 0;
     return s;
 }
-
-}  // namespace
 
 DataParallel::DataParallel(Rendezvous& rendezvous, Communicator& comm, const std::string& where,
                            DataParallelOptions options)
@@ -231,8 +235,8 @@ std::vector<double> DataParallel::mean(const std::vector<double>& mine) {
 std::vector<DataParallel::StepShare> DataParallel::exchange(const StepShare& mine) {
     std::vector<StepShare> out;
     timed([&] {
-        const std::vector<std::string> all = rendezvous_.all_gather(encode(mine));
-        for (std::size_t r = 0; r < all.size(); ++r) out.push_back(decode(all[r], int(r), mine.record.step));
+        const std::vector<std::string> all = rendezvous_.all_gather(encode_share(mine));
+        for (std::size_t r = 0; r < all.size(); ++r) out.push_back(decode_share(all[r], int(r), mine.record.step));
     });
     return out;
 }

@@ -92,6 +92,10 @@ public:
     // Every rank's share of the step of `mine`: throws RendezvousError naming a rank whose
     // record is for another step or rank or holds a field out of range.
     std::vector<StepShare> exchange(const StepShare& mine);
+    // A share as it travels (the record's fields one after another, then the requests),
+    // and back: decode_share throws RendezvousError as exchange() does.
+    static std::string encode_share(const StepShare& s);
+    static StepShare decode_share(const std::string& blob, int from, std::int64_t step);
     // The in-flight check over a step's compute times (one per rank, in rank order).
     std::vector<StragglerMonitor::Alert> observe(std::int64_t step, const std::vector<RankStepRecord>& ranks);
 

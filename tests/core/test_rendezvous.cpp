@@ -368,6 +368,21 @@ std::string answer_to(const std::string& place, int port, const std::string& sec
     return answer;
 }
 
+TEST(Rendezvous, RankZeroReadsAHelloOfAnyLength) {
+    const std::string secret = "test job secret!", nonce0(32, 'N'), nonce(32, 'n');
+    const std::string proof = hello_proof(secret, true, nonce0, nonce, 4, 3);
+    const std::string good = "fp8scope-rendezvous 2 4 3 " + to_hex(nonce) + " " + to_hex(proof);
+    const JoiningHello h = check_hello(good, 4, secret, nonce0);
+    EXPECT_EQ(h.rank, 3);
+    EXPECT_EQ(h.error, "");
+    EXPECT_EQ(h.key, link_key(secret, nonce0, nonce, 4, 3));
+    // Shorter than a nonce and a proof (an empty frame read past the string's end).
+    for (const std::string& bad : {std::string(), std::string("x"), good.substr(0, 40), good.substr(30), good + "0"})
+        EXPECT_EQ(check_hello(bad, 4, secret, nonce0).error, "not an fp8scope rendezvous hello") << bad;
+    EXPECT_EQ(check_hello(good, 4, secret, std::string(32, 'M')).error,
+              "the hello does not prove the job's secret (set FP8SCOPE_JOB_SECRET to rank 0's on every rank)");
+}
+
 TEST(Rendezvous, OnlyTheExactHelloJoins) {
     const int port = free_loopback_port();
     const pid_t child = spawn([&] {
