@@ -1,9 +1,12 @@
 #include "comm/job_secret.h"
 
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include <algorithm>
 #include <fstream>
+#include <memory>
 #include <stdexcept>
 
 namespace fp8scope {
@@ -80,10 +83,23 @@ std::string link_key(std::string_view secret, std::string_view nonce0, std::stri
     return hmac_sha256(secret, "fp8scope frames " + place(nonce0, nonce_rank, world_size, rank));
 }
 
-std::string frame_mac(std::string_view key, char direction, std::uint64_t seq, std::string& frame) {
-    frame[0] = direction;
-    for (int i = 0; i < 8; ++i) frame[std::size_t(1 + i)] = static_cast<char>((seq >> (8 * i)) & 0xFF);
-    return hmac_sha256(key, frame);
+std::string frame_mac(std::string_view key, char direction, std::uint64_t seq, std::string_view frame) {
+    unsigned char iv[12] = {static_cast<unsigned char>(direction)};
+    for (int i = 0; i < 8; ++i) iv[1 + i] = static_cast<unsigned char>((seq >> (8 * i)) & 0xFF);
+    const std::unique_ptr<EVP_CIPHER_CTX, decltype(&EVP_CIPHER_CTX_free)> ctx(EVP_CIPHER_CTX_new(), EVP_CIPHER_CTX_free);
+    unsigned char tag[kFrameMacBytes];
+    int len = 0;
+    bool ok = key.size() == 32 && ctx &&
+              EVP_EncryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr,
+                                 reinterpret_cast<const unsigned char*>(key.data()), iv) == 1;
+    constexpr std::size_t kChunk = std::size_t(1) << 30;  // the update takes an int
+    for (std::size_t at = 0; ok && at < frame.size(); at += kChunk)
+        ok = EVP_EncryptUpdate(ctx.get(), nullptr, &len, reinterpret_cast<const unsigned char*>(frame.data()) + at,
+                               int(std::min(kChunk, frame.size() - at))) == 1;
+    if (!ok || EVP_EncryptFinal_ex(ctx.get(), tag, &len) != 1 ||
+        EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_GET_TAG, int(kFrameMacBytes), tag) != 1)
+        throw std::runtime_error("AES-GMAC of a rendezvous frame failed");
+    return std::string(reinterpret_cast<const char*>(tag), kFrameMacBytes);
 }
 
 }  // namespace fp8scope

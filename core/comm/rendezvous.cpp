@@ -94,31 +94,26 @@ std::string recv_frame(int fd, Clock::time_point deadline, const std::string& wh
     return data;
 }
 
-// Frames after the hello: the MAC of direction, sequence number, length and bytes (the
-// frame's first kFrameMacPrefix bytes are room for the first two) follows the bytes.
-constexpr std::size_t kLenAt = kFrameMacPrefix, kDataAt = kLenAt + 4;
-
+// Frames after the hello: the MAC of direction, sequence number and bytes follows the
+// bytes (the length is the bytes' own).
 void send_frame(RendezvousLink& link, char direction, std::string_view data, Clock::time_point deadline,
                 const std::string& who) {
-    std::string frame(kDataAt, '\0');
+    std::string frame(4, '\0');
     const auto n = static_cast<std::uint32_t>(data.size());
-    for (int i = 0; i < 4; ++i) frame[kLenAt + i] = static_cast<char>((n >> (8 * i)) & 0xFF);
+    for (int i = 0; i < 4; ++i) frame[i] = static_cast<char>((n >> (8 * i)) & 0xFF);
     frame.append(data);
-    frame += frame_mac(link.key, direction, link.sent++, frame);
-    send_all(link.fd.get(), std::string_view(frame).substr(kLenAt), deadline, who);
+    frame += frame_mac(link.key, direction, link.sent++, data);
+    send_all(link.fd.get(), frame, deadline, who);
 }
 
 std::string recv_frame(RendezvousLink& link, char direction, Clock::time_point deadline, const std::string& who) {
-    const std::uint32_t n = frame_length(link.fd.get(), deadline, who);
-    std::string frame(kDataAt + n, '\0');
-    for (int i = 0; i < 4; ++i) frame[kLenAt + i] = static_cast<char>((n >> (8 * i)) & 0xFF);
-    char mac[kMacBytes];
-    recv_exact(link.fd.get(), frame.data() + kDataAt, n, deadline, who);
-    recv_exact(link.fd.get(), mac, kMacBytes, deadline, who);
-    if (!same_mac(frame_mac(link.key, direction, link.received++, frame), {mac, kMacBytes}))
+    std::string data = recv_frame(link.fd.get(), deadline, who);
+    char mac[kFrameMacBytes];
+    recv_exact(link.fd.get(), mac, kFrameMacBytes, deadline, who);
+    if (!same_mac(frame_mac(link.key, direction, link.received++, data), {mac, kFrameMacBytes}))
         throw RendezvousError("a frame from " + who + " failed its authentication (not sent by " + who +
                               " of this job: forged, replayed or corrupted on the way)");
-    return frame.substr(kDataAt);
+    return data;
 }
 
 std::string rank_name(int r) { return "rank " + std::to_string(r); }

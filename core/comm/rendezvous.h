@@ -12,7 +12,7 @@
 // hello), PROOF its HMAC of both nonces and its place under the job secret
 // (comm/job_secret.h); rank 0 answers "ok PROOF0", its own proof, or "error: why" (not a
 // hello, the secret not proven, a rank outside the world, a rank that already joined, a
-// different world size). Every later frame carries, after its bytes, the HMAC of its
+// different world size). Every later frame carries, after its bytes, the MAC of its
 // direction, sequence number and bytes under its connection's key: a frame that fails it
 // ends the exchange naming the rank it came from. Rank 0 reads hellos side by side: a
 // connection without a whole hello within a few seconds is closed. A world past

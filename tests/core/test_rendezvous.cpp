@@ -96,10 +96,13 @@ TEST(LaunchEnv, AWorldSizePastTheBoundIsRefusedWithTheBound) {
     EXPECT_EQ(env_of({{"RANK", "4095"}, {"WORLD_SIZE", "4096"}}).world_size, 4096);
 }
 
-TEST(JobSecret, HmacSha256MatchesRfc4231AndTheSecretIsHexOf128BitsOrMore) {
+TEST(JobSecret, MacsMatchTheirSpecificationsAndTheSecretIsHexOf128BitsOrMore) {
     // RFC 4231, test case 2.
     EXPECT_EQ(to_hex(hmac_sha256("Jefe", "what do ya want for nothing?")),
               "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+    // The GCM specification's test case 13 (AES-256, zero key and nonce, nothing to
+    // authenticate): a frame's MAC with direction 0 and sequence number 0 on empty bytes.
+    EXPECT_EQ(to_hex(frame_mac(std::string(32, '\0'), '\0', 0, "")), "530f8afbc74536b9a963b4f1c4cb738b");
     EXPECT_EQ(to_hex(env_of({{"RANK", "1"}, {"WORLD_SIZE", "2"}}).job_secret), "00112233445566778899aabbccddeeff");
     const std::string missing = error_of({{"RANK", "1"}, {"WORLD_SIZE", "2"}}, false);
     EXPECT_NE(missing.find("FP8SCOPE_JOB_SECRET is not set: every rank of a job of 2 needs the job's secret"),
@@ -460,11 +463,9 @@ TEST(Rendezvous, ARankWithoutTheJobsSecretIsRefusedNamingTheVariable) {
 
 // The frame of `data` a rank sends up to rank 0 as its `seq`th, with its MAC.
 std::string up_frame(const std::string& key, std::uint64_t seq, const std::string& data) {
-    std::string frame(kFrameMacPrefix, '\0');
+    std::string frame;
     for (int i = 0; i < 4; ++i) frame += char((data.size() >> (8 * i)) & 0xFF);
-    frame += data;
-    const std::string mac = frame_mac(key, 'u', seq, frame);
-    return frame.substr(kFrameMacPrefix) + mac;
+    return frame + data + frame_mac(key, 'u', seq, data);
 }
 
 TEST(Rendezvous, AFrameThatFailsItsMacEndsTheExchangeNamingTheRank) {
