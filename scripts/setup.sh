@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(g++ cmake ninja-build pkg-config
           qt6-base-dev libgl-dev libqcustomplot-dev
-          libhdf5-dev hdf5-tools libopenblas-dev
+          libhdf5-dev hdf5-tools libopenblas-dev libssl-dev
           nlohmann-json3-dev libcli11-dev libgtest-dev)
 missing=()
 for p in "${packages[@]}"; do
