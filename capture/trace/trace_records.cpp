@@ -19,8 +19,6 @@ const char* op_kind_name(OpKind k) {
     return "?";
 }
 
-// Slot = linear * 6 + gemm * 2 + (0: the GEMM's left operand, 1: its right operand):
-// fprop (x, w), dgrad (dy, w), wgrad (dy, x).
 int baseline_by_recipe(const std::vector<RunInfo>& runs) {
     for (std::size_t r = 0; r < runs.size(); ++r)
         if (quantizes_nothing(runs[r].recipe)) return static_cast<int>(r);
@@ -33,6 +31,8 @@ int baseline_of(const TraceMeta& meta) {
     return known ? meta.baseline_run : -1;
 }
 
+// Slot = linear * 6 + gemm * 2 + (0: the GEMM's left operand, 1: its right operand):
+// fprop (x, w), dgrad (dy, w), wgrad (dy, x).
 int operand_slot(int linear, Gemm gemm, Operand operand) {
     // Past this the slot would not fit an int (a damaged or hostile linear id).
     if (linear < 0 || linear > (INT_MAX - kOperandsPerLinear) / kOperandsPerLinear) return -1;
