@@ -102,7 +102,7 @@ TEST(TrainCli, AResumeWithNoStepsLeftIsRefusedAndLeavesTheCheckpoint) {
     std::ifstream in(ck, std::ios::binary);
     const std::string before((std::istreambuf_iterator<char>(in)), {});
     ASSERT_FALSE(before.empty());
-    for (const std::string& steps : {" --steps 5", " --steps 10", ""}) {  // fewer, as many, the checkpoint's own
+    for (const std::string steps : {" --steps 5", " --steps 10", ""}) {  // fewer, as many, the checkpoint's own
         Result r = run("--resume " + ck.string() + steps + " --quiet");
         EXPECT_EQ(r.status, 2) << steps;
         EXPECT_NE(r.err.find("fp8scope-engine: error: --resume " + ck.string() + ": the checkpoint is at step 10 and steps=" +
