@@ -11,6 +11,11 @@ void add_trace_options(CLI::App& cmd, TraceOptions& o) {
     cmd.add_option("--flush-ms", o.flush_ms, "Milliseconds between trace flushes")->check(CLI::Range(1, 60000));
     cmd.add_flag("!--no-kernel-timings", o.kernel_timings,
                  "Do not record the GPU's kernels, copies and memsets (CUPTI) in the trace");
+    cmd.add_option("--on-trace-error", o.on_error,
+                   "When the trace cannot be written (a full disk): stop training cleanly at the next step, with "
+                   "its checkpoint, or continue without the trace; either way the exit status is 1")
+        ->check(CLI::IsMember({"stop", "continue"}))
+        ->capture_default_str();
 }
 
 std::string random_token() {

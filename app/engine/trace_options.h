@@ -17,6 +17,7 @@ struct TraceOptions {
     long long blockmap_every = -1;  // -1: 10 x capture interval
     int flush_ms = 500;
     bool kernel_timings = true;  // --no-kernel-timings turns the GPU's kernel records off
+    std::string on_error = "stop";  // --on-trace-error: stop | continue
 };
 
 void add_trace_options(CLI::App& cmd, TraceOptions& o);

@@ -234,8 +234,20 @@ int run_train(const TrainOptions& o) {
                 std::fprintf(stderr, "fp8scope-engine: listening on %s\n", at.c_str());
         }
         if (!trace_out.empty() || server) {
-            recording.emplace(trace::RecordingOptions{trace_out, o.trace.flush_ms, {}, o.trace.kernel_timings}, meta,
-                              *trainer, server.get());
+            trace::RecordingOptions ro;
+            ro.out = trace_out;
+            ro.flush_ms = o.trace.flush_ms;
+            ro.kernel_timings = o.trace.kernel_timings;
+            ro.stop_on_trace_error = o.trace.on_error == "stop";
+            ro.on_trace_error = [trace_out](const std::string& error, std::int64_t step, bool stopping) {
+                std::fprintf(stderr,
+                             "fp8scope-engine: error: %s stopped recording after step %lld (%s); it holds the steps "
+                             "of its last flush. %s\n",
+                             trace_out.c_str(), static_cast<long long>(step), error.c_str(),
+                             stopping ? "Training stops at the next step (--on-trace-error continue trains on)."
+                                      : "Training continues without it.");
+            };
+            recording.emplace(ro, meta, *trainer, server.get());
             if (!trace_out.empty() && !quiet) std::fprintf(stderr, "trace: %s\n", trace_out.c_str());
         }
     } catch (const std::exception& e) {
@@ -274,12 +286,15 @@ int run_train(const TrainOptions& o) {
         report(e.what());
         return 1;
     }
+    // A trace that stopped recording is lost work even when training finished.
+    const std::string trace_error = recording ? recording->trace_error() : std::string();
     recording.reset();
     server.reset();  // clients see the end of the stream now, not at exit
-    if (!rank0) return s.error.empty() ? 0 : 1;  // rank 0 prints the job's summary
+    if (!rank0) return s.error.empty() && trace_error.empty() ? 0 : 1;  // rank 0 prints the job's summary
 
     if (o.json) {
-        nlohmann::json out = {{"steps", s.steps}, {"rewinds", s.rewinds}, {"stopped", s.stopped}, {"error", s.error}};
+        nlohmann::json out = {{"steps", s.steps},      {"rewinds", s.rewinds},        {"stopped", s.stopped},
+                              {"error", s.error},      {"trace_error", trace_error}};
         out["runs"] = nlohmann::json::array();
         for (std::size_t i = 0; i < s.runs.size(); ++i) {
             const auto& r = s.runs[i];
@@ -293,11 +308,9 @@ int run_train(const TrainOptions& o) {
     } else {
         print_table(s);
     }
-    if (!s.error.empty()) {
-        report(s.error);
-        return 1;
-    }
-    return 0;
+    if (!s.error.empty()) report(s.error);
+    if (!trace_error.empty()) report(trace_out + " is incomplete: " + trace_error);
+    return s.error.empty() && trace_error.empty() ? 0 : 1;
 }
 
 }  // namespace

@@ -11,7 +11,19 @@ RunRecording::RunRecording(const RecordingOptions& o, TraceMeta meta, Trainer& t
         TraceWriterOptions wo;
         wo.flush_interval = std::chrono::milliseconds(o.flush_ms);
         writer_ = std::make_unique<TraceWriter>(o.out, meta_, wo);
-        tee_.add(writer_.get());
+        file_ = std::make_unique<TraceFileSink>(
+            *writer_, [this, o](const std::string& error, std::int64_t step) {
+                const bool stop = o.stop_on_trace_error;
+                // The live stream still runs: its clients learn why the file ends here.
+                if (publisher_) {
+                    std::string detail = "trace file stopped recording: " + error;
+                    if (detail.size() > std::size_t(kEventDetailChars)) detail.resize(std::size_t(kEventDetailChars));
+                    publisher_->write(EventRecord{-1, step, EventKind::Error, detail});
+                }
+                if (o.on_trace_error) o.on_trace_error(error, step, stop);
+                if (stop) trainer_.stop();
+            });
+        tee_.add(file_.get());
     }
     if (server) {
         publisher_ = std::make_unique<live::LivePublisher>(*server);
@@ -46,7 +58,7 @@ void RunRecording::finish(std::int64_t steps, const std::string& why) {
     std::string detail = why;
     if (detail.size() > std::size_t(kEventDetailChars)) detail.resize(std::size_t(kEventDetailChars));
     tee_.write(EventRecord{-1, steps, EventKind::End, detail});
-    if (writer_) writer_->close();
+    if (file_) file_->close();
 }
 
 }  // namespace fp8scope::trace

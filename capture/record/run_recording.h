@@ -4,6 +4,7 @@
 // server, or both) and hands over the trainer.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -11,6 +12,7 @@
 #include "live_publisher.h"
 #include "live_server.h"
 #include "record_tee.h"
+#include "trace_file_sink.h"
 #include "trace_writer.h"
 #include "train_recorder.h"
 
@@ -21,6 +23,12 @@ struct RecordingOptions {
     int flush_ms = 500;
     StatsCaptureOptions capture;
     bool kernel_timings = true;  // a GPU backend's kernels, copies and memsets (CUPTI)
+    // When the trace file cannot be written (a full disk): stop training at the next step
+    // boundary (its checkpoint is written as at any stop), or train on without the file.
+    bool stop_on_trace_error = true;
+    // Told once, from the thread whose write failed: the writer's message, the last step
+    // the file was given, and whether training stops.
+    std::function<void(const std::string& error, std::int64_t step, bool stopping)> on_trace_error;
 };
 
 class RunRecording {
@@ -34,14 +42,19 @@ public:
     RunRecording& operator=(const RunRecording&) = delete;
 
     // Records the End event (`why`: "done", "stopped" or the error) on both and closes
-    // the file; throws TraceError on a write error. Called once, after the run.
+    // the file; a write error is kept in trace_error(). Called once, after the run.
     void finish(std::int64_t steps, const std::string& why);
+
+    // Why the trace file stopped recording before the end ("" while it records): its
+    // records up to the last flush before the failure stay readable.
+    std::string trace_error() const { return file_ ? file_->error() : std::string(); }
 
 private:
     TraceMeta meta_;
     Trainer& trainer_;
     RecordTee tee_;
     std::unique_ptr<TraceWriter> writer_;
+    std::unique_ptr<TraceFileSink> file_;
     std::unique_ptr<live::LivePublisher> publisher_;
     std::unique_ptr<TrainRecorder> recorder_;
     bool finished_ = false;

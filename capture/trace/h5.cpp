@@ -22,10 +22,33 @@ Id check(hid_t id, const std::string& what) {
     return Id(id);
 }
 
+namespace {
+// The operating system's reason for a failed read or write ("No space left on device"),
+// which HDF5 keeps only inside the description of the deepest entry of its error stack.
+herr_t find_system_error(unsigned, const H5E_error2_t* e, void* out) {
+    const std::string desc = e->desc ? e->desc : "";
+    const std::string key = "error message = '";
+    const auto at = desc.find(key);
+    if (at == std::string::npos) return 0;
+    const auto end = desc.find('\'', at + key.size());
+    *static_cast<std::string*>(out) = desc.substr(at + key.size(), end - at - key.size());
+    return 1;  // stop the walk
+}
+}  // namespace
+
 void check(herr_t status, const std::string& what) {
-    if (status < 0) throw Error(what);
+    if (status >= 0) return;
+    std::string reason;
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, find_system_error, &reason);
+    throw Error(reason.empty() ? what : what + ": " + reason);
 }
 
 void quiet_errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+
+namespace {
+// HDF5 closes what is still open when the process exits; a file whose close failed (a
+// full disk) makes that crash in HDF5 1.10. Every file here is closed by its owner.
+[[maybe_unused]] const herr_t kNoCloseAtExit = H5dont_atexit();
+}  // namespace
 
 }  // namespace fp8scope::h5

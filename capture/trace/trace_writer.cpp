@@ -5,6 +5,7 @@
 // a row that points past the end of its data.
 #include "trace_writer.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -353,9 +354,23 @@ struct TraceWriter::Impl {
         h5::check(H5Fflush(file, H5F_SCOPE_LOCAL), "flushing the file");
     }
 
+    // After a failed write the file must not change again: closing it would write metadata
+    // that points at data which never reached the disk, and the whole file would be lost.
+    // HDF5's descriptor is swapped for a read-only one, so its later writes fail and the
+    // file keeps what the last successful flush wrote.
+    void freeze_file() {
+        void* handle = nullptr;
+        if (!file.valid() || H5Fget_vfd_handle(file, H5P_DEFAULT, &handle) < 0 || !handle) return;
+        const int read_only = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (read_only < 0) return;
+        ::dup2(read_only, *static_cast<int*>(handle));
+        ::close(read_only);
+    }
+
     std::size_t wake_at() const { return std::max<std::size_t>(1, options.queue_capacity / 2); }
 
     void run() {
+        h5::quiet_errors();  // HDF5's error printing is per thread: the caller's setting is not ours
         auto next_flush = std::chrono::steady_clock::now() + options.flush_interval;
         std::deque<Record> batch;
         try {
@@ -393,6 +408,7 @@ struct TraceWriter::Impl {
                 }
             }
         } catch (const std::exception& e) {
+            freeze_file();
             std::lock_guard lock(mu);
             error = e.what();
         }

@@ -35,11 +35,12 @@ inline std::string read_bytes(const std::filesystem::path& p) {
 
 // `args` after the binary's name, e.g. "train --steps 3"; stderr goes through a file in
 // `scratch` so both streams are kept whole. `env`: "NAME=value ..." set for the engine.
+// `shell_setup`: shell commands run first in the engine's shell (limits, traps).
 inline EngineResult run_engine(const std::string& args, const std::filesystem::path& scratch,
-                               const std::string& env = "") {
+                               const std::string& env = "", const std::string& shell_setup = "") {
     const std::filesystem::path err = scratch / "stderr.txt";
-    const std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(FP8SCOPE_ENGINE) + " " + args +
-                            " 2>" + err.string();
+    const std::string cmd = shell_setup + (env.empty() ? "" : "env " + env + " ") + std::string(FP8SCOPE_ENGINE) +
+                            " " + args + " 2>" + err.string();
     EngineResult r;
     FILE* p = ::popen(cmd.c_str(), "r");
     if (!p) return r;
@@ -50,6 +51,14 @@ inline EngineResult run_engine(const std::string& args, const std::filesystem::p
     r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     r.err = read_bytes(err);
     return r;
+}
+
+// As run_engine, with every file the engine writes limited to `bytes` (RLIMIT_FSIZE) and
+// SIGXFSZ ignored: a write past the limit then fails as it does on a full disk.
+inline EngineResult run_engine_with_file_limit(const std::string& args, const std::filesystem::path& scratch,
+                                               long bytes) {
+    const std::string limit = std::to_string(bytes);
+    return run_engine(args, scratch, "", "trap '' XFSZ; prlimit --fsize=" + limit + ":" + limit + " ");
 }
 
 // Each argument quoted for the shell, so any bytes (a non-UTF-8 file name) reach the

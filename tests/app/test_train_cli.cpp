@@ -152,6 +152,54 @@ TEST(TrainCli, ACheckpointThatCannotBeWrittenFailsTheRunWithItsReason) {
     }
 }
 
+// A trace that outgrows its disk (here a file size limit: the write fails with EFBIG, as
+// with ENOSPC) stops recording, not the run: by default training stops cleanly at the next
+// step with its checkpoint, or goes on with --on-trace-error continue; the trace keeps the
+// steps of its last flush and the exit status says the output is incomplete.
+TEST(TrainCli, ATraceThatCannotBeWrittenStopsRecordingAndTheRunEndsCleanly) {
+    // The tiny model's trace starts near 1 MB and grows by about 1.4 KB a step; its
+    // checkpoint is about 360 KB, so only the trace meets the limit.
+    constexpr long kLimitBytes = 1100 * 1024;
+    constexpr int kSteps = 400;
+    for (const std::string policy : {"stop", "continue"}) {
+        const fs::path dir = scratch() / ("full_disk_" + policy);
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+        const fs::path trace = dir / "t.h5";
+        Result r = fp8scope::testing::run_engine_with_file_limit(
+            "train " + tiny() + " --steps " + std::to_string(kSteps) + " --flush-ms 1 --out " + trace.string() +
+                " --checkpoint-dir " + (dir / "ck").string() + " --on-trace-error " + policy + " --json --quiet",
+            dir, kLimitBytes);
+        ASSERT_EQ(r.status, 1) << policy << "\n" << r.err;
+        const json j = json::parse(r.out);
+        const std::string trace_error = j["trace_error"];
+        EXPECT_NE(trace_error.find("File too large"), std::string::npos) << trace_error;
+        EXPECT_EQ(j["error"], "");
+        EXPECT_NE(r.err.find("fp8scope-engine: error: " + trace.string() + " stopped recording after step "),
+                  std::string::npos)
+            << r.err;
+        EXPECT_EQ(r.err.find("HDF5-DIAG"), std::string::npos) << r.err;  // one line, not HDF5's stack
+        const int steps = j["steps"];
+        if (policy == "stop") {
+            EXPECT_TRUE(j["stopped"].get<bool>());
+            EXPECT_LT(steps, kSteps);
+        } else {
+            EXPECT_FALSE(j["stopped"].get<bool>());
+            EXPECT_EQ(steps, kSteps);
+        }
+        // The checkpoint of the last trained step is there and resumable.
+        EXPECT_TRUE(fs::exists(dir / "ck" / ("step_" + std::to_string(steps) + ".ckpt"))) << policy;
+        // The trace reads, up to its last flush before the failure.
+        Result inspect = fp8scope::testing::run_engine("inspect " + trace.string(), dir);
+        ASSERT_EQ(inspect.status, 0) << inspect.err;
+        const auto at = inspect.out.find("run 0 baseline");
+        ASSERT_NE(at, std::string::npos) << inspect.out;
+        const int recorded = std::stoi(inspect.out.substr(inspect.out.find("steps ", at) + 6));
+        EXPECT_GT(recorded, 20) << inspect.out;
+        EXPECT_LT(recorded, steps) << inspect.out;
+    }
+}
+
 TEST(TrainCli, BadInputIsAClearError) {
     fs::path bad = scratch() / "bad.json";
     std::ofstream(bad) << R"({"model": {"d_model": 64, "layers": 2}})";
