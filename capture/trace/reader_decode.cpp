@@ -106,7 +106,7 @@ OperandRecord RecordDecoder::decode_operand(const unsigned char* bytes, hsize_t 
     return o;
 }
 
-BlockMapRecord RecordDecoder::decode_blockmap(const unsigned char* bytes, hsize_t row) const {
+void RecordDecoder::check_blockmap(const unsigned char* bytes, hsize_t row) const {
     BlockMapRecord b;
     s::BlockMapSpan r;
     s::get_row<s::BlockMapTable>(bytes, b, r);
@@ -121,6 +121,13 @@ BlockMapRecord RecordDecoder::decode_blockmap(const unsigned char* bytes, hsize_
         if (!in_bounds(r.offset, r.count, d->rows))
             throw f.fail(where + "(offset " + std::to_string(r.offset) + ", count " + std::to_string(r.count) +
                          ") points past the end of " + d->path);
+}
+
+BlockMapRecord RecordDecoder::decode_blockmap(const unsigned char* bytes, hsize_t row) const {
+    check_blockmap(bytes, row);
+    BlockMapRecord b;
+    s::BlockMapSpan r;
+    s::get_row<s::BlockMapTable>(bytes, b, r);
     b.absmax = f.read_range<float>(f.block_absmax, r.offset, r.count);
     b.scale_inv = f.read_range<float>(f.block_scale_inv, r.offset, r.count);
     b.sqnr_db = f.read_range<float>(f.block_sqnr, r.offset, r.count);

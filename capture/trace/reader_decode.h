@@ -16,6 +16,10 @@ struct RecordDecoder {
 
     OperandRecord decode_operand(const unsigned char* bytes, hsize_t row) const;
     BlockMapRecord decode_blockmap(const unsigned char* bytes, hsize_t row) const;
+    // Throws TraceError when a block-map row's quantizer, grid or span is damaged. Run when
+    // the row is indexed, so every reader (inspect, export, the GUI) gives one verdict on a
+    // file, whether or not it reads the maps.
+    void check_blockmap(const unsigned char* bytes, hsize_t row) const;
     // The error figures of an operand row, one per recipe; with the recipes' names when
     // `names`.
     std::vector<ErrorStats> read_errors(const schema::OperandSpans& r, hsize_t row, bool names) const;

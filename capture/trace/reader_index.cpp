@@ -1,6 +1,8 @@
 // Indexing a trace's rows (reader_index.h).
 #include "reader_index.h"
 
+#include "reader_decode.h"
+
 #include <algorithm>
 #include <string>
 
@@ -140,11 +142,17 @@ bool TraceIndex::update(const TraceFile& f, TraceMeta& meta) {
         grew = true;
     }
     if (f.blockmaps.rows > indexed_blockmaps) {
-        auto rows = f.read_keys(f.blockmaps, indexed_blockmaps, f.blockmaps.rows - indexed_blockmaps);
-        for (std::size_t i = 0; i < rows.size(); ++i) {
-            check_key(f, meta, rows[i], s::kBlockMaps, indexed_blockmaps + i);
-            blockmap_rows[{rows[i].run, rows[i].step}].push_back(indexed_blockmaps + i);
-        }
+        const RecordDecoder decoder{f, meta};
+        in_chunks(indexed_blockmaps, f.blockmaps.rows, [&](hsize_t at, hsize_t n) {
+            const auto rows = f.read_table(f.blockmaps, at, n);
+            for (hsize_t i = 0; i < n; ++i) {
+                const unsigned char* bytes = rows.data() + i * f.blockmaps.layout.size;
+                const OperandKey key = TraceFile::key_at(bytes);
+                check_key(f, meta, key, s::kBlockMaps, at + i);
+                decoder.check_blockmap(bytes, at + i);
+                blockmap_rows[{key.run, key.step}].push_back(at + i);
+            }
+        });
         indexed_blockmaps = f.blockmaps.rows;
         grew = true;
     }
@@ -155,6 +163,12 @@ bool TraceIndex::update(const TraceFile& f, TraceMeta& meta) {
             auto rows = f.read_records<s::OpTable>(f.ops, at, n);
             for (std::size_t i = 0; i < rows.size(); ++i) {
                 check_run(f, meta, rows[i].run, s::kOpTimes, at + i);
+                // Checked here, not when the rows are read, so every reader has one verdict.
+                const auto ops = static_cast<std::int64_t>(meta.ops.size());
+                if (rows[i].op < 0 || rows[i].op >= ops || rows[i].parent < -1 || rows[i].parent >= ops)
+                    throw f.fail(std::string(s::kOpTimes) + " row " + std::to_string(at + i) + ": op " +
+                                 std::to_string(rows[i].op) + " (parent " + std::to_string(rows[i].parent) +
+                                 ") is not in /meta/ops");
                 auto& v = op_rows[rows[i].run];
                 const hsize_t row = at + i;
                 if (v.size() > tails[rows[i].run] && v.back().step == rows[i].step &&

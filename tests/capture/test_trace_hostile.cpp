@@ -65,6 +65,51 @@ TEST(TraceHostile, RowStepsFollowTheRowsNotTheRange) {
     EXPECT_EQ(r.scaling(0, INT64_MAX, INT64_MAX).size(), 1u);
 }
 
+// A damaged block-map or op row is refused when the file opens, not when a reader first
+// reads the row: inspect (which reads neither), export (ops) and the GUI (both) used to give
+// three verdicts on one file.
+TEST(TraceHostile, DamagedBlockMapAndOpRowsAreRefusedWhenTheFileOpens) {
+    struct Damage {
+        const char* dataset;
+        const char* field;
+        std::int64_t value;
+        std::string says;
+    };
+    const Damage cases[] = {
+        {schema::kBlockMaps, "quantizer", 99, "/blockmaps/table row 1: quantizer 99 is not in the quantizer table"},
+        {schema::kBlockMaps, "grid_rows", -2, "/blockmaps/table row 1: grid -2x7 does not match count 14"},
+        {schema::kBlockMaps, "count", INT64_MAX, "/blockmaps/table row 1: grid 2x7 does not match count"},
+        {schema::kBlockMaps, "offset", INT64_MAX / 2, "/blockmaps/table row 1: (offset 4611686018427387903, count 14) "
+                                                      "points past the end of /blockmaps/absmax"},
+        {schema::kOpTimes, "op", 9999, "/ops row 1: op 9999 (parent"},
+        {schema::kOpTimes, "parent", 9999, ") is not in /meta/ops"},
+    };
+    for (const Damage& d : cases) {
+        TempDir dir;
+        const std::string path = dir.file("damaged.h5");
+        {
+            TraceMeta m = sample_meta();
+            TraceWriter w(path, m);
+            w.write(sample_step(0, 10));
+            w.write(sample_op(0, 10, 0));
+            w.write(sample_op(0, 10, 1));
+            for (int q : {0, 1}) w.write(sample_blockmap({0, 10, 0, Gemm::Fprop, Operand::X}, q));
+            w.close();
+            TraceReader valid(path);  // the file as written is valid
+            ASSERT_EQ(valid.blockmaps({0, 10, 0, Gemm::Fprop, Operand::X}).size(), 2u);
+        }
+        ASSERT_TRUE(patch_field(path, d.dataset, d.field, 1, d.value, H5T_NATIVE_INT64)) << d.field;
+        std::string opened;
+        try {
+            TraceReader r(path);
+        } catch (const TraceError& e) {
+            opened = e.what();
+        }
+        EXPECT_EQ(opened.rfind(path + ": ", 0), 0u) << d.field << ": " << opened;
+        EXPECT_NE(opened.find(d.says), std::string::npos) << d.field << ": " << opened;
+    }
+}
+
 TEST(TraceHostile, OperandSlotOfAHugeLinearIsNone) {
     EXPECT_EQ(operand_slot(INT32_MAX, Gemm::Fprop, Operand::X), -1);
     EXPECT_EQ(operand_slot(INT32_MAX / kOperandsPerLinear - 1, Gemm::Fprop, Operand::X) >= 0, true);
