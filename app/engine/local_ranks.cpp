@@ -1,12 +1,15 @@
 #include "local_ranks.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <string>
 #include <thread>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +21,16 @@
 extern char** environ;
 
 namespace fp8scope::cli {
+
+std::string cpu_ranks_refused(int n) {
+    cpu_set_t cores;
+    if (::sched_getaffinity(0, sizeof cores, &cores) != 0) return {};
+    const int limit = std::max(8, 2 * CPU_COUNT(&cores));
+    if (n <= limit) return {};
+    return std::to_string(n) + " CPU ranks on this machine are past the " + std::to_string(limit) +
+           " it takes: twice the cores this process may run on (" + std::to_string(CPU_COUNT(&cores)) +
+           "), and 8 at least";
+}
 namespace {
 
 std::vector<std::string> g_command_line;

@@ -16,6 +16,11 @@ namespace fp8scope::cli {
 void set_command_line(int argc, char** argv);
 const std::vector<std::string>& command_line();
 
+// Why `n` CPU ranks are too many for this machine ("" when they fit): CPU ranks take turns
+// on its cores, at most twice as many as the cores this process may run on, or 8 on a
+// smaller machine; past that they only wait for each other.
+std::string cpu_ranks_refused(int n);
+
 class LocalRanks {
 public:
     // Sets this process's variables as rank 0 and starts the others. Throws

@@ -121,6 +121,12 @@ void add_preflight(CLI::App& app, int& exit_code) {
             exit_code = run_preflight(*opts);
             return;
         }
+        if (const std::string why = opts->device == "cpu" ? cpu_ranks_refused(opts->nproc_per_node) : "";
+            !why.empty()) {
+            std::fprintf(stderr, "fp8scope-engine: error: --nproc-per-node: %s\n", why.c_str());
+            exit_code = 2;
+            return;
+        }
         try {
             LocalRanks ranks(opts->nproc_per_node);
             const int mine = run_preflight(*opts);

@@ -14,6 +14,7 @@
 #include "engine/memory_estimate.h"
 #include "engine/rank_health.h"
 #include "gemm_probe.h"
+#include "local_ranks.h"
 #include "renamed_option.h"
 #include "util/json_input.h"
 #include "util/host_name.h"
@@ -91,20 +92,15 @@ RankJob::~RankJob() = default;
 
 namespace {
 
-// The ranks of one machine share it: CPU ranks take turns on its cores (at most twice
-// as many ranks as the cores this process may run on, or 8 on a smaller machine: past
-// that they only wait for each other), and together they must fit the machine's memory,
-// which each rank's trainer compares with its own estimate alone.
+// The ranks of one machine share it: CPU ranks take turns on its cores, and together they
+// must fit the machine's memory, which each rank's trainer compares with its own estimate
+// alone.
 void check_local_ranks(const LaunchEnv& env, Backend& backend, const TrainConfig& config) {
     const int n = env.local_world_size;
     if (n <= 1) return;
     const bool cpu = backend.device() == Device::CPU;
-    cpu_set_t cores;
-    if (cpu && ::sched_getaffinity(0, sizeof cores, &cores) == 0 && n > std::max(8, 2 * CPU_COUNT(&cores)))
-        throw std::invalid_argument(std::to_string(n) + " CPU ranks on this machine are past the " +
-                                    std::to_string(std::max(8, 2 * CPU_COUNT(&cores))) +
-                                    " it takes: twice the cores this process may run on (" +
-                                    std::to_string(CPU_COUNT(&cores)) + "), and 8 at least");
+    if (const std::string why = cpu ? cpu_ranks_refused(n) : std::string(); !why.empty())
+        throw std::invalid_argument(why);
     require_memory(estimate_memory(config, dtype_size(backend.activation_dtype())), available_memory(), !cpu, n);
 }
 

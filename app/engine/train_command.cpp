@@ -359,6 +359,22 @@ void add_train(CLI::App& app, int& exit_code) {
             exit_code = run_train(*opts);
             return;
         }
+        // A job that cannot start is refused here, once, not by each rank it would start.
+        TrainConfig config;
+        Resumed resumed;
+        try {
+            config = base_config(*opts, resumed);
+            apply_flags(*opts, config);
+        } catch (const std::exception&) {
+            exit_code = run_train(*opts);  // says what is wrong, as without --nproc-per-node
+            return;
+        }
+        if (const std::string why = config.device == "cpu" ? cpu_ranks_refused(opts->ranks.nproc_per_node) : "";
+            !why.empty()) {
+            report("--nproc-per-node: " + why);
+            exit_code = 2;
+            return;
+        }
         try {
             LocalRanks ranks(opts->ranks.nproc_per_node);
             const int mine = run_train(*opts);

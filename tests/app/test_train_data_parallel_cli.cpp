@@ -178,15 +178,17 @@ TEST(TrainDataParallelCli, ARankWithoutTheJobSecretStopsNamingTheVariable) {
         << r.err;
 }
 
-TEST(TrainDataParallelCli, MoreCpuRanksThanCoresAreRefused) {
-    // Nine ranks where the process may run on one core: 8 is the bound there.
-    const auto r = fp8scope::testing::run_engine("train --threads 1 --steps 2 --nproc-per-node 9 --rank-timeout-s 20",
-                                                 scratch(), "taskset -c 0");
-    EXPECT_EQ(r.status, 1);
-    EXPECT_NE(r.err.find("9 CPU ranks on this machine are past the 8 it takes: twice the cores this process may run "
-                         "on (1), and 8 at least"),
-              std::string::npos)
-        << r.err;
+TEST(TrainDataParallelCli, MoreCpuRanksThanCoresAreRefusedBeforeAnyRankStarts) {
+    // Nine ranks where the process may run on one core: 8 is the bound there. Refused once,
+    // as a usage error, by train and preflight alike, not by each of the ranks started.
+    const std::string why =
+        "fp8scope-engine: error: --nproc-per-node: 9 CPU ranks on this machine are past the 8 it takes: twice the "
+        "cores this process may run on (1), and 8 at least\n";
+    for (const std::string command : {"train --threads 1 --steps 2", "preflight"}) {
+        const auto r = fp8scope::testing::run_engine(command + " --nproc-per-node 9", scratch(), "taskset -c 0");
+        EXPECT_EQ(r.status, 2) << command;
+        EXPECT_EQ(r.err, why) << command;
+    }
 }
 
 TEST(TrainDataParallelCli, AKilledRankEndsTheJobAndTheCheckpointResumes) {
