@@ -72,7 +72,14 @@ CursorBar::CursorBar(const SeriesStore* store, StepCursor* cursor, Selection* se
 }
 
 void CursorBar::refresh() {
-    if (store_->generation() == names_generation_) return;
+    if (store_->generation() == names_generation_) {
+        // Within one trace a recipe switch renames its run.
+        store_->read([&](const TraceData& d) {
+            for (int r = 0; r < run_->count() && r < static_cast<int>(d.meta.runs.size()); ++r)
+                if (const QString name = run_label(d.meta, r); run_->itemText(r) != name) run_->setItemText(r, name);
+        });
+        return;
+    }
     names_generation_ = store_->generation();
     const QSignalBlocker b1(run_), b2(operand_);
     run_->clear();

@@ -21,7 +21,7 @@ bool apply_choices(MainWindow& window, const ScreenshotRequest& r) {
     std::vector<OperandRef> refs;
     window.store().read([&](const TraceData& d) {
         for (int i = 0; i < static_cast<int>(d.meta.runs.size()); ++i)
-            if (run_label(d.meta, i) == r.run) run = i;
+            if (run_label(d.meta, i) == r.run || QString::fromStdString(d.runs[i].info.name) == r.run) run = i;
         refs = parse_operand_list(d.meta, r.select, &unknown);
     });
     if (!r.run.isEmpty() && run < 0) {

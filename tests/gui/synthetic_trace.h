@@ -144,4 +144,27 @@ inline views::TraceBatch synthetic_batch(const SyntheticSpec& s) {
     return b;
 }
 
+// Makes GEMM `to`'s use of linear `linear`'s `operand` the very cast GEMM `from` makes (a
+// per-tensor quantizer casts a tensor once for both): its amax, scale and records become
+// `from`'s. `edit` then changes each copied record.
+template <class Edit>
+void share_tensor(views::TraceBatch& b, int linear, Operand operand, Gemm from, Gemm to, Edit&& edit) {
+    const int fs = trace::operand_slot(linear, from, operand), ts = trace::operand_slot(linear, to, operand);
+    for (trace::ScalingRecord& s : b.scaling) {
+        s.amax[ts] = s.amax[fs];
+        s.scale[ts] = s.scale[fs];
+    }
+    std::vector<trace::OperandRecord> shared;
+    for (const trace::OperandRecord& o : b.operands)
+        if (o.key.linear == linear && o.key.gemm == from && o.key.operand == operand) shared.push_back(o);
+    for (trace::OperandRecord& o : b.operands)
+        if (o.key.linear == linear && o.key.gemm == to && o.key.operand == operand)
+            for (const trace::OperandRecord& f : shared)
+                if (f.key.run == o.key.run && f.key.step == o.key.step) {
+                    o = f;
+                    o.key.gemm = to;
+                    edit(o);
+                }
+}
+
 }  // namespace fp8scope::testing

@@ -62,7 +62,7 @@ private slots:
         QCOMPARE(m.data(m.index(1, LossSummaryModel::LossVsBaseline), Qt::DisplayRole).toString(), QString("+1.11%"));
         const QStringList csv = table_csv(m).split('\n');
         QCOMPARE(csv[0], QString("run,last step,loss,loss vs baseline,eval loss,eval vs baseline"));
-        QVERIFY(csv[2].startsWith("delayed,49,4.5"));
+        QVERIFY(csv[2].startsWith(QString::fromUtf8("delayed \u2192 current @ step 20,49,4.5")));  // switched at 20
         QVERIFY(std::isnan(relative_pct(1, 0)));
     }
 
@@ -125,7 +125,9 @@ private slots:
         m.refresh();
         QStringList runs;
         for (int r = 0; r < m.rowCount(); ++r) runs << m.data(m.index(r, EventsModel::Run), Qt::DisplayRole).toString();
-        QVERIFY2(runs.contains("all runs") && runs.contains("delayed") && !runs.join(' ').contains("#"), qPrintable(runs.join(", ")));
+        QVERIFY2(runs.contains("all runs") && runs.contains(QString::fromUtf8("delayed \u2192 current @ step 20")) &&
+                     !runs.join(' ').contains("#"),
+                 qPrintable(runs.join(", ")));
     }
 
     // The baseline (run 0) shows the what-if recipe's figures, greyed; underflow above
@@ -160,21 +162,7 @@ private slots:
     // Linear 0's w read by fprop and dgrad with the same figures: one row for both.
     void layersMergeSharedTensors() {
         TraceBatch b = t::synthetic_batch(spec_);
-        const int fw = trace::operand_slot(0, Gemm::Fprop, Operand::W), dw = trace::operand_slot(0, Gemm::Dgrad, Operand::W);
-        for (trace::ScalingRecord& s : b.scaling) {
-            s.amax[dw] = s.amax[fw];
-            s.scale[dw] = s.scale[fw];
-        }
-        std::vector<trace::OperandRecord> fprop_w;
-        for (const trace::OperandRecord& o : b.operands)
-            if (o.key.linear == 0 && o.key.gemm == Gemm::Fprop && o.key.operand == Operand::W) fprop_w.push_back(o);
-        for (trace::OperandRecord& o : b.operands)
-            if (o.key.linear == 0 && o.key.gemm == Gemm::Dgrad && o.key.operand == Operand::W)
-                for (const trace::OperandRecord& f : fprop_w)
-                    if (f.key.run == o.key.run && f.key.step == o.key.step) {
-                        o = f;
-                        o.key.gemm = Gemm::Dgrad;
-                    }
+        t::share_tensor(b, 0, Operand::W, Gemm::Fprop, Gemm::Dgrad, [](trace::OperandRecord&) {});
         QVERIFY(store_.append(store_.reset(t::synthetic_meta(spec_)), std::move(b)));
         LayersModel m(&store_);
         QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);

@@ -10,6 +10,7 @@
 
 #include "fp8/training_recipe.h"
 #include "live_server.h"
+#include "models/display_names.h"
 #include "models/engine_process.h"
 #include "models/kernel_stats_model.h"
 #include "models/live_source.h"
@@ -206,6 +207,9 @@ private slots:
                 if (e.kind == trace::EventKind::RecipeSwitch && e.run == 1 && e.detail == "delayed -> mxfp8") return true;
             return false;
         }), 10000);
+        // The run goes by its new recipe from then on, as the engine's final table names it.
+        QCOMPARE(store.read([](const TraceData& d) { return run_label(d.meta, 1); }),
+                 QString::fromUtf8("delayed \u2192 mxfp8 @ step 19"));
         live.send(live::Command{live::CommandKind::Pause, -1, "", 0}, "pause");
         QTRY_COMPARE_WITH_TIMEOUT(replied.count(), 2, 10000);
         QVERIFY(!replied.at(1).at(1).toBool());

@@ -438,7 +438,7 @@ private slots:
         const QStringList lines = table_csv(m).split('\n', Qt::SkipEmptyParts);
         QCOMPARE(lines.size(), 4);
         QCOMPARE(lines[0], QString("step,run,event,detail"));
-        QCOMPARE(lines[2], QString("20,delayed,recipe_switch,delayed -> current"));
+        QCOMPARE(lines[2], QString::fromUtf8("20,delayed \u2192 current @ step 20,recipe_switch,delayed -> current"));
         QString error;
         QVERIFY(!write_table_csv(m, "/nonexistent-dir/x.csv", &error));
         QVERIFY(error.contains("/nonexistent-dir/x.csv"));

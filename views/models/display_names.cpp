@@ -40,6 +40,20 @@ QString run_label(const trace::TraceMeta& meta, int run) {
     return QStringLiteral("run #%1").arg(run);
 }
 
+std::string switched_run_name(const std::string& started_as, const std::vector<trace::EventRecord>& events, int run) {
+    std::vector<const trace::EventRecord*> switches;
+    for (const auto& e : events)
+        if (e.kind == trace::EventKind::RecipeSwitch && (e.run == run || e.run == -1)) switches.push_back(&e);
+    std::stable_sort(switches.begin(), switches.end(), [](auto* a, auto* b) { return a->step < b->step; });
+    std::string name = started_as;
+    for (const trace::EventRecord* e : switches) {
+        const std::string& d = e->detail;
+        const auto arrow = d.find(" -> ");
+        name += " \u2192 " + (arrow == std::string::npos ? d : d.substr(arrow + 4)) + " @ step " + std::to_string(e->step);
+    }
+    return name;
+}
+
 QString event_run_label(const trace::TraceMeta& meta, int run) {
     return run == -1 ? QStringLiteral("all runs") : run_label(meta, run);
 }

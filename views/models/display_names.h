@@ -17,6 +17,10 @@ QString operand_ref_label(const trace::TraceMeta& meta, const OperandRef& ref); 
 QString short_operand_label(const trace::TraceMeta& meta, const OperandRef& ref);  // "L0 fc1 fprop x"
 QString linear_label(const trace::TraceMeta& meta, int linear);
 QString run_label(const trace::TraceMeta& meta, int run);
+// The name a run goes by after the recipe switches among `events` (kind recipe_switch,
+// detail "from -> to", of this run or of all runs): "baseline → mxfp8 @ step 40", a
+// link per switch in step order; `started_as` when it never switched.
+std::string switched_run_name(const std::string& started_as, const std::vector<trace::EventRecord>& events, int run);
 // The run an event belongs to: its name, or "all runs" for an event of the whole
 // lock-step comparison (run -1).
 QString event_run_label(const trace::TraceMeta& meta, int run);

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "models/display_names.h"
+#include "models/goodness.h"
 #include "models/model_roles.h"
 
 namespace fp8scope::views {
@@ -55,6 +56,7 @@ void LayersModel::refresh(int run, std::int64_t step, int what_if) {
                     r.recipe = tr("what-if: %1").arg(quantizer_label(d.meta, shown));
                     r.what_if = true;
                 }
+                for (const ErrorFigures& e : o->errors()) r.errors.insert(r.errors.end(), e.values().begin(), e.values().end());
                 if (shown >= 0 && shown < static_cast<int>(o->errors().size())) {
                     const ErrorFigures& e = o->errors()[shown];
                     r.sqnr_db = e[&ErrorStats::sqnr_db];
@@ -88,7 +90,8 @@ std::vector<LayersModel::Row> LayersModel::merge_shared_tensors(std::vector<Row>
             return o.ref.linear == r.ref.linear && o.ref.operand == r.ref.operand && o.recipe == r.recipe &&
                    o.capture_step == r.capture_step && same(o.amax, r.amax) && same(o.scale, r.scale) &&
                    same(o.kurtosis, r.kurtosis) && same(o.dynamic_range, r.dynamic_range) && same(o.sqnr_db, r.sqnr_db) &&
-                   same(o.underflow_pct, r.underflow_pct) && same(o.overflow_pct, r.overflow_pct);
+                   same(o.underflow_pct, r.underflow_pct) && same(o.overflow_pct, r.overflow_pct) &&
+                   std::equal(o.errors.begin(), o.errors.end(), r.errors.begin(), r.errors.end(), same);
         });
         if (it == out.end()) out.push_back(std::move(r));
         else it->gemms.push_back(r.ref.gemm);
@@ -108,6 +111,16 @@ int LayersModel::rowOf(const OperandRef& ref) const {
             return i;
     }
     return -1;
+}
+
+QString LayersModel::sharedWith(int row) const {
+    const Row& r = rows_[row];
+    QStringList gemms;
+    for (const Row& o : rows_)
+        if (&o != &r && o.ref.linear == r.ref.linear && o.ref.operand == r.ref.operand && o.recipe == r.recipe &&
+            o.sqnr_db == r.sqnr_db && o.underflow_pct == r.underflow_pct)
+            for (Gemm g : o.gemms) gemms << gemm_label(g);
+    return gemms.join('+');
 }
 
 int LayersModel::rowCount(const QModelIndex& parent) const {
@@ -136,6 +149,11 @@ QVariant LayersModel::data(const QModelIndex& index, int role) const {
     const Row& r = rows_[index.row()];
     const int c = index.column();
     const bool text_column = c == Linear || c == GemmCol || c == OperandCol || c == Recipe;
+    if (role == Qt::ToolTipRole && c == GemmCol)
+        if (const QString other = sharedWith(index.row()); !other.isEmpty())
+            return tr("%1 casts this tensor as %2 does, with the same figures under this quantizer; under some analysis "
+                      "quantizer (blocks along rows or columns) they differ: compare them in the Quantization error view")
+                .arg(data(index, Qt::DisplayRole).toString(), other);
     if (role == Qt::DisplayRole || role == Qt::ToolTipRole) {
         switch (c) {
             case Linear: return r.linear;
@@ -153,7 +171,7 @@ QVariant LayersModel::data(const QModelIndex& index, int role) const {
     }
     if (role == kValueRole) return text_column ? data(index, Qt::DisplayRole) : QVariant(value(r, c));
     if (role == Qt::TextAlignmentRole && !text_column) return int(Qt::AlignRight | Qt::AlignVCenter);
-    if (role == Qt::BackgroundRole && !text_column && isBad(c, value(r, c))) return QColor(255, 205, 200);
+    if (role == Qt::BackgroundRole && !text_column && isBad(c, value(r, c))) return bad_cell_color();
     if (role == Qt::ForegroundRole && r.what_if && (c == Recipe || c == SqnrDb || c == UnderflowPct || c == OverflowPct))
         return QColor(Qt::darkGray);  // figures of a quantizer the run does not use
     return {};

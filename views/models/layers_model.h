@@ -1,8 +1,10 @@
 // The layers table: every linear x GEMM x operand of the selected run with its latest
 // figures at the step cursor (amax and scale of that step, statistics of the newest
 // capture step at or before it). One row per operand slot, except that a tensor two
-// GEMMs share (fprop and dgrad read the same w) is one row when its figures are the same
-// in both (per-tensor quantizers quantize it once). An operand that trains
+// GEMMs share (fprop and dgrad read the same w) is one row when all its figures are the
+// same in both, what-if ones included: per-tensor quantizers quantize it once, but 1x128
+// and MX blocks follow the GEMM's orientation, so under them dgrad's dy and wgrad's dy
+// (its transpose) can fare very differently, and both rows stay. An operand that trains
 // unquantized (a baseline run) shows the what-if figures of a chosen analysis quantizer
 // instead of blanks. Bad values are coloured (thresholds below).
 #pragma once
@@ -52,11 +54,15 @@ private:
         double sqnr_db = NAN, underflow_pct = NAN, overflow_pct = NAN;
         qint64 capture_step = -1;
         bool what_if = false;  // the error figures are another quantizer's
+        std::vector<double> errors;  // every error figure under every analysis quantizer
         std::vector<Gemm> gemms;  // this row's GEMM, then those of the rows merged into it
     };
     // Merges each row into an earlier one of the same tensor with the same figures.
     static std::vector<Row> merge_shared_tensors(std::vector<Row> rows);
     double value(const Row& r, int column) const;
+    // The GEMMs of the other rows of `row`'s tensor that show the same figures (kept
+    // apart by a what-if); empty when none.
+    QString sharedWith(int row) const;
 
     const SeriesStore* store_;
     std::vector<Row> rows_;

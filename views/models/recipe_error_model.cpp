@@ -5,6 +5,7 @@
 
 #include "models/display_names.h"
 #include "models/model_roles.h"
+#include "models/quantizer_facts.h"
 
 namespace fp8scope::views {
 
@@ -15,10 +16,12 @@ void RecipeErrorModel::refresh(int run, std::int64_t step, Gemm gemm, Operand op
     QStringList linears, recipes;
     std::vector<double> values;
     std::vector<int> in_use;
+    std::vector<char> applies;
     store_->read([&](const TraceData& d) {
         recipes = quantizer_labels(d.meta);
         const int nl = static_cast<int>(d.meta.linears.size());
         values.assign(static_cast<std::size_t>(nl) * recipes.size(), NAN);
+        applies.assign(values.size(), 1);
         in_use.assign(static_cast<std::size_t>(nl), -1);
         for (int l = 0; l < nl; ++l) linears << linear_label(d.meta, l);
         if (run < 0 || run >= static_cast<int>(d.runs.size())) return 0;
@@ -29,8 +32,11 @@ void RecipeErrorModel::refresh(int run, std::int64_t step, Gemm gemm, Operand op
             if (!o) continue;
             in_use[l] = o->recipe_in_use >= 0 && o->recipe_in_use < recipes.size() ? o->recipe_in_use : -1;
             const auto errors = o->errors();
-            for (int r = 0; r < recipes.size() && r < static_cast<int>(errors.size()); ++r)
-                values[static_cast<std::size_t>(l) * recipes.size() + r] = error_stat_value(errors[r], stat);
+            for (int r = 0; r < recipes.size() && r < static_cast<int>(errors.size()); ++r) {
+                const std::size_t i = static_cast<std::size_t>(l) * recipes.size() + r;
+                applies[i] = what_if_applies(d.meta.quantizers[r], r == o->recipe_in_use);
+                values[i] = applies[i] ? error_stat_value(errors[r], stat) : NAN;
+            }
         }
         return 0;
     });
@@ -40,6 +46,7 @@ void RecipeErrorModel::refresh(int run, std::int64_t step, Gemm gemm, Operand op
     recipes_ = std::move(recipes);
     values_ = std::move(values);
     in_use_ = std::move(in_use);
+    applies_ = std::move(applies);
     if (!same_shape) endResetModel();
     else if (rowCount() > 0) emit dataChanged(index(0, 0), index(rowCount() - 1, columnCount() - 1));
 }
@@ -68,6 +75,15 @@ double RecipeErrorModel::value(int row, int recipe) const {
     return reference_ < 0 ? v : v - rawValue(row, reference_);
 }
 
+bool RecipeErrorModel::applies(int row, int recipe) const {
+    if (row < 0 || row >= rowCount() || recipe < 0 || recipe >= recipeCount()) return true;
+    return applies_[static_cast<std::size_t>(row) * recipes_.size() + recipe];
+}
+
+QString RecipeErrorModel::voidReason(int row, int recipe) const {
+    return applies(row, recipe) ? QString() : what_if_void_reason(recipes_[recipe].toStdString());
+}
+
 int RecipeErrorModel::recipeInUse(int row) const {
     return row >= 0 && row < static_cast<int>(in_use_.size()) ? in_use_[row] : -1;
 }
@@ -84,7 +100,9 @@ QVariant RecipeErrorModel::data(const QModelIndex& index, int role) const {
     if (index.column() == 0)
         return role == Qt::DisplayRole || role == kValueRole ? QVariant(linears_[index.row()]) : QVariant();
     const double v = value(index.row(), index.column() - 1);
-    if (role == Qt::DisplayRole) return format_figure(v);
+    const bool applies = this->applies(index.row(), index.column() - 1);
+    if (role == Qt::DisplayRole) return applies ? format_figure(v) : tr("n/a");
+    if (role == Qt::ToolTipRole && !applies) return voidReason(index.row(), index.column() - 1);
     if (role == kValueRole) return v;
     if (role == Qt::TextAlignmentRole) return int(Qt::AlignRight | Qt::AlignVCenter);
     return {};

@@ -2,6 +2,8 @@
 // quantizer (columns), at the newest capture step at or before the cursor: the table behind
 // the error view's heatmap. With a reference quantizer set, the values are each quantizer's
 // statistic minus the reference's on the same layer (the ~1 dB differences that matter).
+// A delayed quantizer's what-if on a layer that does not train with it is not applicable
+// (quantizer_facts.h: scale 1, no history): its cells hold no value.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -24,8 +26,12 @@ public:
     // "current_e4m3" (per-tensor current scaling), else the first current_* quantizer; -1.
     static int defaultReference(const QStringList& recipes);
 
-    double value(int row, int recipe) const;     // minus the reference's; NaN when not captured
+    double value(int row, int recipe) const;     // minus the reference's; NaN when not captured or not applicable
     double rawValue(int row, int recipe) const;  // the statistic itself
+    // False for a captured what-if that describes no cast of the run (see above).
+    bool applies(int row, int recipe) const;
+    // Why a cell that does not apply has no value; empty when it applies.
+    QString voidReason(int row, int recipe) const;
     // The analysis quantizer the layer trains with (outlined in the heatmap); -1 when none.
     int recipeInUse(int row) const;
     QString linearName(int row) const { return linears_.value(row); }
@@ -42,6 +48,7 @@ private:
     const SeriesStore* store_;
     QStringList linears_, recipes_;
     std::vector<double> values_;  // (linears, recipes)
+    std::vector<char> applies_;   // (linears, recipes)
     std::vector<int> in_use_;     // per linear
     int reference_ = -1;
 };

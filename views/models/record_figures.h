@@ -71,6 +71,9 @@ public:
         return v_[index_of(field)];
     }
 
+    // Every figure, in names() order.
+    const std::array<double, kCount>& values() const { return v_; }
+
     // The figures' names in order, nested ones after their record's name and a dot
     // ("outliers.kurtosis").
     static std::vector<std::string> names() {

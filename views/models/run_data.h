@@ -46,7 +46,7 @@ struct OperandRef {
 inline bool slot_order(const OperandRef& a, const OperandRef& b) { return a.slot() < b.slot(); }
 
 struct RunData {
-    trace::RunInfo info;
+    trace::RunInfo info;  // as the run started; TraceMeta::runs names it after its recipe switches
     StepColumns steps;
     ScalingColumns scaling;
     // Operand summaries per capture step, indexed by operand slot (a slot with no record

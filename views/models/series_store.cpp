@@ -1,11 +1,14 @@
 // Ingest of records into per-run columns. A step that is not newer than the run's last
 // one means the run went back (a rewind to a checkpoint): the later entries are dropped so
-// every series shows the history the run kept.
+// every series shows the history the run kept. A recipe switch renames its run in the
+// metadata the views name runs from.
 #include "models/series_store.h"
 
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+
+#include "models/display_names.h"
 
 namespace fp8scope::views {
 
@@ -155,9 +158,17 @@ void SeriesStore::append_locked(TraceBatch& batch) {
             c.grad_error.push_back(static_cast<float>(k.grad_error));
         }
     }
-    for (auto& e : batch.events) d.events.push_back(std::move(e));
+    bool switched = false;
+    for (auto& e : batch.events) {
+        switched = switched || e.kind == trace::EventKind::RecipeSwitch;
+        d.events.push_back(std::move(e));
+    }
     std::stable_sort(d.events.begin(), d.events.end(),
                      [](const auto& a, const auto& b) { return a.step < b.step; });
+    // A recipe switch renames its run wherever runs are named; info keeps how it started.
+    if (switched)
+        for (std::size_t r = 0; r < d.runs.size() && r < d.meta.runs.size(); ++r)
+            d.meta.runs[r].name = switched_run_name(d.runs[r].info.name, d.events, static_cast<int>(r));
 }
 
 }  // namespace fp8scope::views

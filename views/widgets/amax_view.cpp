@@ -5,21 +5,13 @@
 #include <algorithm>
 #include <cmath>
 
-#include "fp8/recipe.h"
 #include "models/display_names.h"
+#include "models/quantizer_facts.h"
 #include "widgets/event_markers.h"
 #include "widgets/plot_interaction.h"
 #include "widgets/plot_style.h"
 
 namespace fp8scope::views {
-
-double recipe_fp8_max(const std::string& recipe) {
-    try {
-        return fp8_max(recipe_format(parse_recipe(recipe)));
-    } catch (const std::exception&) {
-        return fp8_max(Format::E4M3);
-    }
-}
 
 std::vector<OperandRef> drawn_operands(const std::vector<OperandRef>& selected, const OperandRef& current) {
     std::vector<OperandRef> out = selected;
@@ -32,12 +24,12 @@ std::vector<OperandRef> drawn_operands(const std::vector<OperandRef>& selected, 
 }
 
 namespace {
-// The format's maximum comes from the operand's quantizer in use at the newest capture.
-double format_max_of(const TraceData& d, const RunData& rd, const OperandRef& ref) {
+// The format comes from the operand's quantizer in use at the newest capture.
+Format format_of(const TraceData& d, const RunData& rd, const OperandRef& ref) {
     const OperandSummary* last = rd.operand_at(d.last_step, ref);
     return last && last->recipe_in_use >= 0 && last->recipe_in_use < static_cast<int>(d.meta.quantizers.size())
-               ? recipe_fp8_max(d.meta.quantizers[last->recipe_in_use])
-               : fp8_max(Format::E4M3);
+               ? quantizer_format(d.meta.quantizers[last->recipe_in_use])
+               : Format::E4M3;
 }
 
 QColor operand_color(int index) { return series_color(1 + index); }  // past the baseline's grey
@@ -108,13 +100,13 @@ void AmaxView::rebuild(const TraceData& d, int run, const std::vector<OperandRef
             QCPScatterStyle(QCPScatterStyle::ssTriangleInverted, color.darker(160), color, 9));
         for (Graph g : {ScaleGraph, OverflowGraph}) c.graphs[g]->removeFromLegend();
         const std::size_t n = slot < sc.slot_count ? sc.step.size() : 0;
-        const double fmax = format_max_of(d, rd, ref);
+        const Format format = format_of(d, rd, ref);
         QVector<double> a(n), s(n), over_k, over_v;
         for (std::size_t i = 0; i < n; ++i) {
             a[i] = sc.amax_at(i, slot);
             s[i] = sc.scale_at(i, slot);
             any_scale = any_scale || std::isfinite(s[i]);
-            if (std::isfinite(s[i]) && a[i] * s[i] > fmax) { over_k << k[i]; over_v << a[i]; }
+            if (cast_saturates(sc.amax_at(i, slot), sc.scale_at(i, slot), format)) { over_k << k[i]; over_v << a[i]; }
         }
         c.graphs[AmaxGraph]->setData(k.mid(0, static_cast<int>(n)), gaps_for_log(a), true);
         c.graphs[ScaleGraph]->setData(k.mid(0, static_cast<int>(n)), gaps_for_log(s), true);
@@ -131,7 +123,7 @@ void AmaxView::rebuild(const TraceData& d, int run, const std::vector<OperandRef
     // A run without a scale (the float32 baseline, block quantizers) has no right axis.
     plot_->yAxis2->setVisible(any_scale);
     if (any_scale) key(tr("scale in use (dashed, right axis)"))->setPen(QPen(Qt::darkGray, 1.0, Qt::DashLine));
-    QCPGraph* overflow = key(tr("overflow: amax x scale > fp8 max"));
+    QCPGraph* overflow = key(tr("overflow: amax x scale rounds past fp8 max"));
     overflow->setLineStyle(QCPGraph::lsNone);
     overflow->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangleInverted, Qt::darkGray, Qt::gray, 9));
     if (selected > curves_.size())

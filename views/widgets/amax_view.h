@@ -1,7 +1,8 @@
 // Amax and scale view: the amax of every selected operand at every step, one colour per
 // operand, with its scale in use (dashed, right log axis) and its overflow events: steps
-// whose amax times the scale in use passes the format's maximum (a spike that delayed
-// scaling's history did not foresee; the values saturate). For the current operand, the
+// whose amax times the scale in use rounds past the format's maximum in the cast (a spike
+// that delayed scaling's history did not foresee; the values saturate). Current scaling's
+// amax x scale lands on the maximum up to float32 rounding and never saturates. For the current operand, the
 // delayed recipe's amax history window at the cursor's capture step.
 #pragma once
 
@@ -61,8 +62,5 @@ private:
 
 // The operands the view draws for a selection of `selected` with current `current`.
 std::vector<OperandRef> drawn_operands(const std::vector<OperandRef>& selected, const OperandRef& current);
-
-// FP8 maximum of an analysis quantizer name; 448 (E4M3) when the name does not parse.
-double recipe_fp8_max(const std::string& recipe);
 
 }  // namespace fp8scope::views

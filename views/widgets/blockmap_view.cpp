@@ -179,7 +179,10 @@ void BlockMapView::redraw() {
             if (!scale_of[family]) {
                 scale_of[family] = new QCPColorScale(plot_);
                 scale_of[family]->setType(QCPAxis::atRight);
-                scale_of[family]->setGradient(family ? magma_gradient() : viridis_gradient());
+                // SQNR is a statistic with a good side: the goodness scale of every view.
+                scale_of[family]->setGradient(quantity == SqnrDb ? goodness_gradient(Better::Higher)
+                                              : family           ? magma_gradient()
+                                                                 : viridis_gradient());
                 scale_of[family]->axis()->setLabel(quantity_->currentText() + (quantity == Absmax ? QString()
                                                    : family ? tr(" (E5M2, MX)") : tr(" (E4M3)")));
                 scales->addElement(scales->elementCount(), 0, scale_of[family]);

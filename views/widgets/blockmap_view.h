@@ -1,7 +1,8 @@
 // Block heatmaps: one tensor (the current operand at the newest block-map step at or
 // before the cursor) under every quantizer with block maps (per-tensor, 1x128, 128x128,
 // MXFP8), side by side over one value range, showing the per-tile scale_inv in use or the
-// per-tile SQNR, with a perceptual colour scale per format family (E4M3; E5M2 and MX);
+// per-tile SQNR, with a perceptual colour scale per format family (E4M3; E5M2 and MX; SQNR
+// on the goodness scale of every view: red worse, blue better);
 // the per-tile |x| absmax, the same under every quantizer, as one map. A tensor that is one
 // tile at the block size is described in text.
 #pragma once

@@ -10,6 +10,7 @@
 
 #include "models/display_names.h"
 #include "models/model_roles.h"
+#include "models/quantizer_facts.h"
 #include "widgets/event_markers.h"
 #include "widgets/plot_interaction.h"
 #include "widgets/plot_style.h"
@@ -20,6 +21,7 @@ namespace fp8scope::views {
 namespace {
 constexpr char kOutline[] = "in_use_outline";
 constexpr char kCellText[] = "cell_text";
+constexpr char kVoidCell[] = "void_cell";
 constexpr int kMinTextCellPx = 34;  // narrower cells show their values on hover only
 }
 
@@ -72,6 +74,8 @@ void ErrorView::setReference(int recipe) { reference_->setCurrentIndex(recipe); 
 
 QString ErrorView::cellText(int linear, int recipe) const {
     if (linear < 0 || linear >= model_.rowCount() || recipe < 0 || recipe >= model_.recipeCount()) return {};
+    if (!model_.applies(linear, recipe))
+        return QStringLiteral("%1\n%2").arg(model_.linearName(linear), model_.voidReason(linear, recipe));
     QString s = QStringLiteral("%1\n%2\n%3: %4").arg(model_.linearName(linear), model_.recipeName(recipe), stat_->currentText(),
                                                     format_figure(model_.rawValue(linear, recipe)));
     if (model_.reference() >= 0)
@@ -80,10 +84,13 @@ QString ErrorView::cellText(int linear, int recipe) const {
     return s;
 }
 
-QVector<QPoint> ErrorView::outlinedCells() const {
+QVector<QPoint> ErrorView::outlinedCells() const { return cellsOf(kOutline); }
+QVector<QPoint> ErrorView::voidCells() const { return cellsOf(kVoidCell); }
+
+QVector<QPoint> ErrorView::cellsOf(const char* kind) const {
     QVector<QPoint> cells;
     for (int i = 0; i < heat_->itemCount(); ++i)
-        if (auto* r = qobject_cast<QCPItemRect*>(heat_->item(i)); r && r->objectName() == kOutline) {
+        if (auto* r = qobject_cast<QCPItemRect*>(heat_->item(i)); r && r->objectName() == kind) {
             const QPointF c = (r->topLeft->coords() + r->bottomRight->coords()) / 2;
             cells << QPoint(static_cast<int>(std::lround(c.x())), static_cast<int>(std::lround(c.y())));
         }
@@ -92,14 +99,16 @@ QVector<QPoint> ErrorView::outlinedCells() const {
 
 void ErrorView::drawHeatmap() {
     for (int i = heat_->itemCount() - 1; i >= 0; --i)
-        if (heat_->item(i)->objectName() == kOutline || heat_->item(i)->objectName() == kCellText) heat_->removeItem(i);
+        if (const QString kind = heat_->item(i)->objectName(); kind == kOutline || kind == kCellText || kind == kVoidCell)
+            heat_->removeItem(i);
     const int n = model_.recipeCount(), rows = model_.rowCount();
     const bool diff = mode_->currentIndex() == 0 && model_.reference() >= 0;
     const QStringList& recipes = model_.recipeNames();
     QStringList linears;
     for (int l = 0; l < rows; ++l) linears << model_.linearName(l);
     fill_cells(map_, n, rows, [this](int c, int r) { return model_.value(r, c); });
-    map_->colorScale()->setGradient(diff ? diverging_gradient() : viridis_gradient());
+    // Cells that do not apply are NaN: out of the colour range, greyed below.
+    map_->colorScale()->setGradient(goodness_gradient(better_of(ctx().selection->stat())));
     map_->setGradient(map_->colorScale()->gradient());
     if (QCPRange range; finite_range(map_, &range)) {
         // Differences: white at zero, so better and worse show at a glance.
@@ -108,6 +117,17 @@ void ErrorView::drawHeatmap() {
     }
     map_->colorScale()->axis()->setLabel(diff ? tr("%1 - %2").arg(stat_->currentText(), model_.recipeName(model_.reference()))
                                               : stat_->currentText());
+    for (int l = 0; l < rows; ++l)
+        for (int r = 0; r < n; ++r)
+            if (!model_.applies(l, r)) {
+                auto* cell = new QCPItemRect(heat_);
+                cell->setObjectName(kVoidCell);
+                cell->setPen(Qt::NoPen);
+                cell->setBrush(QBrush(QColor(0xbd, 0xbd, 0xbd), Qt::BDiagPattern));
+                cell->setClipToAxisRect(true);
+                cell->topLeft->setCoords(r - 0.5, l - 0.5);
+                cell->bottomRight->setCoords(r + 0.5, l + 0.5);
+            }
     for (int l = 0; l < rows; ++l)
         if (const int r = model_.recipeInUse(l); r >= 0) {
             auto* frame = new QCPItemRect(heat_);
@@ -151,14 +171,19 @@ void ErrorView::drawSteps(const TraceData& d) {
     const RunData& rd = d.runs[run];
     for (int r = 0; r < static_cast<int>(d.meta.quantizers.size()); ++r) {
         QVector<double> k, v;
+        int void_steps = 0;
         for (std::size_t i = 0; i < rd.capture_steps.size(); ++i)
             if (const OperandSummary* o = rd.operand(static_cast<std::ptrdiff_t>(i), sel);
                 o && r < static_cast<int>(o->errors().size())) {
+                if (!what_if_applies(d.meta.quantizers[r], r == o->recipe_in_use)) {
+                    ++void_steps;
+                    continue;
+                }
                 k << static_cast<double>(rd.capture_steps[i]);
                 v << error_stat_value(o->errors()[r], stat);
             }
         QCPGraph* g = steps_->addGraph();
-        g->setName(quantizer_label(d.meta, r));
+        g->setName(quantizer_label(d.meta, r) + (k.isEmpty() && void_steps > 0 ? tr(" (n/a)") : QString()));
         g->setPen(QPen(colors_.value(r), 1.2));
         g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 4));
         g->setData(k, v, true);

@@ -2,7 +2,10 @@
 // analysis quantizer of the chosen statistic (sqnr, mse, underflow, overflow, cosine, ...)
 // at the cursor, or of its difference to a reference quantizer (default: per-tensor current
 // scaling), with each layer's quantizer in use outlined and the values on hover; below, the
-// selected operand's statistic over capture steps, one line per quantizer.
+// selected operand's statistic over capture steps, one line per quantizer. Colours follow
+// the goodness scale (red worse, blue better, for every statistic); a delayed quantizer's
+// what-if on a layer that does not train with it is hatched grey, with no value, out of
+// the colour range and off the lines below (it would be a first step's, scale 1).
 #pragma once
 
 #include "models/recipe_error_model.h"
@@ -30,6 +33,8 @@ public:
     void setReference(int recipe);
     // The outlines of the quantizers in use: (quantizer, linear) cell of each (for tests).
     QVector<QPoint> outlinedCells() const;
+    // The hatched cells of quantizers that do not apply: (quantizer, linear) (for tests).
+    QVector<QPoint> voidCells() const;
     // The tooltip text for a cell.
     QString cellText(int linear, int recipe) const;
 
@@ -39,6 +44,7 @@ protected:
 private:
     void drawHeatmap();
     void drawSteps(const TraceData& d);
+    QVector<QPoint> cellsOf(const char* kind) const;
     RecipeErrorModel model_;
     QComboBox *stat_, *mode_, *reference_;
     QCustomPlot *heat_, *steps_;

@@ -50,10 +50,11 @@ QVector<QColor> recipe_colors(const std::vector<std::string>& names) {
 
 namespace {
 // Stops sampled from matplotlib's colour maps.
-QCPColorGradient gradient_of(std::initializer_list<QRgb> stops) {
+template <class Stops>
+QCPColorGradient gradient_of(const Stops& stops) {
     QCPColorGradient g;
     g.clearColorStops();
-    const int n = static_cast<int>(stops.size());
+    const int n = static_cast<int>(std::size(stops));
     int i = 0;
     for (QRgb c : stops) g.setColorStopAt(double(i++) / (n - 1), QColor(c));
     g.setNanHandling(QCPColorGradient::nhTransparent);
@@ -62,15 +63,18 @@ QCPColorGradient gradient_of(std::initializer_list<QRgb> stops) {
 }  // namespace
 
 QCPColorGradient viridis_gradient() {
-    return gradient_of({0x440154, 0x482878, 0x3e4989, 0x31688e, 0x26828e, 0x1f9e89, 0x35b779, 0x6ece58, 0xb5de2b, 0xfde725});
+    return gradient_of(std::initializer_list<QRgb>{0x440154, 0x482878, 0x3e4989, 0x31688e, 0x26828e, 0x1f9e89, 0x35b779, 0x6ece58, 0xb5de2b, 0xfde725});
 }
 
 QCPColorGradient magma_gradient() {
-    return gradient_of({0x000004, 0x180f3d, 0x440f76, 0x721f81, 0x9e2f7f, 0xcd4071, 0xf1605d, 0xfd9668, 0xfeca8d, 0xfcfdbf});
+    return gradient_of(std::initializer_list<QRgb>{0x000004, 0x180f3d, 0x440f76, 0x721f81, 0x9e2f7f, 0xcd4071, 0xf1605d, 0xfd9668, 0xfeca8d, 0xfcfdbf});
 }
 
-QCPColorGradient diverging_gradient() {
-    return gradient_of({0x2166ac, 0x67a9cf, 0xd1e5f0, 0xf7f7f7, 0xfddbc7, 0xef8a62, 0xb2182b});
+QCPColorGradient goodness_gradient(Better better) {
+    if (better == Better::Neither) return viridis_gradient();
+    // Low values first: worst first when higher is better, best first when lower is.
+    const QCPColorGradient g = gradient_of(kGoodnessStops);
+    return better == Better::Higher ? g : g.inverted();
 }
 
 void fill_cells(QCPColorMap* map, int cols, int rows, const std::function<double(int c, int r)>& value) {

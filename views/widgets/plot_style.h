@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "models/goodness.h"
+
 namespace fp8scope::views {
 
 // Runs and operands: a qualitative palette of kPaletteSize distinct colours (dark grey
@@ -18,12 +20,15 @@ QColor series_color(int index);
 // One colour per analysis quantizer: a hue per family (current, delayed, block1x128, ...:
 // the name up to its first '_' or ':'), shades of it for the family's variants.
 QVector<QColor> recipe_colors(const std::vector<std::string>& names);
-// Perceptual colour scales (lightness rises evenly, readable in grey): viridis for the
-// E4M3 family, magma for E5M2 and MX; a diverging blue-white-red for differences, white
-// at zero when the data range is symmetric.
+// Perceptual colour scales (lightness rises evenly, readable in grey) for figures that
+// are neither good nor bad (amax, scales): viridis for the E4M3 family, magma for E5M2
+// and MX.
 QCPColorGradient viridis_gradient();
 QCPColorGradient magma_gradient();
-QCPColorGradient diverging_gradient();
+// The goodness scale (models/goodness.h) for a statistic, values and differences alike:
+// red where the statistic is worse, blue where it is better, light in the middle (white
+// at zero when the data range is symmetric). A statistic that is neither gets viridis.
+QCPColorGradient goodness_gradient(Better better);
 // Fills `map` with a grid of cols x rows cells, cell (c, r) centred on (c, r) and holding
 // value(c, r). QCustomPlot sizes cells from the distance between cell centres, so a grid
 // one cell wide or high is stored as two half-size cells of the same value.
