@@ -102,6 +102,16 @@ private slots:
         m.refresh(1, 37, Gemm::Fprop, Operand::X, ErrorStat::UnderflowPct);
         QVERIFY(std::isnan(m.rawValue(0, 4)));
         QCOMPARE(m.rawValue(3, 4), kNoHistoryUnderflow);
+        // The baseline's what-if in the layers table: none under delayed_e4m3.
+        LayersModel layers(&store_);
+        layers.refresh(0, 37, 4);
+        QCOMPARE(layers.data(layers.index(0, LayersModel::Recipe), Qt::DisplayRole).toString(),
+                 QString("what-if: delayed_e4m3 (n/a)"));
+        QVERIFY(std::isnan(layers.data(layers.index(0, LayersModel::SqnrDb), kValueRole).toDouble()));
+        QVERIFY(std::isnan(layers.data(layers.index(0, LayersModel::UnderflowPct), kValueRole).toDouble()));
+        layers.refresh(0, 37, 3);
+        QCOMPARE(layers.data(layers.index(0, LayersModel::SqnrDb), kValueRole).toDouble(),
+                 t::sqnr_of(0, 30, layers.operandAt(0).slot(), 3));
     }
 
     // A per-tensor run (current_e4m3 in use) casts dy once for dgrad and wgrad: the same

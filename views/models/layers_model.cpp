@@ -8,6 +8,7 @@
 #include "models/display_names.h"
 #include "models/goodness.h"
 #include "models/model_roles.h"
+#include "models/quantizer_facts.h"
 
 namespace fp8scope::views {
 
@@ -52,12 +53,15 @@ void LayersModel::refresh(int run, std::int64_t step, int what_if) {
                 r.kurtosis = o->figures[&OutlierSummary::kurtosis];
                 r.dynamic_range = o->figures[&TensorStats::dynamic_range];
                 const int shown = o->recipe_in_use >= 0 ? o->recipe_in_use : what_if;
+                // A delayed what-if has no history here: no figures (quantizer_facts.h).
+                const bool applies = o->recipe_in_use >= 0 || shown < 0 ||
+                                     what_if_applies(quantizer_label(d.meta, shown).toStdString(), false);
                 if (o->recipe_in_use < 0 && shown >= 0) {
-                    r.recipe = tr("what-if: %1").arg(quantizer_label(d.meta, shown));
+                    r.recipe = tr("what-if: %1").arg(quantizer_label(d.meta, shown)) + (applies ? QString() : tr(" (n/a)"));
                     r.what_if = true;
                 }
                 for (const ErrorFigures& e : o->errors()) r.errors.insert(r.errors.end(), e.values().begin(), e.values().end());
-                if (shown >= 0 && shown < static_cast<int>(o->errors().size())) {
+                if (applies && shown >= 0 && shown < static_cast<int>(o->errors().size())) {
                     const ErrorFigures& e = o->errors()[shown];
                     r.sqnr_db = e[&ErrorStats::sqnr_db];
                     r.underflow_pct = e[&ErrorStats::underflow_pct];

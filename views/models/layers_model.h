@@ -6,7 +6,8 @@
 // and MX blocks follow the GEMM's orientation, so under them dgrad's dy and wgrad's dy
 // (its transpose) can fare very differently, and both rows stay. An operand that trains
 // unquantized (a baseline run) shows the what-if figures of a chosen analysis quantizer
-// instead of blanks. Bad values are coloured (thresholds below).
+// instead of blanks (none for a delayed quantizer: without history they describe no cast).
+// Bad values are coloured (thresholds below).
 #pragma once
 
 #include <QAbstractTableModel>

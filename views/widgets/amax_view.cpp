@@ -4,6 +4,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "models/display_names.h"
 #include "models/quantizer_facts.h"
@@ -24,12 +25,13 @@ std::vector<OperandRef> drawn_operands(const std::vector<OperandRef>& selected, 
 }
 
 namespace {
-// The format comes from the operand's quantizer in use at the newest capture.
-Format format_of(const TraceData& d, const RunData& rd, const OperandRef& ref) {
+// The format comes from the operand's quantizer in use at the newest capture; none before
+// the first (a guess would mark every step of an E5M2 operand).
+std::optional<Format> format_of(const TraceData& d, const RunData& rd, const OperandRef& ref) {
     const OperandSummary* last = rd.operand_at(d.last_step, ref);
-    return last && last->recipe_in_use >= 0 && last->recipe_in_use < static_cast<int>(d.meta.quantizers.size())
-               ? quantizer_format(d.meta.quantizers[last->recipe_in_use])
-               : Format::E4M3;
+    if (!last || last->recipe_in_use < 0 || last->recipe_in_use >= static_cast<int>(d.meta.quantizers.size()))
+        return std::nullopt;
+    return quantizer_format(d.meta.quantizers[last->recipe_in_use]);
 }
 
 QColor operand_color(int index) { return series_color(1 + index); }  // past the baseline's grey
@@ -100,13 +102,16 @@ void AmaxView::rebuild(const TraceData& d, int run, const std::vector<OperandRef
             QCPScatterStyle(QCPScatterStyle::ssTriangleInverted, color.darker(160), color, 9));
         for (Graph g : {ScaleGraph, OverflowGraph}) c.graphs[g]->removeFromLegend();
         const std::size_t n = slot < sc.slot_count ? sc.step.size() : 0;
-        const Format format = format_of(d, rd, ref);
+        const std::optional<Format> format = format_of(d, rd, ref);
         QVector<double> a(n), s(n), over_k, over_v;
         for (std::size_t i = 0; i < n; ++i) {
             a[i] = sc.amax_at(i, slot);
             s[i] = sc.scale_at(i, slot);
             any_scale = any_scale || std::isfinite(s[i]);
-            if (cast_saturates(sc.amax_at(i, slot), sc.scale_at(i, slot), format)) { over_k << k[i]; over_v << a[i]; }
+            if (format && cast_saturates(sc.amax_at(i, slot), sc.scale_at(i, slot), *format)) {
+                over_k << k[i];
+                over_v << a[i];
+            }
         }
         c.graphs[AmaxGraph]->setData(k.mid(0, static_cast<int>(n)), gaps_for_log(a), true);
         c.graphs[ScaleGraph]->setData(k.mid(0, static_cast<int>(n)), gaps_for_log(s), true);
