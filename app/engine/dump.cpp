@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "cpu/fp4.h"
 #include "cpu/quantize.h"
 #include "io/tensor_file.h"
 
@@ -21,6 +22,22 @@ std::string safe_file_name(const std::string& name) {
     if (out.empty() || out[0] == '.') out.insert(out.begin(), '_');
     return out;
 }
+
+namespace {
+
+void dump_fp4(MatrixView m, const Recipe& r, const std::string& prefix, int threads) {
+    const FP4Tensor q = quantize_fp4(m, r, threads);
+    write_npy(prefix + ".codes.npy", {q.rows, q.cols}, q.codes.data());
+    const std::vector<std::int64_t> grid = {q.scale_rows(), q.scale_cols()};
+    if (q.nvfp4) {
+        write_npy(prefix + ".scale_e4m3.npy", grid, q.scale_codes.data());
+        write_npy(prefix + ".tensor_scale_inv.npy", {1}, &q.tensor_scale_inv);
+    } else {
+        write_npy(prefix + ".scale_e8m0.npy", grid, q.scale_codes.data());
+    }
+}
+
+}  // namespace
 
 Dumper::Dumper(std::string dir) : dir_(std::move(dir)) {
     std::error_code ec;
@@ -41,6 +58,10 @@ void Dumper::dump(const Tensor& t, const std::vector<Recipe>& recipes, int threa
     const MatrixView m = t.matrix();
     const std::string stem = (std::filesystem::path(dir_) / unique_stem(t.name)).string();
     for (const Recipe& r : recipes) {
+        if (is_fp4(r)) {
+            dump_fp4(m, r, stem + "." + safe_file_name(recipe_name(r)), threads);
+            continue;
+        }
         // A lone tensor under delayed scaling is its first step (s = 1): no state.
         const QuantizedTensor q = quantize(m, r, nullptr, threads);
         const std::string prefix = stem + "." + safe_file_name(recipe_name(r));

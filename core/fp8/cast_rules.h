@@ -292,5 +292,104 @@ FP8SCOPE_HD float delayed_next_scale(float ref, float prev, Format f, int margin
     return s;
 }
 
+// ---- FP4: E2M1 elements under NVFP4 and MXFP4 block scales (numerics.md) -------------------
+
+// E2M1 magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 by index 0-7; a code is the index with the
+// sign in bit 3. No Inf or NaN.
+constexpr float kE2M1Max = 6.0f;
+constexpr std::uint8_t kE2M1Sign = 0x8;
+
+// The E2M1 code of y: clamp to [-6, 6], then round to nearest, ties to even (the midpoints
+// 0.25, 1.25, 2.5 and 5 go down, 0.75, 1.75 and 3.5 up). `clamped` gets 1 when |y| > 6
+// (Inf included). -0 keeps its sign (code 8); NaN gives code 0 or 8 (callers keep NaN away).
+FP8SCOPE_HD std::uint8_t e2m1_code(float y, std::uint32_t& clamped) {
+    const std::uint32_t u = bits_of(y);
+    const float a = float_of(u & ~kSignBit);
+    clamped = a > kE2M1Max ? 1u : 0u;
+    const std::uint32_t index = (a > 0.25f ? 1u : 0u) + (a >= 0.75f ? 1u : 0u) + (a > 1.25f ? 1u : 0u) +
+                                (a >= 1.75f ? 1u : 0u) + (a > 2.5f ? 1u : 0u) + (a >= 3.5f ? 1u : 0u) +
+                                (a > 5.0f ? 1u : 0u);
+    return static_cast<std::uint8_t>(index | ((u >> 28) & kE2M1Sign));
+}
+
+FP8SCOPE_HD std::uint8_t e2m1_code(float y) {
+    std::uint32_t unused;
+    return e2m1_code(y, unused);
+}
+
+// The value of an E2M1 code (float32 bits: index 1 is 0.5, index i >= 2 is (1 + m/2) 2^(e-1)
+// with e = i >> 1, m = i & 1).
+FP8SCOPE_HD float e2m1_value(std::uint8_t code) {
+    const std::uint32_t i = code & 7u;
+    const std::uint32_t mag = i >= 2 ? (((i >> 1) + 126u) << 23) | ((i & 1u) << 22) : (i == 1 ? 0x3F000000u : 0u);
+    return float_of(mag | (static_cast<std::uint32_t>(code & kE2M1Sign) << 28));
+}
+
+// How one FP4 block is cast: q = e2m1_code(x * enc), x' = (e2m1_value(q) * scale) * dec.
+// NVFP4: scale = the E4M3 block scale s_b (code: its E4M3 code), dec = S_dec of the
+// tensor. MXFP4: scale = 2^e (code: e + 127), dec = 1, enc = 2^-e. A block holding NaN or
+// Inf has every factor NaN and the format's NaN scale code (E4M3 0x7F, E8M0 0xFF).
+struct FP4BlockScale {
+    float enc, scale, dec;
+    std::uint8_t code;
+};
+
+// Quantize-dequantize of one element of a block; `clamped` as e2m1_code's.
+FP8SCOPE_HD float fp4_qdq(float x, const FP4BlockScale& b, std::uint8_t& code, std::uint32_t& clamped) {
+    code = e2m1_code(mul_rn(x, b.enc), clamped);
+    return mul_rn(mul_rn(e2m1_value(code), b.scale), b.dec);
+}
+
+// NVFP4's tensor scale S_enc = min(448 * 6 / A, FLT_MAX) from the scaling amax A; 1 when
+// A is 0 or Inf (the quotient 0), or not a number >= 0.
+FP8SCOPE_HD float nvfp4_tensor_scale(float amax) {
+    if (!(amax > 0.0f)) return 1.0f;
+    float s = div_rn(448.0f * kE2M1Max, amax);
+    if (s > FLT_MAX) s = FLT_MAX;
+    return s == 0.0f ? 1.0f : s;
+}
+
+// NVFP4's block scale from the block amax (bits; at or past Inf: the block holds NaN or
+// Inf) and the tensor's S_enc and S_dec = 1 / S_enc, in Transformer Engine's order:
+// s_b = e4m3(min(amax_b * (S_enc * (1/6)), FLT_MAX)), enc = min(1 / (s_b * S_dec), FLT_MAX).
+FP8SCOPE_HD FP4BlockScale nvfp4_block_scale(std::uint32_t amax_bits, float s_enc, float s_dec) {
+    FP4BlockScale b{};
+    if (amax_bits >= kInfBits) {
+        b.enc = b.scale = b.dec = float_of(kQuietNaNBits);
+        b.code = Traits<Format::E4M3>::kNaNCode;
+        return b;
+    }
+    float v = mul_rn(float_of(amax_bits), mul_rn(s_enc, 1.0f / kE2M1Max));
+    if (v > FLT_MAX) v = FLT_MAX;
+    b.code = cast_code<Format::E4M3>(v);
+    b.scale = round_sat<Format::E4M3>(v);
+    float enc = div_rn(1.0f, mul_rn(b.scale, s_dec));
+    if (enc > FLT_MAX) enc = FLT_MAX;
+    b.enc = enc;
+    b.dec = s_dec;
+    return b;
+}
+
+// MXFP4's block scale 2^e from the block amax bits (at or past Inf: NaN, E8M0 0xFF).
+// Floor: e = floor(log2 amax) - 2; RCeil: the least e with amax <= 6 * 2^e, one more than
+// floor exactly when the mantissa exceeds 1.5 (6 = 1.5 * 2^2). Read off the exponent
+// field as mx_block_scale does: E = e + 127 clamps at 0 (amax 0 or subnormal: e = -127)
+// and stays <= 253 for a finite amax.
+FP8SCOPE_HD FP4BlockScale mxfp4_block_scale(std::uint32_t amax_bits, MXRule rule) {
+    FP4BlockScale b{};
+    if (amax_bits >= kInfBits) {
+        b.enc = b.scale = b.dec = float_of(kQuietNaNBits);
+        b.code = kE8M0NaN;
+        return b;
+    }
+    int E = static_cast<int>(amax_bits >> 23) - 2 + (rule == MXRule::RCeil && (amax_bits & 0x7FFFFFu) > 0x400000u ? 1 : 0);
+    E = E < 0 ? 0 : E;
+    b.enc = pow2(127 - E);
+    b.scale = pow2(E - 127);
+    b.dec = 1.0f;
+    b.code = static_cast<std::uint8_t>(E);
+    return b;
+}
+
 }  // inline namespace FP8SCOPE_CAST_NS
 }  // namespace fp8scope::cast

@@ -22,7 +22,7 @@ constexpr int kDefaultMXBlock = 32;
 constexpr std::string_view kKnownRecipes =
     "current_e4m3, current_e4m3_pow2, current_e5m2, current_e5m2_pow2, delayed_e4m3, "
     "delayed_e5m2, block<R>x<C>_fp32, block<R>x<C>_pow2, mxfp8_e4m3_floor, mxfp8_e4m3_rceil, "
-    "mxfp8_e5m2_floor, mxfp8_e5m2_rceil";
+    "mxfp8_e5m2_floor, mxfp8_e5m2_rceil, nvfp4, nvfp4_2d, mxfp4_floor, mxfp4_rceil";
 
 [[noreturn]] void fail(std::string_view base, const std::string& what) {
     throw std::invalid_argument(std::string(base) + ": " + what);
@@ -179,6 +179,16 @@ Recipe parse_mx(std::string_view base, std::string_view rest) {
     return r;
 }
 
+// nvfp4, nvfp4_2d, mxfp4_floor, mxfp4_rceil: fixed shapes, no options.
+Recipe parse_fp4(std::string_view base, std::string_view rest) {
+    for (const Recipe& r : fp4_analysis_recipes()) {
+        if (recipe_name(r) != base) continue;
+        split_options(base, rest, {});
+        return r;
+    }
+    throw std::invalid_argument("unknown quantizer " + quoted(base) + "; known: " + std::string(kKnownRecipes));
+}
+
 std::string_view trim(std::string_view s) {
     const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; };
     while (!s.empty() && space(s.front())) s.remove_prefix(1);
@@ -213,12 +223,26 @@ std::string recipe_name(const Recipe& recipe) {
             if (r.block != kDefaultMXBlock) s += ":block=" + std::to_string(r.block);
             return s;
         }
+        std::string operator()(const NVFP4Scaling& r) const { return r.two_d ? "nvfp4_2d" : "nvfp4"; }
+        std::string operator()(const MXFP4Scaling& r) const {
+            return r.rule == MXRule::Floor ? "mxfp4_floor" : "mxfp4_rceil";
+        }
     };
     return std::visit(Namer{}, recipe);
 }
 
+bool is_fp4(const Recipe& r) {
+    return std::holds_alternative<NVFP4Scaling>(r) || std::holds_alternative<MXFP4Scaling>(r);
+}
+
 Format recipe_format(const Recipe& r) {
-    return std::visit([](const auto& v) { return v.format; }, r);
+    if (is_fp4(r)) throw std::invalid_argument(recipe_name(r) + ": an FP4 (E2M1) quantizer has no FP8 format");
+    return std::visit(
+        [](const auto& v) {
+            if constexpr (requires { v.format; }) return v.format;
+            else return Format::E4M3;  // not reached: the FP4 quantizers are refused above
+        },
+        r);
 }
 
 Recipe parse_recipe(std::string_view text) {
@@ -231,6 +255,7 @@ Recipe parse_recipe(std::string_view text) {
     if (base.starts_with("delayed_")) return parse_delayed(base, rest);
     if (base.starts_with("mxfp8_")) return parse_mx(base, rest);
     if (base.starts_with("block")) return parse_block(base, rest);
+    if (base.starts_with("nvfp4") || base.starts_with("mxfp4_")) return parse_fp4(base, rest);
     throw std::invalid_argument("unknown quantizer " + quoted(base) + "; known: " + std::string(kKnownRecipes));
 }
 
@@ -264,6 +289,7 @@ std::vector<Recipe> parse_recipe_list(std::string_view list) {
     for (std::string_view item : items) {
         if (item == "all") {
             for (const Recipe& r : default_analysis_recipes()) add(r, "all");
+            for (const Recipe& r : fp4_analysis_recipes()) add(r, "all");
         } else {
             add(parse_recipe(item), item);
         }
@@ -285,6 +311,10 @@ std::vector<Recipe> default_analysis_recipes() {
         MXScaling{Format::E5M2, MXRule::Floor, 32},
         MXScaling{Format::E5M2, MXRule::RCeil, 32},
     };
+}
+
+std::vector<Recipe> fp4_analysis_recipes() {
+    return {NVFP4Scaling{false}, NVFP4Scaling{true}, MXFP4Scaling{MXRule::Floor}, MXFP4Scaling{MXRule::RCeil}};
 }
 
 }  // namespace fp8scope

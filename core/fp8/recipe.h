@@ -1,10 +1,11 @@
-// Quantizers: how one float32 tensor gets its scales before the FP8 cast (a training
+// Quantizers: how one float32 tensor gets its scales before the FP8 (or FP4) cast (a training
 // recipe, training_recipe.h, gives one per GEMM operand). Each is a value type holding its
 // parameters; `recipe_name` gives the one name used everywhere (CLI, JSON, HDF5) and
 // `parse_recipe` reads it back.
 //
 // Name grammar:  BASE[:key=value]...   e.g.  current_e4m3_pow2,
-//   block1x128_fp32, mxfp8_e5m2_rceil, delayed_e4m3:history=16:algo=most_recent:margin=1
+//   block1x128_fp32, mxfp8_e5m2_rceil, delayed_e4m3:history=16:algo=most_recent:margin=1,
+//   nvfp4, nvfp4_2d, mxfp4_floor, mxfp4_rceil (no options)
 // Only parameters that differ from the defaults are written, so names stay short.
 #pragma once
 
@@ -55,18 +56,37 @@ struct MXScaling {
     int block = 32;
 };
 
-using Recipe = std::variant<CurrentScaling, DelayedScaling, BlockScaling, MXScaling>;
+// NVFP4: E2M1 elements in 1x16 blocks along the contraction dimension (or 16x16 tiles,
+// Transformer Engine's weight layout) with E4M3 block scales under an FP32 tensor scale.
+// Analysed only (core/fp8/cast_rules.h has the rules); no training recipe casts to it.
+struct NVFP4Scaling {
+    bool two_d = false;  // 16x16 tiles instead of 1x16 blocks
+};
+
+// MXFP4: E2M1 elements in 1x32 blocks with E8M0 scales X = 2^e. Analysed only.
+struct MXFP4Scaling {
+    MXRule rule = MXRule::RCeil;
+};
+
+using Recipe = std::variant<CurrentScaling, DelayedScaling, BlockScaling, MXScaling, NVFP4Scaling, MXFP4Scaling>;
 
 std::string recipe_name(const Recipe& r);
+// The FP8 element format; throws std::invalid_argument for the FP4 quantizers (E2M1).
 Format recipe_format(const Recipe& r);
+// True for the quantizers with E2M1 elements (NVFP4, MXFP4).
+bool is_fp4(const Recipe& r);
 
 // Throws std::invalid_argument naming the offending part of `name`.
 Recipe parse_recipe(std::string_view name);
-// Comma-separated list of names; "all" expands to default_analysis_recipes().
+// Comma-separated list of names; "all" expands to default_analysis_recipes() followed by
+// fp4_analysis_recipes().
 std::vector<Recipe> parse_recipe_list(std::string_view list);
 
-// What `analyze` runs when not told otherwise: every per-tensor current, blockwise and
-// MXFP8 variant (delayed scaling on a lone tensor is only its first step).
+// What `analyze` runs when not told otherwise, and the what-if comparison of a training
+// trace: every per-tensor current, blockwise and MXFP8 variant (delayed scaling on a lone
+// tensor is only its first step).
 std::vector<Recipe> default_analysis_recipes();
+// The FP4 quantizers `analyze --quantizers all` adds: nvfp4, nvfp4_2d, mxfp4_floor, mxfp4_rceil.
+std::vector<Recipe> fp4_analysis_recipes();
 
 }  // namespace fp8scope

@@ -20,9 +20,11 @@
 #include <limits>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <variant>
 
 #include "fp8/cast_rules.h"
+#include "cpu/fp4.h"
 #include "cpu/quantize.h"
 #include "cpu/simd.h"
 #include "util/parallel.h"
@@ -148,10 +150,17 @@ struct RecipePlan {
     MXRule rule = MXRule::RCeil;
     std::int64_t block_rows = 1, block_cols = 1;
     float s = 1, scale_inv = 1;  // per-tensor recipes
+    std::optional<FP4Plan> fp4;   // FP4 quantizers: E2M1 elements, their own block scales
 };
 
 RecipePlan plan_recipe(const Recipe& r, float amax, float delayed_scale) {
     RecipePlan p;
+    if (is_fp4(r)) {
+        p.fp4 = fp4_plan(r, amax);
+        p.block_rows = p.fp4->block_rows;
+        p.block_cols = p.fp4->block_cols;
+        return p;
+    }
     p.format = recipe_format(r);
     p.kernel = simd::kernels().error_sums[simd::format_index(p.format == Format::E5M2)];
     if (const auto* c = std::get_if<CurrentScaling>(&r)) {
@@ -230,6 +239,12 @@ void errors_subtile(MatrixView x, std::int64_t r0, std::int64_t r1, std::int64_t
             }
             for (std::int64_t b = 0; b < segs; ++b) {
                 const std::int64_t s0 = c0 + b * p.block_cols, s1 = std::min(c1, s0 + p.block_cols);
+                if (p.fp4) {
+                    const cast::FP4BlockScale fb = p.fp4->block(amax[b], nonfinite[b]);
+                    acc.note_scale_inv(cast::mul_rn(fb.scale, fb.dec));
+                    for (std::int64_t r = g0; r < g1; ++r) fp4_error_sums(x.row(r) + s0, s1 - s0, fb, acc);
+                    continue;
+                }
                 if (p.mx && nonfinite[b]) {  // NaN scale: every element of the block is NaN
                     acc.nonfinite_out += count_finite(x.row(g0) + s0, s1 - s0);
                     continue;

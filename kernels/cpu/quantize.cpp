@@ -50,7 +50,7 @@ cast::BlockScale block_scale(const Recipe& r, std::uint32_t amax_bits, bool nonf
 // cast pass.
 Plan plan_for(MatrixView x, const Recipe& recipe, const DelayedState* state, int threads, bool amax_in_cast = false) {
     Plan p;
-    p.format = std::visit([](const auto& r) { return r.format; }, recipe);
+    p.format = recipe_format(recipe);  // refuses the FP4 quantizers (fp4.h casts those)
     const std::int64_t rows = x.rows, cols = x.cols;
     auto grid = [&](std::int64_t br, std::int64_t bc) {
         p.block_rows = std::max<std::int64_t>(1, br);

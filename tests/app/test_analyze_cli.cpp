@@ -578,6 +578,78 @@ TEST_F(AnalyzeCli, DumpWritesCodesAndScalesThatDecodeToTheDequantizedValues) {
     }
 }
 
+TEST_F(AnalyzeCli, DumpWritesFP4CodesAndScales) {
+    // 2 x 33: NVFP4 blocks [0,16) [16,32) [32], MXFP4 blocks [0,32) [32] per row.
+    // Row 0: amax 6, 12, 3; row 1: zeros and 2688 (A = 2688: S_enc = S_dec = 1).
+    std::vector<float> x(66, 0.0f);
+    x[0] = 6, x[1] = 0.25f, x[2] = -1.75f, x[16] = 12, x[17] = 1.5f, x[32] = 3;
+    x[33 + 20] = 2688;
+    const std::string path = file("w.npy", npy_f32("(2, 33)", x));
+    const fs::path dump = dir_ / "dump";
+    Result r = analyze({path, "--quantizers", "nvfp4,mxfp4_rceil", "--dump", dump.string()});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto header_has = [](const Npy& n, const std::string& descr, const std::string& shape) {
+        EXPECT_NE(n.header.find("'descr': '" + descr + "'"), std::string::npos) << n.header;
+        EXPECT_NE(n.header.find("'fortran_order': False"), std::string::npos) << n.header;
+        EXPECT_NE(n.header.find("'shape': " + shape), std::string::npos) << n.header;
+    };
+    // NVFP4: s_b = e4m3(amax_b * float(1/6)): 1 (0x38), 2 (0x40), 0.5 (0x30); 0 and 448 (0x7E).
+    {
+        Npy codes = read_npy_bytes(dump / "w.nvfp4.codes.npy");
+        Npy scales = read_npy_bytes(dump / "w.nvfp4.scale_e4m3.npy");
+        Npy tsi = read_npy_bytes(dump / "w.nvfp4.tensor_scale_inv.npy");
+        header_has(codes, "|u1", "(2, 33)");
+        header_has(scales, "|u1", "(2, 3)");
+        header_has(tsi, "<f4", "(1,)");
+        ASSERT_EQ(codes.data.size(), 66u);
+        ASSERT_EQ(scales.data.size(), 6u);
+        ASSERT_EQ(tsi.data.size(), 4u);
+        float s_dec;
+        std::memcpy(&s_dec, tsi.data.data(), 4);
+        EXPECT_EQ(s_dec, 1.0f);
+        const std::uint8_t want_scales[6] = {0x38, 0x40, 0x30, 0x00, 0x7E, 0x00};
+        for (int i = 0; i < 6; ++i) EXPECT_EQ(static_cast<std::uint8_t>(scales.data[i]), want_scales[i]) << i;
+        // 6 -> 7; 0.25 -> 0 (tie to even); -1.75 -> -2 (code 8 | 4); 12 / 2 -> 7; 1.5 / 2 -> 1 (0.75
+        // ties to 1.0, code 2); 3 / 0.5 -> 7; 2688 -> 7.
+        const std::pair<int, std::uint8_t> want[] = {{0, 7}, {1, 0}, {2, 12}, {16, 7}, {17, 2}, {32, 7}, {53, 7}, {40, 0}};
+        for (const auto& [i, code] : want) EXPECT_EQ(static_cast<std::uint8_t>(codes.data[i]), code) << i;
+        EXPECT_FALSE(fs::exists(dump / "w.nvfp4.scale_inv.npy"));
+        EXPECT_FALSE(fs::exists(dump / "w.nvfp4.scale_e8m0.npy"));
+    }
+    // MXFP4 RCEIL: 12 = 1.5 * 2^3 -> e = 1; 3 = 1.5 * 2^1 -> e = -1; 2688 = 1.3125 * 2^11 -> e = 9;
+    // an all-zero block -> e = -127 (code 0).
+    {
+        Npy codes = read_npy_bytes(dump / "w.mxfp4_rceil.codes.npy");
+        Npy e8 = read_npy_bytes(dump / "w.mxfp4_rceil.scale_e8m0.npy");
+        header_has(codes, "|u1", "(2, 33)");
+        header_has(e8, "|u1", "(2, 2)");
+        ASSERT_EQ(e8.data.size(), 4u);
+        const std::uint8_t want_e8[4] = {128, 126, 136, 0};
+        for (int i = 0; i < 4; ++i) EXPECT_EQ(static_cast<std::uint8_t>(e8.data[i]), want_e8[i]) << i;
+        ASSERT_EQ(codes.data.size(), 66u);
+        EXPECT_EQ(static_cast<std::uint8_t>(codes.data[0]), 5);   // 6 / 2 = 3
+        EXPECT_EQ(static_cast<std::uint8_t>(codes.data[16]), 7);  // 12 / 2 = 6
+        EXPECT_EQ(static_cast<std::uint8_t>(codes.data[32]), 7);  // 3 * 2 = 6
+        EXPECT_EQ(static_cast<std::uint8_t>(codes.data[53]), 7);  // 2688 / 512 = 5.25: nearest is 6
+        EXPECT_FALSE(fs::exists(dump / "w.mxfp4_rceil.tensor_scale_inv.npy"));
+    }
+}
+
+TEST_F(AnalyzeCli, AllIncludesTheFP4Quantizers) {
+    const std::string path = file("hand.npy", npy_f32("(4,)", kHand));
+    json doc = analyze_json({path, "--quantizers", "all"});
+    ASSERT_EQ(doc["quantizers"].size(), 15u);
+    EXPECT_EQ(doc["quantizers"][11], "nvfp4");
+    EXPECT_EQ(doc["quantizers"][14], "mxfp4_rceil");
+    const json& nv = doc["tensors"][0]["quantizers"][11];
+    EXPECT_EQ(nv["quantizer"], "nvfp4");
+    for (const char* key : {"sqnr_db", "mse", "rel_l2", "max_abs_err", "cosine", "underflow_pct", "overflow_pct",
+                            "scale_inv_min", "scale_inv_max", "nonfinite_out"})
+        EXPECT_TRUE(nv.contains(key)) << key;
+    // The default stays the FP8 quantizers.
+    EXPECT_EQ(analyze_json({path})["quantizers"].size(), 11u);
+}
+
 TEST_F(AnalyzeCli, DumpNamesAreFilesystemSafe) {
     const std::vector<float> v = {1, 2, 3, 4};
     const std::string header =

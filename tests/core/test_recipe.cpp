@@ -230,19 +230,49 @@ TEST(RecipeList, ParsesTrimsAndKeepsOrder) {
     EXPECT_EQ(std::get<DelayedScaling>(r[0]).margin, 1);
 }
 
-TEST(RecipeList, AllExpandsToTheDefaults) {
+TEST(RecipeList, AllExpandsToTheDefaultsThenTheFP4Quantizers) {
     const std::vector<Recipe> defaults = default_analysis_recipes();
     const std::vector<Recipe> all = parse_recipe_list("all");
-    ASSERT_EQ(all.size(), 11u);
-    for (std::size_t i = 0; i < all.size(); ++i) EXPECT_EQ(recipe_name(all[i]), recipe_name(defaults[i]));
+    ASSERT_EQ(all.size(), 15u);
+    for (std::size_t i = 0; i < defaults.size(); ++i) EXPECT_EQ(recipe_name(all[i]), recipe_name(defaults[i]));
+    const std::vector<std::string> fp4 = {"nvfp4", "nvfp4_2d", "mxfp4_floor", "mxfp4_rceil"};
+    for (std::size_t i = 0; i < fp4.size(); ++i) EXPECT_EQ(recipe_name(all[11 + i]), fp4[i]);
 
     // Mixed with others, "all" expands in place.
     const std::vector<Recipe> mixed = parse_recipe_list("delayed_e5m2, all ,current_e5m2_pow2");
-    ASSERT_EQ(mixed.size(), 13u);
+    ASSERT_EQ(mixed.size(), 17u);
     EXPECT_EQ(recipe_name(mixed.front()), "delayed_e5m2");
     EXPECT_EQ(recipe_name(mixed[1]), "current_e4m3");
     EXPECT_EQ(recipe_name(mixed[11]), "mxfp8_e5m2_rceil");
+    EXPECT_EQ(recipe_name(mixed[15]), "mxfp4_rceil");
     EXPECT_EQ(recipe_name(mixed.back()), "current_e5m2_pow2");
+}
+
+TEST(Recipe, FP4NamesRoundTripAndTakeNoOptions) {
+    const Recipe nv = parse_recipe("nvfp4"), nv2 = parse_recipe("nvfp4_2d");
+    const Recipe floor = parse_recipe("mxfp4_floor"), rceil = parse_recipe("mxfp4_rceil");
+    EXPECT_FALSE(std::get<NVFP4Scaling>(nv).two_d);
+    EXPECT_TRUE(std::get<NVFP4Scaling>(nv2).two_d);
+    EXPECT_EQ(std::get<MXFP4Scaling>(floor).rule, MXRule::Floor);
+    EXPECT_EQ(std::get<MXFP4Scaling>(rceil).rule, MXRule::RCeil);
+    for (const Recipe& r : {nv, nv2, floor, rceil}) {
+        EXPECT_TRUE(is_fp4(r));
+        EXPECT_EQ(recipe_name(parse_recipe(recipe_name(r))), recipe_name(r));
+        expect_error([&] {
+            try {
+                recipe_format(r);
+            } catch (const std::invalid_argument& e) {
+                return std::string(e.what());
+            }
+            return std::string();
+        }(), {recipe_name(r), "FP4"});
+    }
+    for (const Recipe& r : default_analysis_recipes()) EXPECT_FALSE(is_fp4(r));
+    expect_error(parse_error("nvfp4:block=32"), {"nvfp4: unknown option 'block'", "known: none"});
+    expect_error(parse_error("mxfp4_rceil:block=16"), {"mxfp4_rceil: unknown option 'block'"});
+    for (const char* bad : {"nvfp4_1d", "nvfp4_3d", "mxfp4", "mxfp4_round", "NVFP4"}) {
+        expect_error(parse_error(bad), {"unknown quantizer '" + std::string(bad) + "'", "nvfp4_2d", "mxfp4_rceil"});
+    }
 }
 
 TEST(RecipeList, EmptyItemsAreErrors) {

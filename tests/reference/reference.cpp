@@ -55,7 +55,7 @@ bool is_nonfinite(float v) { return std::isnan(v) || std::isinf(v); }
 
 Quantized quantize(MatrixView x, const Recipe& recipe, float delayed_scale) {
     Quantized q;
-    q.format = std::visit([](const auto& r) { return r.format; }, recipe);
+    q.format = recipe_format(recipe);  // FP8 only: the FP4 quantizers have their reference in test_fp4.cpp
     q.rows = x.rows;
     q.cols = x.cols;
     bool mx = false;

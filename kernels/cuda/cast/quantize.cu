@@ -79,6 +79,7 @@ bool aligned(const void* p, std::size_t n) { return reinterpret_cast<std::uintpt
 }  // namespace
 
 ScaleGrid scale_grid(const Recipe& recipe, std::int64_t rows, std::int64_t cols) {
+    if (is_fp4(recipe)) throw std::invalid_argument(recipe_name(recipe) + ": the GPU casts to FP8 only, not to FP4");
     ScaleGrid g;
     auto set = [&](std::int64_t br, std::int64_t bc) {
         g.block_rows = std::max<std::int64_t>(1, br);
