@@ -1,10 +1,11 @@
-// The FP8 casts of the CUDA backend against the device-to-device copy bandwidth measured
+// The FP8 and FP4 casts of the CUDA backend against the device-to-device copy bandwidth measured
 // in the same run: x (R, C) BF16 (activations) and float32 (weights), normal data with a
 // few outliers and no zeros, cast to the rowwise and the columnwise copy at once. Bytes
 // counted are those a cast must move: every read of x (current scaling reads it twice),
 // both code copies, the scale_inv grids (and E8M0 grids for MX); the copy moves 2 bytes
 // per byte copied (read + write). Times: CUDA events, median of the runs after warm-up;
-// under each recipe the kernels it ran (CUPTI).
+// under each recipe the kernels it ran (CUPTI). FP4 codes are packed two to a byte;
+// NVFP4 reads x twice (its tensor amax first), MXFP4 once.
 //
 //   bench_cuda_quantize [--rows R] [--cols C] [--runs N]
 #include <cuda_runtime.h>
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/cast/fp4.h"
 #include "cuda/cast/quantize.h"
 #include "cuda/runtime/check.h"
 #include "cuda_bench.cuh"
@@ -62,8 +64,8 @@ int main(int argc, char** argv) {
     FP8SCOPE_CUDA_CHECK(cudaMalloc(&col, n));
     FP8SCOPE_CUDA_CHECK(cudaMalloc(&row_sinv, n / 8 + 64));  // grids of blocks >= 32 elements
     FP8SCOPE_CUDA_CHECK(cudaMalloc(&col_sinv, n / 8 + 64));
-    FP8SCOPE_CUDA_CHECK(cudaMalloc(&row_e8m0, n / 32 + 64));
-    FP8SCOPE_CUDA_CHECK(cudaMalloc(&col_e8m0, n / 32 + 64));
+    FP8SCOPE_CUDA_CHECK(cudaMalloc(&row_e8m0, n / 16 + 64));  // NVFP4: a code per 16
+    FP8SCOPE_CUDA_CHECK(cudaMalloc(&col_e8m0, n / 16 + 64));
     FP8SCOPE_CUDA_CHECK(cudaMalloc(&stats, sizeof(cuda::CastStats)));
 
     // The copy ceiling: 4 bytes per element of x copied, read + write.
@@ -110,6 +112,36 @@ int main(int argc, char** argv) {
             if (breakdown.record(3, call)) breakdown.print();
         }
         std::printf("\n");
+    }
+
+    // FP4: rowwise + columnwise packed codes and block scale codes.
+    {
+        float *amax, *sdec;
+        unsigned long long* overflow;
+        FP8SCOPE_CUDA_CHECK(cudaMalloc(&amax, 4));
+        FP8SCOPE_CUDA_CHECK(cudaMalloc(&sdec, 4));
+        FP8SCOPE_CUDA_CHECK(cudaMalloc(&overflow, 16));
+        for (DType in : {DType::BF16, DType::F32}) {
+            FP8SCOPE_CUDA_CHECK(cudaMemset(x, 0, n * 4));
+            fill_normal<<<prop.multiProcessorCount * 8, 256, 0, stream>>>(x, in == DType::BF16, n, 12345u);
+            FP8SCOPE_CUDA_LAUNCHED();
+            std::printf("%s input, FP4 rowwise + columnwise\n", dtype_name(in));
+            std::printf("  %-22s %10s %10s %10s %8s\n", "quantizer", "ms", "MB moved", "GB/s", "% copy");
+            for (const char* name : {"nvfp4", "mxfp4_rceil"}) {
+                const Recipe r = parse_recipe(name);
+                const int block = cuda::fp4_block(r), reads = block == 16 ? 2 : 1;
+                const cuda::Fp4Target t{row, row_e8m0, col, col_e8m0, amax, sdec, overflow};
+                const cuda::CastInput xi{x, in, rows, cols};
+                auto call = [&] { cuda::cast_fp4(xi, r, t, stream); };
+                const double ms = median_ms(stream, runs, call);
+                const double bytes = reads * double(n) * dtype_size(in) + 2.0 * (n / 2.0) + 2.0 * double(n) / block;
+                const double gbs = bytes / ms * 1e-6;
+                std::printf("  %-22s %10.3f %10.1f %10.0f %7.1f%%\n", name, ms, bytes * 1e-6, gbs, 100.0 * gbs / copy_gbs);
+                if (breakdown.record(3, call)) breakdown.print();
+            }
+            std::printf("\n");
+        }
+        for (void* p : {static_cast<void*>(amax), static_cast<void*>(sdec), static_cast<void*>(overflow)}) cudaFree(p);
     }
 
     // The MXFP8 GEMM path on Hopper: codes + scale_inv -> BF16.
