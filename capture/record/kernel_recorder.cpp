@@ -6,15 +6,28 @@ namespace fp8scope::trace {
 
 KernelRecorder::KernelRecorder(RecordSink& sink, OpNames& ops) : sink_(sink), ops_(ops) {}
 
-void KernelRecorder::note_scope(std::uint64_t scope, const OpRecord& host) {
+void KernelRecorder::note_scope(std::uint64_t scope, const OpRecord& host, std::uint64_t scope_end) {
     std::lock_guard lock(mu_);
     scopes_[scope] = host;
+    if (scope_end > scope + 1) ranges_[scope] = scope_end;
+}
+
+const OpRecord* KernelRecorder::owner(std::uint64_t scope) const {
+    if (!scope) return nullptr;
+    if (auto it = scopes_.find(scope); it != scopes_.end()) return &it->second;
+    // The nearest enclosing range starts last among those that hold the scope.
+    for (auto it = ranges_.lower_bound(scope); it != ranges_.begin();) {
+        --it;
+        if (scope < it->second) return &scopes_.at(it->first);
+    }
+    return nullptr;
 }
 
 void KernelRecorder::begin_step(std::int64_t step) {
     std::lock_guard lock(mu_);
     step_ = step;
     std::erase_if(scopes_, [&](const auto& s) { return s.second.step < step - 1; });
+    std::erase_if(ranges_, [&](const auto& r) { return !scopes_.count(r.first); });
 }
 
 std::int64_t KernelRecorder::recorded() const {
@@ -31,8 +44,8 @@ void KernelRecorder::on_kernels(const KernelTiming* timings, std::size_t n) {
             const KernelTiming& k = timings[i];
             OpRecord r;
             r.step = step_;
-            if (auto it = scopes_.find(k.scope); k.scope && it != scopes_.end()) {
-                const OpRecord& host = it->second;
+            if (const OpRecord* found = owner(k.scope)) {
+                const OpRecord& host = *found;
                 r.run = host.run;
                 r.step = host.step;
                 r.parent = host.op;

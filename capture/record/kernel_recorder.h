@@ -1,9 +1,12 @@
 // Kernel timings into trace records: each kernel, copy and memset a device reports
 // (KernelTracing::trace_kernels) becomes an OpRecord of the run, step, op, layer, linear and
 // operand of the op scope it was launched in (the StatsCaptures note every op's scope).
+// A kernel of a scope nobody noted (an op inside evaluation, which records no op
+// timings) belongs to the innermost noted op whose scope range holds it.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 
@@ -18,7 +21,8 @@ public:
     KernelRecorder(RecordSink& sink, OpNames& ops);
 
     // The host op record of `scope` (from the training thread, when the op ends).
-    void note_scope(std::uint64_t scope, const OpRecord& host);
+    // `scope_end`: scopes opened inside the op are (scope, scope_end); 0 when unknown.
+    void note_scope(std::uint64_t scope, const OpRecord& host, std::uint64_t scope_end = 0);
     // The step that unscoped device work (a checkpoint's copies) is counted in; scopes
     // of steps before step - 1 are forgotten (their kernels have been flushed).
     void begin_step(std::int64_t step);
@@ -31,6 +35,8 @@ private:
     OpNames& ops_;
     mutable std::mutex mu_;
     std::unordered_map<std::uint64_t, OpRecord> scopes_;
+    std::map<std::uint64_t, std::uint64_t> ranges_;  // scope -> scope_end, of ops with inner scopes
+    const OpRecord* owner(std::uint64_t scope) const;
     std::int64_t step_ = 0;
     std::int64_t recorded_ = 0;
 };

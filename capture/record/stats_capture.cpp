@@ -33,7 +33,8 @@ std::int32_t OpNames::id(std::string_view name, RecordSink& sink) {
 
 std::vector<std::string> default_op_names() {
     return {"fprop",     "dgrad",   "wgrad",  "quantize", "smooth_swiglu", "embedding", "layernorm",
-            "rmsnorm",   "attention", "gelu", "swiglu",   "head",          "softmax_ce", "capture", "optimizer"};
+            "rmsnorm",   "attention", "gelu", "swiglu",   "head",          "softmax_ce", "capture", "optimizer",
+            "eval"};
 }
 
 std::vector<std::string> trace_recipe_names(const std::vector<Recipe>& analysis) {
@@ -183,7 +184,7 @@ void StatsCapture::on_op(const OpTiming& t) {
     r.start_ns = t.start_ns;
     r.end_ns = t.end_ns;
     r.operand = t.operand;
-    if (kernels_ && t.scope) kernels_->note_scope(t.scope, r);
+    if (kernels_ && t.scope) kernels_->note_scope(t.scope, r, t.scope_end);
     sink_.write(r);
 }
 

@@ -48,6 +48,9 @@ struct OpTiming {
     std::int64_t start_ns = 0, end_ns = 0;
     int operand = -1;       // the operand a quantize op cast (Operand), -1 if none
     std::uint64_t scope = 0;  // the op scope its kernels carry (KernelTracing::begin_op)
+    // Scopes opened inside this op are (scope, scope_end): an op whose inner ops report no
+    // timings (evaluation's forward) still owns their kernels.
+    std::uint64_t scope_end = 0;
 };
 
 class CaptureSink {

@@ -8,10 +8,9 @@ namespace fp8scope {
 namespace {
 
 // Scopes are unique in the process: several trainers (and runs) may share one tracer.
-std::uint64_t next_scope() {
-    static std::atomic<std::uint64_t> next{1};
-    return next.fetch_add(1, std::memory_order_relaxed);
-}
+std::atomic<std::uint64_t> next{1};
+
+std::uint64_t next_scope() { return next.fetch_add(1, std::memory_order_relaxed); }
 
 }  // namespace
 
@@ -31,6 +30,7 @@ OpTimer::~OpTimer() {
     backend_.end_op();
     if (!sink_) return;
     timing_.end_ns = now_ns();
+    timing_.scope_end = next.load(std::memory_order_relaxed);
     sink_->on_op(timing_);
 }
 

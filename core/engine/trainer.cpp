@@ -308,6 +308,8 @@ std::vector<float> Trainer::evaluate() {
     std::vector<float> out;
     for (auto& rep : runs_) {
         double sum = 0.0;
+        // One op per run: its kernels are the run's evaluation, not the step's.
+        OpTimer timer(rep->sink, backend_, "eval", -1);
         for (const Batch& b : eval_batches_)
             sum += rep->model.evaluate(b.tokens.data(), b.targets.data(), b.B, b.T);
         out.push_back(static_cast<float>(sum / static_cast<double>(eval_batches_.size())));

@@ -85,6 +85,35 @@ TEST(KernelRecorder, ScopesOfOldStepsAreForgotten) {
     EXPECT_EQ(ops[1].linear, 1);
 }
 
+TEST(KernelRecorder, KernelsOfUnnotedInnerScopesBelongToTheEnclosingOp) {
+    // Evaluation's forward opens scopes that report no timings (20 < scope < 26) inside
+    // run 1's eval op; nested ranges go to the innermost op that holds the scope.
+    VectorSink sink;
+    OpNames names({"fprop", "eval"});
+    KernelRecorder k(sink, names);
+    k.begin_step(8);
+    k.note_scope(20, host_op(1, 8, 1, -1, -1, -1), 26);
+    k.note_scope(30, host_op(0, 8, 1, -1, -1, -1), 40);
+    k.note_scope(32, host_op(0, 8, 0, 4, 1, -1), 35);
+    k.note_scope(50, host_op(0, 8, 0, 2, 0, -1), 51);  // no inner scopes: no range
+    const KernelTiming t[] = {{KernelTiming::Kind::Kernel, "a", 0, 0, 1, 2, 0, 23},
+                              {KernelTiming::Kind::Kernel, "a", 0, 0, 3, 4, 0, 26},   // past the range
+                              {KernelTiming::Kind::Kernel, "a", 0, 0, 5, 6, 0, 33},
+                              {KernelTiming::Kind::Kernel, "a", 0, 0, 7, 8, 0, 36},
+                              {KernelTiming::Kind::Kernel, "a", 0, 0, 9, 10, 0, 52}};
+    k.on_kernels(t, 5);
+    const auto ops = sink.all<OpRecord>();
+    ASSERT_EQ(ops.size(), 5u);
+    EXPECT_EQ(ops[0].run, 1);
+    EXPECT_EQ(ops[0].parent, 1);
+    EXPECT_EQ(ops[1].parent, -1);
+    EXPECT_EQ(ops[2].parent, 0);
+    EXPECT_EQ(ops[2].linear, 4);
+    EXPECT_EQ(ops[3].parent, 1);
+    EXPECT_EQ(ops[3].run, 0);
+    EXPECT_EQ(ops[4].parent, -1);
+}
+
 TEST(KernelName, DemangledWithoutReturnTypeAndParameters) {
     // void fp8scope::cuda::(anonymous namespace)::cast<float, 2>(float const*, int)
     EXPECT_EQ(kernel_display_name("_ZN8fp8scope4cuda12_GLOBAL__N_14castIfLi2EEEvPKfi"),
