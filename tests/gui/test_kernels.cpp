@@ -1,6 +1,7 @@
 // The Kernels view on a trace with kernel timing (issue 14): host ops on a CPU thread and
 // kernels on two CUDA streams, every figure chosen by hand. Checks the lanes, the kind of
-// each kernel, the kind and layer filters, and the table's calls, total, mean and share.
+// each kernel, the kind and layer filters, the table's calls, total, mean and share, and
+// that selecting a table row highlights its kernels in the timeline.
 // With FP8SCOPE_SCREENSHOT_DIR set, the view is saved as gpu_kernels.png for a look.
 #include <QApplication>
 #include <QMouseEvent>
@@ -11,6 +12,7 @@
 #include "models/kernel_stats_model.h"
 #include "show_view.h"
 #include "widgets/kernel_view.h"
+#include "widgets/step_cost_plot.h"
 #include "widgets/timeline_widget.h"
 
 using namespace fp8scope;
@@ -115,15 +117,16 @@ private slots:
         QCOMPARE(int(m.ops.size()), int(OpCount));  // the kernel names were appended
         auto kind = [&](int op, int parent) { return kernel_kind(m, kernel(0, op, parent, 0, 7, 0, 1)); };
         QCOMPARE(kernel_kind(m, host(0, Fprop, 0, 0, 1)), KernelKind::Host);
+        // By the kernel's name, whatever op it ran in.
         QCOMPARE(kind(Nvjet, Fprop), KernelKind::Gemm);
-        QCOMPARE(kind(Softmax, Head), KernelKind::Gemm);          // by parent
-        QCOMPARE(kind(UnknownGemm, -1), KernelKind::Gemm);        // by name
+        QCOMPARE(kind(Softmax, Head), KernelKind::Other);         // not a GEMM for running in the head op
+        QCOMPARE(kind(UnknownGemm, -1), KernelKind::Gemm);
         QCOMPARE(kind(UnknownGemm, 99), KernelKind::Gemm);        // unknown parent id
         QCOMPARE(kind(QuantizeKernel, Attention), KernelKind::Quantize);
-        QCOMPARE(kind(Softmax, SmoothSwiglu), KernelKind::Quantize);
-        QCOMPARE(kind(Nvjet, Capture), KernelKind::Capture);      // capture's GEMMs are capture's cost
-        QCOMPARE(kind(AmaxReduce, Attention), KernelKind::Statistics);
-        QCOMPARE(kind(Softmax, Attention), KernelKind::Other);
+        QCOMPARE(kind(Softmax, SmoothSwiglu), KernelKind::Other);
+        QCOMPARE(kind(Nvjet, Capture), KernelKind::Gemm);         // capture's cost is its category (kernel_breakdown.h)
+        QCOMPARE(kind(Histogram, Fprop), KernelKind::Capture);
+        QCOMPARE(kind(AmaxReduce, Attention), KernelKind::Quantize);
         QCOMPARE(kind(NcclAllReduce, -1), KernelKind::Communication);
         QCOMPARE(kernel_kind_name(KernelKind::Communication), QString("communication"));
         QCOMPARE(kind(1000, 1000), KernelKind::Other);            // ids out of range
@@ -232,6 +235,27 @@ private slots:
         QCOMPARE(int(tl->boxes().size()), 4);  // capture op, nvjet, histogram, amax of layer 1
         QCOMPARE(v->model().rowCount(), 3);
         v->setLayerFilter(-1);
+        set_->refreshNow();
+        // Selecting the nvjet row outlines its two calls (stream 7) and nothing else.
+        v->selectRow(row_of(v->model(), "nvjet_sm90_tst_128x256"));
+        QVERIFY(tl->highlighting());
+        int lit = 0;
+        for (const auto& b : tl->boxes()) {
+            lit += b.highlighted;
+            if (b.highlighted) QVERIFY(b.name.startsWith("nvjet_sm90_tst_128x256") && b.lane == 1);
+        }
+        QCOMPARE(lit, 2);
+        v->setGrouping(KernelStatsModel::ByCategory);
+        set_->refreshNow();
+        v->selectRow(row_of(v->model(), "capture"));  // the histogram kernel, in the capture op
+        lit = 0;
+        for (const auto& b : tl->boxes()) lit += b.highlighted;
+        QCOMPARE(lit, 1);
+        v->selectRow(-1);
+        QVERIFY(!tl->highlighting());
+        v->setGrouping(KernelStatsModel::ByKernel);
+        // The step bar: two steps of 9000 ns of records each.
+        QCOMPARE(int(v->stepCosts()->steps().size()), 2);
         if (const QByteArray dir = qgetenv("FP8SCOPE_SCREENSHOT_DIR"); !dir.isEmpty()) {
             set_->refreshNow();
             tl->zoomTo(tl->boxes()[1]);  // the first nvjet kernel, label inside its box

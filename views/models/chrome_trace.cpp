@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "chrome_trace_events.h"
+#include "models/kernel_attribution.h"
 
 namespace fp8scope::views {
 
@@ -14,7 +15,15 @@ QByteArray chrome_trace_json(const TraceData& data, int run, std::int64_t first_
     if (run >= 0 && run < static_cast<int>(data.runs.size())) {
         const RunData& rd = data.runs[run];
         const auto lo = rd.ops_of_step(first_step).first, hi = rd.ops_of_step(last_step).second;
-        for (auto i = lo; i < hi; ++i) ops.push_back(rd.ops[i]);
+        // The run's host ops, then its device records as the Kernels view attributes them
+        // (records with no op and old traces' evaluation put back by time).
+        for (auto i = lo; i < hi; ++i)
+            if (!is_device(rd.ops[i])) ops.push_back(rd.ops[i]);
+        for (auto i = lo; i < hi;) {
+            const std::int64_t step = rd.ops.step(i);
+            while (i < hi && rd.ops.step(i) == step) ++i;
+            for (const StepKernel& k : step_kernels(data, run, step)) ops.push_back(k.rec);
+        }
         if (!ops.empty()) runs.push_back({run, ops});
     }
     return QByteArray::fromStdString(trace::chrome_trace_json(data.meta, runs));

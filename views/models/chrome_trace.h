@@ -1,5 +1,6 @@
 // One run's op/kernel timeline over steps [first_step, last_step] as Chrome trace event
-// JSON (capture/trace/chrome_trace_events.h).
+// JSON (capture/trace/chrome_trace_events.h), with the run's device records as the
+// Kernels view attributes them (kernel_attribution.h).
 #pragma once
 
 #include <QByteArray>

@@ -1,42 +1,40 @@
-// Kernel kinds from parents and names.
+// Kernel kinds from names.
 #include "models/kernel_kind.h"
 
+#include <QRegularExpression>
 #include <algorithm>
 #include <cctype>
-#include <string_view>
+#include <string>
 
 namespace fp8scope::views {
 
 namespace {
 
-const std::string* name_of(const trace::TraceMeta& meta, int id) {
-    return id >= 0 && id < static_cast<int>(meta.ops.size()) ? &meta.ops[id] : nullptr;
-}
-
-bool contains_any(std::string name, std::initializer_list<std::string_view> words) {
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-    return std::any_of(words.begin(), words.end(), [&](std::string_view w) { return name.find(w) != std::string::npos; });
-}
-
-bool one_of(const std::string* s, std::initializer_list<std::string_view> names) {
-    return s && std::find(names.begin(), names.end(), std::string_view(*s)) != names.end();
+bool contains_any(const std::string& lower, std::initializer_list<std::string_view> words) {
+    return std::any_of(words.begin(), words.end(), [&](std::string_view w) { return lower.find(w) != std::string::npos; });
 }
 
 }  // namespace
 
+KernelKind kernel_kind_of_name(std::string_view name) {
+    std::string n(name);
+    std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (n.starts_with("memcpy") || n.starts_with("memset")) return KernelKind::Copy;
+    if (contains_any(n, {"nccl"})) return KernelKind::Communication;
+    if (contains_any(n, {"nvjet", "gemm", "xmma", "cutlass"})) return KernelKind::Gemm;
+    if (contains_any(n, {"::attn::", "flash_", "causal_softmax", "causal_probs", "attention"})) return KernelKind::Attention;
+    if (contains_any(n, {"::an::", "histogram", "bit_patterns", "stats_kernel"})) return KernelKind::Capture;
+    if (contains_any(n, {"adam", "sum_squares", "norm_combine", "optimizer"})) return KernelKind::Optimizer;
+    if (contains_any(n, {"::qk::", "quantize", "cast_", "amax", "delayed_push", "set_scale", "zero_words",
+                         "f32_to_bf16", "bf16_to_f32", "::prepare_kernel"}))
+        return KernelKind::Quantize;
+    return KernelKind::Other;
+}
+
 KernelKind kernel_kind(const trace::TraceMeta& meta, const trace::OpRecord& r) {
     if (!is_device(r)) return KernelKind::Host;
-    const std::string* parent = name_of(meta, r.parent);
-    const std::string* name = name_of(meta, r.op);
-    if (one_of(parent, {"capture"})) return KernelKind::Capture;
-    if (one_of(parent, {"fprop", "dgrad", "wgrad", "head"}) ||
-        (name && contains_any(*name, {"gemm", "nvjet", "xmma", "cutlass"})))
-        return KernelKind::Gemm;
-    if (one_of(parent, {"quantize", "smooth_swiglu"}) || (name && contains_any(*name, {"quantize"})))
-        return KernelKind::Quantize;
-    if (name && contains_any(*name, {"amax", "histogram", "stats", "statistic"})) return KernelKind::Statistics;
-    if (name && contains_any(*name, {"nccl"})) return KernelKind::Communication;
-    return KernelKind::Other;
+    if (r.op < 0 || r.op >= static_cast<int>(meta.ops.size())) return KernelKind::Other;
+    return kernel_kind_of_name(meta.ops[static_cast<std::size_t>(r.op)]);
 }
 
 QString kernel_kind_name(KernelKind k) {
@@ -45,18 +43,22 @@ QString kernel_kind_name(KernelKind k) {
         case KernelKind::Gemm: return QStringLiteral("GEMM");
         case KernelKind::Quantize: return QStringLiteral("quantize");
         case KernelKind::Capture: return QStringLiteral("capture");
-        case KernelKind::Statistics: return QStringLiteral("statistics");
+        case KernelKind::Attention: return QStringLiteral("attention");
+        case KernelKind::Optimizer: return QStringLiteral("optimizer");
         case KernelKind::Communication: return QStringLiteral("communication");
+        case KernelKind::Copy: return QStringLiteral("copy/memset");
         case KernelKind::Other: break;
     }
     return QStringLiteral("other");
 }
 
 QColor kernel_kind_color(KernelKind k) {
-    static const QColor colors[kKernelKinds] = {QColor(0xb0, 0xb0, 0xb0), QColor(0x6b, 0x9b, 0xd6),
-                                                QColor(0xf2, 0xa6, 0x5a), QColor(0xe0, 0x60, 0x60),
-                                                QColor(0x6c, 0xc0, 0x7a), QColor(0x3a, 0xa8, 0xa8),
-                                                QColor(0xc8, 0xb6, 0xe2)};
+    // GEMMs blue, quantize orange, capture red (its cost stands out), attention purple,
+    // optimizer green, communication teal, copies brown, other lilac, host grey.
+    static const QColor colors[kKernelKinds] = {
+        QColor(0xb0, 0xb0, 0xb0), QColor(0x4e, 0x79, 0xc4), QColor(0xf2, 0xa6, 0x5a),
+        QColor(0xe0, 0x50, 0x50), QColor(0x9b, 0x6b, 0xc8), QColor(0x5c, 0xb8, 0x6a),
+        QColor(0x3a, 0xa8, 0xa8), QColor(0xa8, 0x7d, 0x5a), QColor(0xc8, 0xb6, 0xe2)};
     const int i = static_cast<int>(k);
     return colors[i >= 0 && i < kKernelKinds ? i : kKernelKinds - 1];
 }
@@ -66,6 +68,13 @@ bool KernelSelection::passes(const trace::TraceMeta& meta, const trace::OpRecord
     if (kind == KernelFilter::All || !is_device(r)) return true;
     // KernelFilter lists the device kinds in KernelKind's order, one past Host.
     return static_cast<int>(kernel_kind(meta, r)) == static_cast<int>(kind);
+}
+
+QString short_kernel_name(const QString& name) {
+    static const QRegularExpression qualifier(QStringLiteral(R"((\(anonymous namespace\)|[A-Za-z_][A-Za-z0-9_]*)::)"));
+    QString s = name;
+    s.remove(qualifier);
+    return s;
 }
 
 }  // namespace fp8scope::views

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "models/display_names.h"
+#include "models/gemm_shape.h"
 #include "models/model_roles.h"
 
 namespace fp8scope::views {
@@ -21,23 +22,113 @@ double nearest_rank(std::vector<double>& v, double q) {
 KernelStatsModel::KernelStatsModel(const SeriesStore* store, QObject* parent)
     : QAbstractTableModel(parent), store_(store) {}
 
-void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope, KernelSelection filter) {
+namespace {
+
+QString parent_label(const trace::TraceMeta& meta, int parent, bool eval) {
+    if (eval) return QStringLiteral("eval");
+    return parent >= 0 ? op_label(meta, parent) : QStringLiteral("(no op)");
+}
+
+}  // namespace
+
+KernelStatsModel::Row KernelStatsModel::with_times(Row r, std::vector<double>& t) {
+    r.calls = static_cast<qint64>(t.size());
+    for (double x : t) r.total_ns += x;
+    r.max_ns = *std::max_element(t.begin(), t.end());
+    r.median_ns = nearest_rank(t, 0.5);
+    r.p95_ns = nearest_rank(t, 0.95);
+    return r;
+}
+
+void KernelStatsModel::by_total(std::vector<Row>& rows) {
+    std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.total_ns > b.total_ns; });
+}
+
+KernelStatsModel::Key KernelStatsModel::key_of(const trace::TraceMeta& meta, const StepKernel& k) const {
+    switch (grouping_) {
+        case ByKernel: return {k.rec.op, k.eval ? -1 : k.rec.parent, k.eval, -1};
+        case ByOp: return {k.eval ? -1 : k.rec.parent, -1, k.eval, -1};
+        case ByCategory: break;
+    }
+    return {-1, -1, false, static_cast<int>(step_category(meta, k))};
+}
+
+bool KernelStatsModel::matches(int row, const trace::TraceMeta& meta, const StepKernel& k) const {
+    return device_ && row >= 0 && row < rowCount() && is_device(k.rec) && key_of(meta, k) == rows_[row].key;
+}
+
+void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope, KernelSelection filter, Grouping grouping) {
     double step_s = 0;
     int steps = 0;
     bool device = false;
+    grouping_ = grouping;
     std::vector<Row> rows = store_->read([&](const TraceData& d) {
         std::vector<Row> out;
         if (run < 0 || run >= static_cast<int>(d.runs.size())) return out;
         const RunData& rd = d.runs[run];
         auto [lo, hi] = scope == WholeRun ? std::pair<std::size_t, std::size_t>{0, rd.ops.size()} : rd.ops_of_step(step);
         for (std::size_t i = lo; i < hi && !device; ++i) device = is_device(rd.ops[i]);
-        std::map<int, int> parent_of;  // kernel name id -> the host op it ran in (the first seen)
+        if (device) {
+            // Device records, attributed per step; shares are of all device time in the
+            // scope, whatever the filter shows.
+            const std::int64_t tokens = step_tokens(d.meta);
+            std::map<Key, std::vector<double>> durations;  // ns per call
+            std::map<Key, Row> first;                      // labels, shapes and FLOPs per group
+            std::map<Key, std::vector<GemmShape>> shapes;
+            for (std::size_t i = lo; i < hi;) {
+                const std::int64_t s = rd.ops.step(i);
+                while (i < hi && rd.ops.step(i) == s) ++i;
+                ++steps;
+                for (const StepKernel& k : step_kernels(d, run, s)) {
+                    const double ns = static_cast<double>(std::max<std::int64_t>(k.rec.end_ns - k.rec.start_ns, 0));
+                    step_s += ns * 1e-9;
+                    if (!filter.passes(d.meta, k.rec)) continue;
+                    const Key key = key_of(d.meta, k);
+                    durations[key].push_back(ns);
+                    auto [it, fresh] = first.try_emplace(key);
+                    Row& r = it->second;
+                    if (fresh) {
+                        r.key = key;
+                        if (grouping_ == ByKernel) {
+                            r.full_name = op_label(d.meta, k.rec.op);
+                            r.name = short_kernel_name(r.full_name);
+                            r.parent = parent_label(d.meta, k.rec.parent, k.eval);
+                            const KernelKind kind = kernel_kind(d.meta, k.rec);
+                            r.kind = kernel_kind_name(kind);
+                            r.color = kernel_kind_color(kind);
+                        } else if (grouping_ == ByOp) {
+                            r.name = r.full_name = parent_label(d.meta, k.rec.parent, k.eval);
+                        } else {
+                            const auto c = static_cast<StepCategory>(key.category);
+                            r.name = r.full_name = r.kind = step_category_name(c);
+                            r.color = step_category_color(c);
+                        }
+                    }
+                    if (k.eval || kernel_kind(d.meta, k.rec) != KernelKind::Gemm) continue;
+                    if (const auto g = gemm_shape(d.meta, k.rec, tokens)) {
+                        r.flops += g->flops();
+                        r.flop_ns += ns;
+                        auto& seen = shapes[key];
+                        if (std::find(seen.begin(), seen.end(), *g) == seen.end()) seen.push_back(*g);
+                    }
+                }
+            }
+            for (auto& [key, t] : durations) {
+                Row r = first[key];
+                const auto& seen = shapes[key];
+                r.shape = seen.size() == 1 ? seen[0].label() : seen.empty() ? QString() : tr("%1 shapes").arg(seen.size());
+                for (const GemmShape& g : seen) r.shapes += (r.shapes.isEmpty() ? "" : ", ") + g.label();
+                out.push_back(with_times(std::move(r), t));
+            }
+            by_total(out);
+            return out;
+        }
         std::map<int, std::vector<double>> durations;  // op id -> call times, ns
         // Each step's time: recorded, else the span of its ops.
         std::int64_t t0 = INT64_MAX, t1 = INT64_MIN, cur = INT64_MIN;
         const std::vector<double>& time_ms = rd.steps[&trace::StepRecord::step_ms];
         auto close_step = [&] {
-            if (cur == INT64_MIN || device) return;  // device rows: step_s is device time
+            if (cur == INT64_MIN) return;
             ++steps;
             const auto row = rd.step_row_at(cur);
             if (row >= 0 && rd.steps.step[row] == static_cast<double>(cur) && time_ms[row] > 0)
@@ -53,47 +144,17 @@ void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope, KernelSe
                 t0 = INT64_MAX;
                 t1 = INT64_MIN;
             }
-            if (device) {
-                if (!is_device(op)) continue;
-                // Shares are of all device time in the scope, whatever the filter shows.
-                const double ns = static_cast<double>(std::max<std::int64_t>(op.end_ns - op.start_ns, 0));
-                step_s += ns * 1e-9;
-                if (!filter.passes(d.meta, op)) continue;
-                durations[op.op].push_back(ns);
-                parent_of.emplace(op.op, op.parent);
-                continue;
-            }
             if (filter.passes(d.meta, op)) durations[op.op].push_back(static_cast<double>(op.end_ns - op.start_ns));
             t0 = std::min(t0, op.start_ns);
             t1 = std::max(t1, op.end_ns);
         }
         close_step();
-        if (device) {  // close_step counts no steps then
-            steps = 0;
-            for (std::size_t i = lo; i < hi; ++i)
-                if (i == lo || rd.ops.step(i) != rd.ops.step(i - 1)) ++steps;
-        }
         for (auto& [id, t] : durations) {
             Row r;
-            r.name = op_label(d.meta, id);
-            if (device) {
-                trace::OpRecord probe;
-                probe.op = id;
-                probe.device = 0;
-                probe.parent = parent_of[id];
-                r.parent = probe.parent >= 0 ? op_label(d.meta, probe.parent) : QString();
-                const KernelKind k = kernel_kind(d.meta, probe);
-                r.kind = kernel_kind_name(k);
-                r.color = kernel_kind_color(k);
-            }
-            r.calls = static_cast<qint64>(t.size());
-            for (double x : t) r.total_ns += x;
-            r.max_ns = *std::max_element(t.begin(), t.end());
-            r.median_ns = nearest_rank(t, 0.5);
-            r.p95_ns = nearest_rank(t, 0.95);
-            out.push_back(r);
+            r.name = r.full_name = op_label(d.meta, id);
+            out.push_back(with_times(std::move(r), t));
         }
-        std::sort(out.begin(), out.end(), [](const Row& a, const Row& b) { return a.total_ns > b.total_ns; });
+        by_total(out);
         return out;
     });
     beginResetModel();
@@ -120,6 +181,7 @@ double KernelStatsModel::value(int row, int column) const {
         case P95Us: return r.p95_ns * 1e-3;
         case MaxUs: return r.max_ns * 1e-3;
         case SharePct: return step_s_ > 0 ? 100.0 * r.total_ns * 1e-9 / step_s_ : NAN;
+        case Tflops: return r.flop_ns > 0 ? r.flops / r.flop_ns * 1e-3 : NAN;  // FLOP/ns = 1e9 FLOP/s
         default: return NAN;
     }
 }
@@ -128,8 +190,17 @@ QVariant KernelStatsModel::data(const QModelIndex& index, int role) const {
     if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
     const Row& r = rows_[index.row()];
     const int c = index.column();
+    if (role == Qt::ToolTipRole) {
+        if (c == Name) return r.full_name;
+        if ((c == Shape || c == Tflops) && !r.shapes.isEmpty())
+            return tr("%1 (M x N x K)\n").arg(r.shapes) + tr("M x N x K of the GEMM from its linear's features and the step's tokens (batch_size x seq_len); "
+                      "TFLOP/s: 2MNK over the kernels' time. The trace records no GEMM dtypes.");
+        if (c == SharePct && device_)
+            return tr("of the scope's device time: the summed duration of the run's kernels, copies and memsets");
+    }
     if (role == Qt::DisplayRole || role == Qt::ToolTipRole) {
         if (c == Name) return r.name;
+        if (c == Shape) return r.shape;
         if (c == ParentOp) return r.parent;
         if (c == Kind) return r.kind;
         if (c == Calls) return r.calls;
@@ -139,19 +210,23 @@ QVariant KernelStatsModel::data(const QModelIndex& index, int role) const {
         if (c == Name) return r.name;
         if (c == ParentOp) return r.parent;
         if (c == Kind) return r.kind;
+        if (c == Shape) return r.shape;
         return value(index.row(), c);
     }
     if (role == Qt::DecorationRole && c == Kind && !r.kind.isEmpty()) return r.color;
-    if (role == Qt::TextAlignmentRole && c != Name && c != ParentOp && c != Kind) return int(Qt::AlignRight | Qt::AlignVCenter);
+    if (role == Qt::TextAlignmentRole && c != Name && c != ParentOp && c != Kind && c != Shape) return int(Qt::AlignRight | Qt::AlignVCenter);
     return {};
 }
 
 QVariant KernelStatsModel::headerData(int section, Qt::Orientation o, int role) const {
     if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
     static const char* names[ColumnCount] = {"op / kernel", "calls", "total ms", "mean us", "median us",
-                                             "p95 us", "max us", "share of time %", "in op", "kind"};
+                                             "p95 us", "max us", "share of time %", "in op", "kind",
+                                             "GEMM MxNxK", "TFLOP/s"};
     // Device rows' shares are of the kernels' summed time, not of the step's wall time.
     if (section == SharePct && device_) return QStringLiteral("share of device time %");
+    if (section == Name && device_)
+        return grouping_ == ByOp ? QStringLiteral("op") : grouping_ == ByCategory ? QStringLiteral("category") : QStringLiteral("kernel");
     return section >= 0 && section < ColumnCount ? QString::fromLatin1(names[section]) : QVariant();
 }
 

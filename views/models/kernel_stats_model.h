@@ -2,13 +2,18 @@
 // step of the run, with calls, total time, the distribution of a call's time (mean,
 // median, p95, max) and the share of the time (step time when recorded, else the span of
 // the steps' ops). When the scope holds device records (kernel timing) the rows are the
-// device records alone, per kernel name, with the share of the scope's device time (the
-// sum of its kernels' times) and the host op and kind of the kernel.
+// run's device records alone (kernel_attribution.h: records with no op and evaluation
+// put back by time), grouped by kernel name and the op it ran in (evaluation's calls apart), by
+// the op they ran in or by step category (kernel_breakdown.h), with the share of the
+// scope's device time (the sum of its records' times), the host op and kind, and for
+// GEMMs of a linear the shape and achieved TFLOP/s (gemm_shape.h).
 #pragma once
 
 #include <QAbstractTableModel>
 #include <QColor>
 
+#include "models/kernel_attribution.h"
+#include "models/kernel_breakdown.h"
 #include "models/kernel_kind.h"
 #include "models/series_store.h"
 
@@ -17,17 +22,22 @@ namespace fp8scope::views {
 class KernelStatsModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { Name, Calls, TotalMs, MeanUs, MedianUs, P95Us, MaxUs, SharePct, ParentOp, Kind, ColumnCount };
+    enum Column { Name, Calls, TotalMs, MeanUs, MedianUs, P95Us, MaxUs, SharePct, ParentOp, Kind, Shape, Tflops, ColumnCount };
     enum Scope { CursorStep, WholeRun };
+    enum Grouping { ByKernel, ByOp, ByCategory };
 
     explicit KernelStatsModel(const SeriesStore* store, QObject* parent = nullptr);
-    void refresh(int run, std::int64_t step, Scope scope = CursorStep, KernelSelection filter = {});
+    void refresh(int run, std::int64_t step, Scope scope = CursorStep, KernelSelection filter = {},
+                 Grouping grouping = ByKernel);
     // True when the rows are device records (the shares are of device time).
     bool device() const { return device_; }
     // The time the shares are of: the step's, or the sum over the run's steps.
     double stepSeconds() const { return step_s_; }
     int steps() const { return steps_; }  // steps with ops in the scope
     double value(int row, int column) const;
+    // Whether a device record falls in a row's group (the timeline highlights the row's
+    // records); host records and rows out of range never do.
+    bool matches(int row, const trace::TraceMeta& meta, const StepKernel& k) const;
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
@@ -35,15 +45,29 @@ public:
     QVariant headerData(int section, Qt::Orientation o, int role) const override;
 
 private:
+    struct Key {
+        int op = -1;         // ByKernel: the kernel name id; ByOp: the parent op id
+        int parent = -1;     // ByKernel: the op it ran in (a kernel of two ops is two rows)
+        bool eval = false;   // ByKernel and ByOp: evaluation's records apart
+        int category = -1;   // ByCategory
+        auto operator<=>(const Key&) const = default;
+    };
     struct Row {
-        QString name, parent, kind;
+        Key key;
+        QString name, full_name, parent, kind, shape, shapes;  // shapes: every one, for the tooltip
         QColor color;  // of the kind, as in the timeline
         qint64 calls = 0;
         double total_ns = 0, median_ns = NAN, p95_ns = NAN, max_ns = NAN;
+        double flops = 0, flop_ns = 0;  // over the calls with a known GEMM shape
     };
+    Key key_of(const trace::TraceMeta& meta, const StepKernel& k) const;
+    // `r` with the calls, total and distribution of the call times `t` (reordered).
+    static Row with_times(Row r, std::vector<double>& t);
+    static void by_total(std::vector<Row>& rows);  // the largest total first
 
     const SeriesStore* store_;
     std::vector<Row> rows_;
+    Grouping grouping_ = ByKernel;
     double step_s_ = 0;
     int steps_ = 0;
     bool device_ = false;

@@ -14,6 +14,8 @@
 #include <map>
 
 #include "models/display_names.h"
+#include "models/gemm_shape.h"
+#include "widgets/step_cost_plot.h"
 #include "widgets/timeline_widget.h"
 
 namespace fp8scope::views {
@@ -38,16 +40,23 @@ KernelView::KernelView(const ViewContext& context, QWidget* parent)
     row->addWidget(new QLabel(tr("show:"), this));
     kind_ = new QComboBox(this);
     // KernelFilter's order.
-    kind_->addItems({tr("all kernels"), tr("GEMM"), tr("quantize"), tr("capture"), tr("statistics"), tr("communication"), tr("other")});
+    kind_->addItem(tr("all kernels"));
+    for (int k = 1; k < kKernelKinds; ++k) kind_->addItem(kernel_kind_name(static_cast<KernelKind>(k)));
     // Each kind's swatch in the combo is the legend of the timeline's kernel colours.
     for (int k = 1; k < kind_->count(); ++k) kind_->setItemData(k, kernel_kind_color(static_cast<KernelKind>(k)), Qt::DecorationRole);
     row->addWidget(kind_);
     layer_ = new QComboBox(this);
     layer_->addItem(tr("all layers"), -1);
     row->addWidget(layer_);
+    row->addSpacing(20);
+    row->addWidget(new QLabel(tr("group by:"), this));
+    grouping_ = new QComboBox(this);
+    grouping_->addItems({tr("kernel"), tr("op"), tr("category")});  // KernelStatsModel::Grouping's order
+    row->addWidget(grouping_);
     row->addStretch();
     layout->addLayout(row);
     auto* split = new QSplitter(Qt::Vertical, this);
+    costs_ = new StepCostPlot(split);
     timeline_ = new TimelineWidget(split);
     view_ = new QTableView(split);
     view_->setModel(&model_);
@@ -55,13 +64,40 @@ KernelView::KernelView(const ViewContext& context, QWidget* parent)
     view_->setWordWrap(false);
     view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     view_->horizontalHeader()->setStretchLastSection(true);
+    split->addWidget(costs_);
     split->addWidget(timeline_);
     split->addWidget(view_);
+    split->setSizes({220, 200, 300});
     layout->addWidget(split);
     connect(scope_, &QComboBox::currentIndexChanged, this, [this] { refresh(true); });
     connect(steps_, &QSpinBox::valueChanged, this, [this] { refresh(true); });
     connect(kind_, &QComboBox::currentIndexChanged, this, [this] { refresh(true); });
     connect(layer_, &QComboBox::currentIndexChanged, this, [this] { refresh(true); });
+    connect(grouping_, &QComboBox::currentIndexChanged, this, [this] {
+        shown_run_ = -1;  // the table regroups
+        refresh(true);
+    });
+    connect(view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this] { highlight(); });
+    connect(&model_, &QAbstractItemModel::modelReset, this, [this] { highlight(); });
+    connect(costs_, &StepCostPlot::stepClicked, this, [this](std::int64_t s) { ctx().cursor->setStep(s); });
+}
+
+void KernelView::setGrouping(KernelStatsModel::Grouping g) { grouping_->setCurrentIndex(g); }
+
+void KernelView::selectRow(int row) {
+    if (row < 0) view_->selectionModel()->clearCurrentIndex();
+    else view_->setCurrentIndex(model_.index(row, 0));
+    highlight();
+}
+
+void KernelView::highlight() {
+    const int row = view_->currentIndex().isValid() ? view_->currentIndex().row() : -1;
+    std::vector<bool> on(box_kernels_.size(), false);
+    if (row >= 0)
+        ctx().store->read([&](const TraceData& d) {
+            for (std::size_t i = 0; i < box_kernels_.size(); ++i) on[i] = model_.matches(row, d.meta, box_kernels_[i]);
+        });
+    timeline_->setHighlighted(on);
 }
 
 void KernelView::setKindFilter(KernelFilter f) { kind_->setCurrentIndex(static_cast<int>(f)); }
@@ -105,43 +141,75 @@ void KernelView::redraw() {
     const KernelSelection sel = filter();
     const bool new_filter = sel.kind != shown_filter_.kind || sel.layer != shown_filter_.layer;
     // A whole-run table changes with the data only, not with the cursor.
+    const auto grouping = static_cast<KernelStatsModel::Grouping>(grouping_->currentIndex());
     if (scope == KernelStatsModel::CursorStep || dataChanged() || scope != shown_scope_ || run != shown_run_ || new_filter)
-        model_.refresh(run, step, scope, sel);
+        model_.refresh(run, step, scope, sel, grouping);
+    if (dataChanged() || run != costs_run_)
+        costs_->setSteps(ctx().store->read([&](const TraceData& d) { return run_breakdown(d, run); }));
+    costs_run_ = run;
+    costs_->setCursorStep(step);
     shown_scope_ = scope;
     shown_run_ = run;
     shown_filter_ = sel;
     std::vector<TimelineBox> boxes;
+    box_kernels_.clear();
     QStringList lanes;
     ctx().store->read([&](const TraceData& d) {
         if (run < 0 || run >= static_cast<int>(d.runs.size())) return;
         const RunData& rd = d.runs[run];
-        const std::size_t lo = rd.ops_of_step(step - steps_->value() + 1).first, hi = rd.ops_of_step(step).second;
+        const std::int64_t first = step - steps_->value() + 1;
+        const std::size_t lo = rd.ops_of_step(first).first, hi = rd.ops_of_step(step).second;
+        // The run's host ops, then its device records as attributed per step (records with
+        // no op and evaluation put back by time: kernel_attribution.h).
+        std::vector<StepKernel> records;
+        for (auto i = lo; i < hi; ++i)
+            if (!is_device(rd.ops[i])) records.push_back({rd.ops[i], false});
+        for (auto i = lo; i < hi;) {
+            const std::int64_t s = rd.ops.step(i);
+            while (i < hi && rd.ops.step(i) == s) ++i;
+            for (StepKernel& k : step_kernels(d, run, s)) records.push_back(std::move(k));
+        }
         // Lanes from every record in range, filtered or not, so that they stay put while
         // filtering: CPU threads first (device -1), then each GPU's streams.
         std::map<std::pair<int, int>, int> lane_of;  // (device, stream) -> lane
-        for (auto i = lo; i < hi; ++i) lane_of[{rd.ops[i].device, rd.ops[i].stream}] = 0;
+        for (const auto& k : records) lane_of[{k.rec.device, k.rec.stream}] = 0;
         for (auto& [key, lane] : lane_of) {
             lane = static_cast<int>(lanes.size());
             lanes << (key.first < 0 ? tr("CPU thread %1").arg(key.second) : tr("GPU %1 stream %2").arg(key.first).arg(key.second));
         }
         std::int64_t t0 = INT64_MAX;
-        for (auto i = lo; i < hi; ++i) t0 = std::min(t0, rd.ops[i].start_ns);
-        for (auto i = lo; i < hi; ++i) {
-            const trace::OpRecord& op = rd.ops[i];
+        for (const auto& k : records) t0 = std::min(t0, k.rec.start_ns);
+        const std::int64_t tokens = step_tokens(d.meta);
+        for (const StepKernel& k : records) {
+            const trace::OpRecord& op = k.rec;
             if (!sel.passes(d.meta, op)) continue;
-            QString name = op_label(d.meta, op.op);
-            if (op.linear >= 0) name += " " + linear_label(d.meta, op.linear);
             const KernelKind kind = kernel_kind(d.meta, op);
-            if (kind != KernelKind::Host)
-                name += tr(" [%1%2]").arg(kernel_kind_name(kind), op.parent >= 0 ? " in " + op_label(d.meta, op.parent) : QString());
+            const QString full = op_label(d.meta, op.op);
+            QString name = kind == KernelKind::Host ? full : short_kernel_name(full);
+            if (op.linear >= 0) name += " " + linear_label(d.meta, op.linear);
+            if (op.operand >= 0 && op.operand < 3) name += " " + operand_label(static_cast<Operand>(op.operand));
+            QString detail;
+            if (kind != KernelKind::Host) {
+                const QString in = k.eval ? QStringLiteral("eval") : op.parent >= 0 ? op_label(d.meta, op.parent) : tr("no op");
+                name += tr(" [%1 in %2]").arg(kernel_kind_name(kind), in);
+                detail = full;
+                if (op.operand >= 0 && op.operand < 3)
+                    detail += tr("\noperand: %1 (the operand its op handled)").arg(operand_label(static_cast<Operand>(op.operand)));
+                if (const auto g = kind == KernelKind::Gemm && !k.eval ? gemm_shape(d.meta, op, tokens) : std::nullopt;
+                    g && op.end_ns > op.start_ns)
+                    detail += tr("\nGEMM %1 (MxNxK), %2 TFLOP/s").arg(g->label())
+                                  .arg(g->flops() / static_cast<double>(op.end_ns - op.start_ns) * 1e-3, 0, 'f', 1);
+            }
             if (steps_->value() > 1) name += tr(" (step %1)").arg(op.step);
             // Kernels are coloured by kind; host ops keep a colour per op name.
             const QColor fill = kind == KernelKind::Host ? QColor() : kernel_kind_color(kind);
             const std::int64_t end = std::max(op.end_ns, op.start_ns);  // a reversed record draws as zero length
-            boxes.push_back({name, lane_of[{op.device, op.stream}], (op.start_ns - t0) * 1e-3, (end - t0) * 1e-3, op.op, fill});
+            boxes.push_back({name, lane_of[{op.device, op.stream}], (op.start_ns - t0) * 1e-3, (end - t0) * 1e-3, op.op, fill, detail});
+            box_kernels_.push_back(k);
         }
     });
     timeline_->setBoxes(std::move(boxes), lanes);
+    highlight();
 }
 
 }  // namespace fp8scope::views

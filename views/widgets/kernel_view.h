@@ -1,8 +1,11 @@
-// Kernels view: the timeline of the op/kernel records per stream over the last N steps up
-// to the cursor, and the per-kernel table over the cursor step or the whole run (calls,
-// total, mean, median, p95, max, share of time). Device records (kernel timing) get one
-// lane per (device, stream) beside the CPU lanes, a colour per kernel kind, and a filter
-// by kind and by layer that applies to the timeline and the table.
+// Kernels view: the run's device time per step stacked by category (StepCostPlot), the
+// timeline of the op/kernel records per stream over the last N steps up to the cursor,
+// and the per-kernel table over the cursor step or the whole run (calls, total, mean,
+// median, p95, max, share of time; for GEMMs shape and TFLOP/s), grouped by kernel, op
+// or category. Device records (kernel timing) get one lane per (device, stream) beside
+// the CPU lanes, a colour per kernel kind, and a filter by kind and by layer that applies
+// to the timeline and the table; selecting a table row highlights its records in the
+// timeline.
 #pragma once
 
 #include "models/kernel_stats_model.h"
@@ -14,6 +17,7 @@ class QTableView;
 
 namespace fp8scope::views {
 
+class StepCostPlot;
 class TimelineWidget;
 
 class KernelView : public StoreView {
@@ -23,6 +27,10 @@ public:
     const QAbstractItemModel* table() const override { return &model_; }
     const KernelStatsModel& model() const { return model_; }
     TimelineWidget* timeline() const { return timeline_; }
+    StepCostPlot* stepCosts() const { return costs_; }
+    void setGrouping(KernelStatsModel::Grouping g);
+    // Highlights the timeline records of table row `row` (-1: none).
+    void selectRow(int row);
     void setScope(KernelStatsModel::Scope s);
     void setTimelineSteps(int n);
     void setKindFilter(KernelFilter f);
@@ -34,6 +42,10 @@ protected:
 private:
     KernelStatsModel model_;
     TimelineWidget* timeline_;
+    StepCostPlot* costs_;
+    QComboBox* grouping_;
+    std::vector<StepKernel> box_kernels_;  // per timeline box; host boxes have device -1
+    int costs_run_ = -1;
     QTableView* view_;
     QComboBox* scope_;
     QSpinBox* steps_;
@@ -43,6 +55,7 @@ private:
     KernelSelection shown_filter_{KernelFilter::All, -2};
     KernelSelection filter() const;
     void fillLayers();
+    void highlight();
 };
 
 }  // namespace fp8scope::views

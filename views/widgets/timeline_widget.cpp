@@ -25,6 +25,7 @@ TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent) {
 void TimelineWidget::setBoxes(std::vector<TimelineBox> boxes, QStringList lanes) {
     boxes_ = std::move(boxes);
     lanes_ = std::move(lanes);
+    highlighting_ = std::any_of(boxes_.begin(), boxes_.end(), [](const TimelineBox& b) { return b.highlighted; });
     double end = 0;
     for (const auto& b : boxes_) end = std::max(end, b.end_us);
     const bool keep = total_us_ == std::max(end, 1.0) && view_end_ > view_start_;
@@ -32,6 +33,15 @@ void TimelineWidget::setBoxes(std::vector<TimelineBox> boxes, QStringList lanes)
     label_width_ = labelWidth();
     if (!keep) resetView();
     setMinimumHeight(kAxisHeight + std::max<int>(2, lanes_.size()) * kLaneHeight);
+    update();
+}
+
+void TimelineWidget::setHighlighted(const std::vector<bool>& on) {
+    highlighting_ = false;
+    for (std::size_t i = 0; i < boxes_.size(); ++i) {
+        boxes_[i].highlighted = i < on.size() && on[i];
+        highlighting_ = highlighting_ || boxes_[i].highlighted;
+    }
     update();
 }
 
@@ -92,9 +102,10 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
         const double x0 = toX(b.start_us), x1 = std::max(toX(b.end_us), x0 + 1);
         if (x1 < label_width_ || x0 > width()) continue;
         const QRectF r(x0, kAxisHeight + b.lane * kLaneHeight + 3, x1 - x0, kLaneHeight - 6);
-        const QColor c = b.fill.isValid() ? b.fill : series_color(b.color + 1).lighter(130);
+        QColor c = b.fill.isValid() ? b.fill : series_color(b.color + 1).lighter(130);
+        if (highlighting_ && !b.highlighted) c.setAlpha(50);
         p.fillRect(r, c);
-        p.setPen(c.darker(150));
+        p.setPen(highlighting_ && b.highlighted ? QPen(Qt::black, 2) : QPen(c.darker(150)));
         p.drawRect(r);
         if (r.width() > 30) {
             p.setPen(Qt::black);
@@ -143,8 +154,9 @@ bool TimelineWidget::event(QEvent* e) {
     if (e->type() == QEvent::ToolTip) {
         auto* help = static_cast<QHelpEvent*>(e);
         if (const TimelineBox* b = boxAt(help->pos()))
-            QToolTip::showText(help->globalPos(), QStringLiteral("%1\n%2 us at %3 us").arg(b->name)
-                                                      .arg(b->end_us - b->start_us, 0, 'g', 4).arg(b->start_us, 0, 'g', 6));
+            QToolTip::showText(help->globalPos(), QStringLiteral("%1%4\n%2 us at %3 us").arg(b->name)
+                                                      .arg(b->end_us - b->start_us, 0, 'g', 4).arg(b->start_us, 0, 'g', 6)
+                                                      .arg(b->detail.isEmpty() ? QString() : "\n" + b->detail));
         else
             QToolTip::hideText();
         return true;

@@ -1,7 +1,8 @@
 // The op/kernel timeline of one step: one lane per (device, stream), a box per op, zoom
 // with the mouse wheel and pan by dragging. Painted directly rather than through
 // QCustomPlot items, which cost an object per op. Double-clicking a box zooms to it (one
-// kernel), the right button back to the whole range.
+// kernel), the right button back to the whole range. Boxes of a selected table row are
+// outlined, the others faded.
 #pragma once
 
 #include <QColor>
@@ -16,6 +17,8 @@ struct TimelineBox {
     double start_us = 0, end_us = 0;  // relative to the first op shown
     int color = 0;                    // op id, for a stable colour per op name
     QColor fill;                      // when valid, used instead (kernels: by kind)
+    QString detail;                   // more lines for the tooltip (a kernel's full name, operand, GEMM)
+    bool highlighted = false;         // of the table's selected row (setHighlighted)
 };
 
 class TimelineWidget : public QWidget {
@@ -32,6 +35,10 @@ public:
     double viewEnd() const { return view_end_; }
     void setView(double start_us, double end_us);
     void resetView();
+    // Marks the boxes of `on` (one flag per box, in boxes() order) and fades the others;
+    // all false (or empty) shows every box plainly.
+    void setHighlighted(const std::vector<bool>& on);
+    bool highlighting() const { return highlighting_; }
     double xOf(double us) const { return toX(us); }  // widget x of a time, for tests
 
 protected:
@@ -52,6 +59,7 @@ private:
     QStringList lanes_;
     int label_width_ = 110;  // fits the longest lane label
     double total_us_ = 1, view_start_ = 0, view_end_ = 1;
+    bool highlighting_ = false;
     int drag_x_ = 0;
     double drag_start_ = 0;
 };
