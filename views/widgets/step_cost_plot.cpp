@@ -15,6 +15,9 @@ StepCostPlot::StepCostPlot(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     plot_ = make_plot(this, tr("device time per step by category (ms)"));
+    // The legend's rows would otherwise set the view's least height (a docked Kernels
+    // view would make the window taller); the splitter gives the plot its room.
+    plot_->setMinimumSize(50, 40);
     layout->addWidget(plot_);
     plot_->xAxis->setLabel(tr("step"));
     plot_->yAxis->setLabel(tr("ms"));
