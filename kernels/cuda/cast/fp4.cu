@@ -1,6 +1,5 @@
-// FP4 casts (fp4.h). One CTA per 64 x 64 tile of x, held in shared memory as float32:
-// the rowwise pass gives each thread one block of a tile row, the columnwise pass one block
-// of a tile column, so x is read once for both copies. Each block's amax, scale and codes
+// FP4 casts (fp4.h). One CTA per tile of x, held in shared memory as float32, so x is
+// read once for both copies. Each block's amax, scale and codes
 // follow cast_rules.h, the rules the CPU applies.
 #include "cuda/cast/fp4.h"
 
@@ -13,9 +12,14 @@
 namespace fp8scope::cuda {
 namespace {
 
-constexpr int kTile = 64;
-constexpr int kStride = kTile + 1;  // a tile column's elements fall in different banks
+// A tile is 64 rows by 4 blocks of B columns: the rowwise pass gives each of the 256
+// threads one block of a row, the columnwise pass one block of a column.
+constexpr int kRows = 64;
 constexpr int kThreads = 256;
+template <int B>
+constexpr int kCols = 4 * B;
+template <int B>
+constexpr int kStride = kCols<B> + 1;  // a tile column's elements fall in different banks
 
 struct Plan {
     bool nvfp4;
@@ -28,31 +32,34 @@ __device__ __forceinline__ float load_as_float(const std::uint16_t* x, std::int6
 }
 
 // The tile into shared memory (zeros outside x: they change no block amax).
-template <class T>
+template <class T, int B>
 __device__ __forceinline__ void load_tile(const T* x, std::int64_t rows, std::int64_t cols, std::int64_t r0,
                                           std::int64_t c0, float* tile) {
     constexpr int kV = 16 / sizeof(T);  // elements per 16-byte load
-    const bool whole = r0 + kTile <= rows && c0 + kTile <= cols && cols % kV == 0 &&
+    constexpr int kC = kCols<B>, kS = kStride<B>;
+    const bool whole = r0 + kRows <= rows && c0 + kC <= cols && cols % kV == 0 &&
                        reinterpret_cast<std::uintptr_t>(x) % 16 == 0;
     if (whole) {
-        for (int i = threadIdx.x; i < kTile * kTile / kV; i += blockDim.x) {
-            const int r = i / (kTile / kV), c = (i % (kTile / kV)) * kV;
+#pragma unroll
+        for (int i = threadIdx.x; i < kRows * kC / kV; i += kThreads) {
+            const int r = i / (kC / kV), c = (i % (kC / kV)) * kV;
             const uint4 q = __ldg(reinterpret_cast<const uint4*>(x + (r0 + r) * cols + c0 + c));
             T v[kV];
             memcpy(v, &q, 16);
 #pragma unroll
-            for (int k = 0; k < kV; ++k) tile[r * kStride + c + k] = load_as_float(v, k);
+            for (int k = 0; k < kV; ++k) tile[r * kS + c + k] = load_as_float(v, k);
         }
         return;
     }
-    for (int i = threadIdx.x; i < kTile * kTile; i += blockDim.x) {
-        const int r = i / kTile, c = i % kTile;
-        tile[r * kStride + c] = r0 + r < rows && c0 + c < cols ? load_as_float(x, (r0 + r) * cols + c0 + c) : 0.0f;
+    for (int i = threadIdx.x; i < kRows * kC; i += kThreads) {
+        const int r = i / kC, c = i % kC;
+        tile[r * kS + c] = r0 + r < rows && c0 + c < cols ? load_as_float(x, (r0 + r) * cols + c0 + c) : 0.0f;
     }
 }
 
 // One block of B elements at v[0], v[step], ... (n of them inside x): its scale code and
-// its codes packed into out[0, ceil(n / 2)); returns the elements clamped to +-6.
+// its codes packed into out[0, ceil(n / 2)); returns the elements clamped to +-6. The
+// codes are packed in registers (static indices only: no local memory).
 template <int B>
 __device__ __forceinline__ unsigned cast_block(const float* v, int step, int n, const Plan& p, float s_enc,
                                                float s_dec, std::uint8_t* out, std::uint8_t* scale_code,
@@ -64,32 +71,26 @@ __device__ __forceinline__ unsigned cast_block(const float* v, int step, int n, 
     const cast::FP4BlockScale b = p.nvfp4 ? cast::nvfp4_block_scale(amax, s_enc, s_dec)
                                           : cast::mxfp4_block_scale(amax, p.rule);
     *scale_code = b.code;
-    const bool nonfinite = amax >= cast::kInfBits;
+    const bool finite = amax < cast::kInfBits;
     unsigned clamped = 0;
-    std::uint8_t bytes[B / 2];
+    std::uint32_t words[B / 8] = {};
 #pragma unroll
-    for (int j = 0; j < B; j += 2) {
-        std::uint32_t c0 = 0, c1 = 0;
-        std::uint8_t lo = 0, hi = 0;
-        if (!nonfinite) {
-            lo = cast::e2m1_code(cast::mul_rn(v[j * step], b.enc), c0);
-            hi = cast::e2m1_code(cast::mul_rn(v[(j + 1) * step], b.enc), c1);
-            clamped += (j < n ? c0 : 0u) + (j + 1 < n ? c1 : 0u);
-        }
-        bytes[j / 2] = static_cast<std::uint8_t>(lo | (j + 1 < n ? hi << 4 : 0));
+    for (int j = 0; j < B; ++j) {
+        std::uint32_t c = 0;
+        const std::uint8_t code = finite && j < n ? cast::e2m1_code(cast::mul_rn(v[j * step], b.enc), c) : 0;
+        clamped += c;
+        words[j / 8] |= std::uint32_t(code) << (4 * (j % 8));
     }
     if (packed_aligned && n == B) {
         if constexpr (B == 16) {
-            uint2 w;
-            memcpy(&w, bytes, 8);
-            *reinterpret_cast<uint2*>(out) = w;
+            *reinterpret_cast<uint2*>(out) = make_uint2(words[0], words[1]);
         } else {
-            uint4 w;
-            memcpy(&w, bytes, 16);
-            *reinterpret_cast<uint4*>(out) = w;
+            *reinterpret_cast<uint4*>(out) = make_uint4(words[0], words[1], words[2], words[3]);
         }
     } else {
-        for (int j = 0; j < (n + 1) / 2; ++j) out[j] = bytes[j];
+#pragma unroll
+        for (int k = 0; k < B / 2; ++k)
+            if (k < (n + 1) / 2) out[k] = static_cast<std::uint8_t>(words[k / 4] >> (8 * (k % 4)));
     }
     return clamped;
 }
@@ -97,9 +98,10 @@ __device__ __forceinline__ unsigned cast_block(const float* v, int step, int n, 
 template <class T, int B>
 __global__ void __launch_bounds__(kThreads) fp4_kernel(const T* x, std::int64_t rows, std::int64_t cols, Plan p,
                                                        Fp4Target out) {
-    __shared__ float tile[kTile * kStride];
+    constexpr int kC = kCols<B>, kS = kStride<B>;
+    __shared__ float tile[kRows * kS];
     __shared__ unsigned counts[2];
-    const std::int64_t r0 = std::int64_t(blockIdx.y) * kTile, c0 = std::int64_t(blockIdx.x) * kTile;
+    const std::int64_t r0 = std::int64_t(blockIdx.y) * kRows, c0 = std::int64_t(blockIdx.x) * kC;
     if (threadIdx.x < 2) counts[threadIdx.x] = 0;
     float s_enc = 1.0f, s_dec = 1.0f;
     if (p.nvfp4) {
@@ -107,33 +109,28 @@ __global__ void __launch_bounds__(kThreads) fp4_kernel(const T* x, std::int64_t 
         s_dec = 1.0f / s_enc;
     }
     if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *out.tensor_scale_inv = s_dec;
-    load_tile(x, rows, cols, r0, c0, tile);
+    load_tile<T, B>(x, rows, cols, r0, c0, tile);
     __syncthreads();
-    constexpr int kSegs = kTile / B;  // blocks along a tile row or column
     unsigned clamped[2] = {0, 0};
     const int t = threadIdx.x;
-    if (t < kTile * kSegs) {
-        if (out.row_codes) {  // rowwise: tile row t / kSegs, its block t % kSegs
-            const int r = t / kSegs, s = t % kSegs;
-            const std::int64_t gr = r0 + r, gc = c0 + s * B;
-            if (gr < rows && gc < cols) {
-                const int n = cols - gc < B ? int(cols - gc) : B;
-                const std::int64_t ld = fp4_packed(cols), nb = (cols + B - 1) / B;
-                clamped[0] = cast_block<B>(tile + r * kStride + s * B, 1, n, p, s_enc, s_dec,
-                                           out.row_codes + gr * ld + gc / 2, out.row_scales + gr * nb + gc / B,
-                                           ld % (B / 2) == 0);
-            }
+    if (out.row_codes) {  // rowwise: tile row t / 4, its block t % 4
+        const int r = t / 4, s = t % 4;
+        const std::int64_t gr = r0 + r, gc = c0 + s * B;
+        if (gr < rows && gc < cols) {
+            const int n = cols - gc < B ? int(cols - gc) : B;
+            const std::int64_t ld = fp4_packed(cols), nb = (cols + B - 1) / B;
+            clamped[0] = cast_block<B>(tile + r * kS + s * B, 1, n, p, s_enc, s_dec, out.row_codes + gr * ld + gc / 2,
+                                       out.row_scales + gr * nb + gc / B, ld % (B / 2) == 0);
         }
-        if (out.col_codes) {  // columnwise: tile column t % kTile, its block t / kTile
-            const int c = t % kTile, s = t / kTile;
-            const std::int64_t gc = c0 + c, gr = r0 + s * B;
-            if (gc < cols && gr < rows) {
-                const int n = rows - gr < B ? int(rows - gr) : B;
-                const std::int64_t ld = fp4_packed(rows), nb = (rows + B - 1) / B;
-                clamped[1] = cast_block<B>(tile + s * B * kStride + c, kStride, n, p, s_enc, s_dec,
-                                           out.col_codes + gc * ld + gr / 2, out.col_scales + gc * nb + gr / B,
-                                           ld % (B / 2) == 0);
-            }
+    }
+    if (out.col_codes) {  // columnwise: tile column t % kC, its block t / kC
+        const int c = t % kC, s = t / kC;
+        const std::int64_t gc = c0 + c, gr = r0 + s * B;
+        if (gc < cols && gr < rows) {
+            const int n = rows - gr < B ? int(rows - gr) : B;
+            const std::int64_t ld = fp4_packed(rows), nb = (rows + B - 1) / B;
+            clamped[1] = cast_block<B>(tile + s * B * kS + c, kS, n, p, s_enc, s_dec, out.col_codes + gc * ld + gr / 2,
+                                       out.col_scales + gc * nb + gr / B, ld % (B / 2) == 0);
         }
     }
 #pragma unroll
@@ -147,7 +144,7 @@ __global__ void __launch_bounds__(kThreads) fp4_kernel(const T* x, std::int64_t 
 
 template <class T, int B>
 void launch(const CastInput& x, const Plan& p, const Fp4Target& out, cudaStream_t stream) {
-    const dim3 grid(unsigned((x.cols + kTile - 1) / kTile), unsigned((x.rows + kTile - 1) / kTile));
+    const dim3 grid(unsigned((x.cols + kCols<B> - 1) / kCols<B>), unsigned((x.rows + kRows - 1) / kRows));
     fp4_kernel<T, B><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(x.data), x.rows, x.cols, p, out);
     FP8SCOPE_CUDA_LAUNCHED();
 }
