@@ -27,11 +27,33 @@ int mapped(const std::vector<int>& map, int id) {
     return id >= 0 && id < static_cast<int>(map.size()) ? map[static_cast<std::size_t>(id)] : id;
 }
 
-bool same_layers(const trace::TraceMeta& a, const trace::TraceMeta& b) {
-    if (a.linears.size() != b.linears.size()) return false;
-    for (std::size_t i = 0; i < a.linears.size(); ++i)
-        if (a.linears[i].name != b.linears[i].name) return false;
-    return true;
+// Unites `part`'s linears into `merged` by name; returns part id -> merged id.
+std::vector<int> map_linears(std::vector<LinearInfo>& merged, const std::vector<LinearInfo>& part,
+                             std::vector<char>& shapes_differ) {
+    std::vector<int> out;
+    for (const LinearInfo& l : part) {
+        auto it = std::find_if(merged.begin(), merged.end(), [&](const LinearInfo& m) { return m.name == l.name; });
+        if (it == merged.end()) {
+            merged.push_back(l);
+            shapes_differ.push_back(0);
+            it = merged.end() - 1;
+        } else if (it->in_features != l.in_features || it->out_features != l.out_features) {
+            shapes_differ[static_cast<std::size_t>(it - merged.begin())] = 1;
+        }
+        out.push_back(static_cast<int>(it - merged.begin()));
+    }
+    return out;
+}
+
+// A per-slot array in merged slots: NaN where the part has no such operand.
+std::vector<float> remap_slots(const std::vector<float>& part, const std::vector<int>& linear, std::size_t merged_slots) {
+    std::vector<float> out(merged_slots, NAN);
+    for (std::size_t s = 0; s < part.size(); ++s) {
+        const std::size_t l = s / trace::kOperandsPerLinear;
+        if (l >= linear.size()) break;  // a damaged row's excess: the store would drop it too
+        out[static_cast<std::size_t>(linear[l]) * trace::kOperandsPerLinear + s % trace::kOperandsPerLinear] = part[s];
+    }
+    return out;
 }
 
 ErrorStats not_computed(const std::string& quantizer) {
@@ -50,17 +72,16 @@ TraceMerge::TraceMerge(std::vector<Part> parts) {
     meta_ = parts.front().meta;
     if (parts.size() == 1) {  // its ids are the merged ids: remap() passes batches through
         maps_.resize(1);
+        shapes_differ_.assign(meta_.linears.size(), 0);
         return;
     }
     meta_.runs.clear();
     meta_.quantizers.clear();
     meta_.training_recipes.clear();
     meta_.ops.clear();
+    meta_.linears.clear();
     meta_.baseline_run = -1;  // the first part's with one
     for (const Part& p : parts) {
-        if (!same_layers(parts.front().meta, p.meta))
-            throw std::runtime_error(p.name.toStdString() + " has other layers than " + parts.front().name.toStdString() +
-                                     ": traces of different models cannot be overlaid");
         IdMap m;
         m.first_run = static_cast<int>(meta_.runs.size());
         if (const int base = trace::baseline_of(p.meta); base >= 0 && meta_.baseline_run < 0)
@@ -69,9 +90,18 @@ TraceMerge::TraceMerge(std::vector<Part> parts) {
         m.quantizer = map_names(meta_.quantizers, p.meta.quantizers);
         m.training_recipe = map_names(meta_.training_recipes, p.meta.training_recipes);
         m.op = map_names(meta_.ops, p.meta.ops);
+        m.linear = map_linears(meta_.linears, p.meta.linears, shapes_differ_);
         maps_.push_back(std::move(m));
     }
     announced_ops_ = meta_.ops.size();
+    for (IdMap& m : maps_) {
+        m.same_linears = m.linear.size() == meta_.linears.size();
+        for (std::size_t l = 0; l < m.linear.size(); ++l) m.same_linears = m.same_linears && m.linear[l] == static_cast<int>(l);
+    }
+}
+
+bool TraceMerge::shapesDiffer(int linear) const {
+    return linear >= 0 && linear < static_cast<int>(shapes_differ_.size()) && shapes_differ_[static_cast<std::size_t>(linear)];
 }
 
 int TraceMerge::opId(const std::string& name) { return id_of(meta_.ops, name); }
@@ -94,9 +124,16 @@ void TraceMerge::remap(std::size_t part, TraceBatch& b) {
         s.run += m.first_run;
         s.recipe = mapped(m.training_recipe, s.recipe);
     }
-    for (auto& s : b.scaling) s.run += m.first_run;
+    const std::size_t slot_count = meta_.linears.size() * trace::kOperandsPerLinear;
+    for (auto& s : b.scaling) {
+        s.run += m.first_run;
+        if (m.same_linears) continue;
+        s.amax = remap_slots(s.amax, m.linear, slot_count);
+        s.scale = remap_slots(s.scale, m.linear, slot_count);
+    }
     for (auto& o : b.operands) {
         o.key.run += m.first_run;
+        o.key.linear = mapped(m.linear, o.key.linear);
         o.quantizer_in_use = mapped(m.quantizer, o.quantizer_in_use);
         if (o.errors.empty()) continue;
         std::vector<ErrorStats> errors;
@@ -107,11 +144,13 @@ void TraceMerge::remap(std::size_t part, TraceBatch& b) {
     }
     for (auto& bm : b.blockmaps) {
         bm.key.run += m.first_run;
+        bm.key.linear = mapped(m.linear, bm.key.linear);
         bm.quantizer = mapped(m.quantizer, bm.quantizer);
     }
     for (auto& op : b.ops) {
         op.run += m.first_run;
         op.op = mapped(m.op, op.op);
+        op.linear = mapped(m.linear, op.linear);
     }
     for (auto& e : b.events)
         if (e.run >= 0) e.run += m.first_run;

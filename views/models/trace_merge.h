@@ -2,9 +2,14 @@
 // line): the runs of every trace side by side, named by their file ("b.h5: delayed"), so
 // every view compares them with no change. Each part's batches are rewritten into the
 // merged ids before the store sees them: runs are numbered on from the earlier parts', and
-// quantizers, recipes and op names are united by name.
+// quantizers, recipes, op names and linear layers are united by name.
 //
-// The traces must have the same linear layers (the same model): operand slots are shared.
+// Traces of different models merge too: a linear of the same name in several traces is
+// one linear (its operand slots shared), the others belong to the traces that have them,
+// and a trace's per-step amax and scale rows leave NaN in the slots of linears it lacks.
+// A linear of one name can have other shapes in another trace: the merged meta keeps the
+// first trace's, shapesDiffer() says so, and the views compare such operands only after
+// checking their element counts.
 #pragma once
 
 #include <QString>
@@ -20,12 +25,14 @@ public:
         QString name;  // shown before each run name: the file name
         trace::TraceMeta meta;
     };
-    // Throws std::runtime_error naming the part when its layers differ from the first's.
     // One part: its meta unchanged, and remap() leaves its batches as they are.
     explicit TraceMerge(std::vector<Part> parts);
 
     const trace::TraceMeta& meta() const { return meta_; }
     std::size_t parts() const { return maps_.size(); }
+    // True when merged linear `linear` has other in/out features in some part than the
+    // merged meta's (the first part's that has it).
+    bool shapesDiffer(int linear) const;
     // Rewrites a batch of part `part` into the merged ids. Kernel names new to the merged
     // trace are added and keep their op_names records, renumbered.
     void remap(std::size_t part, TraceBatch& batch);
@@ -33,12 +40,14 @@ public:
 private:
     struct IdMap {
         int first_run = 0;
-        std::vector<int> quantizer, training_recipe, op;  // part id -> merged id
+        std::vector<int> quantizer, training_recipe, op, linear;  // part id -> merged id
+        bool same_linears = true;  // linear ids are the merged ids: slots stay
     };
     int opId(const std::string& name);
 
     trace::TraceMeta meta_;
     std::vector<IdMap> maps_;
+    std::vector<char> shapes_differ_;  // per merged linear
     std::size_t announced_ops_ = 0;  // merged op names handed to the store so far
 };
 
