@@ -106,7 +106,7 @@ private slots:
         QTest::mouseClick(p, Qt::LeftButton, Qt::NoModifier, at20);
         QCOMPARE(cursor_.step(), 20);
         const QString text = in->hoverText(at20);
-        QVERIFY2(text.startsWith("step 20") && text.contains("L1 qkv fprop x: " + format_figure(t::amax_of(1, 20, 12))),
+        QVERIFY2(text.startsWith("step 20") && text.contains("L1 qkv fprop x (delayed \u2192 current @ step 20): " + format_figure(t::amax_of(1, 20, 12))),
                  qPrintable(text));
         QVERIFY(in->hoverText(QPoint(1, 1)).isEmpty());  // off the axis rect
         QTest::mouseMove(p, at20);

@@ -112,7 +112,8 @@ private slots:
         selection_.setOperands({refs[2], refs[0], refs[1]}, refs[1]);
         auto* v = show<AmaxView>("amax");
         QCOMPARE(v->operandCount(), 3);
-        const QStringList names{"L0 qkv dgrad dy", "L1 qkv fprop x", "L1 fc1 wgrad x"};
+        // The current operand's curve names its run beside the compared baseline's.
+        const QStringList names{"L0 qkv dgrad dy", "L1 qkv fprop x (delayed \u2192 current @ step 20)", "L1 fc1 wgrad x"};
         for (int i = 0; i < 3; ++i) {
             QCOMPARE(v->operandAt(i), refs[i]);
             const int slot = refs[i].slot();
@@ -540,7 +541,7 @@ private slots:
             QCOMPARE(g->dataCount(), 12);  // amax is recorded at every step
         }
         QCOMPARE(v->graph(0, AmaxView::AmaxGraph)->name(), QString("L0 qkv fprop x"));
-        QCOMPARE(v->graph(2, AmaxView::AmaxGraph)->name(), QString("L1 proj dgrad dy"));
+        QCOMPARE(v->graph(2, AmaxView::AmaxGraph)->name(), QString("L1 proj dgrad dy (delayed)"));  // and the baseline's
         v->hide();
     }
 };

@@ -9,6 +9,7 @@
 #include "models/goodness.h"
 #include "models/model_roles.h"
 #include "models/quantizer_facts.h"
+#include "models/run_comparison.h"
 
 namespace fp8scope::views {
 
@@ -25,59 +26,82 @@ bool LayersModel::isBad(int column, double v) {
 LayersModel::LayersModel(const SeriesStore* store, QObject* parent)
     : QAbstractTableModel(parent), store_(store) {}
 
-void LayersModel::refresh(int run, std::int64_t step, int what_if) {
+std::vector<LayersModel::Row> LayersModel::build_rows(const TraceData& d, int run, std::int64_t step, int what_if) {
+    std::vector<Row> out;
+    if (run < 0 || run >= static_cast<int>(d.runs.size())) return out;
+    const RunData& rd = d.runs[run];
+    const auto cap = rd.capture_index_at(step);
+    const auto& sc = rd.scaling;
+    auto srow = std::upper_bound(sc.step.begin(), sc.step.end(), static_cast<double>(step)) - sc.step.begin() - 1;
+    for (const OperandRef& ref : all_operands(static_cast<int>(d.meta.linears.size()))) {
+        Row r;
+        r.ref = ref;
+        r.gemms = {ref.gemm};
+        r.layer = d.meta.linears[ref.linear].layer;
+        r.linear = linear_label(d.meta, ref.linear);
+        if (srow >= 0 && ref.slot() < sc.slot_count) {
+            r.amax = sc.amax_at(srow, ref.slot());
+            r.scale = sc.scale_at(srow, ref.slot());
+        }
+        if (const OperandSummary* o = rd.operand(cap, ref)) {
+            r.capture_step = o->step;
+            r.recipe = quantizer_label(d.meta, o->recipe_in_use);
+            if (srow < 0) {
+                r.amax = o->figures[&TensorStats::amax];
+                r.scale = o->figures[&trace::OperandRecord::scale];
+            }
+            r.kurtosis = o->figures[&OutlierSummary::kurtosis];
+            r.dynamic_range = o->figures[&TensorStats::dynamic_range];
+            const int shown = o->recipe_in_use >= 0 ? o->recipe_in_use : what_if;
+            // A delayed what-if has no history here: no figures (quantizer_facts.h).
+            const bool applies = o->recipe_in_use >= 0 || shown < 0 ||
+                                 what_if_applies(quantizer_label(d.meta, shown).toStdString(), false);
+            if (o->recipe_in_use < 0 && shown >= 0) {
+                r.recipe = tr("what-if: %1").arg(quantizer_label(d.meta, shown)) + (applies ? QString() : tr(" (n/a)"));
+                r.what_if = true;
+            }
+            for (const ErrorFigures& e : o->errors()) r.errors.insert(r.errors.end(), e.values().begin(), e.values().end());
+            if (applies && shown >= 0 && shown < static_cast<int>(o->errors().size())) {
+                const ErrorFigures& e = o->errors()[shown];
+                r.sqnr_db = e[&ErrorStats::sqnr_db];
+                r.underflow_pct = e[&ErrorStats::underflow_pct];
+                r.overflow_pct = e[&ErrorStats::overflow_pct];
+            }
+        }
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
+void LayersModel::refresh(int run, std::int64_t step, int what_if, int other) {
+    if (other == run) other = -1;
+    QString other_name;
     std::vector<Row> rows = store_->read([&](const TraceData& d) {
-        std::vector<Row> out;
-        if (run < 0 || run >= static_cast<int>(d.runs.size())) return out;
-        const RunData& rd = d.runs[run];
-        const auto cap = rd.capture_index_at(step);
-        const auto& sc = rd.scaling;
-        auto srow = std::upper_bound(sc.step.begin(), sc.step.end(), static_cast<double>(step)) - sc.step.begin() - 1;
-        for (const OperandRef& ref : all_operands(static_cast<int>(d.meta.linears.size()))) {
-            Row r;
-            r.ref = ref;
-            r.gemms = {ref.gemm};
-            r.layer = d.meta.linears[ref.linear].layer;
-            r.linear = linear_label(d.meta, ref.linear);
-            if (srow >= 0 && ref.slot() < sc.slot_count) {
-                r.amax = sc.amax_at(srow, ref.slot());
-                r.scale = sc.scale_at(srow, ref.slot());
+        std::vector<Row> out = build_rows(d, run, step, what_if);
+        if (other >= 0 && other < static_cast<int>(d.runs.size())) {
+            other_name = run_label(d.meta, other);
+            // Both lists follow all_operands(): row i of one is row i of the other.
+            const std::vector<Row> theirs = build_rows(d, other, step, what_if);
+            for (std::size_t i = 0; i < out.size() && i < theirs.size(); ++i) {
+                Row& r = out[i];
+                r.shape_note = shapes_differ_note(d, run, other, r.ref, step);
+                if (!r.shape_note.isEmpty()) continue;
+                for (int c = 0; c < kDeltaColumns; ++c)
+                    r.delta[c] = value(r, kDeltaOf[c]) - value(theirs[i], kDeltaOf[c]);
             }
-            if (const OperandSummary* o = rd.operand(cap, ref)) {
-                r.capture_step = o->step;
-                r.recipe = quantizer_label(d.meta, o->recipe_in_use);
-                if (srow < 0) {
-                    r.amax = o->figures[&TensorStats::amax];
-                    r.scale = o->figures[&trace::OperandRecord::scale];
-                }
-                r.kurtosis = o->figures[&OutlierSummary::kurtosis];
-                r.dynamic_range = o->figures[&TensorStats::dynamic_range];
-                const int shown = o->recipe_in_use >= 0 ? o->recipe_in_use : what_if;
-                // A delayed what-if has no history here: no figures (quantizer_facts.h).
-                const bool applies = o->recipe_in_use >= 0 || shown < 0 ||
-                                     what_if_applies(quantizer_label(d.meta, shown).toStdString(), false);
-                if (o->recipe_in_use < 0 && shown >= 0) {
-                    r.recipe = tr("what-if: %1").arg(quantizer_label(d.meta, shown)) + (applies ? QString() : tr(" (n/a)"));
-                    r.what_if = true;
-                }
-                for (const ErrorFigures& e : o->errors()) r.errors.insert(r.errors.end(), e.values().begin(), e.values().end());
-                if (applies && shown >= 0 && shown < static_cast<int>(o->errors().size())) {
-                    const ErrorFigures& e = o->errors()[shown];
-                    r.sqnr_db = e[&ErrorStats::sqnr_db];
-                    r.underflow_pct = e[&ErrorStats::underflow_pct];
-                    r.overflow_pct = e[&ErrorStats::overflow_pct];
-                }
-            }
-            out.push_back(std::move(r));
         }
         return merge_shared_tensors(std::move(out));
     });
-    if (rows.size() == rows_.size()) {
+    const bool compared = !other_name.isEmpty();
+    other_name_ = other_name;
+    if (rows.size() == rows_.size() && compared == compared_) {
         rows_ = std::move(rows);
-        if (!rows_.empty()) emit dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
+        if (!rows_.empty()) emit dataChanged(index(0, 0), index(rowCount() - 1, columnCount() - 1));
+        if (compared) emit headerDataChanged(Qt::Horizontal, ColumnCount, ComparedColumnCount - 1);
     } else {
         beginResetModel();
         rows_ = std::move(rows);
+        compared_ = compared;
         endResetModel();
     }
 }
@@ -95,7 +119,8 @@ std::vector<LayersModel::Row> LayersModel::merge_shared_tensors(std::vector<Row>
                    o.capture_step == r.capture_step && same(o.amax, r.amax) && same(o.scale, r.scale) &&
                    same(o.kurtosis, r.kurtosis) && same(o.dynamic_range, r.dynamic_range) && same(o.sqnr_db, r.sqnr_db) &&
                    same(o.underflow_pct, r.underflow_pct) && same(o.overflow_pct, r.overflow_pct) &&
-                   std::equal(o.errors.begin(), o.errors.end(), r.errors.begin(), r.errors.end(), same);
+                   std::equal(o.errors.begin(), o.errors.end(), r.errors.begin(), r.errors.end(), same) &&
+                   std::equal(o.delta.begin(), o.delta.end(), r.delta.begin(), same) && o.shape_note == r.shape_note;
         });
         if (it == out.end()) out.push_back(std::move(r));
         else it->gemms.push_back(r.ref.gemm);
@@ -131,9 +156,12 @@ int LayersModel::rowCount(const QModelIndex& parent) const {
     return parent.isValid() ? 0 : static_cast<int>(rows_.size());
 }
 
-int LayersModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+int LayersModel::columnCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : compared_ ? ComparedColumnCount : ColumnCount;
+}
 
-double LayersModel::value(const Row& r, int column) const {
+double LayersModel::value(const Row& r, int column) {
+    if (column >= ColumnCount && column < ComparedColumnCount) return r.delta[column - ColumnCount];
     switch (column) {
         case Layer: return r.layer;
         case Amax: return r.amax;
@@ -153,6 +181,11 @@ QVariant LayersModel::data(const QModelIndex& index, int role) const {
     const Row& r = rows_[index.row()];
     const int c = index.column();
     const bool text_column = c == Linear || c == GemmCol || c == OperandCol || c == Recipe;
+    if (role == Qt::ToolTipRole && c >= ColumnCount && !r.shape_note.isEmpty()) return r.shape_note;
+    if (role == Qt::ToolTipRole && c >= ColumnCount)
+        return tr("%1 of this run minus %2's").arg(headerData(kDeltaOf[c - ColumnCount], Qt::Horizontal, Qt::DisplayRole).toString(),
+                                                   other_name_);
+    if (role == Qt::DisplayRole && c >= ColumnCount && !r.shape_note.isEmpty()) return tr("shapes differ");
     if (role == Qt::ToolTipRole && c == GemmCol)
         if (const QString other = sharedWith(index.row()); !other.isEmpty())
             return tr("%1 casts this tensor as %2 does, with the same figures under this quantizer; under some analysis "
@@ -176,6 +209,7 @@ QVariant LayersModel::data(const QModelIndex& index, int role) const {
     if (role == kValueRole) return text_column ? data(index, Qt::DisplayRole) : QVariant(value(r, c));
     if (role == Qt::TextAlignmentRole && !text_column) return int(Qt::AlignRight | Qt::AlignVCenter);
     if (role == Qt::BackgroundRole && !text_column && isBad(c, value(r, c))) return bad_cell_color();
+    if (role == Qt::ForegroundRole && c >= ColumnCount && !r.shape_note.isEmpty()) return QColor(Qt::darkGray);
     if (role == Qt::ForegroundRole && r.what_if && (c == Recipe || c == SqnrDb || c == UnderflowPct || c == OverflowPct))
         return QColor(Qt::darkGray);  // figures of a quantizer the run does not use
     return {};
@@ -186,6 +220,8 @@ QVariant LayersModel::headerData(int section, Qt::Orientation o, int role) const
     static const char* names[ColumnCount] = {"layer", "linear", "gemm", "operand", "quantizer", "amax",
                                              "scale", "kurtosis", "dyn. range", "sqnr dB", "underflow %",
                                              "overflow %", "capture step"};
+    if (section >= ColumnCount && section < ComparedColumnCount)
+        return QStringLiteral("\u0394 %1").arg(QString::fromLatin1(names[kDeltaOf[section - ColumnCount]]));
     return section >= 0 && section < ColumnCount ? QString::fromLatin1(names[section]) : QVariant();
 }
 

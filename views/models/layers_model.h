@@ -8,9 +8,15 @@
 // unquantized (a baseline run) shows the what-if figures of a chosen analysis quantizer
 // instead of blanks (none for a delayed quantizer: without history they describe no cast).
 // Bad values are coloured (thresholds below).
+//
+// With another run to compare with, delta columns follow: each key figure of this run
+// minus the other run's for the same operand at the same step (amax and scale of that
+// step, the rest of each run's newest capture). An operand whose element counts differ in
+// the two runs (one linear name in two models) has none: "shapes differ".
 #pragma once
 
 #include <QAbstractTableModel>
+#include <array>
 #include <cmath>
 
 #include "models/series_store.h"
@@ -21,7 +27,13 @@ class LayersModel : public QAbstractTableModel {
     Q_OBJECT
 public:
     enum Column { Layer, Linear, GemmCol, OperandCol, Recipe, Amax, Scale, Kurtosis, DynamicRange,
-                  SqnrDb, UnderflowPct, OverflowPct, CaptureStep, ColumnCount };
+                  SqnrDb, UnderflowPct, OverflowPct, CaptureStep, ColumnCount,
+                  // Shown only while another run is compared: this run's figure minus the other's.
+                  DeltaAmax = ColumnCount, DeltaScale, DeltaKurtosis, DeltaSqnrDb, DeltaUnderflowPct, DeltaOverflowPct,
+                  ComparedColumnCount };
+    static constexpr int kDeltaColumns = ComparedColumnCount - ColumnCount;
+    // The column each delta column is the difference of.
+    static constexpr Column kDeltaOf[kDeltaColumns] = {Amax, Scale, Kurtosis, SqnrDb, UnderflowPct, OverflowPct};
 
     // What counts as bad: an SQNR under kLowSqnrDb (about 3 bits of mantissa lost against
     // E4M3's ~31 dB on Gaussian data), any saturation, underflow past kHighUnderflowPct.
@@ -35,8 +47,10 @@ public:
     explicit LayersModel(const SeriesStore* store, QObject* parent = nullptr);
 
     // Re-reads the store for `run` at `step`. Unquantized operands take the error figures
-    // of analysis quantizer `what_if` (-1: none, blank).
-    void refresh(int run, std::int64_t step, int what_if = -1);
+    // of analysis quantizer `what_if` (-1: none, blank). With `other` >= 0 (not `run`),
+    // the delta columns hold `run`'s figures minus `other`'s.
+    void refresh(int run, std::int64_t step, int what_if = -1, int other = -1);
+    bool compared() const { return compared_; }
     OperandRef operandAt(int row) const;
     // The row showing `ref`, its own or the one it was merged into; -1 when none.
     int rowOf(const OperandRef& ref) const;
@@ -57,16 +71,21 @@ private:
         bool what_if = false;  // the error figures are another quantizer's
         std::vector<double> errors;  // every error figure under every analysis quantizer
         std::vector<Gemm> gemms;  // this row's GEMM, then those of the rows merged into it
+        std::array<double, kDeltaColumns> delta{NAN, NAN, NAN, NAN, NAN, NAN};
+        QString shape_note;  // why there are no deltas: the compared operands differ in shape
     };
+    static std::vector<Row> build_rows(const TraceData& d, int run, std::int64_t step, int what_if);
     // Merges each row into an earlier one of the same tensor with the same figures.
     static std::vector<Row> merge_shared_tensors(std::vector<Row> rows);
-    double value(const Row& r, int column) const;
+    static double value(const Row& r, int column);
     // The GEMMs of the other rows of `row`'s tensor that show the same figures (kept
     // apart by a what-if); empty when none.
     QString sharedWith(int row) const;
 
     const SeriesStore* store_;
     std::vector<Row> rows_;
+    bool compared_ = false;
+    QString other_name_;
 };
 
 }  // namespace fp8scope::views

@@ -1,13 +1,18 @@
 // Amax and scale view.
 #include "widgets/amax_view.h"
 
+#include <QHBoxLayout>
+#include <QLabel>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <utility>
 
 #include "models/display_names.h"
 #include "models/quantizer_facts.h"
+#include "models/run_comparison.h"
+#include "widgets/compare_run_combo.h"
 #include "widgets/event_markers.h"
 #include "widgets/plot_interaction.h"
 #include "widgets/plot_style.h"
@@ -35,11 +40,21 @@ std::optional<Format> format_of(const TraceData& d, const RunData& rd, const Ope
 }
 
 QColor operand_color(int index) { return series_color(1 + index); }  // past the baseline's grey
+// The compared run: the baseline's grey, past every operand's colour when it is not.
+QColor other_run_color(const trace::TraceMeta& meta, int other) {
+    return other == trace::baseline_of(meta) ? series_color(0) : series_color(1 + AmaxView::kMaxOperands);
+}
 }  // namespace
 
 AmaxView::AmaxView(const ViewContext& context, QWidget* parent) : StoreView(context, "amax", tr("Amax and scale"), parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
+    auto* row = new QHBoxLayout;
+    row->addWidget(new QLabel(tr("compare with:"), this));
+    compare_ = new CompareRunCombo(this);
+    row->addWidget(compare_);
+    row->addStretch();
+    layout->addLayout(row);
     plot_ = make_plot(this, QString());
     layout->addWidget(plot_);
     plot_->xAxis->setLabel(tr("step"));
@@ -68,12 +83,15 @@ AmaxView::AmaxView(const ViewContext& context, QWidget* parent) : StoreView(cont
     history_->setLayer(window_layer_);
     place_legend_below(plot_, 4);
     PlotInteraction::attach(plot_, context.cursor);
+    connect(compare_, &QComboBox::currentIndexChanged, this, [this] { refresh(true); });
 }
 
 void AmaxView::clearCurves() {
     for (const Curve& c : curves_)
         for (QCPGraph* g : c.graphs) plot_->removeGraph(g);
     for (QCPGraph* g : keys_) plot_->removeGraph(g);
+    for (QCPGraph*& g : other_)
+        if (g) plot_->removeGraph(std::exchange(g, nullptr));
     curves_.clear();
     keys_.clear();
 }
@@ -118,6 +136,9 @@ void AmaxView::rebuild(const TraceData& d, int run, const std::vector<OperandRef
         c.graphs[OverflowGraph]->setData(over_k, over_v, true);
         curves_.push_back(c);
     }
+    const int other = compare_->otherThan(run);
+    const bool other_scale = drawOther(d, run, other, current);
+    any_scale = any_scale || other_scale;
     // Legend entries for what the styles mean, after the operands' names.
     auto key = [this](const QString& name) {
         QCPGraph* g = plot_->addGraph();
@@ -142,6 +163,28 @@ void AmaxView::rebuild(const TraceData& d, int run, const std::vector<OperandRef
     mark_events(plot_, d, run);
     plot_->yAxis->setLabel(tr("amax (run %1)").arg(run_label(d.meta, run)));
     fit_axes(plot_);
+}
+
+// The compared run's amax and scale of the current operand, its name and the selected
+// run's in the legend. True when it has a scale to draw.
+bool AmaxView::drawOther(const TraceData& d, int run, int other, const OperandRef& current) {
+    if (other < 0 || other >= static_cast<int>(d.runs.size())) return false;
+    const SlotSeries s = slot_series(d.runs[other], current.slot());
+    const QString label = short_operand_label(d.meta, current);
+    for (Curve& c : curves_)
+        if (c.ref == current) c.graphs[AmaxGraph]->setName(tr("%1 (%2)").arg(label, run_label(d.meta, run)));
+    const QString note = shapes_differ_note(d, run, other, current, d.last_step);
+    const QColor color = other_run_color(d.meta, other);
+    other_[AmaxGraph] = plot_->addGraph();
+    other_[AmaxGraph]->setName(tr("%1 (%2)").arg(label, run_label(d.meta, other)) + (note.isEmpty() ? QString() : tr(": shapes differ")));
+    other_[AmaxGraph]->setPen(QPen(color, 1.2));
+    other_[AmaxGraph]->setData(s.step, gaps_for_log(s.amax), true);
+    other_[ScaleGraph] = plot_->addGraph(plot_->xAxis, plot_->yAxis2);
+    other_[ScaleGraph]->setName(other_[AmaxGraph]->name() + tr(" scale"));
+    other_[ScaleGraph]->setPen(QPen(color, 1.0, Qt::DashLine));
+    other_[ScaleGraph]->setData(s.step, gaps_for_log(s.scale), true);
+    other_[ScaleGraph]->removeFromLegend();
+    return std::any_of(s.scale.begin(), s.scale.end(), [](double v) { return std::isfinite(v); });
 }
 
 // The amax history delayed scaling uses at the cursor step: the window's length comes
@@ -185,7 +228,10 @@ void AmaxView::redraw() {
     const std::vector<OperandRef> refs = drawn_operands(sel.operands(), current);
     const int run = sel.run();
     const std::int64_t step = ctx().cursor->step();
-    const bool rebuild_all = dataChanged() || refs != shown_ || !(current == shown_current_) || run != shown_run_;
+    if (dataChanged()) ctx().store->read([&](const TraceData& d) { compare_->fill(d.meta); });
+    const int other = compare_->otherThan(run);
+    const bool rebuild_all = dataChanged() || refs != shown_ || !(current == shown_current_) || run != shown_run_ ||
+                             other != shown_other_;
     bool replot_all = true, window_moved = false;
     ctx().store->read([&](const TraceData& d) {
         const bool ok = run >= 0 && run < static_cast<int>(d.runs.size()) && current.slot() >= 0 &&
@@ -205,6 +251,7 @@ void AmaxView::redraw() {
     shown_ = refs;
     shown_current_ = current;
     shown_run_ = run;
+    shown_other_ = other;
     set_cursor_line(cursor_line_, static_cast<double>(step));
     if (replot_all) {
         plot_->replot();

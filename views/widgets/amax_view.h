@@ -3,7 +3,9 @@
 // whose amax times the scale in use rounds past the format's maximum in the cast (a spike
 // that delayed scaling's history did not foresee; the values saturate). Current scaling's
 // amax x scale lands on the maximum up to float32 rounding and never saturates. For the current operand, the
-// delayed recipe's amax history window at the cursor's capture step.
+// delayed recipe's amax history window at the cursor's capture step. With a run chosen to
+// compare with (the baseline by default), that run's amax and scale of the current operand
+// in a second colour, the legend naming both runs.
 #pragma once
 
 #include <vector>
@@ -17,6 +19,8 @@ class QCPItemRect;
 class QCPLayer;
 
 namespace fp8scope::views {
+
+class CompareRunCombo;
 
 class AmaxView : public StoreView {
     Q_OBJECT
@@ -35,6 +39,9 @@ public:
     OperandRef operandAt(int i) const { return curves_[i].ref; }
     QCPGraph* graph(int operand, Graph g) const { return curves_[operand].graphs[g]; }
     QCPGraph* historyGraph() const { return history_; }
+    CompareRunCombo* compareRun() const { return compare_; }
+    // The compared run's amax or scale of the current operand; nullptr when none is drawn.
+    QCPGraph* otherGraph(Graph g) const { return g == AmaxGraph || g == ScaleGraph ? other_[g] : nullptr; }
 
 protected:
     void redraw() override;
@@ -45,6 +52,7 @@ private:
         QCPGraph* graphs[GraphsPerOperand];
     };
     void rebuild(const TraceData& d, int run, const std::vector<OperandRef>& refs, std::size_t selected);
+    bool drawOther(const TraceData& d, int run, int other, const OperandRef& current);
     bool drawHistory(const RunData& rd, std::int64_t step);
     void clearCurves();
 
@@ -54,10 +62,13 @@ private:
     QCPLayer* window_layer_;
     QCPGraph* history_;
     std::vector<Curve> curves_;
+    CompareRunCombo* compare_;
+    QCPGraph* other_[2] = {nullptr, nullptr};  // the compared run's amax and scale
     std::vector<QCPGraph*> keys_;  // legend entries that explain the line styles
     std::vector<OperandRef> shown_;
     OperandRef shown_current_;
     int shown_run_ = -1;
+    int shown_other_ = -1;
 };
 
 // The operands the view draws for a selection of `selected` with current `current`.

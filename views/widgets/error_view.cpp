@@ -11,6 +11,7 @@
 #include "models/display_names.h"
 #include "models/model_roles.h"
 #include "models/quantizer_facts.h"
+#include "widgets/compare_run_combo.h"
 #include "widgets/event_markers.h"
 #include "widgets/plot_interaction.h"
 #include "widgets/plot_style.h"
@@ -35,11 +36,14 @@ ErrorView::ErrorView(const ViewContext& context, QWidget* parent)
     for (int s = 0; s < kErrorStatCount; ++s) stat_->addItem(QString::fromLatin1(error_stat_name(ErrorStat(s))));
     row->addWidget(stat_);
     mode_ = new QComboBox(this);
-    mode_->addItems({tr("difference to"), tr("values")});
+    mode_->addItems({tr("difference to"), tr("values"), tr("compared run's values"), tr("minus compared run")});
     row->addWidget(mode_);
     reference_ = new QComboBox(this);
     reference_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
     row->addWidget(reference_);
+    row->addWidget(new QLabel(tr("compare with:"), this));
+    compare_ = new CompareRunCombo(this);
+    row->addWidget(compare_);
     row->addStretch();
     layout->addLayout(row);
     heat_ = make_plot(this, tr("per layer and quantizer, at cursor (black frame: quantizer in use)"));
@@ -67,9 +71,10 @@ ErrorView::ErrorView(const ViewContext& context, QWidget* parent)
             [this] { stat_->setCurrentIndex(static_cast<int>(ctx().selection->stat())); });
     connect(mode_, &QComboBox::currentIndexChanged, this, [this] { refresh(true); });
     connect(reference_, &QComboBox::currentIndexChanged, this, [this] { refresh(true); });
+    connect(compare_, &QComboBox::currentIndexChanged, this, [this] { refresh(true); });
 }
 
-void ErrorView::setDifferenceMode(bool on) { mode_->setCurrentIndex(on ? 0 : 1); }
+void ErrorView::setMode(Mode mode) { mode_->setCurrentIndex(mode); }
 void ErrorView::setReference(int recipe) { reference_->setCurrentIndex(recipe); }
 
 QString ErrorView::cellText(int linear, int recipe) const {
@@ -78,6 +83,8 @@ QString ErrorView::cellText(int linear, int recipe) const {
         return QStringLiteral("%1\n%2").arg(model_.linearName(linear), model_.voidReason(linear, recipe));
     QString s = QStringLiteral("%1\n%2\n%3: %4").arg(model_.linearName(linear), model_.recipeName(recipe), stat_->currentText(),
                                                     format_figure(model_.rawValue(linear, recipe)));
+    if (model_.runCompare() != RecipeErrorModel::RunCompare::Off) s += QStringLiteral(" (%1)").arg(model_.compareLabel());
+    if (const QString note = model_.shapeNote(linear); !note.isEmpty()) s += QStringLiteral("\n") + note;
     if (model_.reference() >= 0)
         s += tr("\n- %1: %2").arg(model_.recipeName(model_.reference()), format_figure(model_.value(linear, recipe)));
     if (model_.recipeInUse(linear) == recipe) s += tr("\n(quantizer in use)");
@@ -102,7 +109,8 @@ void ErrorView::drawHeatmap() {
         if (const QString kind = heat_->item(i)->objectName(); kind == kOutline || kind == kCellText || kind == kVoidCell)
             heat_->removeItem(i);
     const int n = model_.recipeCount(), rows = model_.rowCount();
-    const bool diff = mode_->currentIndex() == 0 && model_.reference() >= 0;
+    const bool run_diff = model_.runCompare() == RecipeErrorModel::RunCompare::Difference;
+    const bool diff = run_diff || (mode_->currentIndex() == QuantizerDifference && model_.reference() >= 0);
     const QStringList& recipes = model_.recipeNames();
     QStringList linears;
     for (int l = 0; l < rows; ++l) linears << model_.linearName(l);
@@ -115,8 +123,11 @@ void ErrorView::drawHeatmap() {
         const double m = std::max(std::abs(range.lower), std::abs(range.upper));
         map_->setDataRange(diff ? QCPRange(-m, m) : range);
     }
-    map_->colorScale()->axis()->setLabel(diff ? tr("%1 - %2").arg(stat_->currentText(), model_.recipeName(model_.reference()))
-                                              : stat_->currentText());
+    map_->colorScale()->axis()->setLabel(
+        run_diff ? tr("%1: %2").arg(stat_->currentText(), model_.compareLabel())
+        : diff   ? tr("%1 - %2").arg(stat_->currentText(), model_.recipeName(model_.reference()))
+        : model_.runCompare() == RecipeErrorModel::RunCompare::OtherRun ? tr("%1 (%2)").arg(stat_->currentText(), model_.compareLabel())
+                                                                         : stat_->currentText());
     for (int l = 0; l < rows; ++l)
         for (int r = 0; r < n; ++r)
             if (!model_.applies(l, r)) {
@@ -162,12 +173,9 @@ void ErrorView::drawHeatmap() {
     map_->setVisible(rows > 0 && n > 0);
 }
 
-void ErrorView::drawSteps(const TraceData& d) {
-    steps_->clearGraphs();
-    const int run = ctx().selection->run();
+void ErrorView::drawRunSteps(const TraceData& d, int run, Qt::PenStyle style, const QString& suffix) {
     const OperandRef sel = ctx().selection->operand();
     const ErrorStat stat = ctx().selection->stat();
-    if (run < 0 || run >= static_cast<int>(d.runs.size())) return;
     const RunData& rd = d.runs[run];
     for (int r = 0; r < static_cast<int>(d.meta.quantizers.size()); ++r) {
         QVector<double> k, v;
@@ -183,24 +191,41 @@ void ErrorView::drawSteps(const TraceData& d) {
                 v << error_stat_value(o->errors()[r], stat);
             }
         QCPGraph* g = steps_->addGraph();
-        g->setName(quantizer_label(d.meta, r) + (k.isEmpty() && void_steps > 0 ? tr(" (n/a)") : QString()));
-        g->setPen(QPen(colors_.value(r), 1.2));
-        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 4));
+        g->setName(quantizer_label(d.meta, r) + suffix + (k.isEmpty() && void_steps > 0 ? tr(" (n/a)") : QString()));
+        g->setPen(QPen(colors_.value(r), 1.2, style));
+        g->setScatterStyle(QCPScatterStyle(style == Qt::SolidLine ? QCPScatterStyle::ssDisc : QCPScatterStyle::ssCircle, 4));
         g->setData(k, v, true);
     }
+}
+
+void ErrorView::drawSteps(const TraceData& d) {
+    steps_->clearGraphs();
+    const int run = ctx().selection->run();
+    const ErrorStat stat = ctx().selection->stat();
+    if (run < 0 || run >= static_cast<int>(d.runs.size())) return;
+    const int other = model_.otherRun();
+    const bool compared = other >= 0 && other < static_cast<int>(d.runs.size());
+    drawRunSteps(d, run, Qt::SolidLine, compared ? QStringLiteral(" (%1)").arg(run_label(d.meta, run)) : QString());
+    if (compared) drawRunSteps(d, other, Qt::DashLine, QStringLiteral(" (%1)").arg(run_label(d.meta, other)));
     wrap_legend(steps_);
     fit_axes(steps_);
     mark_events(steps_, d, run);
     steps_->yAxis->setLabel(QString::fromLatin1(error_stat_name(stat)));
-    set_placeholder(steps_, rd.capture_steps.empty() ? tr("no capture steps yet") : QString());
+    set_placeholder(steps_, d.runs[run].capture_steps.empty() ? tr("no capture steps yet") : QString());
 }
 
 void ErrorView::redraw() {
     const OperandRef sel = ctx().selection->operand();
-    model_.refresh(ctx().selection->run(), ctx().cursor->step(), sel.gemm, sel.operand, ctx().selection->stat());
+    const int run = ctx().selection->run();
+    if (dataChanged()) ctx().store->read([&](const TraceData& d) { compare_->fill(d.meta); });
+    const int mode = mode_->currentIndex();
+    const auto compare = mode == OtherRunValues ? RecipeErrorModel::RunCompare::OtherRun
+                         : mode == RunDifference ? RecipeErrorModel::RunCompare::Difference
+                                                 : RecipeErrorModel::RunCompare::Off;
+    model_.refresh(run, ctx().cursor->step(), sel.gemm, sel.operand, ctx().selection->stat(), compare_->otherThan(run), compare);
     fill_recipe_combo(reference_, model_.recipeNames());
-    reference_->setEnabled(mode_->currentIndex() == 0);
-    model_.setReference(mode_->currentIndex() == 0 ? reference_->currentIndex() : -1);
+    reference_->setEnabled(mode == QuantizerDifference);
+    model_.setReference(mode == QuantizerDifference ? reference_->currentIndex() : -1);
     ctx().store->read([&](const TraceData& d) {
         colors_ = recipe_colors(d.meta.quantizers);
         drawHeatmap();

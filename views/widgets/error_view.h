@@ -6,6 +6,10 @@
 // the goodness scale (red worse, blue better, for every statistic); a delayed quantizer's
 // what-if on a layer that does not train with it is hatched grey, with no value, out of
 // the colour range and off the lines below (it would be a first step's, scale 1).
+// Another run (chosen beside, the baseline by default) can be compared: the heatmap then
+// shows that run's figures, or the selected run's minus its figures on the same cell (a
+// layer whose operand has another shape there is hatched: not the same tensor), and the
+// lines below add the other run's, dashed.
 #pragma once
 
 #include "models/recipe_error_model.h"
@@ -18,6 +22,8 @@ class QCPItemStraightLine;
 
 namespace fp8scope::views {
 
+class CompareRunCombo;
+
 class ErrorView : public StoreView {
     Q_OBJECT
 public:
@@ -28,9 +34,13 @@ public:
     QCPColorMap* heatmap() const { return map_; }
     QCustomPlot* stepsPlot() const { return steps_; }
     QColor recipeColor(int recipe) const { return colors_.value(recipe); }
+    // What the heatmap shows: the mode combo's entries.
+    enum Mode { QuantizerDifference, Values, OtherRunValues, RunDifference };
+    void setMode(Mode mode);
     // "Difference to" on (the reference combo's quantizer) or off (plain values).
-    void setDifferenceMode(bool on);
+    void setDifferenceMode(bool on) { setMode(on ? QuantizerDifference : Values); }
     void setReference(int recipe);
+    CompareRunCombo* compareRun() const { return compare_; }
     // The outlines of the quantizers in use: (quantizer, linear) cell of each (for tests).
     QVector<QPoint> outlinedCells() const;
     // The hatched cells of quantizers that do not apply: (quantizer, linear) (for tests).
@@ -44,9 +54,12 @@ protected:
 private:
     void drawHeatmap();
     void drawSteps(const TraceData& d);
+    // One line per quantizer of `run`'s selected operand; `suffix` names the run.
+    void drawRunSteps(const TraceData& d, int run, Qt::PenStyle style, const QString& suffix);
     QVector<QPoint> cellsOf(const char* kind) const;
     RecipeErrorModel model_;
     QComboBox *stat_, *mode_, *reference_;
+    CompareRunCombo* compare_;
     QCustomPlot *heat_, *steps_;
     QCPColorMap* map_;
     QCPItemStraightLine* cursor_line_;

@@ -13,6 +13,7 @@
 
 #include "models/display_names.h"
 #include "models/model_roles.h"
+#include "widgets/compare_run_combo.h"
 #include "widgets/recipe_combo.h"
 
 namespace fp8scope::views {
@@ -48,6 +49,9 @@ LayersView::LayersView(const ViewContext& context, QWidget* parent)
     row->addWidget(filter_, 1);
     row->addWidget(new QLabel(tr("baseline what-if:"), this));
     row->addWidget(what_if_);
+    compare_ = new CompareRunCombo(this);
+    row->addWidget(new QLabel(tr("compare with:"), this));
+    row->addWidget(compare_);
     layout->addLayout(row);
     layout->addWidget(view_);
     // Filtering hides rows, it does not unselect their operands.
@@ -61,6 +65,7 @@ LayersView::LayersView(const ViewContext& context, QWidget* parent)
     connect(view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &LayersView::takeSelection);
     connect(context.selection, &Selection::changed, this, &LayersView::showSelection);
     connect(what_if_, &QComboBox::currentIndexChanged, this, [this] { refresh(true); });
+    connect(compare_, &QComboBox::currentIndexChanged, this, [this] { refresh(true); });
 }
 
 std::vector<OperandRef> LayersView::selectedOperands() const {
@@ -102,19 +107,33 @@ void LayersView::showSelection() {
 }
 
 void LayersView::redraw() {
-    const bool first = model_.rowCount() == 0;
+    const bool first = model_.rowCount() == 0, was_compared = model_.compared();
     const int run = ctx().selection->run();
-    if (dataChanged()) fill_recipe_combo(what_if_, ctx().store->read([](const TraceData& d) { return quantizer_labels(d.meta); }));
+    if (dataChanged())
+        ctx().store->read([&](const TraceData& d) {
+            fill_recipe_combo(what_if_, quantizer_labels(d.meta));
+            compare_->fill(d.meta);
+        });
+    const int other = compare_->otherThan(run);
     syncing_ = true;
-    model_.refresh(run, ctx().cursor->step(), what_if_->currentIndex());
+    model_.refresh(run, ctx().cursor->step(), what_if_->currentIndex(), other);
     syncing_ = false;
     if (model_.rowCount() == 0) return;
     // Another run's figures (a baseline has no recipe or scale) need other widths.
-    if (run != sized_run_) {
+    if (run != sized_run_ || other != sized_other_) {
         view_->resizeColumnsToContents();
         sized_run_ = run;
+        sized_other_ = other;
     }
-    if (first) showSelection();
+    // Each delta beside its figure; a reset (delta columns come or go) forgets both the
+    // order and the table's selection.
+    if (model_.compared() && !was_compared) {
+        QHeaderView* header = view_->horizontalHeader();
+        for (int c = 0; c < LayersModel::kDeltaColumns; ++c)
+            header->moveSection(header->visualIndex(LayersModel::ColumnCount + c),
+                                header->visualIndex(LayersModel::kDeltaOf[c]) + 1);
+    }
+    if (first || model_.compared() != was_compared) showSelection();
 }
 
 }  // namespace fp8scope::views

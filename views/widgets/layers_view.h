@@ -2,6 +2,8 @@
 // filterable; choosing a row selects that operand in every other view, choosing several
 // rows (Ctrl/Shift-click) selects them all, the row with the focus being the current.
 // For a baseline run the error columns show a what-if quantizer chosen beside the filter.
+// With a run chosen to compare with (the baseline by default), delta columns follow: the
+// selected run's key figures minus that run's.
 #pragma once
 
 #include "models/layers_model.h"
@@ -14,6 +16,8 @@ class QTableView;
 
 namespace fp8scope::views {
 
+class CompareRunCombo;
+
 class LayersView : public StoreView {
     Q_OBJECT
 public:
@@ -25,6 +29,7 @@ public:
     QLineEdit* filter() const { return filter_; }
     // The analysis quantizer whose figures an unquantized (baseline) operand shows.
     QComboBox* whatIf() const { return what_if_; }
+    CompareRunCombo* compareRun() const { return compare_; }
 
 protected:
     void redraw() override;
@@ -38,7 +43,9 @@ private:
     QTableView* view_;
     QLineEdit* filter_;
     QComboBox* what_if_;
+    CompareRunCombo* compare_;
     int sized_run_ = -1;    // the run the column widths were fitted to
+    int sized_other_ = -1;  // and the compared run
     bool syncing_ = false;  // the table and the Selection are being made to agree
 };
 
