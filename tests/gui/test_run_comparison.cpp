@@ -138,12 +138,25 @@ private slots:
             QCOMPARE(v(row, LayersModel::DeltaAmax), double(t::amax_of(1, kStep, s)) - double(t::amax_of(0, kStep, s)));
             QCOMPARE(v(row, LayersModel::DeltaScale), double(t::scale_of(1, kStep, s)) - double(t::scale_of(0, kStep, s)));
             QCOMPARE(v(row, LayersModel::DeltaKurtosis), 0.0);
-            // run 1 trains with block1x128 (quantizer 1); the baseline shows current_e4m3 (0)
-            QCOMPARE(v(row, LayersModel::DeltaSqnrDb), t::sqnr_of(1, kCapture, s, 1) - t::sqnr_of(0, kCapture, s, 0));
-            QCOMPARE(v(row, LayersModel::DeltaUnderflowPct), 0.5);
+            // Run 1 trains with block1x128 (quantizer 1); the unquantized baseline's figures are
+            // its what-if under block1x128 too, not the table's what-if (current_e4m3).
+            QCOMPARE(v(row, LayersModel::SqnrDb), t::sqnr_of(1, kCapture, s, 1));
+            QCOMPARE(v(row, LayersModel::DeltaSqnrDb), t::sqnr_of(1, kCapture, s, 1) - t::sqnr_of(0, kCapture, s, 1));
+            QCOMPARE(v(row, LayersModel::DeltaUnderflowPct), 0.0);
             QCOMPARE(v(row, LayersModel::DeltaOverflowPct), 0.0);
         }
         QCOMPARE(m.headerData(LayersModel::DeltaSqnrDb, Qt::Horizontal, Qt::DisplayRole).toString(), QString("\u0394 sqnr dB"));
+        // Two quantized runs: each its own quantizer's figures (run 2 trains with block128x128).
+        m.refresh(1, kStep, 0, 2);
+        for (int row = 0; row < 6; ++row) {
+            const int s = slot(m.operandAt(row));
+            QCOMPARE(v(row, LayersModel::DeltaSqnrDb), t::sqnr_of(1, kCapture, s, 1) - t::sqnr_of(2, kCapture, s, 2));
+            QCOMPARE(v(row, LayersModel::DeltaUnderflowPct), 0.5 * 1 - 0.5 * 2);
+        }
+        // The baseline selected, run 1 compared: the baseline's what-if is run 1's quantizer.
+        m.refresh(0, kStep, 0, 1);
+        QCOMPARE(v(0, LayersModel::DeltaSqnrDb), t::sqnr_of(0, kCapture, slot(m.operandAt(0)), 1) - t::sqnr_of(1, kCapture, slot(m.operandAt(0)), 1));
+        QCOMPARE(v(0, LayersModel::SqnrDb), t::sqnr_of(0, kCapture, slot(m.operandAt(0)), 0));  // the table's what-if
         // Run 2 minus the baseline: linear 1 has another shape there.
         m.refresh(2, kStep, 0, 0);
         int shapes = 0;
@@ -164,6 +177,36 @@ private slots:
         m.refresh(0, kStep, 0, 0);  // the baseline with itself: nothing compared
         QVERIFY(!m.compared());
         QCOMPARE(m.columnCount(), int(LayersModel::ColumnCount));
+    }
+
+    // A baseline that records amax only at its capture steps (a float32 run) and, here, was
+    // not captured at step 30: the deltas compare both runs at one step, amax at step 30
+    // (the newest both recorded) and the capture figures at step 20.
+    void deltasAtTheNewestCommonStep() {
+        QCOMPARE(newest_common_step(std::vector<double>{0, 10, 20, 30}, std::vector<std::int64_t>{0, 5, 10, 25}, 37), 10);
+        QCOMPARE(newest_common_step(std::vector<double>{0, 10}, std::vector<std::int64_t>{0, 10}, 10), 10);
+        QCOMPARE(newest_common_step(std::vector<double>{5}, std::vector<std::int64_t>{6}, 37), -1);
+        TraceBatch b = t::synthetic_batch(spec_);
+        std::erase_if(b.scaling, [](const trace::ScalingRecord& r) { return r.run == 0 && r.step % 10 != 0; });
+        std::erase_if(b.operands, [](const trace::OperandRecord& o) { return o.key.run == 0 && o.key.step == 30; });
+        QVERIFY(store_.append(store_.reset(t::synthetic_meta(spec_)), std::move(b)));
+        LayersModel m(&store_);
+        m.refresh(1, kStep, 0, 0);
+        auto v = [&](int row, int c) { return m.data(m.index(row, c), kValueRole).toDouble(); };
+        for (int row = 0; row < m.rowCount(); ++row) {
+            const int s = slot(m.operandAt(row));
+            QCOMPARE(v(row, LayersModel::Amax), double(t::amax_of(1, kStep, s)));  // the run's own, at the cursor
+            QCOMPARE(v(row, LayersModel::DeltaAmax), double(t::amax_of(1, 30, s)) - double(t::amax_of(0, 30, s)));
+            QCOMPARE(v(row, LayersModel::DeltaSqnrDb), t::sqnr_of(1, 20, s, 1) - t::sqnr_of(0, 20, s, 1));
+            QCOMPARE(v(row, LayersModel::DeltaKurtosis), t::kurtosis_of(s, 20) - t::kurtosis_of(s, 20));
+        }
+        QVERIFY(m.data(m.index(0, LayersModel::DeltaAmax), Qt::ToolTipRole).toString().contains("step 30"));
+        QVERIFY(m.data(m.index(0, LayersModel::DeltaSqnrDb), Qt::ToolTipRole).toString().contains("step 20"));
+        RecipeErrorModel e(&store_);
+        e.refresh(1, kStep, Gemm::Fprop, Operand::X, ErrorStat::SqnrDb, 0, RecipeErrorModel::RunCompare::Difference);
+        QCOMPARE(e.value(2, 3), t::sqnr_of(1, 20, slot(2), 3) - t::sqnr_of(0, 20, slot(2), 3));
+        e.refresh(1, kStep, Gemm::Fprop, Operand::X, ErrorStat::SqnrDb, 0, RecipeErrorModel::RunCompare::OtherRun);
+        QCOMPARE(e.value(2, 3), t::sqnr_of(0, 20, slot(2), 3));  // the other run's newest
     }
 
     void amaxViewOverlaysTheOtherRun() {
@@ -206,13 +249,22 @@ private slots:
         v->setMode(ErrorView::OtherRunValues);
         set->refreshNow();
         QCOMPARE(v->model().value(3, 0), t::sqnr_of(0, kCapture, slot(3), 0));
-        // The lines below: run 1's solid, the baseline's dashed, one per quantizer each.
-        QCOMPARE(v->stepsPlot()->graphCount(), 2 * 4);
+        // The lines below: run 1's solid, the baseline's dashed, one per quantizer each, and
+        // one legend entry that tells them apart.
+        QCOMPARE(v->stepsPlot()->graphCount(), 2 * 4 + 1);
         QCOMPARE(v->stepsPlot()->graph(4)->pen().style(), Qt::DashLine);
+        auto in_legend = [&] {
+            int n = 0;
+            for (int i = 0; i < v->stepsPlot()->graphCount(); ++i) n += v->stepsPlot()->legend->hasItemWithPlottable(v->stepsPlot()->graph(i));
+            return n;
+        };
+        QCOMPARE(in_legend(), 4 + 1);
+        QVERIFY(v->stepsPlot()->graph(8)->name().endsWith("dashed: baseline"));
         QCOMPARE(v->stepsPlot()->graph(4)->data()->at(3)->value, t::sqnr_of(0, kCapture, slot(2), 0));
         v->setMode(ErrorView::Values);
         set->refreshNow();
         QCOMPARE(v->stepsPlot()->graphCount(), 4);
+        QCOMPARE(in_legend(), 4);
         QCOMPARE(v->model().value(3, 0), t::sqnr_of(1, kCapture, slot(3), 0));
         t::close_view_set(set);
     }

@@ -26,7 +26,8 @@ bool LayersModel::isBad(int column, double v) {
 LayersModel::LayersModel(const SeriesStore* store, QObject* parent)
     : QAbstractTableModel(parent), store_(store) {}
 
-std::vector<LayersModel::Row> LayersModel::build_rows(const TraceData& d, int run, std::int64_t step, int what_if) {
+std::vector<LayersModel::Row> LayersModel::build_rows(const TraceData& d, int run, std::int64_t step, int what_if,
+                                                      const std::vector<int>& what_ifs) {
     std::vector<Row> out;
     if (run < 0 || run >= static_cast<int>(d.runs.size())) return out;
     const RunData& rd = d.runs[run];
@@ -34,6 +35,8 @@ std::vector<LayersModel::Row> LayersModel::build_rows(const TraceData& d, int ru
     const auto& sc = rd.scaling;
     auto srow = std::upper_bound(sc.step.begin(), sc.step.end(), static_cast<double>(step)) - sc.step.begin() - 1;
     for (const OperandRef& ref : all_operands(static_cast<int>(d.meta.linears.size()))) {
+        const std::size_t i = out.size();
+        if (i < what_ifs.size() && what_ifs[i] >= 0) what_if = what_ifs[i];
         Row r;
         r.ref = ref;
         r.gemms = {ref.gemm};
@@ -45,6 +48,7 @@ std::vector<LayersModel::Row> LayersModel::build_rows(const TraceData& d, int ru
         }
         if (const OperandSummary* o = rd.operand(cap, ref)) {
             r.capture_step = o->step;
+            r.in_use = o->recipe_in_use;
             r.recipe = quantizer_label(d.meta, o->recipe_in_use);
             if (srow < 0) {
                 r.amax = o->figures[&TensorStats::amax];
@@ -80,14 +84,35 @@ void LayersModel::refresh(int run, std::int64_t step, int what_if, int other) {
         std::vector<Row> out = build_rows(d, run, step, what_if);
         if (other >= 0 && other < static_cast<int>(d.runs.size())) {
             other_name = run_label(d.meta, other);
-            // Both lists follow all_operands(): row i of one is row i of the other.
-            const std::vector<Row> theirs = build_rows(d, other, step, what_if);
-            for (std::size_t i = 0; i < out.size() && i < theirs.size(); ++i) {
+            // Both runs at one step: amax and scale at the newest step both recorded, the
+            // rest at the newest capture step of both. Every list follows all_operands():
+            // row i of one is row i of the others.
+            const RunData &a = d.runs[run], &b = d.runs[other];
+            delta_steps_ = {newest_common_step(a.scaling.step, b.scaling.step, step),
+                            newest_common_step(a.capture_steps, b.capture_steps, step)};
+            const std::vector<Row> ours_s = build_rows(d, run, delta_steps_.first, what_if),
+                                   theirs_s = build_rows(d, other, delta_steps_.first, what_if),
+                                   ours_plain = build_rows(d, run, delta_steps_.second, what_if),
+                                   theirs_plain = build_rows(d, other, delta_steps_.second, what_if);
+            // Like for like: an unquantized side's error figures are its what-if under the
+            // quantizer the other side trains the operand with (a baseline against an FP8
+            // run: how that tensor would fare under the same cast).
+            auto in_use = [](const std::vector<Row>& rows) {
+                std::vector<int> q;
+                for (const Row& r : rows) q.push_back(r.in_use);
+                return q;
+            };
+            const std::vector<Row> ours_c = build_rows(d, run, delta_steps_.second, what_if, in_use(theirs_plain)),
+                                   theirs_c = build_rows(d, other, delta_steps_.second, what_if, in_use(ours_plain));
+            for (std::size_t i = 0; i < out.size() && i < theirs_c.size(); ++i) {
                 Row& r = out[i];
                 r.shape_note = shapes_differ_note(d, run, other, r.ref, step);
                 if (!r.shape_note.isEmpty()) continue;
-                for (int c = 0; c < kDeltaColumns; ++c)
-                    r.delta[c] = value(r, kDeltaOf[c]) - value(theirs[i], kDeltaOf[c]);
+                for (int c = 0; c < kDeltaColumns; ++c) {
+                    const bool per_step = kDeltaOf[c] == Amax || kDeltaOf[c] == Scale;
+                    r.delta[c] = per_step ? value(ours_s[i], kDeltaOf[c]) - value(theirs_s[i], kDeltaOf[c])
+                                          : value(ours_c[i], kDeltaOf[c]) - value(theirs_c[i], kDeltaOf[c]);
+                }
             }
         }
         return merge_shared_tensors(std::move(out));
@@ -182,9 +207,16 @@ QVariant LayersModel::data(const QModelIndex& index, int role) const {
     const int c = index.column();
     const bool text_column = c == Linear || c == GemmCol || c == OperandCol || c == Recipe;
     if (role == Qt::ToolTipRole && c >= ColumnCount && !r.shape_note.isEmpty()) return r.shape_note;
-    if (role == Qt::ToolTipRole && c >= ColumnCount)
-        return tr("%1 of this run minus %2's").arg(headerData(kDeltaOf[c - ColumnCount], Qt::Horizontal, Qt::DisplayRole).toString(),
-                                                   other_name_);
+    if (role == Qt::ToolTipRole && c >= ColumnCount) {
+        const Column of = kDeltaOf[c - ColumnCount];
+        const std::int64_t at = of == Amax || of == Scale ? delta_steps_.first : delta_steps_.second;
+        QString tip = tr("%1 of this run minus %2's, both at step %3 (the newest step both recorded)")
+                          .arg(headerData(of, Qt::Horizontal, Qt::DisplayRole).toString(), other_name_)
+                          .arg(at);
+        if (of == SqnrDb || of == UnderflowPct || of == OverflowPct)
+            tip += tr("; a run that does not quantize this operand shows its what-if under the other run's quantizer");
+        return tip;
+    }
     if (role == Qt::DisplayRole && c >= ColumnCount && !r.shape_note.isEmpty()) return tr("shapes differ");
     if (role == Qt::ToolTipRole && c == GemmCol)
         if (const QString other = sharedWith(index.row()); !other.isEmpty())

@@ -10,9 +10,12 @@
 // Bad values are coloured (thresholds below).
 //
 // With another run to compare with, delta columns follow: each key figure of this run
-// minus the other run's for the same operand at the same step (amax and scale of that
-// step, the rest of each run's newest capture). An operand whose element counts differ in
-// the two runs (one linear name in two models) has none: "shapes differ".
+// minus the other run's for the same operand at one step: amax and scale at the newest
+// step both runs recorded, the rest at the newest capture step of both (a float32 baseline
+// records amax only at capture steps; another trace may capture on another cadence). Error
+// figures compare like for like: a run that does not quantize the operand shows its what-if
+// under the quantizer the other run trains it with. An operand whose element counts differ
+// in the two runs (one linear name in two models) has none: "shapes differ".
 #pragma once
 
 #include <QAbstractTableModel>
@@ -68,13 +71,17 @@ private:
         double amax = NAN, scale = NAN, kurtosis = NAN, dynamic_range = NAN;
         double sqnr_db = NAN, underflow_pct = NAN, overflow_pct = NAN;
         qint64 capture_step = -1;
+        int in_use = -1;  // the analysis quantizer the operand trains with; -1 none
         bool what_if = false;  // the error figures are another quantizer's
         std::vector<double> errors;  // every error figure under every analysis quantizer
         std::vector<Gemm> gemms;  // this row's GEMM, then those of the rows merged into it
         std::array<double, kDeltaColumns> delta{NAN, NAN, NAN, NAN, NAN, NAN};
         QString shape_note;  // why there are no deltas: the compared operands differ in shape
     };
-    static std::vector<Row> build_rows(const TraceData& d, int run, std::int64_t step, int what_if);
+    // Rows of every operand of `run`; an unquantized operand shows the error figures of
+    // what_ifs[row] where that is >= 0, else of `what_if`.
+    static std::vector<Row> build_rows(const TraceData& d, int run, std::int64_t step, int what_if,
+                                       const std::vector<int>& what_ifs = {});
     // Merges each row into an earlier one of the same tensor with the same figures.
     static std::vector<Row> merge_shared_tensors(std::vector<Row> rows);
     static double value(const Row& r, int column);
@@ -86,6 +93,7 @@ private:
     std::vector<Row> rows_;
     bool compared_ = false;
     QString other_name_;
+    std::pair<std::int64_t, std::int64_t> delta_steps_{-1, -1};  // the deltas' scaling and capture step
 };
 
 }  // namespace fp8scope::views

@@ -65,7 +65,12 @@ void RecipeErrorModel::refresh(int run, std::int64_t step, Gemm gemm, Operand op
                                                   : QStringLiteral("%1 - %2").arg(run_label(d.meta, run), run_label(d.meta, other));
         f = run_figures(d, compare == RunCompare::OtherRun ? other : run, step, gemm, operand, stat);
         if (compare != RunCompare::Difference) return 0;
-        const RunFigures o = run_figures(d, other, step, gemm, operand, stat);
+        // Both at the newest capture step both have: another trace may capture on another cadence.
+        const std::int64_t common = run >= 0 && run < static_cast<int>(d.runs.size()) && other < static_cast<int>(d.runs.size())
+                                        ? newest_common_step(d.runs[run].capture_steps, d.runs[other].capture_steps, step)
+                                        : -1;
+        f = run_figures(d, run, common, gemm, operand, stat);
+        const RunFigures o = run_figures(d, other, common, gemm, operand, stat);
         for (std::size_t i = 0; i < f.values.size(); ++i) {
             f.applies[i] = f.applies[i] && o.applies[i] && notes[static_cast<int>(i / recipes.size())].isEmpty();
             f.values[i] = f.applies[i] ? f.values[i] - o.values[i] : NAN;

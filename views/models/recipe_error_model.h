@@ -6,7 +6,8 @@
 // (quantizer_facts.h: scale 1, no history): its cells hold no value.
 //
 // Another run can be compared: the table then holds that run's figures, or the selected
-// run's minus the other's on the same layer and quantizer. A layer whose operand has other
+// run's minus the other's on the same layer and quantizer, both at the newest capture step
+// both runs have. A layer whose operand has other
 // element counts in the two runs (one name in two models) has no difference.
 #pragma once
 

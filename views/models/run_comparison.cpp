@@ -21,7 +21,7 @@ std::pair<std::int64_t, std::int64_t> compared_numel(const TraceData& d, int run
 QString shapes_differ_note(const TraceData& d, int run, int other, const OperandRef& ref, std::int64_t step) {
     const auto [a, b] = compared_numel(d, run, other, ref, step);
     if (a == 0 || b == 0 || a == b) return {};
-    return QObject::tr("shapes differ: %1 elements here, %2 in the other run (a linear of this name in another model): "
+    return QObject::tr("shapes differ: %1 elements here, %2 in the other run (another model or batch): "
                        "not the same tensor, no difference")
         .arg(a)
         .arg(b);

@@ -7,6 +7,7 @@
 
 #include <QString>
 #include <QVector>
+#include <algorithm>
 
 #include "models/series_store.h"
 
@@ -15,6 +16,23 @@ namespace fp8scope::views {
 // The run `run` is compared with unless the user chooses: the baseline, or -1 when there
 // is none or `run` is the baseline.
 int default_compare_run(const trace::TraceMeta& meta, int run);
+
+// The newest step <= `step` in both ascending step lists (a run's scaling or capture steps):
+// two runs' figures are compared at one step, and a run that records amax only at its
+// capture steps (a float32 baseline) or captures on another cadence (another trace) has
+// none at the others. -1 when there is none.
+template <class A, class B>
+std::int64_t newest_common_step(const A& a, const B& b, std::int64_t step) {
+    auto ia = std::upper_bound(a.begin(), a.end(), static_cast<double>(step), [](double s, auto x) { return s < static_cast<double>(x); });
+    auto ib = std::upper_bound(b.begin(), b.end(), static_cast<double>(step), [](double s, auto x) { return s < static_cast<double>(x); });
+    while (ia != a.begin() && ib != b.begin()) {
+        const double sa = static_cast<double>(*(ia - 1)), sb = static_cast<double>(*(ib - 1));
+        if (sa == sb) return static_cast<std::int64_t>(sa);
+        if (sa > sb) --ia;
+        else --ib;
+    }
+    return -1;
+}
 
 // Element counts of the two runs' newest captures of `ref` at or before `step`; 0 where a
 // run has none.

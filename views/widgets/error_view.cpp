@@ -173,7 +173,7 @@ void ErrorView::drawHeatmap() {
     map_->setVisible(rows > 0 && n > 0);
 }
 
-void ErrorView::drawRunSteps(const TraceData& d, int run, Qt::PenStyle style, const QString& suffix) {
+void ErrorView::drawRunSteps(const TraceData& d, int run, Qt::PenStyle style) {
     const OperandRef sel = ctx().selection->operand();
     const ErrorStat stat = ctx().selection->stat();
     const RunData& rd = d.runs[run];
@@ -191,7 +191,7 @@ void ErrorView::drawRunSteps(const TraceData& d, int run, Qt::PenStyle style, co
                 v << error_stat_value(o->errors()[r], stat);
             }
         QCPGraph* g = steps_->addGraph();
-        g->setName(quantizer_label(d.meta, r) + suffix + (k.isEmpty() && void_steps > 0 ? tr(" (n/a)") : QString()));
+        g->setName(quantizer_label(d.meta, r) + (k.isEmpty() && void_steps > 0 ? tr(" (n/a)") : QString()));
         g->setPen(QPen(colors_.value(r), 1.2, style));
         g->setScatterStyle(QCPScatterStyle(style == Qt::SolidLine ? QCPScatterStyle::ssDisc : QCPScatterStyle::ssCircle, 4));
         g->setData(k, v, true);
@@ -205,8 +205,17 @@ void ErrorView::drawSteps(const TraceData& d) {
     if (run < 0 || run >= static_cast<int>(d.runs.size())) return;
     const int other = model_.otherRun();
     const bool compared = other >= 0 && other < static_cast<int>(d.runs.size());
-    drawRunSteps(d, run, Qt::SolidLine, compared ? QStringLiteral(" (%1)").arg(run_label(d.meta, run)) : QString());
-    if (compared) drawRunSteps(d, other, Qt::DashLine, QStringLiteral(" (%1)").arg(run_label(d.meta, other)));
+    drawRunSteps(d, run, Qt::SolidLine);
+    if (compared) {
+        // The other run's lines keep their quantizers' colours, dashed; one legend entry
+        // says which run is which instead of a second entry per quantizer.
+        const int first = steps_->graphCount();
+        drawRunSteps(d, other, Qt::DashLine);
+        for (int i = first; i < steps_->graphCount(); ++i) steps_->graph(i)->removeFromLegend();
+        QCPGraph* key = steps_->addGraph();
+        key->setName(tr("solid: %1, dashed: %2").arg(run_label(d.meta, run), run_label(d.meta, other)));
+        key->setPen(QPen(Qt::darkGray, 1.2, Qt::DashLine));
+    }
     wrap_legend(steps_);
     fit_axes(steps_);
     mark_events(steps_, d, run);

@@ -54,8 +54,8 @@ protected:
 private:
     void drawHeatmap();
     void drawSteps(const TraceData& d);
-    // One line per quantizer of `run`'s selected operand; `suffix` names the run.
-    void drawRunSteps(const TraceData& d, int run, Qt::PenStyle style, const QString& suffix);
+    // One line per quantizer of `run`'s selected operand.
+    void drawRunSteps(const TraceData& d, int run, Qt::PenStyle style);
     QVector<QPoint> cellsOf(const char* kind) const;
     RecipeErrorModel model_;
     QComboBox *stat_, *mode_, *reference_;
