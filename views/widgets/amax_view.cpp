@@ -179,6 +179,10 @@ bool AmaxView::drawOther(const TraceData& d, int run, int other, const OperandRe
     other_[AmaxGraph]->setName(tr("%1 (%2)").arg(label, run_label(d.meta, other)) + (note.isEmpty() ? QString() : tr(": shapes differ")));
     other_[AmaxGraph]->setPen(QPen(color, 1.2));
     other_[AmaxGraph]->setData(s.step, gaps_for_log(s.amax), true);
+    // A run that records amax only at capture steps (a float32 baseline): its points marked,
+    // so the straight lines between them do not pass for steps.
+    if (s.step.size() < static_cast<qsizetype>(d.runs[run].scaling.step.size()))
+        other_[AmaxGraph]->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 5));
     other_[ScaleGraph] = plot_->addGraph(plot_->xAxis, plot_->yAxis2);
     other_[ScaleGraph]->setName(other_[AmaxGraph]->name() + tr(" scale"));
     other_[ScaleGraph]->setPen(QPen(color, 1.0, Qt::DashLine));
