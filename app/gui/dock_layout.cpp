@@ -2,6 +2,7 @@
 #include "dock_layout.h"
 
 #include <QDockWidget>
+#include <QLayout>
 #include <QMainWindow>
 #include <QMenu>
 #include <QSettings>
@@ -11,11 +12,13 @@
 using fp8scope::views::StoreView;
 
 namespace {
-bool is_table(const QString& name) { return name == "layers" || name == "events" || name == "kernels"; }
+// The tables that go in the band below. The Kernels view, a timeline over its table, is
+// an analysis view: it needs the height the band does not have.
+bool is_table(const QString& name) { return name == "layers" || name == "events"; }
 }  // namespace
 
 DockLayout::DockLayout(QMainWindow* window, const std::vector<StoreView*>& views) : QObject(window), window_(window) {
-    // Plots left and right, tables below; each dock can be moved, tabbed or closed.
+    // Plots on top, tables below; each dock can be moved, tabbed or closed.
     QDockWidget* previous[2] = {nullptr, nullptr};
     for (StoreView* v : views) {
         auto* dock = new QDockWidget(v->title(), window);
@@ -32,12 +35,15 @@ DockLayout::DockLayout(QMainWindow* window, const std::vector<StoreView*>& views
     default_state_ = window->saveState();
 }
 
-void DockLayout::restoreSaved() {
+bool DockLayout::restoreSaved() {
     QSettings settings;
-    window_->restoreGeometry(settings.value("window/geometry").toByteArray());
+    const bool placed = window_->restoreGeometry(settings.value("window/geometry").toByteArray());
     const QByteArray state = settings.value("window/state").toByteArray();
+    if (state.isEmpty()) return placed;
+    default_sizes_ = false;
     if (empty_) shown_state_ = state;
     else window_->restoreState(state);
+    return placed;
 }
 
 void DockLayout::save() const {
@@ -47,8 +53,30 @@ void DockLayout::save() const {
 }
 
 void DockLayout::reset() {
-    if (empty_) shown_state_ = default_state_;
-    else window_->restoreState(default_state_);
+    default_sizes_ = true;
+    if (empty_) {
+        shown_state_ = default_state_;
+        return;
+    }
+    window_->restoreState(default_state_);
+    fitDefaultSizes();
+}
+
+void DockLayout::fitDefaultSizes() {
+    QDockWidget* plots = window_->findChild<QDockWidget*>("dock_loss");
+    QDockWidget* tables = window_->findChild<QDockWidget*>("dock_layers");
+    if (!plots || !tables) return;
+    window_->layout()->activate();  // the docks' heights after restoreState(), now
+    const int h = plots->height() + tables->height();
+    if (h <= 0) return;
+    const int table_h = static_cast<int>(kTableShare * h);
+    window_->resizeDocks({plots, tables}, {std::max(1, h - table_h), table_h}, Qt::Vertical);
+}
+
+bool DockLayout::raise(const QString& name) {
+    auto* dock = window_->findChild<QDockWidget*>("dock_" + name);
+    if (dock) dock->raise();
+    return dock != nullptr;
 }
 
 void DockLayout::setEmpty(bool empty) {
@@ -59,6 +87,7 @@ void DockLayout::setEmpty(bool empty) {
         for (QDockWidget* d : window_->findChildren<QDockWidget*>()) d->hide();
     } else {
         window_->restoreState(shown_state_);
+        if (default_sizes_) fitDefaultSizes();
     }
 }
 

@@ -10,6 +10,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QScreen>
 #include <QSettings>
 #include <QStatusBar>
 
@@ -57,7 +58,7 @@ MainWindow::MainWindow(bool saved_layout) {
     bar_ = new CursorBar(&store_, &cursor_, &selection_, this);
     addToolBar(Qt::TopToolBarArea, bar_);
     docks_ = new DockLayout(this, views_->views());
-    if (saved_layout) docks_->restoreSaved();
+    if (saved_layout) placed_ = docks_->restoreSaved();
     docks_->setEmpty(true);
     views_->scheduler()->addClient([this] {
         bar_->refresh();
@@ -74,7 +75,8 @@ MainWindow::MainWindow(bool saved_layout) {
         connect(s, &DataSource::opened, &cursor_, &StepCursor::follow);
     connect(loader_.get(), &DataSource::opened, this, [this](const QString& path) {
         // A launched run's trace is opened by RunControl, not through openTraces().
-        const QStringList opened = !paths_.isEmpty() && paths_.first() == path ? paths_ : QStringList{path};
+        const QStringList opened = !opening_.isEmpty() && opening_.first() == path ? opening_ : QStringList{path};
+        paths_ = opened;
         setWindowTitle(QStringLiteral("fp8scope - %1").arg(file_names(opened)));
         statusBar()->showMessage(tr("reading %1 ...").arg(path));
         for (const QString& p : opened) RecentFiles::add(p);
@@ -96,6 +98,16 @@ MainWindow::MainWindow(bool saved_layout) {
     selection_.setStat(ErrorStat(QSettings().value("choices/stat", 0).toInt()));
     rebuildRecentMenu();
 }
+
+void MainWindow::showAtStart() {
+    if (placed_) return show();
+    // The size to come back to from maximised: most of the screen, not the start page's hint.
+    if (const QScreen* screen = QGuiApplication::primaryScreen())
+        resize(screen->availableSize() * 0.85);
+    showMaximized();
+}
+
+bool MainWindow::raiseView(const QString& name) { return docks_->raise(name); }
 
 MainWindow::~MainWindow() {
     delete run_;  // stops the engine and the live client while the store still exists
@@ -138,11 +150,11 @@ void MainWindow::openTraces(const QStringList& paths) {
             return;
         }
     run_->live()->close();  // the file replaces the live run in the store
-    paths_.clear();
-    for (const QString& p : paths) paths_ << QFileInfo(p).absoluteFilePath();
+    opening_.clear();
+    for (const QString& p : paths) opening_ << QFileInfo(p).absoluteFilePath();
     last_error_.clear();
     loading_ = true;
-    loader_->open(paths_);
+    loader_->open(opening_);
     loader_->setFollowing(true);
 }
 

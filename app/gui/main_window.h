@@ -29,6 +29,12 @@ public:
     explicit MainWindow(bool saved_layout = true);
     ~MainWindow() override;
 
+    // Shows the window where the user left it, else maximised (a first start): never at
+    // the size of whatever the empty window holds.
+    void showAtStart();
+    // Brings a view's dock to the front (screenshots); false when the view is unknown.
+    bool raiseView(const QString& name);
+
     // Opens a trace on a worker thread and follows it while it grows; errors end in a
     // message, never a crash. Several traces open as one comparison.
     void openTrace(const QString& path) { openTraces({path}); }
@@ -68,7 +74,9 @@ private:
     fp8scope::views::StepKeys* keys_;
     QLabel* start_page_;
     QMenu* recent_menu_;
-    QStringList paths_;  // the traces open (or opening), the first is the main one
+    QStringList paths_;    // the traces open, the first is the main one
+    QStringList opening_;  // the traces being opened: they become paths_ once readable
+    bool placed_ = false;  // the saved window geometry was restored
     bool loading_ = false;
     QString last_error_;
 };

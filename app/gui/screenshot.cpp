@@ -80,6 +80,10 @@ int take_screenshot(MainWindow& window, const ScreenshotRequest& r) {
     }
     if (!apply_choices(window, r)) return 2;
     QWidget* target = &window;
+    if (!r.raise.isEmpty() && !window.raiseView(r.raise)) {
+        std::fprintf(stderr, "unknown view '%s'; views: %s\n", qPrintable(r.raise), qPrintable(ViewSet::names().join(", ")));
+        return 2;
+    }
     if (!r.view.isEmpty()) {
         StoreView* v = window.viewSet()->view(r.view);
         if (!v) {

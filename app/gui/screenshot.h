@@ -10,6 +10,7 @@ struct ScreenshotRequest {
     QString out;     // PNG path
     QStringList traces;  // trace files to open (several: a comparison); none: an empty window
     QString view;    // view name; empty: the whole window
+    QString raise;   // whole window: the view whose dock is in front; empty: the default
     QString run;     // run name; empty: the first run
     QString select;  // comma-separated operand labels; the first one is the current operand
     QString blocks;  // block heatmaps' quantity: absmax, scale_inv or sqnr; empty: absmax

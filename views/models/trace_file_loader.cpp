@@ -124,22 +124,30 @@ std::int64_t TraceFileLoader::readNew(const QString& path) {
 bool TraceFileLoader::load(const QStringList& paths, bool quiet) {
     QElapsedTimer clock;
     clock.start();
-    open_.clear();
     const QString path = paths.value(0);
+    // Until the new files are open and their metadata read, what was loaded stays: a file
+    // that cannot be read leaves the store and the followed file as they were.
+    bool replaced = false;
     try {
         if (paths.size() == 1 && is_analysis_report(path.toStdString())) {
             // A report is read whole: one step, and nothing to follow.
             ReportTrace r = report_as_trace(read_analysis_report(path.toStdString()), QFileInfo(path).fileName().toStdString());
+            open_.clear();
+            replaced = true;
             begin(std::move(r.meta));
             post([this, path] { emit opened(path); });
             if (!deliver(std::move(r.batch))) throw Superseded{};
         } else {
+            std::vector<std::unique_ptr<OpenTrace>> opened_files;
             std::vector<TraceMerge::Part> parts;
             for (const QString& p : paths) {
-                open_.push_back(std::make_unique<OpenTrace>(p.toStdString()));
-                parts.push_back({QFileInfo(p).fileName(), open_.back()->meta()});
+                opened_files.push_back(std::make_unique<OpenTrace>(p.toStdString()));
+                parts.push_back({QFileInfo(p).fileName(), opened_files.back()->meta()});
             }
-            merge_ = std::make_unique<TraceMerge>(std::move(parts));
+            auto merge = std::make_unique<TraceMerge>(std::move(parts));
+            open_ = std::move(opened_files);
+            merge_ = std::move(merge);
+            replaced = true;
             open_path_ = path;
             begin(merge_->meta());
             post([this, path] { emit opened(path); });
@@ -152,15 +160,19 @@ bool TraceFileLoader::load(const QStringList& paths, bool quiet) {
         open_.clear();
         return true;  // a newer source took over: nothing to retry
     } catch (const trace::TraceError& e) {
-        open_.clear();
-        store()->clear();
+        dropPartial(replaced);
         if (!quiet) fail(path, QString::fromStdString(e.what()));
     } catch (const std::exception& e) {
-        open_.clear();
-        store()->clear();
+        dropPartial(replaced);
         if (!quiet) fail(path, QStringLiteral("%1: %2").arg(path, QString::fromStdString(e.what())));
     }
     return false;
+}
+
+void TraceFileLoader::dropPartial(bool replaced) {
+    if (!replaced) return;  // the failure came before anything was replaced
+    open_.clear();
+    store()->clear();
 }
 
 }  // namespace fp8scope::views

@@ -2,7 +2,8 @@
 // records to the series store in batches, so the views fill while it reads and the UI never
 // waits for the disk. Opening another file begins a new store trace, which makes an older
 // load stop and drop its batches. A damaged or foreign file ends in failed(path, message)
-// and leaves the store empty and the app working.
+// and leaves the trace that was open (store and following) as it was; only a file that
+// fails after it began to replace it leaves the store empty.
 //
 // A trace still being written (an engine's --out file) is followed: with following on,
 // a timer re-reads the file's extent and appends only what is new.
@@ -61,6 +62,8 @@ private:
     // a `path`, reports progress under it.
     std::int64_t readNew(const QString& path = {});
     void fail(const QString& path, const QString& message);
+    // After a failed load: empties the store if the load had begun to replace its trace.
+    void dropPartial(bool replaced);
 
     QTimer poll_;
     // Touched only by the worker (one thread: loads and polls run in order).

@@ -58,7 +58,7 @@ HealthView::HealthView(const ViewContext& context, QWidget* parent)
     auto* body = new QHBoxLayout(body_);
     body->setContentsMargins(0, 0, 0, 0);
     plot_ = make_plot(body_, QString());
-    plot_->setMinimumSize(300, 300);
+    plot_->setMinimumSize(300, 200);  // low enough that the dock band below can grow
     // Compute above, comm below, one step axis; the legend under both.
     QCPLayoutGrid* grid = plot_->plotLayout();
     rects_[0] = plot_->axisRect();

@@ -34,7 +34,7 @@ LossView::LossView(const ViewContext& context, QWidget* parent)
     row->addStretch();
     layout->addLayout(row);
     plot_ = make_plot(this, QString());
-    plot_->setMinimumSize(300, 300);
+    plot_->setMinimumSize(300, 200);  // low enough that the dock band below can grow
     // Three axis rects in one plot, so that one margin group lines their left edges up.
     QCPLayoutGrid* grid = plot_->plotLayout();
     auto* margins = new QCPMarginGroup(plot_);
