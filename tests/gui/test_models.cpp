@@ -387,6 +387,11 @@ private slots:
         const auto refs = parse_operand_list(meta, " blocks.1.mlp.fc1 dgrad dy,l0 QKV fprop x,, L9 fc1 fprop x", &unknown);
         QCOMPARE(refs, (std::vector<OperandRef>{ref, {0, Gemm::Fprop, Operand::X}}));
         QCOMPARE(unknown, QStringList{"L9 fc1 fprop x"});
+        // A tensor the Layers table lists once for two GEMMs ("dgrad+wgrad"): the first one's.
+        unknown.clear();
+        QCOMPARE(parse_operand_list(meta, "L1 fc1 dgrad+wgrad dy, blocks.0.attn.qkv fprop+wgrad x, L0 qkv fprop+nope x", &unknown),
+                 (std::vector<OperandRef>{ref, {0, Gemm::Fprop, Operand::X}, {0, Gemm::Fprop, Operand::X}}));
+        QVERIFY(parse_operand_list(meta, "L1 fc1 nope+other dy", nullptr).empty());
         // Every operand's labels, long and short, name it and no other.
         for (const OperandRef& r : all_operands(spec_.linears)) {
             QCOMPARE(parse_operand_list(meta, operand_ref_label(meta, r), nullptr), std::vector<OperandRef>{r});

@@ -138,7 +138,17 @@ private slots:
         hit = search.find("BLOCKS.0.ATTN.QKV DGRAD W");  // any case
         QVERIFY(hit);
         QCOMPARE(hit->slot(), trace::operand_slot(0, Gemm::Dgrad, Operand::W));
-        QVERIFY(!search.find("fprop x"));  // every linear has one: ambiguous
+        // Several match: Enter takes the first in slot order, as the completer lists them.
+        hit = search.find("fprop x");
+        QVERIFY(hit);
+        QCOMPARE(hit->slot(), trace::operand_slot(0, Gemm::Fprop, Operand::X));
+        hit = search.find("fc1 wgrad dy");  // every word, in either label
+        QVERIFY(hit);
+        QCOMPARE(hit->slot(), trace::operand_slot(1, Gemm::Wgrad, Operand::DY));
+        // As the Layers table writes a tensor cast once for two GEMMs.
+        hit = search.find("L1 fc1 dgrad+wgrad dy");
+        QVERIFY(hit);
+        QCOMPARE(hit->slot(), trace::operand_slot(3, Gemm::Dgrad, Operand::DY));
         QVERIFY(!search.find("no such layer"));
         QVERIFY(!search.find("  "));
         hit = search.find("1.mlp.fc1 fprop w");  // a unique part

@@ -184,7 +184,7 @@ private slots:
                                 .arg(blockwise_row)));
         QCOMPARE(longest_row(img, plots_right, kRunColours[0]), -1);
         // Above those lines the loss plot, below them the time plot: every run in both.
-        const int label_left = 50;  // the tick labels left of the plots
+        const int label_left = 75;  // the tick labels left of the plots (with units: "100 ms")
         const QRect loss_plot(label_left + 10, 0, plots_right - label_left - 10, blockwise_row - 40);
         const QRect time_plot(label_left + 10, delayed_row + 40, plots_right - label_left - 10,
                               img.height() - delayed_row - 80);

@@ -88,12 +88,27 @@ std::vector<OperandRef> parse_operand_list(const trace::TraceMeta& meta, const Q
     for (const QString& item : list.split(',', Qt::SkipEmptyParts)) {
         const QString name = item.simplified();
         if (name.isEmpty()) continue;
-        auto it = std::find_if(all.begin(), all.end(), [&](const OperandRef& r) {
-            return name.compare(operand_ref_label(meta, r), Qt::CaseInsensitive) == 0 ||
-                   name.compare(short_operand_label(meta, r), Qt::CaseInsensitive) == 0;
-        });
+        auto it = all.end();
+        for (const QString& alt : gemm_alternatives(name)) {
+            it = std::find_if(all.begin(), all.end(), [&](const OperandRef& r) {
+                return alt.compare(operand_ref_label(meta, r), Qt::CaseInsensitive) == 0 ||
+                       alt.compare(short_operand_label(meta, r), Qt::CaseInsensitive) == 0;
+            });
+            if (it != all.end()) break;
+        }
         if (it != all.end()) out.push_back(*it);
         else if (unknown) unknown->push_back(name);
+    }
+    return out;
+}
+
+QStringList gemm_alternatives(const QString& label) {
+    QStringList words = label.simplified().split(' ');
+    if (words.size() < 3 || !words[words.size() - 2].contains('+')) return {words.join(' ')};
+    QStringList out;
+    for (const QString& gemm : words[words.size() - 2].split('+', Qt::SkipEmptyParts)) {
+        words[words.size() - 2] = gemm;
+        out << words.join(' ');
     }
     return out;
 }

@@ -32,7 +32,12 @@ QString op_label(const trace::TraceMeta& meta, int op);
 // Every operand of linears [0, n) in slot order.
 std::vector<OperandRef> all_operands(int n_linears);
 // The operands named in a comma-separated list of labels, long or short, in any case
-// ("blocks.0.mlp.fc1 fprop x, L1 fc1 fprop x"). Names that match nothing go to `unknown`.
+// ("blocks.0.mlp.fc1 fprop x, L1 fc1 fprop x"), also as the Layers table writes a tensor
+// cast once for two GEMMs ("L0 qkv dgrad+wgrad dy": the first GEMM's operand). Names that
+// match nothing go to `unknown`.
 std::vector<OperandRef> parse_operand_list(const trace::TraceMeta& meta, const QString& list, QStringList* unknown);
+// The labels a label with GEMMs joined by '+' stands for, in its order ("L0 qkv dgrad dy",
+// "L0 qkv wgrad dy"); any other label as it is. Simplified (single spaces).
+QStringList gemm_alternatives(const QString& label);
 
 }  // namespace fp8scope::views

@@ -1,5 +1,7 @@
-// Operand search: exact labels first, then a unique substring.
+// Operand search: exact labels first, then the first label holding every word typed.
 #include "models/operand_search.h"
+
+#include <algorithm>
 
 #include "models/display_names.h"
 
@@ -18,16 +20,18 @@ void OperandSearch::setMeta(const trace::TraceMeta& meta) {
 std::optional<OperandRef> OperandSearch::find(const QString& text) const {
     const QString t = text.simplified();
     if (t.isEmpty()) return std::nullopt;
-    for (int i = 0; i < labels_.size(); ++i)
-        if (labels_[i].compare(t, Qt::CaseInsensitive) == 0 || short_labels_[i].compare(t, Qt::CaseInsensitive) == 0)
-            return refs_[static_cast<std::size_t>(i)];
-    std::optional<OperandRef> only;
+    for (const QString& alt : gemm_alternatives(t))
+        for (int i = 0; i < labels_.size(); ++i)
+            if (labels_[i].compare(alt, Qt::CaseInsensitive) == 0 || short_labels_[i].compare(alt, Qt::CaseInsensitive) == 0)
+                return refs_[static_cast<std::size_t>(i)];
+    const QStringList words = t.split(' ');
     for (int i = 0; i < labels_.size(); ++i) {
-        if (!labels_[i].contains(t, Qt::CaseInsensitive)) continue;
-        if (only) return std::nullopt;  // ambiguous
-        only = refs_[static_cast<std::size_t>(i)];
+        const bool all = std::all_of(words.begin(), words.end(), [&](const QString& w) {
+            return labels_[i].contains(w, Qt::CaseInsensitive) || short_labels_[i].contains(w, Qt::CaseInsensitive);
+        });
+        if (all) return refs_[static_cast<std::size_t>(i)];
     }
-    return only;
+    return std::nullopt;
 }
 
 }  // namespace fp8scope::views

@@ -15,9 +15,10 @@ public:
     void setMeta(const trace::TraceMeta& meta);
     // "blocks.0.mlp.fc1 fprop x", in slot order.
     const QStringList& labels() const { return labels_; }
-    // The operand whose long or short label ("L0 fc1 fprop x") is `text` (case does not
-    // matter), else the only operand whose long label contains it; none when no operand
-    // or several match.
+    // The operand whose long or short label ("L0 fc1 fprop x", also "L0 qkv dgrad+wgrad dy"
+    // as the Layers table writes it) is `text` (case does not matter), else the first in
+    // slot order (the completer's first) whose labels hold every word of it; none when no
+    // operand matches.
     std::optional<OperandRef> find(const QString& text) const;
 
 private:

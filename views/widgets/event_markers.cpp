@@ -7,6 +7,7 @@ namespace fp8scope::views {
 
 namespace {
 constexpr char kMarker[] = "event_marker";
+constexpr char kLabel[] = "event_marker_label";
 constexpr int kMaxLabels = 12;  // past this many the labels would cover each other; lines only
 
 QCPLayer* events_layer(QCustomPlot* plot) {
@@ -26,7 +27,31 @@ QColor event_color(EventKind k) {
         default: return QColor(120, 120, 120);
     }
 }
+
+// Places the labels of `rect` by event_label_side() for the step axis' current range.
+void place_labels(QCustomPlot* plot, QCPAxisRect* rect) {
+    const QCPRange r = rect->axis(QCPAxis::atBottom)->range();
+    for (int i = 0; i < plot->itemCount(); ++i)
+        if (auto* t = qobject_cast<QCPItemText*>(plot->item(i)); t && t->clipAxisRect() == rect && t->objectName() == kLabel) {
+            const Qt::Alignment side = event_label_side(t->position->key(), r.lower, r.upper);
+            t->setVisible(side != 0);
+            if (side) t->setPositionAlignment(side | Qt::AlignTop);
+        }
+}
+
+// The labels follow zooming and panning (once per step axis).
+void follow_range(QCustomPlot* plot, QCPAxisRect* rect) {
+    QCPAxis* x = rect->axis(QCPAxis::atBottom);
+    if (x->property(kLabel).toBool()) return;
+    x->setProperty(kLabel, true);
+    QObject::connect(x, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), plot, [plot, rect] { place_labels(plot, rect); });
+}
 }  // namespace
+
+Qt::Alignment event_label_side(double step, double lower, double upper) {
+    if (step < lower || step > upper || !(upper > lower)) return {};
+    return step <= lower + 0.6 * (upper - lower) ? Qt::AlignLeft : Qt::AlignRight;
+}
 
 bool marked_on_plots(EventKind k) {
     return k != EventKind::Start && k != EventKind::End && k != EventKind::Pause && k != EventKind::Resume;
@@ -57,21 +82,23 @@ void mark_events(QCustomPlot* plot, const TraceData& d, int run, QCPAxisRect* re
         line->setPen(QPen(color, 1, Qt::DotLine));
         if (labels++ >= kMaxLabels) continue;
         auto* text = new QCPItemText(plot);
-        text->setObjectName(kMarker + QStringLiteral("_label"));
+        text->setObjectName(kLabel);
         text->setLayer(events_layer(plot));
         text->setClipAxisRect(rect);
         text->setSelectable(false);
         text->position->setAxes(x, y);
         text->position->setAxisRect(rect);
         text->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
-        text->position->setCoords(static_cast<double>(e.step), 0.02);
-        text->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+        // Three rows, so that the labels of neighbouring events do not cover each other.
+        text->position->setCoords(static_cast<double>(e.step), 0.02 + 0.09 * ((labels - 1) % 3));
         text->setText(QString::fromLatin1(event_kind_name(e.kind)));
         text->setColor(color);
         QFont f = text->font();
         f.setPointSize(7);
         text->setFont(f);
     }
+    place_labels(plot, rect);
+    follow_range(plot, rect);
 }
 
 int event_marker_count(const QCustomPlot* plot) {

@@ -39,7 +39,7 @@ LossView::LossView(const ViewContext& context, QWidget* parent)
     QCPLayoutGrid* grid = plot_->plotLayout();
     auto* margins = new QCPMarginGroup(plot_);
     const QString titles[3] = {tr("loss (lines), eval loss (dots)"), diffTitle(false),
-                               tr("step time (ms, log; solid) and tokens/s (dashed, right)")};
+                               tr("step time (log; solid) and tokens/s (dashed, right)")};
     const double heights[3] = {4, 3, 2};  // the loss curves get most of the height
     rects_[0] = plot_->axisRect();
     grid->take(rects_[0]);
@@ -71,13 +71,12 @@ LossView::LossView(const ViewContext& context, QWidget* parent)
                 });
     rects_[0]->axis(QCPAxis::atLeft)->setLabel(tr("loss"));
     rects_[1]->axis(QCPAxis::atLeft)->setLabel(tr("loss - baseline"));
-    rects_[2]->axis(QCPAxis::atLeft)->setLabel(tr("ms"));
+    rects_[2]->axis(QCPAxis::atLeft)->setLabel(tr("step time"));
     rects_[2]->axis(QCPAxis::atRight)->setLabel(tr("tokens/s"));
     rects_[2]->axis(QCPAxis::atRight)->setVisible(true);
     rects_[2]->axis(QCPAxis::atBottom)->setLabel(tr("step"));
-    set_log_axis(rects_[2]->axis(QCPAxis::atLeft));
-    // A short plot: few labels, or they run into each other.
-    rects_[2]->axis(QCPAxis::atLeft)->ticker()->setTickCount(3);
+    // Step times are in ms; a short plot: few labels, or they run into each other.
+    set_log_ticks(rects_[2]->axis(QCPAxis::atLeft), 4, 1000.0);
     rects_[2]->axis(QCPAxis::atRight)->ticker()->setTickCount(3);
     for (int i = 0; i < 2; ++i) rects_[i]->axis(QCPAxis::atBottom)->setTickLabels(false);
     place_legend_below(plot_, 6);
@@ -165,6 +164,7 @@ void LossView::rebuild(const TraceData& d) {
         tok->removeFromLegend();
     }
     fit_axes(plot_);
+    if (QCPAxis* ms = sr->axis(QCPAxis::atLeft); ms->range().lower > 0) ms->setRangeLower(round_down_log(ms->range().lower));
     for (QCPAxisRect* r : rects_) mark_events(plot_, d, -1, r);
     set_placeholder(plot_, d.empty() ? tr("no steps yet") : QString());
     titles_[1]->setText(diffTitle(d.runs.size() == 1));

@@ -1,7 +1,7 @@
 // Loss view: training and eval loss of every run overlaid; each run's loss minus the
 // baseline's at the same step, raw and smoothed (EMA, span chosen in the toolbar), with
 // the eval-loss difference as its own series; step time (log axis, so that a spike does
-// not flatten the rest) and tokens/s. The three stacked plots share one step axis and
+// not flatten the rest, ticked over all its decades in units that fit) and tokens/s. The three stacked plots share one step axis and
 // line up. Below, the summary table of final losses, relative to the baseline.
 #pragma once
 

@@ -76,6 +76,7 @@ OutliersView::OutliersView(const ViewContext& context, QWidget* parent)
     steps_->xAxis->setLabel(tr("step"));
     steps_->yAxis->setLabel(tr("floor(log2 |x|)"));
     kurtosis_->xAxis->setLabel(tr("linear"));
+    kurtosis_->yAxis->setLabel(tr("kurtosis"));
     channels_->xAxis->setLabel(tr("channel"));
     channels_->yAxis->setLabel(tr("absmax"));
     for (QCustomPlot* p : {layers_, steps_}) {
@@ -146,11 +147,9 @@ void OutliersView::drawLayers(const TraceData& d, const RunData& rd, std::int64_
         set_placeholder(layers_, tr("no capture at or before this step"));
     } else {
         set_placeholder(layers_, QString());
-        map->data()->setSize(hi - lo + 1, nl);
-        map->data()->setRange(QCPRange(lo, hi), QCPRange(0, nl - 1));
-        for (int l = 0; l < nl; ++l)
-            for (int e = lo; e <= hi; ++e)
-                map->data()->setCell(e - lo, l, std::log10(1.0 + hists[l].count(e)));
+        // One layer or one exponent bin is still a row or column of the map.
+        fill_grid(map, QCPRange(lo, hi), hi - lo + 1, QCPRange(0, nl - 1), nl,
+                  [&](int c, int r) { return std::log10(1.0 + hists[r].count(lo + c)); });
         map->rescaleDataRange(true);
     }
     layers_->rescaleAxes();
@@ -159,8 +158,16 @@ void OutliersView::drawLayers(const TraceData& d, const RunData& rd, std::int64_
     for (int l = 0; l < nl; ++l) names << linear_label(d.meta, l);
     set_label_ticks(layers_->yAxis, names);
     bars(kurtosis_, series_color(5))->setData(lk, kv);
+    // One heavy-tailed tensor (kurtosis 1e4 and more) would flatten the rest on a linear axis.
+    const bool log = spans_decades(kv);
+    if (log) set_log_ticks(kurtosis_->yAxis, 6);
+    else {
+        kurtosis_->yAxis->setScaleType(QCPAxis::stLinear);
+        kurtosis_->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+    }
+    set_title(kurtosis_, log ? tr("kurtosis per layer (log; 3 = Gaussian)") : tr("kurtosis per layer (3 = Gaussian)"));
     fit_axes(kurtosis_);
-    kurtosis_->yAxis->setRangeLower(0);
+    if (!log) kurtosis_->yAxis->setRangeLower(0);
     set_label_ticks(kurtosis_->xAxis, names);
     slant_tick_labels(kurtosis_->xAxis, names, nl > 4 ? 45 : 0);
     set_placeholder(kurtosis_, lk.isEmpty() ? tr("no capture at or before this step") : QString());
@@ -189,10 +196,9 @@ void OutliersView::drawSteps(const TraceData& d, const RunData& rd, std::int64_t
     } else {
         set_placeholder(steps_, QString());
         const int n = static_cast<int>(hists.size());
-        map->data()->setSize(n, hi - lo + 1);
-        map->data()->setRange(QCPRange(steps.front(), steps.back()), QCPRange(lo, hi));
-        for (int i = 0; i < n; ++i)
-            for (int e = lo; e <= hi; ++e) map->data()->setCell(i, e - lo, std::log10(1.0 + hists[i].count(e)));
+        // One capture step is still a column of the map, one step wide.
+        fill_grid(map, QCPRange(steps.front(), steps.back()), n, QCPRange(lo, hi), hi - lo + 1,
+                  [&](int c, int r) { return std::log10(1.0 + hists[c].count(lo + r)); });
         map->rescaleDataRange(true);
         // Each capture's column spans half the distance to its neighbours.
         const double half = n > 1 ? 0.5 * (steps.back() - steps.front()) / (n - 1) : 0.5;

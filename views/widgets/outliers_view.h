@@ -1,6 +1,6 @@
 // Outliers view: log2 histograms of the selected GEMM operand kind for every layer at the
 // cursor (layers x exponent bins), the selected operand's histogram over capture steps,
-// kurtosis per layer, and the selected operand's per-channel absmax with outlier channels
+// kurtosis per layer (on a log axis when it spans decades), and the selected operand's per-channel absmax with outlier channels
 // (above kOutlierFactor x the median) in red. The titles name operand, run and step; the
 // histograms mark where E4M3's and E5M2's range (max, min normal, min subnormal) falls.
 #pragma once

@@ -78,10 +78,17 @@ QCPColorGradient goodness_gradient(Better better) {
 }
 
 void fill_cells(QCPColorMap* map, int cols, int rows, const std::function<double(int c, int r)>& value) {
-    auto extent = [](int n) { return n > 1 ? QCPRange(0, n - 1) : QCPRange(-0.25, 0.25); };
+    fill_grid(map, QCPRange(0, cols - 1), cols, QCPRange(0, rows - 1), rows, value);
+}
+
+void fill_grid(QCPColorMap* map, const QCPRange& keys, int cols, const QCPRange& values, int rows,
+               const std::function<double(int c, int r)>& value, double lone) {
+    auto extent = [lone](const QCPRange& r, int n) {
+        return n > 1 ? r : QCPRange(r.center() - lone / 4, r.center() + lone / 4);
+    };
     const int nc = std::max(2, cols), nr = std::max(2, rows);
     map->data()->setSize(nc, nr);
-    map->data()->setRange(extent(cols), extent(rows));
+    map->data()->setRange(extent(keys, cols), extent(values, rows));
     for (int r = 0; r < nr; ++r)
         for (int c = 0; c < nc; ++c)
             map->data()->setCell(c, r, cols > 0 && rows > 0 ? value(std::min(c, cols - 1), std::min(r, rows - 1)) : qQNaN());
@@ -273,6 +280,121 @@ void set_placeholder(QCustomPlot* plot, const QString& text) {
             t->setText(text);
             t->setVisible(!text.isEmpty());
         }
+}
+
+}  // namespace fp8scope::views
+
+namespace fp8scope::views {
+
+namespace {
+struct TimeUnit {
+    double us;
+    const char* name;
+};
+// The largest unit not larger than `us` (the smallest for anything under 1 ns).
+TimeUnit time_unit_for(double us) {
+    static constexpr TimeUnit units[] = {{1e6, "s"}, {1e3, "ms"}, {1.0, "us"}, {1e-3, "ns"}};
+    for (const TimeUnit& u : units)
+        if (std::abs(us) >= u.us) return u;
+    return units[3];
+}
+QString in_unit(double us, const TimeUnit& u) {
+    // Six digits: enough for any tick, and no float noise ("0.30000000000000004").
+    return QStringLiteral("%1 %2").arg(QString::number(us / u.us, 'g', 6), QString::fromLatin1(u.name));
+}
+
+// Round linear steps (1, 2 or 5 x 10^k) giving at most `max_ticks` ticks in [lo, hi].
+QVector<double> linear_ticks(double lo, double hi, int max_ticks) {
+    const double raw = (hi - lo) / std::max(1, max_ticks), mag = std::pow(10.0, std::floor(std::log10(raw)));
+    const double step = raw / mag <= 1 ? mag : raw / mag <= 2 ? 2 * mag : raw / mag <= 5 ? 5 * mag : 10 * mag;
+    QVector<double> out;
+    for (double t = std::ceil(lo / step - 1e-9) * step; t <= hi * (1 + 1e-12); t += step) out << (std::abs(t) < 1e-12 * step ? 0 : t);
+    return out;
+}
+
+class LogTicker : public QCPAxisTicker {
+public:
+    LogTicker(int max_ticks, double us_per_coord) : us_per_coord_(us_per_coord) { setTickCount(max_ticks); }
+
+protected:
+    QVector<double> createTickVector(double, const QCPRange& range) override {
+        return range.lower > 0 ? log_ticks(range.lower, range.upper, tickCount()) : QVector<double>();
+    }
+    QVector<double> createSubTickVector(int, const QVector<double>&) override { return {}; }
+    QString getTickLabel(double tick, const QLocale&, QChar, int) override {
+        return us_per_coord_ > 0 ? format_duration(tick * us_per_coord_) : QString::number(tick, 'g', 6);
+    }
+
+private:
+    double us_per_coord_;
+};
+
+class TimeTicker : public QCPAxisTicker {
+public:
+    explicit TimeTicker(double us_per_coord) : us_per_coord_(us_per_coord) {}
+    void generate(const QCPRange& range, const QLocale& locale, QChar format, int precision, QVector<double>& ticks,
+                  QVector<double>* sub_ticks, QVector<QString>* labels) override {
+        span_us_ = range.size() * us_per_coord_;
+        QCPAxisTicker::generate(range, locale, format, precision, ticks, sub_ticks, labels);
+    }
+
+protected:
+    QString getTickLabel(double tick, const QLocale&, QChar, int) override {
+        return time_tick_label(tick * us_per_coord_, span_us_);
+    }
+
+private:
+    double us_per_coord_, span_us_ = 0;
+};
+}  // namespace
+
+QString format_duration(double us) { return in_unit(us, time_unit_for(us)); }
+
+QString time_tick_label(double us, double span_us) { return in_unit(us, time_unit_for(span_us)); }
+
+QVector<double> log_ticks(double lo, double hi, int max_ticks) {
+    if (!(lo > 0) || !(hi > lo) || max_ticks < 1) return {};
+    static const std::vector<std::vector<double>> mantissas = {{1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 2, 5}, {1, 3}, {1}};
+    const int first = static_cast<int>(std::floor(std::log10(lo))), last = static_cast<int>(std::ceil(std::log10(hi)));
+    auto in_range = [&](double v) { return v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9); };
+    QVector<double> out;
+    for (const auto& m : mantissas) {
+        out.clear();
+        for (int e = first; e <= last; ++e)
+            for (double k : m)
+                if (const double v = k * std::pow(10.0, e); in_range(v)) out << v;
+        if (out.size() <= max_ticks) break;
+    }
+    // Past one tick per decade: every n-th decade, n as small as fits.
+    for (int every = 2; out.size() > max_ticks; ++every) {
+        out.clear();
+        for (int e = first; e <= last; ++e)
+            if (const double v = std::pow(10.0, e); in_range(v) && e % every == 0) out << v;
+    }
+    if (out.size() < 2) return linear_ticks(lo, hi, max_ticks);  // inside one decade
+    return out;
+}
+
+double round_down_log(double v) {
+    const double mag = std::pow(10.0, std::floor(std::log10(v) + 1e-12));
+    const double m = v / mag;
+    return (m >= 5 - 1e-9 ? 5 : m >= 2 - 1e-9 ? 2 : 1) * mag;
+}
+
+void set_log_ticks(QCPAxis* axis, int max_ticks, double us_per_coord) {
+    axis->setScaleType(QCPAxis::stLogarithmic);
+    axis->setTicker(QSharedPointer<QCPAxisTicker>(new LogTicker(max_ticks, us_per_coord)));
+}
+
+void set_time_ticks(QCPAxis* axis, double us_per_coord) {
+    axis->setTicker(QSharedPointer<QCPAxisTicker>(new TimeTicker(us_per_coord)));
+}
+
+bool spans_decades(const QVector<double>& values, double decades) {
+    double lo = INFINITY, hi = 0;
+    for (double v : values)
+        if (v > 0 && std::isfinite(v)) { lo = std::min(lo, v); hi = std::max(hi, v); }
+    return hi > 0 && std::log10(hi / lo) >= decades;
 }
 
 }  // namespace fp8scope::views

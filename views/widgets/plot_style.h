@@ -33,6 +33,11 @@ QCPColorGradient goodness_gradient(Better better);
 // value(c, r). QCustomPlot sizes cells from the distance between cell centres, so a grid
 // one cell wide or high is stored as two half-size cells of the same value.
 void fill_cells(QCPColorMap* map, int cols, int rows, const std::function<double(int c, int r)>& value);
+// The same with the cell centres spread evenly over `keys` and `values`: a grid of one
+// column (or row) is drawn `lone` wide, centred on the range (a single capture step or
+// a single layer still shows).
+void fill_grid(QCPColorMap* map, const QCPRange& keys, int cols, const QCPRange& values, int rows,
+               const std::function<double(int c, int r)>& value, double lone = 1);
 // The finite range of `map`'s cells; false when none is finite.
 bool finite_range(QCPColorMap* map, QCPRange* range);
 QCustomPlot* make_plot(QWidget* parent, const QString& title);
@@ -65,5 +70,32 @@ void slant_tick_labels(QCPAxis* axis, const QStringList& labels, double degrees)
 QVector<double> gaps_for_log(QVector<double> v);
 // Shows `text` in the middle of an empty plot (no data yet, nothing selected).
 void set_placeholder(QCustomPlot* plot, const QString& text);
+
+}  // namespace fp8scope::views
+
+namespace fp8scope::views {
+
+// Axis ticks and time units. A duration is written in the unit that gives it 1 to 3 digits
+// before the point: "250 us", "2 ms", "1.5 s" (never "1e+06 us").
+QString format_duration(double us);
+// A tick label on a linear time axis spanning `span_us`: every tick in the one unit that
+// fits the span ("20 ms" on an axis of 150 ms).
+QString time_tick_label(double us, double span_us);
+// Ticks for a log axis over [lo, hi] (lo > 0), at most `max_ticks`, spread evenly over the
+// decades: every 1..9, else 1-2-5, 1-3 or 1 per decade, else every n-th decade; a range
+// inside one decade gets round linear steps. The low end (a steady state under spikes) is
+// labelled as well as the top.
+QVector<double> log_ticks(double lo, double hi, int max_ticks);
+// The largest 1, 2 or 5 x 10^k not above `v` (> 0): a log axis that starts there has a
+// labelled tick at or under its lowest data (the steady state under spikes).
+double round_down_log(double v);
+// A log axis whose ticks are log_ticks(), labelled as numbers, or as durations when the
+// axis coordinates are durations of `us_per_coord` microseconds each (0: plain numbers).
+void set_log_ticks(QCPAxis* axis, int max_ticks, double us_per_coord = 0);
+// A linear axis of durations, `us_per_coord` microseconds per coordinate, labelled in the
+// unit that fits its range.
+void set_time_ticks(QCPAxis* axis, double us_per_coord);
+// Whether positive `values` span at least `decades` decades (a log axis reads them better).
+bool spans_decades(const QVector<double>& values, double decades = 2);
 
 }  // namespace fp8scope::views

@@ -89,7 +89,7 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
         const int x = static_cast<int>(toX(t));
         p.drawLine(x, kAxisHeight, x, height());
         p.setPen(Qt::darkGray);
-        p.drawText(QRect(x - 50, 2, 100, kAxisHeight - 4), Qt::AlignCenter, QString::number(t, 'g', 5) + " us");
+        p.drawText(QRect(x - 50, 2, 100, kAxisHeight - 4), Qt::AlignCenter, time_tick_label(t, span));
         p.setPen(QColor(0xcc, 0xcc, 0xcc));
     }
     for (int l = 0; l < lanes_.size(); ++l) {
