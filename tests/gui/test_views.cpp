@@ -343,19 +343,43 @@ private slots:
         QCOMPARE(map->colorScale()->dataRange().upper, std::log10(128.0));
         QVERIFY(v->heading().contains("8x16 tiles of 32x32"));
         QCOMPARE(map->gradient(), viridis_gradient());
-        // SQNR: a map per recipe, a scale per format family on the goodness scale (blue
-        // the higher SQNR), one value range.
+        // The maps are of step 25, the cursor is at 37: the heading says both.
+        QVERIFY2(v->heading().contains("newest block maps at or before the cursor (step 37)"), qPrintable(v->heading()));
+        // SQNR: a map per recipe, all of them E4M3 (MXFP8 E4M3 too) on one scale, the
+        // goodness scale (blue the higher SQNR).
         v->setQuantity(BlockMapView::SqnrDb);
         set_->refreshNow();
         QCOMPARE(v->mapCount(), 4);
         auto* e4m3 = qobject_cast<QCPColorMap*>(v->plot()->plottable(0));
         auto* mx = qobject_cast<QCPColorMap*>(v->plot()->plottable(3));
-        QVERIFY(e4m3->colorScale() != mx->colorScale());
-        QCOMPARE(e4m3->gradient(), goodness_gradient(Better::Higher));
+        QCOMPARE(e4m3->colorScale(), mx->colorScale());
         QCOMPARE(mx->gradient(), goodness_gradient(Better::Higher));
         QCOMPARE(QColor(mx->gradient().color(1, QCPRange(0, 1))), QColor(kGoodnessStops.back()));
-        QCOMPARE(e4m3->colorScale()->dataRange(), mx->colorScale()->dataRange());
         QCOMPARE(mx->colorScale()->dataRange().lower, 20.0);
+        // Same-shape grids at one size, whatever their titles; axis titles on the outer maps.
+        const QList<QCPAxisRect*> rects = v->plot()->axisRects();
+        for (QCPAxisRect* r : rects) {
+            QCOMPARE(r->size(), rects.front()->size());
+            QCOMPARE(r->axis(QCPAxis::atLeft)->range(), rects.front()->axis(QCPAxis::atLeft)->range());
+        }
+        QVERIFY(std::any_of(rects.begin(), rects.end(), [](QCPAxisRect* r) { return r->axis(QCPAxis::atLeft)->label() == "tile row"; }));
+        QVERIFY(std::any_of(rects.begin(), rects.end(), [](QCPAxisRect* r) { return r->axis(QCPAxis::atBottom)->label() == "tile column"; }));
+        // Minus per-tensor: each block quantizer's SQNR is 3 dB per recipe index above
+        // current_e4m3's in every tile; scale_inv (rc + 1) times its, log10(rc + 1) apart.
+        v->setQuantity(BlockMapView::SqnrDiff);
+        set_->refreshNow();
+        QCOMPARE(v->mapCount(), 3);
+        for (int m = 0; m < 3; ++m) {
+            auto* diff = qobject_cast<QCPColorMap*>(v->plot()->plottable(m));
+            QVERIFY(std::abs(diff->data()->cell(5, 2) - 3.0 * (m + 1)) < 1e-4);
+            QCOMPARE(diff->gradient(), goodness_gradient(Better::Higher));
+            const QCPRange r = diff->colorScale()->dataRange();  // white at zero
+            QVERIFY(std::abs(r.upper - 9.0) < 1e-4 && r.lower == -r.upper);
+        }
+        v->setQuantity(BlockMapView::ScaleInvDiff);
+        set_->refreshNow();
+        QVERIFY(std::abs(qobject_cast<QCPColorMap*>(v->plot()->plottable(1))->data()->cell(3, 4) - std::log10(3.0)) < 1e-6);
+        QCOMPARE(BlockMapView::quantityByName("sqnr_diff"), int(BlockMapView::SqnrDiff));
         v->setQuantity(BlockMapView::Absmax);
         cursor_.setStep(10);  // before the block-map step 25 only step 0 exists
         set_->refreshNow();
