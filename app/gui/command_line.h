@@ -7,6 +7,7 @@
 struct GuiOptions {
     QStringList traces;  // --open values, then the positional ones
     QString screenshot, view, raise, run, select, blocks, step;
+    QString attach, token;  // a running engine's endpoint (--listen) and its token
     bool no_launch = false;
     bool help = false;   // print `text` and exit 0
     QString text;        // the help text, or the error for a bad command line

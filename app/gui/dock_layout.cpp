@@ -6,6 +6,7 @@
 #include <QMainWindow>
 #include <QMenu>
 #include <QSettings>
+#include <QTimer>
 
 #include "widgets/store_view.h"
 
@@ -24,6 +25,10 @@ DockLayout::DockLayout(QMainWindow* window, const std::vector<StoreView*>& views
         auto* dock = new QDockWidget(v->title(), window);
         dock->setObjectName("dock_" + v->name());
         dock->setWidget(v);
+        // A view behind another tab skips redraws; brought to the front, it catches up.
+        connect(dock, &QDockWidget::visibilityChanged, v, [v](bool shown) {
+            if (shown) QTimer::singleShot(0, v, &StoreView::redrawIfStale);  // once the dock is laid out
+        });
         const bool table = is_table(v->name());
         QDockWidget*& prev = previous[table ? 1 : 0];
         if (prev) window->tabifyDockWidget(prev, dock);

@@ -1,6 +1,6 @@
 // fp8scope: the GUI. `fp8scope` launches a small lock-step comparison run on the CPU and
 // shows it as it trains; `fp8scope trace.h5` opens a trace instead, `fp8scope a.h5 b.h5`
-// both as one comparison; `--no-launch` opens an empty window. `fp8scope --screenshot out.png [--open trace.h5] [--view NAME]` renders
+// both as one comparison; `--attach ENDPOINT` follows a running engine; `--no-launch` opens an empty window. `fp8scope --screenshot out.png [--open trace.h5] [--view NAME]` renders
 // one view to PNG without a display and exits; `--run NAME --select "A, B"` choose the run
 // and the operands it shows, `--blocks sqnr` what the block heatmaps show.
 #include <QApplication>
@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
     if (screenshot)
         return take_screenshot(window, {o.screenshot, o.traces, o.view, o.raise, o.run, o.select, o.blocks, o.step});
     window.showAtStart();
-    if (!o.traces.isEmpty()) window.openTraces(o.traces);
+    if (!o.attach.isEmpty()) window.runControl()->attach(o.attach, o.token);
+    else if (!o.traces.isEmpty()) window.openTraces(o.traces);
     else if (!o.no_launch) window.runControl()->launch(RunControl::defaultSpec());
     return app.exec();
 }

@@ -193,10 +193,17 @@ void LiveClient::Impl::run() {
         }
         in.erase(0, pos);
         if (!going || closed_by_user) break;
+        const std::size_t had = in.size();
         switch (read_some(fd.get(), waker.fd(), in, 500)) {
         case Read::Closed: why = "the engine closed the connection"; going = false; break;
         case Read::Error: why = std::string("connection lost: ") + std::strerror(errno); going = false; break;
         case Read::Woken: going = false; break;
+        case Read::Data:
+            if (handlers.coalesce_ms > 0 && in.size() - had < (64u << 10)) {  // drained: rest, a close still wakes it
+                pollfd w{waker.fd(), POLLIN, 0};
+                ::poll(&w, 1, handlers.coalesce_ms);
+            }
+            break;
         default: break;
         }
     }

@@ -25,6 +25,10 @@ struct ClientHandlers {
     std::function<void(const trace::OpNameRecord&)> on_op_name;
     std::function<void(const trace::RankStepRecord&)> on_rank_step;  // data-parallel runs
     std::function<void(const std::string& why)> on_closed;  // engine ended, connection lost
+    // A consumer that takes records at its own pace (a GUI's redraws) lets the reader rest
+    // this long after it emptied the socket, so that a step's records arrive in one read
+    // instead of one wake-up each; 0: read each record as it comes.
+    int coalesce_ms = 0;
 };
 
 class LiveClient {

@@ -5,6 +5,7 @@
 #include <QDockWidget>
 #include <QMainWindow>
 #include <QTest>
+#include <qcustomplot.h>
 
 #include "command_line.h"
 #include "dock_layout.h"
@@ -25,7 +26,6 @@ private slots:
         SeriesStore store;
         StepCursor cursor;
         Selection selection;
-        QVERIFY(store.append(store.reset(t::synthetic_meta({})), t::synthetic_batch({})));
         QMainWindow window;
         ViewSet set(&store, &cursor, &selection);
         DockLayout docks(&window, set.views());
@@ -35,8 +35,25 @@ private slots:
         QVERIFY(QTest::qWaitForWindowExposed(&window));
         docks.setEmpty(false);  // a trace opened
         QCoreApplication::processEvents();
+        // Only the views in front are on screen, so only they redraw on new data (Qt keeps
+        // a dock tabbed behind another visible, off the window).
+        QStringList shown;
+        for (StoreView* v : set.views())
+            if (v->onScreen()) shown << v->name();
+        QCOMPARE(shown, (QStringList{"loss", "layers"}));
+        // A trace arrives: the views in front draw it, the events table behind them does not...
+        QVERIFY(store.append(store.reset(t::synthetic_meta({})), t::synthetic_batch({})));
+        set.refreshNow();
+        StoreView* events = set.view("events");
+        QCOMPARE(events->table()->rowCount(), 0);
+        QVERIFY(set.view("loss")->table()->rowCount() > 0);
         auto* plots = window.findChild<QDockWidget*>("dock_error");
         auto* tables = window.findChild<QDockWidget*>("dock_layers");
+        // ... until it is raised: then it catches up.
+        QVERIFY(docks.raise("events"));
+        QTRY_VERIFY(events->table()->rowCount() > 0);
+        QVERIFY(events->onScreen() && !set.view("layers")->onScreen());
+        QVERIFY(docks.raise("layers"));
         QVERIFY(docks.raise("error"));
         QVERIFY(!docks.raise("no_such_view"));
         QCoreApplication::processEvents();
@@ -76,6 +93,9 @@ private slots:
         QCOMPARE(shot.select, QString("L0 qkv dgrad+wgrad dy"));
         QCOMPARE(shot.raise, QString("error"));
         QVERIFY(parse_command_line({"fp8scope", "run.h5"}, views).needsDisplay());
+        const GuiOptions attach = parse_command_line({"fp8scope", "--attach", "unix:/tmp/e.sock", "--token", "t0"}, views);
+        QCOMPARE(attach.attach, QString("unix:/tmp/e.sock"));
+        QCOMPARE(attach.token, QString("t0"));
     }
 };
 

@@ -1,6 +1,7 @@
 // The data side of the GUI without widgets: series store ingest (incl. rewinds and stale
 // generations), step cursor, coalescing redraws, and every table model under
 // QAbstractItemModelTester, checked against the synthetic trace's formulas.
+#include <ctime>
 #include <QAbstractItemModelTester>
 #include <QItemSelectionModel>
 #include <QJsonArray>
@@ -292,6 +293,40 @@ private slots:
         QTRY_COMPARE(refreshes, 1);
         QTest::qWait(50);
         QCOMPARE(refreshes, 1);
+    }
+
+    // A live run appends every few ms: data redraws keep to their pace and to a twentieth
+    // of the time, while a cursor move is redrawn at once.
+    void dataRedrawsKeepTheirPace() {
+        using R = RedrawScheduler;
+        QCOMPARE(R::delayFor(false, 0, 500, 20, 250), 20);     // the user's change: never held back
+        QCOMPARE(R::delayFor(true, 1000, 0, 20, 250), 20);     // long idle: soon
+        QCOMPARE(R::delayFor(true, 100, 5, 20, 250), 150);     // the data pace
+        QCOMPARE(R::delayFor(true, 100, 100, 20, 250), 1800);  // a 100 ms refresh: 1900 ms apart
+        QCOMPARE(R::delayFor(true, 0, 2000, 20, 250), R::kMaxDataGapMs);  // never stale for long
+        RedrawScheduler s(10, 200);
+        int refreshes = 0;
+        s.addClient([&] {
+            ++refreshes;
+            // A costly redraw (40 ms of CPU): the next data one waits 760 ms.
+            auto cpu_ms = [] {
+                timespec t{};
+                clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+                return t.tv_sec * 1000.0 + t.tv_nsec / 1e6;
+            };
+            const double start = cpu_ms();
+            for (volatile int spin = 0; cpu_ms() - start < 40; spin = spin + 1) {}
+        });
+        QElapsedTimer clock;
+        clock.start();
+        while (clock.elapsed() < 1000) {
+            s.markDataDirty();
+            QTest::qWait(5);
+        }
+        QVERIFY2(refreshes >= 2 && refreshes <= 3, qPrintable(QString::number(refreshes)));
+        const int before = refreshes;
+        s.markDirty();
+        QTRY_VERIFY_WITH_TIMEOUT(refreshes == before + 1, 100);
     }
 
     void layersModel() {

@@ -80,6 +80,7 @@ live::ClientHandlers LiveSource::handlers(const std::shared_ptr<Pending>& pendin
     h.on_op = add;
     h.on_op_name = add;  // a kernel name after the meta: the store adds it to the op table
     h.on_rank_step = add;
+    h.coalesce_ms = kFlushMs;  // the store takes them every kFlushMs anyway
     h.on_closed = [this, pending](const std::string& why) {
         const QString msg = QString::fromStdString(why);
         post([this, pending, msg] {

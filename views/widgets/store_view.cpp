@@ -12,8 +12,19 @@ StoreView::StoreView(const ViewContext& ctx, const QString& name, const QString&
     setObjectName(name);
 }
 
+bool StoreView::onScreen() const {
+    // A dock tabbed behind another stays visible, moved off its window.
+    if (!isVisible()) return false;
+    const QWidget* w = window();
+    return w == this || w->rect().intersects(QRect(mapTo(w, QPoint(0, 0)), size()));
+}
+
+void StoreView::redrawIfStale() {
+    if (stale_) refresh(true);
+}
+
 void StoreView::refresh(bool force) {
-    if (!force && !isVisible()) {
+    if (!force && !onScreen()) {
         stale_ = true;  // drawn when shown
         return;
     }

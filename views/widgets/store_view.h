@@ -1,6 +1,7 @@
 // The base of every view: a widget over the series store that redraws from it when the
-// redraw scheduler asks (and only while visible), and exports itself as PNG or PDF and,
-// when it has one, its table as CSV.
+// redraw scheduler asks (and only while on screen: not while hidden, nor while its dock is
+// tabbed behind another, which Qt keeps visible off the window), and exports itself as
+// PNG or PDF and, when it has one, its table as CSV.
 #pragma once
 
 #include <QAbstractItemModel>
@@ -25,8 +26,12 @@ public:
 
     QString name() const { return objectName(); }   // "loss", "amax", ... (--view NAME)
     QString title() const { return title_; }
-    // Redraws from the store if visible (or `force`): new data, cursor or selection.
+    // Redraws from the store if on screen (or `force`): new data, cursor or selection.
     void refresh(bool force = false);
+    // Visible with some of it on screen.
+    bool onScreen() const;
+    // Redraws if something changed while it was off screen (its dock's tab was raised).
+    void redrawIfStale();
     // PNG or PDF by extension; false with `error` set when it cannot be written.
     bool exportImage(const QString& path, QString* error) const;
     // The view's table for CSV export, if it has one.

@@ -21,7 +21,7 @@ ViewSet::ViewSet(SeriesStore* store, StepCursor* cursor, Selection* selection, Q
     views_ = {new LossView(ctx),  new AmaxView(ctx),   new OutliersView(ctx), new ErrorView(ctx),
               new BlockMapView(ctx), new KernelView(ctx), new LayersView(ctx),   new EventsView(ctx),
               new HealthView(ctx)};
-    connect(store, &SeriesStore::changed, &scheduler_, &RedrawScheduler::markDirty);
+    connect(store, &SeriesStore::changed, &scheduler_, &RedrawScheduler::markDataDirty);
     connect(cursor, &StepCursor::stepChanged, &scheduler_, &RedrawScheduler::markDirty);
     connect(selection, &Selection::changed, &scheduler_, &RedrawScheduler::markDirty);
     scheduler_.addClient([this] { onRedraw(); });
