@@ -168,6 +168,13 @@ void OutliersView::drawLayers(const TraceData& d, const RunData& rd, std::int64_
     set_title(kurtosis_, log ? tr("kurtosis per layer (log; 3 = Gaussian)") : tr("kurtosis per layer (3 = Gaussian)"));
     fit_axes(kurtosis_);
     if (!log) kurtosis_->yAxis->setRangeLower(0);
+    else {  // the bars' base, 0, has no place on a log axis: the range is the values'
+        const QVector<double> pos = gaps_for_log(kv);
+        double lo = INFINITY, hi = 0;
+        for (double v : pos)
+            if (v > 0) { lo = std::min(lo, v); hi = std::max(hi, v); }
+        kurtosis_->yAxis->setRange(lo / 1.5, hi * 1.5);
+    }
     set_label_ticks(kurtosis_->xAxis, names);
     slant_tick_labels(kurtosis_->xAxis, names, nl > 4 ? 45 : 0);
     set_placeholder(kurtosis_, lk.isEmpty() ? tr("no capture at or before this step") : QString());
