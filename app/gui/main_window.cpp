@@ -13,15 +13,19 @@
 #include <QScreen>
 #include <QSettings>
 #include <QStatusBar>
+#include <QVBoxLayout>
 
+#include "analysis_report_reader.h"
 #include "cursor_bar.h"
 #include "dock_layout.h"
 #include "export_actions.h"
 #include "help_dialogs.h"
 #include "models/recent_files.h"
+#include "models/report_model.h"
 #include "models/step_keys.h"
 #include "models/trace_file_loader.h"
 #include "run_control.h"
+#include "widgets/report_view.h"
 
 using namespace fp8scope::views;
 
@@ -53,7 +57,14 @@ MainWindow::MainWindow(bool saved_layout) {
                             "here, or pass it on the command line: <code>fp8scope run.h5</code>.</p>"
                             "<p>Start a training run with <b>Run &gt; Launch run</b>, or attach to a running "
                             "engine with <b>Run &gt; Attach to engine</b>.</p>"));
-    setCentralWidget(start_page_);
+    report_ = new ReportModel(this);
+    report_view_ = new ReportView(report_, this);
+    auto* central = new QWidget(this);
+    auto* stack = new QVBoxLayout(central);
+    stack->setContentsMargins(0, 0, 0, 0);
+    stack->addWidget(start_page_);
+    stack->addWidget(report_view_);
+    setCentralWidget(central);
 
     bar_ = new CursorBar(&store_, &cursor_, &selection_, this);
     addToolBar(Qt::TopToolBarArea, bar_);
@@ -62,9 +73,7 @@ MainWindow::MainWindow(bool saved_layout) {
     docks_->setEmpty(true);
     views_->scheduler()->addClient([this] {
         bar_->refresh();
-        const bool empty = store_.read([](const TraceData& d) { return d.meta.runs.empty(); });
-        start_page_->setVisible(empty);
-        docks_->setEmpty(empty);
+        showPresentation();
     });
     keys_ = new StepKeys(&store_, &cursor_, &selection_, this);
     keys_->bind(this);
@@ -105,6 +114,18 @@ void MainWindow::showAtStart() {
     if (const QScreen* screen = QGuiApplication::primaryScreen())
         resize(screen->availableSize() * 0.85);
     showMaximized();
+}
+
+bool MainWindow::showsReport() const { return report_->isOpen(); }
+
+void MainWindow::showPresentation() {
+    const bool report = report_->isOpen();
+    const bool empty = !report && store_.read([](const TraceData& d) { return d.meta.runs.empty(); });
+    start_page_->setVisible(empty);
+    report_view_->setVisible(report);
+    centralWidget()->setVisible(empty || report);
+    bar_->setVisible(!report);  // a report has no steps to step through
+    docks_->setEmpty(empty || report);
 }
 
 bool MainWindow::raiseView(const QString& name) { return docks_->raise(name); }
@@ -149,6 +170,8 @@ void MainWindow::openTraces(const QStringList& paths) {
             showError(tr("%1: no such file").arg(p));
             return;
         }
+    if (paths.size() == 1 && fp8scope::is_analysis_report(paths.first().toStdString())) return openReport(paths.first());
+    report_->clear();
     run_->live()->close();  // the file replaces the live run in the store
     opening_.clear();
     for (const QString& p : paths) opening_ << QFileInfo(p).absoluteFilePath();
@@ -156,6 +179,22 @@ void MainWindow::openTraces(const QStringList& paths) {
     loading_ = true;
     loader_->open(opening_);
     loader_->setFollowing(true);
+}
+
+void MainWindow::openReport(const QString& path) {
+    last_error_.clear();
+    QString error;
+    if (!report_->open(path, &error)) return showError(error);
+    run_->live()->close();  // the report replaces the trace or live run
+    loader_->close();
+    store_.clear();
+    const QString absolute = QFileInfo(path).absoluteFilePath();
+    paths_.clear();  // nothing to compare a report with
+    setWindowTitle(QStringLiteral("fp8scope - %1").arg(QFileInfo(path).fileName()));
+    statusBar()->showMessage(tr("%1: analysis report, %2 tensors").arg(absolute).arg(report_->report().tensors.size()));
+    RecentFiles::add(absolute);
+    rebuildRecentMenu();
+    showPresentation();
 }
 
 void MainWindow::openComparison(const QString& path) {

@@ -18,6 +18,7 @@ class RunControl;
 class QLabel;
 class QMenu;
 namespace fp8scope::views {
+class ReportModel;
 class StepKeys;
 class TraceFileLoader;
 }  // namespace fp8scope::views
@@ -51,6 +52,8 @@ public:
     fp8scope::views::StepCursor* cursor() { return &cursor_; }
     const fp8scope::views::SeriesStore& store() const { return store_; }
     QString lastError() const { return last_error_; }
+    // An analyze report is open: the report presentation replaces the training views.
+    bool showsReport() const;
 
 protected:
     void closeEvent(QCloseEvent* e) override;
@@ -61,6 +64,9 @@ private:
     void buildMenus();
     void rebuildRecentMenu();
     void showError(const QString& message);
+    void openReport(const QString& path);
+    // The start page, the report or the training views, whichever the open file calls for.
+    void showPresentation();
     fp8scope::views::StoreView* currentView() const;
 
     fp8scope::views::SeriesStore store_;
@@ -73,6 +79,8 @@ private:
     DockLayout* docks_;
     fp8scope::views::StepKeys* keys_;
     QLabel* start_page_;
+    fp8scope::views::ReportModel* report_;
+    QWidget* report_view_;
     QMenu* recent_menu_;
     QStringList paths_;    // the traces open, the first is the main one
     QStringList opening_;  // the traces being opened: they become paths_ once readable

@@ -73,7 +73,7 @@ int take_screenshot(MainWindow& window, const ScreenshotRequest& r) {
             std::fprintf(stderr, "%s\nno image written\n", qPrintable(window.lastError()));
             return 1;
         }
-        if (window.store().read([](const TraceData& d) { return d.empty(); })) {
+        if (!window.showsReport() && window.store().read([](const TraceData& d) { return d.empty(); })) {
             std::fprintf(stderr, "%s: the trace holds no steps yet; no image written\n", qPrintable(r.traces.join(", ")));
             return 1;
         }
