@@ -22,7 +22,7 @@ QTableView* make_table(QAbstractItemModel* model, QWidget* parent) {
     t->setEditTriggers(QAbstractItemView::NoEditTriggers);
     t->verticalHeader()->hide();
     t->verticalHeader()->setDefaultSectionSize(t->fontMetrics().height() + 6);
-    t->horizontalHeader()->setStretchLastSection(true);
+    t->horizontalHeader()->setStretchLastSection(false);  // right-aligned numbers stay by their header
     return t;
 }
 }  // namespace
@@ -33,6 +33,7 @@ ReportView::ReportView(ReportModel* model, QWidget* parent) : QWidget(parent), m
     quantizers_ = make_table(model->quantizers(), this);
     title_ = new QLabel(this);
     title_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    title_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
     histogram_ = make_plot(this, tr("log2 |x| histogram"));
     histogram_->xAxis->setLabel(tr("floor(log2 |x|)"));
     histogram_->yAxis->setLabel(tr("elements"));
@@ -40,25 +41,24 @@ ReportView::ReportView(ReportModel* model, QWidget* parent) : QWidget(parent), m
     bars->setPen(Qt::NoPen);
     bars->setBrush(series_color(0));
 
-    // Left: the tensors. Right: the selected tensor, statistics beside its histogram
-    // above the quantizer table.
-    auto* right = new QWidget(this);
-    auto* column = new QVBoxLayout(right);
+    // The tensors on top; below, the selected tensor: its statistics beside its histogram,
+    // then the quantizer table. Full width rows: the tables are wide.
+    auto* selected = new QWidget(this);
+    auto* column = new QVBoxLayout(selected);
     column->setContentsMargins(0, 0, 0, 0);
     column->addWidget(title_);
-    auto* rows = new QSplitter(Qt::Vertical, right);
-    auto* top = new QSplitter(Qt::Horizontal, rows);
-    top->addWidget(stats_);
-    top->addWidget(histogram_);
-    top->setStretchFactor(1, 2);
-    rows->addWidget(top);
-    rows->addWidget(quantizers_);
-    column->addWidget(rows);
-    auto* split = new QSplitter(Qt::Horizontal, this);
+    auto* figures = new QSplitter(Qt::Horizontal, selected);
+    figures->addWidget(stats_);
+    figures->addWidget(histogram_);
+    figures->setStretchFactor(1, 1);
+    column->addWidget(figures, 1);
+    auto* split = new QSplitter(Qt::Vertical, this);
     split->addWidget(tensors_);
-    split->addWidget(right);
+    split->addWidget(selected);
+    split->addWidget(quantizers_);
     split->setStretchFactor(0, 1);
-    split->setStretchFactor(1, 1);
+    split->setStretchFactor(1, 3);
+    split->setStretchFactor(2, 2);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addWidget(split);

@@ -1,4 +1,4 @@
-// An `analyze` report on screen: the tensor list on the left; for the selected tensor its
+// An `analyze` report on screen: the tensor list on top; for the selected tensor its
 // statistics, the quantizer table (the worst SQNR in bold) and its log2 |x| histogram.
 // Reports hold no block maps (analyze writes none), so there is no block map panel.
 #pragma once
