@@ -71,6 +71,7 @@ MainWindow::MainWindow(bool saved_layout) {
     docks_ = new DockLayout(this, views_->views());
     if (saved_layout) placed_ = docks_->restoreSaved();
     docks_->setEmpty(true);
+    report_view_->hide();
     views_->scheduler()->addClient([this] {
         bar_->refresh();
         showPresentation();
