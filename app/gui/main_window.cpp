@@ -13,7 +13,6 @@
 #include <QScreen>
 #include <QSettings>
 #include <QStatusBar>
-#include <QVBoxLayout>
 
 #include "analysis_report_reader.h"
 #include "cursor_bar.h"
@@ -57,14 +56,9 @@ MainWindow::MainWindow(bool saved_layout) {
                             "here, or pass it on the command line: <code>fp8scope run.h5</code>.</p>"
                             "<p>Start a training run with <b>Run &gt; Launch run</b>, or attach to a running "
                             "engine with <b>Run &gt; Attach to engine</b>.</p>"));
+    setCentralWidget(start_page_);
     report_ = new ReportModel(this);
-    report_view_ = new ReportView(report_, this);
-    auto* central = new QWidget(this);
-    auto* stack = new QVBoxLayout(central);
-    stack->setContentsMargins(0, 0, 0, 0);
-    stack->addWidget(start_page_);
-    stack->addWidget(report_view_);
-    setCentralWidget(central);
+    report_view_ = new ReportView(report_, this);  // central only while a report is open
 
     bar_ = new CursorBar(&store_, &cursor_, &selection_, this);
     addToolBar(Qt::TopToolBarArea, bar_);
@@ -122,9 +116,16 @@ bool MainWindow::showsReport() const { return report_->isOpen(); }
 void MainWindow::showPresentation() {
     const bool report = report_->isOpen();
     const bool empty = !report && store_.read([](const TraceData& d) { return d.meta.runs.empty(); });
+    // One central widget at a time: a hidden page in the central area would still set the
+    // window's least size.
+    if (QWidget* central = report ? static_cast<QWidget*>(report_view_) : start_page_; centralWidget() != central) {
+        QWidget* taken = takeCentralWidget();
+        taken->setParent(this);  // kept, hidden, for the next switch
+        taken->hide();
+        setCentralWidget(central);
+    }
     start_page_->setVisible(empty);
     report_view_->setVisible(report);
-    centralWidget()->setVisible(empty || report);
     bar_->setVisible(!report);  // a report has no steps to step through
     docks_->setEmpty(empty || report);
 }
