@@ -3,14 +3,20 @@
 // kurtosis per layer (on a log axis when it spans decades), and the selected operand's per-channel absmax with outlier channels
 // (above kOutlierFactor x the median) in red. The titles name operand, run and step; the
 // histograms mark where E4M3's and E5M2's range (max, min normal, min subnormal) falls.
+// A "compare with" run (the baseline by default) adds its kurtosis bars beside the
+// selected run's and its channel absmax as a line over the bars, both runs at the newest
+// capture step both recorded; the histograms stay the selected run's.
 #pragma once
 
 #include "widgets/store_view.h"
 
 class QCustomPlot;
+class QCPBars;
 class QCPGraph;
 
 namespace fp8scope::views {
+
+class CompareRunCombo;
 
 class OutliersView : public StoreView {
     Q_OBJECT
@@ -25,6 +31,12 @@ public:
     QCPGraph* envelopeMax() const { return envelope_max_; }
     QCPGraph* envelopeMin() const { return envelope_min_; }
     QCPGraph* outlierChannels() const { return outliers_; }
+    CompareRunCombo* compareRun() const { return compare_; }
+    // Kurtosis bars of the selected and of the compared run (empty when none is compared).
+    QCPBars* kurtosisBars() const { return kurtosis_run_; }
+    QCPBars* otherKurtosisBars() const { return kurtosis_other_; }
+    // The compared run's channel absmax (per pixel column's max when enveloped).
+    QCPGraph* otherChannels() const { return other_channels_; }
 
 protected:
     void redraw() override;
@@ -32,9 +44,17 @@ protected:
 private:
     void drawLayers(const TraceData& d, const RunData& rd, std::int64_t step);
     void drawSteps(const TraceData& d, const RunData& rd, std::int64_t step);
-    void drawChannels(const TraceData& d, const RunData& rd, std::int64_t step);
+    // `od`: the compared run `other`'s data, nullptr when none; `common`: the newest
+    // capture step both recorded.
+    void drawKurtosis(const TraceData& d, const RunData& rd, const RunData* od, int other, std::int64_t common,
+                      std::int64_t step);
+    void drawChannels(const TraceData& d, const RunData& rd, const RunData* od, int other, std::int64_t common,
+                      std::int64_t step);
+    CompareRunCombo* compare_;
+    bool compared_ = false;  // another run is compared: the histograms' titles say they are not
     QCustomPlot *layers_, *steps_, *kurtosis_, *channels_;
-    QCPGraph *envelope_max_, *envelope_min_, *outliers_;
+    QCPBars *kurtosis_run_, *kurtosis_other_, *channel_bars_;
+    QCPGraph *envelope_max_, *envelope_min_, *outliers_, *other_channels_;
 };
 
 // Channels [0, n) in `buckets` consecutive groups: each group's centre, min and max.
