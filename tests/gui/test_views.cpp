@@ -16,6 +16,7 @@
 #include <qcustomplot.h>
 
 #include "models/display_names.h"
+#include "models/outlier_comparison.h"
 #include "models/trace_file_loader.h"
 #include "real_run.h"
 #include "show_view.h"
@@ -24,6 +25,7 @@
 #include "trace_file.h"
 #include "widgets/amax_view.h"
 #include "widgets/blockmap_view.h"
+#include "widgets/compare_run_combo.h"
 #include "widgets/error_view.h"
 #include "widgets/events_view.h"
 #include "widgets/kernel_view.h"
@@ -218,6 +220,74 @@ private slots:
         QCOMPARE(red->dataCount(), 1);  // channel 7 holds the outlier
         QCOMPARE(red->data()->constBegin()->key, 7.0);
         QCOMPARE(red->data()->constBegin()->value, 50.0);
+    }
+
+    // The compared run (the baseline by default) beside the selected one, both at the newest
+    // capture step both recorded: the baseline lacks capture 30 and has twice the kurtosis
+    // and channel absmax, so at the cursor (37) runs 1 and 0 are compared at step 20.
+    void outliersComparedRun() {
+        TraceBatch b = t::synthetic_batch(spec_);
+        std::erase_if(b.operands, [](const trace::OperandRecord& o) { return o.key.run == 0 && o.key.step == 30; });
+        for (trace::OperandRecord& o : b.operands)
+            if (o.key.run == 0) {
+                o.stats.outliers.kurtosis *= 2;
+                for (float& c : o.stats.outliers.channel_absmax) c *= 2;
+            }
+        SeriesStore store;
+        StepCursor cursor;
+        Selection selection;
+        QVERIFY(store.append(store.reset(t::synthetic_meta(spec_)), std::move(b)));
+        auto slot = [](int linear) { return trace::operand_slot(linear, Gemm::Dgrad, Operand::DY); };
+        store.read([&](const TraceData& d) {
+            QCOMPARE(common_capture_step(d.runs[1], d.runs[0], 37), 20);
+            QCOMPARE(common_capture_step(d.runs[1], d.runs[2], 37), 30);
+            QCOMPARE(common_capture_step(d.runs[1], d.runs[0], 9), 0);
+            QCOMPARE(common_capture_step(d.runs[1], d.runs[0], -1), -1);
+            const std::vector<KurtosisPair> pairs = kurtosis_pairs(d, d.runs[1], d.runs[0], Gemm::Dgrad, Operand::DY, 20);
+            QCOMPARE(int(pairs.size()), spec_.linears);
+            for (const KurtosisPair& p : pairs) {
+                QCOMPARE(p.run, t::kurtosis_of(slot(p.linear), 20));
+                QCOMPARE(p.other, 2 * t::kurtosis_of(slot(p.linear), 20));
+            }
+            // Step 30: the baseline has no capture there, and no older one stands in for it.
+            const std::vector<KurtosisPair> at30 = kurtosis_pairs(d, d.runs[1], d.runs[0], Gemm::Dgrad, Operand::DY, 30);
+            QCOMPARE(at30[2].run, t::kurtosis_of(slot(2), 30));
+            QVERIFY(std::isnan(at30[2].other));
+        });
+        auto set = t::open_view_set(store, cursor, selection);
+        selection.setOperand({1, Gemm::Dgrad, Operand::DY});
+        cursor.setStep(37);
+        auto* v = t::show_view<OutliersView>(*set, "outliers", {1000, 640});
+        QCOMPARE(v->compareRun()->chosenRun(), 0);
+        QCPBars *mine = v->kurtosisBars(), *theirs = v->otherKurtosisBars();
+        QCOMPARE(mine->dataCount(), spec_.linears);
+        QCOMPARE(theirs->dataCount(), spec_.linears);
+        QCOMPARE((mine->data()->constBegin() + 3)->key, 2.8);  // beside linear 3's tick
+        QCOMPARE((mine->data()->constBegin() + 3)->value, t::kurtosis_of(slot(3), 20));
+        QCOMPARE((theirs->data()->constBegin() + 3)->key, 3.2);
+        QCOMPARE((theirs->data()->constBegin() + 3)->value, 2 * t::kurtosis_of(slot(3), 20));
+        QVERIFY2(mine->name().startsWith("delayed"), qPrintable(mine->name()));  // renamed by its recipe switch
+        QCOMPARE(theirs->name(), QString("baseline"));
+        QVERIFY(plot_title(v->kurtosisPlot()).contains("step 20"));
+        // Channel absmax of linear 1: 1 + 0.01 c, channel 7 at 50; the baseline's twice that.
+        auto* bars = qobject_cast<QCPBars*>(v->channelPlot()->plottable(0));
+        QCOMPARE((bars->data()->constBegin() + 3)->value, double(1.0f + 0.01f * 3));
+        QCPGraph* line = v->otherChannels();
+        QCOMPARE(line->dataCount(), 64);
+        QCOMPARE(at(line, 3), 2 * double(1.0f + 0.01f * 3));
+        QCOMPARE(at(line, 7), 100.0);
+        QVERIFY(line->name().startsWith("baseline"));
+        QVERIFY(plot_title(v->channelPlot()).contains("step 20"));
+        QVERIFY(plot_title(v->layersHeatmap()).contains("selected run only"));
+        QVERIFY(plot_title(v->stepsHeatmap()).contains("selected run only"));
+        // None: the selected run alone, at its own newest capture (30).
+        v->compareRun()->chooseRun(-1);
+        QTRY_COMPARE(v->otherKurtosisBars()->dataCount(), 0);
+        QCOMPARE(v->otherChannels()->dataCount(), 0);
+        QCOMPARE((mine->data()->constBegin() + 3)->key, 3.0);
+        QCOMPARE((mine->data()->constBegin() + 3)->value, t::kurtosis_of(slot(3), 30));
+        QVERIFY(!plot_title(v->layersHeatmap()).contains("selected run only"));
+        t::close_view_set(set);
     }
 
     // The heatmap in its default mode: each recipe's SQNR minus per-tensor current's on

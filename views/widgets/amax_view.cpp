@@ -1,8 +1,6 @@
 // Amax and scale view.
 #include "widgets/amax_view.h"
 
-#include <QHBoxLayout>
-#include <QLabel>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
@@ -49,12 +47,7 @@ QColor other_run_color(const trace::TraceMeta& meta, int other) {
 AmaxView::AmaxView(const ViewContext& context, QWidget* parent) : StoreView(context, "amax", tr("Amax and scale"), parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
-    auto* row = new QHBoxLayout;
-    row->addWidget(new QLabel(tr("compare with:"), this));
-    compare_ = new CompareRunCombo(this);
-    row->addWidget(compare_);
-    row->addStretch();
-    layout->addLayout(row);
+    compare_ = add_compare_run_row(layout, this);
     plot_ = make_plot(this, QString());
     layout->addWidget(plot_);
     plot_->xAxis->setLabel(tr("step"));

@@ -1,6 +1,8 @@
 // The compare-with run chooser.
 #include "widgets/compare_run_combo.h"
 
+#include <QLabel>
+
 #include "models/display_names.h"
 #include "models/run_comparison.h"
 
@@ -32,6 +34,16 @@ void CompareRunCombo::chooseRun(int run) { setCurrentIndex(run >= 0 && run + 1 <
 int CompareRunCombo::otherThan(int run) const {
     const int other = chosenRun();
     return other == run ? -1 : other;
+}
+
+CompareRunCombo* add_compare_run_row(QBoxLayout* layout, QWidget* parent) {
+    auto* row = new QHBoxLayout;
+    row->addWidget(new QLabel(CompareRunCombo::tr("compare with:"), parent));
+    auto* combo = new CompareRunCombo(parent);
+    row->addWidget(combo);
+    row->addStretch();
+    layout->addLayout(row);
+    return combo;
 }
 
 }  // namespace fp8scope::views

@@ -3,6 +3,7 @@
 // selected run itself compares nothing.
 #pragma once
 
+#include <QBoxLayout>
 #include <QComboBox>
 
 #include "trace_records.h"
@@ -21,5 +22,8 @@ public:
     // The run `run` is compared with: the chosen one, -1 when none or `run` itself.
     int otherThan(int run) const;
 };
+
+// A view's toolbar row under `layout`: "compare with:" and a new chooser, the rest empty.
+CompareRunCombo* add_compare_run_row(QBoxLayout* layout, QWidget* parent);
 
 }  // namespace fp8scope::views

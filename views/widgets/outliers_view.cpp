@@ -5,8 +5,6 @@
 #include "widgets/outliers_view.h"
 
 #include <QGridLayout>
-#include <QHBoxLayout>
-#include <QLabel>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
@@ -77,12 +75,7 @@ OutliersView::OutliersView(const ViewContext& context, QWidget* parent)
     : StoreView(context, "outliers", tr("Outliers"), parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
-    auto* row = new QHBoxLayout;
-    row->addWidget(new QLabel(tr("compare with:"), this));
-    compare_ = new CompareRunCombo(this);
-    row->addWidget(compare_);
-    row->addStretch();
-    layout->addLayout(row);
+    compare_ = add_compare_run_row(layout, this);
     auto* grid = new QGridLayout;
     layout->addLayout(grid);
     layers_ = make_plot(this, tr("log2 histogram per layer at cursor"));
