@@ -1,5 +1,5 @@
 // The "compare with" run chooser of the views that show one run at a time (Amax, Error,
-// Layers): none or one of the trace's runs, the baseline by default. Choosing the
+// Layers, Outliers): none or one of the trace's runs, the baseline by default. Choosing the
 // selected run itself compares nothing.
 #pragma once
 
