@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include "models/display_names.h"
+#include "models/gemm_dtypes.h"
 #include "models/gemm_shape.h"
 #include "models/model_roles.h"
 
@@ -75,10 +77,16 @@ void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope, KernelSe
             std::map<Key, std::vector<double>> durations;  // ns per call
             std::map<Key, Row> first;                      // labels, shapes and FLOPs per group
             std::map<Key, std::vector<GemmShape>> shapes;
+            std::map<Key, std::vector<GemmDtypes>> types;
+            // By (recipe id, GEMM op id, linear): the rule needs the recipe and the shape.
+            std::map<std::tuple<int, int, int>, GemmDtypes> rule;
+            const auto& recipe_ids = rd.steps[&trace::StepRecord::recipe];
             for (std::size_t i = lo; i < hi;) {
                 const std::int64_t s = rd.ops.step(i);
                 while (i < hi && rd.ops.step(i) == s) ++i;
                 ++steps;
+                const std::ptrdiff_t srow = rd.step_row_at(s);
+                const int recipe = srow >= 0 ? static_cast<int>(recipe_ids[static_cast<std::size_t>(srow)]) : -1;
                 for (const StepKernel& k : step_kernels(d, run, s)) {
                     const double ns = static_cast<double>(std::max<std::int64_t>(k.rec.end_ns - k.rec.start_ns, 0));
                     step_s += ns * 1e-9;
@@ -111,6 +119,16 @@ void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope, KernelSe
                         auto& seen = shapes[key];
                         if (std::find(seen.begin(), seen.end(), *g) == seen.end()) seen.push_back(*g);
                     }
+                    if (k.rec.parent < 0 || k.rec.parent >= static_cast<int>(d.meta.ops.size())) continue;
+                    auto [ti, unseen] = rule.try_emplace({recipe, k.rec.parent, k.rec.linear});
+                    if (unseen) {
+                        const bool named = recipe >= 0 && recipe < static_cast<int>(d.meta.training_recipes.size());
+                        ti->second = gemm_dtypes(named ? d.meta.training_recipes[static_cast<std::size_t>(recipe)] : std::string(),
+                                                 d.meta.ops[static_cast<std::size_t>(k.rec.parent)], d.meta.machine,
+                                                 gemm_shape(d.meta, k.rec, tokens));
+                    }
+                    auto& kinds = types[key];
+                    if (std::find(kinds.begin(), kinds.end(), ti->second) == kinds.end()) kinds.push_back(ti->second);
                 }
             }
             for (auto& [key, t] : durations) {
@@ -118,6 +136,10 @@ void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope, KernelSe
                 const auto& seen = shapes[key];
                 r.shape = seen.size() == 1 ? seen[0].label() : seen.empty() ? QString() : tr("%1 shapes").arg(seen.size());
                 for (const GemmShape& g : seen) r.shapes += (r.shapes.isEmpty() ? "" : ", ") + g.label();
+                const auto& kinds = types[key];
+                r.dtypes = kinds.size() == 1 ? kinds[0].label() : kinds.empty() ? QString() : tr("%1 dtypes").arg(kinds.size());
+                for (const GemmDtypes& t : kinds)
+                    r.dtypes_why += (r.dtypes_why.isEmpty() ? "" : "\n") + t.label() + ": " + t.why;
                 out.push_back(with_times(std::move(r), t));
             }
             by_total(out);
@@ -194,13 +216,17 @@ QVariant KernelStatsModel::data(const QModelIndex& index, int role) const {
         if (c == Name) return r.full_name;
         if ((c == Shape || c == Tflops) && !r.shapes.isEmpty())
             return tr("%1 (M x N x K)\n").arg(r.shapes) + tr("M x N x K of the GEMM from its linear's features and the step's tokens (batch_size x seq_len); "
-                      "TFLOP/s: 2MNK over the kernels' time. The trace records no GEMM dtypes.");
+                      "TFLOP/s: 2MNK over the kernels' time.");
+        if (c == Dtypes && !r.dtypes_why.isEmpty())
+            return r.dtypes_why + tr("\nA x B -> output, from the step's training recipe, the GEMM (fprop X x W, "
+                                     "dgrad dY x W, wgrad dY x X) and the trace's device; the trace records no types per kernel.");
         if (c == SharePct && device_)
             return tr("of the scope's device time: the summed duration of the run's kernels, copies and memsets");
     }
     if (role == Qt::DisplayRole || role == Qt::ToolTipRole) {
         if (c == Name) return r.name;
         if (c == Shape) return r.shape;
+        if (c == Dtypes) return r.dtypes;
         if (c == ParentOp) return r.parent;
         if (c == Kind) return r.kind;
         if (c == Calls) return r.calls;
@@ -211,10 +237,11 @@ QVariant KernelStatsModel::data(const QModelIndex& index, int role) const {
         if (c == ParentOp) return r.parent;
         if (c == Kind) return r.kind;
         if (c == Shape) return r.shape;
+        if (c == Dtypes) return r.dtypes;
         return value(index.row(), c);
     }
     if (role == Qt::DecorationRole && c == Kind && !r.kind.isEmpty()) return r.color;
-    if (role == Qt::TextAlignmentRole && c != Name && c != ParentOp && c != Kind && c != Shape) return int(Qt::AlignRight | Qt::AlignVCenter);
+    if (role == Qt::TextAlignmentRole && c != Name && c != ParentOp && c != Kind && c != Shape && c != Dtypes) return int(Qt::AlignRight | Qt::AlignVCenter);
     return {};
 }
 
@@ -222,7 +249,7 @@ QVariant KernelStatsModel::headerData(int section, Qt::Orientation o, int role) 
     if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
     static const char* names[ColumnCount] = {"op / kernel", "calls", "total ms", "mean us", "median us",
                                              "p95 us", "max us", "share of time %", "in op", "kind",
-                                             "GEMM MxNxK", "TFLOP/s"};
+                                             "GEMM MxNxK", "GEMM dtypes", "TFLOP/s"};
     // Device rows' shares are of the kernels' summed time, not of the step's wall time.
     if (section == SharePct && device_) return QStringLiteral("share of device time %");
     if (section == Name && device_)

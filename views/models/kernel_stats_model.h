@@ -6,7 +6,8 @@
 // put back by time), grouped by kernel name and the op it ran in (evaluation's calls apart), by
 // the op they ran in or by step category (kernel_breakdown.h), with the share of the
 // scope's device time (the sum of its records' times), the host op and kind, and for
-// GEMMs of a linear the shape and achieved TFLOP/s (gemm_shape.h).
+// GEMMs of a linear the shape, the operand types (gemm_dtypes.h) and achieved TFLOP/s
+// (gemm_shape.h).
 #pragma once
 
 #include <QAbstractTableModel>
@@ -22,7 +23,7 @@ namespace fp8scope::views {
 class KernelStatsModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { Name, Calls, TotalMs, MeanUs, MedianUs, P95Us, MaxUs, SharePct, ParentOp, Kind, Shape, Tflops, ColumnCount };
+    enum Column { Name, Calls, TotalMs, MeanUs, MedianUs, P95Us, MaxUs, SharePct, ParentOp, Kind, Shape, Dtypes, Tflops, ColumnCount };
     enum Scope { CursorStep, WholeRun };
     enum Grouping { ByKernel, ByOp, ByCategory };
 
@@ -55,6 +56,7 @@ private:
     struct Row {
         Key key;
         QString name, full_name, parent, kind, shape, shapes;  // shapes: every one, for the tooltip
+        QString dtypes, dtypes_why;  // the same for the GEMM's types, each with its rule
         QColor color;  // of the kind, as in the timeline
         qint64 calls = 0;
         double total_ns = 0, median_ns = NAN, p95_ns = NAN, max_ns = NAN;
