@@ -330,6 +330,27 @@ private slots:
         QCOMPARE(m.steps(), 2);
     }
 
+    void gemmDtypesPerRunRecipe() {
+        // Each run's fprop GEMM under its recipe at the step (a: current, b: mxfp8).
+        trace::TraceMeta meta = two_runs(false);
+        meta.machine = "vm (cuda: NVIDIA H200 (sm_90), 139.8 GiB, CUDA runtime 13.0, cuBLASLt 13.1.0)";
+        KernelStatsModel m(&store_);
+        auto fprop_dtypes = [&](int run, int role) {
+            m.refresh(run, 5, KernelStatsModel::CursorStep, {}, KernelStatsModel::ByKernel);
+            for (int r = 0; r < m.rowCount(); ++r)
+                if (m.data(m.index(r, KernelStatsModel::ParentOp), Qt::DisplayRole) == "fprop")
+                    return m.data(m.index(r, KernelStatsModel::Dtypes), role).toString();
+            return QString("no fprop row");
+        };
+        QVERIFY(store_.append(store_.reset(meta), old_trace()));
+        QCOMPARE(fprop_dtypes(0, Qt::DisplayRole), QString("E4M3 x E4M3 -> BF16 (FP32 acc)"));
+        QCOMPARE(fprop_dtypes(1, Qt::DisplayRole), QString("BF16 x BF16 -> BF16 (FP32 acc; MXFP8 emulated)"));
+        // A machine string from before the backend was named in it: not known, and why.
+        QVERIFY(store_.append(store_.reset(two_runs(false)), old_trace()));
+        QCOMPARE(fprop_dtypes(0, Qt::DisplayRole), QString("?"));
+        QVERIFY(fprop_dtypes(0, Qt::ToolTipRole).contains("names no cpu: or cuda: backend"));
+    }
+
     void gemmShapes() {
         const trace::TraceMeta m = two_runs(false);
         QCOMPARE(step_tokens(m), std::int64_t(32));
