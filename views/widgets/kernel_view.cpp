@@ -64,6 +64,10 @@ KernelView::KernelView(const ViewContext& context, QWidget* parent)
     view_->setWordWrap(false);
     view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     view_->horizontalHeader()->setStretchLastSection(true);
+    // A long kernel name is cut in the middle (the whole name is on hover), so the GEMM
+    // columns at the right stay in view.
+    view_->horizontalHeader()->setMaximumSectionSize(280);
+    view_->setTextElideMode(Qt::ElideMiddle);
     split->addWidget(costs_);
     split->addWidget(timeline_);
     split->addWidget(view_);
