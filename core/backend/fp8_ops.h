@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "backend/tensor_desc.h"
+#include "fp8/cast_rules.h"
 #include "fp8/recipe.h"
 #include "fp8/scaling.h"
 
@@ -23,6 +24,8 @@ enum class ScalingMode : std::uint8_t {
     PerTensor,  // one scale (delayed or current)
     Block,      // block_rows x block_cols blocks (1x128 tiles, 128x128 blocks)
     MX,         // 1 x block with E8M0 scales
+    NVFP4,      // E2M1 in 1x16 blocks (16x16 tiles) with E4M3 scales under an FP32 tensor scale
+    MXFP4,      // E2M1 in 1x32 blocks with E8M0 scales
 };
 
 // A GEMM operand after the cast (Transformer Engine's tensor): the values the GEMM reads
@@ -32,7 +35,7 @@ enum class ScalingMode : std::uint8_t {
 // float32 (bit-exact FP8 values times their scale_inv) instead of codes.
 struct GemmOperand {
     ScalingMode mode = ScalingMode::None;
-    Format format = Format::E4M3;
+    Format format = Format::E4M3;  // of FP8 elements; E2M1 under the FP4 modes
     int block_rows = 0, block_cols = 0;  // of the rowwise copy
     TensorDesc rowwise, columnwise;
     // float32 grids, empty when None; a backend may store one transposed (the CUDA backend's
@@ -77,6 +80,9 @@ struct CastSpec {
     CastInfo* report = nullptr;      // amax, scale, overflow of the rowwise cast (null: not
                                      // wanted); filled by synchronize()
     float* amax_out = nullptr;       // backend memory: receives the rowwise cast's scaling amax
+    // Stochastic rounding's key (an FP4 quantizer with sr): the caller sets seed, step and
+    // the tensor's id with copy bit 0; the columnwise copy draws with tensor | 1.
+    cast::RoundingKey rounding;
 };
 
 // What a GEMM does with its result besides the bias; aux has the output's shape and type:

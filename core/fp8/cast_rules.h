@@ -391,5 +391,98 @@ FP8SCOPE_HD FP4BlockScale mxfp4_block_scale(std::uint32_t amax_bits, MXRule rule
     return b;
 }
 
+// ---- FP4 training: stochastic rounding and the random Hadamard transform ------------------
+
+// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011):
+// four 32-bit words from a 128-bit counter and a 64-bit key, the generator of cuRAND and
+// PyTorch. Integer arithmetic only, so host and device draw the same bits.
+struct Philox4 {
+    std::uint32_t v[4];
+};
+
+FP8SCOPE_HD Philox4 philox4x32_10(std::uint32_t c0, std::uint32_t c1, std::uint32_t c2, std::uint32_t c3,
+                                  std::uint32_t k0, std::uint32_t k1) {
+    constexpr std::uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u, kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+    for (int round = 0; round < 10; ++round) {
+        const std::uint64_t p0 = static_cast<std::uint64_t>(kM0) * c0, p1 = static_cast<std::uint64_t>(kM1) * c2;
+        const std::uint32_t hi0 = static_cast<std::uint32_t>(p0 >> 32), lo0 = static_cast<std::uint32_t>(p0);
+        const std::uint32_t hi1 = static_cast<std::uint32_t>(p1 >> 32), lo1 = static_cast<std::uint32_t>(p1);
+        c0 = hi1 ^ c1 ^ k0;
+        c1 = lo1;
+        c2 = hi0 ^ c3 ^ k1;
+        c3 = lo0;
+        k0 += kW0;
+        k1 += kW1;
+    }
+    return Philox4{{c0, c1, c2, c3}};
+}
+
+// What keys the random bits of a stochastically rounded cast: the run's seed, the training
+// step and the tensor (Fp8Linear: linear << 3 | operand << 1 | copy, copy 0 rowwise, 1
+// columnwise). With the element's index in its copy (row-major) this is Philox's whole
+// input, so a run is reproducible and every backend and thread count draws the same bits.
+struct RoundingKey {
+    std::uint64_t seed = 0, step = 0;
+    std::uint32_t tensor = 0;
+};
+
+// The 32 random bits of element e: word e % 4 of Philox at counter (e / 4, tensor, step lo,
+// step hi), key (seed lo, seed hi). Counters repeat past 2^34 elements in one copy.
+FP8SCOPE_HD std::uint32_t rounding_bits(const RoundingKey& k, std::uint64_t e) {
+    const Philox4 r = philox4x32_10(static_cast<std::uint32_t>(e >> 2), k.tensor, static_cast<std::uint32_t>(k.step),
+                                    static_cast<std::uint32_t>(k.step >> 32), static_cast<std::uint32_t>(k.seed),
+                                    static_cast<std::uint32_t>(k.seed >> 32));
+    return r.v[e & 3u];
+}
+
+// The E2M1 code of y under stochastic rounding with random bits u: clamp to [-6, 6], then
+// between the neighbours lo <= |y| < hi of the grid round up with probability
+// (|y| - lo) / (hi - lo), taken as (u >> 8) * 2^-24 < that fraction (exact: the fraction
+// is |y| - lo, exact by Sterbenz, times a power of two). E[decode] = y to within 2^-24 of
+// a grid step. `clamped` and signs as e2m1_code's.
+FP8SCOPE_HD std::uint8_t e2m1_code_sr(float y, std::uint32_t u, std::uint32_t& clamped) {
+    const std::uint32_t ybits = bits_of(y);
+    float a = float_of(ybits & ~kSignBit);
+    clamped = a > kE2M1Max ? 1u : 0u;
+    a = a > kE2M1Max ? kE2M1Max : a;
+    const std::uint32_t lo = (a >= 0.5f ? 1u : 0u) + (a >= 1.0f ? 1u : 0u) + (a >= 1.5f ? 1u : 0u) +
+                             (a >= 2.0f ? 1u : 0u) + (a >= 3.0f ? 1u : 0u) + (a >= 4.0f ? 1u : 0u) +
+                             (a >= 6.0f ? 1u : 0u);
+    // 2^24 / (hi - lo): grid steps 0.5 below 2, 1 below 4, 2 below 6.
+    const float per_step = lo < 4 ? 33554432.0f : (lo < 6 ? 16777216.0f : 8388608.0f);
+    const float frac = mul_rn(sub_rn(a, e2m1_value(static_cast<std::uint8_t>(lo))), per_step);
+    const std::uint32_t up = lo < 7 && static_cast<float>(u >> 8) < frac ? 1u : 0u;
+    return static_cast<std::uint8_t>((lo + up) | ((ybits >> 28) & kE2M1Sign));
+}
+
+// fp4_qdq with stochastic rounding by random bits u.
+FP8SCOPE_HD float fp4_qdq_sr(float x, const FP4BlockScale& b, std::uint32_t u, std::uint8_t& code,
+                             std::uint32_t& clamped) {
+    code = e2m1_code_sr(mul_rn(x, b.enc), u, clamped);
+    return mul_rn(mul_rn(e2m1_value(code), b.scale), b.dec);
+}
+
+// Transformer Engine's random Hadamard transform of 16 values along the contraction
+// dimension: v <- v D H / 4, H the 16 x 16 Sylvester Hadamard matrix (H H^T = 16 I), D the
+// diagonal of TE's fixed wgrad sign vector (bit i set: sign -1), so D H / 4 is orthogonal
+// and a GEMM whose two operands both take it along K is unchanged. Float32 in a fixed
+// order: signs (exact), four butterfly stages (a + b, a - b), then * 1/4 (exact but for
+// subnormals), the same on every device.
+constexpr std::uint32_t kRhtSignMask = 0xD7E8u;  // [1,1,1,-1,1,-1,-1,-1,-1,-1,-1,1,-1,1,-1,-1]
+constexpr int kRhtSize = 16;
+
+FP8SCOPE_HD void rht16(float* v) {
+    for (int i = 0; i < kRhtSize; ++i)
+        if ((kRhtSignMask >> i) & 1u) v[i] = float_of(bits_of(v[i]) ^ kSignBit);
+    for (int h = 1; h < kRhtSize; h *= 2)
+        for (int i = 0; i < kRhtSize; i += 2 * h)
+            for (int j = i; j < i + h; ++j) {
+                const float a = v[j], b = v[j + h];
+                v[j] = add_rn(a, b);
+                v[j + h] = sub_rn(a, b);
+            }
+    for (int i = 0; i < kRhtSize; ++i) v[i] = mul_rn(v[i], 0.25f);
+}
+
 }  // inline namespace FP8SCOPE_CAST_NS
 }  // namespace fp8scope::cast

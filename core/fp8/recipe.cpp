@@ -179,15 +179,24 @@ Recipe parse_mx(std::string_view base, std::string_view rest) {
     return r;
 }
 
-// nvfp4, nvfp4_2d, mxfp4_floor, mxfp4_rceil: fixed shapes, no options.
+// nvfp4, nvfp4_2d, mxfp4_floor, mxfp4_rceil: fixed shapes; options rht and sr (0 or 1).
 Recipe parse_fp4(std::string_view base, std::string_view rest) {
-    for (const Recipe& r : fp4_analysis_recipes()) {
+    for (Recipe r : fp4_analysis_recipes()) {
         if (recipe_name(r) != base) continue;
-        split_options(base, rest, {});
+        for (const Option& o : split_options(base, rest, {"rht", "sr"})) {
+            const bool on = integer_in_range(base, o.key, o.value, 0, 1, "0 or 1") == 1;
+            std::visit(
+                [&](auto& q) {
+                    if constexpr (requires { q.sr; }) (o.key == "rht" ? q.rht : q.sr) = on;
+                },
+                r);
+        }
         return r;
     }
     throw std::invalid_argument("unknown quantizer " + quoted(base) + "; known: " + std::string(kKnownRecipes));
 }
+
+std::string fp4_options(bool rht, bool sr) { return std::string(rht ? ":rht=1" : "") + (sr ? ":sr=1" : ""); }
 
 std::string_view trim(std::string_view s) {
     const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; };
@@ -223,9 +232,11 @@ std::string recipe_name(const Recipe& recipe) {
             if (r.block != kDefaultMXBlock) s += ":block=" + std::to_string(r.block);
             return s;
         }
-        std::string operator()(const NVFP4Scaling& r) const { return r.two_d ? "nvfp4_2d" : "nvfp4"; }
+        std::string operator()(const NVFP4Scaling& r) const {
+            return (r.two_d ? "nvfp4_2d" : "nvfp4") + fp4_options(r.rht, r.sr);
+        }
         std::string operator()(const MXFP4Scaling& r) const {
-            return r.rule == MXRule::Floor ? "mxfp4_floor" : "mxfp4_rceil";
+            return (r.rule == MXRule::Floor ? "mxfp4_floor" : "mxfp4_rceil") + fp4_options(r.rht, r.sr);
         }
     };
     return std::visit(Namer{}, recipe);
@@ -314,7 +325,8 @@ std::vector<Recipe> default_analysis_recipes() {
 }
 
 std::vector<Recipe> fp4_analysis_recipes() {
-    return {NVFP4Scaling{false}, NVFP4Scaling{true}, MXFP4Scaling{MXRule::Floor}, MXFP4Scaling{MXRule::RCeil}};
+    return {NVFP4Scaling{.two_d = false}, NVFP4Scaling{.two_d = true}, MXFP4Scaling{.rule = MXRule::Floor},
+            MXFP4Scaling{.rule = MXRule::RCeil}};
 }
 
 }  // namespace fp8scope

@@ -5,7 +5,7 @@
 //
 // Name grammar:  BASE[:key=value]...   e.g.  current_e4m3_pow2,
 //   block1x128_fp32, mxfp8_e5m2_rceil, delayed_e4m3:history=16:algo=most_recent:margin=1,
-//   nvfp4, nvfp4_2d, mxfp4_floor, mxfp4_rceil (no options)
+//   nvfp4, nvfp4_2d, mxfp4_floor, mxfp4_rceil, nvfp4:rht=1:sr=1 (FP4 options rht, sr: 0 or 1)
 // Only parameters that differ from the defaults are written, so names stay short.
 #pragma once
 
@@ -58,14 +58,24 @@ struct MXScaling {
 
 // NVFP4: E2M1 elements in 1x16 blocks along the contraction dimension (or 16x16 tiles,
 // Transformer Engine's weight layout) with E4M3 block scales under an FP32 tensor scale.
-// Analysed only (core/fp8/cast_rules.h has the rules); no training recipe casts to it.
+// core/fp8/cast_rules.h has the rules. Both FP4 quantizers take two training options:
+//   rht  the columnwise copy (what the wgrad GEMM reads: X and dY) is cast after the random
+//        Hadamard transform of each 16 values along its contraction dimension
+//        (cast::rht16), under the transformed tensor's own amax; a lone tensor in
+//        `analyze` is transformed along its last dimension
+//   sr   stochastic rounding of the elements (cast::e2m1_code_sr), random bits keyed by
+//        cast::RoundingKey; scales are computed as without it
 struct NVFP4Scaling {
     bool two_d = false;  // 16x16 tiles instead of 1x16 blocks
+    bool rht = false;
+    bool sr = false;
 };
 
-// MXFP4: E2M1 elements in 1x32 blocks with E8M0 scales X = 2^e. Analysed only.
+// MXFP4: E2M1 elements in 1x32 blocks with E8M0 scales X = 2^e.
 struct MXFP4Scaling {
     MXRule rule = MXRule::RCeil;
+    bool rht = false;
+    bool sr = false;
 };
 
 using Recipe = std::variant<CurrentScaling, DelayedScaling, BlockScaling, MXScaling, NVFP4Scaling, MXFP4Scaling>;

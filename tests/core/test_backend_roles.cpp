@@ -54,3 +54,18 @@ TEST(OperandOf, MXIsOneRowOfItsBlock) {
     EXPECT_EQ(op.block_rows, 1);
     EXPECT_EQ(op.block_cols, 32);
 }
+
+TEST(OperandOf, FP4QuantizersHaveTheirBlockShapes) {
+    const GemmOperand nv = operand_of(parse_recipe("nvfp4:rht=1:sr=1"));
+    EXPECT_EQ(nv.mode, ScalingMode::NVFP4);
+    EXPECT_EQ(nv.block_rows, 1);
+    EXPECT_EQ(nv.block_cols, 16);
+    const GemmOperand tiles = operand_of(parse_recipe("nvfp4_2d"));
+    EXPECT_EQ(tiles.mode, ScalingMode::NVFP4);
+    EXPECT_EQ(tiles.block_rows, 16);
+    EXPECT_EQ(tiles.block_cols, 16);
+    const GemmOperand mx = operand_of(parse_recipe("mxfp4_floor"));
+    EXPECT_EQ(mx.mode, ScalingMode::MXFP4);
+    EXPECT_EQ(mx.block_rows, 1);
+    EXPECT_EQ(mx.block_cols, 32);
+}

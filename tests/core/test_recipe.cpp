@@ -248,7 +248,7 @@ TEST(RecipeList, AllExpandsToTheDefaultsThenTheFP4Quantizers) {
     EXPECT_EQ(recipe_name(mixed.back()), "current_e5m2_pow2");
 }
 
-TEST(Recipe, FP4NamesRoundTripAndTakeNoOptions) {
+TEST(Recipe, FP4NamesRoundTripWithTheirRhtAndSrOptions) {
     const Recipe nv = parse_recipe("nvfp4"), nv2 = parse_recipe("nvfp4_2d");
     const Recipe floor = parse_recipe("mxfp4_floor"), rceil = parse_recipe("mxfp4_rceil");
     EXPECT_FALSE(std::get<NVFP4Scaling>(nv).two_d);
@@ -268,7 +268,21 @@ TEST(Recipe, FP4NamesRoundTripAndTakeNoOptions) {
         }(), {recipe_name(r), "FP4"});
     }
     for (const Recipe& r : default_analysis_recipes()) EXPECT_FALSE(is_fp4(r));
-    expect_error(parse_error("nvfp4:block=32"), {"nvfp4: unknown option 'block'", "known: none"});
+    const Recipe both = parse_recipe("nvfp4:rht=1:sr=1"), sr2d = parse_recipe("nvfp4_2d:sr=1:rht=0");
+    EXPECT_TRUE(std::get<NVFP4Scaling>(both).rht);
+    EXPECT_TRUE(std::get<NVFP4Scaling>(both).sr);
+    EXPECT_FALSE(std::get<NVFP4Scaling>(both).two_d);
+    EXPECT_EQ(recipe_name(both), "nvfp4:rht=1:sr=1");
+    EXPECT_EQ(recipe_name(sr2d), "nvfp4_2d:sr=1");  // defaults are not written
+    const Recipe mx = parse_recipe("mxfp4_floor:rht=1");
+    EXPECT_TRUE(std::get<MXFP4Scaling>(mx).rht);
+    EXPECT_FALSE(std::get<MXFP4Scaling>(mx).sr);
+    EXPECT_EQ(std::get<MXFP4Scaling>(mx).rule, MXRule::Floor);
+    EXPECT_EQ(recipe_name(mx), "mxfp4_floor:rht=1");
+    expect_error(parse_error("nvfp4:block=32"), {"nvfp4: unknown option 'block'", "known: rht, sr"});
+    expect_error(parse_error("nvfp4:rht=2"), {"nvfp4: rht must be 0 or 1, got '2'"});
+    expect_error(parse_error("mxfp4_rceil:sr=yes"), {"mxfp4_rceil: sr must be an integer, got 'yes'"});
+    expect_error(parse_error("nvfp4:sr=1:sr=0"), {"nvfp4", "sr"});
     expect_error(parse_error("mxfp4_rceil:block=16"), {"mxfp4_rceil: unknown option 'block'"});
     for (const char* bad : {"nvfp4_1d", "nvfp4_3d", "mxfp4", "mxfp4_round", "NVFP4"}) {
         expect_error(parse_error(bad), {"unknown quantizer '" + std::string(bad) + "'", "nvfp4_2d", "mxfp4_rceil"});

@@ -34,6 +34,8 @@ GemmInput gemm_input(const GemmOperand& op, Copy copy) {
                                   std::to_string(op.block_cols) + " block scaling");
         break;
     case ScalingMode::MX: throw GemmUnsupported("gemm_input: MXFP8 has no tensor cores on Hopper (emulate it)");
+    case ScalingMode::NVFP4:
+    case ScalingMode::MXFP4: throw GemmUnsupported("gemm_input: FP4 has no tensor cores on Hopper (emulate it)");
     case ScalingMode::None: break;
     }
     return in;
