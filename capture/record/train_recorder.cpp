@@ -44,7 +44,7 @@ std::string utc_now() {
 TraceMeta run_trace_meta(const TrainConfig& config, const Trainer& trainer, const std::string& tool_version,
                          std::int64_t blockmap_every, const LaunchEnv& job) {
     TraceMeta m = make_trace_meta(config, trainer.model(0).linears(), tool_version, blockmap_every,
-                                  default_analysis_recipes(), job);
+                                  what_if_recipes(), job);
     m.created = utc_now();
     m.machine = host_name() + " (" + trainer.backend().describe() + ")";
     if (const std::optional<DType> sums = trainer.step_sync().grad_dtype()) m.grad_dtype = dtype_name(*sums);

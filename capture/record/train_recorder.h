@@ -26,7 +26,8 @@ TraceMeta make_trace_meta(const TrainConfig& config, const std::vector<LinearInf
                           const LaunchEnv& job = {});
 
 // The metadata of a trainer's run as the engine records and serves it: make_trace_meta
-// plus the creation time, the machine (host and the backend's description) and run
+// with every what-if quantizer (what_if_recipes(): the FP8 ones and FP4's) plus the
+// creation time, the machine (host and the backend's description) and run
 // names (by recipe; a repeated recipe gets its run index), and for a data-parallel
 // trainer the type its gradient sums travel in. The trace file and the live
 // stream are given this one value, so their ids agree.

@@ -299,8 +299,7 @@ std::vector<Recipe> parse_recipe_list(std::string_view list) {
     }
     for (std::string_view item : items) {
         if (item == "all") {
-            for (const Recipe& r : default_analysis_recipes()) add(r, "all");
-            for (const Recipe& r : fp4_analysis_recipes()) add(r, "all");
+            for (const Recipe& r : what_if_recipes()) add(r, "all");
         } else {
             add(parse_recipe(item), item);
         }
@@ -327,6 +326,12 @@ std::vector<Recipe> default_analysis_recipes() {
 std::vector<Recipe> fp4_analysis_recipes() {
     return {NVFP4Scaling{.two_d = false}, NVFP4Scaling{.two_d = true}, MXFP4Scaling{.rule = MXRule::Floor},
             MXFP4Scaling{.rule = MXRule::RCeil}};
+}
+
+std::vector<Recipe> what_if_recipes() {
+    std::vector<Recipe> all = default_analysis_recipes();
+    for (const Recipe& r : fp4_analysis_recipes()) all.push_back(r);
+    return all;
 }
 
 }  // namespace fp8scope

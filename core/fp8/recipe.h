@@ -98,5 +98,8 @@ std::vector<Recipe> parse_recipe_list(std::string_view list);
 std::vector<Recipe> default_analysis_recipes();
 // The FP4 quantizers `analyze --quantizers all` adds: nvfp4, nvfp4_2d, mxfp4_floor, mxfp4_rceil.
 std::vector<Recipe> fp4_analysis_recipes();
+// The what-ifs a training trace records at capture steps: default_analysis_recipes() then
+// fp4_analysis_recipes() (what "all" expands to).
+std::vector<Recipe> what_if_recipes();
 
 }  // namespace fp8scope

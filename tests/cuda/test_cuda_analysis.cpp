@@ -20,9 +20,14 @@
 namespace fp8scope {
 namespace {
 
-// Every recipe of `analyze` plus delayed scaling (with a history's scale) and 2 x 32 blocks.
+// Every recipe of `analyze`, the FP4 quantizers (with the Hadamard transform and
+// stochastic rounding too), delayed scaling (with a history's scale) and 2 x 32 blocks.
 std::vector<Recipe> recipes() {
     std::vector<Recipe> r = default_analysis_recipes();
+    for (const Recipe& q : fp4_analysis_recipes()) r.push_back(q);
+    r.push_back(NVFP4Scaling{.rht = true});
+    r.push_back(NVFP4Scaling{.two_d = true, .sr = true});
+    r.push_back(MXFP4Scaling{.rule = MXRule::Floor, .rht = true, .sr = true});
     r.push_back(DelayedScaling{Format::E4M3});
     r.push_back(DelayedScaling{Format::E5M2});
     r.push_back(BlockScaling{Format::E5M2, 2, 32, false});

@@ -141,23 +141,28 @@ private slots:
 
     // Linear 3's dgrad dy (run 1, block1x128: the current-scaling scale 448 / amax): the
     // E4M3 max mark at log2(amax), min normal 2^-6 and min subnormal 2^-9 below in scaled
-    // units; E5M2 likewise from 57344.
+    // units; E5M2 likewise from 57344; E2M1 at 6 / amax: max at log2(amax), min normal 1
+    // and min subnormal 0.5 in scaled units.
     void outlierRangeMarksAndTitle() {
         selection_.setOperand({1, Gemm::Dgrad, Operand::DY});
         auto* v = show<OutliersView>("outliers");
         QCustomPlot* p = v->layersHeatmap();
-        QCOMPARE(fp8_mark_count(p), spec_.linears * 6);
+        QCOMPARE(fp8_mark_count(p), spec_.linears * 9);
         const int slot = trace::operand_slot(3, Gemm::Dgrad, Operand::DY);
         const double amax = t::amax_of(1, 30, slot);
         QList<double> row3;
         for (int i = 0; i < p->itemCount(); ++i)
             if (auto* l = qobject_cast<QCPItemLine*>(p->item(i)); l && l->start->coords().y() == 2.5) row3 << l->start->coords().x();
-        QCOMPARE(row3.size(), 6);
+        QCOMPARE(row3.size(), 9);
         const double e4m3 = std::log2(448.0 / amax);  // log2 of the scale
         QVERIFY(std::abs(row3[0] - (std::log2(amax) - 0.5)) < 1e-4);
         QVERIFY(std::abs(row3[1] - (-6 - e4m3 - 0.5)) < 1e-4);
         QVERIFY(std::abs(row3[2] - (-9 - e4m3 - 0.5)) < 1e-4);
         QVERIFY(std::abs(row3[5] - (-16 - std::log2(57344.0 / amax) - 0.5)) < 1e-4);
+        const double e2m1 = std::log2(6.0 / amax);
+        QVERIFY(std::abs(row3[6] - (std::log2(amax) - 0.5)) < 1e-4);
+        QVERIFY(std::abs(row3[7] - (0 - e2m1 - 0.5)) < 1e-4);
+        QVERIFY(std::abs(row3[8] - (-1 - e2m1 - 0.5)) < 1e-4);
         // The axis shows every mark: what falls off either end.
         QVERIFY(p->xAxis->range().lower < row3[5]);
         const QString title = plot_title(p);

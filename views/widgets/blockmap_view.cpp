@@ -109,8 +109,12 @@ void BlockMapView::resizeEvent(QResizeEvent* e) {
 
 namespace {
 // E5M2 quantizers (per-tensor, MX) on one perceptual scale, E4M3 ones (MXFP8 E4M3 too) on
-// another: the element format of a map shows in its colours.
+// another, the FP4 ones (E2M1: NVFP4, MXFP4) on a third: the element format of a map shows
+// in its colours.
 bool is_e5m2(const QString& quantizer) { return quantizer.contains("e5m2", Qt::CaseInsensitive); }
+bool is_fp4(const QString& quantizer) { return quantizer.startsWith("nvfp4") || quantizer.startsWith("mxfp4"); }
+enum Family { kE4M3, kE5M2, kE2M1 };
+Family family_of(const QString& quantizer) { return is_fp4(quantizer) ? kE2M1 : is_e5m2(quantizer) ? kE5M2 : kE4M3; }
 
 bool is_difference(BlockMapView::Quantity q) { return q == BlockMapView::ScaleInvDiff || q == BlockMapView::SqnrDiff; }
 
@@ -167,7 +171,7 @@ void BlockMapView::redraw() {
         for (const trace::BlockMapRecord* b : all) {
             const QString name = quantizer_label(d.meta, b->quantizer);
             if (!is_difference(quantity)) { maps.push_back(b); continue; }
-            if (is_per_tensor(name)) continue;
+            if (is_per_tensor(name) || is_fp4(name)) continue;  // FP4 has no per-tensor twin
             const auto ref = std::find_if(all.begin(), all.end(), [&](const trace::BlockMapRecord* r) {
                 return quantizer_label(d.meta, r->quantizer) == per_tensor_of(name) && r->grid_rows == b->grid_rows &&
                        r->grid_cols == b->grid_cols;
@@ -214,7 +218,7 @@ void BlockMapView::redraw() {
         plot_->plotLayout()->addElement(0, 0, grid);
         auto* scales = new QCPLayoutGrid;
         plot_->plotLayout()->addElement(0, 1, scales);
-        QCPColorScale* scale_of[2] = {nullptr, nullptr};  // E4M3, E5M2 (one diverging scale for differences)
+        QCPColorScale* scale_of[3] = {nullptr, nullptr, nullptr};  // by Family (one diverging scale for differences)
         QCPRange range;
         bool any = false;
         QFont tf = font();
@@ -265,7 +269,7 @@ void BlockMapView::redraw() {
                 range = any ? QCPRange(std::min(range.lower, r.lower), std::max(range.upper, r.upper)) : r;
                 any = true;
             }
-            const int family = quantity != Absmax && !is_difference(quantity) && is_e5m2(quantizer_label(d.meta, b->quantizer)) ? 1 : 0;
+            const int family = quantity != Absmax && !is_difference(quantity) ? family_of(quantizer_label(d.meta, b->quantizer)) : kE4M3;
             if (!scale_of[family]) {
                 scale_of[family] = new QCPColorScale(plot_);
                 scale_of[family]->setType(QCPAxis::atRight);
@@ -273,10 +277,12 @@ void BlockMapView::redraw() {
                 // (a finer scale_inv, a higher SQNR): the goodness scale of every view.
                 scale_of[family]->setGradient(quantity == SqnrDb || quantity == SqnrDiff ? goodness_gradient(Better::Higher)
                                               : quantity == ScaleInvDiff               ? goodness_gradient(Better::Lower)
-                                              : family                                 ? magma_gradient()
+                                              : family == kE5M2                        ? magma_gradient()
+                                              : family == kE2M1                        ? cividis_gradient()
                                                                                        : viridis_gradient());
+                const QString format_name[3] = {tr(" (E4M3)"), tr(" (E5M2)"), tr(" (E2M1: NVFP4, MXFP4)")};
                 scale_of[family]->axis()->setLabel(quantity_->currentText() + (quantity == Absmax || is_difference(quantity) ? QString()
-                                                   : family ? tr(" (E5M2)") : tr(" (E4M3)")));
+                                                   : format_name[family]));
                 scales->addElement(scales->elementCount(), 0, scale_of[family]);
             }
             map->setColorScale(scale_of[family]);  // the map takes the scale's gradient

@@ -1,12 +1,14 @@
 // Block heatmaps: one tensor (the current operand at the newest block-map step at or
 // before the cursor, which the heading names when it is not the cursor's) under every
-// quantizer with block maps (per-tensor, 1x128, 128x128, MXFP8), side by side at one size
-// and over one value range, showing the per-tile scale_inv in use or the per-tile SQNR,
-// with a perceptual colour scale per element format (E4M3, MXFP8 E4M3 included; E5M2; SQNR
+// quantizer with block maps (per-tensor, 1x128, 128x128, MXFP8, NVFP4 1x16 and 16x16,
+// MXFP4 1x32), side by side at one size and over one value range, showing the per-tile
+// scale_inv in use (the largest block scale_inv in the tile) or the per-tile SQNR, with a
+// perceptual colour scale per element format (E4M3, MXFP8 E4M3 included; E5M2; E2M1; SQNR
 // on the goodness scale of every view: red worse, blue better), or either minus the
 // per-tensor map (the goodness scale, white at zero: a finer scale_inv or a higher SQNR is
-// better); the per-tile |x| absmax, the same under every quantizer, as one map. A tensor
-// that is one tile at the block size is described in text.
+// better; FP4 has no per-tensor twin and is left out); the per-tile |x| absmax, the same
+// under every quantizer, as one map. A tensor that is one tile at the block size is
+// described in text.
 #pragma once
 
 #include "widgets/store_view.h"

@@ -2,6 +2,7 @@
 #include "widgets/fp8_range_marks.h"
 
 #include <cmath>
+#include <optional>
 #include <qcustomplot.h>
 
 #include "fp8/recipe.h"
@@ -10,15 +11,36 @@ namespace fp8scope::views {
 
 namespace {
 constexpr char kMark[] = "fp8_range_mark";
-// Lime and magenta: apart from each other and from the histograms' blues and whites.
-QColor format_color(Format f) { return f == Format::E4M3 ? QColor(0x7c, 0xfc, 0x00) : QColor(0xff, 0x3c, 0xc8); }
+
+// A marked element format: its name, range and colour (lime, magenta and orange: apart
+// from each other and from the histograms' blues and whites).
+struct MarkedFormat {
+    const char* name;
+    double max, min_normal, min_subnormal;
+    QColor color;
+    std::optional<Format> fp8;  // none: E2M1
+};
+
+MarkedFormat fp8_format(const char* name, Format f, QColor color) {
+    const FormatInfo& i = info(f);
+    return {name, i.max, i.min_normal, i.min_subnormal, color, f};
+}
+
+const MarkedFormat kFormats[] = {
+    fp8_format("E4M3", Format::E4M3, QColor(0x7c, 0xfc, 0x00)),
+    fp8_format("E5M2", Format::E5M2, QColor(0xff, 0x3c, 0xc8)),
+    {"E2M1", 6.0, 1.0, 0.5, QColor(0xff, 0x9f, 0x1a), std::nullopt},  // 1.0 = 2^(1 - bias 1)
+};
 const Qt::PenStyle kEdgeStyle[3] = {Qt::SolidLine, Qt::DashLine, Qt::DotLine};  // max, min normal, min subnormal
+
+Fp8RangeLog2 range_log2(const MarkedFormat& m, double scale) {
+    if (!(scale > 0) || !std::isfinite(scale)) return {};
+    return {std::log2(m.max / scale), std::log2(m.min_normal / scale), std::log2(m.min_subnormal / scale)};
+}
 }  // namespace
 
 Fp8RangeLog2 fp8_range_log2(Format f, double scale) {
-    if (!(scale > 0) || !std::isfinite(scale)) return {};
-    const FormatInfo& fi = info(f);
-    return {std::log2(fi.max / scale), std::log2(fi.min_normal / scale), std::log2(fi.min_subnormal / scale)};
+    return range_log2(kFormats[f == Format::E4M3 ? 0 : 1], scale);
 }
 
 double format_scale(const trace::TraceMeta& meta, const OperandSummary& o, Format f) {
@@ -37,8 +59,12 @@ double format_scale(const trace::TraceMeta& meta, const OperandSummary& o, Forma
 
 void mark_fp8_range(QCPRange* extent, QCustomPlot* plot, const trace::TraceMeta& meta, const OperandSummary& o, double at,
                     bool exponent_on_x, double half_width) {
-    for (Format f : {Format::E4M3, Format::E5M2}) {
-        const Fp8RangeLog2 r = fp8_range_log2(f, format_scale(meta, o, f));
+    for (const MarkedFormat& m : kFormats) {
+        // E2M1 is always block-scaled: marked at the scale 6 / amax, the range one block
+        // holding the tensor's amax keeps.
+        const double amax = o.figures[&TensorStats::amax];
+        const double scale = m.fp8 ? format_scale(meta, o, *m.fp8) : amax > 0 ? m.max / amax : NAN;
+        const Fp8RangeLog2 r = range_log2(m, scale);
         const double edges[3] = {r.max, r.min_normal, r.min_subnormal};
         for (int e = 0; e < 3; ++e) {
             if (!std::isfinite(edges[e])) continue;
@@ -49,7 +75,7 @@ void mark_fp8_range(QCPRange* extent, QCustomPlot* plot, const trace::TraceMeta&
             line->setObjectName(kMark);
             line->setSelectable(false);
             line->setClipToAxisRect(true);
-            line->setPen(QPen(format_color(f), 2, kEdgeStyle[e]));
+            line->setPen(QPen(m.color, 2, kEdgeStyle[e]));
             if (exponent_on_x) {
                 line->start->setCoords(x, at - half_width);
                 line->end->setCoords(x, at + half_width);
@@ -73,17 +99,13 @@ int fp8_mark_count(const QCustomPlot* plot) {
 }
 
 void add_fp8_mark_legend(QCustomPlot* plot) {
-    const QString names[2] = {QObject::tr("E4M3"), QObject::tr("E5M2")};
     const QString edges[3] = {QObject::tr("max"), QObject::tr("min normal"), QObject::tr("min subnormal")};
-    int i = 0;
-    for (Format f : {Format::E4M3, Format::E5M2}) {
+    for (const MarkedFormat& m : kFormats) {
         for (int e = 0; e < 3; ++e) {
             QCPGraph* g = plot->addGraph();
-            g->setName(QStringLiteral("%1 %2").arg(names[i], edges[e]));
-            QColor c = format_color(f).darker(130);  // readable on the white legend
-            g->setPen(QPen(c, 2, kEdgeStyle[e]));
+            g->setName(QStringLiteral("%1 %2").arg(QLatin1String(m.name), edges[e]));
+            g->setPen(QPen(m.color.darker(130), 2, kEdgeStyle[e]));  // readable on the white legend
         }
-        ++i;
     }
 }
 

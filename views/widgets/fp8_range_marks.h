@@ -1,9 +1,11 @@
-// The FP8 formats' representable range marked on the log2 |x| histograms. The histograms
+// The element formats' representable ranges (E4M3, E5M2 and FP4's E2M1) marked on the
+// log2 |x| histograms. The histograms
 // count the operand's raw values by floor(log2 |x|); what a format keeps depends on the
 // scale the values are multiplied by before the cast, so the marks sit where
 // fp8 max / scale, min normal / scale and min subnormal / scale fall on the raw axis.
 // The scale is the one in use when the operand trains per-tensor in that format, else the
-// one per-tensor current scaling would take (fp8 max / amax: the top mark at amax).
+// one per-tensor current scaling would take (fp8 max / amax: the top mark at amax). E2M1,
+// only ever block-scaled, is marked at 6 / amax: the 3.6 binades one block keeps.
 #pragma once
 
 #include "fp8/format.h"
@@ -25,7 +27,7 @@ double format_scale(const trace::TraceMeta& meta, const OperandSummary& o, Forma
 // log2|x| - 0.5 on the heatmap's exponent axis.
 inline double exponent_coord(double log2_value) { return log2_value - 0.5; }
 
-// Marks both formats' ranges across one row (exponent on x) or column (exponent on y) of
+// Marks the three formats' ranges across one row (exponent on x) or column (exponent on y) of
 // a histogram heatmap, from `at` - 0.5 to `at` + 0.5 on the other axis. Widens `extent`
 // (exponent coordinates; start it as NaN, NaN) to hold the marks, so that the axis can
 // show them all.

@@ -70,6 +70,10 @@ QCPColorGradient magma_gradient() {
     return gradient_of(std::initializer_list<QRgb>{0x000004, 0x180f3d, 0x440f76, 0x721f81, 0x9e2f7f, 0xcd4071, 0xf1605d, 0xfd9668, 0xfeca8d, 0xfcfdbf});
 }
 
+QCPColorGradient cividis_gradient() {
+    return gradient_of(std::initializer_list<QRgb>{0x00224e, 0x123570, 0x3b496c, 0x575d6d, 0x707173, 0x8a8678, 0xa59c74, 0xc3b369, 0xe1cc55, 0xfee838});
+}
+
 QCPColorGradient goodness_gradient(Better better) {
     if (better == Better::Neither) return viridis_gradient();
     // Low values first: worst first when higher is better, best first when lower is.

@@ -22,9 +22,10 @@ QColor series_color(int index);
 QVector<QColor> recipe_colors(const std::vector<std::string>& names);
 // Perceptual colour scales (lightness rises evenly, readable in grey) for figures that
 // are neither good nor bad (amax, scales): viridis for the E4M3 family, magma for E5M2
-// and MX.
+// and MX, cividis for FP4 (E2M1).
 QCPColorGradient viridis_gradient();
 QCPColorGradient magma_gradient();
+QCPColorGradient cividis_gradient();
 // The goodness scale (models/goodness.h) for a statistic, values and differences alike:
 // red where the statistic is worse, blue where it is better, light in the middle (white
 // at zero when the data range is symmetric). A statistic that is neither gets viridis.

@@ -240,6 +240,7 @@ __device__ void finish_moments(const Moments* partials, int count, std::int64_t 
         float s = 1.0f;
         if (p.kind == kCurrent) s = qk::compute_scale(amax, p.format, p.eps, p.pow2);
         if (p.kind == kDelayed && !qk::is_nan(p.delayed_scale)) s = p.delayed_scale;
+        if (p.kind == kFP4 && p.fp4_nv && !p.rht) s = cast::nvfp4_tensor_scale(amax);  // rht: fp4.cu sets it
         out->params.s[i] = s;
         out->params.si[i] = __fdiv_rn(1.0f, s);
     }
@@ -369,8 +370,24 @@ int log2_of(int v) { return __builtin_ctz(static_cast<unsigned>(v)); }
 float float_bits(unsigned u) { return qk::float_of(u); }
 
 RecipePlan plan_of(const Recipe& r, float delayed_scale) {
-    if (is_fp4(r)) throw std::invalid_argument(recipe_name(r) + ": FP4 quantizers are not yet analysed on the GPU");
     RecipePlan p{};
+    if (const auto* nv = std::get_if<NVFP4Scaling>(&r)) {
+        p.kind = kFP4;
+        p.fp4_nv = 1;
+        p.block_rows_log2 = nv->two_d ? 4 : 0;
+        p.block_cols_log2 = 4;
+        p.rht = nv->rht;
+        p.sr = nv->sr;
+        return p;
+    }
+    if (const auto* mx = std::get_if<MXFP4Scaling>(&r)) {
+        p.kind = kFP4;
+        p.block_cols_log2 = 5;
+        p.rule = mx->rule;
+        p.rht = mx->rht;
+        p.sr = mx->sr;
+        return p;
+    }
     p.format = recipe_format(r);
     p.delayed_scale = delayed_scale;
     p.block_cols_log2 = 7;
@@ -422,7 +439,6 @@ bool device_analysis_supports(const std::vector<Recipe>& recipes, const StatsOpt
         opt.top_k > an::kMaxTopK)
         return false;
     for (const Recipe& r : recipes) {
-        if (is_fp4(r)) return false;  // FP4 quantizers are not yet analysed on the GPU: the host analyses them
         if (const auto* b = std::get_if<BlockScaling>(&r)) {
             if (!an::pow2_in(b->block_rows, 1, 128) || !an::pow2_in(b->block_cols, 32, 128)) return false;
         } else if (const auto* m = std::get_if<MXScaling>(&r)) {
@@ -439,6 +455,8 @@ struct Analyzer::Buffers {
     an::Candidate* candidates = nullptr;
     unsigned* top_tiles = nullptr;
     an::Summary* summary = nullptr;
+    unsigned* rht_amax = nullptr;
+    std::size_t n_rht_amax = 0;
     std::size_t n_partials = 0, n_tile_stats = 0, n_tile_errors = 0, n_candidates = 0, n_top_tiles = 0,
                 n_summary = 0;
     // pinned host copies
@@ -450,7 +468,7 @@ struct Analyzer::Buffers {
     ~Buffers() {
         for (void* p : {static_cast<void*>(partials), static_cast<void*>(tile_stats), static_cast<void*>(tile_errors),
                         static_cast<void*>(candidates), static_cast<void*>(top_tiles),
-                        static_cast<void*>(summary)})
+                        static_cast<void*>(summary), static_cast<void*>(rht_amax)})
             if (p) cudaFree(p);
         for (void* p : {static_cast<void*>(h_summary), static_cast<void*>(h_tile_stats),
                         static_cast<void*>(h_tile_errors)})
@@ -505,6 +523,8 @@ Analysis Analyzer::analyze(const AnalysisInput& x, const std::vector<Recipe>& re
         an::moments_kernel<<<blocks, an::kThreads, 0, stream>>>(static_cast<const float*>(x.data), n, aligned, plans,
                                                                 opt.outlier_k, b.partials, b.summary);
     FP8SCOPE_CUDA_LAUNCHED();
+    an::grow(b.rht_amax, b.n_rht_amax, 1);
+    an::launch_fp4_rht_scales(in, plans, &b.summary->params, b.rht_amax, stream);
     if (nrec == 0) an::launch_stats(in, &b.summary->params, b.tile_stats, channel, stream);
     else an::launch_tiles(in, plans, &b.summary->params, b.tile_stats, b.tile_errors, channel, stream);
     an::finish_tiles_kernel<<<unsigned(nrec + 1 + (top_k > 0)), an::kFinishThreads, 0, stream>>>(

@@ -44,7 +44,8 @@ struct AnalysisInput {
 };
 
 // Whether the device analysis covers these recipes and options: per-tensor recipes,
-// blocks of 2^i x {32, 64, 128} rows x columns (i <= 7) and MX blocks of 32, 64 or 128,
+// blocks of 2^i x {32, 64, 128} rows x columns (i <= 7), MX blocks of 32, 64 or 128, the
+// FP4 quantizers (analysis/fp4.cuh),
 // top_k <= 256, at most 2^33 elements. Otherwise the backend analyses on the host.
 bool device_analysis_supports(const std::vector<Recipe>& recipes, const StatsOptions& opt, std::int64_t numel);
 

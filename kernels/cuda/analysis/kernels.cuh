@@ -32,7 +32,7 @@ constexpr int kMomentBlocks = 512;   // pass 1 partial sums (fixed: the order ne
 constexpr int kIndexBits = 33;       // top-value keys: |x| bits above the complemented index
 constexpr std::uint64_t kIndexMask = (std::uint64_t(1) << kIndexBits) - 1;
 
-enum Kind : int { kCurrent = 0, kDelayed = 1, kBlock = 2, kMX = 3 };
+enum Kind : int { kCurrent = 0, kDelayed = 1, kBlock = 2, kMX = 3, kFP4 = 4 };
 
 struct RecipePlan {
     int kind;
@@ -42,6 +42,7 @@ struct RecipePlan {
     MXRule rule;
     float eps;            // current scaling
     float delayed_scale;  // delayed scaling: the scale it casts with
+    int fp4_nv, rht, sr;  // FP4: NVFP4 (else MXFP4), its options (params s, si: S_enc, S_dec)
 };
 
 struct Plans {

@@ -2,6 +2,7 @@
 // the view. The tile is loaded once into shared memory in the input's type (transposed on
 // the way when the view is), then read from there by the statistics and by every recipe.
 #include "cuda/analysis/internal.h"
+#include "cuda/analysis/fp4.cuh"
 #include "cuda/analysis/kernels.cuh"
 #include "cuda/analysis/stats.cuh"
 #include "cuda/runtime/check.h"
@@ -321,6 +322,17 @@ __global__ void __launch_bounds__(kThreads, 4) tile_kernel(TileInput in, Plans p
     for (int k = 0; k < plans.count; ++k) {
         const RecipePlan& p = plans.r[k];
         const float s = params->s[k], si = params->si[k];
+        if (p.kind == kFP4) {
+            Fp4Acc f;
+            if (p.block_cols_log2 == 5) fp4_errors<32, T, kRow>(p, s, si, in, at, sh.tile, sh.blk_raw, f);
+            else fp4_errors<16, T, kRow>(p, s, si, in, at, sh.tile, sh.blk_raw, f);
+            amax_shape = -1;  // 16x16 tiles used the block buffers
+            const TileError t = block_combine(TileError{f.sxx, f.sdd, f.sqq, f.sxq, f.max_err, f.si_min, f.si_max,
+                                                        f.under, f.over, f.nonfinite},
+                                              sh.error_parts[k % 2]);
+            if (threadIdx.x == 0) tile_errors[tile * plans.count + k] = t;
+            continue;
+        }
         float si_min = si, si_max = si;
         ScaleRange range{s, s, si};
         if (p.kind == kBlock || p.kind == kMX) {
