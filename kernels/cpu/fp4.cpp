@@ -67,18 +67,37 @@ void rounding_bits_run(const cast::RoundingKey& key, std::uint64_t e0, std::int6
 
 namespace {
 
+// One block row segment x[0, n) under block scale b into values or codes (the other
+// null); returns the count clamped. Branch-free, one kind of output per instance, so the
+// loop vectorizes.
+template <bool kSr, bool kValues>
+std::int64_t qdq_run(const float* x, std::int64_t n, const cast::FP4BlockScale b, const std::uint32_t* bits,
+                     float* values, std::uint8_t* codes) {
+    std::uint32_t clamped_sum = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+        std::uint8_t code;
+        std::uint32_t clamped;
+        const float v = kSr ? cast::fp4_qdq_sr(x[i], b, bits[i], code, clamped) : cast::fp4_qdq(x[i], b, code, clamped);
+        clamped_sum += clamped;
+        if constexpr (kValues) values[i] = v;
+        else codes[i] = code;
+    }
+    return clamped_sum;
+}
+
 // The cast of x's blocks under p (x already transformed when p.rht): each block's scale
-// code goes to scale_codes (scale_rows x scale_cols), each element's code and x' to
-// emit(index, code, value); a NaN block emits code 0 and NaN. Threads over bands of block
-// rows, each element's result its own: the same for every thread count. Returns the
-// overflow count.
-template <class Emit>
+// code goes to scale_codes (scale_rows x scale_cols; may be null), each element's x' to
+// values or its code to codes (one of them null; row-major like x); a NaN block gives
+// codes 0 and x' NaN. Threads over bands of block rows, each element's result its own:
+// the same for every thread count. Returns the overflow count.
 std::int64_t cast_blocks(MatrixView x, const FP4Plan& p, const cast::RoundingKey& key, std::uint8_t* scale_codes,
-                         int threads, Emit emit) {
+                         float* values, std::uint8_t* codes, int threads) {
     const std::int64_t scale_rows = (x.rows + p.block_rows - 1) / p.block_rows;
     const std::int64_t scale_cols = (x.cols + p.block_cols - 1) / p.block_cols;
     std::vector<std::int64_t> overflow(static_cast<std::size_t>(scale_rows), 0);
     const std::int64_t grain = std::max<std::int64_t>(1, kRowGrain / std::max<std::int64_t>(x.cols * p.block_rows, 1));
+    const auto run = p.sr ? (values ? qdq_run<true, true> : qdq_run<true, false>)
+                          : (values ? qdq_run<false, true> : qdq_run<false, false>);
     parallel_for(scale_rows, grain, threads, [&](std::int64_t b0, std::int64_t b1) {
         std::vector<std::uint32_t> bits(p.sr ? static_cast<std::size_t>(x.cols) : 0);
         for (std::int64_t br = b0; br < b1; ++br) {
@@ -96,30 +115,15 @@ std::int64_t cast_blocks(MatrixView x, const FP4Plan& p, const cast::RoundingKey
                 const cast::FP4BlockScale b = p.block(amax, nonfinite);
                 if (scale_codes) scale_codes[br * scale_cols + bc] = b.code;
                 for (std::int64_t row = r0; row < r1; ++row) {
-                    const std::int64_t e0 = row * x.cols;
-                    const float* in = x.row(row);
+                    const std::int64_t e0 = row * x.cols + c0;
                     if (nonfinite) {
-                        for (std::int64_t c = c0; c < c1; ++c) emit(e0 + c, std::uint8_t(0), b.scale);
+                        if (values) std::fill(values + e0, values + e0 + (c1 - c0), b.scale);
+                        else std::fill(codes + e0, codes + e0 + (c1 - c0), std::uint8_t(0));
                         continue;
                     }
-                    if (p.sr) {
-                        rounding_bits_run(key, static_cast<std::uint64_t>(e0 + c0), c1 - c0, bits.data() + c0);
-                        for (std::int64_t c = c0; c < c1; ++c) {
-                            std::uint8_t code;
-                            std::uint32_t clamped;
-                            const float v = cast::fp4_qdq_sr(in[c], b, bits[c], code, clamped);
-                            clamped_sum += clamped;
-                            emit(e0 + c, code, v);
-                        }
-                    } else {
-                        for (std::int64_t c = c0; c < c1; ++c) {
-                            std::uint8_t code;
-                            std::uint32_t clamped;
-                            const float v = cast::fp4_qdq(in[c], b, code, clamped);
-                            clamped_sum += clamped;
-                            emit(e0 + c, code, v);
-                        }
-                    }
+                    if (p.sr) rounding_bits_run(key, static_cast<std::uint64_t>(e0), c1 - c0, bits.data() + c0);
+                    clamped_sum += run(x.row(row) + c0, c1 - c0, b, p.sr ? bits.data() + c0 : nullptr, values ? values + e0 : nullptr,
+                                       codes ? codes + e0 : nullptr);
                 }
             }
             overflow[br] = clamped_sum;
@@ -153,9 +157,7 @@ FP4Tensor quantize_fp4(MatrixView x, const Recipe& r, int threads, const cast::R
     q.tensor_scale_inv = p.s_dec;
     q.codes.assign(static_cast<std::size_t>(x.rows * x.cols), 0);
     q.scale_codes.assign(static_cast<std::size_t>(q.scale_rows() * q.scale_cols()), 0);
-    std::uint8_t* codes = q.codes.data();
-    q.overflow = cast_blocks(x, p, key, q.scale_codes.data(), threads,
-                             [codes](std::int64_t e, std::uint8_t code, float) { codes[e] = code; });
+    q.overflow = cast_blocks(x, p, key, q.scale_codes.data(), nullptr, q.codes.data(), threads);
     return q;
 }
 
@@ -170,7 +172,7 @@ CastInfo fp4_fake_quantize(MatrixView x, const Recipe& r, float* out, const cast
     const FP4Plan p = fp4_plan(r, info.amax);
     // In place is safe: a block's elements are read for its amax before any is written,
     // and each element's x' depends on itself and its block's scale only.
-    info.overflow = cast_blocks(x, p, key, nullptr, threads, [out](std::int64_t e, std::uint8_t, float v) { out[e] = v; });
+    info.overflow = cast_blocks(x, p, key, nullptr, out, nullptr, threads);
     return info;
 }
 
