@@ -1,5 +1,6 @@
-// FP4 quantization and error sums of a tensor's blocks (fp4.h). Scalar: FP4 casts run at
-// a few elements per nanosecond, well within a tensor's other passes and a training step.
+// FP4 quantization and error sums of a tensor's blocks (fp4.h). The codes (quantize_fp4,
+// the reference) are cast element by element with cast_rules.h's scalar rules; the
+// dequantized casts of training run simd.h's vector kernels, held to them bit for bit.
 #include "cpu/fp4.h"
 
 #include <algorithm>
@@ -67,38 +68,43 @@ void rounding_bits_run(const cast::RoundingKey& key, std::uint64_t e0, std::int6
 
 namespace {
 
-// One block row segment x[0, n) under block scale b into values or codes (the other
-// null); returns the count clamped. Branch-free, one kind of output per instance, so the
-// loop vectorizes.
-template <bool kSr, bool kValues>
-std::int64_t qdq_run(const float* x, std::int64_t n, const cast::FP4BlockScale b, const std::uint32_t* bits,
-                     float* values, std::uint8_t* codes) {
+// One block row segment x[0, n) under block scale b into codes, element by element with
+// cast_rules.h's scalar rules; returns the count clamped.
+template <bool kSr>
+std::int64_t code_run(const float* x, std::int64_t n, const cast::FP4BlockScale b, const std::uint32_t* bits,
+                      std::uint8_t* codes) {
     std::uint32_t clamped_sum = 0;
     for (std::int64_t i = 0; i < n; ++i) {
-        std::uint8_t code;
         std::uint32_t clamped;
-        const float v = kSr ? cast::fp4_qdq_sr(x[i], b, bits[i], code, clamped) : cast::fp4_qdq(x[i], b, code, clamped);
+        std::uint8_t code;
+        if (kSr) cast::fp4_qdq_sr(x[i], b, bits[i], code, clamped);
+        else cast::fp4_qdq(x[i], b, code, clamped);
+        codes[i] = code;
         clamped_sum += clamped;
-        if constexpr (kValues) values[i] = v;
-        else codes[i] = code;
     }
     return clamped_sum;
 }
 
-// The cast of x's blocks under p (x already transformed when p.rht): each block's scale
-// code goes to scale_codes (scale_rows x scale_cols; may be null), each element's x' to
-// values or its code to codes (one of them null; row-major like x); a NaN block gives
-// codes 0 and x' NaN. Threads over bands of block rows, each element's result its own:
-// the same for every thread count. Returns the overflow count.
-std::int64_t cast_blocks(MatrixView x, const FP4Plan& p, const cast::RoundingKey& key, std::uint8_t* scale_codes,
-                         float* values, std::uint8_t* codes, int threads) {
+std::int64_t grain_of(const MatrixView& x, const FP4Plan& p) {
+    return std::max<std::int64_t>(1, kRowGrain / std::max<std::int64_t>(x.cols * p.block_rows, 1));
+}
+
+std::int64_t sum(const std::vector<std::int64_t>& v) {
+    std::int64_t total = 0;
+    for (std::int64_t o : v) total += o;
+    return total;
+}
+
+// The codes of x's blocks under p (x already transformed when p.rht), scalar: each
+// block's scale code goes to scale_codes (scale_rows x scale_cols), each element's code to
+// codes (row-major like x); a NaN block gives codes 0. Threads over bands of block rows,
+// each element's result its own: the same for every thread count. Returns the overflow.
+std::int64_t code_blocks(MatrixView x, const FP4Plan& p, const cast::RoundingKey& key, std::uint8_t* scale_codes,
+                         std::uint8_t* codes, int threads) {
     const std::int64_t scale_rows = (x.rows + p.block_rows - 1) / p.block_rows;
     const std::int64_t scale_cols = (x.cols + p.block_cols - 1) / p.block_cols;
     std::vector<std::int64_t> overflow(static_cast<std::size_t>(scale_rows), 0);
-    const std::int64_t grain = std::max<std::int64_t>(1, kRowGrain / std::max<std::int64_t>(x.cols * p.block_rows, 1));
-    const auto run = p.sr ? (values ? qdq_run<true, true> : qdq_run<true, false>)
-                          : (values ? qdq_run<false, true> : qdq_run<false, false>);
-    parallel_for(scale_rows, grain, threads, [&](std::int64_t b0, std::int64_t b1) {
+    parallel_for(scale_rows, grain_of(x, p), threads, [&](std::int64_t b0, std::int64_t b1) {
         std::vector<std::uint32_t> bits(p.sr ? static_cast<std::size_t>(x.cols) : 0);
         for (std::int64_t br = b0; br < b1; ++br) {
             const std::int64_t r0 = br * p.block_rows, r1 = std::min(x.rows, r0 + p.block_rows);
@@ -113,25 +119,63 @@ std::int64_t cast_blocks(MatrixView x, const FP4Plan& p, const cast::RoundingKey
                     nonfinite |= nf;
                 }
                 const cast::FP4BlockScale b = p.block(amax, nonfinite);
-                if (scale_codes) scale_codes[br * scale_cols + bc] = b.code;
+                scale_codes[br * scale_cols + bc] = b.code;
                 for (std::int64_t row = r0; row < r1; ++row) {
                     const std::int64_t e0 = row * x.cols + c0;
                     if (nonfinite) {
-                        if (values) std::fill(values + e0, values + e0 + (c1 - c0), b.scale);
-                        else std::fill(codes + e0, codes + e0 + (c1 - c0), std::uint8_t(0));
+                        std::fill(codes + e0, codes + e0 + (c1 - c0), std::uint8_t(0));
                         continue;
                     }
-                    if (p.sr) rounding_bits_run(key, static_cast<std::uint64_t>(e0), c1 - c0, bits.data() + c0);
-                    clamped_sum += run(x.row(row) + c0, c1 - c0, b, p.sr ? bits.data() + c0 : nullptr, values ? values + e0 : nullptr,
-                                       codes ? codes + e0 : nullptr);
+                    if (p.sr) {
+                        rounding_bits_run(key, static_cast<std::uint64_t>(e0), c1 - c0, bits.data() + c0);
+                        clamped_sum += code_run<true>(x.row(row) + c0, c1 - c0, b, bits.data() + c0, codes + e0);
+                    } else {
+                        clamped_sum += code_run<false>(x.row(row) + c0, c1 - c0, b, nullptr, codes + e0);
+                    }
                 }
             }
             overflow[br] = clamped_sum;
         }
     });
-    std::int64_t total = 0;
-    for (std::int64_t o : overflow) total += o;
-    return total;
+    return sum(overflow);
+}
+
+// The dequantized cast of x's blocks under p into out (may be x.data), through the vector
+// kernels: per band of block rows the block amaxes (a tile's over its rows), the scales,
+// then each row's x' with its rounding bits. Bit for bit code_blocks' codes dequantized;
+// the same for every thread count. Returns the overflow count.
+std::int64_t fake_blocks(MatrixView x, const FP4Plan& p, const cast::RoundingKey& key, float* out, int threads) {
+    const std::int64_t scale_rows = (x.rows + p.block_rows - 1) / p.block_rows;
+    const std::int64_t scale_cols = (x.cols + p.block_cols - 1) / p.block_cols;
+    const simd::Kernels& k = simd::kernels();
+    const simd::PhiloxKey philox{key.tensor, static_cast<std::uint32_t>(key.step),
+                                 static_cast<std::uint32_t>(key.step >> 32), static_cast<std::uint32_t>(key.seed),
+                                 static_cast<std::uint32_t>(key.seed >> 32)};
+    const int block = static_cast<int>(p.block_cols);
+    std::vector<std::int64_t> overflow(static_cast<std::size_t>(scale_rows), 0);
+    parallel_for(scale_rows, grain_of(x, p), threads, [&](std::int64_t b0, std::int64_t b1) {
+        const auto cols = static_cast<std::size_t>(scale_cols);
+        std::vector<std::uint32_t> bits(p.sr ? static_cast<std::size_t>(x.cols) : 0), amax(cols);
+        std::vector<float> enc(cols), scale(cols);
+        for (std::int64_t br = b0; br < b1; ++br) {
+            const std::int64_t r0 = br * p.block_rows, r1 = std::min(x.rows, r0 + p.block_rows);
+            std::fill(amax.begin(), amax.end(), 0u);
+            for (std::int64_t row = r0; row < r1; ++row) k.block_amax(x.row(row), x.cols, block, amax.data());
+            for (std::int64_t bc = 0; bc < scale_cols; ++bc) {
+                const cast::FP4BlockScale b = p.block(amax[bc], amax[bc] >= cast::kInfBits);
+                enc[bc] = b.enc, scale[bc] = b.scale;
+            }
+            std::int64_t clamped_sum = 0;
+            for (std::int64_t row = r0; row < r1; ++row) {
+                const std::int64_t e0 = row * x.cols;
+                if (p.sr) k.rounding_bits(philox, static_cast<std::uint64_t>(e0), x.cols, bits.data());
+                clamped_sum += k.fp4_fake_row(x.row(row), x.cols, block, enc.data(), scale.data(), p.s_dec,
+                                              p.sr ? bits.data() : nullptr, out + e0);
+            }
+            overflow[br] = clamped_sum;
+        }
+    });
+    return sum(overflow);
 }
 
 }  // namespace
@@ -157,7 +201,7 @@ FP4Tensor quantize_fp4(MatrixView x, const Recipe& r, int threads, const cast::R
     q.tensor_scale_inv = p.s_dec;
     q.codes.assign(static_cast<std::size_t>(x.rows * x.cols), 0);
     q.scale_codes.assign(static_cast<std::size_t>(q.scale_rows() * q.scale_cols()), 0);
-    q.overflow = cast_blocks(x, p, key, q.scale_codes.data(), nullptr, q.codes.data(), threads);
+    q.overflow = code_blocks(x, p, key, q.scale_codes.data(), q.codes.data(), threads);
     return q;
 }
 
@@ -172,7 +216,26 @@ CastInfo fp4_fake_quantize(MatrixView x, const Recipe& r, float* out, const cast
     const FP4Plan p = fp4_plan(r, info.amax);
     // In place is safe: a block's elements are read for its amax before any is written,
     // and each element's x' depends on itself and its block's scale only.
-    info.overflow = cast_blocks(x, p, key, nullptr, out, nullptr, threads);
+    info.overflow = fake_blocks(x, p, key, out, threads);
+    return info;
+}
+
+CastInfo fp4_fake_quantize_transposed(MatrixView x, const Recipe& r, float* out, const cast::RoundingKey& key,
+                                      int threads) {
+    const bool rht = fp4_plan(r, 0.0f).rht;
+    const simd::Kernels& k = simd::kernels();
+    const std::int64_t stripes = (x.rows + cast::kRhtSize - 1) / cast::kRhtSize;
+    std::vector<std::uint32_t> amax(static_cast<std::size_t>(stripes), 0);
+    const std::int64_t grain = std::max<std::int64_t>(1, kRowGrain / std::max<std::int64_t>(x.cols * cast::kRhtSize, 1));
+    parallel_for(stripes, grain, threads, [&](std::int64_t s0, std::int64_t s1) {
+        for (std::int64_t s = s0; s < s1; ++s)
+            amax[s] = k.rht_transpose(out, x.data, x.rows, x.cols, s * cast::kRhtSize,
+                                      std::min(x.rows, (s + 1) * cast::kRhtSize), rht);
+    });
+    CastInfo info;
+    info.amax = std::bit_cast<float>(amax.empty() ? 0u : *std::max_element(amax.begin(), amax.end()));
+    const FP4Plan p = fp4_plan(r, info.amax);
+    info.overflow = fake_blocks(MatrixView{out, x.cols, x.rows}, p, key, out, threads);
     return info;
 }
 

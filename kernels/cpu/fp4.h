@@ -75,6 +75,12 @@ FP4Tensor quantize_fp4(MatrixView x, const Recipe& r, int threads = 0, const cas
 CastInfo fp4_fake_quantize(MatrixView x, const Recipe& r, float* out, const cast::RoundingKey& key = {},
                            int threads = 0);
 
+// fp4_fake_quantize of x^T into out (cols x rows, not x.data) without a separate
+// transpose: one pass transposes (and with rht transforms) x into out and takes its amax,
+// a second casts out in place.
+CastInfo fp4_fake_quantize_transposed(MatrixView x, const Recipe& r, float* out, const cast::RoundingKey& key = {},
+                                      int threads = 0);
+
 // The error sums of x[0, n), one row segment of one block, into acc's lanes as the FP8
 // kernels sum (element i in lane i % 16). A NaN block adds its finite elements to
 // nonfinite_out and nothing else. `sr`: stochastic rounding with the bits of

@@ -6,7 +6,6 @@
 
 #include "cpu/cpu_backend.h"
 #include "cpu/fp4.h"
-#include "cpu/ops/matmul.h"
 
 namespace fp8scope {
 namespace {
@@ -41,12 +40,11 @@ GemmOperand cast_fp4(const TensorDesc& x, const CastSpec& spec, std::vector<floa
     if (spec.columnwise) {
         if (by_transpose) {
             op.columnwise = transposed_view(op.rowwise);
-        } else {  // x^T cast in place in its buffer
+        } else {  // x^T (transformed) into its buffer, cast there
             float* t = grow(columnwise, x.numel());
-            ops::transpose(t, v.data, x.rows, x.cols);
             cast::RoundingKey key = spec.rounding;
             key.tensor |= 1u;
-            fp4_fake_quantize(MatrixView{t, x.cols, x.rows}, r, t, key);
+            fp4_fake_quantize_transposed(v, r, t, key);
             op.columnwise = TensorDesc{t, DType::F32, x.cols, x.rows, Device::CPU, false};
         }
     }
