@@ -76,6 +76,7 @@ GemmOperand Fp8Linear::cast(Operand o, const TensorDesc& values, AmaxHistory* h,
     spec.history = h;
     spec.push = push;
     spec.columnwise = columnwise;
+    spec.rounding = {seed_, step_, std::uint32_t(linear) << 3 | std::uint32_t(o) << 1};
     const std::size_t index = std::size_t(linear) * 3 + std::size_t(o);
     CastInfo* slot = &report_slots_[index];
     spec.report = report && r && sink_ ? slot : nullptr;

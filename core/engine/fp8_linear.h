@@ -36,6 +36,10 @@ public:
     ~Fp8Linear();
 
     void set_recipe(const TrainingRecipe& recipe);  // keeps histories of other recipes
+    // Stochastic rounding's key of the casts that follow: every cast draws with {seed,
+    // step, linear << 3 | operand << 1} (the backend sets bit 0 for the columnwise copy).
+    // Evaluation casts draw with the key in force too: deterministic for a given step.
+    void set_rounding(std::uint64_t seed, std::uint64_t step) { seed_ = seed, step_ = step; }
     const TrainingRecipe& recipe() const { return recipe_; }
     void set_capture(CaptureSink* sink, bool operands);
     const std::vector<LinearInfo>& linears() const { return linears_; }
@@ -101,6 +105,7 @@ private:
     std::vector<OperandScaling> reports_;  // this step's casts, flushed after backward
     std::vector<CastInfo> report_slots_;   // (linears x 3), filled by the backend
     bool defer_ = false;
+    std::uint64_t seed_ = 0, step_ = 0;  // set_rounding
     DeviceBuffer<float> pending_;                                // (linears x 3) amaxes
     std::vector<std::pair<AmaxHistory*, std::size_t>> pushes_;  // history, slot in pending_
 };

@@ -344,6 +344,7 @@ std::optional<DelayedState> Model::delayed_state(int linear, Operand o) const {
 
 void Model::set_recipe(const TrainingRecipe& recipe) { impl_->linear.set_recipe(recipe); }
 const TrainingRecipe& Model::recipe() const { return impl_->linear.recipe(); }
+void Model::set_rounding(std::uint64_t seed, std::uint64_t step) { impl_->linear.set_rounding(seed, step); }
 
 void Model::set_capture(CaptureSink* sink, bool operands) {
     impl_->sink = sink;

@@ -91,6 +91,9 @@ public:
     // switching away and back resumes them.
     void set_recipe(const TrainingRecipe& recipe);
     const TrainingRecipe& recipe() const;
+    // The run's seed and the step to train next: they key stochastic rounding
+    // (Fp8Linear::set_rounding).
+    void set_rounding(std::uint64_t seed, std::uint64_t step);
 
     // With a sink, every forward/backward reports op timings; with `operands` also every
     // GEMM operand (a capture step). nullptr turns capture off.

@@ -235,6 +235,7 @@ bool Trainer::step() {
         sync_->begin_run();
         if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay_ms_));
         if (rep.sink) rep.model.set_capture(rep.sink, capture);
+        rep.model.set_rounding(config_.seed, step_ + 1);
         float loss = rep.model.forward(batch_.tokens.data(), batch_.targets.data(), batch_.B, batch_.T);
         const int r = static_cast<int>(i);
         loss = sync_->loss(r, loss);  // every rank decides on the same loss

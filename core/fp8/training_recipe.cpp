@@ -6,12 +6,82 @@
 #include <stdexcept>
 
 namespace fp8scope {
+namespace {
+
+[[noreturn]] void bad_option(std::string_view name, const std::string& what) {
+    throw std::invalid_argument("training recipe '" + std::string(name) + "': " + what);
+}
+
+// The options of an FP4 recipe: rht, sr (both) and 2d (nvfp4), each 0 or 1.
+struct FP4Options {
+    bool rht, sr, two_d;
+};
+
+FP4Options parse_fp4_options(std::string_view name, std::string_view base, std::string_view rest, FP4Options o) {
+    const bool nvfp4 = base == "nvfp4";
+    const std::string known = nvfp4 ? "rht, sr, 2d" : "rht, sr";
+    std::vector<std::string_view> seen;
+    while (!rest.empty()) {
+        const std::size_t colon = rest.find(':');
+        const std::string_view item = rest.substr(0, colon);
+        rest = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
+        if (item.empty()) bad_option(name, "empty option (two ':' in a row or a trailing ':')");
+        const std::size_t eq = item.find('=');
+        if (eq == std::string_view::npos) bad_option(name, "option '" + std::string(item) + "' needs a value (key=0 or key=1)");
+        const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
+        bool* slot = key == "rht" ? &o.rht : key == "sr" ? &o.sr : key == "2d" && nvfp4 ? &o.two_d : nullptr;
+        if (!slot) bad_option(name, "unknown option '" + std::string(key) + "' for " + std::string(base) + "; known: " + known);
+        if (std::find(seen.begin(), seen.end(), key) != seen.end())
+            bad_option(name, "option '" + std::string(key) + "' given more than once");
+        seen.push_back(key);
+        if (value != "0" && value != "1")
+            bad_option(name, "option '" + std::string(key) + "' must be 0 or 1, got '" + std::string(value) + "'");
+        *slot = value == "1";
+    }
+    return o;
+}
+
+// nvfp4 / mxfp4 with their options; the name written canonically.
+TrainingRecipe fp4_recipe(std::string_view name, std::string_view base, std::string_view rest) {
+    const bool nvfp4 = base == "nvfp4";
+    const FP4Options def = nvfp4 ? FP4Options{true, true, true} : FP4Options{false, false, false};
+    const FP4Options o = parse_fp4_options(name, base, rest, def);
+    TrainingRecipe r;
+    r.name = std::string(base);
+    if (o.rht != def.rht) r.name += o.rht ? ":rht=1" : ":rht=0";
+    if (o.sr != def.sr) r.name += o.sr ? ":sr=1" : ":sr=0";
+    if (o.two_d != def.two_d) r.name += ":2d=0";
+    // rht on the operands the wgrad GEMM reads through their columnwise copies (X, dY),
+    // never W (its columnwise copy feeds dgrad against an untransformed dY); sr on dY only.
+    if (nvfp4) {
+        r.x = NVFP4Scaling{false, o.rht, false};
+        r.w = NVFP4Scaling{o.two_d, false, false};
+        r.dy = NVFP4Scaling{false, o.rht, o.sr};
+    } else {
+        r.x = MXFP4Scaling{MXRule::RCeil, o.rht, false};
+        r.w = MXFP4Scaling{MXRule::RCeil, false, false};
+        r.dy = MXFP4Scaling{MXRule::RCeil, o.rht, o.sr};
+    }
+    return r;
+}
+
+}  // namespace
 
 std::vector<std::string> training_recipe_names() {
-    return {"baseline", "delayed", "delayed_e4m3", "current", "blockwise", "mxfp8"};
+    return {"baseline", "delayed", "delayed_e4m3", "current", "blockwise", "mxfp8", "nvfp4", "mxfp4"};
 }
 
 TrainingRecipe training_recipe(std::string_view name) {
+    const std::size_t colon = name.find(':');
+    const std::string_view base = name.substr(0, colon);
+    const std::string_view rest = colon == std::string_view::npos ? std::string_view{} : name.substr(colon + 1);
+    if (base == "nvfp4" || base == "mxfp4") {
+        if (colon != std::string_view::npos && rest.empty()) bad_option(name, "empty option (a trailing ':')");
+        return fp4_recipe(name, base, rest);
+    }
+    const auto names = training_recipe_names();
+    if (colon != std::string_view::npos && std::find(names.begin(), names.end(), base) != names.end())
+        bad_option(name, std::string(base) + " takes no options (only nvfp4 and mxfp4 do)");
     TrainingRecipe r;
     r.name = std::string(name);
     if (name == "baseline") return r;

@@ -151,6 +151,7 @@ struct RecipePlan {
     std::int64_t block_rows = 1, block_cols = 1;
     float s = 1, scale_inv = 1;  // per-tensor recipes
     std::optional<FP4Plan> fp4;   // FP4 quantizers: E2M1 elements, their own block scales
+    const float* source = nullptr;  // FP4 with rht: the transformed tensor it casts
 };
 
 RecipePlan plan_recipe(const Recipe& r, float amax, float delayed_scale) {
@@ -218,6 +219,7 @@ void errors_subtile(MatrixView x, std::int64_t r0, std::int64_t r1, std::int64_t
     for (std::size_t k = 0; k < plans.size(); ++k) {
         const RecipePlan& p = plans[k];
         ErrAcc& acc = errors[k];
+        const MatrixView src = p.source ? MatrixView{p.source, x.rows, x.cols} : x;
         if (p.per_tensor) {
             for (std::int64_t r = r0; r < r1; ++r) p.kernel(x.row(r) + c0, c1 - c0, p.s, p.scale_inv, acc);
             continue;
@@ -232,7 +234,7 @@ void errors_subtile(MatrixView x, std::int64_t r0, std::int64_t r1, std::int64_t
                 for (std::int64_t b = 0; b < segs; ++b) {
                     const std::int64_t s0 = c0 + b * p.block_cols, s1 = std::min(c1, s0 + p.block_cols);
                     bool nf;
-                    const std::uint32_t m = simd::kernels().amax(x.row(r) + s0, s1 - s0, &nf);
+                    const std::uint32_t m = simd::kernels().amax(src.row(r) + s0, s1 - s0, &nf);
                     amax[b] = std::max(amax[b], m);
                     nonfinite[b] |= nf;
                 }
@@ -242,7 +244,11 @@ void errors_subtile(MatrixView x, std::int64_t r0, std::int64_t r1, std::int64_t
                 if (p.fp4) {
                     const cast::FP4BlockScale fb = p.fp4->block(amax[b], nonfinite[b]);
                     acc.note_scale_inv(cast::mul_rn(fb.scale, fb.dec));
-                    for (std::int64_t r = g0; r < g1; ++r) fp4_error_sums(x.row(r) + s0, s1 - s0, fb, acc);
+                    // sr: the bits of the default key (seed, step, tensor 0), element by element
+                    const cast::RoundingKey key{};
+                    for (std::int64_t r = g0; r < g1; ++r)
+                        fp4_error_sums(src.row(r) + s0, s1 - s0, fb, acc, p.fp4->sr ? &key : nullptr,
+                                       static_cast<std::uint64_t>(r * x.cols + s0));
                     continue;
                 }
                 if (p.mx && nonfinite[b]) {  // NaN scale: every element of the block is NaN
@@ -318,10 +324,20 @@ Analysis analyze(MatrixView x, const std::vector<Recipe>& recipes, const StatsOp
     const double threshold = opt.outlier_k * t.rms;
     const float scaling_amax = out.scaling_amax = std::bit_cast<float>(moments.amax_bits);
 
+    // FP4 quantizers with rht cast x's transform along rows (fp4.h), made once for all.
+    std::vector<float> transformed;
+    float transformed_amax = 0;
     std::vector<RecipePlan> plans;
     for (std::size_t k = 0; k < recipes.size(); ++k) {
         const float delayed = k < extras.delayed_scales.size() ? extras.delayed_scales[k] : kNaN;
-        plans.push_back(plan_recipe(recipes[k], scaling_amax, delayed));
+        const bool rht = is_fp4(recipes[k]) && fp4_plan(recipes[k], 0.0f).rht;
+        if (rht && transformed.empty() && n > 0) {
+            transformed.assign(x.data, x.data + n);
+            rht_rows(transformed.data(), x.rows, x.cols, opt.threads);
+            transformed_amax = fp8scope::scaling_amax(MatrixView{transformed.data(), x.rows, x.cols});
+        }
+        plans.push_back(plan_recipe(recipes[k], rht ? transformed_amax : scaling_amax, delayed));
+        if (rht) plans.back().source = transformed.data();
     }
     const Tiling tiling = make_tiling(x, plans);
     TileMaps& maps = out.maps;
@@ -394,7 +410,7 @@ Analysis analyze(MatrixView x, const std::vector<Recipe>& recipes, const StatsOp
             e.scale_inv_max = std::max(e.scale_inv_max, a.scale_inv_max);
         }
         const RecipePlan& p = plans[k];
-        out.errors.push_back(finish_error(recipe_name(recipes[k]), scaling_amax, e, t,
+        out.errors.push_back(finish_error(recipe_name(recipes[k]), p.source ? transformed_amax : scaling_amax, e, t,
                                           p.per_tensor ? std::optional(p.scale_inv) : std::nullopt));
     }
     return out;

@@ -1,6 +1,7 @@
 // The CPU backend's casts and GEMMs (design in cpu_backend.h): the operand storage, the
 // delayed-scaling history in host memory, cast() over the fake-quantize cast
-// (kernels/cpu/quantize.h) and gemm() as an sgemm on the dequantized copies.
+// (kernels/cpu/quantize.h; FP4 quantizers: fp4_cast.h) and gemm() as an sgemm on the
+// dequantized copies.
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "cpu/cpu_backend.h"
+#include "cpu/fp4_cast.h"
 #include "cpu/ops/matmul.h"
 #include "cpu/quantize.h"
 
@@ -50,6 +52,7 @@ GemmOperand CpuBackend::cast(const TensorDesc& x, const CastSpec& spec, OperandS
     }
     const Recipe& r = *spec.recipe;
     auto& s = static_cast<CpuStorage&>(storage);
+    if (is_fp4(r)) return cast_fp4(x, spec, s.rowwise, s.columnwise);
     DelayedState* live = spec.history ? &static_cast<CpuAmaxHistory*>(spec.history)->state : nullptr;
     const bool by_transpose = columnwise_is_transpose(r);
     const MatrixView v{cpu_f32(x), x.rows, x.cols};

@@ -65,6 +65,12 @@ struct AdamWArgs {
     float beta1, beta2, eps, weight_decay, lr, bias_correction1, bias_correction2, grad_scale;
 };
 
+// Philox4x32-10's input besides the counter (cast::RoundingKey in words): counter words
+// 1-3 and the key.
+struct PhiloxKey {
+    std::uint32_t tensor, step_lo, step_hi, seed_lo, seed_hi;
+};
+
 struct Kernels {
     const char* isa;
     // Scaling amax of x[0, n) as float32 bits; `nonfinite` set when any element is NaN/Inf.
@@ -84,6 +90,22 @@ struct Kernels {
     // dst (c1-c0 rows of stride ld_dst) = the transpose of src rows [r0, r1), cols [c0, c1).
     void (*transpose_block)(float* dst, std::int64_t ld_dst, const float* src, std::int64_t ld_src,
                             std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1);
+    // FP4 (fp4.h). out[i] for x[0, n), one row cut into blocks of `block` elements (the last
+    // may be short), block b cast by cast::fp4_qdq under (enc[b], scale[b], dec), or with
+    // `bits` by cast::fp4_qdq_sr with bits[i]; a block whose scale is NaN is all NaN (that
+    // scale). Returns the finite inputs clamped to +-6 outside NaN blocks.
+    std::int64_t (*fp4_fake_row)(const float* x, std::int64_t n, int block, const float* enc, const float* scale,
+                                 float dec, const std::uint32_t* bits, float* out);
+    // amax[b] = max(amax[b], largest |x| bits of block b of x[0, n)), NaN bits included
+    // (>= Inf bits: the block is not finite); max-accumulates, so tiles take it row by row.
+    void (*block_amax)(const float* x, std::int64_t n, int block, std::uint32_t* amax);
+    // out[i] = cast::rounding_bits(key, e0 + i) for i in [0, n).
+    void (*rounding_bits)(const PhiloxKey& key, std::uint64_t e0, std::int64_t n, std::uint32_t* out);
+    // Columns [r0, r1) of t (cols x rows) = the transpose of rows [r0, r1) of x (rows x
+    // cols), each of t's row segments cast::rht16-transformed when `rht` and r1 - r0 = 16;
+    // returns the scaling amax (bits) of what it wrote.
+    std::uint32_t (*rht_transpose)(float* t, const float* x, std::int64_t rows, std::int64_t cols, std::int64_t r0,
+                                   std::int64_t r1, bool rht);
     // AdamW over [0, n): params, m and v updated in place, with weight decay or without.
     void (*adamw)(float* params, const float* grads, float* m, float* v, bool decay, std::int64_t n,
                   const AdamWArgs& a);

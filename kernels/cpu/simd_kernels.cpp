@@ -275,6 +275,204 @@ std::int64_t tile_cast(const Tile& t, const TileCast& k) {
     return cast_rows<F>(t.x, t.ld, t.nr, t.nc, k.s_row, k.si_row, k.rowwise, k.ld_row);
 }
 
+// ---- FP4: E2M1 fake quantization, Philox bits, the transposed RHT ---------------------------
+// The E2M1 value of a lane is computed directly (the code is never needed): for |y| >= 1
+// the float rounded to one mantissa bit, ties to even, at most 6; below 1 the grid 0, 0.5,
+// 1 (0.25 down, 0.75 up). That is cast::e2m1_value(cast::e2m1_code(y)) for every float
+// (NaN: +-0); the stochastic form takes the neighbours lo <= |y| < hi and the comparison of
+// cast::e2m1_code_sr in the same float steps.
+
+constexpr std::int32_t kHalfBits = 0x3F000000, kOneBits = 0x3F800000, kTwoBits = 0x40000000;
+constexpr std::int32_t kFourBits = 0x40800000, kSixBits = 0x40C00000;
+constexpr std::uint32_t kE2M1MantMask = 0xFFC00000u;  // sign, exponent, one mantissa bit
+
+inline VF e2m1_rn(VF y, VI& clamped) {
+    const VU u = __builtin_bit_cast(VU, y), a = u & kAbs;
+    const VI sa = sgn(a);
+    clamped = (sa > kSixBits) & (sa <= std::int32_t(kInf));
+    const VU m = sa < kSixBits ? a : VU{} + std::uint32_t(kSixBits);
+    const VU big = (m + 0x1FFFFFu + ((m >> 22) & 1u)) & kE2M1MantMask;
+    const VU small = sa > 0x3E800000 ? (sa >= 0x3F400000 ? VU{} + std::uint32_t(kOneBits) : VU{} + std::uint32_t(kHalfBits)) : VU{};
+    VU mag = sa >= kOneBits ? big : small;
+    mag = sa > std::int32_t(kInf) ? VU{} : mag;
+    return __builtin_bit_cast(VF, mag | (u & cast::kSignBit));
+}
+
+inline VF e2m1_sr(VF y, VU rnd, VI& clamped) {
+    const VU u = __builtin_bit_cast(VU, y), a0 = u & kAbs;
+    const VI s0 = sgn(a0);
+    clamped = (s0 > kSixBits) & (s0 <= std::int32_t(kInf));
+    const VU a = clamped ? VU{} + std::uint32_t(kSixBits) : a0;
+    const VI sa = sgn(a);
+    const VU lo = sa >= kOneBits ? (a & kE2M1MantMask) : (sa >= kHalfBits ? VU{} + std::uint32_t(kHalfBits) : VU{});
+    const VU hi = sa >= kOneBits ? lo + 0x400000u : (sa >= kHalfBits ? VU{} + std::uint32_t(kOneBits) : VU{} + std::uint32_t(kHalfBits));
+    const VF per_step = sa < kTwoBits ? VF{} + 33554432.0f : (sa < kFourBits ? VF{} + 16777216.0f : VF{} + 8388608.0f);
+    const VF frac = (__builtin_bit_cast(VF, a) - __builtin_bit_cast(VF, lo)) * per_step;
+    const VF draw = __builtin_convertvector(sgn(rnd >> 8), VF);
+    VU mag = draw < frac ? hi : lo;
+    mag = sa > std::int32_t(kInf) ? VU{} : mag;
+    return __builtin_bit_cast(VF, mag | (u & cast::kSignBit));
+}
+
+template <bool kSr>
+std::int64_t fp4_fake_row(const float* x, std::int64_t n, int block, const float* enc, const float* scale, float dec,
+                          const std::uint32_t* rnd, float* out) {
+    VI clamped_sum{};
+    std::int64_t overflow = 0;
+    for (std::int64_t c0 = 0, b = 0; c0 < n; c0 += block, ++b) {
+        const std::int64_t len = n - c0 < block ? n - c0 : block;
+        if (is_nan(scale[b])) {
+            for (std::int64_t i = 0; i < len; ++i) out[c0 + i] = scale[b];
+            continue;
+        }
+        const VF e = VF{} + enc[b], s = VF{} + scale[b], d = VF{} + dec;
+        std::int64_t i = 0;
+        for (; i + kN <= len; i += kN) {
+            const VF y = load(x + c0 + i) * e;
+            VI clamped;
+            VF q;
+            if constexpr (kSr) {
+                VU r;
+                __builtin_memcpy(&r, rnd + c0 + i, sizeof r);
+                q = e2m1_sr(y, r, clamped);
+            } else {
+                q = e2m1_rn(y, clamped);
+            }
+            store(out + c0 + i, (q * s) * d);
+            clamped_sum += clamped;
+        }
+        const cast::FP4BlockScale bs{enc[b], scale[b], dec, 0};
+        for (; i < len; ++i) {
+            std::uint8_t code;
+            std::uint32_t clamped;
+            out[c0 + i] = kSr ? cast::fp4_qdq_sr(x[c0 + i], bs, rnd[c0 + i], code, clamped)
+                              : cast::fp4_qdq(x[c0 + i], bs, code, clamped);
+            overflow += clamped;
+        }
+    }
+    return overflow - sum_lanes(clamped_sum);
+}
+
+std::int64_t fp4_fake_row_any(const float* x, std::int64_t n, int block, const float* enc, const float* scale,
+                              float dec, const std::uint32_t* rnd, float* out) {
+    return rnd ? fp4_fake_row<true>(x, n, block, enc, scale, dec, rnd, out)
+               : fp4_fake_row<false>(x, n, block, enc, scale, dec, rnd, out);
+}
+
+void block_amax(const float* x, std::int64_t n, int block, std::uint32_t* amax) {
+    for (std::int64_t c0 = 0, b = 0; c0 < n; c0 += block, ++b) {
+        const std::int64_t len = n - c0 < block ? n - c0 : block;
+        std::int64_t i = 0;
+        VU vm{};
+        for (; i + kN <= len; i += kN) vm = vmax(vm, abs_of(load(x + c0 + i)));
+        std::uint32_t m = umax(amax[b], max_lane(vm));
+        for (; i < len; ++i) m = umax(m, bits(x[c0 + i]) & kAbs);
+        amax[b] = m;
+    }
+}
+
+// Philox4x32-10 on kN counters at once: cast::philox4x32_10's rounds, lane by lane.
+typedef std::uint64_t VU64 __attribute__((vector_size(kVecBytes * 2)));
+inline void mul_wide(VU a, std::uint32_t m, VU& hi, VU& lo) {
+    const VU64 p = __builtin_convertvector(a, VU64) * std::uint64_t(m);
+    hi = __builtin_convertvector(p >> 32, VU);
+    lo = a * m;
+}
+
+std::uint32_t rounding_bit(const PhiloxKey& k, std::uint64_t e) {
+    return cast::philox4x32_10(std::uint32_t(e >> 2), k.tensor, k.step_lo, k.step_hi, k.seed_lo, k.seed_hi).v[e & 3u];
+}
+
+void rounding_bits(const PhiloxKey& k, std::uint64_t e0, std::int64_t n, std::uint32_t* out) {
+    const std::uint64_t e1 = e0 + std::uint64_t(n);
+    std::uint64_t e = e0;
+    for (; e < e1 && (e & 3u); ++e) out[e - e0] = rounding_bit(k, e);
+    VU lane;
+    for (int j = 0; j < kN; ++j) lane[j] = std::uint32_t(j);
+    for (; e + 4 * kN <= e1; e += 4 * kN) {
+        VU c0 = std::uint32_t(e >> 2) + lane, c1 = VU{} + k.tensor, c2 = VU{} + k.step_lo, c3 = VU{} + k.step_hi;
+        std::uint32_t k0 = k.seed_lo, k1 = k.seed_hi;
+        for (int round = 0; round < 10; ++round) {
+            VU hi0, lo0, hi1, lo1;
+            mul_wide(c0, 0xD2511F53u, hi0, lo0);
+            mul_wide(c2, 0xCD9E8D57u, hi1, lo1);
+            c0 = hi1 ^ c1 ^ k0;
+            c1 = lo1;
+            c2 = hi0 ^ c3 ^ k1;
+            c3 = lo0;
+            k0 += 0x9E3779B9u;
+            k1 += 0xBB67AE85u;
+        }
+        std::uint32_t* o = out + (e - e0);
+        for (int j = 0; j < kN; ++j) o[4 * j] = c0[j], o[4 * j + 1] = c1[j], o[4 * j + 2] = c2[j], o[4 * j + 3] = c3[j];
+    }
+    for (; e < e1; ++e) out[e - e0] = rounding_bit(k, e);
+}
+
+// cast::rht16 on 16 rows of kN lanes: the same signs, butterflies and * 1/4, lane by lane.
+inline void rht16_lanes(VF* v) {
+    for (int i = 0; i < cast::kRhtSize; ++i)
+        if ((cast::kRhtSignMask >> i) & 1u) v[i] = __builtin_bit_cast(VF, __builtin_bit_cast(VU, v[i]) ^ cast::kSignBit);
+    for (int h = 1; h < cast::kRhtSize; h *= 2)
+        for (int i = 0; i < cast::kRhtSize; i += 2 * h)
+            for (int j = i; j < i + h; ++j) {
+                const VF a = v[j], b = v[j + h];
+                v[j] = a + b;
+                v[j + h] = a - b;
+            }
+    for (int i = 0; i < cast::kRhtSize; ++i) v[i] = v[i] * 0.25f;
+}
+
+inline VU scaling_max(VU m, VU a) { return vmax(m, sgn(a) > std::int32_t(kInf) ? VU{} : a); }
+
+std::uint32_t rht_transpose(float* t, const float* x, std::int64_t rows, std::int64_t cols, std::int64_t r0,
+                            std::int64_t r1, bool rht) {
+    std::uint32_t m = 0;
+    if (!rht || r1 - r0 != cast::kRhtSize) {
+        transpose_block(t, rows, x, cols, r0, r1, 0, cols);
+        for (std::int64_t r = r0; r < r1; ++r) {
+            bool nf;
+            m = umax(m, amax(x + r * cols, cols, &nf));
+        }
+        return m;
+    }
+    // The 16 rows are one transform block down every column: transform kN columns at a
+    // time in registers, then transpose them out.
+    VU vm{};
+    alignas(64) float tile[cast::kRhtSize * kN];
+    const float* s = x + r0 * cols;
+    std::int64_t c = 0;
+    for (; c + kN <= cols; c += kN) {
+        VF v[cast::kRhtSize];
+        for (int i = 0; i < cast::kRhtSize; ++i) v[i] = load(s + i * cols + c);
+        rht16_lanes(v);
+        for (int i = 0; i < cast::kRhtSize; ++i) {
+            vm = scaling_max(vm, abs_of(v[i]));
+            store(tile + i * kN, v[i]);
+        }
+        float* d = t + c * rows + r0;
+#if defined(__AVX2__) || defined(__AVX512F__)
+        for (int i = 0; i < cast::kRhtSize; i += 8)
+            for (int j = 0; j < kN; j += 8) transpose8(tile + i * kN + j, kN, d + j * rows + i, rows);
+#else
+        for (int j = 0; j < kN; ++j)
+            for (int i = 0; i < cast::kRhtSize; ++i) d[j * rows + i] = tile[i * kN + j];
+#endif
+    }
+    m = max_lane(vm);
+    for (; c < cols; ++c) {
+        float v[cast::kRhtSize];
+        for (int i = 0; i < cast::kRhtSize; ++i) v[i] = s[i * cols + c];
+        cast::rht16(v);
+        for (int i = 0; i < cast::kRhtSize; ++i) {
+            const std::uint32_t a = bits(v[i]) & kAbs;
+            m = a <= kInf ? umax(m, a) : m;
+            t[c * rows + r0 + i] = v[i];
+        }
+    }
+    return m;
+}
+
 // ---- AdamW --------------------------------------------------------------------------------
 // Backend::adamw's arithmetic element by element, in the same order (this file is built
 // with -fno-math-errno, so the IEEE square root vectorizes; it sets no errno, nothing else
@@ -539,6 +737,10 @@ const Kernels table = {
     &tile_amax,
     {&tile_cast<Format::E4M3>, &tile_cast<Format::E5M2>},
     &transpose_block,
+    &fp4_fake_row_any,
+    &block_amax,
+    &rounding_bits,
+    &rht_transpose,
     &adamw,
     &moment_sums,
     &central_sums,

@@ -33,6 +33,10 @@ const Expected kOnH200[] = {
     {"blockwise", "E4M3 x E4M3 -> BF16 (FP32 acc)", "E4M3 x E4M3 -> BF16 (FP32 acc)", "E4M3 x E4M3 -> F32 (FP32 acc)"},
     {"mxfp8", "BF16 x BF16 -> BF16 (FP32 acc; MXFP8 emulated)", "BF16 x BF16 -> BF16 (FP32 acc; MXFP8 emulated)",
      "BF16 x BF16 -> F32 (FP32 acc; MXFP8 emulated)"},
+    {"nvfp4", "BF16 x BF16 -> BF16 (FP32 acc; NVFP4 E2M1 emulated)", "BF16 x BF16 -> BF16 (FP32 acc; NVFP4 E2M1 emulated)",
+     "BF16 x BF16 -> F32 (FP32 acc; NVFP4 E2M1 emulated)"},
+    {"mxfp4", "BF16 x BF16 -> BF16 (FP32 acc; MXFP4 E2M1 emulated)", "BF16 x BF16 -> BF16 (FP32 acc; MXFP4 E2M1 emulated)",
+     "BF16 x BF16 -> F32 (FP32 acc; MXFP4 E2M1 emulated)"},
 };
 // On the CPU: an sgemm on the dequantized copies.
 const Expected kOnCpu[] = {
@@ -47,6 +51,10 @@ const Expected kOnCpu[] = {
      "F32 x F32 -> F32 (FP32 acc; E4M3 x E4M3 emulated)"},
     {"mxfp8", "F32 x F32 -> F32 (FP32 acc; MXFP8 emulated)", "F32 x F32 -> F32 (FP32 acc; MXFP8 emulated)",
      "F32 x F32 -> F32 (FP32 acc; MXFP8 emulated)"},
+    {"nvfp4", "F32 x F32 -> F32 (FP32 acc; NVFP4 E2M1 emulated)", "F32 x F32 -> F32 (FP32 acc; NVFP4 E2M1 emulated)",
+     "F32 x F32 -> F32 (FP32 acc; NVFP4 E2M1 emulated)"},
+    {"mxfp4", "F32 x F32 -> F32 (FP32 acc; MXFP4 E2M1 emulated)", "F32 x F32 -> F32 (FP32 acc; MXFP4 E2M1 emulated)",
+     "F32 x F32 -> F32 (FP32 acc; MXFP4 E2M1 emulated)"},
 };
 
 QString label(const std::string& recipe, const char* op, const std::string& machine, std::optional<GemmShape> s = {}) {

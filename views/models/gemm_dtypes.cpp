@@ -49,6 +49,8 @@ int sm_of(const std::string& machine) {
 QString refused(const std::optional<Recipe>& a, const std::optional<Recipe>& b, bool f32_out,
                 const std::optional<GemmShape>& s) {
     if (is<MXScaling>(a) || is<MXScaling>(b)) return QStringLiteral("this build has no MX GEMM: both operands dequantized to BF16");
+    if (code_type(a) == "FP4" || code_type(b) == "FP4")
+        return QStringLiteral("this build has no FP4 GEMM: both operands dequantized to BF16");
     if (!a || !b) return QStringLiteral("an FP8 operand with an unquantized one: both as BF16");
     if (code_type(a) == "E5M2" && code_type(b) == "E5M2") return QStringLiteral("cuBLASLt has no E5M2 x E5M2 kernel");
     if (per_tensor(a) != per_tensor(b)) return QStringLiteral("per-tensor scaling does not mix with block scaling");
@@ -66,10 +68,12 @@ GemmDtypes gemm_dtypes(const std::string& recipe, const std::string& op, const s
                        const std::optional<GemmShape>& shape) {
     if (op != "fprop" && op != "dgrad" && op != "wgrad") return unknown(QStringLiteral("not a GEMM of a linear"));
     if (recipe.empty()) return unknown(QStringLiteral("the step records no training recipe"));
-    const auto names = training_recipe_names();
-    if (std::find(names.begin(), names.end(), recipe) == names.end())
+    TrainingRecipe t;
+    try {
+        t = training_recipe(recipe);  // with options too (nvfp4:rht=0)
+    } catch (const std::invalid_argument&) {
         return unknown(QStringLiteral("training recipe '%1' is not one this build knows").arg(QString::fromStdString(recipe)));
-    const TrainingRecipe t = training_recipe(recipe);
+    }
     // The GEMM's left and right operands (training_recipe.h).
     const std::optional<Recipe>& a = op == "fprop" ? t.x : t.dy;
     const std::optional<Recipe>& b = op == "wgrad" ? t.x : t.w;
@@ -77,8 +81,10 @@ GemmDtypes gemm_dtypes(const std::string& recipe, const std::string& op, const s
     const QString ca = code_type(a), cb = code_type(b);
     const bool quantized = a || b;
     // What an emulated GEMM stands for.
-    const QString fp8 = is<MXScaling>(a) || is<MXScaling>(b)
-                            ? QStringLiteral("MXFP8")
+    const QString fp8 = is<MXScaling>(a) || is<MXScaling>(b)         ? QStringLiteral("MXFP8")
+                        : is<NVFP4Scaling>(a) || is<NVFP4Scaling>(b) ? QStringLiteral("NVFP4 E2M1")
+                        : is<MXFP4Scaling>(a) || is<MXFP4Scaling>(b)
+                            ? QStringLiteral("MXFP4 E2M1")
                             : QStringLiteral("%1 x %2").arg(ca.isEmpty() ? "BF16" : ca, cb.isEmpty() ? "BF16" : cb);
     const QString name = QString::fromStdString(recipe);
 
