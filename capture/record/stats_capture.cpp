@@ -37,17 +37,23 @@ std::vector<std::string> default_op_names() {
             "eval"};
 }
 
-std::vector<std::string> trace_recipe_names(const std::vector<Recipe>& analysis) {
+std::vector<std::string> trace_recipe_names(const std::vector<Recipe>& analysis,
+                                            const std::vector<std::string>& runs) {
     std::vector<std::string> names;
     auto add = [&](const Recipe& r) {
         std::string n = recipe_name(r);
         if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
     };
     for (const Recipe& r : analysis) add(r);
-    for (const std::string& t : training_recipe_names()) {
+    std::vector<std::string> training = training_recipe_names();
+    training.insert(training.end(), runs.begin(), runs.end());
+    for (const std::string& t : training) {
         TrainingRecipe tr = training_recipe(t);
         for (Operand o : {Operand::X, Operand::W, Operand::DY})
-            if (const auto& r = tr.operand(o)) add(*r);
+            if (const auto& r = tr.operand(o)) {
+                add(*r);
+                add(rowwise_quantizer(*r));  // what a rowwise copy is cast with
+            }
     }
     return names;
 }
@@ -129,7 +135,11 @@ void StatsCapture::on_operand(const OperandCapture& c) {
 
     OperandRecord rec;
     rec.key = {run_, step_, c.linear, c.gemm, c.operand};
-    rec.quantizer_in_use = recipe_id(c.recipe);
+    // A GEMM that reads the operand's rowwise copy (fprop X and W, dgrad dY) sees it cast
+    // without the columnwise copy's Hadamard transform.
+    const bool columnwise = c.gemm == Gemm::Wgrad || (c.gemm == Gemm::Dgrad && c.operand == Operand::W);
+    const std::optional<Recipe> rowwise = c.recipe && !columnwise ? std::optional(rowwise_quantizer(*c.recipe)) : std::nullopt;
+    rec.quantizer_in_use = recipe_id(rowwise ? &*rowwise : c.recipe);
     const auto key = std::make_pair(c.linear, static_cast<int>(c.operand));
     const auto earlier = c.transposed_repeat && !blockmaps_ ? step_errors_.find(key) : step_errors_.end();
     Analysis a;

@@ -34,9 +34,11 @@ private:
 // The op names the CPU engine reports, in a fixed order: their ids need no OpNameRecord.
 std::vector<std::string> default_op_names();
 
-// The recipes a trace analyses: `analysis` plus every operand recipe of every named
-// training recipe, so the recipe in use (and any recipe a run may switch to) has an id.
-std::vector<std::string> trace_recipe_names(const std::vector<Recipe>& analysis);
+// The recipes a trace analyses: `analysis` plus every operand quantizer (and its rowwise
+// copy's, rowwise_quantizer) of every named training recipe and of the runs' recipes
+// `runs`, so the quantizer in use (and any named recipe a run may switch to) has an id.
+std::vector<std::string> trace_recipe_names(const std::vector<Recipe>& analysis,
+                                            const std::vector<std::string>& runs = {});
 
 struct StatsCaptureOptions {
     StatsOptions stats;  // outlier k, top-k, threads

@@ -17,7 +17,7 @@ TraceMeta make_trace_meta(const TrainConfig& config, const std::vector<LinearInf
     m.config_json = train_config_to_json(config);
     for (const auto& r : config.run_recipes()) m.runs.push_back({r, r});
     m.linears = linears;
-    m.quantizers = trace_recipe_names(analysis);
+    m.quantizers = trace_recipe_names(analysis, config.run_recipes());
     m.training_recipes = training_recipe_names();
     m.ops = default_op_names();
     m.capture_every = config.capture_every;

@@ -246,6 +246,16 @@ bool is_fp4(const Recipe& r) {
     return std::holds_alternative<NVFP4Scaling>(r) || std::holds_alternative<MXFP4Scaling>(r);
 }
 
+Recipe rowwise_quantizer(const Recipe& r) {
+    Recipe out = r;
+    std::visit(
+        [](auto& q) {
+            if constexpr (requires { q.rht; }) q.rht = false;
+        },
+        out);
+    return out;
+}
+
 Format recipe_format(const Recipe& r) {
     if (is_fp4(r)) throw std::invalid_argument(recipe_name(r) + ": an FP4 (E2M1) quantizer has no FP8 format");
     return std::visit(

@@ -85,6 +85,9 @@ std::string recipe_name(const Recipe& r);
 Format recipe_format(const Recipe& r);
 // True for the quantizers with E2M1 elements (NVFP4, MXFP4).
 bool is_fp4(const Recipe& r);
+// The quantizer as the rowwise copy of an operand is cast with: `r` without rht (the
+// transform is the columnwise copy's, what the wgrad GEMM reads).
+Recipe rowwise_quantizer(const Recipe& r);
 
 // Throws std::invalid_argument naming the offending part of `name`.
 Recipe parse_recipe(std::string_view name);

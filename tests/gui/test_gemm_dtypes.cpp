@@ -101,9 +101,9 @@ private slots:
         QCOMPARE(blackwell.label(), QString("?"));
         QVERIFY(blackwell.why.contains("sm_100"));
         QCOMPARE(label("current", "fprop", kB200), QString("E4M3 x E4M3 -> BF16 (FP32 acc)"));
-        const auto nvfp4 = gemm_dtypes("nvfp4", "fprop", kH200);
-        QCOMPARE(nvfp4.label(), QString("?"));
-        QVERIFY(nvfp4.why.contains("'nvfp4'"));
+        const auto unknown = gemm_dtypes("fp6", "fprop", kH200);
+        QCOMPARE(unknown.label(), QString("?"));
+        QVERIFY(unknown.why.contains("'fp6'"));
         QCOMPARE(label("", "fprop", kH200), QString("?"));
         QCOMPARE(label("current", "fprop", "vm"), QString("?"));
         QCOMPARE(label("current", "fprop", "vm (cuda: GPU)"), QString("?"));

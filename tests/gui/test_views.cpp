@@ -340,7 +340,10 @@ private slots:
     // under the lines, never on them, and the heatmap has a column per recipe.
     void errorViewLegendAndColours() {
         const std::vector<std::string> names = trace::trace_recipe_names(default_analysis_recipes());
-        QCOMPARE(int(names.size()), 13);
+        // 11 what-ifs, the delayed pair, then FP4 training's quantizers and their rowwise copies'.
+        const int n = int(names.size());
+        QCOMPARE(n, 19);
+        QCOMPARE(names[11], std::string("delayed_e4m3"));
         t::SyntheticSpec spec = spec_;
         spec.linears = 8;
         trace::TraceMeta meta = t::synthetic_meta(spec);
@@ -359,10 +362,10 @@ private slots:
         selection_.setStat(ErrorStat::SqnrDb);
         auto* v = show<ErrorView>("error");
         v->setDifferenceMode(false);
-        QCOMPARE(v->heatmap()->data()->keySize(), 13);
+        QCOMPARE(v->heatmap()->data()->keySize(), n);
         QVector<QColor> colours;
         QVector<QPoint> void_cells;
-        for (int r = 0; r < 13; ++r) {
+        for (int r = 0; r < n; ++r) {
             const bool delayed = names[r].starts_with("delayed");
             QCOMPARE(v->stepsPlot()->graph(r)->name(), QString::fromStdString(names[r]) + (delayed ? " (n/a)" : ""));
             // Run 1 trains with block1x128: the delayed quantizers' what-ifs (no history)

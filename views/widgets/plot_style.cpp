@@ -41,8 +41,10 @@ QVector<QColor> recipe_colors(const std::vector<std::string>& names) {
         const int n = size[family[i]];
         if (n == 1) { out << hue; continue; }
         // Variants from dark to light; darker than 0.3 all hues turn brown-black alike,
-        // lighter than 0.7 they fade on white.
-        const double lightness = 0.30 + 0.40 * variant[i] / (n - 1);
+        // lighter than 0.7 they fade on white. A family of more than three (NVFP4 with its
+        // rht and sr options) needs the steps of 0.22 to 0.78 to keep its shades apart.
+        const double lo = n > 3 ? 0.22 : 0.30, hi = n > 3 ? 0.78 : 0.70;
+        const double lightness = lo + (hi - lo) * variant[i] / (n - 1);
         out << QColor::fromHslF(hue.hslHueF(), hue.hslSaturationF(), lightness);
     }
     return out;

@@ -455,8 +455,6 @@ struct Analyzer::Buffers {
     an::Candidate* candidates = nullptr;
     unsigned* top_tiles = nullptr;
     an::Summary* summary = nullptr;
-    unsigned* rht_amax = nullptr;
-    std::size_t n_rht_amax = 0;
     std::size_t n_partials = 0, n_tile_stats = 0, n_tile_errors = 0, n_candidates = 0, n_top_tiles = 0,
                 n_summary = 0;
     // pinned host copies
@@ -468,7 +466,7 @@ struct Analyzer::Buffers {
     ~Buffers() {
         for (void* p : {static_cast<void*>(partials), static_cast<void*>(tile_stats), static_cast<void*>(tile_errors),
                         static_cast<void*>(candidates), static_cast<void*>(top_tiles),
-                        static_cast<void*>(summary), static_cast<void*>(rht_amax)})
+                        static_cast<void*>(summary)})
             if (p) cudaFree(p);
         for (void* p : {static_cast<void*>(h_summary), static_cast<void*>(h_tile_stats),
                         static_cast<void*>(h_tile_errors)})
@@ -523,8 +521,7 @@ Analysis Analyzer::analyze(const AnalysisInput& x, const std::vector<Recipe>& re
         an::moments_kernel<<<blocks, an::kThreads, 0, stream>>>(static_cast<const float*>(x.data), n, aligned, plans,
                                                                 opt.outlier_k, b.partials, b.summary);
     FP8SCOPE_CUDA_LAUNCHED();
-    an::grow(b.rht_amax, b.n_rht_amax, 1);
-    an::launch_fp4_rht_scales(in, plans, &b.summary->params, b.rht_amax, stream);
+    an::launch_fp4_rht_scales(in, plans, &b.summary->params, &b.summary->rht_amax, stream);
     if (nrec == 0) an::launch_stats(in, &b.summary->params, b.tile_stats, channel, stream);
     else an::launch_tiles(in, plans, &b.summary->params, b.tile_stats, b.tile_errors, channel, stream);
     an::finish_tiles_kernel<<<unsigned(nrec + 1 + (top_k > 0)), an::kFinishThreads, 0, stream>>>(
@@ -573,7 +570,9 @@ Analysis Analyzer::analyze(const AnalysisInput& x, const std::vector<Recipe>& re
     for (std::size_t k = 0; k < nrec; ++k) {
         const ErrorTotals e = error_totals(s.errors[k]);
         const bool per_tensor = plans.r[k].kind == an::kCurrent || plans.r[k].kind == an::kDelayed;
-        out.errors.push_back(finish_error(recipe_name(recipes[k]), out.scaling_amax, e, t,
+        // An FP4 quantizer with rht casts (and reports the amax of) the transformed view.
+        const float amax = plans.r[k].kind == an::kFP4 && plans.r[k].rht ? an::float_bits(s.rht_amax) : out.scaling_amax;
+        out.errors.push_back(finish_error(recipe_name(recipes[k]), amax, e, t,
                                           per_tensor ? std::optional(s.params.si[k]) : std::nullopt));
     }
     if (extras.tile_maps) {

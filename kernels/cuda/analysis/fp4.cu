@@ -1,6 +1,6 @@
-// The tensor scale of NVFP4 quantizers with the random Hadamard transform: S_enc from the
-// amax of the transformed view (every full 16-run of a row through cast::rht16; NaN
-// ignored, Inf included), as the CPU takes it. One amax serves every such quantizer.
+// The amax of the Hadamard-transformed view (every full 16-run of a row through
+// cast::rht16; NaN ignored, Inf included), which FP4 quantizers with rht report and NVFP4
+// ones take their tensor scale S_enc from, as the CPU does. One amax serves them all.
 #include "cuda/analysis/internal.h"
 #include "cuda/analysis/kernels.cuh"
 #include "cuda/runtime/check.h"
@@ -54,9 +54,8 @@ __global__ void rht_scales_kernel(Plans plans, const unsigned* amax, Params* par
 void launch_fp4_rht_scales(const TileInput& in, const Plans& plans, Params* params, unsigned* amax,
                            cudaStream_t stream) {
     bool any = false;
-    for (int k = 0; k < plans.count; ++k) any |= plans.r[k].kind == kFP4 && plans.r[k].fp4_nv && plans.r[k].rht;
+    for (int k = 0; k < plans.count; ++k) any |= plans.r[k].kind == kFP4 && plans.r[k].rht;
     if (!any) return;
-    FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof(unsigned), stream));
     const std::int64_t units = in.rows * ((in.cols + 15) / 16);
     const unsigned blocks = unsigned(std::min<std::int64_t>(1024, (units + kThreads - 1) / kThreads));
     if (in.dtype == DType::BF16) rht_amax_kernel<std::uint16_t><<<blocks, kThreads, 0, stream>>>(in, amax);

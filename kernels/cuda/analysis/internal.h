@@ -33,8 +33,8 @@ struct TileInput {
 void launch_tiles(const TileInput& in, const Plans& plans, const Params* params, TileStats* tile_stats,
                   TileError* tile_errors, unsigned* channel, cudaStream_t stream);
 
-// Between passes 1 and 2: S_enc and S_dec (params s, si) of the NVFP4 quantizers with the
-// random Hadamard transform, from the transformed view's amax (`amax`: one device unsigned).
+// Between passes 1 and 2, when an FP4 quantizer has rht: the transformed view's amax into
+// `amax` (device, zeroed), and from it S_enc and S_dec (params s, si) of the NVFP4 ones.
 void launch_fp4_rht_scales(const TileInput& in, const Plans& plans, Params* params, unsigned* amax,
                            cudaStream_t stream);
 

@@ -116,6 +116,7 @@ struct Summary {
     unsigned moments_done;   // pass 1's blocks that have left their partials
     unsigned candidates;     // pass 3's count of tile candidates
     unsigned top_count;      // values in top, <= top_k
+    unsigned rht_amax;       // amax of the Hadamard-transformed view (FP4 quantizers with rht)
     Candidate top[kMaxTopK];
 };
 
