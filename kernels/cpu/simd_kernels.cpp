@@ -359,13 +359,31 @@ std::int64_t fp4_fake_row_any(const float* x, std::int64_t n, int block, const f
                : fp4_fake_row<false>(x, n, block, enc, scale, dec, rnd, out);
 }
 
+// The largest lane, by halving (a block of 16 is one AVX-512 vector: no scalar loop).
+inline std::uint32_t max_lane_tree(VU v) {
+#if defined(__AVX512F__)
+    v = vmax(v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
+    v = vmax(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3));
+    v = vmax(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1));
+    v = vmax(v, __builtin_shufflevector(v, v, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0));
+#elif defined(__AVX2__)
+    v = vmax(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3));
+    v = vmax(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 2, 3, 0, 1));
+    v = vmax(v, __builtin_shufflevector(v, v, 1, 0, 1, 0, 1, 0, 1, 0));
+#else
+    v = vmax(v, __builtin_shufflevector(v, v, 2, 3, 0, 1));
+    v = vmax(v, __builtin_shufflevector(v, v, 1, 0, 1, 0));
+#endif
+    return v[0];
+}
+
 void block_amax(const float* x, std::int64_t n, int block, std::uint32_t* amax) {
     for (std::int64_t c0 = 0, b = 0; c0 < n; c0 += block, ++b) {
         const std::int64_t len = n - c0 < block ? n - c0 : block;
         std::int64_t i = 0;
         VU vm{};
         for (; i + kN <= len; i += kN) vm = vmax(vm, abs_of(load(x + c0 + i)));
-        std::uint32_t m = umax(amax[b], max_lane(vm));
+        std::uint32_t m = umax(amax[b], max_lane_tree(vm));
         for (; i < len; ++i) m = umax(m, bits(x[c0 + i]) & kAbs);
         amax[b] = m;
     }
