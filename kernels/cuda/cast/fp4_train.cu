@@ -55,10 +55,11 @@ void cast_fp4_copies(const CastInput& x, const Recipe& recipe, const cast::Round
         throw std::invalid_argument(std::string("cast_fp4_copies: input must be f32 or bf16, got ") + dtype_name(x.dtype));
     if (!out.stats || !out.scalars) throw std::invalid_argument("cast_fp4_copies: stats and scalars are required");
     fp4k::Params p = fp4k::params_of(recipe);
+    const bool own_col = p.rht && out.columnwise;  // the columnwise copy has an amax of its own
     float* amax = &out.stats->amax;
-    float* col_amax = p.rht ? &out.scalars->col_amax : amax;
+    float* col_amax = own_col ? &out.scalars->col_amax : amax;
     FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(&out.stats->overflow_rowwise, 0, 2 * sizeof(unsigned long long), stream));
-    if (p.nvfp4) fp4k::amax_pass(x, p.rht, amax, col_amax, stream);
+    if (p.nvfp4) fp4k::amax_pass(x, own_col, amax, col_amax, stream);
     else FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof(float), stream));
     if (x.rows == 0 || x.cols == 0) {
         const Fp4Scalars ones{1.0f, 1.0f, 0.0f, 0.0f};
