@@ -7,6 +7,8 @@
 // 1 x B (16x16 for nvfp4_2d) with nvfp4_block_scale / mxfp4_block_scale of the block amax,
 // q = e2m1_code(m * enc) or, with sr, e2m1_code_sr(m * enc, rounding_bits(key, e)) for the
 // element's row-major index e in its copy (key.tensor | 1 columnwise); value = decode(q) * s_b.
+// nvfp4_2d without rht: the columnwise copy is the rowwise one transposed (sr bits included),
+// as the CPU's training cast has it (kernels/cpu/fp4_cast.h).
 #pragma once
 
 #include <cmath>
@@ -120,6 +122,20 @@ inline Fp4Ref fp4_reference(const std::vector<float>& x, std::int64_t rows, std:
             for (std::int64_t r0 = 0; r0 + 16 <= rows; r0 += 16) cast::rht16(&t[std::size_t(c * rows + r0)]);
     Fp4Ref ref;
     ref.row = fp4_reference_copy(x, rows, cols, recipe, key);
+    const auto* nv = std::get_if<NVFP4Scaling>(&recipe);
+    if (nv && nv->two_d && !nv->rht) {  // 16x16 tiles: the transpose of the rowwise copy, sr bits included
+        ref.col = ref.row;
+        ref.col.rows = cols, ref.col.cols = rows;
+        const std::int64_t gr = (rows + 15) / 16, gc = (cols + 15) / 16;
+        for (std::int64_t r = 0; r < rows; ++r)
+            for (std::int64_t c = 0; c < cols; ++c) {
+                ref.col.codes[std::size_t(c * rows + r)] = ref.row.codes[std::size_t(r * cols + c)];
+                ref.col.values[std::size_t(c * rows + r)] = ref.row.values[std::size_t(r * cols + c)];
+            }
+        for (std::int64_t i = 0; i < gr; ++i)
+            for (std::int64_t j = 0; j < gc; ++j) ref.col.scales[std::size_t(j * gr + i)] = ref.row.scales[std::size_t(i * gc + j)];
+        return ref;
+    }
     key.tensor |= 1u;
     ref.col = fp4_reference_copy(t, cols, rows, recipe, key);
     return ref;

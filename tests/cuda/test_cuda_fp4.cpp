@@ -129,7 +129,7 @@ TEST(CudaFp4Cast, MatchesTheCpuBitForBitRowwiseAndColumnwise) {
 TEST(CudaFp4Cast, HadamardAndStochasticRoundingMatchTheReference) {
     FP8SCOPE_REQUIRE_GPU();
     const cast::RoundingKey key{0xFEEDFACE12345ull, 3, 10};
-    for_each_case({"nvfp4:rht=1", "nvfp4:sr=1", "nvfp4:rht=1:sr=1", "nvfp4_2d:rht=1", "mxfp4_rceil:sr=1:rht=1",
+    for_each_case({"nvfp4:rht=1", "nvfp4:sr=1", "nvfp4:rht=1:sr=1", "nvfp4_2d:rht=1", "nvfp4_2d:sr=1", "mxfp4_rceil:sr=1:rht=1",
                    "mxfp4_floor:rht=1"},
                   {{17, 33}, {48, 20}, {1, 16}, {130, 260}, {64, 128}, {257, 100}},
                   [&](const Recipe& recipe, std::vector<float>& x, std::int64_t rows, std::int64_t cols, bool bf16,

@@ -10,7 +10,8 @@
 // transforms the columnwise copy along R (cast::rht16 on each full 16 rows of x) and casts
 // it under the transformed tensor's own amax and S_dec (col_amax, col_tensor_scale_inv);
 // sr rounds stochastically with rounding_bits(key, e), e the element's row-major index in
-// its copy, key.tensor | 1 for the columnwise copy.
+// its copy, key.tensor | 1 for the columnwise copy (nvfp4_2d without rht: the columnwise
+// copy is the rowwise one transposed, bits and all).
 #pragma once
 
 #include <cuda_runtime.h>

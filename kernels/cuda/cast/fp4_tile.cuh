@@ -16,7 +16,8 @@
 //
 // Every element follows cast_rules.h: block scale by nvfp4_block_scale / mxfp4_block_scale,
 // q = e2m1_code(x * enc) (fp4_round.h's equal integer form) or e2m1_code_sr with the
-// Philox bits rounding_bits(key, e) of the element's row-major index e in its copy.
+// Philox bits rounding_bits(key, e) of the element's row-major index e in its copy
+// (nvfp4_2d without rht: the columnwise copy is the rowwise one transposed, bits and all).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -49,7 +50,7 @@ struct Params {
     const float* col_amax = nullptr;       // NVFP4: that of the columnwise copy (rht: transformed)
     float* row_tensor_scale_inv = nullptr;  // written by CTA 0 (null: not)
     float* col_tensor_scale_inv = nullptr;
-    float* tensor_scale = nullptr;          // CTA 0: the rowwise S_enc (MXFP4: NaN); null: not
+    float* tensor_scale = nullptr;          // CTA 0: NaN, the report's scale of block scales; null: not
     std::uint32_t* fused_amax = nullptr;    // atomicMax of x's scaling amax bits (zeroed before); null: not
     unsigned long long* overflow = nullptr;  // [2], added to (zeroed before)
 };
@@ -73,11 +74,14 @@ inline Params params_of(const Recipe& recipe) {
 void amax_pass(const CastInput& x, bool rht, float* amax, float* col_amax, cudaStream_t stream);
 
 // One cast block of a copy: where it lies in its copy (row, first column, elements n
-// inside the copy) and its scale.
+// inside the copy), whether it writes the scale, and the indices its random bits are
+// drawn for (e0 + j e_step: the element's in its copy, or in the rowwise copy where the
+// columnwise one is its transpose).
 struct Block {
     std::int64_t row, col, rows, cols;  // copy shape rows x cols
     int n;
     bool write_scale;  // 2-D tiles: the first row of a tile writes the tile's scale
+    std::uint64_t e0, e_step;
 };
 
 template <class T>
@@ -157,11 +161,12 @@ __device__ __forceinline__ std::uint32_t half_warp_max(std::uint32_t m) {
     return m;
 }
 
-// Philox words of elements e0 .. e0 + B - 1 of a copy: one generator call per four
-// elements when e0 is a multiple of 4 (a row of x of 4k columns), else one per element.
+// Philox words of elements e0 + j step, j < B: one generator call per four elements when
+// they are consecutive from a multiple of 4 (a row of x of 4k columns), else one each.
 template <int B>
-__device__ __forceinline__ void rounding_run(const cast::RoundingKey& k, std::uint64_t e0, std::uint32_t (&u)[B]) {
-    if ((e0 & 3u) == 0) {
+__device__ __forceinline__ void rounding_run(const cast::RoundingKey& k, std::uint64_t e0, std::uint64_t step,
+                                             std::uint32_t (&u)[B]) {
+    if (step == 1 && (e0 & 3u) == 0) {
 #pragma unroll
         for (int g = 0; g < B / 4; ++g) {
             const cast::Philox4 r =
@@ -174,7 +179,7 @@ __device__ __forceinline__ void rounding_run(const cast::RoundingKey& k, std::ui
         return;
     }
 #pragma unroll
-    for (int j = 0; j < B; ++j) u[j] = cast::rounding_bits(k, e0 + j);
+    for (int j = 0; j < B; ++j) u[j] = cast::rounding_bits(k, e0 + j * step);
 }
 
 // Casts one block v[0, B) (n of them inside the copy) under block amax bits `amax` and
@@ -198,7 +203,7 @@ __device__ __forceinline__ unsigned cast_block(const float (&v)[B], std::uint32_
             clamped += j < blk.n && (__float_as_uint(y[j]) & ~cast::kSignBit) > cast::kE2M1MaxBits ? 1u : 0u;
     }
     std::uint32_t u[SR ? B : 1];
-    if constexpr (SR) rounding_run<B>(key, std::uint64_t(blk.row) * std::uint64_t(blk.cols) + std::uint64_t(blk.col), u);
+    if constexpr (SR) rounding_run<B>(key, blk.e0, blk.e_step, u);
     typename Out::template Acc<B> acc;
 #pragma unroll
     for (int j = 0; j < B; ++j) {
@@ -245,7 +250,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T, B, SR>)
     if (blockIdx.x == 0 && t == 0) {
         if (p.row_tensor_scale_inv) *p.row_tensor_scale_inv = s_dec;
         if (p.col_tensor_scale_inv) *p.col_tensor_scale_inv = col_dec;
-        if (p.tensor_scale) *p.tensor_scale = p.nvfp4 ? s_enc : __uint_as_float(cast::kQuietNaNBits);
+        if (p.tensor_scale) *p.tensor_scale = __uint_as_float(cast::kQuietNaNBits);
     }
 
     // Tiles in row-major order, gridDim.x apart; the next tile's loads are issued before
@@ -276,7 +281,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T, B, SR>)
                 }
             }
             if (!TwoD && p.rowwise && gr < rows && gc < cols) {
-                const Block blk{gr, gc, rows, cols, int(cols - gc < B ? cols - gc : B), true};
+                const Block blk{gr, gc, rows, cols, int(cols - gc < B ? cols - gc : B), true,
+                                std::uint64_t(gr * cols + gc), 1};
                 clamped[0] += cast_block<B, SR>(v, amax_bits<B>(v), p, s_enc, s_dec, p.key, blk, out, 0);
             }
         }
@@ -300,9 +306,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T, B, SR>)
             }
             if constexpr (TwoD) a = half_warp_max(a);  // p.rht: of the transformed tile, else the same as above
             if (p.columnwise && gcc < cols && grr < rows) {
-                const Block blk{gcc, grr, cols, rows, int(rows - grr < B ? rows - grr : B), !TwoD || (gcc & 15) == 0};
+                // 16x16 tiles without rht: the transpose of the rowwise copy, bit for bit,
+                // sr bits included (Transformer Engine's 2D weight layout); otherwise a
+                // cast of its own, drawing with tensor | 1 at its own indices.
+                const bool transpose = TwoD && !p.rht;
+                const Block blk{gcc, grr, cols, rows, int(rows - grr < B ? rows - grr : B), !TwoD || (gcc & 15) == 0,
+                                std::uint64_t(transpose ? grr * cols + gcc : gcc * rows + grr),
+                                std::uint64_t(transpose ? cols : 1)};
                 cast::RoundingKey key = p.key;
-                key.tensor |= 1u;
+                if (!transpose) key.tensor |= 1u;
                 clamped[1] += cast_block<B, SR>(w, a, p, col_enc, col_dec, key, blk, out, 1);
             }
         }
@@ -313,7 +325,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T, B, SR>)
                 float v[B];
 #pragma unroll
                 for (int j = 0; j < B; ++j) v[j] = tile[rr * kS + rb * B + j];
-                const Block blk{gr, gc, rows, cols, int(cols - gc < B ? cols - gc : B), (gr & 15) == 0};
+                const Block blk{gr, gc, rows, cols, int(cols - gc < B ? cols - gc : B), (gr & 15) == 0,
+                                std::uint64_t(gr * cols + gc), 1};
                 clamped[0] += cast_block<B, SR>(v, tile_amax[(rr / 16) * 4 + rb], p, s_enc, s_dec, p.key, blk, out, 0);
             }
         }

@@ -63,7 +63,7 @@ void cast_fp4_copies(const CastInput& x, const Recipe& recipe, const cast::Round
     else FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof(float), stream));
     if (x.rows == 0 || x.cols == 0) {
         const Fp4Scalars ones{1.0f, 1.0f, 0.0f, 0.0f};
-        const float scale = p.nvfp4 ? 1.0f : cast::float_of(cast::kQuietNaNBits);
+        const float scale = cast::float_of(cast::kQuietNaNBits);
         FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(out.scalars, &ones, sizeof ones, cudaMemcpyHostToDevice, stream));
         FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(&out.stats->scale, &scale, sizeof scale, cudaMemcpyHostToDevice, stream));
         FP8SCOPE_CUDA_CHECK(cudaStreamSynchronize(stream));  // the sources live on this stack

@@ -7,10 +7,11 @@
 //
 // Rowwise copy (R, C): blocks along C; columnwise copy (C, R): x^T, blocks along R, with
 // rht first transformed along R (cast::rht16 on each full 16 rows; a tail stays) and cast
-// under the transformed tensor's own amax and S_enc. nvfp4_2d: 16x16 tiles (the
-// columnwise copy is then the transpose of the rowwise one, unless rht or sr make it a
-// cast of its own). sr: cast::e2m1_code_sr with rounding_bits(key, e), e the element's
-// row-major index in its copy, key.tensor | 1 for the columnwise copy. Both copies come
+// under the transformed tensor's own amax and S_enc. nvfp4_2d: 16x16 tiles, the
+// columnwise copy then the transpose of the rowwise one bit for bit (sr bits included)
+// unless rht makes it a cast of its own. sr: cast::e2m1_code_sr with rounding_bits(key,
+// e), e the element's row-major index in its copy, key.tensor | 1 for a columnwise copy
+// cast of its own. The same copies as the CPU's (kernels/cpu/fp4_cast.h), in BF16. Both copies come
 // from one read of x; NVFP4 reads x once before for the amax (both amaxes with rht).
 #pragma once
 
@@ -36,8 +37,8 @@ struct Fp4Copies {
     std::uint16_t* rowwise = nullptr;     // (R, C) BF16 bits; null: no rowwise copy
     std::uint16_t* columnwise = nullptr;  // (C, R) BF16 bits; null: no columnwise copy
     // Required. stats: amax = the scaling amax of x (NaN ignored, Inf included), scale =
-    // the rowwise S_enc (NaN for MXFP4), overflow = the finite elements each copy clamped
-    // to +-6 (overwritten).
+    // NaN (block scales, as the CPU reports them), overflow = the finite elements each copy
+    // clamped to +-6 (overwritten).
     CastStats* stats = nullptr;
     Fp4Scalars* scalars = nullptr;
 };
