@@ -5,7 +5,13 @@
 // both code copies, the scale_inv grids (and E8M0 grids for MX); the copy moves 2 bytes
 // per byte copied (read + write). Times: CUDA events, median of the runs after warm-up;
 // under each recipe the kernels it ran (CUPTI). FP4 codes are packed two to a byte;
-// NVFP4 reads x twice (its tensor amax first), MXFP4 once.
+// NVFP4 reads x twice (its tensor amax first; with rht the same pass also takes the
+// transformed columnwise copy's amax), MXFP4 once.
+//
+// Last, the FP4 training cast (cast_fp4_copies, what CudaBackend::cast runs for nvfp4 and
+// mxfp4): both BF16 GEMM copies (2 bytes per element each) with the amax fused, RHT on
+// the columnwise copy where the quantizer has it; the goal is 80% of the copy bandwidth
+// for BF16 input.
 //
 //   bench_cuda_quantize [--rows R] [--cols C] [--runs N]
 #include <cuda_runtime.h>
@@ -20,6 +26,7 @@
 #include <vector>
 
 #include "cuda/cast/fp4.h"
+#include "cuda/cast/fp4_train.h"
 #include "cuda/cast/quantize.h"
 #include "cuda/runtime/check.h"
 #include "cuda_bench.cuh"
@@ -90,10 +97,14 @@ int main(int argc, char** argv) {
         {"mxfp8 e4m3 rceil", MXScaling{Format::E4M3, MXRule::RCeil, 32}, 1},
     };
     KernelBreakdown breakdown;
-    for (DType in : {DType::BF16, DType::F32}) {
+    // x as normal data of type `in` (the same values for every section).
+    auto fill = [&](DType in) {
         FP8SCOPE_CUDA_CHECK(cudaMemset(x, 0, n * 4));
         fill_normal<<<prop.multiProcessorCount * 8, 256, 0, stream>>>(x, in == DType::BF16, n, 12345u);
         FP8SCOPE_CUDA_LAUNCHED();
+    };
+    for (DType in : {DType::BF16, DType::F32}) {
+        fill(in);
         const double in_bytes = double(n) * dtype_size(in);
         std::printf("%s input, rowwise + columnwise + amax\n", dtype_name(in));
         std::printf("  %-22s %10s %10s %10s %8s\n", "recipe", "ms", "MB moved", "GB/s", "% copy");
@@ -118,19 +129,17 @@ int main(int argc, char** argv) {
     {
         float *amax, *sdec;
         unsigned long long* overflow;
-        FP8SCOPE_CUDA_CHECK(cudaMalloc(&amax, 4));
-        FP8SCOPE_CUDA_CHECK(cudaMalloc(&sdec, 4));
+        FP8SCOPE_CUDA_CHECK(cudaMalloc(&amax, 8));  // [1]: the columnwise copy's (rht)
+        FP8SCOPE_CUDA_CHECK(cudaMalloc(&sdec, 8));
         FP8SCOPE_CUDA_CHECK(cudaMalloc(&overflow, 16));
         for (DType in : {DType::BF16, DType::F32}) {
-            FP8SCOPE_CUDA_CHECK(cudaMemset(x, 0, n * 4));
-            fill_normal<<<prop.multiProcessorCount * 8, 256, 0, stream>>>(x, in == DType::BF16, n, 12345u);
-            FP8SCOPE_CUDA_LAUNCHED();
+            fill(in);
             std::printf("%s input, FP4 rowwise + columnwise\n", dtype_name(in));
             std::printf("  %-22s %10s %10s %10s %8s\n", "quantizer", "ms", "MB moved", "GB/s", "% copy");
-            for (const char* name : {"nvfp4", "mxfp4_rceil"}) {
+            for (const char* name : {"nvfp4", "nvfp4:rht=1", "nvfp4_2d", "mxfp4_rceil"}) {
                 const Recipe r = parse_recipe(name);
-                const int block = cuda::fp4_block(r), reads = block == 16 ? 2 : 1;
-                const cuda::Fp4Target t{row, row_e8m0, col, col_e8m0, amax, sdec, overflow};
+                const int block = cuda::fp4_block(r) * cuda::fp4_block_rows(r), reads = std::holds_alternative<NVFP4Scaling>(r) ? 2 : 1;
+                const cuda::Fp4Target t{row, row_e8m0, col, col_e8m0, amax, sdec, overflow, amax + 1, sdec + 1};
                 const cuda::CastInput xi{x, in, rows, cols};
                 auto call = [&] { cuda::cast_fp4(xi, r, t, stream); };
                 const double ms = median_ms(stream, runs, call);
@@ -152,6 +161,36 @@ int main(int argc, char** argv) {
         const double bytes = double(n) + 2.0 * n + 4.0 * g.size();
         const double gbs = bytes / ms * 1e-6;
         std::printf("dequantize mxfp8 -> bf16: %.3f ms, %.0f GB/s, %.1f%% copy\n", ms, gbs, 100.0 * gbs / copy_gbs);
+    }
+
+    // FP4 training cast: rowwise + columnwise BF16 copies, amax fused, RHT where asked.
+    {
+        std::uint16_t *row16, *col16;
+        cuda::Fp4Scalars* scalars;
+        FP8SCOPE_CUDA_CHECK(cudaMalloc(&row16, n * 2));
+        FP8SCOPE_CUDA_CHECK(cudaMalloc(&col16, n * 2));
+        FP8SCOPE_CUDA_CHECK(cudaMalloc(&scalars, sizeof(cuda::Fp4Scalars)));
+        const cast::RoundingKey key{1234, 1, 2};
+        for (DType in : {DType::BF16, DType::F32}) {
+            fill(in);
+            std::printf("\n%s input, FP4 training cast: BF16 rowwise + columnwise copies, amax fused\n", dtype_name(in));
+            std::printf("  %-22s %10s %10s %10s %8s\n", "quantizer", "ms", "MB moved", "GB/s", "% copy");
+            for (const char* name : {"nvfp4", "nvfp4:rht=1", "nvfp4_2d", "nvfp4:sr=1", "nvfp4:rht=1:sr=1", "mxfp4_rceil",
+                                     "mxfp4_rceil:rht=1", "mxfp4_rceil:rht=1:sr=1"}) {
+                const Recipe r = parse_recipe(name);
+                const int reads = std::holds_alternative<NVFP4Scaling>(r) ? 2 : 1;
+                const cuda::Fp4Copies t{row16, col16, stats, scalars};
+                const cuda::CastInput xi{x, in, rows, cols};
+                auto call = [&] { cuda::cast_fp4_copies(xi, r, key, t, stream); };
+                const double ms = median_ms(stream, runs, call);
+                const double bytes = reads * double(n) * dtype_size(in) + 2.0 * 2.0 * double(n);
+                const double gbs = bytes / ms * 1e-6;
+                std::printf("  %-22s %10.3f %10.1f %10.0f %7.1f%%\n", name, ms, bytes * 1e-6, gbs, 100.0 * gbs / copy_gbs);
+                if (in == DType::BF16 && breakdown.record(3, call)) breakdown.print();
+            }
+        }
+        std::printf("(goal: nvfp4 and mxfp4_rceil with BF16 input at >= 80%% of the copy)\n");
+        for (void* p : {static_cast<void*>(row16), static_cast<void*>(col16), static_cast<void*>(scalars)}) cudaFree(p);
     }
 
     cuda::CastStats st{};

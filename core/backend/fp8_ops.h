@@ -42,6 +42,11 @@ struct GemmOperand {
     // 1x128 grids, in the layout its GEMM reads)
     TensorDesc rowwise_scale_inv, columnwise_scale_inv;
     bool emulated = false;
+    // FP4 copies a device emulates in BF16 (the CUDA backend): each copy holds
+    // decode(q) * s_b, exact in BF16, and its tensor scale S_dec apart, a float32 in the
+    // backend's memory (null: 1) that the GEMM multiplies in through alpha.
+    const float* rowwise_tensor_scale_inv = nullptr;
+    const float* columnwise_tensor_scale_inv = nullptr;
 };
 
 // The operand a cast under `recipe` gives, before its copies: mode, format and the block

@@ -25,12 +25,16 @@
 //   x (a weight) is converted to BF16 once, into the operand's storage. With a recipe,
 //   cuda::cast writes both copies' codes and scale_inv grids in one pass (the columnwise
 //   copy is the cast of x^T, as the CPU's quantize of the transpose); delayed scaling
-//   casts with the history's scale on the device and pushes the amax there.
+//   casts with the history's scale on the device and pushes the amax there. FP4
+//   quantizers (no FP4 tensor cores on Hopper) give BF16 copies decode(q) * s_b, exact,
+//   with each copy's tensor scale S_dec apart in device memory (cast/fp4_train.h).
 // - gemm(): cuBLASLt's FP8 kernels where they exist (per-tensor, 1x128 x 128x128,
 //   1x128 x 1x128). MX operands (no MX tensor cores on Hopper) and whatever cuBLASLt
 //   refuses are "emulated": both copies dequantized to BF16 and a BF16 GEMM. For MX and
 //   power-of-two block scales the BF16 values are exact, so the result is the FP8 GEMM's
-//   up to summation order; per-tensor float32 scales round once more (2^-8) there. The
+//   up to summation order; per-tensor float32 scales round once more (2^-8) there. FP4
+//   copies are BF16 already: their GEMM is BF16 x BF16 with alpha = S_dec(A) S_dec(B)
+//   read from device memory (cuBLASLt's device pointer mode), nothing rounded in. The
 //   choice is cached per problem, so only the first call of a shape pays an exception.
 // - The output head (matmul_*) is unquantized: BF16 activations times the float32
 //   weight converted to BF16 per call, float32 weight gradients.
@@ -189,6 +193,9 @@ private:
                   const float* bias, bool accumulate, const GemmEpilogue& epi);
     // A weight (float32) as BF16: its mirrored copy, else converted into `scratch`.
     const std::uint16_t* bf16_weight(const float* w, std::int64_t n, Scratch& scratch);
+    // cast() under an FP4 quantizer (cast/fp4_train.h).
+    GemmOperand cast_fp4(const TensorDesc& x, const CastSpec& spec, OperandStorage& storage);
+    void cast_done(const CastSpec& spec, cuda::CastStats* stats);
     cuda::CastStats* report_slot();
     void free_now(void* p);  // waits for the stream, then cudaFree (errors ignored)
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <variant>
 
+#include "cuda/cast/fp4_train.h"
 #include "cuda/cast/quantize.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_backend_kernels.h"
@@ -24,12 +25,13 @@ using cuda::bf16;
 struct CudaStorage final : OperandStorage {
     explicit CudaStorage(CudaBackend& b)
         : rowwise(b), columnwise(b), rowwise_scale_inv(b), columnwise_scale_inv(b), rowwise_e8m0(b),
-          columnwise_e8m0(b), stats(b), bf16_copy(b) {}
+          columnwise_e8m0(b), stats(b), bf16_copy(b), fp4_scalars(b) {}
     CudaBackend::Scratch rowwise, columnwise;                        // codes (R,C), (C,R)
     CudaBackend::Scratch rowwise_scale_inv, columnwise_scale_inv;    // float32 grids
     CudaBackend::Scratch rowwise_e8m0, columnwise_e8m0;              // MX only
     CudaBackend::Scratch stats;                                      // cuda::CastStats
     CudaBackend::Scratch bf16_copy;                                  // F32 x in BF16 (no recipe)
+    CudaBackend::Scratch fp4_scalars;                                // cuda::Fp4Scalars
 };
 
 // Delayed scaling's state in device memory (quantize.h's layout).
@@ -73,6 +75,11 @@ cuda::QuantizedInput quantized(const GemmOperand& op, const TensorDesc& data, co
     return q;
 }
 
+// Modes Hopper has no tensor cores for: their GEMMs are emulated in BF16.
+bool no_tensor_cores(ScalingMode m) {
+    return m == ScalingMode::MX || m == ScalingMode::NVFP4 || m == ScalingMode::MXFP4;
+}
+
 // The largest power of two up to 256 dividing the address (what cuBLASLt's plans depend on).
 std::int64_t alignment(const void* p) {
     const auto a = reinterpret_cast<std::uintptr_t>(p);
@@ -110,6 +117,7 @@ GemmOperand CudaBackend::cast(const TensorDesc& x, const CastSpec& spec, Operand
 
     const Recipe& r = *spec.recipe;
     const std::int64_t R = x.rows, C = x.cols;
+    if (is_fp4(r)) return cast_fp4(x, spec, storage);
     const cuda::ScaleGrid rg = cuda::scale_grid(r, R, C), cg = cuda::scale_grid(r, C, R);
     GemmOperand op = operand_of(r);  // block shapes as in rg, which checked them
     const bool mx = op.mode == ScalingMode::MX;
@@ -137,10 +145,39 @@ GemmOperand CudaBackend::cast(const TensorDesc& x, const CastSpec& spec, Operand
                       ? static_cast<CudaAmaxHistory*>(spec.history)->state()
                       : nullptr;
     cuda::cast(cuda::CastInput{x.data, x.dtype, R, C}, r, t, stream_, state, spec.push);
-    if (spec.amax_out)
-        FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(spec.amax_out, &t.stats->amax, sizeof(float), cudaMemcpyDeviceToDevice, stream_));
-    if (spec.report) pending_reports_.push_back(spec.report);  // the slot report_slot() handed out
+    cast_done(spec, t.stats);
     return op;
+}
+
+// FP4: BF16 copies of decode(q) * s_b and each copy's S_dec (fp4_train.h), which the GEMM
+// takes as alpha.
+GemmOperand CudaBackend::cast_fp4(const TensorDesc& x, const CastSpec& spec, OperandStorage& storage) {
+    auto& s = static_cast<CudaStorage&>(storage);
+    const std::int64_t R = x.rows, C = x.cols;
+    GemmOperand op = operand_of(*spec.recipe);
+    cuda::Fp4Copies c;
+    c.stats = spec.report ? report_slot() : s.stats.grow_as<cuda::CastStats>(1);
+    c.scalars = s.fp4_scalars.grow_as<cuda::Fp4Scalars>(1);
+    if (spec.rowwise) {
+        c.rowwise = s.rowwise.grow_as<bf16>(std::size_t(R * C));
+        op.rowwise = TensorDesc{c.rowwise, DType::BF16, R, C, Device::CUDA, false};
+        op.rowwise_tensor_scale_inv = &c.scalars->row_tensor_scale_inv;
+    }
+    if (spec.columnwise) {
+        c.columnwise = s.columnwise.grow_as<bf16>(std::size_t(R * C));
+        op.columnwise = TensorDesc{c.columnwise, DType::BF16, C, R, Device::CUDA, false};
+        op.columnwise_tensor_scale_inv = &c.scalars->col_tensor_scale_inv;
+    }
+    cuda::cast_fp4_copies(cuda::CastInput{x.data, x.dtype, R, C}, *spec.recipe, spec.rounding, c, stream_);
+    cast_done(spec, c.stats);
+    return op;
+}
+
+// After a cast into `stats`: its amax to spec.amax_out, its report queued.
+void CudaBackend::cast_done(const CastSpec& spec, cuda::CastStats* stats) {
+    if (spec.amax_out)
+        FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(spec.amax_out, &stats->amax, sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+    if (spec.report) pending_reports_.push_back(spec.report);  // the slot report_slot() handed out
 }
 
 const bf16* CudaBackend::bf16_weight(const float* w, std::int64_t n, Scratch& scratch) {
@@ -165,6 +202,7 @@ cuda::GemmInput bf16_input(const GemmOperand& op, Copy copy, CudaBackend::Scratc
     cuda::GemmInput in;
     in.dtype = DType::BF16;
     in.transposed = data.transposed;
+    in.tensor_scale_inv = rowwise ? op.rowwise_tensor_scale_inv : op.columnwise_tensor_scale_inv;
     if (data.dtype == DType::BF16) {
         in.data = data.data;
         return in;
@@ -229,10 +267,10 @@ void CudaBackend::run_gemm(const GemmOperand& a, Copy ca, const GemmOperand& b, 
         alignment(A.data) | alignment(B.data) << 16,
         alignment(out.data) | alignment(bias) << 16 | alignment(epi.aux.ptr) << 32, std::int64_t(epi.kind)};
     // Native until cuBLASLt refuses the problem once; from then on it is emulated without
-    // an exception. MX operands and what GemmRunner::check rules out go straight there.
+    // an exception. MX and FP4 operands and what GemmRunner::check rules out go straight there.
     auto it = emulate_.find(key);
     if (it == emulate_.end() || !it->second) {
-        if (a.mode != ScalingMode::MX && b.mode != ScalingMode::MX) {
+        if (!no_tensor_cores(a.mode) && !no_tensor_cores(b.mode)) {
             try {
                 g.a = cuda::gemm_input(a, ca);
                 g.b = cuda::gemm_input(b, cb);
@@ -251,7 +289,8 @@ void CudaBackend::run_gemm(const GemmOperand& a, Copy ca, const GemmOperand& b, 
         }
         emulate_.insert_or_assign(key, true);
     }
-    // Emulated: both copies as BF16 (exact for FP8 codes times power-of-two scales).
+    // Emulated: both copies as BF16 (exact for FP8 codes times power-of-two scales, and
+    // for FP4 copies, whose tensor scales alpha takes).
     g.a = bf16_input(a, ca, *emulated_a_, stream_);
     g.b = bf16_input(b, cb, *emulated_b_, stream_);
     runner_->gemm(g);

@@ -91,7 +91,7 @@ struct PlanKey {
     std::int64_t m, n, k;
     DType a_type, b_type, out_type;
     GemmScaling a_scaling, b_scaling;
-    bool a_transposed, b_transposed, bias, accumulate, fast_accum;
+    bool a_transposed, b_transposed, bias, accumulate, fast_accum, device_alpha;
     GemmGelu gelu;
     std::uint32_t a_align, b_align, out_align, aux_align;
 
@@ -99,7 +99,8 @@ struct PlanKey {
         return m == o.m && n == o.n && k == o.k && a_type == o.a_type && b_type == o.b_type &&
                out_type == o.out_type && a_scaling == o.a_scaling && b_scaling == o.b_scaling &&
                a_transposed == o.a_transposed && b_transposed == o.b_transposed && bias == o.bias &&
-               accumulate == o.accumulate && fast_accum == o.fast_accum && gelu == o.gelu &&
+               accumulate == o.accumulate && fast_accum == o.fast_accum && device_alpha == o.device_alpha &&
+               gelu == o.gelu &&
                a_align == o.a_align && b_align == o.b_align && out_align == o.out_align && aux_align == o.aux_align;
     }
 };
@@ -112,18 +113,22 @@ struct PlanKeyHash {
         mix(std::uint64_t(key.a_type) | std::uint64_t(key.b_type) << 8 | std::uint64_t(key.out_type) << 16 |
             std::uint64_t(key.a_scaling) << 24 | std::uint64_t(key.b_scaling) << 32);
         mix(std::uint64_t(key.a_transposed) | std::uint64_t(key.b_transposed) << 1 | std::uint64_t(key.bias) << 2 |
-            std::uint64_t(key.accumulate) << 3 | std::uint64_t(key.fast_accum) << 4 | std::uint64_t(key.gelu) << 5);
+            std::uint64_t(key.accumulate) << 3 | std::uint64_t(key.fast_accum) << 4 | std::uint64_t(key.gelu) << 5 |
+            std::uint64_t(key.device_alpha) << 8);
         mix(std::uint64_t(key.a_align) | std::uint64_t(key.b_align) << 16 | std::uint64_t(key.out_align) << 32 |
             std::uint64_t(key.aux_align) << 48);
         return h;
     }
 };
 
+// alpha and beta from device memory: an operand with a tensor scale (gemm.h).
+bool device_alpha(const GemmArgs& g) { return g.a.tensor_scale_inv || g.b.tensor_scale_inv; }
+
 PlanKey key_of(const GemmArgs& g) {
     return {g.m,           g.n,          g.k,          g.a.dtype,          g.b.dtype,
             g.out_dtype,   g.a.scaling,  g.b.scaling,  g.a.transposed,     g.b.transposed,
-            g.bias != nullptr, g.accumulate, g.fast_accum, g.gelu, alignment(g.a.data), alignment(g.b.data),
-            alignment(g.out), alignment(g.gelu_aux)};
+            g.bias != nullptr, g.accumulate, g.fast_accum, device_alpha(g), g.gelu, alignment(g.a.data),
+            alignment(g.b.data), alignment(g.out), alignment(g.gelu_aux)};
 }
 
 // A cached problem: descriptor, layouts (cuBLAS's A = our B, B = our A, C = D = out) and
@@ -166,6 +171,7 @@ struct CallPointers {
     const float* a_scale = nullptr;
     const float* b_scale = nullptr;
     const void* bias = nullptr;
+    const float* alpha_beta = nullptr;  // device {alpha, beta}; null: the host's
 };
 
 }  // namespace
@@ -211,7 +217,8 @@ CallPointers GemmRunner::Impl::prepare(const GemmArgs& g) {
     CallPointers p{g.a.scale_inv, g.b.scale_inv, g.bias};
     detail::ScaleJob jobs[2];
     detail::BiasJob bias_job;
-    std::size_t offsets[3] = {0, 0, 0}, total = 0;
+    detail::AlphaJob alpha_job;
+    std::size_t offsets[4] = {0, 0, 0, 0}, total = 0;
 
     const GemmInput* ins[2] = {&g.a, &g.b};
     const std::int64_t rows[2] = {g.m, g.n};
@@ -237,17 +244,24 @@ CallPointers GemmRunner::Impl::prepare(const GemmArgs& g) {
         offsets[2] = total;
         total += round_up(std::size_t(g.n) * (bias_job.to_bf16 ? 2 : 4));
     }
+    if (device_alpha(g)) {
+        alpha_job = {nullptr, g.a.tensor_scale_inv, g.b.tensor_scale_inv, g.accumulate ? 1.0f : 0.0f};
+        offsets[3] = total;
+        total += round_up(2 * sizeof(float));
+    }
     if (total == 0) return p;
 
     auto* base = static_cast<char*>(grow_scratch(total));
     for (int i = 0; i < 2; ++i)
         if (jobs[i].scaling != GemmScaling::None) jobs[i].dst = reinterpret_cast<float*>(base + offsets[i]);
     if (g.bias) bias_job.dst = base + offsets[2];
-    detail::prepare_gemm_inputs(jobs[0], jobs[1], bias_job, stream);
+    if (device_alpha(g)) alpha_job.dst = reinterpret_cast<float*>(base + offsets[3]);
+    detail::prepare_gemm_inputs(jobs[0], jobs[1], bias_job, stream, alpha_job);
 
     if (jobs[0].dst) p.a_scale = jobs[0].dst;
     if (jobs[1].dst) p.b_scale = jobs[1].dst;
     if (g.bias) p.bias = bias_job.dst;
+    p.alpha_beta = alpha_job.dst;
     return p;
 }
 
@@ -289,6 +303,8 @@ Plan& GemmRunner::Impl::plan(const GemmArgs& g, const CallPointers& p) {
         : g.bias                    ? CUBLASLT_EPILOGUE_BIAS
                                     : CUBLASLT_EPILOGUE_DEFAULT;
     if (epilogue != CUBLASLT_EPILOGUE_DEFAULT) set_attr(pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue);
+    if (key.device_alpha)
+        set_attr(pl->desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, std::int32_t(CUBLASLT_POINTER_MODE_DEVICE));
     if (g.gelu != GemmGelu::None)  // aux is (n, m) column-major like D
         set_attr(pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, std::int64_t(g.n));
     // The heuristic sees the real pointers (scaled kernels are chosen by their presence).
@@ -397,6 +413,7 @@ std::string GemmRunner::check(const GemmArgs& g) {
         if (a.dtype == DType::F32 && g.out_dtype != DType::F32) return "F32 operands give an F32 output";
         return "";
     }
+    if (a.tensor_scale_inv || b.tensor_scale_inv) return "FP8 operands take their scales as scale_inv";
     if (a.dtype == DType::E5M2 && b.dtype == DType::E5M2) return "E5M2 x E5M2 has no cuBLASLt kernel";
     if (a.scaling == GemmScaling::None || b.scaling == GemmScaling::None) return "FP8 operands need a scaling";
     if ((a.scaling == GemmScaling::PerTensor) != (b.scaling == GemmScaling::PerTensor))
@@ -431,9 +448,12 @@ void GemmRunner::gemm(const GemmArgs& g) {
     im.set_pointers(pl, g, p);
 
     const float alpha = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
+    // Device pointer mode: {alpha, beta} as prepare() wrote them on the stream.
+    const float* pa = p.alpha_beta ? p.alpha_beta : &alpha;
+    const float* pb = p.alpha_beta ? p.alpha_beta + 1 : &beta;
     // cuBLAS's A is our B and its B our A (see the top of this file).
-    FP8SCOPE_CUBLAS_CHECK(cublasLtMatmul(im.handle, pl.desc, &alpha, g.b.data, pl.la, g.a.data, pl.lb, &beta, g.out,
-                                         pl.ld, g.out, pl.ld, &pl.algo, im.workspace, im.workspace_bytes, im.stream));
+    FP8SCOPE_CUBLAS_CHECK(cublasLtMatmul(im.handle, pl.desc, pa, g.b.data, pl.la, g.a.data, pl.lb, pb, g.out, pl.ld,
+                                         g.out, pl.ld, &pl.algo, im.workspace, im.workspace_bytes, im.stream));
 }
 
 std::string GemmRunner::describe_plan(const GemmArgs& g) {

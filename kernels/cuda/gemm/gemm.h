@@ -50,6 +50,11 @@ struct GemmInput {
     // 1x128 grids over a multiple of 4 rows are, cast/quantize.h).
     const float* scale_inv = nullptr;
     bool scale_inv_gemm_ready = false;
+    // BF16 / F32 only: a float32 factor in device memory the operand's values stand
+    // multiplied by (null: 1), the tensor scale S_dec of an FP4 copy held as BF16
+    // decode(q) * s_b. The GEMM takes alpha = a's times b's on the device (cuBLASLt's
+    // device pointer mode), so the factor never rounds into the operand.
+    const float* tensor_scale_inv = nullptr;
     // The data is stored as the transpose, (k, rows) row-major. BF16 / F32 only: FP8
     // kernels on Hopper read TN only (use the operand's other copy instead).
     bool transposed = false;
@@ -110,6 +115,7 @@ public:
     //   - FP8: no transposed views; k % 16 == 0 (16-byte rows); n % 8 (BF16 out) or
     //     n % 4 (F32 out), the 16-byte rule on out's rows; data pointers 16-byte aligned.
     //   - Blockwise also m % 8 == 0 and n % 8 == 0; no fast_accum.
+    //   - tensor_scale_inv: BF16 / F32 operands only.
     //   - GELU: BF16 output, no accumulate, gelu_aux 16-byte aligned, n % 8 == 0 (its
     //     rows' stride).
     // The heuristic can still refuse on the first call of a shape: gemm() then throws.

@@ -33,9 +33,18 @@ struct BiasJob {
     bool to_bf16 = false;
 };
 
+// The device {alpha, beta} of a GEMM in cuBLASLt's device pointer mode: alpha = a * b
+// (float32; a null factor is 1).
+struct AlphaJob {
+    float* dst = nullptr;  // null: no job
+    const float *a = nullptr, *b = nullptr;
+    float beta = 0.0f;
+};
+
 // Everything a GEMM needs before cuBLASLt runs, in a single kernel launch on `stream`
 // (nothing is launched when there is no job).
-void prepare_gemm_inputs(const ScaleJob& a, const ScaleJob& b, const BiasJob& bias, cudaStream_t stream);
+void prepare_gemm_inputs(const ScaleJob& a, const ScaleJob& b, const BiasJob& bias, cudaStream_t stream,
+                         const AlphaJob& alpha = {});
 
 // "algo 66 tile 256x128 stages 4 splitK 1 swizzle 0 cluster 2x1x1 ...": the configuration
 // the heuristic chose, to compare two algorithm choices.

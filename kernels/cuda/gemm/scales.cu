@@ -2,7 +2,8 @@
 //   Tile1x128: our (rows, KB) row-major -> (KB, pad4(rows)), a transpose (tiled through
 //              shared memory so that both the reads and the writes are coalesced);
 //   Block128:  our (RB, KB) row-major -> (RB, pad4(KB)), only the row stride changes;
-//   bias:      float32 -> BF16 for FP8 kernels, or a copy into 256-byte aligned memory.
+//   bias:      float32 -> BF16 for FP8 kernels, or a copy into 256-byte aligned memory;
+//   alpha:     {S_dec(A) * S_dec(B), beta} for the device pointer mode.
 // Grids are small (k/128 floats per row), so all jobs of a GEMM share one launch.
 #include <cuda_bf16.h>
 
@@ -26,6 +27,7 @@ __host__ __device__ constexpr std::int64_t p4(std::int64_t x) { return (x + 3) /
 struct Jobs {
     ScaleJob scale[2];
     BiasJob bias;
+    AlphaJob alpha;
 };
 
 // dst[kb * ld + r] = src[r * KB + kb]; the padding rows [rows, ld) get 0.
@@ -72,6 +74,11 @@ __device__ void stage_bias(const BiasJob& j) {
 // blockIdx.y picks the job: 0 and 1 the scale grids, 2 the bias.
 __global__ void __launch_bounds__(kThreads) prepare_kernel(Jobs jobs) {
     __shared__ float tile[kTile][kTile + 1];  // +1: no bank conflicts on the transposed read
+    if (jobs.alpha.dst && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0 && threadIdx.y == 0) {
+        const float a = jobs.alpha.a ? *jobs.alpha.a : 1.0f, b = jobs.alpha.b ? *jobs.alpha.b : 1.0f;
+        jobs.alpha.dst[0] = __fmul_rn(a, b);
+        jobs.alpha.dst[1] = jobs.alpha.beta;
+    }
     if (blockIdx.y == 2) {
         if (jobs.bias.dst) stage_bias(jobs.bias);
         return;
@@ -90,10 +97,12 @@ std::int64_t blocks_for(const ScaleJob& j) {
 
 }  // namespace
 
-void prepare_gemm_inputs(const ScaleJob& a, const ScaleJob& b, const BiasJob& bias, cudaStream_t stream) {
-    const std::int64_t blocks = std::max({blocks_for(a), blocks_for(b), bias.dst ? ceil_div(bias.n, kThreads) : 0});
+void prepare_gemm_inputs(const ScaleJob& a, const ScaleJob& b, const BiasJob& bias, cudaStream_t stream,
+                         const AlphaJob& alpha) {
+    const std::int64_t blocks = std::max({blocks_for(a), blocks_for(b), bias.dst ? ceil_div(bias.n, kThreads) : 0,
+                                          std::int64_t(alpha.dst ? 1 : 0)});
     if (blocks == 0) return;
-    Jobs jobs{{a, b}, bias};
+    Jobs jobs{{a, b}, bias, alpha};
     const dim3 grid(unsigned(std::min<std::int64_t>(blocks, 4096)), bias.dst ? 3u : 2u);
     prepare_kernel<<<grid, dim3(kTile, kRowsPerPass), 0, stream>>>(jobs);
     FP8SCOPE_CUDA_LAUNCHED();
