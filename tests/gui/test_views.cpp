@@ -4,6 +4,7 @@
 // The suite runs twice: on a store filled directly, and on the same trace written to an
 // HDF5 file by capture's writer and read back through the GUI's file loader.
 // With FP8SCOPE_SCREENSHOT_DIR set, each view is also saved as PNG for a look.
+#include <QComboBox>
 #include <QApplication>
 #include <QLineEdit>
 #include <QSignalSpy>
@@ -292,6 +293,34 @@ private slots:
 
     // The heatmap in its default mode: each recipe's SQNR minus per-tensor current's on
     // the same layer; the recipe in use (run 1: block1x128) outlined on every layer.
+    // The output statistic: layers x GEMM from the run's GemmErrorRecords at the cursor,
+    // the figures as recorded, +inf SQNR (an unquantized GEMM) out of the colour range.
+    void errorViewOutputStat() {
+        const int run = selection_.run();
+        views::TraceBatch batch;
+        for (int l = 0; l < spec_.linears; ++l)
+            for (int g = 0; g < 3; ++g)
+                batch.gemm_errors.push_back({run, 0, l, Gemm(g), l == 0 && g == 2 ? INFINITY : 20.0 + l + 0.25 * g,
+                                             0.01 * (g + 1), 0.5});
+        QVERIFY(store_.append(store_.generation(), std::move(batch)));
+        auto* v = show<ErrorView>("error");
+        v->showOutputStat(OutputStat::Sqnr);
+        QVERIFY(v->showsOutput());
+        QCPColorMap* map = v->heatmap();
+        QCOMPARE(map->data()->keySize(), 3);
+        QCOMPARE(map->data()->valueSize(), spec_.linears);
+        QCOMPARE(map->data()->cell(1, 2), 22.25);
+        QCOMPARE(v->outputModel().value(0, 2), double(INFINITY));
+        QVERIFY(map->dataRange().upper < 30.0);
+        QVERIFY(v->cellText(2, 1).contains("22.25"));
+        v->showOutputStat(OutputStat::RelError);
+        QCOMPARE(map->data()->cell(0, 3), 0.01);
+        QCOMPARE(map->data()->cell(2, 0), 0.03);
+        // Back to operand errors for the tests after (the statistic combo is the first one).
+        v->findChildren<QComboBox*>().first()->setCurrentIndex(static_cast<int>(selection_.stat()));
+        QVERIFY(!v->showsOutput());
+    }
+
     void errorView() {
         selection_.setOperand({0, Gemm::Wgrad, Operand::DY});
         auto* v = show<ErrorView>("error");

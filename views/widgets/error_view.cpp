@@ -27,13 +27,14 @@ constexpr int kMinTextCellPx = 34;  // narrower cells show their values on hover
 }
 
 ErrorView::ErrorView(const ViewContext& context, QWidget* parent)
-    : StoreView(context, "error", tr("Quantization error"), parent), model_(context.store) {
+    : StoreView(context, "error", tr("Quantization error"), parent), model_(context.store), output_model_(context.store) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     auto* row = new QHBoxLayout;
     row->addWidget(new QLabel(tr("statistic:"), this));
     stat_ = new QComboBox(this);
     for (int s = 0; s < kErrorStatCount; ++s) stat_->addItem(QString::fromLatin1(error_stat_name(ErrorStat(s))));
+    for (int s = 0; s < kOutputStatCount; ++s) stat_->addItem(QString::fromLatin1(output_stat_name(OutputStat(s))));
     row->addWidget(stat_);
     mode_ = new QComboBox(this);
     mode_->addItems({tr("difference to"), tr("values"), tr("compared run's values"), tr("minus compared run")});
@@ -66,18 +67,38 @@ ErrorView::ErrorView(const ViewContext& context, QWidget* parent)
     cursor_line_ = add_cursor_line(steps_);
     PlotInteraction::attach(steps_, context.cursor);
     stat_->setCurrentIndex(static_cast<int>(context.selection->stat()));
-    connect(stat_, &QComboBox::currentIndexChanged, this, [this](int i) { ctx().selection->setStat(ErrorStat(i)); });
-    connect(context.selection, &Selection::changed, this,
-            [this] { stat_->setCurrentIndex(static_cast<int>(ctx().selection->stat())); });
+    connect(stat_, &QComboBox::currentIndexChanged, this, [this](int i) {
+        if (i < kErrorStatCount) ctx().selection->setStat(ErrorStat(i));
+        else refresh(true);  // an output statistic is this view's own
+    });
+    connect(context.selection, &Selection::changed, this, [this] {
+        if (!showsOutput()) stat_->setCurrentIndex(static_cast<int>(ctx().selection->stat()));
+    });
     connect(mode_, &QComboBox::currentIndexChanged, this, [this] { refresh(true); });
     connect(reference_, &QComboBox::currentIndexChanged, this, [this] { refresh(true); });
     connect(compare_, &QComboBox::currentIndexChanged, this, [this] { refresh(true); });
 }
 
 void ErrorView::setMode(Mode mode) { mode_->setCurrentIndex(mode); }
+void ErrorView::showOutputStat(OutputStat stat) { stat_->setCurrentIndex(kErrorStatCount + static_cast<int>(stat)); }
+bool ErrorView::showsOutput() const { return stat_->currentIndex() >= kErrorStatCount; }
+
+QString ErrorView::outputCellText(int linear, int gemm) const {
+    if (linear < 0 || linear >= output_model_.rowCount() || gemm < 0 || gemm > 2) return {};
+    const std::int64_t step = output_model_.step(linear, gemm);
+    if (step < 0) return tr("%1 %2
+no output error captured").arg(output_model_.linearName(linear), gemm_label(Gemm(gemm)));
+    return tr("%1 %2
+%3: %4 (step %5)
+the GEMM of the cast operands against the unquantized GEMM")
+        .arg(output_model_.linearName(linear), gemm_label(Gemm(gemm)), stat_->currentText(),
+             format_figure(output_model_.value(linear, gemm)))
+        .arg(step);
+}
 void ErrorView::setReference(int recipe) { reference_->setCurrentIndex(recipe); }
 
 QString ErrorView::cellText(int linear, int recipe) const {
+    if (showsOutput()) return outputCellText(linear, recipe);
     if (linear < 0 || linear >= model_.rowCount() || recipe < 0 || recipe >= model_.recipeCount()) return {};
     if (!model_.applies(linear, recipe))
         return QStringLiteral("%1\n%2").arg(model_.linearName(linear), model_.voidReason(linear, recipe));
@@ -88,6 +109,10 @@ QString ErrorView::cellText(int linear, int recipe) const {
     if (model_.reference() >= 0)
         s += tr("\n- %1: %2").arg(model_.recipeName(model_.reference()), format_figure(model_.value(linear, recipe)));
     if (model_.recipeInUse(linear) == recipe) s += tr("\n(quantizer in use)");
+    // What the operands' error does to the GEMM's output, under the recipe in use.
+    const Gemm gemm = ctx().selection->operand().gemm;
+    if (const double v = output_model_.value(linear, static_cast<int>(gemm)); !std::isnan(v))
+        s += tr("\n%1 output SQNR: %2 dB").arg(gemm_label(gemm), format_figure(v));
     return s;
 }
 
@@ -104,10 +129,63 @@ QVector<QPoint> ErrorView::cellsOf(const char* kind) const {
     return cells;
 }
 
+namespace {
+
+void remove_cell_items(QCustomPlot* heat) {
+    for (int i = heat->itemCount() - 1; i >= 0; --i)
+        if (const QString kind = heat->item(i)->objectName(); kind == kOutline || kind == kCellText || kind == kVoidCell)
+            heat->removeItem(i);
+}
+
+// The values in the cells, dark on light colours and light on dark ones, when they fit.
+void write_cell_values(QCustomPlot* heat, QCPColorMap* map, const QFont& base, int cols, int rows,
+                       const std::function<double(int c, int r)>& value) {
+    if (cols <= 0 || heat->axisRect()->width() / cols < kMinTextCellPx) return;
+    QFont small = base;
+    small.setPointSize(7);
+    for (int l = 0; l < rows; ++l)
+        for (int c = 0; c < cols; ++c) {
+            const double v = value(c, l);
+            if (!std::isfinite(v)) continue;
+            auto* text = new QCPItemText(heat);
+            text->setObjectName(kCellText);
+            text->setClipToAxisRect(true);
+            text->setFont(small);
+            text->position->setCoords(c, l);
+            text->setText(QString::number(v, 'g', 3));
+            const QColor cell = QColor::fromRgb(map->gradient().color(v, map->dataRange()));
+            text->setColor(cell.lightnessF() > 0.55 ? Qt::black : Qt::white);
+        }
+}
+
+}  // namespace
+
+void ErrorView::drawOutputHeatmap() {
+    remove_cell_items(heat_);
+    const int rows = output_model_.rowCount();
+    const auto value = [this](int c, int r) { return output_model_.value(r, c); };
+    fill_cells(map_, 3, rows, value);
+    const Better better = output_model_.stat() == OutputStat::Sqnr ? Better::Higher : Better::Lower;
+    map_->colorScale()->setGradient(goodness_gradient(better));
+    map_->setGradient(map_->colorScale()->gradient());
+    if (QCPRange range; finite_range(map_, &range)) map_->setDataRange(range);
+    map_->colorScale()->axis()->setLabel(stat_->currentText());
+    write_cell_values(heat_, map_, font(), 3, rows, value);
+    QStringList gemms, linears;
+    for (int g = 0; g < 3; ++g) gemms << gemm_label(Gemm(g));
+    for (int l = 0; l < rows; ++l) linears << output_model_.linearName(l);
+    set_label_ticks(heat_->xAxis, gemms);
+    set_label_ticks(heat_->yAxis, linears);
+    slant_tick_labels(heat_->xAxis, gemms, 0);
+    bool any = false;
+    for (int l = 0; l < rows && !any; ++l)
+        for (int g = 0; g < 3; ++g) any = any || output_model_.step(l, g) >= 0;
+    set_placeholder(heat_, any ? QString() : tr("no GEMM output errors in this trace"));
+    map_->setVisible(rows > 0);
+}
+
 void ErrorView::drawHeatmap() {
-    for (int i = heat_->itemCount() - 1; i >= 0; --i)
-        if (const QString kind = heat_->item(i)->objectName(); kind == kOutline || kind == kCellText || kind == kVoidCell)
-            heat_->removeItem(i);
+    remove_cell_items(heat_);
     const int n = model_.recipeCount(), rows = model_.rowCount();
     const bool run_diff = model_.runCompare() == RecipeErrorModel::RunCompare::Difference;
     const bool diff = run_diff || (mode_->currentIndex() == QuantizerDifference && model_.reference() >= 0);
@@ -149,23 +227,7 @@ void ErrorView::drawHeatmap() {
             frame->topLeft->setCoords(r - 0.5, l - 0.5);
             frame->bottomRight->setCoords(r + 0.5, l + 0.5);
         }
-    // The values in the cells, dark on light colours and light on dark ones.
-    const bool fits = n > 0 && heat_->axisRect()->width() / n >= kMinTextCellPx;
-    QFont small = font();
-    small.setPointSize(7);
-    for (int l = 0; fits && l < rows; ++l)
-        for (int r = 0; r < n; ++r) {
-            const double v = model_.value(l, r);
-            if (!std::isfinite(v)) continue;
-            auto* text = new QCPItemText(heat_);
-            text->setObjectName(kCellText);
-            text->setClipToAxisRect(true);
-            text->setFont(small);
-            text->position->setCoords(r, l);
-            text->setText(QString::number(v, 'g', 3));
-            const QColor cell = QColor::fromRgb(map_->gradient().color(v, map_->dataRange()));
-            text->setColor(cell.lightnessF() > 0.55 ? Qt::black : Qt::white);
-        }
+    write_cell_values(heat_, map_, font(), n, rows, [this](int c, int r) { return model_.value(r, c); });
     set_label_ticks(heat_->xAxis, recipes);
     set_label_ticks(heat_->yAxis, linears);
     slant_tick_labels(heat_->xAxis, recipes, n > 4 ? 45 : 0);
@@ -232,13 +294,21 @@ void ErrorView::redraw() {
                          : mode == RunDifference ? RecipeErrorModel::RunCompare::Difference
                                                  : RecipeErrorModel::RunCompare::Off;
     model_.refresh(run, ctx().cursor->step(), sel.gemm, sel.operand, ctx().selection->stat(), compare_->otherThan(run), compare);
+    const bool output = showsOutput();
+    output_model_.refresh(run, ctx().cursor->step(),
+                          output ? OutputStat(stat_->currentIndex() - kErrorStatCount) : OutputStat::Sqnr);
     fill_recipe_combo(reference_, model_.recipeNames());
     reference_->setEnabled(mode == QuantizerDifference);
     model_.setReference(mode == QuantizerDifference ? reference_->currentIndex() : -1);
     ctx().store->read([&](const TraceData& d) {
         colors_ = recipe_colors(d.meta.quantizers);
-        drawHeatmap();
-        heat_->yAxis->setLabel(tr("linear (%1 %2)").arg(gemm_label(sel.gemm), operand_label(sel.operand)));
+        if (output) {
+            drawOutputHeatmap();
+            heat_->yAxis->setLabel(tr("linear (GEMM output)"));
+        } else {
+            drawHeatmap();
+            heat_->yAxis->setLabel(tr("linear (%1 %2)").arg(gemm_label(sel.gemm), operand_label(sel.operand)));
+        }
         drawSteps(d);
     });
     set_cursor_line(cursor_line_, static_cast<double>(ctx().cursor->step()));

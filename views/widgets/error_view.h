@@ -6,12 +6,17 @@
 // the goodness scale (red worse, blue better, for every statistic); a delayed quantizer's
 // what-if on a layer that does not train with it is hatched grey, with no value, out of
 // the colour range and off the lines below (it would be a first step's, scale 1).
+// The statistic combo also offers the error of each GEMM's output (output SQNR, output
+// relative error): the heatmap then shows layers x GEMM (fprop, dgrad, wgrad) of the
+// selected run at the cursor (models/gemm_error_model.h); an operand cell's tooltip names
+// the output error of its GEMM too.
 // Another run (chosen beside, the baseline by default) can be compared: the heatmap then
 // shows that run's figures, or the selected run's minus its figures on the same cell (a
 // layer whose operand has another shape there is hatched: not the same tensor), and the
 // lines below add the other run's, dashed.
 #pragma once
 
+#include "models/gemm_error_model.h"
 #include "models/recipe_error_model.h"
 #include "widgets/store_view.h"
 
@@ -30,6 +35,10 @@ public:
     explicit ErrorView(const ViewContext& ctx, QWidget* parent = nullptr);
     const QAbstractItemModel* table() const override { return &model_; }
     const RecipeErrorModel& model() const { return model_; }
+    const GemmErrorModel& outputModel() const { return output_model_; }
+    // The heatmap shows an output statistic (layers x GEMM) instead of operand errors.
+    void showOutputStat(OutputStat stat);
+    bool showsOutput() const;
     QCustomPlot* heatmapPlot() const { return heat_; }
     QCPColorMap* heatmap() const { return map_; }
     QCustomPlot* stepsPlot() const { return steps_; }
@@ -53,11 +62,14 @@ protected:
 
 private:
     void drawHeatmap();
+    void drawOutputHeatmap();
+    QString outputCellText(int linear, int gemm) const;
     void drawSteps(const TraceData& d);
     // One line per quantizer of `run`'s selected operand.
     void drawRunSteps(const TraceData& d, int run, Qt::PenStyle style);
     QVector<QPoint> cellsOf(const char* kind) const;
     RecipeErrorModel model_;
+    GemmErrorModel output_model_;
     QComboBox *stat_, *mode_, *reference_;
     CompareRunCombo* compare_;
     QCustomPlot *heat_, *steps_;
