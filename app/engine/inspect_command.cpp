@@ -66,7 +66,9 @@ int run_inspect(const InspectOptions& o) {
             const GemmErrorRecord* worst = nullptr;
             for (const auto& g : outputs)
                 if (g.step == outputs.back().step && (!worst || g.sqnr_db < worst->sqnr_db)) worst = &g;
-            if (worst)
+            if (worst && std::isinf(worst->sqnr_db))  // no quantized operand: no second GEMM, no error
+                std::printf("  GEMM outputs at step %lld: exact (no quantized operand)\n", (long long)worst->step);
+            else if (worst)
                 std::printf("  worst GEMM output at step %lld: %s %s, SQNR %.2f dB, rel. error %.3g\n",
                             (long long)worst->step, m.linears[worst->linear].name.c_str(), gemm_str(worst->gemm),
                             worst->sqnr_db, worst->rel_err);
