@@ -4,8 +4,8 @@
 // The suite runs twice: on a store filled directly, and on the same trace written to an
 // HDF5 file by capture's writer and read back through the GUI's file loader.
 // With FP8SCOPE_SCREENSHOT_DIR set, each view is also saved as PNG for a look.
-#include <QComboBox>
 #include <QApplication>
+#include <QComboBox>
 #include <QLineEdit>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -291,10 +291,9 @@ private slots:
         t::close_view_set(set);
     }
 
-    // The heatmap in its default mode: each recipe's SQNR minus per-tensor current's on
-    // the same layer; the recipe in use (run 1: block1x128) outlined on every layer.
     // The output statistic: layers x GEMM from the run's GemmErrorRecords at the cursor,
-    // the figures as recorded, +inf SQNR (an unquantized GEMM) out of the colour range.
+    // the figures as recorded, +inf SQNR (an unquantized GEMM) out of the colour range;
+    // the title names the most damaged GEMM.
     void errorViewOutputStat() {
         const int run = selection_.run();
         views::TraceBatch batch;
@@ -311,16 +310,29 @@ private slots:
         QCOMPARE(map->data()->valueSize(), spec_.linears);
         QCOMPARE(map->data()->cell(1, 2), 22.25);
         QCOMPARE(v->outputModel().value(0, 2), double(INFINITY));
+        QVERIFY(std::isnan(map->data()->cell(2, 0)));  // exact: no colour, "exact" written in it
         QVERIFY(map->dataRange().upper < 30.0);
         QVERIFY(v->cellText(2, 1).contains("22.25"));
+        // The title names the most damaged GEMM (the lowest SQNR: linear 0's fprop, 20 dB);
+        // the colour scale says its unit.
+        const QString linear0 = v->outputModel().linearName(0);
+        QString title = plot_title(v->heatmapPlot());
+        QVERIFY2(title.contains(QStringLiteral("most damaged: %1 %2, SQNR 20 dB").arg(linear0, gemm_label(Gemm::Fprop))),
+                 qPrintable(title));
+        QVERIFY(map->colorScale()->axis()->label().contains("dB"));
         v->showOutputStat(OutputStat::RelError);
         QCOMPARE(map->data()->cell(0, 3), 0.01);
         QCOMPARE(map->data()->cell(2, 0), 0.03);
+        title = plot_title(v->heatmapPlot());  // the highest relative error now: wgrad's 0.03
+        QVERIFY2(title.contains(QStringLiteral("most damaged: %1 %2, rel. error 0.03").arg(linear0, gemm_label(Gemm::Wgrad))),
+                 qPrintable(title));
         // Back to operand errors for the tests after (the statistic combo is the first one).
         v->findChildren<QComboBox*>().first()->setCurrentIndex(static_cast<int>(selection_.stat()));
         QVERIFY(!v->showsOutput());
     }
 
+    // The heatmap in its default mode: each recipe's SQNR minus per-tensor current's on
+    // the same layer; the recipe in use (run 1: block1x128) outlined on every layer.
     void errorView() {
         selection_.setOperand({0, Gemm::Wgrad, Operand::DY});
         auto* v = show<ErrorView>("error");

@@ -6,7 +6,9 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "models/display_names.h"
 #include "models/model_roles.h"
@@ -24,6 +26,8 @@ constexpr char kOutline[] = "in_use_outline";
 constexpr char kCellText[] = "cell_text";
 constexpr char kVoidCell[] = "void_cell";
 constexpr int kMinTextCellPx = 34;  // narrower cells show their values on hover only
+QString operand_steps_title() { return ErrorView::tr("selected operand over capture steps"); }
+QString operand_heat_title() { return ErrorView::tr("per layer and quantizer, at cursor (black frame: quantizer in use)"); }
 }
 
 ErrorView::ErrorView(const ViewContext& context, QWidget* parent)
@@ -47,8 +51,8 @@ ErrorView::ErrorView(const ViewContext& context, QWidget* parent)
     row->addWidget(compare_);
     row->addStretch();
     layout->addLayout(row);
-    heat_ = make_plot(this, tr("per layer and quantizer, at cursor (black frame: quantizer in use)"));
-    steps_ = make_plot(this, tr("selected operand over capture steps"));
+    heat_ = make_plot(this, operand_heat_title());
+    steps_ = make_plot(this, operand_steps_title());
     layout->addWidget(heat_, 3);
     layout->addWidget(steps_, 2);
     map_ = new QCPColorMap(heat_->xAxis, heat_->yAxis);
@@ -81,20 +85,25 @@ ErrorView::ErrorView(const ViewContext& context, QWidget* parent)
 
 void ErrorView::setMode(Mode mode) { mode_->setCurrentIndex(mode); }
 void ErrorView::showOutputStat(OutputStat stat) { stat_->setCurrentIndex(kErrorStatCount + static_cast<int>(stat)); }
+bool ErrorView::showStatistic(const QString& name) {
+    const int i = stat_->findText(name);
+    if (i >= 0) stat_->setCurrentIndex(i);
+    return i >= 0;
+}
 bool ErrorView::showsOutput() const { return stat_->currentIndex() >= kErrorStatCount; }
 
 QString ErrorView::outputCellText(int linear, int gemm) const {
     if (linear < 0 || linear >= output_model_.rowCount() || gemm < 0 || gemm > 2) return {};
     const std::int64_t step = output_model_.step(linear, gemm);
-    if (step < 0) return tr("%1 %2
-no output error captured").arg(output_model_.linearName(linear), gemm_label(Gemm(gemm)));
-    return tr("%1 %2
-%3: %4 (step %5)
-the GEMM of the cast operands against the unquantized GEMM")
-        .arg(output_model_.linearName(linear), gemm_label(Gemm(gemm)), stat_->currentText(),
+    if (step < 0)
+        return tr("%1 %2\nno output error captured").arg(output_model_.linearName(linear), gemm_label(Gemm(gemm)));
+    return tr("%1 %2\n%3: %4 (step %5)\nthe GEMM of the cast operands against the unquantized GEMM\n"
+              "(SQNR = 10 log10(sum ref^2 / sum (out - ref)^2), rel. error = ||out - ref|| / ||ref||)")
+        .arg(output_model_.linearName(linear), gemm_label(Gemm(gemm)), outputStatLabel(),
              format_figure(output_model_.value(linear, gemm)))
         .arg(step);
 }
+
 void ErrorView::setReference(int recipe) { reference_->setCurrentIndex(recipe); }
 
 QString ErrorView::cellText(int linear, int recipe) const {
@@ -160,27 +169,77 @@ void write_cell_values(QCustomPlot* heat, QCPColorMap* map, const QFont& base, i
 
 }  // namespace
 
-void ErrorView::drawOutputHeatmap() {
+QString ErrorView::outputStatLabel() const {
+    return output_model_.stat() == OutputStat::Sqnr ? tr("output SQNR (dB, higher is better)")
+                                                     : tr("output rel. error (lower is better)");
+}
+
+void ErrorView::drawOutputHeatmap(const TraceData& d, int run) {
     remove_cell_items(heat_);
     const int rows = output_model_.rowCount();
-    const auto value = [this](int c, int r) { return output_model_.value(r, c); };
+    const bool sqnr = output_model_.stat() == OutputStat::Sqnr;
+    // A GEMM without a quantized operand has no error (SQNR +inf, rel. error 0): no colour
+    // (NaN is transparent), the word "exact" instead.
+    const auto exact = [this, sqnr](int l, int g) {
+        return output_model_.step(l, g) >= 0 && output_model_.value(l, g) == (sqnr ? INFINITY : 0.0);
+    };
+    const auto value = [this, exact](int c, int r) { return exact(r, c) ? NAN : output_model_.value(r, c); };
     fill_cells(map_, 3, rows, value);
-    const Better better = output_model_.stat() == OutputStat::Sqnr ? Better::Higher : Better::Lower;
-    map_->colorScale()->setGradient(goodness_gradient(better));
+    map_->colorScale()->setGradient(goodness_gradient(sqnr ? Better::Higher : Better::Lower));
     map_->setGradient(map_->colorScale()->gradient());
-    if (QCPRange range; finite_range(map_, &range)) map_->setDataRange(range);
-    map_->colorScale()->axis()->setLabel(stat_->currentText());
+    QCPRange range;
+    const bool coloured = finite_range(map_, &range);
+    if (coloured) map_->setDataRange(range);
+    map_->colorScale()->setVisible(coloured);
+    map_->colorScale()->axis()->setLabel(outputStatLabel());
     write_cell_values(heat_, map_, font(), 3, rows, value);
+    QFont small = font();
+    small.setPointSize(7);
+    for (int l = 0; l < rows; ++l)
+        for (int g = 0; g < 3; ++g)
+            if (exact(l, g)) {
+                auto* text = new QCPItemText(heat_);
+                text->setObjectName(kCellText);
+                text->setClipToAxisRect(true);
+                text->setFont(small);
+                text->position->setCoords(g, l);
+                text->setText(tr("exact"));
+                text->setColor(Qt::darkGray);
+            }
     QStringList gemms, linears;
     for (int g = 0; g < 3; ++g) gemms << gemm_label(Gemm(g));
     for (int l = 0; l < rows; ++l) linears << output_model_.linearName(l);
     set_label_ticks(heat_->xAxis, gemms);
     set_label_ticks(heat_->yAxis, linears);
     slant_tick_labels(heat_->xAxis, gemms, 0);
-    bool any = false;
-    for (int l = 0; l < rows && !any; ++l)
-        for (int g = 0; g < 3; ++g) any = any || output_model_.step(l, g) >= 0;
-    set_placeholder(heat_, any ? QString() : tr("no GEMM output errors in this trace"));
+    heat_->xAxis->setLabel(tr("GEMM (fprop Y = X W^T, dgrad dX = dY W, wgrad dW = dY^T X)"));
+    // The title answers "which GEMM's output is most damaged": the worst cell, named.
+    int worst_l = -1, worst_g = -1;
+    std::int64_t step = -1;
+    for (int l = 0; l < rows; ++l)
+        for (int g = 0; g < 3; ++g) {
+            const double v = output_model_.value(l, g);
+            if (std::isnan(v)) continue;
+            step = std::max(step, output_model_.step(l, g));
+            if (worst_l < 0 || (sqnr ? v < output_model_.value(worst_l, worst_g) : v > output_model_.value(worst_l, worst_g)))
+                worst_l = l, worst_g = g;
+        }
+    const QString who = run >= 0 && run < static_cast<int>(d.meta.runs.size()) ? run_label(d.meta, run) : QString();
+    QString title = tr("GEMM output error of run %1 at capture step %2: the GEMM of the cast operands against the "
+                       "same GEMM unquantized")
+                        .arg(who)
+                        .arg(step);
+    if (worst_l >= 0) {
+        const double v = output_model_.value(worst_l, worst_g);
+        title += std::isfinite(v) && v != 0.0
+                     ? tr("\nmost damaged: %1 %2, %3 %4")
+                           .arg(output_model_.linearName(worst_l), gemm_label(Gemm(worst_g)),
+                                sqnr ? tr("SQNR") : tr("rel. error"), format_figure(v))
+                           .append(sqnr ? tr(" dB") : QString())
+                     : tr("\nno quantized operand: every output exact");
+    }
+    set_title(heat_, step >= 0 ? title : tr("GEMM output error per layer and GEMM"));
+    set_placeholder(heat_, step >= 0 ? QString() : tr("no GEMM output errors in this trace at or before the cursor"));
     map_->setVisible(rows > 0);
 }
 
@@ -285,6 +344,35 @@ void ErrorView::drawSteps(const TraceData& d) {
     set_placeholder(steps_, d.runs[run].capture_steps.empty() ? tr("no capture steps yet") : QString());
 }
 
+void ErrorView::drawOutputSteps(const TraceData& d) {
+    steps_->clearGraphs();
+    const int run = ctx().selection->run(), linear = ctx().selection->operand().linear;
+    if (run < 0 || run >= static_cast<int>(d.runs.size())) return;
+    const OutputStat stat = output_model_.stat();
+    const QColor colors[] = {QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44)};
+    bool any = false;
+    for (int g = 0; g < 3; ++g) {
+        QVector<double> k, v;
+        for (const auto& r : d.runs[run].gemm_errors)
+            if (r.linear == linear && r.gemm == Gemm(g) && std::isfinite(output_stat_value(r, stat))) {
+                k << static_cast<double>(r.step);
+                v << output_stat_value(r, stat);
+            }
+        any = any || !k.isEmpty();
+        QCPGraph* graph = steps_->addGraph();
+        graph->setName(gemm_label(Gemm(g)));
+        graph->setPen(QPen(colors[g], 1.2));
+        graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 4));
+        graph->setData(k, v, true);
+    }
+    wrap_legend(steps_);
+    fit_axes(steps_);
+    mark_events(steps_, d, run);
+    steps_->yAxis->setLabel(outputStatLabel());
+    set_title(steps_, tr("%1: GEMM outputs over capture steps").arg(output_model_.linearName(linear)));
+    set_placeholder(steps_, any ? QString() : tr("no finite output errors for this layer (unquantized GEMMs are exact)"));
+}
+
 void ErrorView::redraw() {
     const OperandRef sel = ctx().selection->operand();
     const int run = ctx().selection->run();
@@ -298,18 +386,26 @@ void ErrorView::redraw() {
     output_model_.refresh(run, ctx().cursor->step(),
                           output ? OutputStat(stat_->currentIndex() - kErrorStatCount) : OutputStat::Sqnr);
     fill_recipe_combo(reference_, model_.recipeNames());
-    reference_->setEnabled(mode == QuantizerDifference);
+    // The output statistics have one figure per GEMM: no quantizer or run to compare.
+    mode_->setEnabled(!output);
+    compare_->setEnabled(!output);
+    reference_->setEnabled(!output && mode == QuantizerDifference);
     model_.setReference(mode == QuantizerDifference ? reference_->currentIndex() : -1);
     ctx().store->read([&](const TraceData& d) {
         colors_ = recipe_colors(d.meta.quantizers);
         if (output) {
-            drawOutputHeatmap();
+            drawOutputHeatmap(d, run);
             heat_->yAxis->setLabel(tr("linear (GEMM output)"));
+            drawOutputSteps(d);
         } else {
+            set_title(heat_, operand_heat_title());
+            map_->colorScale()->setVisible(true);
+            heat_->xAxis->setLabel(QString());
             drawHeatmap();
             heat_->yAxis->setLabel(tr("linear (%1 %2)").arg(gemm_label(sel.gemm), operand_label(sel.operand)));
+            set_title(steps_, operand_steps_title());
+            drawSteps(d);
         }
-        drawSteps(d);
     });
     set_cursor_line(cursor_line_, static_cast<double>(ctx().cursor->step()));
     heat_->replot();
