@@ -109,7 +109,7 @@ TEST(CudaOutputError, CaptureStepHandsEachGemmAndItsReference) {
     std::mt19937 rng(7);
     std::normal_distribution<float> normal;
     auto device = [&](std::int64_t n, DType t, float scale) {
-        std::vector<float> v(std::size_t(n));
+        std::vector<float> v(static_cast<std::size_t>(n));
         for (float& x : v) x = normal(rng) * scale;
         void* p = cuda.allocate(std::size_t(n) * dtype_size(t));
         if (t == DType::F32) {
