@@ -177,6 +177,11 @@ void write_csv(const TraceReader& r, const std::string& dir) {
     Csv ranks(m, fs::path(dir) / "ranks.csv");  // a data-parallel run's per-rank step times
     ranks.header<RankStepRecord>(record);
     for (const auto& k : r.rank_steps()) ranks.row(record, k);
+
+    Csv gemm_errors(m, fs::path(dir) / "gemm_error.csv");  // each GEMM's output error at capture steps
+    gemm_errors.header<GemmErrorRecord>(record);
+    for (int run = 0; run < (int)m.runs.size(); ++run)
+        for (const auto& g : r.gemm_errors(run)) gemm_errors.row(record, g);
 }
 
 // Every run's ops and kernels (chrome_trace.h).

@@ -61,6 +61,17 @@ int run_inspect(const InspectOptions& o) {
                         (long long)r.last_step(run));
             if (!steps.empty()) std::printf(", loss %.4f", steps.back().loss);
             std::printf(", capture steps %zu, block-map steps %zu\n", caps.size(), r.blockmap_steps(run).size());
+            // The most damaged GEMM output at the run's last capture step that has output errors.
+            const auto outputs = r.gemm_errors(run);
+            const GemmErrorRecord* worst = nullptr;
+            for (const auto& g : outputs)
+                if (g.step == outputs.back().step && (!worst || g.sqnr_db < worst->sqnr_db)) worst = &g;
+            if (worst && std::isinf(worst->sqnr_db))  // no quantized operand: no second GEMM, no error
+                std::printf("  GEMM outputs at step %lld: exact (no quantized operand)\n", (long long)worst->step);
+            else if (worst)
+                std::printf("  worst GEMM output at step %lld: %s %s, SQNR %.2f dB, rel. error %.3g\n",
+                            (long long)worst->step, m.linears[worst->linear].name.c_str(), gemm_str(worst->gemm),
+                            worst->sqnr_db, worst->rel_err);
             for (auto step : caps)
                 for (const auto& op : r.operands(run, step)) {
                     if (op.quantizer_in_use < 0 || op.quantizer_in_use >= (int)op.errors.size()) continue;

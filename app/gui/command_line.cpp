@@ -22,12 +22,14 @@ GuiOptions parse_command_line(const QStringList& args, const QStringList& view_n
         "LIST");
     const QCommandLineOption blocks_opt("blocks", "block heatmaps for --screenshot: absmax, scale_inv, sqnr, "
                                         "scale_inv_diff or sqnr_diff", "NAME");
+    const QCommandLineOption statistic_opt("statistic", "the error view's statistic for --screenshot, as its box "
+                                           "names it (\"sqnr_db\", \"output SQNR\", \"output rel. error\")", "NAME");
     const QCommandLineOption step_opt("step", "the cursor's step for --screenshot (default: the last)", "N");
     const QCommandLineOption no_launch_opt("no-launch", "open an empty window instead of starting a run");
     const QCommandLineOption attach_opt("attach", "follow a running engine (its --listen endpoint: unix:PATH, "
                                         "tcp:PORT or HOST:PORT)", "ENDPOINT");
     const QCommandLineOption token_opt("token", "the engine's token for --attach", "T");
-    cli.addOptions({open_opt, shot_opt, view_opt, raise_opt, run_opt, select_opt, blocks_opt, step_opt, no_launch_opt,
+    cli.addOptions({open_opt, shot_opt, view_opt, raise_opt, run_opt, select_opt, blocks_opt, statistic_opt, step_opt, no_launch_opt,
                     attach_opt, token_opt});
     GuiOptions o;
     if (!cli.parse(args)) {
@@ -49,6 +51,7 @@ GuiOptions parse_command_line(const QStringList& args, const QStringList& view_n
     o.select = cli.value(select_opt);
     o.blocks = cli.value(blocks_opt);
     o.step = cli.value(step_opt);
+    o.statistic = cli.value(statistic_opt);
     o.no_launch = cli.isSet(no_launch_opt);
     o.attach = cli.value(attach_opt);
     o.token = cli.value(token_opt);

@@ -6,7 +6,7 @@
 
 struct GuiOptions {
     QStringList traces;  // --open values, then the positional ones
-    QString screenshot, view, raise, run, select, blocks, step;
+    QString screenshot, view, raise, run, select, blocks, step, statistic;
     QString attach, token;  // a running engine's endpoint (--listen) and its token
     bool no_launch = false;
     bool help = false;   // print `text` and exit 0

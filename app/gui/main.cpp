@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
     const bool screenshot = !o.screenshot.isEmpty();
     MainWindow window(!screenshot);  // screenshots never depend on the user's saved layout
     if (screenshot)
-        return take_screenshot(window, {o.screenshot, o.traces, o.view, o.raise, o.run, o.select, o.blocks, o.step});
+        return take_screenshot(window, {o.screenshot, o.traces, o.view, o.raise, o.run, o.select, o.blocks, o.step, o.statistic});
     window.showAtStart();
     if (!o.attach.isEmpty()) window.runControl()->attach(o.attach, o.token);
     else if (!o.traces.isEmpty()) window.openTraces(o.traces);

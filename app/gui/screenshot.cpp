@@ -8,6 +8,7 @@
 #include "main_window.h"
 #include "models/display_names.h"
 #include "widgets/blockmap_view.h"
+#include "widgets/error_view.h"
 
 using namespace fp8scope::views;
 
@@ -42,6 +43,11 @@ bool apply_choices(MainWindow& window, const ScreenshotRequest& r) {
             return false;
         }
         qobject_cast<BlockMapView*>(window.viewSet()->view("blocks"))->setQuantity(BlockMapView::Quantity(q));
+    }
+    if (!r.statistic.isEmpty() &&
+        !qobject_cast<ErrorView*>(window.viewSet()->view("error"))->showStatistic(r.statistic)) {
+        std::fprintf(stderr, "unknown error view statistic '%s'\n", qPrintable(r.statistic));
+        return false;
     }
     if (!r.step.isEmpty()) {
         bool ok = false;

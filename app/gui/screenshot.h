@@ -15,6 +15,7 @@ struct ScreenshotRequest {
     QString select;  // comma-separated operand labels; the first one is the current operand
     QString blocks;  // block heatmaps' quantity: absmax, scale_inv or sqnr; empty: absmax
     QString step;    // the cursor's step; empty: the last step
+    QString statistic;  // the error view's statistic (its box's text); empty: the selection's
 };
 
 // Waits for the load to end however long it takes, on the default dock layout. Exit

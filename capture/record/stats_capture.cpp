@@ -174,6 +174,12 @@ void StatsCapture::on_operand(const OperandCapture& c) {
     sink_.write(std::move(rec));
 }
 
+void StatsCapture::on_gemm_output(const GemmOutputCapture& c) {
+    if (!full_) return;
+    const OutputError e = c.analysis->output_error(c.output, c.reference);
+    sink_.write(GemmErrorRecord{run_, step_, c.linear, c.gemm, e.sqnr_db(), e.rel_err(), double(e.max_abs)});
+}
+
 void StatsCapture::record_blockmaps(const OperandCapture& c, const TileMaps& maps) {
     for (std::size_t i = 0; i < recipes_.size(); ++i) {
         if (std::holds_alternative<DelayedScaling>(recipes_[i])) continue;  // a what-if without history

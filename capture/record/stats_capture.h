@@ -1,8 +1,8 @@
 // The capture sink a run's Model reports to. Every cast's amax and scale in use are
 // recorded (one ScalingRecord per step: they come free with the cast); at capture steps it
 // also gets the full statistics of FP8.md and its error under every trace recipe
-// (OperandRecord), and at block-map steps per-tile maps on one tile grid for every
-// recipe (BlockMapRecord). Op timings become OpRecords. The figures are computed on the
+// (OperandRecord) and the error of each GEMM's output (GemmErrorRecord), and at block-map
+// steps per-tile maps on one tile grid for every recipe (BlockMapRecord). Op timings become OpRecords. The figures are computed on the
 // calling (training) thread; records go to a RecordSink, whose writer thread does the I/O.
 #pragma once
 
@@ -59,6 +59,8 @@ public:
 
     void on_operand(const OperandCapture& operand) override;
     void on_scaling(const OperandScaling& scaling) override;
+    // At a capture step: the GEMM's output error (GemmErrorRecord), reduced on its backend.
+    void on_gemm_output(const GemmOutputCapture& output) override;
     void on_op(const OpTiming& timing) override;
     // Where op scopes go, for the kernel timings that arrive later (nullptr: nowhere).
     void set_kernel_recorder(KernelRecorder* k) { kernels_ = k; }

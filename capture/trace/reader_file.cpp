@@ -78,6 +78,8 @@ void TraceFile::open(TraceMeta& meta) {
     ops = open_table<s::OpTable>(s::kOpTimes);
     // Single-process runs and files before format 3 have no rank records.
     if (H5Lexists(handle, s::kRanks + 1, H5P_DEFAULT) > 0) ranks = open_table<s::RankTable>(s::kRanks);
+    if (H5Lexists(handle, s::kGemmErrors + 1, H5P_DEFAULT) > 0)
+        gemm_errors = open_table<s::GemmErrorTable>(s::kGemmErrors);
     key_layout = s::layout<s::KeyTable>();
     key_type = key_layout.type();
     // Indexing reads the key columns alone; an operand or block-map row starts with
@@ -92,7 +94,7 @@ void TraceFile::open(TraceMeta& meta) {
 void TraceFile::refresh() {
     Dataset* order[] = {&steps, &events, &scaling_index, &operands, &blockmaps, &ops, &op_names,
                         &scaling_amax, &scaling_scale, &errors, &histogram, &channel_absmax, &top,
-                        &amax_history, &block_absmax, &block_scale_inv, &block_sqnr, &ranks};
+                        &amax_history, &block_absmax, &block_scale_inv, &block_sqnr, &ranks, &gemm_errors};
     for (Dataset* d : order) {
         if (!d->dset.valid()) continue;  // an optional dataset the file does not have
         if (H5Drefresh(d->dset) < 0) throw fail(std::string("cannot refresh ") + d->path);

@@ -4,6 +4,7 @@
 #include "reader_decode.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 namespace fp8scope::trace {
@@ -109,6 +110,27 @@ bool TraceIndex::update(const TraceFile& f, TraceMeta& meta) {
             rank_records.push_back(rows[i]);
         }
         indexed_ranks = f.ranks.rows;
+        grew = true;
+    }
+    if (f.gemm_errors.rows > indexed_gemm_errors) {
+        auto rows = f.read_records<s::GemmErrorTable>(f.gemm_errors, indexed_gemm_errors,
+                                                      f.gemm_errors.rows - indexed_gemm_errors);
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            const GemmErrorRecord& r = rows[i];
+            const std::string at = std::string(s::kGemmErrors) + " row " + std::to_string(indexed_gemm_errors + i);
+            check_run(f, meta, r.run, s::kGemmErrors, indexed_gemm_errors + i);
+            const int gemm = static_cast<std::int8_t>(r.gemm);  // int8: a negative value reads back large
+            if (r.linear < 0 || r.linear >= static_cast<int>(meta.linears.size()) || gemm < 0 || gemm > 2)
+                throw f.fail(at + ": linear/gemm " + std::to_string(r.linear) + "/" + std::to_string(gemm) +
+                             " out of range");
+            // NaN is "not computed" and SQNR +inf "no error"; an error below zero is damage.
+            if (r.rel_err < 0 || r.max_abs_err < 0 || r.sqnr_db == -std::numeric_limits<double>::infinity())
+                throw f.fail(at + ": rel_err " + std::to_string(r.rel_err) + ", max_abs_err " +
+                             std::to_string(r.max_abs_err) + ", sqnr_db " + std::to_string(r.sqnr_db) +
+                             " are not errors");
+            gemm_error_records.push_back(r);
+        }
+        indexed_gemm_errors = f.gemm_errors.rows;
         grew = true;
     }
     if (f.scaling_index.rows > indexed_scaling) {

@@ -162,6 +162,17 @@ constexpr void visit_fields(S& o, V&& v) {
     v("bytes", o.bytes, fields::Since{2});
 }
 
+template <fields::Of<GemmErrorRecord> S, class V>
+constexpr void visit_fields(S& g, V&& v) {
+    v("run", g.run, IdIn{NameTable::Runs});
+    v("step", g.step);
+    v("linear", g.linear, IdIn{NameTable::Linears});
+    v("gemm", g.gemm, fields::Last<Gemm>{Gemm::Wgrad});
+    v("sqnr_db", g.sqnr_db);
+    v("rel_err", g.rel_err);
+    v("max_abs_err", g.max_abs_err);
+}
+
 template <fields::Of<OpNameRecord> S, class V>
 constexpr void visit_fields(S& n, V&& v) {
     v("id", n.id);

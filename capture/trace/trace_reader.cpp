@@ -61,6 +61,13 @@ std::vector<EventRecord> TraceReader::events() const { return impl_->index.event
 
 std::vector<RankStepRecord> TraceReader::rank_steps() const { return impl_->index.rank_records; }
 
+std::vector<GemmErrorRecord> TraceReader::gemm_errors(int run) const {
+    std::vector<GemmErrorRecord> out;
+    for (const auto& g : impl_->index.gemm_error_records)
+        if (g.run == run) out.push_back(g);
+    return out;
+}
+
 std::vector<ScalingRecord> TraceReader::scaling(int run, std::int64_t from, std::int64_t to) const {
     const Impl& d = *impl_;
     std::vector<ScalingRecord> out;

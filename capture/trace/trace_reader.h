@@ -43,6 +43,9 @@ public:
     // recorded again after a rewind comes again, later); none for a single process or
     // a file older than format 3.
     std::vector<RankStepRecord> rank_steps() const;
+    // The output error of every GEMM of `run` at its capture steps (one row per linear and
+    // GEMM), in file order; none in a file from before they were recorded.
+    std::vector<GemmErrorRecord> gemm_errors(int run) const;
     // Per-step amax/scale of every operand slot, steps in [from, to].
     std::vector<ScalingRecord> scaling(int run, std::int64_t from, std::int64_t to) const;
     // The steps in [from, to] that have scaling or op rows, ascending, each once: a

@@ -114,6 +114,11 @@ std::string check_record(const TraceMeta& m, std::size_t ops, const Record& reco
     } else if (auto* r = std::get_if<OpRecord>(&record)) {
         if (auto e = check_run(m, r->run); !e.empty()) return "op: " + e;
         if (r->op < 0 || static_cast<std::size_t>(r->op) >= ops) return "op: " + out_of_range("op", r->op, ops);
+    } else if (auto* r = std::get_if<GemmErrorRecord>(&record)) {
+        if (auto e = check_run(m, r->run); !e.empty()) return "gemm error: " + e;
+        if (r->linear < 0 || r->linear >= static_cast<int>(m.linears.size()))
+            return "gemm error: " + out_of_range("linear", r->linear, m.linears.size());
+        if (static_cast<int>(r->gemm) > 2) return "gemm error: " + out_of_range("gemm", static_cast<int>(r->gemm), 3);
     } else if (auto* r = std::get_if<RankStepRecord>(&record)) {
         if (r->rank < 0 || r->rank >= m.world_size) return "rank step: " + out_of_range("rank", r->rank, m.world_size);
     } else if (auto* r = std::get_if<OpNameRecord>(&record)) {

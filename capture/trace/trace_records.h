@@ -160,6 +160,20 @@ struct BlockMapRecord {
     std::vector<float> sqnr_db;        // quantization SQNR per tile
 };
 
+// The error of one GEMM's output at a capture step: the GEMM of the cast operands against
+// the same GEMM of the unquantized ones (the backend's high-precision GEMM: float32 on the
+// CPU, BF16 inputs with float32 accumulation on a GPU). A GEMM with no quantized operand
+// is its own reference: no error, SQNR +inf.
+struct GemmErrorRecord {
+    std::int32_t run = 0;
+    std::int64_t step = 0;
+    std::int32_t linear = 0;
+    Gemm gemm = Gemm::Fprop;
+    double sqnr_db = kNone;      // 10 log10(sum ref^2 / sum (out - ref)^2)
+    double rel_err = kNone;      // ||out - ref|| / ||ref||
+    double max_abs_err = kNone;  // max |out - ref|
+};
+
 // What an OpRecord times: an op's host code, or what a device ran (kernel timing).
 enum class OpKind : std::int32_t { Host = 0, Kernel = 1, Memcpy = 2, Memset = 3 };
 const char* op_kind_name(OpKind k);  // "host", "kernel", "memcpy", "memset"
@@ -190,7 +204,7 @@ struct OpNameRecord {
 
 // Any record, as queued for the writer and sent over the live stream.
 using Record = std::variant<StepRecord, EventRecord, ScalingRecord, OperandRecord, BlockMapRecord,
-                            OpRecord, OpNameRecord, RankStepRecord>;
+                            OpRecord, OpNameRecord, RankStepRecord, GemmErrorRecord>;
 
 // Where records go: the trace writer, the live server, or both.
 class RecordSink {

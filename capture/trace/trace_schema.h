@@ -47,6 +47,7 @@ inline constexpr const char* kBlockScaleInv = "/blockmaps/scale_inv";
 inline constexpr const char* kBlockSqnr = "/blockmaps/sqnr_db";
 inline constexpr const char* kOpTimes = "/ops";
 inline constexpr const char* kRanks = "/ranks";  // since format 3; older files have none
+inline constexpr const char* kGemmErrors = "/gemm_error";  // optional: older files have none
 
 // Where an operand row's vectors went: (offset, count) into the flat datasets.
 struct OperandSpans {
@@ -99,6 +100,7 @@ using ScalingIndexTable = RecordTable<ScalingRecord>;  // run, step; amax and sc
 using TopTable = RecordTable<TopValue>;
 using OpTable = RecordTable<OpRecord>;
 using RankTable = RecordTable<RankStepRecord>;
+using GemmErrorTable = RecordTable<GemmErrorRecord>;
 using KeyTable = RecordTable<OperandKey>;  // the key columns alone, for indexing
 
 // /meta/quantizers, /meta/ops, ...: one name per row.

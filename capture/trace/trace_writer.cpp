@@ -123,6 +123,7 @@ struct TraceWriter::Impl {
     Table block_absmax, block_scale_inv, block_sqnr;
     RowTable<s::OpTable> ops;
     RowTable<s::RankTable> ranks;
+    RowTable<s::GemmErrorTable> gemm_errors;
     hsize_t slots = 0;
 
     // Queue shared with producers.
@@ -241,6 +242,7 @@ struct TraceWriter::Impl {
         block_sqnr = make_table(s::kBlockSqnr, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)), 16384);
         ops = make_table<s::OpTable>(s::kOpTimes, 4096);
         ranks = make_table<s::RankTable>(s::kRanks, 512);
+        gemm_errors = make_table<s::GemmErrorTable>(s::kGemmErrors, 512);
 
         h5::check(H5Fflush(file, H5F_SCOPE_LOCAL), "flush before SWMR");
         if (H5Fstart_swmr_write(file) < 0) throw fail("cannot switch to SWMR writing");
@@ -313,6 +315,7 @@ struct TraceWriter::Impl {
     void add(const OpRecord& r) { ops.add(r); }
     void add(const OpNameRecord& r) { ops_names.add(r.name); }
     void add(const RankStepRecord& r) { ranks.add(r); }
+    void add(const GemmErrorRecord& r) { gemm_errors.add(r); }
 
     // Every dataset closed before the file, so the file really closes (and its SWMR mark
     // is cleared) now rather than when the last id goes.
@@ -320,7 +323,7 @@ struct TraceWriter::Impl {
         Table* tables[] = {&runs, &linears, &quantizers, &training_recipes, &ops_names, &gemms, &operands_names,
                            &event_kinds, &steps, &events, &scaling_index, &scaling_amax, &scaling_scale, &operands,
                            &errors, &histogram, &channel_absmax, &top, &amax_history, &blockmaps, &block_absmax,
-                           &block_scale_inv, &block_sqnr, &ops, &ranks};
+                           &block_scale_inv, &block_sqnr, &ops, &ranks, &gemm_errors};
         for (Table* t : tables) t->dset.reset();
         file.reset();
     }
@@ -333,14 +336,14 @@ struct TraceWriter::Impl {
     std::vector<const Table*> all_tables() const {
         return {&ops_names, &steps, &events, &scaling_index, &scaling_amax, &scaling_scale, &operands, &errors,
                 &histogram, &channel_absmax, &top, &amax_history, &blockmaps, &block_absmax, &block_scale_inv,
-                &block_sqnr, &ops, &ranks};
+                &block_sqnr, &ops, &ranks, &gemm_errors};
     }
 
     // Data first, then the rows that point into it, each flushed before the next group.
     void flush_file() {
         Table* data[] = {&histogram, &channel_absmax, &top, &amax_history, &errors, &block_absmax,
                          &block_scale_inv, &block_sqnr, &scaling_amax, &scaling_scale, &ops_names};
-        Table* owners[] = {&operands, &blockmaps, &scaling_index, &steps, &events, &ops, &ranks};
+        Table* owners[] = {&operands, &blockmaps, &scaling_index, &steps, &events, &ops, &ranks, &gemm_errors};
         for (Table* t : data) {
             bool had = t->pending_rows() > 0;
             t->write();

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "backend/output_error.h"
 #include "backend/tensor_desc.h"
 #include "fp8/analysis.h"
 #include "fp8/recipe.h"
@@ -19,6 +20,9 @@ public:
     // The full analysis of one tensor (fp8/analysis.h) under `recipes` (waits).
     virtual Analysis analyze(const TensorDesc& x, const std::vector<Recipe>& recipes, const StatsOptions& opt,
                              const AnalysisExtras& extras) = 0;
+    // The error sums of `out` against `reference` (same shape and type, row-major; a GEMM's
+    // output and the same GEMM of unquantized operands), in double (waits).
+    virtual OutputError output_error(const TensorDesc& out, const TensorDesc& reference) = 0;
 };
 
 }  // namespace fp8scope

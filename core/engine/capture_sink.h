@@ -30,6 +30,17 @@ struct OperandCapture {
     bool transposed_repeat = false;
 };
 
+// One GEMM's output at a capture step next to the same GEMM of the unquantized operands
+// (engine/gemm_output_check.h): both in backend memory, same shape and type, valid only
+// during the call. A GEMM with no quantized operand is its own reference (the same
+// tensor: no error), so it costs no second GEMM.
+struct GemmOutputCapture {
+    int linear = 0;
+    Gemm gemm = Gemm::Fprop;
+    TensorDesc output, reference;
+    AnalysisOps* analysis = nullptr;  // the backend both live in (AnalysisOps::output_error)
+};
+
 // The cast of one operand in a training step: what the recipe computed anyway, so it is
 // reported every step (capture or not) and lets amax spikes between capture steps show.
 // The operand feeds two GEMMs; the figures hold for both (the same tensor, transposed).
@@ -59,6 +70,8 @@ public:
     // Called from the training thread; `values` is only valid during the call.
     virtual void on_operand(const OperandCapture& operand) = 0;
     virtual void on_scaling(const OperandScaling& /*scaling*/) {}
+    // At a capture step, after each GEMM of a training step (not called otherwise).
+    virtual void on_gemm_output(const GemmOutputCapture& /*output*/) {}
     virtual void on_op(const OpTiming& timing) = 0;
 };
 

@@ -15,7 +15,8 @@ struct Fp8Linear::Cached {
 };
 
 Fp8Linear::Fp8Linear(Backend& backend, std::vector<LinearInfo> linears)
-    : backend_(backend), linears_(std::move(linears)), xs_(backend), ws_(backend), pending_(backend) {
+    : backend_(backend), linears_(std::move(linears)), output_check_(backend), xs_(backend), ws_(backend),
+      pending_(backend) {
     snapshot_.resize(linears_.size());
     for (std::size_t i = 0; i < linears_.size(); ++i) {
         auto c = std::make_unique<Cached>();
@@ -162,6 +163,9 @@ void Fp8Linear::forward(int linear, ActPtr x, const float* w, const float* b, Ac
 
     OpTimer fprop(sink_, backend_, "fprop", info.layer, linear);
     backend_.gemm(c.xq, Copy::Rowwise, c.wq, Copy::Rowwise, TensorDesc::of(y, N, M, dev), b, false, epilogue);
+    if (training && capture_operands_)
+        output_check_.check(*sink_, info.layer, linear, Gemm::Fprop, c.xq, X, Copy::Rowwise, c.wq, W, Copy::Rowwise,
+                            TensorDesc::of(y, N, M, dev), b, epilogue);
 }
 
 void Fp8Linear::backward(int linear, ActPtr dy, ActPtr x, const float* w, ActPtr dx, float* dw, float* db,
@@ -204,6 +208,9 @@ void Fp8Linear::backward(int linear, ActPtr dy, ActPtr x, const float* w, ActPtr
     {
         OpTimer dgrad(sink_, backend_, "dgrad", info.layer, linear);
         backend_.gemm(dYop, Copy::Rowwise, Wop, Copy::Columnwise, dX, nullptr, false, dx_epilogue);
+        if (capture_operands_)
+            output_check_.check(*sink_, info.layer, linear, Gemm::Dgrad, dYop, dY, Copy::Rowwise, Wop, W,
+                                Copy::Columnwise, dX, nullptr, dx_epilogue);
         if (smooth) backend_.scale_columns(dX, dX, smooth, false);  // X' = X diag(s): dX = dX' diag(s)
     }
 
@@ -215,6 +222,9 @@ void Fp8Linear::backward(int linear, ActPtr dy, ActPtr x, const float* w, ActPtr
     OpTimer wgrad(sink_, backend_, "wgrad", info.layer, linear);
     const TensorDesc dW = TensorDesc::of(dw, M, K, dev);
     backend_.gemm(dYop, Copy::Columnwise, Xop, Copy::Columnwise, dW, nullptr, false, {});
+    if (capture_operands_)
+        output_check_.check(*sink_, info.layer, linear, Gemm::Wgrad, dYop, dY, Copy::Columnwise, Xop, X,
+                            Copy::Columnwise, dW, nullptr, {});
     if (smooth) backend_.scale_columns(dW, dW, smooth, true);  // W' = W diag(1/s): dW = dW' diag(1/s)
     if (db) backend_.bias_backward(db, dY);
 }

@@ -25,6 +25,7 @@
 
 #include "backend.h"
 #include "engine/capture_sink.h"
+#include "engine/gemm_output_check.h"
 #include "fp8/training_recipe.h"
 #include "operands.h"
 
@@ -98,6 +99,7 @@ private:
     std::vector<std::array<std::optional<DelayedState>, 2>> snapshot_;  // X, W before the push (capture)
     CaptureSink* sink_ = nullptr;
     bool capture_operands_ = false;
+    GemmOutputCheck output_check_;  // capture steps: each GEMM's output error
 
     std::vector<std::unique_ptr<Cached>> cached_;
     std::unique_ptr<OperandStorage> dy_storage_;

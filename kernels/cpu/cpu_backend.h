@@ -93,6 +93,7 @@ public:
     float scaling_amax(const TensorDesc& x) override;
     Analysis analyze(const TensorDesc& x, const std::vector<Recipe>& recipes, const StatsOptions& opt,
                      const AnalysisExtras& extras) override;
+    OutputError output_error(const TensorDesc& out, const TensorDesc& reference) override;  // output_error.cpp
 
 private:
     int threads_;

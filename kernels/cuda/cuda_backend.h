@@ -152,6 +152,8 @@ public:
     float scaling_amax(const TensorDesc& x) override;
     Analysis analyze(const TensorDesc& x, const std::vector<Recipe>& recipes, const StatsOptions& opt,
                      const AnalysisExtras& extras) override;
+    // cuda/analysis/output_error.h on the stream (cuda_backend_output_error.cpp).
+    OutputError output_error(const TensorDesc& out, const TensorDesc& reference) override;
 
     // KernelTracing: CUPTI (kernel_tracer.h), op scopes as NVTX ranges as well
     // (cuda_backend_tracing.cpp).
@@ -221,6 +223,7 @@ private:
     std::vector<DecayRun> decay_uploaded_;  // what decay_runs_ holds
     std::unique_ptr<cuda::WeightMirror> mirror_;  // BF16 weight copies AdamW keeps current
     void* host_results_ = nullptr;  // pinned: mean loss, grad norm, amax
+    std::unique_ptr<Scratch> output_error_sums_ = std::make_unique<Scratch>(*this);  // output_error()
 
     // Cast reports (see the top of the file).
     cuda::CastStats* report_device_ = nullptr;

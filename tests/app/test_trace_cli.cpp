@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -170,6 +171,50 @@ TEST_F(TraceCli, InspectSummarisesRunsAndWorstTensors) {
                 << line;
         }
     EXPECT_GT(listed, 0) << r.out;
+}
+
+// gemm_error.csv: one row per run, capture step, linear and GEMM; the baseline's GEMMs
+// have no quantized operand (exact: SQNR inf), delayed scaling's have an error whose two
+// figures agree (rel_err = 10^(-sqnr_db / 20), both from the same sums); inspect names
+// each run's most damaged GEMM output at its last capture step, as the CSV has it.
+TEST_F(TraceCli, GemmErrorCsvAndInspectNameTheWorstGemmOutput) {
+    const fs::path dir = scratch() / "csv_gemm";
+    Result r = engine("export " + trace_->string() + " --csv " + dir.string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto rows = read_csv(dir / "gemm_error.csv");
+    ASSERT_FALSE(rows.empty());
+    EXPECT_EQ(rows[0], (std::vector<std::string>{"run", "step", "linear", "gemm", "sqnr_db", "rel_err", "max_abs_err"}));
+    const std::size_t steps = (*printed_)["runs"][0]["losses"].size();
+    const std::size_t captures = (steps + 9) / 10, linears = 4;  // tiny.json: 1 layer, capture every 10
+    ASSERT_EQ(rows.size(), 1 + 2 * captures * linears * 3);
+    std::int64_t last = -1;
+    std::vector<std::string> worst;
+    for (std::size_t i = 1; i < rows.size(); ++i) {
+        const auto& c = rows[i];
+        ASSERT_EQ(c.size(), 7u);
+        if (c[0] == "baseline") {
+            EXPECT_EQ(c[4], "inf") << i;
+            EXPECT_EQ(c[5], "0") << i;
+            continue;
+        }
+        ASSERT_EQ(c[0], "delayed");
+        const double sqnr = std::stod(c[4]), rel = std::stod(c[5]);
+        EXPECT_GT(sqnr, 10.0) << i;  // FP8: a few per cent, neither none nor all
+        EXPECT_LT(sqnr, 60.0) << i;
+        EXPECT_NEAR(rel / std::pow(10.0, -sqnr / 20.0), 1.0, 1e-4) << i;
+        EXPECT_GT(std::stod(c[6]), 0.0) << i;
+        const std::int64_t step = std::stoll(c[1]);
+        if (step > last) last = step, worst.clear();
+        if (step == last && (worst.empty() || sqnr < std::stod(worst[4]))) worst = c;
+    }
+    ASSERT_FALSE(worst.empty());
+    r = engine("inspect " + trace_->string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    char line[256];
+    std::snprintf(line, sizeof line, "worst GEMM output at step %lld: %s %s, SQNR %.2f dB", (long long)last,
+                  worst[2].c_str(), worst[3].c_str(), std::stod(worst[4]));
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+    EXPECT_NE(r.out.find("GEMM outputs at step " + std::to_string(last) + ": exact"), std::string::npos) << r.out;
 }
 
 TEST(TraceCliErrors, AFileThatIsNotATraceIsNamedAndFails) {

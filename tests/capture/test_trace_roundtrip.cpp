@@ -181,6 +181,9 @@ const std::map<std::string, Columns>& format4_datasets() {
           "bytes"}},
         // Written by every writer since format 3; empty for a single process.
         {"/ranks", {"step", "rank", "compute_ms", "comm_ms", "step_ms", "loss", "grad_bytes", "grad_error"}},
+        // Written by every writer since GEMM output errors came (within format 4: older
+        // files have none, test_trace_gemm_errors.cpp).
+        {"/gemm_error", {"run", "step", "linear", "gemm", "sqnr_db", "rel_err", "max_abs_err"}},
     };
     return d;
 }

@@ -19,54 +19,16 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/quantize.h"
 #include "engine/fp8_linear.h"
+#include "support/linear_oracle.h"
 
 namespace fp8scope {
 namespace {
 
-using Vec = std::vector<double>;
+using namespace testing;
 
 CpuBackend& cpu() {
     static CpuBackend backend;
     return backend;
-}
-
-ActPtr act(std::vector<float>& v) { return ActPtr{reinterpret_cast<std::byte*>(v.data()), DType::F32}; }
-
-std::vector<float> randn(std::size_t n, unsigned seed, float scale = 1.0f) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> d(0.0f, scale);
-    std::vector<float> v(n);
-    for (auto& x : v) x = d(rng);
-    return v;
-}
-
-std::vector<float> transposed(const std::vector<float>& m, std::int64_t rows, std::int64_t cols) {
-    std::vector<float> t(m.size());
-    for (std::int64_t r = 0; r < rows; ++r)
-        for (std::int64_t c = 0; c < cols; ++c) t[std::size_t(c * rows + r)] = m[std::size_t(r * cols + c)];
-    return t;
-}
-
-// The values a GEMM should see: quantize + dequantize (or the input when unquantized).
-std::vector<float> fake_q(const std::vector<float>& v, std::int64_t rows, std::int64_t cols,
-                          const std::optional<Recipe>& r, DelayedState* state) {
-    if (!r) return v;
-    QuantizedTensor q = quantize(MatrixView{v.data(), rows, cols}, *r, state);
-    std::vector<float> out(v.size());
-    dequantize(q, out.data());
-    return out;
-}
-
-// c (m,n) = a (m,k) b (n,k)^T in float64
-Vec gemm_nt(const std::vector<float>& a, const std::vector<float>& b, std::int64_t m, std::int64_t n, std::int64_t k) {
-    Vec c(std::size_t(m * n));
-    for (std::int64_t i = 0; i < m; ++i)
-        for (std::int64_t j = 0; j < n; ++j) {
-            double s = 0;
-            for (std::int64_t p = 0; p < k; ++p) s += double(a[std::size_t(i * k + p)]) * b[std::size_t(j * k + p)];
-            c[std::size_t(i * n + j)] = s;
-        }
-    return c;
 }
 
 // max over elements of |got - want| / sum_p |a_ip| |b_jp|, for c = a b^T (a: m x k, b: n x k)
@@ -85,22 +47,7 @@ double bound_error(const std::vector<float>& got, const Vec& want, const std::ve
 // float32 accumulation over k <= 160 terms stays below 160 * 2^-24 ~ 1e-5 of the bound.
 constexpr double kGemmTol = 2e-5;
 
-// max |got - want| relative to max |want|
-double rel_error(const std::vector<float>& got, const Vec& want) {
-    double err = 0, scale = 0;
-    for (std::size_t i = 0; i < want.size(); ++i) {
-        err = std::max(err, std::abs(got[i] - want[i]));
-        scale = std::max(scale, std::abs(want[i]));
-    }
-    return err / scale;
-}
-
-// Row r of the matrix (rows x cols) times 2^-18 when r is odd (or, inverse, divided by it).
-void scale_odd_rows(std::vector<float>& m, std::int64_t cols, bool inverse) {
-    const float f = std::ldexp(1.0f, inverse ? 18 : -18);
-    for (std::size_t i = 0; i < m.size(); ++i)
-        if ((std::int64_t(i) / cols) % 2 == 1) m[i] *= f;
-}
+// scale_odd_rows' counterpart for columns.
 void scale_odd_cols(std::vector<float>& m, std::int64_t cols, bool inverse) {
     const float f = std::ldexp(1.0f, inverse ? 18 : -18);
     for (std::size_t i = 0; i < m.size(); ++i)

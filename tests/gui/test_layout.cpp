@@ -87,11 +87,13 @@ private slots:
         QVERIFY(!bad.ok && !bad.needsDisplay());
         QVERIFY(bad.text.contains("no-such-option"));
         GuiOptions shot = parse_command_line({"fp8scope", "--screenshot", "o.png", "a.h5", "--open", "b.h5",
-                                              "--select", "L0 qkv dgrad+wgrad dy", "--raise", "error"}, views);
+                                              "--select", "L0 qkv dgrad+wgrad dy", "--raise", "error", "--statistic",
+                                              "output SQNR"}, views);
         QVERIFY(shot.ok && !shot.needsDisplay());
         QCOMPARE(shot.traces, (QStringList{"b.h5", "a.h5"}));
         QCOMPARE(shot.select, QString("L0 qkv dgrad+wgrad dy"));
         QCOMPARE(shot.raise, QString("error"));
+        QCOMPARE(shot.statistic, QString("output SQNR"));
         QVERIFY(parse_command_line({"fp8scope", "run.h5"}, views).needsDisplay());
         const GuiOptions attach = parse_command_line({"fp8scope", "--attach", "unix:/tmp/e.sock", "--token", "t0"}, views);
         QCOMPARE(attach.attach, QString("unix:/tmp/e.sock"));

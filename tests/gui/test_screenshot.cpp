@@ -136,6 +136,20 @@ private slots:
         QCOMPARE(shoot({"--screenshot", out, "--run", "b.h5: delayed", dir_.filePath("a.h5")}).exit_code, 2);
     }
 
+    // `--statistic`: the error view's box item of that name; a name it does not have is a
+    // bad name (exit 2, no image).
+    void errorViewStatistic() {
+        const QString out = dir_.filePath("error.png");
+        const Run r = shoot({"--screenshot", out, "--view", "error", "--statistic", "output SQNR", dir_.filePath("a.h5")});
+        QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+        QVERIFY(!QImage(out).isNull());
+        const Run bad = shoot({"--screenshot", dir_.filePath("none.png"), "--view", "error", "--statistic", "output snr",
+                               dir_.filePath("a.h5")});
+        QCOMPARE(bad.exit_code, 2);
+        QVERIFY2(bad.err.contains("output snr"), qPrintable(bad.err));
+        QVERIFY(!QFile::exists(dir_.filePath("none.png")));
+    }
+
     // `--view health` of a two-rank job: the verdict band on top is red (a rank is slow),
     // and the slow rank's thick red lines fill many pixels. FP8SCOPE_SCREENSHOT_DIR keeps a copy.
     void theHealthViewOfATwoRankJob() {

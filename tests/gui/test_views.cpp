@@ -5,6 +5,7 @@
 // HDF5 file by capture's writer and read back through the GUI's file loader.
 // With FP8SCOPE_SCREENSHOT_DIR set, each view is also saved as PNG for a look.
 #include <QApplication>
+#include <QComboBox>
 #include <QLineEdit>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -288,6 +289,46 @@ private slots:
         QCOMPARE((mine->data()->constBegin() + 3)->value, t::kurtosis_of(slot(3), 30));
         QVERIFY(!plot_title(v->layersHeatmap()).contains("selected run only"));
         t::close_view_set(set);
+    }
+
+    // The output statistic: layers x GEMM from the run's GemmErrorRecords at the cursor,
+    // the figures as recorded, +inf SQNR (an unquantized GEMM) out of the colour range;
+    // the title names the most damaged GEMM.
+    void errorViewOutputStat() {
+        const int run = selection_.run();
+        views::TraceBatch batch;
+        for (int l = 0; l < spec_.linears; ++l)
+            for (int g = 0; g < 3; ++g)
+                batch.gemm_errors.push_back({run, 0, l, Gemm(g), l == 0 && g == 2 ? INFINITY : 20.0 + l + 0.25 * g,
+                                             0.01 * (g + 1), 0.5});
+        QVERIFY(store_.append(store_.generation(), std::move(batch)));
+        auto* v = show<ErrorView>("error");
+        v->showOutputStat(OutputStat::Sqnr);
+        QVERIFY(v->showsOutput());
+        QCPColorMap* map = v->heatmap();
+        QCOMPARE(map->data()->keySize(), 3);
+        QCOMPARE(map->data()->valueSize(), spec_.linears);
+        QCOMPARE(map->data()->cell(1, 2), 22.25);
+        QCOMPARE(v->outputModel().value(0, 2), double(INFINITY));
+        QVERIFY(std::isnan(map->data()->cell(2, 0)));  // exact: no colour, "exact" written in it
+        QVERIFY(map->dataRange().upper < 30.0);
+        QVERIFY(v->cellText(2, 1).contains("22.25"));
+        // The title names the most damaged GEMM (the lowest SQNR: linear 0's fprop, 20 dB);
+        // the colour scale says its unit.
+        const QString linear0 = v->outputModel().linearName(0);
+        QString title = plot_title(v->heatmapPlot());
+        QVERIFY2(title.contains(QStringLiteral("most damaged: %1 %2, SQNR 20 dB").arg(linear0, gemm_label(Gemm::Fprop))),
+                 qPrintable(title));
+        QVERIFY(map->colorScale()->axis()->label().contains("dB"));
+        v->showOutputStat(OutputStat::RelError);
+        QCOMPARE(map->data()->cell(0, 3), 0.01);
+        QCOMPARE(map->data()->cell(2, 0), 0.03);
+        title = plot_title(v->heatmapPlot());  // the highest relative error now: wgrad's 0.03
+        QVERIFY2(title.contains(QStringLiteral("most damaged: %1 %2, rel. error 0.03").arg(linear0, gemm_label(Gemm::Wgrad))),
+                 qPrintable(title));
+        // Back to operand errors for the tests after (the statistic combo is the first one).
+        v->findChildren<QComboBox*>().first()->setCurrentIndex(static_cast<int>(selection_.stat()));
+        QVERIFY(!v->showsOutput());
     }
 
     // The heatmap in its default mode: each recipe's SQNR minus per-tensor current's on

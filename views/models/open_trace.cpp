@@ -130,6 +130,8 @@ void OpenTrace::readWindow(const RunPlan& p, std::size_t window, const std::func
     b.ops = reader.ops(p.run, lo, hi);
     for (auto [it, end] = within(p.captures); it != end; ++it)
         for (auto& o : reader.operands(p.run, *it)) b.operands.push_back(std::move(o));
+    for (auto& g : reader.gemm_errors(p.run))
+        if (g.step >= lo && g.step <= hi) b.gemm_errors.push_back(g);
     const auto refs = all_operands(static_cast<int>(reader.meta().linears.size()));
     for (auto [it, end] = within(p.blockmaps); it != end; ++it)
         for (const OperandRef& r : refs)

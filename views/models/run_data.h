@@ -54,6 +54,7 @@ struct RunData {
     std::vector<std::int64_t> capture_steps;
     std::vector<std::vector<OperandSummary>> operands;
     std::vector<trace::BlockMapRecord> blockmaps;
+    std::vector<trace::GemmErrorRecord> gemm_errors;  // step ascending (models/gemm_error_model.h)
     OpList ops;  // step ascending
 
     // Index of the newest capture step <= step; -1 when none.

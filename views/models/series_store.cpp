@@ -139,6 +139,15 @@ void SeriesStore::append_locked(TraceBatch& batch) {
         run->operands[at][slot] = OperandSummary(o);
         see_step(steps[at]);
     }
+    for (const auto& g : batch.gemm_errors) {
+        RunData* run = run_of(g.run);
+        if (!run) continue;
+        auto& v = run->gemm_errors;
+        if (!v.empty() && g.step < v.back().step)  // a rewind: the re-recorded step replaces what followed
+            v.erase(std::lower_bound(v.begin(), v.end(), g.step, [](const auto& e, std::int64_t s) { return e.step < s; }),
+                    v.end());
+        v.push_back(g);
+    }
     for (auto& b : batch.blockmaps)
         if (RunData* run = run_of(b.key.run)) run->blockmaps.push_back(std::move(b));
     for (const auto& op : batch.ops) {

@@ -6,12 +6,18 @@
 // the goodness scale (red worse, blue better, for every statistic); a delayed quantizer's
 // what-if on a layer that does not train with it is hatched grey, with no value, out of
 // the colour range and off the lines below (it would be a first step's, scale 1).
+// The statistic combo also offers the error of each GEMM's output (output SQNR, output
+// relative error): the heatmap then shows layers x GEMM (fprop, dgrad, wgrad) of the
+// selected run at the cursor (models/gemm_error_model.h), titled with the most damaged
+// GEMM, and the lines below the selected layer's three GEMMs over the capture steps; an
+// operand cell's tooltip names the output error of its GEMM too.
 // Another run (chosen beside, the baseline by default) can be compared: the heatmap then
 // shows that run's figures, or the selected run's minus its figures on the same cell (a
 // layer whose operand has another shape there is hatched: not the same tensor), and the
 // lines below add the other run's, dashed.
 #pragma once
 
+#include "models/gemm_error_model.h"
 #include "models/recipe_error_model.h"
 #include "widgets/store_view.h"
 
@@ -30,6 +36,12 @@ public:
     explicit ErrorView(const ViewContext& ctx, QWidget* parent = nullptr);
     const QAbstractItemModel* table() const override { return &model_; }
     const RecipeErrorModel& model() const { return model_; }
+    const GemmErrorModel& outputModel() const { return output_model_; }
+    // The heatmap shows an output statistic (layers x GEMM) instead of operand errors.
+    void showOutputStat(OutputStat stat);
+    // The statistic whose name the box shows ("sqnr_db", "output SQNR"); false when none.
+    bool showStatistic(const QString& name);
+    bool showsOutput() const;
     QCustomPlot* heatmapPlot() const { return heat_; }
     QCPColorMap* heatmap() const { return map_; }
     QCustomPlot* stepsPlot() const { return steps_; }
@@ -53,11 +65,17 @@ protected:
 
 private:
     void drawHeatmap();
+    void drawOutputHeatmap(const TraceData& d, int run);
+    QString outputStatLabel() const;
+    // The selected layer's output statistic per GEMM over the capture steps.
+    void drawOutputSteps(const TraceData& d);  // the colour scale's label, with its unit
+    QString outputCellText(int linear, int gemm) const;
     void drawSteps(const TraceData& d);
     // One line per quantizer of `run`'s selected operand.
     void drawRunSteps(const TraceData& d, int run, Qt::PenStyle style);
     QVector<QPoint> cellsOf(const char* kind) const;
     RecipeErrorModel model_;
+    GemmErrorModel output_model_;
     QComboBox *stat_, *mode_, *reference_;
     CompareRunCombo* compare_;
     QCustomPlot *heat_, *steps_;
