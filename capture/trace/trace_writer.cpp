@@ -123,6 +123,7 @@ struct TraceWriter::Impl {
     Table block_absmax, block_scale_inv, block_sqnr;
     RowTable<s::OpTable> ops;
     RowTable<s::RankTable> ranks;
+    RowTable<s::PrecisionTable> precision;
     hsize_t slots = 0;
 
     // Queue shared with producers.
@@ -221,6 +222,8 @@ struct TraceWriter::Impl {
         for (int k = 0; k <= static_cast<int>(kLastEventKind); ++k)
             kinds.push_back(event_kind_name(static_cast<EventKind>(k)));
         meta_table(event_kinds, kinds, "event kind");
+        precision = make_table<s::PrecisionTable>(s::kPrecision, 256);
+        meta_table(precision, meta.precision, "precision");
 
         steps = make_table<s::StepTable>(s::kSteps, 512);
         events = make_table<s::EventTable>(s::kEvents, 64);
@@ -320,7 +323,7 @@ struct TraceWriter::Impl {
         Table* tables[] = {&runs, &linears, &quantizers, &training_recipes, &ops_names, &gemms, &operands_names,
                            &event_kinds, &steps, &events, &scaling_index, &scaling_amax, &scaling_scale, &operands,
                            &errors, &histogram, &channel_absmax, &top, &amax_history, &blockmaps, &block_absmax,
-                           &block_scale_inv, &block_sqnr, &ops, &ranks};
+                           &block_scale_inv, &block_sqnr, &ops, &ranks, &precision};
         for (Table* t : tables) t->dset.reset();
         file.reset();
     }
