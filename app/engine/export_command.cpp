@@ -145,6 +145,10 @@ void write_csv(const TraceReader& r, const std::string& dir) {
     meta.header<TraceMeta>(record);
     meta.row(record, m);
 
+    Csv precision(m, fs::path(dir) / "precision.csv");  // each run's recipe per linear and GEMM
+    precision.header<GemmPrecision>(record);
+    for (const auto& p : m.precision) precision.row(record, p);
+
     Csv steps(m, fs::path(dir) / "steps.csv");
     steps.header<StepRecord>(record);
     for (int run = 0; run < (int)m.runs.size(); ++run)

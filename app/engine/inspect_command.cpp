@@ -20,6 +20,23 @@ struct InspectOptions {
     int top = 10;
 };
 
+// The GEMMs of a run that an override of its recipe set (its precision plan), one line
+// per linear: "  override blocks.7.attn.qkv fprop+dgrad+wgrad: baseline (high precision)".
+void print_overrides(const TraceMeta& m, int run) {
+    const std::vector<GemmPrecision> plan = run_precision(m, run);
+    for (std::size_t l = 0; l < m.linears.size() && !plan.empty(); ++l) {
+        std::map<std::string, std::string> gemms;  // recipe -> GEMMs
+        for (int g = 0; g < 3; ++g) {
+            const GemmPrecision& p = plan[l * 3 + std::size_t(g)];
+            if (!p.overridden) continue;
+            std::string& list = gemms[p.recipe + (p.a.empty() && p.b.empty() ? " (high precision)" : "")];
+            list += (list.empty() ? "" : "+") + std::string(gemm_name(p.gemm));
+        }
+        for (const auto& [recipe, list] : gemms)
+            std::printf("  override %s %s: %s\n", m.linears[l].name.c_str(), list.c_str(), recipe.c_str());
+    }
+}
+
 struct Worst {
     int run;
     std::int64_t step;
@@ -72,6 +89,7 @@ int run_inspect(const InspectOptions& o) {
                 std::printf("  worst GEMM output at step %lld: %s %s, SQNR %.2f dB, rel. error %.3g\n",
                             (long long)worst->step, m.linears[worst->linear].name.c_str(), gemm_str(worst->gemm),
                             worst->sqnr_db, worst->rel_err);
+            print_overrides(m, run);
             for (auto step : caps)
                 for (const auto& op : r.operands(run, step)) {
                     if (op.quantizer_in_use < 0 || op.quantizer_in_use >= (int)op.errors.size()) continue;

@@ -34,6 +34,7 @@ namespace {
 struct TrainOptions {
     std::string config, resume;
     std::vector<std::string> sets;
+    std::vector<std::string> keep_high_precision;  // linear name patterns
     std::optional<std::string> device, recipe, compare, data, checkpoint_dir;
     std::optional<long long> steps, batch, seq, seed, threads, eval_every, capture_every, checkpoint_every, log_every;
     std::optional<double> lr;
@@ -82,6 +83,25 @@ TrainConfig base_config(const TrainOptions& o, Resumed& resumed) {
     return c;
 }
 
+// --keep-high-precision: the single run's recipe becomes RECIPE+hp, the same with the
+// linears that match `patterns` in high precision (an override after the recipe's own).
+void keep_high_precision(TrainConfig& c, const std::vector<std::string>& patterns) {
+    if (!c.compare.empty())
+        throw std::invalid_argument("--keep-high-precision changes the single run's recipe; with --compare, name a "
+                                    "custom recipe from the config's recipes in the list instead");
+    CustomRecipe kept{c.recipe + "+hp", c.recipe, {}};
+    for (const CustomRecipe& r : c.recipes)
+        if (r.name == c.recipe) kept = {c.recipe + "+hp", r.base, r.overrides};
+    kept.overrides.push_back({patterns, {}, "baseline"});
+    c.recipes.push_back(std::move(kept));
+    c.recipe = c.recipes.back().name;
+    try {
+        c.validate();
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string("--keep-high-precision: ") + e.what());
+    }
+}
+
 // Flags, then --set in order. Errors are usage errors.
 void apply_flags(const TrainOptions& o, TrainConfig& c) {
     std::vector<std::string> sets;
@@ -107,6 +127,7 @@ void apply_flags(const TrainOptions& o, TrainConfig& c) {
     sets.insert(sets.end(), ranks.begin(), ranks.end());
     sets.insert(sets.end(), o.sets.begin(), o.sets.end());
     apply_overrides(c, sets);
+    if (!o.keep_high_precision.empty()) keep_high_precision(c, o.keep_high_precision);
     if (!o.resume.empty()) c.checkpoint.resume = o.resume;
 }
 
@@ -321,8 +342,10 @@ void add_train(CLI::App& app, int& exit_code) {
     cmd->add_option("--config", opts->config, "JSON run configuration (resources/configs/*.json)");
     cmd->add_option("--resume", opts->resume, "Continue from a checkpoint (its config is the base)");
     cmd->add_option("--device", opts->device, "Where to train: cpu or cuda");
-    cmd->add_option("--recipe", opts->recipe, "Training recipe: baseline, delayed, delayed_e4m3, current, blockwise, mxfp8");
+    cmd->add_option("--recipe", opts->recipe, "Training recipe: baseline, delayed, delayed_e4m3, current, blockwise, mxfp8 or a config's custom recipe");
     cmd->add_option("--compare", opts->compare, "Comma-separated recipes trained in lock step, e.g. baseline,delayed");
+    cmd->add_option("--keep-high-precision", opts->keep_high_precision,
+                    "Linears of the single run kept in high precision, by name pattern: 'blocks.7.*' (repeatable)");
     cmd->add_option("--steps", opts->steps, "Training steps");
     cmd->add_option("--data", opts->data, "builtin, text:PATH, tokens:PATH or a file (.bin: token file)");
     cmd->add_option("--batch", opts->batch, "Batch size B");

@@ -15,7 +15,7 @@ CommandReply apply_command(Trainer& trainer, const Command& c) {
         case CommandKind::Stop: trainer.stop(); break;
         case CommandKind::SwitchRecipe:
             if (c.run == -1) {
-                (void)training_recipe(c.recipe);  // refuse before any run switches
+                trainer.config().recipe_book().check(c.recipe);  // refuse before any run switches
                 for (int r = 0; r < trainer.runs(); ++r) trainer.switch_recipe(r, c.recipe);
             } else {
                 trainer.switch_recipe(c.run, c.recipe);

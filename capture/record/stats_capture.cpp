@@ -120,7 +120,7 @@ void StatsCapture::note_scaling(int slot, float amax, float scale) {
 void StatsCapture::on_scaling(const OperandScaling& s) {
     // The operand's two GEMMs cast the same tensor (the second one transposed).
     for (Gemm g : {Gemm::Fprop, Gemm::Dgrad, Gemm::Wgrad})
-        if (const int slot = operand_slot(s.linear, g, s.operand); slot >= 0)
+        if (const int slot = operand_slot(s.linear, g, s.operand); slot >= 0 && (!s.gemm || *s.gemm == g))
             note_scaling(slot, s.cast.amax, s.cast.scale);
 }
 

@@ -9,6 +9,22 @@
 
 namespace fp8scope::trace {
 
+namespace {
+
+// Every linear x GEMM of one run's plan.
+void add_precision(TraceMeta& m, int run, const PrecisionPlan& plan) {
+    auto name = [](const Recipe* q) { return q ? recipe_name(*q) : std::string(); };
+    for (std::size_t l = 0; l < m.linears.size(); ++l)
+        for (Gemm g : {Gemm::Fprop, Gemm::Dgrad, Gemm::Wgrad}) {
+            const auto [a, b] = gemm_operands(g);
+            const TrainingRecipe& r = plan.recipe(int(l), g);
+            m.precision.push_back({run, std::int32_t(l), g, r.name, name(plan.quantizer(int(l), g, a)),
+                                   name(plan.quantizer(int(l), g, b)), &r != &plan.base()});
+        }
+}
+
+}  // namespace
+
 TraceMeta make_trace_meta(const TrainConfig& config, const std::vector<LinearInfo>& linears,
                           const std::string& tool_version, std::int64_t blockmap_every,
                           const std::vector<Recipe>& analysis, const LaunchEnv& job) {
@@ -17,8 +33,19 @@ TraceMeta make_trace_meta(const TrainConfig& config, const std::vector<LinearInf
     m.config_json = train_config_to_json(config);
     for (const auto& r : config.run_recipes()) m.runs.push_back({r, r});
     m.linears = linears;
-    m.quantizers = trace_recipe_names(analysis, config.run_recipes());
-    m.training_recipes = training_recipe_names();
+    const RecipeBook book = config.recipe_book();
+    m.training_recipes = book.names();
+    const auto recipes = config.run_recipes();
+    for (std::size_t r = 0; r < recipes.size(); ++r) add_precision(m, int(r), book.plan(recipes[r], linears));
+    // Every quantizer a run casts with has an id: the named recipes' and the runs' plans'
+    // (a recipe's options and overrides), each also as its rowwise copy is cast.
+    m.quantizers = trace_recipe_names(analysis);
+    for (const GemmPrecision& p : m.precision)
+        for (const std::string& q : {p.a, p.b}) {
+            if (q.empty()) continue;
+            for (const std::string& n : {q, recipe_name(rowwise_quantizer(parse_recipe(q)))})
+                if (std::find(m.quantizers.begin(), m.quantizers.end(), n) == m.quantizers.end()) m.quantizers.push_back(n);
+        }
     m.ops = default_op_names();
     m.capture_every = config.capture_every;
     m.blockmap_every = blockmap_every >= 0 ? blockmap_every : 10LL * config.capture_every;

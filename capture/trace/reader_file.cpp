@@ -80,6 +80,10 @@ void TraceFile::open(TraceMeta& meta) {
     if (H5Lexists(handle, s::kRanks + 1, H5P_DEFAULT) > 0) ranks = open_table<s::RankTable>(s::kRanks);
     if (H5Lexists(handle, s::kGemmErrors + 1, H5P_DEFAULT) > 0)
         gemm_errors = open_table<s::GemmErrorTable>(s::kGemmErrors);
+    if (H5Lexists(handle, s::kPrecision + 1, H5P_DEFAULT) > 0) {
+        precision = open_table<s::PrecisionTable>(s::kPrecision);
+        meta.precision = read_records<s::PrecisionTable>(precision, 0, precision.rows);
+    }
     key_layout = s::layout<s::KeyTable>();
     key_type = key_layout.type();
     // Indexing reads the key columns alone; an operand or block-map row starts with

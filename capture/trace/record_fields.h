@@ -68,6 +68,18 @@ constexpr void visit_fields(S& m, V&& v) {
     // format version (docs/trace-format.md).
     v("grad_dtype", m.grad_dtype, WireSince{5});
     v("baseline_run", m.baseline_run, WireSince{6});  // likewise
+    v("precision", m.precision, WireSince{7});         // an optional table: no new format version
+}
+
+template <fields::Of<GemmPrecision> S, class V>
+constexpr void visit_fields(S& p, V&& v) {
+    v("run", p.run, IdIn{NameTable::Runs});
+    v("linear", p.linear, IdIn{NameTable::Linears});
+    v("gemm", p.gemm, fields::Last<Gemm>{Gemm::Wgrad});
+    v("recipe", p.recipe, fields::MaxChars<kNameChars>{});
+    v("a", p.a, fields::MaxChars<kNameChars>{});
+    v("b", p.b, fields::MaxChars<kNameChars>{});
+    v("overridden", p.overridden);
 }
 
 template <fields::Of<StepRecord> S, class V>

@@ -3,6 +3,7 @@
 
 #include "fp8/training_recipe.h"
 
+#include <algorithm>
 #include <climits>
 
 #include <string>
@@ -70,6 +71,17 @@ std::string check_run(const TraceMeta& m, std::int32_t run) {
 }
 
 }  // namespace
+
+std::vector<GemmPrecision> run_precision(const TraceMeta& meta, int run) {
+    std::vector<GemmPrecision> out;
+    for (const GemmPrecision& p : meta.precision)
+        if (p.run == run) out.push_back(p);
+    if (out.size() != meta.linears.size() * 3) return {};
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+        return std::pair(a.linear, int(a.gemm)) < std::pair(b.linear, int(b.gemm));
+    });
+    return out;
+}
 
 std::string check_meta(const TraceMeta& m) {
     if (m.world_size < 1) return "world_size " + std::to_string(m.world_size) + " is not a process count";

@@ -43,6 +43,18 @@ struct RunInfo {
     std::string recipe;  // training recipe it started with
 };
 
+// The precision one GEMM of a run's linear ran under, from the run's precision plan
+// (fp8/precision_plan.h): the training recipe it followed and the quantizers of its two
+// operands, A and B of gemm_operands (fprop x, w; dgrad dy, w; wgrad dy, x); "" for an
+// operand kept in high precision. Recorded for the recipe each run started with.
+struct GemmPrecision {
+    std::int32_t run = 0;
+    std::int32_t linear = 0;
+    Gemm gemm = Gemm::Fprop;
+    std::string recipe, a, b;
+    std::int32_t overridden = 0;  // 1: an override of the run's recipe set this GEMM's recipe
+};
+
 // Written before appending starts; fixed for the life of the trace.
 struct TraceMeta {
     int format_version = kFormatVersion;
@@ -70,7 +82,13 @@ struct TraceMeta {
     // recorded: baseline_of() then applies the rule to the runs' recipes.
     int baseline_run = kNotRecorded;
     static constexpr int kNotRecorded = -2;
+    // Every run's linears x GEMMs (/meta/precision); empty in traces from before it was
+    // recorded, where each run's recipe covered every GEMM.
+    std::vector<GemmPrecision> precision;
 };
+
+// The rows of `precision` of one run, indexed linear * 3 + gemm; empty when not recorded.
+std::vector<GemmPrecision> run_precision(const TraceMeta& meta, int run);
 
 // The first run whose recipe quantizes nothing, by this build's recipe table; -1 for none.
 int baseline_by_recipe(const std::vector<RunInfo>& runs);

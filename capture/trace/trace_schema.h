@@ -48,6 +48,7 @@ inline constexpr const char* kBlockSqnr = "/blockmaps/sqnr_db";
 inline constexpr const char* kOpTimes = "/ops";
 inline constexpr const char* kRanks = "/ranks";  // since format 3; older files have none
 inline constexpr const char* kGemmErrors = "/gemm_error";  // optional: older files have none
+inline constexpr const char* kPrecision = "/meta/precision";  // optional: older files have none
 
 // Where an operand row's vectors went: (offset, count) into the flat datasets.
 struct OperandSpans {
@@ -102,6 +103,7 @@ using OpTable = RecordTable<OpRecord>;
 using RankTable = RecordTable<RankStepRecord>;
 using GemmErrorTable = RecordTable<GemmErrorRecord>;
 using KeyTable = RecordTable<OperandKey>;  // the key columns alone, for indexing
+using PrecisionTable = RecordTable<GemmPrecision>;
 
 // /meta/quantizers, /meta/ops, ...: one name per row.
 struct NamesTable {

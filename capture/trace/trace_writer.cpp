@@ -124,6 +124,7 @@ struct TraceWriter::Impl {
     RowTable<s::OpTable> ops;
     RowTable<s::RankTable> ranks;
     RowTable<s::GemmErrorTable> gemm_errors;
+    RowTable<s::PrecisionTable> precision;
     hsize_t slots = 0;
 
     // Queue shared with producers.
@@ -222,6 +223,8 @@ struct TraceWriter::Impl {
         for (int k = 0; k <= static_cast<int>(kLastEventKind); ++k)
             kinds.push_back(event_kind_name(static_cast<EventKind>(k)));
         meta_table(event_kinds, kinds, "event kind");
+        precision = make_table<s::PrecisionTable>(s::kPrecision, 256);
+        meta_table(precision, meta.precision, "precision");
 
         steps = make_table<s::StepTable>(s::kSteps, 512);
         events = make_table<s::EventTable>(s::kEvents, 64);
@@ -323,7 +326,7 @@ struct TraceWriter::Impl {
         Table* tables[] = {&runs, &linears, &quantizers, &training_recipes, &ops_names, &gemms, &operands_names,
                            &event_kinds, &steps, &events, &scaling_index, &scaling_amax, &scaling_scale, &operands,
                            &errors, &histogram, &channel_absmax, &top, &amax_history, &blockmaps, &block_absmax,
-                           &block_scale_inv, &block_sqnr, &ops, &ranks, &gemm_errors};
+                           &block_scale_inv, &block_sqnr, &ops, &ranks, &gemm_errors, &precision};
         for (Table* t : tables) t->dset.reset();
         file.reset();
     }

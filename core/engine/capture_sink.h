@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "backend/analysis_ops.h"
@@ -43,11 +44,13 @@ struct GemmOutputCapture {
 
 // The cast of one operand in a training step: what the recipe computed anyway, so it is
 // reported every step (capture or not) and lets amax spikes between capture steps show.
-// The operand feeds two GEMMs; the figures hold for both (the same tensor, transposed).
+// The operand feeds two GEMMs; the figures hold for both (the same tensor, transposed),
+// unless a precision plan cast it apart for them: then `gemm` names the one they hold for.
 struct OperandScaling {
     int linear = 0;
     Operand operand = Operand::X;
     CastInfo cast;  // amax, per-tensor scale (NaN for block recipes), overflow count
+    std::optional<Gemm> gemm;
 };
 
 // Host wall time of one op of a step, in nanoseconds of a steady clock (on a GPU: the time

@@ -10,7 +10,9 @@ namespace fp8scope {
 
 struct Fp8Linear::Cached {
     std::unique_ptr<OperandStorage> x, w;
+    std::unique_ptr<OperandStorage> x_apart, w_apart;  // columnwise copies cast apart (made when needed)
     GemmOperand xq, wq;  // the casts of the last training forward
+    GemmOperand xc, wc;  // their columnwise copies when cast apart
     bool smoothed = false;  // they read the smoothing scratch, which later linears reuse
 };
 
@@ -25,24 +27,34 @@ Fp8Linear::Fp8Linear(Backend& backend, std::vector<LinearInfo> linears)
         cached_.push_back(std::move(c));
     }
     dy_storage_ = backend_.make_operand_storage();
-    report_slots_.resize(linears_.size() * 3);
+    report_slots_.resize(linears_.size() * 6);
     set_recipe(training_recipe("baseline"));
 }
 
 Fp8Linear::~Fp8Linear() = default;
 
-void Fp8Linear::set_recipe(const TrainingRecipe& recipe) {
-    recipe_ = recipe;
-    auto& per_linear = delayed_[recipe.name];
-    if (per_linear.empty()) per_linear.resize(linears_.size());
-    for (auto& h : per_linear)
-        for (Operand o : {Operand::X, Operand::W, Operand::DY}) {
-            const auto& r = recipe.operand(o);
-            const auto* d = r ? std::get_if<DelayedScaling>(&*r) : nullptr;
-            auto& slot = h[std::size_t(o)];
-            if (!d) slot.reset();
-            else if (!slot) slot = backend_.make_amax_history(*d);
-        }
+void Fp8Linear::set_plan(PrecisionPlan plan) {
+    plan_ = std::move(plan);
+    for (const TrainingRecipe& recipe : plan_.recipes()) {
+        auto& per_linear = delayed_[recipe.name];
+        if (per_linear.empty()) per_linear.resize(linears_.size());
+        for (std::size_t l = 0; l < per_linear.size(); ++l)
+            for (Operand o : {Operand::X, Operand::W, Operand::DY}) {
+                const Uses u = uses(int(l), o);
+                if (u.rowwise->name != recipe.name && u.columnwise->name != recipe.name) continue;
+                const auto& r = recipe.operand(o);
+                const auto* d = r ? std::get_if<DelayedScaling>(&*r) : nullptr;
+                auto& slot = per_linear[l][std::size_t(o)];
+                if (!d) slot.reset();
+                else if (!slot) slot = backend_.make_amax_history(*d);
+            }
+    }
+    if (defer_) pending_.grow(std::size_t(pending_count()));
+}
+
+Fp8Linear::Uses Fp8Linear::uses(int linear, Operand o) const {
+    const auto [row, col] = operand_gemms(o);
+    return {&plan_.recipe(linear, row), &plan_.recipe(linear, col)};
 }
 
 void Fp8Linear::set_capture(CaptureSink* sink, bool operands) {
@@ -50,8 +62,8 @@ void Fp8Linear::set_capture(CaptureSink* sink, bool operands) {
     capture_operands_ = sink && operands;
 }
 
-AmaxHistory* Fp8Linear::history(int linear, Operand o) {
-    return delayed_.at(recipe_.name)[std::size_t(linear)][std::size_t(o)].get();
+AmaxHistory* Fp8Linear::history(int linear, Operand o, const TrainingRecipe& recipe) {
+    return delayed_.at(recipe.name)[std::size_t(linear)][std::size_t(o)].get();
 }
 
 std::optional<DelayedState> Fp8Linear::read(AmaxHistory* h) const {
@@ -59,7 +71,7 @@ std::optional<DelayedState> Fp8Linear::read(AmaxHistory* h) const {
 }
 
 std::optional<DelayedState> Fp8Linear::delayed_state(int linear, Operand o) const {
-    auto it = delayed_.find(recipe_.name);
+    auto it = delayed_.find(uses(linear, o).rowwise->name);
     if (it == delayed_.end()) return std::nullopt;
     const auto& h = it->second[std::size_t(linear)][std::size_t(o)];
     return read(h.get());
@@ -69,18 +81,24 @@ int Fp8Linear::layer_of(int linear) const { return linears_[std::size_t(linear)]
 
 // The operand as its GEMMs read it: the rowwise copy and, when asked, the columnwise one.
 // `report`: a training cast whose figures go to the sink after the step.
-GemmOperand Fp8Linear::cast(Operand o, const TensorDesc& values, AmaxHistory* h, bool push, bool columnwise,
-                            OperandStorage& storage, int linear, bool report) {
-    const auto& r = recipe_.operand(o);
+GemmOperand Fp8Linear::cast(Operand o, const TensorDesc& values, const TrainingRecipe& recipe, bool push,
+                            bool rowwise, bool columnwise, OperandStorage& storage, int linear, bool report) {
+    const auto& r = recipe.operand(o);
+    AmaxHistory* h = history(linear, o, recipe);
     CastSpec spec;
     spec.recipe = r ? &*r : nullptr;
     spec.history = h;
     spec.push = push;
+    spec.rowwise = rowwise;
     spec.columnwise = columnwise;
     spec.rounding = {seed_, step_, std::uint32_t(linear) << 3 | std::uint32_t(o) << 1};
-    const std::size_t index = std::size_t(linear) * 3 + std::size_t(o);
+    OperandScaling scaling{linear, o, {}, std::nullopt};
+    if (rowwise != columnwise) scaling.gemm = rowwise ? operand_gemms(o).first : operand_gemms(o).second;
+    const std::size_t index = report_slot(scaling);
     CastInfo* slot = &report_slots_[index];
-    spec.report = report && r && sink_ ? slot : nullptr;
+    // A columnwise-only cast has figures to report where it casts the tensor itself (per
+    // tensor, 128x128 blocks), not the transpose's own blocks.
+    spec.report = report && r && sink_ && (rowwise || columnwise_is_transpose(*r)) ? slot : nullptr;
     if (defer_ && push && h) {
         spec.push = false;
         spec.amax_out = pending_.data() + index;
@@ -90,15 +108,34 @@ GemmOperand Fp8Linear::cast(Operand o, const TensorDesc& values, AmaxHistory* h,
     if (r) timer.emplace(sink_, backend_, "quantize", layer_of(linear), linear, int(o));
     GemmOperand op = backend_.cast(values, spec, storage);
     timer.reset();
-    if (spec.report) reports_.push_back(OperandScaling{linear, o, {}});
+    if (spec.report) reports_.push_back(scaling);
     return op;
+}
+
+std::size_t Fp8Linear::report_slot(const OperandScaling& s) const {
+    const bool apart = s.gemm && *s.gemm == operand_gemms(s.operand).second;
+    return (apart ? linears_.size() * 3 : 0) + std::size_t(s.linear) * 3 + std::size_t(s.operand);
+}
+
+void Fp8Linear::cast_copies(Operand o, const TensorDesc& values, bool training, OperandStorage& storage,
+                            std::unique_ptr<OperandStorage>& apart_storage, int linear, GemmOperand& rowwise,
+                            GemmOperand& columnwise) {
+    // Evaluation casts only the rowwise copy and leaves the histories as they are.
+    const Uses u = uses(linear, o);
+    if (!u.split() || !training) {
+        rowwise = cast(o, values, *u.rowwise, training, true, training, storage, linear, training);
+        return;
+    }
+    if (!apart_storage) apart_storage = backend_.make_operand_storage();
+    rowwise = cast(o, values, *u.rowwise, true, true, false, storage, linear, true);
+    columnwise = cast(o, values, *u.columnwise, true, false, true, *apart_storage, linear, true);
 }
 
 void Fp8Linear::flush_reports() {
     if (reports_.empty()) return;
     backend_.synchronize();
     for (OperandScaling& s : reports_) {
-        s.cast = report_slots_[std::size_t(s.linear) * 3 + std::size_t(s.operand)];
+        s.cast = report_slots_[report_slot(s)];
         if (sink_) sink_->on_scaling(s);
     }
     reports_.clear();
@@ -117,10 +154,9 @@ void Fp8Linear::push_pending() {
 
 void Fp8Linear::capture(int linear, Gemm g, Operand o, const TensorDesc& values,
                         const std::optional<DelayedState>& state, bool transposed_repeat) {
-    const auto& r = recipe_.operand(o);
     OpTimer timer(sink_, backend_, "capture", layer_of(linear), linear, int(o));
-    sink_->on_operand(OperandCapture{linear, g, o, values, &backend_, r ? &*r : nullptr, state ? &*state : nullptr,
-                                     transposed_repeat});
+    sink_->on_operand(OperandCapture{linear, g, o, values, &backend_, plan_.quantizer(linear, g, o),
+                                     state ? &*state : nullptr, transposed_repeat});
 }
 
 TensorDesc Fp8Linear::smoothed(DeviceBuffer<float>& scratch, const TensorDesc& in, const float* smooth,
@@ -144,21 +180,22 @@ void Fp8Linear::forward(int linear, ActPtr x, const float* w, const float* b, Ac
     const TensorDesc W = smoothed(ws_, TensorDesc::of(w, M, K, dev), smooth, true);
     timer.reset();
 
-    AmaxHistory* hx = history(linear, Operand::X);
-    AmaxHistory* hw = history(linear, Operand::W);
     if (training) {
         auto& snap = snapshot_[std::size_t(linear)];
-        snap = {std::nullopt, std::nullopt};
+        snap = {};
         if (capture_operands_) {
-            snap = {read(hx), read(hw)};
+            const Uses ux = uses(linear, Operand::X), uw = uses(linear, Operand::W);
+            snap[0] = read(history(linear, Operand::X, *ux.rowwise));
+            snap[1] = read(history(linear, Operand::W, *uw.rowwise));
+            snap[2] = ux.split() ? read(history(linear, Operand::X, *ux.columnwise)) : snap[0];
+            snap[3] = uw.split() ? read(history(linear, Operand::W, *uw.columnwise)) : snap[1];
             capture(linear, Gemm::Fprop, Operand::X, X, snap[0]);
             capture(linear, Gemm::Fprop, Operand::W, W, snap[1]);
         }
     }
     Cached& c = *cached_[std::size_t(linear)];
-    // Evaluation casts only the rowwise copies and leaves the histories as they are.
-    c.xq = cast(Operand::X, X, hx, training, training, *c.x, linear, training);
-    c.wq = cast(Operand::W, W, hw, training, training, *c.w, linear, training);
+    cast_copies(Operand::X, X, training, *c.x, c.x_apart, linear, c.xq, c.xc);
+    cast_copies(Operand::W, W, training, *c.w, c.w_apart, linear, c.wq, c.wc);
     c.smoothed = smooth != nullptr;
 
     OpTimer fprop(sink_, backend_, "fprop", info.layer, linear);
@@ -179,7 +216,8 @@ void Fp8Linear::backward(int linear, ActPtr dy, ActPtr x, const float* w, ActPtr
     Cached& c = *cached_[std::size_t(linear)];
     // Forward cast both copies of X and W. An unquantized operand may be a view of the
     // smoothing scratch, which later linears overwrote: then it is smoothed again.
-    const bool redo_x = !recipe_.x && c.smoothed, redo_w = !recipe_.w && c.smoothed;
+    const Uses ux = uses(linear, Operand::X), uw = uses(linear, Operand::W), udy = uses(linear, Operand::DY);
+    const bool redo_x = !ux.columnwise->x && c.smoothed, redo_w = !uw.columnwise->w && c.smoothed;
     const TensorDesc X = redo_x || capture_operands_ ? smoothed(xs_, TensorDesc::of(x, N, K, dev), smooth, false)
                                                      : TensorDesc{};
     const TensorDesc W = redo_w || capture_operands_ ? smoothed(ws_, TensorDesc::of(w, M, K, dev), smooth, true)
@@ -187,23 +225,27 @@ void Fp8Linear::backward(int linear, ActPtr dy, ActPtr x, const float* w, ActPtr
     CastSpec columnwise_only;
     columnwise_only.rowwise = false;
     columnwise_only.columnwise = true;
-    if (redo_x) c.xq = backend_.cast(X, columnwise_only, *c.x);
-    if (redo_w) c.wq = backend_.cast(W, columnwise_only, *c.w);
-    const GemmOperand& Xop = c.xq;
-    const GemmOperand& Wop = c.wq;
+    GemmOperand& Xop = ux.split() ? c.xc : c.xq;
+    GemmOperand& Wop = uw.split() ? c.wc : c.wq;
+    if (redo_x) Xop = backend_.cast(X, columnwise_only, ux.split() ? *c.x_apart : *c.x);
+    if (redo_w) Wop = backend_.cast(W, columnwise_only, uw.split() ? *c.w_apart : *c.w);
 
     // dgrad: dX (N,K) = dY (N,M) W (M,K); contraction over M.
     const TensorDesc dY = TensorDesc::of(dy, N, M, dev);
-    AmaxHistory* hdy = history(linear, Operand::DY);
-    const std::optional<DelayedState> snap_dy = capture_operands_ ? read(hdy) : std::nullopt;
+    const std::optional<DelayedState> snap_dy =
+        capture_operands_ ? read(history(linear, Operand::DY, *udy.rowwise)) : std::nullopt;
+    const std::optional<DelayedState> snap_dyc =
+        capture_operands_ && udy.split() ? read(history(linear, Operand::DY, *udy.columnwise)) : snap_dy;
     auto transposed = [](TensorDesc t) {
         std::swap(t.rows, t.cols);
         t.transposed = !t.transposed;
         return t;
     };
     if (capture_operands_) capture(linear, Gemm::Dgrad, Operand::DY, dY, snap_dy);
-    const GemmOperand dYop = cast(Operand::DY, dY, hdy, true, true, *dy_storage_, linear, true);
-    if (capture_operands_) capture(linear, Gemm::Dgrad, Operand::W, transposed(W), snap[1], true);
+    GemmOperand dYop, dYcol;
+    cast_copies(Operand::DY, dY, true, *dy_storage_, dy_apart_, linear, dYop, dYcol);
+    const GemmOperand& dYc = udy.split() ? dYcol : dYop;
+    if (capture_operands_) capture(linear, Gemm::Dgrad, Operand::W, transposed(W), snap[3], true);
     const TensorDesc dX = TensorDesc::of(dx, N, K, dev);
     {
         OpTimer dgrad(sink_, backend_, "dgrad", info.layer, linear);
@@ -216,14 +258,14 @@ void Fp8Linear::backward(int linear, ActPtr dy, ActPtr x, const float* w, ActPtr
 
     // wgrad: dW (M,K) = dY^T (M,N) X (N,K); contraction over N.
     if (capture_operands_) {
-        capture(linear, Gemm::Wgrad, Operand::DY, transposed(dY), snap_dy, true);
-        capture(linear, Gemm::Wgrad, Operand::X, transposed(X), snap[0], true);
+        capture(linear, Gemm::Wgrad, Operand::DY, transposed(dY), snap_dyc, true);
+        capture(linear, Gemm::Wgrad, Operand::X, transposed(X), snap[2], true);
     }
     OpTimer wgrad(sink_, backend_, "wgrad", info.layer, linear);
     const TensorDesc dW = TensorDesc::of(dw, M, K, dev);
-    backend_.gemm(dYop, Copy::Columnwise, Xop, Copy::Columnwise, dW, nullptr, false, {});
+    backend_.gemm(dYc, Copy::Columnwise, Xop, Copy::Columnwise, dW, nullptr, false, {});
     if (capture_operands_)
-        output_check_.check(*sink_, info.layer, linear, Gemm::Wgrad, dYop, dY, Copy::Columnwise, Xop, X,
+        output_check_.check(*sink_, info.layer, linear, Gemm::Wgrad, dYc, dY, Copy::Columnwise, Xop, X,
                             Copy::Columnwise, dW, nullptr, {});
     if (smooth) backend_.scale_columns(dW, dW, smooth, true);  // W' = W diag(1/s): dW = dW' diag(1/s)
     if (db) backend_.bias_backward(db, dY);

@@ -108,7 +108,7 @@ void Fp8Linear::load_state(const std::vector<std::uint8_t>& bytes) {
     }
     if (in.pos != bytes.size()) throw std::runtime_error("recipe state: trailing bytes");
     delayed_ = std::move(loaded);
-    set_recipe(recipe_);  // the current recipe gets its (restored or fresh) states
+    set_plan(plan_);  // the current recipes get their (restored or fresh) states
 }
 
 }  // namespace fp8scope

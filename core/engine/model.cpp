@@ -137,7 +137,7 @@ float Model::Impl::run_forward(const std::int32_t* tok, const std::int32_t* tgt,
             OpTimer timer(sink, backend, "swiglu", l);
             backend.swiglu_forward(fch_act, fch, N, int(H));
             // In float32 the smoothing cancels exactly, so only a quantized run needs it.
-            if (c.smooth_swiglu && linear.recipe().quantized()) {
+            if (c.smooth_swiglu && linear.plan().quantized()) {
                 backend.smooth_swiglu_scales(a.smooth + l * H, fch_act, N, int(H));
                 smooth = a.smooth + l * H;
             }
@@ -342,8 +342,8 @@ std::optional<DelayedState> Model::delayed_state(int linear, Operand o) const {
     return impl_->linear.delayed_state(linear, o);
 }
 
-void Model::set_recipe(const TrainingRecipe& recipe) { impl_->linear.set_recipe(recipe); }
-const TrainingRecipe& Model::recipe() const { return impl_->linear.recipe(); }
+void Model::set_plan(PrecisionPlan plan) { impl_->linear.set_plan(std::move(plan)); }
+const PrecisionPlan& Model::plan() const { return impl_->linear.plan(); }
 void Model::set_rounding(std::uint64_t seed, std::uint64_t step) { impl_->linear.set_rounding(seed, step); }
 
 void Model::set_capture(CaptureSink* sink, bool operands) {

@@ -16,6 +16,7 @@
 #include "backend.h"
 #include "engine/capture_sink.h"
 #include "engine/model_config.h"
+#include "fp8/precision_plan.h"
 #include "fp8/training_recipe.h"
 #include "operands.h"
 
@@ -89,8 +90,10 @@ public:
 
     // Switch between steps. Delayed-scaling histories are kept per recipe name, so
     // switching away and back resumes them.
-    void set_recipe(const TrainingRecipe& recipe);
-    const TrainingRecipe& recipe() const;
+    // A plan (RecipeBook::plan) may give some linears' GEMMs other recipes.
+    void set_plan(PrecisionPlan plan);
+    void set_recipe(const TrainingRecipe& recipe) { set_plan(PrecisionPlan(recipe)); }
+    const PrecisionPlan& plan() const;
     // The run's seed and the step to train next: they key stochastic rounding
     // (Fp8Linear::set_rounding).
     void set_rounding(std::uint64_t seed, std::uint64_t step);

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "engine/model_impl.h"
 #include "fp8/training_recipe.h"
 #include "io/input_file.h"
 #include "util/json_input.h"
@@ -42,6 +43,7 @@ void visit_fields(TrainConfig& c, V& v) {
     v("device", c.device);
     v("recipe", c.recipe);
     v("compare", c.compare);
+    v.recipes("recipes", c.recipes);
     v("steps", c.steps, Limits{0, big});
     v("batch_size", c.batch_size, Limits{1, 1 << 20});
     v("seq_len", c.seq_len, Limits{1, 1 << 20});
@@ -172,6 +174,34 @@ public:
             out.push_back(e.get<std::string>());
         }
     }
+    // "recipes": {"NAME": {"base": R, "overrides": [{"linears": P or [P...], "gemms": G or
+    // [G...], "recipe": R}]}}; every key checked here (check_unknown skips a seen field).
+    void recipes(std::string_view path, std::vector<CustomRecipe>& out) {
+        const json* j = find(path);
+        if (!j) return;
+        out.clear();
+        const std::string at(path);
+        if (!j->is_object()) fail(at, *j, "expected an object of custom recipes by name");
+        for (auto it = j->begin(); it != j->end(); ++it) {
+            const std::string field = at + "." + it.key();
+            if (!it->is_object()) fail(field, *it, "expected an object with base and overrides");
+            CustomRecipe c;
+            c.name = it.key();
+            for (auto k = it->begin(); k != it->end(); ++k)
+                if (k.key() != "base" && k.key() != "overrides")
+                    throw std::invalid_argument(prefix_ + "unknown field '" + clip(field + "." + k.key()) + "'");
+            const json* base = it->contains("base") ? &it->at("base") : nullptr;
+            if (!base || !base->is_string()) fail(field + ".base", base ? *base : json(), "expected a recipe name");
+            c.base = base->get<std::string>();
+            if (it->contains("overrides")) {
+                const json& list = it->at("overrides");
+                if (!list.is_array()) fail(field + ".overrides", list, "expected a list of overrides");
+                for (std::size_t i = 0; i < list.size(); ++i)
+                    c.overrides.push_back(override_of(list[i], field + ".overrides[" + std::to_string(i) + "]"));
+            }
+            out.push_back(std::move(c));
+        }
+    }
     template <class E, std::size_t N>
     void choice(std::string_view path, E& out, const Choice (&choices)[N]) {
         const json* j = find(path);
@@ -207,6 +237,42 @@ public:
     }
 
 private:
+    // One string or a list of them.
+    std::vector<std::string> names_of(const json& j, const std::string& field, const char* what) const {
+        std::vector<std::string> out;
+        if (j.is_string()) return {j.get<std::string>()};
+        if (!j.is_array() || j.empty()) fail(field, j, std::string("expected ") + what);
+        for (const auto& e : j) {
+            if (!e.is_string()) fail(field, j, std::string("expected ") + what);
+            out.push_back(e.get<std::string>());
+        }
+        return out;
+    }
+    PrecisionOverride override_of(const json& j, const std::string& field) const {
+        if (!j.is_object()) fail(field, j, "expected an object with linears, gemms and recipe");
+        PrecisionOverride o;
+        for (auto k = j.begin(); k != j.end(); ++k) {
+            const std::string f = field + "." + k.key();
+            if (k.key() == "linears") {
+                o.linears = names_of(*k, f, "a linear name pattern or a list of them");
+            } else if (k.key() == "gemms") {
+                for (const auto& g : names_of(*k, f, "a GEMM (fprop, dgrad, wgrad) or a list of them")) try {
+                        o.gemms.push_back(gemm_from_name(g));
+                    } catch (const std::invalid_argument& e) {
+                        throw std::invalid_argument(prefix_ + "field '" + f + "': " + e.what());
+                    }
+            } else if (k.key() == "recipe") {
+                if (!k->is_string()) fail(f, *k, "expected a recipe name");
+                o.recipe = k->get<std::string>();
+            } else {
+                throw std::invalid_argument(prefix_ + "unknown field '" + clip(f) + "'");
+            }
+        }
+        if (o.linears.empty()) fail(field + ".linears", json(), "expected a linear name pattern or a list of them");
+        if (o.recipe.empty()) fail(field + ".recipe", json(), "expected a recipe name");
+        return o;
+    }
+
     const json* find(std::string_view path) {
         note_sections(path);
         seen_.emplace(path);
@@ -248,6 +314,28 @@ public:
         out[typename J::json_pointer(pointer(path).to_string())] =
             ec == std::errc() ? std::strtod(std::string(buf, end).c_str(), nullptr) : double(value);
     }
+    void recipes(std::string_view path, const std::vector<CustomRecipe>& value) {
+        J all = J::object();
+        for (const CustomRecipe& c : value) {
+            J overrides = J::array();
+            for (const PrecisionOverride& o : c.overrides) {
+                J one = J::object();
+                one["linears"] = o.linears;
+                if (!o.gemms.empty()) {
+                    J gemms = J::array();
+                    for (Gemm g : o.gemms) gemms.push_back(std::string(gemm_name(g)));
+                    one["gemms"] = gemms;
+                }
+                one["recipe"] = o.recipe;
+                overrides.push_back(one);
+            }
+            J r = J::object();
+            r["base"] = c.base;
+            r["overrides"] = overrides;
+            all[c.name] = r;
+        }
+        out[typename J::json_pointer(pointer(path).to_string())] = all;
+    }
     template <class E, std::size_t N>
     void choice(std::string_view path, const E& value, const Choice (&choices)[N]) {
         for (const auto& c : choices)
@@ -271,6 +359,7 @@ public:
     void choice(std::string_view p, const E&, const Choice (&)[N]) {
         if (p == path_) found = textual = true;
     }
+    void recipes(std::string_view p, const std::vector<CustomRecipe>&) { found = found || p == path_; }
     bool found = false, textual = false;
 
 private:
@@ -318,9 +407,12 @@ void TrainConfig::validate() const {
     const std::string& g = data_parallel.grad_dtype;
     if (g != "f32" && g != "bf16" && g != "e4m3" && g != "e5m2")
         throw std::invalid_argument("data_parallel.grad_dtype '" + clip(g) + "' is not one of f32, bf16, e4m3, e5m2");
+    const RecipeBook book = recipe_book();  // checks each custom recipe's names
+    const std::vector<LinearInfo> linears = model_linears(model);
+    for (const CustomRecipe& c : recipes) (void)book.plan(c.name, linears);  // patterns against the model
     for (const auto& name : run_recipes()) {
         try {
-            (void)training_recipe(name);
+            book.check(name);
         } catch (const std::invalid_argument& e) {
             throw std::invalid_argument(std::string(compare.empty() ? "recipe" : "compare") + ": " + clip(e.what(), 160));
         }

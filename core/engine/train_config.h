@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/model_config.h"
+#include "fp8/precision_plan.h"
 
 namespace fp8scope {
 
@@ -87,6 +88,9 @@ struct TrainConfig {
     std::string device = "cpu";          // backend: "cpu" or "cuda"
     std::string recipe = "baseline";     // training recipe of a single run
     std::vector<std::string> compare;    // lock-step runs; non-empty overrides `recipe`
+    // Custom recipes, by name: a built-in recipe with per-linear overrides
+    // (fp8/precision_plan.h), usable wherever a recipe name is.
+    std::vector<CustomRecipe> recipes;
     int steps = 600;
     int batch_size = 16;                 // B
     int seq_len = 64;                    // T
@@ -98,6 +102,8 @@ struct TrainConfig {
 
     // The recipes of the runs: `compare` if set, else {recipe}.
     std::vector<std::string> run_recipes() const;
+    // The recipe names the runs may use: the built-in ones and `recipes`.
+    RecipeBook recipe_book() const { return RecipeBook(recipes); }
     // Cross-field checks (seq_len <= model.max_seq, ...); throws std::invalid_argument.
     void validate() const;
 };

@@ -17,7 +17,7 @@ namespace fp8scope {
 struct Trainer::Run {
     Run(const TrainConfig& c, const std::string& recipe_name, Backend& backend) : model(c.model, backend) {
         model.init(c.seed);
-        model.set_recipe(training_recipe(recipe_name));
+        model.set_plan(c.recipe_book().plan(recipe_name, model.linears()));
         adam.emplace(c.optimizer, model.param_tensors(), model.num_params(), backend);
     }
     Model model;
@@ -102,7 +102,9 @@ void Trainer::switch_recipe(int run, const std::string& recipe) {
     if (run < 0 || run >= runs())
         throw std::invalid_argument("switch_recipe: no run " + std::to_string(run) + " (the run has " +
                                     std::to_string(runs()) + ")");
-    (void)training_recipe(recipe);  // unknown names fail here, in the caller's thread
+    config_.recipe_book().check(recipe);  // unknown names fail here, in the caller's thread
+    // The other ranks check a switch against the built-in names (decode_requests).
+    if (sync_->world_size() > 1) (void)training_recipe(recipe);
     std::lock_guard lock(mu_);
     requests_.push_back({Request::Switch, run, recipe});
     wake_.notify_all();
@@ -155,8 +157,8 @@ void Trainer::apply(const Request& r) {
             break;
         case Request::Switch: {
             auto& rep = *runs_[static_cast<std::size_t>(r.run)];
-            std::string from = rep.model.recipe().name;
-            rep.model.set_recipe(training_recipe(r.text));
+            std::string from = rep.model.plan().name();
+            rep.model.set_plan(config_.recipe_book().plan(r.text, rep.model.linears()));
             emit(EventKind::RecipeSwitch, r.run, from + " -> " + r.text);
             take_snapshot();  // a rewind must not undo the switch
             break;
@@ -265,7 +267,7 @@ bool Trainer::step() {
 
         StepRecord rec;
         rec.run = r;
-        rec.recipe = rep.model.recipe().name;
+        rec.recipe = rep.model.plan().name();
         rec.batch = b;
         rec.loss = loss;
         rec.lr = lr;
@@ -380,7 +382,7 @@ TrainState Trainer::state(bool with_arrays) const {
     s.world_size = sync_->world_size();
     for (const auto& rep : runs_) {
         RunState r;
-        r.recipe = rep->model.recipe().name;
+        r.recipe = rep->model.plan().name();
         if (with_arrays) {
             r.params = rep->model.params_to_host();
             r.m = rep->adam->m_to_host();
@@ -411,7 +413,7 @@ void Trainer::apply_state(const TrainState& s, const Snapshot* arrays) {
     for (std::size_t i = 0; i < runs_.size(); ++i) {
         Run& rep = *runs_[i];
         const RunState& r = s.runs[i];
-        rep.model.set_recipe(training_recipe(r.recipe));
+        rep.model.set_plan(config_.recipe_book().plan(r.recipe, rep.model.linears()));
         rep.model.load_recipe_state(r.recipe_state);
         if (arrays) {
             const std::size_t n = rep.model.num_params();
@@ -482,7 +484,7 @@ TrainSummary Trainer::summary() const {
     s.stopped = stopping_ && step_ < config_.steps;
     s.error = error_.empty() ? checkpoint_error_ : error_;
     for (const auto& rep : runs_)
-        s.runs.push_back({rep->model.recipe().name, rep->last_loss, rep->last_eval});
+        s.runs.push_back({rep->model.plan().name(), rep->last_loss, rep->last_eval});
     return s;
 }
 

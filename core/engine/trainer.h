@@ -77,7 +77,8 @@ public:
     void set_capture_sink(int run, CaptureSink* sink);
 
     // Thread-safe; applied between steps. switch_recipe and checkpoint_now throw
-    // std::invalid_argument at once on an unknown recipe or run.
+    // std::invalid_argument at once on an unknown recipe or run (a data-parallel job: on a
+    // recipe that is not built in).
     void pause();
     void resume(std::string why = "");  // `why`: the Resume event's detail
     void stop();

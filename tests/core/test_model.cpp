@@ -282,7 +282,7 @@ TEST(Model, SetRecipeSwitchesAndKeepsDelayedHistories) {
     train(m, 1);
     EXPECT_TRUE(sink.x_delayed);
     EXPECT_EQ(sink.x_history, 2u);  // the two delayed steps before the switch, not the current one
-    EXPECT_EQ(m.recipe().name, "delayed");
+    EXPECT_EQ(m.plan().name(), "delayed");
 }
 
 TEST(Model, RecipeStateRestoresDelayedScalingBitwise) {

@@ -329,6 +329,48 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(refreshes == before + 1, 100);
     }
 
+    // Run 1 keeps linear 3 in high precision and gives linear 2's wgrad mxfp8: the
+    // precision column names each row's GEMM recipe and marks the overridden ones.
+    void layersModelShowsThePrecisionPlan() {
+        trace::TraceMeta meta = testing::synthetic_meta(spec_);
+        for (int run = 0; run < 2; ++run)
+            for (int l = 0; l < spec_.linears; ++l)
+                for (Gemm g : {Gemm::Fprop, Gemm::Dgrad, Gemm::Wgrad}) {
+                    trace::GemmPrecision p{run, l, g, run == 0 ? "baseline" : "delayed", "", "", 0};
+                    if (run == 1) p.a = p.b = "delayed_e4m3";
+                    if (run == 1 && l == 3) p = {run, l, g, "baseline", "", "", 1};
+                    if (run == 1 && l == 2 && g == Gemm::Wgrad) p = {run, l, g, "mxfp8", "mxfp8_e4m3", "mxfp8_e4m3", 1};
+                    meta.precision.push_back(p);
+                }
+        SeriesStore store;
+        const auto gen = store.reset(meta);
+        QVERIFY(store.append(gen, testing::synthetic_batch(spec_)));
+        LayersModel m(&store);
+        m.refresh(1, 37);
+        auto text = [&](const OperandRef& ref) {
+            return m.data(m.index(m.rowOf(ref), LayersModel::Precision), Qt::DisplayRole).toString();
+        };
+        auto shaded = [&](const OperandRef& ref) {
+            return m.data(m.index(m.rowOf(ref), LayersModel::Precision), Qt::BackgroundRole).isValid();
+        };
+        for (Gemm g : {Gemm::Fprop, Gemm::Dgrad, Gemm::Wgrad}) {
+            const OperandRef ref{3, g, g == Gemm::Fprop ? Operand::X : Operand::DY};
+            QCOMPARE(text(ref), QString("high precision (baseline) \u25c2 override"));
+            QVERIFY(shaded(ref));
+        }
+        QCOMPARE(text({2, Gemm::Wgrad, Operand::X}), QString("mxfp8 \u25c2 override"));
+        QCOMPARE(text({2, Gemm::Fprop, Operand::X}), QString("delayed"));
+        QVERIFY(!shaded({2, Gemm::Fprop, Operand::X}));
+        QCOMPARE(text({0, Gemm::Dgrad, Operand::W}), QString("delayed"));
+        QCOMPARE(m.headerData(LayersModel::Precision, Qt::Horizontal, Qt::DisplayRole).toString(), QString("precision"));
+        m.refresh(0, 37);
+        QCOMPARE(text({3, Gemm::Fprop, Operand::X}), QString("high precision (baseline)"));
+        // A trace without plans: blank.
+        LayersModel plain(&store_);
+        plain.refresh(1, 37);
+        QCOMPARE(plain.data(plain.index(0, LayersModel::Precision), Qt::DisplayRole).toString(), QString());
+    }
+
     void layersModel() {
         LayersModel m(&store_);
         QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);

@@ -82,13 +82,14 @@ TEST(LiveVersions, TheEngineAnswersAVersion4ClientInVersion4) {
 TEST(LiveVersions, AVersionTheEngineDoesNotSpeakIsRefusedNamingItsOwn) {
     TempDir dir;
     LiveServer server(parse_endpoint("unix:" + (dir / "engine.sock")), "", job_meta(), nullptr);
-    for (const std::uint32_t version : {3u, 7u}) {
+    for (const std::uint32_t version : {3u, wire::kVersion + 1}) {
         RawConn c(server.endpoint());
         ASSERT_TRUE(c.send(wire::frame(wire::Hello{version, ""})));
         auto e = c.next_error();
         ASSERT_TRUE(e) << version;
         EXPECT_EQ(e->code, wire::ErrorCode::BadVersion);
-        EXPECT_EQ(e->message, "protocol version " + std::to_string(version) + " not supported; this engine speaks 4 to 6");
+        EXPECT_EQ(e->message, "protocol version " + std::to_string(version) + " not supported; this engine speaks 4 to " +
+                                    std::to_string(wire::kVersion));
         EXPECT_TRUE(c.closes_within(5s));
     }
 }
@@ -133,7 +134,7 @@ TEST(LiveVersions, AClientGreetsAVersion4EngineAgainInVersion4) {
         expect_same(got.rank_steps[0], sample_rank_step(3, 1));
     }
     engine.join();
-    EXPECT_EQ(hellos, (std::vector<std::uint32_t>{6, 4}));
+    EXPECT_EQ(hellos, (std::vector<std::uint32_t>{wire::kVersion, 4}));
 }
 
 // Versions before 6 read a Step's step time in seconds: a client of version 5 gets it so,

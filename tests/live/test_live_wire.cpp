@@ -47,9 +47,15 @@ TEST(LiveWire, EveryRecordRoundTrips) {
     meta.rank = 1;
     meta.world_size = 2;
     meta.grad_dtype = "e5m2";
+    meta.precision = {{1, 0, Gemm::Wgrad, "baseline", "", "", 1}, {1, 1, Gemm::Fprop, "delayed", "delayed_e4m3", "delayed_e4m3", 0}};
     auto m = wire::decode_meta(split_one(wire::frame(wire::MetaMsg{wire::kVersion, meta})).body);
     EXPECT_EQ(m.version, wire::kVersion);
     expect_same(m.meta, meta);
+    ASSERT_EQ(m.meta.precision.size(), 2u);
+    EXPECT_EQ(m.meta.precision[1].a, "delayed_e4m3");
+    EXPECT_EQ(m.meta.precision[0].overridden, 1);
+    // A Meta of version 6 goes on without the plans.
+    EXPECT_TRUE(wire::decode_meta(split_one(wire::frame(wire::MetaMsg{6, meta})).body).meta.precision.empty());
     const auto step7 = sample_step(0, 7), step8 = sample_step(1, 8);
     expect_same(wire::decode_step(split_one(wire::frame(step7)).body), step7);
     expect_same(wire::decode_step(split_one(wire::frame(step8)).body), step8);

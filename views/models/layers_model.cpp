@@ -23,6 +23,11 @@ bool LayersModel::isBad(int column, double v) {
     }
 }
 
+QString LayersModel::precisionLabel(const trace::GemmPrecision& p) {
+    const QString recipe = QString::fromStdString(p.recipe);
+    return p.a.empty() && p.b.empty() ? tr("high precision (%1)").arg(recipe) : recipe;
+}
+
 LayersModel::LayersModel(const SeriesStore* store, QObject* parent)
     : QAbstractTableModel(parent), store_(store) {}
 
@@ -34,6 +39,7 @@ std::vector<LayersModel::Row> LayersModel::build_rows(const TraceData& d, int ru
     const auto cap = rd.capture_index_at(step);
     const auto& sc = rd.scaling;
     auto srow = std::upper_bound(sc.step.begin(), sc.step.end(), static_cast<double>(step)) - sc.step.begin() - 1;
+    const std::vector<trace::GemmPrecision> plan = trace::run_precision(d.meta, run);
     for (const OperandRef& ref : all_operands(static_cast<int>(d.meta.linears.size()))) {
         const std::size_t i = out.size();
         if (i < what_ifs.size() && what_ifs[i] >= 0) what_if = what_ifs[i];
@@ -42,6 +48,11 @@ std::vector<LayersModel::Row> LayersModel::build_rows(const TraceData& d, int ru
         r.gemms = {ref.gemm};
         r.layer = d.meta.linears[ref.linear].layer;
         r.linear = linear_label(d.meta, ref.linear);
+        if (!plan.empty()) {
+            const trace::GemmPrecision& p = plan[std::size_t(ref.linear) * 3 + std::size_t(ref.gemm)];
+            r.precision = precisionLabel(p);
+            r.overridden = p.overridden != 0;
+        }
         if (srow >= 0 && ref.slot() < sc.slot_count) {
             r.amax = sc.amax_at(srow, ref.slot());
             r.scale = sc.scale_at(srow, ref.slot());
@@ -141,6 +152,7 @@ std::vector<LayersModel::Row> LayersModel::merge_shared_tensors(std::vector<Row>
     for (Row& r : rows) {
         auto it = std::find_if(out.begin(), out.end(), [&](const Row& o) {
             return o.ref.linear == r.ref.linear && o.ref.operand == r.ref.operand && o.recipe == r.recipe &&
+                   o.precision == r.precision &&
                    o.capture_step == r.capture_step && same(o.amax, r.amax) && same(o.scale, r.scale) &&
                    same(o.kurtosis, r.kurtosis) && same(o.dynamic_range, r.dynamic_range) && same(o.sqnr_db, r.sqnr_db) &&
                    same(o.underflow_pct, r.underflow_pct) && same(o.overflow_pct, r.overflow_pct) &&
@@ -205,7 +217,10 @@ QVariant LayersModel::data(const QModelIndex& index, int role) const {
     if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
     const Row& r = rows_[index.row()];
     const int c = index.column();
-    const bool text_column = c == Linear || c == GemmCol || c == OperandCol || c == Recipe;
+    const bool text_column = c == Linear || c == GemmCol || c == OperandCol || c == Precision || c == Recipe;
+    if (role == Qt::ToolTipRole && c == Precision && !r.precision.isEmpty())
+        return r.overridden ? tr("%1: an override of the run's recipe set this GEMM's recipe").arg(r.precision)
+                            : tr("%1: the run's recipe").arg(r.precision);
     if (role == Qt::ToolTipRole && c >= ColumnCount && !r.shape_note.isEmpty()) return r.shape_note;
     if (role == Qt::ToolTipRole && c >= ColumnCount) {
         const Column of = kDeltaOf[c - ColumnCount];
@@ -232,6 +247,7 @@ QVariant LayersModel::data(const QModelIndex& index, int role) const {
                 return g.join('+');
             }
             case OperandCol: return operand_label(r.ref.operand);
+            case Precision: return r.overridden ? r.precision + QStringLiteral(" \u25c2 override") : r.precision;
             case Recipe: return r.recipe;
             case Layer: return r.layer;
             case CaptureStep: return r.capture_step < 0 ? QVariant(QString()) : QVariant(r.capture_step);
@@ -241,6 +257,7 @@ QVariant LayersModel::data(const QModelIndex& index, int role) const {
     if (role == kValueRole) return text_column ? data(index, Qt::DisplayRole) : QVariant(value(r, c));
     if (role == Qt::TextAlignmentRole && !text_column) return int(Qt::AlignRight | Qt::AlignVCenter);
     if (role == Qt::BackgroundRole && !text_column && isBad(c, value(r, c))) return bad_cell_color();
+    if (role == Qt::BackgroundRole && c == Precision && r.overridden) return QColor(255, 236, 179);  // amber: overridden
     if (role == Qt::ForegroundRole && c >= ColumnCount && !r.shape_note.isEmpty()) return QColor(Qt::darkGray);
     if (role == Qt::ForegroundRole && r.what_if && (c == Recipe || c == SqnrDb || c == UnderflowPct || c == OverflowPct))
         return QColor(Qt::darkGray);  // figures of a quantizer the run does not use
@@ -249,7 +266,7 @@ QVariant LayersModel::data(const QModelIndex& index, int role) const {
 
 QVariant LayersModel::headerData(int section, Qt::Orientation o, int role) const {
     if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
-    static const char* names[ColumnCount] = {"layer", "linear", "gemm", "operand", "quantizer", "amax",
+    static const char* names[ColumnCount] = {"layer", "linear", "gemm", "operand", "precision", "quantizer", "amax",
                                              "scale", "kurtosis", "dyn. range", "sqnr dB", "underflow %",
                                              "overflow %", "capture step"};
     if (section >= ColumnCount && section < ComparedColumnCount)

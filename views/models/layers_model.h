@@ -7,7 +7,10 @@
 // (its transpose) can fare very differently, and both rows stay. An operand that trains
 // unquantized (a baseline run) shows the what-if figures of a chosen analysis quantizer
 // instead of blanks (none for a delayed quantizer: without history they describe no cast).
-// Bad values are coloured (thresholds below).
+// Bad values are coloured (thresholds below). The precision column names the training
+// recipe the row's GEMM followed ("high precision" where it quantizes neither operand),
+// marked where an override of the run's recipe set it (the run's precision plan, recorded
+// in the trace; blank in traces from before it was).
 //
 // With another run to compare with, delta columns follow: each key figure of this run
 // minus the other run's for the same operand at one step: amax and scale at the newest
@@ -29,7 +32,7 @@ namespace fp8scope::views {
 class LayersModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { Layer, Linear, GemmCol, OperandCol, Recipe, Amax, Scale, Kurtosis, DynamicRange,
+    enum Column { Layer, Linear, GemmCol, OperandCol, Precision, Recipe, Amax, Scale, Kurtosis, DynamicRange,
                   SqnrDb, UnderflowPct, OverflowPct, CaptureStep, ColumnCount,
                   // Shown only while another run is compared: this run's figure minus the other's.
                   DeltaAmax = ColumnCount, DeltaScale, DeltaKurtosis, DeltaSqnrDb, DeltaUnderflowPct, DeltaOverflowPct,
@@ -44,6 +47,8 @@ public:
     static constexpr double kHighOverflowPct = 0.0;
     static constexpr double kHighUnderflowPct = 1.0;
     static bool isBad(int column, double value);
+    // The precision column's text for one GEMM of a run's plan.
+    static QString precisionLabel(const trace::GemmPrecision& p);
     // Two GEMMs' rows of one tensor are merged when their figures agree to this much.
     static constexpr double kSameFigureRel = 1e-6;
 
@@ -68,6 +73,8 @@ private:
         OperandRef ref;
         int layer = 0;
         QString linear, recipe;
+        QString precision;       // the GEMM's training recipe, as shown
+        bool overridden = false;  // set by an override of the run's recipe
         double amax = NAN, scale = NAN, kurtosis = NAN, dynamic_range = NAN;
         double sqnr_db = NAN, underflow_pct = NAN, overflow_pct = NAN;
         qint64 capture_step = -1;
