@@ -54,13 +54,31 @@ std::pair<Gemm, Gemm> operand_gemms(Operand o) {
 
 namespace {
 
-bool built_in(std::string_view name) {
+bool built_in_base(std::string_view name) {
     const auto names = training_recipe_names();
-    return std::find(names.begin(), names.end(), name) != names.end();
+    return std::find(names.begin(), names.end(), name.substr(0, name.find(':'))) != names.end();
+}
+
+// A built-in recipe, with its options where it takes some (nvfp4:rht=0).
+bool built_in(std::string_view name) {
+    if (!built_in_base(name)) return false;
+    try {
+        (void)training_recipe(name);
+        return true;
+    } catch (const std::invalid_argument&) {
+        return false;
+    }
 }
 
 TrainingRecipe built_in_recipe(std::string_view name, const std::string& field) {
     if (built_in(name)) return training_recipe(name);
+    if (built_in_base(name)) {  // a built-in recipe with a wrong option: its own message
+        try {
+            (void)training_recipe(name);
+        } catch (const std::invalid_argument& e) {
+            throw std::invalid_argument(field + ": " + e.what());
+        }
+    }
     std::string known;
     for (const auto& n : training_recipe_names()) known += (known.empty() ? "" : ", ") + n;
     throw std::invalid_argument(field + ": '" + std::string(name) + "' is not a built-in training recipe (" + known +
@@ -169,6 +187,7 @@ std::vector<std::string> RecipeBook::names() const {
 
 void RecipeBook::check(std::string_view name) const {
     if (knows(name)) return;
+    if (built_in_base(name)) (void)training_recipe(name);  // throws, naming the wrong option
     std::string known;
     for (const auto& n : names()) known += (known.empty() ? "" : ", ") + n;
     throw std::invalid_argument("unknown training recipe '" + std::string(name) + "' (known: " + known + ")");
