@@ -6,7 +6,7 @@
 #   scripts/fp4_loss_gaps.sh [DEVICE] [OUTDIR]     DEVICE cpu (default) or cuda
 # Environment: ENGINE (default build/bin/fp8scope-engine, or fp8scope-engine on PATH),
 # STEPS (600), SEEDS ("1 2 3"), RECIPES, WIDE (the wider model's --set options; empty:
-# default model only).
+# default model only), OPTS (options for every run, e.g. --config FILE with custom recipes).
 set -euo pipefail
 device=${1:-cpu}
 out=${2:-/tmp/fp4-loss-gaps}
@@ -20,7 +20,7 @@ mkdir -p "$out"
 run() {  # model-name, extra options
     local name=$1; shift
     for s in $seeds; do
-        "$engine" train --device "$device" --compare "$recipes" --steps "$steps" --seed "$s" "$@" --json \
+        "$engine" train --device "$device" --compare "$recipes" --steps "$steps" --seed "$s" ${OPTS:-} "$@" --json \
             >"$out/$name.seed$s.json" 2>"$out/$name.seed$s.log"
     done
     python3 - "$out" "$name" $seeds <<'PY'
