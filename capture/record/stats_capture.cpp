@@ -8,6 +8,7 @@
 
 #include "kernel_recorder.h"
 
+#include "fp8/precision_plan.h"
 #include "fp8/training_recipe.h"
 #include "fp8/stats.h"
 
@@ -137,7 +138,7 @@ void StatsCapture::on_operand(const OperandCapture& c) {
     rec.key = {run_, step_, c.linear, c.gemm, c.operand};
     // A GEMM that reads the operand's rowwise copy (fprop X and W, dgrad dY) sees it cast
     // without the columnwise copy's Hadamard transform.
-    const bool columnwise = c.gemm == Gemm::Wgrad || (c.gemm == Gemm::Dgrad && c.operand == Operand::W);
+    const bool columnwise = operand_gemms(c.operand).second == c.gemm;
     const std::optional<Recipe> rowwise = c.recipe && !columnwise ? std::optional(rowwise_quantizer(*c.recipe)) : std::nullopt;
     rec.quantizer_in_use = recipe_id(rowwise ? &*rowwise : c.recipe);
     const auto key = std::make_pair(c.linear, static_cast<int>(c.operand));
