@@ -1,9 +1,10 @@
 // The amax pass before an NVFP4 cast (fp4_tile.cuh): the scaling amax of x, and with rht
-// also that of the columnwise copy after its transform, from one read. A thread takes two
-// neighbouring columns over 16 rows (4-byte BF16 or 8-byte float32 pairs: a warp reads 64
-// columns of a row at once, 16 loads in flight per thread), keeps max |x| and runs
-// cast::rht16 down each column when the 16 rows are all inside x (a tail of fewer rows
-// counts as it is, as the cast leaves it). NaN is ignored, Inf included.
+// also that of the columnwise copy after its transform, from one read. A CTA walks bands
+// of 16 rows by 256 columns: each warp loads two rows of the band, a lane 16 contiguous
+// bytes at a time (whole sectors), into shared memory, and issues the next band's loads
+// before it works on this one; then thread t takes column t of the band, keeps max |x|
+// and runs cast::rht16 down the column when the 16 rows are all inside x (a tail of fewer
+// rows counts as it is, as the cast leaves it). NaN is ignored, Inf included.
 #include <algorithm>
 
 #include "cuda/cast/fp4_tile.cuh"
@@ -13,24 +14,51 @@
 namespace fp8scope::cuda::fp4k {
 namespace {
 
-constexpr int kAmaxThreads = 256;
+constexpr int kAmaxThreads = 256, kBandRows = 16, kBandCols = kAmaxThreads;
+
+// A band row's 16-byte words, and those each lane loads per row (lane l: l, l + 32, ...).
+template <class T>
+constexpr int kRowWords = kBandCols * int(sizeof(T)) / 16;
+template <class T>
+constexpr int kLaneWords = kRowWords<T> / 32;
+
+// x[r, c + e] for the 16 / sizeof(T) elements e of one word (0 outside x).
+template <class T>
+__device__ __forceinline__ uint4 load_word(const T* x, std::int64_t rows, std::int64_t cols, std::int64_t r,
+                                           std::int64_t c, bool vec) {
+    constexpr int kPer = 16 / int(sizeof(T));
+    if (r >= rows) return make_uint4(0, 0, 0, 0);
+    if (vec && c + kPer <= cols) return __ldg(reinterpret_cast<const uint4*>(x + r * cols + c));
+    std::uint32_t w[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int e = 0; e < kPer; ++e) {
+        if (c + e >= cols) break;
+        const std::uint32_t bits = sizeof(T) == 2 ? std::uint32_t(x[r * cols + c + e]) : __float_as_uint(load_as_float(x, r * cols + c + e));
+        if constexpr (sizeof(T) == 2) w[e / 2] |= bits << (16 * (e % 2));
+        else w[e] = bits;
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// The words of band `band` this lane loads: rows warp and warp + 8 of it.
+template <class T>
+struct BandWords {
+    uint4 w[2][kLaneWords<T>];
+};
 
 template <class T>
-__device__ __forceinline__ void load_pair(const T* x, std::int64_t cols, std::int64_t r, std::int64_t c, bool vec,
-                                          float& a, float& b) {
-    const std::int64_t i = r * cols + c;
-    if (vec) {
-        if constexpr (sizeof(T) == 2) {
-            const std::uint32_t w = __ldg(reinterpret_cast<const unsigned*>(x + i));
-            a = __uint_as_float(w << 16), b = __uint_as_float(w & 0xFFFF0000u);
-        } else {
-            const float2 f = __ldg(reinterpret_cast<const float2*>(x + i));
-            a = f.x, b = f.y;
-        }
-        return;
-    }
-    a = load_as_float(x, i);
-    b = c + 1 < cols ? load_as_float(x, i + 1) : 0.0f;
+__device__ __forceinline__ BandWords<T> load_band(const T* x, std::int64_t rows, std::int64_t cols, bool vec,
+                                                  std::int64_t band, std::int64_t bands_x) {
+    constexpr int kPer = 16 / int(sizeof(T));
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const std::int64_t r0 = (band / bands_x) * kBandRows, c0 = (band % bands_x) * kBandCols;
+    BandWords<T> b;
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int k = 0; k < kLaneWords<T>; ++k)
+            b.w[h][k] = load_word(x, rows, cols, r0 + warp + 8 * h, c0 + (lane + 32 * k) * kPer, vec);
+    return b;
 }
 
 __device__ __forceinline__ float abs_max(float m, const float (&v)[16]) {
@@ -42,30 +70,40 @@ __device__ __forceinline__ float abs_max(float m, const float (&v)[16]) {
 template <class T>
 __global__ void __launch_bounds__(kAmaxThreads) rht_amax_kernel(const T* x, std::int64_t rows, std::int64_t cols,
                                                                  bool vec, std::uint32_t* amax, std::uint32_t* col_amax) {
+    __shared__ uint4 band_words[kBandRows][kRowWords<T>];
     __shared__ std::uint32_t cta[2];
-    if (threadIdx.x < 2) cta[threadIdx.x] = 0;
-    __syncthreads();
-    const std::int64_t pairs = (cols + 1) / 2, blocks = (rows + 15) / 16;
-    const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+    const int t = threadIdx.x, warp = t / 32, lane = t % 32;
+    if (t < 2) cta[t] = 0;
+    const std::int64_t bands_x = (cols + kBandCols - 1) / kBandCols;
+    const std::int64_t bands = bands_x * ((rows + kBandRows - 1) / kBandRows);
     float m = 0.0f, mt = 0.0f;
-    for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < pairs * blocks; i += stride) {
-        const std::int64_t c = 2 * (i % pairs), r0 = 16 * (i / pairs);
-        float a[16], b[16];
+    std::int64_t band = blockIdx.x;
+    BandWords<T> next{};
+    if (band < bands) next = load_band(x, rows, cols, vec, band, bands_x);
+    for (; band < bands; band += gridDim.x) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int k = 0; k < kLaneWords<T>; ++k) band_words[warp + 8 * h][lane + 32 * k] = next.w[h][k];
+        __syncthreads();
+        if (band + gridDim.x < bands) next = load_band(x, rows, cols, vec, band + gridDim.x, bands_x);
+        float v[16];
 #pragma unroll
         for (int j = 0; j < 16; ++j) {
-            if (r0 + j < rows) load_pair(x, cols, r0 + j, c, vec, a[j], b[j]);
-            else a[j] = b[j] = 0.0f;
+            const T* row = reinterpret_cast<const T*>(band_words[j]);
+            v[j] = load_as_float(row, t);
         }
-        m = abs_max(abs_max(m, a), b);
-        if (r0 + 16 <= rows) cast::rht16(a), cast::rht16(b);
-        mt = abs_max(abs_max(mt, a), b);
+        m = abs_max(m, v);
+        if ((band / bands_x) * kBandRows + kBandRows <= rows) cast::rht16(v);
+        mt = abs_max(mt, v);
+        __syncthreads();  // the band is rewritten next round
     }
     const std::uint32_t w0 = __reduce_max_sync(0xFFFFFFFFu, __float_as_uint(m));
     const std::uint32_t w1 = __reduce_max_sync(0xFFFFFFFFu, __float_as_uint(mt));
-    if ((threadIdx.x & 31) == 0) atomicMax(&cta[0], w0), atomicMax(&cta[1], w1);
+    if (lane == 0) atomicMax(&cta[0], w0), atomicMax(&cta[1], w1);
     __syncthreads();
-    if (threadIdx.x == 0 && cta[0]) atomicMax(amax, cta[0]);
-    if (threadIdx.x == 1 && cta[1]) atomicMax(col_amax, cta[1]);
+    if (t == 0 && cta[0]) atomicMax(amax, cta[0]);
+    if (t == 1 && cta[1]) atomicMax(col_amax, cta[1]);
 }
 
 }  // namespace
@@ -77,20 +115,24 @@ void amax_pass(const CastInput& x, bool rht, float* amax, float* col_amax, cudaS
     }
     FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof(float), stream));
     FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(col_amax, 0, sizeof(float), stream));
-    const std::int64_t work = (x.cols + 1) / 2 * ((x.rows + 15) / 16);
-    if (work == 0) return;
-    const unsigned blocks = unsigned(std::min<std::int64_t>((work + kAmaxThreads - 1) / kAmaxThreads, qk::sm_count() * 8));
-    auto* a = reinterpret_cast<std::uint32_t*>(amax);
-    auto* ca = reinterpret_cast<std::uint32_t*>(col_amax);
-    if (x.dtype == DType::BF16) {
-        const bool vec = x.cols % 2 == 0 && reinterpret_cast<std::uintptr_t>(x.data) % 4 == 0;
-        rht_amax_kernel<<<blocks, kAmaxThreads, 0, stream>>>(static_cast<const std::uint16_t*>(x.data), x.rows, x.cols,
-                                                             vec, a, ca);
-    } else {
-        const bool vec = x.cols % 2 == 0 && reinterpret_cast<std::uintptr_t>(x.data) % 8 == 0;
-        rht_amax_kernel<<<blocks, kAmaxThreads, 0, stream>>>(static_cast<const float*>(x.data), x.rows, x.cols, vec,
-                                                             a, ca);
-    }
+    if (x.rows == 0 || x.cols == 0) return;
+    auto launch = [&](const auto* data) {
+        using T = std::remove_cv_t<std::remove_pointer_t<decltype(data)>>;
+        static const int per_sm = [] {
+            int n = 0;
+            FP8SCOPE_CUDA_CHECK(
+                cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, rht_amax_kernel<T>, kAmaxThreads, 0));
+            return std::max(1, n);
+        }();
+        const std::int64_t bands = (x.cols + kBandCols - 1) / kBandCols * ((x.rows + kBandRows - 1) / kBandRows);
+        const unsigned blocks = unsigned(std::min<std::int64_t>(bands, std::int64_t(per_sm) * qk::sm_count()));
+        const bool vec = reinterpret_cast<std::uintptr_t>(data) % 16 == 0 && x.cols % (16 / sizeof(T)) == 0;
+        rht_amax_kernel<T><<<blocks, kAmaxThreads, 0, stream>>>(data, x.rows, x.cols, vec,
+                                                                reinterpret_cast<std::uint32_t*>(amax),
+                                                                reinterpret_cast<std::uint32_t*>(col_amax));
+    };
+    if (x.dtype == DType::BF16) launch(static_cast<const std::uint16_t*>(x.data));
+    else launch(static_cast<const float*>(x.data));
     FP8SCOPE_CUDA_LAUNCHED();
 }
 

@@ -1,13 +1,14 @@
-// E2M1 rounding to nearest by integer arithmetic on the float32 bits: what the FP4 cast
-// kernels run per element in place of cast::e2m1_code's seven comparisons, and the rounded
-// value itself (decode(e2m1_code(y))) without building it from the code. Equal to
-// e2m1_code and e2m1_value(e2m1_code) for every float32 y, NaN included (index 0), which
+// E2M1 rounding to nearest in a few float32 operations: what the FP4 cast kernels run per
+// element in place of cast::e2m1_code's seven comparisons, and the rounded value itself
+// (decode(e2m1_code(y))) without building it from the code. Equal to e2m1_code and
+// e2m1_value(e2m1_code) for every float32 y, NaN included (index 0), which
 // tests/cuda/test_cuda_fp4_round.cpp checks over all 2^32 bit patterns on the host.
 //
-// Below 1 the grid is 0, 0.5, 1: two comparisons. From 1 to 6 the grid keeps one mantissa
-// bit, so adding half an ulp of that grid minus one, plus the kept bit (ties to even), and
-// truncating rounds |y| in its own bits; the index is then the kept exponent and bit less
-// those of 1.0 (0xFC = 0x3F800000 >> 22), plus 2.
+// The E2M1 grid has a fixed step per binade: 0.5 below 2, 1 below 4, 2 up to 6. Adding
+// M = 2^22 times that step moves |y| to where float32's own ulp is the step, so the add
+// rounds |y| to the grid, ties to even (an even multiple of the step is an even E2M1
+// code), and subtracting M again is exact. M comes from |y|'s exponent bits: 2^22 x 2^e
+// for |y| in [2^e, 2^e+1), at least 2^22.
 #pragma once
 
 #include <cstdint>
@@ -24,10 +25,9 @@ constexpr std::uint32_t kOneBits = 0x3F800000u;      // 1.0f
 FP8SCOPE_HD std::uint32_t e2m1_round_abs_bits(std::uint32_t a, std::uint32_t& clamped) {
     clamped = a > kE2M1MaxBits && a <= kInfBits ? 1u : 0u;
     const std::uint32_t m = a > kInfBits ? 0u : (a < kE2M1MaxBits ? a : kE2M1MaxBits);
-    const std::uint32_t big = (m + 0x1FFFFFu + ((m >> 22) & 1u)) & 0xFFC00000u;
-    const float f = float_of(m);
-    const std::uint32_t small = (f > 0.25f ? 0x3F000000u : 0u) + (f >= 0.75f ? 0x00800000u : 0u);
-    return m >= kOneBits ? big : small;
+    const std::uint32_t e = (m & kInfBits) + (22u << 23);  // 2^22 x 2^e
+    const float magic = float_of(e > 0x4A800000u ? e : 0x4A800000u);
+    return bits_of(sub_rn(add_rn(float_of(m), magic), magic));
 }
 
 // decode(e2m1_code(y)): the rounded value with y's sign.

@@ -5,17 +5,19 @@
 //
 // A CTA casts tiles of 64 rows by 4 blocks of B columns of x to both copies from one
 // read (as many CTAs as are resident at once, each looping over tiles with the next
-// tile's loads in flight while it casts the current one). Thread t first holds the rowwise block (row t / 4, block t % 4): its 16-byte
-// loads cover whole rows of the tile (a warp reads 8 rows x 4 blocks, every sector used),
-// it casts that block at once and parks the values in shared memory as float32. Then
-// it reads one columnwise block back (column t % 4B, rows B (t / 4B) ...): the
-// transpose, which with rht it transforms (cast::rht16 on each full 16 rows; a tail of
-// fewer rows of x stays as it is) before the cast. nvfp4_2d's 16x16 tiles take their
-// amax from 16 lanes of the columnwise pass (a warp's 16 neighbouring columns), which
-// the rowwise pass then reads back from shared memory.
+// tile's loads in flight while it casts the current one). Thread t first holds the
+// rowwise block (row t / 4, block t % 4), loaded with its neighbour lane so that every
+// load instruction reads whole 32-byte sectors (load_raw); it casts that block at once
+// and parks the values in shared memory as float32. Then it reads one columnwise block
+// back (column t % 4B, rows B (t / 4B) ...): the transpose, which with rht it transforms
+// (cast::rht16 on each full 16 rows; a tail of fewer rows of x stays as it is) before
+// the cast. nvfp4_2d's 16x16 tiles take their amax from 16 lanes of the columnwise pass
+// (a warp's 16 neighbouring columns), which the rowwise pass then reads back from shared
+// memory. Stores pair lanes up the same way (store_pairs): a partial-sector store costs
+// the L2 as much as a whole one, and the cast is bound by L2 traffic, not DRAM.
 //
 // Every element follows cast_rules.h: block scale by nvfp4_block_scale / mxfp4_block_scale,
-// q = e2m1_code(x * enc) (fp4_round.h's equal integer form) or e2m1_code_sr with the
+// q = e2m1_code(x * enc) (fp4_round.h's equal float form) or e2m1_code_sr with the
 // Philox bits rounding_bits(key, e) of the element's row-major index e in its copy
 // (nvfp4_2d without rht: the columnwise copy is the rowwise one transposed, bits and all).
 #pragma once
@@ -79,7 +81,7 @@ void amax_pass(const CastInput& x, bool rht, float* amax, float* col_amax, cudaS
 // columnwise one is its transpose).
 struct Block {
     std::int64_t row, col, rows, cols;  // copy shape rows x cols
-    int n;
+    int n;             // 0: a lane whose block lies outside x (it casts zeros, stores nothing)
     bool write_scale;  // 2-D tiles: the first row of a tile writes the tile's scale
     std::uint64_t e0, e_step;
 };
@@ -97,21 +99,59 @@ struct Raw {
     uint4 q[kWords];
 };
 
-// x[gr, gc + j] for j < B (0 outside x): 16-byte loads where the run is whole and aligned.
+constexpr unsigned kAllLanes = 0xFFFFFFFFu;
+
+// A 16-byte word from the neighbouring lane (lane ^ 1); every lane of the warp calls it.
+__device__ __forceinline__ uint4 swap_with_pair(const uint4& w) {
+    return make_uint4(__shfl_xor_sync(kAllLanes, w.x, 1), __shfl_xor_sync(kAllLanes, w.y, 1),
+                      __shfl_xor_sync(kAllLanes, w.z, 1), __shfl_xor_sync(kAllLanes, w.w, 1));
+}
+
+// a or b by value (a conditional on two array elements would select their addresses and
+// send the arrays to local memory).
+__device__ __forceinline__ uint4 pick(bool first, uint4 a, uint4 b) {
+    return make_uint4(first ? a.x : b.x, first ? a.y : b.y, first ? a.z : b.z, first ? a.w : b.w);
+}
+
+// x[gr, gc + j] for j < B (0 outside x). Lanes 2k and 2k + 1 hold neighbouring runs of a
+// row (gc and gc + B): where both are inside x and aligned they load their 2B elements
+// together, each load instruction of the pair reading one whole 32-byte sector, and swap
+// the words that belong to the other. Every lane of the warp calls it.
 template <class T, int B>
 __device__ __forceinline__ Raw<T, B> load_raw(const T* x, std::int64_t rows, std::int64_t cols, std::int64_t gr,
                                               std::int64_t gc, bool vec) {
+    constexpr int kW = Raw<T, B>::kWords, kHalf = kW / 2;
+    const bool odd = threadIdx.x & 1;
+    const std::int64_t g0 = gc - (odd ? B : 0);
+    const bool pair = vec && gr < rows && g0 + 2 * B <= cols;
+    uint4 got[kW] = {};
+    if (pair) {
+        const uint4* p = reinterpret_cast<const uint4*>(x + gr * cols + g0) + odd;
+#pragma unroll
+        for (int k = 0; k < kW; ++k) got[k] = __ldg(p + 2 * k);  // words 2k + odd of the pair's run
+    }
+    uint4 recv[kHalf];
+#pragma unroll
+    for (int i = 0; i < kHalf; ++i) recv[i] = swap_with_pair(pick(odd, got[i], got[kHalf + i]));
     Raw<T, B> r;
+    if (pair) {
+#pragma unroll
+        for (int i = 0; i < kHalf; ++i) {
+            r.q[2 * i] = pick(odd, recv[i], got[i]);
+            r.q[2 * i + 1] = pick(odd, got[kHalf + i], recv[i]);
+        }
+        return r;
+    }
     if (vec && gr < rows && gc + B <= cols) {
         const uint4* p = reinterpret_cast<const uint4*>(x + gr * cols + gc);
 #pragma unroll
-        for (int i = 0; i < Raw<T, B>::kWords; ++i) r.q[i] = __ldg(p + i);
+        for (int i = 0; i < kW; ++i) r.q[i] = __ldg(p + i);
         return r;
     }
-    std::uint32_t w[4 * Raw<T, B>::kWords];
+    std::uint32_t w[4 * kW];
     constexpr int kPer = 4 / int(sizeof(T));  // elements per word
 #pragma unroll
-    for (int k = 0; k < 4 * Raw<T, B>::kWords; ++k) {
+    for (int k = 0; k < 4 * kW; ++k) {
         w[k] = 0;
 #pragma unroll
         for (int e = 0; e < kPer; ++e) {
@@ -123,8 +163,34 @@ __device__ __forceinline__ Raw<T, B> load_raw(const T* x, std::int64_t rows, std
         }
     }
 #pragma unroll
-    for (int i = 0; i < Raw<T, B>::kWords; ++i) r.q[i] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
+    for (int i = 0; i < kW; ++i) r.q[i] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
     return r;
+}
+
+// Stores a lane's kW 16-byte words at p where `whole` (p 16-byte aligned). Where both lanes
+// of a pair (lane ^ 1) are whole, each 32-byte half of either run is written by one
+// instruction, the even lane its first 16 bytes and the odd lane its second, after a swap:
+// whole sectors per instruction whatever the two addresses are (a copy's rows, or the
+// columnwise copy's neighbouring rows). A lane whose partner is not whole stores alone.
+// Every lane of the warp calls it.
+template <int kW>
+__device__ __forceinline__ void store_pairs(uint4* p, const uint4 (&w)[kW], bool whole) {
+    static_assert(kW % 2 == 0, "whole 32-byte halves");
+    const bool odd = threadIdx.x & 1;
+    const bool pair = __shfl_xor_sync(kAllLanes, whole ? 1 : 0, 1) && whole;
+    const auto at = reinterpret_cast<unsigned long long>(p);
+    uint4* partner = reinterpret_cast<uint4*>(__shfl_xor_sync(kAllLanes, at, 1));
+#pragma unroll
+    for (int s = 0; s < kW; s += 2) {
+        const uint4 recv = swap_with_pair(pick(odd, w[s], w[s + 1]));
+        if (pair) {  // even: its words s, then the partner's s; odd: the partner's s + 1, then its own
+            *(odd ? partner + s + 1 : p + s) = pick(odd, recv, w[s]);
+            *(odd ? p + s + 1 : partner + s) = pick(odd, w[s + 1], recv);
+        } else if (whole) {
+            p[s] = w[s];
+            p[s + 1] = w[s + 1];
+        }
+    }
 }
 
 // The loaded words as float32 (BF16 widened exactly).
@@ -280,8 +346,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T, B, SR>)
                     x_amax = e <= cast::kInfBits ? max(x_amax, e) : x_amax;
                 }
             }
-            if (!TwoD && p.rowwise && gr < rows && gc < cols) {
-                const Block blk{gr, gc, rows, cols, int(cols - gc < B ? cols - gc : B), true,
+            if (!TwoD && p.rowwise) {  // every lane: the stores pair lanes up (n 0 outside x)
+                const bool in = gr < rows && gc < cols;
+                const Block blk{gr, gc, rows, cols, in ? int(cols - gc < B ? cols - gc : B) : 0, in,
                                 std::uint64_t(gr * cols + gc), 1};
                 clamped[0] += cast_block<B, SR>(v, amax_bits<B>(v), p, s_enc, s_dec, p.key, blk, out, 0);
             }
@@ -305,12 +372,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T, B, SR>)
                 a = amax_bits<B>(w);
             }
             if constexpr (TwoD) a = half_warp_max(a);  // p.rht: of the transformed tile, else the same as above
-            if (p.columnwise && gcc < cols && grr < rows) {
+            if (p.columnwise) {
                 // 16x16 tiles without rht: the transpose of the rowwise copy, bit for bit,
                 // sr bits included (Transformer Engine's 2D weight layout); otherwise a
                 // cast of its own, drawing with tensor | 1 at its own indices.
-                const bool transpose = TwoD && !p.rht;
-                const Block blk{gcc, grr, cols, rows, int(rows - grr < B ? rows - grr : B), !TwoD || (gcc & 15) == 0,
+                const bool transpose = TwoD && !p.rht, in = gcc < cols && grr < rows;
+                const Block blk{gcc, grr, cols, rows, in ? int(rows - grr < B ? rows - grr : B) : 0,
+                                in && (!TwoD || (gcc & 15) == 0),
                                 std::uint64_t(transpose ? grr * cols + gcc : gcc * rows + grr),
                                 std::uint64_t(transpose ? cols : 1)};
                 cast::RoundingKey key = p.key;
@@ -321,11 +389,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T, B, SR>)
 
         if constexpr (TwoD) {  // rowwise 16x16 tiles under the amax the columnwise pass found
             __syncthreads();
-            if (p.rowwise && gr < rows && gc < cols) {
+            if (p.rowwise) {
                 float v[B];
 #pragma unroll
                 for (int j = 0; j < B; ++j) v[j] = tile[rr * kS + rb * B + j];
-                const Block blk{gr, gc, rows, cols, int(cols - gc < B ? cols - gc : B), (gr & 15) == 0,
+                const bool in = gr < rows && gc < cols;
+                const Block blk{gr, gc, rows, cols, in ? int(cols - gc < B ? cols - gc : B) : 0, in && (gr & 15) == 0,
                                 std::uint64_t(gr * cols + gc), 1};
                 clamped[0] += cast_block<B, SR>(v, tile_amax[(rr / 16) * 4 + rb], p, s_enc, s_dec, p.key, blk, out, 0);
             }

@@ -1,5 +1,5 @@
 // The FP4 training cast (fp4_train.h): fp4_tile.cuh's kernel storing BF16 values
-// decode(q) * s_b, 16-byte stores where a block is whole and its row aligned.
+// decode(q) * s_b, whole 32-byte sectors per store where a block is whole and its row aligned.
 #include "cuda/cast/fp4_train.h"
 
 #include <stdexcept>
@@ -33,12 +33,13 @@ struct ValuesOut {
     template <int B>
     __device__ __forceinline__ void store(int copy, const fp4k::Block& blk, const Acc<B>& acc, std::uint8_t) const {
         std::uint16_t* out = (copy ? col : row) + blk.row * blk.cols + blk.col;
-        if (blk.cols % 8 == 0 && blk.n == B) {
+        const bool whole = blk.cols % 8 == 0 && blk.n == B;
+        uint4 w[B / 8];
 #pragma unroll
-            for (int i = 0; i < B / 8; ++i)
-                reinterpret_cast<uint4*>(out)[i] =
-                    make_uint4(acc.word(4 * i), acc.word(4 * i + 1), acc.word(4 * i + 2), acc.word(4 * i + 3));
-        } else {
+        for (int i = 0; i < B / 8; ++i)
+            w[i] = make_uint4(acc.word(4 * i), acc.word(4 * i + 1), acc.word(4 * i + 2), acc.word(4 * i + 3));
+        fp4k::store_pairs<B / 8>(reinterpret_cast<uint4*>(out), w, whole);
+        if (!whole) {
 #pragma unroll
             for (int j = 0; j < B; ++j)
                 if (j < blk.n) out[j] = static_cast<std::uint16_t>(__float_as_uint(acc.v[j]) >> 16);
