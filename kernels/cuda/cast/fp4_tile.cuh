@@ -320,23 +320,30 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T, B, SR>)
     }
 
     // Tiles in row-major order, gridDim.x apart; the next tile's loads are issued before
-    // this one is cast, so they are in flight while it computes.
-    const std::int64_t tiles_x = (cols + kC - 1) / kC, tiles = tiles_x * ((rows + kRows - 1) / kRows);
+    // this one is cast, so they are in flight while it computes. A tile's place (row, column
+    // of tiles) steps by the grid's without a division per tile.
+    const std::int64_t tiles_x = (cols + kC - 1) / kC, tiles_y = (rows + kRows - 1) / kRows;
+    const std::int64_t step_y = gridDim.x / tiles_x, step_x = gridDim.x % tiles_x;
+    auto advance = [&](std::int64_t& ty, std::int64_t& tx) {
+        tx += step_x, ty += step_y;
+        if (tx >= tiles_x) tx -= tiles_x, ++ty;
+    };
     const int rr = t / 4, rb = t % 4;      // rowwise: row t / 4 of the tile, block t % 4
     const int cc = t % kC, cb = t / kC;    // columnwise: column t % 4B, rows B (t / 4B) on
     unsigned clamped[2] = {0, 0};
     std::uint32_t x_amax = 0;  // of the finite and infinite elements (NaN ignored)
-    std::int64_t tl = blockIdx.x;
+    std::int64_t ty = blockIdx.x / tiles_x, tx = blockIdx.x % tiles_x;
     Raw<T, B> next{};
-    if (tl < tiles) next = load_raw<T, B>(x, rows, cols, (tl / tiles_x) * kRows + rr, (tl % tiles_x) * kC + rb * B, vec);
-    for (; tl < tiles; tl += gridDim.x) {
-        const std::int64_t r0 = (tl / tiles_x) * kRows, c0 = (tl % tiles_x) * kC;
+    if (ty < tiles_y) next = load_raw<T, B>(x, rows, cols, ty * kRows + rr, tx * kC + rb * B, vec);
+    for (; ty < tiles_y; advance(ty, tx)) {
+        const std::int64_t r0 = ty * kRows, c0 = tx * kC;
         const std::int64_t gr = r0 + rr, gc = c0 + rb * B;
         {
             float v[B];
             unpack<T, B>(next, v);
-            const std::int64_t tn = tl + gridDim.x;
-            if (tn < tiles) next = load_raw<T, B>(x, rows, cols, (tn / tiles_x) * kRows + rr, (tn % tiles_x) * kC + rb * B, vec);
+            std::int64_t ny = ty, nx = tx;
+            advance(ny, nx);
+            if (ny < tiles_y) next = load_raw<T, B>(x, rows, cols, ny * kRows + rr, nx * kC + rb * B, vec);
 #pragma unroll
             for (int j = 0; j < B; ++j) tile[rr * kS + rb * B + j] = v[j];
             if (p.fused_amax) {
