@@ -20,14 +20,26 @@ namespace fp8scope::cast {
 constexpr std::uint32_t kE2M1MaxBits = 0x40C00000u;  // 6.0f
 constexpr std::uint32_t kOneBits = 0x3F800000u;      // 1.0f
 
-// |y| rounded onto the E2M1 grid, as float32 bits (a clamped to 6 first, NaN to 0);
-// `clamped` as e2m1_code's (|y| > 6, Inf included).
-FP8SCOPE_HD std::uint32_t e2m1_round_abs_bits(std::uint32_t a, std::uint32_t& clamped) {
-    clamped = a > kE2M1MaxBits && a <= kInfBits ? 1u : 0u;
-    const std::uint32_t m = a > kInfBits ? 0u : (a < kE2M1MaxBits ? a : kE2M1MaxBits);
+// |y| rounded onto the E2M1 grid, as float32 bits, for y that is not NaN (a clamped to 6
+// first). What the cast kernels run inside a finite block: a block holding NaN or Inf has
+// NaN values and zero codes whatever its q, so they need not map NaN to 0.
+FP8SCOPE_HD std::uint32_t e2m1_round_abs_bits_in_block(std::uint32_t a) {
+    const std::uint32_t m = a < kE2M1MaxBits ? a : kE2M1MaxBits;
     const std::uint32_t e = (m & kInfBits) + (22u << 23);  // 2^22 x 2^e
     const float magic = float_of(e > 0x4A800000u ? e : 0x4A800000u);
     return bits_of(sub_rn(add_rn(float_of(m), magic), magic));
+}
+
+// The same for every y, NaN to 0; `clamped` as e2m1_code's (|y| > 6, Inf included).
+FP8SCOPE_HD std::uint32_t e2m1_round_abs_bits(std::uint32_t a, std::uint32_t& clamped) {
+    clamped = a > kE2M1MaxBits && a <= kInfBits ? 1u : 0u;
+    return a > kInfBits ? 0u : e2m1_round_abs_bits_in_block(a);
+}
+
+// The E2M1 code of a rounded |y| r with y's sign bits u.
+FP8SCOPE_HD std::uint8_t e2m1_code_of_rounded(std::uint32_t r, std::uint32_t u) {
+    const std::uint32_t index = r >= kOneBits ? (r >> 22) - 0xFCu : (r != 0 ? 1u : 0u);
+    return static_cast<std::uint8_t>(index | ((u >> 28) & kE2M1Sign));
 }
 
 // decode(e2m1_code(y)): the rounded value with y's sign.
@@ -39,9 +51,46 @@ FP8SCOPE_HD float e2m1_round(float y, std::uint32_t& clamped) {
 // e2m1_code(y) from the same rounding.
 FP8SCOPE_HD std::uint8_t e2m1_code_fast(float y, std::uint32_t& clamped) {
     const std::uint32_t u = bits_of(y);
-    const std::uint32_t r = e2m1_round_abs_bits(u & ~kSignBit, clamped);
-    const std::uint32_t index = r >= kOneBits ? (r >> 22) - 0xFCu : (r != 0 ? 1u : 0u);
-    return static_cast<std::uint8_t>(index | ((u >> 28) & kE2M1Sign));
+    return e2m1_code_of_rounded(e2m1_round_abs_bits(u & ~kSignBit, clamped), u);
+}
+
+// e2m1_round and e2m1_code_fast inside a finite block (y not NaN).
+FP8SCOPE_HD float e2m1_round_in_block(float y) {
+    const std::uint32_t u = bits_of(y);
+    return float_of(e2m1_round_abs_bits_in_block(u & ~kSignBit) | (u & kSignBit));
+}
+
+FP8SCOPE_HD std::uint8_t e2m1_code_in_block(float y) {
+    const std::uint32_t u = bits_of(y);
+    return e2m1_code_of_rounded(e2m1_round_abs_bits_in_block(u & ~kSignBit), u);
+}
+
+// Stochastic rounding inside a finite block (y not NaN), equal to e2m1_code_sr(y, u) and
+// its value for every such y and u: the grid point below |y| by truncation (one mantissa
+// bit kept from 1 up; 0 or 0.5 below), the step above it as in e2m1_round_abs_bits, and
+// e2m1_code_sr's own comparison of u's top 24 bits with the distance scaled to 2^24 steps
+// (the scale 2^24 / step a power of two built from the step's bits).
+struct E2M1Stochastic {
+    std::uint32_t lo_bits, up;  // |q| = lo + up * step
+    float value;                // q with y's sign
+};
+
+FP8SCOPE_HD E2M1Stochastic e2m1_sr_in_block(float y, std::uint32_t u) {
+    const std::uint32_t ybits = bits_of(y), a = ybits & ~kSignBit;
+    const std::uint32_t m = a < kE2M1MaxBits ? a : kE2M1MaxBits;
+    const std::uint32_t lo = m >= kOneBits ? (m & 0xFFC00000u) : (m >= 0x3F000000u ? 0x3F000000u : 0u);
+    const std::uint32_t e = (m & kInfBits) + (22u << 23);
+    const std::uint32_t magic = e > 0x4A800000u ? e : 0x4A800000u;  // 2^22 x step
+    const float per_step = float_of(0x96800000u - magic);           // 2^47 / magic = 2^24 / step
+    const float frac = mul_rn(sub_rn(float_of(m), float_of(lo)), per_step);
+    const std::uint32_t up = static_cast<float>(u >> 8) < frac ? 1u : 0u;
+    const float mag = up ? add_rn(float_of(lo), float_of(magic - (23u << 23))) : float_of(lo);
+    return {lo, up, float_of(bits_of(mag) | (ybits & kSignBit))};
+}
+
+FP8SCOPE_HD std::uint8_t e2m1_code_sr_in_block(float y, std::uint32_t u) {
+    const E2M1Stochastic r = e2m1_sr_in_block(y, u);
+    return static_cast<std::uint8_t>(e2m1_code_of_rounded(r.lo_bits, bits_of(y)) + r.up);
 }
 
 }  // namespace fp8scope::cast

@@ -17,7 +17,7 @@
 // the L2 as much as a whole one, and the cast is bound by L2 traffic, not DRAM.
 //
 // Every element follows cast_rules.h: block scale by nvfp4_block_scale / mxfp4_block_scale,
-// q = e2m1_code(x * enc) (fp4_round.h's equal float form) or e2m1_code_sr with the
+// q = e2m1_code(x * enc) or e2m1_code_sr (fp4_round.h's equal float forms) with the
 // Philox bits rounding_bits(key, e) of the element's row-major index e in its copy
 // (nvfp4_2d without rht: the columnwise copy is the rowwise one transposed, bits and all).
 #pragma once
@@ -257,32 +257,27 @@ __device__ __forceinline__ unsigned cast_block(const float (&v)[B], std::uint32_
     const cast::FP4BlockScale b =
         p.nvfp4 ? cast::nvfp4_block_scale(amax, s_enc, s_dec) : cast::mxfp4_block_scale(amax, p.rule);
     const bool finite = amax < cast::kInfBits;
-    float y[B];
-#pragma unroll
-    for (int j = 0; j < B; ++j) y[j] = cast::mul_rn(v[j], b.enc);
     // Products round monotonically, so |x enc| <= amax enc: only a block where that passes
-    // 6 has elements to clamp (Inf included), and only there are they counted.
+    // 6 has elements to clamp (an overflow to Inf included), and only there are they
+    // counted; elements outside x are zeros and never count.
+    const bool count = finite && cast::mul_rn(cast::float_of(amax), b.enc) > cast::kE2M1Max;
     unsigned clamped = 0;
-    if (finite && cast::mul_rn(cast::float_of(amax), b.enc) > cast::kE2M1Max) {
-#pragma unroll
-        for (int j = 0; j < B; ++j)
-            clamped += j < blk.n && (__float_as_uint(y[j]) & ~cast::kSignBit) > cast::kE2M1MaxBits ? 1u : 0u;
-    }
     std::uint32_t u[SR ? B : 1];
     if constexpr (SR) rounding_run<B>(key, blk.e0, blk.e_step, u);
     typename Out::template Acc<B> acc;
 #pragma unroll
     for (int j = 0; j < B; ++j) {
-        std::uint32_t unused;
+        const float y = cast::mul_rn(v[j], b.enc);
+        if (count) clamped += (__float_as_uint(y) & ~cast::kSignBit) > cast::kE2M1MaxBits ? 1u : 0u;
         std::uint8_t code = 0;
         float q = 0.0f;
-        if constexpr (SR) {
-            code = cast::e2m1_code_sr(y[j], u[j], unused);
-            q = cast::e2m1_value(code);
+        if constexpr (SR) {  // y is NaN only in a non-finite block
+            if constexpr (Out::kCodes) code = cast::e2m1_code_sr_in_block(y, u[j]);
+            else q = cast::e2m1_sr_in_block(y, u[j]).value;
         } else if constexpr (Out::kCodes) {
-            code = cast::e2m1_code_fast(y[j], unused);
+            code = cast::e2m1_code_in_block(y);  // y is NaN only in a non-finite block
         } else {
-            q = cast::e2m1_round(y[j], unused);
+            q = cast::e2m1_round_in_block(y);
         }
         acc.put(j, code, q, b, finite);
     }
