@@ -32,6 +32,7 @@
 #include "cuda/cast/fp4_round.h"
 #include "cuda/cast/launch.cuh"
 #include "cuda/cast/quantize.h"
+#include "cuda/cast/rules.cuh"
 #include "cuda/runtime/check.h"
 #include "fp8/cast_rules.h"
 #include "fp8/recipe.h"
@@ -248,14 +249,49 @@ __device__ __forceinline__ void rounding_run(const cast::RoundingKey& k, std::ui
     for (int j = 0; j < B; ++j) u[j] = cast::rounding_bits(k, e0 + j * step);
 }
 
+// A copy's tensor scales and, for NVFP4, its block scales by E4M3 code: {s_b, enc_b =
+// min(1 / (s_b S_dec), FLT_MAX)}, computed once per CTA by the operations
+// nvfp4_block_scale runs per block (so the same bits), in place of a division per block.
+struct CopyScales {
+    float s_enc = 1.0f, s_dec = 1.0f;
+    const float2* by_code = nullptr;  // [128] in shared memory (NVFP4)
+};
+
+// The value of a non-negative E4M3 code below NaN.
+__device__ __forceinline__ float e4m3_value(int code) {
+    const int e = code >> 3, m = code & 7;
+    return e ? __uint_as_float(std::uint32_t(e + 120) << 23 | std::uint32_t(m) << 20) : float(m) * 0x1p-9f;
+}
+
+__device__ __forceinline__ float2 nvfp4_scale_entry(int code, float s_dec) {
+    const float s_b = e4m3_value(code);
+    const float enc = cast::div_rn(1.0f, cast::mul_rn(s_b, s_dec));
+    return make_float2(s_b, enc > FLT_MAX ? FLT_MAX : enc);
+}
+
+// cast::nvfp4_block_scale / mxfp4_block_scale of a block with amax bits `amax`. NVFP4's
+// s_b = e4m3(amax_b S_enc / 6) is at most 448 (amax_b <= the tensor amax) but for the
+// rounding of the products, so the hardware's satfinite cvt casts it (the same code as
+// cast_code up to Fp8<E4M3>::kFastMax), and the table gives s_b and enc_b.
+__device__ __forceinline__ cast::FP4BlockScale block_scale(std::uint32_t amax, const Params& p, const CopyScales& c) {
+    if (!p.nvfp4) return cast::mxfp4_block_scale(amax, p.rule);
+    if (amax >= cast::kInfBits) return cast::nvfp4_block_scale(amax, c.s_enc, c.s_dec);  // NaN
+    float v = cast::mul_rn(cast::float_of(amax), cast::mul_rn(c.s_enc, 1.0f / cast::kE2M1Max));
+    if (v > FLT_MAX) v = FLT_MAX;
+    const std::uint8_t code = v <= qk::Fp8<Format::E4M3>::kFastMax
+                                  ? static_cast<std::uint8_t>(qk::cast2_fast<Format::E4M3>(v, 0.0f) & 0xFFu)
+                                  : cast::cast_code<Format::E4M3>(v);
+    const float2 e = c.by_code[code];
+    return cast::FP4BlockScale{e.y, e.x, c.s_dec, code};
+}
+
 // Casts one block v[0, B) (n of them inside the copy) under block amax bits `amax` and
 // stores it through `out`; returns the finite elements clamped to +-6.
 template <int B, bool SR, class Out>
-__device__ __forceinline__ unsigned cast_block(const float (&v)[B], std::uint32_t amax, const Params& p, float s_enc,
-                                               float s_dec, const cast::RoundingKey& key, const Block& blk,
+__device__ __forceinline__ unsigned cast_block(const float (&v)[B], std::uint32_t amax, const Params& p,
+                                               const CopyScales& scales, const cast::RoundingKey& key, const Block& blk,
                                                const Out& out, int copy) {
-    const cast::FP4BlockScale b =
-        p.nvfp4 ? cast::nvfp4_block_scale(amax, s_enc, s_dec) : cast::mxfp4_block_scale(amax, p.rule);
+    const cast::FP4BlockScale b = block_scale(amax, p, scales);
     const bool finite = amax < cast::kInfBits;
     // Products round monotonically, so |x enc| <= amax enc: only a block where that passes
     // 6 has elements to clamp (an overflow to Inf included), and only there are they
@@ -301,18 +337,23 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T, B, SR>)
     const int t = threadIdx.x;
     if (t < 2) counts[t] = 0;
     if (t == 0) cta_amax = 0;
-    float s_enc = 1.0f, s_dec = 1.0f, col_enc = 1.0f, col_dec = 1.0f;
+    __shared__ float2 scale_by_code[2][128];  // NVFP4: each copy's {s_b, enc_b} by E4M3 code
+    CopyScales row_scales, col_scales;
     if (p.nvfp4) {
-        s_enc = cast::nvfp4_tensor_scale(*p.amax);
-        s_dec = 1.0f / s_enc;  // IEEE division (no fast math in these files)
-        col_enc = cast::nvfp4_tensor_scale(*p.col_amax);
-        col_dec = 1.0f / col_enc;
+        row_scales.s_enc = cast::nvfp4_tensor_scale(*p.amax);
+        row_scales.s_dec = 1.0f / row_scales.s_enc;  // IEEE division (no fast math in these files)
+        col_scales.s_enc = cast::nvfp4_tensor_scale(*p.col_amax);
+        col_scales.s_dec = 1.0f / col_scales.s_enc;
+        row_scales.by_code = scale_by_code[0];
+        col_scales.by_code = scale_by_code[1];
+        scale_by_code[t / 128][t % 128] = nvfp4_scale_entry(t % 128, t < 128 ? row_scales.s_dec : col_scales.s_dec);
     }
     if (blockIdx.x == 0 && t == 0) {
-        if (p.row_tensor_scale_inv) *p.row_tensor_scale_inv = s_dec;
-        if (p.col_tensor_scale_inv) *p.col_tensor_scale_inv = col_dec;
+        if (p.row_tensor_scale_inv) *p.row_tensor_scale_inv = row_scales.s_dec;
+        if (p.col_tensor_scale_inv) *p.col_tensor_scale_inv = col_scales.s_dec;
         if (p.tensor_scale) *p.tensor_scale = __uint_as_float(cast::kQuietNaNBits);
     }
+    __syncthreads();  // the scale table
 
     // Tiles in row-major order, gridDim.x apart; the next tile's loads are issued before
     // this one is cast, so they are in flight while it computes. A tile's place (row, column
@@ -352,7 +393,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T, B, SR>)
                 const bool in = gr < rows && gc < cols;
                 const Block blk{gr, gc, rows, cols, in ? int(cols - gc < B ? cols - gc : B) : 0, in,
                                 std::uint64_t(gr * cols + gc), 1};
-                clamped[0] += cast_block<B, SR>(v, amax_bits<B>(v), p, s_enc, s_dec, p.key, blk, out, 0);
+                clamped[0] += cast_block<B, SR>(v, amax_bits<B>(v), p, row_scales, p.key, blk, out, 0);
             }
         }
         __syncthreads();
@@ -385,7 +426,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T, B, SR>)
                                 std::uint64_t(transpose ? cols : 1)};
                 cast::RoundingKey key = p.key;
                 if (!transpose) key.tensor |= 1u;
-                clamped[1] += cast_block<B, SR>(w, a, p, col_enc, col_dec, key, blk, out, 1);
+                clamped[1] += cast_block<B, SR>(w, a, p, col_scales, key, blk, out, 1);
             }
         }
 
@@ -398,7 +439,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T, B, SR>)
                 const bool in = gr < rows && gc < cols;
                 const Block blk{gr, gc, rows, cols, in ? int(cols - gc < B ? cols - gc : B) : 0, in && (gr & 15) == 0,
                                 std::uint64_t(gr * cols + gc), 1};
-                clamped[0] += cast_block<B, SR>(v, tile_amax[(rr / 16) * 4 + rb], p, s_enc, s_dec, p.key, blk, out, 0);
+                clamped[0] += cast_block<B, SR>(v, tile_amax[(rr / 16) * 4 + rb], p, row_scales, p.key, blk, out, 0);
             }
         }
         __syncthreads();  // the tile is rewritten next round
