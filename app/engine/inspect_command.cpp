@@ -114,7 +114,7 @@ int run_inspect(const InspectOptions& o) {
                                    e.overflow_pct});
                 }
         }
-        if (const std::optional<SeedSummary> seeds = seed_summary(m, losses)) {
+        if (const std::optional<trace::SeedGaps> seeds = trace::seed_gaps(m, losses)) {
             print_seed_table(*seeds);
             std::printf("\n");
         }

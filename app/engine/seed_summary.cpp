@@ -3,7 +3,6 @@
 
 #include <cstdio>
 
-#include "run_seeds.h"
 
 namespace fp8scope::cli {
 namespace {
@@ -19,21 +18,7 @@ std::string signed_text(double v, const char* format) {
 
 }  // namespace
 
-std::optional<SeedSummary> seed_summary(const trace::TraceMeta& meta, const std::vector<stats::RunLosses>& runs) {
-    const trace::RunSeeds seeds = trace::run_seeds(meta);
-    const int baseline = trace::baseline_of(meta);
-    if (seeds.per_recipe < 2 || baseline < 0 || runs.size() != seeds.seed.size()) return std::nullopt;
-    SeedSummary s;
-    s.comparison = stats::compare_seeds(runs, seeds.per_recipe, seeds.recipe_of(baseline));
-    s.first_seed = seeds.seed.front();
-    for (int g = 0; g < seeds.recipes(); ++g) {
-        const std::string& name = meta.runs[std::size_t(g * seeds.per_recipe)].name;
-        s.recipes.push_back(name.substr(0, name.rfind(" s")));  // "mxfp8 s1": "mxfp8"
-    }
-    return s;
-}
-
-void print_seed_table(const SeedSummary& s) {
+void print_seed_table(const trace::SeedGaps& s) {
     const stats::SeedComparison& c = s.comparison;
     std::printf("\nseeds %llu..%llu, each recipe paired with %s of the same seed; gap: mean over the seeds of "
                 "%s minus the baseline's, at the last point, with its %.0f%% confidence interval (Student t)\n",
@@ -54,7 +39,7 @@ void print_seed_table(const SeedSummary& s) {
     }
 }
 
-nlohmann::json seed_json(const SeedSummary& s) {
+nlohmann::json seed_json(const trace::SeedGaps& s) {
     const stats::SeedComparison& c = s.comparison;
     nlohmann::json out = {{"seeds", c.seeds},
                           {"first_seed", s.first_seed},

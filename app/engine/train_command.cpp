@@ -327,7 +327,7 @@ int run_train(const TrainOptions& o) {
     server.reset();  // clients see the end of the stream now, not at exit
     if (!rank0) return s.error.empty() && trace_error.empty() ? 0 : 1;  // rank 0 prints the job's summary
 
-    const std::optional<SeedSummary> seeds = seed_summary(meta, history.curves);
+    const std::optional<trace::SeedGaps> seeds = trace::seed_gaps(meta, history.curves);
     if (o.json) {
         nlohmann::json out = {{"steps", s.steps},      {"rewinds", s.rewinds},        {"stopped", s.stopped},
                               {"error", s.error},      {"trace_error", trace_error}};

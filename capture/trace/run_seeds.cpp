@@ -21,3 +21,21 @@ RunSeeds run_seeds(const TraceMeta& meta) {
 }
 
 }  // namespace fp8scope::trace
+
+namespace fp8scope::trace {
+
+std::optional<SeedGaps> seed_gaps(const TraceMeta& meta, const std::vector<stats::RunLosses>& runs) {
+    const RunSeeds seeds = run_seeds(meta);
+    const int baseline = baseline_of(meta);
+    if (seeds.per_recipe < 2 || baseline < 0 || runs.size() != seeds.seed.size()) return std::nullopt;
+    SeedGaps s;
+    s.comparison = stats::compare_seeds(runs, seeds.per_recipe, seeds.recipe_of(baseline));
+    s.first_seed = seeds.seed.front();
+    for (int g = 0; g < seeds.recipes(); ++g) {
+        const std::string& name = meta.runs[std::size_t(g * seeds.per_recipe)].name;
+        s.recipes.push_back(name.substr(0, name.rfind(" s")));
+    }
+    return s;
+}
+
+}  // namespace fp8scope::trace

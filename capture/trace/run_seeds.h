@@ -5,8 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
+#include "stats/seed_comparison.h"
 #include "trace_records.h"
 
 namespace fp8scope::trace {
@@ -21,5 +24,15 @@ struct RunSeeds {
 // From meta.config_json; one seed when the config does not parse, has no seeds or its runs
 // do not divide into them.
 RunSeeds run_seeds(const TraceMeta& meta);
+
+// Every recipe's gap to the baseline over the seeds (stats/seed_comparison.h), as the
+// engine's summary, inspect and the GUI's Loss view give it.
+struct SeedGaps {
+    stats::SeedComparison comparison;
+    std::vector<std::string> recipes;  // by the names of their runs: "mxfp8 s1" is "mxfp8"
+    std::uint64_t first_seed = 0;
+};
+// None for a trace of one seed or without a baseline run. `runs`: every run's losses.
+std::optional<SeedGaps> seed_gaps(const TraceMeta& meta, const std::vector<stats::RunLosses>& runs);
 
 }  // namespace fp8scope::trace
