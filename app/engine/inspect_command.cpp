@@ -1,5 +1,6 @@
 // `fp8scope-engine inspect TRACE`: a summary of a trace: runs, steps, layers, quantizers,
-// events, and the worst tensors by SQNR and by overflow under the quantizer in use.
+// events, and the worst tensors by SQNR and by overflow under the quantizer in use; for a
+// comparison trained with several seeds, every recipe's gap to the baseline over the seeds.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <tuple>
 
 #include "commands.h"
+#include "seed_summary.h"
 #include "trace_reader.h"
 
 namespace fp8scope::cli {
@@ -71,8 +73,14 @@ int run_inspect(const InspectOptions& o) {
         std::vector<Worst> all;
         // A tensor cast the same way for both its GEMMs (per-tensor scales) is listed once.
         std::map<std::tuple<int, std::int64_t, int, Operand>, std::size_t> seen;
+        std::vector<stats::RunLosses> losses(m.runs.size());  // for the seeds' gap table
         for (int run = 0; run < (int)m.runs.size(); ++run) {
             auto steps = r.steps(run);
+            for (const StepRecord& s : steps) {
+                losses[std::size_t(run)].step.push_back(double(s.step));
+                losses[std::size_t(run)].loss.push_back(s.loss);
+                losses[std::size_t(run)].eval.push_back(s.eval_loss);
+            }
             auto caps = r.capture_steps(run);
             std::printf("run %d %-12s steps %zu (last %lld)", run, m.runs[run].name.c_str(), steps.size(),
                         (long long)r.last_step(run));
@@ -105,6 +113,10 @@ int run_inspect(const InspectOptions& o) {
                     all.push_back({run, step, op.key, gemm_str(op.key.gemm), m.quantizers[op.quantizer_in_use], e.sqnr_db,
                                    e.overflow_pct});
                 }
+        }
+        if (const std::optional<trace::SeedGaps> seeds = trace::seed_gaps(m, losses)) {
+            print_seed_table(*seeds);
+            std::printf("\n");
         }
         std::printf("quantizers:");
         for (const auto& n : m.quantizers) std::printf(" %s", n.c_str());

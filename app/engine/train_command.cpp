@@ -22,6 +22,8 @@
 #include "local_ranks.h"
 #include "rank_job.h"
 #include "run_recording.h"
+#include "run_seeds.h"
+#include "seed_summary.h"
 #include "stop_signals.h"
 #include "trace_options.h"
 #include "train_progress.h"
@@ -36,7 +38,7 @@ struct TrainOptions {
     std::vector<std::string> sets;
     std::vector<std::string> keep_high_precision;  // linear name patterns
     std::optional<std::string> device, recipe, compare, data, checkpoint_dir;
-    std::optional<long long> steps, batch, seq, seed, threads, eval_every, capture_every, checkpoint_every, log_every;
+    std::optional<long long> steps, batch, seq, seed, seeds, threads, eval_every, capture_every, checkpoint_every, log_every;
     std::optional<double> lr;
     bool print_config = false, json = false, quiet = false;
     bool listen = false;                 // --listen given
@@ -52,15 +54,20 @@ live::Endpoint listen_endpoint(const TrainOptions& o) {
     return live::parse_endpoint(o.listen_at[0]);
 }
 
-// Keeps every run's loss curve for the --json summary.
+// Keeps every run's loss curve for the --json summary and the seeds' gap table.
 struct History : TrainObserver {
-    explicit History(int runs) : loss(static_cast<std::size_t>(runs)), eval(loss.size()) {}
+    explicit History(int runs) : loss(static_cast<std::size_t>(runs)), eval(loss.size()), curves(loss.size()) {}
     void on_step(const StepRecord& r) override {
-        loss[static_cast<std::size_t>(r.run)].push_back(r.loss);
-        if (r.eval_loss) eval[static_cast<std::size_t>(r.run)].push_back({{"step", r.step}, {"loss", *r.eval_loss}});
+        const auto i = static_cast<std::size_t>(r.run);
+        loss[i].push_back(r.loss);
+        if (r.eval_loss) eval[i].push_back({{"step", r.step}, {"loss", *r.eval_loss}});
+        curves[i].step.push_back(double(r.step));
+        curves[i].loss.push_back(r.loss);
+        curves[i].eval.push_back(r.eval_loss ? *r.eval_loss : NAN);
     }
     std::vector<std::vector<float>> loss;
     std::vector<nlohmann::json::array_t> eval;
+    std::vector<stats::RunLosses> curves;
 };
 
 // What a checkpoint resumed from holds: its step, the model it trained and its batch
@@ -114,6 +121,7 @@ void apply_flags(const TrainOptions& o, TrainConfig& c) {
     if (o.batch) set("batch_size", std::to_string(*o.batch));
     if (o.seq) set("seq_len", std::to_string(*o.seq));
     if (o.seed) set("seed", std::to_string(*o.seed));
+    if (o.seeds) set("seeds", std::to_string(*o.seeds));
     if (o.threads) set("threads", std::to_string(*o.threads));
     if (o.lr) set("optimizer.lr", dump_json(nlohmann::json(*o.lr)));
     if (o.eval_every) set("eval.every", std::to_string(*o.eval_every));
@@ -147,13 +155,18 @@ std::string resume_refused(const std::string& path, const Resumed& resumed, cons
 
 void report(const std::string& what) { std::fprintf(stderr, "fp8scope-engine: error: %s\n", what.c_str()); }
 
-void print_table(const TrainSummary& s) {
-    const RunSummary* baseline = nullptr;
+void print_table(const TrainSummary& s, const trace::TraceMeta& meta) {
+    const RunSummary* first_baseline = nullptr;
     for (const auto& r : s.runs)
-        if (quantizes_nothing(r.recipe) && !baseline) baseline = &r;
-    std::printf("%-8s %-14s %10s %10s %14s\n", "run", "recipe", "loss", "eval_loss", "eval_vs_base");
+        if (quantizes_nothing(r.recipe) && !first_baseline) first_baseline = &r;
+    // With several seeds a run is named by its recipe and seed ("mxfp8 s2") and compared
+    // with the baseline of its seed.
+    const int seeds = trace::run_seeds(meta).per_recipe;
+    const bool seeded = seeds > 1;
+    std::printf("%-8s %-14s %10s %10s %14s\n", "run", seeded ? "name" : "recipe", "loss", "eval_loss", "eval_vs_base");
     for (std::size_t i = 0; i < s.runs.size(); ++i) {
         const auto& r = s.runs[i];
+        const RunSummary* baseline = first_baseline ? first_baseline + i % std::size_t(seeds) : nullptr;
         std::string eval = r.eval_loss ? std::to_string(*r.eval_loss).substr(0, 8) : "-";
         std::string rel = "-";
         if (baseline && baseline->eval_loss && r.eval_loss && &r != baseline) {
@@ -161,7 +174,8 @@ void print_table(const TrainSummary& s) {
             std::snprintf(buf, sizeof buf, "%+.3f%%", 100.0 * (*r.eval_loss - *baseline->eval_loss) / *baseline->eval_loss);
             rel = buf;
         }
-        std::printf("%-8zu %-14s %10.4f %10s %14s\n", i, r.recipe.c_str(), r.loss, eval.c_str(), rel.c_str());
+        const std::string& name = seeded ? meta.runs[i].name : r.recipe;
+        std::printf("%-8zu %-14s %10.4f %10s %14s\n", i, name.c_str(), r.loss, eval.c_str(), rel.c_str());
     }
 }
 
@@ -313,6 +327,7 @@ int run_train(const TrainOptions& o) {
     server.reset();  // clients see the end of the stream now, not at exit
     if (!rank0) return s.error.empty() && trace_error.empty() ? 0 : 1;  // rank 0 prints the job's summary
 
+    const std::optional<trace::SeedGaps> seeds = trace::seed_gaps(meta, history.curves);
     if (o.json) {
         nlohmann::json out = {{"steps", s.steps},      {"rewinds", s.rewinds},        {"stopped", s.stopped},
                               {"error", s.error},      {"trace_error", trace_error}};
@@ -324,10 +339,13 @@ int run_train(const TrainOptions& o) {
                                        {"eval_loss", r.eval_loss ? nlohmann::json(*r.eval_loss) : nlohmann::json()},
                                        {"losses", history.loss[i]},
                                        {"eval", history.eval[i]}});
+            if (seeds) out["runs"].back()["name"] = meta.runs[i].name;
         }
+        if (seeds) out["seeds"] = seed_json(*seeds);
         std::printf("%s\n", dump_json(out).c_str());
     } else {
-        print_table(s);
+        print_table(s, meta);
+        if (seeds) print_seed_table(*seeds);
     }
     if (!s.error.empty()) report(s.error);
     if (!trace_error.empty()) report(trace_out + " is incomplete: " + trace_error);
@@ -351,6 +369,9 @@ void add_train(CLI::App& app, int& exit_code) {
     cmd->add_option("--batch", opts->batch, "Batch size B");
     cmd->add_option("--seq", opts->seq, "Sequence length T");
     cmd->add_option("--seed", opts->seed, "Seed of initialisation and batch sampling");
+    cmd->add_option("--seeds", opts->seeds,
+                    "Train every recipe with N seeds (--seed ... --seed + N - 1), paired across recipes, and say "
+                    "whether each recipe's gap to the baseline exceeds the seeds' noise");
     cmd->add_option("--threads", opts->threads, "Worker threads (0: all)");
     cmd->add_option("--lr", opts->lr, "Peak learning rate")
         ->check(CLI::Validator(

@@ -68,6 +68,16 @@ std::string utc_now() {
 
 }  // namespace
 
+std::string run_name(const TrainConfig& config, int run) {
+    const std::vector<std::string> recipes = config.compare.empty() ? std::vector<std::string>{config.recipe}
+                                                                    : config.compare;
+    const std::size_t i = std::size_t(run / config.seeds);  // its place in the comparison
+    const bool repeated = std::count(recipes.begin(), recipes.end(), recipes.at(i)) > 1;
+    std::string name = repeated ? recipes[i] + "#" + std::to_string(i) : recipes[i];
+    if (config.seeds > 1) name += " s" + std::to_string(config.run_seed(run));
+    return name;
+}
+
 TraceMeta run_trace_meta(const TrainConfig& config, const Trainer& trainer, const std::string& tool_version,
                          std::int64_t blockmap_every, const LaunchEnv& job) {
     TraceMeta m = make_trace_meta(config, trainer.model(0).linears(), tool_version, blockmap_every,
@@ -77,10 +87,7 @@ TraceMeta run_trace_meta(const TrainConfig& config, const Trainer& trainer, cons
     if (const std::optional<DType> sums = trainer.step_sync().grad_dtype()) m.grad_dtype = dtype_name(*sums);
     m.runs.clear();
     const auto recipes = config.run_recipes();
-    for (std::size_t i = 0; i < recipes.size(); ++i) {
-        bool repeated = std::count(recipes.begin(), recipes.end(), recipes[i]) > 1;
-        m.runs.push_back({repeated ? recipes[i] + "#" + std::to_string(i) : recipes[i], recipes[i]});
-    }
+    for (std::size_t i = 0; i < recipes.size(); ++i) m.runs.push_back({run_name(config, int(i)), recipes[i]});
     return m;
 }
 

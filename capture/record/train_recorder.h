@@ -25,10 +25,14 @@ TraceMeta make_trace_meta(const TrainConfig& config, const std::vector<LinearInf
                           const std::vector<Recipe>& analysis = default_analysis_recipes(),
                           const LaunchEnv& job = {});
 
+// The name of run `run`: its recipe; a recipe listed twice in compare gets its place in the
+// list ("baseline#2"); with several seeds the run's seed follows ("mxfp8 s2").
+std::string run_name(const TrainConfig& config, int run);
+
 // The metadata of a trainer's run as the engine records and serves it: make_trace_meta
 // with every what-if quantizer (what_if_recipes(): the FP8 ones and FP4's) plus the
 // creation time, the machine (host and the backend's description) and run
-// names (by recipe; a repeated recipe gets its run index), and for a data-parallel
+// names (run_name), and for a data-parallel
 // trainer the type its gradient sums travel in. The trace file and the live
 // stream are given this one value, so their ids agree.
 TraceMeta run_trace_meta(const TrainConfig& config, const Trainer& trainer, const std::string& tool_version,

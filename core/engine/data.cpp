@@ -98,13 +98,13 @@ void BatchSampler::set_shard(int rank, int world) {
     world_ = world;
 }
 
-void BatchSampler::train_batch(std::uint64_t index, Batch& out) const {
+void BatchSampler::train_batch(std::uint64_t index, std::uint64_t seed, Batch& out) const {
     out.B = rows();
     out.T = T_;
     out.index = index;
     out.tokens.resize(static_cast<std::size_t>(out.B) * T_);
     out.targets.resize(out.tokens.size());
-    Rng rng(seed_, index);
+    Rng rng(seed, index);
     const auto starts = static_cast<std::uint64_t>(n_train_ - T_);  // window [s, s + T] inside
     const int first = rank_ * out.B;
     for (int b = 0; b < B_; ++b) {  // every rank draws the whole batch: the same stream

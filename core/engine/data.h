@@ -47,7 +47,9 @@ public:
 
     // Training batch number `index`: B windows at offsets drawn uniformly from the training
     // part with a random stream keyed by (seed, index).
-    void train_batch(std::uint64_t index, Batch& out) const;
+    void train_batch(std::uint64_t index, Batch& out) const { train_batch(index, seed_, out); }
+    // The same keyed by (seed, index): another seed's batch order over the same data.
+    void train_batch(std::uint64_t index, std::uint64_t seed, Batch& out) const;
     // Held-out batch `i` of `count`: the count*B windows are spread evenly over the held-out
     // part, the same for every evaluation, so eval losses compare across steps.
     void eval_batch(int i, int count, Batch& out) const;

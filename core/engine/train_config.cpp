@@ -48,6 +48,7 @@ void visit_fields(TrainConfig& c, V& v) {
     v("batch_size", c.batch_size, Limits{1, 1 << 20});
     v("seq_len", c.seq_len, Limits{1, 1 << 20});
     v("seed", c.seed);
+    v("seeds", c.seeds, Limits{1, 1024});
     v("threads", c.threads, Limits{0, kMaxThreads});
     v("capture_every", c.capture_every, Limits{0, big});
     v("blockmap_every", c.blockmap_every, Limits{-1, big});
@@ -386,7 +387,10 @@ TrainConfig from_json(const json& root, const std::string& prefix, bool partial 
 }  // namespace
 
 std::vector<std::string> TrainConfig::run_recipes() const {
-    return compare.empty() ? std::vector<std::string>{recipe} : compare;
+    std::vector<std::string> runs;
+    for (const std::string& r : compare.empty() ? std::vector<std::string>{recipe} : compare)
+        runs.insert(runs.end(), std::size_t(seeds), r);
+    return runs;
 }
 
 void TrainConfig::validate() const {
@@ -460,7 +464,10 @@ std::optional<ConfigDifference> differ(const ordered_json& a, const ordered_json
 
 std::string train_config_to_json(const TrainConfig& config) {
     // Fields in visit order: readable files; a non-UTF-8 path prints with U+FFFD instead of aborting.
-    return dump_json(as_json(config), 2);
+    // One seed is left out: configs and traces of single-seed runs read as before seeds.
+    ordered_json j = as_json(config);
+    if (config.seeds == 1) j.erase("seeds");
+    return dump_json(j, 2);
 }
 
 std::optional<ConfigDifference> first_difference(const TrainConfig& a, const TrainConfig& b) {

@@ -95,13 +95,18 @@ struct TrainConfig {
     int batch_size = 16;                 // B
     int seq_len = 64;                    // T
     std::uint64_t seed = 1;
+    // Every recipe trained with seeds seed .. seed + seeds - 1, paired: the runs of one seed
+    // share initial weights and batches. Written to JSON only when not 1.
+    int seeds = 1;
     int threads = 0;                     // 0: all hardware threads
     int capture_every = 0;               // capture GEMM operands every N steps; 0: never
     std::int64_t blockmap_every = -1;    // a trace's block maps every N steps; -1: 10 x capture_every
     int log_every = 10;                  // plain progress lines every N steps
 
-    // The recipes of the runs: `compare` if set, else {recipe}.
+    // The recipes of the runs: `compare` if set, else {recipe}; each `seeds` times in a row.
     std::vector<std::string> run_recipes() const;
+    // The seed of run `run`: seed + run % seeds (initial weights, batches, rounding).
+    std::uint64_t run_seed(int run) const { return seed + std::uint64_t(run % seeds); }
     // The recipe names the runs may use: the built-in ones and `recipes`.
     RecipeBook recipe_book() const { return RecipeBook(recipes); }
     // Cross-field checks (seq_len <= model.max_seq, ...); throws std::invalid_argument.

@@ -15,12 +15,14 @@
 namespace fp8scope {
 
 struct Trainer::Run {
-    Run(const TrainConfig& c, const std::string& recipe_name, Backend& backend) : model(c.model, backend) {
-        model.init(c.seed);
+    Run(const TrainConfig& c, const std::string& recipe_name, std::uint64_t run_seed, Backend& backend)
+        : model(c.model, backend), seed(run_seed) {
+        model.init(seed);
         model.set_plan(c.recipe_book().plan(recipe_name, model.linears()));
         adam.emplace(c.optimizer, model.param_tensors(), model.num_params(), backend);
     }
     Model model;
+    std::uint64_t seed;                // initial weights, batches and stochastic rounding
     std::optional<AdamW> adam;
     std::deque<float> recent_losses;   // spike-detection window
     CaptureSink* sink = nullptr;
@@ -47,8 +49,9 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, StepSync* sync)
     for (int i = 0; i < config_.eval.batches; ++i) sampler_->eval_batch(i, config_.eval.batches, eval_batches_[i]);
     schedule_ = CosineSchedule{config_.optimizer.lr, config_.schedule.min_lr, config_.schedule.warmup_steps,
                                config_.steps};
-    for (const auto& name : config_.run_recipes()) {
-        runs_.push_back(std::make_unique<Run>(config_, name, backend_));
+    const std::vector<std::string> recipes = config_.run_recipes();
+    for (std::size_t i = 0; i < recipes.size(); ++i) {
+        runs_.push_back(std::make_unique<Run>(config_, recipes[i], config_.run_seed(int(i)), backend_));
         sync_->attach(runs_.back()->model);
     }
     if (!config_.checkpoint.resume.empty()) restore(load_checkpoint(config_.checkpoint.resume));
@@ -218,7 +221,9 @@ bool Trainer::step() {
 
     std::uint64_t b = next_batch_;
     while (skipped_.count(b)) ++b;
-    sampler_->train_batch(b, batch_);
+    // A batch per seed: run i trains on batches_[i % seeds], the batch of its seed.
+    batches_.resize(std::size_t(config_.seeds));
+    for (int k = 0; k < config_.seeds; ++k) sampler_->train_batch(b, config_.run_seed(k), batches_[std::size_t(k)]);
     const float lr = schedule_.at(static_cast<int>(step_));
     const bool capture = config_.capture_every > 0 && step_ % config_.capture_every == 0;
     for (auto* o : observers_) o->on_step_begin(step_ + 1, capture);
@@ -237,8 +242,9 @@ bool Trainer::step() {
         sync_->begin_run();
         if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay_ms_));
         if (rep.sink) rep.model.set_capture(rep.sink, capture);
-        rep.model.set_rounding(config_.seed, step_ + 1);
-        float loss = rep.model.forward(batch_.tokens.data(), batch_.targets.data(), batch_.B, batch_.T);
+        rep.model.set_rounding(rep.seed, step_ + 1);
+        const Batch& batch = batches_[i % batches_.size()];
+        float loss = rep.model.forward(batch.tokens.data(), batch.targets.data(), batch.B, batch.T);
         const int r = static_cast<int>(i);
         loss = sync_->loss(r, loss);  // every rank decides on the same loss
         if (!std::isfinite(loss))
@@ -274,7 +280,7 @@ bool Trainer::step() {
         rec.grad_norm = norm;
         rec.step_time_s = seconds;
         const int world = sync_->world_size();  // tokens of every rank
-        rec.tokens_per_s = seconds > 0 ? double(batch_.B) * batch_.T * world / seconds : 0.0;
+        rec.tokens_per_s = seconds > 0 ? double(batch.B) * batch.T * world / seconds : 0.0;
         records.push_back(std::move(rec));
     }
 

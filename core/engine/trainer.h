@@ -1,6 +1,8 @@
 // The training loop. One Trainer runs one or several runs (one Model and AdamW each)
 // in lock step: the same initial weights, the same batches, each with its own training
-// recipe, so their losses differ only by the recipe.
+// recipe, so their losses differ only by the recipe. With config.seeds > 1 every recipe
+// runs once per seed; the runs of one seed share initial weights and batches (paired), the
+// seeds differ in both.
 //
 // Control from other threads (the live view, a signal handler) goes through requests
 // (pause, resume, stop, switch a run's recipe, checkpoint now) that the training
@@ -60,8 +62,8 @@ struct TrainSummary {
 
 class Trainer {
 public:
-    // Loads the data, builds and initialises the runs from config.seed (identical
-    // weights), or restores config.checkpoint.resume. Throws on bad data or checkpoints.
+    // Loads the data, builds and initialises the runs from their seeds (config.run_seed:
+    // identical weights for one seed), or restores config.checkpoint.resume. Throws on bad data or checkpoints.
     // Every run runs on `backend` (which must be the config's device); every step meets the
     // job's other ranks through `sync` (which must outlive this; null: a single process).
     Trainer(const TrainConfig& config, Backend& backend, StepSync* sync = nullptr);
@@ -164,7 +166,7 @@ private:
     std::int64_t rewinds_ = 0;
     std::unique_ptr<Snapshot> snapshot_;
     std::map<std::uint64_t, float> corruptions_;
-    Batch batch_;
+    std::vector<Batch> batches_;  // this step's batch of every seed
 
     bool paused_ = false, stopping_ = false;
     std::string error_;

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -63,6 +64,42 @@ TEST(TrainCli, CompareTrainsLockStepReplicas) {
     ASSERT_EQ(table.status, 0) << table.err;
     EXPECT_NE(table.out.find("eval_vs_base"), std::string::npos) << table.out;
     EXPECT_NE(table.out.find("+0.000%"), std::string::npos) << table.out;
+}
+
+// --seeds 3: every recipe three times, named by seed; the summary's gap to the baseline is
+// the mean of the per-seed final eval-loss differences with a Student t interval (t_{0.975,2}
+// = 4.30265), recomputed here from the runs' own eval losses; inspect prints the same table.
+TEST(TrainCli, SeedsPairTheRecipesAndJudgeTheGapAgainstTheSeedsNoise) {
+    const fs::path trace = scratch() / "seeds.h5";
+    Result r = run(tiny() + " --steps 8 --eval-every 4 --compare baseline,current --seeds 3 --json --quiet --out " +
+                   trace.string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    json j = json::parse(r.out);
+    ASSERT_EQ(j["runs"].size(), 6u);
+    EXPECT_EQ(j["runs"][0]["name"], "baseline s1");
+    EXPECT_EQ(j["runs"][5]["name"], "current s3");
+    EXPECT_NE(j["runs"][0]["losses"][0], j["runs"][1]["losses"][0]);  // seeds differ
+    const json& gap = j["seeds"]["recipes"][0];
+    EXPECT_EQ(j["seeds"]["series"], "eval loss");
+    EXPECT_EQ(gap["recipe"], "current");
+    double d[3], mean = 0, ss = 0;
+    for (int i = 0; i < 3; ++i) mean += (d[i] = j["runs"][3 + i]["eval_loss"].get<double>() - j["runs"][i]["eval_loss"].get<double>()) / 3;
+    for (double x : d) ss += (x - mean) * (x - mean);
+    const double half = 4.30265272974946 * std::sqrt(ss / 2) / std::sqrt(3.0);
+    EXPECT_NEAR(gap["mean_gap"].get<double>(), mean, 1e-7);
+    EXPECT_NEAR(gap["ci"][0].get<double>(), mean - half, 1e-7);
+    EXPECT_NEAR(gap["ci"][1].get<double>(), mean + half, 1e-7);
+    EXPECT_EQ(gap["significant"], mean - half > 0 || mean + half < 0);
+    ASSERT_EQ(gap["curve"].size(), 2u);  // evaluations at steps 4 and 8
+    EXPECT_EQ(gap["curve"][1]["step"], 8);
+
+    Result inspect = fp8scope::testing::run_engine("inspect " + trace.string(), scratch());
+    ASSERT_EQ(inspect.status, 0) << inspect.err;
+    char mean_text[32];
+    std::snprintf(mean_text, sizeof mean_text, "%+.5f", gap["mean_gap"].get<double>());
+    EXPECT_NE(inspect.out.find("seeds 1..3"), std::string::npos) << inspect.out;
+    EXPECT_NE(inspect.out.find("current"), std::string::npos);
+    EXPECT_NE(inspect.out.find(mean_text), std::string::npos) << mean_text << "\n" << inspect.out;
 }
 
 TEST(TrainCli, FlagsAndSetOverrideTheConfigFile) {

@@ -3,6 +3,7 @@
 
 #include "models/display_names.h"
 #include "models/model_roles.h"
+#include "run_seeds.h"
 
 namespace fp8scope::views {
 
@@ -35,11 +36,13 @@ void LossSummaryModel::refresh() {
                            last_finite(c[&trace::StepRecord::loss]), last_finite(c[&trace::StepRecord::eval_loss])});
         }
         const int base = baseline_run(d.meta);
-        if (base >= 0 && base < static_cast<int>(out.size()))
+        // Several seeds: each run against the baseline run of its seed.
+        const int seeds = trace::run_seeds(d.meta).per_recipe;
+        if (base >= 0 && base + seeds <= static_cast<int>(out.size()))
             for (int r = 0; r < static_cast<int>(out.size()); ++r)
-                if (r != base) {
-                    out[r].loss_pct = relative_pct(out[r].loss, out[base].loss);
-                    out[r].eval_pct = relative_pct(out[r].eval_loss, out[base].eval_loss);
+                if (const int b = base + r % seeds; r != b) {
+                    out[r].loss_pct = relative_pct(out[r].loss, out[b].loss);
+                    out[r].eval_pct = relative_pct(out[r].eval_loss, out[b].eval_loss);
                 }
         return out;
     });

@@ -1,5 +1,6 @@
 // The loss summary: each run's final training and eval loss (the newest finite value) and
-// both relative to the baseline run, as `train --compare` prints at its end, but live.
+// both relative to the baseline run (with several seeds, the baseline run of the same seed),
+// as `train --compare` prints at its end, but live.
 #pragma once
 
 #include <QAbstractTableModel>

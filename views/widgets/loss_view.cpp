@@ -22,7 +22,7 @@ QVector<double> qvec(const std::vector<double>& v) { return QVector<double>(v.be
 }  // namespace
 
 LossView::LossView(const ViewContext& context, QWidget* parent)
-    : StoreView(context, "loss", tr("Loss"), parent), summary_(context.store) {
+    : StoreView(context, "loss", tr("Loss"), parent), summary_(context.store), seeds_(context.store) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     auto* row = new QHBoxLayout;
@@ -91,10 +91,28 @@ LossView::LossView(const ViewContext& context, QWidget* parent)
     table_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
     table_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
-    // The summary beside the plots, not under them: the three plots keep the height.
+    seed_table_ = new QTableView(this);
+    seed_table_->setModel(&seeds_);
+    seed_table_->verticalHeader()->hide();
+    seed_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    seed_table_->setWordWrap(false);
+    seed_table_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
+    seed_table_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    seed_table_->verticalHeader()->setDefaultSectionSize(seed_table_->fontMetrics().height() + 6);
+    seed_table_->hide();
+    seed_caption_ = new QLabel(this);
+    seed_caption_->setWordWrap(true);
+    seed_caption_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);  // the stretch below takes the rest
+    seed_caption_->hide();
+    // The summaries beside the plots, not under them: the three plots keep the height.
+    auto* side = new QVBoxLayout;
+    side->addWidget(table_);
+    side->addWidget(seed_caption_);
+    side->addWidget(seed_table_);
+    side->addStretch();
     auto* body = new QHBoxLayout;
     body->addWidget(plot_, 1);
-    body->addWidget(table_, 0, Qt::AlignTop);
+    body->addLayout(side, 0);
     layout->addLayout(body, 1);
     connect(span_, &QSpinBox::valueChanged, this, [this] {
         ctx().store->read([&](const TraceData& d) { rebuild(d); });
@@ -110,6 +128,8 @@ QString LossView::diffTitle(bool one_run) {
 void LossView::rebuild(const TraceData& d) {
     plot_->clearGraphs();
     const int base = baseline_run(d.meta);
+    const bool seeded = seeds_.gaps().has_value();
+    const int per_recipe = seeded ? seeds_.gaps()->comparison.seeds : 1;
     QCPAxisRect *lr = rects_[0], *dr = rects_[1], *sr = rects_[2];
     auto graph = [this](QCPAxisRect* r, QCPAxis::AxisType value_axis = QCPAxis::atLeft) {
         return plot_->addGraph(r->axis(QCPAxis::atBottom), r->axis(value_axis));
@@ -117,7 +137,7 @@ void LossView::rebuild(const TraceData& d) {
     using R = trace::StepRecord;
     for (int r = 0; r < static_cast<int>(d.runs.size()); ++r) {
         const StepColumns& c = d.runs[r].steps;
-        const QColor color = series_color(r);
+        const QColor color = series_color(r / per_recipe);  // several seeds: the recipe's colour
         const QVector<double> steps = qvec(c.step);
         QCPGraph* g = graph(lr);
         g->setName(run_label(d.meta, r));
@@ -131,7 +151,7 @@ void LossView::rebuild(const TraceData& d) {
         e->setData(qvec(evals.step), qvec(evals.value), true);
         e->removeFromLegend();
 
-        if (r != base && base >= 0 && base < static_cast<int>(d.runs.size())) {
+        if (!seeded && r != base && base >= 0 && base < static_cast<int>(d.runs.size())) {
             const LossDifference diff = loss_difference(c, d.runs[base].steps, span_->value());
             QColor light = color;
             light.setAlpha(90);
@@ -163,19 +183,84 @@ void LossView::rebuild(const TraceData& d) {
         tok->setData(steps, qvec(c[&R::tokens_per_s]), true);
         tok->removeFromLegend();
     }
+    if (seeded) drawBands(d);
     fit_axes(plot_);
     if (QCPAxis* ms = sr->axis(QCPAxis::atLeft); ms->range().lower > 0) ms->setRangeLower(round_down_log(ms->range().lower));
     for (QCPAxisRect* r : rects_) mark_events(plot_, d, -1, r);
     set_placeholder(plot_, d.empty() ? tr("no steps yet") : QString());
-    titles_[1]->setText(diffTitle(d.runs.size() == 1));
+    titles_[1]->setText(seeded ? tr("gap to baseline (%1): mean, 95% CI band over %2 seeds")
+                                     .arg(QString::fromLatin1(stats::gap_series_name(seeds_.gaps()->comparison.series)))
+                                     .arg(per_recipe)
+                               : diffTitle(d.runs.size() == 1));
     plot_->legend->setVisible(plot_->legend->itemCount() > 0);
     wrap_legend(plot_);
 }
 
+// Every recipe's mean gap and its interval as a band between two graphs, over a zero line.
+void LossView::drawBands(const TraceData& d) {
+    const stats::SeedComparison& c = seeds_.gaps()->comparison;
+    QCPAxisRect* dr = rects_[1];
+    QCPGraph* zero = plot_->addGraph(dr->axis(QCPAxis::atBottom), dr->axis(QCPAxis::atLeft));
+    zero->setName(tr("zero"));
+    zero->setPen(QPen(QColor(120, 120, 120), 1.0, Qt::DotLine));
+    zero->setData(QVector<double>{double(d.first_step), double(d.last_step)}, QVector<double>{0, 0}, true);
+    zero->removeFromLegend();
+    for (int g = 0; g < int(c.gap.size()); ++g) {
+        if (g == c.baseline) continue;
+        const stats::GapCurve& curve = c.gap[std::size_t(g)];
+        QVector<double> lo, hi, mean;
+        for (const stats::PairedDifference& p : curve.at) {
+            lo.push_back(p.lo());
+            hi.push_back(p.hi());
+            mean.push_back(p.mean);
+        }
+        const QVector<double> steps = qvec(curve.step);
+        const QColor color = series_color(g);
+        QColor edge = color, fill = color;  // translucent: the other recipes' bands show through
+        edge.setAlpha(110);
+        fill.setAlpha(60);
+        const QString name = QString::fromStdString(seeds_.gaps()->recipes[std::size_t(g)]);
+        QCPGraph* low = plot_->addGraph(dr->axis(QCPAxis::atBottom), dr->axis(QCPAxis::atLeft));
+        QCPGraph* high = plot_->addGraph(dr->axis(QCPAxis::atBottom), dr->axis(QCPAxis::atLeft));
+        QCPGraph* line = plot_->addGraph(dr->axis(QCPAxis::atBottom), dr->axis(QCPAxis::atLeft));
+        low->setName(name + tr(" 95% low"));
+        high->setName(name + tr(" 95% high"));
+        line->setName(name + tr(" mean gap"));
+        low->setPen(QPen(edge, 0.8));
+        high->setPen(QPen(edge, 0.8));
+        high->setBrush(fill);
+        high->setChannelFillGraph(low);
+        line->setPen(QPen(color, 2.0));
+        line->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, curve.at.size() < 60 ? 5 : 0));
+        low->setData(steps, lo, true);
+        high->setData(steps, hi, true);
+        line->setData(steps, mean, true);
+        for (QCPGraph* x : {low, high, line}) x->removeFromLegend();
+    }
+}
+
 void LossView::redraw() {
     if (dataChanged()) {
+        seeds_.refresh();  // before the plots: they draw its bands
         ctx().store->read([&](const TraceData& d) { rebuild(d); });
         summary_.refresh();
+        const bool seeded = seeds_.gaps().has_value();
+        seed_table_->setVisible(seeded);
+        seed_caption_->setVisible(seeded);
+        if (seeded) {
+            const trace::SeedGaps& g = *seeds_.gaps();
+            double last = NAN;  // the step of the last point judged
+            for (const stats::GapCurve& curve : g.comparison.gap)
+                if (!curve.step.empty()) last = curve.step.back();
+            seed_caption_->setText(tr("Gap to the baseline at step %1 (%4), seeds %2..%3 paired by seed; 95% CI:")
+                                       .arg(last)
+                                       .arg(g.first_seed)
+                                       .arg(g.first_seed + std::uint64_t(g.comparison.seeds) - 1)
+                                       .arg(QString::fromLatin1(stats::gap_series_name(g.comparison.series))));
+        }
+        seed_table_->setFixedHeight(seed_table_->horizontalHeader()->sizeHint().height() +
+                                    seed_table_->verticalHeader()->length() + 2 * seed_table_->frameWidth() + 2);
+        layout()->activate();  // a table shown or hidden takes its place now, not at the next event
         // Every run's row shows, the plots take the rest.
         table_->setFixedHeight(table_->horizontalHeader()->sizeHint().height() + table_->verticalHeader()->length() +
                                2 * table_->frameWidth() + 2);

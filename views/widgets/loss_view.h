@@ -3,15 +3,22 @@
 // the eval-loss difference as its own series; step time (log axis, so that a spike does
 // not flatten the rest, ticked over all its decades in units that fit) and tokens/s. The three stacked plots share one step axis and
 // line up. Below, the summary table of final losses, relative to the baseline.
+// A comparison trained with several seeds per recipe (train --seeds N) colours runs by
+// recipe and draws in the difference plot, instead of each run's difference, every recipe's
+// paired gap to the baseline over the seeds: its mean (line) and 95% interval (a band in
+// the recipe's colour), on the series the seeds are judged on (seed_gap_model.h), with a
+// table that says per recipe whether the gap at the end is larger than the seeds' noise.
 #pragma once
 
 #include "models/loss_summary_model.h"
+#include "models/seed_gap_model.h"
 #include "widgets/store_view.h"
 
 class QCustomPlot;
 class QCPAxisRect;
 class QCPItemStraightLine;
 class QCPTextElement;
+class QLabel;
 class QSpinBox;
 class QTableView;
 
@@ -23,10 +30,14 @@ public:
     static constexpr int kDefaultEmaSpan = 20;
     // The graphs of the difference plot, for each run but the baseline, in this order.
     enum DiffGraph { DiffRaw, DiffSmoothed, DiffEval, DiffGraphsPerRun };
+    // With several seeds: the zero line, then for each recipe but the baseline, in this order.
+    enum BandGraph { BandLow, BandHigh, BandMean, BandGraphsPerRecipe };
 
     explicit LossView(const ViewContext& ctx, QWidget* parent = nullptr);
     const QAbstractItemModel* table() const override { return &summary_; }
     const LossSummaryModel& summary() const { return summary_; }
+    const SeedGapModel& seedGaps() const { return seeds_; }
+    QTableView* seedTable() const { return seed_table_; }
     QCustomPlot* plot() const { return plot_; }
     // The stacked plots, top to bottom: loss, difference to baseline, speed.
     QCPAxisRect* lossRect() const { return rects_[0]; }
@@ -40,6 +51,7 @@ protected:
 private:
     void rebuild(const TraceData& d);
     static QString diffTitle(bool one_run);
+    void drawBands(const TraceData& d);
     QCustomPlot* plot_;
     QCPAxisRect* rects_[3];
     QCPTextElement* titles_[3];
@@ -47,6 +59,9 @@ private:
     QSpinBox* span_;
     LossSummaryModel summary_;
     QTableView* table_;
+    SeedGapModel seeds_;
+    QTableView* seed_table_;
+    QLabel* seed_caption_;
 };
 
 }  // namespace fp8scope::views
