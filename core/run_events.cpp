@@ -18,6 +18,7 @@ const char* event_kind_name(EventKind k) {
         case EventKind::Error: return "error";
         case EventKind::KernelTiming: return "kernel_timing";
         case EventKind::Health: return "health";
+        case EventKind::Injection: return "injection";
     }
     return "unknown";
 }

@@ -21,8 +21,9 @@ enum class EventKind : std::int32_t {
     Error = 11,        // the engine gave up or an action failed; detail: the message
     KernelTiming = 12, // detail: kernel timing on, off and why, or records it dropped
     Health = 13,       // a data-parallel health check: pre-flight, a straggler, a rank lost
+    Injection = 14,    // an outlier injection starts or ends; detail: "start: x of blocks.1.mlp.fc2 ..."
 };
-constexpr EventKind kLastEventKind = EventKind::Health;
+constexpr EventKind kLastEventKind = EventKind::Injection;
 constexpr int kEventKinds = static_cast<int>(kLastEventKind) + 1;
 
 const char* event_kind_name(EventKind k);  // "rewind", "non_finite", ...

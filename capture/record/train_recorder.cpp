@@ -52,6 +52,12 @@ TraceMeta make_trace_meta(const TrainConfig& config, const std::vector<LinearInf
     m.rank = job.rank;
     m.world_size = job.world_size;
     m.baseline_run = baseline_by_recipe(m.runs);
+    for (std::size_t e = 0; e < config.inject.size(); ++e) {
+        const Injection& in = config.inject[e];
+        for (std::int64_t index : in.indices)
+            m.injections.push_back({std::int32_t(e), in.step, in.until.value_or(-1), in.layer.value_or(-1), in.linear,
+                                    in.operand, in.rows, index, in.scale});
+    }
     return m;
 }
 

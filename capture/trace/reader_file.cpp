@@ -84,6 +84,10 @@ void TraceFile::open(TraceMeta& meta) {
         precision = open_table<s::PrecisionTable>(s::kPrecision);
         meta.precision = read_records<s::PrecisionTable>(precision, 0, precision.rows);
     }
+    if (H5Lexists(handle, s::kInjections + 1, H5P_DEFAULT) > 0) {
+        injections = open_table<s::InjectionTable>(s::kInjections);
+        meta.injections = read_records<s::InjectionTable>(injections, 0, injections.rows);
+    }
     key_layout = s::layout<s::KeyTable>();
     key_type = key_layout.type();
     // Indexing reads the key columns alone; an operand or block-map row starts with

@@ -48,6 +48,7 @@ struct TraceFile {
     Dataset ranks;  // absent (no dataset) in files without rank records
     Dataset gemm_errors;  // absent in files from before output errors were recorded
     Dataset precision;  // absent in files from before the runs' precision plans were recorded
+    Dataset injections;  // absent in files from before outlier injections were recorded
     hsize_t slots = 0;
     h5::Layout key_layout;  // the key columns of operand and block-map rows
     h5::Id key_type;

@@ -69,6 +69,20 @@ constexpr void visit_fields(S& m, V&& v) {
     v("grad_dtype", m.grad_dtype, WireSince{5});
     v("baseline_run", m.baseline_run, WireSince{6});  // likewise
     v("precision", m.precision, WireSince{7});         // an optional table: no new format version
+    v("injections", m.injections, WireSince{8});       // likewise
+}
+
+template <fields::Of<InjectionRecord> S, class V>
+constexpr void visit_fields(S& r, V&& v) {
+    v("entry", r.entry);
+    v("step", r.step);
+    v("until", r.until);
+    v("layer", r.layer);
+    v("linear", r.linear, fields::MaxChars<kNameChars>{});
+    v("operand", r.operand, fields::Last<Operand>{Operand::DY});
+    v("rows", r.rows);
+    v("index", r.index);
+    v("scale", r.scale);
 }
 
 template <fields::Of<GemmPrecision> S, class V>

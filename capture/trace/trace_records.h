@@ -55,6 +55,20 @@ struct GemmPrecision {
     std::int32_t overridden = 0;  // 1: an override of the run's recipe set this GEMM's recipe
 };
 
+// One index of an outlier injection of the run's config (engine/injection.h), the same in
+// every run: entry is its place in the config's "inject" list.
+struct InjectionRecord {
+    std::int32_t entry = 0;
+    std::int64_t step = 0;
+    std::int64_t until = -1;    // the last step scaled; -1: to the end
+    std::int32_t layer = -1;    // -1: every block
+    std::string linear;         // the name pattern within a block ("mlp.fc2")
+    Operand operand = Operand::X;
+    std::int32_t rows = 0;      // 1: index is a row, 0: a channel (column)
+    std::int64_t index = 0;
+    double scale = 1;
+};
+
 // Written before appending starts; fixed for the life of the trace.
 struct TraceMeta {
     int format_version = kFormatVersion;
@@ -85,6 +99,9 @@ struct TraceMeta {
     // Every run's linears x GEMMs (/meta/precision); empty in traces from before it was
     // recorded, where each run's recipe covered every GEMM.
     std::vector<GemmPrecision> precision;
+    // The config's outlier injections, a row per index (/meta/injections); empty without
+    // injections and in traces from before they were recorded.
+    std::vector<InjectionRecord> injections;
 };
 
 // The rows of `precision` of one run, indexed linear * 3 + gemm; empty when not recorded.

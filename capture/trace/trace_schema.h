@@ -49,6 +49,7 @@ inline constexpr const char* kOpTimes = "/ops";
 inline constexpr const char* kRanks = "/ranks";  // since format 3; older files have none
 inline constexpr const char* kGemmErrors = "/gemm_error";  // optional: older files have none
 inline constexpr const char* kPrecision = "/meta/precision";  // optional: older files have none
+inline constexpr const char* kInjections = "/meta/injections";  // optional: older files have none
 
 // Where an operand row's vectors went: (offset, count) into the flat datasets.
 struct OperandSpans {
@@ -104,6 +105,7 @@ using RankTable = RecordTable<RankStepRecord>;
 using GemmErrorTable = RecordTable<GemmErrorRecord>;
 using KeyTable = RecordTable<OperandKey>;  // the key columns alone, for indexing
 using PrecisionTable = RecordTable<GemmPrecision>;
+using InjectionTable = RecordTable<InjectionRecord>;
 
 // /meta/quantizers, /meta/ops, ...: one name per row.
 struct NamesTable {

@@ -125,6 +125,7 @@ struct TraceWriter::Impl {
     RowTable<s::RankTable> ranks;
     RowTable<s::GemmErrorTable> gemm_errors;
     RowTable<s::PrecisionTable> precision;
+    RowTable<s::InjectionTable> injections;
     hsize_t slots = 0;
 
     // Queue shared with producers.
@@ -225,6 +226,8 @@ struct TraceWriter::Impl {
         meta_table(event_kinds, kinds, "event kind");
         precision = make_table<s::PrecisionTable>(s::kPrecision, 256);
         meta_table(precision, meta.precision, "precision");
+        injections = make_table<s::InjectionTable>(s::kInjections, 64);
+        meta_table(injections, meta.injections, "injection");
 
         steps = make_table<s::StepTable>(s::kSteps, 512);
         events = make_table<s::EventTable>(s::kEvents, 64);
@@ -326,7 +329,8 @@ struct TraceWriter::Impl {
         Table* tables[] = {&runs, &linears, &quantizers, &training_recipes, &ops_names, &gemms, &operands_names,
                            &event_kinds, &steps, &events, &scaling_index, &scaling_amax, &scaling_scale, &operands,
                            &errors, &histogram, &channel_absmax, &top, &amax_history, &blockmaps, &block_absmax,
-                           &block_scale_inv, &block_sqnr, &ops, &ranks, &gemm_errors, &precision};
+                           &block_scale_inv, &block_sqnr, &ops, &ranks, &gemm_errors, &precision,
+                           &injections};
         for (Table* t : tables) t->dset.reset();
         file.reset();
     }

@@ -51,6 +51,12 @@ public:
     virtual void smooth_swiglu_scales(float* scales, ActPtr h, std::int64_t N, int H) = 0;
     // out (rows,cols) = in with column c multiplied by s[c], or divided when `inverse`.
     virtual void scale_columns(const TensorDesc& out, const TensorDesc& in, const float* s, bool inverse) = 0;
+    // Outlier injection (engine/injection.h): in t (rows,cols), in place, the `count` columns
+    // listed in `index` or, with `rows`, the listed rows multiplied by `factor`, each
+    // product rounded once to t's dtype (float32, or BF16 on a GPU); the rest untouched.
+    // `index`: int32 in backend memory, each in range, none twice.
+    virtual void scale_channels(const TensorDesc& t, const std::int32_t* index, int count, bool rows,
+                                float factor) = 0;
     virtual void add(ActPtr out, ActPtr a, ActPtr b, std::int64_t n) = 0;
 
     // probs (N,V) = softmax(logits), may alias; losses (N) = -log probs[target].

@@ -18,7 +18,7 @@ struct Fp8Linear::Cached {
 
 Fp8Linear::Fp8Linear(Backend& backend, std::vector<LinearInfo> linears)
     : backend_(backend), linears_(std::move(linears)), output_check_(backend), xs_(backend), ws_(backend),
-      pending_(backend) {
+      injector_(backend), pending_(backend) {
     snapshot_.resize(linears_.size());
     for (std::size_t i = 0; i < linears_.size(); ++i) {
         auto c = std::make_unique<Cached>();
@@ -169,6 +169,14 @@ TensorDesc Fp8Linear::smoothed(DeviceBuffer<float>& scratch, const TensorDesc& i
     return out;
 }
 
+TensorDesc Fp8Linear::cast_input(int linear, Operand o, DeviceBuffer<float>& scratch, const TensorDesc& in,
+                                  const float* smooth, bool inverse, bool training) {
+    const TensorDesc s = smoothed(scratch, in, smooth, inverse);
+    if (!training || injector_.empty()) return s;
+    OpTimer timer(sink_, backend_, "inject", layer_of(linear), linear, int(o));
+    return injector_.apply(linear, o, s, std::int64_t(step_));
+}
+
 void Fp8Linear::forward(int linear, ActPtr x, const float* w, const float* b, ActPtr y, std::int64_t N,
                         const float* smooth, bool training, const GemmEpilogue& epilogue) {
     const auto& info = linears_[std::size_t(linear)];
@@ -176,8 +184,8 @@ void Fp8Linear::forward(int linear, ActPtr x, const float* w, const float* b, Ac
     const Device dev = backend_.device();
     std::optional<OpTimer> timer;
     if (smooth) timer.emplace(sink_, backend_, "smooth_swiglu", info.layer, linear);
-    const TensorDesc X = smoothed(xs_, TensorDesc::of(x, N, K, dev), smooth, false);
-    const TensorDesc W = smoothed(ws_, TensorDesc::of(w, M, K, dev), smooth, true);
+    const TensorDesc X = cast_input(linear, Operand::X, xs_, TensorDesc::of(x, N, K, dev), smooth, false, training);
+    const TensorDesc W = cast_input(linear, Operand::W, ws_, TensorDesc::of(w, M, K, dev), smooth, true, training);
     timer.reset();
 
     if (training) {
@@ -218,10 +226,12 @@ void Fp8Linear::backward(int linear, ActPtr dy, ActPtr x, const float* w, ActPtr
     // smoothing scratch, which later linears overwrote: then it is smoothed again.
     const Uses ux = uses(linear, Operand::X), uw = uses(linear, Operand::W), udy = uses(linear, Operand::DY);
     const bool redo_x = !ux.columnwise->x && c.smoothed, redo_w = !uw.columnwise->w && c.smoothed;
-    const TensorDesc X = redo_x || capture_operands_ ? smoothed(xs_, TensorDesc::of(x, N, K, dev), smooth, false)
-                                                     : TensorDesc{};
-    const TensorDesc W = redo_w || capture_operands_ ? smoothed(ws_, TensorDesc::of(w, M, K, dev), smooth, true)
-                                                     : TensorDesc{};
+    const TensorDesc X = redo_x || capture_operands_
+                             ? cast_input(linear, Operand::X, xs_, TensorDesc::of(x, N, K, dev), smooth, false, true)
+                             : TensorDesc{};
+    const TensorDesc W = redo_w || capture_operands_
+                             ? cast_input(linear, Operand::W, ws_, TensorDesc::of(w, M, K, dev), smooth, true, true)
+                             : TensorDesc{};
     CastSpec columnwise_only;
     columnwise_only.rowwise = false;
     columnwise_only.columnwise = true;
@@ -230,8 +240,9 @@ void Fp8Linear::backward(int linear, ActPtr dy, ActPtr x, const float* w, ActPtr
     if (redo_x) Xop = backend_.cast(X, columnwise_only, ux.split() ? *c.x_apart : *c.x);
     if (redo_w) Wop = backend_.cast(W, columnwise_only, uw.split() ? *c.w_apart : *c.w);
 
-    // dgrad: dX (N,K) = dY (N,M) W (M,K); contraction over M.
-    const TensorDesc dY = TensorDesc::of(dy, N, M, dev);
+    // dgrad: dX (N,K) = dY (N,M) W (M,K); contraction over M. The bias gradient reads dy
+    // as it is: an injection scales what the GEMMs read.
+    const TensorDesc dY = cast_input(linear, Operand::DY, xs_, TensorDesc::of(dy, N, M, dev), nullptr, false, true);
     const std::optional<DelayedState> snap_dy =
         capture_operands_ ? read(history(linear, Operand::DY, *udy.rowwise)) : std::nullopt;
     const std::optional<DelayedState> snap_dyc =
@@ -268,7 +279,7 @@ void Fp8Linear::backward(int linear, ActPtr dy, ActPtr x, const float* w, ActPtr
         output_check_.check(*sink_, info.layer, linear, Gemm::Wgrad, dYc, dY, Copy::Columnwise, Xop, X,
                             Copy::Columnwise, dW, nullptr, {});
     if (smooth) backend_.scale_columns(dW, dW, smooth, true);  // W' = W diag(1/s): dW = dW' diag(1/s)
-    if (db) backend_.bias_backward(db, dY);
+    if (db) backend_.bias_backward(db, TensorDesc::of(dy, N, M, dev));
 }
 
 }  // namespace fp8scope

@@ -18,6 +18,8 @@
 //   X W^T exactly in float32; only the FP8 cast sees the smoothed channels.
 // - The figures of each cast (amax, scale, overflow) reach the capture sink after the
 //   step's backward (flush_reports), when a device has them ready.
+// - Outlier injection (engine/injection.h) scales a copy of an operand right before its
+//   cast in a training step, after smoothing: what the cast, the capture and the GEMMs see.
 #pragma once
 
 #include <array>
@@ -30,6 +32,7 @@
 #include "backend.h"
 #include "engine/capture_sink.h"
 #include "engine/gemm_output_check.h"
+#include "engine/operand_injector.h"
 #include "fp8/precision_plan.h"
 #include "fp8/training_recipe.h"
 #include "operands.h"
@@ -48,7 +51,10 @@ public:
     // Stochastic rounding's key of the casts that follow: every cast draws with {seed,
     // step, linear << 3 | operand << 1} (the backend sets bit 0 for the columnwise copy).
     // Evaluation casts draw with the key in force too: deterministic for a given step.
+    // The step also says which outlier injections are in force.
     void set_rounding(std::uint64_t seed, std::uint64_t step) { seed_ = seed, step_ = step; }
+    // Outlier injections, resolved for these linears (resolve_injections).
+    void set_injections(const std::vector<LinearInjection>& list) { injector_.set(list, linears_.size()); }
     void set_capture(CaptureSink* sink, bool operands);
     const std::vector<LinearInfo>& linears() const { return linears_; }
 
@@ -113,6 +119,9 @@ private:
                  bool transposed_repeat = false);
     int layer_of(int linear) const;
     TensorDesc smoothed(DeviceBuffer<float>& scratch, const TensorDesc& in, const float* smooth, bool inverse);
+    // The operand as its training cast reads it: smoothed, then injected.
+    TensorDesc cast_input(int linear, Operand o, DeviceBuffer<float>& scratch, const TensorDesc& in,
+                          const float* smooth, bool inverse, bool training);
     std::optional<DelayedState> read(AmaxHistory* h) const;
 
     Backend& backend_;
@@ -132,6 +141,7 @@ private:
     std::vector<CastInfo> report_slots_;   // (linears x 3) x 2 (casts apart), filled by the backend
     bool defer_ = false;
     std::uint64_t seed_ = 0, step_ = 0;  // set_rounding
+    OperandInjector injector_;
     DeviceBuffer<float> pending_;                                // (linears x 3) amaxes
     std::vector<std::pair<AmaxHistory*, std::size_t>> pushes_;  // history, slot in pending_
 };

@@ -346,6 +346,10 @@ void Model::set_plan(PrecisionPlan plan) { impl_->linear.set_plan(std::move(plan
 const PrecisionPlan& Model::plan() const { return impl_->linear.plan(); }
 void Model::set_rounding(std::uint64_t seed, std::uint64_t step) { impl_->linear.set_rounding(seed, step); }
 
+void Model::set_injections(const std::vector<Injection>& list, std::int64_t rows) {
+    impl_->linear.set_injections(resolve_injections(list, linears(), rows));
+}
+
 void Model::set_capture(CaptureSink* sink, bool operands) {
     impl_->sink = sink;
     impl_->capture_operands = sink && operands;

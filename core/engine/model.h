@@ -15,6 +15,7 @@
 
 #include "backend.h"
 #include "engine/capture_sink.h"
+#include "engine/injection.h"
 #include "engine/model_config.h"
 #include "fp8/precision_plan.h"
 #include "fp8/training_recipe.h"
@@ -95,8 +96,11 @@ public:
     void set_recipe(const TrainingRecipe& recipe) { set_plan(PrecisionPlan(recipe)); }
     const PrecisionPlan& plan() const;
     // The run's seed and the step to train next: they key stochastic rounding
-    // (Fp8Linear::set_rounding).
+    // (Fp8Linear::set_rounding) and say which outlier injections are in force.
     void set_rounding(std::uint64_t seed, std::uint64_t step);
+    // Outlier injections (engine/injection.h) for training steps of `rows` = B*T rows;
+    // throws std::invalid_argument naming the entry's field when one does not fit the model.
+    void set_injections(const std::vector<Injection>& list, std::int64_t rows);
 
     // With a sink, every forward/backward reports op timings; with `operands` also every
     // GEMM operand (a capture step). nullptr turns capture off.

@@ -53,6 +53,7 @@ void visit_fields(TrainConfig& c, V& v) {
     v("capture_every", c.capture_every, Limits{0, big});
     v("blockmap_every", c.blockmap_every, Limits{-1, big});
     v("log_every", c.log_every, Limits{1, big});
+    v.injections("inject", c.inject);
 
     v("model.vocab_size", c.model.vocab_size, Limits{2, 1 << 24});
     v("model.max_seq", c.model.max_seq, Limits{1, 1 << 20});
@@ -203,6 +204,25 @@ public:
             out.push_back(std::move(c));
         }
     }
+    // "inject": [{"step": S, "until": U, "layer": L, "linear": P, "operand": O, "channels":
+    // [C...] or "rows": [R...], "scale": F}]; each entry's own checks here, those against
+    // the model in validate().
+    void injections(std::string_view path, std::vector<Injection>& out) {
+        const json* j = find(path);
+        if (!j) return;
+        out.clear();
+        const std::string at(path);
+        if (!j->is_array()) fail(at, *j, "expected a list of injections");
+        for (std::size_t i = 0; i < j->size(); ++i) {
+            const std::string field = at + "[" + std::to_string(i) + "]";
+            out.push_back(injection_of((*j)[i], field));
+            try {
+                check_injection(out.back(), field);
+            } catch (const std::invalid_argument& e) {
+                throw std::invalid_argument(prefix_ + e.what());
+            }
+        }
+    }
     template <class E, std::size_t N>
     void choice(std::string_view path, E& out, const Choice (&choices)[N]) {
         const json* j = find(path);
@@ -274,6 +294,55 @@ private:
         return o;
     }
 
+    Injection injection_of(const json& j, const std::string& field) const {
+        if (!j.is_object()) fail(field, j, "expected an object with step, linear, operand, channels or rows, scale");
+        auto integer = [&](const json& v, const std::string& f) {
+            if (!v.is_number_integer() && !v.is_number_unsigned()) fail(f, v, "expected an integer");
+            if (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(1) << 62) fail(f, v, "out of range");
+            return v.get<std::int64_t>();
+        };
+        Injection in;
+        bool has_step = false, has_scale = false, has_indices = false;
+        for (auto k = j.begin(); k != j.end(); ++k) {
+            const std::string f = field + "." + k.key();
+            if (k.key() == "step") {
+                in.step = integer(*k, f), has_step = true;
+            } else if (k.key() == "until") {
+                in.until = integer(*k, f);
+            } else if (k.key() == "layer") {
+                const std::int64_t l = integer(*k, f);
+                if (l < 0 || l > 1 << 20) fail(f, *k, "expected a block index >= 0");
+                in.layer = int(l);
+            } else if (k.key() == "linear") {
+                if (!k->is_string()) fail(f, *k, "expected a linear name pattern");
+                in.linear = k->get<std::string>();
+            } else if (k.key() == "operand") {
+                if (!k->is_string()) fail(f, *k, "expected x, w or dy");
+                try {
+                    in.operand = operand_from_name(k->get<std::string>());
+                } catch (const std::invalid_argument& e) {
+                    throw std::invalid_argument(prefix_ + "field '" + f + "': " + e.what());
+                }
+            } else if (k.key() == "channels" || k.key() == "rows") {
+                if (has_indices) fail(f, *k, "give channels or rows, not both");
+                has_indices = true;
+                in.rows = k.key() == "rows";
+                if (!k->is_array()) fail(f, *k, "expected a list of indices");
+                for (const auto& e : *k) in.indices.push_back(integer(e, f));
+            } else if (k.key() == "scale") {
+                if (!k->is_number()) fail(f, *k, "expected a number");
+                in.scale = k->get<float>(), has_scale = true;
+            } else {
+                throw std::invalid_argument(prefix_ + "unknown field '" + clip(f) + "'");
+            }
+        }
+        if (!has_step) fail(field + ".step", json(), "expected the first step to scale");
+        if (in.linear.empty()) fail(field + ".linear", json(), "expected a linear name pattern (\"mlp.fc2\")");
+        if (!has_indices) fail(field + ".channels", json(), "expected channels or rows to scale");
+        if (!has_scale) fail(field + ".scale", json(), "expected a factor");
+        return in;
+    }
+
     const json* find(std::string_view path) {
         note_sections(path);
         seen_.emplace(path);
@@ -310,10 +379,12 @@ public:
     // Floats as the shortest decimal that reads back as the same float ("0.003", not
     // "0.003000000026077032"), so written configs read as they were typed.
     void operator()(std::string_view path, const float& value, Limits = {}) {
+        out[typename J::json_pointer(pointer(path).to_string())] = shortest(value);
+    }
+    static double shortest(float value) {
         char buf[32];
         const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-        out[typename J::json_pointer(pointer(path).to_string())] =
-            ec == std::errc() ? std::strtod(std::string(buf, end).c_str(), nullptr) : double(value);
+        return ec == std::errc() ? std::strtod(std::string(buf, end).c_str(), nullptr) : double(value);
     }
     void recipes(std::string_view path, const std::vector<CustomRecipe>& value) {
         J all = J::object();
@@ -334,6 +405,21 @@ public:
             r["base"] = c.base;
             r["overrides"] = overrides;
             all[c.name] = r;
+        }
+        out[typename J::json_pointer(pointer(path).to_string())] = all;
+    }
+    void injections(std::string_view path, const std::vector<Injection>& value) {
+        J all = J::array();
+        for (const Injection& in : value) {
+            J one = J::object();
+            one["step"] = in.step;
+            if (in.until) one["until"] = *in.until;
+            if (in.layer) one["layer"] = *in.layer;
+            one["linear"] = in.linear;
+            one["operand"] = std::string(operand_name(in.operand));
+            one[in.rows ? "rows" : "channels"] = in.indices;
+            one["scale"] = shortest(in.scale);
+            all.push_back(one);
         }
         out[typename J::json_pointer(pointer(path).to_string())] = all;
     }
@@ -361,6 +447,7 @@ public:
         if (p == path_) found = textual = true;
     }
     void recipes(std::string_view p, const std::vector<CustomRecipe>&) { found = found || p == path_; }
+    void injections(std::string_view p, const std::vector<Injection>&) { found = found || p == path_; }
     bool found = false, textual = false;
 
 private:
@@ -414,6 +501,7 @@ void TrainConfig::validate() const {
     const RecipeBook book = recipe_book();  // checks each custom recipe's names
     const std::vector<LinearInfo> linears = model_linears(model);
     for (const CustomRecipe& c : recipes) (void)book.plan(c.name, linears);  // patterns against the model
+    (void)resolve_injections(inject, linears, std::int64_t(batch_size) * seq_len);
     for (const auto& name : run_recipes()) {
         try {
             book.check(name);

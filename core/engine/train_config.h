@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/injection.h"
 #include "engine/model_config.h"
 #include "fp8/precision_plan.h"
 
@@ -102,6 +103,8 @@ struct TrainConfig {
     int capture_every = 0;               // capture GEMM operands every N steps; 0: never
     std::int64_t blockmap_every = -1;    // a trace's block maps every N steps; -1: 10 x capture_every
     int log_every = 10;                  // plain progress lines every N steps
+    // Outlier injection for stress tests (engine/injection.h): the same in every run.
+    std::vector<Injection> inject;
 
     // The recipes of the runs: `compare` if set, else {recipe}; each `seeds` times in a row.
     std::vector<std::string> run_recipes() const;
@@ -109,7 +112,8 @@ struct TrainConfig {
     std::uint64_t run_seed(int run) const { return seed + std::uint64_t(run % seeds); }
     // The recipe names the runs may use: the built-in ones and `recipes`.
     RecipeBook recipe_book() const { return RecipeBook(recipes); }
-    // Cross-field checks (seq_len <= model.max_seq, ...); throws std::invalid_argument.
+    // Cross-field checks (seq_len <= model.max_seq, injections against the model's
+    // linears, ...); throws std::invalid_argument.
     void validate() const;
 };
 

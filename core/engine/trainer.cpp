@@ -19,6 +19,7 @@ struct Trainer::Run {
         : model(c.model, backend), seed(run_seed) {
         model.init(seed);
         model.set_plan(c.recipe_book().plan(recipe_name, model.linears()));
+        model.set_injections(c.inject, std::int64_t(c.batch_size) * c.seq_len);
         adam.emplace(c.optimizer, model.param_tensors(), model.num_params(), backend);
     }
     Model model;
@@ -227,6 +228,9 @@ bool Trainer::step() {
     const float lr = schedule_.at(static_cast<int>(step_));
     const bool capture = config_.capture_every > 0 && step_ % config_.capture_every == 0;
     for (auto* o : observers_) o->on_step_begin(step_ + 1, capture);
+    // Injections that start or end with this step, marked at it: where their figures change.
+    for (const InjectionEvent& e : injection_events(config_.inject, step_ + 1))
+        for (auto* o : observers_) o->on_event({EventKind::Injection, step_ + 1, -1, e.detail});
     if (auto fault = corruptions_.find(b); fault != corruptions_.end()) {
         for (auto& rep : runs_)
             backend_.scale(rep->model.params().data(), fault->second, std::int64_t(rep->model.num_params()));

@@ -152,6 +152,11 @@ void CpuBackend::scale_columns(const TensorDesc& out, const TensorDesc& in, cons
     ops::scale_columns(cpu_f32(out), cpu_f32(in), s, inverse, in.rows, in.cols);
 }
 
+void CpuBackend::scale_channels(const TensorDesc& t, const std::int32_t* index, int count, bool rows, float factor) {
+    if (t.transposed) throw std::logic_error("cpu scale_channels: t must be a row-major tensor");
+    ops::scale_channels(cpu_f32(t), t.rows, t.cols, index, count, rows, factor);
+}
+
 void CpuBackend::add(ActPtr out, ActPtr a, ActPtr b, std::int64_t n) { ops::add(out.f32(), a.f32(), b.f32(), n); }
 
 void CpuBackend::softmax_ce_forward(ActPtr probs, float* losses, ActPtr logits, const std::int32_t* targets,

@@ -305,6 +305,16 @@ void CudaBackend::scale_columns(const TensorDesc& out, const TensorDesc& in, con
         throw std::logic_error(std::string("cuda scale_columns: tensor is ") + kind(in.dtype));
 }
 
+void CudaBackend::scale_channels(const TensorDesc& t, const std::int32_t* index, int count, bool rows, float factor) {
+    if (t.transposed) throw std::logic_error("cuda scale_channels: t must be a row-major tensor");
+    if (t.dtype == DType::BF16)
+        cuda::scale_channels(static_cast<bf16*>(t.data), t.rows, t.cols, index, count, rows, factor, stream_);
+    else if (t.dtype == DType::F32)
+        cuda::scale_channels(static_cast<float*>(t.data), t.rows, t.cols, index, count, rows, factor, stream_);
+    else
+        throw std::logic_error(std::string("cuda scale_channels: tensor is ") + kind(t.dtype));
+}
+
 void CudaBackend::add(ActPtr out, ActPtr a, ActPtr b, std::int64_t n) {
     cuda::add(bits(out, "add"), bits(a, "add"), bits(b, "add"), n, stream_);
 }

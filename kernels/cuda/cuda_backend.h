@@ -120,6 +120,7 @@ public:
     void swiglu_backward(ActPtr dinp, ActPtr inp, ActPtr dout, std::int64_t N, int H) override;
     void smooth_swiglu_scales(float* scales, ActPtr h, std::int64_t N, int H) override;
     void scale_columns(const TensorDesc& out, const TensorDesc& in, const float* s, bool inverse) override;
+    void scale_channels(const TensorDesc& t, const std::int32_t* index, int count, bool rows, float factor) override;
     void add(ActPtr out, ActPtr a, ActPtr b, std::int64_t n) override;
     void softmax_ce_forward(ActPtr probs, float* losses, ActPtr logits, const std::int32_t* targets, std::int64_t N,
                             int V) override;

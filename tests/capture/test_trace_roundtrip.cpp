@@ -153,6 +153,7 @@ const std::map<std::string, Columns>& format4_datasets() {
         {"/meta/operands", {"name"}},
         {"/meta/event_kinds", {"name"}},
         {"/meta/precision", {"run", "linear", "gemm", "recipe", "a", "b", "overridden"}},
+        {"/meta/injections", {"entry", "step", "until", "layer", "linear", "operand", "rows", "index", "scale"}},
         {"/steps", {"run", "step", "loss", "eval_loss", "lr", "grad_norm", "step_ms", "tokens_per_s", "recipe"}},
         {"/events", {"run", "step", "kind", "detail"}},
         {"/scaling/index", {"run", "step"}},

@@ -17,4 +17,15 @@ void scale(float* x, float factor, std::int64_t n) {
     });
 }
 
+void scale_channels(float* t, std::int64_t rows, std::int64_t cols, const std::int32_t* index, int count, bool by_row,
+                    float factor) {
+    for (int k = 0; k < count; ++k) {
+        const std::int64_t i = index[k];
+        if (by_row)
+            for (std::int64_t c = 0; c < cols; ++c) t[i * cols + c] *= factor;
+        else
+            for (std::int64_t r = 0; r < rows; ++r) t[r * cols + i] *= factor;
+    }
+}
+
 }  // namespace fp8scope::ops

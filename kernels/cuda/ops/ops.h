@@ -115,6 +115,14 @@ void scale_columns(bf16* out, const bf16* in, const float* s, bool inverse, std:
 void scale_columns(float* out, const float* in, const float* s, bool inverse, std::int64_t rows, std::int64_t cols,
                    cudaStream_t stream);
 
+// --- outlier injection (scale_channels.cu) -----------------------------------------
+// t (rows,cols), in place: the `count` columns in `index` (device int32; rows, with
+// `by_row`) multiplied by `factor`, rounded once to t's type: bitwise the CPU's result.
+void scale_channels(bf16* t, std::int64_t rows, std::int64_t cols, const std::int32_t* index, int count, bool by_row,
+                    float factor, cudaStream_t stream);
+void scale_channels(float* t, std::int64_t rows, std::int64_t cols, const std::int32_t* index, int count, bool by_row,
+                    float factor, cudaStream_t stream);
+
 // --- softmax cross-entropy (softmax_ce.cu) -----------------------------------------
 // probs (N,V) = softmax(logits) (may alias); losses (N) = -log probs[target].
 void softmax_ce_forward(bf16* probs, float* losses, const bf16* logits, const std::int32_t* targets, std::int64_t N,
