@@ -7,7 +7,7 @@
 // read (as many CTAs as are resident at once, each looping over tiles with the next
 // tile's loads in flight while it casts the current one). Thread t first holds the
 // rowwise block (row t / 4, block t % 4), loaded with its neighbour lane so that every
-// load instruction reads whole 32-byte sectors (load_raw); it casts that block at once
+// load instruction reads whole 32-byte sectors (issue_raw); it casts that block at once
 // and parks the values in shared memory as float32. Then it reads one columnwise block
 // back (column t % 4B, rows B (t / 4B) ...): the transpose, which with rht it transforms
 // (cast::rht16 on each full 16 rows; a tail of fewer rows of x stays as it is) before
@@ -114,39 +114,36 @@ __device__ __forceinline__ uint4 pick(bool first, uint4 a, uint4 b) {
     return make_uint4(first ? a.x : b.x, first ? a.y : b.y, first ? a.z : b.z, first ? a.w : b.w);
 }
 
-// x[gr, gc + j] for j < B (0 outside x). Lanes 2k and 2k + 1 hold neighbouring runs of a
-// row (gc and gc + B): where both are inside x and aligned they load their 2B elements
-// together, each load instruction of the pair reading one whole 32-byte sector, and swap
-// the words that belong to the other. Every lane of the warp calls it.
+// x[gr, gc + j] for j < B (0 outside x), in two halves so that the loads are in flight
+// while the tile before is cast: issue_raw starts them, finish_raw (one tile later) puts
+// the words in order. Lanes 2k and 2k + 1 hold neighbouring runs of a row (gc and gc + B):
+// where both are inside x and aligned they load their 2B elements together, each load
+// instruction of the pair reading one whole 32-byte sector, and finish_raw swaps the
+// words that belong to the other. Every lane of the warp calls finish_raw.
 template <class T, int B>
-__device__ __forceinline__ Raw<T, B> load_raw(const T* x, std::int64_t rows, std::int64_t cols, std::int64_t gr,
-                                              std::int64_t gc, bool vec) {
-    constexpr int kW = Raw<T, B>::kWords, kHalf = kW / 2;
+struct PendingRaw {
+    Raw<T, B> words;  // as loaded: pairs' words 2k + odd of the pair's run
+    bool pair;
+};
+
+template <class T, int B>
+__device__ __forceinline__ PendingRaw<T, B> issue_raw(const T* x, std::int64_t rows, std::int64_t cols,
+                                                      std::int64_t gr, std::int64_t gc, bool vec) {
+    constexpr int kW = Raw<T, B>::kWords;
     const bool odd = threadIdx.x & 1;
     const std::int64_t g0 = gc - (odd ? B : 0);
-    const bool pair = vec && gr < rows && g0 + 2 * B <= cols;
-    uint4 got[kW] = {};
-    if (pair) {
+    PendingRaw<T, B> r;
+    r.pair = vec && gr < rows && g0 + 2 * B <= cols;
+    if (r.pair) {
         const uint4* p = reinterpret_cast<const uint4*>(x + gr * cols + g0) + odd;
 #pragma unroll
-        for (int k = 0; k < kW; ++k) got[k] = __ldg(p + 2 * k);  // words 2k + odd of the pair's run
-    }
-    uint4 recv[kHalf];
-#pragma unroll
-    for (int i = 0; i < kHalf; ++i) recv[i] = swap_with_pair(pick(odd, got[i], got[kHalf + i]));
-    Raw<T, B> r;
-    if (pair) {
-#pragma unroll
-        for (int i = 0; i < kHalf; ++i) {
-            r.q[2 * i] = pick(odd, recv[i], got[i]);
-            r.q[2 * i + 1] = pick(odd, got[kHalf + i], recv[i]);
-        }
+        for (int k = 0; k < kW; ++k) r.words.q[k] = __ldg(p + 2 * k);
         return r;
     }
     if (vec && gr < rows && gc + B <= cols) {
         const uint4* p = reinterpret_cast<const uint4*>(x + gr * cols + gc);
 #pragma unroll
-        for (int i = 0; i < kW; ++i) r.q[i] = __ldg(p + i);
+        for (int i = 0; i < kW; ++i) r.words.q[i] = __ldg(p + i);
         return r;
     }
     std::uint32_t w[4 * kW];
@@ -164,8 +161,26 @@ __device__ __forceinline__ Raw<T, B> load_raw(const T* x, std::int64_t rows, std
         }
     }
 #pragma unroll
-    for (int i = 0; i < kW; ++i) r.q[i] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
+    for (int i = 0; i < kW; ++i) r.words.q[i] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
     return r;
+}
+
+template <class T, int B>
+__device__ __forceinline__ Raw<T, B> finish_raw(const PendingRaw<T, B>& r) {
+    constexpr int kW = Raw<T, B>::kWords, kHalf = kW / 2;
+    const bool odd = threadIdx.x & 1;
+    const uint4* got = r.words.q;
+    uint4 recv[kHalf];
+#pragma unroll
+    for (int i = 0; i < kHalf; ++i) recv[i] = swap_with_pair(pick(odd, got[i], got[kHalf + i]));
+    if (!r.pair) return r.words;
+    Raw<T, B> out;
+#pragma unroll
+    for (int i = 0; i < kHalf; ++i) {
+        out.q[2 * i] = pick(odd, recv[i], got[i]);
+        out.q[2 * i + 1] = pick(odd, got[kHalf + i], recv[i]);
+    }
+    return out;
 }
 
 // Stores a lane's kW 16-byte words at p where `whole` (p 16-byte aligned). Where both lanes
@@ -329,7 +344,10 @@ constexpr int kMinBlocks = SR || B == 32 ? 2 : (sizeof(T) == 4 ? 3 : 4);
 template <class T, int B, bool TwoD, bool SR, class Out>
 __global__ void __launch_bounds__(kThreads, kMinBlocks<T, B, SR>)
     fp4_tile_kernel(const T* x, std::int64_t rows, std::int64_t cols, bool vec, Params p, Out out) {
-    constexpr int kC = 4 * B, kS = kC + 1;  // +1: a tile column's elements fall in different banks
+    // Shared tile rows of kC floats plus one pad after every 32: a warp's rowwise stores
+    // (8 rows x 4 blocks) and its columnwise reads (32 neighbouring columns) each fall in
+    // 32 different banks.
+    constexpr int kC = 4 * B, kS = kC + kC / 32;
     __shared__ float tile[kRows * kS];
     __shared__ std::uint32_t tile_amax[TwoD ? 16 : 1];
     __shared__ unsigned counts[2];
@@ -366,22 +384,24 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T, B, SR>)
     };
     const int rr = t / 4, rb = t % 4;      // rowwise: row t / 4 of the tile, block t % 4
     const int cc = t % kC, cb = t / kC;    // columnwise: column t % 4B, rows B (t / 4B) on
+    // Where they lie in the tile: a block never straddles a pad (B divides 32 or is 32).
+    const int row_at = rr * kS + rb * B + rb * B / 32, col_at = cb * B * kS + cc + cc / 32;
     unsigned clamped[2] = {0, 0};
     std::uint32_t x_amax = 0;  // of the finite and infinite elements (NaN ignored)
     std::int64_t ty = blockIdx.x / tiles_x, tx = blockIdx.x % tiles_x;
-    Raw<T, B> next{};
-    if (ty < tiles_y) next = load_raw<T, B>(x, rows, cols, ty * kRows + rr, tx * kC + rb * B, vec);
+    PendingRaw<T, B> next{};
+    if (ty < tiles_y) next = issue_raw<T, B>(x, rows, cols, ty * kRows + rr, tx * kC + rb * B, vec);
     for (; ty < tiles_y; advance(ty, tx)) {
         const std::int64_t r0 = ty * kRows, c0 = tx * kC;
         const std::int64_t gr = r0 + rr, gc = c0 + rb * B;
         {
             float v[B];
-            unpack<T, B>(next, v);
+            unpack<T, B>(finish_raw<T, B>(next), v);
             std::int64_t ny = ty, nx = tx;
             advance(ny, nx);
-            if (ny < tiles_y) next = load_raw<T, B>(x, rows, cols, ny * kRows + rr, nx * kC + rb * B, vec);
+            if (ny < tiles_y) next = issue_raw<T, B>(x, rows, cols, ny * kRows + rr, nx * kC + rb * B, vec);
 #pragma unroll
-            for (int j = 0; j < B; ++j) tile[rr * kS + rb * B + j] = v[j];
+            for (int j = 0; j < B; ++j) tile[row_at + j] = v[j];
             if (p.fused_amax) {
 #pragma unroll
                 for (int j = 0; j < B; ++j) {
@@ -402,7 +422,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T, B, SR>)
         {
             float w[B];
 #pragma unroll
-            for (int j = 0; j < B; ++j) w[j] = tile[(cb * B + j) * kS + cc];
+            for (int j = 0; j < B; ++j) w[j] = tile[col_at + j * kS];
             std::uint32_t a = amax_bits<B>(w);
             if constexpr (TwoD) {  // B == 16: the 16x16 tile (cb, cc / 16) is this half warp's
                 const std::uint32_t m = half_warp_max(a);
@@ -435,7 +455,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T, B, SR>)
             if (p.rowwise) {
                 float v[B];
 #pragma unroll
-                for (int j = 0; j < B; ++j) v[j] = tile[rr * kS + rb * B + j];
+                for (int j = 0; j < B; ++j) v[j] = tile[row_at + j];
                 const bool in = gr < rows && gc < cols;
                 const Block blk{gr, gc, rows, cols, in ? int(cols - gc < B ? cols - gc : B) : 0, in && (gr & 15) == 0,
                                 std::uint64_t(gr * cols + gc), 1};
