@@ -2,6 +2,7 @@
 // against the CPU op, on BF16 and float32 tensors of awkward shapes: the CPU's float32
 // product, rounded once to BF16, bit for bit; every element outside the listed channels
 // keeps its bits.
+#include <ostream>
 #include <random>
 
 #include "cpu/ops/elementwise.h"
@@ -23,6 +24,12 @@ struct Case {
     bool by_row;
     std::vector<std::int32_t> index;
 };
+
+// Test names say the case rather than its bytes.
+void PrintTo(const Case& c, std::ostream* os) {
+    *os << c.rows << "x" << c.cols << (c.by_row ? " rows" : " channels");
+    for (std::int32_t i : c.index) *os << " " << i;
+}
 
 class CudaScaleChannels : public ::testing::TestWithParam<Case> {};
 
