@@ -351,6 +351,24 @@ private slots:
         QVERIFY(fprop_dtypes(0, Qt::ToolTipRole).contains("names no cpu: or cuda: backend"));
     }
 
+    void gemmDtypesOfACustomRecipe() {
+        // Run a trains a custom recipe whose override keeps fc1's fprop in BF16: the row
+        // says what the GEMM ran, not that the recipe is unknown.
+        trace::TraceMeta meta = two_runs(false);
+        meta.machine = "vm (cuda: NVIDIA H200 (sm_90), 139.8 GiB, CUDA runtime 13.0, cuBLASLt 13.1.0)";
+        meta.runs[0].recipe = meta.training_recipes[0] = "current_bf16_fc1";
+        for (int g = 0; g < 3; ++g)
+            meta.precision.push_back({0, 0, Gemm(g), g == 0 ? "baseline" : "current", "", "", g == 0 ? 1 : 0});
+        QVERIFY(store_.append(store_.reset(meta), old_trace()));
+        KernelStatsModel m(&store_);
+        m.refresh(0, 5, KernelStatsModel::CursorStep, {}, KernelStatsModel::ByKernel);
+        QString fprop;
+        for (int r = 0; r < m.rowCount(); ++r)
+            if (m.data(m.index(r, KernelStatsModel::ParentOp), Qt::DisplayRole) == "fprop")
+                fprop = m.data(m.index(r, KernelStatsModel::Dtypes), Qt::DisplayRole).toString();
+        QCOMPARE(fprop, QString("BF16 x BF16 -> BF16 (FP32 acc)"));
+    }
+
     void gemmShapes() {
         const trace::TraceMeta m = two_runs(false);
         QCOMPARE(step_tokens(m), std::int64_t(32));

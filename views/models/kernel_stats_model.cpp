@@ -81,6 +81,19 @@ void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope, KernelSe
             // By (recipe id, GEMM op id, linear): the rule needs the recipe and the shape.
             std::map<std::tuple<int, int, int>, GemmDtypes> rule;
             const auto& recipe_ids = rd.steps[&trace::StepRecord::recipe];
+            // A custom recipe's GEMMs follow the built-in recipes its overrides name, per
+            // linear and GEMM (/meta/precision, recorded for the recipe the run started with).
+            const std::vector<trace::GemmPrecision> precision = trace::run_precision(d.meta, run);
+            const std::string started = run >= 0 && run < static_cast<int>(d.meta.runs.size())
+                                            ? d.meta.runs[static_cast<std::size_t>(run)].recipe
+                                            : std::string();
+            auto gemm_recipe = [&](const std::string& step_recipe, const std::string& op, int linear) {
+                const int g = op == "fprop" ? 0 : op == "dgrad" ? 1 : op == "wgrad" ? 2 : -1;
+                if (g < 0 || precision.empty() || step_recipe != started || linear < 0 ||
+                    static_cast<std::size_t>(linear) * 3 + 2 >= precision.size())
+                    return step_recipe;
+                return precision[static_cast<std::size_t>(linear) * 3 + static_cast<std::size_t>(g)].recipe;
+            };
             for (std::size_t i = lo; i < hi;) {
                 const std::int64_t s = rd.ops.step(i);
                 while (i < hi && rd.ops.step(i) == s) ++i;
@@ -123,8 +136,10 @@ void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope, KernelSe
                     auto [ti, unseen] = rule.try_emplace({recipe, k.rec.parent, k.rec.linear});
                     if (unseen) {
                         const bool named = recipe >= 0 && recipe < static_cast<int>(d.meta.training_recipes.size());
-                        ti->second = gemm_dtypes(named ? d.meta.training_recipes[static_cast<std::size_t>(recipe)] : std::string(),
-                                                 d.meta.ops[static_cast<std::size_t>(k.rec.parent)], d.meta.machine,
+                        const std::string& op = d.meta.ops[static_cast<std::size_t>(k.rec.parent)];
+                        const std::string step_recipe =
+                            named ? d.meta.training_recipes[static_cast<std::size_t>(recipe)] : std::string();
+                        ti->second = gemm_dtypes(gemm_recipe(step_recipe, op, k.rec.linear), op, d.meta.machine,
                                                  gemm_shape(d.meta, k.rec, tokens));
                     }
                     auto& kinds = types[key];
