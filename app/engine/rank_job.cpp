@@ -120,7 +120,7 @@ StepSync* RankJob::join(Backend& backend, const TrainConfig& config) {
     if (config_.preflight) preflight_allreduce(backend);
     const std::string where = device == "cuda" ? "cuda:" + std::to_string(env_.local_rank) : device;
     dp_ = std::make_unique<DataParallel>(*rendezvous_, *comm_, where, dp_options_);
-    step_ = std::make_unique<DataParallelStep>(*dp_);
+    step_ = std::make_unique<DataParallelStep>(*dp_, config.recipe_book());
     return step_.get();
 }
 

@@ -3,13 +3,12 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "fp8/training_recipe.h"
 
 namespace fp8scope {
 namespace {
 
 // Why a request rank 0 may send is wrong for a job of `runs` runs; empty when it is right.
-std::string invalid(const ControlRequest& r, int runs) {
+std::string invalid(const ControlRequest& r, int runs, const RecipeBook& book) {
     switch (r.kind) {
     case ControlRequest::Pause:
     case ControlRequest::Resume:
@@ -19,7 +18,7 @@ std::string invalid(const ControlRequest& r, int runs) {
         if (r.run < 0 || r.run >= runs)
             return "run " + std::to_string(r.run) + " is outside 0.." + std::to_string(runs - 1);
         try {
-            (void)training_recipe(r.text);
+            book.check(r.text);
         } catch (const std::invalid_argument& e) {
             return e.what();
         }
@@ -46,7 +45,7 @@ std::string encode_requests(const std::deque<ControlRequest>& rs) {
     return out;
 }
 
-std::deque<ControlRequest> decode_requests(const std::string& text, int runs) {
+std::deque<ControlRequest> decode_requests(const std::string& text, int runs, const RecipeBook& book) {
     std::deque<ControlRequest> out;
     std::istringstream in(text);
     std::string line;
@@ -63,7 +62,7 @@ std::deque<ControlRequest> decode_requests(const std::string& text, int runs) {
         r.kind = ControlRequest::Kind(kind);
         if (fields.get() != ' ') throw unreadable("no space before the text");
         std::getline(fields, r.text);
-        if (const std::string why = invalid(r, runs); !why.empty()) throw unreadable(why);
+        if (const std::string why = invalid(r, runs, book); !why.empty()) throw unreadable(why);
         out.push_back(std::move(r));
     }
     return out;

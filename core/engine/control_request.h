@@ -6,6 +6,8 @@
 #include <deque>
 #include <string>
 
+#include "fp8/precision_plan.h"
+
 namespace fp8scope {
 
 struct ControlRequest {
@@ -17,9 +19,10 @@ struct ControlRequest {
 
 // One line per request, "kind run value text" (recipe names and paths hold no newline).
 std::string encode_requests(const std::deque<ControlRequest>& requests);
-// The requests of a job of `runs` runs. Throws std::runtime_error naming a line it cannot
+// The requests of a job of `runs` runs whose recipes are `book`'s (built-in and the config's
+// custom ones, the same on every rank). Throws std::runtime_error naming a line it cannot
 // read or one no rank 0 sends: pause or resume, a run outside the job or an unknown recipe
 // to switch to, a negative capture interval, a run or value a request has no use for.
-std::deque<ControlRequest> decode_requests(const std::string& text, int runs);
+std::deque<ControlRequest> decode_requests(const std::string& text, int runs, const RecipeBook& book = RecipeBook());
 
 }  // namespace fp8scope

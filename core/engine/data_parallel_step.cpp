@@ -80,7 +80,7 @@ StepAgreement DataParallelStep::agree(std::int64_t step, double step_ms, std::de
         out.health.push_back((a.straggling ? "straggler: rank " : "recovered: rank ") + std::to_string(a.rank) + " (" +
                              dp_.where(a.rank) + ") " + figures);
     }
-    agreed_ = decode_requests(all[0].requests, runs_);
+    agreed_ = decode_requests(all[0].requests, runs_, book_);
     if (stop) agreed_.push_back({ControlRequest::Stop, -1, {}});
     return out;
 }

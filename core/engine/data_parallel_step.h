@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <utility>
 
 #include "engine/data_parallel.h"
 #include "engine/step_sync.h"
@@ -17,7 +18,8 @@ namespace fp8scope {
 
 class DataParallelStep final : public StepSync {
 public:
-    explicit DataParallelStep(DataParallel& dp) : dp_(dp) {}
+    // `book`: the job's recipes (every rank's config is the same), what a switch may name.
+    DataParallelStep(DataParallel& dp, RecipeBook book) : dp_(dp), book_(std::move(book)) {}
 
     int rank() const override { return dp_.rank(); }
     int world_size() const override { return dp_.world_size(); }
@@ -38,6 +40,7 @@ private:
     using clock = std::chrono::steady_clock;
 
     DataParallel& dp_;
+    RecipeBook book_;
     clock::time_point run_start_;
     double compute_ms_ = 0, comm_ms_ = 0;  // this rank's share of the step
     float rank_loss_ = 0;                  // this rank's own loss of run 0

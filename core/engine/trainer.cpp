@@ -107,8 +107,6 @@ void Trainer::switch_recipe(int run, const std::string& recipe) {
         throw std::invalid_argument("switch_recipe: no run " + std::to_string(run) + " (the run has " +
                                     std::to_string(runs()) + ")");
     config_.recipe_book().check(recipe);  // unknown names fail here, in the caller's thread
-    // The other ranks check a switch against the built-in names (decode_requests).
-    if (sync_->world_size() > 1) (void)training_recipe(recipe);
     std::lock_guard lock(mu_);
     requests_.push_back({Request::Switch, run, recipe});
     wake_.notify_all();

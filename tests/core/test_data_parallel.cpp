@@ -274,6 +274,34 @@ TEST(DataParallel, RankZerosRequestsApplyOnEveryRankAtTheSameStep) {
     EXPECT_EQ(ranks[0]->trainer->model(0).params_to_host(), ranks[1]->trainer->model(0).params_to_host());
 }
 
+TEST(DataParallel, ALiveSwitchToACustomRecipeOfTheConfigAppliesOnEveryRank) {
+    // The config's custom recipe (block 1 kept in high precision) is a name every rank's
+    // book has, so rank 0's switch to it is agreed like a built-in one.
+    struct Ask : TrainObserver {
+        Trainer* trainer = nullptr;
+        void on_step(const StepRecord& r) override {
+            if (r.step == 2) trainer->switch_recipe(0, "current_hp1");
+        }
+    };
+    TrainConfig c = tiny_config(5, "delayed");
+    c.recipes = {CustomRecipe{"current_hp1", "current", {{{"blocks.1.*"}, {}, "baseline"}}}};
+    std::vector<Recorder> seen(2);
+    auto ranks = run_job(2, "cpu", c, [&](Rank& r) {
+        Ask ask;
+        ask.trainer = r.trainer.get();
+        if (r.env.rank == 0) r.trainer->add_observer(&ask);
+        r.trainer->add_observer(&seen[std::size_t(r.env.rank)]);
+        EXPECT_EQ(r.trainer->run().steps, 5);
+    });
+    for (const Recorder& s : seen) {
+        ASSERT_EQ(s.steps.size(), 5u);
+        for (const StepRecord& r : s.steps) EXPECT_EQ(r.recipe, r.step <= 2 ? "delayed" : "current_hp1") << r.step;
+        EXPECT_EQ(s.count(EventKind::RecipeSwitch), 1);
+        EXPECT_EQ(s.count(EventKind::Error), 0);
+    }
+    EXPECT_EQ(ranks[0]->trainer->model(0).params_to_host(), ranks[1]->trainer->model(0).params_to_host());
+}
+
 // Rank 1 plays a peer that sends what no engine sends; the receiving ranks end the step
 // with an error naming the sender and the field, and do not crash.
 std::vector<std::string> errors_of_a_peer_sending(const DataParallel::StepShare& bad, int bad_rank) {

@@ -61,6 +61,15 @@ TEST(ControlRequests, ARequestNoRankZeroSendsIsRefusedWithItsField) {
     EXPECT_EQ(decode_requests("3 1 0 mxfp8\n", 2).at(0).run, 1);  // the last run is in range
 }
 
+// A switch to one of the config's custom recipes is one every rank knows: its book has it.
+TEST(ControlRequests, SwitchToACustomRecipeOfTheJob) {
+    const RecipeBook book({CustomRecipe{"nvfp4_bf16_last", "nvfp4", {{{"blocks.3.*"}, {}, "baseline"}}}});
+    EXPECT_EQ(decode_requests("3 0 0 nvfp4_bf16_last\n", 2, book).at(0).text, "nvfp4_bf16_last");
+    EXPECT_EQ(decode_requests("3 0 0 nvfp4:sr=0\n", 2, book).at(0).text, "nvfp4:sr=0");  // built-in variants too
+    FP8SCOPE_EXPECT_CONTAINS(testing::error_of([] { decode_requests("3 0 0 nvfp4_bf16_last\n", 2); }),
+                             "nvfp4_bf16_last");  // not a recipe of a job without it
+}
+
 TEST(SingleProcess, AppliesRequestsInTheOrderTheyCameAndExchangesNothing) {
     SingleProcess one;
     EXPECT_EQ(one.world_size(), 1);

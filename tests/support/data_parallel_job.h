@@ -68,7 +68,7 @@ inline std::vector<std::unique_ptr<Rank>> run_job(int world, const std::string& 
     return run_ranks(world, device, config.threads, [&](Rank& rank) {
         rank.dp = std::make_unique<DataParallel>(*rank.rendezvous, *rank.comm,
                                                  device + ":" + std::to_string(rank.env.local_rank), options);
-        rank.step = std::make_unique<DataParallelStep>(*rank.dp);
+        rank.step = std::make_unique<DataParallelStep>(*rank.dp, config.recipe_book());
         rank.trainer = std::make_unique<Trainer>(config, *rank.backend, rank.step.get());
         body(rank);
     });
