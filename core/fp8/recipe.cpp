@@ -4,6 +4,8 @@
 // every error names the part of the name that is wrong.
 #include "fp8/recipe.h"
 
+#include <algorithm>
+
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -58,40 +60,10 @@ std::string float_text(float v) {
     return std::string(buf, ec == std::errc() ? end : buf);
 }
 
-struct Option {
-    std::string_view key;
-    std::string_view value;
-};
-
-// Splits "k=v:k=v" (the part after the base name), rejecting unknown and repeated keys.
-std::vector<Option> split_options(std::string_view base, std::string_view rest,
-                                  std::initializer_list<std::string_view> known) {
-    std::vector<Option> out;
-    while (!rest.empty()) {
-        const std::size_t colon = rest.find(':');
-        const std::string_view item = rest.substr(0, colon);
-        rest = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
-        if (item.empty()) fail(base, "empty option (two ':' in a row or a trailing ':')");
-        const std::size_t eq = item.find('=');
-        if (eq == std::string_view::npos) fail(base, "option " + quoted(item) + " needs a value (key=value)");
-        Option opt{item.substr(0, eq), item.substr(eq + 1)};
-        bool is_known = false;
-        std::string known_list;
-        for (std::string_view k : known) {
-            is_known = is_known || k == opt.key;
-            known_list += (known_list.empty() ? "" : ", ") + std::string(k);
-        }
-        if (!is_known) {
-            fail(base, "unknown option " + quoted(opt.key) + "; known: " +
-                           (known_list.empty() ? std::string("none") : known_list));
-        }
-        for (const Option& seen : out) {
-            if (seen.key == opt.key) fail(base, "option " + quoted(opt.key) + " given more than once");
-        }
-        if (opt.value.empty()) fail(base, "option " + quoted(opt.key) + " has an empty value");
-        out.push_back(opt);
-    }
-    return out;
+// Splits the options of a quantizer name, its base naming it in errors.
+std::vector<NameOption> split_options(std::string_view base, std::string_view rest,
+                                      std::initializer_list<std::string_view> known) {
+    return name_options(rest, known, std::string(base));
 }
 
 Recipe parse_current(std::string_view base, std::string_view rest) {
@@ -103,7 +75,7 @@ Recipe parse_current(std::string_view base, std::string_view rest) {
         tail.remove_suffix(5);
     }
     if (!parse_format(tail, r.format)) throw std::invalid_argument("unknown quantizer " + quoted(base) + "; known: " + std::string(kKnownRecipes));
-    for (const Option& o : split_options(base, rest, {"eps"})) {
+    for (const NameOption& o : split_options(base, rest, {"eps"})) {
         float v = 0.0f;
         const auto [end, ec] = std::from_chars(o.value.data(), o.value.data() + o.value.size(), v);
         if (ec != std::errc() || end != o.value.data() + o.value.size() || !std::isfinite(v) || v < 0.0f) {
@@ -119,7 +91,7 @@ Recipe parse_delayed(std::string_view base, std::string_view rest) {
     if (!parse_format(base.substr(std::string_view("delayed_").size()), r.format)) {
         throw std::invalid_argument("unknown quantizer " + quoted(base) + "; known: " + std::string(kKnownRecipes));
     }
-    for (const Option& o : split_options(base, rest, {"history", "algo", "margin"})) {
+    for (const NameOption& o : split_options(base, rest, {"history", "algo", "margin"})) {
         if (o.key == "history") {
             r.history = integer_in_range(base, o.key, o.value, 1, kMaxHistory, "1..1000000");
         } else if (o.key == "algo") {
@@ -156,7 +128,7 @@ Recipe parse_block(std::string_view base, std::string_view rest) {
     if (kind == "fp32") r.pow2 = false;
     else if (kind == "pow2") r.pow2 = true;
     else fail(base, "scale type must be fp32 or pow2, got " + quoted(kind));
-    for (const Option& o : split_options(base, rest, {"format"})) {
+    for (const NameOption& o : split_options(base, rest, {"format"})) {
         if (!parse_format(o.value, r.format)) fail(base, "format must be e4m3 or e5m2, got " + quoted(o.value));
     }
     return r;
@@ -173,7 +145,7 @@ Recipe parse_mx(std::string_view base, std::string_view rest) {
     else if (rule == "rceil") r.rule = MXRule::RCeil;
     else ok = false;
     if (!ok) throw std::invalid_argument("unknown quantizer " + quoted(base) + "; known: " + std::string(kKnownRecipes));
-    for (const Option& o : split_options(base, rest, {"block"})) {
+    for (const NameOption& o : split_options(base, rest, {"block"})) {
         r.block = integer_in_range(base, o.key, o.value, 1, std::numeric_limits<int>::max(), "an integer >= 1");
     }
     return r;
@@ -183,7 +155,7 @@ Recipe parse_mx(std::string_view base, std::string_view rest) {
 Recipe parse_fp4(std::string_view base, std::string_view rest) {
     for (Recipe r : fp4_analysis_recipes()) {
         if (recipe_name(r) != base) continue;
-        for (const Option& o : split_options(base, rest, {"rht", "sr"})) {
+        for (const NameOption& o : split_options(base, rest, {"rht", "sr"})) {
             const bool on = integer_in_range(base, o.key, o.value, 0, 1, "0 or 1") == 1;
             std::visit(
                 [&](auto& q) {
@@ -342,6 +314,30 @@ std::vector<Recipe> what_if_recipes() {
     std::vector<Recipe> all = default_analysis_recipes();
     for (const Recipe& r : fp4_analysis_recipes()) all.push_back(r);
     return all;
+}
+
+std::vector<NameOption> name_options(std::string_view rest, std::initializer_list<std::string_view> known,
+                                     const std::string& prefix) {
+    auto fail = [&](const std::string& why) { throw std::invalid_argument(prefix + ": " + why); };
+    std::vector<NameOption> out;
+    while (!rest.empty()) {
+        const std::size_t colon = rest.find(':');
+        const std::string_view item = rest.substr(0, colon);
+        rest = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
+        if (item.empty()) fail("empty option (two ':' in a row or a trailing ':')");
+        const std::size_t eq = item.find('=');
+        if (eq == std::string_view::npos) fail("option " + quoted(item) + " needs a value (key=value)");
+        const NameOption opt{item.substr(0, eq), item.substr(eq + 1)};
+        std::string known_list;
+        for (std::string_view k : known) known_list += (known_list.empty() ? "" : ", ") + std::string(k);
+        if (std::find(known.begin(), known.end(), opt.key) == known.end())
+            fail("unknown option " + quoted(opt.key) + "; known: " + (known_list.empty() ? std::string("none") : known_list));
+        for (const NameOption& seen : out)
+            if (seen.key == opt.key) fail("option " + quoted(opt.key) + " given more than once");
+        if (opt.value.empty()) fail("option " + quoted(opt.key) + " has an empty value");
+        out.push_back(opt);
+    }
+    return out;
 }
 
 }  // namespace fp8scope

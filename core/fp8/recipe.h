@@ -9,6 +9,7 @@
 // Only parameters that differ from the defaults are written, so names stay short.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -104,5 +105,14 @@ std::vector<Recipe> fp4_analysis_recipes();
 // The what-ifs a training trace records at capture steps: default_analysis_recipes() then
 // fp4_analysis_recipes() (what "all" expands to).
 std::vector<Recipe> what_if_recipes();
+
+// The options of a name after its base, "k=v:k=v" (the text after the first ':'), in
+// order. An empty item, a key without '=' or with an empty value, a key not in `known`
+// and a repeated key throw std::invalid_argument: "<prefix>: <why>".
+struct NameOption {
+    std::string_view key, value;
+};
+std::vector<NameOption> name_options(std::string_view rest, std::initializer_list<std::string_view> known,
+                                     const std::string& prefix);
 
 }  // namespace fp8scope

@@ -19,24 +19,14 @@ struct FP4Options {
 
 FP4Options parse_fp4_options(std::string_view name, std::string_view base, std::string_view rest, FP4Options o) {
     const bool nvfp4 = base == "nvfp4";
-    const std::string known = nvfp4 ? "rht, sr, 2d" : "rht, sr";
-    std::vector<std::string_view> seen;
-    while (!rest.empty()) {
-        const std::size_t colon = rest.find(':');
-        const std::string_view item = rest.substr(0, colon);
-        rest = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
-        if (item.empty()) bad_option(name, "empty option (two ':' in a row or a trailing ':')");
-        const std::size_t eq = item.find('=');
-        if (eq == std::string_view::npos) bad_option(name, "option '" + std::string(item) + "' needs a value (key=0 or key=1)");
-        const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
-        bool* slot = key == "rht" ? &o.rht : key == "sr" ? &o.sr : key == "2d" && nvfp4 ? &o.two_d : nullptr;
-        if (!slot) bad_option(name, "unknown option '" + std::string(key) + "' for " + std::string(base) + "; known: " + known);
-        if (std::find(seen.begin(), seen.end(), key) != seen.end())
-            bad_option(name, "option '" + std::string(key) + "' given more than once");
-        seen.push_back(key);
-        if (value != "0" && value != "1")
-            bad_option(name, "option '" + std::string(key) + "' must be 0 or 1, got '" + std::string(value) + "'");
-        *slot = value == "1";
+    const std::string prefix = "training recipe '" + std::string(name) + "'";
+    const std::vector<NameOption> options =
+        nvfp4 ? name_options(rest, {"rht", "sr", "2d"}, prefix) : name_options(rest, {"rht", "sr"}, prefix);
+    for (const NameOption& opt : options) {
+        bool& slot = opt.key == "rht" ? o.rht : opt.key == "sr" ? o.sr : o.two_d;
+        if (opt.value != "0" && opt.value != "1")
+            bad_option(name, "option '" + std::string(opt.key) + "' must be 0 or 1, got '" + std::string(opt.value) + "'");
+        slot = opt.value == "1";
     }
     return o;
 }
