@@ -12,5 +12,6 @@ void add_train(CLI::App& app, int& exit_code);
 void add_export(CLI::App& app, int& exit_code);
 void add_inspect(CLI::App& app, int& exit_code);
 void add_preflight(CLI::App& app, int& exit_code);
+void add_attribute(CLI::App& app, int& exit_code);
 
 }  // namespace fp8scope::cli
