@@ -99,7 +99,8 @@ inline constexpr std::int64_t kRewindLookbackCaptures = 3;
 // --- Rule 7: an injection harms a run's recipe when, on the injected operand, the
 // quantizer in use loses kInjectionHarmDb of SQNR (half a bit, past capture-to-capture
 // noise of ~1 dB) against the capture before the injection, overflows kOverflowFloorPct
-// more, or the GEMM's output loses kInjectionHarmDb.
+// more, underflows kUnderflowFloorPts more (an outlier that sets a per-tensor scale keeps
+// SQNR, which its own energy dominates, while it flushes the other values to 0), or the GEMM's output loses kInjectionHarmDb.
 inline constexpr double kInjectionHarmDb = 3.0;
 
 }  // namespace fp8scope::diagnose::rules

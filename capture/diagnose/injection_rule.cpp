@@ -40,7 +40,9 @@ void injection(const Context& c, const Series& s, SeriesRules& r) {
     for (const auto& [entry, rows] : entries(c.meta)) {
         const trace::InjectionRecord& in = *rows.front();
         if (in.operand != s.operand || !matches(c.meta.linears.at(std::size_t(s.linear)), in)) continue;
-        const std::int64_t until = in.until < 0 ? INT64_MAX : in.until;
+        // Delayed scaling carries an outlier in its history past the injection's last step: the
+        // window runs one capture interval longer, so an injection between captures is judged.
+        const std::int64_t until = in.until < 0 ? INT64_MAX : in.until + std::max<std::int64_t>(1, c.meta.capture_every);
         std::size_t before = s.points.size(), first = s.points.size(), last = s.points.size();
         for (std::size_t i = 0; i < s.points.size(); ++i) {
             if (s.points[i].step < in.step) before = i;
@@ -56,15 +58,17 @@ void injection(const Context& c, const Series& s, SeriesRules& r) {
         const double out_before = output_sqnr(c, s.run, s.linear, s.gemm, b.step);
         // The harm at its worst capture in the injection's window.
         std::size_t worst = first;
-        double worst_drop = -INFINITY, worst_over = 0, worst_out = -INFINITY;
+        double worst_drop = -INFINITY, worst_over = 0, worst_under = 0, worst_out = -INFINITY;
         for (std::size_t i = first; i <= last; ++i) {
             const double drop = sqnr_of(b) - sqnr_of(s.points[i]);
             const double out_drop = out_before - output_sqnr(c, s.run, s.linear, s.gemm, s.points[i].step);
             if (drop > worst_drop) worst_drop = drop, worst = i;
             worst_over = std::max(worst_over, overflow_of(s.points[i]) - overflow_of(b));
+            worst_under = std::max(worst_under, underflow_of(s.points[i]) - underflow_of(b));
             if (!std::isnan(out_drop)) worst_out = std::max(worst_out, out_drop);
         }
         const bool harmed = worst_drop >= rules::kInjectionHarmDb || worst_over >= rules::kOverflowFloorPct ||
+                            worst_under >= rules::kUnderflowFloorPts ||
                             worst_out >= rules::kInjectionHarmDb;
         if (!harmed) continue;
         const trace::OperandPoint& a = s.points[first];
