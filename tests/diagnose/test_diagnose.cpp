@@ -34,6 +34,14 @@ std::string trace(const std::string& name, const std::string& args) {
     return out.string();
 }
 
+// Each test may run alone (ctest runs one per process): a trace is named with its arguments.
+std::string clean_trace() { return trace("clean", "--compare baseline,delayed,current,mxfp8"); }
+std::string injected_trace() {
+    return trace("inject",
+                 "--compare baseline,delayed --set rewind.enabled=false --set "
+                 "'inject=[{\"step\":20,\"layer\":0,\"linear\":\"mlp.fc2\",\"operand\":\"x\",\"channels\":[3],\"scale\":1000}]'");
+}
+
 double figure(const diagnose::Finding& f, const std::string& name) {
     for (const auto& [k, v] : f.figures)
         if (k == name) return v;
@@ -42,7 +50,7 @@ double figure(const diagnose::Finding& f, const std::string& name) {
 }
 
 TEST(Diagnose, CleanLockStepRunHasNoWarning) {
-    const trace::TraceReader r(trace("clean", "--compare baseline,delayed,current,mxfp8"));
+    const trace::TraceReader r(clean_trace());
     const auto found = diagnose::diagnose(r);
     for (const auto& f : found) EXPECT_EQ(f.severity, diagnose::Severity::Info) << f.kind << ": " << f.summary;
     // Without seeds every recipe's gap is reported, with its caveat.
@@ -54,10 +62,7 @@ TEST(Diagnose, CleanLockStepRunHasNoWarning) {
 }
 
 TEST(Diagnose, InjectionUnderDelayedScalingLeads) {
-    const std::string args =
-        "--compare baseline,delayed --set rewind.enabled=false --set "
-        "'inject=[{\"step\":20,\"layer\":0,\"linear\":\"mlp.fc2\",\"operand\":\"x\",\"channels\":[3],\"scale\":1000}]'";
-    const trace::TraceReader r(trace("inject", args));
+    const trace::TraceReader r(injected_trace());
     const auto found = diagnose::diagnose(r);
     ASSERT_FALSE(found.empty());
     const diagnose::Finding& f = found.front();
@@ -85,7 +90,7 @@ TEST(Diagnose, InjectionUnderDelayedScalingLeads) {
 }
 
 TEST(Diagnose, HeadroomQuotesTheScalingTable) {
-    const trace::TraceReader r(trace("inject", ""));
+    const trace::TraceReader r(injected_trace());
     for (const auto& f : diagnose::diagnose(r)) {
         if (f.kind != "headroom") continue;
         // fp8_max / (amax * scale) of the step it names, from the per-step scaling table.
@@ -102,7 +107,7 @@ TEST(Diagnose, HeadroomQuotesTheScalingTable) {
 }
 
 TEST(Diagnose, NoInjectionNoInjectionFinding) {
-    const trace::TraceReader r(trace("clean", ""));
+    const trace::TraceReader r(clean_trace());
     for (const auto& f : diagnose::diagnose(r)) EXPECT_NE(f.kind, "injection");
 }
 
