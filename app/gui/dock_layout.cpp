@@ -15,7 +15,7 @@ using fp8scope::views::StoreView;
 namespace {
 // The tables that go in the band below. The Kernels view, a timeline over its table, is
 // an analysis view: it needs the height the band does not have.
-bool is_table(const QString& name) { return name == "layers" || name == "events"; }
+bool is_table(const QString& name) { return name == "layers" || name == "events" || name == "findings"; }
 }  // namespace
 
 DockLayout::DockLayout(QMainWindow* window, const std::vector<StoreView*>& views) : QObject(window), window_(window) {

@@ -24,6 +24,7 @@
 #include "models/step_keys.h"
 #include "models/trace_file_loader.h"
 #include "run_control.h"
+#include "widgets/findings_view.h"
 #include "widgets/report_view.h"
 
 using namespace fp8scope::views;
@@ -91,6 +92,7 @@ MainWindow::MainWindow(bool saved_layout) {
     });
     connect(loader_.get(), &DataSource::finished, this, [this](const QString& path, qint64 ms) {
         loading_ = false;
+        views_->findings()->setTracePath(path);
         statusBar()->showMessage(tr("%1 read in %2 ms").arg(path).arg(ms));
     });
     connect(loader_.get(), &DataSource::failed, this, [this](const QString&, const QString& msg) {
@@ -98,6 +100,7 @@ MainWindow::MainWindow(bool saved_layout) {
         showError(msg);
     });
 
+    connect(views_->findings(), &FindingsView::showView, this, &MainWindow::raiseView);
     buildMenus();
     selection_.setStat(ErrorStat(QSettings().value("choices/stat", 0).toInt()));
     rebuildRecentMenu();
@@ -213,6 +216,7 @@ bool MainWindow::waitUntilLoaded(int timeout_ms) {
         QCoreApplication::processEvents();
     }
     views_->refreshNow();
+    views_->findings()->waitForFindings(timeout_ms < 0 ? 600000 : timeout_ms);
     QCoreApplication::processEvents();
     return !loading_;
 }

@@ -20,7 +20,9 @@ nlohmann::json figures(const std::vector<Figure>& v) {
     return j;
 }
 
-std::string location(const trace::TraceMeta& m, const Finding& f) {
+}  // namespace
+
+std::string finding_location(const trace::TraceMeta& m, const Finding& f) {
     std::string s;
     if (f.run >= 0 && std::size_t(f.run) < m.runs.size()) s += m.runs[std::size_t(f.run)].name;
     if (f.step >= 0) s += (s.empty() ? "" : " ") + ("step " + std::to_string(f.step));
@@ -33,7 +35,7 @@ std::string location(const trace::TraceMeta& m, const Finding& f) {
     return s;
 }
 
-std::string figure_text(const std::vector<Figure>& v) {
+std::string figures_text(const std::vector<Figure>& v) {
     std::string s;
     for (const auto& [k, x] : v) {
         char buf[96];
@@ -42,8 +44,6 @@ std::string figure_text(const std::vector<Figure>& v) {
     }
     return s;
 }
-
-}  // namespace
 
 nlohmann::json finding_json(const trace::TraceMeta& m, const Finding& f) {
     auto opt = [](bool has, auto v) { return has ? nlohmann::json(v) : nlohmann::json(nullptr); };
@@ -86,12 +86,12 @@ std::string findings_text(const trace::TraceReader& reader, const std::vector<Fi
     for (const Finding& f : findings) {
         char head[128];
         std::snprintf(head, sizeof head, "\n%d. %-8s %3.0f  %s  ", ++i, severity_name(f.severity), f.score, f.kind.c_str());
-        s += head + location(m, f) + "\n   " + f.summary + "\n";
-        if (!f.figures.empty()) s += "   figures: " + figure_text(f.figures) + "\n";
+        s += head + finding_location(m, f) + "\n   " + f.summary + "\n";
+        if (!f.figures.empty()) s += "   figures: " + figures_text(f.figures) + "\n";
         for (const std::string& line : f.context) s += "   - " + line + "\n";
         if (f.fix) {
             s += "   fix: " + f.fix->summary + "\n";
-            if (!f.fix->evidence.empty()) s += "   evidence: " + figure_text(f.fix->evidence) + "\n";
+            if (!f.fix->evidence.empty()) s += "   evidence: " + figures_text(f.fix->evidence) + "\n";
         }
     }
     return s;

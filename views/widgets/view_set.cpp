@@ -7,6 +7,7 @@
 #include "widgets/blockmap_view.h"
 #include "widgets/error_view.h"
 #include "widgets/events_view.h"
+#include "widgets/findings_view.h"
 #include "widgets/health_view.h"
 #include "widgets/kernel_view.h"
 #include "widgets/layers_view.h"
@@ -20,7 +21,7 @@ ViewSet::ViewSet(SeriesStore* store, StepCursor* cursor, Selection* selection, Q
     const ViewContext ctx{store, cursor, selection};
     views_ = {new LossView(ctx),  new AmaxView(ctx),   new OutliersView(ctx), new ErrorView(ctx),
               new BlockMapView(ctx), new KernelView(ctx), new LayersView(ctx),   new EventsView(ctx),
-              new HealthView(ctx)};
+              new HealthView(ctx), new FindingsView(ctx)};
     connect(store, &SeriesStore::changed, &scheduler_, &RedrawScheduler::markDataDirty);
     connect(cursor, &StepCursor::stepChanged, &scheduler_, &RedrawScheduler::markDirty);
     connect(selection, &Selection::changed, &scheduler_, &RedrawScheduler::markDirty);
@@ -33,8 +34,10 @@ ViewSet::~ViewSet() {
 }
 
 QStringList ViewSet::names() {
-    return {"loss", "amax", "outliers", "error", "blocks", "kernels", "layers", "events", "health"};
+    return {"loss", "amax", "outliers", "error", "blocks", "kernels", "layers", "events", "health", "findings"};
 }
+
+FindingsView* ViewSet::findings() const { return static_cast<FindingsView*>(view("findings")); }
 
 StoreView* ViewSet::view(const QString& name) const {
     for (StoreView* v : views_)

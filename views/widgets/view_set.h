@@ -11,6 +11,8 @@
 
 namespace fp8scope::views {
 
+class FindingsView;
+
 class ViewSet : public QObject {
     Q_OBJECT
 public:
@@ -20,6 +22,7 @@ public:
 
     const std::vector<StoreView*>& views() const { return views_; }
     StoreView* view(const QString& name) const;  // nullptr when unknown
+    FindingsView* findings() const;
     static QStringList names();
     RedrawScheduler* scheduler() { return &scheduler_; }
     // Refreshes the cursor range and every visible view now.
