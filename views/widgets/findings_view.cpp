@@ -37,6 +37,9 @@ FindingsView::FindingsView(const ViewContext& context, QWidget* parent)
     table_->setToolTip(tr("double-click or Enter: show the finding in its view, at its run, step and operand"));
     details_ = new QPlainTextEdit(split);
     details_->setReadOnly(true);
+    // The band of tables below the plots is short: the view fits it as the others do.
+    table_->setMinimumHeight(3 * fontMetrics().height());
+    details_->setMinimumHeight(2 * fontMetrics().height());
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 1);
     layout->addWidget(split);
