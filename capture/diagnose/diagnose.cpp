@@ -105,6 +105,7 @@ std::vector<Finding> diagnose(const trace::TraceReader& reader, const Options& o
     merge_gemms(bursts_found);
     for (Finding& f : bursts_found) out.push_back(std::move(f));
     injection_findings(c, per, out);
+    attribution(c, out);
 
     for (Finding& f : out) f.severity = severity_of(f.score);
     rewinds(c, out);

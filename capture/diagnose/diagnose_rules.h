@@ -13,6 +13,9 @@ inline constexpr double kWarningScore = 40;
 inline constexpr double kCriticalScore = 70;
 inline constexpr double kInjectionScore = 100;   // the leading finding when it harms a run
 inline constexpr double kNonFiniteScore = 95;    // a NaN/Inf loss or amax ends a run's meaning
+// An attribute trace's measured answer: a warning, so it stands above the inferred info
+// findings of its own replicas but below real faults.
+inline constexpr double kAttributionScore = 60;
 
 // --- Settling: the first steps of training, where activations and gradients grow fast and
 // delayed scaling, one step behind by design, overflows briefly in every healthy run. A

@@ -55,6 +55,7 @@ void loss_gap(Context& c, std::vector<Finding>& out);         // rule 1; sets c.
 void non_finite_losses(const Context& c, std::vector<Finding>& out);
 void headroom(const Context& c, std::vector<Finding>& out);   // rule 4, from the per-step scaling table
 void rewinds(const Context& c, std::vector<Finding>& out);     // rule 6, after every other rule
+void attribution(const Context& c, std::vector<Finding>& out);  // /meta/attribution, when attribute wrote one
 
 // Rules over one operand series; the ones that rank across operands keep candidates.
 struct SeriesRules {

@@ -4,7 +4,11 @@
 // operand and the step and asks for the error view. A clean finding list's targets:
 // operands without a GEMM go to the first GEMM that reads them.
 #include <QSignalSpy>
+#include <QFile>
 #include <QTemporaryDir>
+#include <qcustomplot.h>
+
+#include "attribution_table.h"
 #include <QTest>
 
 #include "real_run.h"
@@ -62,6 +66,40 @@ private slots:
         QCOMPARE(selection.operand().linear, f.linear);
         QVERIFY(selection.operand().operand == Operand::X);
         QCOMPARE(cursor.step(), f.step);
+    }
+
+    // An attribute trace: its groups as a finding (the chosen set as the fix) and a plot.
+    void attributionIsAFindingAndAPlot() {
+        const QString copy = dir_.filePath("attributed.h5");
+        QVERIFY(QFile::copy(path_, copy));
+        trace::write_attribution_table(copy.toStdString(), {{"blocks.0.mlp.fc2", "linear", 2.5, 0.8, 1, 1},
+                                                            {"blocks.1.mlp.fc1", "linear", 2.7, 0.1, 3, 0},
+                                                            {"blocks.0.attn.qkv", "linear", 2.6, 0.3, 2, 0}});
+        SeriesStore store;
+        StepCursor cursor;
+        Selection selection;
+        FindingsView view({&store, &cursor, &selection});
+        view.setTracePath(copy);
+        QVERIFY(view.waitForFindings(60000));
+        const FindingsModel& m = view.model();
+        QCOMPARE(int(m.attribution().size()), 3);
+        QCOMPARE(QString::fromStdString(m.attribution()[1].group), QString("blocks.0.attn.qkv"));  // by rank
+        int at = -1;
+        for (int r = 0; r < m.rowCount(); ++r)
+            if (m.finding(r).kind == "attribution") at = r;
+        QVERIFY(at >= 0);
+        const diagnose::Finding& f = m.finding(at);
+        QVERIFY(f.fix && f.fix->override == "blocks.0.mlp.fc2");
+        QVERIFY(QString::fromStdString(f.summary).contains("blocks.0.mlp.fc2 (80%)"));
+        QCustomPlot* plot = view.attributionPlot();
+        QVERIFY(!plot->isHidden());
+        QCOMPARE(plot->plottableCount(), 2);  // chosen and the rest
+        auto* chosen = qobject_cast<QCPBars*>(plot->plottable(0));
+        auto* others = qobject_cast<QCPBars*>(plot->plottable(1));
+        QCOMPARE(chosen->data()->size(), 1);
+        QCOMPARE(others->data()->size(), 2);
+        QCOMPARE(chosen->data()->at(0)->value, 80.0);
+        QCOMPARE(chosen->data()->at(0)->key, 3.0);  // rank 1 on top
     }
 
     void aDamagedPathSaysSoInsteadOfFindings() {

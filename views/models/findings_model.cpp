@@ -2,6 +2,7 @@
 #include "models/findings_model.h"
 
 #include <QColor>
+#include <algorithm>
 
 #include "finding_format.h"
 #include "trace_reader.h"
@@ -45,7 +46,9 @@ FindingTarget finding_target(const diagnose::Finding& f) {
 
 DiagnosedTrace diagnose_file(const std::string& path) {
     const trace::TraceReader reader(path);
-    return {reader.meta(), diagnose::diagnose(reader)};
+    DiagnosedTrace d{reader.meta(), diagnose::diagnose(reader), trace::read_attribution_table(path)};
+    std::sort(d.attribution.begin(), d.attribution.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+    return d;
 }
 
 void FindingsModel::setFindings(DiagnosedTrace d) {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "attribution_table.h"
 #include "finding.h"
 #include "models/run_data.h"
 
@@ -28,6 +29,7 @@ FindingTarget finding_target(const diagnose::Finding& f);
 struct DiagnosedTrace {
     trace::TraceMeta meta;
     std::vector<diagnose::Finding> findings;
+    std::vector<trace::AttributionRecord> attribution;  // an attribute trace's groups, by rank
 };
 DiagnosedTrace diagnose_file(const std::string& path);
 
@@ -39,6 +41,7 @@ public:
 
     void setFindings(DiagnosedTrace d);
     const diagnose::Finding& finding(int row) const { return d_.findings.at(std::size_t(row)); }
+    const std::vector<trace::AttributionRecord>& attribution() const { return d_.attribution; }
     // Every line of a finding: where, summary, figures, context, fix and its evidence.
     QString details(int row) const;
     // "3 findings: 1 critical, 1 warning, 1 info".

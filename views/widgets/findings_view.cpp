@@ -7,8 +7,11 @@
 #include <QSplitter>
 #include <QTableView>
 #include <QVBoxLayout>
+#include <qcustomplot.h>
 #include <algorithm>
 #include <chrono>
+
+#include "widgets/plot_style.h"
 
 namespace fp8scope::views {
 namespace {
@@ -37,11 +40,15 @@ FindingsView::FindingsView(const ViewContext& context, QWidget* parent)
     table_->setToolTip(tr("double-click or Enter: show the finding in its view, at its run, step and operand"));
     details_ = new QPlainTextEdit(split);
     details_->setReadOnly(true);
+    attribution_ = make_plot(split, tr("attribute: loss gap recovered by each group in high precision"));
+    attribution_->setMinimumHeight(4 * fontMetrics().height());
+    attribution_->hide();
     // The band of tables below the plots is short: the view fits it as the others do.
     table_->setMinimumHeight(3 * fontMetrics().height());
     details_->setMinimumHeight(2 * fontMetrics().height());
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 1);
+    split->setStretchFactor(2, 2);
     layout->addWidget(split);
     connect(table_, &QTableView::activated, this, [this](const QModelIndex& i) { jumpTo(i.row()); });
     connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
@@ -59,6 +66,7 @@ void FindingsView::setTracePath(const QString& path) {
     grown_ = 0;
     if (path_.isEmpty()) {
         model_.setFindings({});
+        drawAttribution();
         headline_->setText(tr("no trace file to diagnose"));
         return;
     }
@@ -88,9 +96,11 @@ void FindingsView::collect() {
             table_->setColumnWidth(c, std::min(table_->columnWidth(c), kMaxColumnWidth));
         if (model_.rowCount() > 0) table_->selectRow(0);
         else details_->clear();
+        drawAttribution();
     } catch (const std::exception& e) {
         job_ = {};
         model_.setFindings({});
+        drawAttribution();
         headline_->setText(tr("cannot diagnose %1: %2").arg(path_, QString::fromUtf8(e.what())));
     }
     if (again_) {
@@ -106,6 +116,41 @@ bool FindingsView::waitForFindings(int timeout_ms) {
         collect();
     }
     return true;
+}
+
+void FindingsView::drawAttribution() {
+    const auto& rows = model_.attribution();
+    attribution_->setVisible(!rows.empty());
+    attribution_->clearPlottables();
+    if (rows.empty()) return;
+    // One horizontal bar per group, the best on top; the chosen set in colour.
+    auto* chosen = new QCPBars(attribution_->yAxis, attribution_->xAxis);
+    auto* others = new QCPBars(attribution_->yAxis, attribution_->xAxis);
+    chosen->setName(tr("chosen (the verified set)"));
+    others->setName(tr("not chosen"));
+    chosen->setBrush(series_color(1));
+    others->setBrush(QColor(0xb0, 0xb0, 0xb0));
+    chosen->setPen(Qt::NoPen);
+    others->setPen(Qt::NoPen);
+    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    const int n = static_cast<int>(rows.size());
+    for (int i = 0; i < n; ++i) {
+        const auto& r = rows[std::size_t(i)];
+        const double at = n - i;  // rank 1 at the top
+        (r.chosen ? chosen : others)->addData(at, 100.0 * r.recovered);
+        ticker->addTick(at, QString::fromStdString(r.group));
+    }
+    attribution_->yAxis->setTicker(ticker);
+    attribution_->yAxis->setRange(0.5, n + 0.5);
+    attribution_->xAxis->setLabel(tr("% of the recipe's loss gap recovered"));
+    double lo = 0, hi = 100;
+    for (const auto& r : rows) lo = std::min(lo, 100.0 * r.recovered), hi = std::max(hi, 100.0 * r.recovered);
+    attribution_->xAxis->setRange(lo, hi * 1.05);
+    attribution_->legend->setVisible(true);
+    place_legend_below(attribution_, 2);
+    // A readable row per group, up to a third of a screen.
+    attribution_->setMinimumHeight(std::min(400, (n + 4) * (fontMetrics().height() + 4)));
+    attribution_->replot();
 }
 
 void FindingsView::showDetails(int row) {
