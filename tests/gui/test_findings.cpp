@@ -17,6 +17,15 @@
 using namespace fp8scope;
 using namespace fp8scope::views;
 
+// A Findings view over its own store, cursor and selection, diagnosing `path`.
+struct Viewed {
+    SeriesStore store;
+    StepCursor cursor;
+    Selection selection;
+    FindingsView view{{&store, &cursor, &selection}};
+    explicit Viewed(const QString& path) { view.setTracePath(path); }
+};
+
 class FindingsTest : public QObject {
     Q_OBJECT
     QTemporaryDir dir_;
@@ -40,11 +49,10 @@ private slots:
     }
 
     void leadingFindingIsTheInjectionAndLinksToItsOperand() {
-        SeriesStore store;
-        StepCursor cursor;
-        Selection selection;
-        FindingsView view({&store, &cursor, &selection});
-        view.setTracePath(path_);
+        Viewed v(path_);
+        FindingsView& view = v.view;
+        StepCursor& cursor = v.cursor;
+        const Selection& selection = v.selection;
         QVERIFY(view.waitForFindings(60000));
         const FindingsModel& m = view.model();
         QVERIFY(m.rowCount() > 0);
@@ -75,11 +83,8 @@ private slots:
         trace::write_attribution_table(copy.toStdString(), {{"blocks.0.mlp.fc2", "linear", 2.5, 0.8, 1, 1},
                                                             {"blocks.1.mlp.fc1", "linear", 2.7, 0.1, 3, 0},
                                                             {"blocks.0.attn.qkv", "linear", 2.6, 0.3, 2, 0}});
-        SeriesStore store;
-        StepCursor cursor;
-        Selection selection;
-        FindingsView view({&store, &cursor, &selection});
-        view.setTracePath(copy);
+        Viewed v(copy);
+        FindingsView& view = v.view;
         QVERIFY(view.waitForFindings(60000));
         const FindingsModel& m = view.model();
         QCOMPARE(int(m.attribution().size()), 3);
@@ -103,13 +108,9 @@ private slots:
     }
 
     void aDamagedPathSaysSoInsteadOfFindings() {
-        SeriesStore store;
-        StepCursor cursor;
-        Selection selection;
-        FindingsView view({&store, &cursor, &selection});
-        view.setTracePath(dir_.filePath("missing.h5"));
-        QVERIFY(view.waitForFindings(60000));
-        QCOMPARE(view.model().rowCount(), 0);
+        Viewed v(dir_.filePath("missing.h5"));
+        QVERIFY(v.view.waitForFindings(60000));
+        QCOMPARE(v.view.model().rowCount(), 0);
     }
 
     void targetsOfFindingsWithoutAGemm() {
