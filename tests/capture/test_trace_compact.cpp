@@ -89,6 +89,25 @@ std::vector<H5Z_filter_t> filters_of(const std::string& path, const char* datase
     return ids;
 }
 
+// Row `row` of /operands/channel_absmax, as float, changed in place by `change`.
+template <class F>
+void change_channel_absmax(const std::string& path, hsize_t row, F change) {
+    hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t d = H5Dopen2(f, schema::kOperandChannelAbsmax, H5P_DEFAULT);
+    hid_t space = H5Dget_space(d);
+    hsize_t count = 1;
+    hid_t one = H5Screate_simple(1, &count, nullptr);
+    H5Sselect_hyperslab(space, H5S_SELECT_SET, &row, nullptr, &count, nullptr);
+    float v = 0;
+    EXPECT_GE(H5Dread(d, H5T_NATIVE_FLOAT, one, space, H5P_DEFAULT, &v), 0);
+    change(v);
+    EXPECT_GE(H5Dwrite(d, H5T_NATIVE_FLOAT, one, space, H5P_DEFAULT, &v), 0);
+    H5Sclose(one);
+    H5Sclose(space);
+    H5Dclose(d);
+    H5Fclose(f);
+}
+
 TEST(TraceCompact, SpanDataAndOpsAreShuffledAndDeflatedAndTheRowTablesAreNot) {
     TempDir dir;
     const std::string path = dir.file("run.h5");
@@ -143,19 +162,7 @@ TEST(TraceCompact, Format4FileReadsExactlyAndCompactsWithinBfloat16) {
     to_format4(v4);
     // A channel absmax bfloat16 cannot hold: format 4 gives it back exactly.
     const float exact = 1.2345678f;
-    {
-        hid_t f = H5Fopen(v4.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-        hid_t d = H5Dopen2(f, schema::kOperandChannelAbsmax, H5P_DEFAULT);
-        hid_t space = H5Dget_space(d);
-        hsize_t start = 0, count = 1;
-        hid_t one = H5Screate_simple(1, &count, nullptr);
-        H5Sselect_hyperslab(space, H5S_SELECT_SET, &start, nullptr, &count, nullptr);
-        EXPECT_GE(H5Dwrite(d, H5T_NATIVE_FLOAT, one, space, H5P_DEFAULT, &exact), 0);
-        H5Sclose(one);
-        H5Sclose(space);
-        H5Dclose(d);
-        H5Fclose(f);
-    }
+    change_channel_absmax(v4, 0, [&](float& v) { v = exact; });
     EXPECT_TRUE(filters_of(v4, schema::kOpTimes).empty());
     const OperandKey first{0, 0, 0, Gemm::Fprop, Operand::X};
     {
@@ -183,20 +190,7 @@ TEST(TraceCompact, ComparisonFindsAFigureBeyondBfloat16Rounding) {
     compact_trace(a, b);
     ASSERT_EQ(compare_traces(a, b), "");
     // One channel's absmax 1 % off: more than bfloat16's rounding (at most 0.4 %).
-    hid_t f = H5Fopen(b.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-    hid_t d = H5Dopen2(f, schema::kOperandChannelAbsmax, H5P_DEFAULT);
-    hid_t space = H5Dget_space(d);
-    hsize_t start = 5, count = 1;
-    hid_t one = H5Screate_simple(1, &count, nullptr);
-    H5Sselect_hyperslab(space, H5S_SELECT_SET, &start, nullptr, &count, nullptr);
-    float v = 0;
-    H5Dread(d, H5T_NATIVE_FLOAT, one, space, H5P_DEFAULT, &v);
-    v *= 1.01f;
-    H5Dwrite(d, H5T_NATIVE_FLOAT, one, space, H5P_DEFAULT, &v);
-    H5Sclose(one);
-    H5Sclose(space);
-    H5Dclose(d);
-    H5Fclose(f);
+    change_channel_absmax(b, 5, [](float& v) { v *= 1.01f; });
     EXPECT_NE(compare_traces(a, b).find("channel absmax differs"), std::string::npos) << compare_traces(a, b);
 }
 
