@@ -7,6 +7,7 @@
 namespace fp8scope::cli {
 
 void add_analyze(CLI::App& app, int& exit_code);
+void add_compact(CLI::App& app, int& exit_code);
 void add_devices(CLI::App& app, int& exit_code);
 void add_diagnose(CLI::App& app, int& exit_code);
 void add_train(CLI::App& app, int& exit_code);

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
     fp8scope::cli::set_command_line(argc, argv);
     int exit_code = 0;
     fp8scope::cli::add_analyze(app, exit_code);
+    fp8scope::cli::add_compact(app, exit_code);
     fp8scope::cli::add_devices(app, exit_code);
     fp8scope::cli::add_train(app, exit_code);
     fp8scope::cli::add_export(app, exit_code);

@@ -43,6 +43,16 @@ void check(herr_t status, const std::string& what) {
     throw Error(reason.empty() ? what : what + ": " + reason);
 }
 
+Id bfloat16_type() {
+    Id t = check(H5Tcopy(H5T_IEEE_F32LE), "H5Tcopy");
+    // Sign at bit 15, exponent at 7 (8 bits), mantissa at 0 (7 bits), bias 127.
+    check(H5Tset_fields(t, 15, 7, 8, 0, 7), "bfloat16 fields");
+    check(H5Tset_precision(t, 16), "bfloat16 precision");
+    check(H5Tset_size(t, 2), "bfloat16 size");
+    check(H5Tset_ebias(t, 127), "bfloat16 bias");
+    return t;
+}
+
 void quiet_errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
 
 namespace {

@@ -46,6 +46,11 @@ Id check(hid_t id, const std::string& what);
 // Throws Error(what) when an herr_t is negative.
 void check(herr_t status, const std::string& what);
 
+// bfloat16 as an HDF5 float type: float32's sign and 8-bit exponent with a 7-bit mantissa
+// (the upper half of a float32). HDF5 converts it to and from float (rounding to nearest);
+// h5py reads it as float32.
+Id bfloat16_type();
+
 // Silences HDF5's automatic error printing for the life of the process: errors reach
 // users as exceptions with context instead.
 void quiet_errors();

@@ -13,6 +13,31 @@ namespace {
 
 constexpr unsigned kReadAttempts = 10;
 constexpr std::size_t kConversionBuffer = 64u << 10;
+// Deflate shrinks its input at most 1032-fold (zlib's bound): a deflated dataset's rows
+// cannot take more than this many times the file's size.
+constexpr hsize_t kMaxDeflateRatio = 1032;
+// The writer's chunks are at most 1 MiB (docs/trace-format.md); a deflated chunk's size
+// says nothing about the file's, so a damaged one is caught by this bound instead.
+constexpr hsize_t kMaxDeflatedChunkBytes = 64u << 20;
+
+// The filters of a dataset: shuffle and deflate, which every HDF5 build has, or none. True
+// when it has them; a TraceError naming the dataset for any other (a plugin, damage).
+bool deflated_chunks(const TraceFile& f, hid_t dcpl, const char* p) {
+    const int n = H5Pget_nfilters(dcpl);
+    if (n < 0) throw f.fail(std::string("unreadable filters of ") + p + " (damaged?)");
+    for (int i = 0; i < n; ++i) {
+        unsigned flags = 0;
+        std::size_t nvalues = 0;
+        char name[64] = {};
+        const H5Z_filter_t id = H5Pget_filter2(dcpl, unsigned(i), &flags, &nvalues, nullptr, sizeof name, name, nullptr);
+        if (id != H5Z_FILTER_SHUFFLE && id != H5Z_FILTER_DEFLATE)
+            throw f.fail(std::string(p) + " is stored with HDF5 filter " + std::to_string(id) + " ('" + name +
+                         "'); traces use only shuffle and deflate");
+        if (H5Zfilter_avail(id) <= 0)
+            throw f.fail(std::string(p) + " needs the HDF5 filter '" + name + "', which this HDF5 build lacks");
+    }
+    return n > 0;
+}
 
 }  // namespace
 
@@ -197,6 +222,9 @@ Dataset TraceFile::open_ds(const char* p, h5::Id memtype, hsize_t cols, const h5
         }
         if (!d.absent.empty()) memtype = layout->type(keep);
     }
+    // bfloat16 widens by a shift; HDF5's conversion of it goes bit by bit, 50x slower.
+    d.bfloat16 = H5Tequal(memtype, H5T_NATIVE_FLOAT) > 0 &&
+                 H5Tequal(ftype, h5::bfloat16_type()) > 0;
     d.memtype = std::move(memtype);
     d.cols = cols;
     d.row_bytes = H5Tget_size(ftype) * (cols ? cols : 1);
@@ -205,6 +233,7 @@ Dataset TraceFile::open_ds(const char* p, h5::Id memtype, hsize_t cols, const h5
     hsize_t chunk[2] = {0, 0};
     if (dcpl.valid() && H5Pget_layout(dcpl) == H5D_CHUNKED && H5Pget_chunk(dcpl, 2, chunk) >= 1)
         d.chunk_bytes = chunk[0] > UINT64_MAX / d.row_bytes ? UINT64_MAX : chunk[0] * d.row_bytes;
+    if (dcpl.valid()) d.deflated = deflated_chunks(*this, dcpl, p);
     read_extent(d);
     return d;
 }
@@ -230,20 +259,26 @@ void TraceFile::read_extent(Dataset& d) {
         throw fail(std::string(d.path) + " has " + std::to_string(dims[1]) + " columns, expected " +
                    std::to_string(d.cols));
     // Every row the writer adds is written: a damaged extent shows as more rows than
-    // the file can hold, and is caught before anything is allocated for it.
+    // the file can hold, and is caught before anything is allocated for it. Deflated rows
+    // take at least 1/kMaxDeflateRatio of their size.
     // The size on disk now: a SWMR reader's own idea of the file's end stays where it
     // was at open, while the writer keeps appending.
     std::error_code ec;
     const hsize_t file_size = std::filesystem::file_size(path, ec);
     if (ec) throw fail("cannot get the file size: " + ec.message());
-    if (dims[0] > file_size / d.row_bytes)
-        throw fail(std::string(d.path) + " claims " + std::to_string(dims[0]) +
-                   " rows, more than the file's " + std::to_string(file_size) + " bytes can hold");
-    // A written chunk takes its whole size on disk (the writer never compresses): a
-    // larger chunk is a damaged header that would make HDF5 allocate it to read a row.
-    if (dims[0] > 0 && d.chunk_bytes > file_size)
+    const hsize_t holds = file_size / d.row_bytes * (d.deflated ? kMaxDeflateRatio : 1);
+    if (dims[0] > holds)
+        throw fail(std::string(d.path) + " claims " + std::to_string(dims[0]) + " rows, more than the file's " +
+                   std::to_string(file_size) + " bytes can hold" + (d.deflated ? " deflated" : ""));
+    // A written chunk takes its whole size on disk unless it is deflated: a larger chunk
+    // is a damaged header that would make HDF5 allocate it to read a row.
+    if (dims[0] > 0 && !d.deflated && d.chunk_bytes > file_size)
         throw fail(std::string(d.path) + " has chunks of " + std::to_string(d.chunk_bytes) +
                    " bytes, more than the file's " + std::to_string(file_size));
+    if (dims[0] > 0 && d.deflated && d.chunk_bytes > std::min(kMaxDeflatedChunkBytes, file_size * kMaxDeflateRatio))
+        throw fail(std::string(d.path) + " has deflated chunks of " + std::to_string(d.chunk_bytes) +
+                   " bytes, more than a trace's " + std::to_string(kMaxDeflatedChunkBytes) +
+                   " or what the file's " + std::to_string(file_size) + " bytes can hold");
     d.rows = dims[0];
 }
 
@@ -261,10 +296,18 @@ void TraceFile::read_rows(const Dataset& d, hsize_t start, hsize_t count, void* 
     h5::Id space(H5Dget_space(d.dset));
     hsize_t st[2] = {start, 0}, cn[2] = {count, d.cols};
     h5::Id mem(H5Screate_simple(d.cols ? 2 : 1, cn, nullptr));
+    const bool widen = d.bfloat16 && memtype < 0;
+    std::vector<std::uint16_t> halves(widen ? count * (d.cols ? d.cols : 1) : 0);
+    const h5::Id bf16 = widen ? h5::bfloat16_type() : h5::Id();
     if (!space.valid() || !mem.valid() ||
         H5Sselect_hyperslab(space, H5S_SELECT_SET, st, nullptr, cn, nullptr) < 0 ||
-        H5Dread(d.dset, memtype >= 0 ? memtype : d.memtype.get(), mem, space, dxpl, buf) < 0)
+        H5Dread(d.dset, widen ? bf16.get() : memtype >= 0 ? memtype : d.memtype.get(), mem, space, dxpl,
+                widen ? static_cast<void*>(halves.data()) : buf) < 0)
         throw fail(std::string("cannot read ") + d.path + " (damaged data)");
+    for (std::size_t i = 0; i < halves.size(); ++i) {
+        const std::uint32_t bits = std::uint32_t(halves[i]) << 16;
+        std::memcpy(static_cast<unsigned char*>(buf) + i * sizeof(float), &bits, sizeof bits);
+    }
 }
 
 std::vector<unsigned char> TraceFile::read_table(const Dataset& d, hsize_t start, hsize_t count) const {

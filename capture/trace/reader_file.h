@@ -25,6 +25,8 @@ struct Dataset {
     hsize_t cols = 0;        // 0: 1-D
     std::size_t row_bytes = 0;  // in the file
     hsize_t chunk_bytes = 0;    // HDF5 allocates a whole chunk to read any row of it
+    bool deflated = false;      // since format 5: chunks are shuffled and deflated
+    bool bfloat16 = false;      // since format 5: floats stored as bfloat16, widened by read_rows
     h5::Layout layout;          // a compound table's columns (trace_schema.h)
     std::vector<std::size_t> absent;  // columns an older file lacks: they read as defaults
 };

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstring>
 #include <ctime>
 #include <deque>
 #include <limits>
@@ -27,6 +28,31 @@ namespace s = schema;
 namespace {
 
 constexpr std::size_t kEarlyFlushBytes = 16u << 20;  // flush before buffers grow past this
+// A compressed chunk rewritten under SWMR lands at a new place in the file and its old
+// place is never reused while the file is open (HDF5 1.10): a partial chunk rewritten at
+// every flush would cost the file a chunk per flush. So compressed tables write each chunk
+// once (Storage::Padded, Storage::WholeChunks), and a table's partial last chunk waits this
+// long between rewrites.
+constexpr auto kTailInterval = std::chrono::seconds(10);
+constexpr unsigned kDeflateLevel = 1;  // 2 % larger than level 6, at a fraction of its time
+
+// The upper half of a float32, rounded to the nearest, ties to even (HDF5's own conversion
+// rounds ties away from zero); a NaN stays a quiet NaN.
+std::uint16_t to_bfloat16(float x) {
+    std::uint32_t u;
+    std::memcpy(&u, &x, sizeof u);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>((u >> 16) | 0x0040u);
+    return static_cast<std::uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+// How a dataset is stored (docs/trace-format.md, "Storage").
+enum class Storage {
+    Plain,        // uncompressed: every flush writes its rows in place
+    Padded,       // compressed; rows are only reached through (offset, count) spans, so each
+                  // flush pads its rows with zeros to whole chunks: every chunk written once
+    WholeChunks,  // compressed; rows are read by position, so a flush writes whole chunks and
+                  // the partial last one only every kTailInterval (and at close)
+};
 
 // One appendable dataset: 1-D rows of a compound/atomic type, or 2-D with `cols` fixed.
 struct Table {
@@ -35,6 +61,9 @@ struct Table {
     std::size_t row_bytes = 0;
     hsize_t cols = 0;  // 0: 1-D
     hsize_t rows = 0;  // in the file
+    hsize_t chunk_rows = 1;
+    Storage storage = Storage::Plain;
+    std::chrono::steady_clock::time_point tail_at{};  // the partial last chunk last written
     std::vector<unsigned char> pending;
 
     hsize_t pending_rows() const { return pending.size() / row_bytes; }
@@ -45,9 +74,27 @@ struct Table {
     }
     template <class T>
     void push_row(const T& row) { push(&row, 1); }
+    // Floats, as bfloat16 in a bfloat16 table (make_bfloat16s).
+    bool bfloat16 = false;
+    void push_floats(const float* p, hsize_t n) {
+        if (!bfloat16) return push(p, n);
+        const std::size_t at = pending.size();
+        pending.resize(at + n * sizeof(std::uint16_t));
+        for (hsize_t i = 0; i < n; ++i) {
+            const std::uint16_t b = to_bfloat16(p[i]);
+            std::memcpy(pending.data() + at + i * sizeof b, &b, sizeof b);
+        }
+    }
 
-    void write() {
+    // `tail`: also the rows of a WholeChunks table's partial last chunk.
+    void write(bool tail = true) {
+        if (storage == Storage::Padded && pending_rows() % chunk_rows)
+            pending.resize((pending_rows() / chunk_rows + 1) * chunk_rows * row_bytes);
         hsize_t n = pending_rows();
+        if (storage == Storage::WholeChunks && !tail) {
+            const hsize_t end = (rows + n) / chunk_rows * chunk_rows;
+            n = end > rows ? end - rows : 0;
+        }
         if (n == 0) return;
         hsize_t dims[2] = {rows + n, cols};
         h5::check(H5Dset_extent(dset, dims), std::string("extending ") + path);
@@ -57,7 +104,7 @@ struct Table {
         h5::Id mem = h5::check(H5Screate_simple(cols ? 2 : 1, count, nullptr), path);
         h5::check(H5Dwrite(dset, memtype, mem, space, H5P_DEFAULT, pending.data()), std::string("writing ") + path);
         rows += n;
-        pending.clear();
+        pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(n * row_bytes));
     }
     void flush() { h5::check(H5Dflush(dset), std::string("flushing ") + path); }
 };
@@ -141,11 +188,15 @@ struct TraceWriter::Impl {
     TraceError fail(const std::string& problem) const { return TraceError(path, problem); }
 
     // An appendable dataset of `memtype` elements; compound types are stored packed.
-    void make_dataset(Table& t, const char* p, h5::Id memtype, hsize_t chunk_rows, hsize_t cols = 0) {
+    void make_dataset(Table& t, const char* p, h5::Id memtype, hsize_t chunk_rows, hsize_t cols = 0,
+                      Storage storage = Storage::Plain) {
         t.path = p;
         t.row_bytes = H5Tget_size(memtype) * (cols ? cols : 1);
         t.cols = cols;
-        h5::Id filetype = H5Tget_class(memtype) == H5T_COMPOUND ? h5::Id(H5Tcopy(memtype))
+        t.chunk_rows = chunk_rows;
+        t.storage = storage;
+        const bool as_is = H5Tget_class(memtype) == H5T_COMPOUND || H5Tget_size(memtype) == 2;  // compound, bfloat16
+        h5::Id filetype = as_is ? h5::Id(H5Tcopy(memtype))
                           : H5Tequal(memtype, H5T_NATIVE_FLOAT) > 0 ? h5::Id(H5Tcopy(H5T_IEEE_F32LE))
                                                                     : h5::Id(H5Tcopy(H5T_STD_I64LE));
         if (H5Tget_class(memtype) == H5T_COMPOUND) h5::check(H5Tpack(filetype), "H5Tpack");
@@ -154,21 +205,36 @@ struct TraceWriter::Impl {
         h5::Id space = h5::check(H5Screate_simple(rank, dims, maxdims), p);
         h5::Id dcpl = h5::check(H5Pcreate(H5P_DATASET_CREATE), p);
         h5::check(H5Pset_chunk(dcpl, rank, chunk), p);
+        if (storage != Storage::Plain) {
+            h5::check(H5Pset_shuffle(dcpl), std::string("shuffle filter of ") + p);
+            h5::check(H5Pset_deflate(dcpl, kDeflateLevel), std::string("deflate filter of ") + p);
+        }
         h5::Id lcpl = h5::check(H5Pcreate(H5P_LINK_CREATE), p);
         h5::check(H5Pset_create_intermediate_group(lcpl, 1), p);
         t.dset = h5::check(H5Dcreate2(file, p, filetype, space, lcpl, dcpl, H5P_DEFAULT),
                            std::string("creating ") + p);
         t.memtype = std::move(memtype);
     }
-    Table make_table(const char* p, h5::Id memtype, hsize_t chunk_rows, hsize_t cols = 0) {
+    Table make_table(const char* p, h5::Id memtype, hsize_t chunk_rows, hsize_t cols = 0,
+                     Storage storage = Storage::Plain) {
         Table t;
-        make_dataset(t, p, std::move(memtype), chunk_rows, cols);
+        make_dataset(t, p, std::move(memtype), chunk_rows, cols, storage);
+        return t;
+    }
+    Table make_floats(const char* p, hsize_t chunk_rows, Storage storage) {
+        return make_table(p, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)), chunk_rows, 0, storage);
+    }
+    // Floats whose figure needs only 8 significant bits, stored as bfloat16 (converted on
+    // this thread, by push_floats).
+    Table make_bfloat16s(const char* p, hsize_t chunk_rows, Storage storage) {
+        Table t = make_table(p, h5::bfloat16_type(), chunk_rows, 0, storage);
+        t.bfloat16 = true;
         return t;
     }
     template <class Desc>
-    RowTable<Desc> make_table(const char* p, hsize_t chunk_rows) {
+    RowTable<Desc> make_table(const char* p, hsize_t chunk_rows, Storage storage = Storage::Plain) {
         RowTable<Desc> t;
-        make_dataset(t, p, s::layout<Desc>().type(), chunk_rows);
+        make_dataset(t, p, s::layout<Desc>().type(), chunk_rows, 0, storage);
         return t;
     }
 
@@ -237,16 +303,18 @@ struct TraceWriter::Impl {
         scaling_amax = make_table(s::kScalingAmax, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)), 64, scols);
         scaling_scale = make_table(s::kScalingScale, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)), 64, scols);
         operands = make_table<s::OperandTable>(s::kOperands, 256);
-        errors = make_table<s::ErrorTable>(s::kOperandErrors, 1024);
-        histogram = make_table(s::kOperandHistogram, h5::Id(H5Tcopy(H5T_NATIVE_INT64)), 8192);
-        channel_absmax = make_table(s::kOperandChannelAbsmax, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)), 16384);
-        top = make_table<s::TopTable>(s::kOperandTop, 2048);
-        amax_history = make_table(s::kOperandAmaxHistory, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)), 16384);
+        // The flat data behind (offset, count) spans compresses; chunk sizes measured on an
+        // H200 trace (docs/trace-format.md, "Storage").
+        errors = make_table<s::ErrorTable>(s::kOperandErrors, 1024, Storage::Padded);
+        histogram = make_table(s::kOperandHistogram, h5::Id(H5Tcopy(H5T_NATIVE_INT64)), 8192, 0, Storage::Padded);
+        channel_absmax = make_bfloat16s(s::kOperandChannelAbsmax, 16384, Storage::Padded);
+        top = make_table<s::TopTable>(s::kOperandTop, 2048, Storage::Padded);
+        amax_history = make_floats(s::kOperandAmaxHistory, 16384, Storage::Padded);
         blockmaps = make_table<s::BlockMapTable>(s::kBlockMaps, 256);
-        block_absmax = make_table(s::kBlockAbsmax, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)), 16384);
-        block_scale_inv = make_table(s::kBlockScaleInv, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)), 16384);
-        block_sqnr = make_table(s::kBlockSqnr, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)), 16384);
-        ops = make_table<s::OpTable>(s::kOpTimes, 4096);
+        block_absmax = make_bfloat16s(s::kBlockAbsmax, 16384, Storage::Padded);
+        block_scale_inv = make_floats(s::kBlockScaleInv, 16384, Storage::Padded);  // the scales: exact
+        block_sqnr = make_bfloat16s(s::kBlockSqnr, 16384, Storage::Padded);
+        ops = make_table<s::OpTable>(s::kOpTimes, 1024, Storage::WholeChunks);
         ranks = make_table<s::RankTable>(s::kRanks, 512);
         gemm_errors = make_table<s::GemmErrorTable>(s::kGemmErrors, 512);
 
@@ -302,7 +370,7 @@ struct TraceWriter::Impl {
         for (std::size_t i = 0; i < r.errors.size(); ++i) errors.add(static_cast<std::int32_t>(i), r.errors[i]);
         sp.channel_offset = channel_absmax.total();
         sp.channel_count = st.outliers.channel_absmax.size();
-        channel_absmax.push(st.outliers.channel_absmax.data(), sp.channel_count);
+        channel_absmax.push_floats(st.outliers.channel_absmax.data(), sp.channel_count);
         sp.top_offset = top.total();
         sp.top_count = st.outliers.top.size();
         for (const auto& t : st.outliers.top) top.add(t);
@@ -313,9 +381,9 @@ struct TraceWriter::Impl {
     }
     void add(const BlockMapRecord& r) {
         s::BlockMapSpan span{block_absmax.total(), r.absmax.size()};
-        block_absmax.push(r.absmax.data(), span.count);
+        block_absmax.push_floats(r.absmax.data(), span.count);
         block_scale_inv.push(r.scale_inv.data(), span.count);
-        block_sqnr.push(r.sqnr_db.data(), span.count);
+        block_sqnr.push_floats(r.sqnr_db.data(), span.count);
         blockmaps.add(r, span);
     }
     void add(const OpRecord& r) { ops.add(r); }
@@ -347,7 +415,8 @@ struct TraceWriter::Impl {
     }
 
     // Data first, then the rows that point into it, each flushed before the next group.
-    void flush_file() {
+    // `everything`: also the partial last chunks that wait for kTailInterval.
+    void flush_file(bool everything) {
         Table* data[] = {&histogram, &channel_absmax, &top, &amax_history, &errors, &block_absmax,
                          &block_scale_inv, &block_sqnr, &scaling_amax, &scaling_scale, &ops_names};
         Table* owners[] = {&operands, &blockmaps, &scaling_index, &steps, &events, &ops, &ranks, &gemm_errors};
@@ -356,10 +425,14 @@ struct TraceWriter::Impl {
             t->write();
             if (had) t->flush();
         }
+        const auto now = std::chrono::steady_clock::now();
         for (Table* t : owners) {
-            bool had = t->pending_rows() > 0;
-            t->write();
-            if (had) t->flush();
+            const bool tail = everything || t->storage != Storage::WholeChunks || now - t->tail_at >= kTailInterval;
+            const hsize_t had = t->rows;
+            t->write(tail);
+            if (t->rows == had) continue;
+            if (t->rows % t->chunk_rows) t->tail_at = now;
+            t->flush();
         }
         h5::check(H5Fflush(file, H5F_SCOPE_LOCAL), "flushing the file");
     }
@@ -405,7 +478,7 @@ struct TraceWriter::Impl {
                 bool due = now >= next_flush || stop || flush_target > flush_done ||
                            pending_bytes() > kEarlyFlushBytes;
                 if (due) {
-                    flush_file();
+                    flush_file(stop || flush_target > flush_done);  // flush() and close(): every row
                     next_flush = std::chrono::steady_clock::now() + options.flush_interval;
                     std::lock_guard lock(mu);
                     flush_done = flush_target;

@@ -240,7 +240,7 @@ TEST_F(TraceCli, MetaCsvHoldsTheRootAttributes) {
                                                  "capture_every", "blockmap_every", "rank", "world_size",
                                                  "grad_dtype", "baseline_run"}));
     ASSERT_EQ(rows[1].size(), rows[0].size());
-    EXPECT_EQ(rows[1][0], "4");
+    EXPECT_EQ(rows[1][0], std::to_string(fp8scope::trace::kFormatVersion));
     EXPECT_EQ(rows[1][5], "10");   // --capture-every 10
     EXPECT_EQ(rows[1][6], "100");  // block maps: 10 x the capture interval
     EXPECT_EQ(rows[1][7], "0");
@@ -280,7 +280,7 @@ TEST(TraceCliRanks, RanksCsvHoldsEveryRanksStepTimes) {
     ASSERT_EQ(meta.size(), 2u);
     ASSERT_EQ(meta[1].size(), 11u);
     EXPECT_EQ(meta[0][0], "format_version");
-    EXPECT_EQ(meta[1][0], "4");
+    EXPECT_EQ(meta[1][0], std::to_string(fp8scope::trace::kFormatVersion));
     // rank, world_size, grad_dtype, baseline_run (not recorded by this writer's caller)
     EXPECT_EQ(std::vector<std::string>(meta[1].begin() + 7, meta[1].end()),
               (std::vector<std::string>{"0", "2", "bf16", "-2"}));

@@ -83,4 +83,47 @@ inline void to_older_format(const std::string& path, std::int64_t version) {
     H5Fclose(f);
 }
 
+// Rewrites the float or integer dataset at `path` as a format 4 writer stored it: no
+// filters, floats in float32 (bfloat16 ones widened, exactly), the rows unchanged.
+inline void unfilter(hid_t file, const char* path) {
+    hid_t d = H5Dopen2(file, path, H5P_DEFAULT);
+    ASSERT_GE(d, 0) << path;
+    hid_t type = H5Dget_type(d), space = H5Dget_space(d), dcpl = H5Dget_create_plist(d);
+    const bool is_float = H5Tget_class(type) == H5T_FLOAT;
+    hid_t mem = is_float ? H5Tcopy(H5T_NATIVE_FLOAT) : H5Tcopy(type);
+    const hsize_t rows = static_cast<hsize_t>(H5Sget_simple_extent_npoints(space));
+    std::vector<unsigned char> bytes(rows * H5Tget_size(mem) + 1);
+    ASSERT_GE(H5Dread(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()), 0) << path;
+    H5Dclose(d);
+    ASSERT_GE(H5Premove_filter(dcpl, H5Z_FILTER_ALL), 0) << path;
+    ASSERT_GE(H5Ldelete(file, path, H5P_DEFAULT), 0);
+    const hsize_t maxdims = H5S_UNLIMITED;
+    hid_t new_space = H5Screate_simple(1, &rows, &maxdims);
+    hid_t nd = H5Dcreate2(file, path, is_float ? H5T_IEEE_F32LE : type, new_space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    ASSERT_GE(nd, 0) << path;
+    if (rows) EXPECT_GE(H5Dwrite(nd, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()), 0) << path;
+    H5Dclose(nd);
+    H5Sclose(new_space);
+    H5Tclose(mem);
+    H5Pclose(dcpl);
+    H5Sclose(space);
+    H5Tclose(type);
+}
+
+// Gives the trace at `path` the storage of format 4: every dataset uncompressed, channel
+// absmax and the block maps in float32.
+inline void to_format4(const std::string& path) {
+    hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(f, 0) << path;
+    for (const char* d : {"/operands/histogram", "/operands/channel_absmax", "/operands/amax_history",
+                          "/operands/errors", "/operands/top", "/blockmaps/absmax", "/blockmaps/scale_inv",
+                          "/blockmaps/sqnr_db", "/ops"})
+        unfilter(f, d);
+    const std::int64_t version = 4;
+    hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
+    EXPECT_GE(H5Awrite(a, H5T_NATIVE_INT64, &version), 0);
+    H5Aclose(a);
+    H5Fclose(f);
+}
+
 }  // namespace fp8scope::trace::testing

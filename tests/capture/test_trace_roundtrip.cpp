@@ -92,10 +92,10 @@ TEST(TraceRoundTrip, EveryQuantityComesBack) {
         EXPECT_EQ(r.capture_steps(run), (std::vector<std::int64_t>{0, 5, 10, 15}));
         auto all = r.operands(run, 10);
         ASSERT_EQ(all.size(), 12u);  // 2 linears x 6 slots
-        for (const auto& o : all) expect_same(o, sample_operand(m, o.key));
+        for (const auto& o : all) expect_same(o, as_stored(sample_operand(m, o.key)));
         auto one = r.operand({run, 15, 1, Gemm::Wgrad, Operand::DY});
         ASSERT_TRUE(one.has_value());
-        expect_same(*one, sample_operand(m, {run, 15, 1, Gemm::Wgrad, Operand::DY}));
+        expect_same(*one, as_stored(sample_operand(m, {run, 15, 1, Gemm::Wgrad, Operand::DY})));
         EXPECT_FALSE(r.operand({run, 16, 1, Gemm::Wgrad, Operand::DY}).has_value());
         EXPECT_FALSE(r.operand({run, 15, 1, Gemm::Fprop, Operand::DY}).has_value());
 
@@ -115,7 +115,7 @@ TEST(TraceRoundTrip, EveryQuantityComesBack) {
         EXPECT_EQ(r.blockmap_steps(run), (std::vector<std::int64_t>{0, 10}));
         auto maps = r.blockmaps({run, 10, 1, Gemm::Dgrad, Operand::DY});
         ASSERT_EQ(maps.size(), 3u);
-        for (int rec = 0; rec < 3; ++rec) expect_same(maps[rec], sample_blockmap({run, 10, 1, Gemm::Dgrad, Operand::DY}, rec));
+        for (int rec = 0; rec < 3; ++rec) expect_same(maps[rec], as_stored(sample_blockmap({run, 10, 1, Gemm::Dgrad, Operand::DY}, rec)));
         EXPECT_TRUE(r.blockmaps({run, 10, 0, Gemm::Dgrad, Operand::DY}).empty());
 
         auto op_times = r.ops(run, 12, 13);
@@ -139,10 +139,10 @@ TEST(TraceRoundTrip, EveryQuantityComesBack) {
     EXPECT_FALSE(r.refresh());  // a finished file does not grow
 }
 
-// Every dataset of a format 4 file, each compound table's columns in order (an empty
+// Every dataset of a format 5 file, each compound table's columns in order (an empty
 // list: a dataset of plain numbers), as docs/trace-format.md lists them.
 using Columns = std::vector<std::string>;
-const std::map<std::string, Columns>& format4_datasets() {
+const std::map<std::string, Columns>& format5_datasets() {
     static const std::map<std::string, Columns> d = {
         {"/meta/runs", {"name", "recipe"}},
         {"/meta/linears", {"name", "layer", "in_features", "out_features"}},
@@ -232,12 +232,12 @@ std::map<std::string, Columns> datasets_of(const std::string& path) {
 }
 
 TEST(TraceRoundTrip, FileHoldsTheDatasetsAndColumnsOfItsFormat) {
-    EXPECT_EQ(kFormatVersion, 4) << "a new format version: add its datasets and columns here";
+    EXPECT_EQ(kFormatVersion, 5) << "a new format version: add its datasets and columns here";
     TempDir dir;
     const std::string path = dir.file("run.h5");
     write_sample(path);
     const auto got = datasets_of(path);
-    const auto& want = format4_datasets();
+    const auto& want = format5_datasets();
     for (const auto& [ds, cols] : want) {
         auto it = got.find(ds);
         ASSERT_NE(it, got.end()) << "missing dataset " << ds;

@@ -149,7 +149,7 @@ void kill_and_check(int kill_after) {
     for (std::int64_t s = 0; s < flushed; s += m.capture_every) {
         auto o = r.operand({0, s, 1, Gemm::Dgrad, Operand::W});
         ASSERT_TRUE(o.has_value()) << "step " << s;
-        EXPECT_EQ(o->stats.outliers.channel_absmax, sample_operand(m, o->key).stats.outliers.channel_absmax);
+        EXPECT_EQ(o->stats.outliers.channel_absmax, as_stored(sample_operand(m, o->key)).stats.outliers.channel_absmax);
     }
     EXPECT_GE(r.scaling(0, 0, flushed).size(), static_cast<std::size_t>(flushed));
     EXPECT_GE(r.ops(0, 0, flushed).size(), static_cast<std::size_t>(3 * flushed));

@@ -237,6 +237,11 @@ TEST(TraceV1File, TodaysWriterWritesTheSameLayout) {
                 EXPECT_GE(H5Tget_member_index(tb, added), 0) << added;
         } else if (H5Tget_class(ta) == H5T_COMPOUND) {
             expect_same_members(ds, ta, tb);
+        } else if (std::string(ds) == "/operands/channel_absmax" || std::string(ds) == "/blockmaps/absmax" ||
+                   std::string(ds) == "/blockmaps/sqnr_db") {
+            // Since format 5 in bfloat16: still a float, of 2 bytes.
+            EXPECT_EQ(H5Tget_class(tb), H5T_FLOAT) << ds;
+            EXPECT_EQ(H5Tget_size(tb), 2u) << ds;
         } else {
             EXPECT_GT(H5Tequal(ta, tb), 0) << ds << ": the element type changed";
         }

@@ -138,6 +138,31 @@ inline BlockMapRecord sample_blockmap(OperandKey key, int quantizer, std::int32_
     return b;
 }
 
+// A float as a format 5 trace stores it in bfloat16: the upper 16 bits of the float32,
+// rounded to the nearest, ties to even (written here with bits, not HDF5's conversion).
+inline float as_bfloat16(float x) {
+    if (std::isnan(x)) return x;
+    std::uint32_t u;
+    std::memcpy(&u, &x, 4);
+    u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+    std::memcpy(&x, &u, 4);
+    return x;
+}
+inline void round_to_bfloat16(std::vector<float>& v) {
+    for (float& x : v) x = as_bfloat16(x);
+}
+// A record as a format 5 trace gives it back: channel absmax, block absmax and block SQNR
+// in bfloat16 (docs/trace-format.md, "Storage").
+inline OperandRecord as_stored(OperandRecord o) {
+    round_to_bfloat16(o.stats.outliers.channel_absmax);
+    return o;
+}
+inline BlockMapRecord as_stored(BlockMapRecord b) {
+    round_to_bfloat16(b.absmax);
+    round_to_bfloat16(b.sqnr_db);
+    return b;
+}
+
 inline OpRecord sample_op(int run, std::int64_t step, int i) {
     // Times wrap (unsigned arithmetic) rather than overflow at the extreme steps of the
     // hostile-file tests.
