@@ -9,6 +9,7 @@
 //   Fp8Ops          the cast of a GEMM operand under a recipe, and the GEMMs
 //   OptimizerOps    FP8 gradient sums, the gradient norm, AdamW
 //   AnalysisOps     the statistics and errors of one tensor (fp8/analysis.h)
+//   NonFiniteOps    the scan for a training run's first NaN or Inf operand
 //   KernelTracing   op scopes and the kernels a device ran
 // Operands travel as device-neutral descriptors (backend/tensor_desc.h).
 #pragma once
@@ -21,6 +22,7 @@
 #include "backend/layer_ops.h"
 #include "backend/optimizer_ops.h"
 #include "backend/analysis_ops.h"
+#include "backend/nonfinite_ops.h"
 #include "backend/tensor_desc.h"
 
 namespace fp8scope {
@@ -30,6 +32,7 @@ class Backend : public DeviceMemory,
                 public Fp8Ops,
                 public OptimizerOps,
                 public AnalysisOps,
+                public NonFiniteOps,
                 public KernelTracing {
 public:
     ~Backend() override = default;

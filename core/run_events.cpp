@@ -19,6 +19,8 @@ const char* event_kind_name(EventKind k) {
         case EventKind::KernelTiming: return "kernel_timing";
         case EventKind::Health: return "health";
         case EventKind::Injection: return "injection";
+        case EventKind::FirstNonFinite: return "first_non_finite";
+        case EventKind::CheckpointSkipped: return "checkpoint_skipped";
     }
     return "unknown";
 }

@@ -22,8 +22,10 @@ enum class EventKind : std::int32_t {
     KernelTiming = 12, // detail: kernel timing on, off and why, or records it dropped
     Health = 13,       // a data-parallel health check: pre-flight, a straggler, a rank lost
     Injection = 14,    // an outlier injection starts or ends; detail: "start: x of blocks.1.mlp.fc2 ..."
+    FirstNonFinite = 15,     // the run's first NaN/Inf: step, rank, layer, linear, GEMM, operand, block
+    CheckpointSkipped = 16,  // a checkpoint not written from a state holding a NaN/Inf; detail: path and why
 };
-constexpr EventKind kLastEventKind = EventKind::Injection;
+constexpr EventKind kLastEventKind = EventKind::CheckpointSkipped;
 constexpr int kEventKinds = static_cast<int>(kLastEventKind) + 1;
 
 const char* event_kind_name(EventKind k);  // "rewind", "non_finite", ...

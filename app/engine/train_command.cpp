@@ -155,6 +155,26 @@ std::string resume_refused(const std::string& path, const Resumed& resumed, cons
 
 void report(const std::string& what) { std::fprintf(stderr, "fp8scope-engine: error: %s\n", what.c_str()); }
 
+// The first NaN/Inf of the run (engine/nonfinite_watch.h); `job_rank`: the rank that held
+// the job's first, -1 when no other rank's is known.
+nlohmann::json nonfinite_json(const NonFiniteRecord& r, int job_rank) {
+    nlohmann::json j = {{"source", nonfinite_source_name(r.source)}, {"step", r.step}, {"rank", r.rank},
+                        {"run", r.run}, {"detail", r.describe()}};
+    if (job_rank >= 0) j["job_rank"] = job_rank;
+    if (r.source != NonFiniteRecord::Source::Operand) return j;
+    j.update({{"layer", r.layer},
+              {"linear", r.linear},
+              {"linear_name", r.linear_name},
+              {"recipe", r.recipe},
+              {"gemm", gemm_name(r.gemm)},
+              {"operand", operand_name(r.operand)},
+              {"shape", {r.rows, r.cols}},
+              {"element", {r.row, r.col}},
+              {"block_shape", {r.block_rows, r.block_cols}},
+              {"block", r.block >= 0 ? nlohmann::json(r.block) : nlohmann::json()}});
+    return j;
+}
+
 void print_table(const TrainSummary& s, const trace::TraceMeta& meta) {
     const RunSummary* first_baseline = nullptr;
     for (const auto& r : s.runs)
@@ -342,6 +362,8 @@ int run_train(const TrainOptions& o) {
             if (seeds) out["runs"].back()["name"] = meta.runs[i].name;
         }
         if (seeds) out["seeds"] = seed_json(*seeds);
+        out["first_nonfinite"] = s.first_nonfinite ? nonfinite_json(*s.first_nonfinite, s.first_nonfinite_rank)
+                                                   : nlohmann::json();
         std::printf("%s\n", dump_json(out).c_str());
     } else {
         print_table(s, meta);

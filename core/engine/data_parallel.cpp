@@ -15,7 +15,7 @@ namespace fp8scope {
 namespace {
 
 // A StepShare on the wire: the record's numbers, the stop flag, then the requests. The
-// fields go one after another in this order, 60 bytes with no padding between them (a
+// fields go one after another in this order, 68 bytes with no padding between them (a
 // struct's padding would carry whatever the stack held to every peer).
 struct WireShare {
     std::int64_t step;
@@ -23,13 +23,14 @@ struct WireShare {
     double compute_ms, comm_ms, step_ms;
     float loss;
     double grad_bytes, grad_error;
+    std::int64_t nonfinite_step;
 };
 
 // Calls f on every field of `w` in wire order.
 template <class W, class F>
 void for_each_field(W& w, F&& f) {
     f(w.step), f(w.rank), f(w.stop), f(w.compute_ms), f(w.comm_ms), f(w.step_ms), f(w.loss), f(w.grad_bytes),
-        f(w.grad_error);
+        f(w.grad_error), f(w.nonfinite_step);
 }
 
 std::size_t wire_bytes() {
@@ -43,7 +44,8 @@ std::size_t wire_bytes() {
 
 std::string DataParallel::encode_share(const StepShare& s) {
     const WireShare w{s.record.step,    s.record.rank, s.stop ? 1 : 0,     s.record.compute_ms, s.record.comm_ms,
-                      s.record.step_ms, s.record.loss, s.record.grad_bytes, s.record.grad_error};
+                      s.record.step_ms, s.record.loss, s.record.grad_bytes, s.record.grad_error,
+                      s.record.nonfinite_step};
     std::string out;
     for_each_field(w, [&](const auto& v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); });
     return out + s.requests;
@@ -64,6 +66,8 @@ std::string invalid(const WireShare& w, const std::string& requests, int from, s
         return "gradient bytes " + std::to_string(w.grad_bytes) + ", expected finite and not negative";
     if (!std::isnan(w.grad_error) && !(std::isfinite(w.grad_error) && w.grad_error >= 0))
         return "gradient error " + std::to_string(w.grad_error) + ", expected NaN or finite and not negative";
+    // A step a rewind went back from may lie ahead of this one.
+    if (w.nonfinite_step < 0) return "non-finite step " + std::to_string(w.nonfinite_step) + ", expected 0 or more";
     if (from != 0 && !requests.empty()) return "control requests, which only rank 0 sends";
     return {};
 }
@@ -85,7 +89,8 @@ DataParallel::StepShare DataParallel::decode_share(const std::string& blob, int 
     s.requests = blob.substr(n);
     if (const std::string why = invalid(w, s.requests, from, step); !why.empty())
         throw RendezvousError("rank " + std::to_string(from) + " sent a step record with " + why);
-    s.record = RankStepRecord{w.step, w.rank, w.compute_ms, w.comm_ms, w.step_ms, w.loss, w.grad_bytes, w.grad_error};
+    s.record = RankStepRecord{w.step,       w.rank, w.compute_ms, w.comm_ms, w.step_ms, w.loss, w.grad_bytes,
+                              w.grad_error, w.nonfinite_step};
     s.stop = w.stop != 0;
     return s;
 }

@@ -56,7 +56,8 @@ StepAgreement DataParallelStep::agree(std::int64_t step, double step_ms, std::de
     StepAgreement out;
     DataParallel::StepShare mine;
     const DataParallel::GradTraffic traffic = dp_.take_traffic();
-    mine.record = RankStepRecord{step, rank(), compute_ms_, comm_ms_, step_ms, rank_loss_, traffic.bytes, traffic.error};
+    mine.record = RankStepRecord{step,       rank(),        compute_ms_,   comm_ms_,       step_ms,
+                                 rank_loss_, traffic.bytes, traffic.error, nonfinite_step_};
     std::deque<ControlRequest> shared;
     for (ControlRequest& r : std::exchange(held_, {})) {
         if (r.kind == ControlRequest::Stop) mine.stop = true;

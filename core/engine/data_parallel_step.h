@@ -34,6 +34,9 @@ public:
     StepAgreement agree(std::int64_t step, double step_ms, std::deque<ControlRequest> local) override;
     std::deque<ControlRequest> requests_due(std::deque<ControlRequest> local) override;
     bool writes_checkpoints() const override { return dp_.rank() == 0; }
+    void hold_nonfinite(std::int64_t step) override {
+        if (!nonfinite_step_) nonfinite_step_ = step;
+    }
     std::optional<DType> grad_dtype() const override { return dp_.grad_dtype(); }
 
 private:
@@ -44,6 +47,7 @@ private:
     clock::time_point run_start_;
     double compute_ms_ = 0, comm_ms_ = 0;  // this rank's share of the step
     float rank_loss_ = 0;                  // this rank's own loss of run 0
+    std::int64_t nonfinite_step_ = 0;      // hold_nonfinite
     int runs_ = 0;                         // models attached: the runs a switch may name
     std::deque<ControlRequest> held_;      // made here, for the step's agreement
     std::deque<ControlRequest> agreed_;    // what every rank applies next

@@ -18,7 +18,7 @@ struct Fp8Linear::Cached {
 
 Fp8Linear::Fp8Linear(Backend& backend, std::vector<LinearInfo> linears)
     : backend_(backend), linears_(std::move(linears)), output_check_(backend), xs_(backend), ws_(backend),
-      injector_(backend), pending_(backend) {
+      injector_(backend), watch_(backend), pending_(backend) {
     snapshot_.resize(linears_.size());
     for (std::size_t i = 0; i < linears_.size(); ++i) {
         auto c = std::make_unique<Cached>();
@@ -122,6 +122,7 @@ void Fp8Linear::cast_copies(Operand o, const TensorDesc& values, bool training, 
                             GemmOperand& columnwise) {
     // Evaluation casts only the rowwise copy and leaves the histories as they are.
     const Uses u = uses(linear, o);
+    if (training) watch(o, values, *u.rowwise, linear);
     if (!u.split() || !training) {
         rowwise = cast(o, values, *u.rowwise, training, true, training, storage, linear, training);
         return;
@@ -129,6 +130,18 @@ void Fp8Linear::cast_copies(Operand o, const TensorDesc& values, bool training, 
     if (!apart_storage) apart_storage = backend_.make_operand_storage();
     rowwise = cast(o, values, *u.rowwise, true, true, false, storage, linear, true);
     columnwise = cast(o, values, *u.columnwise, true, false, true, *apart_storage, linear, true);
+}
+
+// The operand as its first GEMM reads it, blocked as that GEMM's rowwise copy is.
+void Fp8Linear::watch(Operand o, const TensorDesc& values, const TrainingRecipe& recipe, int linear) {
+    const LinearInfo& info = linears_[std::size_t(linear)];
+    NonFiniteSite site{std::int64_t(step_), info.layer, linear, info.name, recipe.name, operand_gemms(o).first, o,
+                       values.rows, values.cols, 0, 0};
+    if (const auto& r = recipe.operand(o)) {
+        const GemmOperand blocked = operand_of(*r);
+        site.block_rows = blocked.block_rows, site.block_cols = blocked.block_cols;
+    }
+    watch_.check(values, std::move(site));
 }
 
 void Fp8Linear::flush_reports() {

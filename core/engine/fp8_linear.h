@@ -32,6 +32,7 @@
 #include "backend.h"
 #include "engine/capture_sink.h"
 #include "engine/gemm_output_check.h"
+#include "engine/nonfinite_watch.h"
 #include "engine/operand_injector.h"
 #include "fp8/precision_plan.h"
 #include "fp8/training_recipe.h"
@@ -90,6 +91,9 @@ public:
     std::vector<std::uint8_t> save_state() const;
     void load_state(const std::vector<std::uint8_t>& bytes);  // throws std::runtime_error
 
+    // The first NaN or Inf among the training casts' operands (engine/nonfinite_watch.h).
+    NonFiniteWatch& nonfinite() { return watch_; }
+
     // The delayed state of one operand under the recipe of its rowwise copy (nullopt if not
     // delayed).
     std::optional<DelayedState> delayed_state(int linear, Operand o) const;
@@ -117,6 +121,7 @@ private:
                      GemmOperand& columnwise);
     void capture(int linear, Gemm g, Operand o, const TensorDesc& values, const std::optional<DelayedState>& state,
                  bool transposed_repeat = false);
+    void watch(Operand o, const TensorDesc& values, const TrainingRecipe& recipe, int linear);
     int layer_of(int linear) const;
     TensorDesc smoothed(DeviceBuffer<float>& scratch, const TensorDesc& in, const float* smooth, bool inverse);
     // The operand as its training cast reads it: smoothed, then injected.
@@ -142,6 +147,7 @@ private:
     bool defer_ = false;
     std::uint64_t seed_ = 0, step_ = 0;  // set_rounding
     OperandInjector injector_;
+    NonFiniteWatch watch_;
     DeviceBuffer<float> pending_;                                // (linears x 3) amaxes
     std::vector<std::pair<AmaxHistory*, std::size_t>> pushes_;  // history, slot in pending_
 };

@@ -344,6 +344,8 @@ std::optional<DelayedState> Model::delayed_state(int linear, Operand o) const {
 
 void Model::set_plan(PrecisionPlan plan) { impl_->linear.set_plan(std::move(plan)); }
 const PrecisionPlan& Model::plan() const { return impl_->linear.plan(); }
+NonFiniteWatch& Model::nonfinite() { return impl_->linear.nonfinite(); }
+
 void Model::set_rounding(std::uint64_t seed, std::uint64_t step) { impl_->linear.set_rounding(seed, step); }
 
 void Model::set_injections(const std::vector<Injection>& list, std::int64_t rows) {

@@ -24,6 +24,7 @@
 namespace fp8scope {
 
 class StepSync;
+class NonFiniteWatch;
 
 struct ParamTensor {
     std::string name;                // "blocks.0.attn.qkv.weight", "wte", ...
@@ -85,6 +86,9 @@ public:
     void push_pending_amaxes();
     // Delayed scaling's state of one operand under the current recipe (nullopt: not delayed).
     std::optional<DelayedState> delayed_state(int linear, Operand o) const;
+
+    // The first NaN or Inf among the training casts' operands (engine/nonfinite_watch.h).
+    NonFiniteWatch& nonfinite();
 
     // Loss only: no activations kept for backward, amax histories untouched.
     float evaluate(const std::int32_t* tokens, const std::int32_t* targets, int B, int T);

@@ -61,6 +61,9 @@ public:
     // Between steps, given the requests made on this process since the last call here or
     // to agree(): the requests to apply now.
     virtual std::deque<ControlRequest> requests_due(std::deque<ControlRequest> local) = 0;
+    // This rank's first NaN/Inf was at `step`: it goes with every agreement from now on
+    // (RankStepRecord::nonfinite_step), so the job knows which rank held the first.
+    virtual void hold_nonfinite(std::int64_t /*step*/) {}
     // Whether this process writes the job's checkpoints.
     virtual bool writes_checkpoints() const = 0;
     // The type gradient sums travel in between ranks; none in a job of one.

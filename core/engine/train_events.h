@@ -37,6 +37,7 @@ struct RankStepRecord {
     double grad_bytes = 0.0;        // bytes this rank put into the gradient sums (all runs)
     double grad_error = std::numeric_limits<double>::quiet_NaN();  // relative L2 error of
                                     // compressed gradient sums, where measured (DataParallelOptions)
+    std::int64_t nonfinite_step = 0;  // the step of this rank's first NaN/Inf (0: none yet)
 };
 
 struct TrainEvent {

@@ -29,6 +29,7 @@ struct Trainer::Run {
     CaptureSink* sink = nullptr;
     float last_loss = std::numeric_limits<float>::quiet_NaN();
     std::optional<float> last_eval;
+    bool nonfinite_reported = false;   // its first NaN/Inf is on record
 };
 
 Trainer::Trainer(const TrainConfig& config, Backend& backend, StepSync* sync)
@@ -184,6 +185,16 @@ void Trainer::agree(double step_ms) {
     for (const RankStepRecord& r : agreed.ranks)
         for (auto* o : observers_) o->on_rank_step(r);
     for (const std::string& finding : agreed.health) emit(EventKind::Health, -1, finding);
+    // The job's first NaN/Inf: the lowest step, then the lowest rank, once.
+    const RankStepRecord* first = nullptr;
+    for (const RankStepRecord& r : agreed.ranks)
+        if (r.nonfinite_step > 0 && (!first || r.nonfinite_step < first->nonfinite_step)) first = &r;
+    if (first && first_nonfinite_rank_ < 0) {
+        first_nonfinite_rank_ = first->rank;
+        emit(EventKind::FirstNonFinite, -1,
+             "job: rank " + std::to_string(first->rank) + " held the first non-finite value, at step " +
+                 std::to_string(first->nonfinite_step));
+    }
 }
 
 // --- the loop ---------------------------------------------------------------------
@@ -200,9 +211,10 @@ TrainSummary Trainer::run() {
         step();
     }
     std::string last;
-    if (sync_->writes_checkpoints() && !config_.checkpoint.dir.empty() && error_.empty()) {
+    // A run that gave up on a non-finite value says which checkpoint it did not write.
+    if (sync_->writes_checkpoints() && !config_.checkpoint.dir.empty() && (error_.empty() || !unclean_.empty())) {
         last = default_checkpoint_path();
-        write_checkpoint(last);
+        if (!write_checkpoint(last)) last.clear();
     }
     checkpoints_.wait();
     report_checkpoints();
@@ -248,9 +260,13 @@ bool Trainer::step() {
         const Batch& batch = batches_[i % batches_.size()];
         float loss = rep.model.forward(batch.tokens.data(), batch.targets.data(), batch.B, batch.T);
         const int r = static_cast<int>(i);
+        const bool own_finite = std::isfinite(loss);
         loss = sync_->loss(r, loss);  // every rank decides on the same loss
-        if (!std::isfinite(loss))
+        if (!std::isfinite(loss)) {
+            // A rank whose own loss was finite held none of it: the ranks that did report theirs.
+            if (!own_finite) find_nonfinite(rep, r, NonFiniteRecord::Source::Loss);
             return recover(b, EventKind::NonFinite, r, "loss " + std::to_string(loss) + " on batch " + std::to_string(b));
+        }
         if (config_.rewind.enabled && static_cast<int>(rep.recent_losses.size()) >= config_.rewind.window) {
             double mean = 0.0;
             for (float l : rep.recent_losses) mean += l;
@@ -265,12 +281,18 @@ bool Trainer::step() {
         double norm = 0;
         {
             OpTimer timer(rep.sink, backend_, "optimizer", -1);
+            rep.model.nonfinite().stage();  // lands with the norm's read back
             norm = backend_.grad_norm(rep.model.grads().data(), n);
             if (std::isfinite(norm))
                 rep.adam->step(rep.model.params(), rep.model.grads(), lr, clip_factor(norm, config_.optimizer.grad_clip));
         }
-        if (!std::isfinite(norm))
+        if (auto found = rep.model.nonfinite().poll()) report_nonfinite(rep, r, std::move(*found));
+        if (!std::isfinite(norm)) {
+            // The norm of a job's summed gradients is every rank's: only a job of one can say
+            // the gradients themselves held the first one.
+            if (sync_->world_size() == 1) find_nonfinite(rep, r, NonFiniteRecord::Source::Gradient);
             return recover(b, EventKind::NonFinite, r, "gradient norm " + std::to_string(norm) + " on batch " + std::to_string(b));
+        }
         double seconds = std::chrono::duration<double>(clock::now() - t0).count();
 
         StepRecord rec;
@@ -335,6 +357,8 @@ std::vector<float> Trainer::evaluate() {
 
 bool Trainer::recover(std::uint64_t batch, EventKind why, int run, const std::string& detail) {
     emit(why, run, detail);
+    // Kept unless a rewind restores the last good state.
+    if (why == EventKind::NonFinite) unclean_ = "step " + std::to_string(step_ + 1) + " held a non-finite " + detail;
     if (!config_.rewind.enabled) {
         if (why == EventKind::NonFinite) {
             error_ = "non-finite " + detail + " at step " + std::to_string(step_ + 1) + " (rewind disabled)";
@@ -351,6 +375,7 @@ bool Trainer::recover(std::uint64_t batch, EventKind why, int run, const std::st
     skipped.insert(batch);
     std::int64_t rewinds = rewinds_ + 1;
     apply_state(snapshot_->state, snapshot_.get());
+    unclean_.clear();
     skipped_ = std::move(skipped);  // skips outlive the rewind, or the same batch comes back
     rewinds_ = rewinds;
     emit(EventKind::Rewind, run,
@@ -358,8 +383,75 @@ bool Trainer::recover(std::uint64_t batch, EventKind why, int run, const std::st
     return true;
 }
 
+// --- non-finite values ----------------------------------------------------------------
+
+void Trainer::find_nonfinite(Run& rep, int run, NonFiniteRecord::Source source) {
+    if (rep.nonfinite_reported) return;
+    std::optional<NonFiniteRecord> found = rep.model.nonfinite().read_now();
+    if (!found) {
+        found.emplace();
+        found->source = source;
+        found->step = step_ + 1;
+    }
+    report_nonfinite(rep, run, std::move(*found));
+}
+
+void Trainer::report_nonfinite(Run& rep, int run, NonFiniteRecord record) {
+    if (rep.nonfinite_reported) return;
+    rep.nonfinite_reported = true;
+    record.run = run;
+    record.rank = sync_->rank();
+    sync_->hold_nonfinite(record.step);
+    if (!first_nonfinite_ || record.step < first_nonfinite_->step) first_nonfinite_ = record;
+    emit(EventKind::FirstNonFinite, run, record.describe());
+}
+
+namespace {
+
+// "run 0's parameters: a NaN/Inf (first at 1234)"; empty when all are finite.
+std::string nonfinite_in(const std::vector<float>& values, const std::string& what) {
+    for (std::size_t i = 0; i < values.size(); ++i)
+        if (!std::isfinite(values[i])) return what + ": a NaN/Inf (first at " + std::to_string(i) + ")";
+    return {};
+}
+
+}  // namespace
+
+std::string Trainer::nonfinite_state(const TrainState* s) const {
+    if (!unclean_.empty()) return unclean_;
+    for (std::size_t i = 0; i < runs_.size(); ++i) {
+        const Run& rep = *runs_[i];
+        const std::string run = "run " + std::to_string(i) + "'s ";
+        if (s) {
+            const RunState& r = s->runs.at(i);
+            for (const auto& [values, what] : {std::pair{&r.params, "parameters"}, {&r.m, "AdamW m"}, {&r.v, "AdamW v"}})
+                if (std::string why = nonfinite_in(*values, run + what); !why.empty()) return why;
+        }
+        // Delayed scaling's histories are read back only where a NaN/Inf may have reached them.
+        if (!s && !rep.nonfinite_reported) continue;
+        for (int l = 0; l < int(rep.model.linears().size()); ++l)
+            for (Operand o : {Operand::X, Operand::W, Operand::DY}) {
+                const std::optional<DelayedState> d = rep.model.delayed_state(l, o);
+                if (!d) continue;
+                std::vector<float> values(d->history().begin(), d->history().end());
+                values.push_back(d->scale());
+                if (std::string why = nonfinite_in(values, run + "delayed scaling state of " +
+                                                               rep.model.linears()[std::size_t(l)].name + " " +
+                                                               std::string(operand_name(o)));
+                    !why.empty())
+                    return why;
+            }
+    }
+    return {};
+}
+
 void Trainer::take_snapshot() {
     if (!config_.rewind.enabled) return;
+    // A rewind must find a good state: the last one stays when this one holds a NaN/Inf.
+    if (const std::string why = nonfinite_state(nullptr); !why.empty()) {
+        emit(EventKind::Health, -1, "snapshot at step " + std::to_string(step_) + " not taken: " + why);
+        return;
+    }
     if (!snapshot_) snapshot_ = std::make_unique<Snapshot>();
     snapshot_->state = state(false);
     snapshot_->arrays.resize(runs_.size());
@@ -415,6 +507,7 @@ void Trainer::restore(const TrainState& s) {
                                         std::to_string(runs_[i]->model.num_params()) +
                                         " (a different model config)");
     apply_state(s, nullptr);
+    unclean_.clear();
 }
 
 void Trainer::apply_state(const TrainState& s, const Snapshot* arrays) {
@@ -443,7 +536,15 @@ void Trainer::apply_state(const TrainState& s, const Snapshot* arrays) {
 
 void Trainer::save_checkpoint(const std::string& path) const { fp8scope::save_checkpoint(path, state()); }
 
-void Trainer::write_checkpoint(std::string path) { checkpoints_.write(std::move(path), state()); }
+bool Trainer::write_checkpoint(std::string path) {
+    TrainState s = state();
+    if (const std::string why = nonfinite_state(&s); !why.empty()) {
+        emit(EventKind::CheckpointSkipped, -1, path + " not written: " + why);
+        return false;
+    }
+    checkpoints_.write(std::move(path), std::move(s));
+    return true;
+}
 
 void Trainer::report_checkpoints() {
     for (const CheckpointWriter::Done& d : checkpoints_.finished()) {
@@ -487,6 +588,8 @@ std::string Trainer::default_checkpoint_path() const {
 
 TrainSummary Trainer::summary() const {
     TrainSummary s;
+    s.first_nonfinite = first_nonfinite_;
+    s.first_nonfinite_rank = first_nonfinite_rank_;
     s.steps = step_;
     s.rewinds = rewinds_;
     s.stopped = stopping_ && step_ < config_.steps;

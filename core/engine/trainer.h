@@ -37,6 +37,7 @@
 #include "engine/checkpoint_writer.h"
 #include "engine/data.h"
 #include "engine/model.h"
+#include "engine/nonfinite_watch.h"
 #include "engine/optimizer.h"
 #include "engine/schedule.h"
 #include "engine/step_sync.h"
@@ -58,6 +59,11 @@ struct TrainSummary {
     bool stopped = false;               // ended by stop() before config.steps
     std::string error;                  // non-empty: training gave up (NaN without rewind, ...)
                                         // or a checkpoint failed to write or read back
+    // The first NaN/Inf of the runs (lowest step, then run); in a data-parallel job this
+    // rank's, and first_nonfinite_rank the rank that held the job's first (lowest step,
+    // then rank; -1: none).
+    std::optional<NonFiniteRecord> first_nonfinite;
+    int first_nonfinite_rank = -1;
 };
 
 class Trainer {
@@ -136,8 +142,17 @@ private:
     // The end of a step: the job's agreement on it, to the observers.
     void agree(double step_ms);
     // Periodic, requested and final checkpoints: the state copied now, the file written in
-    // the background (CheckpointWriter); events when written.
-    void write_checkpoint(std::string path);
+    // the background (CheckpointWriter); events when written. A state holding a NaN/Inf
+    // (nonfinite_state) is not written: a CheckpointSkipped event says why; false.
+    bool write_checkpoint(std::string path);
+    // Why the state must not be kept (empty: it may): a step not rewound after a non-finite
+    // loss or gradient, a NaN/Inf in delayed scaling's state (read when a run's watch found
+    // one, or for a checkpoint) or, given `s`, in its parameters or moments.
+    std::string nonfinite_state(const TrainState* s) const;
+    // A run's first NaN/Inf: the watch's operand record when it has one, else `source` at
+    // this step (the failure path: reads the watch at once).
+    void find_nonfinite(Run& rep, int run, NonFiniteRecord::Source source);
+    void report_nonfinite(Run& rep, int run, NonFiniteRecord record);
     void report_checkpoints();
     // After the final checkpoint: read it back and compare it with the trained state.
     void landing_check(const std::string& path);
@@ -168,6 +183,9 @@ private:
     std::map<std::uint64_t, float> corruptions_;
     std::vector<Batch> batches_;  // this step's batch of every seed
 
+    std::optional<NonFiniteRecord> first_nonfinite_;
+    int first_nonfinite_rank_ = -1;  // of the job (StepAgreement)
+    std::string unclean_;            // set by a non-finite step that was not rewound
     bool paused_ = false, stopping_ = false;
     std::string error_;
     // The first checkpoint that failed to write or read back: training goes on (every rank

@@ -2,6 +2,7 @@
 // and the fused analysis. The cast and the GEMMs are in cpu_backend_gemm.cpp.
 #include "cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -13,6 +14,7 @@
 #include "cpu/blas.h"
 #include "cpu/chunks.h"
 #include "cpu/cpu_info.h"
+#include "cpu/nonfinite.h"
 #include "cpu/ops/activation.h"
 #include "cpu/ops/adamw.h"
 #include "cpu/ops/attention.h"
@@ -208,6 +210,12 @@ void CpuBackend::dequantize_sum(float* out, const void* slots, std::int64_t slot
 float CpuBackend::scaling_amax(const TensorDesc& x) {
     // The amax does not depend on the layout: a transposed view is read as it is stored.
     return fp8scope::scaling_amax(MatrixView{cpu_f32(x), 1, x.numel()});
+}
+
+void CpuBackend::find_nonfinite(const TensorDesc& x, std::uint32_t tag, std::uint64_t* first) {
+    if (*first != kNoNonFinite && (*first >> 32) <= tag) return;  // an earlier site holds the first
+    const std::int64_t i = first_nonfinite(x.data, x.dtype, x.numel());
+    if (i >= 0) *first = std::min(*first, nonfinite_key(tag, std::uint64_t(i)));
 }
 
 Analysis CpuBackend::analyze(const TensorDesc& x, const std::vector<Recipe>& recipes, const StatsOptions& opt,

@@ -96,8 +96,14 @@ public:
                      const AnalysisExtras& extras) override;
     OutputError output_error(const TensorDesc& out, const TensorDesc& reference) override;  // output_error.cpp
 
+    // NonFiniteOps: cpu/nonfinite.h in plain code; the staged copy is taken at once.
+    void find_nonfinite(const TensorDesc& x, std::uint32_t tag, std::uint64_t* first) override;
+    void stage_nonfinite(const std::uint64_t* first) override { staged_nonfinite_ = *first; }
+    std::uint64_t staged_nonfinite() const override { return staged_nonfinite_; }
+
 private:
     int threads_;
+    std::uint64_t staged_nonfinite_ = kNoNonFinite;
 };
 
 // The float32 data of t; throws unless t is F32 (the CPU backend's only float type).

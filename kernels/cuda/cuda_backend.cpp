@@ -104,6 +104,7 @@ CudaBackend::~CudaBackend() {
     if (report_device_) cudaFree(report_device_);
     if (report_host_) cudaFreeHost(report_host_);
     if (host_results_) cudaFreeHost(host_results_);
+    if (nonfinite_host_) cudaFreeHost(nonfinite_host_);
 }
 
 CudaBackend::OwnedStream::~OwnedStream() {

@@ -156,6 +156,11 @@ public:
     // cuda/analysis/output_error.h on the stream (cuda_backend_output_error.cpp).
     OutputError output_error(const TensorDesc& out, const TensorDesc& reference) override;
 
+    // NonFiniteOps: cuda/ops/nonfinite.h on the stream (cuda_backend_nonfinite.cpp).
+    void find_nonfinite(const TensorDesc& x, std::uint32_t tag, std::uint64_t* first) override;
+    void stage_nonfinite(const std::uint64_t* first) override;
+    std::uint64_t staged_nonfinite() const override;
+
     // KernelTracing: CUPTI (kernel_tracer.h), op scopes as NVTX ranges as well
     // (cuda_backend_tracing.cpp).
     void begin_op(std::uint64_t scope, const char* name) override;
@@ -224,6 +229,7 @@ private:
     std::vector<DecayRun> decay_uploaded_;  // what decay_runs_ holds
     std::unique_ptr<cuda::WeightMirror> mirror_;  // BF16 weight copies AdamW keeps current
     void* host_results_ = nullptr;  // pinned: mean loss, grad norm, amax
+    std::uint64_t* nonfinite_host_ = nullptr;  // pinned: stage_nonfinite's copy
     std::unique_ptr<Scratch> output_error_sums_ = std::make_unique<Scratch>(*this);  // output_error()
 
     // Cast reports (see the top of the file).

@@ -356,18 +356,18 @@ TEST(DataParallel, AStepRecordCarriesItsFieldsAndNoOtherByte) {
     run_job(2, "cpu", tiny_config(3, "baseline"), [&](Rank& r) {
         if (r.env.rank == 0) {
             DataParallel::StepShare mine;
-            mine.record = RankStepRecord{1, 0, 1.5, 2.5, 4.5, 3.25f, 1024.0, 0.125};
+            mine.record = RankStepRecord{1, 0, 1.5, 2.5, 4.5, 3.25f, 1024.0, 0.125, 9};
             mine.stop = true;
             mine.requests = "5 -1 7 \n";
             r.dp->exchange(mine);
         } else {
             got = r.rendezvous->all_gather(packed(std::int64_t(1), std::int32_t(1), std::int32_t(0), 0.0, 0.0, 0.0,
-                                                  0.0f, 0.0, 0.0))[0];
+                                                  0.0f, 0.0, 0.0, std::int64_t(0)))[0];
         }
     });
     const std::string want = packed(std::int64_t(1), std::int32_t(0), std::int32_t(1), 1.5, 2.5, 4.5, 3.25f, 1024.0,
-                                    0.125) + "5 -1 7 \n";
-    ASSERT_EQ(want.size(), 60u + 8u);
+                                    0.125, std::int64_t(9)) + "5 -1 7 \n";
+    ASSERT_EQ(want.size(), 68u + 8u);
     EXPECT_EQ(got, want);  // bytes 44-47 (a struct's padding after the loss) are not sent
 }
 
