@@ -141,6 +141,7 @@ void Fp8Linear::watch(Operand o, const TensorDesc& values, const TrainingRecipe&
         const GemmOperand blocked = operand_of(*r);
         site.block_rows = blocked.block_rows, site.block_cols = blocked.block_cols;
     }
+    OpTimer timer(sink_, backend_, "nonfinite", info.layer, linear, int(o));  // its kernel is the step's too
     watch_.check(values, std::move(site));
 }
 
