@@ -19,7 +19,10 @@ QCPLayer* events_layer(QCustomPlot* plot) {
 QColor event_color(EventKind k) {
     switch (k) {
         case EventKind::NonFinite:
+        case EventKind::FirstNonFinite:
+        case EventKind::CheckpointSkipped:  // a NaN/Inf kept it from being written
         case EventKind::Error: return QColor(200, 0, 0);
+        case EventKind::Injection: return QColor(120, 60, 0);  // a fault put there on purpose
         case EventKind::Rewind:
         case EventKind::LossSpike: return QColor(230, 120, 0);
         case EventKind::RecipeSwitch: return QColor(0, 110, 200);
