@@ -5,31 +5,21 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdarg>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
 
 #include "fp8/stats_fields.h"
+#include "util/strprintf.h"
 
 namespace fp8scope::cli {
 namespace {
 
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char* fmt, ...) {
-    char buf[256];
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return buf;
-}
-
 // log2 of the ratio of the largest to the smallest scale: how far the block scales spread.
 std::string scale_spread(const ErrorStats& e) {
     if (!(e.scale_inv_min > 0) || !std::isfinite(e.scale_inv_min) || !std::isfinite(e.scale_inv_max)) return "-";
-    return format("%.2f", std::log2(e.scale_inv_max / e.scale_inv_min));
+    return strprintf("%.2f", std::log2(e.scale_inv_max / e.scale_inv_min));
 }
 
 // The numeric figures of ErrorStats (fp8/stats_fields.h), in list order.
@@ -85,7 +75,7 @@ std::vector<Column> error_columns() {
 }
 
 std::string cell(const Column& c, const ErrorStats& e, const std::vector<double>& values) {
-    return c.figure < 0 ? scale_spread(e) : format(c.format, values[c.figure]);
+    return c.figure < 0 ? scale_spread(e) : strprintf(c.format, values[c.figure]);
 }
 
 constexpr std::size_t kTopShown = 5;
@@ -115,7 +105,7 @@ void print_tensor_text(std::FILE* out, const TensorAnalysis& t) {
         std::string line = "  top |x|:";
         for (std::size_t i = 0; i < std::min(kTopShown, s.outliers.top.size()); ++i) {
             const TopValue& v = s.outliers.top[i];
-            line += format("  %.4g at (%lld,%lld)", v.value, static_cast<long long>(v.row),
+            line += strprintf("  %.4g at (%lld,%lld)", v.value, static_cast<long long>(v.row),
                            static_cast<long long>(v.col));
         }
         std::fprintf(out, "%s\n", line.c_str());
@@ -136,14 +126,14 @@ void print_tensor_text(std::FILE* out, const TensorAnalysis& t) {
             widths[i] = std::max(widths[i], row.back().size());
         }
     }
-    std::string header = format("  %-*s", static_cast<int>(name_w), "quantizer");
+    std::string header = strprintf("  %-*s", static_cast<int>(name_w), "quantizer");
     for (std::size_t i = 0; i < columns.size(); ++i)
-        header += format("  %*s", static_cast<int>(widths[i]), std::string(columns[i].title).c_str());
+        header += strprintf("  %*s", static_cast<int>(widths[i]), std::string(columns[i].title).c_str());
     std::fprintf(out, "%s\n", header.c_str());
     for (std::size_t r = 0; r < cells.size(); ++r) {
-        std::string line = format("  %-*s", static_cast<int>(name_w), t.analysis.errors[r].recipe.c_str());
+        std::string line = strprintf("  %-*s", static_cast<int>(name_w), t.analysis.errors[r].recipe.c_str());
         for (std::size_t i = 0; i < cells[r].size(); ++i)
-            line += format("  %*s", static_cast<int>(widths[i]), cells[r][i].c_str());
+            line += strprintf("  %*s", static_cast<int>(widths[i]), cells[r][i].c_str());
         std::fprintf(out, "%s\n", line.c_str());
     }
     std::fprintf(out, "\n");

@@ -27,9 +27,9 @@ void attribution(const Context& c, std::vector<Finding>& out) {
         const std::string pattern = r.kind == "layer" ? r.group + ".*" : r.group;
         patterns += (patterns.empty() ? "" : ",") + pattern;
     }
-    f.summary = fmt("attribute: the group restored to high precision that recovers most of the gap is %s (%.0f%%)",
+    f.summary = strprintf("attribute: the group restored to high precision that recovers most of the gap is %s (%.0f%%)",
                     rows.front().group.c_str(), 100.0 * recovered_best);
-    f.context.push_back(fmt("%zu groups tried by replicas from a checkpoint (loss recovered: %.0f%% .. %.0f%%)",
+    f.context.push_back(strprintf("%zu groups tried by replicas from a checkpoint (loss recovered: %.0f%% .. %.0f%%)",
                             rows.size(), 100.0 * rows.back().recovered, 100.0 * recovered_best));
     if (!chosen.empty()) {
         Fix fix;

@@ -119,13 +119,13 @@ void headroom(const Context& c, std::vector<Finding>& out) {
             f.figures = {{"min_headroom", s.min_h},       {"min_headroom_step", double(s.min_step)},
                          {"overflow_steps", double(s.over_steps)}, {"headroom", s.last_h},
                          {"amax_growth_per_step", g},      {"forecast_steps", left}};
-            std::string text = fmt("delayed scaling's headroom fp8_max / (amax * scale) on %s", where(c, where_s).c_str());
+            std::string text = strprintf("delayed scaling's headroom fp8_max / (amax * scale) on %s", where(c, where_s).c_str());
             if (s.over_steps)
-                text += fmt(" fell to %.3g at step %lld (%lld steps below 1, i.e. saturated, from step %lld)", s.min_h,
+                text += strprintf(" fell to %.3g at step %lld (%lld steps below 1, i.e. saturated, from step %lld)", s.min_h,
                             (long long)s.min_step, (long long)s.over_steps, (long long)s.first_over);
             if (forecast_score > 0)
-                text += left == 0 ? fmt("; amax grows x%.3f a step past the scale: overflowing now", g)
-                                  : fmt("; %.3g left at step %lld with amax growing x%.3f a step: overflow in ~%.0f steps",
+                text += left == 0 ? strprintf("; amax grows x%.3f a step past the scale: overflowing now", g)
+                                  : strprintf("; %.3g left at step %lld with amax growing x%.3f a step: overflow in ~%.0f steps",
                                         s.last_h, (long long)s.last_step, g, left);
             f.summary = text;
             if (forecast_score > 0 || over_score >= rules::kWarningScore) {

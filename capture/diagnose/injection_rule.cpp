@@ -79,7 +79,7 @@ void injection(const Context& c, const Series& s, SeriesRules& r) {
         f.step_end = s.points[last].step;
         f.score = rules::kInjectionScore;
         const std::string& q = c.meta.quantizers.at(std::size_t(in_use(a)));
-        f.summary = fmt("injected outlier (%s x%g from step %lld) harms %s on %s: SQNR %.1f -> %.1f dB at step %lld "
+        f.summary = strprintf("injected outlier (%s x%g from step %lld) harms %s on %s: SQNR %.1f -> %.1f dB at step %lld "
                         "(worst %.1f dB at step %lld)",
                         indices(rows).c_str(), in.scale, (long long)in.step, c.meta.runs.at(std::size_t(s.run)).name.c_str(),
                         where(c, s).c_str(), sqnr_of(b), sqnr_of(a), (long long)a.step, sqnr_of(s.points[worst]),
@@ -131,10 +131,10 @@ void injection_findings(const Context& c, SeriesRules& r, std::vector<Finding>& 
         f.step = in.step;
         f.step_end = in.until;
         f.score = 10;
-        f.summary = seen ? fmt("injected outlier (%s of %s, %s x%g from step %lld) harmed no run's recipe on that operand",
+        f.summary = seen ? strprintf("injected outlier (%s of %s, %s x%g from step %lld) harmed no run's recipe on that operand",
                                std::string(operand_name(in.operand)).c_str(), in.linear.c_str(), indices(rows).c_str(),
                                in.scale, (long long)in.step)
-                         : fmt("injected outlier (%s of %s from step %lld) has no capture step of a quantized run to judge it by",
+                         : strprintf("injected outlier (%s of %s from step %lld) has no capture step of a quantized run to judge it by",
                                std::string(operand_name(in.operand)).c_str(), in.linear.c_str(), (long long)in.step);
         f.figures = {{"injection_entry", double(entry)}, {"injection_scale", in.scale}};
         out.push_back(std::move(f));

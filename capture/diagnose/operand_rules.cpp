@@ -60,13 +60,13 @@ void drift(const Context& c, const Series& s, SeriesRules& r) {
     const bool recovered = worst + 1 < s.points.size() && ref - sqnr_of(s.points[worst + 1]) < rules::kDriftWarnDb;
     if (below <= rules::kTransientCaptures && recovered && f.score < rules::kCriticalScore) {
         f.score = std::min(f.score, rules::kWarningScore - 1);
-        f.context.push_back(fmt("transient: back within %.0f dB of the reference at step %lld", rules::kDriftWarnDb,
+        f.context.push_back(strprintf("transient: back within %.0f dB of the reference at step %lld", rules::kDriftWarnDb,
                                 (long long)s.points[worst + 1].step));
     }
     const double out_ref = median(ref_out), out_now = output_sqnr(c, s.run, s.linear, s.gemm, p.step);
-    f.summary = fmt("%s under %s: SQNR fell %.1f dB (%.1f -> %.1f dB) from step %lld%s", where(c, s).c_str(),
+    f.summary = strprintf("%s under %s: SQNR fell %.1f dB (%.1f -> %.1f dB) from step %lld%s", where(c, s).c_str(),
                     c.meta.quantizers.at(std::size_t(in_use(p))).c_str(), drop, ref, sqnr_of(p),
-                    (long long)f.step, onset >= 0 ? fmt(", before the loss gap's onset at step %lld", (long long)onset).c_str() : "");
+                    (long long)f.step, onset >= 0 ? strprintf(", before the loss gap's onset at step %lld", (long long)onset).c_str() : "");
     f.figures = {{"sqnr_reference_db", ref},
                  {"sqnr_db", sqnr_of(p)},
                  {"sqnr_drop_db", drop},
@@ -107,7 +107,7 @@ void bursts(const Context& c, const Series& s, std::vector<Finding>& out) {
             f.step = s.points[start].step;
             f.step_end = s.points[last].step;
             f.score = cap_in_settling(c, f.step, score_from(peak_excess, k.warn, k.critical));
-            f.summary = fmt("%s burst on %s under %s: %.4g%% at step %lld against %.4g%% before (steps %lld-%lld)%s",
+            f.summary = strprintf("%s burst on %s under %s: %.4g%% at step %lld against %.4g%% before (steps %lld-%lld)%s",
                             k.name, where(c, s).c_str(), c.meta.quantizers.at(std::size_t(in_use(p))).c_str(),
                             k.value(p), (long long)p.step, level, (long long)f.step, (long long)f.step_end,
                             f.step <= c.settle_end ? ", while training settles" : "");
@@ -128,7 +128,7 @@ void bursts(const Context& c, const Series& s, std::vector<Finding>& out) {
             if (cost < rules::kFixMinGainDb) {
                 f.score = std::min(f.score, rules::kWarningScore - 1);
                 f.fix.reset();
-                f.context.push_back(fmt("costs %.1f dB of SQNR against the best FP8 what-if: harmless", cost));
+                f.context.push_back(strprintf("costs %.1f dB of SQNR against the best FP8 what-if: harmless", cost));
             } else if (transient && f.score < rules::kCriticalScore) {
                 f.score = std::min(f.score, rules::kWarningScore - 1);
                 f.context.push_back("transient: one capture, gone at the next");
@@ -179,7 +179,7 @@ void scale_one(const Context& c, const Series& s, SeriesRules& r) {
                  {"underflow_pct", underflow_of(s.points[worst])},
                  {"overflow_pct", overflow_of(s.points[worst])},
                  {"amax", s.points[worst].amax}};
-    f.summary = fmt("delayed scaling ran its first captured steps on scale 1 (no amax history yet): %s at SQNR "
+    f.summary = strprintf("delayed scaling ran its first captured steps on scale 1 (no amax history yet): %s at SQNR "
                     "%.1f dB at step %lld, %.1f dB once scaled",
                     where(c, s).c_str(), sqnr_of(s.points[worst]), (long long)s.points[worst].step, settled);
     r.scale_one.push_back(std::move(f));
@@ -209,7 +209,7 @@ void kurtosis(const Context& c, const Series& s, std::vector<Finding>& out) {
     const bool critical = growth >= rules::kKurtosisGrowthCritical && k >= rules::kKurtosisMinCritical;
     f.score = critical ? rules::kCriticalScore + std::min(20.0, std::log2(growth / rules::kKurtosisGrowthCritical))
                        : rules::kWarningScore + 10 * std::min(2.9, std::log2(growth / rules::kKurtosisGrowthWarn));
-    f.summary = fmt("activation x of %s: kurtosis rose %.1fx (%.1f -> %.1f) by step %lld, an outlier feature forming "
+    f.summary = strprintf("activation x of %s: kurtosis rose %.1fx (%.1f -> %.1f) by step %lld, an outlier feature forming "
                     "(reported to precede FP8 divergence)",
                     c.meta.linears.at(std::size_t(s.linear)).name.c_str(), growth, ref, k, (long long)f.step_end);
     f.figures = {{"kurtosis_reference", ref}, {"kurtosis", k}, {"growth", growth}, {"amax", s.points[worst].amax},
@@ -228,7 +228,7 @@ void non_finite_amax(const Context& c, const Series& s, std::vector<Finding>& ou
         locate(c, s, f);
         f.step = f.step_end = p.step;
         f.score = rules::kNonFiniteScore - 1;  // after a non-finite loss of the same step
-        f.summary = fmt("%s has a non-finite amax (%g) at step %lld: NaN or Inf reached the cast", where(c, s).c_str(),
+        f.summary = strprintf("%s has a non-finite amax (%g) at step %lld: NaN or Inf reached the cast", where(c, s).c_str(),
                         amax, (long long)p.step);
         f.figures = {{"amax", amax}};
         out.push_back(std::move(f));

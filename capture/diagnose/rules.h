@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "finding.h"
+#include "util/strprintf.h"
 
 namespace fp8scope::diagnose {
 
@@ -43,7 +44,6 @@ double score_from(double value, double warn, double critical);
 // Fills a finding's location from a series.
 void locate(const Context& c, const Series& s, Finding& f);
 std::string where(const Context& c, const Series& s);  // "x of blocks.1.mlp.fc2 (fprop)"
-std::string fmt(const char* format, ...);
 
 // What another recipe's what-if keeps on this operand over points [from, to]: a recipe whose
 // quantizer keeps kFixMinGainDb more SQNR than the one in use, else an override keeping the

@@ -58,22 +58,22 @@ void loss_gap(Context& c, std::vector<Finding>& out) {
             }
             const bool worse = d.significant() && d.mean > 0;
             f.score = worse ? (std::abs(d.percent()) >= rules::kCriticalGapPct ? 80 : 55) : d.significant() ? 30 : 15;
-            f.summary = fmt("%s: %s gap to the baseline %+.4g (%+.3f%%), 95%% CI [%+.4g, %+.4g] over %d seeds: %s%s",
+            f.summary = strprintf("%s: %s gap to the baseline %+.4g (%+.3f%%), 95%% CI [%+.4g, %+.4g] over %d seeds: %s%s",
                             name.c_str(), series, d.mean, d.percent(), d.lo(), d.hi(), d.n,
                             d.significant() ? "significant" : "within the seeds' noise",
-                            first ? fmt(", outside the noise band from step %lld", (long long)*first).c_str() : "");
+                            first ? strprintf(", outside the noise band from step %lld", (long long)*first).c_str() : "");
         } else {
             f.step = f.step_end;
             f.score = std::abs(d.percent()) >= rules::kUnseededWarnGapPct && d.mean > 0 ? 50 : 25;
-            f.summary = fmt("%s: %s gap to the baseline %+.4g (%+.3f%%) at step %lld; one seed, so whether it is "
+            f.summary = strprintf("%s: %s gap to the baseline %+.4g (%+.3f%%) at step %lld; one seed, so whether it is "
                             "real is unknown (train --seeds N)",
                             name.c_str(), series, d.mean, d.percent(), (long long)f.step_end);
         }
-        f.context.push_back(fmt("series: %s", series));
+        f.context.push_back(strprintf("series: %s", series));
         if (!best.empty() && best != name && d.mean > 0) {
             Fix fix;
             fix.recipe = best;
-            fix.summary = fmt("%s stays closest to the baseline in this trace (%+.3f%%)", best.c_str(), best_pct);
+            fix.summary = strprintf("%s stays closest to the baseline in this trace (%+.3f%%)", best.c_str(), best_pct);
             fix.evidence = gaps;
             f.fix = fix;
         }
@@ -90,7 +90,7 @@ void non_finite_losses(const Context& c, std::vector<Finding>& out) {
                 f.run = int(r);
                 f.step = f.step_end = s.step;
                 f.score = rules::kNonFiniteScore;
-                f.summary = fmt("%s: the loss is %g at step %lld, the run's first non-finite loss",
+                f.summary = strprintf("%s: the loss is %g at step %lld, the run's first non-finite loss",
                                 c.meta.runs[r].name.c_str(), s.loss, (long long)s.step);
                 f.figures = {{"loss", s.loss}};
                 out.push_back(std::move(f));
@@ -103,7 +103,7 @@ void non_finite_losses(const Context& c, std::vector<Finding>& out) {
             f.run = e.run;
             f.step = f.step_end = e.step;
             f.score = rules::kNonFiniteScore;
-            f.summary = fmt("non-finite event at step %lld: %s", (long long)e.step, e.detail.c_str());
+            f.summary = strprintf("non-finite event at step %lld: %s", (long long)e.step, e.detail.c_str());
             out.push_back(std::move(f));
         }
 }
@@ -123,22 +123,22 @@ void rewinds(const Context& c, std::vector<Finding>& out) {
         for (const trace::EventRecord& p : events)
             if (p.step >= e.step - look && p.step <= e.step && &p != &e && p.kind != EventKind::Rewind &&
                 p.kind != EventKind::Start && p.kind != EventKind::Checkpoint)
-                f.context.push_back(fmt("event %s at step %lld %s", event_kind_name(p.kind), (long long)p.step, p.detail.c_str()));
+                f.context.push_back(strprintf("event %s at step %lld %s", event_kind_name(p.kind), (long long)p.step, p.detail.c_str()));
         int preceded = 0;
         double worst = 0;
         for (const Finding& g : before) {
             const std::int64_t end = g.step_end >= 0 ? g.step_end : g.step;
             if (g.step < 0 || end < e.step - look || g.step > e.step || (e.run >= 0 && g.run >= 0 && g.run != e.run)) continue;
             if (g.kind == "loss_gap") continue;
-            f.context.push_back(fmt("%s %s: %s", severity_name(g.severity), g.kind.c_str(), g.summary.c_str()));
+            f.context.push_back(strprintf("%s %s: %s", severity_name(g.severity), g.kind.c_str(), g.summary.c_str()));
             ++preceded;
             worst = std::max(worst, g.score);
         }
         f.figures = {{"lookback_steps", double(look)}, {"findings_before", double(preceded)}, {"worst_score_before", worst}};
-        f.summary = fmt("rewind at step %lld (%s)%s", (long long)e.step, e.detail.c_str(),
-                        preceded ? fmt(", preceded by %d finding%s in the %lld steps before", preceded,
+        f.summary = strprintf("rewind at step %lld (%s)%s", (long long)e.step, e.detail.c_str(),
+                        preceded ? strprintf(", preceded by %d finding%s in the %lld steps before", preceded,
                                        preceded > 1 ? "s" : "", (long long)look).c_str()
-                                 : fmt(", no finding in the %lld steps before", (long long)look).c_str());
+                                 : strprintf(", no finding in the %lld steps before", (long long)look).c_str());
         out.push_back(std::move(f));
     }
 }

@@ -2,7 +2,6 @@
 // figures, the GEMM output error, medians and scores, and where a finding points.
 #include <algorithm>
 #include <cmath>
-#include <cstdarg>
 #include <cstdio>
 
 #include "diagnose_rules.h"
@@ -45,15 +44,6 @@ double score_from(double value, double warn, double critical) {
     return std::min(kNonFiniteScore - 1, kCriticalScore + 10 * std::log2(value / critical));
 }
 
-std::string fmt(const char* format, ...) {
-    char buf[512];
-    va_list args;
-    va_start(args, format);
-    std::vsnprintf(buf, sizeof buf, format, args);
-    va_end(args);
-    return buf;
-}
-
 void locate(const Context& c, const Series& s, Finding& f) {
     f.run = s.run;
     f.linear = s.linear;
@@ -63,7 +53,7 @@ void locate(const Context& c, const Series& s, Finding& f) {
 }
 
 std::string where(const Context& c, const Series& s) {
-    return fmt("%s of %s (%s)", std::string(operand_name(s.operand)).c_str(),
+    return strprintf("%s of %s (%s)", std::string(operand_name(s.operand)).c_str(),
                c.meta.linears.at(std::size_t(s.linear)).name.c_str(), std::string(gemm_name(s.gemm)).c_str());
 }
 

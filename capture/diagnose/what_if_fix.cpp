@@ -54,22 +54,22 @@ std::optional<Fix> what_if_fix(const Context& c, const Series& s, std::size_t fr
         if (v > best_sqnr) best_sqnr = v, best = name, best_quantizer = qname;
     }
     const std::string span = s.points[from].step == s.points[std::min(to, s.points.size() - 1)].step
-                                 ? fmt("step %lld", (long long)s.points[from].step)
-                                 : fmt("steps %lld-%lld", (long long)s.points[from].step,
+                                 ? strprintf("step %lld", (long long)s.points[from].step)
+                                 : strprintf("steps %lld-%lld", (long long)s.points[from].step,
                                        (long long)s.points[std::min(to, s.points.size() - 1)].step);
     const std::string& quantizer = c.meta.quantizers.at(std::size_t(used));
     const std::string& linear = c.meta.linears.at(std::size_t(s.linear)).name;
     if (!best.empty() && best_sqnr >= own + rules::kFixMinGainDb) {
         fix.recipe = best;
-        fix.summary = fmt("train with %s: its %s keeps SQNR %.1f dB on this operand at %s where %s drops to %.1f dB",
+        fix.summary = strprintf("train with %s: its %s keeps SQNR %.1f dB on this operand at %s where %s drops to %.1f dB",
                           best.c_str(), best_quantizer.c_str(), best_sqnr, span.c_str(), quantizer.c_str(), own);
     } else {
         fix.override = linear;
         fix.summary = best.empty()
-                          ? fmt("keep %s in high precision (--keep-high-precision '%s'): no other FP8 recipe's what-if "
+                          ? strprintf("keep %s in high precision (--keep-high-precision '%s'): no other FP8 recipe's what-if "
                                 "was recorded for this operand",
                                 linear.c_str(), linear.c_str())
-                          : fmt("keep %s in high precision (--keep-high-precision '%s'): no FP8 recipe keeps this "
+                          : strprintf("keep %s in high precision (--keep-high-precision '%s'): no FP8 recipe keeps this "
                                 "operand at %s (best %s %.1f dB, %s %.1f dB)",
                                 linear.c_str(), linear.c_str(), span.c_str(), best.c_str(), best_sqnr,
                                 quantizer.c_str(), own);
