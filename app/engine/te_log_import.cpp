@@ -35,7 +35,7 @@ int run_te_log_import(const std::vector<std::string>& inputs, const std::string&
         const te_log::Log log = te_log::read_logs(files);
         print_issues("note", log.notices);
         print_issues("warning", log.warnings);
-        const te_log::ImportCounts n = te_log::write_trace(te_log::convert(log, kEngineVersion), out);
+        const te_log::ImportCounts n = te_log::write_trace(log, te_log::convert(log, kEngineVersion), out);
         std::printf("%s: %zu values of %zu statistics logs: %zu runs (one per log), %zu linears, %zu steps "
                     "(%lld..%lld), %zu operand records\n",
                     out.c_str(), n.values, files.size(), n.runs, n.linears, n.steps, (long long)n.first_step,

@@ -6,7 +6,7 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
+#include <istream>
 #include <unordered_map>
 
 namespace fp8scope::te_log {
@@ -202,16 +202,13 @@ std::vector<LogFile> find_logs(const std::vector<std::string>& inputs) {
     return out;
 }
 
-void parse_log_text(Log& log, std::int32_t file, std::string_view text, std::vector<Issue>& errors) {
+void parse_log(Log& log, std::int32_t file, std::istream& in, std::vector<Issue>& errors) {
     Interner layers(log.layers), stats(log.stats);
     const std::string& path = log.files.at(static_cast<std::size_t>(file)).path;
     std::int64_t number = 0;
-    std::size_t pos = 0;
-    while (pos < text.size()) {
-        const std::size_t nl = text.find('\n', pos);
-        const bool complete = nl != std::string_view::npos;
-        const std::string_view line = text.substr(pos, complete ? nl - pos : std::string_view::npos);
-        pos = complete ? nl + 1 : text.size();
+    std::string line;
+    while (std::getline(in, line)) {
+        const bool complete = !in.eof();  // getline stopped at a newline, not at the end
         ++number;
         const auto t = tokens(line);
         if (t.empty()) continue;
@@ -262,9 +259,8 @@ Log read_logs(const std::vector<LogFile>& files) {
         if (!fs::is_regular_file(path, ec)) throw std::runtime_error(path + ": not a regular file");
         std::ifstream in(path, std::ios::binary);
         if (!in) throw std::runtime_error(path + ": cannot be opened");
-        const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+        parse_log(log, std::int32_t(f), in, errors);
         if (in.bad()) throw std::runtime_error(path + ": cannot be read");
-        parse_log_text(log, std::int32_t(f), text, errors);
     }
     if (!errors.empty()) throw LogError(std::move(errors));
     return log;

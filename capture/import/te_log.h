@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -107,8 +108,8 @@ std::vector<LogFile> find_logs(const std::vector<std::string>& inputs);
 // its newline is incomplete (Python's logging writes each record with one) and is skipped
 // with a notice. Throws std::runtime_error for a file that cannot be read.
 Log read_logs(const std::vector<LogFile>& files);
-// One file's text, as read_logs parses it: values, warnings and notices go to `log`,
-// malformed lines to `errors`. `file` is the file's index in log.files.
-void parse_log_text(Log& log, std::int32_t file, std::string_view text, std::vector<Issue>& errors);
+// One file, line by line, as read_logs parses it: values, warnings and notices go to
+// `log`, malformed lines to `errors`. `file` is the file's index in log.files.
+void parse_log(Log& log, std::int32_t file, std::istream& in, std::vector<Issue>& errors);
 
 }  // namespace fp8scope::te_log

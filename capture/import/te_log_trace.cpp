@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
@@ -84,7 +85,7 @@ bool per_tensor(const std::string& quantizer) {
 
 ErrorStats not_computed(const std::string& quantizer) {
     ErrorStats e;
-    e.recipe = quantizer;
+    e.recipe = quantizer;  // not stored: the trace names quantizers in its meta
     e.amax = e.mse = e.sqnr_db = e.rel_l2 = e.max_abs_err = e.cosine = kNaN;
     e.underflow_pct = e.overflow_pct = e.scale_inv_min = e.scale_inv_max = kNaN;
     return e;
@@ -174,7 +175,7 @@ Converted convert(const Log& log, const std::string& tool_version) {
     for (const auto& n : names) m.runs.push_back({n, ""});
 
     // Linears: the layers with a tensor name, by block, then in order of appearance.
-    std::vector<int> layer_to_linear(log.layers.size(), -1);
+    c.linear_of_layer.assign(log.layers.size(), -1);
     std::vector<int> order(log.layers.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = int(i);
     std::stable_sort(order.begin(), order.end(),
@@ -184,52 +185,30 @@ Converted convert(const Log& log, const std::string& tool_version) {
         if (name.size() > trace::kNameChars)
             throw std::runtime_error("layer name longer than " + std::to_string(trace::kNameChars) +
                                      " characters: " + name.substr(0, 60) + "...");
-        layer_to_linear[l] = int(m.linears.size());
+        c.linear_of_layer[l] = std::int32_t(m.linears.size());
         m.linears.push_back({name, block_of(name), 0, 0});
     }
 
     // Quantizers: the recipe in use (a bare statistic), then TE's recipes as named.
-    std::vector<StatName> stat_names;
     bool in_use = false;
     std::vector<std::string> recipes;
     for (const auto& s : log.stats) {
-        stat_names.push_back(parse_stat(s));
-        const StatName& n = stat_names.back();
+        c.stat_names.push_back(parse_stat(s));
+        const StatName& n = c.stat_names.back();
         if (!n.quantized()) continue;
         if (n.recipe.empty()) in_use = true;
         else if (std::find(recipes.begin(), recipes.end(), n.recipe) == recipes.end()) recipes.push_back(n.recipe);
     }
     if (in_use) m.quantizers.push_back(kInUseQuantizer);
     m.quantizers.insert(m.quantizers.end(), recipes.begin(), recipes.end());
-    auto quantizer_of = [&](const StatName& n) -> int {
-        const std::string& q = n.recipe.empty() ? std::string(kInUseQuantizer) : n.recipe;
-        return int(std::find(m.quantizers.begin(), m.quantizers.end(), q) - m.quantizers.begin());
-    };
-    const std::int32_t quantizer_in_use = in_use ? 0 : -1;
-
-    // run -> iteration -> (linear, tensor) -> figures; a value logged twice: the later wins.
-    using Key = std::pair<int, int>;
-    std::vector<std::map<std::int64_t, std::map<Key, OperandFigures>>> runs(m.runs.size());
-    for (const Value& v : log.values) {
-        auto& at = runs[v.file][v.iteration];  // the step exists even with no operand figure
-        c.raw.rows.push_back({v.file, v.iteration, v.layer < 0 ? -1 : layer_to_linear[v.layer], v.tensor, v.stat,
-                              v.value, v.file, v.line});
-        if (v.layer < 0) continue;
-        const auto og = operand_of(static_cast<Tensor>(v.tensor));
-        const StatName& s = stat_names[v.stat];
-        if (!og || s.kind == StatKind::Unknown) continue;
-        const Key key{layer_to_linear[v.layer], int(v.tensor)};
-        auto it = at.try_emplace(key, m.quantizers).first;
-        it->second.set(s, s.quantized() ? quantizer_of(s) : -1, v.value);
-    }
-    c.raw.stats = log.stats;
-    for (const auto& f : log.files) c.raw.files.push_back(f.path);
 
     // The smallest gap between logged iterations: TE's freq, as far as the log shows it.
+    std::vector<std::set<std::int64_t>> iterations(log.files.size());
+    for (const Value& v : log.values) iterations[v.file].insert(v.iteration);
     std::int64_t every = 0;
-    for (const auto& steps : runs)
+    for (const auto& steps : iterations)
         for (auto it = steps.begin(); it != steps.end() && std::next(it) != steps.end(); ++it) {
-            const std::int64_t gap = std::next(it)->first - it->first;
+            const std::int64_t gap = *std::next(it) - *it;
             every = every == 0 ? gap : std::min(every, gap);
         }
     m.capture_every = std::max<std::int64_t>(every, 1);
@@ -239,35 +218,68 @@ Converted convert(const Log& log, const std::string& tool_version) {
         config["files"].push_back({{"path", log.files[f].path}, {"rank", log.files[f].rank}, {"run", names[f]}});
     m.config_json = config.dump();
 
-    const std::size_t slots = m.linears.size() * trace::kOperandsPerLinear;
-    for (std::size_t r = 0; r < runs.size(); ++r) {
-        const auto run = std::int32_t(r);
-        if (!runs[r].empty())
-            c.records.push_back(trace::EventRecord{run, runs[r].begin()->first, EventKind::Start,
-                                                   "imported from Transformer Engine statistics log " + log.files[r].path});
-        for (const auto& [step, operands] : runs[r]) {
-            trace::StepRecord s;
-            s.run = run;
-            s.step = step;
-            c.records.push_back(s);
-            trace::ScalingRecord scaling{run, step, std::vector<float>(slots, NAN), std::vector<float>(slots, NAN)};
-            for (const auto& [key, f] : operands) {
-                const OperandGemms og = *operand_of(static_cast<Tensor>(key.second));
-                const Operand operand = og.operand;
-                for (Gemm g : {og.rowwise, og.columnwise}) {
-                    scaling.amax[trace::operand_slot(key.first, g, operand)] = float(f.amax());
-                    OperandRecord o;
-                    o.key = {run, step, key.first, g, operand};
-                    o.quantizer_in_use = quantizer_in_use;
-                    o.stats = f.stats();
-                    o.errors = g == og.rowwise ? f.rowwise : f.transposed();
-                    c.records.push_back(std::move(o));
-                }
-            }
-            c.records.push_back(std::move(scaling));
-        }
-    }
+    c.raw.rows.reserve(log.values.size());
+    for (const Value& v : log.values)
+        c.raw.rows.push_back({v.file, v.iteration, v.layer < 0 ? -1 : c.linear_of_layer[v.layer], v.tensor, v.stat,
+                              v.value, v.file, v.line});
+    c.raw.stats = log.stats;
+    for (const auto& f : log.files) c.raw.files.push_back(f.path);
     return c;
+}
+
+void write_records(const Log& log, const Converted& c, trace::RecordSink& sink) {
+    const trace::TraceMeta& m = c.meta;
+    const std::int32_t quantizer_in_use =
+        !m.quantizers.empty() && m.quantizers[0] == kInUseQuantizer ? 0 : -1;
+    auto quantizer_of = [&](const StatName& n) -> int {
+        const std::string& q = n.recipe.empty() ? std::string(kInUseQuantizer) : n.recipe;
+        return int(std::find(m.quantizers.begin(), m.quantizers.end(), q) - m.quantizers.begin());
+    };
+    const std::size_t slots = m.linears.size() * trace::kOperandsPerLinear;
+
+    // One (run, iteration) at a time: the values' indices by file, then iteration, then line.
+    std::vector<std::size_t> order(log.values.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        const Value &x = log.values[a], &y = log.values[b];
+        return x.file != y.file ? x.file < y.file : x.iteration < y.iteration;
+    });
+    for (std::size_t i = 0; i < order.size();) {
+        const Value& first = log.values[order[i]];
+        const std::int32_t run = first.file;
+        const std::int64_t step = first.iteration;
+        if (i == 0 || log.values[order[i - 1]].file != run)
+            sink.write(trace::EventRecord{run, step, EventKind::Start,
+                                          "imported from Transformer Engine statistics log " + log.files[run].path});
+        // (linear, tensor) -> figures; a value logged twice: the later line wins.
+        std::map<std::pair<int, int>, OperandFigures> figures;
+        for (; i < order.size() && log.values[order[i]].file == run && log.values[order[i]].iteration == step; ++i) {
+            const Value& v = log.values[order[i]];
+            if (v.layer < 0 || !operand_of(static_cast<Tensor>(v.tensor))) continue;
+            const StatName& s = c.stat_names[v.stat];
+            if (s.kind == StatKind::Unknown) continue;
+            auto it = figures.try_emplace({c.linear_of_layer[v.layer], int(v.tensor)}, m.quantizers).first;
+            it->second.set(s, s.quantized() ? quantizer_of(s) : -1, v.value);
+        }
+        trace::StepRecord record;
+        record.run = run;
+        record.step = step;
+        sink.write(record);
+        trace::ScalingRecord scaling{run, step, std::vector<float>(slots, NAN), std::vector<float>(slots, NAN)};
+        for (const auto& [key, f] : figures) {
+            const OperandGemms og = *operand_of(static_cast<Tensor>(key.second));
+            for (Gemm g : {og.rowwise, og.columnwise}) {
+                scaling.amax[trace::operand_slot(key.first, g, og.operand)] = float(f.amax());
+                OperandRecord o;
+                o.key = {run, step, key.first, g, og.operand};
+                o.quantizer_in_use = quantizer_in_use;
+                o.stats = f.stats();
+                o.errors = g == og.rowwise ? f.rowwise : f.transposed();
+                sink.write(std::move(o));
+            }
+        }
+        sink.write(std::move(scaling));
+    }
 }
 
 namespace {
@@ -318,7 +330,28 @@ std::vector<T> read_table(hid_t file, const std::string& path, const char* name)
 
 }  // namespace
 
-ImportCounts write_trace(const Converted& c, const std::string& out) {
+namespace {
+// Counts what goes by on its way to the trace.
+class CountingSink : public trace::RecordSink {
+public:
+    CountingSink(trace::RecordSink& to, ImportCounts& n) : to_(to), n_(n) {}
+    void write(trace::Record r) override {
+        if (const auto* s = std::get_if<trace::StepRecord>(&r)) {
+            n_.first_step = n_.steps == 0 ? s->step : std::min(n_.first_step, s->step);
+            n_.last_step = n_.steps == 0 ? s->step : std::max(n_.last_step, s->step);
+            ++n_.steps;
+        }
+        n_.operands += std::holds_alternative<OperandRecord>(r);
+        to_.write(std::move(r));
+    }
+
+private:
+    trace::RecordSink& to_;
+    ImportCounts& n_;
+};
+}  // namespace
+
+ImportCounts write_trace(const Log& log, const Converted& c, const std::string& out) {
     for (const auto& f : c.raw.files)
         if (f.size() > kFileChars) throw std::runtime_error(f.substr(0, 60) + "...: path longer than the trace keeps");
     for (const auto& s : c.raw.stats)
@@ -328,15 +361,8 @@ ImportCounts write_trace(const Converted& c, const std::string& out) {
     try {
         {
             trace::TraceWriter writer(tmp, c.meta);
-            for (const auto& r : c.records) {
-                if (const auto* s = std::get_if<trace::StepRecord>(&r)) {
-                    n.first_step = n.steps == 0 ? s->step : std::min(n.first_step, s->step);
-                    n.last_step = n.steps == 0 ? s->step : std::max(n.last_step, s->step);
-                    ++n.steps;
-                }
-                n.operands += std::holds_alternative<OperandRecord>(r);
-                writer.write(r);
-            }
+            CountingSink counted(writer, n);
+            write_records(log, c, counted);
             writer.close();
         }
         h5::quiet_errors();

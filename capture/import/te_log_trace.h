@@ -36,22 +36,29 @@ struct RawTable {
     std::vector<std::string> stats, files;
 };
 
+// The trace's metadata and raw tables; the records follow from the log (write_records).
 struct Converted {
     trace::TraceMeta meta;
-    std::vector<trace::Record> records;  // per run, steps ascending
     RawTable raw;
+    std::vector<std::int32_t> linear_of_layer;  // Log::layers -> /meta/linears
+    std::vector<StatName> stat_names;            // Log::stats, parsed
 };
 // Throws std::runtime_error when there is nothing to import or a layer name is longer
 // than the trace keeps (128 characters).
 Converted convert(const Log& log, const std::string& tool_version);
 
+// The trace records of `log`, one run and logged iteration at a time (steps ascending):
+// a start event per run, then per step its step record, operand records and scaling row.
+// Memory holds one iteration's figures, never the whole log's.
+void write_records(const Log& log, const Converted& c, trace::RecordSink& sink);
+
 struct ImportCounts {
     std::size_t runs = 0, linears = 0, steps = 0, operands = 0, values = 0;
     std::int64_t first_step = 0, last_step = 0;
 };
-// Writes the converted trace to `out` (a temporary file renamed at the end: `out` is never
-// left half written). Throws trace::TraceError or std::runtime_error naming the file.
-ImportCounts write_trace(const Converted& c, const std::string& out);
+// Writes the trace to `out` (a temporary file renamed at the end: `out` is never left
+// half written). Throws trace::TraceError or std::runtime_error naming the file.
+ImportCounts write_trace(const Log& log, const Converted& c, const std::string& out);
 
 // The raw tables of a trace; empty when it has none (any trace not imported from TE logs).
 RawTable read_raw_table(const std::string& path);

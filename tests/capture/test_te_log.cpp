@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <sstream>
 
 #include "te_log.h"
 #include "trace_fixture.h"
@@ -25,7 +26,8 @@ std::string stats_line(const std::string& name, long long iteration, const std::
 Log parse(const std::string& text, std::vector<Issue>& errors, const std::string& path = "stats.log") {
     Log log;
     log.files.push_back({path, 0});
-    parse_log_text(log, 0, text, errors);
+    std::istringstream in(text);
+    parse_log(log, 0, in, errors);
     return log;
 }
 
