@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -205,13 +206,13 @@ Converted convert(const Log& log, const std::string& tool_version) {
     // The smallest gap between logged iterations: TE's freq, as far as the log shows it.
     std::vector<std::set<std::int64_t>> iterations(log.files.size());
     for (const Value& v : log.values) iterations[v.file].insert(v.iteration);
-    std::int64_t every = 0;
+    std::uint64_t every = 0;  // unsigned: the gap between any two int64 iterations fits
     for (const auto& steps : iterations)
         for (auto it = steps.begin(); it != steps.end() && std::next(it) != steps.end(); ++it) {
-            const std::int64_t gap = *std::next(it) - *it;
+            const std::uint64_t gap = std::uint64_t(*std::next(it)) - std::uint64_t(*it);
             every = every == 0 ? gap : std::min(every, gap);
         }
-    m.capture_every = std::max<std::int64_t>(every, 1);
+    m.capture_every = std::int64_t(std::clamp<std::uint64_t>(every, 1, INT64_MAX));
 
     nlohmann::json config = {{"import", "te_log"}, {"files", nlohmann::json::array()}};
     for (std::size_t f = 0; f < log.files.size(); ++f)
