@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 
+#include "finding.h"
 #include "te_log_import.h"
 #include "te_log_trace.h"
 #include "trace_fixture.h"
@@ -273,6 +274,26 @@ TEST(TeLogImport, AnIncompleteLastLineIsLeftOut) {
     write(f.log1, text_of(f.rank1) + "2025-06-10 12:00:01,123 - INFO - " + kFc2 + "_activation_max \t\t\t\t itera");
     ASSERT_EQ(cli::run_te_log_import({f.log1}, f.out, false), 0);
     EXPECT_EQ(read_raw_table(f.out).rows.size(), f.rank1.size());
+}
+
+TEST(TeLogImport, DiagnoseFindsOnlyWhatTheLogSays) {
+    // No loss and no amax logged are no non-finite loss or amax; an Inf amax is one.
+    Fixture f;
+    ASSERT_EQ(cli::run_te_log_import({f.dir / "log"}, f.out, false), 0);
+    for (const auto& finding : diagnose::diagnose(trace::TraceReader(f.out)))
+        EXPECT_NE(finding.kind, "non_finite") << finding.summary;
+
+    std::vector<Entry> inf = {{kFc2, "activation", "cur_amax", 1, "2.0000"}, {kFc2, "activation", "cur_amax", 2, "inf"}};
+    write(f.log1, text_of(inf));
+    ASSERT_EQ(cli::run_te_log_import({f.log1}, f.out, true), 0);
+    std::vector<diagnose::Finding> non_finite;
+    for (auto& finding : diagnose::diagnose(trace::TraceReader(f.out)))
+        if (finding.kind == "non_finite") non_finite.push_back(finding);
+    ASSERT_EQ(non_finite.size(), 2u);  // fprop x and wgrad x: one tensor, both GEMMs' operand
+    for (const auto& finding : non_finite) {
+        EXPECT_EQ(finding.step, 2);
+        EXPECT_EQ(finding.operand, Operand::X);
+    }
 }
 
 TEST(TeLogImport, OtherTracesHaveNoRawTable) {
