@@ -20,6 +20,7 @@ constexpr std::array<std::string_view, kTensorCount> kTensorNames = {"activation
 constexpr std::array<std::string_view, 5> kRecipes = {"fp8_delayed_scaling", "fp8_current_scaling",
                                                       "fp8_block_scaling", "mxfp8", "nvfp4"};
 constexpr std::string_view kStatisticsFolder = "nvdlfw_inspect_statistics_logs";
+constexpr std::string_view kDebugFolder = "nvdlfw_inspect_logs";
 constexpr std::string_view kLevels[] = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"};
 
 // A value quoted in a message is cut to a few dozen characters.
@@ -173,6 +174,10 @@ std::vector<LogFile> find_logs(const std::vector<std::string>& inputs) {
         const fs::file_status st = fs::status(in, ec);
         if (ec || !fs::exists(st)) throw std::runtime_error(in + ": no such file or directory");
         if (fs::is_regular_file(st)) {
+            // Its neighbour of the same name holds the statistics; this one, messages.
+            if (fs::absolute(in, ec).parent_path().filename() == kDebugFolder)
+                throw std::runtime_error(in + ": a debug log of nvdlfw_inspect, not statistics (those are in " +
+                                         std::string(kStatisticsFolder) + "/)");
             out.push_back({in, rank_of(fs::path(in).filename().string())});
             continue;
         }
@@ -197,8 +202,15 @@ std::vector<LogFile> find_logs(const std::vector<std::string>& inputs) {
         const unsigned ra = unsigned(a.rank), rb = unsigned(b.rank);  // unknown ranks (-1) last
         return ra != rb ? ra < rb : a.path < b.path;
     });
-    out.erase(std::unique(out.begin(), out.end(), [](const LogFile& a, const LogFile& b) { return a.path == b.path; }),
-              out.end());
+    // A file named twice (by itself and through its folder, or as ./a and a) is read once.
+    std::vector<fs::path> seen;
+    std::erase_if(out, [&](const LogFile& f) {
+        std::error_code e;
+        const fs::path p = fs::weakly_canonical(f.path, e);
+        if (std::find(seen.begin(), seen.end(), p) != seen.end()) return true;
+        seen.push_back(p);
+        return false;
+    });
     return out;
 }
 

@@ -224,7 +224,16 @@ TEST(TeLogFiles, FindsTheStatisticsLogsOfEveryRank) {
     ASSERT_EQ(one.size(), 1u);
     EXPECT_EQ(one[0].rank, -1);
 
+    // Named twice: read once.
+    EXPECT_EQ(find_logs({dir / "log", dir / "log/./nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-1.log"}).size(), 3u);
+
     EXPECT_THROW(find_logs({dir / "missing"}), std::runtime_error);
+    try {
+        find_logs({dir / "log/nvdlfw_inspect_logs/nvdlfw_inspect_globalrank-0.log"});
+        FAIL() << "the debug log";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("a debug log of nvdlfw_inspect, not statistics"), std::string::npos) << e.what();
+    }
     std::filesystem::create_directories(dir / "empty");
     try {
         find_logs({dir / "empty"});
