@@ -84,9 +84,9 @@ bool per_tensor(const std::string& quantizer) {
     return quantizer == "fp8_delayed_scaling" || quantizer == "fp8_current_scaling";
 }
 
-ErrorStats not_computed(const std::string& quantizer) {
+// Every figure "not computed"; no name: the trace names quantizers in its meta.
+ErrorStats not_computed() {
     ErrorStats e;
-    e.recipe = quantizer;  // not stored: the trace names quantizers in its meta
     e.amax = e.mse = e.sqnr_db = e.rel_l2 = e.max_abs_err = e.cosine = kNaN;
     e.underflow_pct = e.overflow_pct = e.scale_inv_min = e.scale_inv_max = kNaN;
     return e;
@@ -97,12 +97,14 @@ struct OperandFigures {
     double cur_amax = kNaN, min = kNaN, max = kNaN, mean = kNaN, std = kNaN, dynamic_range = kNaN;
     std::vector<ErrorStats> rowwise, columnwise;
     std::vector<bool> has_rowwise, has_columnwise;
+    const std::vector<bool>* one_scale = nullptr;  // by quantizer: per_tensor()
 
-    explicit OperandFigures(const std::vector<std::string>& quantizers)
-        : has_rowwise(quantizers.size()), has_columnwise(quantizers.size()) {
-        for (const auto& q : quantizers) rowwise.push_back(not_computed(q));
-        columnwise = rowwise;
-    }
+    explicit OperandFigures(const std::vector<bool>& per_tensor_quantizers)
+        : rowwise(per_tensor_quantizers.size(), not_computed()),
+          columnwise(rowwise),
+          has_rowwise(rowwise.size()),
+          has_columnwise(rowwise.size()),
+          one_scale(&per_tensor_quantizers) {}
     // amax is max |x| = max(|min|, |max|) when TE's cur_amax was not logged.
     double amax() const {
         if (!std::isnan(cur_amax)) return cur_amax;
@@ -144,7 +146,7 @@ struct OperandFigures {
     std::vector<ErrorStats> transposed() const {
         std::vector<ErrorStats> out = columnwise;
         for (std::size_t q = 0; q < out.size(); ++q)
-            if (!has_columnwise[q] && has_rowwise[q] && per_tensor(rowwise[q].recipe)) out[q] = rowwise[q];
+            if (!has_columnwise[q] && has_rowwise[q] && (*one_scale)[q]) out[q] = rowwise[q];
         return out;
     }
 };
@@ -219,12 +221,6 @@ Converted convert(const Log& log, const std::string& tool_version) {
         config["files"].push_back({{"path", log.files[f].path}, {"rank", log.files[f].rank}, {"run", names[f]}});
     m.config_json = config.dump();
 
-    c.raw.rows.reserve(log.values.size());
-    for (const Value& v : log.values)
-        c.raw.rows.push_back({v.file, v.iteration, v.layer < 0 ? -1 : c.linear_of_layer[v.layer], v.tensor, v.stat,
-                              v.value, v.file, v.line});
-    c.raw.stats = log.stats;
-    for (const auto& f : log.files) c.raw.files.push_back(f.path);
     return c;
 }
 
@@ -237,6 +233,8 @@ void write_records(const Log& log, const Converted& c, trace::RecordSink& sink) 
         return int(std::find(m.quantizers.begin(), m.quantizers.end(), q) - m.quantizers.begin());
     };
     const std::size_t slots = m.linears.size() * trace::kOperandsPerLinear;
+    std::vector<bool> per_tensor_quantizers;
+    for (const auto& q : m.quantizers) per_tensor_quantizers.push_back(per_tensor(q));
 
     // One (run, iteration) at a time: the values' indices by file, then iteration, then line.
     std::vector<std::size_t> order(log.values.size());
@@ -259,7 +257,7 @@ void write_records(const Log& log, const Converted& c, trace::RecordSink& sink) 
             if (v.layer < 0 || !operand_of(static_cast<Tensor>(v.tensor))) continue;
             const StatName& s = c.stat_names[v.stat];
             if (s.kind == StatKind::Unknown) continue;
-            auto it = figures.try_emplace({c.linear_of_layer[v.layer], int(v.tensor)}, m.quantizers).first;
+            auto it = figures.try_emplace({c.linear_of_layer[v.layer], int(v.tensor)}, per_tensor_quantizers).first;
             it->second.set(s, s.quantized() ? quantizer_of(s) : -1, v.value);
         }
         trace::StepRecord record;
@@ -287,24 +285,33 @@ namespace {
 
 // A table written once into the closed trace, chunked and deflated like the trace's own
 // span data.
-template <class Table, class T>
-void write_table(hid_t file, const std::string& path, const char* name, const std::vector<T>& rows) {
+template <class Table, class RowAt>
+void write_table(hid_t file, const std::string& path, const char* name, std::size_t rows, RowAt row_at) {
     const std::string what = path + ": " + name;
     const h5::Layout layout = trace::schema::layout<Table>();
-    std::vector<unsigned char> buf(layout.size * rows.size());
-    for (std::size_t i = 0; i < rows.size(); ++i) trace::schema::put_row<Table>(buf.data() + i * layout.size, rows[i]);
-    const hsize_t dims[1] = {rows.size()};
+    const hsize_t dims[1] = {rows};
     h5::Id space = h5::check(H5Screate_simple(1, dims, nullptr), what);
     h5::Id dcpl = h5::check(H5Pcreate(H5P_DATASET_CREATE), what);
-    if (!rows.empty()) {
-        const hsize_t chunk[1] = {std::min<hsize_t>(rows.size(), 16384)};
+    if (rows > 0) {
+        const hsize_t chunk[1] = {std::min<hsize_t>(rows, 16384)};
         h5::check(H5Pset_chunk(dcpl, 1, chunk), what);
         h5::check(H5Pset_shuffle(dcpl), what);
         h5::check(H5Pset_deflate(dcpl, 1), what);
     }
     h5::Id type = layout.type();
     h5::Id ds = h5::check(H5Dcreate2(file, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), what + ": cannot create");
-    if (!rows.empty()) h5::check(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()), what + ": cannot write");
+    // In slices, so a log of millions of values needs no copy of them all.
+    constexpr std::size_t kSlice = std::size_t(1) << 16;
+    std::vector<unsigned char> buf;
+    for (std::size_t first = 0; first < rows; first += kSlice) {
+        const std::size_t n = std::min(kSlice, rows - first);
+        buf.assign(layout.size * n, 0);
+        for (std::size_t i = 0; i < n; ++i) trace::schema::put_row<Table>(buf.data() + i * layout.size, row_at(first + i));
+        const hsize_t start[1] = {first}, count[1] = {n};
+        h5::Id memory = h5::check(H5Screate_simple(1, count, nullptr), what);
+        h5::check(H5Sselect_hyperslab(space, H5S_SELECT_SET, start, nullptr, count, nullptr), what);
+        h5::check(H5Dwrite(ds, type, memory, space, H5P_DEFAULT, buf.data()), what + ": cannot write");
+    }
 }
 
 template <class Table, class T>
@@ -353,9 +360,9 @@ private:
 }  // namespace
 
 ImportCounts write_trace(const Log& log, const Converted& c, const std::string& out) {
-    for (const auto& f : c.raw.files)
-        if (f.size() > kFileChars) throw std::runtime_error(f.substr(0, 60) + "...: path longer than the trace keeps");
-    for (const auto& s : c.raw.stats)
+    for (const auto& f : log.files)
+        if (f.path.size() > kFileChars) throw std::runtime_error(f.path.substr(0, 60) + "...: path longer than the trace keeps");
+    for (const auto& s : log.stats)
         if (s.size() > kStatChars) throw std::runtime_error("metric name longer than the trace keeps: " + s.substr(0, 60) + "...");
     const std::string tmp = out + ".tmp." + std::to_string(::getpid());
     ImportCounts n;
@@ -368,9 +375,15 @@ ImportCounts write_trace(const Log& log, const Converted& c, const std::string& 
         }
         h5::quiet_errors();
         h5::Id file = h5::check(H5Fopen(tmp.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), tmp + ": cannot open the trace");
-        write_table<RowTable>(file, tmp, kValuesTable, c.raw.rows);
-        write_table<Names<kStatChars>>(file, tmp, kStatsTable, c.raw.stats);
-        write_table<Names<kFileChars>>(file, tmp, kFilesTable, c.raw.files);
+        write_table<RowTable>(file, tmp, kValuesTable, log.values.size(), [&](std::size_t i) {
+            const Value& v = log.values[i];
+            return RawRow{v.file, v.iteration, v.layer < 0 ? -1 : c.linear_of_layer[v.layer], v.tensor, v.stat,
+                          v.value, v.file, v.line};
+        });
+        write_table<Names<kStatChars>>(file, tmp, kStatsTable, log.stats.size(),
+                                       [&](std::size_t i) -> const std::string& { return log.stats[i]; });
+        write_table<Names<kFileChars>>(file, tmp, kFilesTable, log.files.size(),
+                                       [&](std::size_t i) -> const std::string& { return log.files[i].path; });
         file.reset();
         std::filesystem::rename(tmp, out);
     } catch (...) {
@@ -380,7 +393,7 @@ ImportCounts write_trace(const Log& log, const Converted& c, const std::string& 
     }
     n.runs = c.meta.runs.size();
     n.linears = c.meta.linears.size();
-    n.values = c.raw.rows.size();
+    n.values = log.values.size();
     return n;
 }
 

@@ -36,10 +36,9 @@ struct RawTable {
     std::vector<std::string> stats, files;
 };
 
-// The trace's metadata and raw tables; the records follow from the log (write_records).
+// The trace's metadata; the records and the raw tables follow from the log.
 struct Converted {
     trace::TraceMeta meta;
-    RawTable raw;
     std::vector<std::int32_t> linear_of_layer;  // Log::layers -> /meta/linears
     std::vector<StatName> stat_names;            // Log::stats, parsed
 };
