@@ -121,16 +121,18 @@ TEST(TeLogText, ReadsTheDocumentedLayouts) {
         stats_line("decoder.1.mlp.fc1_gradient_underflows%", 3, "12.5000") +
         stats_line("decoder.1.mlp.fc1_weight_mse", 3, "nan") +
         stats_line("decoder.1.mlp.fc1_weight_scale_inv_max", -1, "inf") +
-        stats_line("decoder.1.mlp.fc1_weight_l1_norm", 4, "130799.6953");
+        stats_line("decoder.1.mlp.fc1_weight_l1_norm", 4, "130799.6953") +
+        "INFO - decoder.1.mlp.fc1_weight_max iteration=000005 value=1e-05\r\n";  // a copy with Windows line ends
     std::vector<Issue> errors;
     const Log log = parse(text, errors);
     EXPECT_TRUE(errors.empty());
     EXPECT_TRUE(log.warnings.empty());
     EXPECT_TRUE(log.notices.empty());
-    ASSERT_EQ(log.values.size(), 6u);
-    const long long lines[] = {1, 2, 4, 5, 6, 7};
-    const long long iterations[] = {2, 2, 3, 3, -1, 4};
-    for (std::size_t i = 0; i < 6; ++i) {
+    ASSERT_EQ(log.values.size(), 7u);
+    const long long lines[] = {1, 2, 4, 5, 6, 7, 8};
+    const long long iterations[] = {2, 2, 3, 3, -1, 4, 5};
+    EXPECT_EQ(log.values[6].value, 1e-5);
+    for (std::size_t i = 0; i < 7; ++i) {
         EXPECT_EQ(log.values[i].line, lines[i]);
         EXPECT_EQ(log.values[i].iteration, iterations[i]);
     }
