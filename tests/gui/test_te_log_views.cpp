@@ -87,6 +87,27 @@ private slots:
         QVERIFY(std::isnan(value(wgrad_x, LayersModel::UnderflowPct)));
         QCOMPARE(value({0, Gemm::Dgrad, Operand::DY}, LayersModel::DynamicRange), 21.0);
     }
+
+    void aLogOfTensorStatisticsAloneHasNoQuantizers() {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("stats.log").toStdString();
+        std::ofstream(path) << stats_line(qkv_ + "_weight_cur_amax", 1, "0.1250") << stats_line(qkv_ + "_weight_std", 1, "0.0200");
+        const te_log::Log log = te_log::read_logs(te_log::find_logs({path}));
+        const QString trace = dir.filePath("stats.h5");
+        te_log::write_trace(log, te_log::convert(log, "test"), trace.toStdString());
+        SeriesStore store;
+        TraceFileLoader loader(&store);
+        loader.open(trace);
+        QVERIFY(loader.wait(30000));
+        QCoreApplication::processEvents();
+        QCOMPARE(store.read([](const TraceData& d) { return d.meta.quantizers.size(); }), std::size_t(0));
+        LayersModel layers(&store);
+        layers.refresh(0, 1);
+        const int row = layers.rowOf({0, Gemm::Dgrad, Operand::W});
+        QVERIFY(row >= 0);
+        QCOMPARE(layers.data(layers.index(row, LayersModel::Amax), kValueRole).toDouble(), 0.125);
+        QVERIFY(std::isnan(layers.data(layers.index(row, LayersModel::UnderflowPct), kValueRole).toDouble()));
+    }
 };
 
 QTEST_MAIN(TeLogViewsTest)
