@@ -2,7 +2,7 @@
 // view reads them as it reads a run the engine recorded: one run per log file (rank), one
 // linear per TE layer, the operands x, w and dy from TE's activation, weight and gradient,
 // the logged iterations as capture steps. Every logged value also goes verbatim, with its
-// file and line, to /meta/te_log. Mapping and layout: docs/te-log-import.md.
+// file and line, to /meta/te_log (te_log_table.h). Mapping and layout: docs/te-log-import.md.
 #pragma once
 
 #include <cstdint>
@@ -10,31 +10,14 @@
 #include <vector>
 
 #include "te_log.h"
+#include "te_log_table.h"
 #include "trace_records.h"
 
 namespace fp8scope::te_log {
 
-inline constexpr const char* kValuesTable = "/meta/te_log";       // a row per logged value
-inline constexpr const char* kStatsTable = "/meta/te_log_stats";  // the stat names rows refer to
-inline constexpr const char* kFilesTable = "/meta/te_log_files";  // the log files rows refer to
 // The quantizer of a statistic without a recipe prefix: the recipe the run trained with,
 // which the statistics log does not name.
 inline constexpr const char* kInUseQuantizer = "recipe_in_use";
-
-struct RawRow {
-    std::int32_t run = 0;      // /meta/runs
-    std::int64_t step = 0;     // the logged iteration
-    std::int32_t linear = -1;  // /meta/linears; -1: the metric holds no tensor name
-    std::int8_t tensor = -1;   // Tensor: 0 activation, 1 weight, 2 gradient, 3 output, 4 wgrad, 5 dgrad; -1 none
-    std::int32_t stat = 0;     // /meta/te_log_stats
-    double value = 0;          // as printed in the log (4 decimals)
-    std::int32_t file = 0;     // /meta/te_log_files
-    std::int64_t line = 0;     // 1-based
-};
-struct RawTable {
-    std::vector<RawRow> rows;
-    std::vector<std::string> stats, files;
-};
 
 // The trace's metadata; the records and the raw tables follow from the log.
 struct Converted {
@@ -58,8 +41,5 @@ struct ImportCounts {
 // Writes the trace to `out` (a temporary file renamed at the end: `out` is never left
 // half written). Throws trace::TraceError or std::runtime_error naming the file.
 ImportCounts write_trace(const Log& log, const Converted& c, const std::string& out);
-
-// The raw tables of a trace; empty when it has none (any trace not imported from TE logs).
-RawTable read_raw_table(const std::string& path);
 
 }  // namespace fp8scope::te_log
