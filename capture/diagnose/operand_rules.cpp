@@ -222,7 +222,9 @@ void non_finite_amax(const Context& c, const Series& s, std::vector<Finding>& ou
     for (const trace::OperandPoint& p : s.points) {
         const int q = in_use(p);
         const double amax = q >= 0 ? p.errors[std::size_t(q)].amax : p.amax;  // the scaling amax counts Inf
-        if (std::isfinite(amax) && std::isfinite(p.amax)) continue;
+        // Amaxes ignore NaN (docs/numerics.md): a NaN one was not computed (a trace imported
+        // from statistics logs that lack it); an Inf one reached the cast.
+        if (!std::isinf(amax) && !std::isinf(p.amax)) continue;
         Finding f;
         f.kind = "non_finite";
         locate(c, s, f);

@@ -82,8 +82,12 @@ void loss_gap(Context& c, std::vector<Finding>& out) {
 }
 
 void non_finite_losses(const Context& c, std::vector<Finding>& out) {
-    for (std::size_t r = 0; r < c.meta.runs.size(); ++r)
-        for (const trace::StepRecord& s : c.reader.steps(int(r)))
+    for (std::size_t r = 0; r < c.meta.runs.size(); ++r) {
+        const auto steps = c.reader.steps(int(r));
+        // A run without one finite loss recorded none (a trace imported from statistics
+        // logs); an engine run whose every loss is NaN has its non_finite event, below.
+        if (std::none_of(steps.begin(), steps.end(), [](const auto& s) { return std::isfinite(s.loss); })) continue;
+        for (const trace::StepRecord& s : steps)
             if (!std::isfinite(s.loss)) {
                 Finding f;
                 f.kind = "non_finite";
@@ -96,6 +100,7 @@ void non_finite_losses(const Context& c, std::vector<Finding>& out) {
                 out.push_back(std::move(f));
                 break;
             }
+    }
     for (const trace::EventRecord& e : c.reader.events())
         if (e.kind == EventKind::NonFinite) {
             Finding f;
