@@ -401,7 +401,7 @@ void add_train(CLI::App& app, int& exit_code) {
     cmd->add_option("--compare", opts->compare, "Comma-separated recipes trained in lock step, e.g. baseline,delayed");
     cmd->add_option("--init-from", opts->init_from,
                     "Start every run from a Hugging Face GPT-2 or Llama checkpoint: FILE.safetensors or a folder "
-                    "(model.safetensors or shards with model.safetensors.index.json); the model's shape is its");
+                    "(model.safetensors, or shards with model.safetensors.index.json); the model takes its shape");
     cmd->add_option("--keep-high-precision", opts->keep_high_precision,
                     "Linears of the single run kept in high precision, by name pattern: 'blocks.7.*' (repeatable)");
     cmd->add_option("--steps", opts->steps, "Training steps");
