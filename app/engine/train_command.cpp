@@ -37,7 +37,7 @@ struct TrainOptions {
     std::string config, resume;
     std::vector<std::string> sets;
     std::vector<std::string> keep_high_precision;  // linear name patterns
-    std::optional<std::string> device, recipe, compare, data, checkpoint_dir;
+    std::optional<std::string> device, recipe, compare, data, checkpoint_dir, init_from;
     std::optional<long long> steps, batch, seq, seed, seeds, threads, eval_every, capture_every, checkpoint_every, log_every;
     std::optional<double> lr;
     bool print_config = false, json = false, quiet = false;
@@ -84,6 +84,7 @@ TrainConfig base_config(const TrainOptions& o, Resumed& resumed) {
     if (!o.resume.empty()) {
         TrainState s = load_checkpoint(o.resume);
         c = train_config_from_json(s.config_json, o.resume + " (config)");
+        c.checkpoint.resume = o.resume;  // the weights are the checkpoint's: init_from is not read again
         resumed = {s.step, c.model, s.world_size, c.batch_size};
     }
     if (!o.config.empty()) c = load_train_config(o.config);
@@ -117,6 +118,7 @@ void apply_flags(const TrainOptions& o, TrainConfig& c) {
     if (o.recipe) set("recipe", *o.recipe);
     if (o.compare) set("compare", *o.compare);
     if (o.data) set("data.source", *o.data);
+    if (o.init_from) set("init_from", *o.init_from);
     if (o.steps) set("steps", std::to_string(*o.steps));
     if (o.batch) set("batch_size", std::to_string(*o.batch));
     if (o.seq) set("seq_len", std::to_string(*o.seq));
@@ -154,6 +156,18 @@ std::string resume_refused(const std::string& path, const Resumed& resumed, cons
 }
 
 void report(const std::string& what) { std::fprintf(stderr, "fp8scope-engine: error: %s\n", what.c_str()); }
+
+// Where the weights come from, and what the engine does differently from its config.json.
+void print_init_from(const TrainConfig& config) {
+    TrainConfig c = config;
+    std::vector<std::string> notes;
+    resolve_init_from(c, &notes);
+    const ModelConfig& m = c.model;
+    std::fprintf(stderr, "weights from %s: %d layers, d_model %d, %d heads, d_ff %d, vocab %d, max_seq %d%s\n",
+                 c.init_from.c_str(), m.n_layer, m.d_model, m.n_head, m.hidden(), m.vocab_size, m.max_seq,
+                 m.tie_embeddings ? ", tied head" : "");
+    for (const std::string& n : notes) std::fprintf(stderr, "fp8scope-engine: note: %s\n", n.c_str());
+}
 
 // The first NaN/Inf of the run (engine/nonfinite_watch.h); `job_rank`: the rank that held
 // the job's first, -1 when no other rank's is known.
@@ -318,6 +332,7 @@ int run_train(const TrainOptions& o) {
                      trainer->data().data().origin.c_str(), static_cast<long long>(trainer->data().train_tokens()),
                      static_cast<long long>(trainer->data().val_tokens()), trainer->model(0).num_params());
         std::fprintf(stderr, "on %s\n", backend->describe().c_str());
+        if (!config.init_from.empty() && config.checkpoint.resume.empty()) print_init_from(config);
     }
     TrainSummary s;
     try {
@@ -384,6 +399,9 @@ void add_train(CLI::App& app, int& exit_code) {
     cmd->add_option("--device", opts->device, "Where to train: cpu or cuda");
     cmd->add_option("--recipe", opts->recipe, "Training recipe: baseline, delayed, delayed_e4m3, current, blockwise, mxfp8 or a config's custom recipe");
     cmd->add_option("--compare", opts->compare, "Comma-separated recipes trained in lock step, e.g. baseline,delayed");
+    cmd->add_option("--init-from", opts->init_from,
+                    "Start every run from a Hugging Face GPT-2 or Llama checkpoint: FILE.safetensors or a folder "
+                    "(model.safetensors, or shards with model.safetensors.index.json); the model takes its shape");
     cmd->add_option("--keep-high-precision", opts->keep_high_precision,
                     "Linears of the single run kept in high precision, by name pattern: 'blocks.7.*' (repeatable)");
     cmd->add_option("--steps", opts->steps, "Training steps");

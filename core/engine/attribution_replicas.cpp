@@ -25,6 +25,7 @@ TrainConfig replica_config(const ReplicaSource& src, const std::vector<std::stri
                            const std::vector<CustomRecipe>& custom, int steps,
                            const std::vector<std::string>& overrides) {
     TrainConfig c = src.config;
+    c.init_from.clear();  // the weights come from the checkpoint
     apply_overrides(c, overrides);
     // One process trains what the job's ranks trained together: their seed, their rows.
     c.seed = src.config.run_seed(src.run);

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "engine/model_impl.h"
+#include "engine/pretrained.h"
 #include "fp8/training_recipe.h"
 #include "io/input_file.h"
 #include "util/json_input.h"
@@ -54,6 +55,7 @@ void visit_fields(TrainConfig& c, V& v) {
     v("blockmap_every", c.blockmap_every, Limits{-1, big});
     v("log_every", c.log_every, Limits{1, big});
     v.injections("inject", c.inject);
+    v("init_from", c.init_from);
 
     v("model.vocab_size", c.model.vocab_size, Limits{2, 1 << 24});
     v("model.max_seq", c.model.max_seq, Limits{1, 1 << 20});
@@ -454,16 +456,24 @@ private:
     std::string_view path_;
 };
 
-// Field checks always; the checks across fields (validate()) unless `partial`, for an
-// override that later overrides may complete.
-TrainConfig from_json(const json& root, const std::string& prefix, bool partial = false) {
+// What a config read is for: a step of several overrides (field checks only), one given
+// by a user (init_from resolved, then every check) or one read back (every check).
+enum class Reading { Partial, Given, Recorded };
+
+// A run resuming a checkpoint trains the model it recorded: init_from is not read again.
+void resolve_given(TrainConfig& c) {
+    if (c.checkpoint.resume.empty()) resolve_init_from(c);
+}
+
+TrainConfig from_json(const json& root, const std::string& prefix, Reading reading) {
     if (!root.is_object()) throw std::invalid_argument(prefix + "a config must be a JSON object");
     TrainConfig c;
     Reader reader(root, prefix);
     visit_fields(c, reader);
     reader.check_unknown(root, "");
-    if (partial) return c;
+    if (reading == Reading::Partial) return c;
     try {
+        if (reading == Reading::Given) resolve_given(c);
         c.validate();
     } catch (const std::invalid_argument& e) {
         throw std::invalid_argument(prefix + e.what());
@@ -491,7 +501,9 @@ void TrainConfig::validate() const {
     bool bytes = data.source == "builtin" || data.source.rfind("text:", 0) == 0;
     if (bytes && model.vocab_size < 256)
         throw std::invalid_argument("model.vocab_size " + std::to_string(model.vocab_size) +
-                                    " is too small for byte-level data (needs 256)");
+                                    (init_from.empty() ? "" : " (" + clip(init_from) + "'s)") +
+                                    " is too small for byte-level data (needs 256)" +
+                                    (init_from.empty() ? "" : ": train on its tokenizer's tokens, --data tokens:FILE"));
     if (data.source.empty()) throw std::invalid_argument("data.source is empty");
     if (device != "cpu" && device != "cuda")
         throw std::invalid_argument("device '" + clip(device) + "' is not one of cpu, cuda");
@@ -511,7 +523,8 @@ void TrainConfig::validate() const {
     }
 }
 
-TrainConfig train_config_from_json(std::string_view json_text, std::string_view origin) {
+namespace {
+TrainConfig parse_config(std::string_view json_text, std::string_view origin, Reading reading) {
     std::string prefix = origin.empty() ? "" : std::string(origin) + ": ";
     json root;
     try {
@@ -519,13 +532,26 @@ TrainConfig train_config_from_json(std::string_view json_text, std::string_view 
     } catch (const JsonInputError& e) {
         throw std::invalid_argument(prefix + "invalid JSON: " + e.what());
     }
-    return from_json(root, prefix);
+    return from_json(root, prefix, reading);
+}
+}  // namespace
+
+TrainConfig train_config_from_json(std::string_view json_text, std::string_view origin) {
+    return parse_config(json_text, origin, Reading::Recorded);
 }
 
 TrainConfig load_train_config(const std::string& path) {
     // A config is a few KB; the limit keeps a wrong path (a data file) from being parsed.
     constexpr std::uint64_t kMaxConfigBytes = 64u << 20;
-    return train_config_from_json(read_regular_file(path, "config file", kMaxConfigBytes), path);
+    return parse_config(read_regular_file(path, "config file", kMaxConfigBytes), path, Reading::Given);
+}
+
+void resolve_init_from(TrainConfig& config, std::vector<std::string>* notes) {
+    if (config.init_from.empty()) return;
+    const CheckpointFiles files = open_checkpoint(config.init_from);
+    const PretrainedArch arch = inspect_pretrained(files, config.model.n_head);
+    config.model = pretrained_model_config(arch, config.model, config.init_from);
+    if (notes) *notes = arch.notes;
 }
 
 namespace {
@@ -552,9 +578,10 @@ std::optional<ConfigDifference> differ(const ordered_json& a, const ordered_json
 
 std::string train_config_to_json(const TrainConfig& config) {
     // Fields in visit order: readable files; a non-UTF-8 path prints with U+FFFD instead of aborting.
-    // One seed is left out: configs and traces of single-seed runs read as before seeds.
+    // One seed and no init_from are left out: such configs and traces read as before those fields.
     ordered_json j = as_json(config);
     if (config.seeds == 1) j.erase("seeds");
+    if (config.init_from.empty()) j.erase("init_from");
     return dump_json(j, 2);
 }
 
@@ -586,7 +613,7 @@ void apply_one(TrainConfig& config, std::string_view assignment, bool partial) {
     visit_fields(config, w);
     json doc = std::move(w.out);
     doc[pointer(path)] = value;
-    config = from_json(doc, prefix, partial);
+    config = from_json(doc, prefix, partial ? Reading::Partial : Reading::Given);
 }
 }  // namespace
 
@@ -594,6 +621,7 @@ void apply_override(TrainConfig& config, std::string_view assignment) { apply_on
 
 void apply_overrides(TrainConfig& config, const std::vector<std::string>& assignments) {
     for (const auto& a : assignments) apply_one(config, a, true);
+    resolve_given(config);
     config.validate();
 }
 

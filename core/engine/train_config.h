@@ -105,6 +105,9 @@ struct TrainConfig {
     int log_every = 10;                  // plain progress lines every N steps
     // Outlier injection for stress tests (engine/injection.h): the same in every run.
     std::vector<Injection> inject;
+    // A Hugging Face checkpoint (engine/pretrained.h) every run starts from: a .safetensors
+    // file or a folder of them. Its shape replaces the model section's (resolve_init_from).
+    std::string init_from;
 
     // The recipes of the runs: `compare` if set, else {recipe}; each `seeds` times in a row.
     std::vector<std::string> run_recipes() const;
@@ -118,7 +121,9 @@ struct TrainConfig {
 };
 
 // Throws std::invalid_argument naming the field and value. `origin` (a file name) is put
-// in front of the message.
+// in front of the message. A config read back from a checkpoint or trace keeps the model
+// it recorded; load_train_config and apply_override(s), which read what a user gives,
+// resolve init_from (below) before the checks across fields.
 TrainConfig train_config_from_json(std::string_view json_text, std::string_view origin = "");
 TrainConfig load_train_config(const std::string& path);
 std::string train_config_to_json(const TrainConfig& config);  // pretty, every field
@@ -137,5 +142,11 @@ void apply_override(TrainConfig& config, std::string_view assignment);
 // across fields (seq_len <= model.max_seq, ...) once all are applied, so their order
 // does not matter.
 void apply_overrides(TrainConfig& config, const std::vector<std::string>& assignments);
+
+// With init_from set: the model section takes the checkpoint's shape, kinds and head
+// count (n_head from config.json beside it, else the model section's). Reads the
+// checkpoint's headers, not its weights; throws naming the file or tensor. Notes on what
+// the engine does differently from config.json go to `notes` when given.
+void resolve_init_from(TrainConfig& config, std::vector<std::string>* notes = nullptr);
 
 }  // namespace fp8scope

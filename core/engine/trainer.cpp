@@ -11,6 +11,7 @@
 
 #include "engine/memory_estimate.h"
 #include "engine/op_timer.h"
+#include "engine/pretrained.h"
 
 namespace fp8scope {
 
@@ -55,6 +56,12 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, StepSync* sync)
     for (std::size_t i = 0; i < recipes.size(); ++i) {
         runs_.push_back(std::make_unique<Run>(config_, recipes[i], config_.run_seed(int(i)), backend_));
         sync_->attach(runs_.back()->model);
+    }
+    if (!config_.init_from.empty() && config_.checkpoint.resume.empty()) {  // every run, every rank: the same weights
+        const CheckpointFiles files = open_checkpoint(config_.init_from);
+        const std::vector<float> weights = load_pretrained(
+            files, inspect_pretrained(files, config_.model.n_head), runs_.front()->model.param_tensors());
+        for (const auto& run : runs_) run->model.params_from_host(weights);
     }
     if (!config_.checkpoint.resume.empty()) restore(load_checkpoint(config_.checkpoint.resume));
     take_snapshot();

@@ -69,7 +69,8 @@ struct TrainSummary {
 class Trainer {
 public:
     // Loads the data, builds and initialises the runs from their seeds (config.run_seed:
-    // identical weights for one seed), or restores config.checkpoint.resume. Throws on bad data or checkpoints.
+    // identical weights for one seed) or all from config.init_from's weights, or restores
+    // config.checkpoint.resume. Throws on bad data or checkpoints.
     // Every run runs on `backend` (which must be the config's device); every step meets the
     // job's other ranks through `sync` (which must outlive this; null: a single process).
     Trainer(const TrainConfig& config, Backend& backend, StepSync* sync = nullptr);

@@ -111,10 +111,9 @@ void check_metadata(const std::string& path, const json& meta) {
             throw TensorFileError(path, "'__metadata__' value of '" + clip(k) + "' must be a string, got " + show_json(v));
 }
 
-}  // namespace
-
-std::vector<LoadedTensor> read_safetensors(const std::string& path) {
-    InputFile file(path);
+// The validated entries of a file's header, in order of data offset; `buffer_start`: where
+// the data buffer begins.
+std::vector<Entry> read_header(const std::string& path, InputFile& file, std::uint64_t& buffer_start) {
     std::uint64_t size = file.size();
     if (size < 8)
         throw TensorFileError(path, "too short for a .safetensors header size (" + std::to_string(size) + " bytes)");
@@ -142,7 +141,8 @@ std::vector<LoadedTensor> read_safetensors(const std::string& path) {
     }
     if (!header.is_object()) throw TensorFileError(path, "invalid header: the JSON is not an object");
 
-    std::uint64_t buffer_start = 8 + n, buffer_size = size - buffer_start;
+    buffer_start = 8 + n;
+    const std::uint64_t buffer_size = size - buffer_start;
     std::vector<Entry> entries;
     for (const auto& [name, value] : header.items()) {
         if (name == "__metadata__") {
@@ -165,6 +165,23 @@ std::vector<LoadedTensor> read_safetensors(const std::string& path) {
         prev = &e;
     }
 
+    return entries;
+}
+
+}  // namespace
+
+std::vector<TensorInfo> list_safetensors(const std::string& path) {
+    InputFile file(path);
+    std::uint64_t buffer_start = 0;
+    std::vector<TensorInfo> out;
+    for (const Entry& e : read_header(path, file, buffer_start)) out.push_back({e.name, e.source_dtype, e.shape});
+    return out;
+}
+
+std::vector<LoadedTensor> read_safetensors(const std::string& path) {
+    InputFile file(path);
+    std::uint64_t buffer_start = 0;
+    const std::vector<Entry> entries = read_header(path, file, buffer_start);
     std::vector<LoadedTensor> out;
     out.reserve(entries.size());
     for (const Entry& e : entries) {

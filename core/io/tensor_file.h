@@ -35,6 +35,13 @@ LoadedTensor read_npy(const std::string& path);
 // .safetensors: every tensor of dtype F32, F16, BF16 or F64, in order of data offset.
 // Tensors of other dtypes are an error naming the tensor and dtype.
 std::vector<LoadedTensor> read_safetensors(const std::string& path);
+// A .safetensors tensor as its header describes it, without its data.
+struct TensorInfo {
+    std::string name, source_dtype;
+    std::vector<std::int64_t> shape;
+};
+// The header alone, checked as read_safetensors checks it, in the same order.
+std::vector<TensorInfo> list_safetensors(const std::string& path);
 // Chooses by extension (.npy, .safetensors); anything else is an error.
 std::vector<LoadedTensor> read_tensor_file(const std::string& path);
 

@@ -28,6 +28,7 @@ protected:
         auto path = file(st(header, buffer));
         SCOPED_TRACE(header.substr(0, 100));
         expect_error([&] { read_safetensors(path); }, path, problem);
+        expect_error([&] { list_safetensors(path); }, path, problem);  // the header alone fails alike
     }
 };
 
@@ -61,6 +62,14 @@ TEST_F(Safetensors, AllDtypesExactValuesInOffsetOrder) {
     EXPECT_EQ(got[3].source_dtype, "float64");
     EXPECT_EQ(got[3].tensor.shape, (std::vector<std::int64_t>{1, 2}));
     EXPECT_EQ(got[3].tensor.data, (std::vector<float>{INFINITY, -0.25f}));
+    // The header alone: the same names, dtypes and shapes in the same order.
+    auto listed = list_safetensors(dir + "/m.safetensors");
+    ASSERT_EQ(listed.size(), got.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        EXPECT_EQ(listed[i].name, got[i].tensor.name);
+        EXPECT_EQ(listed[i].source_dtype, got[i].source_dtype);
+        EXPECT_EQ(listed[i].shape, got[i].tensor.shape);
+    }
 }
 
 TEST_F(Safetensors, RanksZeroToFourAndEmptyTensors) {
