@@ -39,6 +39,21 @@ TEST(LlamaConfig, ArchSetsItsDefaultsAndOtherFieldsOverrideThem) {
     EXPECT_EQ(train_config_to_json(c).find("arch"), std::string::npos);
 }
 
+// A config (or a checkpoint's, or a trace's) written before these fields existed reads
+// as the GPT-2 model it trained, with the constant learning-rate rule.
+TEST(LlamaConfig, AnOlderConfigReadsAsTheGptModelItTrained) {
+    const TrainConfig c = train_config_from_json(
+        R"({"model": {"vocab_size": 256, "max_seq": 128, "n_layer": 4, "d_model": 128, "n_head": 4, "d_ff": 0,
+                      "norm": "layernorm", "mlp": "gelu", "smooth_swiglu": false, "tie_embeddings": false},
+            "optimizer": {"lr": 0.003}})");
+    EXPECT_EQ(c.model.pos, PosKind::Learned);
+    EXPECT_EQ(c.model.kv_heads(), 4);
+    EXPECT_TRUE(c.model.bias);
+    EXPECT_FLOAT_EQ(c.model.init_std, 0.02f);
+    EXPECT_EQ(c.optimizer.lr_rule, LrRule::Constant);
+    EXPECT_FLOAT_EQ(c.peak_lr(), 0.003f);
+}
+
 TEST(LlamaConfig, SetArchOverridesTheFieldsItNames) {
     TrainConfig c;
     apply_overrides(c, {"model.arch=llama", "model.n_kv_head=2"});
