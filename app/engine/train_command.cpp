@@ -403,7 +403,7 @@ int run_train(const TrainOptions& o) {
 
 void add_train(CLI::App& app, int& exit_code) {
     auto opts = std::make_shared<TrainOptions>();
-    CLI::App* cmd = app.add_subcommand("train", "Train the GPT-style model (several recipes in lock step with --compare)");
+    CLI::App* cmd = app.add_subcommand("train", "Train the GPT-2 or Llama-style model (several recipes in lock step with --compare)");
     CLI::Option* config = cmd->add_option("--config", opts->config, "JSON run configuration (resources/configs/*.json)");
     cmd->add_option("--preset", opts->preset,
                     "A named config of a known shape: gpt2-124m, gpt2-350m, llama-1b, gpt-8x4096, llama-8x4096, ... "
