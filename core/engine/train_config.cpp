@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdio>
-#include <filesystem>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <set>
 #include <nlohmann/json.hpp>
