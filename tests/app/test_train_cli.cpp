@@ -166,6 +166,30 @@ TEST(TrainCli, ResumeFromACheckpointContinuesTheSameRun) {
     fs::remove_all(dir);
 }
 
+// A Llama-style model under the width rule: the checkpoint keeps its fields (no position
+// table, grouped-query heads, the rule), and the resumed run is the same run.
+TEST(TrainCli, ALlamaStyleRunResumesBitForBit) {
+    fs::path dir = scratch() / "ck_llama";
+    fs::remove_all(dir);
+    const std::string llama = tiny() + " --set model.arch=llama --set model.n_head=4 --set model.n_kv_head=1" +
+                              " --set optimizer.lr_rule=width --set optimizer.base_width=32";
+    Result whole = run(llama + " --steps 20 --checkpoint-dir " + dir.string() + " --checkpoint-every 10 --json --quiet");
+    ASSERT_EQ(whole.status, 0) << whole.err;
+    Result rest = run("--resume " + (dir / "step_10.ckpt").string() + " --json --quiet");
+    ASSERT_EQ(rest.status, 0) << rest.err;
+    json a = json::parse(whole.out), b = json::parse(rest.out);
+    json tail = json::array();
+    for (std::size_t i = 10; i < 20; ++i) tail.push_back(a["runs"][0]["losses"][i]);
+    EXPECT_EQ(b["runs"][0]["losses"], tail);
+    Result shown = run("--resume " + (dir / "step_10.ckpt").string() + " --print-config");
+    ASSERT_EQ(shown.status, 0) << shown.err;
+    const json c = json::parse(shown.out);
+    EXPECT_EQ(c["model"]["pos"], "rope");
+    EXPECT_EQ(c["model"]["n_kv_head"], 1);
+    EXPECT_EQ(c["optimizer"]["lr_rule"], "width");
+    fs::remove_all(dir);
+}
+
 TEST(TrainCli, AResumeWithNoStepsLeftIsRefusedAndLeavesTheCheckpoint) {
     fs::path dir = scratch() / "ck_done";
     fs::remove_all(dir);
