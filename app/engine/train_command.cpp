@@ -226,6 +226,12 @@ void print_table(const TrainSummary& s, const trace::TraceMeta& meta) {
 int run_train(const TrainOptions& o) {
     TrainConfig config;
     Resumed resumed;
+    try {  // an unknown preset is bad usage, not a bad file
+        if (!o.preset.empty()) (void)find_preset(o.preset, presets_here());
+    } catch (const std::exception& e) {
+        report(e.what());
+        return 2;
+    }
     try {
         config = base_config(o, resumed);
     } catch (const std::exception& e) {

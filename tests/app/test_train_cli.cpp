@@ -134,7 +134,7 @@ TEST(TrainCli, PresetsAreListedAndLoaded) {
     EXPECT_EQ(j["optimizer"]["lr_rule"], "width");
     EXPECT_EQ(j["steps"], 3);
     Result bad = run("--preset gpt5");
-    EXPECT_NE(bad.status, 0);
+    EXPECT_EQ(bad.status, 2);
     EXPECT_NE(bad.err.find("preset 'gpt5' is not one of gpt-8x4096, gpt2-124m"), std::string::npos) << bad.err;
 }
 
