@@ -139,9 +139,10 @@ int main(int argc, char** argv) {
     }
 
     std::size_t ws_bytes = std::max({ops::embedding_backward_workspace(B, T), ops::norm_backward_workspace(N, C),
-                                     ops::attention_forward_workspace(B, T, C, NH),
-                                     ops::attention_backward_workspace(B, T, C, NH),
-                                     ops::attention_backward_workspace(B, T, C, C / 64),
+                                     ops::attention_forward_workspace(B, T, C, NH, NH),
+                                     ops::attention_backward_workspace(B, T, C, NH, NH),
+                                     ops::attention_backward_workspace(B, T, C, C / 64, C / 64),
+                                     ops::attention_backward_workspace(B, T, C, NH, std::max(1, NH / 4)),
                                      ops::bias_backward_workspace(N, 4 * C), ops::grad_norm_workspace(P)});
     const Workspace ws{device<unsigned char>(ws_bytes), ws_bytes};
 
@@ -193,18 +194,31 @@ int main(int argc, char** argv) {
         bf16* dqkv = device<bf16>(std::size_t(N) * 3 * C);
         std::vector<int> heads = {NH};
         if (hs == 128 && C % 64 == 0) heads.push_back(C / 64);
-        for (const int nh : heads) {
-            bf16* att = device<bf16>(std::size_t(ops::attention_saved(B, T, nh)));
-            const double one = 2.0 * B * C * (double(T) * (T + 1) / 2);  // = 2 B nh T(T+1)/2 (C/nh)
-            const std::string f = "attention_forward hs=" + std::to_string(C / nh);
-            const std::string b = "attention_backward hs=" + std::to_string(C / nh);
-            const double fms = timer.attention(f.c_str(), one, 2, 0,
-                                               [&] { ops::attention_forward(x, att, qkv, B, T, C, nh, ws, stream); });
-            const double bms = timer.attention(b.c_str(), one, 4, 5, [&] {
-                ops::attention_backward(dqkv, dy, qkv, x, att, B, T, C, nh, ws, stream);
-            });
-            if (nh == NH) layer_ms += fms + bms;
-            FP8SCOPE_CUDA_CHECK(cudaFree(att));
+        // Multi-head, then grouped-query attention with 4 query heads per key/value head
+        // (its qkv rows are narrower: the same buffers hold them).
+        for (const int nh : heads)
+            for (const int group : {1, 4}) {
+                if (nh % group != 0) continue;
+                const int nkv = nh / group;
+                bf16* att = device<bf16>(std::size_t(ops::attention_saved(B, T, nh)));
+                const double one = 2.0 * B * C * (double(T) * (T + 1) / 2);  // = 2 B nh T(T+1)/2 (C/nh)
+                const std::string kind = "hs=" + std::to_string(C / nh) + (group > 1 ? " gqa 4:1" : "");
+                const std::string f = "attention_forward " + kind, b = "attention_backward " + kind;
+                const double fms = timer.attention(f.c_str(), one, 2, 0, [&] {
+                    ops::attention_forward(x, att, qkv, B, T, C, nh, nkv, ws, stream);
+                });
+                const double bms = timer.attention(b.c_str(), one, 4, 5, [&] {
+                    ops::attention_backward(dqkv, dy, qkv, x, att, B, T, C, nh, nkv, ws, stream);
+                });
+                if (nh == NH && group == 1) layer_ms += fms + bms;
+                FP8SCOPE_CUDA_CHECK(cudaFree(att));
+            }
+        // RoPE on q and k of the GQA 4:1 layout, in place (read and write once)
+        if (NH % 4 == 0 && hs % 2 == 0) {
+            float* table = random_f32(std::size_t(T) * hs, 1.0f);
+            timer.bandwidth("rope (q, k of gqa 4:1)", double(N) * (NH + NH / 4) * hs * 4,
+                            [&] { ops::rope(qkv, table, B, T, NH, NH / 4, hs, false, stream); });
+            FP8SCOPE_CUDA_CHECK(cudaFree(table));
         }
         FP8SCOPE_CUDA_CHECK(cudaFree(qkv));
         FP8SCOPE_CUDA_CHECK(cudaFree(dqkv));

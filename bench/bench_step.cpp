@@ -18,7 +18,12 @@
 // --kernels N traces 3 more steps per recipe and prints where their device time went: the
 // N longest kernels (summed per name), per step.
 //
-// usage: bench_step [--device cuda] [--layers 8] [--width 4096] [--heads 32] [--vocab 50304]
+// --config FILE takes the model, sequence length and batch of a run config or preset
+// (resources/configs/presets/llama-8x4096.json: the Llama-style twin of the default
+// model); --arch llama, --kv-heads N and the shape flags after it change them.
+//
+// usage: bench_step [--device cuda] [--config FILE] [--layers 8] [--width 4096] [--heads 32]
+//                   [--kv-heads 0] [--arch gpt|llama] [--vocab 50304]
 //                   [--seq 2048] [--batch 4] [--steps 10] [--warmup 3] [--mlp gelu|swiglu]
 //                   [--recipes baseline,current,delayed,blockwise,mxfp8] [--peak 989] [--threads 0]
 //                   [--phases 0|1] [--kernels 0]
@@ -34,6 +39,7 @@
 #include "backends.h"
 #include "engine/model.h"
 #include "engine/optimizer.h"
+#include "engine/train_config.h"
 #include "kernel_tally.h"
 
 using namespace fp8scope;
@@ -43,7 +49,7 @@ namespace {
 double model_flops(const ModelConfig& c, int B, int T) {
     const double tokens = double(B) * T, C = c.d_model, H = c.hidden(), V = c.vocab_size;
     const double H1 = c.mlp == MlpKind::SwiGLU ? 2 * H : H;
-    const double linear_params = (C * 3 * C + C * C + C * H1 + H * C) * c.n_layer + C * V;
+    const double linear_params = (C * c.qkv_width() + C * C + C * H1 + H * C) * c.n_layer + C * V;
     return 6.0 * tokens * linear_params + 12.0 * c.n_layer * C * T * tokens;
 }
 
@@ -74,6 +80,24 @@ int main(int argc, char** argv) {
         const std::string k = argv[i];
         const char* v = argv[i + 1];
         if (k == "--device") device = v;
+        else if (k == "--config") {
+            try {
+                const TrainConfig run = load_train_config(v);
+                c = run.model;
+                T = run.seq_len;
+                B = run.batch_size;
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "bench_step: %s\n", e.what());
+                return 1;
+            }
+        } else if (k == "--arch") {
+            try {
+                apply_arch(c, v);
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "bench_step: --arch: %s\n", e.what());
+                return 2;
+            }
+        } else if (k == "--kv-heads") c.n_kv_head = std::atoi(v);
         else if (k == "--layers") c.n_layer = std::atoi(v);
         else if (k == "--width") c.d_model = std::atoi(v);
         else if (k == "--heads") c.n_head = std::atoi(v);
@@ -103,8 +127,10 @@ int main(int argc, char** argv) {
     }
     std::printf("%s\n", backend->describe().c_str());
     const double flops = model_flops(c, B, T);
-    std::printf("model L=%d C=%d NH=%d V=%d %s, B=%d T=%d: %.1f TFLOP per step (model FLOPs), %d steps after %d\n",
-                c.n_layer, c.d_model, c.n_head, c.vocab_size, c.mlp == MlpKind::SwiGLU ? "swiglu" : "gelu", B, T,
+    std::printf("model L=%d C=%d NH=%d KV=%d V=%d %s %s %s, B=%d T=%d: %.1f TFLOP per step (model FLOPs), %d steps "
+                "after %d\n",
+                c.n_layer, c.d_model, c.n_head, c.kv_heads(), c.vocab_size, c.mlp == MlpKind::SwiGLU ? "swiglu" : "gelu",
+                c.norm == NormKind::RMSNorm ? "rmsnorm" : "layernorm", c.pos == PosKind::Rope ? "rope" : "learned", B, T,
                 flops * 1e-12, steps, warmup);
 
     Model model(c, *backend);

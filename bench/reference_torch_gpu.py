@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """The engine's GPT model trained by PyTorch on the same GPU, for bench_step's figures.
 
-Same architecture, same shape and AdamW. --arch gpt: pre-norm LayerNorm blocks, GELU MLP of
-4C, biases, learned positions, untied head. --arch llama: RMSNorm, SwiGLU of H = 8C/3 rounded
-up to 64 (the engine's d_ff rule), rotary positions (half-split pairs, theta 10000), grouped-
-query attention with --kv-heads, no biases, untied head. Modes:
+Same architecture (pre-norm LayerNorm blocks, GELU MLP of 4C, biases, learned positions,
+untied head), same shape and AdamW; with --arch llama the engine's Llama-style model
+(RMSNorm, SwiGLU of 8/3 C rounded up to 64, no biases, rotary positions with the
+half-split pairing, --kv-heads key/value heads through SDPA's grouped-query attention),
+the shape of bench_step --config resources/configs/presets/llama-8x4096.json. Modes:
   bf16          BF16 autocast, eager
   bf16-compile  the same under torch.compile
   fp8           per-tensor current scaling through torch._scaled_mm on every linear of the
@@ -12,8 +13,9 @@ query attention with --kv-heads, no biases, untied head. Modes:
   fp8-compile   the same under torch.compile
 Prints ms per step (median after warm-up) and MFU with bench_step's FLOP count.
 
-usage: python3 bench/reference_torch_gpu.py [--arch gpt|llama] [--layers 8] [--width 4096] [--heads 32]
-           [--kv-heads 8] [--seq 2048] [--batch 4] [--vocab 50304] [--steps 10] [--modes bf16,bf16-compile,fp8,fp8-compile]
+usage: python3 bench/reference_torch_gpu.py [--layers 8] [--width 4096] [--heads 32]
+           [--seq 2048] [--batch 4] [--vocab 50304] [--steps 10] [--modes bf16,bf16-compile,fp8,fp8-compile]
+           [--arch gpt|llama] [--kv-heads 8] [--rope-theta 500000]
 """
 import argparse
 import statistics
@@ -72,6 +74,59 @@ class Linear(nn.Linear):
         return y if self.bias is None else y + self.bias.to(torch.bfloat16)
 
 
+def swiglu_hidden(C):
+    return (8 * C // 3 + 63) // 64 * 64
+
+
+def rotate(x, cos, sin):
+    """RoPE, half-split pairing: (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin)."""
+    x1, x2 = x.chunk(2, dim=-1)
+    cos, sin = cos.to(x.dtype), sin.to(x.dtype)  # BF16 under autocast, as the engine's activations
+    return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, C, NH, KV):
+        super().__init__()
+        hs, H = C // NH, swiglu_hidden(C)
+        self.ln1, self.ln2 = nn.RMSNorm(C, eps=1e-5), nn.RMSNorm(C, eps=1e-5)
+        self.qkv, self.proj = Linear(C, (NH + 2 * KV) * hs, bias=False), Linear(C, C, bias=False)
+        self.fc1, self.fc2 = Linear(C, 2 * H, bias=False), Linear(H, C, bias=False)
+        self.NH, self.KV, self.hs = NH, KV, hs
+
+    def forward(self, x, cos, sin):
+        B, T, C = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split([C, self.KV * self.hs, self.KV * self.hs], dim=2)
+        q = rotate(q.view(B, T, self.NH, self.hs).transpose(1, 2), cos, sin)
+        k = rotate(k.view(B, T, self.KV, self.hs).transpose(1, 2), cos, sin)
+        v = v.view(B, T, self.KV, self.hs).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.KV != self.NH)
+        x = x + self.proj(y.transpose(1, 2).reshape(B, T, C))
+        gate, up = self.fc1(self.ln2(x)).chunk(2, dim=-1)
+        return x + self.fc2(F.silu(gate) * up)
+
+
+class Llama(nn.Module):
+    def __init__(self, L, C, NH, KV, V, T, theta):
+        super().__init__()
+        self.wte = nn.Embedding(V, C)
+        self.blocks = nn.ModuleList(LlamaBlock(C, NH, KV) for _ in range(L))
+        self.lnf, self.head = nn.RMSNorm(C, eps=1e-5), nn.Linear(C, V, bias=False)
+        hs = C // NH
+        inv = theta ** (-2 * torch.arange(hs // 2, dtype=torch.float64) / hs)
+        angle = torch.outer(torch.arange(T, dtype=torch.float64), inv)
+        self.register_buffer("cos", angle.cos().float(), persistent=False)
+        self.register_buffer("sin", angle.sin().float(), persistent=False)
+
+    def forward(self, idx, targets):
+        x = self.wte(idx)
+        T = idx.shape[1]
+        for b in self.blocks:
+            x = b(x, self.cos[:T], self.sin[:T])
+        logits = self.head(self.lnf(x))
+        return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.view(-1))
+
+
 class Block(nn.Module):
     def __init__(self, C, NH):
         super().__init__()
@@ -89,73 +144,23 @@ class Block(nn.Module):
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
 
 
-def llama_hidden(C):
-    return (8 * C // 3 + 63) // 64 * 64
-
-
-def rope(t, cos, sin):
-    """Rotary positions on (B, NH, T, hd), pairs (i, i + hd/2) (Hugging Face's rotate_half)."""
-    a, b = t.chunk(2, dim=-1)
-    return t * cos + torch.cat((-b, a), dim=-1) * sin
-
-
-class LlamaBlock(nn.Module):
-    def __init__(self, C, NH, KV):
-        super().__init__()
-        self.hd, self.NH, self.KV, H = C // NH, NH, KV, llama_hidden(C)
-        self.ln1, self.ln2 = nn.RMSNorm(C, eps=1e-5), nn.RMSNorm(C, eps=1e-5)
-        self.qkv, self.proj = Linear(C, (NH + 2 * KV) * self.hd, bias=False), Linear(C, C, bias=False)
-        self.fc1, self.fc2 = Linear(C, 2 * H, bias=False), Linear(H, C, bias=False)
-
-    def forward(self, x, cos, sin):
-        B, T, C = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split([self.NH * self.hd, self.KV * self.hd, self.KV * self.hd], dim=2)
-        q = rope(q.view(B, T, self.NH, self.hd).transpose(1, 2), cos, sin)
-        k = rope(k.view(B, T, self.KV, self.hd).transpose(1, 2), cos, sin)
-        v = v.view(B, T, self.KV, self.hd).transpose(1, 2)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-        x = x + self.proj(y.transpose(1, 2).reshape(B, T, C))
-        gate, up = self.fc1(self.ln2(x)).chunk(2, dim=-1)
-        return x + self.fc2(F.silu(gate) * up)
-
-
 class GPT(nn.Module):
-    def __init__(self, L, C, NH, V, T, arch="gpt", KV=0):
+    def __init__(self, L, C, NH, V, T):
         super().__init__()
-        self.llama = arch == "llama"
-        self.wte = nn.Embedding(V, C)
-        if self.llama:
-            hd = C // NH
-            inv = 10000.0 ** (-torch.arange(0, hd // 2, dtype=torch.float32) / (hd // 2))
-            ang = torch.outer(torch.arange(T, dtype=torch.float32), inv)
-            self.register_buffer("cos", torch.cat((ang.cos(), ang.cos()), dim=-1), persistent=False)
-            self.register_buffer("sin", torch.cat((ang.sin(), ang.sin()), dim=-1), persistent=False)
-            self.blocks = nn.ModuleList(LlamaBlock(C, NH, KV or NH) for _ in range(L))
-            self.lnf = nn.RMSNorm(C, eps=1e-5)
-        else:
-            self.wpe = nn.Embedding(T, C)
-            self.blocks = nn.ModuleList(Block(C, NH) for _ in range(L))
-            self.lnf = nn.LayerNorm(C)
-        self.head = nn.Linear(C, V, bias=False)
+        self.wte, self.wpe = nn.Embedding(V, C), nn.Embedding(T, C)
+        self.blocks = nn.ModuleList(Block(C, NH) for _ in range(L))
+        self.lnf, self.head = nn.LayerNorm(C), nn.Linear(C, V, bias=False)
 
     def forward(self, idx, targets):
-        T = idx.shape[1]
-        if self.llama:
-            x = self.wte(idx)
-            for b in self.blocks:
-                x = b(x, self.cos[:T], self.sin[:T])
-        else:
-            x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
-            for b in self.blocks:
-                x = b(x)
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
+        for b in self.blocks:
+            x = b(x)
         logits = self.head(self.lnf(x))
         return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.view(-1))
 
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--arch", choices=("gpt", "llama"), default="gpt")
-    p.add_argument("--kv-heads", type=int, default=0, help="llama: key/value heads (0: --heads)")
     p.add_argument("--layers", type=int, default=8)
     p.add_argument("--width", type=int, default=4096)
     p.add_argument("--heads", type=int, default=32)
@@ -166,13 +171,19 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--peak", type=float, default=989.0)
     p.add_argument("--modes", default="bf16,bf16-compile,fp8,fp8-compile")
+    p.add_argument("--arch", default="gpt", choices=["gpt", "llama"])
+    p.add_argument("--kv-heads", type=int, default=0, help="key/value heads of --arch llama (0: --heads)")
+    p.add_argument("--rope-theta", type=float, default=500000.0)
     a = p.parse_args()
     L, C, V, T, B = a.layers, a.width, a.vocab, a.seq, a.batch
-    # bench_step's count: 6 * tokens * (weights of the blocks' linears and the head) + attention.
-    probe = GPT(L, C, a.heads, V, T, a.arch, a.kv_heads).to("meta")
-    linear_weights = sum(m.weight.numel() for m in probe.blocks.modules() if isinstance(m, nn.Linear))
-    flops = 6.0 * B * T * (linear_weights + C * V) + 12.0 * L * C * T * B * T
-    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, {a.arch}, {flops * 1e-12:.1f} TFLOP per step")
+    KV = a.kv_heads or a.heads
+    if a.arch == "llama":  # bench_step's count: the linears' parameters, then attention
+        H = swiglu_hidden(C)
+        linear = C * (C + 2 * KV * (C // a.heads)) + C * C + C * 2 * H + H * C
+    else:
+        linear = 12 * C * C
+    flops = 6.0 * B * T * (linear * L + C * V) + 12.0 * L * C * T * B * T
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, {flops * 1e-12:.1f} TFLOP per step")
     idx = torch.randint(0, V, (B, T), device="cuda")
     tgt = torch.randint(0, V, (B, T), device="cuda")
     for mode in a.modes.split(","):
@@ -180,7 +191,7 @@ def main():
         # after another reuses the first one's graphs.
         torch._dynamo.reset()
         torch.manual_seed(1)
-        model = GPT(L, C, a.heads, V, T, a.arch, a.kv_heads).cuda()
+        model = (Llama(L, C, a.heads, KV, V, T, a.rope_theta) if a.arch == "llama" else GPT(L, C, a.heads, V, T)).cuda()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-5, betas=(0.9, 0.95), weight_decay=0.1, fused=True)
         Linear.fp8 = mode.startswith("fp8")
         step_model = torch.compile(model) if mode.endswith("compile") else model

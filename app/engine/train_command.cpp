@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -34,7 +35,7 @@ namespace fp8scope::cli {
 namespace {
 
 struct TrainOptions {
-    std::string config, resume;
+    std::string config, preset, resume;
     std::vector<std::string> sets;
     std::vector<std::string> keep_high_precision;  // linear name patterns
     std::optional<std::string> device, recipe, compare, data, checkpoint_dir, init_from;
@@ -78,7 +79,28 @@ struct Resumed {
     int world_size = 0, batch_size = 0;
 };
 
-// The base config: the checkpoint's, replaced by --config when given. Errors are file errors.
+// Where presets are looked for: $FP8SCOPE_PRESETS, the installed program's
+// share/fp8scope/presets beside its bin/, then the source tree's resources/configs/presets.
+std::vector<std::string> presets_here() {
+    std::error_code ec;
+    const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    const std::string installed = ec ? "" : (exe.parent_path().parent_path() / "share/fp8scope/presets").string();
+#ifdef FP8SCOPE_PRESET_SOURCE
+    return preset_dirs(installed, FP8SCOPE_PRESET_SOURCE);
+#else
+    return preset_dirs(installed, "");
+#endif
+}
+
+// --preset help: the presets, one a line.
+void print_presets() {
+    const std::vector<std::string> dirs = presets_here();
+    const std::vector<std::string> names = list_presets(dirs);
+    if (names.empty()) std::printf("no presets found\n");
+    for (const std::string& n : names) std::printf("%s\n", n.c_str());
+}
+
+// The base config: the checkpoint's, replaced by --config or --preset when given. Errors are file errors.
 TrainConfig base_config(const TrainOptions& o, Resumed& resumed) {
     TrainConfig c;
     if (!o.resume.empty()) {
@@ -88,6 +110,7 @@ TrainConfig base_config(const TrainOptions& o, Resumed& resumed) {
         resumed = {s.step, c.model, s.world_size, c.batch_size};
     }
     if (!o.config.empty()) c = load_train_config(o.config);
+    if (!o.preset.empty()) c = load_train_config(find_preset(o.preset, presets_here()));
     return c;
 }
 
@@ -217,6 +240,12 @@ void print_table(const TrainSummary& s, const trace::TraceMeta& meta) {
 int run_train(const TrainOptions& o) {
     TrainConfig config;
     Resumed resumed;
+    try {  // an unknown preset is bad usage, not a bad file
+        if (!o.preset.empty()) (void)find_preset(o.preset, presets_here());
+    } catch (const std::exception& e) {
+        report(e.what());
+        return 2;
+    }
     try {
         config = base_config(o, resumed);
     } catch (const std::exception& e) {
@@ -261,6 +290,8 @@ int run_train(const TrainOptions& o) {
         return 2;
     }
     const bool rank0 = job->env().rank == 0;  // rank 0 stays rank 0 (it cannot be excluded)
+    if (const std::string w = lr_warning(config); rank0 && !w.empty())
+        std::fprintf(stderr, "fp8scope-engine: warning: %s\n", w.c_str());
     if (!rank0) endpoint.reset();  // the GUI follows rank 0
     std::optional<Trainer> trainer;
     trace::TraceMeta meta;
@@ -393,8 +424,12 @@ int run_train(const TrainOptions& o) {
 
 void add_train(CLI::App& app, int& exit_code) {
     auto opts = std::make_shared<TrainOptions>();
-    CLI::App* cmd = app.add_subcommand("train", "Train the GPT-style model (several recipes in lock step with --compare)");
-    cmd->add_option("--config", opts->config, "JSON run configuration (resources/configs/*.json)");
+    CLI::App* cmd = app.add_subcommand("train", "Train the GPT-2 or Llama-style model (several recipes in lock step with --compare)");
+    CLI::Option* config = cmd->add_option("--config", opts->config, "JSON run configuration (resources/configs/*.json)");
+    cmd->add_option("--preset", opts->preset,
+                    "A named config of a known shape: gpt2-124m, gpt2-350m, llama-1b, gpt-8x4096, llama-8x4096, ... "
+                    "(--preset help lists them)")
+        ->excludes(config);
     cmd->add_option("--resume", opts->resume, "Continue from a checkpoint (its config is the base)");
     cmd->add_option("--device", opts->device, "Where to train: cpu or cuda");
     cmd->add_option("--recipe", opts->recipe, "Training recipe: baseline, delayed, delayed_e4m3, current, blockwise, mxfp8 or a config's custom recipe");
@@ -439,6 +474,11 @@ void add_train(CLI::App& app, int& exit_code) {
     add_rank_options(*cmd, opts->ranks);
     cmd->callback([opts, listen, &exit_code] {
         opts->listen = listen->count() > 0;
+        if (opts->preset == "help") {
+            print_presets();
+            exit_code = 0;
+            return;
+        }
         if (opts->ranks.nproc_per_node < 1) {
             exit_code = run_train(*opts);
             return;

@@ -35,7 +35,7 @@ std::int32_t OpNames::id(std::string_view name, RecordSink& sink) {
 std::vector<std::string> default_op_names() {
     return {"fprop",     "dgrad",   "wgrad",  "quantize", "smooth_swiglu", "embedding", "layernorm",
             "rmsnorm",   "attention", "gelu", "swiglu",   "head",          "softmax_ce", "capture", "optimizer",
-            "eval",      "nonfinite"};
+            "eval",      "nonfinite", "rope"};
 }
 
 std::vector<std::string> trace_recipe_names(const std::vector<Recipe>& analysis,

@@ -16,10 +16,11 @@ class LayerOps {
 public:
     virtual ~LayerOps() = default;
 
-    // out (B,T,C) = wte[tokens] (V,C) + wpe[t] (maxT,C); tokens in backend memory.
+    // out (B,T,C) = wte[tokens] (V,C) + wpe[t] (maxT,C); tokens in backend memory. wpe may
+    // be null (rotary positions): then out = wte[tokens].
     virtual void embedding_forward(ActPtr out, const std::int32_t* tokens, const float* wte, const float* wpe,
                                    int B, int T, int C) = 0;
-    // dwte, dwpe += dout scattered by token and position (deterministic order).
+    // dwte, dwpe += dout scattered by token and position (deterministic order); dwpe may be null.
     virtual void embedding_backward(float* dwte, float* dwpe, ActPtr dout, const std::int32_t* tokens, int B,
                                     int T, int C) = 0;
 
@@ -35,13 +36,23 @@ public:
     virtual void rmsnorm_backward(ActPtr dinp, float* dweight, ActPtr dout, ActPtr inp, const float* weight,
                                   const float* rstd, std::int64_t N, int C) = 0;
 
-    // Causal attention over qkv (B,T,3C) = [q|k|v]; `att` keeps what backward needs
+    // Causal attention over qkv (B,T,C + 2 NKV hs) = [q|k|v], hs = C / NH: NH query heads,
+    // NKV key/value heads (NKV divides NH; grouped-query attention when fewer: query head h
+    // reads key/value head h / (NH / NKV)). `att` keeps what backward needs
     // (attention_saved() elements); backward also gets the forward's output `out`
-    // (flash attention's rowsum(dout * out)).
+    // (flash attention's rowsum(dout * out)) and overwrites dqkv (a key/value head's
+    // gradient sums over its query heads).
     virtual std::int64_t attention_saved(int B, int T, int NH) const = 0;
-    virtual void attention_forward(ActPtr out, ActPtr att, ActPtr qkv, int B, int T, int C, int NH) = 0;
+    virtual void attention_forward(ActPtr out, ActPtr att, ActPtr qkv, int B, int T, int C, int NH, int NKV) = 0;
     virtual void attention_backward(ActPtr dqkv, ActPtr dout, ActPtr qkv, ActPtr out, ActPtr att, int B, int T,
-                                    int C, int NH) = 0;
+                                    int C, int NH, int NKV) = 0;
+    // Rotary position embedding, in place on the q and k heads of qkv (B,T,(NH + 2 NKV) hs)
+    // (v untouched), the half-split pairing of GPT-NeoX and Hugging Face's Llama: element
+    // i < hs/2 of a head pairs with i + hs/2 and (x1, x2) at position t turns by angle
+    // a = t theta^(-2i/hs) to (x1 cos a - x2 sin a, x2 cos a + x1 sin a). `table` (>= T, hs/2, 2)
+    // holds [cos a, sin a] in float32, backend memory. `inverse` turns by -a: the backward
+    // of the rotation, applied to dqkv.
+    virtual void rope(ActPtr qkv, const float* table, int B, int T, int NH, int NKV, int hs, bool inverse) = 0;
 
     virtual void gelu_forward(ActPtr out, ActPtr inp, std::int64_t n) = 0;
     virtual void gelu_backward(ActPtr dinp, ActPtr inp, ActPtr dout, std::int64_t n) = 0;

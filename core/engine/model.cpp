@@ -4,8 +4,11 @@
 // gradient is written first and the embedding's scatter adds to it), and accumulates the
 // residual stream's gradient in dresidual, which every block adds into with +=.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <stdexcept>
 
 #include "engine/model_impl.h"
@@ -45,17 +48,30 @@ private:
     bool have_spare_ = false;
 };
 
+// The float's shortest decimal read as a double (0.02f -> 0.02): a std given as 0.02
+// scales the residual projections exactly as the double 0.02 always did.
+double as_decimal(float v) {
+    char buf[32];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    return ec == std::errc() ? std::strtod(std::string(buf, end).c_str(), nullptr) : double(v);
+}
+
 }  // namespace
 
 Model::Impl::Impl(const ModelConfig& c, Backend& b)
-    : backend(b), config(c), params(b), grads(b), stats(b), acts(b), linear(b, (c.validate(), model_linears(c))),
-      tokens(b), targets(b) {
+    : backend(b), config(c), params(b), grads(b), stats(b), acts(b), rope(b),
+      linear(b, (c.validate(), model_linears(c))), tokens(b), targets(b) {
     n_params = carve_params(c, nullptr, p, &tensors);
     params.resize(n_params);
     grads.resize(n_params);
     carve_params(c, params.data(), p, nullptr);
     carve_params(c, grads.data(), dp, nullptr);
     smoothed.assign(std::size_t(c.n_layer), false);
+    if (c.pos == PosKind::Rope) {
+        const std::vector<float> table = rope_table(c.max_seq, c.head_dim(), c.rope_theta);
+        rope.resize(table.size());
+        backend.copy_from_host(rope.data(), table.data(), sizeof(float) * table.size());
+    }
 }
 
 void Model::Impl::ensure_activations(int b, int t) {
@@ -86,8 +102,9 @@ float Model::Impl::run_forward(const std::int32_t* tok, const std::int32_t* tgt,
     if (training) linear.discard_pending();  // pushes of a step given up (a rewind)
 
     const std::int64_t N = std::int64_t(B) * T, C = c.d_model, V = c.vocab_size, H = c.hidden();
-    const std::int64_t H1 = c.mlp == MlpKind::SwiGLU ? 2 * H : H;
-    const bool ln = c.norm == NormKind::LayerNorm;
+    const std::int64_t H1 = c.mlp == MlpKind::SwiGLU ? 2 * H : H, QKV = c.qkv_width();
+    const int NH = c.n_head, KV = c.kv_heads(), hs = c.head_dim();
+    const bool ln = c.norm == NormKind::LayerNorm, rotary = c.pos == PosKind::Rope;
     const char* norm_op = ln ? "layernorm" : "rmsnorm";
     auto norm = [&](ActPtr out, float* mean, float* rstd, ActPtr in, const float* w, const float* bias) {
         if (ln) backend.layernorm_forward(out, mean, rstd, in, w, bias, N, int(C));
@@ -103,7 +120,7 @@ float Model::Impl::run_forward(const std::int32_t* tok, const std::int32_t* tgt,
     for (int l = 0; l < c.n_layer; ++l) {
         const ActPtr residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * N * C;
         const ActPtr ln1 = a.ln1 + l * N * C;
-        const ActPtr qkv = a.qkv + l * N * 3 * C;
+        const ActPtr qkv = a.qkv + l * N * QKV;
         const ActPtr atty = a.atty + l * N * C;
         const ActPtr residual2 = a.residual2 + l * N * C;
         const ActPtr ln2 = a.ln2 + l * N * C;
@@ -114,10 +131,14 @@ float Model::Impl::run_forward(const std::int32_t* tok, const std::int32_t* tgt,
             OpTimer timer(sink, backend, norm_op, l);
             norm(ln1, at(a.ln1_mean, l, N), a.ln1_rstd + l * N, residual, p.ln1w + l * C, at(p.ln1b, l, C));
         }
-        linear.forward(lin + kQkv, ln1, p.qkvw + l * 3 * C * C, at(p.qkvb, l, 3 * C), qkv, N, nullptr, training);
+        linear.forward(lin + kQkv, ln1, p.qkvw + l * QKV * C, at(p.qkvb, l, QKV), qkv, N, nullptr, training);
+        if (rotary) {  // in place: attention and its backward read the rotated q and k
+            OpTimer timer(sink, backend, "rope", l);
+            backend.rope(qkv, rope.data(), B, T, NH, KV, hs, false);
+        }
         {
             OpTimer timer(sink, backend, "attention", l);
-            backend.attention_forward(atty, a.att + l * att, qkv, B, T, int(C), c.n_head);
+            backend.attention_forward(atty, a.att + l * att, qkv, B, T, int(C), NH, KV);
         }
         linear.forward(lin + kProj, atty, p.projw + l * C * C, at(p.projb, l, C), a.proj_out, N, nullptr, training);
         backend.add(residual2, residual, a.proj_out, N * C);
@@ -166,8 +187,9 @@ void Model::Impl::run_backward(Model& self) {
     have_forward = false;  // the logits buffer becomes dlogits
     const ModelConfig& c = config;
     const std::int64_t N = std::int64_t(B) * T, C = c.d_model, V = c.vocab_size, H = c.hidden();
-    const std::int64_t H1 = c.mlp == MlpKind::SwiGLU ? 2 * H : H;
-    const bool ln = c.norm == NormKind::LayerNorm;
+    const std::int64_t H1 = c.mlp == MlpKind::SwiGLU ? 2 * H : H, QKV = c.qkv_width();
+    const int NH = c.n_head, KV = c.kv_heads(), hs = c.head_dim();
+    const bool ln = c.norm == NormKind::LayerNorm, rotary = c.pos == PosKind::Rope;
     const char* norm_op = ln ? "layernorm" : "rmsnorm";
     // dinp += norm backward; parameter gradients overwritten
     auto norm_backward = [&](ActPtr dinp, float* dw, float* db, ActPtr dout, ActPtr in, const float* w,
@@ -223,11 +245,15 @@ void Model::Impl::run_backward(Model& self) {
                         dp.projw + l * C * C, at(dp.projb, l, C), N, nullptr);
         {
             OpTimer timer(sink, backend, "attention", l);
-            backend.attention_backward(a.dqkv, a.datty, a.qkv + l * N * 3 * C, a.atty + l * N * C, a.att + l * att, B, T,
-                                    int(C), c.n_head);
+            backend.attention_backward(a.dqkv, a.datty, a.qkv + l * N * QKV, a.atty + l * N * C, a.att + l * att, B, T,
+                                       int(C), NH, KV);
         }
-        linear.backward(lin + kQkv, a.dqkv, a.ln1 + l * N * C, p.qkvw + l * 3 * C * C, a.dln,
-                        dp.qkvw + l * 3 * C * C, at(dp.qkvb, l, 3 * C), N, nullptr);
+        if (rotary) {  // the gradient of the rotated q and k turned back: that of the linear's output
+            OpTimer timer(sink, backend, "rope", l);
+            backend.rope(a.dqkv, rope.data(), B, T, NH, KV, hs, true);
+        }
+        linear.backward(lin + kQkv, a.dqkv, a.ln1 + l * N * C, p.qkvw + l * QKV * C, a.dln, dp.qkvw + l * QKV * C,
+                        at(dp.qkvb, l, QKV), N, nullptr);
         {
             OpTimer timer(sink, backend, norm_op, l);
             norm_backward(a.dresidual, dp.ln1w + l * C, at(dp.ln1b, l, C), a.dln, residual, p.ln1w + l * C,
@@ -239,7 +265,7 @@ void Model::Impl::run_backward(Model& self) {
         OpTimer timer(sink, backend, "embedding", -1);
         // A tied head already wrote its gradient into dwte: the embedding's adds to it.
         if (!c.tie_embeddings) backend.fill_zero(dp.wte, sizeof(float) * std::size_t(V * C));
-        backend.fill_zero(dp.wpe, sizeof(float) * std::size_t(c.max_seq) * std::size_t(C));
+        if (dp.wpe) backend.fill_zero(dp.wpe, sizeof(float) * std::size_t(c.max_seq) * std::size_t(C));
         backend.embedding_backward(dp.wte, dp.wpe, a.dresidual, tokens.data(), B, T, int(C));
     }
     ready(c.n_layer + 1);
@@ -254,10 +280,14 @@ Model::~Model() = default;
 const ModelConfig& Model::config() const { return impl_->config; }
 
 void Model::init(std::uint64_t seed) {
+    init(seed, impl_->config.init_std);
+}
+
+void Model::init(std::uint64_t seed, float hidden_std) {
     // Each (tensor, chunk) draws from its own stream, seeded from (seed, tensor, chunk), so
     // chunks fill in parallel and the values do not depend on the thread count.
     constexpr std::int64_t kChunk = 1 << 16;
-    const float residual_std = float(0.02 / std::sqrt(2.0 * impl_->config.n_layer));
+    const float residual_std = float(as_decimal(hidden_std) / std::sqrt(2.0 * impl_->config.n_layer));
     const auto& tensors = impl_->tensors;
     std::vector<float> host(impl_->n_params);  // drawn on the host, then copied to the backend
     for (std::size_t ti = 0; ti < tensors.size(); ++ti) {
@@ -271,7 +301,10 @@ void Model::init(std::uint64_t seed) {
             std::fill(w, w + count, v);
             continue;
         }
-        const float std = (ends_with("attn.proj.weight") || ends_with("mlp.fc2.weight")) ? residual_std : 0.02f;
+        const bool embedding = n == "wte" || n == "wpe";
+        const float std = (ends_with("attn.proj.weight") || ends_with("mlp.fc2.weight")) ? residual_std
+                          : embedding                                                  ? impl_->config.init_std
+                                                                                       : hidden_std;
         parallel_for((count + kChunk - 1) / kChunk, 1, 0, [&](std::int64_t c0, std::int64_t c1) {
             for (std::int64_t c = c0; c < c1; ++c) {
                 NormalRng rng(seed * 0x9E3779B97F4A7C15ull ^ (std::uint64_t(ti) << 40) ^ std::uint64_t(c));

@@ -1,5 +1,6 @@
-// The GPT-style decoder: token + position embedding, pre-norm blocks (causal multi-head
-// attention, MLP of GELU or SwiGLU), final norm, output head. Forward and backward are
+// The decoder: token embedding (+ learned positions, or rotary positions in attention),
+// pre-norm blocks (causal attention with grouped-query heads, MLP of GELU or SwiGLU),
+// final norm, output head; GPT-2 and Llama are two settings of its ModelConfig. Forward and backward are
 // written by hand. Parameters and their gradients are one allocation each, tensors carved
 // out of them in a fixed order (param_tensors()), so optimizers and checkpoints see flat
 // arrays. Every linear layer's fprop/dgrad/wgrad GEMMs go through the training recipe;
@@ -46,9 +47,12 @@ public:
     Model& operator=(const Model&) = delete;
 
     const ModelConfig& config() const;
-    // GPT-2 initialisation (normal 0.02, residual projections scaled by 1/sqrt(2*n_layer)),
-    // deterministic in `seed`.
+    // GPT-2 initialisation (normal config.init_std, residual projections scaled by
+    // 1/sqrt(2*n_layer); norm gains 1, biases 0), deterministic in `seed`.
     void init(std::uint64_t seed);
+    // The same with the matrices of the blocks and an untied head drawn with std
+    // `hidden_std` (the width rule's, engine/train_config.h); embeddings keep init_std.
+    void init(std::uint64_t seed, float hidden_std);
 
     Backend& backend() const;
     std::size_t num_params() const;

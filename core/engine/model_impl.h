@@ -3,8 +3,9 @@
 //
 // Shape letters, used in every comment below:
 //   B batch, T time (sequence), C channels (d_model), V vocabulary, L layers,
-//   NH heads, H MLP hidden width, H1 fc1 output width (H for GELU, 2*H for SwiGLU:
-//   [gate | up]), maxT position embeddings.
+//   NH heads, KV key/value heads, hs head size (C / NH), QKV = (NH + 2 KV) hs the qkv
+//   width ([q | k | v]), H MLP hidden width, H1 fc1 output width (H for GELU, 2*H for
+//   SwiGLU: [gate | up]), maxT position embeddings.
 #pragma once
 
 #include <cstdint>
@@ -17,14 +18,14 @@
 namespace fp8scope {
 
 // Per-layer tensors are stacked over L, llm.c style. Absent ones (biases when the config
-// has none, LayerNorm biases under RMSNorm) are null.
+// has none, LayerNorm biases under RMSNorm, wpe under RoPE) are null.
 struct ParameterTensors {
     float* wte;    // (V, C)
     float* wpe;    // (maxT, C)
     float* ln1w;   // (L, C)
     float* ln1b;   // (L, C)
-    float* qkvw;   // (L, 3*C, C)
-    float* qkvb;   // (L, 3*C)
+    float* qkvw;   // (L, QKV, C)
+    float* qkvb;   // (L, QKV)
     float* projw;  // (L, C, C)
     float* projb;  // (L, C)
     float* ln2w;   // (L, C)
@@ -47,7 +48,7 @@ struct ActivationTensors {
     ActPtr ln1;        // (L, B, T, C)
     float* ln1_mean;   // (L, B, T)
     float* ln1_rstd;   // (L, B, T)
-    ActPtr qkv;        // (L, B, T, 3*C)
+    ActPtr qkv;        // (L, B, T, QKV), q and k rotated under RoPE
     ActPtr atty;       // (L, B, T, C)
     ActPtr att;        // (L, attention_saved(B, T, NH)) what attention backward needs
     ActPtr residual2;  // (L, B, T, C)
@@ -66,7 +67,7 @@ struct ActivationTensors {
     ActPtr proj_out;   // (B, T, C) attn.proj / mlp.fc2 output before the residual add
     ActPtr dresidual;  // (B, T, C)
     ActPtr dln;        // (B, T, C)
-    ActPtr dqkv;       // (B, T, 3*C)
+    ActPtr dqkv;       // (B, T, QKV)
     ActPtr datty;      // (B, T, C)
     ActPtr dfch;       // (B, T, H1)
     ActPtr dfch_act;   // (B, T, H)
@@ -95,6 +96,7 @@ struct Model::Impl {
     std::size_t n_params = 0;
     DeviceBuffer<float> params, grads, stats;  // one allocation each, in backend memory
     DeviceBuffer<std::byte> acts;
+    DeviceBuffer<float> rope;                // RoPE's (maxT, hs/2) [cos, sin] pairs (pos = rope)
     ParameterTensors p{}, dp{};              // dp: the same layout over grads
     ActivationTensors a{};
     std::vector<ParamTensor> tensors;

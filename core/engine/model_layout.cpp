@@ -21,8 +21,8 @@ std::size_t numel(const Shape& s) {
 std::size_t carve_params(const ModelConfig& c, float* base, ParameterTensors& p,
                          std::vector<ParamTensor>* tensors) {
     const std::int64_t V = c.vocab_size, C = c.d_model, L = c.n_layer, maxT = c.max_seq, H = c.hidden();
-    const std::int64_t H1 = c.mlp == MlpKind::SwiGLU ? 2 * H : H;
-    const bool ln = c.norm == NormKind::LayerNorm, bias = c.bias;
+    const std::int64_t H1 = c.mlp == MlpKind::SwiGLU ? 2 * H : H, QKV = c.qkv_width();
+    const bool ln = c.norm == NormKind::LayerNorm, bias = c.bias, learned = c.pos == PosKind::Learned;
     struct Slot {
         float** field;
         const char* name;  // per-layer names get "blocks.<l>." in front
@@ -31,11 +31,11 @@ std::size_t carve_params(const ModelConfig& c, float* base, ParameterTensors& p,
     };
     const Slot slots[] = {
         {&p.wte, "wte", {V, C}, false, true, true},
-        {&p.wpe, "wpe", {maxT, C}, false, true, true},
+        {&p.wpe, "wpe", {maxT, C}, false, true, learned},
         {&p.ln1w, "ln1.weight", {C}, true, false, true},
         {&p.ln1b, "ln1.bias", {C}, true, false, ln},
-        {&p.qkvw, "attn.qkv.weight", {3 * C, C}, true, true, true},
-        {&p.qkvb, "attn.qkv.bias", {3 * C}, true, false, bias},
+        {&p.qkvw, "attn.qkv.weight", {QKV, C}, true, true, true},
+        {&p.qkvb, "attn.qkv.bias", {QKV}, true, false, bias},
         {&p.projw, "attn.proj.weight", {C, C}, true, true, true},
         {&p.projb, "attn.proj.bias", {C}, true, false, bias},
         {&p.ln2w, "ln2.weight", {C}, true, false, true},
@@ -73,12 +73,12 @@ ActivationSizes carve_activations(const ModelConfig& c, int B, int T, std::int64
                                   float* stats, ActivationTensors& a) {
     const std::size_t BT = std::size_t(B) * T, C = std::size_t(c.d_model), V = std::size_t(c.vocab_size);
     const std::size_t L = std::size_t(c.n_layer), H = std::size_t(c.hidden());
-    const std::size_t H1 = c.mlp == MlpKind::SwiGLU ? 2 * H : H;
+    const std::size_t H1 = c.mlp == MlpKind::SwiGLU ? 2 * H : H, QKV = std::size_t(c.qkv_width());
     const bool ln = c.norm == NormKind::LayerNorm;
     const std::pair<ActPtr*, std::size_t> act_slots[] = {
         {&a.encoded, BT * C},
         {&a.ln1, L * BT * C},
-        {&a.qkv, L * BT * 3 * C},
+        {&a.qkv, L * BT * QKV},
         {&a.atty, L * BT * C},
         {&a.att, L * std::size_t(att_saved)},
         {&a.residual2, L * BT * C},
@@ -91,7 +91,7 @@ ActivationSizes carve_activations(const ModelConfig& c, int B, int T, std::int64
         {&a.proj_out, BT * C},
         {&a.dresidual, BT * C},
         {&a.dln, BT * C},
-        {&a.dqkv, BT * 3 * C},
+        {&a.dqkv, BT * QKV},
         {&a.datty, BT * C},
         {&a.dfch, BT * H1},
         {&a.dfch_act, c.mlp == MlpKind::SwiGLU ? BT * H : 0},  // GELU's gradient lands in dfch
@@ -120,11 +120,11 @@ ActivationSizes carve_activations(const ModelConfig& c, int B, int T, std::int64
 
 std::vector<LinearInfo> model_linears(const ModelConfig& c) {
     const std::int64_t C = c.d_model, H = c.hidden();
-    const std::int64_t H1 = c.mlp == MlpKind::SwiGLU ? 2 * H : H;
+    const std::int64_t H1 = c.mlp == MlpKind::SwiGLU ? 2 * H : H, QKV = c.qkv_width();
     std::vector<LinearInfo> out;
     for (int l = 0; l < c.n_layer; ++l) {
         std::string b = "blocks." + std::to_string(l) + ".";
-        out.push_back({b + "attn.qkv", l, C, 3 * C});
+        out.push_back({b + "attn.qkv", l, C, QKV});
         out.push_back({b + "attn.proj", l, C, C});
         out.push_back({b + "mlp.fc1", l, C, H1});
         out.push_back({b + "mlp.fc2", l, H, C});

@@ -2,9 +2,12 @@
 // the reader, the writer and the override parser, so the three can never disagree.
 #include "engine/train_config.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <set>
 #include <nlohmann/json.hpp>
@@ -36,6 +39,10 @@ struct Choice {
 };
 const Choice kNorms[] = {{"layernorm", int(NormKind::LayerNorm)}, {"rmsnorm", int(NormKind::RMSNorm)}};
 const Choice kMlps[] = {{"gelu", int(MlpKind::GELU)}, {"swiglu", int(MlpKind::SwiGLU)}};
+const Choice kPositions[] = {{"learned", int(PosKind::Learned)}, {"rope", int(PosKind::Rope)}};
+const Choice kLrRules[] = {{"constant", int(LrRule::Constant)}, {"width", int(LrRule::Width)}};
+// The fields model.arch sets (apply_arch).
+const char* const kArchFields[] = {"norm", "mlp", "pos", "bias"};
 
 // The one list of fields. V has an overload per field type.
 template <class V>
@@ -57,16 +64,22 @@ void visit_fields(TrainConfig& c, V& v) {
     v.injections("inject", c.inject);
     v("init_from", c.init_from);
 
+    v.arch("model.arch", c.model);  // first: the model's other fields override its defaults
     v("model.vocab_size", c.model.vocab_size, Limits{2, 1 << 24});
     v("model.max_seq", c.model.max_seq, Limits{1, 1 << 20});
     v("model.n_layer", c.model.n_layer, Limits{1, 1024});
     v("model.d_model", c.model.d_model, Limits{1, 1 << 16});
     v("model.n_head", c.model.n_head, Limits{1, 1024});
+    v("model.n_kv_head", c.model.n_kv_head, Limits{0, 1024});
     v("model.d_ff", c.model.d_ff, Limits{0, 1 << 20});
     v.choice("model.norm", c.model.norm, kNorms);
     v.choice("model.mlp", c.model.mlp, kMlps);
+    v.choice("model.pos", c.model.pos, kPositions);
+    v("model.rope_theta", c.model.rope_theta, Limits{1, 1e12});
+    v("model.bias", c.model.bias);
     v("model.smooth_swiglu", c.model.smooth_swiglu);
     v("model.tie_embeddings", c.model.tie_embeddings);
+    v("model.init_std", c.model.init_std, Limits{1e-6, 10});
 
     v("optimizer.lr", c.optimizer.lr, Limits{0, 10});
     v("optimizer.beta1", c.optimizer.beta1, Limits{0, 1, true});
@@ -74,6 +87,8 @@ void visit_fields(TrainConfig& c, V& v) {
     v("optimizer.eps", c.optimizer.eps, Limits{0, 1});
     v("optimizer.weight_decay", c.optimizer.weight_decay, Limits{0, 10});
     v("optimizer.grad_clip", c.optimizer.grad_clip, Limits{0, 1e9});
+    v.choice("optimizer.lr_rule", c.optimizer.lr_rule, kLrRules);
+    v("optimizer.base_width", c.optimizer.base_width, Limits{1, 1 << 16});
 
     v("schedule.warmup_steps", c.schedule.warmup_steps, Limits{0, big});
     v("schedule.min_lr", c.schedule.min_lr, Limits{0, 10});
@@ -223,6 +238,17 @@ public:
             } catch (const std::invalid_argument& e) {
                 throw std::invalid_argument(prefix_ + e.what());
             }
+        }
+    }
+    // "model.arch": "gpt" or "llama" sets the defaults of the fields it names (kArchFields).
+    void arch(std::string_view path, ModelConfig& out) {
+        const json* j = find(path);
+        if (!j) return;
+        if (!j->is_string()) fail(path, *j, "expected one of gpt, llama");
+        try {
+            apply_arch(out, j->get<std::string>());
+        } catch (const std::invalid_argument&) {
+            fail(path, *j, "expected one of gpt, llama");
         }
     }
     template <class E, std::size_t N>
@@ -425,6 +451,8 @@ public:
         }
         out[typename J::json_pointer(pointer(path).to_string())] = all;
     }
+    // model.arch is a shorthand of the fields it sets, which are written themselves.
+    void arch(std::string_view, const ModelConfig&) {}
     template <class E, std::size_t N>
     void choice(std::string_view path, const E& value, const Choice (&choices)[N]) {
         for (const auto& c : choices)
@@ -446,6 +474,9 @@ public:
     }
     template <class E, std::size_t N>
     void choice(std::string_view p, const E&, const Choice (&)[N]) {
+        if (p == path_) found = textual = true;
+    }
+    void arch(std::string_view p, const ModelConfig&) {
         if (p == path_) found = textual = true;
     }
     void recipes(std::string_view p, const std::vector<CustomRecipe>&) { found = found || p == path_; }
@@ -521,6 +552,72 @@ void TrainConfig::validate() const {
             throw std::invalid_argument(std::string(compare.empty() ? "recipe" : "compare") + ": " + clip(e.what(), 160));
         }
     }
+}
+
+namespace {
+// base_width / d_model under the width rule, else 1.
+double width_factor(const TrainConfig& c) {
+    return c.optimizer.lr_rule == LrRule::Width ? double(c.optimizer.base_width) / c.model.d_model : 1.0;
+}
+}  // namespace
+
+float TrainConfig::peak_lr() const { return float(optimizer.lr * width_factor(*this)); }
+float TrainConfig::final_lr() const { return float(schedule.min_lr * width_factor(*this)); }
+float TrainConfig::hidden_init_std() const { return float(model.init_std * std::sqrt(width_factor(*this))); }
+
+float width_rule_lr(int d_model) { return float(double(kWidthRuleLr) * kWidthRuleBase / d_model); }
+
+std::string lr_warning(const TrainConfig& c) {
+    const float lr = c.peak_lr(), bound = width_rule_lr(c.model.d_model);
+    if (!(lr > kWidthRuleMargin * bound)) return {};
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "peak learning rate %.3g is above %.0fx the width rule's %.3g for d_model %d (rule: lr = %.3g * %d "
+                  "/ d_model, docs/models.md) and is likely to blow up; suggested: --lr %.3g, or "
+                  "--set optimizer.lr_rule=width to scale a base-width lr",
+                  double(lr), double(kWidthRuleMargin), double(bound), c.model.d_model, double(kWidthRuleLr),
+                  kWidthRuleBase, double(bound));
+    return buf;
+}
+
+std::vector<std::string> preset_dirs(const std::string& installed, const std::string& source) {
+    std::vector<std::string> dirs;
+    if (const char* env = std::getenv("FP8SCOPE_PRESETS"); env && *env) dirs.emplace_back(env);
+    if (!installed.empty()) dirs.push_back(installed);
+    if (!source.empty()) dirs.push_back(source);
+    return dirs;
+}
+
+std::vector<std::string> list_presets(const std::vector<std::string>& dirs) {
+    namespace fs = std::filesystem;
+    std::vector<std::string> names;
+    for (const std::string& d : dirs) {
+        std::error_code ec;
+        if (!fs::is_directory(d, ec)) continue;
+        for (const auto& e : fs::directory_iterator(d, ec))
+            if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+        break;
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+std::string find_preset(const std::string& name, const std::vector<std::string>& dirs) {
+    namespace fs = std::filesystem;
+    const std::vector<std::string> names = list_presets(dirs);
+    if (std::find(names.begin(), names.end(), name) != names.end())
+        for (const std::string& d : dirs) {
+            std::error_code ec;
+            if (fs::is_directory(d, ec)) return (fs::path(d) / (name + ".json")).string();
+        }
+    std::string known;
+    for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+    if (known.empty()) {
+        std::string searched;
+        for (const std::string& d : dirs) searched += (searched.empty() ? "" : ", ") + d;
+        throw std::invalid_argument("preset '" + clip(name) + "': no preset folder found (searched " + searched + ")");
+    }
+    throw std::invalid_argument("preset '" + clip(name) + "' is not one of " + known);
 }
 
 namespace {
@@ -612,6 +709,8 @@ void apply_one(TrainConfig& config, std::string_view assignment, bool partial) {
     Writer<json> w;  // straight into a json: no dump and re-parse of a non-UTF-8 path
     visit_fields(config, w);
     json doc = std::move(w.out);
+    if (path == "model.arch")  // the architecture's defaults replace the fields it sets
+        for (const char* f : kArchFields) doc["model"].erase(f);
     doc[pointer(path)] = value;
     config = from_json(doc, prefix, partial ? Reading::Partial : Reading::Given);
 }

@@ -19,13 +19,22 @@
 
 namespace fp8scope {
 
+// How the learning rate and the initial weights follow the model's width (d_model):
+// `constant` takes optimizer.lr and model.init_std as they are; `width` (muP-style, the
+// rule of docs/models.md) reads them as tuned at optimizer.base_width and scales
+// the peak and final learning rates by base_width / d_model and the std of the blocks'
+// matrices (and an untied head's) by sqrt(base_width / d_model).
+enum class LrRule { Constant, Width };
+
 struct OptimizerConfig {       // AdamW on float32 master weights
-    float lr = 3e-3f;          // peak learning rate
+    float lr = 3e-3f;          // peak learning rate (at base_width under lr_rule width)
     float beta1 = 0.9f;
     float beta2 = 0.95f;
     float eps = 1e-8f;
     float weight_decay = 0.1f; // decoupled, on decay parameters only
     float grad_clip = 1.0f;    // max global gradient norm; 0: no clipping
+    LrRule lr_rule = LrRule::Constant;
+    int base_width = 256;      // the width lr and model.init_std were tuned at (lr_rule width)
 };
 
 struct ScheduleConfig {        // linear warmup, then cosine down to min_lr
@@ -118,7 +127,33 @@ struct TrainConfig {
     // Cross-field checks (seq_len <= model.max_seq, injections against the model's
     // linears, ...); throws std::invalid_argument.
     void validate() const;
+
+    // The learning rates and init the run uses, after optimizer.lr_rule.
+    float peak_lr() const;          // optimizer.lr, scaled under lr_rule width
+    float final_lr() const;         // schedule.min_lr, scaled alike
+    float hidden_init_std() const;  // model.init_std, scaled under lr_rule width
 };
+
+// The width rule's numbers (docs/models.md, "Width rule"): a peak Adam learning rate
+// of kWidthRuleLr tuned at width kWidthRuleBase, scaled by kWidthRuleBase / d_model.
+constexpr int kWidthRuleBase = 256;
+constexpr float kWidthRuleLr = 2e-3f;
+// A peak learning rate this many times the rule's at its width is likely to blow up.
+constexpr float kWidthRuleMargin = 4.0f;
+// The rule's peak learning rate at width d_model: kWidthRuleLr * kWidthRuleBase / d_model.
+float width_rule_lr(int d_model);
+// A one-line warning when config.peak_lr() is above kWidthRuleMargin times the rule's
+// learning rate at its d_model, naming the rule and the suggested lr; empty otherwise.
+std::string lr_warning(const TrainConfig& config);
+
+// Presets: named configs (resources/configs/presets/NAME.json) of the shapes people know.
+// The folders searched, in order: $FP8SCOPE_PRESETS when set, `installed` (the program's
+// own), and `source` (the source tree's, for a build that was not installed).
+std::vector<std::string> preset_dirs(const std::string& installed, const std::string& source);
+// The names (file names without .json) in the first of `dirs` that exists, sorted.
+std::vector<std::string> list_presets(const std::vector<std::string>& dirs);
+// The preset's file; throws std::invalid_argument naming the preset and the names there are.
+std::string find_preset(const std::string& name, const std::vector<std::string>& dirs);
 
 // Throws std::invalid_argument naming the field and value. `origin` (a file name) is put
 // in front of the message. A config read back from a checkpoint or trace keeps the model

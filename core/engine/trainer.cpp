@@ -18,7 +18,7 @@ namespace fp8scope {
 struct Trainer::Run {
     Run(const TrainConfig& c, const std::string& recipe_name, std::uint64_t run_seed, Backend& backend)
         : model(c.model, backend), seed(run_seed) {
-        model.init(seed);
+        model.init(seed, c.hidden_init_std());
         model.set_plan(c.recipe_book().plan(recipe_name, model.linears()));
         model.set_injections(c.inject, std::int64_t(c.batch_size) * c.seq_len);
         adam.emplace(c.optimizer, model.param_tensors(), model.num_params(), backend);
@@ -50,8 +50,7 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, StepSync* sync)
     sampler_->set_shard(sync_->rank(), world);
     eval_batches_.resize(static_cast<std::size_t>(config_.eval.batches));
     for (int i = 0; i < config_.eval.batches; ++i) sampler_->eval_batch(i, config_.eval.batches, eval_batches_[i]);
-    schedule_ = CosineSchedule{config_.optimizer.lr, config_.schedule.min_lr, config_.schedule.warmup_steps,
-                               config_.steps};
+    schedule_ = CosineSchedule{config_.peak_lr(), config_.final_lr(), config_.schedule.warmup_steps, config_.steps};
     const std::vector<std::string> recipes = config_.run_recipes();
     for (std::size_t i = 0; i < recipes.size(); ++i) {
         runs_.push_back(std::make_unique<Run>(config_, recipes[i], config_.run_seed(int(i)), backend_));

@@ -18,6 +18,7 @@
 #include "cpu/ops/activation.h"
 #include "cpu/ops/adamw.h"
 #include "cpu/ops/attention.h"
+#include "cpu/ops/rope.h"
 #include "cpu/ops/elementwise.h"
 #include "cpu/ops/embedding.h"
 #include "cpu/ops/matmul.h"
@@ -123,13 +124,17 @@ void CpuBackend::rmsnorm_backward(ActPtr dinp, float* dweight, ActPtr dout, ActP
 
 std::int64_t CpuBackend::attention_saved(int B, int T, int NH) const { return std::int64_t(B) * NH * T * T; }
 
-void CpuBackend::attention_forward(ActPtr out, ActPtr att, ActPtr qkv, int B, int T, int C, int NH) {
-    ops::attention_forward(out.f32(), att.f32(), qkv.f32(), B, T, C, NH);
+void CpuBackend::attention_forward(ActPtr out, ActPtr att, ActPtr qkv, int B, int T, int C, int NH, int NKV) {
+    ops::attention_forward(out.f32(), att.f32(), qkv.f32(), B, T, C, NH, NKV);
 }
 
 void CpuBackend::attention_backward(ActPtr dqkv, ActPtr dout, ActPtr qkv, ActPtr /*out*/, ActPtr att, int B, int T,
-                                    int C, int NH) {
-    ops::attention_backward(dqkv.f32(), dout.f32(), qkv.f32(), att.f32(), B, T, C, NH);
+                                    int C, int NH, int NKV) {
+    ops::attention_backward(dqkv.f32(), dout.f32(), qkv.f32(), att.f32(), B, T, C, NH, NKV);
+}
+
+void CpuBackend::rope(ActPtr qkv, const float* table, int B, int T, int NH, int NKV, int hs, bool inverse) {
+    ops::rope(qkv.f32(), table, B, T, NH, NKV, hs, inverse);
 }
 
 void CpuBackend::gelu_forward(ActPtr out, ActPtr inp, std::int64_t n) { ops::gelu_forward(out.f32(), inp.f32(), n); }

@@ -256,19 +256,22 @@ void CudaBackend::rmsnorm_backward(ActPtr dinp, float* dweight, ActPtr dout, Act
 
 std::int64_t CudaBackend::attention_saved(int B, int T, int NH) const { return cuda::attention_saved(B, T, NH); }
 
-void CudaBackend::attention_forward(ActPtr out, ActPtr att, ActPtr qkv, int B, int T, int C, int NH) {
-    const std::size_t bytes = cuda::attention_forward_workspace(B, T, C, NH);
+void CudaBackend::attention_forward(ActPtr out, ActPtr att, ActPtr qkv, int B, int T, int C, int NH, int NKV) {
+    const std::size_t bytes = cuda::attention_forward_workspace(B, T, C, NH, NKV);
     cuda::attention_forward(bits(out, "attention_forward"), bits(att, "attention_forward"),
-                            bits(qkv, "attention_forward"), B, T, C, NH, {workspace(bytes), bytes}, stream_);
+                            bits(qkv, "attention_forward"), B, T, C, NH, NKV, {workspace(bytes), bytes}, stream_);
 }
 
 void CudaBackend::attention_backward(ActPtr dqkv, ActPtr dout, ActPtr qkv, ActPtr out, ActPtr att, int B, int T,
-                                     int C, int NH) {
-    const std::size_t bytes = cuda::attention_backward_workspace(B, T, C, NH);
+                                     int C, int NH, int NKV) {
+    const std::size_t bytes = cuda::attention_backward_workspace(B, T, C, NH, NKV);
     cuda::attention_backward(bits(dqkv, "attention_backward"), bits(dout, "attention_backward"),
                              bits(qkv, "attention_backward"), out ? bits(out, "attention_backward") : nullptr,
-                             bits(att, "attention_backward"), B, T, C, NH,
-                             {workspace(bytes), bytes}, stream_);
+                             bits(att, "attention_backward"), B, T, C, NH, NKV, {workspace(bytes), bytes}, stream_);
+}
+
+void CudaBackend::rope(ActPtr qkv, const float* table, int B, int T, int NH, int NKV, int hs, bool inverse) {
+    cuda::rope(bits(qkv, "rope"), table, B, T, NH, NKV, hs, inverse, stream_);
 }
 
 void CudaBackend::gelu_forward(ActPtr out, ActPtr inp, std::int64_t n) {

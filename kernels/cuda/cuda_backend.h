@@ -111,9 +111,10 @@ public:
     void rmsnorm_backward(ActPtr dinp, float* dweight, ActPtr dout, ActPtr inp, const float* weight,
                           const float* rstd, std::int64_t N, int C) override;
     std::int64_t attention_saved(int B, int T, int NH) const override;
-    void attention_forward(ActPtr out, ActPtr att, ActPtr qkv, int B, int T, int C, int NH) override;
+    void attention_forward(ActPtr out, ActPtr att, ActPtr qkv, int B, int T, int C, int NH, int NKV) override;
     void attention_backward(ActPtr dqkv, ActPtr dout, ActPtr qkv, ActPtr out, ActPtr att, int B, int T, int C,
-                            int NH) override;
+                            int NH, int NKV) override;
+    void rope(ActPtr qkv, const float* table, int B, int T, int NH, int NKV, int hs, bool inverse) override;
     void gelu_forward(ActPtr out, ActPtr inp, std::int64_t n) override;
     void gelu_backward(ActPtr dinp, ActPtr inp, ActPtr dout, std::int64_t n) override;
     void swiglu_forward(ActPtr out, ActPtr inp, std::int64_t N, int H) override;

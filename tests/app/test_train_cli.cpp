@@ -112,6 +112,42 @@ TEST(TrainCli, FlagsAndSetOverrideTheConfigFile) {
     EXPECT_EQ(j["recipe"], "delayed");
 }
 
+TEST(TrainCli, ALlamaStyleModelTrains) {
+    Result r = run(tiny() + " --set model.arch=llama --set model.n_head=4 --set model.n_kv_head=2 --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const json j = json::parse(r.out);
+    const json& losses = j["runs"][0]["losses"];
+    EXPECT_LT(mean(losses, 35, 40), mean(losses, 0, 5) - 0.5) << losses.dump();
+    EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+}
+
+TEST(TrainCli, PresetsAreListedAndLoaded) {
+    Result help = run("--preset help");
+    ASSERT_EQ(help.status, 0) << help.err;
+    for (const char* name : {"gpt2-124m\n", "gpt2-350m\n", "llama-1b\n", "gpt-8x4096\n", "llama-8x4096\n"})
+        EXPECT_NE(help.out.find(name), std::string::npos) << help.out;
+    Result r = run("--preset llama-1b --steps 3 --print-config");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const json j = json::parse(r.out);
+    EXPECT_EQ(j["model"]["n_kv_head"], 8);
+    EXPECT_EQ(j["model"]["pos"], "rope");
+    EXPECT_EQ(j["optimizer"]["lr_rule"], "width");
+    EXPECT_EQ(j["steps"], 3);
+    Result bad = run("--preset gpt5");
+    EXPECT_EQ(bad.status, 2);
+    EXPECT_NE(bad.err.find("preset 'gpt5' is not one of gpt-8x4096, gpt2-124m"), std::string::npos) << bad.err;
+}
+
+// 0.1 at width 512 is 50x the width rule's 2e-3 * 256/512 = 1e-3.
+TEST(TrainCli, AnLrLikelyToBlowUpAtItsWidthIsWarnedAbout) {
+    Result r = run(tiny() + " --steps 1 --set model.d_model=512 --set model.n_head=8 --lr 0.1");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("warning: peak learning rate 0.1 is above 4x the width rule's 0.001 for d_model 512"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("suggested: --lr 0.001"), std::string::npos) << r.err;
+}
+
 TEST(TrainCli, ResumeFromACheckpointContinuesTheSameRun) {
     fs::path dir = scratch() / "ck";
     fs::remove_all(dir);
@@ -127,6 +163,30 @@ TEST(TrainCli, ResumeFromACheckpointContinuesTheSameRun) {
     for (std::size_t i = 10; i < 20; ++i) tail.push_back(a["runs"][0]["losses"][i]);
     EXPECT_EQ(b["runs"][0]["losses"], tail);
     EXPECT_EQ(b["runs"][0]["eval_loss"], a["runs"][0]["eval_loss"]);
+    fs::remove_all(dir);
+}
+
+// A Llama-style model under the width rule: the checkpoint keeps its fields (no position
+// table, grouped-query heads, the rule), and the resumed run is the same run.
+TEST(TrainCli, ALlamaStyleRunResumesBitForBit) {
+    fs::path dir = scratch() / "ck_llama";
+    fs::remove_all(dir);
+    const std::string llama = tiny() + " --set model.arch=llama --set model.n_head=4 --set model.n_kv_head=1" +
+                              " --set optimizer.lr_rule=width --set optimizer.base_width=32";
+    Result whole = run(llama + " --steps 20 --checkpoint-dir " + dir.string() + " --checkpoint-every 10 --json --quiet");
+    ASSERT_EQ(whole.status, 0) << whole.err;
+    Result rest = run("--resume " + (dir / "step_10.ckpt").string() + " --json --quiet");
+    ASSERT_EQ(rest.status, 0) << rest.err;
+    json a = json::parse(whole.out), b = json::parse(rest.out);
+    json tail = json::array();
+    for (std::size_t i = 10; i < 20; ++i) tail.push_back(a["runs"][0]["losses"][i]);
+    EXPECT_EQ(b["runs"][0]["losses"], tail);
+    Result shown = run("--resume " + (dir / "step_10.ckpt").string() + " --print-config");
+    ASSERT_EQ(shown.status, 0) << shown.err;
+    const json c = json::parse(shown.out);
+    EXPECT_EQ(c["model"]["pos"], "rope");
+    EXPECT_EQ(c["model"]["n_kv_head"], 1);
+    EXPECT_EQ(c["optimizer"]["lr_rule"], "width");
     fs::remove_all(dir);
 }
 

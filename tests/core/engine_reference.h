@@ -15,12 +15,26 @@ namespace fp8scope::ref {
 
 using Vec = std::vector<double>;
 
+// wpe empty: no position table (rotary positions).
 inline Vec embedding(const std::vector<std::int32_t>& tok, const Vec& wte, const Vec& wpe, int B, int T, int C) {
     Vec out(std::size_t(B) * T * C);
     for (int b = 0; b < B; ++b)
         for (int t = 0; t < T; ++t)
             for (int c = 0; c < C; ++c)
-                out[(std::size_t(b) * T + t) * C + c] = wte[std::size_t(tok[b * T + t]) * C + c] + wpe[std::size_t(t) * C + c];
+                out[(std::size_t(b) * T + t) * C + c] = wte[std::size_t(tok[b * T + t]) * C + c] +
+                                                        (wpe.empty() ? 0.0 : wpe[std::size_t(t) * C + c]);
+    return out;
+}
+
+// RoPE of one head's vector x (hs) at position t, half-split pairing: (x[i], x[i + hs/2])
+// turned by t * theta^(-2i/hs).
+inline Vec rotate(const double* x, int hs, int t, double theta) {
+    Vec out(std::size_t(hs), 0.0);
+    for (int i = 0; i < hs / 2; ++i) {
+        const double a = t * std::pow(theta, -2.0 * i / hs), c = std::cos(a), s = std::sin(a);
+        out[std::size_t(i)] = x[i] * c - x[i + hs / 2] * s;
+        out[std::size_t(i + hs / 2)] = x[i + hs / 2] * c + x[i] * s;
+    }
     return out;
 }
 
@@ -41,26 +55,39 @@ inline Vec norm(const Vec& x, const Vec& w, const Vec& bias, std::size_t N, std:
     return out;
 }
 
-inline Vec attention(const Vec& qkv, int B, int T, int C, int NH) {
-    const int hs = C / NH;
+// Causal attention over qkv (B,T,C + 2 NKV hs) = [q | k | v] with NKV key/value heads
+// (0: NH); query head h reads key/value head h / (NH / NKV). theta > 0: q and k rotated
+// first (rotate()).
+inline Vec attention(const Vec& qkv, int B, int T, int C, int NH, int NKV = 0, double theta = 0) {
+    if (NKV == 0) NKV = NH;
+    const int hs = C / NH, W = C + 2 * NKV * hs;
     Vec out(std::size_t(B) * T * C, 0.0);
-    auto q = [&](int b, int t, int i) { return qkv[(std::size_t(b) * T + t) * 3 * C + i]; };
+    auto at = [&](int b, int t, int col) { return &qkv[(std::size_t(b) * T + t) * W + col]; };
+    auto head = [&](int b, int t, int col) {  // one head's vector, rotated for q and k under RoPE
+        return theta > 0 ? rotate(at(b, t, col), hs, t, theta) : Vec(at(b, t, col), at(b, t, col) + hs);
+    };
     for (int b = 0; b < B; ++b)
-        for (int h = 0; h < NH; ++h)
+        for (int h = 0; h < NH; ++h) {
+            const int g = h / (NH / NKV);
             for (int t = 0; t < T; ++t) {
+                const Vec q = head(b, t, h * hs);
                 Vec s(std::size_t(t) + 1);
                 double mx = -1e300, sum = 0;
                 for (int u = 0; u <= t; ++u) {
+                    const Vec k = head(b, u, C + g * hs);
                     double d = 0;
-                    for (int i = 0; i < hs; ++i) d += q(b, t, h * hs + i) * q(b, u, C + h * hs + i);
+                    for (int i = 0; i < hs; ++i) d += q[std::size_t(i)] * k[std::size_t(i)];
                     s[std::size_t(u)] = d / std::sqrt(double(hs));
                     mx = std::max(mx, s[std::size_t(u)]);
                 }
                 for (auto& v : s) sum += (v = std::exp(v - mx));
-                for (int u = 0; u <= t; ++u)
+                for (int u = 0; u <= t; ++u) {
+                    const double* v = at(b, u, C + NKV * hs + g * hs);
                     for (int i = 0; i < hs; ++i)
-                        out[(std::size_t(b) * T + t) * C + h * hs + i] += s[std::size_t(u)] / sum * q(b, u, 2 * C + h * hs + i);
+                        out[(std::size_t(b) * T + t) * C + h * hs + i] += s[std::size_t(u)] / sum * v[i];
+                }
             }
+        }
     return out;
 }
 
@@ -121,8 +148,10 @@ inline double model_loss(const Model& model, const Vec& params, const std::vecto
     for (int l = 0; l < c.n_layer; ++l) {
         std::string p = "blocks." + std::to_string(l) + ".";
         Vec h = norm(x, get(p + "ln1.weight"), get(p + "ln1.bias"), N, C, rms);
-        Vec qkv = linear(h, get(p + "attn.qkv.weight"), get(p + "attn.qkv.bias"), N, C, 3 * C);
-        Vec att = attention(qkv, B, T, int(C), c.n_head);
+        const int KV = c.n_kv_head > 0 ? c.n_kv_head : c.n_head;
+        const std::size_t W = C + 2 * std::size_t(KV) * (C / std::size_t(c.n_head));
+        Vec qkv = linear(h, get(p + "attn.qkv.weight"), get(p + "attn.qkv.bias"), N, C, W);
+        Vec att = attention(qkv, B, T, int(C), c.n_head, KV, c.pos == PosKind::Rope ? double(c.rope_theta) : 0.0);
         Vec proj = linear(att, get(p + "attn.proj.weight"), get(p + "attn.proj.bias"), N, C, C);
         for (std::size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
         h = norm(x, get(p + "ln2.weight"), get(p + "ln2.bias"), N, C, rms);

@@ -176,6 +176,93 @@ TEST(Model, GradientMatchesFloat64FiniteDifferencesTiedEmbeddings) {
     check_model_gradient(c);
 }
 
+// Llama style: RMSNorm, SwiGLU, no biases, rotary positions, grouped-query attention
+// (2 query heads on 1 key/value head, and 4 on 2), untied and tied head.
+ModelConfig tiny_llama(int n_head, int n_kv_head, bool tie) {
+    ModelConfig c = tiny(NormKind::LayerNorm, MlpKind::GELU, true);
+    apply_arch(c, "llama");
+    c.n_head = n_head;
+    c.n_kv_head = n_kv_head;
+    c.d_ff = 12;
+    c.rope_theta = 100.0f;  // larger turns at T = 5 than Llama's 10000
+    c.tie_embeddings = tie;
+    return c;
+}
+
+TEST(Model, GradientMatchesFloat64FiniteDifferencesLlamaStyle) {
+    check_model_gradient(tiny_llama(2, 1, false));
+    check_model_gradient(tiny_llama(4, 2, true));
+}
+
+TEST(Model, LlamaStyleLayoutHasNoPositionTableAndANarrowQkv) {
+    CpuModel m(tiny_llama(4, 2, false));  // d_model 8, head size 2
+    std::map<std::string, std::vector<std::int64_t>> shapes;
+    for (const auto& t : m.param_tensors()) shapes[t.name] = t.shape;
+    EXPECT_EQ(shapes.count("wpe"), 0u);
+    EXPECT_EQ(shapes.count("blocks.0.ln1.bias"), 0u);
+    EXPECT_EQ(shapes.count("blocks.0.attn.qkv.bias"), 0u);
+    // [q | k | v] = (4 + 2 * 2) heads of 2
+    EXPECT_EQ(shapes["blocks.1.attn.qkv.weight"], (std::vector<std::int64_t>{16, 8}));
+    EXPECT_EQ(m.linears()[0].out_features, 16);
+    EXPECT_EQ(shapes["blocks.0.mlp.fc1.weight"], (std::vector<std::int64_t>{24, 8}));  // [gate | up]
+    // Llama-3.2-1B's shape (16 layers, 2048 wide, 32 heads on 8 key/value heads, MLP 8192,
+    // tied head) with its vocabulary of 128256: 1,235,814,400 parameters, as published.
+    ModelConfig g{.vocab_size = 128256, .max_seq = 2048, .n_layer = 16, .d_model = 2048, .n_head = 32,
+                  .n_kv_head = 8, .d_ff = 8192};
+    apply_arch(g, "llama");
+    g.tie_embeddings = true;
+    ParameterTensors p{};
+    EXPECT_EQ(carve_params(g, nullptr, p, nullptr), 1235814400u);
+}
+
+TEST(ModelConfig, GroupedQueryAndRopeAreChecked) {
+    ModelConfig c;
+    c.n_kv_head = 3;  // n_head 4
+    EXPECT_THROW(
+        {
+            try {
+                c.validate();
+            } catch (const std::invalid_argument& e) {
+                EXPECT_NE(std::string(e.what()).find("n_kv_head 3 must divide n_head 4"), std::string::npos);
+                throw;
+            }
+        },
+        std::invalid_argument);
+    c.n_kv_head = 2;
+    EXPECT_NO_THROW(c.validate());
+    EXPECT_EQ(c.qkv_width(), 128 + 2 * 2 * 32);
+    c.d_model = 12;
+    c.n_head = 4;  // head size 3
+    c.n_kv_head = 0;
+    c.pos = PosKind::Rope;
+    try {
+        c.validate();
+        FAIL() << "rope with an odd head size";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("pos = rope needs an even head size"), std::string::npos);
+    }
+}
+
+// Under the width rule the blocks' matrices start at hidden_std, the embeddings at init_std.
+TEST(Model, InitGivesHiddenMatricesTheirOwnStd) {
+    ModelConfig c = small();
+    c.init_std = 0.05f;
+    CpuModel m(c);
+    m.init(3, 0.01f);
+    auto sd = [&](const std::string& name) {
+        for (const auto& t : m.param_tensors())
+            if (t.name == name) {
+                double s = 0;
+                for (std::size_t i = t.offset; i < t.offset + t.numel(); ++i) s += double(m.params()[i]) * m.params()[i];
+                return std::sqrt(s / double(t.numel()));
+            }
+        return -1.0;
+    };
+    EXPECT_NEAR(sd("wte"), 0.05, 0.005);
+    EXPECT_NEAR(sd("blocks.0.mlp.fc1.weight"), 0.01, 0.0005);
+    EXPECT_NEAR(sd("blocks.0.mlp.fc2.weight"), 0.01 / 2.0, 0.0005);  // 1/sqrt(2 * 2 layers)
+}
+
 TEST(Model, TiedEmbeddingsHaveNoHeadTensor) {
     ModelConfig c = tiny(NormKind::LayerNorm, MlpKind::GELU, true);
     CpuModel untied(c);

@@ -14,7 +14,9 @@
 #include "cpu/ops/embedding.h"
 #include "cpu/ops/matmul.h"
 #include "cpu/ops/norm.h"
+#include "cpu/ops/rope.h"
 #include "cpu/ops/softmax_ce.h"
+#include "engine/model_config.h"
 #include "engine_reference.h"
 
 namespace fp8scope {
@@ -125,16 +127,64 @@ TEST(OpsGrad, CausalAttention) {
     const int B = 2, T = 5, C = 8, NH = 2;
     auto qkv = randn(std::size_t(B) * T * 3 * C, 21), R = randn(std::size_t(B) * T * C, 22);
     std::vector<float> out(std::size_t(B) * T * C), att(std::size_t(B) * NH * T * T);
-    ops::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+    ops::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, NH);
     EXPECT_LT(rel_error(out, ref::attention(to64(qkv), B, T, C, NH)), 1e-5);
     // causal: nothing attends to the future
     for (int bh = 0; bh < B * NH; ++bh)
         for (int t = 0; t < T; ++t)
             for (int u = t + 1; u < T; ++u) EXPECT_EQ(att[(std::size_t(bh) * T + t) * T + u], 0.0f);
     std::vector<float> dqkv(qkv.size(), 7.0f);  // overwritten
-    ops::attention_backward(dqkv.data(), R.data(), qkv.data(), att.data(), B, T, C, NH);
+    ops::attention_backward(dqkv.data(), R.data(), qkv.data(), att.data(), B, T, C, NH, NH);
     auto f = [&](const Vec& v) { return dot(ref::attention(v, B, T, C, NH), to64(R)); };
     EXPECT_LT(rel_error(dqkv, ref::numeric_grad(f, to64(qkv))), kTol);
+}
+
+// Grouped-query attention with rotary positions, as the model runs it: RoPE on q and k in
+// place, attention, its backward, RoPE's inverse on dqkv; against the float64 reference
+// (its own rotation from the formula, angles in double) and its central differences.
+// Groups of 2 and 4 query heads per key/value head, and multi-head (group 1).
+TEST(OpsGrad, GroupedQueryAttentionWithRope) {
+    struct Case {
+        int NH, NKV;
+        double theta;
+    };
+    for (const Case k : {Case{4, 2, 10000.0}, Case{4, 1, 100.0}, Case{2, 2, 10.0}}) {
+        const int B = 2, T = 6, hs = 4, C = k.NH * hs, W = C + 2 * k.NKV * hs;
+        SCOPED_TRACE("NH " + std::to_string(k.NH) + " NKV " + std::to_string(k.NKV));
+        const auto qkv = randn(std::size_t(B) * T * W, 23), R = randn(std::size_t(B) * T * C, 24);
+        const std::vector<float> table = rope_table(T, hs, k.theta);
+        std::vector<float> rotated = qkv, out(std::size_t(B) * T * C), att(std::size_t(B) * k.NH * T * T);
+        ops::rope(rotated.data(), table.data(), B, T, k.NH, k.NKV, hs, false);
+        ops::attention_forward(out.data(), att.data(), rotated.data(), B, T, C, k.NH, k.NKV);
+        auto f64 = [&](const Vec& v) { return ref::attention(v, B, T, C, k.NH, k.NKV, k.theta); };
+        EXPECT_LT(rel_error(out, f64(to64(qkv))), 1e-5);
+        std::vector<float> dqkv(qkv.size(), 7.0f);  // overwritten
+        ops::attention_backward(dqkv.data(), R.data(), rotated.data(), att.data(), B, T, C, k.NH, k.NKV);
+        ops::rope(dqkv.data(), table.data(), B, T, k.NH, k.NKV, hs, true);
+        auto f = [&](const Vec& v) { return dot(f64(v), to64(R)); };
+        EXPECT_LT(rel_error(dqkv, ref::numeric_grad(f, to64(qkv))), kTol);
+    }
+}
+
+// The rotation against hand-computed values: at position 1 with hs 4 and theta 100, pair
+// 0 turns by 1 rad and pair 1 by 100^(-1/2) = 0.1 rad; v and position 0 are left alone.
+TEST(OpsGrad, RopePairsTheHalvesOfAHead) {
+    const int B = 1, T = 2, NH = 1, NKV = 1, hs = 4;
+    std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 9, 9,     // t = 0: q, k, v
+                            1, 0, 0, 0, 0, 1, 0, 0, 9, 9, 9, 9};    // t = 1
+    const std::vector<float> table = rope_table(T, hs, 100.0);
+    ops::rope(x.data(), table.data(), B, T, NH, NKV, hs, false);
+    const std::vector<float> t0 = {1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 9, 9};
+    for (int i = 0; i < 12; ++i) EXPECT_EQ(x[std::size_t(i)], t0[std::size_t(i)]) << i;
+    // q = (1, 0 | 0, 0): x1 = 1 of pair 0 -> (cos 1, sin 1) in elements 0 and 2
+    const float q1[] = {std::cos(1.0f), 0, std::sin(1.0f), 0};
+    // k = (0, 1 | 0, 0): x1 = 1 of pair 1 -> (cos 0.1, sin 0.1) in elements 1 and 3
+    const float k1[] = {0, std::cos(0.1f), 0, std::sin(0.1f)};
+    for (int i = 0; i < 4; ++i) {
+        EXPECT_NEAR(x[std::size_t(12 + i)], q1[i], 1e-6) << "q " << i;
+        EXPECT_NEAR(x[std::size_t(16 + i)], k1[i], 1e-6) << "k " << i;
+        EXPECT_EQ(x[std::size_t(20 + i)], 9.0f) << "v " << i;
+    }
 }
 
 TEST(OpsGrad, Gelu) {

@@ -89,7 +89,7 @@ std::vector<float> saved_lse(const Bits& att, int B, int T, int NH) {
 }
 
 std::size_t workspace_bytes(int B, int T, int C, int NH) {
-    return std::max(cuda::attention_forward_workspace(B, T, C, NH), cuda::attention_backward_workspace(B, T, C, NH));
+    return std::max(cuda::attention_forward_workspace(B, T, C, NH, NH), cuda::attention_backward_workspace(B, T, C, NH, NH));
 }
 
 TEST_P(CudaAttention, ForwardMatchesCpu) {
@@ -101,19 +101,19 @@ TEST_P(CudaAttention, ForwardMatchesCpu) {
     ASSERT_GE(saved, 2 * std::size_t(B) * NH * T);
     ASSERT_EQ(saved % 8, 0u);
     std::vector<float> ref_out(std::size_t(B) * T * C), ref_att(std::size_t(B) * NH * T * T);
-    ops::attention_forward(ref_out.data(), ref_att.data(), qkv.f.data(), B, T, C, NH);
+    ops::attention_forward(ref_out.data(), ref_att.data(), qkv.f.data(), B, T, C, NH, NH);
 
     GpuBuffer<std::uint16_t> d_qkv(qkv.bits), out(ref_out.size()), att(saved);
     Scratch ws(workspace_bytes(B, T, C, NH));
     Stream s;
-    cuda::attention_forward(out.get(), att.get(), d_qkv.get(), B, T, C, NH, ws.ws(), s);
+    cuda::attention_forward(out.get(), att.get(), d_qkv.get(), B, T, C, NH, NH, ws.ws(), s);
     s.sync();
     const Bits got = out.download(), got_att = att.download();
     EXPECT_TRUE(all_close(widen(got), ref_out, kBf16Rtol, kScaleTol)) << "out";
     EXPECT_TRUE(all_close(saved_lse(got_att, B, T, NH), reference_lse(qkv.f, B, T, C, NH), kLseTol, kLseTol))
         << "logsumexp";
 
-    cuda::attention_forward(out.get(), att.get(), d_qkv.get(), B, T, C, NH, ws.ws(), s);
+    cuda::attention_forward(out.get(), att.get(), d_qkv.get(), B, T, C, NH, NH, ws.ws(), s);
     s.sync();
     EXPECT_TRUE(same_bits(out.download(), got)) << "out, second run";
     EXPECT_TRUE(same_bits(att.download(), got_att)) << "att, second run";
@@ -130,16 +130,16 @@ TEST_P(CudaAttention, BackwardMatchesCpuAndIsDeterministic) {
     const Bf16Data qkv = random_bf16(std::size_t(B) * T * 3 * C, rng, -2.0f, 2.0f);
     const Bf16Data dout = random_bf16(std::size_t(B) * T * C, rng);
     std::vector<float> ref_out(std::size_t(B) * T * C), ref_att(std::size_t(B) * NH * T * T), ref(qkv.f.size());
-    ops::attention_forward(ref_out.data(), ref_att.data(), qkv.f.data(), B, T, C, NH);
-    ops::attention_backward(ref.data(), dout.f.data(), qkv.f.data(), ref_att.data(), B, T, C, NH);
+    ops::attention_forward(ref_out.data(), ref_att.data(), qkv.f.data(), B, T, C, NH, NH);
+    ops::attention_backward(ref.data(), dout.f.data(), qkv.f.data(), ref_att.data(), B, T, C, NH, NH);
 
     const Bits nan(qkv.bits.size(), 0x7FC0);
     GpuBuffer<std::uint16_t> d_qkv(qkv.bits), out(dout.bits.size()), att(std::size_t(cuda::attention_saved(B, T, NH))),
         d_dout(dout.bits), dqkv(nan);
     Scratch ws(workspace_bytes(B, T, C, NH));
     Stream s;
-    cuda::attention_forward(out.get(), att.get(), d_qkv.get(), B, T, C, NH, ws.ws(), s);
-    cuda::attention_backward(dqkv.get(), d_dout.get(), d_qkv.get(), out.get(), att.get(), B, T, C, NH, ws.ws(), s);
+    cuda::attention_forward(out.get(), att.get(), d_qkv.get(), B, T, C, NH, NH, ws.ws(), s);
+    cuda::attention_backward(dqkv.get(), d_dout.get(), d_qkv.get(), out.get(), att.get(), B, T, C, NH, NH, ws.ws(), s);
     s.sync();
     const Bits got = dqkv.download();
     const auto got_f = widen(got);
@@ -149,12 +149,12 @@ TEST_P(CudaAttention, BackwardMatchesCpuAndIsDeterministic) {
             << names[which];
 
     dqkv.upload(nan);
-    cuda::attention_backward(dqkv.get(), d_dout.get(), d_qkv.get(), out.get(), att.get(), B, T, C, NH, ws.ws(), s);
+    cuda::attention_backward(dqkv.get(), d_dout.get(), d_qkv.get(), out.get(), att.get(), B, T, C, NH, NH, ws.ws(), s);
     s.sync();
     EXPECT_TRUE(same_bits(dqkv.download(), got)) << "dqkv, second run";
 
     dqkv.upload(nan);
-    cuda::attention_backward(dqkv.get(), d_dout.get(), d_qkv.get(), nullptr, att.get(), B, T, C, NH, ws.ws(), s);
+    cuda::attention_backward(dqkv.get(), d_dout.get(), d_qkv.get(), nullptr, att.get(), B, T, C, NH, NH, ws.ws(), s);
     s.sync();
     EXPECT_TRUE(same_bits(dqkv.download(), got)) << "dqkv, without the forward's output";
 }
@@ -175,16 +175,16 @@ TEST(CudaAttentionChecks, RefusesASmallWorkspaceAndUnevenHeads) {
         GpuBuffer<std::uint16_t> qkv(std::size_t(B) * T * 3 * C), out(std::size_t(B) * T * C),
             dqkv(std::size_t(B) * T * 3 * C), att(std::size_t(cuda::attention_saved(B, T, NH)));
         Scratch ws(workspace_bytes(B, T, C, NH));
-        const std::size_t need = C == 16 ? 16 : cuda::attention_backward_workspace(B, T, C, NH) - 1;
+        const std::size_t need = C == 16 ? 16 : cuda::attention_backward_workspace(B, T, C, NH, NH) - 1;
         const cuda::Workspace small{ws.buf.get(), need};
         if (C == 16) {  // the fused forward needs no workspace
-            EXPECT_THROW(cuda::attention_forward(out.get(), att.get(), qkv.get(), B, T, C, NH, small, nullptr),
+            EXPECT_THROW(cuda::attention_forward(out.get(), att.get(), qkv.get(), B, T, C, NH, NH, small, nullptr),
                          std::invalid_argument);
         }
         EXPECT_THROW(cuda::attention_backward(dqkv.get(), out.get(), qkv.get(), nullptr, att.get(), B, T, C, NH,
-                                              small, nullptr),
+                                              NH, small, nullptr),
                      std::invalid_argument);
-        EXPECT_THROW(cuda::attention_forward(out.get(), att.get(), qkv.get(), B, T, C, 3, ws.ws(), nullptr),
+        EXPECT_THROW(cuda::attention_forward(out.get(), att.get(), qkv.get(), B, T, C, 3, 3, ws.ws(), nullptr),
                      std::invalid_argument);
     }
 }
@@ -206,8 +206,8 @@ TEST(CudaAttentionBackend, BackwardUsesTheForwardsOutput) {
     gpu.copy_from_host(b_qkv, qkv.bits.data(), 2 * n_qkv);
     gpu.copy_from_host(b_dout, dout.bits.data(), 2 * n_out);
     auto act = [](std::uint16_t* p) { return ActPtr{reinterpret_cast<std::byte*>(p), DType::BF16}; };
-    gpu.attention_forward(act(b_out), act(b_att), act(b_qkv), B, T, C, NH);
-    gpu.attention_backward(act(b_dqkv), act(b_dout), act(b_qkv), act(b_out), act(b_att), B, T, C, NH);
+    gpu.attention_forward(act(b_out), act(b_att), act(b_qkv), B, T, C, NH, NH);
+    gpu.attention_backward(act(b_dqkv), act(b_dout), act(b_qkv), act(b_out), act(b_att), B, T, C, NH, NH);
     Bits got(n_qkv);
     gpu.copy_to_host(got.data(), b_dqkv, 2 * n_qkv);
     gpu.synchronize();
@@ -215,8 +215,8 @@ TEST(CudaAttentionBackend, BackwardUsesTheForwardsOutput) {
     GpuBuffer<std::uint16_t> d_qkv(qkv.bits), out(n_out), att(saved), d_dout(dout.bits), dqkv(n_qkv);
     Scratch ws(workspace_bytes(B, T, C, NH));
     Stream s;
-    cuda::attention_forward(out.get(), att.get(), d_qkv.get(), B, T, C, NH, ws.ws(), s);
-    cuda::attention_backward(dqkv.get(), d_dout.get(), d_qkv.get(), out.get(), att.get(), B, T, C, NH, ws.ws(), s);
+    cuda::attention_forward(out.get(), att.get(), d_qkv.get(), B, T, C, NH, NH, ws.ws(), s);
+    cuda::attention_backward(dqkv.get(), d_dout.get(), d_qkv.get(), out.get(), att.get(), B, T, C, NH, NH, ws.ws(), s);
     s.sync();
     EXPECT_TRUE(same_bits(got, dqkv.download()));
     gpu.release(mem);

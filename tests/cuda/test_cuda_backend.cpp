@@ -86,6 +86,22 @@ ModelConfig swiglu_rmsnorm_smooth() {
     return c;
 }
 
+// Llama style: RMSNorm, SwiGLU, no biases, rotary positions, grouped-query attention
+// with head size 64 (the fused kernels), 2 query heads sharing 1 key/value head.
+ModelConfig llama_gqa_rope() {
+    ModelConfig c = gelu_layernorm();
+    c.n_head = 2;
+    c.n_kv_head = 1;
+    apply_arch(c, "llama");
+    return c;
+}
+
+ModelConfig config_named(const std::string& name) {
+    if (name == "gelu_layernorm") return gelu_layernorm();
+    if (name == "llama_gqa_rope") return llama_gqa_rope();
+    return swiglu_rmsnorm_smooth();
+}
+
 struct TokenBatch {
     int B = 4, T = 64;
     std::vector<std::int32_t> tokens, targets;
@@ -156,7 +172,7 @@ class CudaBackendStep : public ::testing::TestWithParam<StepCase> {};
 TEST_P(CudaBackendStep, MatchesTheCpuWithinWhatBf16Explains) {
     FP8SCOPE_REQUIRE_GPU();
     const StepCase p = GetParam();
-    const ModelConfig c = std::string(p.config) == "gelu_layernorm" ? gelu_layernorm() : swiglu_rmsnorm_smooth();
+    const ModelConfig c = config_named(p.config);
     const TokenBatch batch = random_batch(c.vocab_size, 5);
     CpuBackend cpu;
     CudaBackend gpu;
@@ -193,7 +209,10 @@ INSTANTIATE_TEST_SUITE_P(Recipes, CudaBackendStep,
                                            StepCase{"swiglu_rmsnorm_smooth", "delayed"},
                                            StepCase{"swiglu_rmsnorm_smooth", "current"},
                                            StepCase{"swiglu_rmsnorm_smooth", "blockwise"},
-                                           StepCase{"swiglu_rmsnorm_smooth", "mxfp8"}),
+                                           StepCase{"swiglu_rmsnorm_smooth", "mxfp8"},
+                                           StepCase{"llama_gqa_rope", "baseline"},
+                                           StepCase{"llama_gqa_rope", "current"},
+                                           StepCase{"llama_gqa_rope", "delayed"}),
                          [](const auto& info) { return std::string(info.param.config) + "_" + info.param.recipe; });
 
 // --- the trainer ------------------------------------------------------------------------

@@ -11,8 +11,12 @@ void embedding_forward(float* out, const std::int32_t* tokens, const float* wte,
     parallel_for(std::int64_t(B) * T, 16, 0, [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t n = begin; n < end; ++n) {
             const float* e = wte + std::int64_t(tokens[n]) * C;
-            const float* p = wpe + (n % T) * C;
             float* o = out + n * C;
+            if (!wpe) {
+                for (int c = 0; c < C; ++c) o[c] = e[c];
+                continue;
+            }
+            const float* p = wpe + (n % T) * C;
             for (int c = 0; c < C; ++c) o[c] = e[c] + p[c];
         }
     });
@@ -23,11 +27,10 @@ void embedding_backward(float* dwte, float* dwpe, const float* dout, const std::
     for (std::int64_t n = 0; n < std::int64_t(B) * T; ++n) {
         const float* d = dout + n * C;
         float* de = dwte + std::int64_t(tokens[n]) * C;
+        for (int c = 0; c < C; ++c) de[c] += d[c];
+        if (!dwpe) continue;
         float* dp = dwpe + (n % T) * C;
-        for (int c = 0; c < C; ++c) {
-            de[c] += d[c];
-            dp[c] += d[c];
-        }
+        for (int c = 0; c < C; ++c) dp[c] += d[c];
     }
 }
 

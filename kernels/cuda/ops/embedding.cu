@@ -20,7 +20,8 @@ using namespace detail;
 
 constexpr int kRowThreads = 128;  // threads of a dwte owner block, VEC channels each
 
-// out (N,C) = wte[tokens[n]] + wpe[n % T]: thread per VEC channels of a row.
+// out (N,C) = wte[tokens[n]] + wpe[n % T] (wte alone when wpe is null): thread per VEC
+// channels of a row.
 template <int VEC>
 __global__ void embedding_forward_kernel(bf16* out, const std::int32_t* tokens, const float* wte, const float* wpe,
                                          std::int64_t N, int T, int C) {
@@ -31,9 +32,11 @@ __global__ void embedding_forward_kernel(bf16* out, const std::int32_t* tokens, 
     const int c = int(u % units) * VEC;
     float e[VEC], p[VEC];
     load<VEC>(wte + std::int64_t(tokens[n]) * C + c, e);
-    load<VEC>(wpe + (n % T) * C + c, p);
+    if (wpe) {
+        load<VEC>(wpe + (n % T) * C + c, p);
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) e[k] = __fadd_rn(e[k], p[k]);
+        for (int k = 0; k < VEC; ++k) e[k] = __fadd_rn(e[k], p[k]);
+    }
     store<VEC>(out + n * C + c, e);
 }
 
@@ -123,11 +126,13 @@ void embedding_backward(float* dwte, float* dwpe, const bf16* dout, const std::i
     if (N > 0x7fffffff) throw std::invalid_argument("cuda embedding_backward: too many positions");
     const bool packed = C % kPack == 0 && aligned16(dout) && aligned16(dwte) && aligned16(dwpe);
 
-    if (packed)
-        dwpe_kernel<kPack><<<blocks_for(std::int64_t(T) * (C / kPack), 256), 256, 0, stream>>>(dwpe, dout, B, T, C);
-    else
-        dwpe_kernel<1><<<blocks_for(std::int64_t(T) * C, 256), 256, 0, stream>>>(dwpe, dout, B, T, C);
-    FP8SCOPE_CUDA_LAUNCHED();
+    if (dwpe) {
+        if (packed)
+            dwpe_kernel<kPack><<<blocks_for(std::int64_t(T) * (C / kPack), 256), 256, 0, stream>>>(dwpe, dout, B, T, C);
+        else
+            dwpe_kernel<1><<<blocks_for(std::int64_t(T) * C, 256), 256, 0, stream>>>(dwpe, dout, B, T, C);
+        FP8SCOPE_CUDA_LAUNCHED();
+    }
 
     const std::size_t need = embedding_backward_workspace(B, T);
     require_workspace(ws, need, "embedding_backward");

@@ -43,6 +43,7 @@ struct Workspace {
 
 // --- embedding (embedding.cu) ------------------------------------------------------
 // out (B,T,C) = wte[tokens] (V,C) + wpe[t] (maxT,C)
+// wpe may be null (no position table): out = wte[tokens]; so may dwpe in backward.
 void embedding_forward(bf16* out, const std::int32_t* tokens, const float* wte, const float* wpe, int B, int T,
                        int C, cudaStream_t stream);
 // dwte (V,C), dwpe (maxT,C) += dout (B,T,C) scattered by token and position; each row
@@ -69,7 +70,11 @@ void rmsnorm_backward(bf16* dinp, float* dweight, const bf16* dout, const bf16* 
                       const float* rstd, std::int64_t N, int C, Workspace ws, cudaStream_t stream);
 
 // --- attention (ops/attention/attention.cu, ops/attention/flash.cu) -------------------------------
-// Causal attention over qkv (B,T,3C) = [q|k|v], head h at columns h*hs. Head sizes 64 and
+// Causal attention over qkv (B,T,W) = [q|k|v], W = C + 2 NKV hs: NH query heads (q head h at
+// columns h*hs), NKV key/value heads (k head g at C + g*hs, v head g at C + NKV*hs + g*hs);
+// query head h reads key/value head h / (NH / NKV) (grouped-query attention; NKV = NH is
+// multi-head attention), and backward sums a key/value head's gradient over its query
+// heads in a fixed order. Head sizes 64 and
 // 128 with 16-byte aligned pointers run fused FlashAttention-2 style kernels (no T x T
 // matrix in memory: O(T) state and O(B NH T^2 / 2) bytes of BF16 scratch in backward);
 // every other shape runs cuBLAS GEMMs over the materialised scores of a few heads at a
@@ -86,16 +91,23 @@ std::int64_t attention_saved(int B, int T, int NH);  // elements of att
 // one batch row (6*NH*T^2 bytes); given less, it runs fewer heads at a time (down to one,
 // the least it accepts; the fused shapes' sizes include that much in case unaligned
 // pointers send them there).
-std::size_t attention_forward_workspace(int B, int T, int C, int NH);
-std::size_t attention_backward_workspace(int B, int T, int C, int NH);
+std::size_t attention_forward_workspace(int B, int T, int C, int NH, int NKV);
+std::size_t attention_backward_workspace(int B, int T, int C, int NH, int NKV);
 // out (B,T,C) = softmax(q k^T / sqrt(hs), causal) v; att = L (above).
-void attention_forward(bf16* out, bf16* att, const bf16* qkv, int B, int T, int C, int NH, Workspace ws,
+void attention_forward(bf16* out, bf16* att, const bf16* qkv, int B, int T, int C, int NH, int NKV, Workspace ws,
                        cudaStream_t stream);
-// dqkv (B,T,3C) = ... (overwritten), from dout (B,T,C), the saved qkv and att, and `out`,
+// dqkv (B,T,W) = ... (overwritten), from dout (B,T,C), the saved qkv and att, and `out`,
 // the forward's output (B,T,C), from which the fused path takes rowsum(dout * out). out
 // may be null: the fused path then recomputes it (one more forward pass).
 void attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out, const bf16* att, int B, int T,
-                        int C, int NH, Workspace ws, cudaStream_t stream);
+                        int C, int NH, int NKV, Workspace ws, cudaStream_t stream);
+
+// --- rotary position embedding (rope.cu) --------------------------------------------------------
+// In place on the q and k heads of qkv (B,T,(NH + 2 NKV) hs), v untouched; the half-split
+// pairing (element i < hs/2 with i + hs/2) turned by table[t][i] = [cos, sin] (>= T, hs/2, 2),
+// float32, or by its negative with `inverse` (the backward, on dqkv). Computed in float32,
+// each element rounded to BF16 once; the same formula as the CPU's (cpu/ops/rope.h).
+void rope(bf16* qkv, const float* table, int B, int T, int NH, int NKV, int hs, bool inverse, cudaStream_t stream);
 
 // --- activations (activation.cu) ---------------------------------------------------
 // out (n) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))

@@ -19,7 +19,7 @@ void allow_smem(Kernel kernel, int bytes) {
 template <int D>
 void forward(const FlashArgs& a, cudaStream_t stream) {
     using Tr = FwdTraits<D>;
-    const FwdParams p{a.qkv, a.out, a.lse, a.T, a.C, a.NH, kLog2e / std::sqrt(float(D))};
+    const FwdParams p{a.qkv, a.out, a.lse, a.T, a.C, a.NH, a.NKV, kLog2e / std::sqrt(float(D))};
     const dim3 grid(unsigned(a.B) * unsigned(a.NH), unsigned((a.T + Tr::kBlockM - 1) / Tr::kBlockM));
     allow_smem(flash_forward_kernel<D>, Tr::kSmemBytes);
     flash_forward_kernel<D><<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p);
@@ -42,9 +42,10 @@ void backward(const FlashArgs& a, cudaStream_t stream) {
     p.T = a.T;
     p.C = a.C;
     p.NH = a.NH;
+    p.NKV = a.NKV;
     p.scale = scale;
     p.scale_log2 = kLog2e * scale;
-    const unsigned heads = unsigned(a.B) * unsigned(a.NH);
+    const unsigned heads = unsigned(a.B) * unsigned(a.NH), kv_heads = unsigned(a.B) * unsigned(a.NKV);
 
     const std::int64_t lanes = p.rows * a.NH * (D / 8);
     flash_backward_dot_kernel<D><<<blocks_for(lanes, 256), 256, 0, stream>>>(p);
@@ -52,7 +53,8 @@ void backward(const FlashArgs& a, cudaStream_t stream) {
 
     using Kv = BwdKvTraits<D>;
     allow_smem(flash_backward_kv_kernel<D>, Kv::kSmemBytes);
-    flash_backward_kv_kernel<D><<<dim3(heads, unsigned(ds_key_blocks(a.T))), Kv::kThreads, Kv::kSmemBytes, stream>>>(p);
+    flash_backward_kv_kernel<D>
+        <<<dim3(kv_heads, unsigned(ds_key_blocks(a.T))), Kv::kThreads, Kv::kSmemBytes, stream>>>(p);
     FP8SCOPE_CUDA_LAUNCHED();
 
     using Q = BwdQTraits<D>;

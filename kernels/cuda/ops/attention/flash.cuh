@@ -4,9 +4,11 @@
 // 1/sqrt(hs) folded into the exponent), causal block skipping. The (T,T) matrices are
 // never materialised. Included by flash.cu only; the launchers there.
 //
-// Layouts (elements): qkv (B,T,3C) = [q|k|v], head h at columns h*hs of each part; out,
-// dout (B,T,C); dqkv (B,T,3C); lse and dsum (B,NH,T) float32; ds: per (b,h) the causal
-// tiles of dS^T (below).
+// Layouts (elements): qkv (B,T,W) = [q|k|v], W = C + 2 NKV hs: query head h at columns
+// h*hs, key/value head g at C + g*hs and C + NKV*hs + g*hs; query head h reads key/value
+// head h / (NH / NKV) (grouped-query attention; NKV = NH: multi-head); out, dout (B,T,C);
+// dqkv like qkv; lse and dsum (B,NH,T) float32; ds: per (b,h) the causal tiles of dS^T
+// (below).
 //
 // Forward (one CTA of 4 warps per 128 query rows of one (b,h), the longest rows first):
 // warp w owns rows 32w..32w+31 (two m16 tiles, so every K and V fragment it loads feeds
@@ -20,9 +22,11 @@
 //
 // Backward, three kernels:
 //   dot: dsum[row] = sum_d dout[row,d] * out[row,d] (float32, the D of FlashAttention).
-//   kv:  one CTA of 8 warps per 128 keys of one (b,h); warp w owns keys 16w..16w+15 and
-//        keeps dK, dV (16 x hs each) in registers while it walks the query tiles of 64 from
-//        the diagonal to the end: S^T = K Q^T, P^T = exp2(S^T c - L c), dV += P^T dO,
+//   kv:  one CTA of 8 warps per 128 keys of one (b, key/value head); warp w owns keys
+//        16w..16w+15 and keeps dK, dV (16 x hs each) in registers while it walks, for each
+//        query head of the group in turn, the query tiles of 64 from the diagonal to the
+//        end (so a group's dK, dV sum in registers, in a fixed order, with no second pass
+//        and no atomics): S^T = K Q^T, P^T = exp2(S^T c - L c), dV += P^T dO,
 //        dP^T = V dO^T, dS^T = P^T (dP^T - D), dK += dS^T Q. It stores dS^T (BF16, the
 //        operand the dQ product needs anyway) for the dQ kernel.
 //   q:   one CTA of 4 warps per 128 query rows: dQ = sum over the key blocks, in increasing
@@ -52,7 +56,7 @@ struct FwdParams {
     const bf16* qkv;
     bf16* out;
     float* lse;
-    int T, C, NH;
+    int T, C, NH, NKV;
     float scale_log2;  // log2(e) / sqrt(hs)
 };
 
@@ -66,7 +70,7 @@ struct BwdParams {
     bf16* ds;     // (B*NH, tiles_per_head, 128, 64)
     std::int64_t rows;  // B*T, for the dot kernel
     std::int64_t tiles_per_head;
-    int T, C, NH;
+    int T, C, NH, NKV;
     float scale;       // 1 / sqrt(hs)
     float scale_log2;  // log2(e) / sqrt(hs)
 };
@@ -201,10 +205,11 @@ __global__ void __launch_bounds__(128, 2) flash_forward_kernel(const FwdParams p
     const int bh = blockIdx.x, b = bh / p.NH, h = bh % p.NH;
     const int m0 = (gridDim.y - 1 - blockIdx.y) * Tr::kBlockM;  // the longest blocks first
     const int T = p.T;
-    const std::int64_t stride = 3 * std::int64_t(p.C);
-    const bf16* q = p.qkv + std::int64_t(b) * T * stride + h * D;
-    const bf16* k = q + p.C;
-    const bf16* v = q + 2 * p.C;
+    const std::int64_t stride = std::int64_t(p.C) + 2 * std::int64_t(p.NKV) * D;
+    const bf16* row0 = p.qkv + std::int64_t(b) * T * stride;
+    const bf16* q = row0 + h * D;
+    const bf16* k = row0 + p.C + (h / (p.NH / p.NKV)) * D;
+    const bf16* v = k + p.NKV * D;
 
     bf16* sQ = reinterpret_cast<bf16*>(dynamic_smem());
     bf16* sK = sQ + Tr::kTileQ;
@@ -412,19 +417,21 @@ __global__ void __launch_bounds__(256, 1) flash_backward_kv_kernel(const BwdPara
     constexpr int NT = D / 8;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int g = lane / 4, t = lane % 4;
-    const int bh = blockIdx.x, b = bh / p.NH, h = bh % p.NH;
+    const int group = p.NH / p.NKV;
+    const int b = blockIdx.x / p.NKV, kvh = blockIdx.x % p.NKV;  // the key/value head
+    const std::int64_t bh0 = std::int64_t(b) * p.NH + std::int64_t(kvh) * group;  // its first query head
     const int jb = blockIdx.y;  // key block; the first ones have the most query tiles
     const int n0 = jb * Tr::kBlockN;
     const int T = p.T;
-    const std::int64_t stride = 3 * std::int64_t(p.C);
-    const bf16* q = p.qkv + std::int64_t(b) * T * stride + h * D;
-    const bf16* k = q + p.C;
-    const bf16* v = q + 2 * p.C;
-    const bf16* dout = p.dout + std::int64_t(b) * T * p.C + h * D;
-    const float* lse = p.lse + std::int64_t(bh) * T;
-    const float* dsum = p.dsum + std::int64_t(bh) * T;
+    const std::int64_t stride = std::int64_t(p.C) + 2 * std::int64_t(p.NKV) * D;
+    const bf16* row0 = p.qkv + std::int64_t(b) * T * stride;
+    // query head kvh*group + r at q_group + r*D (dO likewise)
+    const bf16* q_group = row0 + std::int64_t(kvh) * group * D;
+    const bf16* k = row0 + p.C + kvh * D;
+    const bf16* v = k + p.NKV * D;
+    const bf16* dout_group = p.dout + std::int64_t(b) * T * p.C + std::int64_t(kvh) * group * D;
     const int nQ = ds_query_tiles(T), i0 = 2 * jb;
-    bf16* ds_head = p.ds + std::int64_t(bh) * p.tiles_per_head * kDsTile;
+    const int per_head = nQ - i0, steps = group * per_head;  // (query head, query tile) pairs
     const std::int64_t ds_first = ds_tile_index(nQ, jb, i0);
 
     bf16* sK = reinterpret_cast<bf16*>(dynamic_smem());
@@ -434,15 +441,16 @@ __global__ void __launch_bounds__(256, 1) flash_backward_kv_kernel(const BwdPara
     float* sL = reinterpret_cast<float*>(sdO + 2 * Tr::kTileQ);  // 2 stages of kBlockM
     float* sD = sL + 2 * Tr::kBlockM;                              // 2 stages of kBlockM
 
-    auto load_stage = [&](int stage, int i) {
-        const int r0 = i * Tr::kBlockM;
-        load_tile<Tr::kBlockM, D, Tr::kThreads>(sQ + stage * Tr::kTileQ, q, stride, r0, T, tid);
-        load_tile<Tr::kBlockM, D, Tr::kThreads>(sdO + stage * Tr::kTileQ, dout, p.C, r0, T, tid);
+    auto load_stage = [&](int stage, int step) {
+        const int hq = step / per_head, r0 = (i0 + step % per_head) * Tr::kBlockM;
+        load_tile<Tr::kBlockM, D, Tr::kThreads>(sQ + stage * Tr::kTileQ, q_group + hq * D, stride, r0, T, tid);
+        load_tile<Tr::kBlockM, D, Tr::kThreads>(sdO + stage * Tr::kTileQ, dout_group + hq * D, p.C, r0, T, tid);
         // L and D of the tile's rows; 0 past T (those rows have dO = 0, so P (dP - D) = 0)
         if (tid < 2 * Tr::kBlockM) {
             const int r = tid % Tr::kBlockM;
             const bool ok = r0 + r < T;
-            const float* src = (tid < Tr::kBlockM ? lse : dsum) + (ok ? r0 + r : 0);
+            const std::int64_t at = (bh0 + hq) * T + (ok ? r0 + r : 0);
+            const float* src = (tid < Tr::kBlockM ? p.lse : p.dsum) + at;
             float* dst = (tid < Tr::kBlockM ? sL : sD) + stage * Tr::kBlockM + r;
             cp_async_4(dst, src, ok ? 4 : 0);
         }
@@ -450,7 +458,7 @@ __global__ void __launch_bounds__(256, 1) flash_backward_kv_kernel(const BwdPara
 
     load_tile<Tr::kBlockN, D, Tr::kThreads>(sK, k, stride, n0, T, tid);
     load_tile<Tr::kBlockN, D, Tr::kThreads>(sV, v, stride, n0, T, tid);
-    load_stage(0, i0);
+    load_stage(0, 0);
     cp_async_commit();
 
     float dv[NT][4], dk[NT][4];
@@ -463,13 +471,15 @@ __global__ void __launch_bounds__(256, 1) flash_backward_kv_kernel(const BwdPara
     const std::uint32_t tK = smem_u32(sK), tV = smem_u32(sV);
     const std::uint32_t oA = off_a<D>(lane), oBt = off_bt<D>(lane), oB = off_b<D>(lane);
 
-    for (int i = i0; i < nQ; ++i) {
-        const int st = (i - i0) & 1;
-        if (i + 1 < nQ) load_stage(st ^ 1, i + 1);
+    for (int step = 0; step < steps; ++step) {
+        const int st = step & 1;
+        if (step + 1 < steps) load_stage(st ^ 1, step + 1);
         cp_async_commit();
         cp_async_wait<1>();
         __syncthreads();
+        const int hq = step / per_head, i = i0 + step % per_head;
         const int q0 = i * Tr::kBlockM;
+        bf16* ds_head = p.ds + (bh0 + hq) * p.tiles_per_head * kDsTile;
         const std::uint32_t tQ = smem_u32(sQ + st * Tr::kTileQ), tdO = smem_u32(sdO + st * Tr::kTileQ);
         const float* cL = sL + st * Tr::kBlockM;
         const float* cD = sD + st * Tr::kBlockM;
@@ -550,12 +560,13 @@ __global__ void __launch_bounds__(256, 1) flash_backward_kv_kernel(const BwdPara
     for (int hf = 0; hf < 2; ++hf) {
         const int key = key_w + g + 8 * hf;
         if (key < T) {
-            bf16* dst = p.dqkv + (std::int64_t(b) * T + key) * stride + p.C + h * D + 2 * t;
+            bf16* dst = p.dqkv + (std::int64_t(b) * T + key) * stride + p.C + kvh * D + 2 * t;
 #pragma unroll
             for (int n = 0; n < NT; ++n) {
                 *reinterpret_cast<std::uint32_t*>(dst + n * 8) =
                     pack_bf16(dk[n][2 * hf] * p.scale, dk[n][2 * hf + 1] * p.scale);
-                *reinterpret_cast<std::uint32_t*>(dst + p.C + n * 8) = pack_bf16(dv[n][2 * hf], dv[n][2 * hf + 1]);
+                *reinterpret_cast<std::uint32_t*>(dst + p.NKV * D + n * 8) =
+                    pack_bf16(dv[n][2 * hf], dv[n][2 * hf + 1]);
             }
         }
     }
@@ -582,8 +593,8 @@ __global__ void __launch_bounds__(128, 2) flash_backward_q_kernel(const BwdParam
     const int ib = gridDim.y - 1 - blockIdx.y;  // 128-row query block; the longest first
     const int m0 = ib * Tr::kBlockM;
     const int T = p.T;
-    const std::int64_t stride = 3 * std::int64_t(p.C);
-    const bf16* k = p.qkv + std::int64_t(b) * T * stride + p.C + h * D;
+    const std::int64_t stride = std::int64_t(p.C) + 2 * std::int64_t(p.NKV) * D;
+    const bf16* k = p.qkv + std::int64_t(b) * T * stride + p.C + (h / (p.NH / p.NKV)) * D;
     const int nQ = ds_query_tiles(T);
     const bf16* ds_head = p.ds + std::int64_t(bh) * p.tiles_per_head * kDsTile;
     // steps of 64 keys: keys [64s, 64s + 64) for s < 2 (ib + 1), and before T

@@ -11,12 +11,12 @@
 namespace fp8scope::cuda::detail {
 
 struct FlashArgs {
-    int B = 0, T = 0, C = 0, NH = 0, hs = 0;
-    const bf16* qkv = nullptr;  // (B,T,3C)
+    int B = 0, T = 0, C = 0, NH = 0, NKV = 0, hs = 0;
+    const bf16* qkv = nullptr;  // (B,T,C + 2 NKV hs)
     bf16* out = nullptr;        // forward: written; backward: read (the forward's output)
     float* lse = nullptr;       // (B,NH,T): forward writes, backward reads
     const bf16* dout = nullptr;
-    bf16* dqkv = nullptr;
+    bf16* dqkv = nullptr;       // like qkv
     float* dsum = nullptr;  // (B,NH,T) scratch of backward
     bf16* ds = nullptr;     // B*NH*flash_ds_tiles_per_head(T) tiles of 128x64, scratch of backward
 };
