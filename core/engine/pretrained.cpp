@@ -216,15 +216,12 @@ void llama_heads(const CheckpointFiles& f, const HfConfig& cfg, PretrainedArch& 
                                     " is not a multiple of n_kv_head " + std::to_string(a.n_kv_head));
 }
 
-// Llama's attention: rotary position embeddings (Hugging Face's half-split rotate_half)
-// and n_kv_head shared KV heads. This engine's ModelConfig has neither, and the model with
-// learned positions and a KV head per query head would not be the checkpoint's: refused.
-void apply_llama_attention(const PretrainedArch& a, ModelConfig&, const std::string& path) {
-    char theta[32];
-    std::snprintf(theta, sizeof theta, "%g", a.rope_theta);
-    throw std::invalid_argument(path + ": a Llama checkpoint needs rotary position embeddings (rope_theta " + theta +
-                                ") and grouped-query attention (n_kv_head " +
-                                std::to_string(a.n_kv_head) + "), which this engine's model does not have");
+// Llama's attention: rotary position embeddings (Hugging Face's half-split rotate_half,
+// the engine's pairing too) and n_kv_head shared KV heads.
+void apply_llama_attention(const PretrainedArch& a, ModelConfig& m) {
+    m.pos = PosKind::Rope;
+    if (a.rope_theta > 0) m.rope_theta = float(a.rope_theta);  // else the engine's 10000, Hugging Face's default
+    m.n_kv_head = a.n_kv_head;
 }
 
 }  // namespace
@@ -288,7 +285,7 @@ ModelConfig pretrained_model_config(const PretrainedArch& a, const ModelConfig& 
         m.norm = NormKind::RMSNorm;
         m.mlp = MlpKind::SwiGLU;
         m.bias = false;
-        apply_llama_attention(a, m, path);
+        apply_llama_attention(a, m);
     }
     try {
         m.validate();

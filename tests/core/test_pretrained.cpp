@@ -313,7 +313,7 @@ std::vector<ParamTensor> llama_table(bool head) {
 
 }  // namespace
 
-TEST(Pretrained, LlamaStacksQkvAndGateUpAndWaitsForRope) {
+TEST(Pretrained, LlamaStacksQkvAndGateUpAndTakesRopeAndKvHeads) {
     const fs::path dir = scratch();
     const Tensors ts = llama_tensors(true);
     const std::string path = write_safetensors(dir / "model.safetensors", ts);
@@ -330,8 +330,16 @@ TEST(Pretrained, LlamaStacksQkvAndGateUpAndWaitsForRope) {
     EXPECT_EQ(a.rope_theta, 500000.0);
     EXPECT_FALSE(a.tie_embeddings);
     EXPECT_TRUE(a.notes.empty());
-    FP8SCOPE_EXPECT_CONTAINS(error_of([&] { pretrained_model_config(a, ModelConfig{}, dir.string()); }),
-                             "a Llama checkpoint needs rotary position embeddings (rope_theta 500000");
+    const ModelConfig m = pretrained_model_config(a, ModelConfig{}, dir.string());
+    EXPECT_EQ(m.pos, PosKind::Rope);
+    EXPECT_EQ(m.n_kv_head, 1);
+    EXPECT_EQ(m.n_head, 2);
+    EXPECT_EQ(m.rope_theta, 500000.0f);
+    EXPECT_EQ(m.norm, NormKind::RMSNorm);
+    EXPECT_EQ(m.mlp, MlpKind::SwiGLU);
+    EXPECT_FALSE(m.bias);
+    EXPECT_EQ(m.max_seq, 64);
+    EXPECT_EQ(m.qkv_width(), kC + 2 * 4);
 
     const std::vector<ParamTensor> table = llama_table(true);
     const std::vector<float> host = load_pretrained(files, a, table);
