@@ -113,7 +113,7 @@ int import_torch(const ImportOptions& o, std::string dir) {
         return error("--recipes '" + o.recipes + "': " + e.what(), 2);
     }
 
-    const auto start = std::chrono::steady_clock::now();
+    double busy = 0;  // seconds
     std::int64_t captured = 0;
     try {
         trace::TraceWriterOptions wo;
@@ -125,21 +125,26 @@ int import_torch(const ImportOptions& o, std::string dir) {
         detail.resize(std::min(detail.size(), std::size_t(trace::kEventDetailChars)));
         writer.write(trace::EventRecord{-1, 0, EventKind::Start, detail});
         import::TorchImporter importer(meta, io, *backend, writer);
-        const auto count = [&](std::int64_t) { ++captured; };
-        importer.import_steps(capture, import::TorchImporter::settled_step(capture), count);
+        // The time spent analysing, without the waits for a followed run.
+        auto import_to = [&](std::int64_t last) {
+            const auto t0 = std::chrono::steady_clock::now();
+            importer.import_steps(capture, last, [&](std::int64_t) { ++captured; });
+            busy += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        };
+        import_to(import::TorchImporter::settled_step(capture));
         if (o.follow) {
             // Steps as the run writes them, until it closes the capture (or a signal).
             StopFlag stop;
             while (!capture.complete && !stop.raised()) {
                 std::this_thread::sleep_for(std::chrono::milliseconds(o.poll_ms));
                 capture = import::read_torch_capture(dir);
-                importer.import_steps(capture, import::TorchImporter::settled_step(capture), count);
+                import_to(import::TorchImporter::settled_step(capture));
                 writer.flush();
             }
         }
         std::int64_t everything = import::TorchImporter::settled_step(capture);
         for (const auto& t : capture.tensors) everything = std::max(everything, t.step);
-        importer.import_steps(capture, everything, count);  // a killed run's last step too
+        import_to(everything);  // a killed run's last step too
         std::int64_t last = capture.steps.empty() ? 0 : capture.steps.back().step;
         auto note = [&](EventKind kind, std::string text) {
             text.resize(std::min(text.size(), std::size_t(trace::kEventDetailChars)));
@@ -156,11 +161,11 @@ int import_torch(const ImportOptions& o, std::string dir) {
     } catch (const std::exception& e) {
         return error(e.what());
     }
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double s = busy;
     const double gb = double(capture.bytes) / 1e9;
     std::fprintf(stderr,
-                 "fp8scope-engine: imported %lld captured steps, %zu tensors (%.3f GB) of '%s' into %s in %.2f s "
-                 "(%.2f s per GB) on %s\n",
+                 "fp8scope-engine: imported %lld captured steps, %zu tensors (%.3f GB) of '%s' into %s: %.2f s of "
+                 "analysis (%.2f s per GB) on %s\n",
                  static_cast<long long>(captured), capture.tensors.size(), gb, capture.name.c_str(), o.out.c_str(), s,
                  gb > 0 ? s / gb : 0.0, o.device.c_str());
     return 0;

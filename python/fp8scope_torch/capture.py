@@ -106,9 +106,9 @@ class Capture:
         self._jobs = queue.Queue()
         self._closed = False
         self._last_time = time.perf_counter()
+        self._write_manifest()  # before returning: a reader started next finds this run's
         self._writer = threading.Thread(target=self._write_loop, name="fp8scope_torch writer", daemon=True)
         self._writer.start()
-        self._jobs.put(("manifest",))
         atexit.register(self.close)
         self._begin_step()
 
@@ -262,8 +262,6 @@ class Capture:
                         dirty, last = False, time.monotonic()
                 elif kind == "stopped":
                     self._manifest["stopped"] = job[1]
-                    self._write_manifest()
-                elif kind == "manifest":
                     self._write_manifest()
                 elif kind == "close":
                     self._manifest["complete"] = True

@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 import torch
 import torch.nn as nn
@@ -315,6 +316,39 @@ check(0 < man_w["bytes"] <= budget and man_w["bytes"] == sum(2 * t["shape"][0] *
 run("import", within, "--out", os.path.join(WORK, "within.h5"), "--recipes", "none")
 inspect = run("inspect", os.path.join(WORK, "within.h5"))
 check("capture stopped at step 1" in inspect, "the trace's events say capture stopped")
+
+# --- import --follow while the run goes on ---------------------------------------------
+followed = os.path.join(WORK, "followed")
+torch.manual_seed(0)
+model = Gpt()
+opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+cap = fp8scope_torch.capture(model, followed, every=1, linears="blocks.0.*")
+follow_trace = os.path.join(WORK, "followed.h5")
+importer = subprocess.Popen([ENGINE, "import", followed, "--out", follow_trace, "--follow", "--poll-ms", "20",
+                             "--recipes", "none"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+follow_losses = []
+for step in range(1, STEPS + 1):
+    idx, target = batch(step)
+    loss = nn.functional.cross_entropy(model(idx).view(-1, VOCAB), target.reshape(-1))
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    cap.step(loss=loss)
+    follow_losses.append(loss.item())
+    time.sleep(0.2)  # the importer reads the steps as they come
+cap.close()
+try:
+    out, err = importer.communicate(timeout=120)
+except subprocess.TimeoutExpired:
+    importer.kill()
+    out, err = importer.communicate()
+check(importer.returncode == 0, "import --follow ends when the capture closes: %s %s" % (importer.returncode, err))
+run("export", follow_trace, "--csv", os.path.join(WORK, "followed_csv"))
+f_steps = read_csv(os.path.join(WORK, "followed_csv", "steps.csv"))
+check([float(s["loss"]) for s in f_steps] == follow_losses, "every step followed, with its loss")
+f_ops = read_csv(os.path.join(WORK, "followed_csv", "operands.csv"))
+check(sorted({int(o["step"]) for o in f_ops}) == list(range(1, STEPS + 1)), "every step's operands followed")
+check(len(f_ops) == STEPS * 4 * 6, "six operands of block 0's four linears per step: %d" % len(f_ops))
 
 if failures:
     print("%d checks failed" % len(failures))
