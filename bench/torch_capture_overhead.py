@@ -26,19 +26,12 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
 sys.path.insert(0, os.path.join(here, "..", "python"))
 import fp8scope_torch  # noqa: E402
-from reference_torch_gpu import GPT  # noqa: E402
+from reference_torch_gpu import GPT, model_arguments  # noqa: E402
 
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--layers", type=int, default=8)
-    p.add_argument("--width", type=int, default=4096)
-    p.add_argument("--heads", type=int, default=32)
-    p.add_argument("--seq", type=int, default=2048)
-    p.add_argument("--batch", type=int, default=4)
-    p.add_argument("--vocab", type=int, default=50304)
-    p.add_argument("--steps", type=int, default=21)
-    p.add_argument("--warmup", type=int, default=3)
+    model_arguments(p, steps=21)
     p.add_argument("--every", type=int, default=10)
     p.add_argument("--dir", default="/tmp/fp8scope_capture_bench")
     p.add_argument("--max-bytes", type=float, default=40e9)
