@@ -247,6 +247,13 @@ TorchCapture read_torch_capture(const std::string& dir) {
     c.every = top.integer("every", 1);
     if (c.every > std::numeric_limits<int>::max()) top.fail("is too large: " + std::to_string(c.every), "every");
     c.bytes = top.has("bytes") ? top.integer("bytes", 0) : 0;
+    if (top.has("world_size")) {
+        const std::int64_t world = top.integer("world_size", 1), rank = top.has("rank") ? top.integer("rank", 0) : 0;
+        if (world > std::numeric_limits<int>::max()) top.fail("is too large: " + std::to_string(world), "world_size");
+        if (rank >= world) top.fail("must be below world_size " + std::to_string(world) + ", got " + std::to_string(rank), "rank");
+        c.rank = int(rank);
+        c.world_size = int(world);
+    }
     if (top.has("stopped")) {
         const Fields s(file, root["stopped"], "stopped");
         c.stopped_step = s.integer("step", 1);

@@ -56,6 +56,7 @@ struct TorchCapture {
     std::string name;      // the run's name
     std::string torch_version, created;
     std::int64_t every = 1;
+    int rank = 0, world_size = 1;  // the process of a data-parallel job that captured
     std::vector<LinearInfo> linears;
     std::vector<CapturedStep> steps;      // in the order reported
     std::vector<CapturedTensor> tensors;  // in the order written

@@ -32,6 +32,8 @@ trace::TraceMeta torch_import_meta(const TorchCapture& c, const TorchImportOptio
     m.runs.front().name = c.name.substr(0, 64);
     for (std::size_t r = 1; r < m.runs.size(); ++r) m.runs[r].name = m.runs[r].recipe + " (replay)";
     m.created = c.created;
+    m.rank = c.rank;
+    m.world_size = c.world_size;
     m.machine = machine;
     nlohmann::json cfg = nlohmann::json::parse(c.manifest_json);
     cfg.erase("steps");

@@ -65,6 +65,9 @@ class Capture:
             raise ValueError("fp8scope_torch: every must be >= 1, got %r" % (every,))
         if max_bytes is not None and max_bytes < 0:
             raise ValueError("fp8scope_torch: max_bytes must be >= 0, got %r" % (max_bytes,))
+        rank, world_size = _rank()
+        if world_size > 1:  # each process of a data-parallel job writes its own folder
+            folder = os.path.join(folder, "rank%d" % rank)
         self.folder = os.path.abspath(folder)
         os.makedirs(self.folder, exist_ok=True)
         self.every = int(every)
@@ -90,10 +93,11 @@ class Capture:
                          "out_features": int(w.shape[0]), "module": label})
         self._manifest = {
             "format": FORMAT, "version": VERSION, "name": name, "torch": torch.__version__,
+            "rank": rank, "world_size": world_size,
             "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "every": self.every, "linears_filter": _describe(linears), "max_bytes": max_bytes,
             "bytes": 0, "stopped": None, "error": None, "complete": False,
-            "linears": info, "excluded": excluded, "unsupported": unsupported, "steps": [], "tensors": [],
+            "linears": info, "excluded": excluded, "unsupported": unsupported, "skipped": [], "steps": [], "tensors": [],
         }
         self._step = 1
         self._state = None  # _StepState while a capture step runs
@@ -101,6 +105,7 @@ class Capture:
         self._bytes = 0  # bytes taken so far (training thread)
         self._last_capture_bytes = 0
         self._stopped = False
+        self._skipped = set()  # linears whose hook failed
         self._lock = threading.Lock()
         self._pool = {}  # (shape, dtype) -> free pinned buffers
         self._jobs = queue.Queue()
@@ -185,29 +190,41 @@ class Capture:
     def _forward_hook(self, path, operands):
         def hook(module, inputs, output):
             state = self._state
-            if state is None or path in state.seen:
+            if state is None or path in state.seen or path in self._skipped:
                 return  # later calls of a step (micro-batches, recomputation) are not taken
             state.seen.add(path)
-            x, w, out = operands(module, inputs, output)
-            dt = modules.autocast_dtype(x)
-            xg = x.detach()
-            wg = w.detach()
-            if dt is not None:  # what the GEMM reads under autocast
-                xg = xg.to(dt) if xg.is_floating_point() else xg
-                wg = wg.to(dt) if wg.is_floating_point() else wg
-            self._take(state, path, "x", xg.reshape(-1, xg.shape[-1]))
-            self._take(state, path, "w", wg)
-            if isinstance(out, torch.Tensor) and out.requires_grad:
-                out.register_hook(self._grad_hook(state, path))
+            try:
+                x, w, out = operands(module, inputs, output)
+                dt = modules.autocast_dtype(x)
+                xg = x.detach()
+                wg = w.detach()
+                if dt is not None:  # what the GEMM reads under autocast
+                    xg = xg.to(dt) if xg.is_floating_point() else xg
+                    wg = wg.to(dt) if wg.is_floating_point() else wg
+                self._take(state, path, "x", xg.reshape(-1, xg.shape[-1]))
+                self._take(state, path, "w", wg)
+                if isinstance(out, torch.Tensor) and out.requires_grad:
+                    out.register_hook(self._grad_hook(state, path))
+            except Exception as e:  # a module this hook does not understand: skipped, training goes on
+                self._skip(path, e)
 
         return hook
 
     def _grad_hook(self, state, path):
         def hook(grad):
             if self._state is state:  # a backward after the step ended is not taken
-                self._take(state, path, "dy", grad.detach().reshape(-1, grad.shape[-1]))
+                try:
+                    self._take(state, path, "dy", grad.detach().reshape(-1, grad.shape[-1]))
+                except Exception as e:
+                    self._skip(path, e)
 
         return hook
+
+    def _skip(self, path, error):
+        if path not in self._skipped:
+            self._skipped.add(path)
+            warnings.warn("fp8scope_torch: %s not captured: %s: %s" % (path, type(error).__name__, error))
+            self._jobs.put(("skipped", {"linear": path, "error": "%s: %s" % (type(error).__name__, error)}))
 
     def _take(self, state, path, operand, t):
         if safetensors_file.dtype_name(t.dtype) is None:
@@ -263,6 +280,8 @@ class Capture:
                 elif kind == "stopped":
                     self._manifest["stopped"] = job[1]
                     self._write_manifest()
+                elif kind == "skipped":
+                    self._manifest["skipped"].append(job[1])
                 elif kind == "close":
                     self._manifest["complete"] = True
                     self._write_manifest()
@@ -311,6 +330,14 @@ class Capture:
         with open(tmp, "w") as f:
             json.dump(self._manifest, f, indent=1)
         os.replace(tmp, path)
+
+
+def _rank():
+    """(rank, world size) of a torch.distributed job; (0, 1) outside one."""
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
 
 
 def _describe(linears):

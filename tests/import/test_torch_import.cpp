@@ -156,6 +156,7 @@ TEST_F(CaptureFolder, ReadsTheManifest) {
     const TorchCapture c = read_torch_capture(dir);
     EXPECT_EQ(c.name, "my run");
     EXPECT_EQ(c.every, 2);
+    EXPECT_EQ(c.world_size, 1);  // not a data-parallel job's
     ASSERT_EQ(c.linears.size(), 1u);
     EXPECT_EQ(c.linears[0].name, "model.layers.7.mlp.fc1");
     EXPECT_EQ(c.linears[0].layer, 7);
@@ -268,6 +269,15 @@ TEST_F(CaptureFolder, StepRecordsCarryTheReportedLossOnTheCapturedRun) {
     EXPECT_EQ(imp->sink.all<trace::ScalingRecord>().size(), 4u);
 }
 
+TEST_F(CaptureFolder, ARanksCaptureIsThatRanksTrace) {
+    manifest["rank"] = 3;
+    manifest["world_size"] = 4;
+    save();
+    const auto imp = import_all();
+    EXPECT_EQ(imp->meta.rank, 3);
+    EXPECT_EQ(imp->meta.world_size, 4);
+}
+
 TEST_F(CaptureFolder, NoReplaysIsTheCapturedRunAlone) {
     const auto imp = import_all({});
     EXPECT_EQ(imp->meta.runs.size(), 1u);
@@ -287,6 +297,10 @@ TEST_F(CaptureFolder, BadManifestsNameTheField) {
     manifest = good;
     manifest["version"] = 2;
     expect_bad_manifest({file, "'version'", "newer"});
+    manifest = good;
+    manifest["world_size"] = 2;
+    manifest["rank"] = 2;
+    expect_bad_manifest({file, "'rank'", "below world_size 2"});
     manifest = good;
     manifest.erase("every");
     expect_bad_manifest({file, "'every'", "missing"});

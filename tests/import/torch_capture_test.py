@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import time
+import warnings
 
 import torch
 import torch.nn as nn
@@ -316,6 +317,30 @@ check(0 < man_w["bytes"] <= budget and man_w["bytes"] == sum(2 * t["shape"][0] *
 run("import", within, "--out", os.path.join(WORK, "within.h5"), "--recipes", "none")
 inspect = run("inspect", os.path.join(WORK, "within.h5"))
 check("capture stopped at step 1" in inspect, "the trace's events say capture stopped")
+
+# --- a call the hook does not understand: that linear is skipped, training goes on --------
+class KeywordCall(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.b(input=self.a(x))  # the forward hook sees no positional input
+
+
+kw = KeywordCall()
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    cap = fp8scope_torch.capture(kw, os.path.join(WORK, "keyword"), every=1)
+    for step in range(2):
+        kw(torch.randn(3, 4)).sum().backward()
+        cap.step(loss=0.0)
+    cap.close()
+with open(os.path.join(WORK, "keyword", "manifest.json")) as f:
+    man_kw = json.load(f)
+check([s["linear"] for s in man_kw["skipped"]] == ["b"], "the failing linear is skipped: %s" % man_kw["skipped"])
+check(sum("b not captured" in str(w.message) for w in caught) == 1, "one warning names it")
+check({t["linear"] for t in man_kw["tensors"]} == {"a"} and len(man_kw["tensors"]) == 6, "the other linear is captured")
 
 # --- import --follow while the run goes on ---------------------------------------------
 followed = os.path.join(WORK, "followed")
