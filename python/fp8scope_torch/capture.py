@@ -91,6 +91,9 @@ class Capture:
             w = m.weight
             info.append({"name": path, "layer": modules.layer_of(path), "in_features": int(w.shape[-1]),
                          "out_features": int(w.shape[0]), "module": label})
+        if linears is not None and not info and excluded:
+            raise ValueError("fp8scope_torch: linears=%r matches none of the model's linears (%s%s)"
+                             % (linears, ", ".join(excluded[:5]), ", ..." if len(excluded) > 5 else ""))
         self._manifest = {
             "format": FORMAT, "version": VERSION, "name": name, "torch": torch.__version__,
             "rank": rank, "world_size": world_size,
@@ -107,7 +110,7 @@ class Capture:
         self._stopped = False
         self._skipped = set()  # linears whose hook failed
         self._lock = threading.Lock()
-        self._pool = {}  # (shape, dtype) -> free pinned buffers
+        self._pool = {}  # (numel, dtype) -> free pinned buffers, flat
         self._jobs = queue.Queue()
         self._closed = False
         self._last_time = time.perf_counter()
@@ -246,9 +249,10 @@ class Capture:
     def _copy_to_host(self, t):
         if t.device.type != "cuda":
             return t.to(memory_format=torch.contiguous_format, copy=True), None
-        key = (tuple(t.shape), t.dtype)
+        key = (t.numel(), t.dtype)
         free = self._pool.get(key)
-        buf = free.pop() if free else torch.empty(key[0], dtype=t.dtype, pin_memory=True)
+        flat = free.pop() if free else torch.empty(key[0], dtype=t.dtype, pin_memory=True)
+        buf = flat.view(t.shape)
         buf.copy_(t, non_blocking=True)
         event = torch.cuda.Event()
         event.record(torch.cuda.current_stream(t.device))
@@ -322,7 +326,7 @@ class Capture:
             with self._lock:  # the pinned buffers go back for the next capture step
                 for _, _, buf in tensors:
                     if buf.is_pinned():
-                        self._pool.setdefault((tuple(buf.shape), buf.dtype), []).append(buf)
+                        self._pool.setdefault((buf.numel(), buf.dtype), []).append(buf.view(-1))
 
     def _write_manifest(self):
         path = os.path.join(self.folder, "manifest.json")

@@ -318,6 +318,12 @@ run("import", within, "--out", os.path.join(WORK, "within.h5"), "--recipes", "no
 inspect = run("inspect", os.path.join(WORK, "within.h5"))
 check("capture stopped at step 1" in inspect, "the trace's events say capture stopped")
 
+try:
+    fp8scope_torch.capture(Gpt(), os.path.join(WORK, "nomatch"), linears="*.mlp.fc3")
+    check(False, "a filter that matches no linear is refused")
+except ValueError as e:
+    check("*.mlp.fc3" in str(e) and "blocks.0.attn.qkv" in str(e), "the refusal names the filter and the linears: %s" % e)
+
 # --- a call the hook does not understand: that linear is skipped, training goes on --------
 class KeywordCall(nn.Module):
     def __init__(self):
