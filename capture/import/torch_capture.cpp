@@ -39,7 +39,7 @@ public:
         if (!field.empty()) at += (at.empty() ? "" : ".") + field;
         throw CaptureError(file_, (at.empty() ? "" : "'" + at + "' ") + problem);
     }
-    std::string path(const std::string& field) const { return where_.empty() ? field : where_ + "." + field; }
+    const std::string& where() const { return where_; }
 
     const json& get(const std::string& field) const {
         auto it = v_.find(field);
@@ -168,8 +168,7 @@ void read_tensors(const std::string& file, const json& root, TorchCapture& c) {
     for (std::size_t i = 0; i < list.size(); ++i) {
         const Fields f(file, list[i], "tensors[" + std::to_string(i) + "]");
         CapturedTensor t;
-        t.field = f.path("");
-        t.field.pop_back();  // "tensors[3]"
+        t.field = f.where();
         t.step = f.integer("step", 1);
         const std::string linear = f.text("linear");
         auto it = linear_of.find(linear);
