@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -103,7 +104,9 @@ int import_torch(const ImportOptions& o, std::string dir) {
     std::unique_ptr<Backend> backend;
     try {
         backend = make_backend(o.device, o.threads);
-    } catch (const std::exception& e) {
+    } catch (const std::invalid_argument& e) {
+        return error("--device " + o.device + ": " + e.what(), 2);
+    } catch (const std::exception& e) {  // a device this build or machine does not have
         return error("--device " + o.device + ": " + e.what());
     }
     trace::TraceMeta meta;

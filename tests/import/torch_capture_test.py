@@ -324,6 +324,21 @@ try:
 except ValueError as e:
     check("*.mlp.fc3" in str(e) and "blocks.0.attn.qkv" in str(e), "the refusal names the filter and the linears: %s" % e)
 
+# --- the command's errors: a bad manifest names the file and field (exit 1), bad options exit 2
+broken = os.path.join(WORK, "broken")
+shutil.copytree(within, broken)
+with open(os.path.join(broken, "manifest.json")) as f:
+    bad = json.load(f)
+bad["tensors"][0]["shape"] = [bad["tensors"][0]["shape"][0], 5]
+with open(os.path.join(broken, "manifest.json"), "w") as f:
+    json.dump(bad, f)
+p = subprocess.run([ENGINE, "import", broken, "--out", os.path.join(WORK, "broken.h5")], capture_output=True, text=True)
+check(p.returncode == 1 and os.path.join(broken, "manifest.json") in p.stderr and "'tensors[0].shape'" in p.stderr,
+      "a bad manifest: exit 1 naming the file and field: %d %s" % (p.returncode, p.stderr))
+for args in (["--recipes", "bogus"], ["--device", "tpu"], ["--quantizers", "nope"]):
+    p = subprocess.run([ENGINE, "import", within, "--out", os.path.join(WORK, "x.h5"), *args], capture_output=True, text=True)
+    check(p.returncode == 2 and args[1] in p.stderr, "%s: exit 2 naming it: %d %s" % (args, p.returncode, p.stderr))
+
 # --- a call the hook does not understand: that linear is skipped, training goes on --------
 class KeywordCall(nn.Module):
     def __init__(self):
