@@ -39,6 +39,7 @@ struct ImportOptions {
     long long blockmap_every = -1;
     int flush_ms = 500;
     bool follow = false;  // go on importing while the run adds steps
+    bool output_errors = true;
     int poll_ms = 1000;
 };
 
@@ -87,6 +88,7 @@ int import_torch(const ImportOptions& o, std::string dir) {
     io.tool_version = kEngineVersion;
     io.blockmap_every = o.blockmap_every;
     io.capture.stats.threads = o.threads;
+    io.output_errors = o.output_errors;
     io.replays = o.recipes == "none" ? std::vector<std::string>{} : split(o.recipes);
     try {
         if (!o.quantizers.empty()) io.quantizers = parse_recipe_list(o.quantizers);
@@ -199,6 +201,8 @@ void add_import(CLI::App& app, int& exit_code) {
                     "Block maps every N steps (default: 10 x the capture interval; 0: never)")
         ->check(CLI::Range(-1LL, 1LL << 40));
     cmd->add_option("--flush-ms", opt->flush_ms, "Flush the trace every N ms")->check(CLI::Range(1, 60000));
+    cmd->add_flag("!--no-output-errors", opt->output_errors,
+                  "Skip each GEMM's output error (the GEMMs run again, with and without the casts)");
     cmd->add_flag("--follow", opt->follow,
                   "Go on importing the steps the run adds until it closes the capture (Ctrl-C ends it)");
     cmd->add_option("--poll-ms", opt->poll_ms, "With --follow: read the manifest every N ms")

@@ -16,6 +16,7 @@
 #include "engine/train_config.h"
 #include "fp8/precision_plan.h"
 #include "fp8/scaling.h"
+#include "gemm_replay.h"
 #include "train_recorder.h"
 
 namespace fp8scope::import {
@@ -60,6 +61,7 @@ struct TorchImporter::Impl {
             captures_.push_back(std::make_unique<trace::StatsCapture>(int(r), meta, sink, ops_, o.capture));
             plans_.emplace_back(training_recipe(meta.runs[r].recipe));
         }
+        if (o.output_errors) replay_ = std::make_unique<GemmReplay>(backend);
     }
 
     void begin_step(std::int64_t step) {
@@ -90,6 +92,13 @@ struct TorchImporter::Impl {
         capture(linear, Gemm::Dgrad, Operand::W, w, true);
         capture(linear, Gemm::Wgrad, Operand::DY, dy, true);
         capture(linear, Gemm::Wgrad, Operand::X, x, true);
+        if (replay_ && x.present && w.present && dy.present)
+            for (std::size_t r = 0; r < captures_.size(); ++r)
+                replay_->run(*captures_[r], meta_.linears[std::size_t(linear)].layer, linear, plans_[r],
+                             {x.desc, w.desc, dy.desc}, [&](Operand o, const Recipe& q) -> const DelayedState* {
+                                 auto it = histories_.find({int(r), linear, int(o), recipe_name(q)});
+                                 return it == histories_.end() ? nullptr : &it->second;
+                             });
         // After the step's casts, delayed scaling's histories take the step's amax.
         for (const auto& [key, operand] : used_) histories_.at(key).push(backend_.scaling_amax(v[operand].desc));
     }
@@ -126,6 +135,7 @@ struct TorchImporter::Impl {
     std::vector<PrecisionPlan> plans_;
     std::map<HistoryKey, DelayedState> histories_;
     std::map<HistoryKey, std::size_t> used_;  // this linear's histories, and their operand
+    std::unique_ptr<GemmReplay> replay_;      // each GEMM's output error; null: not asked for
 };
 
 TorchImporter::TorchImporter(const trace::TraceMeta& meta, const TorchImportOptions& o, Backend& backend,

@@ -30,6 +30,9 @@ struct TorchImportOptions {
     std::vector<std::string> replays = {"delayed"};  // training recipes, not baseline
     std::vector<Recipe> quantizers = what_if_recipes();  // analysed for every operand
     std::int64_t blockmap_every = -1;  // -1: 10 x the capture interval; 0: never
+    // Each GEMM's output error (gemm_replay.h): three GEMMs per linear and run, three more
+    // where the run quantizes; only for a linear whose x, w and dy were all captured.
+    bool output_errors = true;
     trace::StatsCaptureOptions capture;
     std::string tool_version;
 };

@@ -253,6 +253,57 @@ TEST_F(CaptureFolder, DelayedReplayCarriesTheHistoryOfCapturedSteps) {
     }
 }
 
+// Each GEMM's output error: the captured run's GEMMs quantize nothing (their own
+// reference: +Inf dB); the delayed replay's at step 3, worked out here in double from the
+// scalar FP8 encoder: x and w E4M3, dy E5M2, each with the scale of step 1's amax.
+TEST_F(CaptureFolder, GemmOutputErrorsOfTheReplayedCasts) {
+    const auto imp = import_all();
+    const auto errors = imp->sink.all<trace::GemmErrorRecord>();
+    ASSERT_EQ(errors.size(), 12u);  // 2 steps x 2 runs x 3 GEMMs
+    auto quantized = [](const Matrix& m, float s, Format f) {
+        Matrix q = m;
+        for (float& v : q.v) v = decode(f, encode(f, v * s)) * (1.0f / s);
+        return q;
+    };
+    // out (rows, cols) = sum over k of a(r, k) b(c, k), in double.
+    auto product = [](const Matrix& a, const Matrix& b) {
+        std::vector<double> out(std::size_t(a.rows * b.rows));
+        for (std::int64_t r = 0; r < a.rows; ++r)
+            for (std::int64_t c = 0; c < b.rows; ++c) {
+                double sum = 0;
+                for (std::int64_t k = 0; k < a.cols; ++k)
+                    sum += double(a.v[std::size_t(r * a.cols + k)]) * double(b.v[std::size_t(c * b.cols + k)]);
+                out[std::size_t(r * b.rows + c)] = sum;
+            }
+        return out;
+    };
+    auto sqnr = [](const std::vector<double>& out, const std::vector<double>& ref) {
+        double signal = 0, noise = 0;
+        for (std::size_t i = 0; i < ref.size(); ++i) signal += ref[i] * ref[i], noise += (out[i] - ref[i]) * (out[i] - ref[i]);
+        return 10 * std::log10(signal / noise);
+    };
+    const float sx = 448.0f / x[1].amax(), sw = 448.0f / w[1].amax(), sdy = 57344.0f / dy[1].amax();
+    const Matrix xq = quantized(x[3], sx, Format::E4M3), wq = quantized(w[3], sw, Format::E4M3),
+                 dyq = quantized(dy[3], sdy, Format::E5M2);
+    std::map<Gemm, double> want = {
+        {Gemm::Fprop, sqnr(product(xq, wq), product(x[3], w[3]))},
+        {Gemm::Dgrad, sqnr(product(dyq, wq.transposed()), product(dy[3], w[3].transposed()))},
+        {Gemm::Wgrad, sqnr(product(dyq.transposed(), xq.transposed()), product(dy[3].transposed(), x[3].transposed()))}};
+    int replayed = 0;
+    for (const auto& e : errors) {
+        EXPECT_EQ(e.linear, 0);
+        if (e.run == 0) {
+            EXPECT_EQ(e.sqnr_db, INFINITY);
+            EXPECT_EQ(e.rel_err, 0.0);
+        } else if (e.step == 3) {
+            EXPECT_NEAR(e.sqnr_db, want.at(e.gemm), 1e-3) << gemm_name(e.gemm);
+            EXPECT_GT(e.rel_err, 0.0);
+            ++replayed;
+        }
+    }
+    EXPECT_EQ(replayed, 3);
+}
+
 TEST_F(CaptureFolder, StepRecordsCarryTheReportedLossOnTheCapturedRun) {
     const auto imp = import_all();
     const auto steps = imp->sink.all<trace::StepRecord>();

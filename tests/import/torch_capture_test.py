@@ -282,6 +282,15 @@ for e in errors:
 check({"sqnr_db", "mse", "underflow_pct", "scale_inv_max"} <= set(per_quantizer["keys"]) & set(errors[0]), "error figures compared")
 print("compared %d figures of %d operands under %d quantizers" % (compared, len(captured), len(quantizers)))
 
+# Each GEMM's output error (the test of the import library works one out by hand): the
+# captured run's GEMMs quantize nothing, the replay's do.
+gemm_errors = read_csv(os.path.join(csv_dir, "gemm_error.csv"))
+keys = {(g["run"], int(g["step"]), g["linear"], g["gemm"]) for g in gemm_errors}
+check(keys == {(r, s, l, g) for r in run_names for s in (1, 3, 5) for l in LINEARS for g in ("fprop", "dgrad", "wgrad")},
+      "an output error per run, capture step, linear and GEMM")
+check(all(g["sqnr_db"] == "inf" for g in gemm_errors if g["run"] == "torch"), "the captured run's GEMMs are exact")
+check(all(0 < float(g["sqnr_db"]) < 100 for g in gemm_errors if g["run"] != "torch"), "the replay's GEMMs lose some")
+
 # The delayed replay: the scale of each capture step is fp8_max over the largest amax of
 # the earlier capture steps (448 for x and w, 57344 for dy); step 1 casts with 1.
 replay = {(int(o["step"]), o["linear"], o["gemm"], o["operand"]): o for o in operands if o["run"] == "delayed (replay)"}
