@@ -1,7 +1,8 @@
 // A PyTorch capture folder (torch_capture.h) as a trace: every captured operand goes
 // through the engine's own capture sink (StatsCapture) in the order and orientation the
 // engine's linears hand them over (fprop x, w; dgrad dy, w^T; wgrad dy^T, x^T), so the
-// figures, block maps and what-if quantizers are those a run of the engine records.
+// figures, block maps and what-if quantizers are those a run of the engine records; each
+// GEMM's output error comes from the engine's casts and GEMMs (gemm_replay.h).
 //
 // Runs of the trace: run 0 is the captured run (recipe baseline: its operands are the
 // unquantized tensors, every quantizer a what-if), with the loss and step time the run
