@@ -55,6 +55,7 @@ class _StepState:
     def __init__(self, step):
         self.step = step
         self.seen = set()  # linears whose first forward call was taken
+        self.hooked = set()  # linears whose output's gradient will be taken
         self.pending = {}  # linear -> {operand: (host tensor, event or None)}
         self.bytes = 0
 
@@ -193,20 +194,24 @@ class Capture:
     def _forward_hook(self, path, operands):
         def hook(module, inputs, output):
             state = self._state
-            if state is None or path in state.seen or path in self._skipped:
+            if state is None or path in state.hooked or path in self._skipped:
                 return  # later calls of a step (micro-batches, recomputation) are not taken
-            state.seen.add(path)
             try:
                 x, w, out = operands(module, inputs, output)
-                dt = modules.autocast_dtype(x)
-                xg = x.detach()
-                wg = w.detach()
-                if dt is not None:  # what the GEMM reads under autocast
-                    xg = xg.to(dt) if xg.is_floating_point() else xg
-                    wg = wg.to(dt) if wg.is_floating_point() else wg
-                self._take(state, path, "x", xg.reshape(-1, xg.shape[-1]))
-                self._take(state, path, "w", wg)
+                if path not in state.seen:
+                    state.seen.add(path)
+                    dt = modules.autocast_dtype(x)
+                    xg = x.detach()
+                    wg = w.detach()
+                    if dt is not None:  # what the GEMM reads under autocast
+                        xg = xg.to(dt) if xg.is_floating_point() else xg
+                        wg = wg.to(dt) if wg.is_floating_point() else wg
+                    self._take(state, path, "x", xg.reshape(-1, xg.shape[-1]))
+                    self._take(state, path, "w", wg)
+                # A forward without grad (reentrant activation checkpointing) leaves dy to
+                # the call that recomputes it in backward.
                 if isinstance(out, torch.Tensor) and out.requires_grad:
+                    state.hooked.add(path)
                     out.register_hook(self._grad_hook(state, path))
             except Exception as e:  # a module this hook does not understand: skipped, training goes on
                 self._skip(path, e)

@@ -209,6 +209,34 @@ ref.blocks[1].mlp.fc2.register_forward_hook(keep_output)
 nn.functional.cross_entropy(ref(idx).view(-1, VOCAB), target.reshape(-1)).backward()
 check(torch.equal(load(full, by_key[(1, "blocks.1.mlp.fc2", "dy")]), kept["out"].grad.reshape(N, D)), "dy = the output's gradient")
 
+# Reentrant activation checkpointing: the first forward runs without grad, so dy comes
+# from the forward that recomputes the block in backward; it is the same dy as above.
+class CheckpointedGpt(Gpt):
+    def forward(self, idx):
+        import torch.utils.checkpoint as cp
+
+        x = self.emb(idx) + self.pos
+        for blk in self.blocks:
+            x = cp.checkpoint(blk, x, use_reentrant=True)
+        return self.head(self.ln_f(x))
+
+
+torch.manual_seed(0)
+ckpt_model = CheckpointedGpt()
+ckpt = os.path.join(WORK, "checkpointed")
+cap = fp8scope_torch.capture(ckpt_model, ckpt, every=EVERY)
+idx, target = batch(1)
+nn.functional.cross_entropy(ckpt_model(idx).view(-1, VOCAB), target.reshape(-1)).backward()
+cap.step()
+cap.close()
+with open(os.path.join(ckpt, "manifest.json")) as f:
+    man_ckpt = json.load(f)
+ckpt_key = {(t["step"], t["linear"], t["operand"]): t for t in man_ckpt["tensors"]}
+check(len(man_ckpt["tensors"]) == 3 * len(LINEARS), "checkpointed blocks: x, w and dy of every linear")
+check(torch.equal(load(ckpt, ckpt_key[(1, "blocks.1.mlp.fc2", "dy")]), load(full, by_key[(1, "blocks.1.mlp.fc2", "dy")])),
+      "checkpointed blocks: dy from the recomputed forward")
+check(torch.equal(load(ckpt, ckpt_key[(1, "blocks.0.attn.qkv", "x")]), x0), "checkpointed blocks: x from the first forward")
+
 # --- import, export, and analyze of the same tensors ---------------------------------
 trace = os.path.join(WORK, "full.h5")
 run("import", full, "--out", trace, "--recipes", "delayed")
