@@ -132,7 +132,8 @@ class Capture:
             step_ms = (now - self._last_time) * 1e3
         self._last_time = now
         if isinstance(loss, torch.Tensor):
-            loss = loss.detach()
+            with self._lock:  # the writer waits for the copy, not this thread
+                loss = self._copy_to_host(loss.detach())
         state = self._end_step()
         self._jobs.put(("step", {"step": self._step, "loss": loss, "step_ms": float(step_ms),
                                  "captured": state is not None}))
@@ -280,6 +281,11 @@ class Capture:
                 elif kind == "step":
                     rec = job[1]
                     loss = rec["loss"]
+                    if isinstance(loss, tuple):  # a tensor on its way to the host
+                        value, event = loss
+                        if event is not None:
+                            event.synchronize()
+                        loss = value
                     rec["loss"] = None if loss is None else _finite_or_none(float(loss))
                     self._manifest["steps"].append(rec)
                     dirty = True

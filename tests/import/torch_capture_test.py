@@ -5,7 +5,9 @@ imported, and every figure of the trace (export --csv) must equal `analyze` of t
 tensors in the orientation each GEMM reads. Then the bounds: a linear filter and byte
 budgets that stop capture between steps and within one.
 
-Usage: torch_capture_test.py ENGINE WORK_DIR"""
+Usage: torch_capture_test.py ENGINE WORK_DIR
+FP8SCOPE_TORCH_DEVICE=cuda runs the models on a GPU (the hook's pinned copies and events);
+the default is the CPU."""
 
 import copy
 import csv
@@ -26,6 +28,7 @@ import fp8scope_torch
 from fp8scope_torch import safetensors_file
 
 ENGINE, WORK = sys.argv[1], sys.argv[2]
+DEV = torch.device(os.environ.get("FP8SCOPE_TORCH_DEVICE", "cpu"))
 D, HEADS, VOCAB, T, B, STEPS, EVERY = 32, 2, 64, 16, 4, 5, 2
 failures = []
 
@@ -47,7 +50,7 @@ class Attention(nn.Module):
         q, k, v = self.qkv(x).split(D, dim=-1)
         q, k, v = (z.view(b, t, HEADS, D // HEADS).transpose(1, 2) for z in (q, k, v))
         att = (q @ k.transpose(-1, -2)) / math.sqrt(D // HEADS)
-        att = att.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf")).softmax(-1)
+        att = att.masked_fill(torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1), float("-inf")).softmax(-1)
         return self.proj((att @ v).transpose(1, 2).reshape(b, t, D))
 
 
@@ -89,20 +92,25 @@ class Gpt(nn.Module):
 
 def batch(step):
     g = torch.Generator().manual_seed(step)
-    idx = torch.randint(0, VOCAB, (B, T + 1), generator=g)
+    idx = torch.randint(0, VOCAB, (B, T + 1), generator=g).to(DEV)
     return idx[:, :-1], idx[:, 1:]
 
 
-def train(folder, autocast=False, **kw):
+def make(cls):
+    """The model with the same initial weights on every call, on DEV."""
     torch.manual_seed(0)
-    model = Gpt()
+    return cls().to(DEV)
+
+
+def train(folder, autocast=False, **kw):
+    model = make(Gpt)
     initial = copy.deepcopy(model)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     cap = fp8scope_torch.capture(model, folder, every=EVERY, **kw)
     losses = []
     for step in range(1, STEPS + 1):
         idx, target = batch(step)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        with torch.autocast(DEV.type, dtype=torch.bfloat16, enabled=autocast):
             logits = model(idx)
             loss = nn.functional.cross_entropy(logits.float().view(-1, VOCAB), target.reshape(-1))
         loss.backward()
@@ -193,9 +201,9 @@ by_key = {(t["step"], t["linear"], t["operand"]): t for t in man["tensors"]}
 # block's qkv is ln1 of the embedding, dy of blocks.1.mlp.fc2 is torch's own gradient.
 with torch.no_grad():
     idx, target = batch(1)
-    x0 = initial.blocks[0].ln1(initial.emb(idx) + initial.pos).reshape(N, D)
+    x0 = initial.blocks[0].ln1(initial.emb(idx) + initial.pos).reshape(N, D).cpu()
 check(torch.equal(load(full, by_key[(1, "blocks.0.attn.qkv", "x")]), x0), "x = the GEMM's input")
-check(torch.equal(load(full, by_key[(1, "blocks.1.mlp.fc1", "w")]), initial.blocks[1].mlp.fc1.weight.detach()), "w = the weight")
+check(torch.equal(load(full, by_key[(1, "blocks.1.mlp.fc1", "w")]), initial.blocks[1].mlp.fc1.weight.detach().cpu()), "w = the weight")
 ref = copy.deepcopy(initial)
 kept = {}
 
@@ -207,7 +215,7 @@ def keep_output(module, inputs, output):
 
 ref.blocks[1].mlp.fc2.register_forward_hook(keep_output)
 nn.functional.cross_entropy(ref(idx).view(-1, VOCAB), target.reshape(-1)).backward()
-check(torch.equal(load(full, by_key[(1, "blocks.1.mlp.fc2", "dy")]), kept["out"].grad.reshape(N, D)), "dy = the output's gradient")
+check(torch.equal(load(full, by_key[(1, "blocks.1.mlp.fc2", "dy")]), kept["out"].grad.reshape(N, D).cpu()), "dy = the output's gradient")
 
 # Reentrant activation checkpointing: the first forward runs without grad, so dy comes
 # from the forward that recomputes the block in backward; it is the same dy as above.
@@ -221,8 +229,7 @@ class CheckpointedGpt(Gpt):
         return self.head(self.ln_f(x))
 
 
-torch.manual_seed(0)
-ckpt_model = CheckpointedGpt()
+ckpt_model = make(CheckpointedGpt)
 ckpt = os.path.join(WORK, "checkpointed")
 cap = fp8scope_torch.capture(ckpt_model, ckpt, every=EVERY)
 idx, target = batch(1)
@@ -356,7 +363,7 @@ inspect = run("inspect", os.path.join(WORK, "within.h5"))
 check("capture stopped at step 1" in inspect, "the trace's events say capture stopped")
 
 try:
-    fp8scope_torch.capture(Gpt(), os.path.join(WORK, "nomatch"), linears="*.mlp.fc3")
+    fp8scope_torch.capture(make(Gpt), os.path.join(WORK, "nomatch"), linears="*.mlp.fc3")
     check(False, "a filter that matches no linear is refused")
 except ValueError as e:
     check("*.mlp.fc3" in str(e) and "blocks.0.attn.qkv" in str(e), "the refusal names the filter and the linears: %s" % e)
@@ -386,12 +393,12 @@ class KeywordCall(nn.Module):
         return self.b(input=self.a(x))  # the forward hook sees no positional input
 
 
-kw = KeywordCall()
+kw = make(KeywordCall)
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     cap = fp8scope_torch.capture(kw, os.path.join(WORK, "keyword"), every=1)
     for step in range(2):
-        kw(torch.randn(3, 4)).sum().backward()
+        kw(torch.randn(3, 4, device=DEV)).sum().backward()
         cap.step(loss=0.0)
     cap.close()
 with open(os.path.join(WORK, "keyword", "manifest.json")) as f:
@@ -402,8 +409,7 @@ check({t["linear"] for t in man_kw["tensors"]} == {"a"} and len(man_kw["tensors"
 
 # --- import --follow while the run goes on ---------------------------------------------
 followed = os.path.join(WORK, "followed")
-torch.manual_seed(0)
-model = Gpt()
+model = make(Gpt)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
 cap = fp8scope_torch.capture(model, followed, every=1, linears="blocks.0.*")
 follow_trace = os.path.join(WORK, "followed.h5")
