@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "backends.h"
@@ -130,11 +131,22 @@ int import_torch(const ImportOptions& o, std::string dir) {
         detail.resize(std::min(detail.size(), std::size_t(trace::kEventDetailChars)));
         writer.write(trace::EventRecord{-1, 0, EventKind::Start, detail});
         import::TorchImporter importer(meta, io, *backend, writer);
-        // The time spent analysing, without the waits for a followed run.
+        auto note = [&](std::int64_t step, EventKind kind, std::string text) {
+            text.resize(std::min(text.size(), std::size_t(trace::kEventDetailChars)));
+            writer.write(trace::EventRecord{-1, step, kind, text});
+        };
+        bool stop_noted = false, error_noted = false;
+        // The time spent analysing, without the waits for a followed run; then what the
+        // manifest says of the capture's end, as soon as it says it.
         auto import_to = [&](std::int64_t last) {
             const auto t0 = std::chrono::steady_clock::now();
             importer.import_steps(capture, last, [&](std::int64_t) { ++captured; });
             busy += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            if (capture.stopped_step && !std::exchange(stop_noted, true))
+                note(*capture.stopped_step, EventKind::CaptureInterval,
+                     "capture stopped at step " + std::to_string(*capture.stopped_step) + ": " + capture.stopped_reason);
+            if (!capture.error.empty() && !std::exchange(error_noted, true))
+                note(importer.last_step(), EventKind::Error, "capture stopped: " + capture.error);
         };
         import_to(import::TorchImporter::settled_step(capture));
         if (o.follow) {
@@ -150,18 +162,8 @@ int import_torch(const ImportOptions& o, std::string dir) {
         std::int64_t everything = import::TorchImporter::settled_step(capture);
         for (const auto& t : capture.tensors) everything = std::max(everything, t.step);
         import_to(everything);  // a killed run's last step too
-        std::int64_t last = capture.steps.empty() ? 0 : capture.steps.back().step;
-        auto note = [&](EventKind kind, std::string text) {
-            text.resize(std::min(text.size(), std::size_t(trace::kEventDetailChars)));
-            writer.write(trace::EventRecord{-1, last, kind, text});
-        };
-        if (capture.stopped_step) {
-            std::string text = "capture stopped at step " + std::to_string(*capture.stopped_step) + ": " + capture.stopped_reason;
-            writer.write(trace::EventRecord{-1, *capture.stopped_step, EventKind::CaptureInterval,
-                                            text.substr(0, std::size_t(trace::kEventDetailChars))});
-        }
-        if (!capture.error.empty()) note(EventKind::Error, "capture stopped: " + capture.error);
-        note(EventKind::End, capture.complete ? "done" : "the capture was not closed: the run goes on or was killed");
+        note(importer.last_step(), EventKind::End,
+             capture.complete ? "done" : "the capture was not closed: the run goes on or was killed");
         writer.close();
     } catch (const std::exception& e) {
         return error(e.what());
