@@ -37,8 +37,7 @@ trace::TraceMeta torch_import_meta(const TorchCapture& c, const TorchImportOptio
     m.world_size = c.world_size;
     m.machine = machine;
     nlohmann::json cfg = nlohmann::json::parse(c.manifest_json);
-    cfg.erase("steps");
-    cfg.erase("tensors");
+    for (const char* listed_elsewhere : {"steps", "tensors", "linears"}) cfg.erase(listed_elsewhere);
     m.config_json = nlohmann::json{{"import", cfg}, {"folder", c.dir}, {"replays", o.replays}}.dump();
     return m;
 }
