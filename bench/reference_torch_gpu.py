@@ -159,16 +159,21 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.view(-1))
 
 
-def main():
-    p = argparse.ArgumentParser()
+def model_arguments(p, steps=10):
+    """The model's shape and the steps timed (shared with torch_capture_overhead.py)."""
     p.add_argument("--layers", type=int, default=8)
     p.add_argument("--width", type=int, default=4096)
     p.add_argument("--heads", type=int, default=32)
     p.add_argument("--seq", type=int, default=2048)
     p.add_argument("--batch", type=int, default=4)
     p.add_argument("--vocab", type=int, default=50304)
-    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--steps", type=int, default=steps)
     p.add_argument("--warmup", type=int, default=3)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    model_arguments(p)
     p.add_argument("--peak", type=float, default=989.0)
     p.add_argument("--modes", default="bf16,bf16-compile,fp8,fp8-compile")
     p.add_argument("--arch", default="gpt", choices=["gpt", "llama"])

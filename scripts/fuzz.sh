@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-10}
 [ $# -gt 0 ] && shift
 parsers=("$@")
-[ ${#parsers[@]} -gt 0 ] || parsers=(npy safetensors trace_reader config checkpoint live_wire rendezvous_hello step_record control_request te_log)
+[ ${#parsers[@]} -gt 0 ] || parsers=(npy safetensors trace_reader config checkpoint live_wire rendezvous_hello step_record control_request te_log torch_manifest)
 
 probe=$(mktemp -d)
 trap 'rm -rf "$probe"' EXIT

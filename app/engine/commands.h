@@ -12,6 +12,7 @@ void add_devices(CLI::App& app, int& exit_code);
 void add_diagnose(CLI::App& app, int& exit_code);
 void add_train(CLI::App& app, int& exit_code);
 void add_export(CLI::App& app, int& exit_code);
+void add_import(CLI::App& app, int& exit_code);
 void add_inspect(CLI::App& app, int& exit_code);
 void add_preflight(CLI::App& app, int& exit_code);
 void add_attribute(CLI::App& app, int& exit_code);

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
     fp8scope::cli::add_devices(app, exit_code);
     fp8scope::cli::add_train(app, exit_code);
     fp8scope::cli::add_export(app, exit_code);
+    fp8scope::cli::add_import(app, exit_code);
     fp8scope::cli::add_inspect(app, exit_code);
     fp8scope::cli::add_diagnose(app, exit_code);
     fp8scope::cli::add_preflight(app, exit_code);

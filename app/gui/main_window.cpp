@@ -30,7 +30,8 @@
 using namespace fp8scope::views;
 
 namespace {
-const QString kTraceFilter = QObject::tr("fp8scope traces (*.h5 *.hdf5);;All files (*)");
+const QString kTraceFilter =
+    QObject::tr("fp8scope traces (*.h5 *.hdf5);;PyTorch capture folder (manifest.json);;All files (*)");
 QString file_names(const QStringList& paths) {
     QStringList names;
     for (const QString& p : paths) names << QFileInfo(p).fileName();
@@ -176,6 +177,11 @@ void MainWindow::openTraces(const QStringList& paths) {
             return;
         }
     if (paths.size() == 1 && fp8scope::is_analysis_report(paths.first().toStdString())) return openReport(paths.first());
+    if (paths.size() == 1 && !capture_folder(paths.first()).isEmpty()) {  // a PyTorch run's capture
+        report_->clear();
+        run_->importCapture(capture_folder(paths.first()));
+        return;
+    }
     report_->clear();
     run_->live()->close();  // the file replaces the live run in the store
     opening_.clear();

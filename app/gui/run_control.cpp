@@ -76,9 +76,17 @@ LaunchSpec RunControl::defaultSpec() {
 bool RunControl::launch(const LaunchSpec& spec) {
     live_.close();
     const bool ok = engine_.start(spec);
-    if (ok) emit message(tr("engine started: %1").arg(spec.recipes.join(", ")));
+    if (ok && !spec.import_dir.isEmpty()) emit message(tr("importing %1 into %2").arg(spec.import_dir, spec.out));
+    else if (ok) emit message(tr("engine started: %1").arg(spec.recipes.join(", ")));
     updateActions();
     return ok;
+}
+
+bool RunControl::importCapture(const QString& folder) {
+    LaunchSpec s;
+    s.import_dir = folder;
+    s.out = default_trace_path();
+    return launch(s);
 }
 
 void RunControl::attach(const QString& endpoint, const QString& token) {

@@ -24,6 +24,9 @@ public:
     // Starts the engine and attaches (or follows its trace) as soon as it is up.
     bool launch(const fp8scope::views::LaunchSpec& spec);
     void attach(const QString& endpoint, const QString& token);
+    // Imports a PyTorch capture folder into a new trace and follows it while the run
+    // adds steps (the engine's `import --follow`).
+    bool importCapture(const QString& folder);
     fp8scope::views::EngineProcess* engine() { return &engine_; }
     fp8scope::views::LiveSource* live() { return &live_; }
     // The run launched at startup: a small lock-step comparison with capture on.

@@ -3,6 +3,8 @@
 // attaching over a local socket, refused connections and wrong tokens; a recipe switch
 // sent from the GUI and recorded as an event; a kernel name that appears during the run
 // in the kernel table; the trace file and the live run driven alike through DataSource.
+#include <QDir>
+#include <QFile>
 #include <QProcess>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -16,6 +18,7 @@
 #include "models/live_source.h"
 #include "models/trace_file_loader.h"
 #include "synthetic_trace.h"
+#include "trace_reader.h"
 #include "trace_file.h"
 
 using namespace fp8scope;
@@ -87,6 +90,52 @@ private slots:
         QCOMPARE(dp.count("--nproc-per-node"), 1);
         QCOMPARE(dp[dp.indexOf("--nproc-per-node") + 1], QString("4"));
         QCOMPARE(dp.first(), QString("train"));
+    }
+
+    // A PyTorch capture folder: the engine imports it and follows the run (import --follow);
+    // the GUI opens the trace as it appears, as a launched run's.
+    void importsACaptureFolder() {
+        const QString cap = dir_.filePath("capture");
+        QVERIFY(QDir().mkpath(cap + "/step_000001"));
+        // One linear (2 in, 1 out) at step 1: x (1, 2), w (1, 2), dy (1, 1), F32.
+        const QByteArray header = R"({"l.x":{"dtype":"F32","shape":[1,2],"data_offsets":[0,8]},)"
+                                  R"("l.w":{"dtype":"F32","shape":[1,2],"data_offsets":[8,16]},)"
+                                  R"("l.dy":{"dtype":"F32","shape":[1,1],"data_offsets":[16,20]}})";
+        const float values[] = {1.5f, -2.0f, 0.25f, 0.5f, 1e-3f};
+        QFile st(cap + "/step_000001/l.safetensors");
+        QVERIFY(st.open(QIODevice::WriteOnly));
+        const quint64 n = quint64(header.size());
+        QByteArray len(8, '\0');
+        for (int i = 0; i < 8; ++i) len[i] = char((n >> (8 * i)) & 0xFF);
+        st.write(len + header + QByteArray(reinterpret_cast<const char*>(values), sizeof values));
+        st.close();
+        QFile m(cap + "/manifest.json");
+        QVERIFY(m.open(QIODevice::WriteOnly));
+        m.write(R"({"format":"fp8scope-torch-capture","version":1,"every":1,"complete":true,
+            "linears":[{"name":"blocks.0.l","layer":0,"in_features":2,"out_features":1}],
+            "steps":[{"step":1,"loss":2.5,"step_ms":3.0,"captured":true}],
+            "tensors":[{"step":1,"linear":"blocks.0.l","operand":"x","name":"l.x","file":"step_000001/l.safetensors","dtype":"F32","shape":[1,2]},
+                       {"step":1,"linear":"blocks.0.l","operand":"w","name":"l.w","file":"step_000001/l.safetensors","dtype":"F32","shape":[1,2]},
+                       {"step":1,"linear":"blocks.0.l","operand":"dy","name":"l.dy","file":"step_000001/l.safetensors","dtype":"F32","shape":[1,1]}]})");
+        m.close();
+        QCOMPARE(capture_folder(cap), QDir(cap).absolutePath());
+        QCOMPARE(capture_folder(cap + "/manifest.json"), QDir(cap).absolutePath());
+        QVERIFY(capture_folder(dir_.path()).isEmpty());  // no manifest
+        QVERIFY(capture_folder(cap + "/step_000001/l.safetensors").isEmpty());
+
+        LaunchSpec s;
+        s.import_dir = capture_folder(cap);
+        s.out = dir_.filePath("imported.h5");
+        QCOMPARE(s.arguments(), (QStringList{"import", s.import_dir, "--out", s.out, "--device", "cpu", "--follow"}));
+        EngineProcess e;
+        QSignalSpy ready(&e, &EngineProcess::traceReady), finished(&e, &EngineProcess::finished);
+        QVERIFY(e.start(s, FP8SCOPE_ENGINE));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);  // the capture is complete: import ends
+        QCOMPARE(ready.count(), 1);
+        const fp8scope::trace::TraceReader r(s.out.toStdString());
+        QCOMPARE(r.meta().linears.at(0).name, std::string("blocks.0.l"));
+        QCOMPARE(r.steps(0).at(0).loss, 2.5);
+        QCOMPARE(r.operands(0, 1).size(), std::size_t(6));  // x, w, dy as their two GEMMs read them
     }
 
     // The GUI offers core's recipes, and its default lock-step set is made of them.

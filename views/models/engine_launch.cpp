@@ -5,6 +5,7 @@
 #include <QCoreApplication>
 #include <QDateTime>
 #include <QDir>
+#include <QFileInfo>
 #include <QStandardPaths>
 #include <algorithm>
 
@@ -41,6 +42,7 @@ int LaunchSpec::blockMapInterval() const {
 }
 
 QStringList LaunchSpec::arguments() const {
+    if (!import_dir.isEmpty()) return {"import", import_dir, "--out", out, "--device", device, "--follow"};
     QStringList a{"train", "--quiet"};
     if (!config.isEmpty()) a << "--config" << config;
     a << "--device" << device;
@@ -55,6 +57,12 @@ QStringList LaunchSpec::arguments() const {
     for (const QString& s : preset_overrides(preset)) a << "--set" << s;
     if (nproc_per_node > 1) a << "--nproc-per-node" << QString::number(nproc_per_node);
     return a;
+}
+
+QString capture_folder(const QString& path) {
+    const QFileInfo f(path);
+    const QString dir = f.isDir() ? f.absoluteFilePath() : f.fileName() == "manifest.json" ? f.absolutePath() : QString();
+    return !dir.isEmpty() && QFileInfo(QDir(dir).filePath("manifest.json")).isFile() ? dir : QString();
 }
 
 QString engine_binary() {

@@ -32,6 +32,9 @@ struct LaunchSpec {
     QString out;                // the trace file the engine writes
     QString socket;             // the engine's live socket (unix:PATH)
     QString token;              // empty on a local socket
+    // A PyTorch capture folder (python/fp8scope_torch): the engine imports it into `out`
+    // and follows it while the run adds steps (`import --follow`) instead of training.
+    QString import_dir;
 
     static QStringList presets();
     static QStringList devices();  // what the engine's --device takes
@@ -43,6 +46,9 @@ struct LaunchSpec {
     // Arguments after the engine binary.
     QStringList arguments() const;
 };
+
+// The folder when `path` is a PyTorch capture folder or its manifest.json; else empty.
+QString capture_folder(const QString& path);
 
 // The engine binary next to the running GUI binary (build/bin/ holds both).
 QString engine_binary();
