@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
             FP8SCOPE_CUDA_CHECK(cudaSetDevice(r));
             if (keyed) cuda::max_keys_to_floats(buf[r], n, streams[r]);
             FP8SCOPE_CUDA_CHECK(cudaStreamSynchronize(streams[r]));
-            std::vector<float> host(std::size_t(n));
+            std::vector<float> host(static_cast<std::size_t>(n));
             FP8SCOPE_CUDA_CHECK(cudaMemcpy(host.data(), buf[r], std::size_t(n) * 4, cudaMemcpyDeviceToHost));
             out[r] = host[0];
             for (float v : host) uniform = uniform && bits(v) == bits(host[0]);
