@@ -101,9 +101,9 @@ DataParallel::StepShare DataParallel::decode_share(const std::string& blob, int 
     s.requests = blob.substr(n);
     if (const std::string why = invalid(w, s.requests, from, step); !why.empty())
         throw RendezvousError("rank " + std::to_string(from) + " sent a step record with " + why);
-    s.record = RankStepRecord{w.step,       w.rank,           w.compute_ms,  w.comm_ms,
-                              w.step_ms,    w.loss,           w.grad_bytes,  w.grad_error,
-                              w.nonfinite_step, w.grad_snr_db, w.grad_underflow_pct, w.grad_overflow_pct};
+    s.record = RankStepRecord{w.step,    w.rank, w.compute_ms, w.comm_ms,          w.step_ms,
+                              w.loss,    w.grad_bytes, w.grad_error, w.nonfinite_step, w.grad_snr_db,
+                              w.grad_underflow_pct, w.grad_overflow_pct};
     s.stop = w.stop != 0;
     s.scaling_digest = w.scaling_digest;
     return s;

@@ -56,18 +56,9 @@ StepAgreement DataParallelStep::agree(std::int64_t step, double step_ms, std::de
     StepAgreement out;
     DataParallel::StepShare mine;
     const DataParallel::GradTraffic traffic = dp_.take_traffic();
-    mine.record = RankStepRecord{step,
-                                 rank(),
-                                 compute_ms_,
-                                 comm_ms_,
-                                 step_ms,
-                                 rank_loss_,
-                                 traffic.bytes,
-                                 traffic.error,
-                                 nonfinite_step_,
-                                 traffic.fp8.snr_db,
-                                 traffic.fp8.underflow_pct,
-                                 traffic.fp8.overflow_pct};
+    mine.record = RankStepRecord{step,          rank(),        compute_ms_,     comm_ms_,
+                                 step_ms,       rank_loss_,    traffic.bytes,   traffic.error,
+                                 nonfinite_step_, traffic.fp8.snr_db, traffic.fp8.underflow_pct, traffic.fp8.overflow_pct};
     mine.scaling_digest = dp_.scaling_digest();
     std::deque<ControlRequest> shared;
     for (ControlRequest& r : std::exchange(held_, {})) {
