@@ -21,6 +21,7 @@ const char* event_kind_name(EventKind k) {
         case EventKind::Injection: return "injection";
         case EventKind::FirstNonFinite: return "first_non_finite";
         case EventKind::CheckpointSkipped: return "checkpoint_skipped";
+        case EventKind::ScalingMismatch: return "scaling_mismatch";
     }
     return "unknown";
 }

@@ -24,8 +24,10 @@ enum class EventKind : std::int32_t {
     Injection = 14,    // an outlier injection starts or ends; detail: "start: x of blocks.1.mlp.fc2 ..."
     FirstNonFinite = 15,     // the run's first NaN/Inf: step, rank, layer, linear, GEMM, operand, block
     CheckpointSkipped = 16,  // a checkpoint not written from a state holding a NaN/Inf; detail: path and why
+    ScalingMismatch = 17,    // a tensor's delayed-scaling state (amax history, scale) differs across ranks;
+                             // detail: the tensor (linear and operand) and the ranks
 };
-constexpr EventKind kLastEventKind = EventKind::CheckpointSkipped;
+constexpr EventKind kLastEventKind = EventKind::ScalingMismatch;
 constexpr int kEventKinds = static_cast<int>(kLastEventKind) + 1;
 
 const char* event_kind_name(EventKind k);  // "rewind", "non_finite", ...

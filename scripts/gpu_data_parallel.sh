@@ -5,7 +5,8 @@
 # (the other ranks must end with a message) and resumed from the last checkpoint, then the
 # all-reduce benchmark, the gradient sums in float32, BF16 and E4M3 (the bytes and time
 # FP8 saves against BF16) and the scaling benchmark on the 4096-wide model, its training
-# steps with float32, BF16 and E4M3 sums.
+# steps with float32, BF16 and E4M3 sums; last, what NCCL's own float max does with NaN
+# next to the engine's max of ordered keys.
 # usage: scripts/gpu_data_parallel.sh [ranks]   (default: every GPU)
 set -uo pipefail
 n=${1:-$(nvidia-smi -L | wc -l)}
@@ -50,4 +51,7 @@ for dtype in f32 bf16 e4m3; do
 done
 bench_data_parallel --ranks "$n" --steps 20 --allreduce 0 --sums 0 "${model[@]}" recipe=baseline
 bench_data_parallel --ranks "$n" --steps 20 --allreduce 0 --sums 0 "${model[@]}" recipe=blockwise
+
+echo "== bench_nccl_nan_max: ncclMax on float32 with NaN, Inf, signed zeros and denormals (GPUs 0 and 1)"
+bench_nccl_nan_max
 rm -rf "$work"

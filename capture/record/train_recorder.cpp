@@ -168,7 +168,8 @@ void TrainRecorder::on_event(const TrainEvent& e) {
 }
 
 void TrainRecorder::on_rank_step(const fp8scope::RankStepRecord& r) {
-    sink_.write(RankStepRecord{r.step, r.rank, r.compute_ms, r.comm_ms, r.step_ms, r.loss, r.grad_bytes, r.grad_error});
+    sink_.write(RankStepRecord{r.step, r.rank, r.compute_ms, r.comm_ms, r.step_ms, r.loss, r.grad_bytes, r.grad_error,
+                               r.grad_snr_db, r.grad_underflow_pct, r.grad_overflow_pct});
 }
 
 }  // namespace fp8scope::trace

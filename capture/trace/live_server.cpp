@@ -75,12 +75,12 @@ struct Client {
 };
 
 // A record's frame, and where its body differs for clients of a version before
-// wire::kStepMsVersion (a Step's step time in seconds), theirs.
+// `older_below` (wire::kStepMsVersion: a Step's step time in seconds; wire::kRankSumVersion:
+// a RankStep without the FP8 sum figures), theirs.
 struct Frames {
     Frame current, older;
-    const Frame& of(std::uint32_t version) const {
-        return older && version < wire::kStepMsVersion ? older : current;
-    }
+    std::uint32_t older_below = wire::kStepMsVersion;
+    const Frame& of(std::uint32_t version) const { return older && version < older_below ? older : current; }
 };
 
 Frame meta_frame(const trace::TraceMeta& meta, std::uint32_t version = wire::kVersion) {
@@ -122,10 +122,11 @@ struct LiveServer::Impl {
     void drain(std::chrono::milliseconds limit);
     void enqueue_locked(Client& c, const Frame& f);
     void enqueue(Client& c, std::string bytes);
-    // Queues `bytes` (`older` for clients of a version before wire::kStepMsVersion, when
-    // not empty) for every client; `keep` first files it, under the same lock, where a
-    // client that connects later will find it.
-    void publish(std::string bytes, const std::function<void(const Frames&)>& keep = {}, std::string older = {});
+    // Queues `bytes` (`older` for clients of a version before `older_below`, when not
+    // empty) for every client; `keep` first files it, under the same lock, where a client
+    // that connects later will find it.
+    void publish(std::string bytes, const std::function<void(const Frames&)>& keep = {}, std::string older = {},
+                 std::uint32_t older_below = wire::kStepMsVersion);
     void keep_history(std::int64_t step, const Frames& f);
     void keep_start(const trace::EventRecord& r);
     void resume_if_pausers_left(const std::vector<std::unique_ptr<Client>>& leaving);
@@ -147,10 +148,10 @@ void LiveServer::Impl::enqueue(Client& c, std::string bytes) {
 }
 
 void LiveServer::Impl::publish(std::string bytes, const std::function<void(const Frames&)>& keep,
-                               std::string older) {
+                               std::string older, std::uint32_t older_below) {
     if (bytes.size() > wire::kMaxFrame + 4) return;  // no client would accept it
     Frames f{std::make_shared<const std::string>(std::move(bytes)),
-             older.empty() ? nullptr : std::make_shared<const std::string>(std::move(older))};
+             older.empty() ? nullptr : std::make_shared<const std::string>(std::move(older)), older_below};
     {
         std::lock_guard lock(mu);
         if (keep) keep(f);
@@ -504,7 +505,9 @@ void LiveServer::publish(const trace::OpNameRecord& r) {
 }
 
 void LiveServer::publish(const trace::RankStepRecord& r) {
-    impl_->publish(wire::frame(r), [this, &r](const Frames& f) { impl_->keep_history(r.step, f); });
+    impl_->publish(
+        wire::frame(r), [this, &r](const Frames& f) { impl_->keep_history(r.step, f); },
+        wire::frame(r, wire::kRankSumVersion - 1), wire::kRankSumVersion);
 }
 
 int LiveServer::clients() const {

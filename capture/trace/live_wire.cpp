@@ -231,10 +231,11 @@ T get_record(Reader& r) {
     return record;
 }
 
-// The fields of TraceMeta that a Meta frame of protocol `version` carries, in list order.
+// The fields of a record (TraceMeta, RankStepRecord) that a frame of protocol `version`
+// carries, in list order.
 template <class S, class F>
-void meta_fields(S& meta, std::uint32_t version, F&& f) {
-    visit_fields(meta, [&](std::string_view name, auto& member, const auto&... facts) {
+void wire_fields(S& record, std::uint32_t version, F&& f) {
+    visit_fields(record, [&](std::string_view name, auto& member, const auto&... facts) {
         const trace::WireSince* since = fields::find<trace::WireSince>(facts...);
         if (!since || since->version <= version) f(member, name, facts...);
     });
@@ -264,7 +265,7 @@ std::string frame(const MetaMsg& m) {
     Writer w(Msg::Meta);
     w.raw(kMagic);
     w.u32(m.version);
-    meta_fields(m.meta, m.version, [&](const auto& member, auto&&...) { put(w, member); });
+    wire_fields(m.meta, m.version, [&](const auto& member, auto&&...) { put(w, member); });
     return w.finish();
 }
 
@@ -280,7 +281,11 @@ std::string frame(const trace::OperandRecord& r) { return frame_of(Msg::Operand,
 std::string frame(const trace::BlockMapRecord& r) { return frame_of(Msg::BlockMap, r); }
 std::string frame(const trace::OpRecord& r) { return frame_of(Msg::Op, r); }
 std::string frame(const trace::OpNameRecord& r) { return frame_of(Msg::OpName, r); }
-std::string frame(const trace::RankStepRecord& r) { return frame_of(Msg::RankStep, r); }
+std::string frame(const trace::RankStepRecord& r, std::uint32_t version) {
+    Writer w(Msg::RankStep);
+    wire_fields(r, version, [&](const auto& member, auto&&...) { put(w, member); });
+    return w.finish();
+}
 
 std::string frame(const CommandMsg& m) {
     Writer w(Msg::Command);
@@ -324,7 +329,7 @@ MetaMsg decode_meta(std::string_view body) {
         r.magic();
         MetaMsg m;
         m.version = r.u32();
-        meta_fields(m.meta, m.version, [&](auto& member, std::string_view name, const auto&... facts) {
+        wire_fields(m.meta, m.version, [&](auto& member, std::string_view name, const auto&... facts) {
             get(r, name, member, facts...);
         });
         return m;
@@ -343,8 +348,14 @@ trace::BlockMapRecord decode_blockmap(std::string_view body) {
     return decode(body, get_record<trace::BlockMapRecord>);
 }
 trace::OpRecord decode_op(std::string_view body) { return decode(body, get_record<trace::OpRecord>); }
-trace::RankStepRecord decode_rank_step(std::string_view body) {
-    return decode(body, get_record<trace::RankStepRecord>);
+trace::RankStepRecord decode_rank_step(std::string_view body, std::uint32_t version) {
+    return decode(body, [&](Reader& r) {
+        trace::RankStepRecord record;
+        wire_fields(record, version, [&](auto& member, std::string_view name, const auto&... facts) {
+            get(r, name, member, facts...);
+        });
+        return record;
+    });
 }
 
 trace::OpNameRecord decode_op_name(std::string_view body) {

@@ -119,6 +119,10 @@ constexpr void visit_fields(S& r, V&& v) {
     v("loss", r.loss);
     v("grad_bytes", r.grad_bytes);
     v("grad_error", r.grad_error);
+    // FP8 sums against a BF16 shadow sum (engine/fp8_grad_sum_error.h)
+    v("grad_snr_db", r.grad_snr_db, fields::Since{6}, WireSince{9});
+    v("grad_underflow_pct", r.grad_underflow_pct, fields::Since{6}, WireSince{9});
+    v("grad_overflow_pct", r.grad_overflow_pct, fields::Since{6}, WireSince{9});
 }
 
 template <fields::Of<EventRecord> S, class V>

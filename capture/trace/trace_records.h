@@ -23,7 +23,7 @@
 
 namespace fp8scope::trace {
 
-constexpr int kFormatVersion = 5;
+constexpr int kFormatVersion = 6;
 
 // A trace file that cannot be written or read; the message names the file and the problem.
 class TraceError : public std::runtime_error {
@@ -135,6 +135,10 @@ struct RankStepRecord {
     double loss = kNone;        // this rank's own loss of run 0
     double grad_bytes = kNone;  // bytes this rank put into the step's gradient sums
     double grad_error = kNone;  // relative L2 error compressed sums added (NaN: not measured)
+    // FP8 sums against a BF16 shadow sum of the same sample, where measured (NaN otherwise):
+    double grad_snr_db = kNone;         // SNR in dB (+Inf: equal)
+    double grad_underflow_pct = kNone;  // nonzero shadow sums the FP8 sums made 0
+    double grad_overflow_pct = kNone;   // finite shadow sums the FP8 sums made NaN or Inf
 };
 
 using fp8scope::EventKind;

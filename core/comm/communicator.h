@@ -26,7 +26,9 @@ public:
     virtual std::string describe() const = 0;
 
     // In place over n values (F32 or BF16) in backend memory; the result is the same on
-    // every rank.
+    // every rank. Max is taken on ordered integer keys (comm/max_order.h): a NaN on any
+    // rank gives the quiet NaN on every rank, +0 is above -0, no denormal is flushed
+    // (a GPU takes the max of float32 only).
     virtual void all_reduce(void* data, DType dtype, std::int64_t n, ReduceOp op) = 0;
     void all_reduce(float* data, std::int64_t n, ReduceOp op) { all_reduce(data, DType::F32, n, op); }
     // Raw bytes in backend memory, `bytes` per rank (FP8 gradient sums: engine/fp8_grad_sum.h).

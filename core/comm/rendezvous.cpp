@@ -21,7 +21,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr std::uint32_t kMaxFrame = 64u << 20;  // far above any blob or record
-constexpr const char* kHello = "fp8scope-rendezvous 2";
+constexpr const char* kWord = "fp8scope-rendezvous";
+const std::string kHello = std::string(kWord) + " " + std::to_string(kRendezvousVersion);
 // A joining rank sends its hello as soon as it connects: a connection silent for longer is
 // not a rank. At most kMaxJoining wait for their hello at once (within the open files
 // check_world_fits keeps spare), the longest waiting closed first.
@@ -117,6 +118,25 @@ std::string recv_frame(RendezvousLink& link, char direction, Clock::time_point d
 }
 
 std::string rank_name(int r) { return "rank " + std::to_string(r); }
+
+// The version a greeting or hello of another version names ("fp8scope-rendezvous 2 ..."),
+// exactly as a number is written; -1 when it names this one or none.
+int other_version(const std::string& text) {
+    const std::string word = std::string(kWord) + " ";
+    if (text.compare(0, word.size(), word) != 0) return -1;
+    const std::size_t end = std::min(text.find(' ', word.size()), text.size());
+    const std::string token = text.substr(word.size(), end - word.size());
+    int v = -1;
+    if (std::from_chars(token.data(), token.data() + token.size(), v).ptr != token.data() + token.size() ||
+        token != std::to_string(v) || v < 0)
+        return -1;
+    return v == kRendezvousVersion ? -1 : v;
+}
+
+std::string versions_differ(const std::string& who, int theirs, const std::string& us) {
+    return who + " speaks rendezvous version " + std::to_string(theirs) + ", " + us + " version " +
+           std::to_string(kRendezvousVersion) + " (start every rank with the same fp8scope-engine build)";
+}
 
 constexpr char kDown = 'd', kUp = 'u';  // frames from rank 0, frames to it
 
@@ -248,7 +268,11 @@ JoiningHello check_hello(const std::string& hello, int world_size, const std::st
     const bool whole = tail.size() == kTail;
     const std::string nonce = whole ? from_hex(tail.substr(1, 2 * kNonceBytes)) : "";
     const std::string proof = whole ? from_hex(tail.substr(2 + 2 * kNonceBytes)) : "";
-    const std::string words = std::string(kHello) + " ";
+    if (const int v = other_version(hello); v >= 0) {
+        error = versions_differ("the joining rank", v, "rank 0");
+        return out;
+    }
+    const std::string words = kHello + " ";
     int world = 0, rank = -1;
     bool ok = whole && nonce.size() == kNonceBytes && proof.size() == kMacBytes &&
               tail == " " + to_hex(nonce) + " " + to_hex(proof) && h.compare(0, words.size(), words) == 0;
@@ -366,7 +390,7 @@ void join_all(const LaunchEnv& env, const Fd& listener, Clock::time_point deadli
             ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
             Joining j{std::move(fd), {}, std::min(deadline, Clock::now() + kHelloWait), random_bytes(kNonceBytes)};
             try {
-                send_frame(j.fd.get(), std::string(kHello) + " " + to_hex(j.nonce), j.deadline, "a joining process");
+                send_frame(j.fd.get(), kHello + " " + to_hex(j.nonce), j.deadline, "a joining process");
             } catch (const RendezvousError&) {
                 continue;  // gone already
             }
@@ -407,8 +431,10 @@ Rendezvous::Rendezvous(const LaunchEnv& env, std::chrono::milliseconds timeout) 
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
         const std::string greeting = recv_frame(fd.get(), deadline, rank0);
-        const std::string nonce0 = from_hex(greeting.substr(std::min(greeting.size(), std::strlen(kHello) + 1)));
-        if (greeting.rfind(std::string(kHello) + " ", 0) != 0 || nonce0.size() != kNonceBytes)
+        if (const int v = other_version(greeting); v >= 0)
+            throw RendezvousError(versions_differ(rank0, v, "rank " + std::to_string(env.rank)));
+        const std::string nonce0 = from_hex(greeting.substr(std::min(greeting.size(), kHello.size() + 1)));
+        if (greeting.rfind(kHello + " ", 0) != 0 || nonce0.size() != kNonceBytes)
             throw RendezvousError(rank0 + " did not greet as an fp8scope rendezvous (another program, or another "
                                   "version of fp8scope, on MASTER_PORT?)");
         const std::string nonce = random_bytes(kNonceBytes);

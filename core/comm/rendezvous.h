@@ -7,12 +7,15 @@
 // that names it, on every rank that waited for it.
 //
 // Wire: frames of a 4-byte little-endian length and that many bytes. Rank 0 greets each
-// connection with "fp8scope-rendezvous 2 NONCE0"; the joining rank sends
-// "fp8scope-rendezvous 2 WORLD RANK NONCE PROOF", exactly (any other bytes are not a
+// connection with "fp8scope-rendezvous 3 NONCE0"; the joining rank sends
+// "fp8scope-rendezvous 3 WORLD RANK NONCE PROOF", exactly (any other bytes are not a
 // hello), PROOF its HMAC of both nonces and its place under the job secret
 // (comm/job_secret.h); rank 0 answers "ok PROOF0", its own proof, or "error: why" (not a
-// hello, the secret not proven, a rank outside the world, a rank that already joined, a
-// different world size). Every later frame carries, after its bytes, the MAC of its
+// hello, another version, the secret not proven, a rank outside the world, a rank that
+// already joined, a different world size). The number after "fp8scope-rendezvous" is the
+// version of everything the ranks exchange (kRendezvousVersion: 3 added the FP8 sum
+// figures and the scaling digest to the step records): ranks of different versions do not
+// meet, and each side names both versions. Every later frame carries, after its bytes, the MAC of its
 // direction, sequence number and bytes under its connection's key: a frame that fails it
 // ends the exchange naming the rank it came from. Rank 0 reads hellos side by side: a
 // connection without a whole hello within a few seconds is closed. A world past
@@ -31,6 +34,8 @@
 #include "util/fd.h"
 
 namespace fp8scope {
+
+constexpr int kRendezvousVersion = 3;
 
 class RendezvousError : public std::runtime_error {
 public:

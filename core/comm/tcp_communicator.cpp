@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "comm/max_order.h"
 #include "io/half.h"
 
 namespace fp8scope {
@@ -45,7 +46,8 @@ void TcpCommunicator::all_reduce(void* data, DType dtype, std::int64_t n, Reduce
     const std::vector<std::string> all = rendezvous_.all_gather_same_size(bytes_at(data, bytes), "all_reduce");
     std::vector<float> in(static_cast<std::size_t>(n));
     std::vector<std::uint16_t> half(bf16 ? in.size() : 0);
-    std::vector<double> acc(static_cast<std::size_t>(n), op == ReduceOp::Max ? -INFINITY : 0.0);
+    std::vector<double> acc(op == ReduceOp::Max ? 0 : in.size(), 0.0);
+    std::vector<std::int32_t> top(op == ReduceOp::Max ? in.size() : 0, max_key(-INFINITY));
     for (const std::string& blob : all) {  // rank order: every rank adds the same way
         if (bf16) {
             std::memcpy(half.data(), blob.data(), bytes);
@@ -53,15 +55,15 @@ void TcpCommunicator::all_reduce(void* data, DType dtype, std::int64_t n, Reduce
         } else {
             std::memcpy(in.data(), blob.data(), bytes);
         }
-        for (std::size_t i = 0; i < in.size(); ++i) {
-            // Max as NCCL's: NaN wins (a NaN amax must reach every rank).
-            if (op == ReduceOp::Max) acc[i] = std::isnan(acc[i]) || std::isnan(in[i]) ? NAN : std::max<double>(acc[i], in[i]);
-            else acc[i] += in[i];
-        }
+        // The max on ordered keys (comm/max_order.h): a NaN on any rank wins on every rank.
+        if (op == ReduceOp::Max)
+            for (std::size_t i = 0; i < in.size(); ++i) top[i] = std::max(top[i], max_key(in[i]));
+        else
+            for (std::size_t i = 0; i < in.size(); ++i) acc[i] += in[i];
     }
     const double div = op == ReduceOp::Avg ? double(world_size()) : 1.0;
-    for (std::size_t i = 0; i < acc.size(); ++i) {
-        const float v = static_cast<float>(acc[i] / div);
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        const float v = op == ReduceOp::Max ? from_max_key(top[i]) : static_cast<float>(acc[i] / div);
         if (bf16) static_cast<std::uint16_t*>(data)[i] = float_to_bf16(v);
         else static_cast<float*>(data)[i] = v;
     }

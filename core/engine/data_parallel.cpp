@@ -14,9 +14,10 @@
 namespace fp8scope {
 namespace {
 
-// A StepShare on the wire: the record's numbers, the stop flag, then the requests. The
-// fields go one after another in this order, 68 bytes with no padding between them (a
-// struct's padding would carry whatever the stack held to every peer).
+// A StepShare on the wire: the record's numbers, the stop flag, the scaling digest, then
+// the requests. The fields go one after another in this order, 100 bytes with no padding
+// between them (a struct's padding would carry whatever the stack held to every peer).
+// Ranks of another layout do not meet: the rendezvous hello carries its version.
 struct WireShare {
     std::int64_t step;
     std::int32_t rank, stop;
@@ -24,13 +25,16 @@ struct WireShare {
     float loss;
     double grad_bytes, grad_error;
     std::int64_t nonfinite_step;
+    double grad_snr_db, grad_underflow_pct, grad_overflow_pct;
+    std::uint64_t scaling_digest;
 };
 
 // Calls f on every field of `w` in wire order.
 template <class W, class F>
 void for_each_field(W& w, F&& f) {
     f(w.step), f(w.rank), f(w.stop), f(w.compute_ms), f(w.comm_ms), f(w.step_ms), f(w.loss), f(w.grad_bytes),
-        f(w.grad_error), f(w.nonfinite_step);
+        f(w.grad_error), f(w.nonfinite_step), f(w.grad_snr_db), f(w.grad_underflow_pct), f(w.grad_overflow_pct),
+        f(w.scaling_digest);
 }
 
 std::size_t wire_bytes() {
@@ -43,9 +47,11 @@ std::size_t wire_bytes() {
 }  // namespace
 
 std::string DataParallel::encode_share(const StepShare& s) {
-    const WireShare w{s.record.step,    s.record.rank, s.stop ? 1 : 0,     s.record.compute_ms, s.record.comm_ms,
-                      s.record.step_ms, s.record.loss, s.record.grad_bytes, s.record.grad_error,
-                      s.record.nonfinite_step};
+    const WireShare w{s.record.step,           s.record.rank,        s.stop ? 1 : 0,
+                      s.record.compute_ms,     s.record.comm_ms,     s.record.step_ms,
+                      s.record.loss,           s.record.grad_bytes,  s.record.grad_error,
+                      s.record.nonfinite_step, s.record.grad_snr_db, s.record.grad_underflow_pct,
+                      s.record.grad_overflow_pct, s.scaling_digest};
     std::string out;
     for_each_field(w, [&](const auto& v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); });
     return out + s.requests;
@@ -66,6 +72,12 @@ std::string invalid(const WireShare& w, const std::string& requests, int from, s
         return "gradient bytes " + std::to_string(w.grad_bytes) + ", expected finite and not negative";
     if (!std::isnan(w.grad_error) && !(std::isfinite(w.grad_error) && w.grad_error >= 0))
         return "gradient error " + std::to_string(w.grad_error) + ", expected NaN or finite and not negative";
+    // An SNR is +Inf where the sums were equal; a percentage lies in [0, 100].
+    if (!std::isnan(w.grad_snr_db) && !(w.grad_snr_db > -INFINITY))
+        return "gradient SNR " + std::to_string(w.grad_snr_db) + " dB, expected NaN or above -inf";
+    for (double pct : {w.grad_underflow_pct, w.grad_overflow_pct})
+        if (!std::isnan(pct) && !(pct >= 0 && pct <= 100))
+            return "gradient sum percentage " + std::to_string(pct) + ", expected NaN or 0 to 100";
     // A step a rewind went back from may lie ahead of this one.
     if (w.nonfinite_step < 0) return "non-finite step " + std::to_string(w.nonfinite_step) + ", expected 0 or more";
     if (from != 0 && !requests.empty()) return "control requests, which only rank 0 sends";
@@ -89,9 +101,11 @@ DataParallel::StepShare DataParallel::decode_share(const std::string& blob, int 
     s.requests = blob.substr(n);
     if (const std::string why = invalid(w, s.requests, from, step); !why.empty())
         throw RendezvousError("rank " + std::to_string(from) + " sent a step record with " + why);
-    s.record = RankStepRecord{w.step,       w.rank, w.compute_ms, w.comm_ms, w.step_ms, w.loss, w.grad_bytes,
-                              w.grad_error, w.nonfinite_step};
+    s.record = RankStepRecord{w.step,    w.rank, w.compute_ms, w.comm_ms,          w.step_ms,
+                              w.loss,    w.grad_bytes, w.grad_error, w.nonfinite_step, w.grad_snr_db,
+                              w.grad_underflow_pct, w.grad_overflow_pct};
     s.stop = w.stop != 0;
+    s.scaling_digest = w.scaling_digest;
     return s;
 }
 
@@ -137,6 +151,7 @@ void DataParallel::attach(Model& model) {
         largest = std::max(largest, b.count);
     }
     if (type != DType::F32) a->sample = DeviceBuffer<float>(model.backend(), samples);
+    if (type == DType::E4M3 || type == DType::E5M2) a->shadow = DeviceBuffer<std::uint16_t>(model.backend(), samples);
     if (type == DType::BF16) a->low = DeviceBuffer<std::uint16_t>(model.backend(), model.num_params());
     if (type == DType::E4M3 || type == DType::E5M2)
         a->fp8 = std::make_unique<Fp8GradSum>(model.backend(), comm_,
@@ -189,7 +204,11 @@ void DataParallel::reduce_bucket(Attached& a, const Bucket& b) {
 void DataParallel::finish_backward(Model& model) {
     Attached* a = &attached(model, "finish_backward");
     timed([&] {
-        if (a->sampled) comm_.all_reduce(a->sample.data(), std::int64_t(a->sample.size()), ReduceOp::Sum);
+        if (a->sampled) {
+            const auto n = std::int64_t(a->sample.size());
+            if (a->fp8) bf16_shadow_sum(model.backend(), comm_, a->sample.data(), a->shadow.data(), n);
+            comm_.all_reduce(a->sample.data(), n, ReduceOp::Sum);
+        }
         if (model.has_pending_amaxes()) {
             std::span<float> amax = model.pending_amaxes();
             comm_.all_reduce(amax.data(), std::int64_t(amax.size()), ReduceOp::Max);
@@ -220,6 +239,11 @@ void DataParallel::measure(Attached& a) {
         ref += double(exact[i]) * double(exact[i]);
     }
     traffic_.error = ref > 0 ? std::sqrt(err / ref) : 0.0;
+    if (a.fp8) {
+        std::vector<std::uint16_t> shadow(a.shadow.size());
+        backend.copy_to_host(shadow.data(), a.shadow.data(), shadow.size() * sizeof(std::uint16_t));
+        traffic_.fp8 = grad_sum_error(got, shadow);
+    }
 }
 
 DataParallel::GradTraffic DataParallel::take_traffic() { return std::exchange(traffic_, GradTraffic{}); }
@@ -244,6 +268,25 @@ std::vector<DataParallel::StepShare> DataParallel::exchange(const StepShare& min
         for (std::size_t r = 0; r < all.size(); ++r) out.push_back(decode_share(all[r], int(r), mine.record.step));
     });
     return out;
+}
+
+std::uint64_t DataParallel::scaling_digest() {
+    std::vector<const Model*> models;
+    for (const auto& a : attached_) models.push_back(a->model);
+    digests_ = scaling_digests(models);
+    return combined_digest(digests_);
+}
+
+std::vector<std::string> DataParallel::check_scaling(const std::vector<StepShare>& all) {
+    const bool agree = std::all_of(all.begin(), all.end(),
+                                   [&](const StepShare& s) { return s.scaling_digest == all[0].scaling_digest; });
+    if (agree) return scaling_check_.report({});
+    std::vector<std::vector<std::uint64_t>> per_rank;
+    timed([&] {
+        for (const std::string& blob : rendezvous_.all_gather(encode_digests(digests_)))
+            per_rank.push_back(decode_digests(blob));
+    });
+    return scaling_check_.report(find_mismatches(per_rank, digests_));
 }
 
 std::vector<StragglerMonitor::Alert> DataParallel::observe(std::int64_t step,

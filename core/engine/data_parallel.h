@@ -14,7 +14,9 @@
 // Small host values (losses, the ranks' step times, control requests) travel over the
 // job's rendezvous connections, whose timeout bounds every wait: a rank that died or hangs
 // ends the step on every other rank with an error naming it. Each step's compute times
-// feed the in-flight health check (StragglerMonitor).
+// feed the in-flight health check (StragglerMonitor), and each rank's hash of its
+// delayed-scaling state the check that the ranks still hold the same bits
+// (data_parallel_state_check.h).
 #pragma once
 
 #include <chrono>
@@ -25,7 +27,9 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "engine/data_parallel_state_check.h"
 #include "engine/fp8_grad_sum.h"
+#include "engine/fp8_grad_sum_error.h"
 #include "engine/model.h"
 #include "engine/rank_health.h"
 #include "comm/rendezvous.h"
@@ -69,11 +73,13 @@ public:
     void finish_backward(Model& model);
     // Before a step's backward passes (1-based step number): whether this step measures.
     void begin_step(std::int64_t step);
-    // Bytes this rank put into gradient sums since the last call, and the relative L2 error
-    // the compressed sums had at the last measurement (NaN: none since, or float32 sums).
+    // Bytes this rank put into gradient sums since the last call, the relative L2 error
+    // the compressed sums had at the last measurement (NaN: none since, or float32 sums)
+    // and, for FP8 sums, their error against a BF16 shadow sum then.
     struct GradTraffic {
         double bytes = 0;
         double error = std::numeric_limits<double>::quiet_NaN();
+        GradSumError fp8;
     };
     GradTraffic take_traffic();
     // Host time spent inside collectives since the last call (a synchronous communicator's
@@ -87,6 +93,7 @@ public:
     struct StepShare {
         RankStepRecord record;
         bool stop = false;     // this rank was asked to stop
+        std::uint64_t scaling_digest = 0;  // combined_digest() of its delayed-scaling state
         std::string requests;  // rank 0: the control requests every rank applies next
     };
     // Every rank's share of the step of `mine`: throws RendezvousError naming a rank whose
@@ -98,6 +105,15 @@ public:
     static StepShare decode_share(const std::string& blob, int from, std::int64_t step);
     // The in-flight check over a step's compute times (one per rank, in rank order).
     std::vector<StragglerMonitor::Alert> observe(std::int64_t step, const std::vector<RankStepRecord>& ranks);
+
+    // The digest of this rank's delayed-scaling state after the step (every attached
+    // model's; data_parallel_state_check.h), kept for check_scaling().
+    std::uint64_t scaling_digest();
+    // Given every rank's share of the step: when their digests differ, the ranks exchange
+    // the per-tensor digests (a collective every rank enters, as they all see the same
+    // shares) and this returns a finding per tensor that started to differ, naming it and
+    // the ranks; empty when the ranks agree.
+    std::vector<std::string> check_scaling(const std::vector<StepShare>& all);
 
 private:
     struct Bucket {
@@ -112,6 +128,7 @@ private:
         DeviceBuffer<std::uint16_t> low;
         std::unique_ptr<Fp8GradSum> fp8;
         DeviceBuffer<float> sample;
+        DeviceBuffer<std::uint16_t> shadow;  // FP8 sums: the sample's BF16 shadow sums
         std::vector<std::size_t> sample_at;  // per bucket: offset of its sample in `sample`
         bool sampled = false;                // this step copied samples
     };
@@ -131,6 +148,8 @@ private:
     std::vector<std::unique_ptr<Attached>> attached_;
     bool measuring_ = false;
     GradTraffic traffic_;
+    std::vector<ScalingDigest> digests_;  // this step's, per tensor
+    ScalingStateCheck scaling_check_;
 };
 
 }  // namespace fp8scope

@@ -56,8 +56,10 @@ StepAgreement DataParallelStep::agree(std::int64_t step, double step_ms, std::de
     StepAgreement out;
     DataParallel::StepShare mine;
     const DataParallel::GradTraffic traffic = dp_.take_traffic();
-    mine.record = RankStepRecord{step,       rank(),        compute_ms_,   comm_ms_,       step_ms,
-                                 rank_loss_, traffic.bytes, traffic.error, nonfinite_step_};
+    mine.record = RankStepRecord{step,          rank(),        compute_ms_,     comm_ms_,
+                                 step_ms,       rank_loss_,    traffic.bytes,   traffic.error,
+                                 nonfinite_step_, traffic.fp8.snr_db, traffic.fp8.underflow_pct, traffic.fp8.overflow_pct};
+    mine.scaling_digest = dp_.scaling_digest();
     std::deque<ControlRequest> shared;
     for (ControlRequest& r : std::exchange(held_, {})) {
         if (r.kind == ControlRequest::Stop) mine.stop = true;
@@ -81,6 +83,7 @@ StepAgreement DataParallelStep::agree(std::int64_t step, double step_ms, std::de
         out.health.push_back((a.straggling ? "straggler: rank " : "recovered: rank ") + std::to_string(a.rank) + " (" +
                              dp_.where(a.rank) + ") " + figures);
     }
+    out.scaling = dp_.check_scaling(all);
     agreed_ = decode_requests(all[0].requests, runs_, book_);
     if (stop) agreed_.push_back({ControlRequest::Stop, -1, {}});
     return out;

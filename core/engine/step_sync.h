@@ -27,6 +27,9 @@ struct StepAgreement {
     std::vector<std::string> refused;   // this rank's requests the job does not take (Error events)
     std::vector<RankStepRecord> ranks;  // every rank's record of the step, in rank order
     std::vector<std::string> health;    // in-flight health findings (Health events)
+    // Tensors whose delayed-scaling state started to differ across ranks (ScalingMismatch
+    // events; engine/data_parallel_state_check.h).
+    std::vector<std::string> scaling;
 };
 
 class StepSync {

@@ -38,6 +38,11 @@ struct RankStepRecord {
     double grad_error = std::numeric_limits<double>::quiet_NaN();  // relative L2 error of
                                     // compressed gradient sums, where measured (DataParallelOptions)
     std::int64_t nonfinite_step = 0;  // the step of this rank's first NaN/Inf (0: none yet)
+    // FP8 sums against a BF16 shadow sum of the same sample, where measured
+    // (engine/fp8_grad_sum_error.h); NaN otherwise.
+    double grad_snr_db = std::numeric_limits<double>::quiet_NaN();
+    double grad_underflow_pct = std::numeric_limits<double>::quiet_NaN();
+    double grad_overflow_pct = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct TrainEvent {

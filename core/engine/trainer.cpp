@@ -191,6 +191,7 @@ void Trainer::agree(double step_ms) {
     for (const RankStepRecord& r : agreed.ranks)
         for (auto* o : observers_) o->on_rank_step(r);
     for (const std::string& finding : agreed.health) emit(EventKind::Health, -1, finding);
+    for (const std::string& finding : agreed.scaling) emit(EventKind::ScalingMismatch, -1, finding);
     // The job's first NaN/Inf: the lowest step, then the lowest rank, once.
     const RankStepRecord* first = nullptr;
     for (const RankStepRecord& r : agreed.ranks)

@@ -5,6 +5,7 @@
 #include <thread>
 #include <string>
 
+#include "cuda/nccl_max_keys.h"
 #include "cuda/runtime/check.h"
 
 namespace fp8scope {
@@ -60,9 +61,19 @@ void NcclCommunicator::after_backend(const char* what) {
 void NcclCommunicator::all_reduce(void* data, DType dtype, std::int64_t n, ReduceOp op) {
     after_backend("all_reduce");
     if (n == 0) return;
-    const ncclRedOp_t red = op == ReduceOp::Sum ? ncclSum : op == ReduceOp::Avg ? ncclAvg : ncclMax;
     if (dtype != DType::F32 && dtype != DType::BF16)
         throw std::logic_error(std::string("nccl all_reduce: ") + dtype_name(dtype) + " is not summed here");
+    if (op == ReduceOp::Max) {
+        // ncclMax on floats may drop a NaN (fmaxf): the max of ordered int32 keys keeps it.
+        if (dtype != DType::F32)
+            throw std::logic_error("nccl all_reduce: the max is taken of float32 values only, not bf16");
+        float* values = static_cast<float*>(data);
+        cuda::floats_to_max_keys(values, n, stream_);
+        check(ncclAllReduce(data, data, std::size_t(n), ncclInt32, ncclMax, comm_, stream_), "ncclAllReduce");
+        cuda::max_keys_to_floats(values, n, stream_);
+        return;
+    }
+    const ncclRedOp_t red = op == ReduceOp::Sum ? ncclSum : ncclAvg;
     const ncclDataType_t type = dtype == DType::F32 ? ncclFloat32 : ncclBfloat16;
     check(ncclAllReduce(data, data, std::size_t(n), type, red, comm_, stream_), "ncclAllReduce");
 }

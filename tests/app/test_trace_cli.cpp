@@ -263,7 +263,7 @@ TEST(TraceCliRanks, RanksCsvHoldsEveryRanksStepTimes) {
         m.grad_dtype = "bf16";
         fp8scope::trace::TraceWriter w(trace.string(), m);
         w.write(fp8scope::trace::RankStepRecord{1, 0, 100.5, 30.25, 131.75, 3.5, 8000000, 0.00125});
-        w.write(fp8scope::trace::RankStepRecord{1, 1, 130.5, 0.5, 131.75, 3.25, 8000000, 0.00125});
+        w.write(fp8scope::trace::RankStepRecord{1, 1, 130.5, 0.5, 131.75, 3.25, 8000000, 0.00125, 31.5, 0.25, 0});
         w.close();
     }
     Result r = engine("export " + trace.string() + " --csv " + dir.string());
@@ -273,9 +273,11 @@ TEST(TraceCliRanks, RanksCsvHoldsEveryRanksStepTimes) {
     std::getline(in, header);
     std::getline(in, first);
     std::getline(in, second);
-    EXPECT_EQ(header, "step,rank,compute_ms,comm_ms,step_ms,loss,grad_bytes,grad_error");
-    EXPECT_EQ(first, "1,0,100.5,30.25,131.75,3.5,8000000,0.00125");
-    EXPECT_EQ(second, "1,1,130.5,0.5,131.75,3.25,8000000,0.00125");
+    EXPECT_EQ(header,
+              "step,rank,compute_ms,comm_ms,step_ms,loss,grad_bytes,grad_error,grad_snr_db,grad_underflow_pct,"
+              "grad_overflow_pct");
+    EXPECT_EQ(first, "1,0,100.5,30.25,131.75,3.5,8000000,0.00125,,,");  // not FP8 sums: empty cells
+    EXPECT_EQ(second, "1,1,130.5,0.5,131.75,3.25,8000000,0.00125,31.5,0.25,0");
     const auto meta = read_csv(dir / "meta.csv");
     ASSERT_EQ(meta.size(), 2u);
     ASSERT_EQ(meta[1].size(), 11u);

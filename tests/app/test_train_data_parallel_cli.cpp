@@ -72,6 +72,25 @@ TEST(TrainDataParallelCli, CompressedGradientSumsTrainAndAnUnknownTypeIsNamed) {
         const auto inspect = fp8scope::testing::run_engine("inspect " + out.string(), scratch());
         EXPECT_NE(inspect.out.find(std::string("written by rank 0 of 2, gradient sums in ") + type), std::string::npos)
             << inspect.out;
+        EXPECT_EQ(inspect.out.find("scaling_mismatch"), std::string::npos) << "the ranks agree: " << inspect.out;
+        // Step 1 is measured: FP8 sums also against BF16 shadow sums (ranks.csv columns 9-11).
+        const fs::path csv = scratch() / (std::string("sums_") + type + "_csv");
+        ASSERT_EQ(fp8scope::testing::run_engine("export " + out.string() + " --csv " + csv.string(), scratch()).status, 0);
+        std::ifstream ranks(csv / "ranks.csv");
+        std::string header, row;
+        std::getline(ranks, header);
+        std::getline(ranks, row);  // step 1, rank 0
+        EXPECT_EQ(header.substr(header.rfind(",grad_error,")),
+                  ",grad_error,grad_snr_db,grad_underflow_pct,grad_overflow_pct");
+        const std::string fp8 = row.substr(row.find(',', row.rfind(',', row.rfind(',', row.rfind(',') - 1) - 1)));
+        if (std::string(type) == "bf16") {
+            EXPECT_EQ(fp8, ",,,") << row;
+        } else {
+            const double snr = std::stod(fp8.substr(1)), overflow = std::stod(fp8.substr(fp8.rfind(',') + 1));
+            EXPECT_GT(snr, 15.0) << row;  // about 28 dB for E4M3, 22 for E5M2 (docs/numerics.md)
+            EXPECT_LT(snr, 40.0) << row;
+            EXPECT_EQ(overflow, 0.0) << row;
+        }
         const json a = json::parse(low.out)["runs"][0]["losses"];
         const json b = json::parse(f32.out)["runs"][0]["losses"];
         ASSERT_EQ(a.size(), 8u);

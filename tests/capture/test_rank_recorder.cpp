@@ -3,6 +3,8 @@
 // trainer reports becomes one trace RankStepRecord with the same figures.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "comm/launch_env.h"
 #include "engine/train_config.h"
 #include "train_recorder.h"
@@ -58,7 +60,8 @@ TEST(RankRecorder, EachRanksStepBecomesOneRecord) {
     const TraceMeta meta = make_trace_meta(TrainConfig{}, {}, "test", 4, default_analysis_recipes(), job);
     VectorSink sink;
     TrainRecorder recorder(meta, sink);
-    recorder.on_rank_step(fp8scope::RankStepRecord{7, 1, 130.5, 19.75, 151.25, 3.5f, 4096.0, 0.0078125});
+    recorder.on_rank_step(
+        fp8scope::RankStepRecord{7, 1, 130.5, 19.75, 151.25, 3.5f, 4096.0, 0.0078125, 0, 31.25, 0.5, 0.125});
     recorder.on_rank_step(fp8scope::RankStepRecord{7, 0, 100.0, 50.25, 151.25, 3.25f, 4096.0, 0.0078125});
     const auto got = sink.all<RankStepRecord>();
     ASSERT_EQ(got.size(), 2u);
@@ -70,6 +73,10 @@ TEST(RankRecorder, EachRanksStepBecomesOneRecord) {
     EXPECT_EQ(got[0].loss, 3.5);
     EXPECT_EQ(got[0].grad_bytes, 4096.0);
     EXPECT_EQ(got[0].grad_error, 0.0078125);
+    EXPECT_EQ(got[0].grad_snr_db, 31.25);
+    EXPECT_EQ(got[0].grad_underflow_pct, 0.5);
+    EXPECT_EQ(got[0].grad_overflow_pct, 0.125);
+    EXPECT_TRUE(std::isnan(got[1].grad_snr_db));  // not FP8 sums
     EXPECT_EQ(got[1].rank, 0);
     EXPECT_EQ(got[1].comm_ms, 50.25);
     EXPECT_EQ(got[1].loss, 3.25);

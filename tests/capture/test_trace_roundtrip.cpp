@@ -182,7 +182,9 @@ const std::map<std::string, Columns>& format5_datasets() {
          {"run", "step", "op", "linear", "layer", "device", "stream", "start_ns", "end_ns", "kind", "parent", "operand",
           "bytes"}},
         // Written by every writer since format 3; empty for a single process.
-        {"/ranks", {"step", "rank", "compute_ms", "comm_ms", "step_ms", "loss", "grad_bytes", "grad_error"}},
+        {"/ranks",
+         {"step", "rank", "compute_ms", "comm_ms", "step_ms", "loss", "grad_bytes", "grad_error", "grad_snr_db",
+          "grad_underflow_pct", "grad_overflow_pct"}},
         // Written by every writer since GEMM output errors came (within format 4: older
         // files have none, test_trace_gemm_errors.cpp).
         {"/gemm_error", {"run", "step", "linear", "gemm", "sqnr_db", "rel_err", "max_abs_err"}},
@@ -232,7 +234,7 @@ std::map<std::string, Columns> datasets_of(const std::string& path) {
 }
 
 TEST(TraceRoundTrip, FileHoldsTheDatasetsAndColumnsOfItsFormat) {
-    EXPECT_EQ(kFormatVersion, 5) << "a new format version: add its datasets and columns here";
+    EXPECT_EQ(kFormatVersion, 6) << "a new format version: add its datasets and columns here";
     TempDir dir;
     const std::string path = dir.file("run.h5");
     write_sample(path);

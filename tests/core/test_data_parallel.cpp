@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -163,6 +165,7 @@ TEST(DataParallel, Bf16GradientSumsHalveTheBytesAndRecordTheErrorTheyAdd) {
             EXPECT_EQ(e.grad_bytes, 4 * params);
             EXPECT_EQ(b.grad_bytes, 2 * params);
             EXPECT_TRUE(std::isnan(e.grad_error));
+            EXPECT_TRUE(std::isnan(b.grad_snr_db));  // measured for FP8 sums only
             if (s + 1 == 1 || s + 1 == 4) {
                 // Each rank's share rounded to BF16 (relative 2^-9 at most), then the sum
                 // rounded again: the L2 error of the sums stays under 2^-8 of their norm.
@@ -207,8 +210,17 @@ TEST(DataParallel, Fp8GradientSumsQuarterTheBytesAndTrainCloseToFloat32Sums) {
                 if (s + 1 == 1 || s + 1 == 4 || s + 1 == 8) {
                     EXPECT_GT(b.grad_error, 0.0) << "step " << s + 1;
                     EXPECT_LT(b.grad_error, bound) << "step " << s + 1;
+                    // Against the BF16 shadow sums: the BF16 sums' own error (2^-8 scale,
+                    // under 4e-3) is far below FP8's, so the SNR is about -20 log10 of the
+                    // error against float32 sums: within 2 dB of it.
+                    EXPECT_NEAR(b.grad_snr_db, -20 * std::log10(b.grad_error), 2.0) << "step " << s + 1;
+                    EXPECT_GE(b.grad_underflow_pct, 0.0);
+                    EXPECT_LT(b.grad_underflow_pct, 20.0);
+                    EXPECT_EQ(b.grad_overflow_pct, 0.0);  // each chunk scaled by its own amax
                 } else {
                     EXPECT_TRUE(std::isnan(b.grad_error)) << "step " << s + 1;
+                    EXPECT_TRUE(std::isnan(b.grad_snr_db)) << "step " << s + 1;
+                    EXPECT_TRUE(std::isnan(b.grad_underflow_pct)) << "step " << s + 1;
                 }
             }
         // Still one model on both ranks, and within 1% of the float32 sums' run (measured:
@@ -216,9 +228,11 @@ TEST(DataParallel, Fp8GradientSumsQuarterTheBytesAndTrainCloseToFloat32Sums) {
         EXPECT_EQ(ranks[0]->trainer->model(0).params_to_host(), ranks[1]->trainer->model(0).params_to_host());
         for (int s = 0; s < steps; ++s) {
             const double e = exact[0].steps[std::size_t(s)].loss, got = low[0].steps[std::size_t(s)].loss;
-            std::printf("[ %s ] step %d: loss %.6f, float32 sums %.6f, relative %.2e, error %.2e\n",
-                        dtype_name(type), s + 1, got, e, std::fabs(got / e - 1),
-                        low[0].ranks[std::size_t(2 * s)].grad_error);
+            const RankStepRecord& k = low[0].ranks[std::size_t(2 * s)];
+            std::printf("[ %s ] step %d: loss %.6f, float32 sums %.6f, relative %.2e, error %.2e, against BF16: SNR "
+                        "%.1f dB, underflow %.2f%%, overflow %.2f%%\n",
+                        dtype_name(type), s + 1, got, e, std::fabs(got / e - 1), k.grad_error, k.grad_snr_db,
+                        k.grad_underflow_pct, k.grad_overflow_pct);
             EXPECT_NEAR(got, e, 1e-2 * e) << "step " << s + 1;
         }
     }
@@ -337,9 +351,13 @@ TEST(DataParallel, AStepRecordWithAFieldOutOfRangeNamesTheRankAndTheField) {
     FP8SCOPE_EXPECT_CONTAINS(sent([](auto& s) { s.record.step_ms = -1; }), "-1.000000 ms");
     FP8SCOPE_EXPECT_CONTAINS(sent([](auto& s) { s.record.grad_bytes = INFINITY; }), "gradient bytes inf");
     FP8SCOPE_EXPECT_CONTAINS(sent([](auto& s) { s.record.grad_error = -0.5; }), "gradient error -0.5");
+    FP8SCOPE_EXPECT_CONTAINS(sent([](auto& s) { s.record.grad_snr_db = -INFINITY; }), "gradient SNR -inf");
+    FP8SCOPE_EXPECT_CONTAINS(sent([](auto& s) { s.record.grad_underflow_pct = 101; }), "percentage 101");
+    FP8SCOPE_EXPECT_CONTAINS(sent([](auto& s) { s.record.grad_overflow_pct = -1; }), "percentage -1");
     FP8SCOPE_EXPECT_CONTAINS(sent([](auto& s) { s.requests = "4 -1 0 /tmp/x\n"; }), "only rank 0 sends");
-    // The same record in range goes through.
+    // The same record in range goes through, an SNR of +Inf (equal sums) too.
     EXPECT_EQ(sent([](auto&) {}), "(no error)");
+    EXPECT_EQ(sent([](auto& s) { s.record.grad_snr_db = INFINITY; }), "(no error)");
 }
 
 // A step record as the wire carries it: the fields one after another, nothing between them.
@@ -356,19 +374,98 @@ TEST(DataParallel, AStepRecordCarriesItsFieldsAndNoOtherByte) {
     run_job(2, "cpu", tiny_config(3, "baseline"), [&](Rank& r) {
         if (r.env.rank == 0) {
             DataParallel::StepShare mine;
-            mine.record = RankStepRecord{1, 0, 1.5, 2.5, 4.5, 3.25f, 1024.0, 0.125, 9};
+            mine.record = RankStepRecord{1, 0, 1.5, 2.5, 4.5, 3.25f, 1024.0, 0.125, 9, 31.5, 0.75, 0.0};
             mine.stop = true;
+            mine.scaling_digest = 0x0123456789abcdefull;
             mine.requests = "5 -1 7 \n";
             r.dp->exchange(mine);
         } else {
             got = r.rendezvous->all_gather(packed(std::int64_t(1), std::int32_t(1), std::int32_t(0), 0.0, 0.0, 0.0,
-                                                  0.0f, 0.0, 0.0, std::int64_t(0)))[0];
+                                                  0.0f, 0.0, 0.0, std::int64_t(0), 0.0, 0.0, 0.0,
+                                                  std::uint64_t(0)))[0];
         }
     });
     const std::string want = packed(std::int64_t(1), std::int32_t(0), std::int32_t(1), 1.5, 2.5, 4.5, 3.25f, 1024.0,
-                                    0.125, std::int64_t(9)) + "5 -1 7 \n";
-    ASSERT_EQ(want.size(), 68u + 8u);
+                                    0.125, std::int64_t(9), 31.5, 0.75, 0.0, std::uint64_t(0x0123456789abcdefull)) +
+                             "5 -1 7 \n";
+    ASSERT_EQ(want.size(), 100u + 8u);
     EXPECT_EQ(got, want);  // bytes 44-47 (a struct's padding after the loss) are not sent
+}
+
+// The byte of the newest amax of `linear`'s operand `o` under `recipe` in a recipe state
+// (Fp8Linear::save_state's layout, engine/fp8_linear_state.cpp), its lowest byte.
+std::size_t newest_amax_byte(const std::vector<std::uint8_t>& state, const std::string& recipe, int linear,
+                             Operand o) {
+    auto u32 = [&](std::size_t p) {
+        std::uint32_t v;
+        (void)state.at(p + 3);  // in range
+        std::memcpy(&v, state.data() + p, 4);
+        return v;
+    };
+    const std::uint32_t linears = u32(8), recipes = u32(12);
+    std::size_t at = 16;
+    for (std::uint32_t k = 0; k < recipes; ++k) {
+        const std::uint32_t len = u32(at);
+        const std::string name(state.begin() + std::ptrdiff_t(at + 4), state.begin() + std::ptrdiff_t(at + 4 + len));
+        at += 4 + len;
+        for (std::uint32_t l = 0; l < linears; ++l)
+            for (Operand op : {Operand::X, Operand::W, Operand::DY}) {
+                if (state.at(at++) == 0) continue;  // not present
+                at += 1 + 4 + 1 + 4 + 4;           // format, history length, algo, margin, scale
+                const std::uint32_t n = u32(at);
+                at += 4;
+                if (name == recipe && int(l) == linear && op == o && n > 0) return at + 4 * (n - 1);
+                at += 4 * std::size_t(n);
+            }
+    }
+    throw std::runtime_error("no history of linear " + std::to_string(linear) + " under " + recipe);
+}
+
+TEST(DataParallel, AOneBitDifferenceInARanksAmaxHistoryIsAnEventNamingTheTensorAndTheRank) {
+    // Three ranks train delayed scaling; after step 3's backward rank 1's history of
+    // linear 1's dy gets its newest amax's lowest bit flipped (as a bad push or a restore
+    // on that rank alone would leave it). Every rank reports it at step 3, once (the entry
+    // stays in the history), naming the tensor and rank 1 against ranks 0 and 2.
+    std::vector<Recorder> seen(3);
+    std::string tensor;
+    run_job(3, "cpu", tiny_config(6, "delayed"), [&](Rank& r) {
+        struct Flip : TrainObserver {
+            Trainer* trainer = nullptr;
+            void on_step(const StepRecord& rec) override {
+                if (rec.step != 3) return;
+                Model& m = trainer->model(0);
+                std::vector<std::uint8_t> state = m.save_recipe_state();
+                state[newest_amax_byte(state, "delayed", 1, Operand::DY)] ^= 1;
+                m.load_recipe_state(state);
+            }
+        } flip;
+        flip.trainer = r.trainer.get();
+        if (r.env.rank == 1) r.trainer->add_observer(&flip);
+        r.trainer->add_observer(&seen[std::size_t(r.env.rank)]);
+        EXPECT_EQ(r.trainer->run().steps, 6);
+        if (r.env.rank == 0) tensor = r.trainer->model(0).linears()[1].name + " dy";
+    });
+    for (const Recorder& s : seen) {
+        const std::vector<std::string> found = s.details(EventKind::ScalingMismatch);
+        ASSERT_EQ(found.size(), 1u);
+        EXPECT_EQ(found[0], "delayed scaling state of " + tensor +
+                                " differs on rank(s) 1 from rank(s) 0, 2 (amax history or scale not bitwise equal)");
+        for (const TrainEvent& e : s.events)
+            if (e.kind == EventKind::ScalingMismatch) EXPECT_EQ(e.step, 3);
+    }
+}
+
+TEST(DataParallel, RanksThatAgreeRaiseNoScalingEvent) {
+    // Delayed scaling on 2 ranks (every tensor's history and scale hashed each step) and
+    // FP8 gradient sums: identical state, no event.
+    std::vector<Recorder> seen(2);
+    DataParallelOptions fp8;
+    fp8.grad_dtype = DType::E4M3;
+    train_job("cpu", tiny_config(6, "delayed"), seen, fp8);
+    for (const Recorder& s : seen) {
+        EXPECT_EQ(s.steps.size(), 6u);
+        EXPECT_EQ(s.count(EventKind::ScalingMismatch), 0);
+    }
 }
 
 TEST(DataParallel, TheInFlightCheckNamesASlowRank) {

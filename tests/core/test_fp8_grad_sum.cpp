@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "engine/fp8_grad_sum.h"
+#include "engine/fp8_grad_sum_error.h"
+#include "io/half.h"
 #include "support/chunk_oracle.h"
 #include "support/data_parallel_job.h"
 
@@ -169,6 +171,95 @@ TEST(DataParallelFp8Sum, AChunkOfSmallGradientsKeepsItsOwnScale) {
         const double exact = double(shares[0][std::size_t(i)]) + shares[1][std::size_t(i)];
         EXPECT_NEAR(got.ranks[0][std::size_t(i)], exact, std::fabs(exact) / 8 + 1e-12) << i;
     }
+}
+
+TEST(DataParallelFp8Sum, TheErrorAgainstABf16ShadowSumMatchesAFloat64Reference) {
+    // A hand-made bucket of 3 x 64 gradients on 3 ranks, one chunk per rank:
+    // - chunks 0 and 1: multiples of 1/16 in [1/16, 17/16] on every rank (E4M3 scale 256),
+    //   but every 8th gradient is 1e-12 on every rank: 2.6e-10 after scaling, far below
+    //   E4M3's smallest code, so those 16 sums underflow to 0;
+    // - chunk 2: zeros, but gradient 130 is 1.99 * 2^127 on rank 0: its scale is 2^-120,
+    //   254.7 rounds to the code 256, and 256 * 2^120 = 2^128 overflows float32 (the sum
+    //   then NaN), where the BF16 sum is finite.
+    const int world = 3;
+    const std::int64_t n = 192;
+    std::vector<std::vector<float>> shares(world, std::vector<float>(std::size_t(n), 0.0f));
+    for (int r = 0; r < world; ++r)
+        for (std::size_t i = 0; i < 128; ++i)
+            shares[std::size_t(r)][i] = i % 8 == 3 ? 1e-12f : float(1 + (i * 7 + std::size_t(r) * 13) % 17) / 16;
+    shares[0][130] = std::ldexp(1.99f, 127);
+
+    std::vector<std::vector<float>> got(world);
+    std::vector<std::vector<std::uint16_t>> shadow(world);
+    std::vector<GradSumError> error(world);
+    testing::run_ranks(world, "cpu", 1, [&](Rank& r) {
+        const std::size_t k = std::size_t(r.env.rank);
+        Fp8GradSum sum(*r.backend, *r.comm, Format::E4M3, std::size_t(n));
+        DeviceBuffer<float> grads(*r.backend, std::size_t(n)), mine(*r.backend, std::size_t(n));
+        DeviceBuffer<std::uint16_t> low(*r.backend, std::size_t(n));
+        r.backend->copy_from_host(grads.data(), shares[k].data(), std::size_t(n) * sizeof(float));
+        r.backend->copy_from_host(mine.data(), shares[k].data(), std::size_t(n) * sizeof(float));
+        sum.sum(grads.data(), n);
+        bf16_shadow_sum(*r.backend, *r.comm, mine.data(), low.data(), n);
+        r.comm->synchronize();
+        got[k].resize(std::size_t(n));
+        shadow[k].resize(std::size_t(n));
+        r.backend->copy_to_host(got[k].data(), grads.data(), std::size_t(n) * sizeof(float));
+        r.backend->copy_to_host(shadow[k].data(), low.data(), std::size_t(n) * sizeof(std::uint16_t));
+        error[k] = grad_sum_error(got[k], shadow[k]);
+    });
+
+    // The float64 reference: the sums of the shares, and the figures of the FP8 sums
+    // against it.
+    double signal = 0, noise = 0;
+    int nonzero = 0, underflow = 0, overflow = 0;
+    for (std::size_t i = 0; i < std::size_t(n); ++i) {
+        double ref = 0;
+        for (const auto& x : shares) ref += x[i];
+        const double g = got[0][i];
+        if (ref != 0) ++nonzero, underflow += g == 0;
+        if (!std::isfinite(g)) {
+            ++overflow;
+            continue;
+        }
+        signal += ref * ref;
+        noise += (g - ref) * (g - ref);
+        if (i < 128 && i % 8 != 3) {  // the BF16 shadow holds these sums exactly (<= 51/16)
+            EXPECT_EQ(double(bf16_to_float(shadow[0][i])), ref) << i;
+        }
+    }
+    EXPECT_EQ(underflow, 16);
+    EXPECT_EQ(nonzero, 129);
+    EXPECT_EQ(overflow, 1);
+    const double snr = 10 * std::log10(signal / noise);
+    for (int r = 0; r < world; ++r) {
+        SCOPED_TRACE("rank " + std::to_string(r));
+        EXPECT_EQ(std::memcmp(got[std::size_t(r)].data(), got[0].data(), std::size_t(n) * 4), 0);
+        EXPECT_DOUBLE_EQ(error[std::size_t(r)].underflow_pct, 100.0 * underflow / nonzero);
+        EXPECT_DOUBLE_EQ(error[std::size_t(r)].overflow_pct, 100.0 * overflow / double(n));
+        // The shadow differs from the reference only in the 1e-12 sums (and the huge one,
+        // left out): the SNRs agree to far better than 0.01 dB.
+        EXPECT_NEAR(error[std::size_t(r)].snr_db, snr, 0.01);
+    }
+    EXPECT_GT(snr, 20.0);  // E4M3 codes of these magnitudes: a few percent of error
+    EXPECT_LT(snr, 50.0);
+    EXPECT_TRUE(std::isnan(got[0][130]));
+}
+
+TEST(DataParallelFp8Sum, TheErrorFiguresOfEqualSumsAndOfNoSignal) {
+    const std::vector<float> got{1.0f, -2.0f, 0.0f};
+    const std::vector<std::uint16_t> same{float_to_bf16(1.0f), float_to_bf16(-2.0f), float_to_bf16(0.0f)};
+    const GradSumError e = grad_sum_error(got, same);
+    EXPECT_EQ(e.snr_db, INFINITY);
+    EXPECT_EQ(e.underflow_pct, 0.0);
+    EXPECT_EQ(e.overflow_pct, 0.0);
+    const std::vector<float> zeros(3, 0.0f);
+    const std::vector<std::uint16_t> zero_shadow(3, 0);
+    const GradSumError z = grad_sum_error(zeros, zero_shadow);
+    EXPECT_TRUE(std::isnan(z.snr_db));
+    EXPECT_TRUE(std::isnan(z.underflow_pct));
+    EXPECT_EQ(z.overflow_pct, 0.0);
+    EXPECT_THROW(grad_sum_error(got, std::span<const std::uint16_t>(zero_shadow).subspan(0, 2)), std::invalid_argument);
 }
 
 }  // namespace

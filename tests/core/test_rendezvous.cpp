@@ -374,7 +374,7 @@ std::string answer_to(const std::string& place, int port, const std::string& sec
 TEST(Rendezvous, RankZeroReadsAHelloOfAnyLength) {
     const std::string secret = "test job secret!", nonce0(32, 'N'), nonce(32, 'n');
     const std::string proof = hello_proof(secret, true, nonce0, nonce, 4, 3);
-    const std::string good = "fp8scope-rendezvous 2 4 3 " + to_hex(nonce) + " " + to_hex(proof);
+    const std::string good = "fp8scope-rendezvous 3 4 3 " + to_hex(nonce) + " " + to_hex(proof);
     const JoiningHello h = check_hello(good, 4, secret, nonce0);
     EXPECT_EQ(h.rank, 3);
     EXPECT_EQ(h.error, "");
@@ -391,16 +391,54 @@ TEST(Rendezvous, OnlyTheExactHelloJoins) {
     const pid_t child = spawn([&] {
         // Each would read as rank 1 of 2 word by word: trailing bytes, a sign, leading
         // zeros, other spacing.
-        for (const char* bad : {"fp8scope-rendezvous 2 2 1x", "fp8scope-rendezvous 2 2 1 ", "fp8scope-rendezvous 2 2 +1",
-                                "fp8scope-rendezvous 2 02 1", "fp8scope-rendezvous  2 2 1", "fp8scope-rendezvous 2 2\t1",
-                                "fp8scope-rendezvous 02 2 1", "fp8scope-rendezvous 2 2 1\n", "fp8scope-rendezvous 2 2",
-                                "fp8scope-rendezvous 1 2 1"})
+        for (const char* bad : {"fp8scope-rendezvous 3 2 1x", "fp8scope-rendezvous 3 2 1 ", "fp8scope-rendezvous 3 2 +1",
+                                "fp8scope-rendezvous 3 02 1", "fp8scope-rendezvous  3 2 1", "fp8scope-rendezvous 3 2\t1",
+                                "fp8scope-rendezvous 03 2 1", "fp8scope-rendezvous 3 2 1\n", "fp8scope-rendezvous 3 2"})
             if (answer_to(bad, port) != "error: not an fp8scope rendezvous hello") return 11;
         Rendezvous rv(rank_env(1, 2, port), 5s);  // the exact hello still joins
         return 10;
     });
     Rendezvous rv(rank_env(0, 2, port), 5s);
     EXPECT_EQ(exit_status(child), 10);
+}
+
+TEST(Rendezvous, RanksOfAnotherVersionAreRefusedNamingBothVersions) {
+    // A rank of version 2 (whose step records lack the FP8 sum figures) at a rank 0 of 3.
+    const int port = free_loopback_port();
+    const pid_t child = spawn([&] {
+        for (const char* old : {"fp8scope-rendezvous 2 2 1", "fp8scope-rendezvous 1 2 1"})
+            if (answer_to(old, port) != "error: the joining rank speaks rendezvous version " + std::string(old).substr(20, 1) +
+                                            ", rank 0 version 3 (start every rank with the same fp8scope-engine build)")
+                return 11;
+        Rendezvous rv(rank_env(1, 2, port), 5s);
+        return 10;
+    });
+    Rendezvous rv(rank_env(0, 2, port), 5s);
+    EXPECT_EQ(exit_status(child), 10);
+
+    // A rank 0 of version 2 greets a rank of version 3: the rank says so and stops.
+    const int old_port = free_loopback_port();
+    const pid_t old_rank0 = spawn([&] {
+        const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons(std::uint16_t(old_port));
+        const int one = 1;
+        ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listener, 4) != 0) return 11;
+        const int fd = ::accept(listener, nullptr, nullptr);
+        send_raw_frame(fd, "fp8scope-rendezvous 2 " + to_hex(std::string(32, 'N')));
+        char byte = 0;
+        ::recv(fd, &byte, 1, 0);  // until the rank hangs up
+        return 10;
+    });
+    EXPECT_EQ(failed_with([&] { Rendezvous rv(rank_env(1, 2, old_port), 5s); },
+                          "rank 0 at 127.0.0.1:" + std::to_string(old_port) +
+                              " speaks rendezvous version 2, rank 1 version 3 (start every rank with the same "
+                              "fp8scope-engine build)"),
+              10);
+    EXPECT_EQ(exit_status(old_rank0), 10);
 }
 
 TEST(Rendezvous, SilentAndHalfHellosHoldUpNoRank) {
@@ -417,7 +455,7 @@ TEST(Rendezvous, SilentAndHalfHellosHoldUpNoRank) {
         rv.barrier();
         // Rank 0 closes the half hello: after its greeting, its read ends.
         char byte = 0;
-        if (recv_raw_frame(half).rfind("fp8scope-rendezvous 2 ", 0) != 0) return 13;
+        if (recv_raw_frame(half).rfind("fp8scope-rendezvous 3 ", 0) != 0) return 13;
         return ::recv(half, &byte, 1, 0) == 0 ? 10 : 12;
     });
     const auto start = std::chrono::steady_clock::now();
@@ -434,7 +472,7 @@ TEST(Rendezvous, AConnectionWithoutAHelloIsClosedWithinSeconds) {
         const int quiet = connect_to(port);
         const auto start = std::chrono::steady_clock::now();
         char byte = 0;
-        if (recv_raw_frame(quiet).rfind("fp8scope-rendezvous 2 ", 0) != 0) return 13;
+        if (recv_raw_frame(quiet).rfind("fp8scope-rendezvous 3 ", 0) != 0) return 13;
         if (::recv(quiet, &byte, 1, 0) != 0) return 11;  // rank 0 closes it, the job still forming
         if (std::chrono::steady_clock::now() - start > 10s) return 12;
         Rendezvous rv(rank_env(1, 2, port), 30s);
@@ -447,7 +485,7 @@ TEST(Rendezvous, AConnectionWithoutAHelloIsClosedWithinSeconds) {
 TEST(Rendezvous, ARankWithoutTheJobsSecretIsRefusedNamingTheVariable) {
     const int port = free_loopback_port();
     const pid_t child = spawn([&] {
-        if (answer_to("fp8scope-rendezvous 2 2 1", port, "another secret!!") !=
+        if (answer_to("fp8scope-rendezvous 3 2 1", port, "another secret!!") !=
             "error: the hello does not prove the job's secret (set FP8SCOPE_JOB_SECRET to rank 0's on every rank)")
             return 11;
         LaunchEnv none = rank_env(1, 2, port);
@@ -473,7 +511,7 @@ TEST(Rendezvous, AFrameThatFailsItsMacEndsTheExchangeNamingTheRank) {
         const int port = free_loopback_port();
         const pid_t child = spawn([&] {
             std::pair<int, std::string> link;
-            if (answer_to("fp8scope-rendezvous 2 2 1", port, "test job secret!", &link).rfind("ok ", 0) != 0) return 11;
+            if (answer_to("fp8scope-rendezvous 3 2 1", port, "test job secret!", &link).rfind("ok ", 0) != 0) return 11;
             const std::string first = up_frame(link.second, 0, "one");
             ::send(link.first, first.data(), first.size(), MSG_NOSIGNAL);  // taken: rank 0 sends both back
             std::string second = how == "replayed" ? first : up_frame(link.second, 1, "two");

@@ -96,6 +96,53 @@ TEST(CudaDataParallel, NcclSumsAndMaximaMatchTheHost) {
     }
 }
 
+TEST(CudaDataParallel, TheMaxKeepsANaNOrInfOfOneRankOnEveryRankAndEveryOtherBit) {
+    // NCCL's own float max may drop a NaN (bench_nccl_nan_max measures it); the engine's
+    // max of ordered keys must not, at a size NCCL sends in one piece and one it cuts up.
+    FP8SCOPE_REQUIRE_TWO_GPUS();
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    float tiny;
+    const std::uint32_t tiny_bits = 1;
+    std::memcpy(&tiny, &tiny_bits, 4);
+    // Per case: rank 0's value, rank 1's, the max's bits on both.
+    struct Case {
+        float a, b;
+        std::uint32_t want;
+    };
+    const std::vector<Case> cases{{nan, 1.0f, 0x7FC00000u},  {1.0f, nan, 0x7FC00000u}, {-nan, 2.0f, 0x7FC00000u},
+                                  {inf, nan, 0x7FC00000u},   {inf, 1.0f, 0x7F800000u}, {-0.0f, 0.0f, 0x00000000u},
+                                  {-0.0f, -0.0f, 0x80000000u}, {tiny, 0.0f, 0x00000001u}, {3.0f, -4.0f, 0x40400000u}};
+    const std::vector<std::int64_t> sizes{1, std::int64_t(1) << 22};
+    // got[size][case][rank]: the bits every element held (all the same, checked).
+    std::vector<std::vector<std::vector<std::uint32_t>>> got(
+        sizes.size(), std::vector<std::vector<std::uint32_t>>(cases.size(), std::vector<std::uint32_t>(2)));
+    testing::run_ranks(2, "cuda", 0, [&](Rank& r) {
+        DeviceBuffer<float> d(*r.backend, std::size_t(sizes.back()));
+        for (std::size_t z = 0; z < sizes.size(); ++z)
+            for (std::size_t k = 0; k < cases.size(); ++k) {
+                const std::int64_t n = sizes[z];
+                std::vector<float> mine(std::size_t(n), r.env.rank == 0 ? cases[k].a : cases[k].b);
+                r.backend->copy_from_host(d.data(), mine.data(), std::size_t(n) * 4);
+                r.comm->all_reduce(d.data(), n, ReduceOp::Max);
+                r.comm->synchronize();
+                r.backend->copy_to_host(mine.data(), d.data(), std::size_t(n) * 4);
+                std::uint32_t first = 0;
+                std::memcpy(&first, mine.data(), 4);
+                for (float v : mine) {
+                    std::uint32_t u = 0;
+                    std::memcpy(&u, &v, 4);
+                    ASSERT_EQ(u, first) << "size " << n << ", case " << k;
+                }
+                got[z][k][std::size_t(r.env.rank)] = first;
+            }
+    });
+    for (std::size_t z = 0; z < sizes.size(); ++z)
+        for (std::size_t k = 0; k < cases.size(); ++k)
+            for (int rank = 0; rank < 2; ++rank)
+                EXPECT_EQ(got[z][k][std::size_t(rank)], cases[k].want)
+                    << cases[k].a << " vs " << cases[k].b << ", " << sizes[z] << " elements, rank " << rank;
+}
+
 // Every rank's gradients after an FP8 sum of `shares` on `device` ranks.
 std::vector<std::vector<float>> fp8_sums(const std::string& device, const std::vector<std::vector<float>>& shares,
                                          Format f) {

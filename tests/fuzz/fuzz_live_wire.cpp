@@ -47,7 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         case 8: round_trip(body, w::decode_op_name); break;
         case 9: round_trip(body, w::decode_command); break;
         case 10: round_trip(body, w::decode_reply); break;
-        case 12: round_trip(body, w::decode_rank_step); break;
+        case 12: round_trip(body, [](std::string_view b) { return w::decode_rank_step(b); }); break;
         default: round_trip(body, w::decode_error); break;
     }
     return 0;

@@ -292,6 +292,43 @@ private slots:
         QCOMPARE(m.data(m.index(1, RankHealthModel::GradMB), kValueRole).toDouble(), float(bytes) / 1e6);
     }
 
+    // FP8 sums measured against BF16 shadow sums at steps 1 and 3: the latest figures join
+    // the gradient line and the error's tooltip; a scaling mismatch event gets a red line
+    // of its own and a row among the health events.
+    void fp8SumsShowTheirErrorAgainstBf16SumsAndAScalingMismatchItsLine() {
+        TraceBatch b = sums_batch(25.1e6, 3.9e-2);
+        for (trace::RankStepRecord& r : b.ranks)
+            if (r.step == 1 || r.step == 3) {
+                r.grad_snr_db = r.step == 1 ? 31.0 : 29.4;
+                r.grad_underflow_pct = r.step == 1 ? 0.5 : 0.25;
+                r.grad_overflow_pct = 0.0;
+            }
+        const std::string mismatch = "delayed scaling state of blocks.0.mlp.fc2 dy differs on rank(s) 1 from rank(s) 0 "
+                                     "(amax history or scale not bitwise equal)";
+        b.events.push_back({-1, 2, EventKind::ScalingMismatch, mismatch});
+        b.events.push_back({-1, 4, EventKind::Health, "straggler: rank 1 130.0 ms compute vs median 100.0 ms"});
+        Shown shown(job_meta(2, "e4m3"), std::move(b), "fp8_sums_");
+        const HealthView* v = shown.view;
+        QCOMPARE(v->gradientSums(), QString("Gradient sums in FP8 E4M3: 25.1 MB per rank per step, a quarter of "
+                                            "float32's (saves 75.3 MB); last measured sum error 3.90e-02 at step 3; "
+                                            "against BF16 sums: SNR 29.4 dB, underflow 0.25%, overflow 0% (step 3)"));
+        QCOMPARE(v->ranks().data(v->ranks().index(0, RankHealthModel::SumError), Qt::ToolTipRole).toString(),
+                 QString("relative L2 error the FP8 E4M3 sums added against float32 sums, measured at step 3; against "
+                         "BF16 sums at step 3: SNR 29.4 dB, underflow 0.25%, overflow 0%"));
+        QCOMPARE(v->scalingState(),
+                 QString("Delayed scaling state differs across ranks: 1 finding(s), the first at step 2: ") +
+                     QString::fromStdString(mismatch));
+        const EventsModel& events = v->healthEvents();
+        QCOMPARE(events.rowCount(), 2);
+        QCOMPARE(events.data(events.index(0, EventsModel::Kind), Qt::DisplayRole).toString(), QString("scaling_mismatch"));
+        QCOMPARE(events.data(events.index(1, EventsModel::Kind), Qt::DisplayRole).toString(), QString("health"));
+
+        // Without the event, no line; BF16 sums carry no FP8 figures.
+        Shown clean(job_meta(2, "bf16"), sums_batch(50.2e6, 4.1e-3), "bf16_sums_");
+        QCOMPARE(clean.view->scalingState(), QString());
+        QVERIFY(!clean.view->gradientSums().contains("against BF16"));
+    }
+
     // Eight ranks: the one slow rank alone is flagged, every row holds its rank's medians,
     // the table shows all eight rows and every column without scrolling, and each rank has
     // its lines, the slow one's thick and red.

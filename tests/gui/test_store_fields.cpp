@@ -38,7 +38,8 @@ StepRecord step_record() {
 
 RankStepRecord rank_record() {
     return {.step = 7, .rank = 1, .compute_ms = 120.5, .comm_ms = 8.25, .step_ms = 130.75, .loss = 3.125,
-            .grad_bytes = 2.5e6, .grad_error = 0.001953125};
+            .grad_bytes = 2.5e6, .grad_error = 0.001953125,
+            .grad_snr_db = 28.5, .grad_underflow_pct = 0.125, .grad_overflow_pct = 0.0};
 }
 
 OperandRecord operand_record() {
@@ -107,8 +108,9 @@ private slots:
             // Ranks: in float32.
             QCOMPARE(d.ranks.size(), std::size_t(2));
             const RankColumns& k = d.ranks[1];
-            QCOMPARE(strings(RankColumns::names()), (std::vector<std::string>{"rank", "compute_ms", "comm_ms", "step_ms",
-                                                                              "loss", "grad_bytes", "grad_error"}));
+            QCOMPARE(strings(RankColumns::names()),
+                     (std::vector<std::string>{"rank", "compute_ms", "comm_ms", "step_ms", "loss", "grad_bytes",
+                                               "grad_error", "grad_snr_db", "grad_underflow_pct", "grad_overflow_pct"}));
             QCOMPARE(k.step, std::vector<double>{7});
             QCOMPARE(k[&RankStepRecord::rank], std::vector<float>{1});
             QCOMPARE(k[&RankStepRecord::compute_ms], std::vector<float>{120.5f});
@@ -117,6 +119,9 @@ private slots:
             QCOMPARE(k[&RankStepRecord::loss], std::vector<float>{3.125f});
             QCOMPARE(k[&RankStepRecord::grad_bytes], std::vector<float>{2.5e6f});
             QCOMPARE(k[&RankStepRecord::grad_error], std::vector<float>{0.001953125f});
+            QCOMPARE(k[&RankStepRecord::grad_snr_db], std::vector<float>{28.5f});
+            QCOMPARE(k[&RankStepRecord::grad_underflow_pct], std::vector<float>{0.125f});
+            QCOMPARE(k[&RankStepRecord::grad_overflow_pct], std::vector<float>{0.0f});
             QCOMPARE(k.error_step, std::vector<double>{7});
             QCOMPARE(k.grad_error, std::vector<float>{0.001953125f});
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 
+#include <cmath>
 #include <cstring>
 #include <thread>
 
@@ -54,6 +55,33 @@ TEST(LiveVersions, AVersion4MetaIsTheVersion5BodyWithoutTheGradientType) {
     EXPECT_THROW(wire::decode_meta(short_v5), wire::WireError);
 }
 
+TEST(LiveVersions, ARankStepBeforeVersion9LacksTheFp8SumFigures) {
+    const trace::RankStepRecord r = sample_rank_step(2, 1);  // a measured step
+    ASSERT_EQ(r.grad_snr_db, 31.5);
+    const std::string v8 = body(wire::frame(r, 8)), v9 = body(wire::frame(r, 9));
+    std::string v8_as_9 = v8;
+    for (double x : {r.grad_snr_db, r.grad_underflow_pct, r.grad_overflow_pct})
+        v8_as_9.append(reinterpret_cast<const char*>(&x), sizeof x);
+    EXPECT_EQ(v9, v8_as_9);
+    const trace::RankStepRecord old = wire::decode_rank_step(v8, 8);
+    EXPECT_EQ(old.grad_error, r.grad_error);
+    EXPECT_TRUE(std::isnan(old.grad_snr_db));
+    EXPECT_TRUE(std::isnan(old.grad_overflow_pct));
+    expect_same(wire::decode_rank_step(v9, 9), r);
+    EXPECT_THROW(wire::decode_rank_step(v8, 9), wire::WireError);  // a field short: refused, not misread
+
+    // The engine sends a version-8 client the version-8 body.
+    TempDir dir;
+    LiveServer server(parse_endpoint("unix:" + (dir / "engine.sock")), "", job_meta(), nullptr);
+    RawConn old_client(server.endpoint());
+    ASSERT_TRUE(old_client.send(wire::frame(wire::Hello{8, ""})));
+    server.publish(r);
+    std::optional<RawConn::Got> got;
+    while ((got = old_client.next()) && got->type != wire::Msg::RankStep) {}
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->body, v8);
+}
+
 TEST(LiveVersions, TheEngineAnswersAVersion4ClientInVersion4) {
     TempDir dir;
     LiveServer server(parse_endpoint("unix:" + (dir / "engine.sock")), "", job_meta(), nullptr);
@@ -71,7 +99,7 @@ TEST(LiveVersions, TheEngineAnswersAVersion4ClientInVersion4) {
     std::optional<RawConn::Got> got;
     while ((got = old.next()) && got->type != wire::Msg::RankStep) {}
     ASSERT_TRUE(got);
-    expect_same(wire::decode_rank_step(got->body), sample_rank_step(1, 1));
+    expect_same(wire::decode_rank_step(got->body, 4), sample_rank_step(1, 1));
     // A current client in the same session gets the type.
     Collected now;
     LiveClient client(server.endpoint(), "", now.handlers());
@@ -116,7 +144,7 @@ TEST(LiveVersions, AClientGreetsAVersion4EngineAgainInVersion4) {
                 continue;
             }
             c.send(wire::frame(wire::MetaMsg{4, job_meta()}));
-            c.send(wire::frame(sample_rank_step(3, 1)));
+            c.send(wire::frame(sample_rank_step(3, 1), 4));
             trace::StepRecord step = sample_step(0, 2);
             step.step_ms = 0.25;  // what a version-4 engine sent: the step time in seconds
             c.send(wire::frame(step));

@@ -1,6 +1,8 @@
 // Events table model.
 #include "models/events_model.h"
 
+#include <algorithm>
+
 #include "models/display_names.h"
 #include "models/model_roles.h"
 
@@ -14,7 +16,7 @@ void EventsModel::refresh() {
         std::vector<Row> out;
         out.reserve(d.events.size());
         for (const auto& e : d.events)
-            if (!only_ || e.kind == *only_)
+            if (only_.empty() || std::find(only_.begin(), only_.end(), e.kind) != only_.end())
                 out.push_back({e.step, event_run_label(d.meta, e.run), QString::fromLatin1(event_kind_name(e.kind)),
                                QString::fromStdString(e.detail)});
         return out;

@@ -4,7 +4,7 @@
 #pragma once
 
 #include <QAbstractTableModel>
-#include <optional>
+#include <vector>
 
 #include "models/series_store.h"
 
@@ -16,8 +16,8 @@ public:
     enum Column { Step, Run, Kind, Detail, ColumnCount };
 
     explicit EventsModel(const SeriesStore* store, QObject* parent = nullptr);
-    // Lists only events of `kind` from the next refresh() on.
-    void showOnly(EventKind kind) { only_ = kind; }
+    // Lists only events of these kinds from the next refresh() on.
+    void showOnly(std::vector<EventKind> kinds) { only_ = std::move(kinds); }
     void refresh();
 
     int rowCount(const QModelIndex& parent = {}) const override;
@@ -32,7 +32,7 @@ private:
     };
     const SeriesStore* store_;
     std::vector<Row> rows_;
-    std::optional<EventKind> only_;
+    std::vector<EventKind> only_;  // empty: every kind
 };
 
 }  // namespace fp8scope::views

@@ -34,6 +34,15 @@ QString format_mb(double mb) {
 }
 QString format_error(double e) { return QString::number(e, 'e', 2); }
 QString not_recorded() { return QStringLiteral("\u2014"); }
+QString format_db(double db) {
+    return std::isnan(db) ? not_recorded() : std::isinf(db) ? QStringLiteral("inf") : QString::number(db, 'f', 1);
+}
+// Two significant digits below 1%, so a rare underflow does not read as 0.
+QString format_pct(double p) {
+    if (std::isnan(p)) return not_recorded();
+    if (p == 0 || p >= 1) return QString::number(p, 'f', p == 0 ? 0 : 1);
+    return QString::number(p, 'g', 2);
+}
 
 // The type a trace's grad_dtype names, as the view writes it; DType::E8M0 (never a sum
 // type) when it names none.
@@ -60,6 +69,9 @@ void RankHealthModel::refresh() {
     std::vector<Row> rows;
     int world = 1;
     DType type = DType::E8M0;
+    int mismatches = 0;
+    qint64 first_step = 0;
+    QString first;
     store_->read([&](const TraceData& d) {
         world = d.meta.world_size;
         type = sum_dtype(d.meta.grad_dtype);
@@ -78,8 +90,23 @@ void RankHealthModel::refresh() {
                 r.error = c.grad_error.back();
                 r.error_step = static_cast<qint64>(c.error_step.back());
             }
+            // The overflow figure is a number at every step FP8 sums were measured.
+            const std::vector<float>& overflow = c[&trace::RankStepRecord::grad_overflow_pct];
+            for (std::size_t i = overflow.size(); i-- > 0;)
+                if (!std::isnan(overflow[i])) {
+                    r.fp8_step = static_cast<qint64>(c.step[i]);
+                    r.snr_db = c[&trace::RankStepRecord::grad_snr_db][i];
+                    r.underflow_pct = c[&trace::RankStepRecord::grad_underflow_pct][i];
+                    r.overflow_pct = overflow[i];
+                    break;
+                }
             rows.push_back(r);
         }
+        for (const trace::EventRecord& e : d.events)
+            if (e.kind == EventKind::ScalingMismatch && mismatches++ == 0) {
+                first_step = e.step;
+                first = QString::fromStdString(e.detail);
+            }
     });
     // Ranks without records yet take no part: slow_ranks() reports a rank whose time is
     // not a number, which is right for a lost rank, not for one still to report.
@@ -102,6 +129,9 @@ void RankHealthModel::refresh() {
     world_size_ = world;
     sum_type_ = sum_type_label(type);
     sum_bytes_ = sum_type_.isEmpty() ? 0 : dtype_size(type);
+    mismatches_ = mismatches;
+    first_mismatch_step_ = first_step;
+    first_mismatch_ = first;
     endResetModel();
 }
 
@@ -155,7 +185,23 @@ QString RankHealthModel::gradientSums() const {
     line += tr(", %1 of float32's (saves %2 MB)")
                 .arg(ratio == 2 ? tr("half") : tr("a quarter"), format_mb(per_rank * (ratio - 1)));
     if (last) line += tr("; last measured sum error %1 at step %2").arg(format_error(last->error)).arg(last->error_step);
+    // Every rank measures the same sums against the same shadow: any rank's latest will do.
+    const Row* fp8 = nullptr;
+    for (const Row& r : rows_)
+        if (r.fp8_step >= 0 && (!fp8 || r.fp8_step > fp8->fp8_step)) fp8 = &r;
+    if (fp8)
+        line += tr("; against BF16 sums: SNR %1 dB, underflow %2%, overflow %3% (step %4)")
+                    .arg(format_db(fp8->snr_db), format_pct(fp8->underflow_pct), format_pct(fp8->overflow_pct))
+                    .arg(fp8->fp8_step);
     return line;
+}
+
+QString RankHealthModel::scalingState() const {
+    if (mismatches_ == 0) return {};
+    return tr("Delayed scaling state differs across ranks: %n finding(s), the first at step %1: %2", nullptr,
+              mismatches_)
+        .arg(first_mismatch_step_)
+        .arg(first_mismatch_);
 }
 
 int RankHealthModel::rowCount(const QModelIndex& parent) const {
@@ -186,8 +232,14 @@ QVariant RankHealthModel::data(const QModelIndex& index, int role) const {
         return r.error_step < 0 ? (sum_bytes_ >= 4 || sum_type_.isEmpty() ? tr("not measured (float32 sums add none)")
                                                                            : tr("not measured yet"))
                                 : tr("relative L2 error the %1 sums added against float32 sums, measured at step %2")
-                                      .arg(sum_type_.isEmpty() ? tr("BF16 or FP8") : sum_type_)
-                                      .arg(r.error_step);
+                                          .arg(sum_type_.isEmpty() ? tr("BF16 or FP8") : sum_type_)
+                                          .arg(r.error_step) +
+                                      (r.fp8_step < 0 ? QString()
+                                                      : tr("; against BF16 sums at step %1: SNR %2 dB, underflow %3%, "
+                                                           "overflow %4%")
+                                                            .arg(r.fp8_step)
+                                                            .arg(format_db(r.snr_db), format_pct(r.underflow_pct),
+                                                                 format_pct(r.overflow_pct)));
     if (role == Qt::DisplayRole || role == Qt::ToolTipRole) {
         switch (index.column()) {
             case Rank: return rank;

@@ -6,7 +6,9 @@
 // Two columns show what the gradient sums cost: the median bytes a rank put into them per
 // step and the last measured error that compressed (BF16 or FP8) sums added against
 // float32 sums. The trace's meta says which type the sums travelled in (traces from
-// before it was recorded do not).
+// before it was recorded do not); FP8 sums are also measured against BF16 sums of the same
+// sample (SNR, underflow, overflow). A line of its own says when delayed scaling's state
+// differed across ranks (scaling_mismatch events).
 #pragma once
 
 #include <QAbstractTableModel>
@@ -37,6 +39,9 @@ public:
     // the type gets a line that names none ("in BF16 or FP8" when an error was measured).
     // Empty when no rank recorded the bytes (traces from before the field).
     QString gradientSums() const;
+    // When the ranks' delayed-scaling state differed: how many findings, the first's step
+    // and detail; empty when it never did.
+    QString scalingState() const;
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
@@ -52,6 +57,9 @@ private:
         double grad_mb = 0;            // median over steps; NaN when not recorded
         double error = 0;              // the last measured sum error, at error_step (-1: never)
         qint64 error_step = -1;
+        // FP8 sums against BF16 ones, at fp8_step (-1: never measured)
+        double snr_db = 0, underflow_pct = 0, overflow_pct = 0;
+        qint64 fp8_step = -1;
     };
     const SeriesStore* store_;
     std::vector<Row> rows_;
@@ -60,6 +68,9 @@ private:
     int world_size_ = 1;
     QString sum_type_;          // "FP8 E4M3", ...; empty when the trace does not say
     std::size_t sum_bytes_ = 0;  // bytes per gradient in that type
+    int mismatches_ = 0;         // scaling_mismatch events
+    qint64 first_mismatch_step_ = 0;
+    QString first_mismatch_;
 };
 
 }  // namespace fp8scope::views

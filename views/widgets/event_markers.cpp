@@ -27,6 +27,7 @@ QColor event_color(EventKind k) {
         case EventKind::LossSpike: return QColor(230, 120, 0);
         case EventKind::RecipeSwitch: return QColor(0, 110, 200);
         case EventKind::Health: return QColor(150, 40, 170);  // a rank slow, recovered or lost
+        case EventKind::ScalingMismatch: return QColor(200, 0, 130);  // ranks' scaling state apart
         default: return QColor(120, 120, 120);
     }
 }

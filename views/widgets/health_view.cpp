@@ -36,7 +36,7 @@ QTableView* make_table(QWidget* parent, QAbstractItemModel* model) {
 
 HealthView::HealthView(const ViewContext& context, QWidget* parent)
     : StoreView(context, "health", tr("Health"), parent), ranks_(context.store), events_(context.store) {
-    events_.showOnly(EventKind::Health);
+    events_.showOnly({EventKind::Health, EventKind::ScalingMismatch});
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     verdict_ = new QLabel(this);
@@ -53,6 +53,12 @@ HealthView::HealthView(const ViewContext& context, QWidget* parent)
     grad_sums_->setStyleSheet("QLabel { color: #333333; padding: 0px 8px 4px 8px; }");
     grad_sums_->hide();
     layout->addWidget(grad_sums_);
+    scaling_ = new QLabel(this);
+    scaling_->setTextFormat(Qt::PlainText);
+    scaling_->setWordWrap(true);
+    scaling_->setStyleSheet("QLabel { color: #a00000; background: #ffd7d7; padding: 4px 8px; }");
+    scaling_->hide();
+    layout->addWidget(scaling_);
 
     body_ = new QWidget(this);
     auto* body = new QHBoxLayout(body_);
@@ -129,6 +135,7 @@ HealthView::HealthView(const ViewContext& context, QWidget* parent)
 
 QString HealthView::verdict() const { return verdict_->text(); }
 QString HealthView::gradientSums() const { return grad_sums_->isHidden() ? QString() : grad_sums_->text(); }
+QString HealthView::scalingState() const { return scaling_->isHidden() ? QString() : scaling_->text(); }
 bool HealthView::plotsShown() const { return !body_->isHidden(); }
 
 void HealthView::showVerdict() {
@@ -143,6 +150,8 @@ void HealthView::showVerdict() {
     body_->setVisible(dp);
     grad_sums_->setText(ranks_.gradientSums());
     grad_sums_->setVisible(dp && !grad_sums_->text().isEmpty());
+    scaling_->setText(ranks_.scalingState());
+    scaling_->setVisible(dp && !scaling_->text().isEmpty());
     layout()->activate();  // the labels' new heights now, for the plots' sizes and a grab right after
 }
 

@@ -5,7 +5,8 @@
 // slow one, so a slow rank shows as high compute and low comm); the table of ranks
 // (medians, the slowest step, gradient megabytes and sum error, a flag on ranks more than
 // 10% slower than the median rank) with the flagged ranks' lines and rows in red; and the
-// job's health events. A single-process trace shows one line saying it has no health
+// job's health events. When the ranks' delayed-scaling state differed (a scaling_mismatch
+// event), a red line under the verdict says so and the events list the tensors. A single-process trace shows one line saying it has no health
 // records instead of empty plots.
 #pragma once
 
@@ -30,6 +31,7 @@ public:
     const EventsModel& healthEvents() const { return events_; }
     QString verdict() const;
     QString gradientSums() const;  // the line under the verdict; empty when it is hidden
+    QString scalingState() const;  // the red line on scaling mismatches; empty when hidden
     bool plotsShown() const;
     QCustomPlot* plot() const { return plot_; }
     QCPAxisRect* computeRect() const { return rects_[0]; }
@@ -43,6 +45,7 @@ private:
     void showVerdict();
     QLabel* verdict_;
     QLabel* grad_sums_;
+    QLabel* scaling_;
     QWidget* body_;
     QCustomPlot* plot_;
     QCPAxisRect* rects_[2];
