@@ -360,7 +360,7 @@ CommandMsg decode_command(std::string_view body) {
     return decode(body, [](Reader& r) {
         CommandMsg m;
         m.id = r.u32();
-        m.command.kind = r.enum_i32<CommandKind>(static_cast<std::int32_t>(CommandKind::Checkpoint));
+        m.command.kind = r.enum_i32<CommandKind>(static_cast<std::int32_t>(CommandKind::RecordKernels));
         m.command.run = r.i32();
         m.command.recipe = r.str();
         m.command.value = r.i64();

@@ -21,7 +21,8 @@
 // (2: OpName; 3: kernel fields of Op; 4: RankStep, and rank and world_size in Meta; 5:
 // grad_dtype in Meta; 6: a Step's step time in milliseconds, step_ms, where it was in
 // seconds, and baseline_run in Meta; 7: the runs' precision plans in Meta; 8: the outlier
-// injections in Meta, and the injection event kind). Versions kOldestVersion..kVersion differ only in Meta, whose body carries its
+// injections in Meta, and the injection event kind; 9: kernel_timings and kernel_window in
+// Meta, and the RecordKernels command). Versions kOldestVersion..kVersion differ only in Meta, whose body carries its
 // version and the fields of that version (WireSince in record_fields.h), and in the unit
 // of Step's step time (frame and decode_step take the session's version): the engine
 // answers a Hello of any of them in the Hello's version, and a client refused by an engine
@@ -38,7 +39,7 @@
 
 namespace fp8scope::live::wire {
 
-constexpr std::uint32_t kVersion = 8;
+constexpr std::uint32_t kVersion = 9;
 constexpr std::uint32_t kStepMsVersion = 6;     // Steps before it carry the step time in seconds
 constexpr std::uint32_t kOldestVersion = 4;       // the oldest an engine and a client still speak
 constexpr std::string_view kMagic = "fp8scope";   // 8 bytes at the start of Hello and Meta
