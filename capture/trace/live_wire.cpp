@@ -281,6 +281,7 @@ std::string frame(const trace::BlockMapRecord& r) { return frame_of(Msg::BlockMa
 std::string frame(const trace::OpRecord& r) { return frame_of(Msg::Op, r); }
 std::string frame(const trace::OpNameRecord& r) { return frame_of(Msg::OpName, r); }
 std::string frame(const trace::RankStepRecord& r) { return frame_of(Msg::RankStep, r); }
+std::string frame(const trace::KernelStepRecord& r) { return frame_of(Msg::KernelStep, r); }
 
 std::string frame(const CommandMsg& m) {
     Writer w(Msg::Command);
@@ -345,6 +346,10 @@ trace::BlockMapRecord decode_blockmap(std::string_view body) {
 trace::OpRecord decode_op(std::string_view body) { return decode(body, get_record<trace::OpRecord>); }
 trace::RankStepRecord decode_rank_step(std::string_view body) {
     return decode(body, get_record<trace::RankStepRecord>);
+}
+
+trace::KernelStepRecord decode_kernel_step(std::string_view body) {
+    return decode(body, get_record<trace::KernelStepRecord>);
 }
 
 trace::OpNameRecord decode_op_name(std::string_view body) {

@@ -26,7 +26,7 @@ struct TraceBatch {
     std::vector<trace::OpNameRecord> op_names;  // kernel names seen after the trace began
     std::vector<trace::RankStepRecord> ranks;   // a data-parallel run's per-rank step times
     std::vector<trace::GemmErrorRecord> gemm_errors;  // GEMM output errors at capture steps
-    std::vector<trace::KernelStepRecord> kernel_steps;  // per-step kernel sums (not on the live stream)
+    std::vector<trace::KernelStepRecord> kernel_steps;  // per-step kernel sums
 
     // Files one record under its kind (the live stream delivers them one at a time).
     void add(const trace::StepRecord& r) { steps.push_back(r); }
