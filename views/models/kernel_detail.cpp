@@ -3,14 +3,12 @@
 
 #include <QCoreApplication>
 
-#include "models/kernel_kind.h"
-
 namespace fp8scope::views {
 
 bool has_kernel_records(const RunData& rd, std::int64_t step) {
     const auto [lo, hi] = rd.ops_of_step(step);
     for (auto i = lo; i < hi; ++i)
-        if (is_device(rd.ops[i])) return true;
+        if (rd.ops.device(i)) return true;
     return false;
 }
 
@@ -18,7 +16,7 @@ std::vector<std::int64_t> detailed_steps(const RunData& rd) {
     std::vector<std::int64_t> out;
     for (std::size_t i = 0; i < rd.ops.size(); ++i) {
         const std::int64_t s = rd.ops.step(i);
-        if ((out.empty() || out.back() != s) && is_device(rd.ops[i])) out.push_back(s);
+        if ((out.empty() || out.back() != s) && rd.ops.device(i)) out.push_back(s);
     }
     return out;
 }
