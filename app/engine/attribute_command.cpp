@@ -159,8 +159,9 @@ int run_attribute(const AttributeOptions& o) {
         if (!o.out.empty()) {
             trace::RecordingOptions ro;
             ro.out = o.out;
-            recording.emplace(ro, trace::run_trace_meta(config, replicas.trainer(), kEngineVersion, config.blockmap_every),
-                              replicas.trainer(), nullptr);
+            trace::TraceMeta meta = trace::run_trace_meta(config, replicas.trainer(), kEngineVersion, config.blockmap_every);
+            trace::set_kernel_policy(meta, ro.kernels, backend->device());
+            recording.emplace(ro, meta, replicas.trainer(), nullptr);
         }
         try {
             pass = replicas.train(steps);

@@ -31,10 +31,11 @@ int run_compact(const CompactOptions& o) {
         }
         const auto before = std::filesystem::file_size(o.in), after = std::filesystem::file_size(o.out);
         std::printf("%s -> %s: %llu -> %llu bytes (%.1fx smaller); %llu steps, %llu operands, %llu block maps, "
-                    "%llu ops read back the same\n",
+                    "%llu ops, %llu kernel sums read back the same\n",
                     o.in.c_str(), o.out.c_str(), (unsigned long long)before, (unsigned long long)after,
                     after ? double(before) / double(after) : 0.0, (unsigned long long)n.steps,
-                    (unsigned long long)n.operands, (unsigned long long)n.blockmaps, (unsigned long long)n.ops);
+                    (unsigned long long)n.operands, (unsigned long long)n.blockmaps, (unsigned long long)n.ops,
+                    (unsigned long long)n.kernel_steps);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "fp8scope-engine: error: %s\n", e.what());
         return 1;

@@ -64,6 +64,14 @@ int run_inspect(const InspectOptions& o) {
                                                       return a.layer < b.layer;
                                                   })->layer,
                     m.quantizers.size(), (long long)m.capture_every, (long long)m.blockmap_every);
+        // Format 5 and older kept every kernel record.
+        if (m.kernel_timings.empty())
+            std::printf("kernel timings: every record (format %d)\n", m.format_version);
+        else if (m.kernel_timings == "all" || m.kernel_timings == "off")
+            std::printf("kernel timings: %s\n", m.kernel_timings.c_str());
+        else
+            std::printf("kernel timings: %s, window %lld steps; sums every step\n", m.kernel_timings.c_str(),
+                        (long long)m.kernel_window);
         if (m.world_size > 1) {
             // Traces from before grad_dtype was recorded do not say the type.
             const std::string sums = m.grad_dtype.empty() ? "" : ", gradient sums in " + m.grad_dtype;

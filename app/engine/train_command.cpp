@@ -308,6 +308,7 @@ int run_train(const TrainOptions& o) {
                          o.resume.c_str(), resumed.world_size, resumed.batch_size,
                          resumed.world_size * resumed.batch_size, ranks, config.batch_size, ranks * config.batch_size);
         meta = trace::run_trace_meta(config, *trainer, kEngineVersion, config.blockmap_every, job->env());
+        trace::set_kernel_policy(meta, kernel_policy(o.trace), backend->device());  // the file and the stream say it
     } catch (const std::exception& e) {
         report(job->distributed() ? "rank " + std::to_string(job->env().rank) + ": " + e.what() : e.what());
         return 1;
@@ -337,7 +338,7 @@ int run_train(const TrainOptions& o) {
             trace::RecordingOptions ro;
             ro.out = trace_out;
             ro.flush_ms = o.trace.flush_ms;
-            ro.kernel_timings = o.trace.kernel_timings;
+            ro.kernels = kernel_policy(o.trace);
             ro.stop_on_trace_error = o.trace.on_error == "stop";
             ro.on_trace_error = [trace_out](const std::string& error, std::int64_t step, bool stopping) {
                 std::fprintf(stderr,

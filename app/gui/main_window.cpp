@@ -25,6 +25,7 @@
 #include "models/trace_file_loader.h"
 #include "run_control.h"
 #include "widgets/findings_view.h"
+#include "widgets/kernel_view.h"
 #include "widgets/report_view.h"
 
 using namespace fp8scope::views;
@@ -50,6 +51,10 @@ MainWindow::MainWindow(bool saved_layout) {
     connect(run_, &RunControl::error, this, &MainWindow::showError);
     connect(run_, &RunControl::sourceChanged, this,
             [this](const QString& title) { setWindowTitle(QStringLiteral("fp8scope - %1").arg(title)); });
+    if (auto* kernels = qobject_cast<KernelView*>(views_->view(QStringLiteral("kernels")))) {
+        connect(kernels, &KernelView::recordKernelsRequested, run_, &RunControl::recordKernels);
+        connect(run_, &RunControl::liveChanged, kernels, &KernelView::setLiveControl);
+    }
 
     start_page_ = new QLabel(this);
     start_page_->setAlignment(Qt::AlignCenter);

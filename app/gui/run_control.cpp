@@ -3,6 +3,7 @@
 #include "run_control.h"
 
 #include <QFileInfo>
+#include <QInputDialog>
 #include <QMenu>
 
 #include "attach_dialog.h"
@@ -119,13 +120,27 @@ void RunControl::fillMenu(QMenu* menu) {
     live_actions_ << menu->addAction(tr("&Resume"), this, [this] { send(CommandKind::Resume, tr("resume")); });
     live_actions_ << menu->addAction(tr("S&top run"), this, [this] { send(CommandKind::Stop, tr("stop")); });
     live_actions_ << menu->addAction(tr("&Checkpoint now"), this, [this] { send(CommandKind::Checkpoint, tr("checkpoint")); });
+    live_actions_ << menu->addAction(tr("Record &kernels of the next steps..."), this, [this] {
+        bool ok = false;
+        const int steps = QInputDialog::getInt(window_, tr("Record kernels"),
+                                               tr("Keep every kernel's record of the next steps:"), 20, 1, 100000, 1, &ok);
+        if (ok) recordKernels(steps);
+    });
     menu->addSeparator();
     stop_engine_ = menu->addAction(tr("&Kill launched engine"), this, [this] { engine_.stop(); });
     updateActions();
 }
 
+void RunControl::recordKernels(int steps) {
+    fp8scope::live::Command c;
+    c.kind = CommandKind::RecordKernels;
+    c.value = steps;
+    live_.send(c, tr("record the kernels of the next %1 steps").arg(steps));
+}
+
 void RunControl::updateActions() {
     for (QAction* a : live_actions_) a->setEnabled(live_.isAttached());
+    emit liveChanged(live_.isAttached());
     if (stop_engine_) stop_engine_->setEnabled(engine_.running());
 }
 

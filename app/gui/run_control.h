@@ -31,11 +31,14 @@ public:
     fp8scope::views::LiveSource* live() { return &live_; }
     // The run launched at startup: a small lock-step comparison with capture on.
     static fp8scope::views::LaunchSpec defaultSpec();
+    // Asks the attached run to keep every kernel record of the next `steps` steps.
+    void recordKernels(int steps);
 
 signals:
     void message(const QString& text);  // for the status bar
     void error(const QString& text);    // for a dialog
     void sourceChanged(const QString& title);
+    void liveChanged(bool attached);  // commands can be sent, or no longer
 
 private:
     void send(fp8scope::live::CommandKind kind, const QString& what);

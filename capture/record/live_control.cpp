@@ -27,6 +27,12 @@ CommandReply apply_command(Trainer& trainer, const Command& c) {
             trainer.set_capture_every(static_cast<int>(c.value));
             break;
         case CommandKind::Checkpoint: trainer.checkpoint_now(); break;
+        case CommandKind::RecordKernels:
+            if (c.value < 1 || c.value > kMaxKernelSteps)
+                return {false, "kernel records of " + std::to_string(c.value) + " steps asked, expected 1 to " +
+                                   std::to_string(kMaxKernelSteps)};
+            trainer.record_kernels(static_cast<int>(c.value));
+            break;
         default: return {false, "unknown command " + std::to_string(static_cast<int>(c.kind))};
         }
     } catch (const std::exception& e) {

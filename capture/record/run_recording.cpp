@@ -39,11 +39,12 @@ RunRecording::RunRecording(const RecordingOptions& o, TraceMeta meta, Trainer& t
         if (start.size() > std::size_t(kEventDetailChars)) start.resize(std::size_t(kEventDetailChars));
     }
     tee_.write(EventRecord{-1, trainer.steps_done(), EventKind::Start, start});
-    recorder_ = std::make_unique<TrainRecorder>(meta_, tee_, o.capture);
+    recorder_ = std::make_unique<TrainRecorder>(meta_, tee_, o.capture, o.kernels);
     trainer.add_observer(recorder_.get());
     for (int r = 0; r < trainer.runs(); ++r) trainer.set_capture_sink(r, recorder_->sink(r));
     // The CPU's ops are timed on the host already; a device's kernels need its tracer.
-    if (o.kernel_timings && trainer.backend().device() != Device::CPU) recorder_->trace_kernels(trainer.backend());
+    if (o.kernels.mode != KernelPolicy::Off && trainer.backend().device() != Device::CPU)
+        recorder_->trace_kernels(trainer.backend());
 }
 
 RunRecording::~RunRecording() {

@@ -22,7 +22,9 @@ struct RecordingOptions {
     std::string out;  // HDF5 trace file ("": none)
     int flush_ms = 500;
     StatsCaptureOptions capture;
-    bool kernel_timings = true;  // a GPU backend's kernels, copies and memsets (CUPTI)
+    // A GPU backend's kernels, copies and memsets (CUPTI): which steps keep their records
+    // (every step's sums are written unless it is Off).
+    KernelPolicy kernels;
     // When the trace file cannot be written (a full disk): stop training at the next step
     // boundary (its checkpoint is written as at any stop), or train on without the file.
     bool stop_on_trace_error = true;
@@ -33,8 +35,8 @@ struct RecordingOptions {
 
 class RunRecording {
 public:
-    // Creates the trace file (when options.out is set) with `meta` (run_trace_meta; a
-    // `server` must serve the same meta), hooks the recorder into `trainer` and records
+    // Creates the trace file (when options.out is set) with `meta` (run_trace_meta and
+    // set_kernel_policy with options.kernels; a `server` must serve the same meta), hooks the recorder into `trainer` and records
     // a Start event on both. Throws TraceError when the file cannot be created.
     RunRecording(const RecordingOptions& options, TraceMeta meta, Trainer& trainer, live::LiveServer* server);
     ~RunRecording();  // unhooks the recorder from the trainer's runs

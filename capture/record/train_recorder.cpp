@@ -97,8 +97,25 @@ TraceMeta run_trace_meta(const TrainConfig& config, const Trainer& trainer, cons
     return m;
 }
 
-TrainRecorder::TrainRecorder(const TraceMeta& meta, RecordSink& sink, StatsCaptureOptions options)
-    : meta_(meta), sink_(sink), ops_(meta.ops), kernels_(sink, ops_) {
+void set_kernel_policy(TraceMeta& meta, const KernelPolicy& policy, Device device) {
+    const bool on = policy.mode != KernelPolicy::Off && device != Device::CPU;
+    meta.kernel_timings = on ? policy.name() : "off";
+    meta.kernel_window = on && policy.mode != KernelPolicy::All ? policy.window : 0;
+}
+
+bool marks_kernel_window(EventKind kind) {
+    switch (kind) {
+    case EventKind::Rewind:
+    case EventKind::NonFinite:
+    case EventKind::LossSpike:
+    case EventKind::Health:
+    case EventKind::FirstNonFinite: return true;
+    default: return false;
+    }
+}
+
+TrainRecorder::TrainRecorder(const TraceMeta& meta, RecordSink& sink, StatsCaptureOptions options, KernelPolicy kernels)
+    : meta_(meta), sink_(sink), ops_(meta.ops), kernels_(sink, ops_, kernels), policy_(kernels) {
     for (std::size_t i = 0; i < meta.runs.size(); ++i)
         captures_.push_back(std::make_unique<StatsCapture>(static_cast<int>(i), meta, sink, ops_, options));
 }
@@ -119,17 +136,26 @@ void TrainRecorder::trace_kernels(Backend& backend) {
     }
     traced_ = &backend;
     for (auto& c : captures_) c->set_kernel_recorder(&kernels_);
-    event(EventKind::KernelTiming, "on: every kernel, copy and memset of " + std::string(device_name(backend.device())));
+    std::string kept = "records of every step";
+    if (policy_.mode == KernelPolicy::Capture)
+        kept = "records of capture steps and of " + std::to_string(policy_.window) + " steps around events";
+    else if (policy_.mode == KernelPolicy::Every)
+        kept = "records every " + std::to_string(policy_.every) + " steps and of " + std::to_string(policy_.window) +
+               " steps around events";
+    event(EventKind::KernelTiming, "on: every kernel, copy and memset of " + std::string(device_name(backend.device())) +
+                                       ": sums every step, " + kept);
 }
 
 void TrainRecorder::stop_kernels() {
     if (!traced_) return;
     traced_->flush_kernels();
+    kernels_.flush();
     const std::int64_t dropped = traced_->dropped_kernel_records();
     traced_->trace_kernels(nullptr);
     traced_ = nullptr;
     for (auto& c : captures_) c->set_kernel_recorder(nullptr);
-    event(EventKind::KernelTiming, "off: " + std::to_string(kernels_.recorded()) + " records, " +
+    event(EventKind::KernelTiming, "off: " + std::to_string(kernels_.summed()) + " timed, " +
+                                       std::to_string(kernels_.recorded()) + " records kept, " +
                                        std::to_string(dropped) + " dropped by the tracer");
 }
 
@@ -140,7 +166,7 @@ void TrainRecorder::on_step_begin(std::int64_t step, bool capture) {
     // Capture steps are 1, 1 + capture_every, ...; block maps on every blockmap_every-th step of those.
     bool maps = capture && meta_.blockmap_every > 0 && (step - 1) % meta_.blockmap_every == 0;
     for (auto& c : captures_) c->begin_step(step, capture, maps);
-    kernels_.begin_step(step);
+    kernels_.begin_step(step, capture);
 }
 
 void TrainRecorder::on_step(const fp8scope::StepRecord& r) {
@@ -165,7 +191,10 @@ void TrainRecorder::on_event(const TrainEvent& e) {
     int run = e.run >= 0 && e.run < static_cast<int>(meta_.runs.size()) ? e.run : -1;
     std::string detail = e.detail.substr(0, std::size_t(kEventDetailChars));  // the trace's column
     sink_.write(EventRecord{run, e.step, e.kind, std::move(detail)});
+    if (marks_kernel_window(e.kind)) kernels_.mark_event();
 }
+
+void TrainRecorder::on_kernel_request(std::int64_t steps) { kernels_.request(steps); }
 
 void TrainRecorder::on_rank_step(const fp8scope::RankStepRecord& r) {
     sink_.write(RankStepRecord{r.step, r.rank, r.compute_ms, r.comm_ms, r.step_ms, r.loss, r.grad_bytes, r.grad_error,

@@ -38,15 +38,27 @@ std::string run_name(const TrainConfig& config, int run);
 TraceMeta run_trace_meta(const TrainConfig& config, const Trainer& trainer, const std::string& tool_version,
                          std::int64_t blockmap_every, const LaunchEnv& job = {});
 
+// Says in `meta` which steps keep their kernel records: the policy's name and window, or
+// "off" when kernel timing is off or the backend has no device kernels (the CPU).
+void set_kernel_policy(TraceMeta& meta, const KernelPolicy& policy, Device device);
+
+// Events after which the steps around them keep their kernel records: a loss spike, a
+// rewind, a non-finite value, a health finding (a straggler, a lost rank).
+bool marks_kernel_window(EventKind kind);
+
 class TrainRecorder : public TrainObserver {
 public:
-    TrainRecorder(const TraceMeta& meta, RecordSink& sink, StatsCaptureOptions options = {});
+    // `kernels`: which steps keep their individual kernel records (every step's sums are
+    // written whenever kernel timing is on).
+    TrainRecorder(const TraceMeta& meta, RecordSink& sink, StatsCaptureOptions options = {},
+                  KernelPolicy kernels = {KernelPolicy::All, 0, 0});
     CaptureSink* sink(int run);
 
     ~TrainRecorder() override;
 
-    // Records every kernel, copy and memset `backend` runs, tagged with its op (one
-    // kernel_timing event says whether it is on, and why not); flushed after each step.
+    // Times every kernel, copy and memset `backend` runs, tagged with its op (one
+    // kernel_timing event says whether it is on, and why not): every step's sums, and the
+    // records of the steps the policy keeps; flushed after each step.
     void trace_kernels(Backend& backend);
     // Stops the kernel timing with a last flush; an event counts what the tracer dropped.
     void stop_kernels();
@@ -55,6 +67,7 @@ public:
     void on_step(const fp8scope::StepRecord& record) override;
     void on_event(const TrainEvent& event) override;
     void on_rank_step(const fp8scope::RankStepRecord& record) override;
+    void on_kernel_request(std::int64_t steps) override;
 
 private:
     void event(EventKind kind, std::string detail);
@@ -64,6 +77,7 @@ private:
     OpNames ops_;
     std::vector<std::unique_ptr<StatsCapture>> captures_;
     KernelRecorder kernels_;
+    KernelPolicy policy_;
     Backend* traced_ = nullptr;  // whose kernels are recorded
     std::int64_t step_ = 0;
 };

@@ -133,6 +133,7 @@ bool LiveClient::Impl::dispatch(const wire::FrameView& f, std::string& why) {
         case Msg::BlockMap: call(handlers.on_blockmap, wire::decode_blockmap(f.body)); return true;
         case Msg::Op: call(handlers.on_op, wire::decode_op(f.body)); return true;
         case Msg::RankStep: call(handlers.on_rank_step, wire::decode_rank_step(f.body, version)); return true;
+        case Msg::KernelStep: call(handlers.on_kernel_step, wire::decode_kernel_step(f.body)); return true;
         case Msg::OpName: {
             auto n = wire::decode_op_name(f.body);
             // Ids are handed out in order; any other would name the wrong ops from here on.

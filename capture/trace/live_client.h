@@ -24,6 +24,7 @@ struct ClientHandlers {
     // An op name that appeared after on_meta's table, before the records that use its id.
     std::function<void(const trace::OpNameRecord&)> on_op_name;
     std::function<void(const trace::RankStepRecord&)> on_rank_step;  // data-parallel runs
+    std::function<void(const trace::KernelStepRecord&)> on_kernel_step;  // a step's kernel sums
     std::function<void(const std::string& why)> on_closed;  // engine ended, connection lost
     // A consumer that takes records at its own pace (a GUI's redraws) lets the reader rest
     // this long after it emptied the socket, so that a step's records arrive in one read

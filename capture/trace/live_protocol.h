@@ -39,6 +39,7 @@ enum class CommandKind : std::int32_t {
     SwitchRecipe = 3,     // run (-1: every run), recipe
     SetCaptureEvery = 4,  // value: capture operand statistics every N steps (0: off)
     Checkpoint = 5,       // write a checkpoint now
+    RecordKernels = 6,    // value: keep every kernel's record of the next N steps
 };
 
 struct Command {

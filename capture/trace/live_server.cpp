@@ -123,10 +123,10 @@ struct LiveServer::Impl {
     void enqueue_locked(Client& c, const Frame& f);
     void enqueue(Client& c, std::string bytes);
     // Queues `bytes` (`older` for clients of a version before `older_below`, when not
-    // empty) for every client; `keep` first files it, under the same lock, where a client
-    // that connects later will find it.
+    // empty) for every client of version `since` or later; `keep` first files it, under the
+    // same lock, where a client that connects later will find it.
     void publish(std::string bytes, const std::function<void(const Frames&)>& keep = {}, std::string older = {},
-                 std::uint32_t older_below = wire::kStepMsVersion);
+                 std::uint32_t older_below = wire::kStepMsVersion, std::uint32_t since = 0);
     void keep_history(std::int64_t step, const Frames& f);
     void keep_start(const trace::EventRecord& r);
     void resume_if_pausers_left(const std::vector<std::unique_ptr<Client>>& leaving);
@@ -148,7 +148,7 @@ void LiveServer::Impl::enqueue(Client& c, std::string bytes) {
 }
 
 void LiveServer::Impl::publish(std::string bytes, const std::function<void(const Frames&)>& keep,
-                               std::string older, std::uint32_t older_below) {
+                               std::string older, std::uint32_t older_below, std::uint32_t since) {
     if (bytes.size() > wire::kMaxFrame + 4) return;  // no client would accept it
     Frames f{std::make_shared<const std::string>(std::move(bytes)),
              older.empty() ? nullptr : std::make_shared<const std::string>(std::move(older)), older_below};
@@ -156,7 +156,7 @@ void LiveServer::Impl::publish(std::string bytes, const std::function<void(const
         std::lock_guard lock(mu);
         if (keep) keep(f);
         for (auto& c : clients)
-            if (c->authed) enqueue_locked(*c, f.of(c->version));
+            if (c->authed && c->version >= since) enqueue_locked(*c, f.of(c->version));
     }
     waker.wake();
 }
@@ -508,6 +508,10 @@ void LiveServer::publish(const trace::RankStepRecord& r) {
     impl_->publish(
         wire::frame(r), [this, &r](const Frames& f) { impl_->keep_history(r.step, f); },
         wire::frame(r, wire::kRankSumVersion - 1), wire::kRankSumVersion);
+}
+
+void LiveServer::publish(const trace::KernelStepRecord& r) {
+    impl_->publish(wire::frame(r), {}, {}, wire::kStepMsVersion, wire::kKernelStepVersion);
 }
 
 int LiveServer::clients() const {

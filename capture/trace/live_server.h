@@ -50,6 +50,8 @@ public:
     void publish(const trace::OpNameRecord& r);
     // Kept with the step records: a late client gets the ranks of the steps it is sent.
     void publish(const trace::RankStepRecord& r);
+    // Sent to clients of version 9 and later; not kept for late clients (as op records).
+    void publish(const trace::KernelStepRecord& r);
 
     int clients() const;
 

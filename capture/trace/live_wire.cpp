@@ -286,6 +286,7 @@ std::string frame(const trace::RankStepRecord& r, std::uint32_t version) {
     wire_fields(r, version, [&](const auto& member, auto&&...) { put(w, member); });
     return w.finish();
 }
+std::string frame(const trace::KernelStepRecord& r) { return frame_of(Msg::KernelStep, r); }
 
 std::string frame(const CommandMsg& m) {
     Writer w(Msg::Command);
@@ -358,6 +359,10 @@ trace::RankStepRecord decode_rank_step(std::string_view body, std::uint32_t vers
     });
 }
 
+trace::KernelStepRecord decode_kernel_step(std::string_view body) {
+    return decode(body, get_record<trace::KernelStepRecord>);
+}
+
 trace::OpNameRecord decode_op_name(std::string_view body) {
     return decode(body, [](Reader& r) {
         auto n = get_record<trace::OpNameRecord>(r);
@@ -371,7 +376,7 @@ CommandMsg decode_command(std::string_view body) {
     return decode(body, [](Reader& r) {
         CommandMsg m;
         m.id = r.u32();
-        m.command.kind = r.enum_i32<CommandKind>(static_cast<std::int32_t>(CommandKind::Checkpoint));
+        m.command.kind = r.enum_i32<CommandKind>(static_cast<std::int32_t>(CommandKind::RecordKernels));
         m.command.run = r.i32();
         m.command.recipe = r.str();
         m.command.value = r.i64();

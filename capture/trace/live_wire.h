@@ -22,7 +22,9 @@
 // grad_dtype in Meta; 6: a Step's step time in milliseconds, step_ms, where it was in
 // seconds, and baseline_run in Meta; 7: the runs' precision plans in Meta; 8: the outlier
 // injections in Meta, and the injection event kind; 9: RankStep's FP8 gradient sum
-// figures, which a RankStep of an older version goes on without). Versions kOldestVersion..kVersion differ only in Meta, whose body carries its
+// figures, which a RankStep of an older version goes on without, kernel_timings and
+// kernel_window in Meta, the RecordKernels command and KernelStep, which clients of older
+// versions are not sent). Versions kOldestVersion..kVersion differ only in Meta, whose body carries its
 // version and the fields of that version (WireSince in record_fields.h), and in the unit
 // of Step's step time (frame and decode_step take the session's version): the engine
 // answers a Hello of any of them in the Hello's version, and a client refused by an engine
@@ -61,7 +63,9 @@ enum class Msg : std::uint8_t {
     Error = 11,
     OpName = 12,
     RankStep = 13,  // one rank's share of a data-parallel step
+    KernelStep = 14,  // a step's kernel sum (since version 9; never sent to older clients)
 };
+constexpr std::uint32_t kKernelStepVersion = 9;
 
 // Why the engine refused something; the client turns these into LiveError messages.
 enum class ErrorCode : std::uint32_t {
@@ -119,6 +123,7 @@ std::string frame(const trace::BlockMapRecord& r);
 std::string frame(const trace::OpRecord& r);
 std::string frame(const trace::OpNameRecord& r);
 std::string frame(const trace::RankStepRecord& r, std::uint32_t version = kVersion);
+std::string frame(const trace::KernelStepRecord& r);
 std::string frame(const CommandMsg& m);
 std::string frame(const ReplyMsg& m);
 std::string frame(const ErrorMsg& m);
@@ -136,6 +141,7 @@ trace::OpRecord decode_op(std::string_view body);
 // Also refuses a negative id and an empty name.
 trace::OpNameRecord decode_op_name(std::string_view body);
 trace::RankStepRecord decode_rank_step(std::string_view body, std::uint32_t version = kVersion);
+trace::KernelStepRecord decode_kernel_step(std::string_view body);
 CommandMsg decode_command(std::string_view body);
 ReplyMsg decode_reply(std::string_view body);
 ErrorMsg decode_error(std::string_view body);

@@ -47,6 +47,7 @@ struct TraceFile {
     Dataset operands, errors, histogram, channel_absmax, top, amax_history;
     Dataset blockmaps, block_absmax, block_scale_inv, block_sqnr;
     Dataset ops;
+    Dataset kernel_steps;  // since format 6; older files' sums are made from ops (kernel_steps.h)
     Dataset ranks;  // absent (no dataset) in files without rank records
     Dataset gemm_errors;  // absent in files from before output errors were recorded
     Dataset precision;  // absent in files from before the runs' precision plans were recorded

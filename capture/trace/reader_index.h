@@ -31,6 +31,8 @@ struct OpRows {
     hsize_t first, count;
 };
 std::vector<std::vector<OpRows>> op_rows;
+std::vector<std::vector<OpRows>> kernel_step_rows;  // the same for /kernel_steps
+hsize_t indexed_kernel_steps = 0;
 hsize_t indexed_steps = 0, indexed_events = 0, indexed_scaling = 0, indexed_operands = 0,
         indexed_blockmaps = 0, indexed_ops = 0, indexed_ranks = 0, indexed_gemm_errors = 0;
 

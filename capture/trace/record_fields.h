@@ -70,6 +70,8 @@ constexpr void visit_fields(S& m, V&& v) {
     v("baseline_run", m.baseline_run, WireSince{6});  // likewise
     v("precision", m.precision, WireSince{7});         // an optional table: no new format version
     v("injections", m.injections, WireSince{8});       // likewise
+    v("kernel_timings", m.kernel_timings, WireSince{9});  // an attribute: as grad_dtype
+    v("kernel_window", m.kernel_window, WireSince{9});
 }
 
 template <fields::Of<InjectionRecord> S, class V>
@@ -201,6 +203,21 @@ constexpr void visit_fields(S& g, V&& v) {
     v("sqnr_db", g.sqnr_db);
     v("rel_err", g.rel_err);
     v("max_abs_err", g.max_abs_err);
+}
+
+template <fields::Of<KernelStepRecord> S, class V>
+constexpr void visit_fields(S& k, V&& v) {
+    v("run", k.run, IdIn{NameTable::Runs});
+    v("step", k.step);
+    v("op", k.op, IdIn{NameTable::Ops});
+    v("parent", k.parent, IdIn{NameTable::Ops});
+    v("kind", k.kind, fields::Last<OpKind>{OpKind::Memset});
+    v("detailed", k.detailed);
+    v("count", k.count);
+    v("total_ns", k.total_ns);
+    v("min_ns", k.min_ns);
+    v("max_ns", k.max_ns);
+    v("bytes", k.bytes);
 }
 
 template <fields::Of<OpNameRecord> S, class V>

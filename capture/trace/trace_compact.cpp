@@ -33,6 +33,7 @@ void for_each_record(const TraceReader& r, const std::function<void(Record)>& pu
                         if (operand_slot(l, g, o) >= 0)
                             for (auto& x : r.blockmaps({run, step, l, g, o})) put(std::move(x));
         for (auto& x : r.ops(run, INT64_MIN, INT64_MAX)) put(std::move(x));
+        for (auto& x : r.kernel_steps(run, INT64_MIN, INT64_MAX)) put(std::move(x));
         for (auto& x : r.gemm_errors(run)) put(std::move(x));
     }
     for (auto& x : r.events()) put(std::move(x));
@@ -134,6 +135,7 @@ CompactCounts compact_trace(const std::string& in, const std::string& out) {
             else if constexpr (std::is_same_v<T, OpRecord>) ++n.ops;
             else if constexpr (std::is_same_v<T, RankStepRecord>) ++n.ranks;
             else if constexpr (std::is_same_v<T, GemmErrorRecord>) ++n.gemm_errors;
+            else if constexpr (std::is_same_v<T, KernelStepRecord>) ++n.kernel_steps;
         }, rec);
         w.write(std::move(rec));
     });
@@ -149,7 +151,8 @@ std::string compare_traces(const std::string& a_path, const std::string& b_path)
         ma.quantizers != mb.quantizers || ma.training_recipes != mb.training_recipes ||
         ma.config_json != mb.config_json || ma.created != mb.created || ma.machine != mb.machine ||
         ma.capture_every != mb.capture_every || ma.blockmap_every != mb.blockmap_every || ma.rank != mb.rank ||
-        ma.world_size != mb.world_size || ma.baseline_run != mb.baseline_run)
+        ma.world_size != mb.world_size || ma.baseline_run != mb.baseline_run ||
+        ma.kernel_timings != mb.kernel_timings || ma.kernel_window != mb.kernel_window)
         return "the metadata differs";
     std::vector<Record> ra, rb;
     for_each_record(a, [&](Record r) { ra.push_back(std::move(r)); });

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 
+#include "kernel_steps.h"
 #include "reader_decode.h"
 #include "reader_file.h"
 #include "reader_index.h"
@@ -96,6 +97,11 @@ std::vector<std::int64_t> TraceReader::row_steps(int run, std::int64_t from, std
         out.push_back(it->first.second);
     if (run >= 0 && run < static_cast<int>(d.index.op_rows.size())) {
         const auto& v = d.index.op_rows[run];
+        auto lo = std::lower_bound(v.begin(), v.end(), from, [](const auto& a, std::int64_t s) { return a.step < s; });
+        for (auto it = lo; it != v.end() && it->step <= to; ++it) out.push_back(it->step);
+    }
+    if (run >= 0 && run < static_cast<int>(d.index.kernel_step_rows.size())) {
+        const auto& v = d.index.kernel_step_rows[run];
         auto lo = std::lower_bound(v.begin(), v.end(), from, [](const auto& a, std::int64_t s) { return a.step < s; });
         for (auto it = lo; it != v.end() && it->step <= to; ++it) out.push_back(it->step);
     }
@@ -205,15 +211,24 @@ std::vector<BlockMapRecord> TraceReader::blockmaps(const OperandKey& key) const 
     return out;
 }
 
+namespace {
+
+// The rows of the steps in [from, to] of a step-ordered run index.
+std::vector<hsize_t> rows_in(const std::vector<TraceIndex::OpRows>& v, std::int64_t from, std::int64_t to) {
+    std::vector<hsize_t> idx;
+    auto lo = std::lower_bound(v.begin(), v.end(), from, [](const auto& a, std::int64_t s) { return a.step < s; });
+    for (auto it = lo; it != v.end() && it->step <= to; ++it)
+        for (hsize_t k = 0; k < it->count; ++k) idx.push_back(it->first + k);
+    return idx;
+}
+
+}  // namespace
+
 std::vector<OpRecord> TraceReader::ops(int run, std::int64_t from, std::int64_t to) const {
     const Impl& d = *impl_;
     std::vector<OpRecord> out;
     if (run < 0 || run >= static_cast<int>(d.index.op_rows.size())) return out;
-    const auto& v = d.index.op_rows[run];
-    auto lo = std::lower_bound(v.begin(), v.end(), from, [](const auto& a, std::int64_t s) { return a.step < s; });
-    std::vector<hsize_t> idx;
-    for (auto it = lo; it != v.end() && it->step <= to; ++it)
-        for (hsize_t k = 0; k < it->count; ++k) idx.push_back(it->first + k);
+    const std::vector<hsize_t> idx = rows_in(d.index.op_rows[run], from, to);
     const auto rows = d.file.read_table_at(d.file.ops, idx);
     out.resize(idx.size());
     for (std::size_t i = 0; i < idx.size(); ++i) {
@@ -223,6 +238,30 @@ std::vector<OpRecord> TraceReader::ops(int run, std::int64_t from, std::int64_t 
             throw d.file.fail(std::string(s::kOpTimes) + " row " + std::to_string(idx[i]) + ": op " +
                               std::to_string(r.op) + " is not in /meta/ops");
     }
+    return out;
+}
+
+std::vector<KernelStepRecord> TraceReader::kernel_steps(int run, std::int64_t from, std::int64_t to) const {
+    const Impl& d = *impl_;
+    std::vector<KernelStepRecord> out;
+    if (run < 0 || run >= static_cast<int>(d.meta.runs.size())) return out;
+    if (d.file.format_version < 6) {
+        // Records with no op are tagged run 0 whichever run they belong to: every run's
+        // records of the steps go into the sums.
+        std::vector<OpRecord> all;
+        for (int r = 0; r < static_cast<int>(d.meta.runs.size()); ++r)
+            for (OpRecord& o : ops(r, from, to))
+                if (o.device >= 0) all.push_back(o);
+        for (KernelStepRecord& k : sum_kernel_steps(std::move(all), true))
+            if (k.run == run) out.push_back(k);
+        return out;
+    }
+    if (run >= static_cast<int>(d.index.kernel_step_rows.size())) return out;
+    const std::vector<hsize_t> idx = rows_in(d.index.kernel_step_rows[run], from, to);
+    const auto rows = d.file.read_table_at(d.file.kernel_steps, idx);
+    out.resize(idx.size());
+    for (std::size_t i = 0; i < idx.size(); ++i)
+        s::get_row<s::KernelStepTable>(rows.data() + i * d.file.kernel_steps.layout.size, out[i]);
     return out;
 }
 

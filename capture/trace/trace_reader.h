@@ -48,7 +48,7 @@ public:
     std::vector<GemmErrorRecord> gemm_errors(int run) const;
     // Per-step amax/scale of every operand slot, steps in [from, to].
     std::vector<ScalingRecord> scaling(int run, std::int64_t from, std::int64_t to) const;
-    // The steps in [from, to] that have scaling or op rows, ascending, each once: a
+    // The steps in [from, to] that have scaling, op or kernel-sum rows, ascending, each once: a
     // reader that walks these does work in proportion to the rows, never to the range
     // (one step far from the others, a flipped sign bit, is one step, not 2^63).
     std::vector<std::int64_t> row_steps(int run, std::int64_t from, std::int64_t to) const;
@@ -62,6 +62,10 @@ public:
     std::vector<BlockMapRecord> blockmaps(const OperandKey& key) const;
 
     std::vector<OpRecord> ops(int run, std::int64_t from, std::int64_t to) const;
+    // The per-step sums of `run`'s device records, steps in [from, to], in file order per
+    // step. A file from before they were written (format 5 and older, which kept every
+    // record) gets them made from its /ops rows (sum_kernel_steps, every step detailed).
+    std::vector<KernelStepRecord> kernel_steps(int run, std::int64_t from, std::int64_t to) const;
 
 private:
     struct Impl;

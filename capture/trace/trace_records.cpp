@@ -131,6 +131,14 @@ std::string check_record(const TraceMeta& m, std::size_t ops, const Record& reco
         if (r->linear < 0 || r->linear >= static_cast<int>(m.linears.size()))
             return "gemm error: " + out_of_range("linear", r->linear, m.linears.size());
         if (static_cast<int>(r->gemm) > 2) return "gemm error: " + out_of_range("gemm", static_cast<int>(r->gemm), 3);
+    } else if (auto* r = std::get_if<KernelStepRecord>(&record)) {
+        if (auto e = check_run(m, r->run); !e.empty()) return "kernel step: " + e;
+        if (r->op < 0 || static_cast<std::size_t>(r->op) >= ops) return "kernel step: " + out_of_range("op", r->op, ops);
+        if (r->parent < -1 || r->parent >= static_cast<long long>(ops))
+            return "kernel step: " + out_of_range("parent", r->parent, ops);
+        if (r->count < 1 || r->min_ns > r->max_ns)
+            return "kernel step: count " + std::to_string(r->count) + ", min_ns " + std::to_string(r->min_ns) +
+                   ", max_ns " + std::to_string(r->max_ns) + " are not the figures of calls";
     } else if (auto* r = std::get_if<RankStepRecord>(&record)) {
         if (r->rank < 0 || r->rank >= m.world_size) return "rank step: " + out_of_range("rank", r->rank, m.world_size);
     } else if (auto* r = std::get_if<OpNameRecord>(&record)) {

@@ -102,6 +102,13 @@ struct TraceMeta {
     // The config's outlier injections, a row per index (/meta/injections); empty without
     // injections and in traces from before they were recorded.
     std::vector<InjectionRecord> injections;
+    // Which steps keep their individual kernel records (/ops) beside the per-step sums
+    // every step gets (/kernel_steps): "all", "capture" (capture steps and windows around
+    // events), "every=N", "off"; empty in traces from before kernel timing was windowed
+    // (format 5 and older), which kept every record. kernel_window: the steps before and
+    // after an event whose records are kept.
+    std::string kernel_timings;
+    std::int64_t kernel_window = 0;
 };
 
 // The rows of `precision` of one run, indexed linear * 3 + gemm; empty when not recorded.
@@ -233,6 +240,23 @@ struct OpRecord {
     std::int64_t bytes = 0;     // copies and memsets
 };
 
+// The device records of one run's step summed per kernel name, the op it ran in and
+// record kind (/kernel_steps, since format 6): written every step, so statistics over
+// the run cover every step, also where the individual records (OpRecord) were not kept.
+// Records launched outside every op are given to their run by time, as the Kernels view
+// does (kernel_steps.h).
+struct KernelStepRecord {
+    std::int32_t run = 0;
+    std::int64_t step = 0;
+    std::int32_t op = 0;        // id into TraceMeta::ops: the kernel's name
+    std::int32_t parent = -1;   // the op it ran in, -1 none
+    OpKind kind = OpKind::Kernel;
+    std::int32_t detailed = 0;  // 1: this step's individual records are in /ops too
+    std::int64_t count = 0;
+    std::int64_t total_ns = 0, min_ns = 0, max_ns = 0;  // device time of the calls
+    std::int64_t bytes = 0;     // copies and memsets
+};
+
 // An op or kernel name that appeared after the trace started (CUPTI kernel names are not
 // known in advance): it becomes TraceMeta::ops[id]; ids are handed out in order.
 struct OpNameRecord {
@@ -243,7 +267,7 @@ struct OpNameRecord {
 
 // Any record, as queued for the writer and sent over the live stream.
 using Record = std::variant<StepRecord, EventRecord, ScalingRecord, OperandRecord, BlockMapRecord,
-                            OpRecord, OpNameRecord, RankStepRecord, GemmErrorRecord>;
+                            OpRecord, OpNameRecord, RankStepRecord, GemmErrorRecord, KernelStepRecord>;
 
 // Where records go: the trace writer, the live server, or both.
 class RecordSink {

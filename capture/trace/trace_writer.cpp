@@ -169,6 +169,7 @@ struct TraceWriter::Impl {
     RowTable<s::BlockMapTable> blockmaps;
     Table block_absmax, block_scale_inv, block_sqnr;
     RowTable<s::OpTable> ops;
+    RowTable<s::KernelStepTable> kernel_steps;
     RowTable<s::RankTable> ranks;
     RowTable<s::GemmErrorTable> gemm_errors;
     RowTable<s::PrecisionTable> precision;
@@ -315,6 +316,7 @@ struct TraceWriter::Impl {
         block_scale_inv = make_floats(s::kBlockScaleInv, 16384, Storage::Padded);  // the scales: exact
         block_sqnr = make_bfloat16s(s::kBlockSqnr, 16384, Storage::Padded);
         ops = make_table<s::OpTable>(s::kOpTimes, 1024, Storage::WholeChunks);
+        kernel_steps = make_table<s::KernelStepTable>(s::kKernelSteps, 4096, Storage::WholeChunks);
         ranks = make_table<s::RankTable>(s::kRanks, 512);
         gemm_errors = make_table<s::GemmErrorTable>(s::kGemmErrors, 512);
 
@@ -387,6 +389,7 @@ struct TraceWriter::Impl {
         blockmaps.add(r, span);
     }
     void add(const OpRecord& r) { ops.add(r); }
+    void add(const KernelStepRecord& r) { kernel_steps.add(r); }
     void add(const OpNameRecord& r) { ops_names.add(r.name); }
     void add(const RankStepRecord& r) { ranks.add(r); }
     void add(const GemmErrorRecord& r) { gemm_errors.add(r); }
@@ -397,7 +400,7 @@ struct TraceWriter::Impl {
         Table* tables[] = {&runs, &linears, &quantizers, &training_recipes, &ops_names, &gemms, &operands_names,
                            &event_kinds, &steps, &events, &scaling_index, &scaling_amax, &scaling_scale, &operands,
                            &errors, &histogram, &channel_absmax, &top, &amax_history, &blockmaps, &block_absmax,
-                           &block_scale_inv, &block_sqnr, &ops, &ranks, &gemm_errors, &precision,
+                           &block_scale_inv, &block_sqnr, &ops, &kernel_steps, &ranks, &gemm_errors, &precision,
                            &injections};
         for (Table* t : tables) t->dset.reset();
         file.reset();
@@ -411,7 +414,7 @@ struct TraceWriter::Impl {
     std::vector<const Table*> all_tables() const {
         return {&ops_names, &steps, &events, &scaling_index, &scaling_amax, &scaling_scale, &operands, &errors,
                 &histogram, &channel_absmax, &top, &amax_history, &blockmaps, &block_absmax, &block_scale_inv,
-                &block_sqnr, &ops, &ranks, &gemm_errors};
+                &block_sqnr, &ops, &kernel_steps, &ranks, &gemm_errors};
     }
 
     // Data first, then the rows that point into it, each flushed before the next group.
@@ -419,7 +422,8 @@ struct TraceWriter::Impl {
     void flush_file(bool everything) {
         Table* data[] = {&histogram, &channel_absmax, &top, &amax_history, &errors, &block_absmax,
                          &block_scale_inv, &block_sqnr, &scaling_amax, &scaling_scale, &ops_names};
-        Table* owners[] = {&operands, &blockmaps, &scaling_index, &steps, &events, &ops, &ranks, &gemm_errors};
+        Table* owners[] = {&operands, &blockmaps, &scaling_index, &steps, &events, &ops, &kernel_steps, &ranks,
+                           &gemm_errors};
         for (Table* t : data) {
             bool had = t->pending_rows() > 0;
             t->write();

@@ -26,11 +26,14 @@ std::string invalid(const ControlRequest& r, int runs, const RecipeBook& book) {
     case ControlRequest::CaptureEvery:
         if (r.value < 0) return "capture interval " + std::to_string(r.value) + " is negative";
         break;
+    case ControlRequest::KernelSteps:
+        if (r.value < 1) return "kernel records of " + std::to_string(r.value) + " steps asked, expected 1 or more";
+        break;
     case ControlRequest::Checkpoint:
         break;
     }
     if (r.kind != ControlRequest::Switch && r.run != -1) return "run " + std::to_string(r.run) + " given, expected -1";
-    if (r.kind != ControlRequest::CaptureEvery && r.value != 0)
+    if (r.kind != ControlRequest::CaptureEvery && r.kind != ControlRequest::KernelSteps && r.value != 0)
         return "value " + std::to_string(r.value) + " given, expected 0";
     return {};
 }
@@ -57,8 +60,8 @@ std::deque<ControlRequest> decode_requests(const std::string& text, int runs, co
         std::istringstream fields(line);
         int kind = 0;
         ControlRequest r{ControlRequest::Stop, -1, {}, 0};
-        if (!(fields >> kind >> r.run >> r.value) || kind < ControlRequest::Pause || kind > ControlRequest::CaptureEvery)
-            throw unreadable("expected \"kind run value text\" with kind 0..5");
+        if (!(fields >> kind >> r.run >> r.value) || kind < ControlRequest::Pause || kind > ControlRequest::KernelSteps)
+            throw unreadable("expected \"kind run value text\" with kind 0..6");
         r.kind = ControlRequest::Kind(kind);
         if (fields.get() != ' ') throw unreadable("no space before the text");
         std::getline(fields, r.text);

@@ -1,5 +1,5 @@
 // A control request to a running trainer (pause, resume, stop, switch a run's recipe,
-// checkpoint now, a new capture interval), made from another thread and applied between
+// checkpoint now, a new capture interval, keep the next steps' kernel records), made from another thread and applied between
 // steps. Ranks of a data-parallel job send rank 0's to each other as text.
 #pragma once
 
@@ -11,10 +11,10 @@
 namespace fp8scope {
 
 struct ControlRequest {
-    enum Kind { Pause, Resume, Stop, Switch, Checkpoint, CaptureEvery } kind;
+    enum Kind { Pause, Resume, Stop, Switch, Checkpoint, CaptureEvery, KernelSteps } kind;
     int run = -1;
     std::string text;  // recipe name, checkpoint path or why a resume came
-    int value = 0;     // capture interval
+    int value = 0;     // capture interval; KernelSteps: how many steps
 };
 
 // One line per request, "kind run value text" (recipe names and paths hold no newline).
@@ -22,7 +22,7 @@ std::string encode_requests(const std::deque<ControlRequest>& requests);
 // The requests of a job of `runs` runs whose recipes are `book`'s (built-in and the config's
 // custom ones, the same on every rank). Throws std::runtime_error naming a line it cannot
 // read or one no rank 0 sends: pause or resume, a run outside the job or an unknown recipe
-// to switch to, a negative capture interval, a run or value a request has no use for.
+// to switch to, a negative capture interval, no steps of kernel records, a run or value a request has no use for.
 std::deque<ControlRequest> decode_requests(const std::string& text, int runs, const RecipeBook& book = RecipeBook());
 
 }  // namespace fp8scope

@@ -61,6 +61,9 @@ public:
     virtual void on_event(const TrainEvent& /*event*/) {}
     // Data-parallel runs: every rank's record of a step, after on_step of that step.
     virtual void on_rank_step(const RankStepRecord& /*record*/) {}
+    // Before the step of on_step_begin: keep every kernel's record of `steps` steps from
+    // it on (a live request, Trainer::record_kernels).
+    virtual void on_kernel_request(std::int64_t /*steps*/) {}
 };
 
 }  // namespace fp8scope

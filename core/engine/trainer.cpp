@@ -134,6 +134,13 @@ void Trainer::set_capture_every(int every) {
     wake_.notify_all();
 }
 
+void Trainer::record_kernels(int steps) {
+    if (steps < 1) throw std::invalid_argument("record_kernels: " + std::to_string(steps) + " steps, expected 1 or more");
+    std::lock_guard lock(mu_);
+    requests_.push_back({Request::KernelSteps, -1, {}, steps});
+    wake_.notify_all();
+}
+
 void Trainer::emit(EventKind kind, int run, std::string detail) {
     TrainEvent e{kind, step_, run, std::move(detail)};
     for (auto* o : observers_) o->on_event(e);
@@ -175,6 +182,12 @@ void Trainer::apply(const Request& r) {
         case Request::CaptureEvery:
             config_.capture_every = r.value;
             emit(EventKind::CaptureInterval, -1, "every " + std::to_string(r.value) + " steps");
+            break;
+        case Request::KernelSteps:
+            emit(EventKind::KernelTiming, -1,
+                 "recording every kernel of steps " + std::to_string(step_ + 1) + " to " +
+                     std::to_string(step_ + r.value) + " (asked live)");
+            for (auto* o : observers_) o->on_kernel_request(r.value);
             break;
         case Request::Checkpoint: {
             if (sync_->writes_checkpoints()) write_checkpoint(r.text.empty() ? default_checkpoint_path() : r.text);

@@ -96,6 +96,9 @@ public:
     // Capture GEMM operands every `every` steps from the next step on (0: off). Throws
     // std::invalid_argument at once when negative.
     void set_capture_every(int every);
+    // Keep the individual kernel records of the next `steps` steps (the recorder's
+    // on_kernel_request); throws std::invalid_argument at once unless steps >= 1.
+    void record_kernels(int steps);
 
     // Trains until config.steps, stop() or an unrecoverable error.
     TrainSummary run();

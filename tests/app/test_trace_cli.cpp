@@ -238,7 +238,7 @@ TEST_F(TraceCli, MetaCsvHoldsTheRootAttributes) {
     ASSERT_EQ(rows.size(), 2u);
     EXPECT_EQ(rows[0], (std::vector<std::string>{"format_version", "tool_version", "created", "machine", "config",
                                                  "capture_every", "blockmap_every", "rank", "world_size",
-                                                 "grad_dtype", "baseline_run"}));
+                                                 "grad_dtype", "baseline_run", "kernel_timings", "kernel_window"}));
     ASSERT_EQ(rows[1].size(), rows[0].size());
     EXPECT_EQ(rows[1][0], std::to_string(fp8scope::trace::kFormatVersion));
     EXPECT_EQ(rows[1][5], "10");   // --capture-every 10
@@ -247,6 +247,8 @@ TEST_F(TraceCli, MetaCsvHoldsTheRootAttributes) {
     EXPECT_EQ(rows[1][8], "1");
     EXPECT_EQ(rows[1][9], "");
     EXPECT_EQ(rows[1][10], "0");  // --compare baseline,delayed
+    EXPECT_EQ(rows[1][11], "off");  // the CPU backend has no device kernels
+    EXPECT_EQ(rows[1][12], "0");
     const json config = json::parse(rows[1][4]);  // tiny.json's model
     EXPECT_EQ(config["model"]["d_model"], 32);
     EXPECT_EQ(config["model"]["n_layer"], 1);
@@ -280,12 +282,13 @@ TEST(TraceCliRanks, RanksCsvHoldsEveryRanksStepTimes) {
     EXPECT_EQ(second, "1,1,130.5,0.5,131.75,3.25,8000000,0.00125,31.5,0.25,0");
     const auto meta = read_csv(dir / "meta.csv");
     ASSERT_EQ(meta.size(), 2u);
-    ASSERT_EQ(meta[1].size(), 11u);
+    ASSERT_EQ(meta[1].size(), 13u);
     EXPECT_EQ(meta[0][0], "format_version");
     EXPECT_EQ(meta[1][0], std::to_string(fp8scope::trace::kFormatVersion));
-    // rank, world_size, grad_dtype, baseline_run (not recorded by this writer's caller)
+    // rank, world_size, grad_dtype, baseline_run, kernel_timings, kernel_window (the last
+    // three not recorded by this writer's caller)
     EXPECT_EQ(std::vector<std::string>(meta[1].begin() + 7, meta[1].end()),
-              (std::vector<std::string>{"0", "2", "bf16", "-2"}));
+              (std::vector<std::string>{"0", "2", "bf16", "-2", "", "0"}));
     r = engine("inspect " + trace.string());
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.out.find("data-parallel: written by rank 0 of 2, gradient sums in bf16, rank step records 2"),

@@ -323,4 +323,21 @@ TEST(TrainCli, BadInputIsAClearError) {
     r = run("--resume " + bad.string());
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("not an fp8scope checkpoint"), std::string::npos) << r.err;
+    for (const char* kept : {"every=0", "sometimes"}) {
+        r = run(tiny() + " --kernel-timings " + kept);
+        EXPECT_EQ(r.status, 2);
+        EXPECT_NE(r.err.find(std::string("kernel timings '") + kept + "': expected all, capture, every=N (N >= 1) or off"),
+                  std::string::npos) << r.err;
+    }
+}
+
+// A CPU run has no device kernels: its trace says kernel timing is off, whatever is asked.
+TEST(TrainCli, KernelTimingsAreSaidInTheTrace) {
+    const fs::path trace = scratch() / "kernels.h5";
+    Result r = run(tiny() + " --steps 2 --out " + trace.string() + " --kernel-timings every=5 --kernel-window 3");
+    ASSERT_EQ(r.status, 0) << r.err;
+    Result inspect = fp8scope::testing::run_engine("inspect " + trace.string(), scratch());
+    EXPECT_NE(inspect.out.find("kernel timings: off"), std::string::npos) << inspect.out;
+    r = run(tiny() + " --steps 2 --no-kernel-timings --out " + trace.string());
+    EXPECT_EQ(r.status, 0) << r.err;  // the old flag stays, as --kernel-timings off
 }

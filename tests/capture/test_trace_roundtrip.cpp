@@ -139,10 +139,10 @@ TEST(TraceRoundTrip, EveryQuantityComesBack) {
     EXPECT_FALSE(r.refresh());  // a finished file does not grow
 }
 
-// Every dataset of a format 5 file, each compound table's columns in order (an empty
+// Every dataset of a format 6 file, each compound table's columns in order (an empty
 // list: a dataset of plain numbers), as docs/trace-format.md lists them.
 using Columns = std::vector<std::string>;
-const std::map<std::string, Columns>& format5_datasets() {
+const std::map<std::string, Columns>& format6_datasets() {
     static const std::map<std::string, Columns> d = {
         {"/meta/runs", {"name", "recipe"}},
         {"/meta/linears", {"name", "layer", "in_features", "out_features"}},
@@ -188,12 +188,14 @@ const std::map<std::string, Columns>& format5_datasets() {
         // Written by every writer since GEMM output errors came (within format 4: older
         // files have none, test_trace_gemm_errors.cpp).
         {"/gemm_error", {"run", "step", "linear", "gemm", "sqnr_db", "rel_err", "max_abs_err"}},
+        // Since format 6: every step's kernel sums.
+        {"/kernel_steps", {"run", "step", "op", "parent", "kind", "detailed", "count", "total_ns", "min_ns", "max_ns", "bytes"}},
     };
     return d;
 }
 const std::vector<std::string> kRootAttributes = {"format", "format_version", "tool_version", "created", "machine",
                                                   "config", "capture_every", "blockmap_every", "rank", "world_size",
-                                                  "grad_dtype", "baseline_run"};
+                                                  "grad_dtype", "baseline_run", "kernel_timings", "kernel_window"};
 
 // The datasets under group `g` (path `at`), with their compound members in order.
 void collect(hid_t g, const std::string& at, std::map<std::string, Columns>& out) {
@@ -239,7 +241,7 @@ TEST(TraceRoundTrip, FileHoldsTheDatasetsAndColumnsOfItsFormat) {
     const std::string path = dir.file("run.h5");
     write_sample(path);
     const auto got = datasets_of(path);
-    const auto& want = format5_datasets();
+    const auto& want = format6_datasets();
     for (const auto& [ds, cols] : want) {
         auto it = got.find(ds);
         ASSERT_NE(it, got.end()) << "missing dataset " << ds;

@@ -16,11 +16,12 @@ namespace {
 TEST(ControlRequests, TravelAsTextAndBack) {
     const std::deque<ControlRequest> sent = {{ControlRequest::Switch, 1, "mxfp8", 0},
                                              {ControlRequest::Checkpoint, -1, "/tmp/a b.ckpt", 0},
-                                             {ControlRequest::CaptureEvery, -1, "", 25}};
+                                             {ControlRequest::CaptureEvery, -1, "", 25},
+                                             {ControlRequest::KernelSteps, -1, "", 40}};
     const std::string text = encode_requests(sent);
-    EXPECT_EQ(text, "3 1 0 mxfp8\n4 -1 0 /tmp/a b.ckpt\n5 -1 25 \n");
+    EXPECT_EQ(text, "3 1 0 mxfp8\n4 -1 0 /tmp/a b.ckpt\n5 -1 25 \n6 -1 40 \n");
     const std::deque<ControlRequest> got = decode_requests(text, 2);
-    ASSERT_EQ(got.size(), 3u);
+    ASSERT_EQ(got.size(), 4u);
     for (std::size_t i = 0; i < got.size(); ++i) {
         EXPECT_EQ(got[i].kind, sent[i].kind);
         EXPECT_EQ(got[i].run, sent[i].run);
@@ -32,7 +33,7 @@ TEST(ControlRequests, TravelAsTextAndBack) {
 
 TEST(ControlRequests, AnUnreadableLineIsNamed) {
     try {
-        decode_requests("9 0 0 x\n", 2);
+        decode_requests("9 0 0 x\n", 2);  // past KernelSteps
         FAIL() << "a kind past CaptureEvery was read";
     } catch (const std::runtime_error& e) {
         EXPECT_NE(std::string(e.what()).find("'9 0 0 x'"), std::string::npos) << e.what();
@@ -46,6 +47,8 @@ TEST(ControlRequests, ARequestNoRankZeroSendsIsRefusedWithItsField) {
         {"3 -1 0 mxfp8\n", "run -1 is outside 0..1"},
         {"3 0 0 nosuch\n", "nosuch"},
         {"5 -1 -3 \n", "capture interval -3 is negative"},
+        {"6 -1 0 \n", "kernel records of 0 steps asked"},
+        {"6 1 5 \n", "run 1 given, expected -1"},
         {"4 7 0 /tmp/a.ckpt\n", "run 7 given, expected -1"},
         {"4 -1 9 /tmp/a.ckpt\n", "value 9 given, expected 0"},
         {"0 -1 0 \n", "never travel"},

@@ -49,6 +49,7 @@ struct Collected {
     std::vector<trace::OpRecord> ops;
     std::vector<trace::OpNameRecord> op_names;
     std::vector<trace::RankStepRecord> rank_steps;
+    std::vector<trace::KernelStepRecord> kernel_steps;
     std::vector<std::string> closed;
 
     ClientHandlers handlers() {
@@ -69,6 +70,7 @@ struct Collected {
         h.on_op = keep(ops);
         h.on_op_name = keep(op_names);
         h.on_rank_step = keep(rank_steps);
+        h.on_kernel_step = keep(kernel_steps);
         h.on_closed = keep(closed);
         return h;
     }

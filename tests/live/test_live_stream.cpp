@@ -135,6 +135,7 @@ TEST_P(LiveStream, CommandsReachTheHandlerAndRepliesComeBack) {
                                  {CommandKind::SwitchRecipe, 1, "blockwise", 0},
                                  {CommandKind::SetCaptureEvery, -1, "", 25},
                                  {CommandKind::Checkpoint, -1, "", 0},
+                                 {CommandKind::RecordKernels, -1, "", 20},
                                  {CommandKind::Stop, -1, "", 0}};
     for (const auto& c : sent) {
         CommandReply r = client.send(c);

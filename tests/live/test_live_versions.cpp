@@ -107,6 +107,27 @@ TEST(LiveVersions, TheEngineAnswersAVersion4ClientInVersion4) {
     EXPECT_EQ(now.meta[0].grad_dtype, "bf16");
 }
 
+// Kernel sums came with version 9: a client of version 8 is not sent them (its next
+// frame is the rank record published after), a current one is, field for field.
+TEST(LiveVersions, KernelSumsReachClientsOfVersion9Only) {
+    TempDir dir;
+    LiveServer server(parse_endpoint("unix:" + (dir / "engine.sock")), "", job_meta(), nullptr);
+    RawConn old(server.endpoint());
+    ASSERT_TRUE(old.send(wire::frame(wire::Hello{8, ""})));
+    ASSERT_TRUE(old.next());  // Meta
+    Collected now;
+    LiveClient client(server.endpoint(), "", now.handlers());
+    ASSERT_TRUE(now.wait([&] { return now.meta.size() == 1; }));
+    const trace::KernelStepRecord sum{1, 7, 2, 0, trace::OpKind::Memcpy, 1, 3, 900, 100, 500, 4096};
+    server.publish(sum);
+    server.publish(sample_rank_step(7, 1));
+    std::optional<RawConn::Got> got;
+    while ((got = old.next()) && got->type != wire::Msg::RankStep) EXPECT_NE(got->type, wire::Msg::KernelStep);
+    ASSERT_TRUE(got);
+    ASSERT_TRUE(now.wait([&] { return now.kernel_steps.size() == 1; }));
+    expect_same(now.kernel_steps[0], sum);
+}
+
 TEST(LiveVersions, AVersionTheEngineDoesNotSpeakIsRefusedNamingItsOwn) {
     TempDir dir;
     LiveServer server(parse_endpoint("unix:" + (dir / "engine.sock")), "", job_meta(), nullptr);

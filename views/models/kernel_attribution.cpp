@@ -12,6 +12,19 @@ int eval_op_id(const trace::TraceMeta& meta) {
     return it == meta.ops.end() ? -1 : static_cast<int>(it - meta.ops.begin());
 }
 
+StepKernel summed_kernel(const trace::TraceMeta& meta, const trace::KernelStepRecord& k) {
+    StepKernel s;
+    s.rec.run = k.run;
+    s.rec.step = k.step;
+    s.rec.op = k.op;
+    s.rec.parent = k.parent;
+    s.rec.kind = k.kind;
+    s.rec.device = 0;
+    s.rec.bytes = k.bytes;
+    s.eval = k.parent >= 0 && k.parent == eval_op_id(meta);
+    return s;
+}
+
 namespace {
 
 bool recorded_eval(const TraceData& d, std::int64_t step) {

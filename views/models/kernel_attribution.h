@@ -34,4 +34,9 @@ std::vector<StepKernel> step_kernels(const TraceData& d, int run, std::int64_t s
 // The id of the "eval" op in meta.ops, -1 when the trace has none.
 int eval_op_id(const trace::TraceMeta& meta);
 
+// A step's kernel sum as a device record of its name, op and kind (no layer, linear or
+// times: the grouping and filters by kind of the Kernels view take it as they take a
+// record); eval when it ran in the "eval" op.
+StepKernel summed_kernel(const trace::TraceMeta& meta, const trace::KernelStepRecord& k);
+
 }  // namespace fp8scope::views

@@ -75,16 +75,43 @@ StepBreakdown step_breakdown(const trace::TraceMeta& meta, std::int64_t step, co
     return b;
 }
 
+StepBreakdown summed_breakdown(const trace::TraceMeta& meta, std::int64_t step, const trace::KernelStepRecord* first,
+                               const trace::KernelStepRecord* last) {
+    StepBreakdown b;
+    b.step = step;
+    b.summed = true;
+    for (const trace::KernelStepRecord* k = first; k != last; ++k) {
+        b.ns[static_cast<std::size_t>(step_category(meta, summed_kernel(meta, *k)))] += static_cast<double>(k->total_ns);
+        b.records += k->count;
+    }
+    return b;
+}
+
 std::vector<StepBreakdown> run_breakdown(const TraceData& d, int run) {
     std::vector<StepBreakdown> out;
     if (run < 0 || run >= static_cast<int>(d.runs.size())) return out;
-    const OpList& ops = d.runs[static_cast<std::size_t>(run)].ops;
+    const RunData& rd = d.runs[static_cast<std::size_t>(run)];
+    const OpList& ops = rd.ops;
     for (std::size_t i = 0; i < ops.size();) {
         const std::int64_t step = ops.step(i);
         const std::vector<StepKernel> k = step_kernels(d, run, step);
         if (!k.empty()) out.push_back(step_breakdown(d.meta, step, k));
         while (i < ops.size() && ops.step(i) == step) ++i;
     }
+    // The steps whose records were not kept, from their sums, in step order among the others.
+    const std::size_t recorded = out.size();
+    const auto& sums = rd.kernel_steps;
+    for (std::size_t i = 0; i < sums.size();) {
+        std::size_t j = i;
+        while (j < sums.size() && sums[j].step == sums[i].step) ++j;
+        const auto at = std::lower_bound(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(recorded), sums[i].step,
+                                         [](const StepBreakdown& b, std::int64_t s) { return b.step < s; });
+        if (at == out.begin() + static_cast<std::ptrdiff_t>(recorded) || at->step != sums[i].step)
+            out.push_back(summed_breakdown(d.meta, sums[i].step, sums.data() + i, sums.data() + j));
+        i = j;
+    }
+    std::inplace_merge(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(recorded), out.end(),
+                       [](const StepBreakdown& a, const StepBreakdown& b) { return a.step < b.step; });
     return out;
 }
 

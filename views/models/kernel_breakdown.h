@@ -36,13 +36,20 @@ struct StepBreakdown {
     std::array<double, kStepCategories> ns{};  // Idle's entry is window - busy
     double window_ns = 0, busy_ns = 0;
     std::int64_t records = 0;
+    // From the step's kernel sums alone (its individual records were not kept): no
+    // window, busy or idle time; records counts the calls.
+    bool summed = false;
 };
 
 // The summed length of the union of [start, end) intervals; reorders them.
 double union_ns(std::vector<std::pair<std::int64_t, std::int64_t>>& intervals);
 
 StepBreakdown step_breakdown(const trace::TraceMeta& meta, std::int64_t step, const std::vector<StepKernel>& kernels);
-// Every step of `run` with device records, step ascending.
+// A step without individual records, from its kernel sums [first, last).
+StepBreakdown summed_breakdown(const trace::TraceMeta& meta, std::int64_t step, const trace::KernelStepRecord* first,
+                               const trace::KernelStepRecord* last);
+// Every step of `run` with device records or kernel sums, step ascending: from the
+// records where the step has them, else from its sums.
 std::vector<StepBreakdown> run_breakdown(const TraceData& d, int run);
 
 }  // namespace fp8scope::views

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "models/display_names.h"
+#include "models/kernel_detail.h"
 #include "models/gemm_dtypes.h"
 #include "models/gemm_shape.h"
 #include "models/model_roles.h"
@@ -34,9 +35,10 @@ QString parent_label(const trace::TraceMeta& meta, int parent, bool eval) {
 }  // namespace
 
 KernelStatsModel::Row KernelStatsModel::with_times(Row r, std::vector<double>& t) {
-    r.calls = static_cast<qint64>(t.size());
+    r.calls += static_cast<qint64>(t.size());
     for (double x : t) r.total_ns += x;
-    r.max_ns = *std::max_element(t.begin(), t.end());
+    if (!t.empty()) r.max_ns = std::isnan(r.max_ns) ? *std::max_element(t.begin(), t.end())
+                                                    : std::max(r.max_ns, *std::max_element(t.begin(), t.end()));
     r.median_ns = nearest_rank(t, 0.5);
     r.p95_ns = nearest_rank(t, 0.95);
     return r;
@@ -61,7 +63,7 @@ bool KernelStatsModel::matches(int row, const trace::TraceMeta& meta, const Step
 
 void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope, KernelSelection filter, Grouping grouping) {
     double step_s = 0;
-    int steps = 0;
+    int steps = 0, summed_steps = 0;
     bool device = false;
     grouping_ = grouping;
     std::vector<Row> rows = store_->read([&](const TraceData& d) {
@@ -69,13 +71,17 @@ void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope, KernelSe
         if (run < 0 || run >= static_cast<int>(d.runs.size())) return out;
         const RunData& rd = d.runs[run];
         auto [lo, hi] = scope == WholeRun ? std::pair<std::size_t, std::size_t>{0, rd.ops.size()} : rd.ops_of_step(step);
+        // The kernel sums of the scope's steps that kept no individual records.
+        auto [sum_lo, sum_hi] = scope == WholeRun ? std::pair<std::size_t, std::size_t>{0, rd.kernel_steps.size()}
+                                                  : rd.kernel_steps_of(step);
         for (std::size_t i = lo; i < hi && !device; ++i) device = is_device(rd.ops[i]);
+        device = device || sum_hi > sum_lo;
         if (device) {
             // Device records, attributed per step; shares are of all device time in the
             // scope, whatever the filter shows.
             const std::int64_t tokens = step_tokens(d.meta);
             std::map<Key, std::vector<double>> durations;  // ns per call
-            std::map<Key, Row> first;                      // labels, shapes and FLOPs per group
+            std::map<Key, Row> first;                      // labels, shapes and FLOPs per group; summed calls
             std::map<Key, std::vector<GemmShape>> shapes;
             std::map<Key, std::vector<GemmDtypes>> types;
             // By (recipe id, GEMM op id, linear): the rule needs the recipe and the shape.
@@ -94,9 +100,36 @@ void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope, KernelSe
                     return step_recipe;
                 return precision[static_cast<std::size_t>(linear) * 3 + static_cast<std::size_t>(g)].recipe;
             };
+            // The group's row, labelled by its first kernel.
+            auto group = [&](const StepKernel& k) -> Row& {
+                const Key key = key_of(d.meta, k);
+                durations[key];
+                auto [it, fresh] = first.try_emplace(key);
+                Row& r = it->second;
+                if (fresh) {
+                    r.key = key;
+                    if (grouping_ == ByKernel) {
+                        r.full_name = op_label(d.meta, k.rec.op);
+                        r.name = short_kernel_name(r.full_name);
+                        r.parent = parent_label(d.meta, k.rec.parent, k.eval);
+                        const KernelKind kind = kernel_kind(d.meta, k.rec);
+                        r.kind = kernel_kind_name(kind);
+                        r.color = kernel_kind_color(kind);
+                    } else if (grouping_ == ByOp) {
+                        r.name = r.full_name = parent_label(d.meta, k.rec.parent, k.eval);
+                    } else {
+                        const auto c = static_cast<StepCategory>(key.category);
+                        r.name = r.full_name = r.kind = step_category_name(c);
+                        r.color = step_category_color(c);
+                    }
+                }
+                return r;
+            };
+            std::vector<std::int64_t> recorded;  // steps whose records were read, ascending
             for (std::size_t i = lo; i < hi;) {
                 const std::int64_t s = rd.ops.step(i);
                 while (i < hi && rd.ops.step(i) == s) ++i;
+                recorded.push_back(s);
                 ++steps;
                 const std::ptrdiff_t srow = rd.step_row_at(s);
                 const int recipe = srow >= 0 ? static_cast<int>(recipe_ids[static_cast<std::size_t>(srow)]) : -1;
@@ -105,26 +138,8 @@ void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope, KernelSe
                     step_s += ns * 1e-9;
                     if (!filter.passes(d.meta, k.rec)) continue;
                     const Key key = key_of(d.meta, k);
+                    Row& r = group(k);
                     durations[key].push_back(ns);
-                    auto [it, fresh] = first.try_emplace(key);
-                    Row& r = it->second;
-                    if (fresh) {
-                        r.key = key;
-                        if (grouping_ == ByKernel) {
-                            r.full_name = op_label(d.meta, k.rec.op);
-                            r.name = short_kernel_name(r.full_name);
-                            r.parent = parent_label(d.meta, k.rec.parent, k.eval);
-                            const KernelKind kind = kernel_kind(d.meta, k.rec);
-                            r.kind = kernel_kind_name(kind);
-                            r.color = kernel_kind_color(kind);
-                        } else if (grouping_ == ByOp) {
-                            r.name = r.full_name = parent_label(d.meta, k.rec.parent, k.eval);
-                        } else {
-                            const auto c = static_cast<StepCategory>(key.category);
-                            r.name = r.full_name = r.kind = step_category_name(c);
-                            r.color = step_category_color(c);
-                        }
-                    }
                     if (k.eval || kernel_kind(d.meta, k.rec) != KernelKind::Gemm) continue;
                     if (const auto g = gemm_shape(d.meta, k.rec, tokens)) {
                         r.flops += g->flops();
@@ -145,6 +160,30 @@ void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope, KernelSe
                     auto& kinds = types[key];
                     if (std::find(kinds.begin(), kinds.end(), ti->second) == kinds.end()) kinds.push_back(ti->second);
                 }
+            }
+            // Steps without records count from their sums: calls, total and max (no
+            // distribution of the calls, no layer: a layer filter leaves them out).
+            for (std::size_t i = sum_lo; i < sum_hi;) {
+                const std::int64_t s = rd.kernel_steps[i].step;
+                std::size_t j = i;
+                while (j < sum_hi && rd.kernel_steps[j].step == s) ++j;
+                const bool read = std::binary_search(recorded.begin(), recorded.end(), s);
+                if (!read || !has_kernel_records(rd, s)) {
+                    if (!read) ++steps;
+                    ++summed_steps;
+                    for (std::size_t x = i; x < j; ++x) {
+                        const trace::KernelStepRecord& sum = rd.kernel_steps[x];
+                        step_s += static_cast<double>(sum.total_ns) * 1e-9;
+                        const StepKernel k = summed_kernel(d.meta, sum);
+                        if (filter.layer >= 0 || !filter.passes(d.meta, k.rec)) continue;
+                        Row& r = group(k);
+                        r.calls += sum.count;
+                        r.total_ns += static_cast<double>(sum.total_ns);
+                        r.max_ns = std::isnan(r.max_ns) ? static_cast<double>(sum.max_ns)
+                                                        : std::max(r.max_ns, static_cast<double>(sum.max_ns));
+                    }
+                }
+                i = j;
             }
             for (auto& [key, t] : durations) {
                 Row r = first[key];
@@ -198,6 +237,7 @@ void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope, KernelSe
     rows_ = std::move(rows);
     step_s_ = step_s;
     steps_ = steps;
+    summed_steps_ = summed_steps;
     device_ = device;
     endResetModel();
 }

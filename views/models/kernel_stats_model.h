@@ -7,7 +7,9 @@
 // the op they ran in or by step category (kernel_breakdown.h), with the share of the
 // scope's device time (the sum of its records' times), the host op and kind, and for
 // GEMMs of a linear the shape, the operand types (gemm_dtypes.h) and achieved TFLOP/s
-// (gemm_shape.h).
+// (gemm_shape.h). Steps whose individual records were not kept (kernel_detail.h) count
+// from their kernel sums: calls, total and max; the median and p95 are of the recorded
+// calls, and GEMM TFLOP/s of the recorded GEMMs.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -34,7 +36,10 @@ public:
     bool device() const { return device_; }
     // The time the shares are of: the step's, or the sum over the run's steps.
     double stepSeconds() const { return step_s_; }
-    int steps() const { return steps_; }  // steps with ops in the scope
+    int steps() const { return steps_; }  // steps with ops or kernel sums in the scope
+    // Of those, the steps counted from their kernel sums (their records were not kept):
+    // their calls add to calls, total and max, not to the median and p95.
+    int summedSteps() const { return summed_steps_; }
     double value(int row, int column) const;
     // Whether a device record falls in a row's group (the timeline highlights the row's
     // records); host records and rows out of range never do.
@@ -71,7 +76,7 @@ private:
     std::vector<Row> rows_;
     Grouping grouping_ = ByKernel;
     double step_s_ = 0;
-    int steps_ = 0;
+    int steps_ = 0, summed_steps_ = 0;
     bool device_ = false;
 };
 

@@ -78,6 +78,7 @@ live::ClientHandlers LiveSource::handlers(const std::shared_ptr<Pending>& pendin
     h.on_operand = add;
     h.on_blockmap = add;
     h.on_op = add;
+    h.on_kernel_step = add;
     h.on_op_name = add;  // a kernel name after the meta: the store adds it to the op table
     h.on_rank_step = add;
     h.coalesce_ms = kFlushMs;  // the store takes them every kFlushMs anyway

@@ -23,6 +23,7 @@ public:
     trace::OpRecord operator[](std::size_t i) const;
     trace::OpRecord back() const { return (*this)[size() - 1]; }
     std::int64_t step(std::size_t i) const { return ops_[i].step; }  // ops[i].step
+    bool device(std::size_t i) const { return ops_[i].device >= 0; }  // is_device(ops[i]), unbuilt
 
     // Appends `op`, whose step is not older than the last one's (the store cuts the list
     // back first: truncate()).

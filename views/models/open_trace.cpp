@@ -128,6 +128,9 @@ void OpenTrace::readWindow(const RunPlan& p, std::size_t window, const std::func
     b.steps = p.steps[window];
     b.scaling = reader.scaling(p.run, lo, hi);
     b.ops = reader.ops(p.run, lo, hi);
+    // A file before format 6 kept every kernel record: the views read those, and sums made
+    // from them would only cost the reading of every run's records once more.
+    if (reader.meta().format_version >= 6) b.kernel_steps = reader.kernel_steps(p.run, lo, hi);
     for (auto [it, end] = within(p.captures); it != end; ++it)
         for (auto& o : reader.operands(p.run, *it)) b.operands.push_back(std::move(o));
     for (auto& g : reader.gemm_errors(p.run))

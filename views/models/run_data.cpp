@@ -44,6 +44,14 @@ std::vector<const trace::BlockMapRecord*> RunData::blockmaps_of(std::int64_t ste
 
 std::pair<std::size_t, std::size_t> RunData::ops_of_step(std::int64_t step) const { return ops.of_step(step); }
 
+std::pair<std::size_t, std::size_t> RunData::kernel_steps_of(std::int64_t step) const {
+    const auto by_step = [](const trace::KernelStepRecord& k, std::int64_t s) { return k.step < s; };
+    const auto lo = std::lower_bound(kernel_steps.begin(), kernel_steps.end(), step, by_step);
+    auto hi = lo;
+    while (hi != kernel_steps.end() && hi->step == step) ++hi;
+    return {static_cast<std::size_t>(lo - kernel_steps.begin()), static_cast<std::size_t>(hi - kernel_steps.begin())};
+}
+
 std::ptrdiff_t RunData::step_row_at(std::int64_t step) const {
     auto it = std::upper_bound(steps.step.begin(), steps.step.end(), static_cast<double>(step));
     return (it - steps.step.begin()) - 1;

@@ -56,6 +56,9 @@ struct RunData {
     std::vector<trace::BlockMapRecord> blockmaps;
     std::vector<trace::GemmErrorRecord> gemm_errors;  // step ascending (models/gemm_error_model.h)
     OpList ops;  // step ascending
+    // The per-step sums of the run's device records (every step of a GPU run, also where
+    // the individual records in `ops` were not kept), step ascending.
+    std::vector<trace::KernelStepRecord> kernel_steps;
 
     // Index of the newest capture step <= step; -1 when none.
     std::ptrdiff_t capture_index_at(std::int64_t step) const;
@@ -67,6 +70,8 @@ struct RunData {
     std::vector<const trace::BlockMapRecord*> blockmaps_of(std::int64_t step, const OperandRef& ref) const;
     // Ops of one step: [first, last) into ops.
     std::pair<std::size_t, std::size_t> ops_of_step(std::int64_t step) const;
+    // Kernel sums of one step: [first, last) into kernel_steps.
+    std::pair<std::size_t, std::size_t> kernel_steps_of(std::int64_t step) const;
     // Row of the newest step <= step in `steps`; -1 when none.
     std::ptrdiff_t step_row_at(std::int64_t step) const;
 };

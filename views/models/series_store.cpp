@@ -157,6 +157,23 @@ void SeriesStore::append_locked(TraceBatch& batch) {
             run->ops.truncate(run->ops_of_step(op.step).first);
         run->ops.push_back(op);
     }
+    for (const auto& k : batch.kernel_steps) {
+        RunData* run = run_of(k.run);
+        if (!run) continue;
+        auto& v = run->kernel_steps;
+        const auto same = [&](const trace::KernelStepRecord& o) {
+            return o.op == k.op && o.parent == k.parent && o.kind == k.kind;
+        };
+        // A rewind: the re-recorded step replaces it and what followed; a step's sums
+        // come once per kernel, so a kernel seen again at the newest step is its re-recording.
+        if (!v.empty() && k.step <= v.back().step) {
+            const auto [lo, hi] = run->kernel_steps_of(k.step);
+            if (k.step < v.back().step || std::any_of(v.begin() + lo, v.begin() + hi, same))
+                v.erase(v.begin() + static_cast<std::ptrdiff_t>(lo), v.end());
+        }
+        v.push_back(k);
+        see_step(k.step);
+    }
     for (const auto& k : batch.ranks) {
         if (k.rank < 0 || k.rank >= static_cast<std::int32_t>(d.ranks.size())) continue;
         auto& c = d.ranks[static_cast<std::size_t>(k.rank)];

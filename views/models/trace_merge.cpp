@@ -150,7 +150,13 @@ void TraceMerge::remap(std::size_t part, TraceBatch& b) {
     for (auto& op : b.ops) {
         op.run += m.first_run;
         op.op = mapped(m.op, op.op);
+        op.parent = mapped(m.op, op.parent);
         op.linear = mapped(m.linear, op.linear);
+    }
+    for (auto& k : b.kernel_steps) {
+        k.run += m.first_run;
+        k.op = mapped(m.op, k.op);
+        k.parent = mapped(m.op, k.parent);
     }
     for (auto& e : b.events)
         if (e.run >= 0) e.run += m.first_run;

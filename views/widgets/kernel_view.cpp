@@ -5,6 +5,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableView>
@@ -15,6 +16,7 @@
 
 #include "models/display_names.h"
 #include "models/gemm_shape.h"
+#include "models/kernel_detail.h"
 #include "widgets/step_cost_plot.h"
 #include "widgets/timeline_widget.h"
 
@@ -54,7 +56,23 @@ KernelView::KernelView(const ViewContext& context, QWidget* parent)
     grouping_->addItems({tr("kernel"), tr("op"), tr("category")});  // KernelStatsModel::Grouping's order
     row->addWidget(grouping_);
     row->addStretch();
+    record_ = new QPushButton(tr("record kernels of the next"), this);
+    record_->setToolTip(tr("Asks the live run to keep every kernel's record of the next steps (the trace keeps them "
+                           "on capture steps and around events otherwise; every step has its kernel sums)"));
+    record_steps_ = new QSpinBox(this);
+    record_steps_->setRange(1, 100000);
+    record_steps_->setValue(20);
+    record_steps_->setSuffix(tr(" steps"));
+    row->addWidget(record_);
+    row->addWidget(record_steps_);
+    setLiveControl(false);
+    connect(record_, &QPushButton::clicked, this, [this] { emit recordKernelsRequested(record_steps_->value()); });
     layout->addLayout(row);
+    note_ = new QLabel(this);
+    note_->setWordWrap(true);
+    note_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    note_->hide();
+    layout->addWidget(note_);
     auto* split = new QSplitter(Qt::Vertical, this);
     costs_ = new StepCostPlot(split);
     timeline_ = new TimelineWidget(split);
@@ -87,6 +105,13 @@ KernelView::KernelView(const ViewContext& context, QWidget* parent)
 }
 
 void KernelView::setGrouping(KernelStatsModel::Grouping g) { grouping_->setCurrentIndex(g); }
+
+QString KernelView::detailNote() const { return note_->text(); }
+
+void KernelView::setLiveControl(bool on) {
+    record_->setVisible(on);
+    record_steps_->setVisible(on);
+}
 
 void KernelView::selectRow(int row) {
     if (row < 0) view_->selectionModel()->clearCurrentIndex();
@@ -148,8 +173,12 @@ void KernelView::redraw() {
     const auto grouping = static_cast<KernelStatsModel::Grouping>(grouping_->currentIndex());
     if (scope == KernelStatsModel::CursorStep || dataChanged() || scope != shown_scope_ || run != shown_run_ || new_filter)
         model_.refresh(run, step, scope, sel, grouping);
-    if (dataChanged() || run != costs_run_)
+    if (dataChanged() || run != costs_run_) {
         costs_->setSteps(ctx().store->read([&](const TraceData& d) { return run_breakdown(d, run); }));
+        const QString note = ctx().store->read([&](const TraceData& d) { return kernel_detail_note(d, run); });
+        note_->setText(note);
+        note_->setVisible(!note.isEmpty());
+    }
     costs_run_ = run;
     costs_->setCursorStep(step);
     shown_scope_ = scope;
@@ -212,6 +241,16 @@ void KernelView::redraw() {
             box_kernels_.push_back(k);
         }
     });
+    // A step without its kernel records shows its host ops; the note says where they are.
+    timeline_->setNote(ctx().store->read([&](const TraceData& d) -> QString {
+        if (run < 0 || run >= static_cast<int>(d.runs.size())) return {};
+        const RunData& rd = d.runs[static_cast<std::size_t>(run)];
+        const auto [lo, hi] = rd.kernel_steps_of(step);
+        if (lo == hi || has_kernel_records(rd, step)) return {};
+        return tr("step %1: kernel sums only, no individual kernel records (kept on steps %2)")
+            .arg(step)
+            .arg(step_ranges(detailed_steps(rd), 4));
+    }));
     timeline_->setBoxes(std::move(boxes), lanes);
     highlight();
 }

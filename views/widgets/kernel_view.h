@@ -5,13 +5,18 @@
 // or category. Device records (kernel timing) get one lane per (device, stream) beside
 // the CPU lanes, a colour per kernel kind, and a filter by kind and by layer that applies
 // to the timeline and the table; selecting a table row highlights its records in the
-// timeline.
+// timeline. Where a GPU trace kept the individual kernel records only on some steps
+// (`--kernel-timings capture`), a line says on which and that the statistics and the
+// step costs come from every step (the kernel sums); the timeline of a step without
+// them says so, and a live run is asked to record the next steps' kernels.
 #pragma once
 
 #include "models/kernel_stats_model.h"
 #include "widgets/store_view.h"
 
 class QComboBox;
+class QLabel;
+class QPushButton;
 class QSpinBox;
 class QTableView;
 
@@ -35,6 +40,15 @@ public:
     void setTimelineSteps(int n);
     void setKindFilter(KernelFilter f);
     void setLayerFilter(int layer);  // -1: all layers
+    // What the view says of the run's kernel records ("" when every step kept them).
+    QString detailNote() const;
+    // A live run can be asked for the next steps' kernel records (RunControl).
+    void setLiveControl(bool on);
+    QPushButton* recordButton() const { return record_; }
+
+signals:
+    // The user asks the live run to keep every kernel record of the next `steps` steps.
+    void recordKernelsRequested(int steps);
 
 protected:
     void redraw() override;
@@ -51,6 +65,9 @@ private:
     QSpinBox* steps_;
     QComboBox* kind_;
     QComboBox* layer_;  // item data: the layer, -1 all
+    QLabel* note_;
+    QPushButton* record_;
+    QSpinBox* record_steps_;
     int shown_scope_ = -1, shown_run_ = -1;  // of the table
     KernelSelection shown_filter_{KernelFilter::All, -2};
     KernelSelection filter() const;

@@ -32,6 +32,12 @@ StepCostPlot::StepCostPlot(QWidget* parent) : QWidget(parent) {
         if (below) bars->moveAbove(below);
         below = bars;
     }
+    // The steps that kept their individual records: a mark under the bar (the others'
+    // bars come from their kernel sums).
+    detail_ = plot_->addGraph();
+    detail_->setName(tr("individual records"));
+    detail_->setLineStyle(QCPGraph::lsNone);
+    detail_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangle, Qt::black, Qt::black, 6));
     place_legend_below(plot_, kStepCategories);
     cursor_ = add_cursor_line(plot_);
     plot_->setToolTip(tr("Summed duration of the run's device records per step and category; eval: the run's "
@@ -53,6 +59,17 @@ void StepCostPlot::setSteps(std::vector<StepBreakdown> steps) {
         for (const auto& s : steps_) y.push_back(s.ns[static_cast<std::size_t>(c)] * 1e-6);
         qobject_cast<QCPBars*>(plot_->plottable(c))->setData(x, y, true);
     }
+    // Marks only where some steps have sums alone: with every step's records they say nothing.
+    QVector<double> marked, zero;
+    const bool summed = std::any_of(steps_.begin(), steps_.end(), [](const StepBreakdown& s) { return s.summed; });
+    for (const auto& s : steps_)
+        if (summed && !s.summed) {
+            marked.push_back(static_cast<double>(s.step));
+            zero.push_back(0);
+        }
+    detail_->setData(marked, zero, true);
+    detail_->removeFromLegend();
+    if (summed) detail_->addToLegend();
     set_placeholder(plot_, steps_.empty() ? tr("no kernel records in this run") : QString());
     fit_axes(plot_);
     // One step far above the rest (the first: cuBLASLt's heuristics, allocations) would
@@ -88,7 +105,9 @@ const StepBreakdown* StepCostPlot::at(double x) const {
 QString StepCostPlot::describe(std::int64_t step) const {
     const StepBreakdown* b = at(static_cast<double>(step));
     if (!b) return {};
-    QString text = tr("step %1: %2 ms device span, %3 records").arg(b->step).arg(b->window_ns * 1e-6, 0, 'f', 3).arg(b->records);
+    QString text = b->summed ? tr("step %1: %2 calls (kernel sums: the step's individual records were not kept)")
+                                   .arg(b->step).arg(b->records)
+                             : tr("step %1: %2 ms device span, %3 records").arg(b->step).arg(b->window_ns * 1e-6, 0, 'f', 3).arg(b->records);
     for (int c = kStepCategories - 1; c >= 0; --c)
         if (b->ns[static_cast<std::size_t>(c)] > 0)
             text += QStringLiteral("\n%1: %2 ms").arg(step_category_name(static_cast<StepCategory>(c)))

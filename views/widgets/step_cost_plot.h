@@ -1,7 +1,9 @@
 // The device time of each of a run's steps, stacked by category (kernel_breakdown.h):
 // GEMM, quantize, capture, attention, optimizer, communication, copies, other, the
 // run's evaluation after the step, and idle (within the step's device span, no record
-// running). Hovering a bar names its figures; clicking one moves the cursor there.
+// running). A step whose individual records were not kept has its bar from its kernel
+// sums (no idle); when some steps are so, the steps with records are marked under their
+// bars. Hovering a bar names its figures; clicking one moves the cursor there.
 #pragma once
 
 #include <QWidget>
@@ -12,6 +14,7 @@
 
 class QCustomPlot;
 class QCPItemStraightLine;
+class QCPGraph;
 class QMouseEvent;
 
 namespace fp8scope::views {
@@ -36,6 +39,7 @@ private:
 
     QCustomPlot* plot_;
     QCPItemStraightLine* cursor_;
+    QCPGraph* detail_;  // marks the steps with individual records
     std::vector<StepBreakdown> steps_;
 };
 

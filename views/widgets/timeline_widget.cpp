@@ -72,12 +72,18 @@ double TimelineWidget::toUs(double x) const {
     return view_start_ + (x - label_width_) / (width() - label_width_ - 4) * (view_end_ - view_start_);
 }
 
+void TimelineWidget::setNote(const QString& note) {
+    if (note == note_) return;
+    note_ = note;
+    update();
+}
+
 void TimelineWidget::paintEvent(QPaintEvent*) {
     QPainter p(this);
     p.fillRect(rect(), Qt::white);
     if (boxes_.empty()) {
         p.setPen(Qt::gray);
-        p.drawText(rect(), Qt::AlignCenter, tr("no op or kernel records at this step"));
+        p.drawText(rect(), Qt::AlignCenter, note_.isEmpty() ? tr("no op or kernel records at this step") : note_);
         return;
     }
     // Time axis with about 8 ticks at round numbers.
@@ -113,6 +119,14 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
             const QRectF t = r.adjusted(2, 0, -2, 0);
             p.drawText(t, Qt::AlignVCenter | Qt::AlignLeft, p.fontMetrics().elidedText(b.name, Qt::ElideRight, static_cast<int>(t.width())));
         }
+    }
+    if (!note_.isEmpty()) {
+        p.setClipping(false);
+        const QRect box = rect().adjusted(label_width_ + 4, kAxisHeight + 2, -4, -4);
+        const QRect text = p.fontMetrics().boundingRect(box, Qt::AlignRight | Qt::AlignBottom | Qt::TextWordWrap, note_);
+        p.fillRect(text.adjusted(-4, -2, 4, 2), QColor(255, 248, 220, 230));
+        p.setPen(Qt::darkGray);
+        p.drawText(box, Qt::AlignRight | Qt::AlignBottom | Qt::TextWordWrap, note_);
     }
 }
 

@@ -26,6 +26,9 @@ class TimelineWidget : public QWidget {
 public:
     explicit TimelineWidget(QWidget* parent = nullptr);
     void setBoxes(std::vector<TimelineBox> boxes, QStringList lanes);
+    // A line said over the lanes (which steps kept their kernel records); empty: none.
+    void setNote(const QString& note);
+    const QString& note() const { return note_; }
     const std::vector<TimelineBox>& boxes() const { return boxes_; }
     const QStringList& lanes() const { return lanes_; }
     // Zooms to one box with a little margin either side (zero-length boxes too).
@@ -57,6 +60,7 @@ private:
 
     std::vector<TimelineBox> boxes_;
     QStringList lanes_;
+    QString note_;
     int label_width_ = 110;  // fits the longest lane label
     double total_us_ = 1, view_start_ = 0, view_end_ = 1;
     bool highlighting_ = false;

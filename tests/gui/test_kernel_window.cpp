@@ -1,0 +1,203 @@
+// The Kernels view on a GPU trace that kept its individual kernel records on some steps
+// only (--kernel-timings capture): read from a trace file, its statistics and step costs
+// cover every step from the per-step kernel sums, a line says where the records are, and
+// a step without them says so in the timeline. The same run with every record, in the
+// format before the sums (5), shows the same calls and totals. Figures by hand:
+//   step s (1..10): nvjet_gemm twice in fprop, 3000 + 10 s ns each; cast_fp8 once in
+//   quantize, 500 ns; records kept on steps 1 and 6.
+//   nvjet_gemm over the run: 20 calls, 2 * (10 * 3000 + 10 * 55) = 61100 ns;
+//   cast_fp8: 10 calls, 5000 ns; every step's device time 6500 + 20 s.
+#include <QApplication>
+#include <QLabel>
+#include <QTemporaryDir>
+#include <QTest>
+#include <hdf5.h>
+
+#include "models/kernel_detail.h"
+#include "models/kernel_stats_model.h"
+#include "models/open_trace.h"
+#include "show_view.h"
+#include "trace_writer.h"
+#include "widgets/kernel_view.h"
+#include "widgets/step_cost_plot.h"
+#include "widgets/timeline_widget.h"
+
+using namespace fp8scope;
+using namespace fp8scope::views;
+namespace t = fp8scope::testing;
+
+namespace {
+
+enum : int { Fprop, Quantize, Nvjet, Cast };
+constexpr int kSteps = 10;
+
+trace::TraceMeta meta() {
+    trace::TraceMeta m;
+    m.tool_version = "test";
+    m.runs = {{"gpu", "current"}};
+    m.linears = {{"blocks.0.mlp.fc1", 0, 64, 128}};
+    m.quantizers = {"current_e4m3"};
+    m.training_recipes = {"current"};
+    m.ops = {"fprop", "quantize", "nvjet_gemm", "cast_fp8"};
+    m.kernel_timings = "capture";
+    m.kernel_window = 2;
+    return m;
+}
+
+trace::OpRecord record(std::int64_t step, int op, int parent, std::int64_t start, std::int64_t len) {
+    trace::OpRecord r;
+    r.step = step;
+    r.op = op;
+    r.parent = parent;
+    r.start_ns = step * 1'000'000 + start;
+    r.end_ns = r.start_ns + len;
+    r.layer = 0;
+    r.device = parent >= 0 ? 0 : -1;
+    r.kind = parent >= 0 ? trace::OpKind::Kernel : trace::OpKind::Host;
+    return r;
+}
+
+// `kept`: the steps whose device records are written; `sums`: the per-step sums too.
+void write(const std::string& path, const std::vector<std::int64_t>& kept, bool sums) {
+    trace::TraceWriter w(path, meta());
+    for (std::int64_t s = 1; s <= kSteps; ++s) {
+        const std::int64_t gemm = 3000 + 10 * s;
+        w.write(record(s, Fprop, -1, 0, 10000));
+        if (std::find(kept.begin(), kept.end(), s) != kept.end()) {
+            w.write(record(s, Nvjet, Fprop, 100, gemm));
+            w.write(record(s, Nvjet, Fprop, 4000, gemm));
+            w.write(record(s, Cast, Quantize, 8000, 500));
+        }
+        const int detailed = std::find(kept.begin(), kept.end(), s) != kept.end();
+        if (sums) {
+            w.write(trace::KernelStepRecord{0, s, Nvjet, Fprop, trace::OpKind::Kernel, detailed, 2, 2 * gemm, gemm, gemm, 0});
+            w.write(trace::KernelStepRecord{0, s, Cast, Quantize, trace::OpKind::Kernel, detailed, 1, 500, 500, 500, 0});
+        }
+        w.write(trace::StepRecord{0, s, 5.0, NAN, 1e-3, 1.0, 10.0, 1e4, 0});
+    }
+    w.close();
+}
+
+void to_format5(const std::string& path) {
+    hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    QVERIFY(f >= 0);
+    QVERIFY(H5Ldelete(f, "/kernel_steps", H5P_DEFAULT) >= 0);
+    hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
+    const std::int64_t v = 5;
+    QVERIFY(H5Awrite(a, H5T_NATIVE_INT64, &v) >= 0);
+    H5Aclose(a);
+    H5Adelete(f, "kernel_timings");
+    H5Adelete(f, "kernel_window");
+    H5Fclose(f);
+}
+
+void load(SeriesStore& store, const std::string& path) {
+    OpenTrace file(path);
+    const auto generation = store.reset(file.meta());
+    file.readNew([&](TraceBatch&& b) { store.append(generation, std::move(b)); });
+}
+
+}  // namespace
+
+class KernelWindowTest : public QObject {
+    Q_OBJECT
+    QTemporaryDir dir_;
+    SeriesStore store_;
+    StepCursor cursor_;
+    Selection selection_;
+    std::unique_ptr<ViewSet> set_;
+
+    static int row_of(const KernelStatsModel& m, const QString& name) {
+        const QModelIndexList found = m.match(m.index(0, KernelStatsModel::Name), Qt::DisplayRole, name, 1, Qt::MatchExactly);
+        return found.isEmpty() ? -1 : found.first().row();
+    }
+    KernelView* open(const std::string& path) {
+        load(store_, path);
+        set_ = std::make_unique<ViewSet>(&store_, &cursor_, &selection_);
+        selection_.setRun(0);
+        auto* v = t::show_view<KernelView>(*set_, "kernels", QSize(1200, 800), "window_");
+        v->setScope(KernelStatsModel::WholeRun);
+        cursor_.setStep(3);
+        set_->refreshNow();
+        return v;
+    }
+    // The whole-run figures every trace of this run shows: calls and totals of every step.
+    void expectWholeRun(const KernelView* v) {
+        const KernelStatsModel& m = v->model();
+        QVERIFY(m.device());
+        const int gemm = row_of(m, "nvjet_gemm"), cast = row_of(m, "cast_fp8");
+        QVERIFY(gemm >= 0 && cast >= 0);
+        QCOMPARE(m.value(gemm, KernelStatsModel::Calls), 20.0);
+        QCOMPARE(m.value(gemm, KernelStatsModel::TotalMs), 61100e-6);
+        QCOMPARE(m.value(gemm, KernelStatsModel::MaxUs), 3.1);  // step 10's call
+        QCOMPARE(m.value(cast, KernelStatsModel::Calls), 10.0);
+        QCOMPARE(m.value(cast, KernelStatsModel::TotalMs), 5000e-6);
+        QCOMPARE(m.steps(), kSteps);
+        QCOMPARE(m.stepSeconds(), 66100e-9);
+        const auto& costs = v->stepCosts()->steps();
+        QCOMPARE(int(costs.size()), kSteps);
+        for (int s = 1; s <= kSteps; ++s) {
+            double ns = 0;
+            for (int c = 0; c < kStepCategories; ++c)
+                if (c != int(StepCategory::Idle)) ns += costs[std::size_t(s - 1)].ns[std::size_t(c)];
+            QCOMPARE(costs[std::size_t(s - 1)].step, std::int64_t(s));
+            QCOMPARE(ns, 6500.0 + 20 * s);
+            QCOMPARE(costs[std::size_t(s - 1)].ns[std::size_t(StepCategory::Gemm)], 6000.0 + 20 * s);
+        }
+    }
+
+private slots:
+    void cleanup() { t::close_view_set(set_); }
+
+    void statisticsCoverEveryStep() {
+        const std::string path = dir_.filePath("capture.h5").toStdString();
+        write(path, {1, 6}, true);
+        KernelView* v = open(path);
+        expectWholeRun(v);
+        const KernelStatsModel& m = v->model();
+        QCOMPARE(m.summedSteps(), 8);
+        // The distribution is of the recorded calls (steps 1 and 6: 3010, 3010, 3060, 3060).
+        QCOMPARE(m.value(row_of(m, "nvjet_gemm"), KernelStatsModel::MedianUs), 3.01);
+        QCOMPARE(v->detailNote(),
+                 QString("individual kernels recorded on steps 1, 6 (--kernel-timings capture, window 2); "
+                         "statistics from every step (10 steps with kernel sums)"));
+        const auto& costs = v->stepCosts()->steps();
+        QVERIFY(!costs[0].summed);
+        QVERIFY(costs[2].summed);
+        QVERIFY(v->stepCosts()->describe(3).contains("individual records were not kept"));
+        // Step 3 has no records: its timeline shows its host op and says where they are.
+        QVERIFY(v->timeline()->note().startsWith("step 3: kernel sums only"));
+        QVERIFY(v->timeline()->note().contains("kept on steps 1, 6"));
+        QCOMPARE(int(v->timeline()->boxes().size()), 1);
+        // The cursor step's own statistics come from its sums.
+        v->setScope(KernelStatsModel::CursorStep);
+        set_->refreshNow();
+        QCOMPARE(m.value(row_of(m, "nvjet_gemm"), KernelStatsModel::Calls), 2.0);
+        QCOMPARE(m.value(row_of(m, "nvjet_gemm"), KernelStatsModel::TotalMs), 6060e-6);
+        cursor_.setStep(6);
+        set_->refreshNow();
+        QVERIFY(v->timeline()->note().isEmpty());
+        QCOMPARE(int(v->timeline()->boxes().size()), 4);
+        // A layer filter cannot apply to sums: the recorded steps alone.
+        v->setScope(KernelStatsModel::WholeRun);
+        v->setLayerFilter(0);
+        set_->refreshNow();
+        QCOMPARE(m.value(row_of(m, "nvjet_gemm"), KernelStatsModel::Calls), 4.0);
+    }
+
+    void aFormat5TraceShowsTheSame() {
+        const std::string path = dir_.filePath("v5.h5").toStdString();
+        std::vector<std::int64_t> every;
+        for (std::int64_t s = 1; s <= kSteps; ++s) every.push_back(s);
+        write(path, every, false);
+        to_format5(path);
+        KernelView* v = open(path);
+        expectWholeRun(v);
+        QCOMPARE(v->model().summedSteps(), 0);
+        QVERIFY(v->detailNote().isEmpty());  // every step kept its records
+        QVERIFY(v->timeline()->note().isEmpty());
+    }
+};
+
+QTEST_MAIN(KernelWindowTest)
+#include "test_kernel_window.moc"
