@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -20,6 +19,7 @@
 #include "io/input_file.h"
 #include "util/json_input.h"
 #include "util/parallel.h"
+#include "util/strprintf.h"
 
 namespace fp8scope {
 namespace {
@@ -570,14 +570,12 @@ float width_rule_lr(int d_model) { return float(double(kWidthRuleLr) * kWidthRul
 std::string lr_warning(const TrainConfig& c) {
     const float lr = c.peak_lr(), bound = width_rule_lr(c.model.d_model);
     if (!(lr > kWidthRuleMargin * bound)) return {};
-    char buf[512];
-    std::snprintf(buf, sizeof buf,
-                  "peak learning rate %.3g is above %.0fx the width rule's %.3g for d_model %d (rule: lr = %.3g * %d "
-                  "/ d_model, docs/models.md) and is likely to blow up; suggested: --lr %.3g, or "
-                  "--set optimizer.lr_rule=width to scale a base-width lr",
-                  double(lr), double(kWidthRuleMargin), double(bound), c.model.d_model, double(kWidthRuleLr),
-                  kWidthRuleBase, double(bound));
-    return buf;
+    return strprintf(
+        "peak learning rate %.3g is above %.0fx the width rule's %.3g for d_model %d (rule: lr = %.3g * %d "
+        "/ d_model, docs/models.md) and is likely to blow up; suggested: --lr %.3g, or "
+        "--set optimizer.lr_rule=width to scale a base-width lr",
+        double(lr), double(kWidthRuleMargin), double(bound), c.model.d_model, double(kWidthRuleLr),
+        kWidthRuleBase, double(bound));
 }
 
 std::vector<std::string> preset_dirs(const std::string& installed, const std::string& source) {
