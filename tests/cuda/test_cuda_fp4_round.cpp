@@ -37,7 +37,8 @@ TEST(CudaFp4Round, EqualsE2M1CodeValueAndStochasticRoundingForEveryFloat) {
                           cast::bits_of(value) == cast::bits_of(cast::e2m1_value(want));
                 if (!std::isnan(y)) {  // the forms the kernels run inside a finite block
                     ok = ok && cast::e2m1_code_in_block(y) == want &&
-                         cast::bits_of(cast::e2m1_round_in_block(y)) == cast::bits_of(cast::e2m1_value(want));
+                         cast::bits_of(cast::e2m1_round_in_block(y)) == cast::bits_of(cast::e2m1_value(want)) &&
+                         cast::bits_of(cast::e2m1_round_in_block_fp(y)) == cast::bits_of(cast::e2m1_value(want));
                     // Stochastic rounding with two kinds of bits: a hash of y, and y's own
                     // low 24 bits as the top ones (near its fraction of a step).
                     const std::uint32_t h = std::uint32_t(i * 0x9E3779B97F4A7C15ull >> 32);

@@ -336,6 +336,25 @@ __device__ __forceinline__ unsigned cast_block(const float (&v)[B], std::uint32_
     return clamped;
 }
 
+// A CTA's clamped elements per copy and fused amax (zeroed `counts` and `cta_amax` in shared
+// memory collect them), added to the launch's totals once per CTA. Every thread calls it.
+__device__ __forceinline__ void add_cta_totals(const unsigned (&clamped)[2], std::uint32_t x_amax, const Params& p,
+                                               unsigned (&counts)[2], std::uint32_t& cta_amax) {
+    const int t = threadIdx.x;
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+        const unsigned s = __reduce_add_sync(0xFFFFFFFFu, clamped[k]);
+        if ((t & 31) == 0 && s) atomicAdd(&counts[k], s);
+    }
+    if (p.fused_amax) {
+        const std::uint32_t m = __reduce_max_sync(0xFFFFFFFFu, x_amax);
+        if ((t & 31) == 0 && m) atomicMax(&cta_amax, m);
+    }
+    __syncthreads();
+    if (t < 2 && counts[t]) atomicAdd(p.overflow + t, static_cast<unsigned long long>(counts[t]));
+    if (t == 0 && p.fused_amax && cta_amax) atomicMax(p.fused_amax, cta_amax);
+}
+
 // Resident CTAs per SM the registers are held to: 4 (64 registers) where the cast fits,
 // fewer where float32 words in flight or Philox's state need more.
 template <class T, int B, bool SR>
@@ -465,18 +484,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T, B, SR>)
         __syncthreads();  // the tile is rewritten next round
     }
 
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-        const unsigned s = __reduce_add_sync(0xFFFFFFFFu, clamped[k]);
-        if ((t & 31) == 0 && s) atomicAdd(&counts[k], s);
-    }
-    if (p.fused_amax) {
-        const std::uint32_t m = __reduce_max_sync(0xFFFFFFFFu, x_amax);
-        if ((t & 31) == 0 && m) atomicMax(&cta_amax, m);
-    }
-    __syncthreads();
-    if (t < 2 && counts[t]) atomicAdd(p.overflow + t, static_cast<unsigned long long>(counts[t]));
-    if (t == 0 && p.fused_amax && cta_amax) atomicMax(p.fused_amax, cta_amax);
+    add_cta_totals(clamped, x_amax, p, counts, cta_amax);
 }
 
 // Launches the kernel over all of x (T float or uint16, the BF16 bits; B 16 or 32): as

@@ -1,11 +1,14 @@
-// The FP4 training cast (fp4_train.h): fp4_tile.cuh's kernel storing BF16 values
-// decode(q) * s_b, whole 32-byte sectors per store where a block is whole and its row aligned.
+// The FP4 training cast (fp4_train.h): BF16 values decode(q) * s_b, by fp4_staged.cuh's
+// kernel where it fits (BF16 input of 16-byte rows, 1-D blocks, round to nearest, no rht),
+// else by fp4_tile.cuh's, whole 32-byte sectors per store where a block is whole and its
+// row aligned.
 #include "cuda/cast/fp4_train.h"
 
 #include <stdexcept>
 #include <string>
 
 #include "cuda/cast/fp4.h"
+#include "cuda/cast/fp4_staged.cuh"
 #include "cuda/cast/fp4_tile.cuh"
 #include "cuda/runtime/check.h"
 
@@ -80,7 +83,12 @@ void cast_fp4_copies(const CastInput& x, const Recipe& recipe, const cast::Round
     p.tensor_scale = &out.stats->scale;
     p.overflow = &out.stats->overflow_rowwise;
     if (!p.nvfp4) p.fused_amax = reinterpret_cast<std::uint32_t*>(amax);  // zeroed above
-    fp4k::dispatch_tiles(x, recipe, p, ValuesOut{out.rowwise, out.columnwise}, stream);
+    const auto* nv = std::get_if<NVFP4Scaling>(&recipe);
+    const bool two_d = nv && nv->two_d, sr = nv ? nv->sr : std::get<MXFP4Scaling>(recipe).sr;
+    if (fp4k::staged_fits(x, p, two_d, sr, out.rowwise, out.columnwise))
+        fp4k::launch_staged(x, p, out.rowwise, out.columnwise, stream);
+    else
+        fp4k::dispatch_tiles(x, recipe, p, ValuesOut{out.rowwise, out.columnwise}, stream);
     FP8SCOPE_CUDA_LAUNCHED();
 }
 
