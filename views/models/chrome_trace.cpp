@@ -2,14 +2,18 @@
 // format of `fp8scope-engine export --chrome-trace` (capture/trace/chrome_trace_events.h).
 #include "models/chrome_trace.h"
 
+#include <algorithm>
+#include <map>
 #include <vector>
 
 #include "chrome_trace_events.h"
+#include "models/counter_tracks.h"
 #include "models/kernel_attribution.h"
 
 namespace fp8scope::views {
 
-QByteArray chrome_trace_json(const TraceData& data, int run, std::int64_t first_step, std::int64_t last_step) {
+QByteArray chrome_trace_json(const TraceData& data, int run, std::int64_t first_step, std::int64_t last_step,
+                             const std::vector<OperandRef>& operands) {
     std::vector<trace::ChromeTraceRun> runs;
     std::vector<trace::OpRecord> ops;  // the store packs its records: rebuilt for the writer
     if (run >= 0 && run < static_cast<int>(data.runs.size())) {
@@ -24,7 +28,21 @@ QByteArray chrome_trace_json(const TraceData& data, int run, std::int64_t first_
             while (i < hi && rd.ops.step(i) == step) ++i;
             for (const StepKernel& k : step_kernels(data, run, step)) ops.push_back(k.rec);
         }
-        if (!ops.empty()) runs.push_back({run, ops});
+        if (!ops.empty()) {
+            std::map<std::int64_t, std::int64_t> start;  // step -> its first record's start
+            for (const auto& r : ops) {
+                auto [it, added] = start.emplace(r.step, r.start_ns);
+                if (!added) it->second = std::min(it->second, r.start_ns);
+            }
+            std::vector<trace::ChromeCounter> counters;
+            for (const CounterTrack& t : counter_tracks(data, run, first_step, last_step, operands)) {
+                trace::ChromeCounter c{t.name.toStdString(), {}};
+                for (const auto& [step, value] : t.points)
+                    if (const auto it = start.find(step); it != start.end()) c.points.emplace_back(it->second, value);
+                counters.push_back(std::move(c));
+            }
+            runs.push_back({run, ops, std::move(counters)});
+        }
     }
     return QByteArray::fromStdString(trace::chrome_trace_json(data.meta, runs));
 }
