@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -14,13 +13,18 @@
 
 namespace fp8scope::trace {
 
-ChromeCounter step_counter(const std::string& name, std::span<const OpRecord> ops, std::span<const StepRecord> steps,
-                           double StepRecord::*field) {
-    std::map<std::int64_t, std::int64_t> first;  // step -> earliest start
+std::map<std::int64_t, std::int64_t> step_starts(std::span<const OpRecord> ops) {
+    std::map<std::int64_t, std::int64_t> first;
     for (const OpRecord& r : ops) {
         auto [it, added] = first.emplace(r.step, r.start_ns);
         if (!added) it->second = std::min(it->second, r.start_ns);
     }
+    return first;
+}
+
+ChromeCounter step_counter(const std::string& name, std::span<const OpRecord> ops, std::span<const StepRecord> steps,
+                           double StepRecord::*field) {
+    const auto first = step_starts(ops);
     ChromeCounter c{name, {}};
     for (const StepRecord& s : steps)
         if (const auto it = first.find(s.step); it != first.end()) c.points.emplace_back(it->second, s.*field);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <utility>
@@ -32,6 +33,9 @@ struct ChromeTraceRun {
 };
 
 std::string chrome_trace_json(const TraceMeta& meta, const std::vector<ChromeTraceRun>& runs);
+
+// Each step's first start among `ops`: where a counter's value of that step goes.
+std::map<std::int64_t, std::int64_t> step_starts(std::span<const OpRecord> ops);
 
 // A counter of `field` of each step (loss, lr), at the start of the step's first record in
 // `ops` (steps with no record are left out).

@@ -2,8 +2,6 @@
 // format of `fp8scope-engine export --chrome-trace` (capture/trace/chrome_trace_events.h).
 #include "models/chrome_trace.h"
 
-#include <algorithm>
-#include <map>
 #include <vector>
 
 #include "chrome_trace_events.h"
@@ -29,11 +27,7 @@ QByteArray chrome_trace_json(const TraceData& data, int run, std::int64_t first_
             for (const StepKernel& k : step_kernels(data, run, step)) ops.push_back(k.rec);
         }
         if (!ops.empty()) {
-            std::map<std::int64_t, std::int64_t> start;  // step -> its first record's start
-            for (const auto& r : ops) {
-                auto [it, added] = start.emplace(r.step, r.start_ns);
-                if (!added) it->second = std::min(it->second, r.start_ns);
-            }
+            const auto start = trace::step_starts(ops);
             std::vector<trace::ChromeCounter> counters;
             for (const CounterTrack& t : counter_tracks(data, run, first_step, last_step, operands)) {
                 trace::ChromeCounter c{t.name.toStdString(), {}};

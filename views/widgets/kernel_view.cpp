@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <map>
 
+#include "chrome_trace_events.h"
 #include "kernel_launches.h"
 #include "models/counter_tracks.h"
 #include "models/display_names.h"
@@ -286,11 +287,7 @@ void KernelView::redraw() {
         const std::vector<std::ptrdiff_t> launched_by = trace::launching_ops(plain);
         std::vector<int> box_of(records.size(), -1);
         // The counters, each value from its step's first record on.
-        std::map<std::int64_t, std::int64_t> step_start;
-        for (const auto& k : records) {
-            auto [it, added] = step_start.emplace(k.rec.step, k.rec.start_ns);
-            if (!added) it->second = std::min(it->second, k.rec.start_ns);
-        }
+        const auto step_start = trace::step_starts(plain);
         for (const CounterTrack& t : counter_tracks(d, run, first, step, counterOperands())) {
             StripTrack s{t.name, {}};
             for (const auto& [at, value] : t.points)
