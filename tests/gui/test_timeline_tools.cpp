@@ -20,6 +20,7 @@
 #include "models/series_store.h"
 #include "models/selection.h"
 #include "models/step_cursor.h"
+#include "models/table_csv.h"
 #include "widgets/counter_strip.h"
 #include "widgets/fp8_worth_view.h"
 #include "widgets/kernel_view.h"
@@ -353,6 +354,12 @@ private slots:
         QCOMPARE(tracks[0].points[0].second, loss_of(1, 2));
         QCOMPARE(tracks[2].name, QString("amax L0 fc1 fprop x"));
         QCOMPARE(tracks[2].points[0].second, 0.0 + 20 + 1);
+        // The kernel table's CSV keeps the short name and the full one.
+        const QString csv = table_csv(*v.table());
+        QVERIFY(csv.contains(QString("cuBLASLt GEMM e4m3 x e4m3 -> bf16 128x128x128 +bias,")));
+        QVERIFY(csv.contains(QString(",") + kFp8Gemm + "\n"));
+        QVERIFY(csv.contains(QString("\"cast_block<bf16, e4m3, per-tensor>\",")));  // quoted: it holds commas
+        QVERIFY(csv.contains(QString(",\"") + kCast + "\"\n"));
         // The comparison: the baseline (compared with by default) against the FP8 run.
         const auto& rows = v.comparison().rows();
         QVERIFY(!rows.empty());
