@@ -188,13 +188,19 @@ void write_csv(const TraceReader& r, const std::string& dir) {
         for (const auto& g : r.gemm_errors(run)) gemm_errors.row(record, g);
 }
 
-// Every run's ops and kernels (chrome_trace.h).
+// Every run's ops and kernels, the flows between them and the loss and learning rate as
+// counters (chrome_trace_events.h).
 void write_chrome(const TraceReader& r, const std::string& path) {
     std::vector<std::vector<OpRecord>> ops;
     std::vector<ChromeTraceRun> runs;
     for (int run = 0; run < (int)r.meta().runs.size(); ++run)
         ops.push_back(r.ops(run, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()));
-    for (int run = 0; run < (int)ops.size(); ++run) runs.push_back({run, ops[run]});
+    for (int run = 0; run < (int)ops.size(); ++run) {
+        const std::vector<StepRecord> steps = r.steps(run);
+        runs.push_back({run, ops[run],
+                        {step_counter("loss", ops[run], steps, &StepRecord::loss),
+                         step_counter("learning rate", ops[run], steps, &StepRecord::lr)}});
+    }
     std::ofstream f(path);
     if (!f) throw std::runtime_error("cannot write " + path);
     f << chrome_trace_json(r.meta(), runs) << '\n';

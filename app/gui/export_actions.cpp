@@ -26,11 +26,11 @@ QString export_view_table(QWidget* parent, const StoreView& view) {
     return error;
 }
 
-QString export_timeline(QWidget* parent, const SeriesStore& store, int run) {
+QString export_timeline(QWidget* parent, const SeriesStore& store, int run, const std::vector<OperandRef>& operands) {
     const QString path = QFileDialog::getSaveFileName(parent, QObject::tr("Export timeline"), "timeline.json",
                                                       QObject::tr("Chrome trace (*.json)"));
     if (path.isEmpty()) return {};
-    const QByteArray json = store.read([run](const TraceData& d) { return chrome_trace_json(d, run, d.first_step, d.last_step); });
+    const QByteArray json = store.read([&](const TraceData& d) { return chrome_trace_json(d, run, d.first_step, d.last_step, operands); });
     QFile f(path);
     if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(json) != json.size())
         return QStringLiteral("%1: %2").arg(path, f.errorString());

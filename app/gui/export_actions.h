@@ -3,6 +3,7 @@
 #pragma once
 
 #include <QString>
+#include <vector>
 
 #include "models/series_store.h"
 #include "widgets/store_view.h"
@@ -11,4 +12,6 @@ class QWidget;
 
 QString export_view_image(QWidget* parent, const fp8scope::views::StoreView& view);
 QString export_view_table(QWidget* parent, const fp8scope::views::StoreView& view);
-QString export_timeline(QWidget* parent, const fp8scope::views::SeriesStore& store, int run);
+// With counters of the loss, the learning rate and the amax and scale of `operands`.
+QString export_timeline(QWidget* parent, const fp8scope::views::SeriesStore& store, int run,
+                        const std::vector<fp8scope::views::OperandRef>& operands = {});

@@ -164,7 +164,12 @@ void MainWindow::buildMenus() {
         if (StoreView* v = currentView()) showError(export_view_table(this, *v));
     });
     file->addAction(tr("Export timeline as Chrome/Perfetto JSON..."), this,
-                    [this] { showError(export_timeline(this, store_, selection_.run())); });
+                    [this] {
+                        // The operands whose counters the Kernels view shows go with the timeline.
+                        const auto* kernels = qobject_cast<KernelView*>(views_->view(QStringLiteral("kernels")));
+                        showError(export_timeline(this, store_, selection_.run(),
+                                                  kernels ? kernels->counterOperands() : std::vector<OperandRef>{}));
+                    });
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 

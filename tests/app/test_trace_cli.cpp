@@ -5,11 +5,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -150,6 +152,29 @@ TEST_F(TraceCli, ChromeTimelineHasOneCompleteEventPerOp) {
     }
     EXPECT_GT(complete, 0u);
     EXPECT_EQ(processes.size(), 2u);  // one per run
+}
+
+TEST_F(TraceCli, ChromeTimelineCountsEveryLossTheRunPrinted) {
+    const fs::path out = scratch() / "counters.json";
+    Result r = engine("export " + trace_->string() + " --chrome-trace " + out.string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::ifstream in(out);
+    const json doc = json::parse(in);
+    // Per run (pid 1000 x run) its loss counter, in time order: the printed losses in step order.
+    std::map<std::int64_t, std::vector<std::pair<double, double>>> loss;
+    for (const auto& e : doc["traceEvents"])
+        if (e["ph"] == "C" && e["name"] == "loss")
+            loss[e["pid"].get<std::int64_t>()].emplace_back(e["ts"].get<double>(), e["args"]["value"].get<double>());
+    const json& runs = (*printed_)["runs"];
+    ASSERT_EQ(loss.size(), runs.size());
+    for (std::size_t run = 0; run < runs.size(); ++run) {
+        auto& points = loss[std::int64_t(run) * 1000];
+        std::sort(points.begin(), points.end());
+        const json& printed = runs[run]["losses"];
+        ASSERT_EQ(points.size(), printed.size());
+        for (std::size_t i = 0; i < points.size(); ++i)
+            EXPECT_EQ(float(points[i].second), float(printed[i].get<double>())) << "run " << run << " step " << i + 1;
+    }
 }
 
 TEST_F(TraceCli, InspectSummarisesRunsAndWorstTensors) {

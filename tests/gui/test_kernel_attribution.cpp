@@ -194,13 +194,42 @@ private slots:
     }
 
     void shortNames() {
-        QCOMPARE(short_kernel_name("fp8scope::cuda::detail::binary_kernel<8, fp8scope::cuda::(anonymous namespace)::AddOp>"),
-                 QString("binary_kernel<8, AddOp>"));
-        QCOMPARE(short_kernel_name("fp8scope::cuda::qk::cast_block_kernel<float, (fp8scope::Format)0, (fp8scope::cuda::qk::BlockShape)2>"),
-                 QString("cast_block_kernel<float, (Format)0, (BlockShape)2>"));
-        QCOMPARE(short_kernel_name("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT"),
-                 QString("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT"));
-        QCOMPARE(short_kernel_name("memcpy HtoD"), QString("memcpy HtoD"));
+        // Hand-read from each name: nvjet's type letters (q e4m3, r e5m2, t bf16, s f32) and
+        // tile, xmma's and CUTLASS's type fields, our kernels' function and arguments.
+        const std::pair<const char*, const char*> cases[] = {
+            {"fp8scope::cuda::detail::binary_kernel<8, fp8scope::cuda::(anonymous namespace)::AddOp>", "binary<8, Add>"},
+            {"fp8scope::cuda::qk::cast_block_kernel<float, (fp8scope::Format)0, (fp8scope::cuda::qk::BlockShape)2>",
+             "cast_block<f32, e4m3, 128x128>"},
+            {"fp8scope::cuda::qk::cast_block_kernel<unsigned short, (fp8scope::Format)1, (fp8scope::cuda::qk::BlockShape)0>",
+             "cast_block<bf16, e5m2, per-tensor>"},
+            {"fp8scope::cuda::(anonymous namespace)::zero_words_kernel", "zero_words"},
+            {"fp8scope::cuda::attn::flash_forward_kernel<128>", "flash_forward<128>"},
+            {"cub::CUB_300001_SM_900::detail::radix_sort::DeviceRadixSortSingleTileKernel<cub::CUB_300001_SM_900::detail::radix::policy_hub<in",
+             "DeviceRadixSortSingleTileKernel"},  // cut at 128 characters: no arguments
+            {"nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT", "cuBLASLt GEMM bf16 x bf16 -> bf16 256x128x64 +bias"},
+            {"nvjet_sm90_tss_128x256_64x4_2x1_v_bz_coopA_NTN", "cuBLASLt GEMM bf16 x bf16 -> f32 128x256x64"},
+            {"nvjet_sm90_qrsss_128x128_128x6_1x2_h_bz_coopA_algo2_TNT", "cuBLASLt GEMM e4m3 x e5m2 -> f32 128x128x128"},
+            {"nvjet_sm90_qqtst_128x128_128x6_2x1_v_bz_coopA_algo2_Ablk128_Bvec128_bias_TNN",
+             "cuBLASLt GEMM e4m3 x e4m3 -> bf16 128x128x128 block scales +bias"},
+            {"nvjet_sm90_qqsss_128x64_128x8_1x2_h_bz_algo2_Avec128_Bvec128_TNT", "cuBLASLt GEMM e4m3 x e4m3 -> f32 128x64x128 1x128 scales"},
+            {"nvjet_sm90_qqtst_64x256_128x5_2x1_v_bz_coopA_algo2_geluauxbias_auxt_TNN",
+             "cuBLASLt GEMM e4m3 x e4m3 -> bf16 64x256x128 +gelu +bias"},
+            {"sm90_xmma_gemm_e4m3e4m3_bf16_f32_tn_n_tilesize128x128x128_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+             "cuBLASLt GEMM e4m3 x e4m3 -> bf16 128x128x128"},
+            {"cutlass3x_sm90_tensorop_gemm_e4m3_e4m3_f32_bf16_bf16_128x128x128_1x1x1_0_tnn_align16_warpspecialized_cooperative_epi_tma",
+             "CUTLASS GEMM e4m3 x e4m3 -> bf16 128x128x128"},
+            {"cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_32x6_tn_align8>", "CUTLASS GEMM 64x64x32"},
+            {"nvjet_sm90_zzz_1x2_TNT", "nvjet_sm90_zzz_1x2_TNT"},  // no known form: as it is
+            {"ncclDevKernel_AllReduce_Sum_f32_RING_LL", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"},
+            {"memcpy HtoD", "memcpy HtoD"},
+        };
+        for (const auto& [full, want] : cases) QCOMPARE(short_kernel_name(full), QString(want));
+        // Every real name reads without namespaces; the GEMMs name their library.
+        for (const NamedKind& k : kH200Kernels) {
+            const QString s = short_kernel_name(k.name);
+            QVERIFY2(!s.isEmpty() && !s.contains("::"), k.name);
+            if (k.kind == KernelKind::Gemm) QVERIFY2(s.startsWith("cuBLASLt GEMM "), k.name);
+        }
     }
 
     void recordsWithNoOpGoByTime() {

@@ -1,10 +1,13 @@
 // Kernel kinds from names.
 #include "models/kernel_kind.h"
 
-#include <QRegularExpression>
+#include <QHash>
 #include <algorithm>
 #include <cctype>
+#include <mutex>
 #include <string>
+
+#include "util/readable_kernel_name.h"
 
 namespace fp8scope::views {
 
@@ -71,10 +74,13 @@ bool KernelSelection::passes(const trace::TraceMeta& meta, const trace::OpRecord
 }
 
 QString short_kernel_name(const QString& name) {
-    static const QRegularExpression qualifier(QStringLiteral(R"((\(anonymous namespace\)|[A-Za-z_][A-Za-z0-9_]*)::)"));
-    QString s = name;
-    s.remove(qualifier);
-    return s;
+    // A view names the same few dozen kernels on every redraw: folded once each.
+    static std::mutex mutex;
+    static QHash<QString, QString> folded;
+    const std::lock_guard lock(mutex);
+    auto it = folded.find(name);
+    if (it == folded.end()) it = folded.insert(name, QString::fromStdString(readable_kernel_name(name.toStdString())));
+    return *it;
 }
 
 }  // namespace fp8scope::views

@@ -48,10 +48,9 @@ struct KernelSelection {
 
 inline bool is_device(const trace::OpRecord& r) { return r.device >= 0; }
 
-// A kernel name as the table and timeline show it: namespaces and "(anonymous
-// namespace)" qualifiers dropped, inside template arguments too
-// ("fp8scope::cuda::detail::binary_kernel<8, fp8scope::cuda::(anonymous namespace)::AddOp>"
-// -> "binary_kernel<8, AddOp>"). The full name goes in the tooltip.
+// A kernel name as the table and timeline show it: library GEMM codes and C++ template
+// names folded for reading (util/readable_kernel_name.h); the full name goes in the
+// tooltip and the exports.
 QString short_kernel_name(const QString& name);
 
 }  // namespace fp8scope::views

@@ -280,6 +280,7 @@ QVariant KernelStatsModel::data(const QModelIndex& index, int role) const {
     }
     if (role == Qt::DisplayRole || role == Qt::ToolTipRole) {
         if (c == Name) return r.name;
+        if (c == FullName) return r.full_name;
         if (c == Shape) return r.shape;
         if (c == Dtypes) return r.dtypes;
         if (c == ParentOp) return r.parent;
@@ -289,6 +290,7 @@ QVariant KernelStatsModel::data(const QModelIndex& index, int role) const {
     }
     if (role == kValueRole) {
         if (c == Name) return r.name;
+        if (c == FullName) return r.full_name;
         if (c == ParentOp) return r.parent;
         if (c == Kind) return r.kind;
         if (c == Shape) return r.shape;
@@ -296,7 +298,8 @@ QVariant KernelStatsModel::data(const QModelIndex& index, int role) const {
         return value(index.row(), c);
     }
     if (role == Qt::DecorationRole && c == Kind && !r.kind.isEmpty()) return r.color;
-    if (role == Qt::TextAlignmentRole && c != Name && c != ParentOp && c != Kind && c != Shape && c != Dtypes) return int(Qt::AlignRight | Qt::AlignVCenter);
+    if (role == Qt::TextAlignmentRole && c != Name && c != ParentOp && c != Kind && c != Shape && c != Dtypes && c != FullName)
+        return int(Qt::AlignRight | Qt::AlignVCenter);
     return {};
 }
 
@@ -304,7 +307,7 @@ QVariant KernelStatsModel::headerData(int section, Qt::Orientation o, int role) 
     if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
     static const char* names[ColumnCount] = {"op / kernel", "calls", "total ms", "mean us", "median us",
                                              "p95 us", "max us", "share of time %", "in op", "kind",
-                                             "GEMM MxNxK", "GEMM dtypes", "TFLOP/s"};
+                                             "GEMM MxNxK", "GEMM dtypes", "TFLOP/s", "full name"};
     // Device rows' shares are of the kernels' summed time, not of the step's wall time.
     if (section == SharePct && device_) return QStringLiteral("share of device time %");
     if (section == Name && device_)

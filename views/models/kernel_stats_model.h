@@ -25,7 +25,9 @@ namespace fp8scope::views {
 class KernelStatsModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { Name, Calls, TotalMs, MeanUs, MedianUs, P95Us, MaxUs, SharePct, ParentOp, Kind, Shape, Dtypes, Tflops, ColumnCount };
+    // Name: the kernel's short name (kernel_kind.h); FullName: as the trace has it, so that
+    // the CSV export keeps both.
+    enum Column { Name, Calls, TotalMs, MeanUs, MedianUs, P95Us, MaxUs, SharePct, ParentOp, Kind, Shape, Dtypes, Tflops, FullName, ColumnCount };
     enum Scope { CursorStep, WholeRun };
     enum Grouping { ByKernel, ByOp, ByCategory };
 

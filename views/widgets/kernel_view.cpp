@@ -5,6 +5,8 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLineEdit>
+#include <QTabWidget>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
@@ -14,16 +16,21 @@
 #include <algorithm>
 #include <map>
 
+#include "chrome_trace_events.h"
+#include "kernel_launches.h"
+#include "models/counter_tracks.h"
 #include "models/display_names.h"
 #include "models/gemm_shape.h"
 #include "models/kernel_detail.h"
+#include "widgets/compare_run_combo.h"
+#include "widgets/counter_strip.h"
 #include "widgets/step_cost_plot.h"
 #include "widgets/timeline_widget.h"
 
 namespace fp8scope::views {
 
 KernelView::KernelView(const ViewContext& context, QWidget* parent)
-    : StoreView(context, "kernels", tr("Kernels"), parent), model_(context.store) {
+    : StoreView(context, "kernels", tr("Kernels"), parent), model_(context.store), compare_model_(context.store) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     auto* row = new QHBoxLayout;
@@ -73,10 +80,25 @@ KernelView::KernelView(const ViewContext& context, QWidget* parent)
     note_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     note_->hide();
     layout->addWidget(note_);
+    auto* counters_row = new QHBoxLayout;
+    counters_row->addWidget(new QLabel(tr("counters: loss, learning rate, and amax and scale of"), this));
+    operands_ = new QLineEdit(this);
+    operands_->setPlaceholderText(tr("operands, e.g. L0 qkv fprop x, L0 qkv fprop w"));
+    operands_->setToolTip(tr("Comma-separated operand labels, as the Layers table writes them"));
+    counters_row->addWidget(operands_, 1);
+    layout->addLayout(counters_row);
     auto* split = new QSplitter(Qt::Vertical, this);
     costs_ = new StepCostPlot(split);
-    timeline_ = new TimelineWidget(split);
-    view_ = new QTableView(split);
+    auto* lanes = new QWidget(split);
+    auto* lanes_layout = new QVBoxLayout(lanes);
+    lanes_layout->setContentsMargins(0, 0, 0, 0);
+    lanes_layout->setSpacing(0);
+    timeline_ = new TimelineWidget(lanes);
+    strip_ = new CounterStrip(timeline_, lanes);
+    lanes_layout->addWidget(timeline_, 1);
+    lanes_layout->addWidget(strip_);
+    tabs_ = new QTabWidget(split);
+    view_ = new QTableView(tabs_);
     view_->setModel(&model_);
     view_->verticalHeader()->hide();
     view_->setWordWrap(false);
@@ -84,12 +106,31 @@ KernelView::KernelView(const ViewContext& context, QWidget* parent)
     view_->horizontalHeader()->setStretchLastSection(true);
     // A long kernel name is cut in the middle (the whole name is on hover), so the GEMM
     // columns at the right stay in view.
-    view_->horizontalHeader()->setMaximumSectionSize(280);
+    view_->horizontalHeader()->setMaximumSectionSize(340);
     view_->setTextElideMode(Qt::ElideMiddle);
+    tabs_->addTab(view_, tr("kernels"));
+    auto* compare = new QWidget(tabs_);
+    auto* compare_layout = new QVBoxLayout(compare);
+    compare_layout->setContentsMargins(0, 2, 0, 0);
+    compare_run_ = add_compare_run_row(compare_layout, compare);
+    compare_sorted_.setSourceModel(&compare_model_);
+    compare_sorted_.setSortRole(Qt::UserRole);
+    auto* compare_table = new QTableView(compare);
+    compare_table->setModel(&compare_sorted_);
+    compare_table->horizontalHeader()->setSortIndicator(-1, Qt::AscendingOrder);  // the model's order: total, most saved first
+    compare_table->setSortingEnabled(true);
+    compare_table->verticalHeader()->hide();
+    compare_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    compare_layout->addWidget(compare_table);
+    tabs_->addTab(compare, tr("run vs run, per op"));
+    tabs_->setTabToolTip(1, tr("Kernel time per op at the cursor step: the run compared with and the selected run, "
+                               "and what the selected run saves (a negative figure: what it costs more)"));
     split->addWidget(costs_);
-    split->addWidget(timeline_);
-    split->addWidget(view_);
+    split->addWidget(lanes);
+    split->addWidget(tabs_);
     split->setSizes({220, 200, 300});
+    connect(operands_, &QLineEdit::editingFinished, this, [this] { setCounterOperands(operands_->text()); });
+    connect(compare_run_, &QComboBox::currentIndexChanged, this, [this] { refresh(true); });
     layout->addWidget(split);
     connect(scope_, &QComboBox::currentIndexChanged, this, [this] { refresh(true); });
     connect(steps_, &QSpinBox::valueChanged, this, [this] { refresh(true); });
@@ -103,6 +144,28 @@ KernelView::KernelView(const ViewContext& context, QWidget* parent)
     connect(&model_, &QAbstractItemModel::modelReset, this, [this] { highlight(); });
     connect(costs_, &StepCostPlot::stepClicked, this, [this](std::int64_t s) { ctx().cursor->setStep(s); });
 }
+
+QStringList KernelView::setCounterOperands(const QString& labels) {
+    QStringList unknown;
+    counter_operands_ = ctx().store->read([&](const TraceData& d) { return parse_operand_list(d.meta, labels, &unknown); });
+    if (operands_->text() != labels) operands_->setText(labels);
+    operands_->setStyleSheet(unknown.isEmpty() ? QString() : QStringLiteral("color: #b00020"));
+    operands_->setToolTip(unknown.isEmpty() ? tr("Comma-separated operand labels, as the Layers table writes them")
+                                            : tr("no such operand: %1").arg(unknown.join(", ")));
+    refresh(true);
+    return unknown;
+}
+
+std::vector<OperandRef> KernelView::counterOperands() const {
+    return operands_->text().trimmed().isEmpty() ? ctx().selection->operands() : counter_operands_;
+}
+
+void KernelView::compareWith(int run) {
+    compare_run_->chooseRun(run);
+    refresh(true);
+}
+
+void KernelView::showComparison(bool on) { tabs_->setCurrentIndex(on ? 1 : 0); }
 
 void KernelView::setGrouping(KernelStatsModel::Grouping g) { grouping_->setCurrentIndex(g); }
 
@@ -181,12 +244,16 @@ void KernelView::redraw() {
     }
     costs_run_ = run;
     costs_->setCursorStep(step);
+    if (dataChanged()) ctx().store->read([&](const TraceData& d) { compare_run_->fill(d.meta); });
+    compare_model_.refresh(compare_run_->otherThan(run), run, step);
     shown_scope_ = scope;
     shown_run_ = run;
     shown_filter_ = sel;
     std::vector<TimelineBox> boxes;
     box_kernels_.clear();
     QStringList lanes;
+    std::vector<int> launcher;  // per box
+    std::vector<StripTrack> tracks;
     ctx().store->read([&](const TraceData& d) {
         if (run < 0 || run >= static_cast<int>(d.runs.size())) return;
         const RunData& rd = d.runs[run];
@@ -213,9 +280,26 @@ void KernelView::redraw() {
         std::int64_t t0 = INT64_MAX;
         for (const auto& k : records) t0 = std::min(t0, k.rec.start_ns);
         const std::int64_t tokens = step_tokens(d.meta);
-        for (const StepKernel& k : records) {
+        // Which record launched which (kernel_launches.h), then as box indices.
+        std::vector<trace::OpRecord> plain;
+        plain.reserve(records.size());
+        for (const auto& k : records) plain.push_back(k.rec);
+        const std::vector<std::ptrdiff_t> launched_by = trace::launching_ops(plain);
+        std::vector<int> box_of(records.size(), -1);
+        // The counters, each value from its step's first record on.
+        const auto step_start = trace::step_starts(plain);
+        for (const CounterTrack& t : counter_tracks(d, run, first, step, counterOperands())) {
+            StripTrack s{t.name, {}};
+            for (const auto& [at, value] : t.points)
+                if (const auto it = step_start.find(at); it != step_start.end()) s.points.emplace_back((it->second - t0) * 1e-3, value);
+            if (!s.points.empty()) tracks.push_back(std::move(s));
+        }
+        for (std::size_t ri = 0; ri < records.size(); ++ri) {
+            const StepKernel& k = records[ri];
             const trace::OpRecord& op = k.rec;
             if (!sel.passes(d.meta, op)) continue;
+            box_of[ri] = static_cast<int>(boxes.size());
+            launcher.push_back(launched_by[ri] >= 0 ? box_of[static_cast<std::size_t>(launched_by[ri])] : -1);
             const KernelKind kind = kernel_kind(d.meta, op);
             const QString full = op_label(d.meta, op.op);
             QString name = kind == KernelKind::Host ? full : short_kernel_name(full);
@@ -251,7 +335,8 @@ void KernelView::redraw() {
             .arg(step)
             .arg(step_ranges(detailed_steps(rd), 4));
     }));
-    timeline_->setBoxes(std::move(boxes), lanes);
+    timeline_->setBoxes(std::move(boxes), lanes, std::move(launcher));
+    strip_->setTracks(std::move(tracks));
     highlight();
 }
 

@@ -9,12 +9,23 @@
 // (`--kernel-timings capture`), a line says on which and that the statistics and the
 // step costs come from every step (the kernel sums); the timeline of a step without
 // them says so, and a live run is asked to record the next steps' kernels.
+// Kernels show short names (util/readable_kernel_name.h), the full name on hover; hovering
+// or clicking an op or kernel draws the flows from the op to the kernels it launched. A
+// strip under the lanes holds counters over the steps shown: the loss, the learning rate
+// and the amax and scale of the operands the user names (else those picked in the selection). Beside the kernel table, a
+// table compares the run's kernel time per op at the cursor step with another run's (the
+// baseline by default): what FP8 saved, per GEMM.
 #pragma once
 
+#include <QSortFilterProxyModel>
+
 #include "models/kernel_stats_model.h"
+#include "models/op_time_comparison.h"
 #include "widgets/store_view.h"
 
 class QComboBox;
+class QLineEdit;
+class QTabWidget;
 class QLabel;
 class QPushButton;
 class QSpinBox;
@@ -22,6 +33,8 @@ class QTableView;
 
 namespace fp8scope::views {
 
+class CompareRunCombo;
+class CounterStrip;
 class StepCostPlot;
 class TimelineWidget;
 
@@ -33,6 +46,15 @@ public:
     const KernelStatsModel& model() const { return model_; }
     TimelineWidget* timeline() const { return timeline_; }
     StepCostPlot* stepCosts() const { return costs_; }
+    CounterStrip* counters() const { return strip_; }
+    // The operands whose amax and scale the strip shows, as labels ("L0 qkv fprop x, ...");
+    // returns the names that match no operand. Empty: the operands picked in the
+    // selection (the Layers table, --select).
+    QStringList setCounterOperands(const QString& labels);
+    std::vector<OperandRef> counterOperands() const;
+    const OpTimeComparisonModel& comparison() const { return compare_model_; }
+    void compareWith(int run);  // the run the table compares the selected run with
+    void showComparison(bool on);  // raises the comparison's tab (or the kernel table's)
     void setGrouping(KernelStatsModel::Grouping g);
     // Highlights the timeline records of table row `row` (-1: none).
     void selectRow(int row);
@@ -70,6 +92,13 @@ private:
     QSpinBox* record_steps_;
     int shown_scope_ = -1, shown_run_ = -1;  // of the table
     KernelSelection shown_filter_{KernelFilter::All, -2};
+    CounterStrip* strip_;
+    QLineEdit* operands_;
+    std::vector<OperandRef> counter_operands_;
+    QTabWidget* tabs_;
+    OpTimeComparisonModel compare_model_;
+    QSortFilterProxyModel compare_sorted_;
+    CompareRunCombo* compare_run_;
     KernelSelection filter() const;
     void fillLayers();
     void highlight();

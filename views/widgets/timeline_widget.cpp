@@ -4,6 +4,7 @@
 #include <QHelpEvent>
 #include <QMouseEvent>
 #include <QPainter>
+#include <QPainterPath>
 #include <QToolTip>
 #include <QWheelEvent>
 #include <algorithm>
@@ -19,12 +20,15 @@ constexpr int kLaneHeight = 26, kAxisHeight = 22;
 
 TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent) {
     setMinimumHeight(kAxisHeight + 2 * kLaneHeight);
-    setMouseTracking(false);
+    setMouseTracking(true);  // flows follow the hovered box
 }
 
-void TimelineWidget::setBoxes(std::vector<TimelineBox> boxes, QStringList lanes) {
+void TimelineWidget::setBoxes(std::vector<TimelineBox> boxes, QStringList lanes, std::vector<int> launcher) {
     boxes_ = std::move(boxes);
     lanes_ = std::move(lanes);
+    launcher_ = std::move(launcher);
+    launcher_.resize(boxes_.size(), -1);
+    hover_ = selected_ = -1;
     highlighting_ = std::any_of(boxes_.begin(), boxes_.end(), [](const TimelineBox& b) { return b.highlighted; });
     double end = 0;
     for (const auto& b : boxes_) end = std::max(end, b.end_us);
@@ -50,6 +54,27 @@ void TimelineWidget::setView(double start_us, double end_us) {
     view_start_ = std::clamp(start_us, -0.05 * total_us_, total_us_ - span * 0.1);
     view_end_ = view_start_ + span;
     update();
+    emit viewChanged();
+}
+
+void TimelineWidget::selectBox(int box) {
+    selected_ = box >= 0 && box < static_cast<int>(boxes_.size()) ? box : -1;
+    update();
+}
+
+std::vector<std::pair<int, int>> TimelineWidget::shownFlows() const {
+    std::vector<std::pair<int, int>> out;
+    const int focus = focusBox();
+    if (focus < 0 || focus >= static_cast<int>(launcher_.size())) return out;
+    const int op = launcher_[static_cast<std::size_t>(focus)] >= 0 ? launcher_[static_cast<std::size_t>(focus)] : focus;
+    for (std::size_t k = 0; k < launcher_.size(); ++k)
+        if (launcher_[k] == op) out.emplace_back(op, static_cast<int>(k));
+    return out;
+}
+
+QRectF TimelineWidget::boxRect(const TimelineBox& b) const {
+    const double x0 = toX(b.start_us), x1 = std::max(toX(b.end_us), x0 + 1);
+    return QRectF(x0, kAxisHeight + b.lane * kLaneHeight + 3, x1 - x0, kLaneHeight - 6);
 }
 
 void TimelineWidget::resetView() { setView(0, total_us_); }
@@ -105,9 +130,8 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     }
     p.setClipRect(QRect(label_width_, kAxisHeight, width() - label_width_, height() - kAxisHeight));
     for (const auto& b : boxes_) {
-        const double x0 = toX(b.start_us), x1 = std::max(toX(b.end_us), x0 + 1);
-        if (x1 < label_width_ || x0 > width()) continue;
-        const QRectF r(x0, kAxisHeight + b.lane * kLaneHeight + 3, x1 - x0, kLaneHeight - 6);
+        const QRectF r = boxRect(b);
+        if (r.right() < label_width_ || r.left() > width()) continue;
         QColor c = b.fill.isValid() ? b.fill : series_color(b.color + 1).lighter(130);
         if (highlighting_ && !b.highlighted) c.setAlpha(50);
         p.fillRect(r, c);
@@ -119,6 +143,33 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
             const QRectF t = r.adjusted(2, 0, -2, 0);
             p.drawText(t, Qt::AlignVCenter | Qt::AlignLeft, p.fontMetrics().elidedText(b.name, Qt::ElideRight, static_cast<int>(t.width())));
         }
+    }
+    // Flows: from the op's start to each launched kernel's start, an arrow on the kernel.
+    const auto flows = shownFlows();
+    if (!flows.empty()) {
+        p.setRenderHint(QPainter::Antialiasing);
+        const QColor ink(0x20, 0x30, 0x90, 200);
+        const QRectF op = boxRect(boxes_[static_cast<std::size_t>(flows.front().first)]);
+        p.setPen(QPen(Qt::black, 2));
+        p.setBrush(Qt::NoBrush);
+        p.drawRect(op);
+        for (const auto& [from, to] : flows) {
+            const QRectF k = boxRect(boxes_[static_cast<std::size_t>(to)]);
+            const bool down = k.top() >= op.bottom();
+            const QPointF a(op.left(), down ? op.bottom() : op.top()), z(k.left(), down ? k.top() : k.bottom());
+            QPainterPath path(a);
+            const double bend = (z.y() - a.y()) * 0.5;
+            path.cubicTo(a + QPointF(0, bend), z - QPointF(0, bend), z);
+            p.setPen(QPen(ink, 1.2));
+            p.drawPath(path);
+            p.setBrush(ink);
+            const double tip = down ? -5 : 5;
+            p.drawPolygon(QPolygonF({z, z + QPointF(-3, tip), z + QPointF(3, tip)}));
+            p.setBrush(Qt::NoBrush);
+            p.setPen(QPen(ink, 1.5));
+            p.drawRect(k);
+        }
+        p.setRenderHint(QPainter::Antialiasing, false);
     }
     if (!note_.isEmpty()) {
         p.setClipping(false);
@@ -141,10 +192,19 @@ void TimelineWidget::mousePressEvent(QMouseEvent* e) {
     drag_x_ = static_cast<int>(e->position().x());
     drag_start_ = view_start_;
     if (e->button() == Qt::RightButton) resetView();
+    // A click on a box keeps its flows drawn; a click beside the boxes lets them go.
+    if (e->button() == Qt::LeftButton) selectBox(indexAt(e->position().toPoint()));
 }
 
 void TimelineWidget::mouseMoveEvent(QMouseEvent* e) {
-    if (!(e->buttons() & Qt::LeftButton)) return;
+    if (!(e->buttons() & Qt::LeftButton)) {
+        const int at = indexAt(e->position().toPoint());
+        if (at != hover_) {
+            hover_ = at;
+            if (selected_ < 0) update();
+        }
+        return;
+    }
     const double span = view_end_ - view_start_;
     const double shift = (e->position().x() - drag_x_) / (width() - label_width_ - 4) * span;
     setView(drag_start_ - shift, drag_start_ - shift + span);
@@ -152,6 +212,11 @@ void TimelineWidget::mouseMoveEvent(QMouseEvent* e) {
 
 void TimelineWidget::mouseDoubleClickEvent(QMouseEvent* e) {
     if (const TimelineBox* b = boxAt(e->position().toPoint())) zoomTo(*b);
+}
+
+int TimelineWidget::indexAt(QPoint pos) const {
+    const TimelineBox* b = boxAt(pos);
+    return b ? static_cast<int>(b - boxes_.data()) : -1;
 }
 
 const TimelineBox* TimelineWidget::boxAt(QPoint pos) const {
@@ -165,6 +230,10 @@ const TimelineBox* TimelineWidget::boxAt(QPoint pos) const {
 }
 
 bool TimelineWidget::event(QEvent* e) {
+    if (e->type() == QEvent::Leave && hover_ >= 0) {
+        hover_ = -1;
+        update();
+    }
     if (e->type() == QEvent::ToolTip) {
         auto* help = static_cast<QHelpEvent*>(e);
         if (const TimelineBox* b = boxAt(help->pos()))

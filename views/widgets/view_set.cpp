@@ -8,6 +8,7 @@
 #include "widgets/error_view.h"
 #include "widgets/events_view.h"
 #include "widgets/findings_view.h"
+#include "widgets/fp8_worth_view.h"
 #include "widgets/health_view.h"
 #include "widgets/kernel_view.h"
 #include "widgets/layers_view.h"
@@ -21,7 +22,7 @@ ViewSet::ViewSet(SeriesStore* store, StepCursor* cursor, Selection* selection, Q
     const ViewContext ctx{store, cursor, selection};
     views_ = {new LossView(ctx),  new AmaxView(ctx),   new OutliersView(ctx), new ErrorView(ctx),
               new BlockMapView(ctx), new KernelView(ctx), new LayersView(ctx),   new EventsView(ctx),
-              new HealthView(ctx), new FindingsView(ctx)};
+              new HealthView(ctx), new FindingsView(ctx), new Fp8WorthView(ctx)};
     connect(store, &SeriesStore::changed, &scheduler_, &RedrawScheduler::markDataDirty);
     connect(cursor, &StepCursor::stepChanged, &scheduler_, &RedrawScheduler::markDirty);
     connect(selection, &Selection::changed, &scheduler_, &RedrawScheduler::markDirty);
@@ -34,7 +35,7 @@ ViewSet::~ViewSet() {
 }
 
 QStringList ViewSet::names() {
-    return {"loss", "amax", "outliers", "error", "blocks", "kernels", "layers", "events", "health", "findings"};
+    return {"loss", "amax", "outliers", "error", "blocks", "kernels", "layers", "events", "health", "findings", "fp8worth"};
 }
 
 FindingsView* ViewSet::findings() const { return static_cast<FindingsView*>(view("findings")); }
