@@ -305,11 +305,24 @@ Trainer::RunStep Trainer::run_part(Run& rep, int r, float lr, bool capture, Capt
     return part;
 }
 
+namespace {
+
+// A run's step (6 x parameters x tokens FLOPs) above which one run fills a GPU by itself: an
+// H200's ~700 TFLOP/s take ~1.5 ms for it, about what the ~300 launches and host waits of
+// a small model's step take. Past it lanes gain little and cost their scratch memory.
+constexpr double kLaneStepFlops = 1e12;
+
+}  // namespace
+
 // At once only where it changes nothing but the interleaving: a backend with lanes, more
-// than one run, a job of one process (a data-parallel step's collectives go in run order)
-// and no operand capture (its tensors are handed over during the step).
+// than one run, a job of one process (a data-parallel step's collectives go in run order),
+// no operand capture (its tensors are handed over during the step), and runs small enough
+// to leave the device waiting on the host (kLaneStepFlops).
 bool Trainer::runs_together(bool capture) const {
-    return config_.concurrent_runs && runs_.size() > 1 && backend_.max_lanes() > 1 && sync_ == &single_ && !capture;
+    if (!config_.concurrent_runs || runs_.size() < 2 || backend_.max_lanes() < 2 || sync_ != &single_ || capture)
+        return false;
+    const double tokens = double(config_.batch_size) * config_.seq_len;
+    return 6.0 * double(runs_.front()->model.num_params()) * tokens <= kLaneStepFlops;
 }
 
 // Every run's part at once: one lane and one thread per group of runs (lane t takes runs
