@@ -11,6 +11,7 @@
 //   AnalysisOps     the statistics and errors of one tensor (fp8/analysis.h)
 //   NonFiniteOps    the scan for a training run's first NaN or Inf operand
 //   KernelTracing   op scopes and the kernels a device ran
+//   RunLanes        independent runs at once, each in a lane of its own
 // Operands travel as device-neutral descriptors (backend/tensor_desc.h).
 #pragma once
 
@@ -23,6 +24,7 @@
 #include "backend/optimizer_ops.h"
 #include "backend/analysis_ops.h"
 #include "backend/nonfinite_ops.h"
+#include "backend/run_lanes.h"
 #include "backend/tensor_desc.h"
 
 namespace fp8scope {
@@ -33,7 +35,8 @@ class Backend : public DeviceMemory,
                 public OptimizerOps,
                 public AnalysisOps,
                 public NonFiniteOps,
-                public KernelTracing {
+                public KernelTracing,
+                public RunLanes {
 public:
     ~Backend() override = default;
 

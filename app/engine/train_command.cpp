@@ -38,7 +38,7 @@ struct TrainOptions {
     std::string config, preset, resume;
     std::vector<std::string> sets;
     std::vector<std::string> keep_high_precision;  // linear name patterns
-    std::optional<std::string> device, recipe, compare, data, checkpoint_dir, init_from;
+    std::optional<std::string> device, recipe, compare, data, checkpoint_dir, init_from, concurrent_runs;
     std::optional<long long> steps, batch, seq, seed, seeds, threads, eval_every, capture_every, checkpoint_every, log_every;
     std::optional<double> lr;
     bool print_config = false, json = false, quiet = false;
@@ -148,6 +148,7 @@ void apply_flags(const TrainOptions& o, TrainConfig& c) {
     if (o.seed) set("seed", std::to_string(*o.seed));
     if (o.seeds) set("seeds", std::to_string(*o.seeds));
     if (o.threads) set("threads", std::to_string(*o.threads));
+    if (o.concurrent_runs) set("concurrent_runs", *o.concurrent_runs == "on" ? "true" : "false");
     if (o.lr) set("optimizer.lr", dump_json(nlohmann::json(*o.lr)));
     if (o.eval_every) set("eval.every", std::to_string(*o.eval_every));
     if (o.capture_every) set("capture_every", std::to_string(*o.capture_every));
@@ -449,6 +450,10 @@ void add_train(CLI::App& app, int& exit_code) {
                     "Train every recipe with N seeds (--seed ... --seed + N - 1), paired across recipes, and say "
                     "whether each recipe's gap to the baseline exceeds the seeds' noise");
     cmd->add_option("--threads", opts->threads, "Worker threads (0: all)");
+    cmd->add_option("--concurrent-runs", opts->concurrent_runs,
+                    "on (default): on a GPU the runs of a step (recipes x seeds) go at once, a stream and thread "
+                    "each, with the same results; off: one after another")
+        ->check(CLI::IsMember({"on", "off"}));
     cmd->add_option("--lr", opts->lr, "Peak learning rate")
         ->check(CLI::Validator(
             [](const std::string& text) {

@@ -41,6 +41,13 @@ void NonFiniteWatch::stage() {
     backend_.stage_nonfinite(word_.data());
 }
 
+void NonFiniteWatch::back_to(const Mark& m) {
+    sites_ = m.sites;
+    base_ = m.base, next_ = m.next, staged_next_ = m.staged_next;
+    found_ = m.found;
+    backend_.copy_from_host(word_.data(), &kNoNonFinite, sizeof kNoNonFinite);
+}
+
 std::optional<NonFiniteRecord> NonFiniteWatch::poll() { return resolve(backend_.staged_nonfinite(), staged_next_); }
 
 std::optional<NonFiniteRecord> NonFiniteWatch::read_now() {

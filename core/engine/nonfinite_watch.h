@@ -72,6 +72,18 @@ public:
     std::optional<NonFiniteRecord> read_now();
     const std::optional<NonFiniteRecord>& found() const { return found_; }
 
+    // The watch between two steps, and back to it: a step whose scans must not count
+    // (runs that went at once with a run whose failure ends the step before their turn, as
+    // if they had not run). The word goes back to clean, as it is between steps until a
+    // record is known.
+    struct Mark {
+        std::deque<NonFiniteSite> sites;
+        std::uint32_t base = 0, next = 0, staged_next = 0;
+        std::optional<NonFiniteRecord> found;
+    };
+    Mark mark() const { return {sites_, base_, next_, staged_next_, found_}; }
+    void back_to(const Mark& m);
+
 private:
     std::optional<NonFiniteRecord> resolve(std::uint64_t word, std::uint32_t clean_below);
 

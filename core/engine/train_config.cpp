@@ -58,6 +58,7 @@ void visit_fields(TrainConfig& c, V& v) {
     v("seed", c.seed);
     v("seeds", c.seeds, Limits{1, 1024});
     v("threads", c.threads, Limits{0, kMaxThreads});
+    v("concurrent_runs", c.concurrent_runs);
     v("capture_every", c.capture_every, Limits{0, big});
     v("blockmap_every", c.blockmap_every, Limits{-1, big});
     v("log_every", c.log_every, Limits{1, big});
@@ -673,9 +674,11 @@ std::optional<ConfigDifference> differ(const ordered_json& a, const ordered_json
 
 std::string train_config_to_json(const TrainConfig& config) {
     // Fields in visit order: readable files; a non-UTF-8 path prints with U+FFFD instead of aborting.
-    // One seed and no init_from are left out: such configs and traces read as before those fields.
+    // One seed, concurrent runs and no init_from are left out: such configs and traces read as
+    // before those fields.
     ordered_json j = as_json(config);
     if (config.seeds == 1) j.erase("seeds");
+    if (config.concurrent_runs) j.erase("concurrent_runs");
     if (config.init_from.empty()) j.erase("init_from");
     return dump_json(j, 2);
 }

@@ -109,6 +109,10 @@ struct TrainConfig {
     // share initial weights and batches. Written to JSON only when not 1.
     int seeds = 1;
     int threads = 0;                     // 0: all hardware threads
+    // On a backend with lanes (CUDA), the runs of a step go at once, one stream and host
+    // thread each (Trainer); off: one after another. Results are the same bit for bit.
+    // Written to JSON only when off.
+    bool concurrent_runs = true;
     int capture_every = 0;               // capture GEMM operands every N steps; 0: never
     std::int64_t blockmap_every = -1;    // a trace's block maps every N steps; -1: 10 x capture_every
     int log_every = 10;                  // plain progress lines every N steps

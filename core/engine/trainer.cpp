@@ -9,9 +9,11 @@
 #include <stdexcept>
 #include <thread>
 
+#include "engine/deferred_sink.h"
 #include "engine/memory_estimate.h"
 #include "engine/op_timer.h"
 #include "engine/pretrained.h"
+#include "util/parallel.h"
 
 namespace fp8scope {
 
@@ -31,6 +33,22 @@ struct Trainer::Run {
     float last_loss = std::numeric_limits<float>::quiet_NaN();
     std::optional<float> last_eval;
     bool nonfinite_reported = false;   // its first NaN/Inf is on record
+    DeferredSink held;                 // its sink's calls while the runs go at once
+};
+
+// One run's part of a step, as its thread left it for the training thread, which settles
+// the runs in order. `stop`: where the part ended early, as the loop of runs one after
+// another would have returned there.
+struct Trainer::RunStep {
+    enum class Stop : std::uint8_t { None, Loss, Spike, GradNorm };
+    Stop stop = Stop::None;
+    float loss = 0;
+    bool own_finite = true;   // this rank's own loss was finite
+    double spike_mean = 0;    // Stop::Spike: the moving average it was over
+    double norm = 0;
+    std::optional<NonFiniteRecord> found;  // the watch's record, polled after the norm
+    double seconds = 0;
+    std::exception_ptr error;  // thrown in a run's thread; rethrown in the training thread
 };
 
 Trainer::Trainer(const TrainConfig& config, Backend& backend, StepSync* sync)
@@ -242,6 +260,98 @@ TrainSummary Trainer::run() {
     return summary();
 }
 
+// One run's part of a step: forward, the loss checks, backward, the gradient norm and
+// AdamW, ending where the loop of runs would return (a non-finite loss or norm, a spike).
+// From a run's thread when the runs go at once: it touches only the run and the backend.
+Trainer::RunStep Trainer::run_part(Run& rep, int r, float lr, bool capture, CaptureSink* sink) {
+    using clock = std::chrono::steady_clock;
+    RunStep part;
+    const auto t0 = clock::now();
+    sync_->begin_run();
+    if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay_ms_));
+    if (sink) rep.model.set_capture(sink, capture);
+    rep.model.set_rounding(rep.seed, step_ + 1);
+    const Batch& batch = batches_[std::size_t(r) % batches_.size()];
+    const float own = rep.model.forward(batch.tokens.data(), batch.targets.data(), batch.B, batch.T);
+    part.own_finite = std::isfinite(own);
+    part.loss = sync_->loss(r, own);  // every rank decides on the same loss
+    if (!std::isfinite(part.loss)) {
+        part.stop = RunStep::Stop::Loss;
+        return part;
+    }
+    if (config_.rewind.enabled && static_cast<int>(rep.recent_losses.size()) >= config_.rewind.window) {
+        double mean = 0.0;
+        for (float l : rep.recent_losses) mean += l;
+        mean /= static_cast<double>(rep.recent_losses.size());
+        if (part.loss > config_.rewind.spike_factor * mean) {
+            part.stop = RunStep::Stop::Spike;
+            part.spike_mean = mean;
+            return part;
+        }
+    }
+    rep.model.backward();
+    sync_->finish_backward(rep.model);
+    const std::int64_t n = std::int64_t(rep.model.num_params());
+    {
+        OpTimer timer(sink, backend_, "optimizer", -1);
+        rep.model.nonfinite().stage();  // lands with the norm's read back
+        part.norm = backend_.grad_norm(rep.model.grads().data(), n);
+        if (std::isfinite(part.norm))
+            rep.adam->step(rep.model.params(), rep.model.grads(), lr, clip_factor(part.norm, config_.optimizer.grad_clip));
+    }
+    part.found = rep.model.nonfinite().poll();
+    if (!std::isfinite(part.norm)) part.stop = RunStep::Stop::GradNorm;
+    part.seconds = std::chrono::duration<double>(clock::now() - t0).count();
+    return part;
+}
+
+namespace {
+
+// A run's step (6 x parameters x tokens FLOPs) above which one run fills a GPU by itself: an
+// H200's ~700 TFLOP/s take ~1.5 ms for it, about what the ~300 launches and host waits of
+// a small model's step take. Past it lanes gain little and cost their scratch memory.
+constexpr double kLaneStepFlops = 1e12;
+
+}  // namespace
+
+// At once only where it changes nothing but the interleaving: a backend with lanes, more
+// than one run, a job of one process (a data-parallel step's collectives go in run order),
+// no operand capture (its tensors are handed over during the step), and runs small enough
+// to leave the device waiting on the host (kLaneStepFlops).
+bool Trainer::runs_together(bool capture) const {
+    if (!config_.concurrent_runs || runs_.size() < 2 || backend_.max_lanes() < 2 || sync_ != &single_ || capture)
+        return false;
+    const double tokens = double(config_.batch_size) * config_.seq_len;
+    return 6.0 * double(runs_.front()->model.num_params()) * tokens <= kLaneStepFlops;
+}
+
+// Every run's part at once: one lane and one thread per group of runs (lane t takes runs
+// t, t + lanes, ... in order), each run's sink calls held for the training thread.
+void Trainer::run_together(std::vector<RunStep>& parts, float lr) {
+    const int lanes = std::min({int(runs_.size()), backend_.max_lanes(), std::max(2, default_threads())});
+    if (!pool_ || pool_->size() != lanes) pool_ = std::make_unique<ThreadPool>(lanes);
+    backend_.open_lanes(lanes);
+    pool_->run(lanes, [&](std::int64_t lane) {
+        std::exception_ptr entered;
+        try {
+            backend_.enter_lane(int(lane));
+        } catch (...) {
+            entered = std::current_exception();
+        }
+        for (std::size_t i = std::size_t(lane); i < runs_.size(); i += std::size_t(lanes)) {
+            Run& rep = *runs_[i];
+            try {
+                if (entered) std::rethrow_exception(entered);
+                parts[i] = run_part(rep, int(i), lr, false, rep.sink ? &rep.held : nullptr);
+            } catch (...) {
+                parts[i].error = std::current_exception();
+            }
+        }
+        if (!entered) backend_.leave_lane();
+    });
+    backend_.close_lanes();
+}
+
 bool Trainer::step() {
     apply_requests();
     report_checkpoints();
@@ -269,62 +379,76 @@ bool Trainer::step() {
 
     const auto step_start = clock::now();
     sync_->begin_step(step_ + 1);
+    // The runs' parts: at once, each in a lane of the backend, or one after another; either
+    // way settled here in run order, as the runs would be one after another.
+    std::vector<RunStep> parts(runs_.size());
+    const bool together = runs_together(capture);
+    std::vector<NonFiniteWatch::Mark> watched;
+    if (together) {
+        for (auto& rep : runs_) watched.push_back(rep->model.nonfinite().mark());
+        run_together(parts, lr);
+    }
+    // A step given up at run `at`: the runs after it are never settled, and what went at
+    // once leaves nothing behind that the rewind does not restore (their sinks' calls, the
+    // non-finite values they met), as if they had not run.
+    auto give_up = [&](std::size_t at, bool result) {
+        for (std::size_t j = at + 1; together && j < runs_.size(); ++j) {
+            Run& later = *runs_[j];
+            later.held.clear();
+            if (later.sink) later.model.set_capture(later.sink, capture);
+            later.model.nonfinite().back_to(watched[j]);
+        }
+        return result;
+    };
     std::vector<StepRecord> records;
     for (std::size_t i = 0; i < runs_.size(); ++i) {
         Run& rep = *runs_[i];
-        auto t0 = clock::now();
-        sync_->begin_run();
-        if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay_ms_));
-        if (rep.sink) rep.model.set_capture(rep.sink, capture);
-        rep.model.set_rounding(rep.seed, step_ + 1);
-        const Batch& batch = batches_[i % batches_.size()];
-        float loss = rep.model.forward(batch.tokens.data(), batch.targets.data(), batch.B, batch.T);
         const int r = static_cast<int>(i);
-        const bool own_finite = std::isfinite(loss);
-        loss = sync_->loss(r, loss);  // every rank decides on the same loss
-        if (!std::isfinite(loss)) {
-            // A rank whose own loss was finite held none of it: the ranks that did report theirs.
-            if (!own_finite) find_nonfinite(rep, r, NonFiniteRecord::Source::Loss);
-            return recover(b, EventKind::NonFinite, r, "loss " + std::to_string(loss) + " on batch " + std::to_string(b));
+        if (together) {
+            if (rep.sink) {
+                rep.held.replay(*rep.sink);
+                rep.model.set_capture(rep.sink, capture);
+            }
+        } else {
+            parts[i] = run_part(rep, r, lr, capture, rep.sink);
         }
-        if (config_.rewind.enabled && static_cast<int>(rep.recent_losses.size()) >= config_.rewind.window) {
-            double mean = 0.0;
-            for (float l : rep.recent_losses) mean += l;
-            mean /= static_cast<double>(rep.recent_losses.size());
-            if (loss > config_.rewind.spike_factor * mean)
-                return recover(b, EventKind::LossSpike, r,
-                               "loss " + std::to_string(loss) + " over moving average " + std::to_string(mean));
+        RunStep& part = parts[i];
+        if (part.error) {
+            give_up(i, false);
+            std::rethrow_exception(part.error);
         }
-        rep.model.backward();
-        sync_->finish_backward(rep.model);
-        const std::int64_t n = std::int64_t(rep.model.num_params());
-        double norm = 0;
-        {
-            OpTimer timer(rep.sink, backend_, "optimizer", -1);
-            rep.model.nonfinite().stage();  // lands with the norm's read back
-            norm = backend_.grad_norm(rep.model.grads().data(), n);
-            if (std::isfinite(norm))
-                rep.adam->step(rep.model.params(), rep.model.grads(), lr, clip_factor(norm, config_.optimizer.grad_clip));
+        switch (part.stop) {
+            case RunStep::Stop::Loss:
+                // A rank whose own loss was finite held none of it: the ranks that did report theirs.
+                if (!part.own_finite) find_nonfinite(rep, r, NonFiniteRecord::Source::Loss);
+                return give_up(i, recover(b, EventKind::NonFinite, r,
+                                       "loss " + std::to_string(part.loss) + " on batch " + std::to_string(b)));
+            case RunStep::Stop::Spike:
+                return give_up(i, recover(b, EventKind::LossSpike, r,
+                                       "loss " + std::to_string(part.loss) + " over moving average " +
+                                           std::to_string(part.spike_mean)));
+            case RunStep::Stop::GradNorm:
+            case RunStep::Stop::None: break;
         }
-        if (auto found = rep.model.nonfinite().poll()) report_nonfinite(rep, r, std::move(*found));
-        if (!std::isfinite(norm)) {
+        if (part.found) report_nonfinite(rep, r, std::move(*part.found));
+        if (part.stop == RunStep::Stop::GradNorm) {
             // The norm of a job's summed gradients is every rank's: only a job of one can say
             // the gradients themselves held the first one.
             if (sync_->world_size() == 1) find_nonfinite(rep, r, NonFiniteRecord::Source::Gradient);
-            return recover(b, EventKind::NonFinite, r, "gradient norm " + std::to_string(norm) + " on batch " + std::to_string(b));
+            return give_up(i, recover(b, EventKind::NonFinite, r,
+                                   "gradient norm " + std::to_string(part.norm) + " on batch " + std::to_string(b)));
         }
-        double seconds = std::chrono::duration<double>(clock::now() - t0).count();
-
+        const Batch& batch = batches_[i % batches_.size()];
         StepRecord rec;
         rec.run = r;
         rec.recipe = rep.model.plan().name();
         rec.batch = b;
-        rec.loss = loss;
+        rec.loss = part.loss;
         rec.lr = lr;
-        rec.grad_norm = norm;
-        rec.step_time_s = seconds;
+        rec.grad_norm = part.norm;
+        rec.step_time_s = part.seconds;
         const int world = sync_->world_size();  // tokens of every rank
-        rec.tokens_per_s = seconds > 0 ? double(batch.B) * batch.T * world / seconds : 0.0;
+        rec.tokens_per_s = part.seconds > 0 ? double(batch.B) * batch.T * world / part.seconds : 0.0;
         records.push_back(std::move(rec));
     }
 

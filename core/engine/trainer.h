@@ -14,6 +14,12 @@
 // rewind.spike_factor times the moving average of the last rewind.window losses, restores
 // it for every run (lock step is kept), skips the offending batch for good and goes on.
 //
+// On a backend with lanes (RunLanes: CUDA) the runs of a step go at once, one thread and
+// one stream each (config.concurrent_runs, on by default), unless the step captures GEMM
+// operands or the trainer is a rank of a data-parallel job; each run issues the same work
+// in the same order, so results are bit for bit those of the runs one after another, and
+// the observers and capture sinks hear of the runs in run order after the step.
+//
 // Every step meets the other ranks of its job at fixed points (engine/step_sync.h): a
 // single process by default, one rank of a data-parallel job with DataParallelStep
 // (engine/data_parallel_step.h), where each rank runs a Trainer on its rows of each batch
@@ -45,6 +51,8 @@
 #include "engine/train_events.h"
 
 namespace fp8scope {
+
+class ThreadPool;
 
 struct RunSummary {
     std::string recipe;
@@ -138,7 +146,14 @@ public:
 
 private:
     struct Run;
+    struct RunStep;
     using Request = ControlRequest;
+
+    // A step's part of one run, from any thread (the runs go at once on a backend with
+    // lanes); the training thread settles the parts in run order (step()).
+    RunStep run_part(Run& rep, int run, float lr, bool capture, CaptureSink* sink);
+    bool runs_together(bool capture) const;
+    void run_together(std::vector<RunStep>& parts, float lr);
 
     std::deque<Request> take_requests();  // those made since the last call
     void apply_requests();
@@ -203,6 +218,7 @@ private:
     SingleProcess single_;  // the sync when none is given
     StepSync* sync_;
     double delay_ms_ = 0;
+    std::unique_ptr<ThreadPool> pool_;  // the runs' threads when they go at once
 };
 
 }  // namespace fp8scope

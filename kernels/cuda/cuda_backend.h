@@ -8,6 +8,13 @@
 //   (checkpoints and capture steps, not every step). Everything else is stream order.
 //   A data-parallel communicator points the backend at its own stream while it issues
 //   the casts between its collectives (set_stream), so they overlap backward too.
+// - Lanes (RunLanes): the trainer's runs of a step at once, one host thread each. A lane
+//   is a stream of its own with everything an op reuses between calls (scratch, the
+//   cuBLASLt handle and workspace, the pinned read-back words, the cast reports), so
+//   lanes share nothing but the weight mirror (locked) and the device. Every op goes to
+//   the calling thread's lane, or to the main stream outside lanes; events order the
+//   lanes after the main stream's work when they open and the main stream after theirs
+//   when they close.
 // - Types: activations BF16 (activation_dtype()); parameters, gradients, AdamW moments,
 //   norm statistics, losses and Smooth-SwiGLU scales float32, as on the CPU.
 // - Memory: allocate() is cudaMalloc, then a cudaMemsetAsync to zero on the stream, so
@@ -81,11 +88,12 @@ public:
     Device device() const override { return Device::CUDA; }
     std::string describe() const override;
     DType activation_dtype() const override { return DType::BF16; }
-    cudaStream_t stream() const { return stream_; }
-    // Points every op issued from now on at `stream` and returns the one before: a
-    // communicator issues the casts between its collectives on its own stream
+    // The stream the calling thread's ops go to: its lane's, else the main one.
+    cudaStream_t stream() const;
+    // Points every op issued from now on (outside lanes) at `stream` and returns the one
+    // before: a communicator issues the casts between its collectives on its own stream
     // (Communicator::in_order), then points the backend back.
-    cudaStream_t set_stream(cudaStream_t stream) { return std::exchange(stream_, stream); }
+    cudaStream_t set_stream(cudaStream_t stream);
     int device_index() const { return device_; }
 
     // DeviceMemory: cudaMalloc'd, every copy and fill on the stream.
@@ -170,8 +178,17 @@ public:
     void flush_kernels() override;
     std::int64_t dropped_kernel_records() const override;
 
+    // RunLanes: a stream and its reused buffers per lane (cuda_backend_lanes.cpp).
+    int max_lanes() const override { return kMaxLanes; }
+    void open_lanes(int n) override;
+    void close_lanes() override;
+    void enter_lane(int lane) override;
+    void leave_lane() override;
+    static constexpr int kMaxLanes = 64;
+    int lanes_made() const { return int(lanes_.size()); }  // run lanes so far (not the main one)
+
     // GEMMs so far that ran emulated (dequantized to BF16) instead of on FP8 tensor cores.
-    std::int64_t emulated_gemms() const { return emulated_gemms_; }
+    std::int64_t emulated_gemms() const;
 
     // Device scratch that grows on demand (contents lost); waits for the stream before it
     // frees, so no queued op reads freed memory. Shared with the operand storage.
@@ -195,7 +212,11 @@ public:
         std::size_t bytes_ = 0;
     };
 
+    // A stream and what the ops issued on it reuse from call to call (cuda_backend_lane.h).
+    struct Lane;
+
 private:
+    Lane& lane() const;  // the calling thread's lane, else the main one
     void* workspace(std::size_t bytes);
     // Throws cuda::GemmUnsupported only for an epilogue cuBLASLt cannot fuse (nothing run).
     void run_gemm(const GemmOperand& a, Copy ca, const GemmOperand& b, Copy cb, const TensorDesc& out,
@@ -206,46 +227,20 @@ private:
     GemmOperand cast_fp4(const TensorDesc& x, const CastSpec& spec, OperandStorage& storage);
     void cast_done(const CastSpec& spec, cuda::CastStats* stats);
     cuda::CastStats* report_slot();
-    void free_now(void* p);  // waits for the stream, then cudaFree (errors ignored)
-
-    // The backend's stream, destroyed after every other member: the scratch buffers (the
-    // mirror's too) wait on it when they free.
-    struct OwnedStream {
-        cudaStream_t handle = nullptr;
-        OwnedStream() = default;
-        OwnedStream(const OwnedStream&) = delete;
-        OwnedStream& operator=(const OwnedStream&) = delete;
-        ~OwnedStream();
-    };
+    void free_now(void* p);  // waits for the calling thread's stream, then cudaFree (errors ignored)
 
     int device_ = 0;
-    OwnedStream owned_stream_;
-    cudaStream_t stream_ = nullptr;  // owned_stream_, or a communicator's while it casts (set_stream)
     std::string name_;
     int major_ = 0, minor_ = 0;
     std::size_t memory_bytes_ = 0;
-    std::unique_ptr<cuda::GemmRunner> runner_;
+    // The main lane outside lanes; lanes_[i] is lane i (made when first opened). Declared
+    // before every member whose scratch frees through them.
+    std::unique_ptr<Lane> main_;
+    std::vector<std::unique_ptr<Lane>> lanes_;
+    int open_ = 0;          // lanes open now
+    bool closing_ = false;  // in the destructor, the device drained
     std::unique_ptr<cuda::Analyzer> analyzer_;
-    std::unique_ptr<Scratch> workspace_, head_weight_, emulated_a_, emulated_b_, results_, decay_runs_;
-    std::vector<DecayRun> decay_uploaded_;  // what decay_runs_ holds
     std::unique_ptr<cuda::WeightMirror> mirror_;  // BF16 weight copies AdamW keeps current
-    void* host_results_ = nullptr;  // pinned: mean loss, grad norm, amax
-    std::uint64_t* nonfinite_host_ = nullptr;  // pinned: stage_nonfinite's copy
-    std::unique_ptr<Scratch> output_error_sums_ = std::make_unique<Scratch>(*this);  // output_error()
-
-    // Cast reports (see the top of the file).
-    cuda::CastStats* report_device_ = nullptr;
-    cuda::CastStats* report_host_ = nullptr;  // pinned
-    std::size_t report_capacity_ = 0;
-    std::vector<CastInfo*> pending_reports_;
-
-
-    // Per GEMM problem: true when it runs emulated (see run_gemm); those whose epilogue
-    // cuBLASLt cannot fuse.
-    using GemmKey = std::array<std::int64_t, 21>;
-    std::map<GemmKey, bool> emulate_;
-    std::set<GemmKey> unfused_;
-    std::int64_t emulated_gemms_ = 0;
 };
 
 // cuBLASLt's version as "13.1.0" and the CUDA runtime's as "13.0".

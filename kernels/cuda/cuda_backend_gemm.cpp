@@ -11,6 +11,7 @@
 #include "cuda/cast/quantize.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_backend_kernels.h"
+#include "cuda/cuda_backend_lane.h"
 #include "cuda/cuda_backend_mirror.h"
 #include "cuda/gemm/gemm.h"
 #include "cuda/ops/ops.h"
@@ -144,7 +145,7 @@ GemmOperand CudaBackend::cast(const TensorDesc& x, const CastSpec& spec, Operand
     void* state = spec.history && std::holds_alternative<DelayedScaling>(r)
                       ? static_cast<CudaAmaxHistory*>(spec.history)->state()
                       : nullptr;
-    cuda::cast(cuda::CastInput{x.data, x.dtype, R, C}, r, t, stream_, state, spec.push);
+    cuda::cast(cuda::CastInput{x.data, x.dtype, R, C}, r, t, stream(), state, spec.push);
     cast_done(spec, t.stats);
     return op;
 }
@@ -168,7 +169,7 @@ GemmOperand CudaBackend::cast_fp4(const TensorDesc& x, const CastSpec& spec, Ope
         op.columnwise = TensorDesc{c.columnwise, DType::BF16, C, R, Device::CUDA, false};
         op.columnwise_tensor_scale_inv = &c.scalars->col_tensor_scale_inv;
     }
-    cuda::cast_fp4_copies(cuda::CastInput{x.data, x.dtype, R, C}, *spec.recipe, spec.rounding, c, stream_);
+    cuda::cast_fp4_copies(cuda::CastInput{x.data, x.dtype, R, C}, *spec.recipe, spec.rounding, c, stream());
     cast_done(spec, c.stats);
     return op;
 }
@@ -176,8 +177,8 @@ GemmOperand CudaBackend::cast_fp4(const TensorDesc& x, const CastSpec& spec, Ope
 // After a cast into `stats`: its amax to spec.amax_out, its report queued.
 void CudaBackend::cast_done(const CastSpec& spec, cuda::CastStats* stats) {
     if (spec.amax_out)
-        FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(spec.amax_out, &stats->amax, sizeof(float), cudaMemcpyDeviceToDevice, stream_));
-    if (spec.report) pending_reports_.push_back(spec.report);  // the slot report_slot() handed out
+        FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(spec.amax_out, &stats->amax, sizeof(float), cudaMemcpyDeviceToDevice, stream()));
+    if (spec.report) lane().pending_reports.push_back(spec.report);  // the slot report_slot() handed out
 }
 
 const bf16* CudaBackend::bf16_weight(const float* w, std::int64_t n, Scratch& scratch) {
@@ -186,7 +187,7 @@ const bf16* CudaBackend::bf16_weight(const float* w, std::int64_t n, Scratch& sc
         return copy;
     }
     auto* out = scratch.grow_as<bf16>(std::size_t(n));
-    cuda::f32_to_bf16(out, w, n, stream_);
+    cuda::f32_to_bf16(out, w, n, stream());
     return out;
 }
 
@@ -235,13 +236,14 @@ void CudaBackend::gemm(const GemmOperand& a, Copy ca, const GemmOperand& b, Copy
     if (epi.kind == GemmEpilogue::Kind::GeluBackward)
         return gemm_then_epilogue(a, ca, b, cb, out, bias, accumulate, epi);
     // GELU in cuBLASLt's epilogue, else (once refused, for good) a pass of its own.
-    const GemmKey key = {A.rows, B.rows, A.cols, std::int64_t(a.mode), std::int64_t(A.dtype), std::int64_t(b.mode),
-                         std::int64_t(B.dtype), std::int64_t(out.dtype), std::int64_t(epi.kind), bias != nullptr};
-    if (!unfused_.contains(key)) {
+    const Lane::GemmKey key = {A.rows, B.rows, A.cols, std::int64_t(a.mode), std::int64_t(A.dtype),
+                               std::int64_t(b.mode), std::int64_t(B.dtype), std::int64_t(out.dtype),
+                               std::int64_t(epi.kind), bias != nullptr};
+    if (!lane().unfused.contains(key)) {
         try {
             return run_gemm(a, ca, b, cb, out, bias, accumulate, epi);
         } catch (const cuda::GemmUnsupported&) {
-            unfused_.insert(key);
+            lane().unfused.insert(key);
         }
     }
     gemm_then_epilogue(a, ca, b, cb, out, bias, accumulate, epi);
@@ -260,7 +262,8 @@ void CudaBackend::run_gemm(const GemmOperand& a, Copy ca, const GemmOperand& b, 
     g.accumulate = accumulate;
     if (epi.kind == GemmEpilogue::Kind::Gelu) g.gelu = cuda::GemmGelu::Forward, g.gelu_aux = epi.aux.ptr;
 
-    const GemmKey key = {
+    Lane& l = lane();
+    const Lane::GemmKey key = {
         g.m, g.n, g.k, std::int64_t(out.dtype), bias != nullptr, accumulate,
         std::int64_t(a.mode), std::int64_t(A.dtype), a.block_rows, a.block_cols, A.transposed, a.emulated,
         std::int64_t(b.mode), std::int64_t(B.dtype), b.block_rows, b.block_cols, B.transposed, b.emulated,
@@ -268,15 +271,15 @@ void CudaBackend::run_gemm(const GemmOperand& a, Copy ca, const GemmOperand& b, 
         alignment(out.data) | alignment(bias) << 16 | alignment(epi.aux.ptr) << 32, std::int64_t(epi.kind)};
     // Native until cuBLASLt refuses the problem once; from then on it is emulated without
     // an exception. MX and FP4 operands and what GemmRunner::check rules out go straight there.
-    auto it = emulate_.find(key);
-    if (it == emulate_.end() || !it->second) {
+    auto it = l.emulate.find(key);
+    if (it == l.emulate.end() || !it->second) {
         if (!no_tensor_cores(a.mode) && !no_tensor_cores(b.mode)) {
             try {
                 g.a = cuda::gemm_input(a, ca);
                 g.b = cuda::gemm_input(b, cb);
                 if (std::string why = cuda::GemmRunner::check(g); why.empty()) {
-                    runner_->gemm(g);
-                    if (it == emulate_.end()) emulate_.emplace(key, false);
+                    l.runner->gemm(g);
+                    if (it == l.emulate.end()) l.emulate.emplace(key, false);
                     return;
                 } else if (epi.kind != GemmEpilogue::Kind::None) {
                     throw cuda::GemmUnsupported(why);
@@ -287,14 +290,14 @@ void CudaBackend::run_gemm(const GemmOperand& a, Copy ca, const GemmOperand& b, 
                 if (epi.kind != GemmEpilogue::Kind::None) throw;
             }
         }
-        emulate_.insert_or_assign(key, true);
+        l.emulate.insert_or_assign(key, true);
     }
     // Emulated: both copies as BF16 (exact for FP8 codes times power-of-two scales, and
     // for FP4 copies, whose tensor scales alpha takes).
-    g.a = bf16_input(a, ca, *emulated_a_, stream_);
-    g.b = bf16_input(b, cb, *emulated_b_, stream_);
-    runner_->gemm(g);
-    ++emulated_gemms_;
+    g.a = bf16_input(a, ca, *l.emulated_a, l.stream);
+    g.b = bf16_input(b, cb, *l.emulated_b, l.stream);
+    l.runner->gemm(g);
+    ++l.emulated_gemms;
 }
 
 // --- the output head (unquantized) ----------------------------------------------------------
@@ -303,7 +306,7 @@ void CudaBackend::matmul_forward(ActPtr out, ActPtr inp, const float* weight, co
                                  std::int64_t K, std::int64_t M) {
     if (out.dtype != DType::BF16 || inp.dtype != DType::BF16)
         throw std::logic_error("cuda matmul_forward: activations must be bf16");
-    const bf16* w = bf16_weight(weight, M * K, *head_weight_);
+    const bf16* w = bf16_weight(weight, M * K, *lane().head_weight);
     cuda::GemmArgs g;
     g.m = N, g.n = M, g.k = K;
     g.a = {inp.ptr, DType::BF16};
@@ -311,7 +314,7 @@ void CudaBackend::matmul_forward(ActPtr out, ActPtr inp, const float* weight, co
     g.out = out.ptr;
     g.out_dtype = DType::BF16;
     g.bias = bias;
-    runner_->gemm(g);
+    lane().runner->gemm(g);
 }
 
 void CudaBackend::matmul_backward(ActPtr dinp, float* dweight, float* dbias, ActPtr dout, ActPtr inp,
@@ -319,7 +322,7 @@ void CudaBackend::matmul_backward(ActPtr dinp, float* dweight, float* dbias, Act
     if (dout.dtype != DType::BF16 || inp.dtype != DType::BF16 || (dinp && dinp.dtype != DType::BF16))
         throw std::logic_error("cuda matmul_backward: activations must be bf16");
     if (dinp) {  // dinp (N,K) = dout (N,M) weight (M,K): B = weight^T (K,M), a transposed view
-        const bf16* w = bf16_weight(weight, M * K, *head_weight_);
+        const bf16* w = bf16_weight(weight, M * K, *lane().head_weight);
         cuda::GemmArgs g;
         g.m = N, g.n = K, g.k = M;
         g.a = {dout.ptr, DType::BF16};
@@ -327,7 +330,7 @@ void CudaBackend::matmul_backward(ActPtr dinp, float* dweight, float* dbias, Act
         g.b.transposed = true;
         g.out = dinp.ptr;
         g.out_dtype = DType::BF16;
-        runner_->gemm(g);
+        lane().runner->gemm(g);
     }
     if (dweight) {  // dweight (M,K) = dout^T (M,N) inp (N,K): both read as transposed views
         cuda::GemmArgs g;
@@ -338,7 +341,7 @@ void CudaBackend::matmul_backward(ActPtr dinp, float* dweight, float* dbias, Act
         g.b.transposed = true;
         g.out = dweight;
         g.out_dtype = DType::F32;
-        runner_->gemm(g);
+        lane().runner->gemm(g);
     }
     if (dbias) bias_backward(dbias, TensorDesc::of(dout, N, M, Device::CUDA));
 }

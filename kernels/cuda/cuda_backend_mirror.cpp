@@ -22,6 +22,7 @@ std::size_t bytes_of(std::int64_t n) { return std::size_t(n) * sizeof(float); }
 }  // namespace
 
 const std::uint16_t* WeightMirror::find(const float* w, std::int64_t n) {
+    std::lock_guard lock(mu_);
     for (Range& r : ranges_) {
         if (!inside(w, n, r.params, r.n)) continue;
         r.asked += n;
@@ -35,6 +36,7 @@ const std::uint16_t* WeightMirror::find(const float* w, std::int64_t n) {
 }
 
 std::uint16_t* WeightMirror::for_update(const float* params, std::int64_t n) {
+    std::lock_guard lock(mu_);
     auto it = std::find_if(ranges_.begin(), ranges_.end(), [&](const Range& r) { return r.params == params && r.n == n; });
     if (it == ranges_.end()) {
         // A new range replaces those it overlaps (a model's parameters allocated anew).
@@ -59,6 +61,7 @@ std::uint16_t* WeightMirror::for_update(const float* params, std::int64_t n) {
 }
 
 void WeightMirror::written(const void* p, std::size_t bytes) {
+    std::lock_guard lock(mu_);
     for (Range& r : ranges_)
         if (overlap(r.params, bytes_of(r.n), p, bytes)) r.valid = false;
 }

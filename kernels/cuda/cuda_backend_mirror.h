@@ -6,11 +6,13 @@
 // third of the range was asked for (the copy then pays for itself), and the next reads
 // take it from there. Every other write into the range (copies from the host or within
 // the device, zero fills, new allocations over old ones) makes the copy stale.
+// Lanes share the mirror (each run's parameters are ranges of their own): its book is locked.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "cuda/cuda_backend.h"
@@ -42,6 +44,7 @@ private:
         std::int64_t n, asked;
     };
     CudaBackend* backend_;
+    std::mutex mu_;  // the ranges and asks below
     std::vector<Range> ranges_;
     std::vector<Ask> asks_;  // outside every known range
 };

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cuda/cuda_backend.h"
+#include "cuda/cuda_backend_lane.h"
 #include "cuda/ops/nonfinite.h"
 #include "cuda/runtime/check.h"
 
@@ -15,18 +16,22 @@ void CudaBackend::find_nonfinite(const TensorDesc& x, std::uint32_t tag, std::ui
         throw std::logic_error(std::string("cuda find_nonfinite: values are ") + dtype_name(x.dtype));
     static_assert(sizeof(unsigned long long) == sizeof(std::uint64_t));
     cuda::find_nonfinite(x.data, x.dtype == DType::BF16, x.numel(), tag, reinterpret_cast<unsigned long long*>(first),
-                         stream_);
+                         stream());
 }
 
 void CudaBackend::stage_nonfinite(const std::uint64_t* first) {
-    if (!nonfinite_host_) {
-        FP8SCOPE_CUDA_CHECK(cudaMallocHost(&nonfinite_host_, sizeof(std::uint64_t)));
-        *nonfinite_host_ = kNoNonFinite;
+    Lane& l = lane();
+    if (!l.nonfinite_host) {
+        FP8SCOPE_CUDA_CHECK(cudaMallocHost(&l.nonfinite_host, sizeof(std::uint64_t)));
+        *l.nonfinite_host = kNoNonFinite;
     }
     FP8SCOPE_CUDA_CHECK(
-        cudaMemcpyAsync(nonfinite_host_, first, sizeof(std::uint64_t), cudaMemcpyDeviceToHost, stream_));
+        cudaMemcpyAsync(l.nonfinite_host, first, sizeof(std::uint64_t), cudaMemcpyDeviceToHost, l.stream));
 }
 
-std::uint64_t CudaBackend::staged_nonfinite() const { return nonfinite_host_ ? *nonfinite_host_ : kNoNonFinite; }
+std::uint64_t CudaBackend::staged_nonfinite() const {
+    const Lane& l = lane();
+    return l.nonfinite_host ? *l.nonfinite_host : kNoNonFinite;
+}
 
 }  // namespace fp8scope

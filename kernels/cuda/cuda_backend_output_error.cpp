@@ -6,6 +6,7 @@
 
 #include "cuda/analysis/output_error.h"
 #include "cuda/cuda_backend.h"
+#include "cuda/cuda_backend_lane.h"
 #include "cuda/runtime/check.h"
 
 namespace fp8scope {
@@ -16,11 +17,11 @@ OutputError CudaBackend::output_error(const TensorDesc& out, const TensorDesc& r
         throw std::logic_error("cuda output_error: output " + std::to_string(out.rows) + "x" +
                                std::to_string(out.cols) + " and reference " + std::to_string(reference.rows) +
                                "x" + std::to_string(reference.cols) + " differ in shape or type");
-    auto* sums = output_error_sums_->grow_as<cuda::OutputErrorSums>(1);
-    cuda::output_error_sums(out.data, reference.data, out.dtype, out.numel(), sums, stream_);
+    auto* sums = lane().output_error_sums->grow_as<cuda::OutputErrorSums>(1);
+    cuda::output_error_sums(out.data, reference.data, out.dtype, out.numel(), sums, stream());
     cuda::OutputErrorSums host;
-    FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(&host, sums, sizeof host, cudaMemcpyDeviceToHost, stream_));
-    FP8SCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(&host, sums, sizeof host, cudaMemcpyDeviceToHost, stream()));
+    FP8SCOPE_CUDA_CHECK(cudaStreamSynchronize(stream()));
     OutputError e;
     e.signal = host.signal;
     e.error = host.error;

@@ -29,7 +29,7 @@ std::string CudaBackend::trace_kernels(KernelListener* listener) {
 
 void CudaBackend::flush_kernels() {
     if (!cuda::KernelTracer::instance().active()) return;
-    FP8SCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    FP8SCOPE_CUDA_CHECK(cudaStreamSynchronize(stream()));
     cuda::KernelTracer::instance().flush();
 }
 

@@ -87,3 +87,26 @@ TEST(Seeds, ConfigRunsAndJson) {
     EXPECT_EQ(train_config_from_json(train_config_to_json(c)).seeds, 1);
     EXPECT_THROW(apply_override(c, "seeds=0"), std::invalid_argument);
 }
+
+// Concurrent runs are the default and stay out of the JSON; off is written and read back.
+TEST(Seeds, ConcurrentRunsSwitchInJson) {
+    TrainConfig c = tiny({"baseline"}, 5, 2);
+    EXPECT_TRUE(c.concurrent_runs);
+    EXPECT_EQ(train_config_to_json(c).find("concurrent_runs"), std::string::npos);
+    EXPECT_TRUE(train_config_from_json(train_config_to_json(c)).concurrent_runs);
+    apply_override(c, "concurrent_runs=false");
+    EXPECT_FALSE(c.concurrent_runs);
+    const std::string json = train_config_to_json(c);
+    EXPECT_NE(json.find("\"concurrent_runs\": false"), std::string::npos);
+    EXPECT_FALSE(train_config_from_json(json).concurrent_runs);
+    EXPECT_THROW(apply_override(c, "concurrent_runs=sometimes"), std::invalid_argument);
+}
+
+// The CPU backend has no lanes: its runs go one after another whatever the switch says,
+// and a trainer with the switch off trains exactly as with it on.
+TEST(Seeds, CpuRunsGoOneAfterAnotherEitherWay) {
+    TrainConfig on = tiny({"baseline", "mxfp8"}, 3, 2), off = on;
+    off.concurrent_runs = false;
+    EXPECT_EQ(CpuBackend(2).max_lanes(), 1);
+    EXPECT_EQ(train(on).losses, train(off).losses);
+}
