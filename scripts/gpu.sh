@@ -22,7 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-targets=(fp8scope-engine fp8scope_cuda_tests fp8scope_core_tests bench_cuda_gemm bench_cuda_quantize bench_cuda_ops bench_cuda_analysis bench_cuda_gemm_layouts bench_cuda_gemm_accumulation
+targets=(fp8scope-engine fp8scope_cuda_tests fp8scope_core_tests bench_seeds bench_cuda_gemm bench_cuda_quantize bench_cuda_ops bench_cuda_analysis bench_cuda_gemm_layouts bench_cuda_gemm_accumulation
          bench_step bench_train_step bench_sgemm bench_capture_overhead bench_data_parallel bench_nccl_nan_max)
 
 pack() {
