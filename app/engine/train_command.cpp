@@ -305,7 +305,7 @@ int run_train(const TrainOptions& o, std::vector<int>* lost = nullptr) {
         const int ranks = job->env().world_size;
         if (rank0 && resumed.world_size > 0 && resumed.world_size != ranks && config.data_parallel.elastic)
             std::fprintf(stderr, "fp8scope-engine: note: --resume %s: trained on %d ranks x batch %d = %d rows a step, "
-                                 "which the %d ranks now share (elastic: the global batch is kept)\n",
+                                 "now split over %d rank(s) (elastic: the global batch is kept)\n",
                          o.resume.c_str(), resumed.world_size, resumed.batch_size,
                          resumed.world_size * resumed.batch_size, ranks);
         else if (rank0 && resumed.world_size > 0 && resumed.world_size != ranks)  // the same steps, another batch
