@@ -22,6 +22,7 @@ const char* event_kind_name(EventKind k) {
         case EventKind::FirstNonFinite: return "first_non_finite";
         case EventKind::CheckpointSkipped: return "checkpoint_skipped";
         case EventKind::ScalingMismatch: return "scaling_mismatch";
+        case EventKind::WorldChanged: return "world_changed";
     }
     return "unknown";
 }

@@ -26,8 +26,10 @@ enum class EventKind : std::int32_t {
     CheckpointSkipped = 16,  // a checkpoint not written from a state holding a NaN/Inf; detail: path and why
     ScalingMismatch = 17,    // a tensor's delayed-scaling state (amax history, scale) differs across ranks;
                              // detail: the tensor (linear and operand) and the ranks
+    WorldChanged = 18,       // an elastic job lost ranks and went on without them; detail: "lost rank 2;
+                             // world 4 -> 3; failed in step 17, restored step 12 (5 steps lost); why"
 };
-constexpr EventKind kLastEventKind = EventKind::ScalingMismatch;
+constexpr EventKind kLastEventKind = EventKind::WorldChanged;
 constexpr int kEventKinds = static_cast<int>(kLastEventKind) + 1;
 
 const char* event_kind_name(EventKind k);  // "rewind", "non_finite", ...

@@ -6,7 +6,8 @@
 # all-reduce benchmark, the gradient sums in float32, BF16 and E4M3 (the bytes and time
 # FP8 saves against BF16) and the scaling benchmark on the 4096-wide model, its training
 # steps with float32, BF16 and E4M3 sums; last, what NCCL's own float max does with NaN
-# next to the engine's max of ordered keys.
+# next to the engine's max of ordered keys. An elastic job (--elastic) that loses its last
+# rank is compared with the resumed job of the others.
 # usage: scripts/gpu_data_parallel.sh [ranks]   (default: every GPU)
 set -uo pipefail
 n=${1:-$(nvidia-smi -L | wc -l)}
@@ -38,6 +39,21 @@ ls "$work/ckpt"
 echo "== resumed from step 5"
 fp8scope-engine train --nproc-per-node "$n" --resume "$work/ckpt/step_5.ckpt" --log-every 5
 echo "exit $?"
+
+echo "== train --elastic, $n ranks, rank $((n - 1)) killed in step 7: the others go on from step 5 over a new NCCL"
+echo "   communicator; their losses from there against $((n - 1)) ranks resumed from step_5.ckpt (bit for bit expected)"
+elastic=("${small[@]}" --steps 12 --elastic --rank-timeout-s 30 --set rewind.snapshot_every=5 --json)
+fp8scope-engine train "${elastic[@]}" --nproc-per-node "$n" --checkpoint-dir "$work/el" --checkpoint-every 5 \
+    --inject-crash-rank $((n - 1)) --inject-crash-step 7 --out "$work/elastic.h5" > "$work/elastic.json"
+echo "exit $?"
+fp8scope-engine inspect "$work/elastic.h5" | grep world_changed
+fp8scope-engine train "${elastic[@]}" --nproc-per-node $((n - 1)) --checkpoint-dir "$work/el_oracle" \
+    --resume "$work/el/step_5.ckpt" > "$work/oracle.json"
+python3 - "$work/elastic.json" "$work/oracle.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p))["runs"][0]["losses"] for p in sys.argv[1:])
+print("losses after the recovery equal the resumed job's:", a[-len(b):] == b, a[-len(b):], b)
+PY
 
 echo "== NCCL's own all-reduce figures (PyTorch's NCCL process group)"
 python3 bench/reference_allreduce_torch.py --ranks "$n" 2>&1 | grep -v Warning

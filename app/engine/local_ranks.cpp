@@ -97,13 +97,16 @@ LocalRanks::~LocalRanks() {
     }
 }
 
-int LocalRanks::wait(int mine) {
+int LocalRanks::wait(int mine, const std::vector<int>& lost) {
     int worst = mine;
-    for (pid_t pid : children_) {
+    for (std::size_t i = 0; i < children_.size(); ++i) {
+        const pid_t pid = children_[i];
+        const bool gone = std::find(lost.begin(), lost.end(), int(i) + 1) != lost.end();
+        if (gone) ::kill(pid, SIGKILL);
         int st = 0;
         while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
         }
-        worst = std::max(worst, WIFEXITED(st) ? WEXITSTATUS(st) : 1);
+        if (!gone) worst = std::max(worst, WIFEXITED(st) ? WEXITSTATUS(st) : 1);
     }
     children_.clear();
     return worst;

@@ -31,8 +31,9 @@ public:
     LocalRanks& operator=(const LocalRanks&) = delete;
 
     // Waits for ranks 1..N-1 and returns the highest exit status among them and `mine`
-    // (a rank ended by a signal counts as 1).
-    int wait(int mine);
+    // (a rank ended by a signal counts as 1). The `lost` ranks, which an elastic job went
+    // on without, are killed (one may hang or be stopped) and do not count.
+    int wait(int mine, const std::vector<int>& lost = {});
 
 private:
     std::vector<pid_t> children_;

@@ -52,6 +52,9 @@ void add_rank_options(CLI::App& cmd, RankOptions& o) {
                    "pre-flight: a rank slower than the median GEMM time by more than this fraction is slow (default 0.1)")
         ->check(CLI::Range(0.0, 100.0));
     cmd.add_flag("--exclude-slow", o.exclude_slow, "pre-flight: slow ranks (not rank 0) leave; the others train");
+    cmd.add_flag("--elastic", o.elastic,
+                 "a rank that dies or hangs (not rank 0) is left behind: the others restore the last snapshot they all "
+                 "hold and go on with the same global batch (off by default; docs/elastic.md)");
     cmd.add_option("--inject-slow-rank", o.slow_rank,
                    "drill: this rank's steps (and pre-flight GEMM) take --inject-delay-ms longer");
     cmd.add_option("--inject-delay-ms", o.slow_ms, "drill: the injected delay per step")->check(CLI::Range(0.0, 3.6e6));
@@ -59,6 +62,10 @@ void add_rank_options(CLI::App& cmd, RankOptions& o) {
     cmd.add_option("--inject-crash-step", o.crash_step, "drill: the step the rank dies in");
     cmd.add_option("--inject-hang-rank", o.hang_rank, "drill: this rank stops responding at --inject-hang-step");
     cmd.add_option("--inject-hang-step", o.hang_step, "drill: the step the rank hangs in");
+    cmd.add_option("--inject-stop-rank", o.stop_rank, "drill: this rank stops itself (SIGSTOP) at --inject-stop-step");
+    cmd.add_option("--inject-stop-step", o.stop_step, "drill: the step the rank stops in");
+    cmd.add_option("--inject-recovery-crash-rank", o.recovery_crash_rank,
+                   "drill: this rank dies (SIGKILL) once an elastic recovery agreed on the new world");
 }
 
 std::vector<std::string> rank_overrides(const RankOptions& o) {
@@ -75,6 +82,7 @@ std::vector<std::string> rank_overrides(const RankOptions& o) {
     if (o.preflight_size) set("preflight_size", std::to_string(*o.preflight_size));
     if (o.preflight_margin) set("preflight_margin", number(*o.preflight_margin));
     if (o.exclude_slow) set("exclude_slow", "true");
+    if (o.elastic) set("elastic", "true");
     return sets;
 }
 
@@ -121,7 +129,41 @@ StepSync* RankJob::join(Backend& backend, const TrainConfig& config) {
     const std::string where = device == "cuda" ? "cuda:" + std::to_string(env_.local_rank) : device;
     dp_ = std::make_unique<DataParallel>(*rendezvous_, *comm_, where, dp_options_);
     step_ = std::make_unique<DataParallelStep>(*dp_, config.recipe_book());
+    current_ = comm_.get();
+    if (config_.elastic) {
+        if (!config.rewind.enabled)
+            throw std::invalid_argument("data_parallel.elastic needs rewind.enabled: the ranks go on from a rewind "
+                                        "snapshot");
+        if (config.checkpoint.dir.empty())
+            throw std::invalid_argument("data_parallel.elastic needs checkpoint.dir (--checkpoint-dir): a second "
+                                        "failure during a recovery ends the job with a checkpoint there");
+        make_elastic(backend);
+    }
     return step_.get();
+}
+
+void RankJob::make_elastic(Backend& backend) {
+    rendezvous_->set_elastic(true);
+    members_ = rendezvous_->launch_ranks();
+    DataParallelStep::Elastic e;
+    e.recovering = [this] {
+        if (watchdog_) watchdog_->disarm();
+        ++recoveries_;
+    };
+    e.new_communicator = [this, &backend]() -> Communicator& {
+        const std::vector<int>& now = rendezvous_->launch_ranks();
+        for (int r : members_)
+            if (std::find(now.begin(), now.end(), r) == now.end()) lost_.push_back(r);
+        members_ = now;
+        if (members_.at(std::size_t(rendezvous_->rank())) == options_.recovery_crash_rank) std::raise(SIGKILL);
+        env_ = rendezvous_->env();
+        // The old one stays alive: the watchdog's thread may be aborting it.
+        retired_.push_back(std::move(comm_));
+        comm_ = make_communicator(backend, *rendezvous_);
+        current_ = comm_.get();
+        return *comm_;
+    };
+    step_->set_elastic(std::move(e));
 }
 
 // Ranks train as one only with the same settings: another lr, seed, recipe or step count
@@ -200,20 +242,27 @@ void RankJob::watch(Trainer& trainer) {
     if (env_.rank == options_.slow_rank) trainer.delay_steps(options_.slow_ms);
     if (!dp_) return;  // a job of one from the start (a job the pre-flight check left alone still reports it)
     trainer.add_observer(this);
-    Communicator* comm = comm_.get();
-    const int rank = env_.rank;
-    watchdog_ = std::make_unique<Watchdog>([comm, rank, t = config_.rank_timeout_s](const std::string& phase) {
-        std::fprintf(stderr,
-                     "fp8scope-engine: error: rank %d: %s did not finish within %.0f s (1.5 x --rank-timeout-s + 1): "
-                     "this or another rank hangs, or one died; aborting\n",
-                     rank, phase.c_str(), 1.5 * t + 1);
-        comm->abort();
-        // The training thread now fails out of its wait and ends the trace; if it cannot
-        // (a wait nothing interrupts), the process ends anyway.
-        std::this_thread::sleep_for(std::chrono::duration<double>(std::clamp(t, 1.0, 30.0)));
-        std::fprintf(stderr, "fp8scope-engine: error: rank %d: still stuck after the abort; exiting\n", rank);
-        std::_Exit(1);
-    });
+    watchdog_ = std::make_unique<Watchdog>([this](const std::string& phase) { on_watchdog(phase); });
+}
+
+void RankJob::on_watchdog(const std::string& phase) {
+    const double t = config_.rank_timeout_s;
+    const int rank = env_.rank, recoveries = recoveries_;
+    std::fprintf(stderr,
+                 "fp8scope-engine: error: rank %d: %s did not finish within %.0f s (1.5 x --rank-timeout-s + 1): "
+                 "this or another rank hangs, or one died; aborting%s\n",
+                 rank, phase.c_str(), 1.5 * t + 1, config_.elastic ? " the step (elastic: the ranks recover)" : "");
+    current_.load()->abort();
+    // The training thread now fails out of its wait and ends the trace, or (elastic) begins
+    // a recovery; if it cannot (a wait nothing interrupts), the process ends anyway.
+    const auto grace = std::chrono::duration<double>(config_.elastic ? 3 * t + 1 : std::clamp(t, 1.0, 30.0));
+    const auto until = std::chrono::steady_clock::now() + grace;
+    while (std::chrono::steady_clock::now() < until) {
+        if (recoveries_ != recoveries) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    std::fprintf(stderr, "fp8scope-engine: error: rank %d: still stuck after the abort; exiting\n", rank);
+    std::_Exit(1);
 }
 
 void RankJob::on_step_begin(std::int64_t step, bool) {
@@ -224,8 +273,11 @@ void RankJob::on_step_begin(std::int64_t step, bool) {
     if (watchdog_)
         watchdog_->arm("step " + std::to_string(step),
                        std::chrono::milliseconds(static_cast<long long>(config_.rank_timeout_s * 1500 + 1000)));
-    if (env_.rank == options_.crash_rank && step == options_.crash_step) std::raise(SIGKILL);
-    if (env_.rank == options_.hang_rank && step == options_.hang_step)
+    // Drills name ranks as launched (an elastic job renumbers them).
+    const int rank = rendezvous_ ? rendezvous_->launch_ranks().at(std::size_t(rendezvous_->rank())) : env_.rank;
+    if (rank == options_.crash_rank && step == options_.crash_step) std::raise(SIGKILL);
+    if (rank == options_.stop_rank && step == options_.stop_step) std::raise(SIGSTOP);
+    if (rank == options_.hang_rank && step == options_.hang_step)
         for (;;) std::this_thread::sleep_for(std::chrono::hours(1));  // only the watchdog ends this
 }
 

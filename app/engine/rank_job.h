@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,7 +38,7 @@ struct RankOptions {
     std::optional<double> timeout_s, bucket_mb, straggler_margin, preflight_margin;
     std::optional<std::string> grad_dtype;
     std::optional<long long> measure_every, straggler_steps, preflight_size;
-    bool preflight = false, exclude_slow = false;  // given: true
+    bool preflight = false, exclude_slow = false, elastic = false;  // given: true
     // Faults on purpose, to see the health checks catch them.
     int slow_rank = -1;
     double slow_ms = 0;
@@ -45,6 +46,9 @@ struct RankOptions {
     long long crash_step = 0;
     int hang_rank = -1;
     long long hang_step = 0;
+    int stop_rank = -1;             // stops itself (SIGSTOP) at stop_step
+    long long stop_step = 0;
+    int recovery_crash_rank = -1;   // dies (SIGKILL) once an elastic recovery agreed on the new world
 };
 void add_rank_options(CLI::App& cmd, RankOptions& o);
 // The flags given, as config overrides ("data_parallel.bucket_mb=4").
@@ -69,6 +73,8 @@ public:
     bool excluded() const { return excluded_; }
     // Arms the watchdog per step and injects the faults asked for.
     void watch(Trainer& trainer);
+    // The ranks (as launched) an elastic job went on without.
+    const std::vector<int>& lost_ranks() const { return lost_; }
     // The trace path of this rank: `path` on rank 0, stem.rankN.ext elsewhere.
     std::string rank_path(const std::string& path) const;
 
@@ -79,6 +85,8 @@ private:
     void check_same_config(const TrainConfig& config);
     void preflight_gemm(Backend& backend, const std::string& device);
     void preflight_allreduce(Backend& backend);
+    void make_elastic(Backend& backend);
+    void on_watchdog(const std::string& phase);
 
     RankOptions options_;     // the drills
     DataParallelConfig config_;
@@ -89,6 +97,12 @@ private:
     LaunchEnv env_;
     std::unique_ptr<Rendezvous> rendezvous_;
     std::unique_ptr<Communicator> comm_;
+    // Elastic: the communicators of worlds left behind (a watchdog may still hold one), the
+    // one in use for the watchdog's thread, the recoveries begun, the ranks lost.
+    std::vector<std::unique_ptr<Communicator>> retired_;
+    std::atomic<Communicator*> current_{nullptr};
+    std::atomic<int> recoveries_{0};
+    std::vector<int> lost_, members_;  // members_: the launch rank of each rank now
     std::unique_ptr<DataParallel> dp_;
     std::unique_ptr<DataParallelStep> step_;
     std::unique_ptr<Watchdog> watchdog_;

@@ -238,7 +238,8 @@ void print_table(const TrainSummary& s, const trace::TraceMeta& meta) {
 }
 
 // Exit status: 0 trained, 1 a file (config, data, checkpoint) or the run failed, 2 bad usage.
-int run_train(const TrainOptions& o) {
+// `lost`: the ranks (as launched) an elastic job went on without.
+int run_train(const TrainOptions& o, std::vector<int>* lost = nullptr) {
     TrainConfig config;
     Resumed resumed;
     try {  // an unknown preset is bad usage, not a bad file
@@ -303,7 +304,12 @@ int run_train(const TrainOptions& o) {
         trainer.emplace(config, *backend, sync);
         job->watch(*trainer);
         const int ranks = job->env().world_size;
-        if (rank0 && resumed.world_size > 0 && resumed.world_size != ranks)  // the same steps, another batch
+        if (rank0 && resumed.world_size > 0 && resumed.world_size != ranks && config.data_parallel.elastic)
+            std::fprintf(stderr, "fp8scope-engine: note: --resume %s: trained on %d ranks x batch %d = %d rows a step, "
+                                 "now split over %d rank(s) (elastic: the global batch is kept)\n",
+                         o.resume.c_str(), resumed.world_size, resumed.batch_size,
+                         resumed.world_size * resumed.batch_size, ranks);
+        else if (rank0 && resumed.world_size > 0 && resumed.world_size != ranks)  // the same steps, another batch
             std::fprintf(stderr, "fp8scope-engine: note: --resume %s: trained on %d ranks x batch %d = %d rows a step, "
                                  "now %d ranks x batch %d = %d\n",
                          o.resume.c_str(), resumed.world_size, resumed.batch_size,
@@ -383,6 +389,7 @@ int run_train(const TrainOptions& o) {
     }
     signals.reset();
     progress.finish();
+    if (lost) *lost = job->lost_ranks();
     try {
         if (recording) recording->finish(s.steps, s.error.empty() ? (s.stopped ? "stopped" : "done") : s.error);
     } catch (const std::exception& e) {
@@ -507,8 +514,9 @@ void add_train(CLI::App& app, int& exit_code) {
         }
         try {
             LocalRanks ranks(opts->ranks.nproc_per_node);
-            const int mine = run_train(*opts);
-            exit_code = mine != 0 ? mine : ranks.wait(mine);  // a failed rank 0 stops the others
+            std::vector<int> lost;
+            const int mine = run_train(*opts, &lost);
+            exit_code = mine != 0 ? mine : ranks.wait(mine, lost);  // a failed rank 0 stops the others
         } catch (const std::exception& e) {
             report(e.what());
             exit_code = 1;

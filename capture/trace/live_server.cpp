@@ -489,10 +489,20 @@ void LiveServer::publish(const trace::StepRecord& r) {
         wire::frame(r, wire::kStepMsVersion - 1));
 }
 void LiveServer::publish(const trace::EventRecord& r) {
-    impl_->publish(wire::frame(r), [this, &r](const Frames& f) {
-        if (r.kind == trace::EventKind::Start) impl_->keep_start(r);
-        else impl_->keep_history(r.step, f);
-    });
+    // A client older than the world_changed kind gets it as a health event.
+    std::string older;
+    if (r.kind == trace::EventKind::WorldChanged) {
+        trace::EventRecord health = r;
+        health.kind = trace::EventKind::Health;
+        older = wire::frame(health);
+    }
+    impl_->publish(
+        wire::frame(r),
+        [this, &r](const Frames& f) {
+            if (r.kind == trace::EventKind::Start) impl_->keep_start(r);
+            else impl_->keep_history(r.step, f);
+        },
+        std::move(older), wire::kWorldChangedVersion);
 }
 void LiveServer::publish(const trace::ScalingRecord& r) { impl_->publish(wire::frame(r)); }
 void LiveServer::publish(const trace::OperandRecord& r) {

@@ -24,7 +24,8 @@
 // injections in Meta, and the injection event kind; 9: RankStep's FP8 gradient sum
 // figures, which a RankStep of an older version goes on without, kernel_timings and
 // kernel_window in Meta, the RecordKernels command and KernelStep, which clients of older
-// versions are not sent). Versions kOldestVersion..kVersion differ only in Meta, whose body carries its
+// versions are not sent; 10: the world_changed event kind, which older clients get as a
+// health event). Versions kOldestVersion..kVersion differ only in Meta, whose body carries its
 // version and the fields of that version (WireSince in record_fields.h), and in the unit
 // of Step's step time (frame and decode_step take the session's version): the engine
 // answers a Hello of any of them in the Hello's version, and a client refused by an engine
@@ -41,7 +42,8 @@
 
 namespace fp8scope::live::wire {
 
-constexpr std::uint32_t kVersion = 9;
+constexpr std::uint32_t kVersion = 10;
+constexpr std::uint32_t kWorldChangedVersion = 10;  // older clients get world_changed as health
 constexpr std::uint32_t kRankSumVersion = 9;    // RankSteps before it lack the FP8 sum figures
 constexpr std::uint32_t kStepMsVersion = 6;     // Steps before it carry the step time in seconds
 constexpr std::uint32_t kOldestVersion = 4;       // the oldest an engine and a client still speak

@@ -23,7 +23,7 @@
 
 namespace fp8scope::trace {
 
-constexpr int kFormatVersion = 6;
+constexpr int kFormatVersion = 7;
 
 // A trace file that cannot be written or read; the message names the file and the problem.
 class TraceError : public std::runtime_error {

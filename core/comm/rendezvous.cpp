@@ -95,15 +95,16 @@ std::string recv_frame(int fd, Clock::time_point deadline, const std::string& wh
     return data;
 }
 
-// Frames after the hello: the MAC of direction, sequence number and bytes follows the
-// bytes (the length is the bytes' own).
-void send_frame(RendezvousLink& link, char direction, std::string_view data, Clock::time_point deadline,
+// Frames after the hello: the kind, then the data; the MAC of direction, sequence number
+// and both follows them (the length is theirs).
+void send_frame(RendezvousLink& link, char direction, char kind, std::string_view data, Clock::time_point deadline,
                 const std::string& who) {
     std::string frame(4, '\0');
-    const auto n = static_cast<std::uint32_t>(data.size());
+    const auto n = static_cast<std::uint32_t>(data.size() + 1);
     for (int i = 0; i < 4; ++i) frame[i] = static_cast<char>((n >> (8 * i)) & 0xFF);
+    frame += kind;
     frame.append(data);
-    frame += frame_mac(link.key, direction, link.sent++, data);
+    frame += frame_mac(link.key, direction, link.sent++, std::string_view(frame).substr(4));
     send_all(link.fd.get(), frame, deadline, who);
 }
 
@@ -139,6 +140,46 @@ std::string versions_differ(const std::string& who, int theirs, const std::strin
 }
 
 constexpr char kDown = 'd', kUp = 'u';  // frames from rank 0, frames to it
+// The kinds of frames after the hello (rendezvous.h).
+constexpr char kData = 'D', kFault = 'F', kRecord = 'R', kNewWorld = 'N';
+
+// The new world as rank 0 tells it: the lost ranks, then the survivors' records, each
+// count and length a 4-byte little-endian number.
+void put_u32(std::string& out, std::size_t v) {
+    for (int i = 0; i < 4; ++i) out += static_cast<char>((v >> (8 * i)) & 0xFF);
+}
+
+std::uint32_t get_u32(std::string_view in, std::size_t& at) {
+    if (in.size() < at + 4) throw RendezvousError("rank 0 sent a new world cut short");
+    std::uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) v |= std::uint32_t(static_cast<unsigned char>(in[at + i])) << (8 * i);
+    at += 4;
+    return v;
+}
+
+std::string encode_new_world(const std::vector<int>& lost, const std::vector<std::string>& records) {
+    std::string out;
+    put_u32(out, lost.size());
+    for (int r : lost) put_u32(out, std::size_t(r));
+    put_u32(out, records.size());
+    for (const std::string& r : records) put_u32(out, r.size()), out += r;
+    return out;
+}
+
+void decode_new_world(std::string_view in, int world, std::vector<int>& lost, std::vector<std::string>& records) {
+    std::size_t at = 0;
+    const std::uint32_t n_lost = get_u32(in, at);
+    if (n_lost >= std::uint32_t(world)) throw RendezvousError("rank 0 sent a new world without ranks");
+    for (std::uint32_t i = 0; i < n_lost; ++i) lost.push_back(int(get_u32(in, at)));
+    const std::uint32_t n = get_u32(in, at);
+    if (n != std::uint32_t(world) - n_lost) throw RendezvousError("rank 0 sent a new world of the wrong size");
+    for (std::uint32_t i = 0; i < n; ++i) {
+        const std::uint32_t len = get_u32(in, at);
+        if (in.size() < at + len) throw RendezvousError("rank 0 sent a new world cut short");
+        records.emplace_back(in.substr(at, len));
+        at += len;
+    }
+}
 
 }  // namespace
 
@@ -415,6 +456,7 @@ int free_loopback_port() {
 }
 
 Rendezvous::Rendezvous(const LaunchEnv& env, std::chrono::milliseconds timeout) : env_(env), timeout_(timeout) {
+    for (int r = 0; r < env.world_size; ++r) launch_ranks_.push_back(r);
     if (!env.distributed()) return;
     if (env.job_secret.size() < 16)
         throw RendezvousError("a job of " + std::to_string(env.world_size) + " ranks needs the job's secret: set " +
@@ -463,6 +505,10 @@ bool Rendezvous::exclude(const std::vector<int>& ranks) {
             throw std::invalid_argument("rendezvous: cannot exclude rank " + std::to_string(r) + " of " +
                                         std::to_string(env_.world_size) + " (rank 0 is the hub)");
     auto dropped = [&](int r) { return std::find(ranks.begin(), ranks.end(), r) != ranks.end(); };
+    std::vector<int> launched;
+    for (int r = 0; r < env_.world_size; ++r)
+        if (!dropped(r)) launched.push_back(launch_ranks_.at(std::size_t(r)));
+    launch_ranks_ = std::move(launched);
     if (dropped(env_.rank)) {
         peers_.clear();
         env_.world_size = 1, env_.rank = 0;
@@ -481,28 +527,126 @@ bool Rendezvous::exclude(const std::vector<int>& ranks) {
     return true;
 }
 
+// A data frame from `peer` (rank 0: the rank; elsewhere 0). Elastic: on rank 0 a failed
+// peer or its recovery record, elsewhere a fault frame, is a WorldFault.
+std::string Rendezvous::recv_data(int peer, Clock::time_point deadline) {
+    const bool hub = env_.rank == 0;
+    const std::string who = rank_name(hub ? peer : 0);
+    std::string frame;
+    try {
+        frame = recv_frame(peers_[std::size_t(peer)], hub ? kUp : kDown, deadline, who);
+    } catch (const RendezvousError& e) {
+        if (hub && elastic_) throw WorldFault(e.what(), {peer});
+        throw;  // rank 0 lost: the job cannot go on
+    }
+    if (elastic_ && hub && !frame.empty() && frame[0] == kRecord) {
+        recovering_.resize(std::size_t(env_.world_size));
+        has_record_.resize(std::size_t(env_.world_size));
+        recovering_[std::size_t(peer)] = frame.substr(1);
+        has_record_[std::size_t(peer)] = true;
+        throw WorldFault(who + " began a recovery: it lost a peer", {});
+    }
+    if (elastic_ && !hub && !frame.empty() && frame[0] == kFault)
+        throw WorldFault("rank 0 began a recovery: the job lost a rank", {});
+    if (frame.empty() || frame[0] != kData)
+        throw RendezvousError(who + " sent a frame of another kind where data was due (ranks out of step)");
+    frame.erase(0, 1);
+    return frame;
+}
+
+void Rendezvous::send_data(int peer, std::string_view data, Clock::time_point deadline) {
+    const bool hub = env_.rank == 0;
+    try {
+        send_frame(peers_[std::size_t(peer)], hub ? kDown : kUp, kData, data, deadline, rank_name(hub ? peer : 0));
+    } catch (const RendezvousError& e) {
+        if (hub && elastic_) throw WorldFault(e.what(), {peer});
+        throw;
+    }
+}
+
 std::string Rendezvous::broadcast(std::string_view blob) {
     if (!env_.distributed()) return std::string(blob);
+    if (env_.rank != 0) return recv_data(0, Clock::now() + (elastic_ ? 2 : 1) * timeout_);
     const auto deadline = Clock::now() + timeout_;
-    if (env_.rank != 0) return recv_frame(peers_[0], kDown, deadline, "rank 0");
-    for (int r = 1; r < env_.world_size; ++r) send_frame(peers_[r], kDown, blob, deadline, rank_name(r));
+    for (int r = 1; r < env_.world_size; ++r) send_data(r, blob, deadline);
     return std::string(blob);
 }
 
 std::vector<std::string> Rendezvous::all_gather(std::string_view mine) {
     if (!env_.distributed()) return {std::string(mine)};
-    const auto deadline = Clock::now() + timeout_;
     std::vector<std::string> all(static_cast<std::size_t>(env_.world_size));
     if (env_.rank != 0) {
-        send_frame(peers_[0], kUp, mine, deadline, "rank 0");
-        for (auto& s : all) s = recv_frame(peers_[0], kDown, deadline, "rank 0");
+        send_data(0, mine, Clock::now() + timeout_);
+        const auto deadline = Clock::now() + (elastic_ ? 2 : 1) * timeout_;
+        for (auto& s : all) s = recv_data(0, deadline);
         return all;
     }
+    const auto deadline = Clock::now() + timeout_;
     all[0] = std::string(mine);
-    for (int r = 1; r < env_.world_size; ++r) all[r] = recv_frame(peers_[r], kUp, deadline, rank_name(r));
+    for (int r = 1; r < env_.world_size; ++r) all[r] = recv_data(r, deadline);
     for (int r = 1; r < env_.world_size; ++r)
-        for (const auto& s : all) send_frame(peers_[r], kDown, s, deadline, rank_name(r));
+        for (const auto& s : all) send_data(r, s, deadline);
     return all;
+}
+
+Rendezvous::NewWorld Rendezvous::agree_world(const std::string& mine, const std::vector<int>& seen_lost) {
+    NewWorld out;
+    out.old_world = env_.world_size;
+    if (!env_.distributed()) throw RendezvousError("a job of one rank has no peer to lose");
+    if (env_.rank != 0) {
+        const auto deadline = Clock::now() + 3 * timeout_;
+        send_frame(peers_[0], kUp, kRecord, mine, deadline, "rank 0");
+        for (;;) {  // what rank 0 sent before the round (data, its fault frame) is passed over
+            const std::string f = recv_frame(peers_[0], kDown, deadline, "rank 0");
+            if (f.empty() || f[0] != kNewWorld) continue;
+            decode_new_world(std::string_view(f).substr(1), env_.world_size, out.lost, out.records);
+            break;
+        }
+    } else {
+        const std::size_t world = std::size_t(env_.world_size);
+        recovering_.resize(world);
+        has_record_.resize(world);
+        std::vector<bool> lost(world, false);
+        for (int r : seen_lost)
+            if (r > 0 && std::size_t(r) < world) lost[std::size_t(r)] = true;
+        const auto deadline = Clock::now() + timeout_;
+        for (std::size_t r = 1; r < world; ++r) {
+            if (lost[r] || has_record_[r]) continue;
+            try {
+                send_frame(peers_[r], kDown, kFault, {}, deadline, rank_name(int(r)));
+            } catch (const RendezvousError&) {
+                lost[r] = true;
+            }
+        }
+        recovering_[0] = mine;
+        // A rank read after a hung one still gets a moment of its own, whose record may be
+        // on its way.
+        const auto grace = std::min<std::chrono::milliseconds>(timeout_ / 4, std::chrono::seconds(1));
+        for (std::size_t r = 1; r < world; ++r) {
+            const auto until = std::max(deadline, Clock::now() + grace);
+            while (!lost[r] && !has_record_[r]) {
+                try {
+                    std::string f = recv_frame(peers_[r], kUp, until, rank_name(int(r)));
+                    if (f.empty() || f[0] != kRecord) continue;  // data an exchange left behind
+                    recovering_[r] = f.substr(1);
+                    has_record_[r] = true;
+                } catch (const RendezvousError&) {
+                    lost[r] = true;
+                }
+            }
+        }
+        for (std::size_t r = 0; r < world; ++r) {
+            if (lost[r]) out.lost.push_back(int(r));
+            else out.records.push_back(std::move(recovering_[r]));
+        }
+        const std::string told = encode_new_world(out.lost, out.records);
+        for (std::size_t r = 1; r < world; ++r)
+            if (!lost[r]) send_frame(peers_[r], kDown, kNewWorld, told, deadline, rank_name(int(r)));
+        recovering_.clear();
+        has_record_.clear();
+    }
+    if (!out.lost.empty()) exclude(out.lost);
+    return out;
 }
 
 std::vector<std::string> Rendezvous::all_gather_same_size(std::string_view mine, std::string_view what) {

@@ -7,17 +7,21 @@
 // that names it, on every rank that waited for it.
 //
 // Wire: frames of a 4-byte little-endian length and that many bytes. Rank 0 greets each
-// connection with "fp8scope-rendezvous 3 NONCE0"; the joining rank sends
-// "fp8scope-rendezvous 3 WORLD RANK NONCE PROOF", exactly (any other bytes are not a
+// connection with "fp8scope-rendezvous 4 NONCE0"; the joining rank sends
+// "fp8scope-rendezvous 4 WORLD RANK NONCE PROOF", exactly (any other bytes are not a
 // hello), PROOF its HMAC of both nonces and its place under the job secret
 // (comm/job_secret.h); rank 0 answers "ok PROOF0", its own proof, or "error: why" (not a
 // hello, another version, the secret not proven, a rank outside the world, a rank that
 // already joined, a different world size). The number after "fp8scope-rendezvous" is the
 // version of everything the ranks exchange (kRendezvousVersion: 3 added the FP8 sum
-// figures and the scaling digest to the step records): ranks of different versions do not
+// figures and the scaling digest to the step records, 4 the kind byte that opens every
+// later frame and the recovery round of an elastic job): ranks of different versions do not
 // meet, and each side names both versions. Every later frame carries, after its bytes, the MAC of its
 // direction, sequence number and bytes under its connection's key: a frame that fails it
-// ends the exchange naming the rank it came from. Rank 0 reads hellos side by side: a
+// ends the exchange naming the rank it came from. Each such frame's bytes open with its
+// kind: data ('D'), and for an elastic job's recovery (agree_world) a fault ('F', rank 0
+// to a rank: the world is changing), a rank's recovery record ('R') and the new world
+// ('N'). Rank 0 reads hellos side by side: a
 // connection without a whole hello within a few seconds is closed. A world past
 // kMaxWorldSize, or one rank 0's open-file limit cannot hold a connection each of, fails
 // before rank 0 listens.
@@ -35,11 +39,24 @@
 
 namespace fp8scope {
 
-constexpr int kRendezvousVersion = 3;
+constexpr int kRendezvousVersion = 4;
 
 class RendezvousError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
+};
+
+// A peer was lost in an exchange of an elastic job (Rendezvous::set_elastic), or the job
+// began a recovery round: the survivors are to meet in agree_world(). `lost`: the ranks
+// this rank saw fail (rank 0 alone sees them; empty elsewhere). The message is the one a
+// job that is not elastic ends with.
+class WorldFault : public RendezvousError {
+public:
+    WorldFault(const std::string& what, std::vector<int> lost) : RendezvousError(what), lost_(std::move(lost)) {}
+    const std::vector<int>& lost() const { return lost_; }
+
+private:
+    std::vector<int> lost_;
 };
 
 // Sorted ranks as runs, the first eight of them and how many ranks the rest hold ("1-3,
@@ -95,8 +112,40 @@ public:
     // belongs to no job. Throws std::invalid_argument on rank 0 or a rank outside the job.
     bool exclude(const std::vector<int>& ranks);
     const LaunchEnv& env() const { return env_; }
+    // The rank each rank of the job now had when the job was launched (exclude() drops and
+    // renumbers ranks).
+    const std::vector<int>& launch_ranks() const { return launch_ranks_; }
+
+    // Elastic: rank 0 throws WorldFault, naming the rank, when one is lost in an exchange,
+    // and the other ranks wait twice the timeout for rank 0 (so rank 0 names a lost rank
+    // before they give up on it), throwing WorldFault when rank 0 sends a fault frame.
+    void set_elastic(bool on) { elastic_ = on; }
+    bool elastic() const { return elastic_; }
+
+    // The recovery round of an elastic job, which every surviving rank enters after a
+    // WorldFault or another failure of a collective, with its record (`mine`) and the ranks
+    // it saw fail (`lost`, WorldFault::lost). Rank 0 tells every rank a fault frame, then
+    // takes each rank's record (skipping the data frames an exchange left behind) within
+    // the timeout: a rank that sends none in time, or whose connection fails, is lost.
+    // Every survivor gets the lost ranks and the survivors' records in rank order, and the
+    // job goes on without the lost ranks (exclude()). Bounded: rank 0 waits the timeout, the
+    // others three times it. Throws RendezvousError when rank 0 is lost (it is the hub: a
+    // job cannot go on without it) or the round finds no rank lost.
+    struct NewWorld {
+        std::vector<int> lost;              // in the old numbering, sorted
+        std::vector<std::string> records;   // the survivors', in their new rank order
+        int old_world = 1;
+    };
+    NewWorld agree_world(const std::string& mine, const std::vector<int>& lost);
 
 private:
+    std::string recv_data(int peer, std::chrono::steady_clock::time_point deadline);
+    void send_data(int peer, std::string_view data, std::chrono::steady_clock::time_point deadline);
+    bool elastic_ = false;
+    std::vector<int> launch_ranks_;
+    std::vector<std::string> recovering_;  // rank 0: a rank's record that came during an exchange (index: rank)
+    std::vector<bool> has_record_;
+
     LaunchEnv env_;
     std::chrono::milliseconds timeout_;
     std::vector<RendezvousLink> peers_;  // rank 0: one per rank (index 0 unused); others: [0] = rank 0

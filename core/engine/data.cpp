@@ -73,7 +73,7 @@ TokenData load_data(const DataConfig& config, int vocab_size) {
 }
 
 BatchSampler::BatchSampler(TokenData data, double val_fraction, int B, int T, std::uint64_t seed)
-    : data_(std::move(data)), B_(B), T_(T), seed_(seed) {
+    : data_(std::move(data)), B_(B), T_(T), seed_(seed), rows_(B) {
     auto n = static_cast<std::int64_t>(data_.tokens.size());
     std::int64_t n_val = static_cast<std::int64_t>(static_cast<double>(n) * val_fraction);
     n_train_ = n - n_val;
@@ -90,12 +90,16 @@ void BatchSampler::fill(Batch& out, std::int64_t row, std::int64_t start) const 
     std::memcpy(out.targets.data() + row * T_, src + 1, sizeof(std::int32_t) * static_cast<std::size_t>(T_));
 }
 
+int shard_rows(int global, int world, int rank) {
+    return int(std::int64_t(rank + 1) * global / world - std::int64_t(rank) * global / world);
+}
+
 void BatchSampler::set_shard(int rank, int world) {
-    if (world < 1 || rank < 0 || rank >= world || B_ % world != 0)
-        throw std::invalid_argument("batch_size " + std::to_string(B_) + " cannot be split over " +
-                                    std::to_string(world) + " ranks (it must be a multiple of the world size)");
-    rank_ = rank;
-    world_ = world;
+    if (world < 1 || rank < 0 || rank >= world || B_ < world)
+        throw std::invalid_argument("batch of " + std::to_string(B_) + " rows cannot be split over " +
+                                    std::to_string(world) + " ranks (each needs a row at least)");
+    first_ = int(std::int64_t(rank) * B_ / world);
+    rows_ = shard_rows(B_, world, rank);
 }
 
 void BatchSampler::train_batch(std::uint64_t index, std::uint64_t seed, Batch& out) const {
@@ -106,7 +110,7 @@ void BatchSampler::train_batch(std::uint64_t index, std::uint64_t seed, Batch& o
     out.targets.resize(out.tokens.size());
     Rng rng(seed, index);
     const auto starts = static_cast<std::uint64_t>(n_train_ - T_);  // window [s, s + T] inside
-    const int first = rank_ * out.B;
+    const int first = first_;
     for (int b = 0; b < B_; ++b) {  // every rank draws the whole batch: the same stream
         const auto start = static_cast<std::int64_t>(rng.below(starts));
         if (b >= first && b < first + out.B) fill(out, b - first, start);
@@ -121,7 +125,7 @@ void BatchSampler::eval_batch(int i, int count, Batch& out) const {
     out.targets.resize(out.tokens.size());
     const std::int64_t windows = std::int64_t(count) * B_, span = val_tokens() - T_ - 1;
     for (int b = 0; b < out.B; ++b) {
-        std::int64_t k = std::int64_t(i) * B_ + rank_ * out.B + b;
+        std::int64_t k = std::int64_t(i) * B_ + first_ + b;
         std::int64_t offset = windows > 1 ? k * span / (windows - 1) : 0;
         fill(out, b, n_train_ + offset);
     }

@@ -55,11 +55,13 @@ public:
     void eval_batch(int i, int count, Batch& out) const;
 
     // Data parallel: B is the global batch and this rank's batches are rows
-    // [rank * B / world, (rank + 1) * B / world) of it, so `world` ranks together see the
-    // batches one process with batch B sees. Throws std::invalid_argument unless world
-    // divides B.
+    // [rank * B / world, (rank + 1) * B / world) of it (rounded down: when world does not
+    // divide B, ranks differ by one row, the later ones holding more), so `world` ranks
+    // together see the batches one process with batch B sees. Throws
+    // std::invalid_argument when a rank would get no row (world > B).
     void set_shard(int rank, int world);
-    int rows() const { return B_ / world_; }  // rows of this rank's batches
+    int rows() const { return rows_; }  // rows of this rank's batches
+    int global_rows() const { return B_; }
 
     std::int64_t train_tokens() const { return n_train_; }
     std::int64_t val_tokens() const { return static_cast<std::int64_t>(data_.tokens.size()) - n_train_; }
@@ -72,7 +74,11 @@ private:
     std::int64_t n_train_ = 0;
     int B_, T_;
     std::uint64_t seed_;
-    int rank_ = 0, world_ = 1;
+    int first_ = 0, rows_;  // this rank's rows of each batch (set_shard)
 };
+
+// The rows of a batch of `global` rows that rank `rank` of `world` trains
+// (BatchSampler::set_shard): their count.
+int shard_rows(int global, int world, int rank);
 
 }  // namespace fp8scope

@@ -112,14 +112,33 @@ DataParallel::StepShare DataParallel::decode_share(const std::string& blob, int 
 DataParallel::DataParallel(Rendezvous& rendezvous, Communicator& comm, const std::string& where,
                            DataParallelOptions options)
     : rendezvous_(rendezvous),
-      comm_(comm),
+      comm_(&comm),
       options_(options),
       monitor_(comm.world_size(), options.straggler_margin, options.straggler_steps) {
     if (rendezvous.world_size() != comm.world_size() || rendezvous.rank() != comm.rank())
         throw std::invalid_argument("data parallel: the communicator is rank " + std::to_string(comm.rank()) + " of " +
                                     std::to_string(comm.world_size()) + ", the rendezvous rank " +
                                     std::to_string(rendezvous.rank()) + " of " + std::to_string(rendezvous.world_size()));
-    where_ = rendezvous_.all_gather(host_name() + " " + where);
+    where_mine_ = host_name() + " " + where;
+    where_ = rendezvous_.all_gather(where_mine_);
+}
+
+void DataParallel::rebind(Communicator& comm) {
+    if (rendezvous_.world_size() != comm.world_size() || rendezvous_.rank() != comm.rank())
+        throw std::invalid_argument("data parallel: the new communicator is rank " + std::to_string(comm.rank()) +
+                                    " of " + std::to_string(comm.world_size()) + ", the rendezvous rank " +
+                                    std::to_string(rendezvous_.rank()) + " of " +
+                                    std::to_string(rendezvous_.world_size()));
+    comm_ = &comm;
+    where_ = rendezvous_.all_gather(where_mine_);
+    monitor_ = StragglerMonitor(comm.world_size(), options_.straggler_margin, options_.straggler_steps);
+    scaling_check_ = ScalingStateCheck();
+    std::vector<Model*> models;
+    for (const auto& a : attached_) models.push_back(a->model);
+    attached_.clear();
+    for (Model* m : models) attach(*m);
+    traffic_ = GradTraffic{};
+    rows_.clear();
 }
 
 template <class F>
@@ -154,7 +173,7 @@ void DataParallel::attach(Model& model) {
     if (type == DType::E4M3 || type == DType::E5M2) a->shadow = DeviceBuffer<std::uint16_t>(model.backend(), samples);
     if (type == DType::BF16) a->low = DeviceBuffer<std::uint16_t>(model.backend(), model.num_params());
     if (type == DType::E4M3 || type == DType::E5M2)
-        a->fp8 = std::make_unique<Fp8GradSum>(model.backend(), comm_,
+        a->fp8 = std::make_unique<Fp8GradSum>(model.backend(), *comm_,
                                               type == DType::E4M3 ? Format::E4M3 : Format::E5M2, largest);
     attached_.push_back(std::move(a));
 }
@@ -182,7 +201,7 @@ void DataParallel::reduce_bucket(Attached& a, const Bucket& b) {
     float* grads = a.model->grads().data() + b.offset;
     if (options_.grad_dtype == DType::F32) {
         traffic_.bytes += double(b.count) * 4;
-        comm_.all_reduce(grads, std::int64_t(b.count), ReduceOp::Sum);
+        comm_->all_reduce(grads, std::int64_t(b.count), ReduceOp::Sum);
         return;
     }
     Backend& backend = a.model->backend();
@@ -198,7 +217,7 @@ void DataParallel::reduce_bucket(Attached& a, const Bucket& b) {
     traffic_.bytes += double(b.count) * 2;
     std::uint16_t* low = a.low.data() + b.offset;
     backend.convert(low, DType::BF16, grads, DType::F32, std::int64_t(b.count));
-    comm_.all_reduce(low, DType::BF16, std::int64_t(b.count), ReduceOp::Sum);
+    comm_->all_reduce(low, DType::BF16, std::int64_t(b.count), ReduceOp::Sum);
 }
 
 void DataParallel::finish_backward(Model& model) {
@@ -206,14 +225,14 @@ void DataParallel::finish_backward(Model& model) {
     timed([&] {
         if (a->sampled) {
             const auto n = std::int64_t(a->sample.size());
-            if (a->fp8) bf16_shadow_sum(model.backend(), comm_, a->sample.data(), a->shadow.data(), n);
-            comm_.all_reduce(a->sample.data(), n, ReduceOp::Sum);
+            if (a->fp8) bf16_shadow_sum(model.backend(), *comm_, a->sample.data(), a->shadow.data(), n);
+            comm_->all_reduce(a->sample.data(), n, ReduceOp::Sum);
         }
         if (model.has_pending_amaxes()) {
             std::span<float> amax = model.pending_amaxes();
-            comm_.all_reduce(amax.data(), std::int64_t(amax.size()), ReduceOp::Max);
+            comm_->all_reduce(amax.data(), std::int64_t(amax.size()), ReduceOp::Max);
         }
-        comm_.join();
+        comm_->join();
     });
     if (options_.grad_dtype == DType::BF16)
         model.backend().convert(model.grads().data(), DType::F32, a->low.data(), DType::BF16,
@@ -250,15 +269,31 @@ DataParallel::GradTraffic DataParallel::take_traffic() { return std::exchange(tr
 
 std::vector<double> DataParallel::mean(const std::vector<double>& mine) {
     std::vector<double> sum(mine.size(), 0.0), v(mine.size());
+    std::vector<std::string> all;
     timed([&] {
         const std::string_view blob(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(double));
-        for (const std::string& r : rendezvous_.all_gather_same_size(blob, "mean over ranks")) {
+        all = rendezvous_.all_gather_same_size(blob, "mean over ranks");
+        for (const std::string& r : all) {
             std::memcpy(v.data(), r.data(), r.size());
             for (std::size_t i = 0; i < v.size(); ++i) sum[i] += v[i];  // rank order on every rank
         }
     });
-    for (double& s : sum) s /= double(world_size());
-    return sum;
+    const bool weighted = rows_.size() == std::size_t(world_size()) &&
+                          std::any_of(rows_.begin(), rows_.end(), [&](int n) { return n != rows_[0]; });
+    if (!weighted) {
+        for (double& s : sum) s /= double(world_size());
+        return sum;
+    }
+    // Uneven rows: each rank's mean counts by its rows (rank order on every rank).
+    std::vector<double> out(mine.size(), 0.0);
+    double rows = 0;
+    for (int n : rows_) rows += n;
+    for (std::size_t r = 0; r < all.size(); ++r) {
+        std::memcpy(v.data(), all[r].data(), all[r].size());
+        for (std::size_t i = 0; i < v.size(); ++i) out[i] += v[i] * rows_[r];
+    }
+    for (double& s : out) s /= rows;
+    return out;
 }
 
 std::vector<DataParallel::StepShare> DataParallel::exchange(const StepShare& mine) {

@@ -56,10 +56,15 @@ public:
     DataParallel(Rendezvous& rendezvous, Communicator& comm, const std::string& where,
                  DataParallelOptions options = {});
 
-    int rank() const { return comm_.rank(); }
-    int world_size() const { return comm_.world_size(); }
+    int rank() const { return comm_->rank(); }
+    int world_size() const { return comm_->world_size(); }
     DType grad_dtype() const { return options_.grad_dtype; }  // the type the gradient sums travel in
-    Communicator& communicator() { return comm_; }
+    Communicator& communicator() { return *comm_; }
+    Rendezvous& rendezvous() { return rendezvous_; }
+    // Elastic recovery: the job goes on over `comm`, a communicator of the rendezvous's new
+    // world (collective: the ranks' devices are gathered again, the attached models'
+    // buckets planned again over it and the health checks start afresh).
+    void rebind(Communicator& comm);
     const std::string& where(int rank) const { return where_.at(std::size_t(rank)); }  // "host cuda:1"
 
     // Plans the gradient buckets of `model` (which must outlive this). Its backward() is to
@@ -86,8 +91,11 @@ public:
     // reductions are communication, not compute).
     double take_comm_host_ms();
 
-    // The mean over ranks of each value, the same double on every rank.
+    // The mean over ranks of each value, the same double on every rank: weighted by each
+    // rank's rows of the batch when set_rows() gave rows that differ.
     std::vector<double> mean(const std::vector<double>& mine);
+    // The rows of the batch each rank trains (rank order); empty or all equal: a plain mean.
+    void set_rows(std::vector<int> rows) { rows_ = std::move(rows); }
 
     // What a rank says at the end of a step.
     struct StepShare {
@@ -140,9 +148,11 @@ private:
     auto timed(F&& f);
 
     Rendezvous& rendezvous_;
-    Communicator& comm_;
+    Communicator* comm_;
+    std::vector<int> rows_;  // set_rows
     DataParallelOptions options_;
     std::vector<std::string> where_;
+    std::string where_mine_;
     StragglerMonitor monitor_;
     double comm_host_ms_ = 0;
     std::vector<std::unique_ptr<Attached>> attached_;

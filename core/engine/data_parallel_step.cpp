@@ -1,7 +1,11 @@
 #include "engine/data_parallel_step.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <utility>
+
+#include "engine/data.h"
 
 namespace fp8scope {
 namespace {
@@ -73,8 +77,12 @@ StepAgreement DataParallelStep::agree(std::int64_t step, double step_ms, std::de
     const std::vector<DataParallel::StepShare> all = dp_.exchange(mine);
 
     bool stop = false;
+    const std::vector<int>& launched = dp_.rendezvous().launch_ranks();
     for (const auto& s : all) {
         out.ranks.push_back(s.record);
+        // A rank's records keep the number it was launched with when an elastic job
+        // renumbers the ranks, so its series in the trace stays its own.
+        if (launched.size() == all.size()) out.ranks.back().rank = launched[std::size_t(s.record.rank)];
         stop = stop || s.stop;
     }
     for (const StragglerMonitor::Alert& a : dp_.observe(step, out.ranks)) {
@@ -86,6 +94,79 @@ StepAgreement DataParallelStep::agree(std::int64_t step, double step_ms, std::de
     out.scaling = dp_.check_scaling(all);
     agreed_ = decode_requests(all[0].requests, runs_, book_);
     if (stop) agreed_.push_back({ControlRequest::Stop, -1, {}});
+    return out;
+}
+
+void DataParallelStep::set_batch_rows(int rows) {
+    batch_rows_ = rows;
+    std::vector<int> each;
+    for (int r = 0; r < world_size(); ++r) each.push_back(shard_rows(rows, world_size(), r));
+    dp_.set_rows(std::move(each));
+}
+
+namespace {
+
+// A rank's record in the recovery round: the step it was in, then the steps of its
+// snapshots, 8 bytes each.
+std::string encode_steps(std::int64_t failed, const std::vector<std::int64_t>& snapshots) {
+    std::string out(reinterpret_cast<const char*>(&failed), sizeof failed);
+    for (std::int64_t s : snapshots) out.append(reinterpret_cast<const char*>(&s), sizeof s);
+    return out;
+}
+
+std::vector<std::int64_t> decode_steps(const std::string& blob, int rank) {
+    if (blob.empty() || blob.size() % sizeof(std::int64_t) != 0)
+        throw RendezvousError("rank " + std::to_string(rank) + " sent a recovery record of " +
+                              std::to_string(blob.size()) + " bytes");
+    std::vector<std::int64_t> out(blob.size() / sizeof(std::int64_t));
+    std::memcpy(out.data(), blob.data(), blob.size());
+    return out;
+}
+
+}  // namespace
+
+WorldChange DataParallelStep::change_world(const std::exception& fault, std::int64_t failed_step,
+                                           const std::vector<std::int64_t>& snapshots) {
+    if (!elastic()) return StepSync::change_world(fault, failed_step, snapshots);
+    if (elastic_.recovering) elastic_.recovering();
+    const auto* seen = dynamic_cast<const WorldFault*>(&fault);
+    Rendezvous& rv = dp_.rendezvous();
+    const std::vector<int> launched = rv.launch_ranks();
+    const Rendezvous::NewWorld world = rv.agree_world(encode_steps(failed_step, snapshots),
+                                                      seen ? seen->lost() : std::vector<int>{});
+    WorldChange out;
+    for (int r : world.lost) out.lost.push_back(launched.at(std::size_t(r)));
+    out.old_world = world.old_world;
+    out.new_world = rv.world_size();
+    out.why = fault.what();
+    if (world.lost.empty())
+        throw RendezvousError(std::string("the recovery round found every rank alive, so the failure was not a lost "
+                                          "rank: ") + fault.what());
+    // The latest snapshot every survivor holds: a rank may have taken one the others did
+    // not reach when the rank was lost at a snapshot step.
+    std::vector<std::int64_t> common;
+    for (std::size_t r = 0; r < world.records.size(); ++r) {
+        std::vector<std::int64_t> steps = decode_steps(world.records[r], int(r));
+        out.failed_step = std::max(out.failed_step, steps[0]);
+        steps.erase(steps.begin());
+        std::sort(steps.begin(), steps.end());
+        if (r == 0) common = steps;
+        else std::erase_if(common, [&](std::int64_t s) { return !std::binary_search(steps.begin(), steps.end(), s); });
+    }
+    if (common.empty()) throw RendezvousError("no rewind snapshot is held by every surviving rank");
+    out.restore_step = common.back();
+    try {
+        dp_.rebind(elastic_.new_communicator());
+    } catch (const WorldFault& f) {
+        std::vector<int> launched;
+        for (int r : f.lost()) launched.push_back(rv.launch_ranks().at(std::size_t(r)));
+        throw RendezvousError("a second failure during the recovery" +
+                              (launched.empty() ? std::string() : " (rank " + rank_list(launched) + " as launched)") +
+                              ": " + f.what());
+    }
+    held_.clear();
+    agreed_.clear();
+    if (batch_rows_ > 0) set_batch_rows(batch_rows_);
     return out;
 }
 

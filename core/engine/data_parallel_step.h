@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <utility>
 
 #include "engine/data_parallel.h"
@@ -38,6 +39,20 @@ public:
         if (!nonfinite_step_) nonfinite_step_ = step;
     }
     std::optional<DType> grad_dtype() const override { return dp_.grad_dtype(); }
+    void set_batch_rows(int rows) override;
+
+    // Makes the job elastic (StepSync::change_world): `recovering` runs as a recovery
+    // begins (a watchdog stands down), `new_communicator` after the survivors agreed on
+    // the new world (the rendezvous is renumbered then): the communicator to go on over,
+    // which must outlive the job.
+    struct Elastic {
+        std::function<void()> recovering;
+        std::function<Communicator&()> new_communicator;
+    };
+    void set_elastic(Elastic e) { elastic_ = std::move(e); }
+    bool elastic() const override { return bool(elastic_.new_communicator); }
+    WorldChange change_world(const std::exception& fault, std::int64_t failed_step,
+                             const std::vector<std::int64_t>& snapshots) override;
 
 private:
     using clock = std::chrono::steady_clock;
@@ -51,6 +66,8 @@ private:
     int runs_ = 0;                         // models attached: the runs a switch may name
     std::deque<ControlRequest> held_;      // made here, for the step's agreement
     std::deque<ControlRequest> agreed_;    // what every rank applies next
+    Elastic elastic_;
+    int batch_rows_ = 0;                   // set_batch_rows
 };
 
 }  // namespace fp8scope

@@ -202,7 +202,8 @@ void Model::Impl::run_backward(Model& self) {
 
     {
         OpTimer timer(sink, backend, "softmax_ce", -1);
-        backend.softmax_ce_backward(a.logits, a.logits, targets.data(), N, int(V), N * loss_ranks);
+        backend.softmax_ce_backward(a.logits, a.logits, targets.data(), N, int(V),
+                                    loss_rows > 0 ? std::int64_t(loss_rows) * T : N * loss_ranks);
     }
     {
         OpTimer timer(sink, backend, "head", -1);
@@ -364,6 +365,7 @@ void Model::set_step_sync(StepSync* sync) {
     impl_->loss_ranks = sync ? std::max(1, sync->world_size()) : 1;
     impl_->linear.defer_amax_pushes(sync && sync->reduces_amaxes());
 }
+void Model::set_loss_rows(int rows) { impl_->loss_rows = rows; }
 int Model::backward_stages() const { return impl_->config.n_layer + 2; }
 
 std::span<float> Model::pending_amaxes() {

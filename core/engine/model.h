@@ -82,6 +82,9 @@ public:
     // sync->reduces_amaxes(), delayed scaling's amaxes wait to be reduced over ranks
     // before they are pushed (Fp8Linear::defer_amax_pushes).
     void set_step_sync(StepSync* sync);
+    // The rows of the job's whole batch the mean loss is over, when the ranks' batches
+    // differ in rows (an elastic job after losing a rank); 0: world_size() equal batches.
+    void set_loss_rows(int rows);
     int backward_stages() const;  // n_layer + 2
 
     // The deferred amaxes of the last training forward and backward (set_step_sync):

@@ -109,6 +109,7 @@ struct Model::Impl {
     bool capture_operands = false;
     StepSync* sync = nullptr;                // Model::set_step_sync
     int loss_ranks = 1;                      // sync's world size
+    int loss_rows = 0;                       // Model::set_loss_rows (0: B x loss_ranks)
 
     Impl(const ModelConfig& c, Backend& backend);
     void ensure_activations(int B, int T);

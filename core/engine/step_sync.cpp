@@ -1,10 +1,15 @@
 #include "engine/step_sync.h"
 
+#include <stdexcept>
 #include <utility>
 
 #include "engine/model.h"
 
 namespace fp8scope {
+
+WorldChange StepSync::change_world(const std::exception& fault, std::int64_t, const std::vector<std::int64_t>&) {
+    throw std::runtime_error(std::string("not an elastic job: ") + fault.what());
+}
 
 void SingleProcess::attach(Model& model) { model.set_step_sync(this); }
 

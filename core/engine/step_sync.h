@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +31,15 @@ struct StepAgreement {
     // Tensors whose delayed-scaling state started to differ across ranks (ScalingMismatch
     // events; engine/data_parallel_state_check.h).
     std::vector<std::string> scaling;
+};
+
+// An elastic job's new world after it lost ranks (StepSync::change_world).
+struct WorldChange {
+    std::vector<int> lost;            // the lost ranks, as launched
+    int old_world = 0, new_world = 0;
+    std::int64_t failed_step = 0;     // the latest step a survivor was in when the rank was lost
+    std::int64_t restore_step = 0;    // the latest rewind snapshot every survivor holds
+    std::string why;                  // how the loss showed (the failed exchange)
 };
 
 class StepSync {
@@ -71,6 +81,19 @@ public:
     virtual bool writes_checkpoints() const = 0;
     // The type gradient sums travel in between ranks; none in a job of one.
     virtual std::optional<DType> grad_dtype() const = 0;
+
+    // The rows of the job's whole batch, which each rank's batch is its share of
+    // (BatchSampler::set_shard): from the trainer at the start and after a change of world.
+    virtual void set_batch_rows(int /*rows*/) {}
+    // Elastic jobs (data_parallel.elastic) go on without a lost rank: after a step failed
+    // with `fault` in an exchange (at `failed_step`, this rank's rewind snapshots being of
+    // `snapshots`), the survivors agree on the new world and go on over a new
+    // communicator; the trainer then restores the snapshot of restore_step. Throws when
+    // the job cannot go on (rank 0 lost, no rank lost, no snapshot every survivor holds, or
+    // a second failure during the recovery).
+    virtual bool elastic() const { return false; }
+    virtual WorldChange change_world(const std::exception& fault, std::int64_t failed_step,
+                                     const std::vector<std::int64_t>& snapshots);
 };
 
 // A job of one: requests apply as they come, nothing is exchanged.

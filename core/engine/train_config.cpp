@@ -122,6 +122,7 @@ void visit_fields(TrainConfig& c, V& v) {
     v("data_parallel.preflight_size", c.data_parallel.preflight_size, Limits{0, 32768});
     v("data_parallel.preflight_margin", c.data_parallel.preflight_margin, Limits{0, 100});
     v("data_parallel.exclude_slow", c.data_parallel.exclude_slow);
+    v("data_parallel.elastic", c.data_parallel.elastic);
 
 }
 

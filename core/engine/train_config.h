@@ -83,6 +83,9 @@ struct DataParallelConfig {
     int preflight_size = 0;          // pre-flight GEMM n (0: 8192 on a GPU, 256 on a CPU)
     double preflight_margin = 0.10;  // pre-flight: slower than the median GEMM by more than this: slow
     bool exclude_slow = false;       // pre-flight: slow ranks (never rank 0) leave the job
+    // A lost rank (never rank 0) is left behind: the others go on from the last snapshot
+    // they all hold, with the same global batch (docs/elastic.md). Off by default.
+    bool elastic = false;
 };
 
 struct TrainConfig {

@@ -62,17 +62,21 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, StepSync* sync)
     require_memory(estimate_memory(config_, dtype_size(backend.activation_dtype())), available_memory(),
                    backend.device() != Device::CPU);
     const int world = sync_->world_size();
+    std::optional<TrainState> resumed;
+    if (!config_.checkpoint.resume.empty()) resumed = load_checkpoint(config_.checkpoint.resume);
+    // An elastic job keeps its global batch on another number of ranks: resumed, the
+    // checkpoint's (batch_size rows on each of its ranks).
+    const int trained_world = resumed && config_.data_parallel.elastic && resumed->world_size > 0 ? resumed->world_size : world;
     sampler_ = std::make_unique<BatchSampler>(load_data(config_.data, config_.model.vocab_size),
-                                              config_.data.val_fraction, config_.batch_size * world,
+                                              config_.data.val_fraction, config_.batch_size * trained_world,
                                               config_.seq_len, config_.seed);
-    sampler_->set_shard(sync_->rank(), world);
-    eval_batches_.resize(static_cast<std::size_t>(config_.eval.batches));
-    for (int i = 0; i < config_.eval.batches; ++i) sampler_->eval_batch(i, config_.eval.batches, eval_batches_[i]);
+    shard();
     schedule_ = CosineSchedule{config_.peak_lr(), config_.final_lr(), config_.schedule.warmup_steps, config_.steps};
     const std::vector<std::string> recipes = config_.run_recipes();
     for (std::size_t i = 0; i < recipes.size(); ++i) {
         runs_.push_back(std::make_unique<Run>(config_, recipes[i], config_.run_seed(int(i)), backend_));
         sync_->attach(runs_.back()->model);
+        runs_.back()->model.set_loss_rows(sampler_->global_rows());
     }
     if (!config_.init_from.empty() && config_.checkpoint.resume.empty()) {  // every run, every rank: the same weights
         const CheckpointFiles files = open_checkpoint(config_.init_from);
@@ -80,7 +84,7 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, StepSync* sync)
             files, inspect_pretrained(files, config_.model.n_head), runs_.front()->model.param_tensors());
         for (const auto& run : runs_) run->model.params_from_host(weights);
     }
-    if (!config_.checkpoint.resume.empty()) restore(load_checkpoint(config_.checkpoint.resume));
+    if (resumed) restore(*resumed);
     take_snapshot();
 }
 
@@ -246,7 +250,18 @@ TrainSummary Trainer::run() {
         apply_requests();
         if (stopping_ || !error_.empty() || step_ >= config_.steps) break;
         if (paused_) continue;
-        step();
+        if (!sync_->elastic()) {
+            step();
+            continue;
+        }
+        const std::int64_t in_flight = step_ + 1;
+        try {
+            step();
+        } catch (const std::logic_error&) {
+            throw;  // a bug or bad input, not a lost rank
+        } catch (const std::exception& fault) {
+            if (!change_world(fault, in_flight)) break;
+        }
     }
     std::string last;
     // A run that gave up on a non-finite value says which checkpoint it did not write.
@@ -589,6 +604,50 @@ std::string Trainer::nonfinite_state(const TrainState* s) const {
     return {};
 }
 
+// --- an elastic job's lost rank -------------------------------------------------------
+
+void Trainer::shard() {
+    sampler_->set_shard(sync_->rank(), sync_->world_size());
+    sync_->set_batch_rows(sampler_->global_rows());
+    eval_batches_.resize(static_cast<std::size_t>(config_.eval.batches));
+    for (int i = 0; i < config_.eval.batches; ++i) sampler_->eval_batch(i, config_.eval.batches, eval_batches_[i]);
+}
+
+bool Trainer::change_world(const std::exception& fault, std::int64_t in_flight) {
+    std::vector<std::int64_t> held;
+    for (const auto* s : {previous_.get(), snapshot_.get()})
+        if (s) held.push_back(s->state.step);
+    std::optional<WorldChange> change;
+    try {
+        change = sync_->change_world(fault, in_flight, held);
+        if (previous_ && previous_->state.step == change->restore_step) std::swap(previous_, snapshot_);
+        if (!snapshot_ || snapshot_->state.step != change->restore_step)
+            throw std::runtime_error("this rank holds no snapshot of step " + std::to_string(change->restore_step));
+        previous_.reset();  // a later snapshot is of the world that was lost
+        apply_state(snapshot_->state, snapshot_.get());
+        unclean_.clear();
+        shard();
+    } catch (const std::exception& e) {
+        // A second failure, or none that losing a rank explains: the job ends from a good
+        // state, which rank 0 writes as a checkpoint.
+        if (snapshot_) apply_state(snapshot_->state, snapshot_.get());
+        unclean_.clear();
+        error_ = std::string("lost a rank (") + fault.what() + ") and could not go on: " + e.what();
+        emit(EventKind::Error, -1, error_);
+        if (sync_->writes_checkpoints() && !config_.checkpoint.dir.empty()) write_checkpoint(default_checkpoint_path());
+        return false;
+    }
+    std::string lost;
+    for (int r : change->lost) lost += (lost.empty() ? "" : ",") + std::to_string(r);
+    const std::int64_t steps_lost = change->failed_step - change->restore_step;
+    emit(EventKind::WorldChanged, -1,
+         "lost rank " + lost + "; world " + std::to_string(change->old_world) + " -> " +
+             std::to_string(change->new_world) + "; failed in step " + std::to_string(change->failed_step) +
+             ", restored step " + std::to_string(change->restore_step) + " (" + std::to_string(steps_lost) +
+             " steps lost); " + change->why);
+    return true;
+}
+
 void Trainer::take_snapshot() {
     if (!config_.rewind.enabled) return;
     // A rewind must find a good state: the last one stays when this one holds a NaN/Inf.
@@ -596,6 +655,9 @@ void Trainer::take_snapshot() {
         emit(EventKind::Health, -1, "snapshot at step " + std::to_string(step_) + " not taken: " + why);
         return;
     }
+    // An elastic job keeps the one before too: a rank lost at a snapshot step may leave
+    // some survivors with the new one and some without it.
+    if (sync_->elastic() && snapshot_ && snapshot_->state.step != step_) std::swap(previous_, snapshot_);
     if (!snapshot_) snapshot_ = std::make_unique<Snapshot>();
     snapshot_->state = state(false);
     snapshot_->arrays.resize(runs_.size());
@@ -623,7 +685,9 @@ TrainState Trainer::state(bool with_arrays) const {
     s.next_batch = next_batch_;
     s.skipped_batches.assign(skipped_.begin(), skipped_.end());
     s.rewinds = rewinds_;
-    s.world_size = sync_->world_size();
+    // The ranks whose batch_size rows make the global batch: the ranks now, unless an
+    // elastic job lost some and kept the global batch.
+    s.world_size = sampler_->global_rows() / config_.batch_size;
     for (const auto& rep : runs_) {
         RunState r;
         r.recipe = rep->model.plan().name();

@@ -180,6 +180,13 @@ private:
     bool recover(std::uint64_t batch, EventKind why, int run, const std::string& detail);
     struct Snapshot;
     void take_snapshot();
+    // This rank's rows of each batch, after the start or a change of world.
+    void shard();
+    // An elastic job after `fault` in an exchange of step `in_flight`: the survivors' new world, the
+    // snapshot they all hold restored and the batch split over them (a WorldChanged
+    // event); false when the job ends instead (an Error event, and rank 0's checkpoint
+    // of the last snapshot).
+    bool change_world(const std::exception& fault, std::int64_t in_flight);
     TrainState state(bool with_arrays) const;
     // Sets every run from `s`; their parameters and moments from `arrays` when given (a
     // snapshot's, in backend memory), else from s.
@@ -199,6 +206,7 @@ private:
     std::set<std::uint64_t> skipped_;
     std::int64_t rewinds_ = 0;
     std::unique_ptr<Snapshot> snapshot_;
+    std::unique_ptr<Snapshot> previous_;  // elastic: the snapshot before snapshot_
     std::map<std::uint64_t, float> corruptions_;
     std::vector<Batch> batches_;  // this step's batch of every seed
 

@@ -205,3 +205,33 @@ TEST(Batches, TooLittleDataIsAClearError) {
                   std::string::npos) << e.what();
     }
 }
+
+// An elastic job's 8 rows a step over 3 ranks: 2, 3 and 3 rows, which laid end to end are
+// the batch one process draws, training and held-out alike.
+TEST(Batches, ShardsOfAnUnevenSplitMakeTheWholeBatch) {
+    TokenData d{"builtin", {}};
+    const std::string text = builtin_corpus(20000, 3);
+    d.tokens.assign(text.begin(), text.end());
+    BatchSampler whole(d, 0.1, 8, 16, 5);
+    Batch one, part;
+    whole.train_batch(11, one);
+    std::vector<std::int32_t> tokens, targets, eval;
+    for (int r = 0; r < 3; ++r) {
+        BatchSampler s(d, 0.1, 8, 16, 5);
+        s.set_shard(r, 3);
+        EXPECT_EQ(s.rows(), r == 0 ? 2 : 3);
+        EXPECT_EQ(shard_rows(8, 3, r), s.rows());
+        s.train_batch(11, part);
+        EXPECT_EQ(part.B, s.rows());
+        tokens.insert(tokens.end(), part.tokens.begin(), part.tokens.end());
+        targets.insert(targets.end(), part.targets.begin(), part.targets.end());
+        s.eval_batch(1, 2, part);
+        eval.insert(eval.end(), part.tokens.begin(), part.tokens.end());
+    }
+    EXPECT_EQ(tokens, one.tokens);
+    EXPECT_EQ(targets, one.targets);
+    whole.eval_batch(1, 2, one);
+    EXPECT_EQ(eval, one.tokens);
+    BatchSampler s(d, 0.1, 2, 16, 5);
+    EXPECT_THROW(s.set_shard(0, 3), std::invalid_argument);  // a rank without a row
+}

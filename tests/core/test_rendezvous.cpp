@@ -374,7 +374,7 @@ std::string answer_to(const std::string& place, int port, const std::string& sec
 TEST(Rendezvous, RankZeroReadsAHelloOfAnyLength) {
     const std::string secret = "test job secret!", nonce0(32, 'N'), nonce(32, 'n');
     const std::string proof = hello_proof(secret, true, nonce0, nonce, 4, 3);
-    const std::string good = "fp8scope-rendezvous 3 4 3 " + to_hex(nonce) + " " + to_hex(proof);
+    const std::string good = "fp8scope-rendezvous 4 4 3 " + to_hex(nonce) + " " + to_hex(proof);
     const JoiningHello h = check_hello(good, 4, secret, nonce0);
     EXPECT_EQ(h.rank, 3);
     EXPECT_EQ(h.error, "");
@@ -391,9 +391,9 @@ TEST(Rendezvous, OnlyTheExactHelloJoins) {
     const pid_t child = spawn([&] {
         // Each would read as rank 1 of 2 word by word: trailing bytes, a sign, leading
         // zeros, other spacing.
-        for (const char* bad : {"fp8scope-rendezvous 3 2 1x", "fp8scope-rendezvous 3 2 1 ", "fp8scope-rendezvous 3 2 +1",
-                                "fp8scope-rendezvous 3 02 1", "fp8scope-rendezvous  3 2 1", "fp8scope-rendezvous 3 2\t1",
-                                "fp8scope-rendezvous 03 2 1", "fp8scope-rendezvous 3 2 1\n", "fp8scope-rendezvous 3 2"})
+        for (const char* bad : {"fp8scope-rendezvous 4 2 1x", "fp8scope-rendezvous 4 2 1 ", "fp8scope-rendezvous 4 2 +1",
+                                "fp8scope-rendezvous 4 02 1", "fp8scope-rendezvous  4 2 1", "fp8scope-rendezvous 4 2\t1",
+                                "fp8scope-rendezvous 04 2 1", "fp8scope-rendezvous 4 2 1\n", "fp8scope-rendezvous 4 2"})
             if (answer_to(bad, port) != "error: not an fp8scope rendezvous hello") return 11;
         Rendezvous rv(rank_env(1, 2, port), 5s);  // the exact hello still joins
         return 10;
@@ -403,12 +403,13 @@ TEST(Rendezvous, OnlyTheExactHelloJoins) {
 }
 
 TEST(Rendezvous, RanksOfAnotherVersionAreRefusedNamingBothVersions) {
-    // A rank of version 2 (whose step records lack the FP8 sum figures) at a rank 0 of 3.
+    // A rank of version 3 (whose frames carry no kind, so it cannot take part in an elastic
+    // recovery) or 2 (whose step records lack the FP8 sum figures) at a rank 0 of 4.
     const int port = free_loopback_port();
     const pid_t child = spawn([&] {
-        for (const char* old : {"fp8scope-rendezvous 2 2 1", "fp8scope-rendezvous 1 2 1"})
+        for (const char* old : {"fp8scope-rendezvous 3 2 1", "fp8scope-rendezvous 2 2 1", "fp8scope-rendezvous 1 2 1"})
             if (answer_to(old, port) != "error: the joining rank speaks rendezvous version " + std::string(old).substr(20, 1) +
-                                            ", rank 0 version 3 (start every rank with the same fp8scope-engine build)")
+                                            ", rank 0 version 4 (start every rank with the same fp8scope-engine build)")
                 return 11;
         Rendezvous rv(rank_env(1, 2, port), 5s);
         return 10;
@@ -416,7 +417,7 @@ TEST(Rendezvous, RanksOfAnotherVersionAreRefusedNamingBothVersions) {
     Rendezvous rv(rank_env(0, 2, port), 5s);
     EXPECT_EQ(exit_status(child), 10);
 
-    // A rank 0 of version 2 greets a rank of version 3: the rank says so and stops.
+    // A rank 0 of version 2 greets a rank of version 4: the rank says so and stops.
     const int old_port = free_loopback_port();
     const pid_t old_rank0 = spawn([&] {
         const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -435,7 +436,7 @@ TEST(Rendezvous, RanksOfAnotherVersionAreRefusedNamingBothVersions) {
     });
     EXPECT_EQ(failed_with([&] { Rendezvous rv(rank_env(1, 2, old_port), 5s); },
                           "rank 0 at 127.0.0.1:" + std::to_string(old_port) +
-                              " speaks rendezvous version 2, rank 1 version 3 (start every rank with the same "
+                              " speaks rendezvous version 2, rank 1 version 4 (start every rank with the same "
                               "fp8scope-engine build)"),
               10);
     EXPECT_EQ(exit_status(old_rank0), 10);
@@ -455,7 +456,7 @@ TEST(Rendezvous, SilentAndHalfHellosHoldUpNoRank) {
         rv.barrier();
         // Rank 0 closes the half hello: after its greeting, its read ends.
         char byte = 0;
-        if (recv_raw_frame(half).rfind("fp8scope-rendezvous 3 ", 0) != 0) return 13;
+        if (recv_raw_frame(half).rfind("fp8scope-rendezvous 4 ", 0) != 0) return 13;
         return ::recv(half, &byte, 1, 0) == 0 ? 10 : 12;
     });
     const auto start = std::chrono::steady_clock::now();
@@ -472,7 +473,7 @@ TEST(Rendezvous, AConnectionWithoutAHelloIsClosedWithinSeconds) {
         const int quiet = connect_to(port);
         const auto start = std::chrono::steady_clock::now();
         char byte = 0;
-        if (recv_raw_frame(quiet).rfind("fp8scope-rendezvous 3 ", 0) != 0) return 13;
+        if (recv_raw_frame(quiet).rfind("fp8scope-rendezvous 4 ", 0) != 0) return 13;
         if (::recv(quiet, &byte, 1, 0) != 0) return 11;  // rank 0 closes it, the job still forming
         if (std::chrono::steady_clock::now() - start > 10s) return 12;
         Rendezvous rv(rank_env(1, 2, port), 30s);
@@ -485,7 +486,7 @@ TEST(Rendezvous, AConnectionWithoutAHelloIsClosedWithinSeconds) {
 TEST(Rendezvous, ARankWithoutTheJobsSecretIsRefusedNamingTheVariable) {
     const int port = free_loopback_port();
     const pid_t child = spawn([&] {
-        if (answer_to("fp8scope-rendezvous 3 2 1", port, "another secret!!") !=
+        if (answer_to("fp8scope-rendezvous 4 2 1", port, "another secret!!") !=
             "error: the hello does not prove the job's secret (set FP8SCOPE_JOB_SECRET to rank 0's on every rank)")
             return 11;
         LaunchEnv none = rank_env(1, 2, port);
@@ -499,11 +500,13 @@ TEST(Rendezvous, ARankWithoutTheJobsSecretIsRefusedNamingTheVariable) {
     EXPECT_EQ(exit_status(child), 10);
 }
 
-// The frame of `data` a rank sends up to rank 0 as its `seq`th, with its MAC.
+// The data frame of `data` a rank sends up to rank 0 as its `seq`th: its kind, the data
+// and the MAC of both.
 std::string up_frame(const std::string& key, std::uint64_t seq, const std::string& data) {
+    const std::string body = "D" + data;
     std::string frame;
-    for (int i = 0; i < 4; ++i) frame += char((data.size() >> (8 * i)) & 0xFF);
-    return frame + data + frame_mac(key, 'u', seq, data);
+    for (int i = 0; i < 4; ++i) frame += char((body.size() >> (8 * i)) & 0xFF);
+    return frame + body + frame_mac(key, 'u', seq, body);
 }
 
 TEST(Rendezvous, AFrameThatFailsItsMacEndsTheExchangeNamingTheRank) {
@@ -511,7 +514,7 @@ TEST(Rendezvous, AFrameThatFailsItsMacEndsTheExchangeNamingTheRank) {
         const int port = free_loopback_port();
         const pid_t child = spawn([&] {
             std::pair<int, std::string> link;
-            if (answer_to("fp8scope-rendezvous 3 2 1", port, "test job secret!", &link).rfind("ok ", 0) != 0) return 11;
+            if (answer_to("fp8scope-rendezvous 4 2 1", port, "test job secret!", &link).rfind("ok ", 0) != 0) return 11;
             const std::string first = up_frame(link.second, 0, "one");
             ::send(link.first, first.data(), first.size(), MSG_NOSIGNAL);  // taken: rank 0 sends both back
             std::string second = how == "replayed" ? first : up_frame(link.second, 1, "two");
@@ -604,6 +607,94 @@ TEST(Rendezvous, ADeadRankEndsTheExchangeWithItsName) {
     }
     EXPECT_NE(error.find("rank 1 closed the connection"), std::string::npos) << error;
     EXPECT_EQ(exit_status(dead), 0);
+}
+
+// An elastic job's recovery round: rank 0 names the rank lost in an exchange, the others
+// learn of it from its fault frame, and all survivors get the lost ranks and each other's
+// records, renumbered, and exchange again without it.
+TEST(Rendezvous, ElasticSurvivorsAgreeOnTheWorldWithoutADeadRank) {
+    const int world = 4, port = free_loopback_port();
+    std::vector<pid_t> kids;
+    for (int r = 1; r < world; ++r)
+        kids.push_back(spawn([&, r] {
+            Rendezvous rv(rank_env(r, world, port), 5s);
+            rv.set_elastic(true);
+            if (r == 2) return 0;  // dies right after joining
+            std::vector<int> seen{-1};
+            try {
+                rv.all_gather("step");
+            } catch (const WorldFault& f) {
+                seen = f.lost();
+            }
+            if (!seen.empty()) return 2;  // only rank 0 sees which rank failed
+            const Rendezvous::NewWorld w = rv.agree_world("record of " + std::to_string(r), {});
+            if (w.lost != std::vector<int>{2} || w.old_world != 4) return 3;
+            if (w.records != std::vector<std::string>{"record of 0", "record of 1", "record of 3"}) return 4;
+            if (rv.world_size() != 3 || rv.rank() != (r == 1 ? 1 : 2)) return 5;
+            if (rv.launch_ranks() != std::vector<int>{0, 1, 3}) return 6;
+            return rv.all_gather("was " + std::to_string(r)) == std::vector<std::string>{"was 0", "was 1", "was 3"} ? 0 : 7;
+        }));
+    Rendezvous rv(rank_env(0, world, port), 5s);
+    rv.set_elastic(true);
+    std::vector<int> lost;
+    std::string why;
+    try {
+        rv.all_gather("step");
+    } catch (const WorldFault& f) {
+        lost = f.lost();
+        why = f.what();
+    }
+    EXPECT_EQ(lost, std::vector<int>{2});
+    EXPECT_NE(why.find("rank 2 closed the connection"), std::string::npos) << why;
+    const Rendezvous::NewWorld w = rv.agree_world("record of 0", lost);
+    EXPECT_EQ(w.lost, std::vector<int>{2});
+    EXPECT_EQ(rv.world_size(), 3);
+    EXPECT_EQ(rv.all_gather("was 0"), (std::vector<std::string>{"was 0", "was 1", "was 3"}));
+    for (pid_t k : kids) EXPECT_EQ(exit_status(k), 0);
+}
+
+// A rank that begins the round by itself (its own collective failed) brings rank 0 in;
+// a rank that sends no record within the timeout (hung) is lost.
+TEST(Rendezvous, ElasticRoundBegunByARankLeavesAHungRankBehind) {
+    const int world = 4, port = free_loopback_port();
+    std::vector<pid_t> kids;
+    for (int r = 1; r < world; ++r)
+        kids.push_back(spawn([&, r] {
+            Rendezvous rv(rank_env(r, world, port), 1s);
+            rv.set_elastic(true);
+            if (r == 2) {
+                std::this_thread::sleep_for(6s);  // hung: never answers
+                return 0;
+            }
+            if (r == 3) {
+                try {
+                    rv.all_gather("step");
+                    return 2;
+                } catch (const WorldFault&) {
+                }
+            }
+            const Rendezvous::NewWorld w = rv.agree_world("record of " + std::to_string(r), {});
+            if (w.lost != std::vector<int>{2}) return 3;
+            return w.records == std::vector<std::string>{"record of 0", "record of 1", "record of 3"} ? 0 : 4;
+        }));
+    Rendezvous rv(rank_env(0, world, port), 1s);
+    rv.set_elastic(true);
+    std::string why;
+    try {
+        rv.all_gather("step");
+    } catch (const WorldFault& f) {
+        EXPECT_TRUE(f.lost().empty());
+        why = f.what();
+    }
+    EXPECT_NE(why.find("rank 1 began a recovery"), std::string::npos) << why;
+    const auto t0 = std::chrono::steady_clock::now();
+    const Rendezvous::NewWorld w = rv.agree_world("record of 0", {});
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s) << "bounded by the timeout";
+    EXPECT_EQ(w.lost, std::vector<int>{2});
+    EXPECT_EQ(exit_status(kids[0]), 0);
+    EXPECT_EQ(exit_status(kids[2]), 0);
+    ::kill(kids[1], SIGKILL);
+    exit_status(kids[1]);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // Step's step time in milliseconds where 4 and 5 sent seconds. The engine answers a
 // version-4 Hello in version 4 and refuses a version it does not speak, naming the ones
 // it does; a client greets an engine of version 4, which refuses version 6, again in 4.
+// A client older than version 10 gets a world_changed event as a health event.
 #include <gtest/gtest.h>
 #include <poll.h>
 
@@ -126,6 +127,32 @@ TEST(LiveVersions, KernelSumsReachClientsOfVersion9Only) {
     ASSERT_TRUE(got);
     ASSERT_TRUE(now.wait([&] { return now.kernel_steps.size() == 1; }));
     expect_same(now.kernel_steps[0], sum);
+}
+
+// The world_changed event kind came with version 10: a client of version 9 gets it as a
+// health event with the same step and detail, a current one as it is.
+TEST(LiveVersions, AWorldChangeReachesAVersion9ClientAsAHealthEvent) {
+    TempDir dir;
+    LiveServer server(parse_endpoint("unix:" + (dir / "engine.sock")), "", job_meta(), nullptr);
+    RawConn old(server.endpoint());
+    ASSERT_TRUE(old.send(wire::frame(wire::Hello{9, ""})));
+    ASSERT_TRUE(old.next());  // Meta
+    Collected now;
+    LiveClient client(server.endpoint(), "", now.handlers());
+    ASSERT_TRUE(now.wait([&] { return now.meta.size() == 1; }));
+    const trace::EventRecord change{-1, 8, trace::EventKind::WorldChanged,
+                                    "lost rank 2; world 4 -> 3; failed in step 10, restored step 8 (2 steps lost)"};
+    server.publish(change);
+    std::optional<RawConn::Got> got;
+    while ((got = old.next()) && got->type != wire::Msg::Event) {}
+    ASSERT_TRUE(got);
+    const trace::EventRecord seen = wire::decode_event(got->body);
+    EXPECT_EQ(seen.kind, trace::EventKind::Health);
+    EXPECT_EQ(seen.step, 8);
+    EXPECT_EQ(seen.detail, change.detail);
+    ASSERT_TRUE(now.wait([&] { return now.events.size() == 1; }));
+    EXPECT_EQ(now.events[0].kind, trace::EventKind::WorldChanged);
+    EXPECT_EQ(now.events[0].detail, change.detail);
 }
 
 TEST(LiveVersions, AVersionTheEngineDoesNotSpeakIsRefusedNamingItsOwn) {

@@ -72,6 +72,7 @@ void RankHealthModel::refresh() {
     int mismatches = 0;
     qint64 first_step = 0;
     QString first;
+    QStringList changes;
     store_->read([&](const TraceData& d) {
         world = d.meta.world_size;
         type = sum_dtype(d.meta.grad_dtype);
@@ -102,11 +103,14 @@ void RankHealthModel::refresh() {
                 }
             rows.push_back(r);
         }
-        for (const trace::EventRecord& e : d.events)
+        for (const trace::EventRecord& e : d.events) {
             if (e.kind == EventKind::ScalingMismatch && mismatches++ == 0) {
                 first_step = e.step;
                 first = QString::fromStdString(e.detail);
             }
+            if (e.kind == EventKind::WorldChanged)
+                changes << tr("step %1: %2").arg(e.step).arg(QString::fromStdString(e.detail));
+        }
     });
     // Ranks without records yet take no part: slow_ranks() reports a rank whose time is
     // not a number, which is right for a lost rank, not for one still to report.
@@ -132,6 +136,7 @@ void RankHealthModel::refresh() {
     mismatches_ = mismatches;
     first_mismatch_step_ = first_step;
     first_mismatch_ = first;
+    world_changes_ = changes;
     endResetModel();
 }
 
@@ -202,6 +207,11 @@ QString RankHealthModel::scalingState() const {
               mismatches_)
         .arg(first_mismatch_step_)
         .arg(first_mismatch_);
+}
+
+QString RankHealthModel::worldChanges() const {
+    if (world_changes_.isEmpty()) return {};
+    return tr("The job lost ranks and went on without them (elastic):\n%1").arg(world_changes_.join("\n"));
 }
 
 int RankHealthModel::rowCount(const QModelIndex& parent) const {

@@ -8,10 +8,12 @@
 // float32 sums. The trace's meta says which type the sums travelled in (traces from
 // before it was recorded do not); FP8 sums are also measured against BF16 sums of the same
 // sample (SNR, underflow, overflow). A line of its own says when delayed scaling's state
-// differed across ranks (scaling_mismatch events).
+// differed across ranks (scaling_mismatch events), and another when an elastic job lost a
+// rank and went on without it (world_changed events).
 #pragma once
 
 #include <QAbstractTableModel>
+#include <QStringList>
 #include <vector>
 
 #include "models/series_store.h"
@@ -42,6 +44,9 @@ public:
     // When the ranks' delayed-scaling state differed: how many findings, the first's step
     // and detail; empty when it never did.
     QString scalingState() const;
+    // When an elastic job lost ranks and went on (world_changed events): one line per
+    // change with its step and detail; empty when the world never changed.
+    QString worldChanges() const;
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
@@ -71,6 +76,7 @@ private:
     int mismatches_ = 0;         // scaling_mismatch events
     qint64 first_mismatch_step_ = 0;
     QString first_mismatch_;
+    QStringList world_changes_;  // "step 12: lost rank 2; world 4 -> 3; ..."
 };
 
 }  // namespace fp8scope::views

@@ -28,6 +28,7 @@ QColor event_color(EventKind k) {
         case EventKind::RecipeSwitch: return QColor(0, 110, 200);
         case EventKind::Health: return QColor(150, 40, 170);  // a rank slow, recovered or lost
         case EventKind::ScalingMismatch: return QColor(200, 0, 130);  // ranks' scaling state apart
+        case EventKind::WorldChanged: return QColor(160, 80, 0);      // an elastic job lost a rank
         default: return QColor(120, 120, 120);
     }
 }

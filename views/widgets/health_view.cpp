@@ -36,7 +36,7 @@ QTableView* make_table(QWidget* parent, QAbstractItemModel* model) {
 
 HealthView::HealthView(const ViewContext& context, QWidget* parent)
     : StoreView(context, "health", tr("Health"), parent), ranks_(context.store), events_(context.store) {
-    events_.showOnly({EventKind::Health, EventKind::ScalingMismatch});
+    events_.showOnly({EventKind::Health, EventKind::ScalingMismatch, EventKind::WorldChanged});
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     verdict_ = new QLabel(this);
@@ -59,6 +59,12 @@ HealthView::HealthView(const ViewContext& context, QWidget* parent)
     scaling_->setStyleSheet("QLabel { color: #a00000; background: #ffd7d7; padding: 4px 8px; }");
     scaling_->hide();
     layout->addWidget(scaling_);
+    world_ = new QLabel(this);
+    world_->setTextFormat(Qt::PlainText);
+    world_->setWordWrap(true);
+    world_->setStyleSheet("QLabel { color: #7a3c00; background: #ffe9c7; padding: 4px 8px; }");
+    world_->hide();
+    layout->addWidget(world_);
 
     body_ = new QWidget(this);
     auto* body = new QHBoxLayout(body_);
@@ -136,6 +142,7 @@ HealthView::HealthView(const ViewContext& context, QWidget* parent)
 QString HealthView::verdict() const { return verdict_->text(); }
 QString HealthView::gradientSums() const { return grad_sums_->isHidden() ? QString() : grad_sums_->text(); }
 QString HealthView::scalingState() const { return scaling_->isHidden() ? QString() : scaling_->text(); }
+QString HealthView::worldChanges() const { return world_->isHidden() ? QString() : world_->text(); }
 bool HealthView::plotsShown() const { return !body_->isHidden(); }
 
 void HealthView::showVerdict() {
@@ -152,6 +159,8 @@ void HealthView::showVerdict() {
     grad_sums_->setVisible(dp && !grad_sums_->text().isEmpty());
     scaling_->setText(ranks_.scalingState());
     scaling_->setVisible(dp && !scaling_->text().isEmpty());
+    world_->setText(ranks_.worldChanges());
+    world_->setVisible(dp && !world_->text().isEmpty());
     layout()->activate();  // the labels' new heights now, for the plots' sizes and a grab right after
 }
 

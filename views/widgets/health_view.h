@@ -6,7 +6,9 @@
 // (medians, the slowest step, gradient megabytes and sum error, a flag on ranks more than
 // 10% slower than the median rank) with the flagged ranks' lines and rows in red; and the
 // job's health events. When the ranks' delayed-scaling state differed (a scaling_mismatch
-// event), a red line under the verdict says so and the events list the tensors. A single-process trace shows one line saying it has no health
+// event), a red line under the verdict says so and the events list the tensors. When an
+// elastic job lost ranks and went on (world_changed events), an amber line says when, which
+// ranks, the new world and the steps lost; the events list them and the plots mark them. A single-process trace shows one line saying it has no health
 // records instead of empty plots.
 #pragma once
 
@@ -32,6 +34,7 @@ public:
     QString verdict() const;
     QString gradientSums() const;  // the line under the verdict; empty when it is hidden
     QString scalingState() const;  // the red line on scaling mismatches; empty when hidden
+    QString worldChanges() const;  // the lines on an elastic job's lost ranks; empty when hidden
     bool plotsShown() const;
     QCustomPlot* plot() const { return plot_; }
     QCPAxisRect* computeRect() const { return rects_[0]; }
@@ -46,6 +49,7 @@ private:
     QLabel* verdict_;
     QLabel* grad_sums_;
     QLabel* scaling_;
+    QLabel* world_;
     QWidget* body_;
     QCustomPlot* plot_;
     QCPAxisRect* rects_[2];
