@@ -86,6 +86,7 @@ public:
     bool has_pending() const { return !pushes_.empty(); }
     void push_pending();
     void discard_pending() { pushes_.clear(); }  // a step given up before its pushes
+    void discard_reports() { reports_.clear(); }  // ... and before its casts' figures were flushed
 
     // Delayed histories of every recipe used so far: versioned bytes.
     std::vector<std::uint8_t> save_state() const;

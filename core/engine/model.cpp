@@ -99,7 +99,10 @@ float Model::Impl::run_forward(const std::int32_t* tok, const std::int32_t* tgt,
     backend.copy_from_host(tokens.data(), tok, sizeof(std::int32_t) * std::size_t(b) * std::size_t(t));
     backend.copy_from_host(targets.data(), tgt, sizeof(std::int32_t) * std::size_t(b) * std::size_t(t));
     have_forward = false;
-    if (training) linear.discard_pending();  // pushes of a step given up (a rewind)
+    if (training) {  // pushes and cast figures of a step given up (a rewind): it never happened
+        linear.discard_pending();
+        linear.discard_reports();
+    }
 
     const std::int64_t N = std::int64_t(B) * T, C = c.d_model, V = c.vocab_size, H = c.hidden();
     const std::int64_t H1 = c.mlp == MlpKind::SwiGLU ? 2 * H : H, QKV = c.qkv_width();

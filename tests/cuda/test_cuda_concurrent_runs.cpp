@@ -96,6 +96,18 @@ struct Kernels : KernelListener {
     std::vector<std::pair<std::string, std::uint64_t>> list;  // name, scope
 };
 
+// Step beginnings and events among the sinks' calls: where a difference lies.
+struct Marks : TrainObserver {
+    explicit Marks(Heard& h) : heard(h) {}
+    void on_step_begin(std::int64_t step, bool capture) override {
+        heard.add("begin step " + std::to_string(step) + (capture ? " (capture)" : ""));
+    }
+    void on_event(const TrainEvent& e) override {
+        heard.add("event " + std::to_string(int(e.kind)) + " run " + std::to_string(e.run) + ": " + e.detail);
+    }
+    Heard& heard;
+};
+
 struct Flush : TrainObserver {
     explicit Flush(Backend& b) : backend(b) {}
     void on_step(const StepRecord&) override { backend.flush_kernels(); }
@@ -126,7 +138,9 @@ Trained train(TrainConfig c, bool concurrent, const std::function<void(Trainer&)
         Trainer t(c, gpu);
         Observed observed;
         Flush flush(gpu);
+        Marks marks(heard);
         t.add_observer(&observed);
+        t.add_observer(&marks);
         if (out.traced) t.add_observer(&flush);
         for (int r = 0; sinks && r < t.runs(); ++r) {
             run_sinks.push_back(std::make_unique<RunSink>(heard, r));
@@ -157,7 +171,24 @@ void expect_same(const Trained& together, const Trained& apart) {
     EXPECT_EQ(together.summary.steps, apart.summary.steps);
     EXPECT_EQ(together.summary.rewinds, apart.summary.rewinds);
     EXPECT_EQ(together.observed, apart.observed);  // losses, norms, eval losses, events, in order
-    EXPECT_EQ(together.heard, apart.heard);        // op timings and cast figures, in order
+    // Op timings and cast figures, in order; the first difference shown with what led to it.
+    EXPECT_EQ(together.heard.size(), apart.heard.size());
+    const auto [t, a] = std::mismatch(together.heard.begin(), together.heard.end(), apart.heard.begin(), apart.heard.end());
+    if (t != together.heard.end() || a != apart.heard.end()) {
+        const auto at = std::size_t(t - together.heard.begin());
+        std::string context;
+        for (std::size_t k = at > 40 ? at - 40 : 0; k < at + 30; ++k)
+            context += "\n  " + std::to_string(k) + ": " + (k < together.heard.size() ? together.heard[k] : "-") +
+                       "  |  " + (k < apart.heard.size() ? apart.heard[k] : "-");
+        // The marks before it in each: which step, after which events.
+        for (const auto* list : {&together.heard, &apart.heard}) {
+            context += "\n marks before it in " + std::string(list == &apart.heard ? "one after another" : "at once") + ":";
+            for (std::size_t k = 0; k < std::min(at, list->size()); ++k)
+                if ((*list)[k].rfind("begin", 0) == 0 || (*list)[k].rfind("event", 0) == 0) context += "\n  " + std::to_string(k) + ": " + (*list)[k];
+        }
+        ADD_FAILURE() << "the sinks heard different calls from call " << at << " on (at once | one after another):"
+                      << context;
+    }
     ASSERT_EQ(together.state.runs.size(), apart.state.runs.size());
     for (std::size_t r = 0; r < apart.state.runs.size(); ++r) {
         const RunState &a = together.state.runs[r], &b = apart.state.runs[r];
