@@ -122,7 +122,7 @@ TEST(TraceKernelSteps, EveryStepSummedRecordsOnlyWhereKept) {
         w.close();
     }
     TraceReader r(path);
-    EXPECT_EQ(r.meta().format_version, 6);
+    EXPECT_EQ(r.meta().format_version, kFormatVersion);
     EXPECT_EQ(r.meta().kernel_timings, "capture");
     EXPECT_EQ(r.meta().kernel_window, 2);
     expect_sums(r, want);
