@@ -4,6 +4,7 @@
 #include "reader_decode.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -131,6 +132,27 @@ bool TraceIndex::update(const TraceFile& f, TraceMeta& meta) {
             gemm_error_records.push_back(r);
         }
         indexed_gemm_errors = f.gemm_errors.rows;
+        grew = true;
+    }
+    if (f.gate_up.rows > indexed_gate_up) {
+        auto rows = f.read_records<s::GateUpAlignmentTable>(f.gate_up, indexed_gate_up, f.gate_up.rows - indexed_gate_up);
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            const GateUpAlignmentRecord& r = rows[i];
+            const std::string at = std::string(s::kGateUpAlignment) + " row " + std::to_string(indexed_gate_up + i);
+            check_run(f, meta, r.run, s::kGateUpAlignment, indexed_gate_up + i);
+            if (r.linear < 0 || r.linear >= static_cast<int>(meta.linears.size()))
+                throw f.fail(at + ": linear " + std::to_string(r.linear) + " out of range");
+            if (r.channels < 0 || r.top_channel < -1 || r.top_channel >= r.channels || r.aligned < 0 ||
+                r.aligned > r.channels)
+                throw f.fail(at + ": top_channel " + std::to_string(r.top_channel) + ", aligned " +
+                             std::to_string(r.aligned) + " do not fit channels " + std::to_string(r.channels));
+            // A cosine's magnitude is at most 1 (NaN: not computed).
+            for (double c : {r.mean_abs_cos, r.p99_abs_cos, r.max_abs_cos, r.top_cos})
+                if (std::fabs(c) > 1)
+                    throw f.fail(at + ": cosine " + std::to_string(c) + " outside [-1, 1]");
+            gate_up_records.push_back(r);
+        }
+        indexed_gate_up = f.gate_up.rows;
         grew = true;
     }
     if (f.scaling_index.rows > indexed_scaling) {

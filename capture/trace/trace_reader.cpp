@@ -69,6 +69,13 @@ std::vector<GemmErrorRecord> TraceReader::gemm_errors(int run) const {
     return out;
 }
 
+std::vector<GateUpAlignmentRecord> TraceReader::gate_up_alignment(int run) const {
+    std::vector<GateUpAlignmentRecord> out;
+    for (const auto& a : impl_->index.gate_up_records)
+        if (a.run == run) out.push_back(a);
+    return out;
+}
+
 std::vector<ScalingRecord> TraceReader::scaling(int run, std::int64_t from, std::int64_t to) const {
     const Impl& d = *impl_;
     std::vector<ScalingRecord> out;
@@ -157,6 +164,38 @@ std::vector<OperandRecord> TraceReader::operands(int run, std::int64_t step) con
     return out;
 }
 
+namespace {
+
+// One operand row's point: its scalar figures and its errors (read from /operands/errors).
+OperandPoint point_of(const RecordDecoder& decoder, const unsigned char* bytes, hsize_t row) {
+    OperandRecord r;
+    s::OperandSpans spans;
+    s::get_row<s::OperandTable>(bytes, r, spans);
+    decoder.check_quantizer_in_use(r.quantizer_in_use, row);
+    OperandPoint p;
+    p.step = r.key.step;
+    p.quantizer_in_use = r.quantizer_in_use;
+    p.amax = r.stats.amax;
+    p.scale = r.scale;
+    p.kurtosis = r.stats.outliers.kurtosis;
+    p.dynamic_range = r.stats.dynamic_range;
+    p.errors = decoder.read_errors(spans, row, false);
+    return p;
+}
+
+// A step recorded again after a rewind replaces the earlier point.
+void keep_later_of_each_step(std::vector<OperandPoint>& v) {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        if (n > 0 && v[n - 1].step == v[i].step) v[n - 1] = std::move(v[i]);
+        else if (n != i) v[n++] = std::move(v[i]);
+        else ++n;
+    }
+    v.resize(n);
+}
+
+}  // namespace
+
 std::vector<OperandPoint> TraceReader::operand_series(int run, int linear, Gemm gemm, Operand operand) const {
     const Impl& d = *impl_;
     std::vector<OperandPoint> out;
@@ -165,23 +204,41 @@ std::vector<OperandPoint> TraceReader::operand_series(int run, int linear, Gemm 
     std::vector<hsize_t> idx;
     for (const auto& [step, row] : it->second) idx.push_back(row);
     const auto rows = d.file.read_table_at(d.file.operands, idx);
-    OperandRecord r;  // reused: only the row's own columns are read into it
-    s::OperandSpans spans;
-    for (std::size_t i = 0; i < idx.size(); ++i) {
-        s::get_row<s::OperandTable>(rows.data() + i * d.file.operands.layout.size, r, spans);
-        d.decoder().check_quantizer_in_use(r.quantizer_in_use, idx[i]);
-        OperandPoint p;
-        p.step = r.key.step;
-        p.quantizer_in_use = r.quantizer_in_use;
-        p.amax = r.stats.amax;
-        p.scale = r.scale;
-        p.kurtosis = r.stats.outliers.kurtosis;
-        p.dynamic_range = r.stats.dynamic_range;
-        p.errors = d.decoder().read_errors(spans, idx[i], false);
-        // A step recorded again after a rewind replaces the earlier point.
-        if (!out.empty() && out.back().step == p.step) out.back() = std::move(p);
-        else out.push_back(std::move(p));
+    for (std::size_t i = 0; i < idx.size(); ++i)
+        out.push_back(point_of(d.decoder(), rows.data() + i * d.file.operands.layout.size, idx[i]));
+    keep_later_of_each_step(out);
+    return out;
+}
+
+std::vector<std::vector<OperandPoint>> TraceReader::run_operand_series(int run) const {
+    const Impl& d = *impl_;
+    std::vector<std::vector<OperandPoint>> out(std::size_t(d.file.slots));
+    // Every point of the run, read in file order: the compressed errors of a capture step
+    // are then inflated once, where a series at a time inflates each chunk once per series.
+    struct At {
+        hsize_t row;
+        std::size_t slot, i;
+    };
+    std::vector<At> at;
+    for (std::size_t slot = 0; slot < out.size(); ++slot) {
+        auto it = d.index.series_rows.find({run, int(slot)});
+        if (it == d.index.series_rows.end()) continue;
+        out[slot].resize(it->second.size());
+        for (std::size_t i = 0; i < it->second.size(); ++i) at.push_back({it->second[i].second, slot, i});
     }
+    std::sort(at.begin(), at.end(), [](const At& a, const At& b) { return a.row < b.row; });
+    constexpr std::size_t kRowsPerRead = 4096;  // operand rows read at a time: memory stays flat
+    for (std::size_t from = 0; from < at.size(); from += kRowsPerRead) {
+        const std::size_t n = std::min(kRowsPerRead, at.size() - from);
+        std::vector<hsize_t> idx(n);
+        for (std::size_t k = 0; k < n; ++k) idx[k] = at[from + k].row;
+        const auto rows = d.file.read_table_at(d.file.operands, idx);
+        for (std::size_t k = 0; k < n; ++k) {
+            const At& a = at[from + k];
+            out[a.slot][a.i] = point_of(d.decoder(), rows.data() + k * d.file.operands.layout.size, a.row);
+        }
+    }
+    for (auto& v : out) keep_later_of_each_step(v);
     return out;
 }
 

@@ -46,6 +46,9 @@ public:
     // The output error of every GEMM of `run` at its capture steps (one row per linear and
     // GEMM), in file order; none in a file from before they were recorded.
     std::vector<GemmErrorRecord> gemm_errors(int run) const;
+    // How far the gate and up projections of every SwiGLU MLP of `run` aligned, at its capture
+    // steps (one row per MLP), in file order; none for other models and in files before format 7.
+    std::vector<GateUpAlignmentRecord> gate_up_alignment(int run) const;
     // Per-step amax/scale of every operand slot, steps in [from, to].
     std::vector<ScalingRecord> scaling(int run, std::int64_t from, std::int64_t to) const;
     // The steps in [from, to] that have scaling, op or kernel-sum rows, ascending, each once: a
@@ -57,6 +60,9 @@ public:
     std::optional<OperandRecord> operand(const OperandKey& key) const;
     std::vector<OperandRecord> operands(int run, std::int64_t step) const;
     std::vector<OperandPoint> operand_series(int run, int linear, Gemm gemm, Operand operand) const;
+    // operand_series of every operand slot of `run` (indexed by operand_slot), read in file
+    // order: the same points, each chunk of the compressed errors inflated once.
+    std::vector<std::vector<OperandPoint>> run_operand_series(int run) const;
 
     std::vector<std::int64_t> blockmap_steps(int run) const;
     std::vector<BlockMapRecord> blockmaps(const OperandKey& key) const;

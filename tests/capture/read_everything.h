@@ -41,6 +41,7 @@ inline void read_everything_of(const std::string& path, std::size_t max_steps = 
                     }
         r.ops(run, INT64_MIN, INT64_MAX);
         r.gemm_errors(run);
+        r.gate_up_alignment(run);
     }
 }
 

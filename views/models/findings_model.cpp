@@ -14,12 +14,13 @@ QString q(const std::string& s) { return QString::fromStdString(s); }
 
 // The view that answers a finding's question: the loss for gaps, the events for rewinds and
 // non-finite values, the amax for scale headroom, the outliers for kurtosis, and the error
-// heatmap for what happened to an operand's cast.
+// heatmap for what happened to an operand's cast; the outliers also for a SwiGLU's gate/up
+// alignment (its plot there).
 QString view_of(const std::string& kind) {
     if (kind == "loss_gap") return "loss";
     if (kind == "rewind" || kind == "nonfinite" || kind == "non_finite") return "events";
     if (kind.find("headroom") != std::string::npos || kind.find("scale_one") != std::string::npos) return "amax";
-    if (kind.find("kurtosis") != std::string::npos) return "outliers";
+    if (kind.find("kurtosis") != std::string::npos || kind == "gate_up_alignment") return "outliers";
     return "error";
 }
 

@@ -135,6 +135,8 @@ void OpenTrace::readWindow(const RunPlan& p, std::size_t window, const std::func
         for (auto& o : reader.operands(p.run, *it)) b.operands.push_back(std::move(o));
     for (auto& g : reader.gemm_errors(p.run))
         if (g.step >= lo && g.step <= hi) b.gemm_errors.push_back(g);
+    for (auto& a : reader.gate_up_alignment(p.run))
+        if (a.step >= lo && a.step <= hi) b.gate_up.push_back(a);
     const auto refs = all_operands(static_cast<int>(reader.meta().linears.size()));
     for (auto [it, end] = within(p.blockmaps); it != end; ++it)
         for (const OperandRef& r : refs)

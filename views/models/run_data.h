@@ -55,6 +55,8 @@ struct RunData {
     std::vector<std::vector<OperandSummary>> operands;
     std::vector<trace::BlockMapRecord> blockmaps;
     std::vector<trace::GemmErrorRecord> gemm_errors;  // step ascending (models/gemm_error_model.h)
+    // A SwiGLU model's gate/up alignment per MLP at capture steps, step ascending.
+    std::vector<trace::GateUpAlignmentRecord> gate_up;
     OpList ops;  // step ascending
     // The per-step sums of the run's device records (every step of a GPU run, also where
     // the individual records in `ops` were not kept), step ascending.

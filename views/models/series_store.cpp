@@ -148,6 +148,15 @@ void SeriesStore::append_locked(TraceBatch& batch) {
                     v.end());
         v.push_back(g);
     }
+    for (const auto& a : batch.gate_up) {
+        RunData* run = run_of(a.run);
+        if (!run) continue;
+        auto& v = run->gate_up;
+        if (!v.empty() && a.step < v.back().step)  // a rewind, as for the GEMM errors
+            v.erase(std::lower_bound(v.begin(), v.end(), a.step, [](const auto& e, std::int64_t s) { return e.step < s; }),
+                    v.end());
+        v.push_back(a);
+    }
     for (auto& b : batch.blockmaps)
         if (RunData* run = run_of(b.key.run)) run->blockmaps.push_back(std::move(b));
     for (const auto& op : batch.ops) {

@@ -27,6 +27,7 @@ struct TraceBatch {
     std::vector<trace::RankStepRecord> ranks;   // a data-parallel run's per-rank step times
     std::vector<trace::GemmErrorRecord> gemm_errors;  // GEMM output errors at capture steps
     std::vector<trace::KernelStepRecord> kernel_steps;  // per-step kernel sums
+    std::vector<trace::GateUpAlignmentRecord> gate_up;  // a SwiGLU's gate/up alignment at capture steps
 
     // Files one record under its kind (the live stream delivers them one at a time).
     void add(const trace::StepRecord& r) { steps.push_back(r); }
@@ -39,11 +40,12 @@ struct TraceBatch {
     void add(const trace::RankStepRecord& r) { ranks.push_back(r); }
     void add(const trace::GemmErrorRecord& r) { gemm_errors.push_back(r); }
     void add(const trace::KernelStepRecord& r) { kernel_steps.push_back(r); }
+    void add(const trace::GateUpAlignmentRecord& r) { gate_up.push_back(r); }
 
     bool empty() const {
         return steps.empty() && scaling.empty() && operands.empty() && blockmaps.empty() &&
                ops.empty() && events.empty() && op_names.empty() && ranks.empty() &&
-               gemm_errors.empty() && kernel_steps.empty();
+               gemm_errors.empty() && kernel_steps.empty() && gate_up.empty();
     }
 };
 

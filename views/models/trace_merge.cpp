@@ -158,6 +158,10 @@ void TraceMerge::remap(std::size_t part, TraceBatch& b) {
         k.op = mapped(m.op, k.op);
         k.parent = mapped(m.op, k.parent);
     }
+    for (auto& a : b.gate_up) {
+        a.run += m.first_run;
+        a.linear = mapped(m.linear, a.linear);
+    }
     for (auto& e : b.events)
         if (e.run >= 0) e.run += m.first_run;
     // One job's ranks: the merged meta is the first trace's, and so are the Health view's.
