@@ -81,10 +81,34 @@ void truncate_scaling(ScalingColumns& c, double step) {
     cut(c.scale, n * c.slot_count);
 }
 
+// Replaces the rows of `c` at steps in [first, last] with `rows` (step ascending, all in
+// the range).
+void splice_steps(StepColumns& c, std::int64_t first, std::int64_t last, const std::vector<trace::StepRecord>& rows) {
+    const auto lo = rows_before(c.step, static_cast<double>(first));
+    const auto hi = static_cast<std::size_t>(std::upper_bound(c.step.begin(), c.step.end(), static_cast<double>(last)) - c.step.begin());
+    c.replace(lo, hi, rows);
+}
+
 }  // namespace
 
 void SeriesStore::append_locked(TraceBatch& batch) {
     auto& d = data_;
+    if (batch.replace) {
+        const auto& r = *batch.replace;
+        for (std::int32_t run : r.runs) {
+            if (run < 0 || run >= static_cast<std::int32_t>(d.runs.size())) continue;
+            std::vector<trace::StepRecord> rows;
+            for (const auto& s : batch.steps)
+                if (s.run == run && s.step >= r.first && s.step <= r.last) rows.push_back(s);
+            std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.step < b.step; });
+            splice_steps(d.runs[run].steps, r.first, r.last, rows);
+            for (const auto& s : rows) {
+                d.first_step = d.first_step < 0 ? s.step : std::min(d.first_step, s.step);
+                d.last_step = std::max(d.last_step, s.step);
+            }
+        }
+        return;
+    }
     const int slot_count = d.slot_count();
     auto run_of = [&](std::int32_t r) -> RunData* {
         return r >= 0 && r < static_cast<std::int32_t>(d.runs.size()) ? &d.runs[r] : nullptr;

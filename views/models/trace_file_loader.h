@@ -17,6 +17,8 @@
 #include <QTimer>
 #include <atomic>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "models/data_source.h"
@@ -47,6 +49,15 @@ public:
     // Reads what was appended to the open file since the last read (a worker job).
     void poll();
     bool busy() const { return busy_.load() > 0; }
+    // A plot shows steps [first, last]: when the open trace is an overview (a large trace,
+    // open_trace.h) and the range holds at most kDetailSteps steps, its step records there
+    // are read at full detail (a worker job) and replace the decimated ones; the range
+    // shown before goes back to decimated. True when the open trace is an overview.
+    bool showSteps(qint64 first, qint64 last);
+    static constexpr qint64 kDetailSteps = 50000;
+    // The step records from which on a trace opens as an overview (OpenTrace::kLargeStepRows
+    // unless set; for the next open).
+    void setLargeStepRows(std::uint64_t rows) { large_rows_ = rows; }
 
 signals:
     void grew(const QString& path, qint64 last_step);  // a followed file had new records
@@ -72,6 +83,9 @@ private:
     QString open_path_;
     std::unique_ptr<Pending> pending_;
     std::atomic<int> busy_{0};
+    std::atomic<bool> overview_{false};  // the open trace is an overview
+    std::atomic<std::uint64_t> large_rows_;
+    std::optional<std::pair<qint64, qint64>> detailed_;  // worker only: the range read at full detail
 };
 
 }  // namespace fp8scope::views

@@ -120,6 +120,8 @@ void TraceMerge::remap(std::size_t part, TraceBatch& b) {
     for (; announced_ops_ < meta_.ops.size(); ++announced_ops_)
         b.op_names.push_back({static_cast<std::int32_t>(announced_ops_), meta_.ops[announced_ops_]});
 
+    if (b.replace)
+        for (auto& run : b.replace->runs) run += m.first_run;
     for (auto& s : b.steps) {
         s.run += m.first_run;
         s.recipe = mapped(m.training_recipe, s.recipe);
