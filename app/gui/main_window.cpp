@@ -19,6 +19,7 @@
 #include "dock_layout.h"
 #include "export_actions.h"
 #include "help_dialogs.h"
+#include "models/rank_folder.h"
 #include "models/recent_files.h"
 #include "models/report_model.h"
 #include "models/step_keys.h"
@@ -155,6 +156,10 @@ void MainWindow::buildMenus() {
         const QString path = QFileDialog::getOpenFileName(this, tr("Open trace"), QString(), kTraceFilter);
         if (!path.isEmpty()) openTrace(path);
     });
+    file->addAction(tr("Open &folder of rank traces..."), this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a data-parallel job's traces"));
+        if (!dir.isEmpty()) openTraces({dir});
+    });
     file->addAction(tr("Open as &comparison..."), this, [this] {
         const QString path = QFileDialog::getOpenFileName(this, tr("Open a trace to compare"), QString(), kTraceFilter);
         if (!path.isEmpty()) openComparison(path);
@@ -191,13 +196,18 @@ void MainWindow::openTraces(const QStringList& paths) {
         run_->importCapture(capture_folder(paths.first()));
         return;
     }
+    // A folder: one data-parallel job's rank traces.
+    const bool job = paths.size() == 1 && QFileInfo(paths.first()).isDir();
+    const RankFolder folder = job ? rank_folder(paths.first()) : RankFolder{};
+    if (!folder.error.isEmpty()) return showError(folder.error);
     report_->clear();
     run_->live()->close();  // the file replaces the live run in the store
     opening_.clear();
-    for (const QString& p : paths) opening_ << QFileInfo(p).absoluteFilePath();
+    for (const QString& p : job ? folder.paths : paths) opening_ << QFileInfo(p).absoluteFilePath();
     last_error_.clear();
     loading_ = true;
-    loader_->open(opening_);
+    if (job) loader_->openJob(opening_);
+    else loader_->open(opening_);
     loader_->setFollowing(true);
 }
 

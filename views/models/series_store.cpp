@@ -14,7 +14,7 @@ namespace fp8scope::views {
 
 SeriesStore::SeriesStore(QObject* parent) : QObject(parent) {}
 
-std::uint64_t SeriesStore::reset(trace::TraceMeta meta) {
+std::uint64_t SeriesStore::reset(trace::TraceMeta meta, std::vector<RankRun> rank_runs) {
     std::uint64_t gen;
     {
         std::unique_lock lock(mutex_);
@@ -22,6 +22,7 @@ std::uint64_t SeriesStore::reset(trace::TraceMeta meta) {
         data_.runs.resize(meta.runs.size());
         for (std::size_t r = 0; r < meta.runs.size(); ++r) data_.runs[r].info = meta.runs[r];
         data_.meta = std::move(meta);
+        if (rank_runs.size() == data_.runs.size()) data_.rank_runs = std::move(rank_runs);
         for (auto& run : data_.runs) run.scaling.slot_count = data_.slot_count();
         if (data_.meta.world_size > 1) data_.ranks.resize(static_cast<std::size_t>(data_.meta.world_size));
         gen = ++generation_;

@@ -62,7 +62,7 @@ public:
     explicit SeriesStore(QObject* parent = nullptr);
 
     // Starts a new trace (any thread); returns its generation.
-    std::uint64_t reset(trace::TraceMeta meta);
+    std::uint64_t reset(trace::TraceMeta meta, std::vector<RankRun> rank_runs = {});
     // Empties the store (nothing open).
     void clear();
     std::uint64_t generation() const { return generation_.load(); }

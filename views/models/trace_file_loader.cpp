@@ -43,6 +43,15 @@ void TraceFileLoader::open(const QStringList& paths) {
     });
 }
 
+void TraceFileLoader::openJob(const QStringList& paths) {
+    ++busy_;
+    workers().start([this, paths] {
+        pending_.reset();
+        load(paths, false, true);
+        --busy_;
+    });
+}
+
 void TraceFileLoader::openGrowing(const QString& path, int timeout_ms) {
     ++busy_;
     workers().start([this, path, timeout_ms] {
@@ -153,7 +162,7 @@ std::int64_t TraceFileLoader::readNew(const QString& path) {
     return newest;
 }
 
-bool TraceFileLoader::load(const QStringList& paths, bool quiet) {
+bool TraceFileLoader::load(const QStringList& paths, bool quiet, bool job) {
     QElapsedTimer clock;
     clock.start();
     const QString path = paths.value(0);
@@ -172,9 +181,15 @@ bool TraceFileLoader::load(const QStringList& paths, bool quiet) {
         } else {
             std::vector<std::unique_ptr<OpenTrace>> opened_files;
             std::vector<TraceMerge::Part> parts;
+            std::vector<int> ranks;
             for (const QString& p : paths) {
                 opened_files.push_back(std::make_unique<OpenTrace>(p.toStdString(), large_rows_.load()));
-                parts.push_back({QFileInfo(p).fileName(), opened_files.back()->meta()});
+                const trace::TraceMeta& m = opened_files.back()->meta();
+                if (job && std::find(ranks.begin(), ranks.end(), m.rank) != ranks.end())
+                    throw trace::TraceError(p.toStdString(), "was written by rank " + std::to_string(m.rank) +
+                                                                 ", as another trace of the job was");
+                ranks.push_back(m.rank);
+                parts.push_back({job ? QStringLiteral("rank %1").arg(m.rank) : QFileInfo(p).fileName(), m});
             }
             auto merge = std::make_unique<TraceMerge>(std::move(parts));
             overview_ = std::any_of(opened_files.begin(), opened_files.end(), [](const auto& f) { return f->overview(); });
@@ -183,7 +198,7 @@ bool TraceFileLoader::load(const QStringList& paths, bool quiet) {
             merge_ = std::move(merge);
             replaced = true;
             open_path_ = path;
-            begin(merge_->meta());
+            begin(merge_->meta(), job ? merge_->rankRuns() : std::vector<RankRun>{});
             post([this, path] { emit opened(path); });
             readNew(path);
         }

@@ -37,6 +37,9 @@ public:
     void open(const QString& path) { open(QStringList{path}); }
     // The traces of a comparison, overlaid; `name` in signals is the first path.
     void open(const QStringList& paths);
+    // One data-parallel job's rank traces (rank_folder.h), rank 0's first: their runs side by
+    // side, named by rank, and the store told each run's rank (TraceData::rank_runs).
+    void openJob(const QStringList& paths);
     // Opens a file an engine is still creating: until it can be read (its objects exist
     // once the writer starts appending), every poll tries again; after `timeout_ms` the
     // last error is reported. Turns following on.
@@ -67,7 +70,7 @@ signals:
 private:
     struct Pending;  // a file waiting to become readable
     // False on failure; the error is reported unless `quiet`.
-    bool load(const QStringList& paths, bool quiet = false);
+    bool load(const QStringList& paths, bool quiet = false, bool job = false);
     void tryPending();
     // Reads what is new in the open file; throws Superseded when the store moved on. With
     // a `path`, reports progress under it.
