@@ -36,6 +36,10 @@ void StepDecimator::merge(Bucket& into, const Bucket& from) const {
         into.bad_loss = from.bad_loss;
         into.has_bad_loss = true;
     }
+    if (from.has_first && (!into.has_first || from.first.step < into.first.step)) {
+        into.first = from.first;
+        into.has_first = true;
+    }
 }
 
 void StepDecimator::rewind_to(std::int64_t step) {
@@ -58,6 +62,7 @@ void StepDecimator::rewind_to(std::int64_t step) {
             else k.has[f] = false;
         }
     if (k.has_bad_loss && k.bad_loss.step >= step) k.has_bad_loss = false;
+    if (k.has_first && k.first.step >= step) k.has_first = false;
 }
 
 void StepDecimator::add(const StepRecord& r) {
@@ -89,6 +94,10 @@ void StepDecimator::add(const StepRecord& r) {
         k.bad_loss = r;
         k.has_bad_loss = true;
     }
+    if (!k.has_first) {
+        k.first = r;
+        k.has_first = true;
+    }
 }
 
 std::vector<StepRecord> StepDecimator::rows() const {
@@ -101,6 +110,7 @@ std::vector<StepRecord> StepDecimator::rows() const {
                 out.push_back(k.max[f]);
             }
         if (k.has_bad_loss) out.push_back(k.bad_loss);
+        if (k.has_first) out.push_back(k.first);
         // A record that is the extreme of several figures is kept once.
         std::sort(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
                   [](const StepRecord& a, const StepRecord& b) { return a.step < b.step; });

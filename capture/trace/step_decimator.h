@@ -1,7 +1,9 @@
 // A run's step records thinned for display, spikes kept: the steps are cut into at most
 // `max_buckets` equal buckets of consecutive steps, and each bucket keeps, of every figure
 // (loss, eval loss, lr, grad norm, step time, tokens/s), the record with its smallest and
-// the one with its largest value, and its first record with a NaN or infinite loss. A plot
+// the one with its largest value, its first record with a NaN or infinite loss, and its
+// first record (runs that step together keep the same first steps, so a difference of two
+// runs has a point in every bucket). A plot
 // of the kept records, a pixel or more per bucket, draws every bucket's full range: a
 // one-step spike is never averaged or sampled away (min/max decimation).
 //
@@ -48,6 +50,8 @@ private:
         std::array<bool, kFigures> has{};  // a finite value of the figure was seen
         StepRecord bad_loss;                 // the first non-finite loss, when has_bad_loss
         bool has_bad_loss = false;
+        StepRecord first;                    // the first record, when has_first
+        bool has_first = false;
     };
     std::size_t bucket_of(std::int64_t step) const;
     void merge(Bucket& into, const Bucket& from) const;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <set>
 
 #include "step_decimator.h"
 #include "trace_fixture.h"
@@ -50,7 +51,7 @@ std::vector<StepRecord> standing_records_of(const std::vector<StepRecord>& writt
 
 // The oracle: with the decimator's final buckets, every bucket's smallest and largest
 // finite value of each figure among `standing` is a value of the bucket's kept records,
-// and so is a non-finite loss when the bucket has one. A bucket a rewind went back into
+// and so are a non-finite loss when the bucket has one and the bucket's first record. A bucket a rewind went back into
 // (one of `rewound`) may lack the extremes of its records before the rewind.
 void expect_extremes_kept(const StepDecimator& d, const std::vector<StepRecord>& standing,
                           const std::vector<std::int64_t>& rewound = {}) {
@@ -70,6 +71,9 @@ void expect_extremes_kept(const StepDecimator& d, const std::vector<StepRecord>&
     for (const auto& r : kept) mine[bucket(r.step)].push_back(&r);
     for (const auto& [b, rows] : all) {
         if (std::any_of(rewound.begin(), rewound.end(), [&, b = b](std::int64_t s) { return bucket(s) == b; })) continue;
+        const StepRecord* first = *std::min_element(rows.begin(), rows.end(), [](auto* x, auto* y) { return x->step < y->step; });
+        EXPECT_TRUE(std::any_of(mine[b].begin(), mine[b].end(), [&](auto* r) { return r->step == first->step; }))
+            << "bucket " << b << " lacks its first step " << first->step;
         for (std::size_t f = 0; f < StepDecimator::kFigures; ++f) {
             double lo = INFINITY, hi = -INFINITY;
             bool bad_loss = false;
@@ -99,11 +103,26 @@ TEST(StepDecimator, KeepsEveryBucketsExtremes) {
             for (const auto& r : rows) d.add(r);
             ASSERT_LE((rows.back().step - d.origin()) / d.width(), static_cast<std::int64_t>(buckets) - 1);
             expect_extremes_kept(d, rows);
-            // Few enough steps: every record; more: at most 13 per bucket.
+            // Few enough steps: every record; more: at most 14 per bucket.
             if (n <= static_cast<std::int64_t>(buckets)) EXPECT_EQ(d.rows().size(), rows.size());
-            EXPECT_LE(d.rows().size(), buckets * (2 * StepDecimator::kFigures + 1));
+            EXPECT_LE(d.rows().size(), buckets * (2 * StepDecimator::kFigures + 2));
         }
     }
+}
+
+// Runs that step together keep common steps in every bucket: their difference has a point
+// in each.
+TEST(StepDecimator, RunsInLockStepShareAStepPerBucket) {
+    std::mt19937_64 rng(13);
+    StepDecimator a(500), b(500);
+    for (const auto& r : noisy_steps(0, 1, 100000, rng)) a.add(r);
+    for (const auto& r : noisy_steps(1, 1, 100000, rng)) b.add(r);
+    ASSERT_EQ(a.width(), b.width());
+    std::set<std::int64_t> in_a, buckets;
+    for (const auto& r : a.rows()) in_a.insert(r.step);
+    for (const auto& r : b.rows())
+        if (in_a.count(r.step)) buckets.insert((r.step - a.origin()) / a.width());
+    EXPECT_EQ(buckets.size(), static_cast<std::size_t>((100000 - 1) / a.width() + 1));
 }
 
 TEST(StepDecimator, StepsWithGapsAndAFarStep) {
