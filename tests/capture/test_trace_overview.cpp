@@ -8,6 +8,8 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <set>
 
 #include "step_decimator.h"
@@ -243,6 +245,57 @@ TEST(TraceOverview, RangesReadOnDemandEqualFullReads) {
         for (std::size_t i = 0; i < sums.size(); ++i) EXPECT_EQ(sums[i].total_ns, want_sums[i].total_ns);
         EXPECT_EQ(over.last_step(run), whole.last_step(run));
     }
+}
+
+// A trace still being written (SWMR, the writer in another process) opened as an overview:
+// the steps a refresh brings are in the decimated series and in ranges read on demand.
+TEST(TraceOverview, FollowsAGrowingFile) {
+    TempDir dir;
+    const std::string path = dir / "growing.h5";
+    int up[2], down[2];
+    ASSERT_EQ(pipe(up), 0);
+    ASSERT_EQ(pipe(down), 0);
+    constexpr std::int64_t kRound = 6000;
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {  // the writer: a round of steps, a flush, a byte up, wait for a byte down
+        char c = 0;
+        try {
+            const TraceMeta m = sample_meta();
+            TraceWriter w(path, m, {.flush_interval = std::chrono::milliseconds(60000)});
+            for (std::int64_t round = 0; round < 2; ++round) {
+                for (std::int64_t s = round * kRound + 1; s <= (round + 1) * kRound; ++s) {
+                    w.write(sample_scaling(m, 0, s));
+                    w.write(sample_step(0, s));
+                }
+                w.flush();
+                if (write(up[1], &c, 1) != 1 || read(down[0], &c, 1) != 1) _exit(1);
+            }
+        } catch (...) {
+            _exit(1);
+        }
+        _exit(0);  // without close(): the file stays as SWMR left it mid-run
+    }
+    char c = 0;
+    ASSERT_EQ(read(up[0], &c, 1), 1);
+    TraceReader reader(path, {.min_step_rows = 1, .tail_steps = 100});
+    ASSERT_TRUE(reader.overview());
+    EXPECT_EQ(reader.detail_from(), kRound - 99);
+    EXPECT_EQ(reader.steps(0, 1, kRound).size(), static_cast<std::size_t>(kRound));
+    EXPECT_EQ(reader.step_overview(0).back().step, kRound);
+    ASSERT_EQ(write(down[1], &c, 1), 1);
+    ASSERT_EQ(read(up[0], &c, 1), 1);
+    EXPECT_TRUE(reader.refresh());
+    const auto steps = reader.steps(0, kRound - 1000, 2 * kRound);
+    ASSERT_EQ(steps.size(), static_cast<std::size_t>(kRound + 1001));
+    for (const StepRecord& r : steps) ASSERT_EQ(r.loss, sample_step(0, r.step).loss) << r.step;
+    EXPECT_EQ(reader.step_overview(0).back().step, 2 * kRound);
+    EXPECT_EQ(reader.scaling(0, kRound + 1, 2 * kRound).size(), static_cast<std::size_t>(kRound));  // indexed as added
+    ASSERT_EQ(write(down[1], &c, 1), 1);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    for (int fd : {up[0], up[1], down[0], down[1]}) close(fd);
 }
 
 }  // namespace
