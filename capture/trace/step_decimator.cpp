@@ -6,7 +6,8 @@
 
 namespace fp8scope::trace {
 
-StepDecimator::StepDecimator(std::size_t max_buckets) : max_buckets_(std::max<std::size_t>(max_buckets, 2)) {}
+// At least 3: a step 2^64 - 1 past the origin lies in bucket 2 of INT64_MAX-wide buckets.
+StepDecimator::StepDecimator(std::size_t max_buckets) : max_buckets_(std::max<std::size_t>(max_buckets, 3)) {}
 
 double StepDecimator::figure(const StepRecord& r, std::size_t f) {
     switch (f) {

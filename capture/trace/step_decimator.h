@@ -28,7 +28,7 @@ public:
     static constexpr std::size_t kFigures = 6;
     static constexpr std::size_t kDefaultBuckets = 4096;
 
-    explicit StepDecimator(std::size_t max_buckets = kDefaultBuckets);
+    explicit StepDecimator(std::size_t max_buckets = kDefaultBuckets);  // 3 at least
 
     void add(const StepRecord& r);
     // The kept records, step ascending, each once. Every record that was added and not

@@ -98,7 +98,7 @@ void expect_extremes_kept(const StepDecimator& d, const std::vector<StepRecord>&
 
 TEST(StepDecimator, KeepsEveryBucketsExtremes) {
     std::mt19937_64 rng(7);
-    for (std::size_t buckets : {2u, 64u, 1000u}) {
+    for (std::size_t buckets : {3u, 64u, 1000u}) {
         for (std::int64_t n : {1, 50, 5000, 100000}) {
             const auto rows = noisy_steps(0, 1, n, rng);
             StepDecimator d(buckets);
@@ -138,6 +138,10 @@ TEST(StepDecimator, StepsWithGapsAndAFarStep) {
     StepRecord far = sample_step(0, INT64_MAX);
     d.add(far);
     EXPECT_EQ(d.rows().back().step, INT64_MAX);
+    StepDecimator two(2);  // the fewest buckets (3), the widest span of steps
+    two.add(sample_step(0, INT64_MIN));
+    two.add(sample_step(0, INT64_MAX));
+    EXPECT_EQ(two.rows().size(), 2u);
 }
 
 TEST(StepDecimator, RewindsDropWhatWasAbandoned) {
