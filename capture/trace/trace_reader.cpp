@@ -11,6 +11,7 @@
 #include "reader_decode.h"
 #include "reader_file.h"
 #include "reader_index.h"
+#include "reader_overview.h"
 
 namespace fp8scope::trace {
 namespace s = schema;
@@ -19,16 +20,33 @@ struct TraceReader::Impl {
     TraceFile file;
     TraceMeta meta;
     TraceIndex index;
+    std::unique_ptr<StepOverview> overview;  // set when opened as an overview
+    std::int64_t detail_from = INT64_MIN;
+    std::size_t buckets = StepDecimator::kDefaultBuckets;
 
     RecordDecoder decoder() const { return {file, meta}; }
+    // An overview's pass over /steps, done when first needed and then for what was added.
+    const StepOverview& scanned() const {
+        if (overview->scanned < file.steps.rows) overview->scan(file, meta, buckets);
+        return *overview;
+    }
 };
 
-TraceReader::TraceReader(const std::string& path) : impl_(std::make_unique<Impl>()) {
-    impl_->file.path = path;
+TraceReader::TraceReader(const std::string& path, const LargeTraceOptions& large) : impl_(std::make_unique<Impl>()) {
+    Impl& d = *impl_;
+    d.file.path = path;
+    d.buckets = large.buckets;
     try {
-        impl_->file.open(impl_->meta);
-        impl_->index.op_rows.resize(impl_->meta.runs.size());
-        impl_->index.update(impl_->file, impl_->meta);
+        d.file.open(d.meta);
+        d.index.op_rows.resize(d.meta.runs.size());
+        if (large.min_step_rows > 0 && d.file.steps.rows >= large.min_step_rows) {
+            d.overview = std::make_unique<StepOverview>();
+            const std::int64_t newest = newest_step(d.file, d.meta);  // where the runs are now
+            const std::int64_t tail = std::max<std::int64_t>(large.tail_steps, 1);
+            d.detail_from = newest > INT64_MIN + tail ? newest - tail + 1 : INT64_MIN;
+            d.index.start_at(d.file, d.detail_from);
+        }
+        d.index.update(d.file, d.meta);
     } catch (const h5::Error& e) {
         throw TraceError(path, e.what());
     }
@@ -42,6 +60,27 @@ const TraceMeta& TraceReader::meta() const { return impl_->meta; }
 bool TraceReader::refresh() {
     impl_->file.refresh();
     return impl_->index.update(impl_->file, impl_->meta);
+}
+
+bool TraceReader::overview() const { return impl_->overview != nullptr; }
+std::int64_t TraceReader::detail_from() const { return impl_->detail_from; }
+
+std::vector<StepRecord> TraceReader::step_overview(int run) const {
+    const Impl& d = *impl_;
+    if (run < 0 || run >= static_cast<int>(d.meta.runs.size())) return {};
+    if (d.overview) return d.scanned().runs[run].rows();
+    StepDecimator decimator(d.buckets);
+    for (const auto& s : d.index.step_records)
+        if (s.run == run) decimator.add(s);
+    return decimator.rows();
+}
+
+std::vector<StepRecord> TraceReader::steps(int run, std::int64_t from, std::int64_t to) const {
+    const Impl& d = *impl_;
+    if (d.overview) return d.scanned().read(d.file, d.meta, run, from, to);
+    std::vector<StepRecord> out = standing_records(steps(run));
+    std::erase_if(out, [&](const StepRecord& r) { return r.step < from || r.step > to; });
+    return out;
 }
 
 std::vector<StepRecord> TraceReader::steps(int run) const {

@@ -22,11 +22,22 @@ struct OperandPoint {
     std::vector<ErrorStats> errors;  // one per recipe (recipe names empty: use meta)
 };
 
+// How a trace too large to hold opens: as an overview (TraceReader::overview()).
+struct LargeTraceOptions {
+    // A trace with at least this many step records (all runs together) opens as an
+    // overview; 0: every trace opens whole.
+    std::uint64_t min_step_rows = 0;
+    // An overview indexes the records of this many steps before the newest, whole.
+    std::int64_t tail_steps = 2000;
+    // Buckets of each run's decimated steps (step_decimator.h).
+    std::size_t buckets = 4096;  // StepDecimator::kDefaultBuckets
+};
+
 class TraceReader {
 public:
     // Throws TraceError: missing file, not HDF5, not an fp8scope trace, newer format
     // version, missing or malformed objects.
-    explicit TraceReader(const std::string& path);
+    explicit TraceReader(const std::string& path, const LargeTraceOptions& large = {});
     ~TraceReader();
     TraceReader(TraceReader&&) noexcept;
     TraceReader& operator=(TraceReader&&) noexcept;
@@ -36,6 +47,23 @@ public:
     // Re-reads the extent of every dataset of a growing file; true when rows were added.
     bool refresh();
 
+    // A trace opened as an overview holds in memory only what its views need first, so that
+    // one of any size opens in a second or two: only the records of the newest steps (from
+    // detail_from() on) are indexed, and every query below but step_overview and
+    // steps(run, from, to) sees those alone. The first call of either of those two reads
+    // every step record once, for the decimated series and a map of where each run's
+    // steps lie in the file. Records a growing file adds are indexed as usual.
+    bool overview() const;
+    // The first step whose records are all indexed: INT64_MIN unless an overview.
+    std::int64_t detail_from() const;
+    // The step records of `run` that stand, decimated for a plot of the whole run (min/max
+    // per bucket: spikes kept, step_decimator.h), step ascending.
+    std::vector<StepRecord> step_overview(int run) const;
+    // The step records of `run` in [from, to] that stand, step ascending, at full detail;
+    // in an overview read from the rows that hold them (what a zoomed-in plot needs).
+    std::vector<StepRecord> steps(int run, std::int64_t from, std::int64_t to) const;
+
+    // Every indexed step record of `run`, in file order.
     std::vector<StepRecord> steps(int run) const;
     std::int64_t last_step(int run) const;  // -1 when none
     std::vector<EventRecord> events() const;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "finding_format.h"
+#include "models/open_trace.h"
 #include "trace_reader.h"
 
 namespace fp8scope::views {
@@ -46,7 +47,8 @@ FindingTarget finding_target(const diagnose::Finding& f) {
 }
 
 DiagnosedTrace diagnose_file(const std::string& path) {
-    const trace::TraceReader reader(path);
+    // A large trace is diagnosed as the views read it: its newest steps (open_trace.h).
+    const trace::TraceReader reader(path, {.min_step_rows = OpenTrace::kLargeStepRows, .tail_steps = OpenTrace::kTailSteps});
     DiagnosedTrace d{reader.meta(), diagnose::diagnose(reader), trace::read_attribution_table(path)};
     std::sort(d.attribution.begin(), d.attribution.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
     return d;

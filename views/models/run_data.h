@@ -78,8 +78,16 @@ struct RunData {
     std::ptrdiff_t step_row_at(std::int64_t step) const;
 };
 
+// Where a run of a job opened from its rank traces (rank_folder.h) comes from.
+struct RankRun {
+    int rank = 0;
+    int run = 0;  // in that rank's trace
+};
+
 struct TraceData {
     trace::TraceMeta meta;
+    // A job opened from its rank traces: each run's rank and run there; empty otherwise.
+    std::vector<RankRun> rank_runs;
     std::vector<RunData> runs;
     std::vector<trace::EventRecord> events;
     std::vector<RankColumns> ranks;  // by rank; meta.world_size of them, empty for one process
@@ -87,5 +95,9 @@ struct TraceData {
     bool empty() const { return last_step < 0; }
     int slot_count() const { return static_cast<int>(meta.linears.size()) * trace::kOperandsPerLinear; }
 };
+
+// The runs that are `run` on every rank of a job (rank_runs), each with its rank, rank
+// ascending; {run, -1} alone for a trace that is not a job's.
+std::vector<std::pair<int, int>> job_runs(const TraceData& d, int run);
 
 }  // namespace fp8scope::views
