@@ -186,6 +186,11 @@ void write_csv(const TraceReader& r, const std::string& dir) {
     gemm_errors.header<GemmErrorRecord>(record);
     for (int run = 0; run < (int)m.runs.size(); ++run)
         for (const auto& g : r.gemm_errors(run)) gemm_errors.row(record, g);
+
+    Csv gate_up(m, fs::path(dir) / "gate_up_alignment.csv");  // a SwiGLU's gate/up alignment at capture steps
+    gate_up.header<GateUpAlignmentRecord>(record);
+    for (int run = 0; run < (int)m.runs.size(); ++run)
+        for (const auto& a : r.gate_up_alignment(run)) gate_up.row(record, a);
 }
 
 // Every run's ops and kernels, the flows between them and the loss and learning rate as

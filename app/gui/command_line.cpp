@@ -9,8 +9,9 @@ GuiOptions parse_command_line(const QStringList& args, const QStringList& view_n
     cli.setApplicationDescription("Profiler and numerics inspector for FP8 training");
     const QCommandLineOption help_opt({"h", "help"}, "show this help and exit");
     cli.addOption(help_opt);
-    cli.addPositionalArgument("traces", "trace files to open; several are overlaid as a comparison; a PyTorch capture "
-                                         "folder is imported and followed", "[trace.h5...]");
+    cli.addPositionalArgument("traces", "trace files to open; several are overlaid as a comparison; a folder of a "
+                                         "data-parallel job's rank traces (run.h5, run.rank1.h5, ...) opens as one job; "
+                                         "a PyTorch capture folder is imported and followed", "[trace.h5...]");
     const QCommandLineOption open_opt("open", "trace file to open (repeat it to compare traces)", "trace.h5");
     const QCommandLineOption shot_opt("screenshot", "render to PNG and exit (no display needed)", "out.png");
     const QCommandLineOption view_opt("view", "the one view for --screenshot: " + view_names.join(", "), "NAME");

@@ -19,6 +19,7 @@
 #include "dock_layout.h"
 #include "export_actions.h"
 #include "help_dialogs.h"
+#include "models/rank_folder.h"
 #include "models/recent_files.h"
 #include "models/report_model.h"
 #include "models/step_keys.h"
@@ -26,6 +27,7 @@
 #include "run_control.h"
 #include "widgets/findings_view.h"
 #include "widgets/kernel_view.h"
+#include "widgets/loss_view.h"
 #include "widgets/report_view.h"
 
 using namespace fp8scope::views;
@@ -51,6 +53,9 @@ MainWindow::MainWindow(bool saved_layout) {
     connect(run_, &RunControl::error, this, &MainWindow::showError);
     connect(run_, &RunControl::sourceChanged, this,
             [this](const QString& title) { setWindowTitle(QStringLiteral("fp8scope - %1").arg(title)); });
+    // A large trace's steps are read at full detail where the loss plots zoom in.
+    if (auto* loss = qobject_cast<LossView*>(views_->view(QStringLiteral("loss"))))
+        connect(loss, &LossView::stepsShown, loader_.get(), &TraceFileLoader::showSteps);
     if (auto* kernels = qobject_cast<KernelView*>(views_->view(QStringLiteral("kernels")))) {
         connect(kernels, &KernelView::recordKernelsRequested, run_, &RunControl::recordKernels);
         connect(run_, &RunControl::liveChanged, kernels, &KernelView::setLiveControl);
@@ -151,6 +156,10 @@ void MainWindow::buildMenus() {
         const QString path = QFileDialog::getOpenFileName(this, tr("Open trace"), QString(), kTraceFilter);
         if (!path.isEmpty()) openTrace(path);
     });
+    file->addAction(tr("Open &folder of rank traces..."), this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a data-parallel job's traces"));
+        if (!dir.isEmpty()) openTraces({dir});
+    });
     file->addAction(tr("Open as &comparison..."), this, [this] {
         const QString path = QFileDialog::getOpenFileName(this, tr("Open a trace to compare"), QString(), kTraceFilter);
         if (!path.isEmpty()) openComparison(path);
@@ -192,13 +201,18 @@ void MainWindow::openTraces(const QStringList& paths) {
         run_->importCapture(capture_folder(paths.first()));
         return;
     }
+    // A folder: one data-parallel job's rank traces.
+    const bool job = paths.size() == 1 && QFileInfo(paths.first()).isDir();
+    const RankFolder folder = job ? rank_folder(paths.first()) : RankFolder{};
+    if (!folder.error.isEmpty()) return showError(folder.error);
     report_->clear();
     run_->live()->close();  // the file replaces the live run in the store
     opening_.clear();
-    for (const QString& p : paths) opening_ << QFileInfo(p).absoluteFilePath();
+    for (const QString& p : job ? folder.paths : paths) opening_ << QFileInfo(p).absoluteFilePath();
     last_error_.clear();
     loading_ = true;
-    loader_->open(opening_);
+    if (job) loader_->openJob(opening_);
+    else loader_->open(opening_);
     loader_->setFollowing(true);
 }
 

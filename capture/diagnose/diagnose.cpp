@@ -1,5 +1,5 @@
-// diagnose(): reads what the rules need, one operand series at a time (never the whole
-// trace), runs every rule and ranks the findings.
+// diagnose(): reads what the rules need, one run's operand series at a time (never the
+// whole trace), runs every rule and ranks the findings.
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -72,14 +72,17 @@ std::vector<Finding> diagnose(const trace::TraceReader& reader, const Options& o
     loss_gap(c, out);
     non_finite_losses(c, out);
     headroom(c, out);
+    gate_up_alignment(c, out);
     SeriesRules per;
     std::vector<Finding> bursts_found;
-    for (int run = 0; run < int(m.runs.size()); ++run)
+    for (int run = 0; run < int(m.runs.size()); ++run) {
+        std::vector<std::vector<trace::OperandPoint>> series = reader.run_operand_series(run);
         for (int l = 0; l < int(m.linears.size()); ++l)
             for (Gemm g : {Gemm::Fprop, Gemm::Dgrad, Gemm::Wgrad})
                 for (Operand o : {Operand::X, Operand::W, Operand::DY}) {
-                    if (trace::operand_slot(l, g, o) < 0) continue;
-                    Series s{run, l, g, o, reader.operand_series(run, l, g, o)};
+                    const int slot = trace::operand_slot(l, g, o);
+                    if (slot < 0) continue;
+                    Series s{run, l, g, o, std::move(series[std::size_t(slot)])};
                     if (s.points.empty()) continue;
                     non_finite_amax(c, s, out);
                     if (run == c.baseline) continue;
@@ -89,6 +92,7 @@ std::vector<Finding> diagnose(const trace::TraceReader& reader, const Options& o
                     kurtosis(c, s, out);
                     injection(c, s, per);
                 }
+    }
     // Rule 2: the largest drops of each run.
     std::stable_sort(per.drift.begin(), per.drift.end(), [](const Finding& a, const Finding& b) { return a.score > b.score; });
     merge_gemms(per.drift);

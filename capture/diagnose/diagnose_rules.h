@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "stats/gate_up_alignment.h"
+
 namespace fp8scope::diagnose::rules {
 
 // --- Severity: a finding's score in 0..100, its label from these bounds.
@@ -105,5 +107,16 @@ inline constexpr std::int64_t kRewindLookbackCaptures = 3;
 // more, underflows kUnderflowFloorPts more (an outlier that sets a per-tensor scale keeps
 // SQNR, which its own energy dominates, while it flushes the other values to 0), or the GEMM's output loses kInjectionHarmDb.
 inline constexpr double kInjectionHarmDb = 3.0;
+
+// --- Rule 8: a SwiGLU MLP's gate and up rows aligning (Fishman et al. 2024). Random rows of
+// width C have |cos| ~ sqrt(2 / (pi C)) and the largest of H channels ~ sqrt(2 ln(2H) / C):
+// 0.15 for C = 768, H = 2048. The reference is the median of the first kReferenceCaptures
+// captures' max |cos| (the initial weights); a max that has grown kAlignmentGrowth-fold to
+// kAlignmentWarnCos (the rows within 60 degrees: silu(w1.x) (w3.x) already half the square
+// of the input's projection) warns; past stats::kAlignedCos (0.9, within 26 degrees, the
+// aligned channels Smooth-SwiGLU was made for) it is critical.
+inline constexpr double kAlignmentGrowth = 2.0;
+inline constexpr double kAlignmentWarnCos = 0.5;
+inline constexpr double kAlignmentCriticalCos = stats::kAlignedCos;
 
 }  // namespace fp8scope::diagnose::rules

@@ -2,7 +2,7 @@
 // A finding says what went wrong or what stands out, where (run, steps, layer, linear,
 // GEMM, operand), how bad (a severity score and its label), the figures it rests on, and
 // what would fix it, with the what-if figures of the same tensors as evidence.
-// diagnose() reads a trace through TraceReader only, one operand series at a time.
+// diagnose() reads a trace through TraceReader only, one run's operand series at a time.
 #pragma once
 
 #include <cstdint>

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "finding.h"
+#include "stats/gate_up_alignment.h"
 #include "util/strprintf.h"
 
 namespace fp8scope::diagnose {
@@ -56,6 +57,7 @@ void non_finite_losses(const Context& c, std::vector<Finding>& out);
 void headroom(const Context& c, std::vector<Finding>& out);   // rule 4, from the per-step scaling table
 void rewinds(const Context& c, std::vector<Finding>& out);     // rule 6, after every other rule
 void attribution(const Context& c, std::vector<Finding>& out);  // /meta/attribution, when attribute wrote one
+void gate_up_alignment(const Context& c, std::vector<Finding>& out);  // rule 8, from /gate_up_alignment
 
 // Rules over one operand series; the ones that rank across operands keep candidates.
 struct SeriesRules {

@@ -11,6 +11,7 @@
 #include "fp8/precision_plan.h"
 #include "fp8/training_recipe.h"
 #include "fp8/stats.h"
+#include "stats/gate_up_alignment.h"
 
 namespace fp8scope::trace {
 
@@ -62,6 +63,17 @@ std::vector<std::string> trace_recipe_names(const std::vector<Recipe>& analysis,
 StatsCapture::StatsCapture(int run, const TraceMeta& meta, RecordSink& sink, OpNames& ops, StatsCaptureOptions options)
     : run_(run), meta_(meta), sink_(sink), ops_(ops), options_(options) {
     for (const auto& n : meta.quantizers) recipes_.push_back(parse_recipe(n));
+    const auto& L = meta.linears;
+    for (std::size_t f1 = 0; f1 < L.size(); ++f1) {
+        const std::string& n = L[f1].name;
+        if (!n.ends_with("mlp.fc1")) continue;
+        const std::string fc2 = n.substr(0, n.size() - 1) + "2";
+        for (std::size_t f2 = 0; f2 < L.size(); ++f2)
+            if (L[f2].name == fc2 && L[f1].out_features == 2 * L[f2].in_features && L[f2].in_features > 0) {
+                swiglu_fc1_of_fc2_[int(f2)] = int(f1);
+                swiglu_fc2_of_fc1_[int(f1)] = int(f2);
+            }
+    }
     for (std::size_t i = 0; i < recipes_.size(); ++i)
         if (!columnwise_is_transpose(recipes_[i])) {
             oriented_.push_back(i);
@@ -77,7 +89,7 @@ int StatsCapture::recipe_id(const Recipe* r) const {
 }
 
 void StatsCapture::begin_step(std::int64_t step, bool full, bool blockmaps) {
-    if (pending_) end_step();
+    end_step();
     step_errors_.clear();
     step_ = step;
     full_ = full;
@@ -85,6 +97,8 @@ void StatsCapture::begin_step(std::int64_t step, bool full, bool blockmaps) {
 }
 
 void StatsCapture::end_step() {
+    for (auto& [fc1, a] : alignment_) sink_.write(std::move(a));
+    alignment_.clear();
     if (!pending_) return;
     pending_ = false;
     sink_.write(std::move(scaling_));
@@ -165,6 +179,9 @@ void StatsCapture::on_operand(const OperandCapture& c) {
         for (std::size_t i = 0; i < oriented_.size(); ++i) rec.errors[oriented_[i]] = std::move(a.errors[i]);
     }
     rec.stats = std::move(a.tensor);
+    if (c.gemm == Gemm::Fprop && c.operand == Operand::W && swiglu_fc2_of_fc1_.contains(c.linear)) record_alignment(c);
+    if (c.gemm == Gemm::Fprop && c.operand == Operand::X && swiglu_fc1_of_fc2_.contains(c.linear))
+        add_down_amax(c.linear, rec.stats.outliers.channel_absmax);
     const float scale = scale_in_use(c.recipe, c.delayed, a.scaling_amax);
     rec.scale = scale;
     note_scaling(slot, a.scaling_amax, scale);
@@ -173,6 +190,30 @@ void StatsCapture::on_operand(const OperandCapture& c) {
         rec.amax_history.assign(h.begin(), h.end());
     }
     sink_.write(std::move(rec));
+}
+
+void StatsCapture::record_alignment(const OperandCapture& c) {
+    // fc1's weight (2H, C) as this step's fprop read it: rows j and H + j are channel j's
+    // gate and up rows (engine/model_impl.h).
+    const std::int64_t H = c.values.rows / 2, C = c.values.cols;
+    const std::vector<float> w = c.analysis->host_values(c.values);
+    const stats::GateUpAlignment s = stats::gate_up_alignment(w.data(), H, C);
+    alignment_[c.linear] = {.run = run_, .step = step_, .linear = c.linear, .channels = s.channels,
+                            .mean_abs_cos = s.mean_abs_cos, .p99_abs_cos = s.p99_abs_cos, .max_abs_cos = s.max_abs_cos,
+                            .aligned = s.aligned, .top_channel = s.top_channel, .top_cos = s.top_cos,
+                            .top_norm_product = s.top_norm_product};
+}
+
+void StatsCapture::add_down_amax(int fc2, const std::vector<float>& channel_absmax) {
+    const auto it = alignment_.find(swiglu_fc1_of_fc2_.at(fc2));
+    if (it == alignment_.end() || channel_absmax.empty()) return;
+    GateUpAlignmentRecord& r = it->second;
+    if (r.top_channel >= 0 && std::size_t(r.top_channel) < channel_absmax.size())
+        r.top_down_amax = channel_absmax[std::size_t(r.top_channel)];
+    std::vector<float> v = channel_absmax;
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    r.down_amax_median = n % 2 ? v[n / 2] : 0.5 * (double(v[n / 2 - 1]) + v[n / 2]);
 }
 
 void StatsCapture::on_gemm_output(const GemmOutputCapture& c) {

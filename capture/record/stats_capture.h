@@ -1,8 +1,10 @@
 // The capture sink a run's Model reports to. Every cast's amax and scale in use are
 // recorded (one ScalingRecord per step: they come free with the cast); at capture steps it
 // also gets the full statistics of FP8.md and its error under every trace recipe
-// (OperandRecord) and the error of each GEMM's output (GemmErrorRecord), and at block-map
-// steps per-tile maps on one tile grid for every recipe (BlockMapRecord). Op timings become OpRecords. The figures are computed on the
+// (OperandRecord), the error of each GEMM's output (GemmErrorRecord) and, for a SwiGLU MLP,
+// how far its gate and up rows aligned (GateUpAlignmentRecord, from fc1's weight, with the
+// channel amax of fc2's input), and at block-map steps per-tile maps on one tile grid for
+// every recipe (BlockMapRecord). Op timings become OpRecords. The figures are computed on the
 // calling (training) thread; records go to a RecordSink, whose writer thread does the I/O.
 #pragma once
 
@@ -76,6 +78,14 @@ private:
     OpNames& ops_;
     StatsCaptureOptions options_;
     std::vector<Recipe> recipes_;  // parsed meta_.quantizers
+    // A SwiGLU MLP's fc1 (gate and up rows) by its fc2 and the other way round: linears
+    // "<block>mlp.fc1" and "<block>mlp.fc2" with fc1's outputs twice fc2's inputs.
+    std::map<int, int> swiglu_fc1_of_fc2_, swiglu_fc2_of_fc1_;
+    // This capture step's alignments by fc1, sent at the step's end (fc2's channel amax added
+    // when its input was captured).
+    std::map<int, GateUpAlignmentRecord> alignment_;
+    void record_alignment(const OperandCapture& c);
+    void add_down_amax(int fc2, const std::vector<float>& channel_absmax);
     // The recipes whose casts depend on orientation (1xN and MX blocks), and their indices.
     std::vector<Recipe> oriented_recipes_;
     std::vector<std::size_t> oriented_;

@@ -102,6 +102,7 @@ void TraceFile::open(TraceMeta& meta) {
     block_sqnr = open_ds(s::kBlockSqnr, h5::Id(H5Tcopy(H5T_NATIVE_FLOAT)));
     ops = open_table<s::OpTable>(s::kOpTimes);
     if (format_version >= 6) kernel_steps = open_table<s::KernelStepTable>(s::kKernelSteps);
+    if (format_version >= 7) gate_up = open_table<s::GateUpAlignmentTable>(s::kGateUpAlignment);
     // Single-process runs and files before format 3 have no rank records.
     if (H5Lexists(handle, s::kRanks + 1, H5P_DEFAULT) > 0) ranks = open_table<s::RankTable>(s::kRanks);
     if (H5Lexists(handle, s::kGemmErrors + 1, H5P_DEFAULT) > 0)
@@ -128,7 +129,7 @@ void TraceFile::open(TraceMeta& meta) {
 void TraceFile::refresh() {
     Dataset* order[] = {&steps, &events, &scaling_index, &operands, &blockmaps, &ops, &kernel_steps, &op_names,
                         &scaling_amax, &scaling_scale, &errors, &histogram, &channel_absmax, &top,
-                        &amax_history, &block_absmax, &block_scale_inv, &block_sqnr, &ranks, &gemm_errors};
+                        &amax_history, &block_absmax, &block_scale_inv, &block_sqnr, &ranks, &gemm_errors, &gate_up};
     for (Dataset* d : order) {
         if (!d->dset.valid()) continue;  // an optional dataset the file does not have
         if (H5Drefresh(d->dset) < 0) throw fail(std::string("cannot refresh ") + d->path);

@@ -49,6 +49,7 @@ struct TraceFile {
     Dataset ops;
     Dataset kernel_steps;  // since format 6; older files' sums are made from ops (kernel_steps.h)
     Dataset ranks;  // absent (no dataset) in files without rank records
+    Dataset gate_up;      // /gate_up_alignment, since format 7 (older files: none)
     Dataset gemm_errors;  // absent in files from before output errors were recorded
     Dataset precision;  // absent in files from before the runs' precision plans were recorded
     Dataset injections;  // absent in files from before outlier injections were recorded

@@ -2,8 +2,10 @@
 #include "reader_index.h"
 
 #include "reader_decode.h"
+#include "reader_overview.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -62,7 +64,37 @@ void in_chunks(hsize_t from, hsize_t to, F&& f) {
     }
 }
 
+// The first row of `d` from which on the rows lie at steps >= from: found by reading blocks
+// from the end back until one whose steps all lie before `from`. `records(at, n)` reads
+// rows that have a step.
+template <class Read>
+hsize_t tail_row(const Dataset& d, std::int64_t from, Read records) {
+    for (hsize_t end = d.rows; end > 0;) {
+        const hsize_t n = std::min<hsize_t>(end, kIndexChunk / 16);
+        std::int64_t most = INT64_MIN;
+        for (const auto& r : records(end - n, n)) most = std::max<std::int64_t>(most, r.step);
+        if (most < from) return end;
+        end -= n;
+    }
+    return 0;
+}
+
 }  // namespace
+
+void TraceIndex::start_at(const TraceFile& f, std::int64_t from) {
+    const auto table = [&f]<class Table>(const Dataset& d, Table) {
+        return [&f, &d](hsize_t at, hsize_t n) { return f.read_records<Table>(d, at, n); };
+    };
+    const auto keys = [&f](const Dataset& d) { return [&f, &d](hsize_t at, hsize_t n) { return f.read_keys(d, at, n); }; };
+    indexed_steps = tail_row(f.steps, from, table(f.steps, s::StepTable{}));
+    indexed_scaling = tail_row(f.scaling_index, from, table(f.scaling_index, s::ScalingIndexTable{}));
+    indexed_operands = tail_row(f.operands, from, keys(f.operands));
+    indexed_blockmaps = tail_row(f.blockmaps, from, keys(f.blockmaps));
+    indexed_ops = tail_row(f.ops, from, table(f.ops, s::OpTable{}));
+    indexed_kernel_steps = tail_row(f.kernel_steps, from, table(f.kernel_steps, s::KernelStepTable{}));
+    indexed_ranks = tail_row(f.ranks, from, table(f.ranks, s::RankTable{}));
+    indexed_gemm_errors = tail_row(f.gemm_errors, from, table(f.gemm_errors, s::GemmErrorTable{}));
+}
 
 bool TraceIndex::update(const TraceFile& f, TraceMeta& meta) {
     bool grew = false;
@@ -75,13 +107,8 @@ bool TraceIndex::update(const TraceFile& f, TraceMeta& meta) {
     if (f.steps.rows > indexed_steps) {
         auto rows = f.read_records<s::StepTable>(f.steps, indexed_steps, f.steps.rows - indexed_steps);
         for (std::size_t i = 0; i < rows.size(); ++i) {
-            StepRecord& r = rows[i];
-            check_run(f, meta, r.run, s::kSteps, indexed_steps + i);
-            if (r.recipe < -1 || r.recipe >= static_cast<int>(meta.training_recipes.size()))
-                throw f.fail(std::string(s::kSteps) + " row " + std::to_string(indexed_steps + i) + ": recipe " +
-                             std::to_string(r.recipe) + " is not in the recipe table");
-            if (f.format_version < 4) r.step_ms *= 1e3;  // step_time_s, in seconds
-            step_records.push_back(r);
+            check_step_record(f, meta, rows[i], indexed_steps + i);
+            step_records.push_back(rows[i]);
         }
         indexed_steps = f.steps.rows;
         grew = true;
@@ -131,6 +158,27 @@ bool TraceIndex::update(const TraceFile& f, TraceMeta& meta) {
             gemm_error_records.push_back(r);
         }
         indexed_gemm_errors = f.gemm_errors.rows;
+        grew = true;
+    }
+    if (f.gate_up.rows > indexed_gate_up) {
+        auto rows = f.read_records<s::GateUpAlignmentTable>(f.gate_up, indexed_gate_up, f.gate_up.rows - indexed_gate_up);
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            const GateUpAlignmentRecord& r = rows[i];
+            const std::string at = std::string(s::kGateUpAlignment) + " row " + std::to_string(indexed_gate_up + i);
+            check_run(f, meta, r.run, s::kGateUpAlignment, indexed_gate_up + i);
+            if (r.linear < 0 || r.linear >= static_cast<int>(meta.linears.size()))
+                throw f.fail(at + ": linear " + std::to_string(r.linear) + " out of range");
+            if (r.channels < 0 || r.top_channel < -1 || r.top_channel >= r.channels || r.aligned < 0 ||
+                r.aligned > r.channels)
+                throw f.fail(at + ": top_channel " + std::to_string(r.top_channel) + ", aligned " +
+                             std::to_string(r.aligned) + " do not fit channels " + std::to_string(r.channels));
+            // A cosine's magnitude is at most 1 (NaN: not computed).
+            for (double c : {r.mean_abs_cos, r.p99_abs_cos, r.max_abs_cos, r.top_cos})
+                if (std::fabs(c) > 1)
+                    throw f.fail(at + ": cosine " + std::to_string(c) + " outside [-1, 1]");
+            gate_up_records.push_back(r);
+        }
+        indexed_gate_up = f.gate_up.rows;
         grew = true;
     }
     if (f.scaling_index.rows > indexed_scaling) {

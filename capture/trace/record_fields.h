@@ -220,6 +220,23 @@ constexpr void visit_fields(S& k, V&& v) {
     v("bytes", k.bytes);
 }
 
+template <fields::Of<GateUpAlignmentRecord> S, class V>
+constexpr void visit_fields(S& a, V&& v) {
+    v("run", a.run, IdIn{NameTable::Runs});
+    v("step", a.step);
+    v("linear", a.linear, IdIn{NameTable::Linears});
+    v("channels", a.channels);
+    v("mean_abs_cos", a.mean_abs_cos);
+    v("p99_abs_cos", a.p99_abs_cos);
+    v("max_abs_cos", a.max_abs_cos);
+    v("aligned", a.aligned);
+    v("top_channel", a.top_channel);
+    v("top_cos", a.top_cos);
+    v("top_norm_product", a.top_norm_product);
+    v("top_down_amax", a.top_down_amax);
+    v("down_amax_median", a.down_amax_median);
+}
+
 template <fields::Of<OpNameRecord> S, class V>
 constexpr void visit_fields(S& n, V&& v) {
     v("id", n.id);

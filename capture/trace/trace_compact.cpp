@@ -35,6 +35,7 @@ void for_each_record(const TraceReader& r, const std::function<void(Record)>& pu
         for (auto& x : r.ops(run, INT64_MIN, INT64_MAX)) put(std::move(x));
         for (auto& x : r.kernel_steps(run, INT64_MIN, INT64_MAX)) put(std::move(x));
         for (auto& x : r.gemm_errors(run)) put(std::move(x));
+        for (auto& x : r.gate_up_alignment(run)) put(std::move(x));
     }
     for (auto& x : r.events()) put(std::move(x));
     for (auto& x : r.rank_steps()) put(std::move(x));
@@ -136,6 +137,7 @@ CompactCounts compact_trace(const std::string& in, const std::string& out) {
             else if constexpr (std::is_same_v<T, RankStepRecord>) ++n.ranks;
             else if constexpr (std::is_same_v<T, GemmErrorRecord>) ++n.gemm_errors;
             else if constexpr (std::is_same_v<T, KernelStepRecord>) ++n.kernel_steps;
+            else if constexpr (std::is_same_v<T, GateUpAlignmentRecord>) ++n.gate_up;
         }, rec);
         w.write(std::move(rec));
     });

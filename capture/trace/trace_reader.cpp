@@ -11,6 +11,7 @@
 #include "reader_decode.h"
 #include "reader_file.h"
 #include "reader_index.h"
+#include "reader_overview.h"
 
 namespace fp8scope::trace {
 namespace s = schema;
@@ -19,16 +20,33 @@ struct TraceReader::Impl {
     TraceFile file;
     TraceMeta meta;
     TraceIndex index;
+    std::unique_ptr<StepOverview> overview;  // set when opened as an overview
+    std::int64_t detail_from = INT64_MIN;
+    std::size_t buckets = StepDecimator::kDefaultBuckets;
 
     RecordDecoder decoder() const { return {file, meta}; }
+    // An overview's pass over /steps, done when first needed and then for what was added.
+    const StepOverview& scanned() const {
+        if (overview->scanned < file.steps.rows) overview->scan(file, meta, buckets);
+        return *overview;
+    }
 };
 
-TraceReader::TraceReader(const std::string& path) : impl_(std::make_unique<Impl>()) {
-    impl_->file.path = path;
+TraceReader::TraceReader(const std::string& path, const LargeTraceOptions& large) : impl_(std::make_unique<Impl>()) {
+    Impl& d = *impl_;
+    d.file.path = path;
+    d.buckets = large.buckets;
     try {
-        impl_->file.open(impl_->meta);
-        impl_->index.op_rows.resize(impl_->meta.runs.size());
-        impl_->index.update(impl_->file, impl_->meta);
+        d.file.open(d.meta);
+        d.index.op_rows.resize(d.meta.runs.size());
+        if (large.min_step_rows > 0 && d.file.steps.rows >= large.min_step_rows) {
+            d.overview = std::make_unique<StepOverview>();
+            const std::int64_t newest = newest_step(d.file, d.meta);  // where the runs are now
+            const std::int64_t tail = std::max<std::int64_t>(large.tail_steps, 1);
+            d.detail_from = newest > INT64_MIN + tail ? newest - tail + 1 : INT64_MIN;
+            d.index.start_at(d.file, d.detail_from);
+        }
+        d.index.update(d.file, d.meta);
     } catch (const h5::Error& e) {
         throw TraceError(path, e.what());
     }
@@ -42,6 +60,27 @@ const TraceMeta& TraceReader::meta() const { return impl_->meta; }
 bool TraceReader::refresh() {
     impl_->file.refresh();
     return impl_->index.update(impl_->file, impl_->meta);
+}
+
+bool TraceReader::overview() const { return impl_->overview != nullptr; }
+std::int64_t TraceReader::detail_from() const { return impl_->detail_from; }
+
+std::vector<StepRecord> TraceReader::step_overview(int run) const {
+    const Impl& d = *impl_;
+    if (run < 0 || run >= static_cast<int>(d.meta.runs.size())) return {};
+    if (d.overview) return d.scanned().runs[run].rows();
+    StepDecimator decimator(d.buckets);
+    for (const auto& s : d.index.step_records)
+        if (s.run == run) decimator.add(s);
+    return decimator.rows();
+}
+
+std::vector<StepRecord> TraceReader::steps(int run, std::int64_t from, std::int64_t to) const {
+    const Impl& d = *impl_;
+    if (d.overview) return d.scanned().read(d.file, d.meta, run, from, to);
+    std::vector<StepRecord> out = standing_records(steps(run));
+    std::erase_if(out, [&](const StepRecord& r) { return r.step < from || r.step > to; });
+    return out;
 }
 
 std::vector<StepRecord> TraceReader::steps(int run) const {
@@ -66,6 +105,13 @@ std::vector<GemmErrorRecord> TraceReader::gemm_errors(int run) const {
     std::vector<GemmErrorRecord> out;
     for (const auto& g : impl_->index.gemm_error_records)
         if (g.run == run) out.push_back(g);
+    return out;
+}
+
+std::vector<GateUpAlignmentRecord> TraceReader::gate_up_alignment(int run) const {
+    std::vector<GateUpAlignmentRecord> out;
+    for (const auto& a : impl_->index.gate_up_records)
+        if (a.run == run) out.push_back(a);
     return out;
 }
 
@@ -157,6 +203,38 @@ std::vector<OperandRecord> TraceReader::operands(int run, std::int64_t step) con
     return out;
 }
 
+namespace {
+
+// One operand row's point: its scalar figures and its errors (read from /operands/errors).
+OperandPoint point_of(const RecordDecoder& decoder, const unsigned char* bytes, hsize_t row) {
+    OperandRecord r;
+    s::OperandSpans spans;
+    s::get_row<s::OperandTable>(bytes, r, spans);
+    decoder.check_quantizer_in_use(r.quantizer_in_use, row);
+    OperandPoint p;
+    p.step = r.key.step;
+    p.quantizer_in_use = r.quantizer_in_use;
+    p.amax = r.stats.amax;
+    p.scale = r.scale;
+    p.kurtosis = r.stats.outliers.kurtosis;
+    p.dynamic_range = r.stats.dynamic_range;
+    p.errors = decoder.read_errors(spans, row, false);
+    return p;
+}
+
+// A step recorded again after a rewind replaces the earlier point.
+void keep_later_of_each_step(std::vector<OperandPoint>& v) {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        if (n > 0 && v[n - 1].step == v[i].step) v[n - 1] = std::move(v[i]);
+        else if (n != i) v[n++] = std::move(v[i]);
+        else ++n;
+    }
+    v.resize(n);
+}
+
+}  // namespace
+
 std::vector<OperandPoint> TraceReader::operand_series(int run, int linear, Gemm gemm, Operand operand) const {
     const Impl& d = *impl_;
     std::vector<OperandPoint> out;
@@ -165,23 +243,41 @@ std::vector<OperandPoint> TraceReader::operand_series(int run, int linear, Gemm 
     std::vector<hsize_t> idx;
     for (const auto& [step, row] : it->second) idx.push_back(row);
     const auto rows = d.file.read_table_at(d.file.operands, idx);
-    OperandRecord r;  // reused: only the row's own columns are read into it
-    s::OperandSpans spans;
-    for (std::size_t i = 0; i < idx.size(); ++i) {
-        s::get_row<s::OperandTable>(rows.data() + i * d.file.operands.layout.size, r, spans);
-        d.decoder().check_quantizer_in_use(r.quantizer_in_use, idx[i]);
-        OperandPoint p;
-        p.step = r.key.step;
-        p.quantizer_in_use = r.quantizer_in_use;
-        p.amax = r.stats.amax;
-        p.scale = r.scale;
-        p.kurtosis = r.stats.outliers.kurtosis;
-        p.dynamic_range = r.stats.dynamic_range;
-        p.errors = d.decoder().read_errors(spans, idx[i], false);
-        // A step recorded again after a rewind replaces the earlier point.
-        if (!out.empty() && out.back().step == p.step) out.back() = std::move(p);
-        else out.push_back(std::move(p));
+    for (std::size_t i = 0; i < idx.size(); ++i)
+        out.push_back(point_of(d.decoder(), rows.data() + i * d.file.operands.layout.size, idx[i]));
+    keep_later_of_each_step(out);
+    return out;
+}
+
+std::vector<std::vector<OperandPoint>> TraceReader::run_operand_series(int run) const {
+    const Impl& d = *impl_;
+    std::vector<std::vector<OperandPoint>> out(std::size_t(d.file.slots));
+    // Every point of the run, read in file order: the compressed errors of a capture step
+    // are then inflated once, where a series at a time inflates each chunk once per series.
+    struct At {
+        hsize_t row;
+        std::size_t slot, i;
+    };
+    std::vector<At> at;
+    for (std::size_t slot = 0; slot < out.size(); ++slot) {
+        auto it = d.index.series_rows.find({run, int(slot)});
+        if (it == d.index.series_rows.end()) continue;
+        out[slot].resize(it->second.size());
+        for (std::size_t i = 0; i < it->second.size(); ++i) at.push_back({it->second[i].second, slot, i});
     }
+    std::sort(at.begin(), at.end(), [](const At& a, const At& b) { return a.row < b.row; });
+    constexpr std::size_t kRowsPerRead = 4096;  // operand rows read at a time: memory stays flat
+    for (std::size_t from = 0; from < at.size(); from += kRowsPerRead) {
+        const std::size_t n = std::min(kRowsPerRead, at.size() - from);
+        std::vector<hsize_t> idx(n);
+        for (std::size_t k = 0; k < n; ++k) idx[k] = at[from + k].row;
+        const auto rows = d.file.read_table_at(d.file.operands, idx);
+        for (std::size_t k = 0; k < n; ++k) {
+            const At& a = at[from + k];
+            out[a.slot][a.i] = point_of(d.decoder(), rows.data() + k * d.file.operands.layout.size, a.row);
+        }
+    }
+    for (auto& v : out) keep_later_of_each_step(v);
     return out;
 }
 

@@ -22,11 +22,22 @@ struct OperandPoint {
     std::vector<ErrorStats> errors;  // one per recipe (recipe names empty: use meta)
 };
 
+// How a trace too large to hold opens: as an overview (TraceReader::overview()).
+struct LargeTraceOptions {
+    // A trace with at least this many step records (all runs together) opens as an
+    // overview; 0: every trace opens whole.
+    std::uint64_t min_step_rows = 0;
+    // An overview indexes the records of this many steps before the newest, whole.
+    std::int64_t tail_steps = 2000;
+    // Buckets of each run's decimated steps (step_decimator.h).
+    std::size_t buckets = 4096;  // StepDecimator::kDefaultBuckets
+};
+
 class TraceReader {
 public:
     // Throws TraceError: missing file, not HDF5, not an fp8scope trace, newer format
     // version, missing or malformed objects.
-    explicit TraceReader(const std::string& path);
+    explicit TraceReader(const std::string& path, const LargeTraceOptions& large = {});
     ~TraceReader();
     TraceReader(TraceReader&&) noexcept;
     TraceReader& operator=(TraceReader&&) noexcept;
@@ -36,6 +47,23 @@ public:
     // Re-reads the extent of every dataset of a growing file; true when rows were added.
     bool refresh();
 
+    // A trace opened as an overview holds in memory only what its views need first, so that
+    // one of any size opens in a second or two: only the records of the newest steps (from
+    // detail_from() on) are indexed, and every query below but step_overview and
+    // steps(run, from, to) sees those alone. The first call of either of those two reads
+    // every step record once, for the decimated series and a map of where each run's
+    // steps lie in the file. Records a growing file adds are indexed as usual.
+    bool overview() const;
+    // The first step whose records are all indexed: INT64_MIN unless an overview.
+    std::int64_t detail_from() const;
+    // The step records of `run` that stand, decimated for a plot of the whole run (min/max
+    // per bucket: spikes kept, step_decimator.h), step ascending.
+    std::vector<StepRecord> step_overview(int run) const;
+    // The step records of `run` in [from, to] that stand, step ascending, at full detail;
+    // in an overview read from the rows that hold them (what a zoomed-in plot needs).
+    std::vector<StepRecord> steps(int run, std::int64_t from, std::int64_t to) const;
+
+    // Every indexed step record of `run`, in file order.
     std::vector<StepRecord> steps(int run) const;
     std::int64_t last_step(int run) const;  // -1 when none
     std::vector<EventRecord> events() const;
@@ -46,6 +74,9 @@ public:
     // The output error of every GEMM of `run` at its capture steps (one row per linear and
     // GEMM), in file order; none in a file from before they were recorded.
     std::vector<GemmErrorRecord> gemm_errors(int run) const;
+    // How far the gate and up projections of every SwiGLU MLP of `run` aligned, at its capture
+    // steps (one row per MLP), in file order; none for other models and in files before format 7.
+    std::vector<GateUpAlignmentRecord> gate_up_alignment(int run) const;
     // Per-step amax/scale of every operand slot, steps in [from, to].
     std::vector<ScalingRecord> scaling(int run, std::int64_t from, std::int64_t to) const;
     // The steps in [from, to] that have scaling, op or kernel-sum rows, ascending, each once: a
@@ -57,6 +88,9 @@ public:
     std::optional<OperandRecord> operand(const OperandKey& key) const;
     std::vector<OperandRecord> operands(int run, std::int64_t step) const;
     std::vector<OperandPoint> operand_series(int run, int linear, Gemm gemm, Operand operand) const;
+    // operand_series of every operand slot of `run` (indexed by operand_slot), read in file
+    // order: the same points, each chunk of the compressed errors inflated once.
+    std::vector<std::vector<OperandPoint>> run_operand_series(int run) const;
 
     std::vector<std::int64_t> blockmap_steps(int run) const;
     std::vector<BlockMapRecord> blockmaps(const OperandKey& key) const;

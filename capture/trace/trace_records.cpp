@@ -131,6 +131,11 @@ std::string check_record(const TraceMeta& m, std::size_t ops, const Record& reco
         if (r->linear < 0 || r->linear >= static_cast<int>(m.linears.size()))
             return "gemm error: " + out_of_range("linear", r->linear, m.linears.size());
         if (static_cast<int>(r->gemm) > 2) return "gemm error: " + out_of_range("gemm", static_cast<int>(r->gemm), 3);
+    } else if (auto* r = std::get_if<GateUpAlignmentRecord>(&record)) {
+        if (auto e = check_run(m, r->run); !e.empty()) return "gate/up alignment: " + e;
+        if (r->linear < 0 || r->linear >= static_cast<int>(m.linears.size()))
+            return "gate/up alignment: " + out_of_range("linear", r->linear, m.linears.size());
+        if (r->top_channel >= r->channels) return "gate/up alignment: " + out_of_range("top_channel", r->top_channel, std::size_t(r->channels));
     } else if (auto* r = std::get_if<KernelStepRecord>(&record)) {
         if (auto e = check_run(m, r->run); !e.empty()) return "kernel step: " + e;
         if (r->op < 0 || static_cast<std::size_t>(r->op) >= ops) return "kernel step: " + out_of_range("op", r->op, ops);

@@ -220,6 +220,26 @@ struct GemmErrorRecord {
     double max_abs_err = kNone;  // max |out - ref|
 };
 
+// How far the gate and up projections of one SwiGLU MLP have aligned at a capture step
+// (stats/gate_up_alignment.h, from fc1's weight as the step's fprop read it), with the down
+// projection's input channel amax of the channel most likely to make its outliers (since
+// format 7).
+struct GateUpAlignmentRecord {
+    std::int32_t run = 0;
+    std::int64_t step = 0;
+    std::int32_t linear = 0;       // the MLP's fc1 (gate and up): TraceMeta::linears
+    std::int64_t channels = 0;     // H, the hidden width
+    double mean_abs_cos = kNone;   // over the channels' |cos(gate row, up row)|
+    double p99_abs_cos = kNone;
+    double max_abs_cos = kNone;
+    std::int64_t aligned = 0;      // channels with |cos| > 0.9
+    std::int64_t top_channel = -1;  // the largest |cos| x ||gate row|| ||up row||
+    double top_cos = kNone;         // its cos, signed
+    double top_norm_product = kNone;
+    double top_down_amax = kNone;     // fc2's input: max |x| of that channel (NaN: not captured)
+    double down_amax_median = kNone;  // and the median over its channels
+};
+
 // What an OpRecord times: an op's host code, or what a device ran (kernel timing).
 enum class OpKind : std::int32_t { Host = 0, Kernel = 1, Memcpy = 2, Memset = 3 };
 const char* op_kind_name(OpKind k);  // "host", "kernel", "memcpy", "memset"
@@ -267,7 +287,8 @@ struct OpNameRecord {
 
 // Any record, as queued for the writer and sent over the live stream.
 using Record = std::variant<StepRecord, EventRecord, ScalingRecord, OperandRecord, BlockMapRecord,
-                            OpRecord, OpNameRecord, RankStepRecord, GemmErrorRecord, KernelStepRecord>;
+                            OpRecord, OpNameRecord, RankStepRecord, GemmErrorRecord, KernelStepRecord,
+                            GateUpAlignmentRecord>;
 
 // Where records go: the trace writer, the live server, or both.
 class RecordSink {

@@ -172,6 +172,7 @@ struct TraceWriter::Impl {
     RowTable<s::KernelStepTable> kernel_steps;
     RowTable<s::RankTable> ranks;
     RowTable<s::GemmErrorTable> gemm_errors;
+    RowTable<s::GateUpAlignmentTable> gate_up;
     RowTable<s::PrecisionTable> precision;
     RowTable<s::InjectionTable> injections;
     hsize_t slots = 0;
@@ -319,6 +320,7 @@ struct TraceWriter::Impl {
         kernel_steps = make_table<s::KernelStepTable>(s::kKernelSteps, 4096, Storage::WholeChunks);
         ranks = make_table<s::RankTable>(s::kRanks, 512);
         gemm_errors = make_table<s::GemmErrorTable>(s::kGemmErrors, 512);
+        gate_up = make_table<s::GateUpAlignmentTable>(s::kGateUpAlignment, 256);
 
         h5::check(H5Fflush(file, H5F_SCOPE_LOCAL), "flush before SWMR");
         if (H5Fstart_swmr_write(file) < 0) throw fail("cannot switch to SWMR writing");
@@ -393,6 +395,7 @@ struct TraceWriter::Impl {
     void add(const OpNameRecord& r) { ops_names.add(r.name); }
     void add(const RankStepRecord& r) { ranks.add(r); }
     void add(const GemmErrorRecord& r) { gemm_errors.add(r); }
+    void add(const GateUpAlignmentRecord& r) { gate_up.add(r); }
 
     // Every dataset closed before the file, so the file really closes (and its SWMR mark
     // is cleared) now rather than when the last id goes.
@@ -400,8 +403,8 @@ struct TraceWriter::Impl {
         Table* tables[] = {&runs, &linears, &quantizers, &training_recipes, &ops_names, &gemms, &operands_names,
                            &event_kinds, &steps, &events, &scaling_index, &scaling_amax, &scaling_scale, &operands,
                            &errors, &histogram, &channel_absmax, &top, &amax_history, &blockmaps, &block_absmax,
-                           &block_scale_inv, &block_sqnr, &ops, &kernel_steps, &ranks, &gemm_errors, &precision,
-                           &injections};
+                           &block_scale_inv, &block_sqnr, &ops, &kernel_steps, &ranks, &gemm_errors, &gate_up,
+                           &precision, &injections};
         for (Table* t : tables) t->dset.reset();
         file.reset();
     }
@@ -414,7 +417,7 @@ struct TraceWriter::Impl {
     std::vector<const Table*> all_tables() const {
         return {&ops_names, &steps, &events, &scaling_index, &scaling_amax, &scaling_scale, &operands, &errors,
                 &histogram, &channel_absmax, &top, &amax_history, &blockmaps, &block_absmax, &block_scale_inv,
-                &block_sqnr, &ops, &kernel_steps, &ranks, &gemm_errors};
+                &block_sqnr, &ops, &kernel_steps, &ranks, &gemm_errors, &gate_up};
     }
 
     // Data first, then the rows that point into it, each flushed before the next group.
@@ -423,7 +426,7 @@ struct TraceWriter::Impl {
         Table* data[] = {&histogram, &channel_absmax, &top, &amax_history, &errors, &block_absmax,
                          &block_scale_inv, &block_sqnr, &scaling_amax, &scaling_scale, &ops_names};
         Table* owners[] = {&operands, &blockmaps, &scaling_index, &steps, &events, &ops, &kernel_steps, &ranks,
-                           &gemm_errors};
+                           &gemm_errors, &gate_up};
         for (Table* t : data) {
             bool had = t->pending_rows() > 0;
             t->write();

@@ -23,6 +23,9 @@ public:
     // The error sums of `out` against `reference` (same shape and type, row-major; a GEMM's
     // output and the same GEMM of unquantized operands), in double (waits).
     virtual OutputError output_error(const TensorDesc& out, const TensorDesc& reference) = 0;
+    // The view's values as float32 on the host, row-major (rows, cols) (waits): for the
+    // figures capture computes on the host (a SwiGLU's gate/up alignment).
+    virtual std::vector<float> host_values(const TensorDesc& x) = 0;
 };
 
 }  // namespace fp8scope

@@ -229,4 +229,10 @@ Analysis CpuBackend::analyze(const TensorDesc& x, const std::vector<Recipe>& rec
     return fp8scope::analyze(contiguous(x, tmp), recipes, opt, extras);
 }
 
+std::vector<float> CpuBackend::host_values(const TensorDesc& x) {
+    std::vector<float> tmp;
+    const MatrixView v = contiguous(x, tmp);
+    return tmp.empty() ? std::vector<float>(v.data, v.data + x.numel()) : tmp;
+}
+
 }  // namespace fp8scope

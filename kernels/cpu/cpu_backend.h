@@ -96,6 +96,7 @@ public:
     Analysis analyze(const TensorDesc& x, const std::vector<Recipe>& recipes, const StatsOptions& opt,
                      const AnalysisExtras& extras) override;
     OutputError output_error(const TensorDesc& out, const TensorDesc& reference) override;  // output_error.cpp
+    std::vector<float> host_values(const TensorDesc& x) override;
 
     // NonFiniteOps: cpu/nonfinite.h in plain code; the staged copy is taken at once.
     void find_nonfinite(const TensorDesc& x, std::uint32_t tag, std::uint64_t* first) override;

@@ -416,6 +416,13 @@ Analysis CudaBackend::analyze(const TensorDesc& x, const std::vector<Recipe>& re
         throw std::logic_error(std::string("cuda analyze: tensor is ") + kind(x.dtype));
     if (cuda::device_analysis_supports(recipes, opt, x.numel()))
         return analyzer_->analyze({x.data, x.dtype, x.rows, x.cols, x.transposed}, recipes, opt, extras, stream());
+    const std::vector<float> values = host_values(x);
+    return fp8scope::analyze(MatrixView{values.data(), x.rows, x.cols}, recipes, opt, extras);
+}
+
+std::vector<float> CudaBackend::host_values(const TensorDesc& x) {
+    if (x.dtype != DType::F32 && x.dtype != DType::BF16)
+        throw std::logic_error(std::string("cuda host_values: tensor is ") + kind(x.dtype));
     const std::size_t n = std::size_t(x.numel());
     std::vector<float> stored(n);  // as stored: (rows, cols), or (cols, rows) for a transposed view
     if (x.dtype == DType::F32) {
@@ -427,14 +434,14 @@ Analysis CudaBackend::analyze(const TensorDesc& x, const std::vector<Recipe>& re
             for (std::int64_t i = i0; i < i1; ++i) stored[std::size_t(i)] = bf16_to_float(raw[std::size_t(i)]);
         });
     }
-    if (!x.transposed) return fp8scope::analyze(MatrixView{stored.data(), x.rows, x.cols}, recipes, opt, extras);
+    if (!x.transposed) return stored;
     std::vector<float> values(n);  // the view's (rows, cols) = the transpose of what is stored
     const std::int64_t rows = x.rows, cols = x.cols;
     parallel_for(rows, 16, 0, [&](std::int64_t r0, std::int64_t r1) {
         for (std::int64_t r = r0; r < r1; ++r)
             for (std::int64_t c = 0; c < cols; ++c) values[std::size_t(r * cols + c)] = stored[std::size_t(c * rows + r)];
     });
-    return fp8scope::analyze(MatrixView{values.data(), rows, cols}, recipes, opt, extras);
+    return values;
 }
 
 }  // namespace fp8scope

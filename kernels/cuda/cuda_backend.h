@@ -164,6 +164,8 @@ public:
                      const AnalysisExtras& extras) override;
     // cuda/analysis/output_error.h on the stream (cuda_backend_output_error.cpp).
     OutputError output_error(const TensorDesc& out, const TensorDesc& reference) override;
+    // A copy to the host, BF16 widened, a transposed view transposed there.
+    std::vector<float> host_values(const TensorDesc& x) override;
 
     // NonFiniteOps: cuda/ops/nonfinite.h on the stream (cuda_backend_nonfinite.cpp).
     void find_nonfinite(const TensorDesc& x, std::uint32_t tag, std::uint64_t* first) override;

@@ -14,14 +14,18 @@ namespace fp8scope::trace::testing {
 
 // `max_steps`: capture and block-map steps visited per run (a fuzzer keeps it small: a
 // patched extent gives thousands).
-inline void read_everything_of(const std::string& path, std::size_t max_steps = SIZE_MAX) {
-    TraceReader r(path);
+// `large`: how a large trace opens (TraceReader::overview()).
+inline void read_everything_of(const std::string& path, std::size_t max_steps = SIZE_MAX,
+                               const LargeTraceOptions& large = {}) {
+    TraceReader r(path, large);
     const TraceMeta& m = r.meta();
     r.refresh();
     r.events();
     r.rank_steps();
     for (int run = -1; run <= static_cast<int>(m.runs.size()); ++run) {  // and ids outside the runs
         r.steps(run);
+        r.steps(run, INT64_MIN, INT64_MAX);
+        r.step_overview(run);
         r.last_step(run);
         r.scaling(run, INT64_MIN, INT64_MAX);
         r.row_steps(run, INT64_MIN, INT64_MAX);
@@ -41,6 +45,7 @@ inline void read_everything_of(const std::string& path, std::size_t max_steps = 
                     }
         r.ops(run, INT64_MIN, INT64_MAX);
         r.gemm_errors(run);
+        r.gate_up_alignment(run);
     }
 }
 

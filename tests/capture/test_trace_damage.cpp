@@ -46,11 +46,12 @@ void put_bytes(const std::string& path, const char* data, std::size_t n) {
     f.write(data, static_cast<std::streamsize>(n));
 }
 
-// Opens and reads everything; true when it all worked, false on a TraceError. Any other
-// exception fails the test.
+// Opens and reads everything, whole and as a large trace; true when it all worked, false
+// on a TraceError. Any other exception fails the test.
 bool read_everything(const std::string& path) {
     try {
         read_everything_of(path);
+        read_everything_of(path, SIZE_MAX, {.min_step_rows = 1, .tail_steps = 2});
         return true;
     } catch (const TraceError& e) {
         EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << "the message names the file";

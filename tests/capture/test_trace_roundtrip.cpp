@@ -139,10 +139,10 @@ TEST(TraceRoundTrip, EveryQuantityComesBack) {
     EXPECT_FALSE(r.refresh());  // a finished file does not grow
 }
 
-// Every dataset of a format 6 file, each compound table's columns in order (an empty
+// Every dataset of a format 7 file, each compound table's columns in order (an empty
 // list: a dataset of plain numbers), as docs/trace-format.md lists them.
 using Columns = std::vector<std::string>;
-const std::map<std::string, Columns>& format6_datasets() {
+const std::map<std::string, Columns>& format7_datasets() {
     static const std::map<std::string, Columns> d = {
         {"/meta/runs", {"name", "recipe"}},
         {"/meta/linears", {"name", "layer", "in_features", "out_features"}},
@@ -190,6 +190,10 @@ const std::map<std::string, Columns>& format6_datasets() {
         {"/gemm_error", {"run", "step", "linear", "gemm", "sqnr_db", "rel_err", "max_abs_err"}},
         // Since format 6: every step's kernel sums.
         {"/kernel_steps", {"run", "step", "op", "parent", "kind", "detailed", "count", "total_ns", "min_ns", "max_ns", "bytes"}},
+        // Since format 7: a SwiGLU model's gate/up alignment.
+        {"/gate_up_alignment",
+         {"run", "step", "linear", "channels", "mean_abs_cos", "p99_abs_cos", "max_abs_cos", "aligned", "top_channel",
+          "top_cos", "top_norm_product", "top_down_amax", "down_amax_median"}},
     };
     return d;
 }
@@ -236,13 +240,12 @@ std::map<std::string, Columns> datasets_of(const std::string& path) {
 }
 
 TEST(TraceRoundTrip, FileHoldsTheDatasetsAndColumnsOfItsFormat) {
-    // Format 7 added the world_changed event kind: the datasets and columns are format 6's.
     EXPECT_EQ(kFormatVersion, 7) << "a new format version: add its datasets and columns here";
     TempDir dir;
     const std::string path = dir.file("run.h5");
     write_sample(path);
     const auto got = datasets_of(path);
-    const auto& want = format6_datasets();
+    const auto& want = format7_datasets();
     for (const auto& [ds, cols] : want) {
         auto it = got.find(ds);
         ASSERT_NE(it, got.end()) << "missing dataset " << ds;

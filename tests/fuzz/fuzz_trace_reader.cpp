@@ -153,5 +153,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         trace::testing::read_everything_of(path, 4);
     } catch (const trace::TraceError&) {
     }
+    try {  // as a large trace: the newest steps indexed, the step table scanned
+        trace::testing::read_everything_of(path, 4, {.min_step_rows = 1, .tail_steps = 2});
+    } catch (const trace::TraceError&) {
+    }
     return 0;
 }

@@ -134,6 +134,11 @@ private slots:
         diagnose::Finding headroom;
         headroom.kind = "headroom";
         QCOMPARE(finding_target(headroom).view, QString("amax"));
+        diagnose::Finding alignment;
+        alignment.kind = "gate_up_alignment";
+        alignment.linear = 2;  // fc1: the layer, no operand
+        QCOMPARE(finding_target(alignment).view, QString("outliers"));
+        QVERIFY(!finding_target(alignment).operand);
     }
 };
 

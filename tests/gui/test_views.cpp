@@ -291,6 +291,47 @@ private slots:
         t::close_view_set(set);
     }
 
+    // A SwiGLU model's gate/up alignment: hidden without rows; with them one line per MLP
+    // over the capture steps and the 0.9 mark, the title naming the most aligned layer at
+    // the cursor, its leading channel and that channel's amax against the median's.
+    void outliersGateUpAlignment() {
+        auto* v = show<OutliersView>("outliers");
+        QVERIFY(v->alignmentPlot()->isHidden());
+        const int run = selection_.run();
+        views::TraceBatch batch;
+        for (std::int64_t step : {0, 10, 20, 30})
+            for (int l : {1, 3}) {  // the synthetic trace's mlp.fc1 of layers 0 and 1
+                trace::GateUpAlignmentRecord a;
+                a.run = run, a.step = step, a.linear = l, a.channels = 128;
+                a.max_abs_cos = l == 3 ? 0.1 + 0.25 * double(step / 10) : 0.12;  // layer 1: 0.1 .. 0.85
+                a.aligned = l == 3 && step >= 20 ? 2 : 0;
+                a.top_channel = l == 3 ? 17 : 5, a.top_cos = -0.8, a.top_norm_product = 2;
+                a.top_down_amax = 30, a.down_amax_median = 1.5;
+                batch.gate_up.push_back(a);
+            }
+        QVERIFY(store_.append(store_.generation(), std::move(batch)));
+        const std::int64_t before = cursor_.step();
+        cursor_.setStep(25);
+        v = show<OutliersView>("outliers");
+        QCustomPlot* p = v->alignmentPlot();
+        QTRY_VERIFY(!p->isHidden());
+        QCOMPARE(p->graphCount(), 3);
+        QCOMPARE(p->graph(0)->name(), QString("layer 0"));
+        QCOMPARE(p->graph(1)->name(), QString("layer 1"));
+        QCOMPARE(p->graph(1)->dataCount(), 4);
+        QCOMPARE((p->graph(1)->data()->constBegin() + 2)->key, 20.0);
+        QCOMPARE((p->graph(1)->data()->constBegin() + 2)->value, 0.6);
+        QCOMPARE(p->graph(0)->data()->constBegin()->value, 0.12);
+        QCOMPARE(p->graph(2)->data()->constBegin()->value, 0.9);
+        // At the cursor (25) the newest capture is 20: layer 1 at 0.60, channel 17, 30 / 1.5.
+        const QString title = plot_title(p);
+        QVERIFY2(title.contains("step 20") && title.contains("max |cos| 0.60") && title.contains("channel 17 leads") &&
+                     title.contains("20.0x the median"),
+                 qPrintable(title));
+        QVERIFY2(title.contains(linear_label(store_.read([](const TraceData& d) { return d.meta; }), 3)), qPrintable(title));
+        cursor_.setStep(before);
+    }
+
     // The output statistic: layers x GEMM from the run's GemmErrorRecords at the cursor,
     // the figures as recorded, +inf SQNR (an unquantized GEMM) out of the colour range;
     // the title names the most damaged GEMM.

@@ -16,7 +16,9 @@ void DataSource::shutdown() {
     workers_.waitForDone();
 }
 
-void DataSource::begin(trace::TraceMeta meta) { generation_ = store_->reset(std::move(meta)); }
+void DataSource::begin(trace::TraceMeta meta, std::vector<RankRun> rank_runs) {
+    generation_ = store_->reset(std::move(meta), std::move(rank_runs));
+}
 
 bool DataSource::deliver(TraceBatch batch) {
     if (batch.empty()) return true;

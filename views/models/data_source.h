@@ -43,7 +43,7 @@ protected:
     SeriesStore* store() const { return store_; }
 
     // Starts a new trace in the store (any thread); later deliveries belong to it.
-    void begin(trace::TraceMeta meta);
+    void begin(trace::TraceMeta meta, std::vector<RankRun> rank_runs = {});
     bool begun() const { return generation_.load() != 0; }
     // Appends a batch to this source's trace (any thread). False when the store moved on to
     // a newer trace or the source ended: the caller stops reading.

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "finding_format.h"
+#include "models/open_trace.h"
 #include "trace_reader.h"
 
 namespace fp8scope::views {
@@ -14,12 +15,13 @@ QString q(const std::string& s) { return QString::fromStdString(s); }
 
 // The view that answers a finding's question: the loss for gaps, the events for rewinds and
 // non-finite values, the amax for scale headroom, the outliers for kurtosis, and the error
-// heatmap for what happened to an operand's cast.
+// heatmap for what happened to an operand's cast; the outliers also for a SwiGLU's gate/up
+// alignment (its plot there).
 QString view_of(const std::string& kind) {
     if (kind == "loss_gap") return "loss";
     if (kind == "rewind" || kind == "nonfinite" || kind == "non_finite") return "events";
     if (kind.find("headroom") != std::string::npos || kind.find("scale_one") != std::string::npos) return "amax";
-    if (kind.find("kurtosis") != std::string::npos) return "outliers";
+    if (kind.find("kurtosis") != std::string::npos || kind == "gate_up_alignment") return "outliers";
     return "error";
 }
 
@@ -45,7 +47,8 @@ FindingTarget finding_target(const diagnose::Finding& f) {
 }
 
 DiagnosedTrace diagnose_file(const std::string& path) {
-    const trace::TraceReader reader(path);
+    // A large trace is diagnosed as the views read it: its newest steps (open_trace.h).
+    const trace::TraceReader reader(path, {.min_step_rows = OpenTrace::kLargeStepRows, .tail_steps = OpenTrace::kTailSteps});
     DiagnosedTrace d{reader.meta(), diagnose::diagnose(reader), trace::read_attribution_table(path)};
     std::sort(d.attribution.begin(), d.attribution.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
     return d;

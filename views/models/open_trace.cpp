@@ -9,7 +9,9 @@
 
 namespace fp8scope::views {
 
-OpenTrace::OpenTrace(const std::string& path) : reader_(std::make_unique<trace::TraceReader>(path)) {
+OpenTrace::OpenTrace(const std::string& path, std::uint64_t large_rows)
+    : reader_(std::make_unique<trace::TraceReader>(path, trace::LargeTraceOptions{.min_step_rows = large_rows,
+                                                                                  .tail_steps = kTailSteps})) {
     const trace::TraceMeta& m = reader_->meta();
     steps_read_.assign(m.runs.size(), 0);
     done_.assign(m.runs.size(), std::nullopt);
@@ -21,6 +23,32 @@ OpenTrace::~OpenTrace() = default;
 const trace::TraceMeta& OpenTrace::meta() const { return reader_->meta(); }
 
 bool OpenTrace::refresh() { return reader_->refresh(); }
+
+bool OpenTrace::overview() const { return reader_->overview(); }
+
+TraceBatch OpenTrace::steps(std::int64_t first, std::int64_t last) const {
+    TraceBatch b;
+    b.replace = TraceBatch::StepRange{first, last, {}};
+    for (int run = 0; run < static_cast<int>(meta().runs.size()); ++run) {
+        b.replace->runs.push_back(run);
+        for (const auto& s : reader_->steps(run, first, last)) b.steps.push_back(s);
+    }
+    return b;
+}
+
+TraceBatch OpenTrace::decimated(std::int64_t first, std::int64_t last) const {
+    // The newest steps stay whole.
+    if (reader_->detail_from() > std::numeric_limits<std::int64_t>::min())
+        last = std::min(last, reader_->detail_from() - 1);
+    TraceBatch b;
+    b.replace = TraceBatch::StepRange{first, last, {}};
+    for (int run = 0; run < static_cast<int>(meta().runs.size()); ++run) {
+        b.replace->runs.push_back(run);
+        for (const auto& s : reader_->step_overview(run))
+            if (s.step >= first && s.step <= last) b.steps.push_back(s);
+    }
+    return b;
+}
 
 // What one readNew() reads of a run: its new step records and the windows of steps that
 // have records, each of at most kBatchSteps steps.
@@ -67,6 +95,11 @@ std::int64_t OpenTrace::readNew(const std::function<void(TraceBatch&&)>& push, c
         if (p.windows.empty()) continue;
         done_[p.run] = p.limit;
         newest = std::max(newest, p.limit);
+    }
+    // An overview: the steps before the newest, decimated, once the newest are shown.
+    if (overview() && !decimated_sent_ && reader_->detail_from() > std::numeric_limits<std::int64_t>::min()) {
+        push(decimated(std::numeric_limits<std::int64_t>::min(), reader_->detail_from() - 1));
+        decimated_sent_ = true;
     }
     return newest;
 }
@@ -135,6 +168,8 @@ void OpenTrace::readWindow(const RunPlan& p, std::size_t window, const std::func
         for (auto& o : reader.operands(p.run, *it)) b.operands.push_back(std::move(o));
     for (auto& g : reader.gemm_errors(p.run))
         if (g.step >= lo && g.step <= hi) b.gemm_errors.push_back(g);
+    for (auto& a : reader.gate_up_alignment(p.run))
+        if (a.step >= lo && a.step <= hi) b.gate_up.push_back(a);
     const auto refs = all_operands(static_cast<int>(reader.meta().linears.size()));
     for (auto [it, end] = within(p.blockmaps); it != end; ++it)
         for (const OperandRef& r : refs)

@@ -11,6 +11,13 @@
 //
 // The work follows the rows in the file, never the span of step numbers: a damaged
 // file's step far from the others (a flipped sign bit, INT64_MAX) costs one batch.
+//
+// A large trace (kLargeStepRows step records or more) opens as an overview
+// (TraceReader::overview()): the first readNew() hands over every record of the newest
+// kTailSteps steps, so that every view shows where the run is now at once, then each run's
+// earlier steps decimated (min/max per bucket) as a batch that replaces them. steps()
+// reads a range at full detail for a plot zoomed into it, and decimated() puts the
+// decimated records back.
 #pragma once
 
 #include <cstdint>
@@ -28,8 +35,12 @@ namespace fp8scope::views {
 
 class OpenTrace {
 public:
-    // Throws trace::TraceError (damaged or foreign file) or std::exception.
-    explicit OpenTrace(const std::string& path);
+    static constexpr std::uint64_t kLargeStepRows = 400'000;  // 100,000 steps of 4 runs
+    static constexpr std::int64_t kTailSteps = 2000;
+
+    // Throws trace::TraceError (damaged or foreign file) or std::exception. `large_rows`:
+    // the step records from which on a trace opens as an overview (0: never).
+    explicit OpenTrace(const std::string& path, std::uint64_t large_rows = kLargeStepRows);
     ~OpenTrace();
 
     const trace::TraceMeta& meta() const;
@@ -45,6 +56,14 @@ public:
 
     static constexpr std::size_t kBatchSteps = 250;
 
+    // Opened as an overview.
+    bool overview() const;
+    // A batch that replaces every run's steps in [first, last] with the records that
+    // stand there, at full detail (steps()) or decimated (decimated(), which leaves the
+    // newest steps whole).
+    TraceBatch steps(std::int64_t first, std::int64_t last) const;
+    TraceBatch decimated(std::int64_t first, std::int64_t last) const;
+
 private:
     struct RunPlan;
     RunPlan plan(int run);
@@ -54,6 +73,7 @@ private:
     std::vector<std::size_t> steps_read_;  // step records consumed, per run
     std::vector<std::optional<std::int64_t>> done_;  // watermark step, per run (none: nothing read)
     std::size_t events_read_ = 0, ops_known_ = 0, ranks_read_ = 0;
+    bool decimated_sent_ = false;  // an overview's decimated earlier steps were handed over
 };
 
 }  // namespace fp8scope::views

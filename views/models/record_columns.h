@@ -58,6 +58,18 @@ public:
             if (c.size() > n) c.resize(n);
     }
 
+    // Replaces rows [first, last) with `rows`.
+    void replace(std::size_t first, std::size_t last, const std::vector<R>& rows) {
+        const auto at = [](auto& v, std::size_t i) { return v.begin() + static_cast<std::ptrdiff_t>(i); };
+        step.erase(at(step, first), at(step, last));
+        for (auto& c : columns_) c.erase(at(c, first), at(c, last));
+        RecordColumns added;
+        for (const R& r : rows) added.push_back(r);
+        step.insert(at(step, first), added.step.begin(), added.step.end());
+        for (std::size_t i = 0; i < columns_.size(); ++i)
+            columns_[i].insert(at(columns_[i], first), added.columns_[i].begin(), added.columns_[i].end());
+    }
+
     // The fields kept as columns, in order.
     static std::vector<std::string_view> names() {
         std::vector<std::string_view> out;

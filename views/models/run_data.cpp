@@ -57,4 +57,13 @@ std::ptrdiff_t RunData::step_row_at(std::int64_t step) const {
     return (it - steps.step.begin()) - 1;
 }
 
+std::vector<std::pair<int, int>> job_runs(const TraceData& d, int run) {
+    if (run < 0 || run >= static_cast<int>(d.rank_runs.size())) return {{run, -1}};
+    std::vector<std::pair<int, int>> out;
+    for (int r = 0; r < static_cast<int>(d.rank_runs.size()); ++r)
+        if (d.rank_runs[r].run == d.rank_runs[run].run) out.push_back({r, d.rank_runs[r].rank});
+    std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    return out;
+}
+
 }  // namespace fp8scope::views

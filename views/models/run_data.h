@@ -55,6 +55,8 @@ struct RunData {
     std::vector<std::vector<OperandSummary>> operands;
     std::vector<trace::BlockMapRecord> blockmaps;
     std::vector<trace::GemmErrorRecord> gemm_errors;  // step ascending (models/gemm_error_model.h)
+    // A SwiGLU model's gate/up alignment per MLP at capture steps, step ascending.
+    std::vector<trace::GateUpAlignmentRecord> gate_up;
     OpList ops;  // step ascending
     // The per-step sums of the run's device records (every step of a GPU run, also where
     // the individual records in `ops` were not kept), step ascending.
@@ -76,8 +78,16 @@ struct RunData {
     std::ptrdiff_t step_row_at(std::int64_t step) const;
 };
 
+// Where a run of a job opened from its rank traces (rank_folder.h) comes from.
+struct RankRun {
+    int rank = 0;
+    int run = 0;  // in that rank's trace
+};
+
 struct TraceData {
     trace::TraceMeta meta;
+    // A job opened from its rank traces: each run's rank and run there; empty otherwise.
+    std::vector<RankRun> rank_runs;
     std::vector<RunData> runs;
     std::vector<trace::EventRecord> events;
     std::vector<RankColumns> ranks;  // by rank; meta.world_size of them, empty for one process
@@ -85,5 +95,9 @@ struct TraceData {
     bool empty() const { return last_step < 0; }
     int slot_count() const { return static_cast<int>(meta.linears.size()) * trace::kOperandsPerLinear; }
 };
+
+// The runs that are `run` on every rank of a job (rank_runs), each with its rank, rank
+// ascending; {run, -1} alone for a trace that is not a job's.
+std::vector<std::pair<int, int>> job_runs(const TraceData& d, int run);
 
 }  // namespace fp8scope::views

@@ -14,7 +14,7 @@ namespace fp8scope::views {
 
 SeriesStore::SeriesStore(QObject* parent) : QObject(parent) {}
 
-std::uint64_t SeriesStore::reset(trace::TraceMeta meta) {
+std::uint64_t SeriesStore::reset(trace::TraceMeta meta, std::vector<RankRun> rank_runs) {
     std::uint64_t gen;
     {
         std::unique_lock lock(mutex_);
@@ -22,6 +22,7 @@ std::uint64_t SeriesStore::reset(trace::TraceMeta meta) {
         data_.runs.resize(meta.runs.size());
         for (std::size_t r = 0; r < meta.runs.size(); ++r) data_.runs[r].info = meta.runs[r];
         data_.meta = std::move(meta);
+        if (rank_runs.size() == data_.runs.size()) data_.rank_runs = std::move(rank_runs);
         for (auto& run : data_.runs) run.scaling.slot_count = data_.slot_count();
         if (data_.meta.world_size > 1) data_.ranks.resize(static_cast<std::size_t>(data_.meta.world_size));
         gen = ++generation_;
@@ -81,10 +82,34 @@ void truncate_scaling(ScalingColumns& c, double step) {
     cut(c.scale, n * c.slot_count);
 }
 
+// Replaces the rows of `c` at steps in [first, last] with `rows` (step ascending, all in
+// the range).
+void splice_steps(StepColumns& c, std::int64_t first, std::int64_t last, const std::vector<trace::StepRecord>& rows) {
+    const auto lo = rows_before(c.step, static_cast<double>(first));
+    const auto hi = static_cast<std::size_t>(std::upper_bound(c.step.begin(), c.step.end(), static_cast<double>(last)) - c.step.begin());
+    c.replace(lo, hi, rows);
+}
+
 }  // namespace
 
 void SeriesStore::append_locked(TraceBatch& batch) {
     auto& d = data_;
+    if (batch.replace) {
+        const auto& r = *batch.replace;
+        for (std::int32_t run : r.runs) {
+            if (run < 0 || run >= static_cast<std::int32_t>(d.runs.size())) continue;
+            std::vector<trace::StepRecord> rows;
+            for (const auto& s : batch.steps)
+                if (s.run == run && s.step >= r.first && s.step <= r.last) rows.push_back(s);
+            std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.step < b.step; });
+            splice_steps(d.runs[run].steps, r.first, r.last, rows);
+            for (const auto& s : rows) {
+                d.first_step = d.first_step < 0 ? s.step : std::min(d.first_step, s.step);
+                d.last_step = std::max(d.last_step, s.step);
+            }
+        }
+        return;
+    }
     const int slot_count = d.slot_count();
     auto run_of = [&](std::int32_t r) -> RunData* {
         return r >= 0 && r < static_cast<std::int32_t>(d.runs.size()) ? &d.runs[r] : nullptr;
@@ -147,6 +172,15 @@ void SeriesStore::append_locked(TraceBatch& batch) {
             v.erase(std::lower_bound(v.begin(), v.end(), g.step, [](const auto& e, std::int64_t s) { return e.step < s; }),
                     v.end());
         v.push_back(g);
+    }
+    for (const auto& a : batch.gate_up) {
+        RunData* run = run_of(a.run);
+        if (!run) continue;
+        auto& v = run->gate_up;
+        if (!v.empty() && a.step < v.back().step)  // a rewind, as for the GEMM errors
+            v.erase(std::lower_bound(v.begin(), v.end(), a.step, [](const auto& e, std::int64_t s) { return e.step < s; }),
+                    v.end());
+        v.push_back(a);
     }
     for (auto& b : batch.blockmaps)
         if (RunData* run = run_of(b.key.run)) run->blockmaps.push_back(std::move(b));

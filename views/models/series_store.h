@@ -10,6 +10,7 @@
 #include <QObject>
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <shared_mutex>
 
 #include "models/run_data.h"
@@ -27,6 +28,15 @@ struct TraceBatch {
     std::vector<trace::RankStepRecord> ranks;   // a data-parallel run's per-rank step times
     std::vector<trace::GemmErrorRecord> gemm_errors;  // GEMM output errors at capture steps
     std::vector<trace::KernelStepRecord> kernel_steps;  // per-step kernel sums
+    std::vector<trace::GateUpAlignmentRecord> gate_up;  // a SwiGLU's gate/up alignment at capture steps
+    // Set: the batch's step records replace those the store holds of `runs` at steps in
+    // [first, last] (a large trace's steps at full detail where a plot zoomed in, or
+    // decimated again where it zoomed out), instead of being appended.
+    struct StepRange {
+        std::int64_t first = 0, last = 0;
+        std::vector<std::int32_t> runs;
+    };
+    std::optional<StepRange> replace;
 
     // Files one record under its kind (the live stream delivers them one at a time).
     void add(const trace::StepRecord& r) { steps.push_back(r); }
@@ -39,11 +49,12 @@ struct TraceBatch {
     void add(const trace::RankStepRecord& r) { ranks.push_back(r); }
     void add(const trace::GemmErrorRecord& r) { gemm_errors.push_back(r); }
     void add(const trace::KernelStepRecord& r) { kernel_steps.push_back(r); }
+    void add(const trace::GateUpAlignmentRecord& r) { gate_up.push_back(r); }
 
     bool empty() const {
-        return steps.empty() && scaling.empty() && operands.empty() && blockmaps.empty() &&
+        return !replace && steps.empty() && scaling.empty() && operands.empty() && blockmaps.empty() &&
                ops.empty() && events.empty() && op_names.empty() && ranks.empty() &&
-               gemm_errors.empty() && kernel_steps.empty();
+               gemm_errors.empty() && kernel_steps.empty() && gate_up.empty();
     }
 };
 
@@ -53,7 +64,7 @@ public:
     explicit SeriesStore(QObject* parent = nullptr);
 
     // Starts a new trace (any thread); returns its generation.
-    std::uint64_t reset(trace::TraceMeta meta);
+    std::uint64_t reset(trace::TraceMeta meta, std::vector<RankRun> rank_runs = {});
     // Empties the store (nothing open).
     void clear();
     std::uint64_t generation() const { return generation_.load(); }

@@ -4,6 +4,7 @@
 
 #include <QElapsedTimer>
 #include <QFileInfo>
+#include <algorithm>
 
 #include "analysis_report_reader.h"
 #include "models/open_trace.h"
@@ -23,7 +24,8 @@ struct TraceFileLoader::Pending {
     int timeout_ms = 0;
 };
 
-TraceFileLoader::TraceFileLoader(SeriesStore* store, QObject* parent) : DataSource(store, 1, parent) {
+TraceFileLoader::TraceFileLoader(SeriesStore* store, QObject* parent)
+    : DataSource(store, 1, parent), large_rows_(OpenTrace::kLargeStepRows) {
     connect(&poll_, &QTimer::timeout, this, &TraceFileLoader::poll);
 }
 
@@ -37,6 +39,15 @@ void TraceFileLoader::open(const QStringList& paths) {
     workers().start([this, paths] {
         pending_.reset();
         load(paths);
+        --busy_;
+    });
+}
+
+void TraceFileLoader::openJob(const QStringList& paths) {
+    ++busy_;
+    workers().start([this, paths] {
+        pending_.reset();
+        load(paths, false, true);
         --busy_;
     });
 }
@@ -98,6 +109,36 @@ void TraceFileLoader::poll() {
     });
 }
 
+bool TraceFileLoader::showSteps(qint64 first, qint64 last) {
+    if (!overview_) return false;
+    workers().start([this, first, last] {
+        if (open_.empty()) return;
+        try {
+            const bool detail = last >= first && last - first < kDetailSteps;
+            const std::optional<std::pair<qint64, qint64>> want =
+                detail ? std::optional(std::pair(first, last)) : std::nullopt;
+            if (want == detailed_) return;
+            for (std::size_t i = 0; i < open_.size(); ++i) {
+                if (!open_[i]->overview()) continue;
+                if (detailed_) {  // back to decimated where the plot was before
+                    TraceBatch b = open_[i]->decimated(detailed_->first, detailed_->second);
+                    merge_->remap(i, b);
+                    if (!deliver(std::move(b))) return;
+                }
+                if (want) {
+                    TraceBatch b = open_[i]->steps(first, last);
+                    merge_->remap(i, b);
+                    if (!deliver(std::move(b))) return;
+                }
+            }
+            detailed_ = want;
+        } catch (const std::exception& e) {
+            fail(open_path_, QString::fromStdString(e.what()));
+        }
+    });
+    return true;
+}
+
 void TraceFileLoader::fail(const QString& path, const QString& message) {
     post([this, path, message] { emit failed(path, message); });
 }
@@ -121,7 +162,7 @@ std::int64_t TraceFileLoader::readNew(const QString& path) {
     return newest;
 }
 
-bool TraceFileLoader::load(const QStringList& paths, bool quiet) {
+bool TraceFileLoader::load(const QStringList& paths, bool quiet, bool job) {
     QElapsedTimer clock;
     clock.start();
     const QString path = paths.value(0);
@@ -140,16 +181,24 @@ bool TraceFileLoader::load(const QStringList& paths, bool quiet) {
         } else {
             std::vector<std::unique_ptr<OpenTrace>> opened_files;
             std::vector<TraceMerge::Part> parts;
+            std::vector<int> ranks;
             for (const QString& p : paths) {
-                opened_files.push_back(std::make_unique<OpenTrace>(p.toStdString()));
-                parts.push_back({QFileInfo(p).fileName(), opened_files.back()->meta()});
+                opened_files.push_back(std::make_unique<OpenTrace>(p.toStdString(), large_rows_.load()));
+                const trace::TraceMeta& m = opened_files.back()->meta();
+                if (job && std::find(ranks.begin(), ranks.end(), m.rank) != ranks.end())
+                    throw trace::TraceError(p.toStdString(), "was written by rank " + std::to_string(m.rank) +
+                                                                 ", as another trace of the job was");
+                ranks.push_back(m.rank);
+                parts.push_back({job ? QStringLiteral("rank %1").arg(m.rank) : QFileInfo(p).fileName(), m});
             }
             auto merge = std::make_unique<TraceMerge>(std::move(parts));
+            overview_ = std::any_of(opened_files.begin(), opened_files.end(), [](const auto& f) { return f->overview(); });
+            detailed_.reset();
             open_ = std::move(opened_files);
             merge_ = std::move(merge);
             replaced = true;
             open_path_ = path;
-            begin(merge_->meta());
+            begin(merge_->meta(), job ? merge_->rankRuns() : std::vector<RankRun>{});
             post([this, path] { emit opened(path); });
             readNew(path);
         }

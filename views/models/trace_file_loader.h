@@ -17,6 +17,8 @@
 #include <QTimer>
 #include <atomic>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "models/data_source.h"
@@ -35,6 +37,9 @@ public:
     void open(const QString& path) { open(QStringList{path}); }
     // The traces of a comparison, overlaid; `name` in signals is the first path.
     void open(const QStringList& paths);
+    // One data-parallel job's rank traces (rank_folder.h), rank 0's first: their runs side by
+    // side, named by rank, and the store told each run's rank (TraceData::rank_runs).
+    void openJob(const QStringList& paths);
     // Opens a file an engine is still creating: until it can be read (its objects exist
     // once the writer starts appending), every poll tries again; after `timeout_ms` the
     // last error is reported. Turns following on.
@@ -47,6 +52,15 @@ public:
     // Reads what was appended to the open file since the last read (a worker job).
     void poll();
     bool busy() const { return busy_.load() > 0; }
+    // A plot shows steps [first, last]: when the open trace is an overview (a large trace,
+    // open_trace.h) and the range holds at most kDetailSteps steps, its step records there
+    // are read at full detail (a worker job) and replace the decimated ones; the range
+    // shown before goes back to decimated. True when the open trace is an overview.
+    bool showSteps(qint64 first, qint64 last);
+    static constexpr qint64 kDetailSteps = 50000;
+    // The step records from which on a trace opens as an overview (OpenTrace::kLargeStepRows
+    // unless set; for the next open).
+    void setLargeStepRows(std::uint64_t rows) { large_rows_ = rows; }
 
 signals:
     void grew(const QString& path, qint64 last_step);  // a followed file had new records
@@ -56,7 +70,7 @@ signals:
 private:
     struct Pending;  // a file waiting to become readable
     // False on failure; the error is reported unless `quiet`.
-    bool load(const QStringList& paths, bool quiet = false);
+    bool load(const QStringList& paths, bool quiet = false, bool job = false);
     void tryPending();
     // Reads what is new in the open file; throws Superseded when the store moved on. With
     // a `path`, reports progress under it.
@@ -72,6 +86,9 @@ private:
     QString open_path_;
     std::unique_ptr<Pending> pending_;
     std::atomic<int> busy_{0};
+    std::atomic<bool> overview_{false};  // the open trace is an overview
+    std::atomic<std::uint64_t> large_rows_;
+    std::optional<std::pair<qint64, qint64>> detailed_;  // worker only: the range read at full detail
 };
 
 }  // namespace fp8scope::views

@@ -72,6 +72,7 @@ TraceMerge::TraceMerge(std::vector<Part> parts) {
     meta_ = parts.front().meta;
     if (parts.size() == 1) {  // its ids are the merged ids: remap() passes batches through
         maps_.resize(1);
+        maps_[0].rank = meta_.rank;
         shapes_differ_.assign(meta_.linears.size(), 0);
         return;
     }
@@ -84,6 +85,7 @@ TraceMerge::TraceMerge(std::vector<Part> parts) {
     for (const Part& p : parts) {
         IdMap m;
         m.first_run = static_cast<int>(meta_.runs.size());
+        m.rank = p.meta.rank;
         if (const int base = trace::baseline_of(p.meta); base >= 0 && meta_.baseline_run < 0)
             meta_.baseline_run = m.first_run + base;
         for (const auto& r : p.meta.runs) meta_.runs.push_back({p.name.toStdString() + ": " + r.name, r.recipe});
@@ -98,6 +100,15 @@ TraceMerge::TraceMerge(std::vector<Part> parts) {
         m.same_linears = m.linear.size() == meta_.linears.size();
         for (std::size_t l = 0; l < m.linear.size(); ++l) m.same_linears = m.same_linears && m.linear[l] == static_cast<int>(l);
     }
+}
+
+std::vector<RankRun> TraceMerge::rankRuns() const {
+    std::vector<RankRun> out;
+    for (std::size_t p = 0; p < maps_.size(); ++p) {
+        const int end = p + 1 < maps_.size() ? maps_[p + 1].first_run : static_cast<int>(meta_.runs.size());
+        for (int r = maps_[p].first_run; r < end; ++r) out.push_back({maps_[p].rank, r - maps_[p].first_run});
+    }
+    return out;
 }
 
 bool TraceMerge::shapesDiffer(int linear) const {
@@ -120,6 +131,8 @@ void TraceMerge::remap(std::size_t part, TraceBatch& b) {
     for (; announced_ops_ < meta_.ops.size(); ++announced_ops_)
         b.op_names.push_back({static_cast<std::int32_t>(announced_ops_), meta_.ops[announced_ops_]});
 
+    if (b.replace)
+        for (auto& run : b.replace->runs) run += m.first_run;
     for (auto& s : b.steps) {
         s.run += m.first_run;
         s.recipe = mapped(m.training_recipe, s.recipe);
@@ -157,6 +170,10 @@ void TraceMerge::remap(std::size_t part, TraceBatch& b) {
         k.run += m.first_run;
         k.op = mapped(m.op, k.op);
         k.parent = mapped(m.op, k.parent);
+    }
+    for (auto& a : b.gate_up) {
+        a.run += m.first_run;
+        a.linear = mapped(m.linear, a.linear);
     }
     for (auto& e : b.events)
         if (e.run >= 0) e.run += m.first_run;

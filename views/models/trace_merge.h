@@ -29,6 +29,9 @@ public:
     explicit TraceMerge(std::vector<Part> parts);
 
     const trace::TraceMeta& meta() const { return meta_; }
+    // Each merged run's rank (its part's trace's) and run in that part: for the parts of
+    // one job's rank traces.
+    std::vector<RankRun> rankRuns() const;
     std::size_t parts() const { return maps_.size(); }
     // True when merged linear `linear` has other in/out features in some part than the
     // merged meta's (the first part's that has it).
@@ -40,6 +43,7 @@ public:
 private:
     struct IdMap {
         int first_run = 0;
+        int rank = 0;  // the part's trace's (a data-parallel job's rank trace)
         std::vector<int> quantizer, training_recipe, op, linear;  // part id -> merged id
         bool same_linears = true;  // linear ids are the merged ids: slots stay
     };

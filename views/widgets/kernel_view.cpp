@@ -15,6 +15,7 @@
 #include <QSignalBlocker>
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "chrome_trace_events.h"
 #include "kernel_launches.h"
@@ -256,26 +257,33 @@ void KernelView::redraw() {
     std::vector<StripTrack> tracks;
     ctx().store->read([&](const TraceData& d) {
         if (run < 0 || run >= static_cast<int>(d.runs.size())) return;
-        const RunData& rd = d.runs[run];
         const std::int64_t first = step - steps_->value() + 1;
-        const std::size_t lo = rd.ops_of_step(first).first, hi = rd.ops_of_step(step).second;
         // The run's host ops, then its device records as attributed per step (records with
-        // no op and evaluation put back by time: kernel_attribution.h).
+        // no op and evaluation put back by time: kernel_attribution.h); of every rank, for
+        // a job opened from its rank traces.
         std::vector<StepKernel> records;
-        for (auto i = lo; i < hi; ++i)
-            if (!is_device(rd.ops[i])) records.push_back({rd.ops[i], false});
-        for (auto i = lo; i < hi;) {
-            const std::int64_t s = rd.ops.step(i);
-            while (i < hi && rd.ops.step(i) == s) ++i;
-            for (StepKernel& k : step_kernels(d, run, s)) records.push_back(std::move(k));
+        std::vector<int> rank_of;  // per record
+        for (const auto& [r, rank] : job_runs(d, run)) {
+            const RunData& rd = d.runs[static_cast<std::size_t>(r)];
+            const std::size_t lo = rd.ops_of_step(first).first, hi = rd.ops_of_step(step).second;
+            for (auto i = lo; i < hi; ++i)
+                if (!is_device(rd.ops[i])) records.push_back({rd.ops[i], false});
+            for (auto i = lo; i < hi;) {
+                const std::int64_t s = rd.ops.step(i);
+                while (i < hi && rd.ops.step(i) == s) ++i;
+                for (StepKernel& k : step_kernels(d, r, s)) records.push_back(std::move(k));
+            }
+            rank_of.resize(records.size(), rank);
         }
         // Lanes from every record in range, filtered or not, so that they stay put while
-        // filtering: CPU threads first (device -1), then each GPU's streams.
-        std::map<std::pair<int, int>, int> lane_of;  // (device, stream) -> lane
-        for (const auto& k : records) lane_of[{k.rec.device, k.rec.stream}] = 0;
+        // filtering: per rank, CPU threads first (device -1), then each GPU's streams.
+        std::map<std::tuple<int, int, int>, int> lane_of;  // (rank, device, stream) -> lane
+        for (std::size_t i = 0; i < records.size(); ++i) lane_of[{rank_of[i], records[i].rec.device, records[i].rec.stream}] = 0;
         for (auto& [key, lane] : lane_of) {
+            const auto [rank, device, stream] = key;
             lane = static_cast<int>(lanes.size());
-            lanes << (key.first < 0 ? tr("CPU thread %1").arg(key.second) : tr("GPU %1 stream %2").arg(key.first).arg(key.second));
+            const QString where = device < 0 ? tr("CPU thread %1").arg(stream) : tr("GPU %1 stream %2").arg(device).arg(stream);
+            lanes << (rank < 0 ? where : tr("rank %1 %2").arg(rank).arg(where));
         }
         std::int64_t t0 = INT64_MAX;
         for (const auto& k : records) t0 = std::min(t0, k.rec.start_ns);
@@ -321,7 +329,7 @@ void KernelView::redraw() {
             // Kernels are coloured by kind; host ops keep a colour per op name.
             const QColor fill = kind == KernelKind::Host ? QColor() : kernel_kind_color(kind);
             const std::int64_t end = std::max(op.end_ns, op.start_ns);  // a reversed record draws as zero length
-            boxes.push_back({name, lane_of[{op.device, op.stream}], (op.start_ns - t0) * 1e-3, (end - t0) * 1e-3, op.op, fill, detail});
+            boxes.push_back({name, lane_of[{rank_of[ri], op.device, op.stream}], (op.start_ns - t0) * 1e-3, (end - t0) * 1e-3, op.op, fill, detail});
             box_kernels_.push_back(k);
         }
     });

@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "models/display_names.h"
+#include "models/gate_up_alignment.h"
 #include "models/outlier_comparison.h"
 #include "widgets/compare_run_combo.h"
 #include "widgets/fp8_range_marks.h"
@@ -86,6 +87,13 @@ OutliersView::OutliersView(const ViewContext& context, QWidget* parent)
     grid->addWidget(steps_, 0, 1);
     grid->addWidget(kurtosis_, 1, 0);
     grid->addWidget(channels_, 1, 1);
+    alignment_ = make_plot(this, tr("gate/up alignment per SwiGLU layer"));
+    grid->addWidget(alignment_, 2, 0, 1, 2);
+    alignment_->xAxis->setLabel(tr("step"));
+    alignment_->yAxis->setLabel(tr("max |cos(gate row, up row)|"));
+    alignment_->setVisible(false);
+    place_legend_below(alignment_, 8);
+    PlotInteraction::attach(alignment_, context.cursor);
     layers_->xAxis->setLabel(tr("floor(log2 |x|)"));
     layers_->yAxis->setLabel(tr("linear"));
     steps_->xAxis->setLabel(tr("step"));
@@ -327,6 +335,48 @@ void OutliersView::drawChannels(const TraceData& d, const RunData& rd, const Run
     set_placeholder(channels_, ch.empty() ? tr("no channel absmax for %1").arg(operand_ref_label(d.meta, sel)) : QString());
 }
 
+void OutliersView::drawAlignment(const TraceData& d, const RunData& rd, std::int64_t step) {
+    const std::vector<AlignmentLine> lines = alignment_lines(rd);
+    alignment_->setVisible(!lines.empty());
+    if (lines.empty()) return;
+    alignment_->clearGraphs();
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+        QCPGraph* g = alignment_->addGraph();
+        g->setData(QVector<double>(lines[i].step.begin(), lines[i].step.end()),
+                   QVector<double>(lines[i].max_abs_cos.begin(), lines[i].max_abs_cos.end()), true);
+        g->setPen(QPen(series_color(int(i) + 1), 1.5));
+        g->setName(tr("layer %1").arg(d.meta.linears.at(std::size_t(lines[i].linear)).layer));
+    }
+    // Channels past 0.9 are aligned: the ones Smooth-SwiGLU was made for.
+    QCPGraph* aligned = alignment_->addGraph();
+    aligned->setData({lines.front().step.front(), lines.front().step.back()}, {stats::kAlignedCos, stats::kAlignedCos});
+    aligned->setPen(QPen(Qt::red, 1, Qt::DashLine));
+    aligned->setName(tr("aligned (|cos| > %1)").arg(stats::kAlignedCos));
+    alignment_->rescaleAxes();
+    alignment_->yAxis->setRange(0, 1.02);
+    const QString run_name = run_label(d.meta, ctx().selection->run());
+    const trace::GateUpAlignmentRecord* a = most_aligned_at(rd, step);
+    if (!a) {
+        set_title(alignment_, tr("gate/up alignment per SwiGLU layer, run %1").arg(run_name));
+        return;
+    }
+    QString title = tr("gate/up alignment, run %1, step %2: %3 most aligned (max |cos| %4, %5 channels > %6), "
+                       "channel %7 leads (cos %8)")
+                        .arg(run_name)
+                        .arg(a->step)
+                        .arg(linear_label(d.meta, a->linear))
+                        .arg(a->max_abs_cos, 0, 'f', 2)
+                        .arg(a->aligned)
+                        .arg(stats::kAlignedCos)
+                        .arg(a->top_channel)
+                        .arg(a->top_cos, 0, 'f', 2);
+    if (std::isfinite(a->top_down_amax) && a->down_amax_median > 0)
+        title += tr(", fc2 input amax %1 = %2x the median channel's")
+                     .arg(a->top_down_amax, 0, 'g', 3)
+                     .arg(a->top_down_amax / a->down_amax_median, 0, 'f', 1);
+    set_title(alignment_, title);
+}
+
 void OutliersView::redraw() {
     const int run = ctx().selection->run();
     const std::int64_t step = ctx().cursor->step();
@@ -343,8 +393,9 @@ void OutliersView::redraw() {
         drawSteps(d, rd, step);
         drawKurtosis(d, rd, od, other, common, step);
         drawChannels(d, rd, od, other, common, step);
+        drawAlignment(d, rd, step);
     });
-    for (QCustomPlot* p : {layers_, steps_, kurtosis_, channels_}) p->replot();
+    for (QCustomPlot* p : {layers_, steps_, kurtosis_, channels_, alignment_}) p->replot();
 }
 
 }  // namespace fp8scope::views

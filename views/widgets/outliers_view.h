@@ -6,6 +6,10 @@
 // A "compare with" run (the baseline by default) adds its kurtosis bars beside the
 // selected run's and its channel absmax as a line over the bars, both runs at the newest
 // capture step both recorded; the histograms stay the selected run's.
+// For a SwiGLU model a fifth plot, below, follows the alignment of each MLP's gate and up
+// rows over the capture steps (the largest |cos| of a channel's two rows, one line per
+// layer, 0.9 marked), its title naming the most aligned layer at the cursor, the channel
+// that leads it and that channel's amax in fc2's input against the median channel's.
 #pragma once
 
 #include "widgets/store_view.h"
@@ -27,6 +31,7 @@ public:
     QCustomPlot* stepsHeatmap() const { return steps_; }
     QCustomPlot* kurtosisPlot() const { return kurtosis_; }
     QCustomPlot* channelPlot() const { return channels_; }
+    QCustomPlot* alignmentPlot() const { return alignment_; }  // hidden without alignment rows
     // Channel absmax: the envelope (more channels than pixels) and the outlier points.
     QCPGraph* envelopeMax() const { return envelope_max_; }
     QCPGraph* envelopeMin() const { return envelope_min_; }
@@ -50,9 +55,10 @@ private:
                       std::int64_t step);
     void drawChannels(const TraceData& d, const RunData& rd, const RunData* od, int other, std::int64_t common,
                       std::int64_t step);
+    void drawAlignment(const TraceData& d, const RunData& rd, std::int64_t step);
     CompareRunCombo* compare_;
     bool compared_ = false;  // another run is compared: the histograms' titles say they are not
-    QCustomPlot *layers_, *steps_, *kurtosis_, *channels_;
+    QCustomPlot *layers_, *steps_, *kurtosis_, *channels_, *alignment_;
     QCPBars *kurtosis_run_, *kurtosis_other_, *channel_bars_;
     QCPGraph *envelope_max_, *envelope_min_, *outliers_, *other_channels_;
 };

@@ -1,0 +1,306 @@
+// Large traces: the decimated steps against a brute-force oracle (every bucket's smallest
+// and largest value of every figure is kept, each kept record is one that was written and
+// stands), and a trace opened as an overview, whose ranges read on demand equal the same
+// ranges of the trace opened whole, for random ranges, with rewinds, and as the file grows.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <set>
+
+#include "step_decimator.h"
+#include "trace_fixture.h"
+#include "trace_reader.h"
+#include "trace_writer.h"
+
+namespace fp8scope::trace {
+namespace {
+using namespace testing;
+
+// A run's records with noise, spikes, NaN losses and eval losses now and then.
+std::vector<StepRecord> noisy_steps(int run, std::int64_t first, std::int64_t n, std::mt19937_64& rng) {
+    std::normal_distribution<double> noise(0, 1);
+    std::vector<StepRecord> out;
+    for (std::int64_t i = 0; i < n; ++i) {
+        StepRecord r = sample_step(run, first + i);
+        r.loss += 0.1 * noise(rng);
+        if (rng() % 997 == 0) r.loss += 50;  // a one-step spike
+        if (rng() % 1999 == 0) r.loss = NAN;
+        r.step_ms = 100 + static_cast<double>(rng() % 1000000);  // tells records apart
+        r.grad_norm = std::abs(noise(rng));
+        r.lr = rng() % 3 ? r.lr : NAN;
+        out.push_back(r);
+    }
+    return out;
+}
+
+// The records that stand, by replaying them: a step not newer than the run's last drops
+// that step and every later one.
+std::vector<StepRecord> standing_records_of(const std::vector<StepRecord>& written) {
+    std::map<std::int64_t, StepRecord> kept;
+    for (const StepRecord& r : written) {
+        kept.erase(kept.lower_bound(r.step), kept.end());
+        kept[r.step] = r;
+    }
+    std::vector<StepRecord> out;
+    for (const auto& [step, r] : kept) out.push_back(r);
+    return out;
+}
+
+// The oracle: with the decimator's final buckets, every bucket's smallest and largest
+// finite value of each figure among `standing` is a value of the bucket's kept records,
+// and so are a non-finite loss when the bucket has one and the bucket's first record. A bucket a rewind went back into
+// (one of `rewound`) may lack the extremes of its records before the rewind.
+void expect_extremes_kept(const StepDecimator& d, const std::vector<StepRecord>& standing,
+                          const std::vector<std::int64_t>& rewound = {}) {
+    const std::vector<StepRecord> kept = d.rows();
+    std::map<std::int64_t, StepRecord> by_step;
+    for (const auto& r : standing) by_step[r.step] = r;
+    for (std::size_t i = 0; i < kept.size(); ++i) {
+        ASSERT_TRUE(by_step.count(kept[i].step)) << "step " << kept[i].step << " was never written or was abandoned";
+        EXPECT_EQ(by_step[kept[i].step].step_ms, kept[i].step_ms) << kept[i].step;  // the standing record, not another
+        if (i > 0) {
+            ASSERT_LT(kept[i - 1].step, kept[i].step);
+        }
+    }
+    const auto bucket = [&](std::int64_t step) { return (step - d.origin()) / d.width(); };
+    std::map<std::int64_t, std::vector<const StepRecord*>> all, mine;
+    for (const auto& r : standing) all[bucket(r.step)].push_back(&r);
+    for (const auto& r : kept) mine[bucket(r.step)].push_back(&r);
+    for (const auto& [b, rows] : all) {
+        if (std::any_of(rewound.begin(), rewound.end(), [&, b = b](std::int64_t s) { return bucket(s) == b; })) continue;
+        const StepRecord* first = *std::min_element(rows.begin(), rows.end(), [](auto* x, auto* y) { return x->step < y->step; });
+        EXPECT_TRUE(std::any_of(mine[b].begin(), mine[b].end(), [&](auto* r) { return r->step == first->step; }))
+            << "bucket " << b << " lacks its first step " << first->step;
+        for (std::size_t f = 0; f < StepDecimator::kFigures; ++f) {
+            double lo = INFINITY, hi = -INFINITY;
+            bool bad_loss = false;
+            for (const StepRecord* r : rows) {
+                const double v = StepDecimator::figure(*r, f);
+                if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+                bad_loss = bad_loss || (f == 0 && !std::isfinite(v));
+            }
+            bool has_lo = !std::isfinite(lo), has_hi = !std::isfinite(hi), has_bad = !bad_loss;
+            for (const StepRecord* r : mine[b]) {
+                const double v = StepDecimator::figure(*r, f);
+                has_lo = has_lo || v == lo;
+                has_hi = has_hi || v == hi;
+                has_bad = has_bad || !std::isfinite(v);
+            }
+            EXPECT_TRUE(has_lo && has_hi && has_bad) << "bucket " << b << " figure " << f << ": min " << lo << " max " << hi;
+        }
+    }
+}
+
+TEST(StepDecimator, KeepsEveryBucketsExtremes) {
+    std::mt19937_64 rng(7);
+    for (std::size_t buckets : {3u, 64u, 1000u}) {
+        for (std::int64_t n : {1, 50, 5000, 100000}) {
+            const auto rows = noisy_steps(0, 1, n, rng);
+            StepDecimator d(buckets);
+            for (const auto& r : rows) d.add(r);
+            ASSERT_LE((rows.back().step - d.origin()) / d.width(), static_cast<std::int64_t>(buckets) - 1);
+            expect_extremes_kept(d, rows);
+            // Few enough steps: every record; more: at most 14 per bucket.
+            if (n <= static_cast<std::int64_t>(buckets)) EXPECT_EQ(d.rows().size(), rows.size());
+            EXPECT_LE(d.rows().size(), buckets * (2 * StepDecimator::kFigures + 2));
+        }
+    }
+}
+
+// Runs that step together keep common steps in every bucket: their difference has a point
+// in each.
+TEST(StepDecimator, RunsInLockStepShareAStepPerBucket) {
+    std::mt19937_64 rng(13);
+    StepDecimator a(500), b(500);
+    for (const auto& r : noisy_steps(0, 1, 100000, rng)) a.add(r);
+    for (const auto& r : noisy_steps(1, 1, 100000, rng)) b.add(r);
+    ASSERT_EQ(a.width(), b.width());
+    std::set<std::int64_t> in_a, buckets;
+    for (const auto& r : a.rows()) in_a.insert(r.step);
+    for (const auto& r : b.rows())
+        if (in_a.count(r.step)) buckets.insert((r.step - a.origin()) / a.width());
+    EXPECT_EQ(buckets.size(), static_cast<std::size_t>((100000 - 1) / a.width() + 1));
+}
+
+TEST(StepDecimator, StepsWithGapsAndAFarStep) {
+    std::mt19937_64 rng(3);
+    auto rows = noisy_steps(0, -500, 100, rng);
+    for (auto& r : noisy_steps(0, 100000, 100, rng)) rows.push_back(r);
+    StepDecimator d(16);
+    for (const auto& r : rows) d.add(r);
+    expect_extremes_kept(d, rows);
+    // A damaged step far off costs buckets, not memory or a crash.
+    StepRecord far = sample_step(0, INT64_MAX);
+    d.add(far);
+    EXPECT_EQ(d.rows().back().step, INT64_MAX);
+    StepDecimator two(2);  // the fewest buckets (3), the widest span of steps
+    two.add(sample_step(0, INT64_MIN));
+    two.add(sample_step(0, INT64_MAX));
+    EXPECT_EQ(two.rows().size(), 2u);
+}
+
+TEST(StepDecimator, RewindsDropWhatWasAbandoned) {
+    std::mt19937_64 rng(11);
+    StepDecimator d(256);
+    std::vector<StepRecord> written;
+    std::int64_t step = 1;
+    for (int n = 0; n < 20000; ++n, ++step) {
+        StepRecord r = noisy_steps(0, step, 1, rng)[0];
+        r.loss += n % 2 ? 0 : 1000 * (n / 1000 % 2);  // the abandoned attempts have larger losses
+        written.push_back(r);
+        d.add(r);
+        if (n % 1000 == 999) step -= 300;
+    }
+    const std::vector<StepRecord> standing = standing_records_of(written);
+    for (const StepRecord& r : d.rows())
+        EXPECT_TRUE(std::any_of(standing.begin(), standing.end(),
+                                [&](const StepRecord& s) { return s.step == r.step && s.step_ms == r.step_ms; }))
+            << "step " << r.step << " was abandoned";
+    // A rewind to the first step leaves nothing.
+    StepDecimator again(16);
+    for (const auto& r : noisy_steps(0, 5, 50, rng)) again.add(r);
+    again.add(sample_step(0, 5));
+    EXPECT_EQ(again.rows().size(), 1u);
+}
+
+// Two runs of 30,000 step records that go back 250 steps every 997, with scaling rows and
+// kernel sums every step: what was written, per run, in file order.
+std::vector<std::vector<StepRecord>> write_long_trace(const std::string& path, const TraceMeta& m) {
+    std::mt19937_64 rng(5);
+    std::vector<std::vector<StepRecord>> written(2);
+    TraceWriter w(path, m);
+    std::int64_t step = 1;
+    for (int n = 0; n < 30000; ++n, ++step) {
+        for (int run = 0; run < 2; ++run) {
+            w.write(sample_scaling(m, run, step));
+            w.write(KernelStepRecord{run, step, 0, -1, OpKind::Kernel, 0, 1, 10 + n, 10 + n, 10 + n, 0});
+            StepRecord r = noisy_steps(run, step, 1, rng)[0];
+            r.grad_norm = n;  // tells attempts at one step apart
+            w.write(r);
+            written[run].push_back(r);
+        }
+        if (n % 997 == 996) step -= 250;
+    }
+    w.close();
+    return written;
+}
+
+void expect_same_steps(const std::vector<StepRecord>& got, const std::vector<StepRecord>& want, const std::string& what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(got[i].step, want[i].step) << what;
+        ASSERT_EQ(got[i].grad_norm, want[i].grad_norm) << what << " step " << got[i].step;
+    }
+}
+
+TEST(TraceOverview, RangesReadOnDemandEqualFullReads) {
+    TempDir dir;
+    const std::string path = dir / "long.h5";
+    const TraceMeta m = sample_meta();
+    const auto written = write_long_trace(path, m);
+    const TraceReader whole(path);
+    const TraceReader over(path, {.min_step_rows = 1000, .tail_steps = 100});
+    const TraceReader small(path, {.min_step_rows = 1'000'000});  // too few rows for an overview
+    ASSERT_FALSE(whole.overview());
+    ASSERT_FALSE(small.overview());
+    ASSERT_TRUE(over.overview());
+    std::mt19937_64 rng(9);
+    for (int run = 0; run < 2; ++run) {
+        const auto standing = standing_records_of(written[run]);
+        const std::int64_t last = standing.back().step;
+        EXPECT_EQ(over.detail_from(), last - 99);
+        for (int k = 0; k < 200; ++k) {
+            std::int64_t a = static_cast<std::int64_t>(rng() % (last + 20)) - 10, b = a + static_cast<std::int64_t>(rng() % 3000);
+            if (k == 0) a = INT64_MIN, b = INT64_MAX;
+            std::vector<StepRecord> want;
+            for (const auto& r : standing)
+                if (r.step >= a && r.step <= b) want.push_back(r);
+            const std::string what = "run " + std::to_string(run) + " [" + std::to_string(a) + ", " + std::to_string(b) + "]";
+            expect_same_steps(over.steps(run, a, b), want, "overview " + what);
+            expect_same_steps(whole.steps(run, a, b), want, "whole " + what);
+        }
+        // One decimation of every record, whichever way the trace was opened.
+        expect_same_steps(over.step_overview(run), whole.step_overview(run), "overview");
+        StepDecimator d;
+        std::vector<std::int64_t> rewound;
+        for (std::size_t i = 0; i < written[run].size(); ++i) {
+            d.add(written[run][i]);
+            if (i > 0 && written[run][i].step <= written[run][i - 1].step) rewound.push_back(written[run][i].step);
+        }
+        ASSERT_EQ(rewound.size(), 30u);
+        expect_extremes_kept(d, standing, rewound);
+        expect_same_steps(over.step_overview(run), d.rows(), "decimated");
+        EXPECT_LT(over.step_overview(run).size(), standing.size());
+        // The newest steps are indexed whole: their records as the whole trace's.
+        const std::int64_t from = over.detail_from();
+        std::vector<StepRecord> tail;
+        for (const auto& r : standing_records_of(over.steps(run))) tail.push_back(r);
+        std::erase_if(tail, [&](const StepRecord& r) { return r.step < from; });
+        expect_same_steps(tail, whole.steps(run, from, last), "tail");
+        EXPECT_EQ(over.scaling(run, from, last).size(), whole.scaling(run, from, last).size());
+        EXPECT_LT(over.scaling(run, INT64_MIN, INT64_MAX).size(), whole.scaling(run, INT64_MIN, INT64_MAX).size() / 10);
+        const auto sums = over.kernel_steps(run, from, last), want_sums = whole.kernel_steps(run, from, last);
+        ASSERT_EQ(sums.size(), want_sums.size());
+        for (std::size_t i = 0; i < sums.size(); ++i) EXPECT_EQ(sums[i].total_ns, want_sums[i].total_ns);
+        EXPECT_EQ(over.last_step(run), whole.last_step(run));
+    }
+}
+
+// A trace still being written (SWMR, the writer in another process) opened as an overview:
+// the steps a refresh brings are in the decimated series and in ranges read on demand.
+TEST(TraceOverview, FollowsAGrowingFile) {
+    TempDir dir;
+    const std::string path = dir / "growing.h5";
+    int up[2], down[2];
+    ASSERT_EQ(pipe(up), 0);
+    ASSERT_EQ(pipe(down), 0);
+    constexpr std::int64_t kRound = 6000;
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {  // the writer: a round of steps, a flush, a byte up, wait for a byte down
+        char c = 0;
+        try {
+            const TraceMeta m = sample_meta();
+            TraceWriter w(path, m, {.flush_interval = std::chrono::milliseconds(60000)});
+            for (std::int64_t round = 0; round < 2; ++round) {
+                for (std::int64_t s = round * kRound + 1; s <= (round + 1) * kRound; ++s) {
+                    w.write(sample_scaling(m, 0, s));
+                    w.write(sample_step(0, s));
+                }
+                w.flush();
+                if (write(up[1], &c, 1) != 1 || read(down[0], &c, 1) != 1) _exit(1);
+            }
+        } catch (...) {
+            _exit(1);
+        }
+        _exit(0);  // without close(): the file stays as SWMR left it mid-run
+    }
+    char c = 0;
+    ASSERT_EQ(read(up[0], &c, 1), 1);
+    TraceReader reader(path, {.min_step_rows = 1, .tail_steps = 100});
+    ASSERT_TRUE(reader.overview());
+    EXPECT_EQ(reader.detail_from(), kRound - 99);
+    EXPECT_EQ(reader.steps(0, 1, kRound).size(), static_cast<std::size_t>(kRound));
+    EXPECT_EQ(reader.step_overview(0).back().step, kRound);
+    ASSERT_EQ(write(down[1], &c, 1), 1);
+    ASSERT_EQ(read(up[0], &c, 1), 1);
+    EXPECT_TRUE(reader.refresh());
+    const auto steps = reader.steps(0, kRound - 1000, 2 * kRound);
+    ASSERT_EQ(steps.size(), static_cast<std::size_t>(kRound + 1001));
+    for (const StepRecord& r : steps) ASSERT_EQ(r.loss, sample_step(0, r.step).loss) << r.step;
+    EXPECT_EQ(reader.step_overview(0).back().step, 2 * kRound);
+    EXPECT_EQ(reader.scaling(0, kRound + 1, 2 * kRound).size(), static_cast<std::size_t>(kRound));  // indexed as added
+    ASSERT_EQ(write(down[1], &c, 1), 1);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    for (int fd : {up[0], up[1], down[0], down[1]}) close(fd);
+}
+
+}  // namespace
+}  // namespace fp8scope::trace

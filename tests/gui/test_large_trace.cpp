@@ -1,0 +1,163 @@
+// A large trace in the GUI: it opens as an overview (the newest steps whole, the earlier
+// ones decimated with their spikes and NaN losses kept), a zoom reads its range at full
+// detail and puts the range it left back to decimated, and the Loss view keeps the zoom
+// while the detail arrives.
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+#include <cmath>
+
+#include "models/trace_file_loader.h"
+#include "show_view.h"
+#include "trace_writer.h"
+#include "widgets/loss_view.h"
+#include <qcustomplot.h>
+
+using namespace fp8scope;
+using namespace fp8scope::views;
+
+namespace {
+
+constexpr int kRuns = 2;
+constexpr std::int64_t kSteps = 30000, kSpike = 12345, kNanStep = 22222;
+
+double loss_of(int run, std::int64_t step) {
+    if (run == 1 && step == kNanStep) return NAN;
+    return 3.0 + std::sin(0.01 * step) + 0.1 * run + (run == 0 && step == kSpike ? 10.0 : 0.0);
+}
+
+void write_trace(const QString& path) {
+    trace::TraceMeta m;
+    m.tool_version = "test";
+    m.runs = {{"baseline", "baseline"}, {"delayed", "delayed"}};
+    m.training_recipes = {"baseline", "delayed"};
+    trace::TraceWriter w(path.toStdString(), m);
+    for (std::int64_t step = 1; step <= kSteps; ++step)
+        for (int run = 0; run < kRuns; ++run)
+            w.write(trace::StepRecord{run, step, loss_of(run, step), NAN, 1e-3, 1.0, 100.0 + step % 7, 5e4, run});
+    w.close();
+}
+
+// The rows of `run` at steps in [first, last].
+std::vector<std::pair<double, double>> rows_in(const SeriesStore& store, int run, double first, double last) {
+    return store.read([&](const TraceData& d) {
+        std::vector<std::pair<double, double>> out;
+        const StepColumns& c = d.runs[run].steps;
+        for (std::size_t i = 0; i < c.size(); ++i)
+            if (c.step[i] >= first && c.step[i] <= last) out.push_back({c.step[i], c[&trace::StepRecord::loss][i]});
+        return out;
+    });
+}
+
+bool whole(const std::vector<std::pair<double, double>>& rows, int run, std::int64_t first, std::int64_t last) {
+    if (rows.size() != static_cast<std::size_t>(last - first + 1)) return false;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const std::int64_t step = first + static_cast<std::int64_t>(i);
+        const double want = loss_of(run, step);
+        if (rows[i].first != static_cast<double>(step) || !(rows[i].second == want || (std::isnan(want) && std::isnan(rows[i].second))))
+            return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+class LargeTraceTest : public QObject {
+    Q_OBJECT
+    QTemporaryDir dir_;
+    QString path_;
+
+    void open(TraceFileLoader& loader) {
+        loader.setLargeStepRows(1000);
+        loader.open(path_);
+        QVERIFY(loader.wait(30000));
+        QCoreApplication::processEvents();
+    }
+
+private slots:
+    void initTestCase() {
+        QVERIFY(dir_.isValid());
+        path_ = dir_.filePath("long.h5");
+        write_trace(path_);
+    }
+
+    void opensAsAnOverview() {
+        SeriesStore store;
+        TraceFileLoader loader(&store);
+        open(loader);
+        for (int run = 0; run < kRuns; ++run) {
+            const auto all = rows_in(store, run, -1e18, 1e18);
+            QVERIFY2(all.size() < kSteps * 2 / 3, qPrintable(QString::number(all.size())));  // decimated
+            for (std::size_t i = 1; i < all.size(); ++i) QVERIFY(all[i - 1].first < all[i].first);
+            QCOMPARE(all.front().first, 1.0);
+            // The newest steps whole.
+            QVERIFY(whole(rows_in(store, run, kSteps - 1999, kSteps), run, kSteps - 1999, kSteps));
+        }
+        // The spike and the NaN loss are kept, with their values.
+        const auto spike = rows_in(store, 0, kSpike, kSpike);
+        QCOMPARE(spike.size(), std::size_t(1));
+        QCOMPARE(spike[0].second, loss_of(0, kSpike));
+        const auto nan = rows_in(store, 1, kNanStep, kNanStep);
+        QCOMPARE(nan.size(), std::size_t(1));
+        QVERIFY(std::isnan(nan[0].second));
+        // A trace below the threshold opens whole.
+        SeriesStore all;
+        TraceFileLoader plain(&all);
+        plain.open(path_);
+        QVERIFY(plain.wait(30000));
+        QVERIFY(!plain.showSteps(1, 10));
+        QVERIFY(whole(rows_in(all, 0, 1, kSteps), 0, 1, kSteps));
+    }
+
+    void zoomReadsFullDetail() {
+        SeriesStore store;
+        TraceFileLoader loader(&store);
+        open(loader);
+        QVERIFY(loader.showSteps(10000, 10999));
+        QVERIFY(loader.wait(30000));
+        for (int run = 0; run < kRuns; ++run) QVERIFY(whole(rows_in(store, run, 10000, 10999), run, 10000, 10999));
+        QVERIFY(loader.showSteps(22000, 22500));
+        QVERIFY(loader.wait(30000));
+        for (int run = 0; run < kRuns; ++run) {
+            QVERIFY(whole(rows_in(store, run, 22000, 22500), run, 22000, 22500));
+            QVERIFY(rows_in(store, run, 10000, 10999).size() < 1000);  // decimated again
+            QVERIFY(whole(rows_in(store, run, kSteps - 1999, kSteps), run, kSteps - 1999, kSteps));
+        }
+        // Zoomed out past the detail limit: decimated everywhere but the newest steps.
+        QVERIFY(loader.showSteps(0, kSteps + TraceFileLoader::kDetailSteps));
+        QVERIFY(loader.wait(30000));
+        QVERIFY(rows_in(store, 0, 22000, 22500).size() < 501);
+    }
+
+    void lossViewKeepsTheZoom() {
+        SeriesStore store;
+        StepCursor cursor;
+        Selection selection;
+        TraceFileLoader loader(&store);
+        open(loader);
+        auto set = std::make_unique<ViewSet>(&store, &cursor, &selection);
+        auto* loss = testing::show_view<LossView>(*set, "loss", QSize(900, 700));
+        connect(loss, &LossView::stepsShown, &loader, &TraceFileLoader::showSteps);
+        QCPAxis* x = loss->lossRect()->axis(QCPAxis::atBottom);
+        x->setRange(5000, 5999);
+        QSignalSpy shown(loss, &LossView::stepsShown);
+        QVERIFY(shown.wait(2000));
+        QCOMPARE(shown.at(0).at(0).toLongLong(), 5000);
+        QCOMPARE(shown.at(0).at(1).toLongLong(), 5999);
+        QVERIFY(loader.wait(30000));
+        set->refreshNow();
+        QVERIFY(whole(rows_in(store, 1, 5000, 5999), 1, 5000, 5999));
+        QCOMPARE(x->range().lower, 5000.0);
+        QCOMPARE(x->range().upper, 5999.0);
+        QCOMPARE(loss->speedRect()->axis(QCPAxis::atBottom)->range().upper, 5999.0);
+        // The plotted loss holds every step of the zoom.
+        QCPGraph* g = loss->plot()->graph(0);
+        int in_zoom = 0;
+        for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) in_zoom += it->key >= 5000 && it->key <= 5999;
+        QCOMPARE(in_zoom, 1000);
+        for (StoreView* v : set->views()) v->hide();
+    }
+};
+
+QTEST_MAIN(LargeTraceTest)
+#include "test_large_trace.moc"
