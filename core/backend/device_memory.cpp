@@ -21,7 +21,6 @@ public:
     }
     void wait() override {}
     const std::uint8_t* host() const override { return host_.data(); }
-    std::string describe() const override { return "copied to the host at once"; }
 
 private:
     DeviceMemory& memory_;

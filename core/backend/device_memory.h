@@ -8,7 +8,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <string>
 #include <utility>
 #include <vector>
 
@@ -35,8 +34,6 @@ public:
     virtual void start(const std::vector<Region>& regions) = 0;
     virtual void wait() = 0;
     virtual const std::uint8_t* host() const = 0;
-    // One line on how the copy is made ("device staging copy, then ..."), for reports.
-    virtual std::string describe() const = 0;
 };
 
 // Where a GPU's snapshot is copied from (kernels/cuda/cuda_backend_host_snapshot.cpp):

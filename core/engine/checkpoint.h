@@ -43,6 +43,9 @@ struct TrainState {
 };
 
 std::uint32_t crc32(std::span<const std::uint8_t> bytes);
+// crc32 of `pieces` one after the other; parts of `part_bytes` are checksummed on
+// threads of their own (up to 8) and combined.
+std::uint32_t crc32_pieces(std::span<const std::span<const std::uint8_t>> pieces, std::size_t part_bytes = std::size_t(256) << 20);
 
 // A run's parameters and AdamW moments where they lie: a RunState's vectors, or a host
 // snapshot of backend memory (asynchronous checkpoints).

@@ -15,7 +15,6 @@
 // whenever that copy outlasts the next forward and backward. Both buffers are allocated
 // once (the largest copy yet) and kept.
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -60,16 +59,16 @@ public:
         std::size_t total = 0;
         for (const Region& r : regions) total += r.bytes;
         reserve(total);
-        staged_copy_ = stage(total);
+        const bool staged = stage(total);
         FP8SCOPE_CUDA_CHECK(cudaEventRecord(taken_, backend_.stream()));
         FP8SCOPE_CUDA_CHECK(cudaStreamWaitEvent(side_, taken_, 0));
-        std::uint8_t* to = staged_copy_ ? device_ : host_;
-        const cudaMemcpyKind kind = staged_copy_ ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost;
+        std::uint8_t* to = staged ? device_ : host_;
+        const cudaMemcpyKind kind = staged ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost;
         for (const Region& r : regions) {
             if (r.bytes) FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(to, r.src, r.bytes, kind, side_));
             to += r.bytes;
         }
-        if (staged_copy_) {
+        if (staged) {
             FP8SCOPE_CUDA_CHECK(cudaEventRecord(staged_, side_));
             backend_.fence_writes(regions, staged_);
             if (total) FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(host_, device_, total, cudaMemcpyDeviceToHost, side_));
@@ -87,14 +86,6 @@ public:
 
     const std::uint8_t* host() const override { return host_; }
 
-    std::string describe() const override {
-        char text[160];
-        std::snprintf(text, sizeof text, "%s: %.2f GB on a side stream into pinned host memory%s",
-                      staged_copy_ ? "device staging copy" : "direct copy", double(host_bytes_) / 1e9,
-                      staged_copy_ ? ", through a device staging buffer" : ", the next update waiting for it");
-        return text;
-    }
-
 private:
     // Whether this copy goes through device staging (allocated on first use and kept).
     bool stage(std::size_t bytes) {
@@ -110,7 +101,12 @@ private:
             const std::size_t spare = std::max<std::size_t>(all / 8, std::size_t(2) << 30);
             if (free < bytes + spare) return false;
         }
-        FP8SCOPE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&device_), bytes));
+        if (cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&device_), bytes); e != cudaSuccess) {
+            device_ = nullptr;
+            (void)cudaGetLastError();  // not sticky: the device goes on
+            if (staging_ == SnapshotStaging::Auto) return false;
+            cuda::fail("cudaMalloc (host snapshot staging)", __FILE__, __LINE__, cudaGetErrorString(e));
+        }
         device_bytes_ = bytes;
         return true;
     }
@@ -123,7 +119,6 @@ private:
     std::size_t host_bytes_ = 0;
     std::uint8_t* device_ = nullptr;  // staging
     std::size_t device_bytes_ = 0;
-    bool staged_copy_ = false;        // the last start()'s
 };
 
 }  // namespace

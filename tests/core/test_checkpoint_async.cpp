@@ -171,3 +171,26 @@ TEST(CheckpointAsync, ACheckpointOfEveryStepHoldsThatStepsState) {
     }
     fs::remove_all(dir);
 }
+
+// Oracle: zlib's CRC-32 of the concatenation in one pass (whose check value
+// test_checkpoint.cpp pins), for cuts at and across every piece boundary.
+TEST(CheckpointAsync, TheCrcOfPiecesCutIntoPartsIsTheCrcOfTheirConcatenation) {
+    std::vector<std::vector<std::uint8_t>> pieces = {{}, {1}, std::vector<std::uint8_t>(1000), std::vector<std::uint8_t>(4097),
+                                                     std::vector<std::uint8_t>(65539)};
+    std::vector<std::uint8_t> all;
+    std::uint32_t x = 12345;
+    for (auto& p : pieces)
+        for (auto& b : p) b = std::uint8_t((x = x * 1103515245u + 12345u) >> 24);
+    std::vector<std::span<const std::uint8_t>> spans;
+    for (const auto& p : pieces) {
+        spans.emplace_back(p);
+        all.insert(all.end(), p.begin(), p.end());
+    }
+    const std::uint32_t oracle = crc32(all);
+    for (std::size_t part : {std::size_t(1), std::size_t(7), std::size_t(1000), std::size_t(4096), std::size_t(1) << 28})
+        EXPECT_EQ(crc32_pieces(spans, part), oracle) << "parts of " << part << " bytes";
+    const std::string digits = "123456789";
+    const std::vector<std::uint8_t> a(digits.begin(), digits.begin() + 4), b(digits.begin() + 4, digits.end());
+    const std::vector<std::span<const std::uint8_t>> check = {a, {}, b};
+    EXPECT_EQ(crc32_pieces(check, 2), 0xCBF43926u);  // CRC-32's check value
+}

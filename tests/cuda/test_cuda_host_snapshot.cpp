@@ -59,7 +59,6 @@ void snapshot_sees_its_step(SnapshotStaging staging) {
         b.copy_to_host(m0.data(), m, n * sizeof(float));
         v0 = v_now;
     }
-    std::printf("%s\n", snap->describe().c_str());
     snap.reset();
     for (void* a : {static_cast<void*>(p), static_cast<void*>(m), static_cast<void*>(v), static_cast<void*>(grads)})
         b.release(a);
