@@ -19,7 +19,7 @@
 //                         [--staging auto|staging|direct]
 //   --config: a run config or preset (resources/configs/presets/gpt-8x4096.json)
 //   --dir: where the checkpoint goes (default: a folder under the system temp dir, removed
-//          at the end; the file is 12 bytes per parameter, replaced by the next)
+//          at the end; the file is 12 bytes per parameter, removed before the next)
 //   --staging: how a GPU's snapshot orders itself against the next update (sets
 //              FP8SCOPE_SNAPSHOT_STAGING; backend/device_memory.h, SnapshotStaging)
 #include <unistd.h>
@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
         const bool async = mode == "async";
         c.checkpoint.dir = dir;  // the trainer pins its host memory before the first step
         c.checkpoint.every = 0;  // checkpoints are asked for below, at the same steps in both modes
-        const std::string path = dir + "/" + mode + ".ckpt";  // one file, replaced: a disk holds two at most
+        const std::string path = dir + "/" + mode + ".ckpt";  // one file, removed before the next
         std::vector<double> ms;        // per measured step
         std::vector<bool> overlapped;  // a checkpoint was in flight during it
         try {
@@ -135,6 +135,7 @@ int main(int argc, char** argv) {
             // Async asks before the step: the trainer takes it as the step begins (the state
             // of the step before), the step's time holds what that costs.
             auto step = [&](bool take) {
+                if (take) std::filesystem::remove(path);  // the last one: never two 24 GB files at once
                 if (take && async) trainer.checkpoint_now(path);
                 trainer.step();
                 if (take && !async) writer.write(path, trainer.state());
