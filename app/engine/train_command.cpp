@@ -439,7 +439,7 @@ void add_train(CLI::App& app, int& exit_code) {
                     "A named config of a known shape: gpt2-124m, gpt2-350m, llama-1b, gpt-8x4096, llama-8x4096, ... "
                     "(--preset help lists them)")
         ->excludes(config);
-    cmd->add_option("--resume", opts->resume, "Continue from a checkpoint (its config is the base)");
+    cmd->add_option("--resume", opts->resume, "Continue from a checkpoint (its config is the base); a directory: its newest that verifies");
     cmd->add_option("--device", opts->device, "Where to train: cpu or cuda");
     cmd->add_option("--recipe", opts->recipe, "Training recipe: baseline, delayed, delayed_e4m3, current, blockwise, mxfp8 or a config's custom recipe");
     cmd->add_option("--compare", opts->compare, "Comma-separated recipes trained in lock step, e.g. baseline,delayed");
@@ -487,6 +487,18 @@ void add_train(CLI::App& app, int& exit_code) {
     add_rank_options(*cmd, opts->ranks);
     cmd->callback([opts, listen, &exit_code] {
         opts->listen = listen->count() > 0;
+        if (!opts->resume.empty() && std::filesystem::is_directory(opts->resume)) {  // its newest whole checkpoint
+            try {
+                const NewestCheckpoint newest = newest_checkpoint(opts->resume);
+                for (const std::string& why : newest.refused)
+                    std::fprintf(stderr, "fp8scope-engine: note: --resume %s: passed over %s\n", opts->resume.c_str(), why.c_str());
+                opts->resume = newest.path;
+            } catch (const std::exception& e) {
+                report(std::string("--resume ") + e.what());
+                exit_code = 1;
+                return;
+            }
+        }
         if (opts->preset == "help") {
             print_presets();
             exit_code = 0;

@@ -7,11 +7,41 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <utility>
+#include <vector>
 
 #include "backend/tensor_desc.h"
 
 namespace fp8scope {
+
+// Device arrays copied to host memory while the device goes on working (checkpoints).
+// start() takes the arrays as the ops issued before it leave them: an op issued after it
+// may overwrite them in place without changing what lands on the host. wait() (from any
+// thread) returns once the copy has landed in host(), back to back in start()'s order.
+// One copy at a time: host() is the last start()'s until the next start(), which must not
+// come before the reader of host() is done with it.
+class HostSnapshot {
+public:
+    struct Region {
+        const void* src;  // backend memory
+        std::size_t bytes;
+    };
+    virtual ~HostSnapshot() = default;  // waits for a copy in flight
+    // Host memory for copies of `bytes` made ahead (a GPU pins it: seconds for many GB,
+    // better spent before training than at its first checkpoint).
+    virtual void reserve(std::size_t bytes) = 0;
+    virtual void start(const std::vector<Region>& regions) = 0;
+    virtual void wait() = 0;
+    virtual const std::uint8_t* host() const = 0;
+};
+
+// Where a GPU's snapshot is copied from (kernels/cuda/cuda_backend_host_snapshot.cpp):
+// Staging copies the arrays within device memory first and to the host from there, so the
+// next op that writes them waits only for that fast copy; Direct copies them to the host
+// from where they lie, and the next op that writes them waits for the whole copy (no
+// device memory spent); Auto stages when the device has the memory to spare.
+enum class SnapshotStaging { Auto, Staging, Direct };
 
 class DeviceMemory {
 public:
@@ -26,6 +56,8 @@ public:
     // out (n, `to`) = in (n, `from`): float32 <-> BF16 (round to nearest even, NaN kept).
     virtual void convert(void* out, DType to, const void* in, DType from, std::int64_t n) = 0;
     virtual void synchronize() = 0;
+    // The default copies at once with copy_to_host (the CPU's: its memory is the host's).
+    virtual std::unique_ptr<HostSnapshot> make_host_snapshot(SnapshotStaging staging = SnapshotStaging::Auto);
 };
 
 // Owns one allocation of backend memory, of a fixed type; grows on demand (contents lost).

@@ -5,12 +5,18 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <array>
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <stdexcept>
 #include <string_view>
+#include <system_error>
+#include <thread>
+
+#include <zlib.h>
 
 #include "io/input_file.h"
 
@@ -22,37 +28,56 @@ constexpr std::uint32_t kVersion = 2;
 constexpr std::uint32_t kOldestVersion = 1;  // without the world size
 constexpr std::size_t kHeaderBytes = 8 + 4 + 8 + 4;
 
-std::array<std::uint32_t, 256> crc_table() {
-    std::array<std::uint32_t, 256> t{};
-    for (std::uint32_t i = 0; i < 256; ++i) {
-        std::uint32_t c = i;
-        for (int k = 0; k < 8; ++k) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        t[i] = c;
-    }
-    return t;
-}
-
+// A file's bytes as pieces: the small fields copied into one buffer, the large arrays
+// borrowed where they lie (a host snapshot of many GB is written without a second copy).
 class Writer {
 public:
     template <class T>
     void pod(const T& v) {
-        bytes(&v, sizeof(T));
+        own(&v, sizeof(T));
+    }
+    template <class T>
+    void array(std::span<const T> v) {
+        pod(static_cast<std::uint64_t>(v.size()));
+        if (!v.empty()) pieces_.push_back({reinterpret_cast<const std::uint8_t*>(v.data()), v.size_bytes()});
     }
     template <class T>
     void array(const std::vector<T>& v) {
-        pod(static_cast<std::uint64_t>(v.size()));
-        bytes(v.data(), v.size() * sizeof(T));
+        array(std::span<const T>(v));
     }
     void string(const std::string& s) {
         pod(static_cast<std::uint64_t>(s.size()));
-        bytes(s.data(), s.size());
+        own(s.data(), s.size());
     }
-    void bytes(const void* p, std::size_t n) {
-        std::size_t at = out.size();
-        out.resize(at + n);
-        if (n) std::memcpy(out.data() + at, p, n);
+    void append(Writer&& other) {  // other's pieces after these
+        const std::size_t base = owned_.size();
+        owned_.insert(owned_.end(), other.owned_.begin(), other.owned_.end());
+        for (Piece p : other.pieces_) {
+            if (!p.borrowed) p.offset += base;
+            pieces_.push_back(p);
+        }
     }
-    std::vector<std::uint8_t> out;
+    void own(const void* p, std::size_t n) {
+        if (pieces_.empty() || pieces_.back().borrowed) pieces_.push_back({nullptr, 0, owned_.size()});
+        owned_.insert(owned_.end(), static_cast<const std::uint8_t*>(p), static_cast<const std::uint8_t*>(p) + n);
+        pieces_.back().bytes += n;
+    }
+    // The pieces in order (valid while this lives and nothing is added).
+    std::vector<std::span<const std::uint8_t>> spans() const {
+        std::vector<std::span<const std::uint8_t>> out;
+        for (const Piece& p : pieces_)
+            out.emplace_back(p.borrowed ? p.borrowed : owned_.data() + p.offset, p.bytes);
+        return out;
+    }
+
+private:
+    struct Piece {
+        const std::uint8_t* borrowed;  // null: owned_ from offset
+        std::size_t bytes;
+        std::size_t offset = 0;  // into owned_
+    };
+    std::vector<std::uint8_t> owned_;
+    std::vector<Piece> pieces_;
 };
 
 class Reader {
@@ -119,13 +144,47 @@ void remove_stale_temporaries(const std::filesystem::path& dir) {
 }  // namespace
 
 std::uint32_t crc32(std::span<const std::uint8_t> bytes) {
-    static const auto table = crc_table();
-    std::uint32_t c = 0xFFFFFFFFu;
-    for (std::uint8_t b : bytes) c = table[(c ^ b) & 0xFF] ^ (c >> 8);
-    return c ^ 0xFFFFFFFFu;
+    return static_cast<std::uint32_t>(::crc32_z(0, bytes.data(), bytes.size()));
 }
 
-std::vector<std::uint8_t> serialize_checkpoint(const TrainState& s) {
+// Parts that threads of their own checksum and zlib's crc32_combine joins: a checkpoint
+// of many GB is checksummed at several cores' speed (zlib's crc32: 1-2 GB/s on one).
+std::uint32_t crc32_pieces(std::span<const std::span<const std::uint8_t>> pieces, std::size_t part_bytes) {
+    const std::size_t kPart = std::max<std::size_t>(part_bytes, 1);
+    struct Part {
+        std::span<const std::uint8_t> bytes;
+        uLong crc = 0;
+    };
+    std::vector<Part> parts;
+    for (std::span<const std::uint8_t> piece : pieces)
+        for (std::size_t at = 0; at < piece.size(); at += kPart) parts.push_back({piece.subspan(at, std::min(kPart, piece.size() - at))});
+    std::atomic<std::size_t> next{0};
+    auto work = [&] {
+        for (std::size_t i; (i = next++) < parts.size();) parts[i].crc = ::crc32_z(0, parts[i].bytes.data(), parts[i].bytes.size());
+    };
+    const std::size_t threads = std::min<std::size_t>({parts.size(), 8, std::max(1u, std::thread::hardware_concurrency() / 2)});
+    std::vector<std::thread> helpers;
+    for (std::size_t t = 1; t < threads; ++t) {
+        try {
+            helpers.emplace_back(work);
+        } catch (const std::system_error&) {  // no more threads: the ones there finish the parts
+            break;
+        }
+    }
+    work();
+    for (std::thread& t : helpers) t.join();
+    uLong crc = ::crc32_z(0, nullptr, 0);
+    for (const Part& part : parts) crc = ::crc32_combine(crc, part.crc, z_off_t(part.bytes.size()));
+    return static_cast<std::uint32_t>(crc);
+}
+
+namespace {
+
+// The whole file as pieces: header, then the payload's.
+Writer checkpoint_pieces(const TrainState& s, std::span<const RunArrays> arrays) {
+    if (arrays.size() != s.runs.size())
+        throw std::invalid_argument("checkpoint: " + std::to_string(arrays.size()) + " runs' arrays for " +
+                                    std::to_string(s.runs.size()) + " runs");
     Writer p;
     p.string(s.config_json);
     p.pod(s.step);
@@ -133,23 +192,42 @@ std::vector<std::uint8_t> serialize_checkpoint(const TrainState& s) {
     p.array(s.skipped_batches);
     p.pod(s.rewinds);
     p.pod(static_cast<std::uint64_t>(s.runs.size()));
-    for (const auto& r : s.runs) {
+    for (std::size_t i = 0; i < s.runs.size(); ++i) {
+        const RunState& r = s.runs[i];
         p.string(r.recipe);
-        p.array(r.params);
-        p.array(r.m);
-        p.array(r.v);
+        p.array(arrays[i].params);
+        p.array(arrays[i].m);
+        p.array(arrays[i].v);
         p.pod(r.adam_steps);
         p.array(r.recipe_state);
         p.array(r.recent_losses);
     }
     p.pod(s.world_size);
+    std::uint64_t size = 0;
+    for (std::span<const std::uint8_t> piece : p.spans()) size += piece.size();
+    const std::uint32_t crc = crc32_pieces(p.spans());
     Writer file;
-    file.bytes(kMagic, sizeof(kMagic));
+    file.own(kMagic, sizeof(kMagic));
     file.pod(kVersion);
-    file.pod(static_cast<std::uint64_t>(p.out.size()));
-    file.pod(crc32(p.out));
-    file.bytes(p.out.data(), p.out.size());
-    return std::move(file.out);
+    file.pod(size);
+    file.pod(crc);
+    file.append(std::move(p));
+    return file;
+}
+
+std::vector<RunArrays> arrays_of(const TrainState& s) {
+    std::vector<RunArrays> out;
+    for (const RunState& r : s.runs) out.push_back({r.params, r.m, r.v});
+    return out;
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> serialize_checkpoint(const TrainState& s) {
+    const Writer file = checkpoint_pieces(s, arrays_of(s));
+    std::vector<std::uint8_t> out;
+    for (std::span<const std::uint8_t> piece : file.spans()) out.insert(out.end(), piece.begin(), piece.end());
+    return out;
 }
 
 TrainState deserialize_checkpoint(std::span<const std::uint8_t> bytes, const std::string& origin) {
@@ -201,23 +279,32 @@ TrainState deserialize_checkpoint(std::span<const std::uint8_t> bytes, const std
 }
 
 void save_checkpoint(const std::string& path, const TrainState& state) {
-    std::vector<std::uint8_t> bytes = serialize_checkpoint(state);
-    std::filesystem::path target(path);
-    if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
-    remove_stale_temporaries(target.has_parent_path() ? target.parent_path() : ".");
-    std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    save_checkpoint(path, state, arrays_of(state));
+}
+
+void save_checkpoint(const std::string& path, const TrainState& state, std::span<const RunArrays> arrays) {
+    const Writer file = checkpoint_pieces(state, arrays);
+    const std::filesystem::path target(path);
+    const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";
+    if (target.has_parent_path()) std::filesystem::create_directories(dir);
+    remove_stale_temporaries(dir);
+    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) io_error(tmp, "cannot create checkpoint");
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-        ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            ::close(fd);
-            ::unlink(tmp.c_str());
-            io_error(tmp, "cannot write checkpoint");
+    for (std::span<const std::uint8_t> piece : file.spans()) {
+        std::size_t done = 0;
+        while (done < piece.size()) {
+            const ssize_t n = ::write(fd, piece.data() + done, piece.size() - done);
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                const int saved = errno;
+                ::close(fd);
+                ::unlink(tmp.c_str());
+                errno = saved;
+                io_error(tmp, "cannot write checkpoint");
+            }
+            done += static_cast<std::size_t>(n);
         }
-        done += static_cast<std::size_t>(n);
     }
     const bool synced = ::fsync(fd) == 0;  // closed either way: a failed flush must not keep the file open
     if (::close(fd) != 0 || !synced) {
@@ -228,6 +315,12 @@ void save_checkpoint(const std::string& path, const TrainState& state) {
         ::unlink(tmp.c_str());
         io_error(path, "cannot rename checkpoint into place");
     }
+    // The rename itself is durable only once the directory is flushed.
+    const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd < 0) io_error(dir.string(), "cannot open the checkpoint directory to flush it");
+    const bool dir_synced = ::fsync(dir_fd) == 0;
+    ::close(dir_fd);
+    if (!dir_synced) io_error(dir.string(), "cannot flush the checkpoint directory");
 }
 
 TrainState load_checkpoint(const std::string& path) {
@@ -240,6 +333,57 @@ TrainState load_checkpoint(const std::string& path) {
         throw std::runtime_error(e.what());
     }
     return deserialize_checkpoint({reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()}, path);
+}
+
+
+namespace {
+
+// The N of "step_N.ckpt"; -1 for other names.
+long long step_of(const std::string& name) {
+    constexpr std::string_view prefix = "step_", suffix = ".ckpt";
+    if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+        return -1;
+    const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    if (digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) return -1;
+    return std::stoll(digits);
+}
+
+}  // namespace
+
+std::vector<std::string> list_checkpoints(const std::string& dir) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) return {};
+    remove_stale_temporaries(dir);
+    std::vector<std::pair<long long, std::string>> found;  // step (other names: max), name
+    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        std::error_code file_ec;
+        if (it->path().extension() != ".ckpt" || !it->is_regular_file(file_ec)) continue;
+        const long long step = step_of(name);
+        found.emplace_back(step < 0 ? std::numeric_limits<long long>::max() : step, name);
+    }
+    std::sort(found.begin(), found.end());
+    std::vector<std::string> out;
+    for (const auto& f : found) out.push_back((std::filesystem::path(dir) / f.second).string());
+    return out;
+}
+
+NewestCheckpoint newest_checkpoint(const std::string& dir) {
+    const std::vector<std::string> all = list_checkpoints(dir);
+    NewestCheckpoint newest;
+    for (auto it = all.rbegin(); it != all.rend(); ++it) {
+        try {
+            newest.state = load_checkpoint(*it);
+            newest.path = *it;
+            return newest;
+        } catch (const std::exception& e) {
+            newest.refused.push_back(e.what());
+        }
+    }
+    std::string why = dir + ": no checkpoint that loads (";
+    why += all.empty() ? "no *.ckpt file" : std::to_string(all.size()) + " refused: " + newest.refused.front();
+    throw std::runtime_error(why + ")");
 }
 
 }  // namespace fp8scope

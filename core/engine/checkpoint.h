@@ -5,12 +5,13 @@
 //   "FP8SCKPT"  8 bytes magic
 //   u32         format version (2; version 1 files, without the world size, still load)
 //   u64         payload size in bytes
-//   u32         CRC-32 (IEEE 802.3) of the payload
+//   u32         CRC-32 (IEEE 802.3, zlib's crc32) of the payload
 //   payload     the TrainState fields in declaration order (world_size last, an i32);
 //               strings and arrays are a u64 length followed by their elements
 // Files are written to a temporary name in the same directory (NAME.tmp.PID), flushed to
-// disk and then renamed, so a crash never leaves a half-written checkpoint under the real
-// name; the next save in the directory removes *.ckpt.tmp.PID files of dead processes.
+// disk, renamed and the directory flushed, so a crash (kill -9, power loss) leaves either
+// the whole checkpoint under its name or none: never a torn one. The next save in the
+// directory and list_checkpoints remove *.ckpt.tmp.PID files of dead processes.
 // load_checkpoint reads regular files only (a FIFO or a device is refused by name).
 #pragma once
 
@@ -42,6 +43,15 @@ struct TrainState {
 };
 
 std::uint32_t crc32(std::span<const std::uint8_t> bytes);
+// crc32 of `pieces` one after the other; parts of `part_bytes` are checksummed on
+// threads of their own (up to 8) and combined.
+std::uint32_t crc32_pieces(std::span<const std::span<const std::uint8_t>> pieces, std::size_t part_bytes = std::size_t(256) << 20);
+
+// A run's parameters and AdamW moments where they lie: a RunState's vectors, or a host
+// snapshot of backend memory (asynchronous checkpoints).
+struct RunArrays {
+    std::span<const float> params, m, v;
+};
 
 std::vector<std::uint8_t> serialize_checkpoint(const TrainState& state);
 // Throws std::runtime_error naming `origin` and what is wrong (magic, version, size,
@@ -49,6 +59,23 @@ std::vector<std::uint8_t> serialize_checkpoint(const TrainState& state);
 TrainState deserialize_checkpoint(std::span<const std::uint8_t> bytes, const std::string& origin);
 
 void save_checkpoint(const std::string& path, const TrainState& state);
+// The same with each run's arrays taken from `arrays` (one per run; the RunStates' own
+// are not read), written from where they lie without a copy of the whole file.
+void save_checkpoint(const std::string& path, const TrainState& state, std::span<const RunArrays> arrays);
 TrainState load_checkpoint(const std::string& path);
+
+// The checkpoints in `dir`: its regular *.ckpt files, by step (the N of step_N.ckpt;
+// other names after them, by name). Temporaries (*.ckpt.tmp.PID) are never listed, and
+// those of dead processes are removed. A missing directory lists none.
+std::vector<std::string> list_checkpoints(const std::string& dir);
+// The newest checkpoint of `dir` that loads and verifies, and what it holds; `refused`:
+// the load errors of the newer ones that do not (each names its file). Throws std::runtime_error
+// naming the directory when none does.
+struct NewestCheckpoint {
+    std::string path;
+    TrainState state;
+    std::vector<std::string> refused;
+};
+NewestCheckpoint newest_checkpoint(const std::string& dir);
 
 }  // namespace fp8scope

@@ -1,6 +1,7 @@
 #include "engine/checkpoint_writer.h"
 
 #include <chrono>
+#include <cmath>
 #include <exception>
 #include <utility>
 
@@ -12,13 +13,12 @@ void CheckpointWriter::wait() {
     if (thread_.joinable()) thread_.join();
 }
 
-void CheckpointWriter::write(std::string path, TrainState state) {
+void CheckpointWriter::launch(std::string path, std::function<void(Done&)> save) {
     wait();
-    thread_ = std::thread([this, path = std::move(path), state = std::move(state)] {
-        const auto t0 = std::chrono::steady_clock::now();
-        Done d{path, {}, 0};
+    thread_ = std::thread([this, path = std::move(path), save = std::move(save), t0 = std::chrono::steady_clock::now()] {
+        Done d{path, {}, {}, 0};
         try {
-            save_checkpoint(path, state);
+            save(d);
         } catch (const std::exception& e) {
             d.error = e.what();
         }
@@ -28,9 +28,38 @@ void CheckpointWriter::write(std::string path, TrainState state) {
     });
 }
 
+void CheckpointWriter::write(std::string path, TrainState state) {
+    launch(path, [path, state = std::move(state)](Done&) { save_checkpoint(path, state); });
+}
+
+void CheckpointWriter::write(std::string path, TrainState state, HostSnapshot& snapshot, std::vector<std::size_t> sizes) {
+    launch(path, [path, state = std::move(state), &snapshot, sizes = std::move(sizes)](Done& d) {
+        snapshot.wait();
+        std::vector<RunArrays> arrays;
+        const auto* at = reinterpret_cast<const float*>(snapshot.host());
+        for (std::size_t n : sizes) {
+            arrays.push_back({{at, n}, {at + n, n}, {at + 2 * n, n}});
+            at += 3 * n;
+        }
+        d.skipped = nonfinite_arrays(arrays);
+        if (d.skipped.empty()) save_checkpoint(path, state, arrays);
+    });
+}
+
 std::vector<CheckpointWriter::Done> CheckpointWriter::finished() {
     std::lock_guard lock(mu_);
     return std::exchange(done_, {});
+}
+
+std::string nonfinite_arrays(std::span<const RunArrays> arrays) {
+    for (std::size_t i = 0; i < arrays.size(); ++i) {
+        const RunArrays& a = arrays[i];
+        for (const auto& [values, what] : {std::pair{a.params, "parameters"}, {a.m, "AdamW m"}, {a.v, "AdamW v"}})
+            for (std::size_t k = 0; k < values.size(); ++k)
+                if (!std::isfinite(values[k]))
+                    return "run " + std::to_string(i) + "'s " + what + ": a NaN/Inf (first at " + std::to_string(k) + ")";
+    }
+    return {};
 }
 
 }  // namespace fp8scope

@@ -37,6 +37,9 @@ public:
     // The same within backend memory (size() floats each): rewind snapshots.
     void copy_moments_to(float* m, float* v) const;
     void copy_moments_from(const float* m, const float* v, std::int64_t t);
+    // The moments in backend memory (asynchronous checkpoints copy them from there).
+    const float* m_data() const { return m_.data(); }
+    const float* v_data() const { return v_.data(); }
     void reset();  // zero moments, no steps taken
 
 private:

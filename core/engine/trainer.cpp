@@ -86,6 +86,12 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, StepSync* sync)
     }
     if (resumed) restore(*resumed);
     take_snapshot();
+    if (sync_->writes_checkpoints() && !config_.checkpoint.dir.empty()) {  // the checkpoints' host memory, now
+        host_snapshot_ = backend_.make_host_snapshot();
+        std::size_t bytes = 0;
+        for (const auto& rep : runs_) bytes += 3 * rep->model.num_params() * sizeof(float);
+        host_snapshot_->reserve(bytes);
+    }
 }
 
 // The last good state: per run its parameters, then AdamW's m and v, in one buffer of
@@ -270,7 +276,8 @@ TrainSummary Trainer::run() {
         if (!write_checkpoint(last)) last.clear();
     }
     checkpoints_.wait();
-    report_checkpoints();
+    for (const std::string& skipped : report_checkpoints())
+        if (skipped == last) last.clear();
     if (!last.empty()) landing_check(last);
     return summary();
 }
@@ -578,14 +585,14 @@ std::string nonfinite_in(const std::vector<float>& values, const std::string& wh
 
 std::string Trainer::nonfinite_state(const TrainState* s) const {
     if (!unclean_.empty()) return unclean_;
+    if (s) {
+        std::vector<RunArrays> arrays;
+        for (const RunState& r : s->runs) arrays.push_back({r.params, r.m, r.v});
+        if (std::string why = nonfinite_arrays(arrays); !why.empty()) return why;
+    }
     for (std::size_t i = 0; i < runs_.size(); ++i) {
         const Run& rep = *runs_[i];
         const std::string run = "run " + std::to_string(i) + "'s ";
-        if (s) {
-            const RunState& r = s->runs.at(i);
-            for (const auto& [values, what] : {std::pair{&r.params, "parameters"}, {&r.m, "AdamW m"}, {&r.v, "AdamW v"}})
-                if (std::string why = nonfinite_in(*values, run + what); !why.empty()) return why;
-        }
         // Delayed scaling's histories are read back only where a NaN/Inf may have reached them.
         if (!s && !rep.nonfinite_reported) continue;
         for (int l = 0; l < int(rep.model.linears().size()); ++l)
@@ -744,21 +751,43 @@ void Trainer::apply_state(const TrainState& s, const Snapshot* arrays) {
 
 void Trainer::save_checkpoint(const std::string& path) const { fp8scope::save_checkpoint(path, state()); }
 
+// The state's small part is read now; the parameters and moments are copied to the host
+// behind the steps that follow (HostSnapshot) and written by the writer thread.
 bool Trainer::write_checkpoint(std::string path) {
-    TrainState s = state();
+    TrainState s = state(false);
     if (const std::string why = nonfinite_state(&s); !why.empty()) {
         emit(EventKind::CheckpointSkipped, -1, path + " not written: " + why);
         return false;
     }
-    checkpoints_.write(std::move(path), std::move(s));
+    checkpoints_.wait();  // the host copy is the last write's until it is written
+    if (!host_snapshot_) host_snapshot_ = backend_.make_host_snapshot();
+    std::vector<HostSnapshot::Region> regions;
+    std::vector<std::size_t> sizes;
+    for (const auto& rep : runs_) {
+        const std::size_t n = rep->model.num_params();
+        regions.push_back({rep->model.params().data(), n * sizeof(float)});
+        regions.push_back({rep->adam->m_data(), n * sizeof(float)});
+        regions.push_back({rep->adam->v_data(), n * sizeof(float)});
+        sizes.push_back(n);
+    }
+    host_snapshot_->start(regions);
+    checkpoints_.write(std::move(path), std::move(s), *host_snapshot_, std::move(sizes));
     return true;
 }
 
-void Trainer::report_checkpoints() {
+std::vector<std::string> Trainer::report_checkpoints() {
+    std::vector<std::string> skipped;
     for (const CheckpointWriter::Done& d : checkpoints_.finished()) {
-        if (d.error.empty()) emit(EventKind::Checkpoint, -1, d.path);
-        else fail_checkpoint("checkpoint " + d.path + ": " + d.error);
+        if (!d.skipped.empty()) {
+            emit(EventKind::CheckpointSkipped, -1, d.path + " not written: " + d.skipped);
+            skipped.push_back(d.path);
+        } else if (d.error.empty()) {
+            emit(EventKind::Checkpoint, -1, d.path);
+        } else {
+            fail_checkpoint("checkpoint " + d.path + ": " + d.error);
+        }
     }
+    return skipped;
 }
 
 // The landing check of a run: the last checkpoint must give back what was trained, bit for

@@ -160,9 +160,11 @@ private:
     void apply(const Request& r);
     // The end of a step: the job's agreement on it, to the observers.
     void agree(double step_ms);
-    // Periodic, requested and final checkpoints: the state copied now, the file written in
-    // the background (CheckpointWriter); events when written. A state holding a NaN/Inf
-    // (nonfinite_state) is not written: a CheckpointSkipped event says why; false.
+    // Periodic, requested and final checkpoints: the parameters and moments copied to the
+    // host behind the next steps (HostSnapshot), the file written in the background
+    // (CheckpointWriter); events when written. A state holding a NaN/Inf (nonfinite_state;
+    // the arrays' once they land) is not written: a CheckpointSkipped event says why; false
+    // when known at once.
     bool write_checkpoint(std::string path);
     // Why the state must not be kept (empty: it may): a step not rewound after a non-finite
     // loss or gradient, a NaN/Inf in delayed scaling's state (read when a run's watch found
@@ -172,7 +174,7 @@ private:
     // this step (the failure path: reads the watch at once).
     void find_nonfinite(Run& rep, int run, NonFiniteRecord::Source source);
     void report_nonfinite(Run& rep, int run, NonFiniteRecord record);
-    void report_checkpoints();
+    std::vector<std::string> report_checkpoints();  // events; the paths skipped for a NaN/Inf
     // After the final checkpoint: read it back and compare it with the trained state.
     void landing_check(const std::string& path);
     void fail_checkpoint(const std::string& why);  // an Error event; the summary fails
@@ -222,6 +224,7 @@ private:
     std::condition_variable wake_;
     std::deque<Request> requests_;
 
+    std::unique_ptr<HostSnapshot> host_snapshot_;  // before checkpoints_: outlives its writes
     CheckpointWriter checkpoints_;
     SingleProcess single_;  // the sync when none is given
     StepSync* sync_;

@@ -108,6 +108,7 @@ std::string CudaBackend::describe() const {
 
 void CudaBackend::free_now(void* p) {
     if (!p) return;
+    if (!fenced_.empty()) cudaEventSynchronize(fence_);  // a snapshot may be reading it
     if (!closing_) cudaStreamSynchronize(stream());
     cudaFree(p);
 }
@@ -135,6 +136,7 @@ void CudaBackend::copy_to_host(void* host, const void* src, std::size_t bytes) {
 
 void CudaBackend::copy_from_host(void* dst, const void* host, std::size_t bytes) {
     if (!bytes) return;
+    before_write(dst, bytes);
     mirror_->written(dst, bytes);
     FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream()));
     FP8SCOPE_CUDA_CHECK(cudaStreamSynchronize(stream()));  // the host buffer may go right after
@@ -143,6 +145,7 @@ void CudaBackend::copy_from_host(void* dst, const void* host, std::size_t bytes)
 // memmove semantics: overlapping ranges go through scratch (cudaMemcpy does not allow them).
 void CudaBackend::copy(void* dst, const void* src, std::size_t bytes) {
     if (!bytes || dst == src) return;
+    before_write(dst, bytes);
     mirror_->written(dst, bytes);
     const auto d = reinterpret_cast<std::uintptr_t>(dst), s = reinterpret_cast<std::uintptr_t>(src);
     if (d < s + bytes && s < d + bytes) {
@@ -155,11 +158,13 @@ void CudaBackend::copy(void* dst, const void* src, std::size_t bytes) {
 
 void CudaBackend::fill_zero(void* p, std::size_t bytes) {
     if (!bytes) return;
+    before_write(p, bytes);
     mirror_->written(p, bytes);
     FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream()));
 }
 
 void CudaBackend::convert(void* out, DType to, const void* in, DType from, std::int64_t n) {
+    before_write(out, std::size_t(n) * dtype_size(to));
     mirror_->written(out, std::size_t(n) * dtype_size(to));
     if (from == DType::F32 && to == DType::BF16)
         cuda::f32_to_bf16(static_cast<std::uint16_t*>(out), static_cast<const float*>(in), n, stream());
@@ -301,6 +306,7 @@ void CudaBackend::scale_columns(const TensorDesc& out, const TensorDesc& in, con
 
 void CudaBackend::scale_channels(const TensorDesc& t, const std::int32_t* index, int count, bool rows, float factor) {
     if (t.transposed) throw std::logic_error("cuda scale_channels: t must be a row-major tensor");
+    before_write(t.data, std::size_t(t.rows * t.cols) * dtype_size(t.dtype));
     if (t.dtype == DType::BF16)
         cuda::scale_channels(static_cast<bf16*>(t.data), t.rows, t.cols, index, count, rows, factor, stream());
     else if (t.dtype == DType::F32)
@@ -354,6 +360,8 @@ void CudaBackend::bias_backward(float* dbias, const TensorDesc& dout) {
 void CudaBackend::adamw(float* params, const float* grads, float* m, float* v, const std::vector<DecayRun>& decay,
                         std::int64_t n, const AdamWParams& p) {
     check_decay_runs(decay, n);
+    for (const void* state : {static_cast<const void*>(params), static_cast<const void*>(m), static_cast<const void*>(v)})
+        before_write(state, std::size_t(n) * sizeof(float));
     Lane& l = lane();
     if (decay != l.decay_uploaded && !decay.empty()) {
         auto* runs = l.decay_runs->grow_as<DecayRun>(decay.size());
@@ -378,6 +386,7 @@ double CudaBackend::grad_norm(const float* grads, std::int64_t n) {
 }
 
 void CudaBackend::scale(float* x, float factor, std::int64_t n) {
+    before_write(x, std::size_t(n) * sizeof(float));
     mirror_->written(x, std::size_t(n) * sizeof(float));
     cuda::scale(x, factor, n, stream());
 }

@@ -45,6 +45,10 @@
 //   choice is cached per problem, so only the first call of a shape pays an exception.
 // - The output head (matmul_*) is unquantized: BF16 activations times the float32
 //   weight converted to BF16 per call, float32 weight gradients.
+// - Host snapshots (checkpoints): a side stream copies the state, starting where the
+//   training stream stands, through a device staging buffer when memory allows; until the
+//   copy has read them, the first op that writes a copied array waits for it on the device
+//   (fence_writes), so the host never waits and later steps cannot tear the copy.
 // - Kernel timing: CUPTI's activity records of every kernel, copy and memset, tagged
 //   with the op scope they were launched in (kernel_tracer.h); op scopes are also NVTX
 //   ranges, so Nsight Systems shows the same ops.
@@ -105,6 +109,12 @@ public:
     void fill_zero(void* p, std::size_t bytes) override;
     void convert(void* out, DType to, const void* in, DType from, std::int64_t n) override;
     void synchronize() override;
+    // Pinned host memory, a side stream and events (cuda_backend_host_snapshot.cpp).
+    std::unique_ptr<HostSnapshot> make_host_snapshot(SnapshotStaging staging = SnapshotStaging::Auto) override;
+    // Until `copied` completes on another stream, an op of this backend that writes into one
+    // of `regions` makes the stream wait for it first (a host snapshot reading them); empty
+    // regions: none.
+    void fence_writes(std::vector<HostSnapshot::Region> regions, cudaEvent_t copied);
 
     // LayerOps: ops.h's kernels; the output head's GEMMs in cuda_backend_gemm.cpp.
     void embedding_forward(ActPtr out, const std::int32_t* tokens, const float* wte, const float* wpe, int B, int T,
@@ -230,6 +240,7 @@ private:
     void cast_done(const CastSpec& spec, cuda::CastStats* stats);
     cuda::CastStats* report_slot();
     void free_now(void* p);  // waits for the calling thread's stream, then cudaFree (errors ignored)
+    void before_write(const void* dst, std::size_t bytes);  // fence_writes' wait, where dst is fenced
 
     int device_ = 0;
     std::string name_;
@@ -243,6 +254,10 @@ private:
     bool closing_ = false;  // in the destructor, the device drained
     std::unique_ptr<cuda::Analyzer> analyzer_;
     std::unique_ptr<cuda::WeightMirror> mirror_;  // BF16 weight copies AdamW keeps current
+
+    // fence_writes(): what a host snapshot still reads, and its event.
+    std::vector<HostSnapshot::Region> fenced_;
+    cudaEvent_t fence_ = nullptr;
 };
 
 // cuBLASLt's version as "13.1.0" and the CUDA runtime's as "13.0".

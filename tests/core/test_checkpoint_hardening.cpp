@@ -1,7 +1,8 @@
 // Checkpoints from a crash or a hostile file (issue 13, defects 6, 9, 13): empty arrays
 // round trip without memcpy from a null pointer (UBSan on every --resume), a recipe
 // state whose history count exceeds its bytes is refused before anything is sized, and
-// the temporaries a writer killed with -9 leaves are cleaned up by the next writer.
+// the temporaries a writer killed with -9 leaves are cleaned up by the next writer and by
+// the listing, which never lists one.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -56,6 +57,25 @@ TEST(CheckpointHardening, StaleTemporariesOfDeadWritersAreRemoved) {
     EXPECT_TRUE(fs::exists(live)) << "a live writer's temporary must be kept";
     EXPECT_TRUE(fs::exists(other)) << "only NAME.ckpt.tmp.PID files are temporaries";
     EXPECT_TRUE(fs::exists(dir / "step_30.ckpt"));
+}
+
+TEST(CheckpointHardening, TheListingOrdersByStepAndNeverListsATemporary) {
+    const fs::path dir = io_test::scratch_dir();
+    TrainState s;
+    s.config_json = "{}";
+    for (const char* name : {"step_10.ckpt", "step_2.ckpt", "step_1.ckpt", "final.ckpt"})
+        save_checkpoint((dir / name).string(), s);
+    const fs::path stale = dir / ("step_11.ckpt.tmp." + std::to_string(dead_pid()));
+    const fs::path live = dir / ("step_12.ckpt.tmp." + std::to_string(::getpid()));
+    for (const fs::path& p : {stale, live, dir / "notes.txt"}) std::ofstream(p) << "partial";
+    fs::create_directories(dir / "folder.ckpt");
+    const std::vector<std::string> listed = list_checkpoints(dir.string());
+    const std::vector<std::string> expected = {(dir / "step_1.ckpt").string(), (dir / "step_2.ckpt").string(),
+                                               (dir / "step_10.ckpt").string(), (dir / "final.ckpt").string()};
+    EXPECT_EQ(listed, expected);
+    EXPECT_FALSE(fs::exists(stale)) << "a dead writer's temporary is removed";
+    EXPECT_TRUE(fs::exists(live)) << "a live writer's is kept";
+    EXPECT_TRUE(list_checkpoints((dir / "missing").string()).empty());
 }
 
 TEST(CheckpointHardening, RecipeStateHistoryCountIsCheckedAgainstItsBytes) {
