@@ -89,6 +89,11 @@ OutliersView::OutliersView(const ViewContext& context, QWidget* parent)
     grid->addWidget(channels_, 1, 1);
     alignment_ = make_plot(this, tr("gate/up alignment per SwiGLU layer"));
     grid->addWidget(alignment_, 2, 0, 1, 2);
+    // The histograms with their legends need the most height; the alignment plot, when
+    // shown, as much as the kurtosis and channel plots.
+    grid->setRowStretch(0, 4);
+    grid->setRowStretch(1, 3);
+    grid->setRowStretch(2, 3);
     alignment_->xAxis->setLabel(tr("step"));
     alignment_->yAxis->setLabel(tr("max |cos(gate row, up row)|"));
     alignment_->setVisible(false);
@@ -360,7 +365,7 @@ void OutliersView::drawAlignment(const TraceData& d, const RunData& rd, std::int
         set_title(alignment_, tr("gate/up alignment per SwiGLU layer, run %1").arg(run_name));
         return;
     }
-    QString title = tr("gate/up alignment, run %1, step %2: %3 most aligned (max |cos| %4, %5 channels > %6), "
+    QString title = tr("gate/up alignment, run %1, step %2: %3 most aligned (max |cos| %4, %5 channels > %6)\n"
                        "channel %7 leads (cos %8)")
                         .arg(run_name)
                         .arg(a->step)
