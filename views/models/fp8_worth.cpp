@@ -9,6 +9,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "engine/rank_health.h"
 #include "models/display_names.h"
 #include "models/gemm_error_model.h"
 #include "models/kernel_detail.h"
@@ -27,22 +28,16 @@ int op_id(const trace::TraceMeta& meta, std::string_view name) {
 
 bool uses(Gemm g, Operand o) { return trace::operand_slot(0, g, o) >= 0; }
 
-double median(std::vector<double> v) {
-    if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // Per (linear, GEMM): [0] the GEMM op's time, [1] the cast share, in µs.
 std::vector<std::array<double, 2>> gemm_times(const trace::TraceMeta& meta, const OpTimes& t, int linears) {
     std::vector<std::array<double, 2>> out(static_cast<std::size_t>(linears) * 3, {0.0, 0.0});
     const int quantize = op_id(meta, "quantize");
+    const int gemm_ops[] = {op_id(meta, gemm_name(kGemms[0])), op_id(meta, gemm_name(kGemms[1])), op_id(meta, gemm_name(kGemms[2]))};
     for (const auto& [k, ns] : t) {
         if (k.linear < 0 || k.linear >= linears) continue;
         for (int g = 0; g < 3; ++g) {
             auto& cell = out[static_cast<std::size_t>(k.linear) * 3 + g];
-            if (k.op == op_id(meta, gemm_name(kGemms[g]))) cell[0] += ns * 1e-3;
+            if (k.op == gemm_ops[g]) cell[0] += ns * 1e-3;
             else if (k.op == quantize && k.operand >= 0 && k.operand < 3 && uses(kGemms[g], static_cast<Operand>(k.operand)))
                 cell[1] += 0.5 * ns * 1e-3;
         }
@@ -96,10 +91,10 @@ Fp8Worth fp8_worth(const TraceData& d, int baseline, int fp8, std::int64_t step)
             r.linear = l;
             r.gemm = kGemms[g];
             r.label = short_operand_label(d.meta, {l, kGemms[g], Operand::X}).chopped(2);  // "L0 qkv fprop"
-            r.base_us = median(base[c]);
-            r.fp8_us = median(fp[c]);
-            r.cast_us = median(cast[c]);
-            r.saved_us = median(saved[c]);
+            r.base_us = median_ms(base[c]);
+            r.fp8_us = median_ms(fp[c]);
+            r.cast_us = median_ms(cast[c]);
+            r.saved_us = median_ms(saved[c]);
             if (const trace::GemmErrorRecord* e = gemm_error_at(rf, step, l, kGemms[g]); e && !std::isnan(e->sqnr_db)) {
                 r.sqnr_db = e->sqnr_db;
                 r.output_error = true;
