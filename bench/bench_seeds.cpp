@@ -10,7 +10,9 @@
 // against the single run's (the single run times N is N runs one after another).
 //
 // usage: bench_seeds [--device cuda] [--config FILE] [--seeds 8] [--recipe baseline]
-//                    [--steps 200] [--warmup 20]
+//                    [--steps 200] [--warmup 20] [--profile FILE]
+//   --profile: a sampling profile of the host threads during the runs at once
+//              (sampling_profile.h; scripts/symbolize_profile.py reads it)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +21,7 @@
 #include <string>
 
 #include "backends.h"
+#include "sampling_profile.h"
 #include "engine/trainer.h"
 
 using namespace fp8scope;
@@ -31,25 +34,28 @@ struct Rate {
 };
 
 // Trains `warmup` then `steps` timed steps of `c` on a fresh backend.
-Rate measure(TrainConfig c, int warmup, int steps) {
+Rate measure(TrainConfig c, int warmup, int steps, const std::string& profile = {}) {
     c.steps = warmup + steps + 1;  // no final evaluation inside the timed steps
     c.eval.every = 0;
     std::unique_ptr<Backend> backend = make_backend(c.device, c.threads);
     Trainer t(c, *backend);
     for (int i = 0; i < warmup; ++i) t.step();
     backend->synchronize();
+    std::unique_ptr<bench::SamplingProfile> sampler;
+    if (!profile.empty()) (sampler = std::make_unique<bench::SamplingProfile>())->start();
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < steps; ++i)
         if (!t.step()) throw std::runtime_error("training stopped at step " + std::to_string(t.steps_done()));
     backend->synchronize();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (sampler && !sampler->stop(profile)) throw std::runtime_error("cannot write the profile " + profile);
     return {steps / s, double(steps) * t.runs() / s};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string device = "cuda", config, recipe = "baseline";
+    std::string device = "cuda", config, recipe = "baseline", profile;
     int seeds = 8, steps = 200, warmup = 20;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i], value = argv[i + 1];
@@ -59,6 +65,7 @@ int main(int argc, char** argv) {
         else if (flag == "--seeds") seeds = std::atoi(value.c_str());
         else if (flag == "--steps") steps = std::atoi(value.c_str());
         else if (flag == "--warmup") warmup = std::atoi(value.c_str());
+        else if (flag == "--profile") profile = value;
         else {
             std::fprintf(stderr, "bench_seeds: unknown flag %s\n", flag.c_str());
             return 2;
@@ -87,7 +94,7 @@ int main(int argc, char** argv) {
         const Rate seq = measure(apart, warmup, steps);
         TrainConfig together = apart;
         together.concurrent_runs = true;
-        const Rate conc = measure(together, warmup, steps);
+        const Rate conc = measure(together, warmup, steps, profile);
 
         std::printf("%-34s %12s %14s %12s %16s\n", "", "steps/s", "run-steps/s", "ms/step", "vs runs apart");
         auto row = [&](const std::string& what, const Rate& r) {
