@@ -710,23 +710,13 @@ TEST(Rendezvous, ElasticJobTakesALostRanksReplacementInAtItsLaunchRank) {
     }
     ASSERT_EQ(due, std::vector<int>{1});
     const pid_t twin = spawn([&] {
-        try {
-            Rendezvous again(rank_env(1, world, port), 5s);
-            return 2;
-        } catch (const RendezvousError& e) {
-            return std::string(e.what()).find("rank 1 is already waiting to join") != std::string::npos ? 10 : 3;
-        }
+        return failed_with([&] { Rendezvous again(rank_env(1, world, port), 5s); }, "rank 1 is already waiting to join");
     });
     EXPECT_EQ(exit_status(twin), 10);
     const pid_t stranger = spawn([&] {
         LaunchEnv env = rank_env(1, world, port);
         env.job_secret = "another secret!!";
-        try {
-            Rendezvous again(env, 5s);
-            return 2;
-        } catch (const RendezvousError& e) {
-            return std::string(e.what()).find("does not prove the job's secret") != std::string::npos ? 10 : 3;
-        }
+        return failed_with([&] { Rendezvous again(env, 5s); }, "does not prove the job's secret");
     });
     EXPECT_EQ(exit_status(stranger), 10);
     EXPECT_EQ(rv.joiners_due(), std::vector<int>{1});
@@ -775,12 +765,7 @@ TEST(Rendezvous, AFailedJoinLeavesTheJobAsItWasAndAJobNotElasticRefusesLateRanks
 
     rv.set_elastic(false);
     const pid_t refused = spawn([&] {
-        try {
-            Rendezvous late(rank_env(2, 3, port), 5s);
-            return 2;
-        } catch (const RendezvousError& e) {
-            return std::string(e.what()).find("the job is under way and is not elastic") != std::string::npos ? 10 : 3;
-        }
+        return failed_with([&] { Rendezvous late(rank_env(2, 3, port), 5s); }, "the job is under way and is not elastic");
     });
     EXPECT_EQ(exit_status(refused), 10);
 }
