@@ -654,6 +654,16 @@ TEST(Rendezvous, ElasticSurvivorsAgreeOnTheWorldWithoutADeadRank) {
     for (pid_t k : kids) EXPECT_EQ(exit_status(k), 0);
 }
 
+// Rank 0's ranks waiting to join, once one is there (within 5 s).
+std::vector<int> joiners_due_soon(Rendezvous& rv) {
+    std::vector<int> due;
+    for (int i = 0; i < 200 && due.empty(); ++i) {
+        std::this_thread::sleep_for(25ms);
+        due = rv.joiners_due();
+    }
+    return due;
+}
+
 // An elastic job that lost rank 1 takes its replacement in at a step boundary: the
 // replacement is answered "late", gets the state (in several parts: 40 MiB) and slots in
 // at its launch rank; a second process for rank 1 while the first waits is refused, and a
@@ -703,11 +713,7 @@ TEST(Rendezvous, ElasticJobTakesALostRanksReplacementInAtItsLaunchRank) {
         late.set_elastic(true);
         return late.all_gather("was 1") == std::vector<std::string>{"was 0", "was 1", "was 2"} ? 0 : 5;
     });
-    std::vector<int> due;
-    for (int i = 0; i < 200 && due.empty(); ++i) {
-        std::this_thread::sleep_for(25ms);
-        due = rv.joiners_due();
-    }
+    const std::vector<int> due = joiners_due_soon(rv);
     ASSERT_EQ(due, std::vector<int>{1});
     const pid_t twin = spawn([&] {
         return failed_with([&] { Rendezvous again(rank_env(1, world, port), 5s); }, "rank 1 is already waiting to join");
@@ -733,39 +739,56 @@ TEST(Rendezvous, ElasticJobTakesALostRanksReplacementInAtItsLaunchRank) {
     for (pid_t k : kids) EXPECT_EQ(exit_status(k), 0);
 }
 
-// A joiner that leaves before it holds the state is dropped, and the job is as it was; a
-// job that is not elastic refuses a late rank, saying so.
+// A joiner that leaves before it holds the state, or that never answers (within the
+// timeout), is dropped and the job is as it was; a job that is not elastic refuses a late
+// rank, saying so.
 TEST(Rendezvous, AFailedJoinLeavesTheJobAsItWasAndAJobNotElasticRefusesLateRanks) {
     const int port = free_loopback_port();
     const pid_t rank1 = spawn([&] {
-        Rendezvous rv(rank_env(1, 3, port), 5s);
+        Rendezvous rv(rank_env(1, 3, port), 1s);
         rv.set_elastic(true);
         rv.agree_world("record of 1", {});  // rank 2 lost
-        if (rv.admit({2}, {}).joined != std::vector<int>{}) return 2;
+        for (int i = 0; i < 2; ++i)
+            if (rv.admit({2}, {}).joined != std::vector<int>{}) return 2;
         return rv.all_gather("was 1") == std::vector<std::string>{"was 0", "was 1"} ? 0 : 3;
     });
-    const pid_t rank2 = spawn([&] { Rendezvous rv(rank_env(2, 3, port), 5s); return 0; });
-    Rendezvous rv(rank_env(0, 3, port), 5s);
+    const pid_t rank2 = spawn([&] { Rendezvous rv(rank_env(2, 3, port), 1s); return 0; });
+    Rendezvous rv(rank_env(0, 3, port), 1s);
     rv.set_elastic(true);
     EXPECT_EQ(exit_status(rank2), 0);
     rv.agree_world("record of 0", {2});
     const pid_t quitter = spawn([&] {
-        Rendezvous late(rank_env(2, 3, port), 5s);
+        Rendezvous late(rank_env(2, 3, port), 1s);
         return late.late() ? 0 : 2;  // and leaves
     });
     EXPECT_EQ(exit_status(quitter), 0);
-    ASSERT_EQ(rv.joiners_due(), std::vector<int>{2});
-    const Rendezvous::Admission a = rv.admit({2}, [] { return std::string("state"); });
+    ASSERT_EQ(joiners_due_soon(rv), std::vector<int>{2});
+    Rendezvous::Admission a = rv.admit({2}, [] { return std::string("state"); });
     EXPECT_TRUE(a.joined.empty());
     ASSERT_EQ(a.failed.size(), 1u);
     EXPECT_EQ(a.failed[0].first, 2);
+
+    const pid_t sleeper = spawn([&] {
+        Rendezvous late(rank_env(2, 3, port), 1s);
+        std::this_thread::sleep_for(3s);  // hung: never takes the state
+        return late.late() ? 0 : 2;
+    });
+    ASSERT_EQ(joiners_due_soon(rv), std::vector<int>{2});
+    const auto t0 = std::chrono::steady_clock::now();
+    a = rv.admit({2}, [] { return std::string("state"); });
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s) << "bounded by the timeout";
+    EXPECT_TRUE(a.joined.empty());
+    ASSERT_EQ(a.failed.size(), 1u);
+    EXPECT_NE(a.failed[0].second.find("sent nothing within the rendezvous timeout"), std::string::npos)
+        << a.failed[0].second;
     EXPECT_EQ(rv.world_size(), 2);
     EXPECT_EQ(rv.all_gather("was 0"), (std::vector<std::string>{"was 0", "was 1"}));
     EXPECT_EQ(exit_status(rank1), 0);
+    EXPECT_EQ(exit_status(sleeper), 0);
 
     rv.set_elastic(false);
     const pid_t refused = spawn([&] {
-        return failed_with([&] { Rendezvous late(rank_env(2, 3, port), 5s); }, "the job is under way and is not elastic");
+        return failed_with([&] { Rendezvous late(rank_env(2, 3, port), 1s); }, "the job is under way and is not elastic");
     });
     EXPECT_EQ(exit_status(refused), 10);
 }
