@@ -7,17 +7,17 @@
 // that names it, on every rank that waited for it.
 //
 // Wire: frames of a 4-byte little-endian length and that many bytes. Rank 0 greets each
-// connection with "fp8scope-rendezvous 4 NONCE0"; the joining rank sends
-// "fp8scope-rendezvous 4 WORLD RANK NONCE PROOF", exactly (any other bytes are not a
+// connection with "fp8scope-rendezvous 5 NONCE0"; the joining rank sends
+// "fp8scope-rendezvous 5 WORLD RANK NONCE PROOF", exactly (any other bytes are not a
 // hello), PROOF its HMAC of both nonces and its place under the job secret
 // (comm/job_secret.h); rank 0 answers "ok PROOF0", its own proof, or "error: why" (not a
 // hello, another version, the secret not proven, a rank outside the world, a rank that
 // already joined, a different world size). The number after "fp8scope-rendezvous" is the
 // version of everything the ranks exchange (kRendezvousVersion: 3 added the FP8 sum
 // figures and the scaling digest to the step records, 4 the kind byte that opens every
-// later frame and the recovery round of an elastic job, 5 late joins): ranks of different versions do not
-// meet, and each side names both versions. Every later frame carries, after its bytes, the MAC of its
-// direction, sequence number and bytes under its connection's key: a frame that fails it
+// later frame and the recovery round of an elastic job, 5 late joins): ranks of different
+// versions do not meet, and each side names both versions. Every later frame carries, after
+// its bytes, the MAC of its direction, sequence number and bytes under its connection's key: a frame that fails it
 // ends the exchange naming the rank it came from. Each such frame's bytes open with its
 // kind: data ('D'), and for an elastic job's recovery (agree_world) a fault ('F', rank 0
 // to a rank: the world is changing), a rank's recovery record ('R') and the new world
@@ -32,7 +32,7 @@
 // launcher variables of a rank the job lacks (a lost rank's replacement) is answered
 // "late PROOF0" by an elastic job and waits until the job admits it at a step boundary
 // (admit); a job that is not elastic answers "error: ..." saying so. Only a hello that
-// proves the job's secret gets either answer.
+// proves the job's secret gets either answer. A thread of rank 0's reads these hellos.
 #pragma once
 
 #include <atomic>
