@@ -11,6 +11,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -57,32 +58,60 @@ void set(const char* name, const std::string& value) { ::setenv(name, value.c_st
 void set_command_line(int argc, char** argv) { g_command_line.assign(argv, argv + argc); }
 const std::vector<std::string>& command_line() { return g_command_line; }
 
-LocalRanks::LocalRanks(int nproc) {
+LocalRanks::LocalRanks(int nproc, int restarts) : restarts_(std::size_t(nproc), restarts) {
     if (!std::getenv("MASTER_ADDR")) set("MASTER_ADDR", "127.0.0.1");
     if (!std::getenv("MASTER_PORT")) set("MASTER_PORT", std::to_string(free_loopback_port()));
     // Only the processes started here hold the secret: nothing else on the machine joins.
     if (!std::getenv(kJobSecretVar)) set(kJobSecretVar, to_hex(random_bytes(32)));
     set("WORLD_SIZE", std::to_string(nproc));
     set("LOCAL_WORLD_SIZE", std::to_string(nproc));
-    std::vector<std::string> args = child_arguments();
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    for (int r = 1; r < nproc; ++r) {
-        set("RANK", std::to_string(r));
-        set("LOCAL_RANK", std::to_string(r));
-        pid_t pid = 0;
-        const int rc = ::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ);
-        if (rc != 0) throw std::runtime_error("cannot start rank " + std::to_string(r) + ": " + std::strerror(rc));
-        children_.push_back(pid);
-    }
     set("RANK", "0");
     set("LOCAL_RANK", "0");
+    for (int r = 1; r < nproc; ++r) children_.push_back(spawn(r));
+}
+
+// Rank `rank` with this process's environment but its own RANK and LOCAL_RANK (built
+// here, not set: the training thread's restarts run beside other threads).
+pid_t LocalRanks::spawn(int rank) {
+    std::vector<std::string> args = child_arguments(), env;
+    std::vector<char*> argv, envp;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (char** e = environ; *e; ++e)
+        if (std::strncmp(*e, "RANK=", 5) != 0 && std::strncmp(*e, "LOCAL_RANK=", 11) != 0) env.push_back(*e);
+    env.push_back("RANK=" + std::to_string(rank));
+    env.push_back("LOCAL_RANK=" + std::to_string(rank));
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    pid_t pid = 0;
+    const int rc = ::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), envp.data());
+    if (rc != 0) throw std::runtime_error("cannot start rank " + std::to_string(rank) + ": " + std::strerror(rc));
+    return pid;
+}
+
+bool LocalRanks::restart(int rank) {
+    if (rank < 1 || std::size_t(rank) > children_.size() || restarts_[std::size_t(rank)] <= 0) return false;
+    --restarts_[std::size_t(rank)];
+    pid_t& pid = children_[std::size_t(rank) - 1];
+    ::kill(pid, SIGKILL);
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    try {
+        pid = spawn(rank);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "fp8scope-engine: %s\n", e.what());
+        pid = -1;
+        return false;
+    }
+    std::fprintf(stderr, "fp8scope-engine: started rank %d again (--restart-lost-ranks; %d restart(s) left); it "
+                         "joins at a step boundary\n", rank, restarts_[std::size_t(rank)]);
+    return true;
 }
 
 LocalRanks::~LocalRanks() {
     // SIGTERM stops a rank between steps (its trace ends cleanly); a rank that does not
     // leave within 10 s (hung) is killed.
+    std::erase(children_, pid_t(-1));
     for (pid_t pid : children_) ::kill(pid, SIGTERM);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     for (pid_t pid : children_) {
@@ -101,6 +130,7 @@ int LocalRanks::wait(int mine, const std::vector<int>& lost) {
     int worst = mine;
     for (std::size_t i = 0; i < children_.size(); ++i) {
         const pid_t pid = children_[i];
+        if (pid < 0) continue;  // a restart that could not start it
         const bool gone = std::find(lost.begin(), lost.end(), int(i) + 1) != lost.end();
         if (gone) ::kill(pid, SIGKILL);
         int st = 0;

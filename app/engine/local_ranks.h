@@ -24,8 +24,9 @@ std::string cpu_ranks_refused(int n);
 class LocalRanks {
 public:
     // Sets this process's variables as rank 0 and starts the others. Throws
-    // std::runtime_error naming what failed.
-    explicit LocalRanks(int nproc);
+    // std::runtime_error naming what failed. `restarts`: how many times restart() may
+    // start each rank again.
+    explicit LocalRanks(int nproc, int restarts = 0);
     ~LocalRanks();  // a rank still running when this one leaves is stopped (killed if it hangs)
     LocalRanks(const LocalRanks&) = delete;
     LocalRanks& operator=(const LocalRanks&) = delete;
@@ -34,9 +35,15 @@ public:
     // (a rank ended by a signal counts as 1). The `lost` ranks, which an elastic job went
     // on without, are killed (one may hang or be stopped) and do not count.
     int wait(int mine, const std::vector<int>& lost = {});
+    // Starts `rank` again with the variables it was started with (its old process killed
+    // first: it may be stopped or hung), within the restarts allowed; false past them. A
+    // message on stderr says which.
+    bool restart(int rank);
 
 private:
     std::vector<pid_t> children_;
+    std::vector<int> restarts_;  // per rank: restarts left
+    pid_t spawn(int rank);
 };
 
 }  // namespace fp8scope::cli

@@ -66,6 +66,13 @@ void add_rank_options(CLI::App& cmd, RankOptions& o) {
     cmd.add_option("--inject-stop-step", o.stop_step, "drill: the step the rank stops in");
     cmd.add_option("--inject-recovery-crash-rank", o.recovery_crash_rank,
                    "drill: this rank dies (SIGKILL) once an elastic recovery agreed on the new world");
+    cmd.add_option("--inject-join-crash-rank", o.join_crash_rank,
+                   "drill: a replacement of this rank joining an elastic job dies (SIGKILL) once it holds the job's "
+                   "state, before it joins");
+    cmd.add_option("--restart-lost-ranks", o.restart_lost,
+                   "with --nproc-per-node and --elastic: start a rank the job lost (or whose replacement failed to "
+                   "join) again, up to this many times per rank; it joins at a step boundary (docs/elastic.md)")
+        ->check(CLI::Range(0, 1000));
 }
 
 std::vector<std::string> rank_overrides(const RankOptions& o) {
@@ -120,12 +127,13 @@ StepSync* RankJob::join(Backend& backend, const TrainConfig& config) {
     const std::string& device = config.device;
     const auto timeout = std::chrono::milliseconds(static_cast<long long>(config_.rank_timeout_s * 1000));
     rendezvous_ = std::make_unique<Rendezvous>(env_, timeout);
-    check_same_config(config);
-    if (config_.preflight) preflight_gemm(backend, device);
+    if (rendezvous_->late()) join_late(config);
+    else check_same_config(config);
+    if (config_.preflight && !joined_state_) preflight_gemm(backend, device);
     if (excluded_) return nullptr;
     env_ = rendezvous_->env();  // renumbered when a rank was excluded
     comm_ = make_communicator(backend, *rendezvous_);
-    if (config_.preflight) preflight_allreduce(backend);
+    if (config_.preflight && !joined_state_) preflight_allreduce(backend);
     const std::string where = device == "cuda" ? "cuda:" + std::to_string(env_.local_rank) : device;
     dp_ = std::make_unique<DataParallel>(*rendezvous_, *comm_, where, dp_options_);
     step_ = std::make_unique<DataParallelStep>(*dp_, config.recipe_book());
@@ -142,6 +150,35 @@ StepSync* RankJob::join(Backend& backend, const TrainConfig& config) {
     return step_.get();
 }
 
+// A process started after the job (a lost rank's replacement) that rank 0 answered "late":
+// it waits for the job's state at the next step boundary, which must be of the settings it
+// was started with, and joins.
+void RankJob::join_late(const TrainConfig& config) {
+    const std::string blob = rendezvous_->late_state();
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(blob.data());
+    TrainState state = deserialize_checkpoint({bytes, blob.size()}, "the job's state from rank 0");
+    if (env_.rank == options_.join_crash_rank) std::raise(SIGKILL);
+    TrainConfig rank0 = train_config_from_json(state.config_json, "rank 0's config");
+    rank0.capture_every = config.capture_every;  // a live change, not a setting of the job's
+    if (const auto d = first_difference(config, rank0)) {
+        const std::string why = "rank " + std::to_string(env_.rank) + " was started with " + d->field + " " + d->a +
+                                ", the job trains " + d->b + " (start it as the job's ranks were started)";
+        rendezvous_->late_refuse(why);
+        throw RendezvousError(why);
+    }
+    joined_state_ = std::move(state);
+    joined_as_ = env_.rank;
+    rendezvous_->late_ready();
+    std::fprintf(stderr, "fp8scope-engine: rank %d joined the job at step %lld; now rank %d of %d\n", env_.rank,
+                 static_cast<long long>(joined_state_->step), rendezvous_->rank(), rendezvous_->world_size());
+    env_ = rendezvous_->env();
+}
+
+// Rank 0: a rank (as launched) the job lost, or whose replacement failed to join.
+void RankJob::out_of_job(int rank) {
+    if (restart_ && env_.rank == 0) restart_(rank);
+}
+
 void RankJob::make_elastic(Backend& backend) {
     rendezvous_->set_elastic(true);
     members_ = rendezvous_->launch_ranks();
@@ -150,12 +187,19 @@ void RankJob::make_elastic(Backend& backend) {
         if (watchdog_) watchdog_->disarm();
         ++recoveries_;
     };
+    e.join_failed = [this](int rank) { out_of_job(rank); };
     e.new_communicator = [this, &backend]() -> Communicator& {
         const std::vector<int>& now = rendezvous_->launch_ranks();
+        auto in = [](const std::vector<int>& v, int r) { return std::find(v.begin(), v.end(), r) != v.end(); };
+        std::erase_if(lost_, [&](int r) { return in(now, r); });  // joined again
+        std::vector<int> newly;
         for (int r : members_)
-            if (std::find(now.begin(), now.end(), r) == now.end()) lost_.push_back(r);
+            if (!in(now, r)) newly.push_back(r);
+        lost_.insert(lost_.end(), newly.begin(), newly.end());
         members_ = now;
-        if (members_.at(std::size_t(rendezvous_->rank())) == options_.recovery_crash_rank) std::raise(SIGKILL);
+        const bool late = bool(joined_state_);
+        if (!late && members_.at(std::size_t(rendezvous_->rank())) == options_.recovery_crash_rank) std::raise(SIGKILL);
+        for (int r : newly) out_of_job(r);
         env_ = rendezvous_->env();
         // The old one stays alive: the watchdog's thread may be aborting it.
         retired_.push_back(std::move(comm_));
@@ -273,7 +317,9 @@ void RankJob::on_step_begin(std::int64_t step, bool) {
     if (watchdog_)
         watchdog_->arm("step " + std::to_string(step),
                        std::chrono::milliseconds(static_cast<long long>(config_.rank_timeout_s * 1500 + 1000)));
-    // Drills name ranks as launched (an elastic job renumbers them).
+    // Drills name ranks as launched (an elastic job renumbers them); a replacement that
+    // joined late does not repeat them.
+    if (joined_state_) return;
     const int rank = rendezvous_ ? rendezvous_->launch_ranks().at(std::size_t(rendezvous_->rank())) : env_.rank;
     if (rank == options_.crash_rank && step == options_.crash_step) std::raise(SIGKILL);
     if (rank == options_.stop_rank && step == options_.stop_step) std::raise(SIGSTOP);
@@ -290,8 +336,11 @@ void RankJob::on_step(const StepRecord&) {
 std::string RankJob::rank_path(const std::string& path) const {
     if (env_.rank == 0 || path.empty()) return path;
     const std::filesystem::path p(path);
-    return (p.parent_path() / (p.stem().string() + ".rank" + std::to_string(env_.rank) + p.extension().string()))
-        .string();
+    // A rank that joined late keeps the trace of the rank it replaces: its own name says
+    // the rank as launched and the step it joined at.
+    const std::string rank = joined_state_ ? std::to_string(joined_as_) + ".joined" + std::to_string(joined_state_->step)
+                                           : std::to_string(env_.rank);
+    return (p.parent_path() / (p.stem().string() + ".rank" + rank + p.extension().string())).string();
 }
 
 }  // namespace fp8scope::cli

@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,6 +50,8 @@ struct RankOptions {
     int stop_rank = -1;             // stops itself (SIGSTOP) at stop_step
     long long stop_step = 0;
     int recovery_crash_rank = -1;   // dies (SIGKILL) once an elastic recovery agreed on the new world
+    int join_crash_rank = -1;       // a late joiner of this rank dies (SIGKILL) once it holds the job's state
+    int restart_lost = 0;           // --nproc-per-node: times rank 0 restarts each rank the job lost
 };
 void add_rank_options(CLI::App& cmd, RankOptions& o);
 // The flags given, as config overrides ("data_parallel.bucket_mb=4").
@@ -73,9 +76,17 @@ public:
     bool excluded() const { return excluded_; }
     // Arms the watchdog per step and injects the faults asked for.
     void watch(Trainer& trainer);
-    // The ranks (as launched) an elastic job went on without.
+    // The ranks (as launched) an elastic job went on without and that did not join again.
     const std::vector<int>& lost_ranks() const { return lost_; }
-    // The trace path of this rank: `path` on rank 0, stem.rankN.ext elsewhere.
+    // A rank started after the job (a lost rank's replacement) that joined an elastic job at
+    // a step boundary: the job's state then, for the trainer to start from (else null).
+    // Such a rank does not repeat the drills (it would die again where its predecessor did).
+    const TrainState* joined_state() const { return joined_state_ ? &*joined_state_ : nullptr; }
+    // Rank 0 of an elastic job started with --nproc-per-node: `restart` (the launcher's)
+    // starts a rank (as launched) again after the job lost it or it failed to join.
+    void set_restart(std::function<void(int)> restart) { restart_ = std::move(restart); }
+    // The trace path of this rank: `path` on rank 0, stem.rankN.ext elsewhere
+    // (stem.rankN.joinedS.ext for a rank that joined late, at step S).
     std::string rank_path(const std::string& path) const;
 
     void on_step_begin(std::int64_t step, bool capture) override;
@@ -86,6 +97,8 @@ private:
     void preflight_gemm(Backend& backend, const std::string& device);
     void preflight_allreduce(Backend& backend);
     void make_elastic(Backend& backend);
+    void join_late(const TrainConfig& config);
+    void out_of_job(int rank);
     void on_watchdog(const std::string& phase);
 
     RankOptions options_;     // the drills
@@ -106,6 +119,9 @@ private:
     std::unique_ptr<DataParallel> dp_;
     std::unique_ptr<DataParallelStep> step_;
     std::unique_ptr<Watchdog> watchdog_;
+    std::optional<TrainState> joined_state_;
+    int joined_as_ = -1;  // a late joiner's rank as launched
+    std::function<void(int)> restart_;
 };
 
 }  // namespace fp8scope::cli

@@ -238,8 +238,9 @@ void print_table(const TrainSummary& s, const trace::TraceMeta& meta) {
 }
 
 // Exit status: 0 trained, 1 a file (config, data, checkpoint) or the run failed, 2 bad usage.
-// `lost`: the ranks (as launched) an elastic job went on without.
-int run_train(const TrainOptions& o, std::vector<int>* lost = nullptr) {
+// `lost`: the ranks (as launched) an elastic job went on without; `launcher`: the ranks
+// --nproc-per-node started, which --restart-lost-ranks starts again.
+int run_train(const TrainOptions& o, std::vector<int>* lost = nullptr, LocalRanks* launcher = nullptr) {
     TrainConfig config;
     Resumed resumed;
     try {  // an unknown preset is bad usage, not a bad file
@@ -287,6 +288,7 @@ int run_train(const TrainOptions& o, std::vector<int>* lost = nullptr) {
     std::unique_ptr<RankJob> job;
     try {
         job = std::make_unique<RankJob>(o.ranks, config.data_parallel);
+        if (launcher && o.ranks.restart_lost > 0) job->set_restart([launcher](int rank) { launcher->restart(rank); });
     } catch (const std::exception& e) {
         report(e.what());
         return 2;
@@ -301,7 +303,7 @@ int run_train(const TrainOptions& o, std::vector<int>* lost = nullptr) {
         backend = make_backend(config.device, config.threads, job->env().local_rank);
         StepSync* sync = job->join(*backend, config);
         if (job->excluded()) return 0;  // the pre-flight check sent this rank away
-        trainer.emplace(config, *backend, sync);
+        trainer.emplace(config, *backend, sync, job->joined_state());
         job->watch(*trainer);
         const int ranks = job->env().world_size;
         if (rank0 && resumed.world_size > 0 && resumed.world_size != ranks && config.data_parallel.elastic)
@@ -525,9 +527,9 @@ void add_train(CLI::App& app, int& exit_code) {
             return;
         }
         try {
-            LocalRanks ranks(opts->ranks.nproc_per_node);
+            LocalRanks ranks(opts->ranks.nproc_per_node, opts->ranks.restart_lost);
             std::vector<int> lost;
-            const int mine = run_train(*opts, &lost);
+            const int mine = run_train(*opts, &lost, &ranks);
             exit_code = mine != 0 ? mine : ranks.wait(mine, lost);  // a failed rank 0 stops the others
         } catch (const std::exception& e) {
             report(e.what());

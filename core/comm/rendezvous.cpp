@@ -142,6 +142,9 @@ std::string versions_differ(const std::string& who, int theirs, const std::strin
 constexpr char kDown = 'd', kUp = 'u';  // frames from rank 0, frames to it
 // The kinds of frames after the hello (rendezvous.h).
 constexpr char kData = 'D', kFault = 'F', kRecord = 'R', kNewWorld = 'N';
+constexpr char kStatePart = 'S', kStateEnd = 'T', kHolds = 'A', kWontJoin = 'X', kJoined = 'J';
+// The joiner's state travels in parts well under kMaxFrame (a large model's is gigabytes).
+constexpr std::size_t kStatePartBytes = std::size_t(16) << 20;
 
 // The new world as rank 0 tells it: the lost ranks, then the survivors' records, each
 // count and length a 4-byte little-endian number.
@@ -391,6 +394,31 @@ int answer_hello(Joining& j, int world_size, const std::string& secret, std::vec
     return 1;
 }
 
+// Whether the other end of a connection that sends nothing until asked has closed it.
+bool hung_up(const Fd& fd) {
+    pollfd p{fd.get(), POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) return false;
+    char byte = 0;
+    return (p.revents & (POLLHUP | POLLERR)) || ::recv(fd.get(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+// Greets the connections waiting on `listener`, each with a nonce of its own, to wait for
+// their hellos until kHelloWait from now (or `deadline`, when sooner).
+void accept_joining(const Fd& listener, std::vector<Joining>& joining, Clock::time_point deadline) {
+    for (Fd fd; (fd = Fd(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK)));) {
+        if (joining.size() >= kMaxJoining) joining.erase(joining.begin());  // the longest silent goes
+        const int one = 1;
+        ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        Joining j{std::move(fd), {}, std::min(deadline, Clock::now() + kHelloWait), random_bytes(kNonceBytes)};
+        try {
+            send_frame(j.fd.get(), kHello + " " + to_hex(j.nonce), j.deadline, "a joining process");
+        } catch (const RendezvousError&) {
+            continue;  // gone already
+        }
+        joining.push_back(std::move(j));
+    }
+}
+
 // Rank 0 takes every other rank's hello until all have joined or the deadline passes.
 void join_all(const LaunchEnv& env, const Fd& listener, Clock::time_point deadline, std::chrono::milliseconds timeout,
               const std::string& where, std::vector<RendezvousLink>& peers) {
@@ -425,18 +453,7 @@ void join_all(const LaunchEnv& env, const Fd& listener, Clock::time_point deadli
             if (j.hello.size() >= 4) joined += answer_hello(j, env.world_size, env.job_secret, peers);
             j.deadline = now;  // answered or refused: done with it
         }
-        for (Fd fd; (fd = Fd(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK)));) {
-            if (joining.size() >= kMaxJoining) joining.erase(joining.begin());  // the longest silent goes
-            const int one = 1;
-            ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            Joining j{std::move(fd), {}, std::min(deadline, Clock::now() + kHelloWait), random_bytes(kNonceBytes)};
-            try {
-                send_frame(j.fd.get(), kHello + " " + to_hex(j.nonce), j.deadline, "a joining process");
-            } catch (const RendezvousError&) {
-                continue;  // gone already
-            }
-            joining.push_back(std::move(j));
-        }
+        accept_joining(listener, joining, deadline);
     }
 }
 
@@ -455,7 +472,8 @@ int free_loopback_port() {
     return ntohs(a.sin_port);
 }
 
-Rendezvous::Rendezvous(const LaunchEnv& env, std::chrono::milliseconds timeout) : env_(env), timeout_(timeout) {
+Rendezvous::Rendezvous(const LaunchEnv& env, std::chrono::milliseconds timeout)
+    : launch_world_(env.world_size), secret_(env.job_secret), env_(env), timeout_(timeout) {
     for (int r = 0; r < env.world_size; ++r) launch_ranks_.push_back(r);
     if (!env.distributed()) return;
     if (env.job_secret.size() < 16)
@@ -487,16 +505,80 @@ Rendezvous::Rendezvous(const LaunchEnv& env, std::chrono::milliseconds timeout) 
         const std::string answer = recv_frame(fd.get(), deadline, rank0);
         if (answer.rfind("error: ", 0) == 0)
             throw RendezvousError("rank 0 at " + where + " refused rank " + std::to_string(env.rank) + ": " + answer);
-        if (answer != "ok " + to_hex(hello_proof(env.job_secret, false, nonce0, nonce, env.world_size, env.rank)))
+        const std::string proof0 = to_hex(hello_proof(env.job_secret, false, nonce0, nonce, env.world_size, env.rank));
+        late_ = answer == "late " + proof0;  // the job is under way: this rank joins it at a step boundary
+        if (!late_ && answer != "ok " + proof0)
             throw RendezvousError(rank0 + " does not prove the job's secret (set " + std::string(kJobSecretVar) +
                                   " to rank 0's on every rank)");
         peers_.push_back({std::move(fd), link_key(env.job_secret, nonce0, nonce, env.world_size, env.rank)});
         return;
     }
     check_world_fits(env.world_size);
-    Fd listener = listen_for(env, where);
+    listener_ = listen_for(env, where);
     peers_.resize(static_cast<std::size_t>(env.world_size));
-    join_all(env_, listener, deadline, timeout_, where, peers_);
+    join_all(env_, listener_, deadline, timeout_, where, peers_);
+    late_hellos_ = std::thread([this] {
+        try {
+            serve_late_hellos();
+        } catch (const std::exception&) {
+            // Out of random bytes or file descriptors: no late rank can join; the job goes on.
+        }
+    });
+}
+
+Rendezvous::~Rendezvous() {
+    closing_ = true;
+    if (late_hellos_.joinable()) late_hellos_.join();
+}
+
+// As join_all, for the job's whole life: a hello that proves the secret is answered
+// "late" (elastic) and waits among the candidates, or refused with why.
+void Rendezvous::serve_late_hellos() {
+    std::vector<Joining> joining;
+    while (!closing_) {
+        const auto now = Clock::now();
+        std::erase_if(joining, [&](const Joining& j) { return j.deadline <= now; });
+        std::vector<pollfd> fds{{listener_.get(), POLLIN, 0}};
+        auto wake = now + std::chrono::milliseconds(100);  // closing_ is looked at this often
+        for (const Joining& j : joining) {
+            fds.push_back({j.fd.get(), POLLIN, 0});
+            wake = std::min(wake, j.deadline);
+        }
+        if (::poll(fds.data(), fds.size(), ms_left(wake)) < 0 && errno != EINTR) return;
+        for (std::size_t i = 1; i < fds.size(); ++i) {
+            if (!fds[i].revents) continue;
+            Joining& j = joining[i - 1];
+            if (!read_hello(j)) continue;
+            const auto answer_by = std::exchange(j.deadline, now);  // answered or refused: done with it
+            if (j.hello.size() < 4) continue;
+            JoiningHello h = check_hello(j.hello.substr(4), launch_world_, secret_, j.nonce);
+            if (h.error.empty() && !elastic_)
+                h.error = "the job is under way and is not elastic: a rank cannot join it now (start the job with "
+                          "--elastic, or restart all of it from a checkpoint)";
+            if (h.error.empty()) {  // one waits per rank; one that gave up waiting makes room
+                std::lock_guard lock(candidates_mu_);
+                std::erase_if(candidates_, [&](const Candidate& c) { return c.rank == h.rank && hung_up(c.link.fd); });
+                for (const Candidate& c : candidates_)
+                    if (c.rank == h.rank)
+                        h.error = "rank " + std::to_string(h.rank) + " is already waiting to join (two processes "
+                                  "with the same RANK?)";
+            }
+            try {
+                if (!h.error.empty()) {
+                    send_frame(j.fd.get(), "error: " + h.error, answer_by, "a joining process");
+                    continue;
+                }
+                send_frame(j.fd.get(),
+                           "late " + to_hex(hello_proof(secret_, false, j.nonce, h.nonce, launch_world_, h.rank)),
+                           answer_by, rank_name(h.rank));
+            } catch (const RendezvousError&) {
+                continue;  // gone before its answer
+            }
+            std::lock_guard lock(candidates_mu_);
+            candidates_.push_back({h.rank, {std::move(j.fd), std::move(h.key)}, now});
+        }
+        accept_joining(listener_, joining, Clock::time_point::max());
+    }
 }
 
 bool Rendezvous::exclude(const std::vector<int>& ranks) {
@@ -647,6 +729,221 @@ Rendezvous::NewWorld Rendezvous::agree_world(const std::string& mine, const std:
     }
     if (!out.lost.empty()) exclude(out.lost);
     return out;
+}
+
+// --- late joins ----------------------------------------------------------------------
+
+namespace {
+
+std::string encode_ranks(const std::vector<int>& ranks) {
+    std::string out;
+    put_u32(out, ranks.size());
+    for (int r : ranks) put_u32(out, std::size_t(r));
+    return out;
+}
+
+std::vector<int> decode_ranks(std::string_view in, std::size_t& at, int limit) {
+    const std::uint32_t n = get_u32(in, at);
+    if (n > std::uint32_t(limit)) throw RendezvousError("rank 0 sent a list of " + std::to_string(n) + " ranks");
+    std::vector<int> out;
+    for (std::uint32_t i = 0; i < n; ++i) {
+        const std::uint32_t r = get_u32(in, at);
+        if (r >= std::uint32_t(limit)) throw RendezvousError("rank 0 sent rank " + std::to_string(r));
+        out.push_back(int(r));
+    }
+    return out;
+}
+
+}  // namespace
+
+std::vector<int> Rendezvous::joiners_due() {
+    std::vector<int> due;
+    if (env_.rank != 0 || !elastic_) return due;
+    std::lock_guard lock(candidates_mu_);
+    const auto now = Clock::now();
+    for (auto c = candidates_.begin(); c != candidates_.end();) {
+        const bool held = std::find(launch_ranks_.begin(), launch_ranks_.end(), c->rank) != launch_ranks_.end();
+        if (!held) {
+            due.push_back(c->rank);
+        } else if (now - c->since > timeout_) {
+            try {
+                send_frame(c->link, kDown, kWontJoin,
+                           "rank " + std::to_string(c->rank) + " is in the job (two processes with the same RANK?)",
+                           now + std::chrono::seconds(1), rank_name(c->rank));
+            } catch (const RendezvousError&) {
+            }
+            c = candidates_.erase(c);
+            continue;
+        }
+        ++c;
+    }
+    std::sort(due.begin(), due.end());
+    return due;
+}
+
+Rendezvous::Admission Rendezvous::admit(const std::vector<int>& ranks, const std::function<std::string()>& state) {
+    Admission out;
+    out.old_world = env_.world_size;
+    if (env_.rank != 0) {
+        const auto deadline = Clock::now() + 3 * timeout_;
+        for (;;) {
+            const std::string f = recv_frame(peers_[0], kDown, deadline, "rank 0");
+            if (f.empty()) continue;
+            if (f[0] == kFault && elastic_) throw WorldFault("rank 0 began a recovery: the job lost a rank", {});
+            if (f[0] != kJoined) throw RendezvousError("rank 0 sent a frame of another kind where the ranks that joined were due");
+            std::size_t at = 1;
+            out.joined = decode_ranks(f, at, launch_world_);
+            break;
+        }
+        take_in(out.joined, nullptr);
+        return out;
+    }
+    std::vector<Candidate> joining;
+    {
+        std::lock_guard lock(candidates_mu_);
+        for (auto c = candidates_.begin(); c != candidates_.end();) {
+            if (std::binary_search(ranks.begin(), ranks.end(), c->rank)) {
+                joining.push_back(std::move(*c));
+                c = candidates_.erase(c);
+            } else {
+                ++c;
+            }
+        }
+    }
+    std::sort(joining.begin(), joining.end(), [](const Candidate& a, const Candidate& b) { return a.rank < b.rank; });
+    const auto deadline = Clock::now() + timeout_;
+    std::vector<Candidate> ready;
+    if (!joining.empty()) {
+        const std::string blob = state();
+        auto fail = [&](Candidate& c, const std::string& why) { out.failed.emplace_back(c.rank, why); };
+        for (Candidate& c : joining) {
+            const std::string who = "joining rank " + std::to_string(c.rank);
+            try {
+                for (std::size_t at = 0;; at += kStatePartBytes) {
+                    const bool last = blob.size() - at <= kStatePartBytes;
+                    send_frame(c.link, kDown, last ? kStateEnd : kStatePart,
+                               std::string_view(blob).substr(at, kStatePartBytes), deadline, who);
+                    if (last) break;
+                }
+            } catch (const RendezvousError& e) {
+                fail(c, e.what());
+                c.rank = -1;
+            }
+        }
+        for (Candidate& c : joining) {
+            if (c.rank < 0) continue;
+            const std::string who = "joining rank " + std::to_string(c.rank);
+            try {
+                const std::string f = recv_frame(c.link, kUp, deadline, who);
+                if (!f.empty() && f[0] == kHolds) ready.push_back(std::move(c));
+                else if (!f.empty() && f[0] == kWontJoin) fail(c, who + " would not join: " + f.substr(1));
+                else fail(c, who + " sent a frame of another kind where its word on the state was due");
+            } catch (const RendezvousError& e) {
+                fail(c, e.what());
+            }
+        }
+    }
+    for (const Candidate& c : ready) out.joined.push_back(c.rank);
+    // The ranks that joined, then the job's ranks with them (as launched): a joiner's place.
+    std::vector<int> after = launch_ranks_;
+    after.insert(after.end(), out.joined.begin(), out.joined.end());
+    std::sort(after.begin(), after.end());
+    const std::string told = encode_ranks(out.joined) + encode_ranks(after);
+    // Every rank is told before a failure to tell one is: they all go on in the same world.
+    std::vector<int> lost;
+    for (int r = 1; r < env_.world_size; ++r) {
+        try {
+            send_frame(peers_[std::size_t(r)], kDown, kJoined, told, deadline, rank_name(r));
+        } catch (const RendezvousError& e) {
+            if (!elastic_) throw;
+            lost.push_back(launch_ranks_[std::size_t(r)]);
+        }
+    }
+    for (Candidate& c : ready) {
+        try {
+            send_frame(c.link, kDown, kJoined, told, deadline, "joining rank " + std::to_string(c.rank));
+        } catch (const RendezvousError&) {
+            lost.push_back(c.rank);
+        }
+    }
+    take_in(out.joined, &ready);
+    if (!lost.empty()) {
+        std::vector<int> now;  // in the new numbering
+        for (int r : lost)
+            now.push_back(int(std::find(launch_ranks_.begin(), launch_ranks_.end(), r) - launch_ranks_.begin()));
+        std::sort(now.begin(), now.end());
+        throw WorldFault("rank(s) " + rank_list(lost) + " (as launched) lost while the job took in " +
+                             rank_list(out.joined),
+                         now);
+    }
+    return out;
+}
+
+void Rendezvous::take_in(const std::vector<int>& joined, std::vector<Candidate>* links) {
+    if (joined.empty()) return;
+    const int me = launch_ranks_.empty() ? env_.rank : launch_ranks_.at(std::size_t(env_.rank));
+    std::vector<int> ranks = launch_ranks_;
+    for (int r : joined)
+        if (std::find(ranks.begin(), ranks.end(), r) == ranks.end()) ranks.push_back(r);
+    std::sort(ranks.begin(), ranks.end());
+    if (links) {  // rank 0: the links in the new order
+        std::vector<RendezvousLink> peers(ranks.size());
+        for (std::size_t i = 0; i < launch_ranks_.size(); ++i) {
+            const auto at = std::find(ranks.begin(), ranks.end(), launch_ranks_[i]) - ranks.begin();
+            peers[std::size_t(at)] = std::move(peers_[i]);
+        }
+        for (Candidate& c : *links) {
+            const auto at = std::find(ranks.begin(), ranks.end(), c.rank) - ranks.begin();
+            peers[std::size_t(at)] = std::move(c.link);
+        }
+        peers_ = std::move(peers);
+    }
+    launch_ranks_ = std::move(ranks);
+    env_.world_size = int(launch_ranks_.size());
+    env_.rank = int(std::find(launch_ranks_.begin(), launch_ranks_.end(), me) - launch_ranks_.begin());
+}
+
+std::string Rendezvous::late_state() {
+    if (!late_) throw std::logic_error("rendezvous: late_state() on a rank that joined at the start");
+    const auto deadline = Clock::now() + 4 * timeout_;
+    std::string blob;
+    for (;;) {
+        const std::string f = recv_frame(peers_[0], kDown, deadline, "rank 0");
+        if (f.empty()) continue;
+        if (f[0] == kWontJoin) throw RendezvousError("rank 0 refused rank " + std::to_string(env_.rank) + ": " + f.substr(1));
+        if (f[0] != kStatePart && f[0] != kStateEnd)
+            throw RendezvousError("rank 0 sent a frame of another kind where the job's state was due");
+        blob.append(f, 1);
+        if (f[0] == kStateEnd) return blob;
+    }
+}
+
+void Rendezvous::late_ready() {
+    const int me = env_.rank;
+    send_frame(peers_[0], kUp, kHolds, {}, Clock::now() + timeout_, "rank 0");
+    const auto deadline = Clock::now() + 3 * timeout_;
+    std::string f;
+    do f = recv_frame(peers_[0], kDown, deadline, "rank 0");
+    while (f.empty());
+    if (f[0] != kJoined) throw RendezvousError("rank 0 sent a frame of another kind where the ranks that joined were due");
+    std::size_t at = 1;
+    const std::vector<int> joined = decode_ranks(f, at, launch_world_);
+    std::vector<int> after = decode_ranks(f, at, launch_world_);
+    if (std::find(joined.begin(), joined.end(), me) == joined.end())
+        throw RendezvousError("rank 0 did not take rank " + std::to_string(me) + " in (it was too slow to answer)");
+    if (!std::is_sorted(after.begin(), after.end()) || after.empty() || after[0] != 0)
+        throw RendezvousError("rank 0 sent a job's ranks out of order");
+    late_ = false;
+    launch_ranks_ = std::move(after);
+    env_.world_size = int(launch_ranks_.size());
+    env_.rank = int(std::find(launch_ranks_.begin(), launch_ranks_.end(), me) - launch_ranks_.begin());
+}
+
+void Rendezvous::late_refuse(const std::string& why) {
+    try {
+        send_frame(peers_[0], kUp, kWontJoin, why, Clock::now() + timeout_, "rank 0");
+    } catch (const RendezvousError&) {
+    }
 }
 
 std::vector<std::string> Rendezvous::all_gather_same_size(std::string_view mine, std::string_view what) {

@@ -7,31 +7,44 @@
 // that names it, on every rank that waited for it.
 //
 // Wire: frames of a 4-byte little-endian length and that many bytes. Rank 0 greets each
-// connection with "fp8scope-rendezvous 4 NONCE0"; the joining rank sends
-// "fp8scope-rendezvous 4 WORLD RANK NONCE PROOF", exactly (any other bytes are not a
+// connection with "fp8scope-rendezvous 5 NONCE0"; the joining rank sends
+// "fp8scope-rendezvous 5 WORLD RANK NONCE PROOF", exactly (any other bytes are not a
 // hello), PROOF its HMAC of both nonces and its place under the job secret
 // (comm/job_secret.h); rank 0 answers "ok PROOF0", its own proof, or "error: why" (not a
 // hello, another version, the secret not proven, a rank outside the world, a rank that
 // already joined, a different world size). The number after "fp8scope-rendezvous" is the
 // version of everything the ranks exchange (kRendezvousVersion: 3 added the FP8 sum
 // figures and the scaling digest to the step records, 4 the kind byte that opens every
-// later frame and the recovery round of an elastic job): ranks of different versions do not
-// meet, and each side names both versions. Every later frame carries, after its bytes, the MAC of its
-// direction, sequence number and bytes under its connection's key: a frame that fails it
+// later frame and the recovery round of an elastic job, 5 late joins): ranks of different
+// versions do not meet, and each side names both versions. Every later frame carries, after
+// its bytes, the MAC of its direction, sequence number and bytes under its connection's key: a frame that fails it
 // ends the exchange naming the rank it came from. Each such frame's bytes open with its
 // kind: data ('D'), and for an elastic job's recovery (agree_world) a fault ('F', rank 0
 // to a rank: the world is changing), a rank's recovery record ('R') and the new world
-// ('N'). Rank 0 reads hellos side by side: a
+// ('N'); for a late join (admit) the state's parts ('S', the last 'T', to the joiner),
+// the joiner's word that it holds it ('A') or why it will not join ('X', either way),
+// and the ranks that joined ('J'). Rank 0 reads hellos side by side: a
 // connection without a whole hello within a few seconds is closed. A world past
 // kMaxWorldSize, or one rank 0's open-file limit cannot hold a connection each of, fails
 // before rank 0 listens.
+//
+// Late joins: rank 0 goes on listening once the job formed. A process started with the
+// launcher variables of a rank the job lacks (a lost rank's replacement) is answered
+// "late PROOF0" by an elastic job and waits until the job admits it at a step boundary
+// (admit); a job that is not elastic answers "error: ..." saying so. Only a hello that
+// proves the job's secret gets either answer. A thread of rank 0's reads these hellos.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "comm/launch_env.h"
@@ -39,7 +52,7 @@
 
 namespace fp8scope {
 
-constexpr int kRendezvousVersion = 4;
+constexpr int kRendezvousVersion = 5;
 
 class RendezvousError : public std::runtime_error {
 public:
@@ -89,6 +102,9 @@ public:
     // joining and every later exchange. A job of one needs no socket. Throws
     // RendezvousError.
     Rendezvous(const LaunchEnv& env, std::chrono::milliseconds timeout);
+    ~Rendezvous();
+    Rendezvous(const Rendezvous&) = delete;
+    Rendezvous& operator=(const Rendezvous&) = delete;
 
     int rank() const { return env_.rank; }
     // The bound of every later exchange (training steps need more than joining).
@@ -138,11 +154,56 @@ public:
     };
     NewWorld agree_world(const std::string& mine, const std::vector<int>& lost);
 
+    // Late joins of an elastic job. Rank 0: the launch ranks of the processes waiting to
+    // join that the job lacks now (sorted). One waiting for a rank the job holds (a
+    // second process with the same RANK) is refused once it has waited the timeout.
+    std::vector<int> joiners_due();
+    // Every rank at the same step boundary, with the same `ranks` (rank 0's joiners_due(),
+    // agreed in the step's exchange). Rank 0 sends each joiner `state()` (called once, only
+    // when a joiner waits) and takes its word that it holds it, all within the timeout; a
+    // joiner that fails, refuses or is too slow is dropped and the job stays as it was
+    // without it. Then every rank learns who joined and the job takes them in, its ranks
+    // numbered by launch rank again (a joiner slots in where its launch rank falls: ranks
+    // 0, 1, 3 and a returning 2 are 0, 1, 2, 3). Non-zero ranks wait three times the timeout.
+    // Throws WorldFault when a rank of the job is lost meanwhile (rank 0 then tells it only
+    // after every rank has the new world).
+    struct Admission {
+        std::vector<int> joined;                          // launch ranks, sorted
+        std::vector<std::pair<int, std::string>> failed;  // launch rank, why
+        int old_world = 1;
+    };
+    Admission admit(const std::vector<int>& ranks, const std::function<std::string()>& state);
+    // The joining process: late() after the constructor when rank 0 answered "late". It
+    // waits for the job's state (at most four times the timeout: until the next step
+    // boundary), then either says it holds it and waits to be taken in (late_ready(): then
+    // rank() and world_size() are its place in the job), or says why not (late_refuse()).
+    bool late() const { return late_; }
+    std::string late_state();
+    void late_ready();
+    void late_refuse(const std::string& why);
+
 private:
+    // Rank 0's thread that answers hellos after the job formed (see the file's comment).
+    void serve_late_hellos();
+    struct Candidate {
+        int rank = -1;  // as launched
+        RendezvousLink link;
+        std::chrono::steady_clock::time_point since;
+    };
+    // Takes the joiners' list from rank 0 (a 'J' frame's bytes) and renumbers the job.
+    void take_in(const std::vector<int>& joined, std::vector<Candidate>* links);
     std::string recv_data(int peer, std::chrono::steady_clock::time_point deadline);
     void send_data(int peer, std::string_view data, std::chrono::steady_clock::time_point deadline);
-    bool elastic_ = false;
+    std::atomic<bool> elastic_{false};
     std::vector<int> launch_ranks_;
+    int launch_world_ = 1;
+    std::string secret_;
+    bool late_ = false;
+    Fd listener_;  // rank 0
+    std::thread late_hellos_;
+    std::atomic<bool> closing_{false};
+    std::mutex candidates_mu_;
+    std::vector<Candidate> candidates_;  // authenticated, waiting for a step boundary
     std::vector<std::string> recovering_;  // rank 0: a rank's record that came during an exchange (index: rank)
     std::vector<bool> has_record_;
 

@@ -5,6 +5,19 @@
 
 
 namespace fp8scope {
+
+std::vector<int> parse_ranks(const std::string& text) {
+    std::istringstream in(text);
+    std::vector<int> out;
+    int r = 0;
+    while (in >> r) {
+        if (r < 1 || (!out.empty() && r <= out.back())) return {};
+        out.push_back(r);
+    }
+    if (!in.eof()) return {};
+    return out;
+}
+
 namespace {
 
 // Why a request rank 0 may send is wrong for a job of `runs` runs; empty when it is right.
@@ -30,6 +43,9 @@ std::string invalid(const ControlRequest& r, int runs, const RecipeBook& book) {
         if (r.value < 1) return "kernel records of " + std::to_string(r.value) + " steps asked, expected 1 or more";
         break;
     case ControlRequest::Checkpoint:
+        break;
+    case ControlRequest::Admit:
+        if (parse_ranks(r.text).empty()) return "ranks to admit '" + r.text + "' are not rank numbers in order";
         break;
     }
     if (r.kind != ControlRequest::Switch && r.run != -1) return "run " + std::to_string(r.run) + " given, expected -1";
@@ -60,8 +76,8 @@ std::deque<ControlRequest> decode_requests(const std::string& text, int runs, co
         std::istringstream fields(line);
         int kind = 0;
         ControlRequest r{ControlRequest::Stop, -1, {}, 0};
-        if (!(fields >> kind >> r.run >> r.value) || kind < ControlRequest::Pause || kind > ControlRequest::KernelSteps)
-            throw unreadable("expected \"kind run value text\" with kind 0..6");
+        if (!(fields >> kind >> r.run >> r.value) || kind < ControlRequest::Pause || kind > ControlRequest::Admit)
+            throw unreadable("expected \"kind run value text\" with kind 0..7");
         r.kind = ControlRequest::Kind(kind);
         if (fields.get() != ' ') throw unreadable("no space before the text");
         std::getline(fields, r.text);

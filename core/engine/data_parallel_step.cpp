@@ -73,6 +73,14 @@ StepAgreement DataParallelStep::agree(std::int64_t step, double step_ms, std::de
         else out.refused.push_back("control requests go to rank 0 of a data-parallel run; rank " +
                                    std::to_string(rank()) + " ignored one");
     }
+    // Ranks waiting to join an elastic job are admitted at the next step boundary, every
+    // rank told in this exchange.
+    if (rank() == 0 && elastic())
+        if (const std::vector<int> due = dp_.rendezvous().joiners_due(); !due.empty()) {
+            std::string ranks;
+            for (int r : due) ranks += (ranks.empty() ? "" : " ") + std::to_string(r);
+            shared.push_back({ControlRequest::Admit, -1, ranks});
+        }
     mine.requests = encode_requests(shared);
     const std::vector<DataParallel::StepShare> all = dp_.exchange(mine);
 
@@ -166,6 +174,23 @@ WorldChange DataParallelStep::change_world(const std::exception& fault, std::int
     }
     held_.clear();
     agreed_.clear();
+    if (batch_rows_ > 0) set_batch_rows(batch_rows_);
+    return out;
+}
+
+WorldJoin DataParallelStep::admit(const std::vector<int>& ranks, const std::function<std::string()>& state) {
+    if (!elastic()) return StepSync::admit(ranks, state);
+    Rendezvous& rv = dp_.rendezvous();
+    const Rendezvous::Admission a = rv.admit(ranks, state);
+    WorldJoin out;
+    out.joined = a.joined;
+    out.failed = a.failed;
+    out.old_world = a.old_world;
+    out.new_world = rv.world_size();
+    if (rank() == 0 && elastic_.join_failed)
+        for (const auto& f : a.failed) elastic_.join_failed(f.first);
+    if (a.joined.empty()) return out;
+    dp_.rebind(elastic_.new_communicator());  // collective with the joiners' first: a WorldFault is a lost rank
     if (batch_rows_ > 0) set_batch_rows(batch_rows_);
     return out;
 }

@@ -41,18 +41,21 @@ public:
     std::optional<DType> grad_dtype() const override { return dp_.grad_dtype(); }
     void set_batch_rows(int rows) override;
 
-    // Makes the job elastic (StepSync::change_world): `recovering` runs as a recovery
-    // begins (a watchdog stands down), `new_communicator` after the survivors agreed on
-    // the new world (the rendezvous is renumbered then): the communicator to go on over,
-    // which must outlive the job.
+    // Makes the job elastic (StepSync::change_world, admit): `recovering` runs as a
+    // recovery begins (a watchdog stands down), `new_communicator` after the ranks agreed
+    // on a new world, smaller or larger (the rendezvous is renumbered then): the
+    // communicator to go on over, which must outlive the job; `join_failed` on rank 0 for
+    // each rank (as launched) that could not join.
     struct Elastic {
         std::function<void()> recovering;
         std::function<Communicator&()> new_communicator;
+        std::function<void(int)> join_failed;
     };
     void set_elastic(Elastic e) { elastic_ = std::move(e); }
     bool elastic() const override { return bool(elastic_.new_communicator); }
     WorldChange change_world(const std::exception& fault, std::int64_t failed_step,
                              const std::vector<std::int64_t>& snapshots) override;
+    WorldJoin admit(const std::vector<int>& ranks, const std::function<std::string()>& state) override;
 
 private:
     using clock = std::chrono::steady_clock;

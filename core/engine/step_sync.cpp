@@ -11,6 +11,10 @@ WorldChange StepSync::change_world(const std::exception& fault, std::int64_t, co
     throw std::runtime_error(std::string("not an elastic job: ") + fault.what());
 }
 
+WorldJoin StepSync::admit(const std::vector<int>&, const std::function<std::string()>&) {
+    throw std::logic_error("only an elastic job admits ranks");
+}
+
 void SingleProcess::attach(Model& model) { model.set_step_sync(this); }
 
 StepAgreement SingleProcess::agree(std::int64_t, double, std::deque<ControlRequest> local) {

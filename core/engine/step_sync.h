@@ -11,8 +11,10 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/tensor_desc.h"
@@ -40,6 +42,13 @@ struct WorldChange {
     std::int64_t failed_step = 0;     // the latest step a survivor was in when the rank was lost
     std::int64_t restore_step = 0;    // the latest rewind snapshot every survivor holds
     std::string why;                  // how the loss showed (the failed exchange)
+};
+
+// An elastic job's world after ranks joined it at a step boundary (StepSync::admit).
+struct WorldJoin {
+    std::vector<int> joined;                          // as launched
+    std::vector<std::pair<int, std::string>> failed;  // as launched, and why
+    int old_world = 0, new_world = 0;
 };
 
 class StepSync {
@@ -94,6 +103,13 @@ public:
     virtual bool elastic() const { return false; }
     virtual WorldChange change_world(const std::exception& fault, std::int64_t failed_step,
                                      const std::vector<std::int64_t>& snapshots);
+    // Elastic jobs, at a step boundary, every rank with the `ranks` of rank 0's Admit
+    // request: rank 0 sends each rank waiting to join `state()` (the job's state as a
+    // checkpoint holds it); those that took it join, and the job goes on over a new
+    // communicator with the batch split over them. A joiner that failed is left out and the
+    // job is as it was. Throws as change_world's cause does when a rank of the job is lost
+    // meanwhile.
+    virtual WorldJoin admit(const std::vector<int>& ranks, const std::function<std::string()>& state);
 };
 
 // A job of one: requests apply as they come, nothing is exchanged.

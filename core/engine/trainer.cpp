@@ -51,7 +51,7 @@ struct Trainer::RunStep {
     std::exception_ptr error;  // thrown in a run's thread; rethrown in the training thread
 };
 
-Trainer::Trainer(const TrainConfig& config, Backend& backend, StepSync* sync)
+Trainer::Trainer(const TrainConfig& config, Backend& backend, StepSync* sync, const TrainState* joined)
     : config_(config), backend_(backend), sync_(sync ? sync : &single_) {
     config_.validate();
     if (config_.device != device_name(backend.device()))
@@ -63,7 +63,8 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, StepSync* sync)
                    backend.device() != Device::CPU);
     const int world = sync_->world_size();
     std::optional<TrainState> resumed;
-    if (!config_.checkpoint.resume.empty()) resumed = load_checkpoint(config_.checkpoint.resume);
+    if (joined) resumed = *joined;
+    else if (!config_.checkpoint.resume.empty()) resumed = load_checkpoint(config_.checkpoint.resume);
     // An elastic job keeps its global batch on another number of ranks: resumed, the
     // checkpoint's (batch_size rows on each of its ranks).
     const int trained_world = resumed && config_.data_parallel.elastic && resumed->world_size > 0 ? resumed->world_size : world;
@@ -78,7 +79,7 @@ Trainer::Trainer(const TrainConfig& config, Backend& backend, StepSync* sync)
         sync_->attach(runs_.back()->model);
         runs_.back()->model.set_loss_rows(sampler_->global_rows());
     }
-    if (!config_.init_from.empty() && config_.checkpoint.resume.empty()) {  // every run, every rank: the same weights
+    if (!config_.init_from.empty() && !resumed) {  // every run, every rank: the same weights
         const CheckpointFiles files = open_checkpoint(config_.init_from);
         const std::vector<float> weights = load_pretrained(
             files, inspect_pretrained(files, config_.model.n_head), runs_.front()->model.param_tensors());
@@ -221,6 +222,9 @@ void Trainer::apply(const Request& r) {
             if (sync_->writes_checkpoints()) write_checkpoint(r.text.empty() ? default_checkpoint_path() : r.text);
             break;
         }
+        case Request::Admit:
+            admit(r.text);
+            break;
         }
 }
 
@@ -248,26 +252,28 @@ void Trainer::agree(double step_ms) {
 // --- the loop ---------------------------------------------------------------------
 
 TrainSummary Trainer::run() {
+    // An elastic job goes on without a rank lost in `work`; false when it ends instead.
+    auto elastic = [&](const auto& work) {
+        if (!sync_->elastic()) return work(), true;
+        const std::int64_t in_flight = step_ + 1;
+        try {
+            work();
+        } catch (const std::logic_error&) {
+            throw;  // a bug or bad input, not a lost rank
+        } catch (const std::exception& fault) {
+            return change_world(fault, in_flight);
+        }
+        return true;
+    };
     for (;;) {
         if (paused_) {
             std::unique_lock lock(mu_);
             wake_.wait(lock, [&] { return !requests_.empty(); });
         }
-        apply_requests();
+        if (!elastic([&] { apply_requests(); })) break;  // ranks join there
         if (stopping_ || !error_.empty() || step_ >= config_.steps) break;
         if (paused_) continue;
-        if (!sync_->elastic()) {
-            step();
-            continue;
-        }
-        const std::int64_t in_flight = step_ + 1;
-        try {
-            step();
-        } catch (const std::logic_error&) {
-            throw;  // a bug or bad input, not a lost rank
-        } catch (const std::exception& fault) {
-            if (!change_world(fault, in_flight)) break;
-        }
+        if (!elastic([&] { step(); })) break;
     }
     std::string last;
     // A run that gave up on a non-finite value says which checkpoint it did not write.
@@ -653,6 +659,29 @@ bool Trainer::change_world(const std::exception& fault, std::int64_t in_flight) 
              ", restored step " + std::to_string(change->restore_step) + " (" + std::to_string(steps_lost) +
              " steps lost); " + change->why);
     return true;
+}
+
+void Trainer::admit(const std::string& ranks) {
+    const WorldJoin join = sync_->admit(parse_ranks(ranks), [this] {
+        const std::vector<std::uint8_t> bytes = serialize_checkpoint(state(true));
+        return std::string(bytes.begin(), bytes.end());
+    });
+    const std::string world = "world " + std::to_string(join.old_world) + " -> " + std::to_string(join.new_world);
+    for (const auto& [rank, why] : join.failed)
+        emit(EventKind::Health, -1,
+             "rank " + std::to_string(rank) + " could not join at step " + std::to_string(step_) + " (" + why +
+                 "); the job goes on with " + std::to_string(join.old_world) + " rank(s) as it was");
+    if (join.joined.empty()) return;
+    // Every rank goes on from the same snapshot of this step, as the joiners do from the state
+    // (Trainer's constructor takes one), and as a job resumed from its checkpoint would.
+    previous_.reset();
+    take_snapshot();
+    if (snapshot_ && snapshot_->state.step == step_) apply_state(snapshot_->state, snapshot_.get());
+    unclean_.clear();
+    shard();
+    std::string joined;
+    for (int r : join.joined) joined += (joined.empty() ? "" : ",") + std::to_string(r);
+    emit(EventKind::WorldChanged, -1, "rank " + joined + " joined; " + world + " at step " + std::to_string(step_));
 }
 
 void Trainer::take_snapshot() {

@@ -81,7 +81,9 @@ public:
     // config.checkpoint.resume. Throws on bad data or checkpoints.
     // Every run runs on `backend` (which must be the config's device); every step meets the
     // job's other ranks through `sync` (which must outlive this; null: a single process).
-    Trainer(const TrainConfig& config, Backend& backend, StepSync* sync = nullptr);
+    // `joined`: the state of the elastic job this rank joined late (StepSync::admit), taken
+    // as a checkpoint to resume would be.
+    Trainer(const TrainConfig& config, Backend& backend, StepSync* sync = nullptr, const TrainState* joined = nullptr);
     ~Trainer();
     Trainer(const Trainer&) = delete;
     Trainer& operator=(const Trainer&) = delete;
@@ -189,6 +191,11 @@ private:
     // event); false when the job ends instead (an Error event, and rank 0's checkpoint
     // of the last snapshot).
     bool change_world(const std::exception& fault, std::int64_t in_flight);
+    // An elastic job at a step boundary (an Admit request of rank 0's): the ranks waiting to
+    // join get this state and join; the job goes on from a snapshot of this step, as a job
+    // of the larger world resumed from its checkpoint would (a WorldChanged event; a Health
+    // event per joiner that failed).
+    void admit(const std::string& ranks);
     TrainState state(bool with_arrays) const;
     // Sets every run from `s`; their parameters and moments from `arrays` when given (a
     // snapshot's, in backend memory), else from s.

@@ -2,14 +2,23 @@
 // (SIGSTOP) goes on with the 3 others from the last snapshot they all hold, and its losses
 // from there are, bit for bit, those of an independent 3-rank job resumed from that
 // snapshot's checkpoint with the same global batch (the oracle); a second failure during
-// the recovery ends the job with a checkpoint of the good state.
+// the recovery ends the job with a checkpoint of the good state. A replacement of the lost
+// rank, started again by the launcher (--restart-lost-ranks), joins at a step boundary and
+// from there the job trains as a 4-rank job resumed from that step's checkpoint, bit for
+// bit; a replacement that dies while it joins, a process without the job's secret, and a
+// late rank of a job that is not elastic leave the job as it was.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <future>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
+#include <thread>
 
 #include "app/run_engine.h"
+#include "comm/rendezvous.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -23,12 +32,16 @@ constexpr int kRestored = 8;  // the ranks fail in step 10; snapshots every 4 st
 fs::path scratch() { return fp8scope::testing::scratch_dir("fp8scope_train_elastic_cli"); }
 
 // 2 rows a rank: 8 rows a step on 4 ranks, which 3 ranks split 2, 3, 3.
-fp8scope::testing::EngineResult train(const std::string& args) {
+// `env`: the launcher's variables of a rank started by hand; `dir`: where its stderr goes
+// (two engines at once need two).
+fp8scope::testing::EngineResult train(const std::string& args, const std::string& env = "",
+                                      const fs::path& dir = scratch(), bool elastic = true) {
     return fp8scope::testing::run_engine("train --config " + (kConfigs / "tiny.json").string() +
                                              " --threads 1 --steps " + std::to_string(kSteps) +
-                                             " --recipe delayed --batch 2 --eval-every 12 --json --elastic"
+                                             " --recipe delayed --batch 2 --eval-every 12 --json" +
+                                             (elastic ? " --elastic" : "") +
                                              " --rank-timeout-s 2 --set rewind.snapshot_every=4 " + args,
-                                         scratch());
+                                         dir, env);
 }
 
 // The 3-rank job resumed from `ckpt`, the checkpoint of step kRestored that a 4-rank job
@@ -118,6 +131,107 @@ TEST(TrainElasticCli, ASecondFailureDuringTheRecoveryEndsTheJobWithACheckpoint) 
     const auto resumed = train("--nproc-per-node 3 --checkpoint-dir " + again.string() + " --resume " + written.string());
     ASSERT_EQ(resumed.status, 0) << resumed.err;
     EXPECT_EQ(json::parse(resumed.out)["runs"][0]["losses"], oracle(written)["runs"][0]["losses"]);
+}
+
+// Rank 0's steps take 100 ms longer (the losses do not change): a replacement started at
+// the recovery has time to join before the job ends.
+const std::string kSlow = " --inject-slow-rank 0 --inject-delay-ms 100";
+
+TEST(TrainElasticCli, AReplacementRankJoinsAndTheJobTrainsAsTheResumedFourRankJob) {
+    const fs::path out = scratch() / "joined.h5", ckpt = scratch() / "joined_ckpt";
+    fs::remove_all(ckpt);
+    const auto r = train("--nproc-per-node 4 --checkpoint-every 1 --checkpoint-dir " + ckpt.string() +
+                         " --inject-crash-rank 2 --inject-crash-step 10 --restart-lost-ranks 1" + kSlow + " --out " +
+                         out.string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    const std::string events = inspect(out);
+    EXPECT_NE(events.find("lost rank 2; world 4 -> 3; failed in step 10, restored step 8"), std::string::npos)
+        << events;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(events, m, std::regex("rank 2 joined; world 3 -> 4 at step (\\d+)"))) << events;
+    const int joined = std::stoi(m[1]);
+    ASSERT_GE(joined, kRestored);
+    ASSERT_LT(joined, kSteps - 1) << "the replacement joined too late to compare steps";
+    // The replacement wrote a trace of its own, beside the one of the rank it replaced.
+    EXPECT_TRUE(fs::exists(scratch() / ("joined.rank2.joined" + std::to_string(joined) + ".h5")));
+    // The oracle: a 4-rank job resumed from the checkpoint of the step the rank joined at.
+    const fs::path again = scratch() / "joined_again";
+    fs::remove_all(again);
+    const auto four = train("--nproc-per-node 4 --checkpoint-dir " + again.string() + " --resume " +
+                            (ckpt / ("step_" + std::to_string(joined) + ".ckpt")).string());
+    ASSERT_EQ(four.status, 0) << four.err;
+    const json want = json::parse(four.out)["runs"][0], got = json::parse(r.out)["runs"][0];
+    ASSERT_EQ(want["losses"].size(), std::size_t(kSteps - joined));
+    const std::size_t from = got["losses"].size() - want["losses"].size();
+    for (std::size_t i = 0; i < want["losses"].size(); ++i)
+        EXPECT_EQ(got["losses"][from + i].get<float>(), want["losses"][i].get<float>()) << "step " << joined + 1 + int(i);
+    EXPECT_EQ(got["eval_loss"].get<float>(), want["eval_loss"].get<float>());
+    // Every rank held the same delayed-scaling state after the join.
+    EXPECT_EQ(events.find("scaling_mismatch"), std::string::npos) << events;
+}
+
+TEST(TrainElasticCli, AReplacementThatDiesWhileItJoinsLeavesTheJobAsItWas) {
+    const fs::path out = scratch() / "join_died.h5", ckpt = scratch() / "join_died_ckpt";
+    fs::remove_all(ckpt);
+    const auto r = train("--nproc-per-node 4 --checkpoint-every 4 --checkpoint-dir " + ckpt.string() +
+                         " --inject-crash-rank 2 --inject-crash-step 10 --restart-lost-ranks 1"
+                         " --inject-join-crash-rank 2" + kSlow + " --out " + out.string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    const std::string events = inspect(out);
+    EXPECT_NE(events.find("rank 2 could not join at step"), std::string::npos) << events;
+    EXPECT_NE(events.find("the job goes on with 3 rank(s) as it was"), std::string::npos) << events;
+    EXPECT_EQ(events.find("joined;"), std::string::npos) << events;
+    // The 3 ranks trained on as the 3-rank job resumed from step 8 does.
+    expect_oracle_losses(json::parse(r.out), restored(ckpt));
+}
+
+// A 2-rank job of known rendezvous and secret, and a process started meanwhile with the
+// launcher variables of its rank 1 and `secret`: what the job and the process said.
+struct Intruded {
+    fp8scope::testing::EngineResult job, intruder;
+};
+Intruded intrude(const std::string& name, const std::string& secret, bool elastic) {
+    const fs::path ckpt = scratch() / (name + "_ckpt"), late = scratch() / (name + "_late");
+    fs::remove_all(ckpt);
+    fs::create_directories(late);
+    const std::string port = std::to_string(fp8scope::free_loopback_port());
+    const std::string job_secret = std::string(32, 'a');
+    auto job = std::async(std::launch::async, [&] {
+        return train("--nproc-per-node 2 --checkpoint-every 1 --checkpoint-dir " + ckpt.string() + kSlow,
+                     "MASTER_PORT=" + port + " FP8SCOPE_JOB_SECRET=" + job_secret, scratch(), elastic);
+    });
+    // It comes once the job trains.
+    for (int i = 0; i < 400 && !fs::exists(ckpt / "step_2.ckpt"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    Intruded out;
+    out.intruder = train("--checkpoint-dir " + (late / "ckpt").string() + kSlow,
+                         "RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port +
+                             " FP8SCOPE_JOB_SECRET=" + (secret.empty() ? job_secret : secret),
+                         late, elastic);
+    out.job = job.get();
+    return out;
+}
+
+TEST(TrainElasticCli, AProcessWithoutTheJobSecretIsRefusedAndTheJobGoesOnUnchanged) {
+    const Intruded r = intrude("stranger", std::string(32, 'b'), true);
+    EXPECT_EQ(r.intruder.status, 1);
+    EXPECT_NE(r.intruder.err.find("refused rank 1: error: the hello does not prove the job's secret"), std::string::npos)
+        << r.intruder.err;
+    ASSERT_EQ(r.job.status, 0) << r.job.err;
+    // Unchanged: the losses of the same job that nobody tried to join, bit for bit.
+    const fs::path ckpt = scratch() / "undisturbed_ckpt";
+    fs::remove_all(ckpt);
+    const auto alone = train("--nproc-per-node 2 --checkpoint-dir " + ckpt.string());
+    ASSERT_EQ(alone.status, 0) << alone.err;
+    EXPECT_EQ(json::parse(r.job.out)["runs"], json::parse(alone.out)["runs"]);
+}
+
+TEST(TrainElasticCli, AJobThatIsNotElasticRefusesALateRankSayingSo) {
+    const Intruded r = intrude("not_elastic", "", false);
+    EXPECT_EQ(r.intruder.status, 1);
+    EXPECT_NE(r.intruder.err.find("the job is under way and is not elastic: a rank cannot join it now"),
+              std::string::npos)
+        << r.intruder.err;
+    EXPECT_EQ(r.job.status, 0) << r.job.err;
 }
 
 TEST(TrainElasticCli, ElasticNeedsACheckpointDirectory) {

@@ -374,7 +374,7 @@ std::string answer_to(const std::string& place, int port, const std::string& sec
 TEST(Rendezvous, RankZeroReadsAHelloOfAnyLength) {
     const std::string secret = "test job secret!", nonce0(32, 'N'), nonce(32, 'n');
     const std::string proof = hello_proof(secret, true, nonce0, nonce, 4, 3);
-    const std::string good = "fp8scope-rendezvous 4 4 3 " + to_hex(nonce) + " " + to_hex(proof);
+    const std::string good = "fp8scope-rendezvous 5 4 3 " + to_hex(nonce) + " " + to_hex(proof);
     const JoiningHello h = check_hello(good, 4, secret, nonce0);
     EXPECT_EQ(h.rank, 3);
     EXPECT_EQ(h.error, "");
@@ -391,9 +391,9 @@ TEST(Rendezvous, OnlyTheExactHelloJoins) {
     const pid_t child = spawn([&] {
         // Each would read as rank 1 of 2 word by word: trailing bytes, a sign, leading
         // zeros, other spacing.
-        for (const char* bad : {"fp8scope-rendezvous 4 2 1x", "fp8scope-rendezvous 4 2 1 ", "fp8scope-rendezvous 4 2 +1",
-                                "fp8scope-rendezvous 4 02 1", "fp8scope-rendezvous  4 2 1", "fp8scope-rendezvous 4 2\t1",
-                                "fp8scope-rendezvous 04 2 1", "fp8scope-rendezvous 4 2 1\n", "fp8scope-rendezvous 4 2"})
+        for (const char* bad : {"fp8scope-rendezvous 5 2 1x", "fp8scope-rendezvous 5 2 1 ", "fp8scope-rendezvous 5 2 +1",
+                                "fp8scope-rendezvous 5 02 1", "fp8scope-rendezvous  5 2 1", "fp8scope-rendezvous 5 2\t1",
+                                "fp8scope-rendezvous 05 2 1", "fp8scope-rendezvous 5 2 1\n", "fp8scope-rendezvous 5 2"})
             if (answer_to(bad, port) != "error: not an fp8scope rendezvous hello") return 11;
         Rendezvous rv(rank_env(1, 2, port), 5s);  // the exact hello still joins
         return 10;
@@ -403,13 +403,14 @@ TEST(Rendezvous, OnlyTheExactHelloJoins) {
 }
 
 TEST(Rendezvous, RanksOfAnotherVersionAreRefusedNamingBothVersions) {
-    // A rank of version 3 (whose frames carry no kind, so it cannot take part in an elastic
-    // recovery) or 2 (whose step records lack the FP8 sum figures) at a rank 0 of 4.
+    // A rank of version 4 (which cannot join an elastic job late), 3 (whose frames carry no
+    // kind, so it cannot take part in an elastic recovery) or 2 (whose step records lack the
+    // FP8 sum figures) at a rank 0 of 5.
     const int port = free_loopback_port();
     const pid_t child = spawn([&] {
-        for (const char* old : {"fp8scope-rendezvous 3 2 1", "fp8scope-rendezvous 2 2 1", "fp8scope-rendezvous 1 2 1"})
+        for (const char* old : {"fp8scope-rendezvous 4 2 1", "fp8scope-rendezvous 3 2 1", "fp8scope-rendezvous 2 2 1", "fp8scope-rendezvous 1 2 1"})
             if (answer_to(old, port) != "error: the joining rank speaks rendezvous version " + std::string(old).substr(20, 1) +
-                                            ", rank 0 version 4 (start every rank with the same fp8scope-engine build)")
+                                            ", rank 0 version 5 (start every rank with the same fp8scope-engine build)")
                 return 11;
         Rendezvous rv(rank_env(1, 2, port), 5s);
         return 10;
@@ -417,7 +418,7 @@ TEST(Rendezvous, RanksOfAnotherVersionAreRefusedNamingBothVersions) {
     Rendezvous rv(rank_env(0, 2, port), 5s);
     EXPECT_EQ(exit_status(child), 10);
 
-    // A rank 0 of version 2 greets a rank of version 4: the rank says so and stops.
+    // A rank 0 of version 2 greets a rank of version 5: the rank says so and stops.
     const int old_port = free_loopback_port();
     const pid_t old_rank0 = spawn([&] {
         const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -436,7 +437,7 @@ TEST(Rendezvous, RanksOfAnotherVersionAreRefusedNamingBothVersions) {
     });
     EXPECT_EQ(failed_with([&] { Rendezvous rv(rank_env(1, 2, old_port), 5s); },
                           "rank 0 at 127.0.0.1:" + std::to_string(old_port) +
-                              " speaks rendezvous version 2, rank 1 version 4 (start every rank with the same "
+                              " speaks rendezvous version 2, rank 1 version 5 (start every rank with the same "
                               "fp8scope-engine build)"),
               10);
     EXPECT_EQ(exit_status(old_rank0), 10);
@@ -456,7 +457,7 @@ TEST(Rendezvous, SilentAndHalfHellosHoldUpNoRank) {
         rv.barrier();
         // Rank 0 closes the half hello: after its greeting, its read ends.
         char byte = 0;
-        if (recv_raw_frame(half).rfind("fp8scope-rendezvous 4 ", 0) != 0) return 13;
+        if (recv_raw_frame(half).rfind("fp8scope-rendezvous 5 ", 0) != 0) return 13;
         return ::recv(half, &byte, 1, 0) == 0 ? 10 : 12;
     });
     const auto start = std::chrono::steady_clock::now();
@@ -473,7 +474,7 @@ TEST(Rendezvous, AConnectionWithoutAHelloIsClosedWithinSeconds) {
         const int quiet = connect_to(port);
         const auto start = std::chrono::steady_clock::now();
         char byte = 0;
-        if (recv_raw_frame(quiet).rfind("fp8scope-rendezvous 4 ", 0) != 0) return 13;
+        if (recv_raw_frame(quiet).rfind("fp8scope-rendezvous 5 ", 0) != 0) return 13;
         if (::recv(quiet, &byte, 1, 0) != 0) return 11;  // rank 0 closes it, the job still forming
         if (std::chrono::steady_clock::now() - start > 10s) return 12;
         Rendezvous rv(rank_env(1, 2, port), 30s);
@@ -486,7 +487,7 @@ TEST(Rendezvous, AConnectionWithoutAHelloIsClosedWithinSeconds) {
 TEST(Rendezvous, ARankWithoutTheJobsSecretIsRefusedNamingTheVariable) {
     const int port = free_loopback_port();
     const pid_t child = spawn([&] {
-        if (answer_to("fp8scope-rendezvous 4 2 1", port, "another secret!!") !=
+        if (answer_to("fp8scope-rendezvous 5 2 1", port, "another secret!!") !=
             "error: the hello does not prove the job's secret (set FP8SCOPE_JOB_SECRET to rank 0's on every rank)")
             return 11;
         LaunchEnv none = rank_env(1, 2, port);
@@ -514,7 +515,7 @@ TEST(Rendezvous, AFrameThatFailsItsMacEndsTheExchangeNamingTheRank) {
         const int port = free_loopback_port();
         const pid_t child = spawn([&] {
             std::pair<int, std::string> link;
-            if (answer_to("fp8scope-rendezvous 4 2 1", port, "test job secret!", &link).rfind("ok ", 0) != 0) return 11;
+            if (answer_to("fp8scope-rendezvous 5 2 1", port, "test job secret!", &link).rfind("ok ", 0) != 0) return 11;
             const std::string first = up_frame(link.second, 0, "one");
             ::send(link.first, first.data(), first.size(), MSG_NOSIGNAL);  // taken: rank 0 sends both back
             std::string second = how == "replayed" ? first : up_frame(link.second, 1, "two");
@@ -651,6 +652,145 @@ TEST(Rendezvous, ElasticSurvivorsAgreeOnTheWorldWithoutADeadRank) {
     EXPECT_EQ(rv.world_size(), 3);
     EXPECT_EQ(rv.all_gather("was 0"), (std::vector<std::string>{"was 0", "was 1", "was 3"}));
     for (pid_t k : kids) EXPECT_EQ(exit_status(k), 0);
+}
+
+// Rank 0's ranks waiting to join, once one is there (within 5 s).
+std::vector<int> joiners_due_soon(Rendezvous& rv) {
+    std::vector<int> due;
+    for (int i = 0; i < 200 && due.empty(); ++i) {
+        std::this_thread::sleep_for(25ms);
+        due = rv.joiners_due();
+    }
+    return due;
+}
+
+// An elastic job that lost rank 1 takes its replacement in at a step boundary: the
+// replacement is answered "late", gets the state (in several parts: 40 MiB) and slots in
+// at its launch rank; a second process for rank 1 while the first waits is refused, and a
+// stranger without the job's secret is refused without the job noticing.
+TEST(Rendezvous, ElasticJobTakesALostRanksReplacementInAtItsLaunchRank) {
+    const int world = 3, port = free_loopback_port();
+    const std::string state = [] {
+        std::string s(std::size_t(40) << 20, '\0');
+        for (std::size_t i = 0; i < s.size(); ++i) s[i] = char(i * 2654435761u >> 24);
+        return s;
+    }();
+    std::vector<pid_t> kids;
+    for (int r = 1; r < world; ++r)
+        kids.push_back(spawn([&, r] {
+            Rendezvous rv(rank_env(r, world, port), 5s);
+            rv.set_elastic(true);
+            if (r == 1) return 0;  // dies right after joining
+            try {
+                rv.all_gather("step");
+                return 2;
+            } catch (const WorldFault&) {
+            }
+            rv.agree_world("record of 2", {});
+            if (rv.world_size() != 2 || rv.rank() != 1) return 3;
+            const Rendezvous::Admission a = rv.admit({1}, [] { return std::string("not rank 0's to send"); });
+            if (a.joined != std::vector<int>{1} || a.old_world != 2) return 4;
+            if (rv.world_size() != 3 || rv.rank() != 2 || rv.launch_ranks() != std::vector<int>{0, 1, 2}) return 5;
+            return rv.all_gather("was 2") == std::vector<std::string>{"was 0", "was 1", "was 2"} ? 0 : 6;
+        }));
+    Rendezvous rv(rank_env(0, world, port), 5s);
+    rv.set_elastic(true);
+    std::vector<int> lost;
+    try {
+        rv.all_gather("step");
+    } catch (const WorldFault& f) {
+        lost = f.lost();
+    }
+    ASSERT_EQ(lost, std::vector<int>{1});
+    rv.agree_world("record of 0", lost);
+    ASSERT_EQ(rv.world_size(), 2);
+    const pid_t joiner = spawn([&] {
+        Rendezvous late(rank_env(1, world, port), 5s);
+        if (!late.late()) return 2;
+        if (late.late_state() != state) return 3;
+        late.late_ready();
+        if (late.world_size() != 3 || late.rank() != 1 || late.launch_ranks() != std::vector<int>{0, 1, 2}) return 4;
+        late.set_elastic(true);
+        return late.all_gather("was 1") == std::vector<std::string>{"was 0", "was 1", "was 2"} ? 0 : 5;
+    });
+    const std::vector<int> due = joiners_due_soon(rv);
+    ASSERT_EQ(due, std::vector<int>{1});
+    const pid_t twin = spawn([&] {
+        return failed_with([&] { Rendezvous again(rank_env(1, world, port), 5s); }, "rank 1 is already waiting to join");
+    });
+    EXPECT_EQ(exit_status(twin), 10);
+    const pid_t stranger = spawn([&] {
+        LaunchEnv env = rank_env(1, world, port);
+        env.job_secret = "another secret!!";
+        return failed_with([&] { Rendezvous again(env, 5s); }, "does not prove the job's secret");
+    });
+    EXPECT_EQ(exit_status(stranger), 10);
+    EXPECT_EQ(rv.joiners_due(), std::vector<int>{1});
+    int asked = 0;
+    const Rendezvous::Admission a = rv.admit(due, [&] { return ++asked, state; });
+    EXPECT_EQ(asked, 1);
+    EXPECT_EQ(a.joined, std::vector<int>{1});
+    EXPECT_TRUE(a.failed.empty());
+    EXPECT_EQ(a.old_world, 2);
+    EXPECT_EQ(rv.launch_ranks(), (std::vector<int>{0, 1, 2}));
+    EXPECT_EQ(rv.all_gather("was 0"), (std::vector<std::string>{"was 0", "was 1", "was 2"}));
+    EXPECT_TRUE(rv.joiners_due().empty());
+    EXPECT_EQ(exit_status(joiner), 0);
+    for (pid_t k : kids) EXPECT_EQ(exit_status(k), 0);
+}
+
+// A joiner that leaves before it holds the state, or that never answers (within the
+// timeout), is dropped and the job is as it was; a job that is not elastic refuses a late
+// rank, saying so.
+TEST(Rendezvous, AFailedJoinLeavesTheJobAsItWasAndAJobNotElasticRefusesLateRanks) {
+    const int port = free_loopback_port();
+    const pid_t rank1 = spawn([&] {
+        Rendezvous rv(rank_env(1, 3, port), 1s);
+        rv.set_elastic(true);
+        rv.agree_world("record of 1", {});  // rank 2 lost
+        for (int i = 0; i < 2; ++i)
+            if (rv.admit({2}, {}).joined != std::vector<int>{}) return 2;
+        return rv.all_gather("was 1") == std::vector<std::string>{"was 0", "was 1"} ? 0 : 3;
+    });
+    const pid_t rank2 = spawn([&] { Rendezvous rv(rank_env(2, 3, port), 1s); return 0; });
+    Rendezvous rv(rank_env(0, 3, port), 1s);
+    rv.set_elastic(true);
+    EXPECT_EQ(exit_status(rank2), 0);
+    rv.agree_world("record of 0", {2});
+    const pid_t quitter = spawn([&] {
+        Rendezvous late(rank_env(2, 3, port), 1s);
+        return late.late() ? 0 : 2;  // and leaves
+    });
+    EXPECT_EQ(exit_status(quitter), 0);
+    ASSERT_EQ(joiners_due_soon(rv), std::vector<int>{2});
+    Rendezvous::Admission a = rv.admit({2}, [] { return std::string("state"); });
+    EXPECT_TRUE(a.joined.empty());
+    ASSERT_EQ(a.failed.size(), 1u);
+    EXPECT_EQ(a.failed[0].first, 2);
+
+    const pid_t sleeper = spawn([&] {
+        Rendezvous late(rank_env(2, 3, port), 1s);
+        std::this_thread::sleep_for(1500ms);  // hung past the timeout: never takes the state
+        return late.late() ? 0 : 2;
+    });
+    ASSERT_EQ(joiners_due_soon(rv), std::vector<int>{2});
+    const auto t0 = std::chrono::steady_clock::now();
+    a = rv.admit({2}, [] { return std::string("state"); });
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s) << "bounded by the timeout";
+    EXPECT_TRUE(a.joined.empty());
+    ASSERT_EQ(a.failed.size(), 1u);
+    EXPECT_NE(a.failed[0].second.find("sent nothing within the rendezvous timeout"), std::string::npos)
+        << a.failed[0].second;
+    EXPECT_EQ(rv.world_size(), 2);
+    EXPECT_EQ(rv.all_gather("was 0"), (std::vector<std::string>{"was 0", "was 1"}));
+    EXPECT_EQ(exit_status(rank1), 0);
+    EXPECT_EQ(exit_status(sleeper), 0);
+
+    rv.set_elastic(false);
+    const pid_t refused = spawn([&] {
+        return failed_with([&] { Rendezvous late(rank_env(2, 3, port), 1s); }, "the job is under way and is not elastic");
+    });
+    EXPECT_EQ(exit_status(refused), 10);
 }
 
 // A rank that begins the round by itself (its own collective failed) brings rank 0 in;

@@ -31,6 +31,19 @@ TEST(ControlRequests, TravelAsTextAndBack) {
     EXPECT_TRUE(decode_requests("", 2).empty());
 }
 
+// Rank 0 of an elastic job names the ranks it admits at the next step boundary: numbers
+// of 1 or more in ascending order, nothing else.
+TEST(ControlRequests, AnAdmitRequestCarriesRanksInOrder) {
+    const std::deque<ControlRequest> got = decode_requests(encode_requests({{ControlRequest::Admit, -1, "2 5", 0}}), 1);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].kind, ControlRequest::Admit);
+    EXPECT_EQ(parse_ranks(got[0].text), (std::vector<int>{2, 5}));
+    for (const char* bad : {"", "0", "-1", "3 2", "2 2", "2 x", "2.5"}) {
+        EXPECT_TRUE(parse_ranks(bad).empty()) << bad;
+        EXPECT_THROW(decode_requests("7 -1 0 " + std::string(bad) + "\n", 1), std::runtime_error) << bad;
+    }
+}
+
 TEST(ControlRequests, AnUnreadableLineIsNamed) {
     try {
         decode_requests("9 0 0 x\n", 2);  // past KernelSteps

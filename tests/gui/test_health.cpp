@@ -329,25 +329,29 @@ private slots:
         QVERIFY(!clean.view->gradientSums().contains("against BF16"));
     }
 
-    // An elastic job that lost rank 2: an amber line says when, which rank, the new world and
-    // the steps lost; the event is among the health events and marked on the plots.
+    // An elastic job that lost rank 2 and took its replacement in: an amber line per change
+    // says when, which rank, the new world and the steps lost; the events are among the
+    // health events and marked on the plots.
     void aWorldChangeGetsItsLineAndARow() {
         TraceBatch b = sums_batch(25.1e6, 3.9e-2);
         const std::string change = "lost rank 2; world 4 -> 3; failed in step 10, restored step 8 (2 steps lost); "
                                    "rank 2 closed the connection (it exited or failed)";
+        const std::string join = "rank 2 joined; world 3 -> 4 at step 11";
         b.events.push_back({-1, 8, EventKind::WorldChanged, change});
+        b.events.push_back({-1, 11, EventKind::WorldChanged, join});
         Shown shown(job_meta(2, "f32"), std::move(b), "world_changed_");
         const HealthView* v = shown.view;
-        QCOMPARE(v->worldChanges(), QString("The job lost ranks and went on without them (elastic):\nstep 8: ") +
-                                        QString::fromStdString(change));
+        QCOMPARE(v->worldChanges(), QString("The job's world changed (elastic: ranks lost or joined):\nstep 8: ") +
+                                        QString::fromStdString(change) + "\nstep 11: " + QString::fromStdString(join));
         const EventsModel& events = v->healthEvents();
-        QCOMPARE(events.rowCount(), 1);
+        QCOMPARE(events.rowCount(), 2);
         QCOMPARE(events.data(events.index(0, EventsModel::Kind), Qt::DisplayRole).toString(), QString("world_changed"));
+        QCOMPARE(events.data(events.index(1, EventsModel::Kind), Qt::DisplayRole).toString(), QString("world_changed"));
         int markers = 0;
         for (int i = 0; i < v->plot()->itemCount(); ++i)
             markers += v->plot()->item(i)->objectName().startsWith("event_marker") &&
                        qobject_cast<QCPItemStraightLine*>(v->plot()->item(i)) != nullptr;
-        QCOMPARE(markers, 2);  // on the compute and the comm plot
+        QCOMPARE(markers, 4);  // each on the compute and the comm plot
 
         Shown clean(job_meta(2, "f32"), sums_batch(25.1e6, 3.9e-2), "world_same_");
         QCOMPARE(clean.view->worldChanges(), QString());

@@ -211,7 +211,7 @@ QString RankHealthModel::scalingState() const {
 
 QString RankHealthModel::worldChanges() const {
     if (world_changes_.isEmpty()) return {};
-    return tr("The job lost ranks and went on without them (elastic):\n%1").arg(world_changes_.join("\n"));
+    return tr("The job's world changed (elastic: ranks lost or joined):\n%1").arg(world_changes_.join("\n"));
 }
 
 int RankHealthModel::rowCount(const QModelIndex& parent) const {

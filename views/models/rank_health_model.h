@@ -9,7 +9,7 @@
 // before it was recorded do not); FP8 sums are also measured against BF16 sums of the same
 // sample (SNR, underflow, overflow). A line of its own says when delayed scaling's state
 // differed across ranks (scaling_mismatch events), and another when an elastic job lost a
-// rank and went on without it (world_changed events).
+// rank and went on without it, or took a rank in at a step boundary (world_changed events).
 #pragma once
 
 #include <QAbstractTableModel>
@@ -44,7 +44,7 @@ public:
     // When the ranks' delayed-scaling state differed: how many findings, the first's step
     // and detail; empty when it never did.
     QString scalingState() const;
-    // When an elastic job lost ranks and went on (world_changed events): one line per
+    // When an elastic job lost ranks and went on, or ranks joined (world_changed events): one line per
     // change with its step and detail; empty when the world never changed.
     QString worldChanges() const;
 

@@ -7,8 +7,9 @@
 // 10% slower than the median rank) with the flagged ranks' lines and rows in red; and the
 // job's health events. When the ranks' delayed-scaling state differed (a scaling_mismatch
 // event), a red line under the verdict says so and the events list the tensors. When an
-// elastic job lost ranks and went on (world_changed events), an amber line says when, which
-// ranks, the new world and the steps lost; the events list them and the plots mark them. A single-process trace shows one line saying it has no health
+// elastic job lost ranks and went on, or took ranks in (world_changed events), an amber
+// line per change says when, which ranks, the new world and the steps lost; the events
+// list them and the plots mark them. A single-process trace shows one line saying it has no health
 // records instead of empty plots.
 #pragma once
 
