@@ -65,6 +65,7 @@ LocalRanks::LocalRanks(int nproc, int restarts) : restarts_(std::size_t(nproc), 
     if (!std::getenv(kJobSecretVar)) set(kJobSecretVar, to_hex(random_bytes(32)));
     set("WORLD_SIZE", std::to_string(nproc));
     set("LOCAL_WORLD_SIZE", std::to_string(nproc));
+    set(kLauncherPidVar, std::to_string(::getpid()));
     set("RANK", "0");
     set("LOCAL_RANK", "0");
     for (int r = 1; r < nproc; ++r) children_.push_back(spawn(r));

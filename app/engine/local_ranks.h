@@ -12,6 +12,10 @@
 
 namespace fp8scope::cli {
 
+// The ranks started here learn the launcher's process id: when rank 0 (this process) is
+// lost, the surviving ranks stop it if it is still there (stopped or hung).
+constexpr const char* kLauncherPidVar = "FP8SCOPE_LAUNCHER_PID";
+
 // The engine's own command line (main() records it), for starting copies of itself.
 void set_command_line(int argc, char** argv);
 const std::vector<std::string>& command_line();

@@ -1,11 +1,13 @@
 #include "rank_job.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -181,6 +183,9 @@ void RankJob::out_of_job(int rank) {
 
 void RankJob::make_elastic(Backend& backend) {
     rendezvous_->set_elastic(true);
+    // Every rank of the job at its start learns where the others can be met again should
+    // rank 0 be lost (a late joiner cannot: the others are training).
+    if (!joined_state_) rendezvous_->share_roster();
     members_ = rendezvous_->launch_ranks();
     DataParallelStep::Elastic e;
     e.recovering = [this] {
@@ -200,6 +205,9 @@ void RankJob::make_elastic(Backend& backend) {
         const bool late = bool(joined_state_);
         if (!late && members_.at(std::size_t(rendezvous_->rank())) == options_.recovery_crash_rank) std::raise(SIGKILL);
         for (int r : newly) out_of_job(r);
+        // Rank 0 lost while it was this rank's launcher (--nproc-per-node): a stopped or hung
+        // one would never exit, and holds the job's output open.
+        if (std::find(newly.begin(), newly.end(), 0) != newly.end()) stop_lost_launcher();
         env_ = rendezvous_->env();
         // The old one stays alive: the watchdog's thread may be aborting it.
         retired_.push_back(std::move(comm_));
@@ -208,6 +216,11 @@ void RankJob::make_elastic(Backend& backend) {
         return *comm_;
     };
     step_->set_elastic(std::move(e));
+}
+
+void RankJob::stop_lost_launcher() {
+    const char* launcher = std::getenv(kLauncherPidVar);
+    if (launcher && std::atoll(launcher) == ::getppid()) ::kill(::getppid(), SIGKILL);
 }
 
 // Ranks train as one only with the same settings: another lr, seed, recipe or step count

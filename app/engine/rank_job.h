@@ -99,6 +99,8 @@ private:
     void make_elastic(Backend& backend);
     void join_late(const TrainConfig& config);
     void out_of_job(int rank);
+    // Kills this rank's parent when it is the launcher that was rank 0 (now lost).
+    static void stop_lost_launcher();
     void on_watchdog(const std::string& phase);
 
     RankOptions options_;     // the drills

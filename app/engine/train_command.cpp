@@ -402,7 +402,8 @@ int run_train(const TrainOptions& o, std::vector<int>* lost = nullptr, LocalRank
     const std::string trace_error = recording ? recording->trace_error() : std::string();
     recording.reset();
     server.reset();  // clients see the end of the stream now, not at exit
-    if (!rank0) return s.error.empty() && trace_error.empty() ? 0 : 1;  // rank 0 prints the job's summary
+    // Rank 0 prints the job's summary: the rank that became rank 0 when it was lost, too.
+    if (job->env().rank != 0) return s.error.empty() && trace_error.empty() ? 0 : 1;
 
     const std::optional<trace::SeedGaps> seeds = trace::seed_gaps(meta, history.curves);
     if (o.json) {

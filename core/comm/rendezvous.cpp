@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -346,6 +347,44 @@ JoiningHello check_hello(const std::string& hello, int world_size, const std::st
 
 namespace {
 
+// A rank's side of the hello on `fd` to the hub `who` (rank 0 at MASTER_ADDR, or the new hub
+// after rank 0 was lost): its link, and whether the hub answered "late" (the job is under
+// way). Throws RendezvousError naming what failed.
+RendezvousLink say_hello(Fd fd, const LaunchEnv& env, Clock::time_point deadline, const std::string& who, bool* late) {
+    const std::string greeting = recv_frame(fd.get(), deadline, who);
+    if (const int v = other_version(greeting); v >= 0)
+        throw RendezvousError(versions_differ(who, v, "rank " + std::to_string(env.rank)));
+    const std::string nonce0 = from_hex(greeting.substr(std::min(greeting.size(), kHello.size() + 1)));
+    if (greeting.rfind(kHello + " ", 0) != 0 || nonce0.size() != kNonceBytes)
+        throw RendezvousError(who + " did not greet as an fp8scope rendezvous (another program, or another "
+                              "version of fp8scope, on MASTER_PORT?)");
+    const std::string nonce = random_bytes(kNonceBytes);
+    send_frame(fd.get(),
+               hello(env) + " " + to_hex(nonce) + " " +
+                   to_hex(hello_proof(env.job_secret, true, nonce0, nonce, env.world_size, env.rank)),
+               deadline, who);
+    const std::string answer = recv_frame(fd.get(), deadline, who);
+    if (answer.rfind("error: ", 0) == 0)
+        throw RendezvousError(who + " refused rank " + std::to_string(env.rank) + ": " + answer);
+    const std::string proof0 = to_hex(hello_proof(env.job_secret, false, nonce0, nonce, env.world_size, env.rank));
+    *late = answer == "late " + proof0;  // the job is under way: this rank joins it at a step boundary
+    if (!*late && answer != "ok " + proof0)
+        throw RendezvousError(who + " does not prove the job's secret (set " + std::string(kJobSecretVar) +
+                              " to rank 0's on every rank)");
+    return {std::move(fd), link_key(env.job_secret, nonce0, nonce, env.world_size, env.rank)};
+}
+
+// The numeric address of a connection's other end ("10.0.0.7"), as this end reaches it.
+std::string peer_host(const Fd& fd) {
+    sockaddr_storage a{};
+    socklen_t len = sizeof a;
+    char host[NI_MAXHOST] = "";
+    if (::getpeername(fd.get(), reinterpret_cast<sockaddr*>(&a), &len) != 0 ||
+        ::getnameinfo(reinterpret_cast<sockaddr*>(&a), len, host, sizeof host, nullptr, 0, NI_NUMERICHOST) != 0)
+        throw RendezvousError(sys_error("rank 0 cannot read a rank's address"));
+    return host;
+}
+
 // A connection that has not yet sent its whole hello.
 struct Joining {
     Fd fd;
@@ -420,14 +459,16 @@ void accept_joining(const Fd& listener, std::vector<Joining>& joining, Clock::ti
 }
 
 // Rank 0 takes every other rank's hello until all have joined or the deadline passes.
+// `want`: the hellos to take (every other rank's when the job forms; the ranks above a new
+// hub's after rank 0 was lost).
 void join_all(const LaunchEnv& env, const Fd& listener, Clock::time_point deadline, std::chrono::milliseconds timeout,
-              const std::string& where, std::vector<RendezvousLink>& peers) {
+              const std::string& where, std::vector<RendezvousLink>& peers, int want) {
     // Hellos are read side by side, each with its own short deadline: a connection that
     // sends nothing or half a hello (a port scan, a stuck process) is closed after
     // kHelloWait and holds up no rank, however many there are.
     std::vector<Joining> joining;
-    int joined = 1;
-    while (joined < env.world_size) {
+    int joined = 0;
+    while (joined < want) {
         const auto now = Clock::now();
         if (now >= deadline) {
             std::vector<int> missing;
@@ -490,33 +531,13 @@ Rendezvous::Rendezvous(const LaunchEnv& env, std::chrono::milliseconds timeout)
                                       " within " + std::to_string(timeout.count()) + " ms (is rank 0 running?)");
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
-        const std::string greeting = recv_frame(fd.get(), deadline, rank0);
-        if (const int v = other_version(greeting); v >= 0)
-            throw RendezvousError(versions_differ(rank0, v, "rank " + std::to_string(env.rank)));
-        const std::string nonce0 = from_hex(greeting.substr(std::min(greeting.size(), kHello.size() + 1)));
-        if (greeting.rfind(kHello + " ", 0) != 0 || nonce0.size() != kNonceBytes)
-            throw RendezvousError(rank0 + " did not greet as an fp8scope rendezvous (another program, or another "
-                                  "version of fp8scope, on MASTER_PORT?)");
-        const std::string nonce = random_bytes(kNonceBytes);
-        send_frame(fd.get(),
-                   hello(env) + " " + to_hex(nonce) + " " +
-                       to_hex(hello_proof(env.job_secret, true, nonce0, nonce, env.world_size, env.rank)),
-                   deadline, rank0);
-        const std::string answer = recv_frame(fd.get(), deadline, rank0);
-        if (answer.rfind("error: ", 0) == 0)
-            throw RendezvousError("rank 0 at " + where + " refused rank " + std::to_string(env.rank) + ": " + answer);
-        const std::string proof0 = to_hex(hello_proof(env.job_secret, false, nonce0, nonce, env.world_size, env.rank));
-        late_ = answer == "late " + proof0;  // the job is under way: this rank joins it at a step boundary
-        if (!late_ && answer != "ok " + proof0)
-            throw RendezvousError(rank0 + " does not prove the job's secret (set " + std::string(kJobSecretVar) +
-                                  " to rank 0's on every rank)");
-        peers_.push_back({std::move(fd), link_key(env.job_secret, nonce0, nonce, env.world_size, env.rank)});
+        peers_.push_back(say_hello(std::move(fd), env, deadline, rank0, &late_));
         return;
     }
     check_world_fits(env.world_size);
     listener_ = listen_for(env, where);
     peers_.resize(static_cast<std::size_t>(env.world_size));
-    join_all(env_, listener_, deadline, timeout_, where, peers_);
+    join_all(env_, listener_, deadline, timeout_, where, peers_, env.world_size - 1);
     late_hellos_ = std::thread([this] {
         try {
             serve_late_hellos();
@@ -619,7 +640,8 @@ std::string Rendezvous::recv_data(int peer, Clock::time_point deadline) {
         frame = recv_frame(peers_[std::size_t(peer)], hub ? kUp : kDown, deadline, who);
     } catch (const RendezvousError& e) {
         if (hub && elastic_) throw WorldFault(e.what(), {peer});
-        throw;  // rank 0 lost: the job cannot go on
+        hub_lost_ = !hub;  // rank 0 lost: an elastic job elects a new hub (agree_world)
+        throw;
     }
     if (elastic_ && hub && !frame.empty() && frame[0] == kRecord) {
         recovering_.resize(std::size_t(env_.world_size));
@@ -642,6 +664,7 @@ void Rendezvous::send_data(int peer, std::string_view data, Clock::time_point de
         send_frame(peers_[std::size_t(peer)], hub ? kDown : kUp, kData, data, deadline, rank_name(hub ? peer : 0));
     } catch (const RendezvousError& e) {
         if (hub && elastic_) throw WorldFault(e.what(), {peer});
+        hub_lost_ = !hub;
         throw;
     }
 }
@@ -675,7 +698,10 @@ Rendezvous::NewWorld Rendezvous::agree_world(const std::string& mine, const std:
     NewWorld out;
     out.old_world = env_.world_size;
     if (!env_.distributed()) throw RendezvousError("a job of one rank has no peer to lose");
-    if (env_.rank != 0) {
+    const std::vector<int> before = launch_ranks_;
+    std::vector<int> seen = seen_lost;
+    // Rank 0's part, from a rank: its record, then the new world.
+    auto told = [&] {
         const auto deadline = Clock::now() + 3 * timeout_;
         send_frame(peers_[0], kUp, kRecord, mine, deadline, "rank 0");
         for (;;) {  // what rank 0 sent before the round (data, its fault frame) is passed over
@@ -684,12 +710,26 @@ Rendezvous::NewWorld Rendezvous::agree_world(const std::string& mine, const std:
             decode_new_world(std::string_view(f).substr(1), env_.world_size, out.lost, out.records);
             break;
         }
-    } else {
+    };
+    bool done = false;
+    if (env_.rank != 0 && !hub_lost_) {
+        try {
+            told();
+            done = true;
+        } catch (const RendezvousError&) {
+            out.lost.clear(), out.records.clear();  // rank 0 lost: the survivors meet again
+        }
+    }
+    if (!done && env_.rank != 0) {
+        seen = elect_hub();
+        if (env_.rank != 0) told();
+    }
+    if (env_.rank == 0) {
         const std::size_t world = std::size_t(env_.world_size);
         recovering_.resize(world);
         has_record_.resize(world);
         std::vector<bool> lost(world, false);
-        for (int r : seen_lost)
+        for (int r : seen)
             if (r > 0 && std::size_t(r) < world) lost[std::size_t(r)] = true;
         const auto deadline = Clock::now() + timeout_;
         for (std::size_t r = 1; r < world; ++r) {
@@ -728,7 +768,103 @@ Rendezvous::NewWorld Rendezvous::agree_world(const std::string& mine, const std:
         has_record_.clear();
     }
     if (!out.lost.empty()) exclude(out.lost);
+    out.lost.clear();  // in the numbering of `before`: the old hub too, when it was lost
+    for (std::size_t r = 0; r < before.size(); ++r)
+        if (std::find(launch_ranks_.begin(), launch_ranks_.end(), before[r]) == launch_ranks_.end())
+            out.lost.push_back(int(r));
     return out;
+}
+
+void Rendezvous::share_roster() {
+    if (!env_.distributed()) return;
+    std::string port;
+    if (env_.rank != 0) {
+        LaunchEnv any = env_;
+        any.master_port = 0;  // a port of the system's choosing, on the interfaces rank 0's is on
+        own_listener_ = listen_for(any, "a port of its own");
+        sockaddr_storage a{};
+        socklen_t len = sizeof a;
+        if (::getsockname(own_listener_.get(), reinterpret_cast<sockaddr*>(&a), &len) != 0)
+            throw RendezvousError(sys_error("rank " + std::to_string(env_.rank) + " cannot read its own port"));
+        port = std::to_string(ntohs(a.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&a)->sin6_port
+                                                             : reinterpret_cast<sockaddr_in*>(&a)->sin_port));
+    }
+    const std::vector<std::string> ports = all_gather(port);
+    std::string roster;  // rank 0: a line per rank, "host port" (rank 0's own line empty)
+    if (env_.rank == 0)
+        for (std::size_t r = 0; r < ports.size(); ++r) roster += (r ? peer_host(peers_[r].fd) + " " + ports[r] : "") + "\n";
+    roster = broadcast(roster);
+    roster_.assign(std::size_t(launch_world_), {});
+    std::size_t at = 0;
+    for (int r : launch_ranks_) {
+        const std::size_t end = roster.find('\n', at);
+        if (end == std::string::npos) throw RendezvousError("rank 0 sent a roster cut short");
+        roster_[std::size_t(r)] = roster.substr(at, end - at);
+        at = end + 1;
+    }
+}
+
+std::vector<int> Rendezvous::elect_hub() {
+    const int me = launch_ranks_.at(std::size_t(env_.rank));
+    const int old_world = env_.world_size;
+    if (roster_.empty())
+        throw RendezvousError("rank 0 (the hub) was lost, and this rank, which joined late, knows no other rank's "
+                              "address to meet again");
+    const std::vector<int> rest(launch_ranks_.begin() + 1, launch_ranks_.end());  // as launched, without rank 0
+    LaunchEnv as = env_;  // the hello names this rank as launched
+    as.world_size = launch_world_, as.rank = me;
+    peers_.clear();
+    hub_lost_ = false;
+    std::size_t k = 0;  // the candidates below the hub, which did not answer
+    bool reached = false;
+    for (; rest[k] != me; ++k) {
+        const std::string who = "rank " + std::to_string(rest[k]) + " (as launched, the new hub)";
+        const std::string& addr = roster_.at(std::size_t(rest[k]));
+        try {
+            LaunchEnv at = as;
+            at.master_addr = addr.substr(0, addr.rfind(' '));
+            at.master_port = addr.empty() ? 0 : std::atoi(addr.c_str() + addr.rfind(' ') + 1);
+            const auto deadline = Clock::now() + 2 * timeout_;
+            Fd fd = at.master_port > 0 ? try_connect(at, deadline, who) : Fd();
+            if (!fd) throw RendezvousError(who + " does not listen (it exited)");
+            bool late = false;
+            peers_.push_back(say_hello(std::move(fd), as, deadline, who, &late));
+            reached = true;
+            break;
+        } catch (const RendezvousError&) {
+        }
+    }
+    const std::vector<int> after(rest.begin() + std::ptrdiff_t(k), rest.end());  // the new job's ranks, hub first
+    launch_ranks_ = after;
+    env_.world_size = int(after.size());
+    env_.rank = int(std::find(after.begin(), after.end(), me) - after.begin());
+    if (reached) return {};  // the hub tells who did not come
+    // This rank is the hub: it takes the ranks above it.
+    std::vector<RendezvousLink> links(static_cast<std::size_t>(launch_world_));
+    try {
+        join_all(as, own_listener_, Clock::now() + 2 * std::int64_t(k + 1) * timeout_, timeout_, "its own port", links,
+                 int(after.size()) - 1);
+    } catch (const RendezvousError&) {  // the ones that did not come are lost
+    }
+    peers_.clear();
+    peers_.resize(after.size());
+    std::vector<int> missing;
+    for (std::size_t i = 1; i < after.size(); ++i) {
+        if (links[std::size_t(after[i])].fd) peers_[i] = std::move(links[std::size_t(after[i])]);
+        else missing.push_back(int(i));
+    }
+    // A majority of the job goes on; fewer (a second failure, or a rank rank 0 had already
+    // dropped) end it: two groups must never both train.
+    const int came = int(after.size() - missing.size());
+    if (2 * came <= old_world) {
+        peers_.resize(1);  // the ranks that came see their links close
+        launch_ranks_ = {me};
+        env_.world_size = 1;
+        throw RendezvousError("rank 0 (the hub) was lost and only " + std::to_string(came) + " of the " +
+                              std::to_string(old_world) + " ranks met again at rank " + std::to_string(me) +
+                              " (as launched): not a majority");
+    }
+    return missing;
 }
 
 // --- late joins ----------------------------------------------------------------------

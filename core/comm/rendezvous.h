@@ -7,15 +7,16 @@
 // that names it, on every rank that waited for it.
 //
 // Wire: frames of a 4-byte little-endian length and that many bytes. Rank 0 greets each
-// connection with "fp8scope-rendezvous 5 NONCE0"; the joining rank sends
-// "fp8scope-rendezvous 5 WORLD RANK NONCE PROOF", exactly (any other bytes are not a
+// connection with "fp8scope-rendezvous 6 NONCE0"; the joining rank sends
+// "fp8scope-rendezvous 6 WORLD RANK NONCE PROOF", exactly (any other bytes are not a
 // hello), PROOF its HMAC of both nonces and its place under the job secret
 // (comm/job_secret.h); rank 0 answers "ok PROOF0", its own proof, or "error: why" (not a
 // hello, another version, the secret not proven, a rank outside the world, a rank that
 // already joined, a different world size). The number after "fp8scope-rendezvous" is the
 // version of everything the ranks exchange (kRendezvousVersion: 3 added the FP8 sum
 // figures and the scaling digest to the step records, 4 the kind byte that opens every
-// later frame and the recovery round of an elastic job, 5 late joins): ranks of different
+// later frame and the recovery round of an elastic job, 5 late joins, 6 the roster of the
+// ranks' own listening ports and a new hub after rank 0's loss): ranks of different
 // versions do not meet, and each side names both versions. Every later frame carries, after
 // its bytes, the MAC of its direction, sequence number and bytes under its connection's key: a frame that fails it
 // ends the exchange naming the rank it came from. Each such frame's bytes open with its
@@ -52,7 +53,7 @@
 
 namespace fp8scope {
 
-constexpr int kRendezvousVersion = 5;
+constexpr int kRendezvousVersion = 6;
 
 class RendezvousError : public std::runtime_error {
 public:
@@ -132,6 +133,11 @@ public:
     // renumbers ranks).
     const std::vector<int>& launch_ranks() const { return launch_ranks_; }
 
+    // Elastic, once on every rank as the job starts (a collective): every rank but rank 0
+    // listens on a port of its own, and rank 0 tells every rank the roster of these
+    // addresses (each rank's as rank 0 sees it), so the survivors of rank 0 can meet again.
+    void share_roster();
+
     // Elastic: rank 0 throws WorldFault, naming the rank, when one is lost in an exchange,
     // and the other ranks wait twice the timeout for rank 0 (so rank 0 names a lost rank
     // before they give up on it), throwing WorldFault when rank 0 sends a fault frame.
@@ -145,10 +151,16 @@ public:
     // the timeout: a rank that sends none in time, or whose connection fails, is lost.
     // Every survivor gets the lost ranks and the survivors' records in rank order, and the
     // job goes on without the lost ranks (exclude()). Bounded: rank 0 waits the timeout, the
-    // others three times it. Throws RendezvousError when rank 0 is lost (it is the hub: a
-    // job cannot go on without it) or the round finds no rank lost.
+    // others three times it. When rank 0 itself is lost (its connection fails or it sends
+    // nothing in time), the survivors first elect a new hub: the lowest surviving rank as
+    // launched, which the others reach at its roster address (share_roster) with the hello
+    // and the job's secret, each candidate within twice the timeout; the new hub waits for
+    // the ranks above it (twice the timeout per candidate before it, and twice more), then
+    // runs the round as rank 0 did. Throws RendezvousError when the round finds no rank
+    // lost, or no rank could be reached after rank 0's loss (this rank is then rank 0 of a
+    // job of one, and writes what rank 0 would).
     struct NewWorld {
-        std::vector<int> lost;              // in the old numbering, sorted
+        std::vector<int> lost;              // in the old numbering, sorted (0: rank 0, the old hub)
         std::vector<std::string> records;   // the survivors', in their new rank order
         int old_world = 1;
     };
@@ -190,6 +202,9 @@ private:
         RendezvousLink link;
         std::chrono::steady_clock::time_point since;
     };
+    // After rank 0's loss: the survivors meet at the lowest rank that answers (see
+    // agree_world); returns the ranks, in the numbering it leaves, that did not come.
+    std::vector<int> elect_hub();
     // Takes the joiners' list from rank 0 (a 'J' frame's bytes) and renumbers the job.
     void take_in(const std::vector<int>& joined, std::vector<Candidate>* links);
     std::string recv_data(int peer, std::chrono::steady_clock::time_point deadline);
@@ -206,6 +221,9 @@ private:
     std::vector<Candidate> candidates_;  // authenticated, waiting for a step boundary
     std::vector<std::string> recovering_;  // rank 0: a rank's record that came during an exchange (index: rank)
     std::vector<bool> has_record_;
+    Fd own_listener_;                  // share_roster: where this rank takes the others if it becomes the hub
+    std::vector<std::string> roster_;  // per launch rank: "host port" of its listener (empty: none known)
+    bool hub_lost_ = false;            // this rank's link to rank 0 failed
 
     LaunchEnv env_;
     std::chrono::milliseconds timeout_;

@@ -147,6 +147,9 @@ WorldChange DataParallelStep::change_world(const std::exception& fault, std::int
     out.old_world = world.old_world;
     out.new_world = rv.world_size();
     out.why = fault.what();
+    // Rank 0 lost: the survivors met at the lowest of them, rank 0 now.
+    if (!world.lost.empty() && world.lost[0] == 0)
+        out.why += "; rank " + std::to_string(rv.launch_ranks().at(0)) + " is the hub now";
     if (world.lost.empty())
         throw RendezvousError(std::string("the recovery round found every rank alive, so the failure was not a lost "
                                           "rank: ") + fault.what());

@@ -6,7 +6,8 @@
 // rank, started again by the launcher (--restart-lost-ranks), joins at a step boundary and
 // from there the job trains as a 4-rank job resumed from that step's checkpoint, bit for
 // bit; a replacement that dies while it joins, a process without the job's secret, and a
-// late rank of a job that is not elastic leave the job as it was.
+// late rank of a job that is not elastic leave the job as it was. Rank 0 itself, killed or
+// stopped, is replaced as the hub by rank 1, and the job trains on as above.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -110,6 +111,41 @@ TEST(TrainElasticCli, AStoppedRankIsLeftBehindAfterTheRankTimeout) {
     EXPECT_NE(events.find("lost rank 1; world 4 -> 3; failed in step 10, restored step 8"), std::string::npos)
         << events;
     EXPECT_NE(events.find("sent nothing within the rendezvous timeout"), std::string::npos) << events;
+}
+
+// A 4-rank job whose rank 0 (the hub and the launcher) is killed or stopped (`drill`:
+// "crash" or "stop") in step 10: the others meet again at rank 1, which goes on as rank 0
+// (it prints the job's summary into the launcher's output, which its ranks share) and
+// trains as the resumed 3-rank job does. Returns the events of rank 1's trace.
+std::string lose_rank_zero(const std::string& name, const std::string& drill) {
+    const fs::path ckpt = scratch() / (name + "_ckpt");
+    fs::remove_all(ckpt);
+    const std::string inject = " --inject-" + drill;
+    const auto r = train("--nproc-per-node 4 --checkpoint-every 4 --checkpoint-dir " + ckpt.string() + inject +
+                         "-rank 0" + inject + "-step 10 --out " + (scratch() / (name + ".h5")).string());
+    EXPECT_FALSE(r.out.empty()) << r.err;
+    const json got = json::parse(r.out.empty() ? "{}" : r.out);
+    EXPECT_EQ(got["error"], "") << r.err;
+    expect_oracle_losses(got, restored(ckpt));
+    // The new rank 0 wrote the checkpoints after the recovery, as rank 0 did before it.
+    EXPECT_TRUE(fs::exists(ckpt / ("step_" + std::to_string(kSteps) + ".ckpt")));
+    const std::string events = inspect(scratch() / (name + ".rank1.h5"));
+    EXPECT_NE(events.find("lost rank 0; world 4 -> 3; failed in step 10, restored step 8 (2 steps lost); "),
+              std::string::npos)
+        << events;
+    EXPECT_NE(events.find("; rank 1 is the hub now"), std::string::npos) << events;
+    return events;
+}
+
+TEST(TrainElasticCli, AKilledRankZeroIsReplacedAsTheHubAndTheOthersTrainAsTheResumedThreeRankJob) {
+    lose_rank_zero("hub_killed", "crash");
+}
+
+// A stopped rank 0 is given up on after twice the timeout; the ranks it launched stop it
+// for good (else the job's output would never end).
+TEST(TrainElasticCli, AStoppedRankZeroIsReplacedAsTheHubAfterTheRankTimeout) {
+    const std::string events = lose_rank_zero("hub_stopped", "stop");
+    EXPECT_NE(events.find("rank 0 sent nothing within the rendezvous timeout"), std::string::npos) << events;
 }
 
 TEST(TrainElasticCli, ASecondFailureDuringTheRecoveryEndsTheJobWithACheckpoint) {

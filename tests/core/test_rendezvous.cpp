@@ -374,7 +374,7 @@ std::string answer_to(const std::string& place, int port, const std::string& sec
 TEST(Rendezvous, RankZeroReadsAHelloOfAnyLength) {
     const std::string secret = "test job secret!", nonce0(32, 'N'), nonce(32, 'n');
     const std::string proof = hello_proof(secret, true, nonce0, nonce, 4, 3);
-    const std::string good = "fp8scope-rendezvous 5 4 3 " + to_hex(nonce) + " " + to_hex(proof);
+    const std::string good = "fp8scope-rendezvous 6 4 3 " + to_hex(nonce) + " " + to_hex(proof);
     const JoiningHello h = check_hello(good, 4, secret, nonce0);
     EXPECT_EQ(h.rank, 3);
     EXPECT_EQ(h.error, "");
@@ -391,9 +391,9 @@ TEST(Rendezvous, OnlyTheExactHelloJoins) {
     const pid_t child = spawn([&] {
         // Each would read as rank 1 of 2 word by word: trailing bytes, a sign, leading
         // zeros, other spacing.
-        for (const char* bad : {"fp8scope-rendezvous 5 2 1x", "fp8scope-rendezvous 5 2 1 ", "fp8scope-rendezvous 5 2 +1",
-                                "fp8scope-rendezvous 5 02 1", "fp8scope-rendezvous  5 2 1", "fp8scope-rendezvous 5 2\t1",
-                                "fp8scope-rendezvous 05 2 1", "fp8scope-rendezvous 5 2 1\n", "fp8scope-rendezvous 5 2"})
+        for (const char* bad : {"fp8scope-rendezvous 6 2 1x", "fp8scope-rendezvous 6 2 1 ", "fp8scope-rendezvous 6 2 +1",
+                                "fp8scope-rendezvous 6 02 1", "fp8scope-rendezvous  5 2 1", "fp8scope-rendezvous 6 2\t1",
+                                "fp8scope-rendezvous 05 2 1", "fp8scope-rendezvous 6 2 1\n", "fp8scope-rendezvous 6 2"})
             if (answer_to(bad, port) != "error: not an fp8scope rendezvous hello") return 11;
         Rendezvous rv(rank_env(1, 2, port), 5s);  // the exact hello still joins
         return 10;
@@ -403,14 +403,15 @@ TEST(Rendezvous, OnlyTheExactHelloJoins) {
 }
 
 TEST(Rendezvous, RanksOfAnotherVersionAreRefusedNamingBothVersions) {
-    // A rank of version 4 (which cannot join an elastic job late), 3 (whose frames carry no
+    // A rank of version 5 (which knows no roster for a new hub), 4 (which cannot join an
+    // elastic job late), 3 (whose frames carry no
     // kind, so it cannot take part in an elastic recovery) or 2 (whose step records lack the
-    // FP8 sum figures) at a rank 0 of 5.
+    // FP8 sum figures) at a rank 0 of 6.
     const int port = free_loopback_port();
     const pid_t child = spawn([&] {
-        for (const char* old : {"fp8scope-rendezvous 4 2 1", "fp8scope-rendezvous 3 2 1", "fp8scope-rendezvous 2 2 1", "fp8scope-rendezvous 1 2 1"})
+        for (const char* old : {"fp8scope-rendezvous 5 2 1", "fp8scope-rendezvous 4 2 1", "fp8scope-rendezvous 3 2 1", "fp8scope-rendezvous 2 2 1", "fp8scope-rendezvous 1 2 1"})
             if (answer_to(old, port) != "error: the joining rank speaks rendezvous version " + std::string(old).substr(20, 1) +
-                                            ", rank 0 version 5 (start every rank with the same fp8scope-engine build)")
+                                            ", rank 0 version 6 (start every rank with the same fp8scope-engine build)")
                 return 11;
         Rendezvous rv(rank_env(1, 2, port), 5s);
         return 10;
@@ -418,7 +419,7 @@ TEST(Rendezvous, RanksOfAnotherVersionAreRefusedNamingBothVersions) {
     Rendezvous rv(rank_env(0, 2, port), 5s);
     EXPECT_EQ(exit_status(child), 10);
 
-    // A rank 0 of version 2 greets a rank of version 5: the rank says so and stops.
+    // A rank 0 of version 2 greets a rank of version 6: the rank says so and stops.
     const int old_port = free_loopback_port();
     const pid_t old_rank0 = spawn([&] {
         const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -437,7 +438,7 @@ TEST(Rendezvous, RanksOfAnotherVersionAreRefusedNamingBothVersions) {
     });
     EXPECT_EQ(failed_with([&] { Rendezvous rv(rank_env(1, 2, old_port), 5s); },
                           "rank 0 at 127.0.0.1:" + std::to_string(old_port) +
-                              " speaks rendezvous version 2, rank 1 version 5 (start every rank with the same "
+                              " speaks rendezvous version 2, rank 1 version 6 (start every rank with the same "
                               "fp8scope-engine build)"),
               10);
     EXPECT_EQ(exit_status(old_rank0), 10);
@@ -457,7 +458,7 @@ TEST(Rendezvous, SilentAndHalfHellosHoldUpNoRank) {
         rv.barrier();
         // Rank 0 closes the half hello: after its greeting, its read ends.
         char byte = 0;
-        if (recv_raw_frame(half).rfind("fp8scope-rendezvous 5 ", 0) != 0) return 13;
+        if (recv_raw_frame(half).rfind("fp8scope-rendezvous 6 ", 0) != 0) return 13;
         return ::recv(half, &byte, 1, 0) == 0 ? 10 : 12;
     });
     const auto start = std::chrono::steady_clock::now();
@@ -474,7 +475,7 @@ TEST(Rendezvous, AConnectionWithoutAHelloIsClosedWithinSeconds) {
         const int quiet = connect_to(port);
         const auto start = std::chrono::steady_clock::now();
         char byte = 0;
-        if (recv_raw_frame(quiet).rfind("fp8scope-rendezvous 5 ", 0) != 0) return 13;
+        if (recv_raw_frame(quiet).rfind("fp8scope-rendezvous 6 ", 0) != 0) return 13;
         if (::recv(quiet, &byte, 1, 0) != 0) return 11;  // rank 0 closes it, the job still forming
         if (std::chrono::steady_clock::now() - start > 10s) return 12;
         Rendezvous rv(rank_env(1, 2, port), 30s);
@@ -487,7 +488,7 @@ TEST(Rendezvous, AConnectionWithoutAHelloIsClosedWithinSeconds) {
 TEST(Rendezvous, ARankWithoutTheJobsSecretIsRefusedNamingTheVariable) {
     const int port = free_loopback_port();
     const pid_t child = spawn([&] {
-        if (answer_to("fp8scope-rendezvous 5 2 1", port, "another secret!!") !=
+        if (answer_to("fp8scope-rendezvous 6 2 1", port, "another secret!!") !=
             "error: the hello does not prove the job's secret (set FP8SCOPE_JOB_SECRET to rank 0's on every rank)")
             return 11;
         LaunchEnv none = rank_env(1, 2, port);
@@ -515,7 +516,7 @@ TEST(Rendezvous, AFrameThatFailsItsMacEndsTheExchangeNamingTheRank) {
         const int port = free_loopback_port();
         const pid_t child = spawn([&] {
             std::pair<int, std::string> link;
-            if (answer_to("fp8scope-rendezvous 5 2 1", port, "test job secret!", &link).rfind("ok ", 0) != 0) return 11;
+            if (answer_to("fp8scope-rendezvous 6 2 1", port, "test job secret!", &link).rfind("ok ", 0) != 0) return 11;
             const std::string first = up_frame(link.second, 0, "one");
             ::send(link.first, first.data(), first.size(), MSG_NOSIGNAL);  // taken: rank 0 sends both back
             std::string second = how == "replayed" ? first : up_frame(link.second, 1, "two");
@@ -652,6 +653,65 @@ TEST(Rendezvous, ElasticSurvivorsAgreeOnTheWorldWithoutADeadRank) {
     EXPECT_EQ(rv.world_size(), 3);
     EXPECT_EQ(rv.all_gather("was 0"), (std::vector<std::string>{"was 0", "was 1", "was 3"}));
     for (pid_t k : kids) EXPECT_EQ(exit_status(k), 0);
+}
+
+// Rank 0 of an elastic job of 4 shares the roster and is gone; `gone` (a rank other than
+// 0) exits after the roster too, when set. Returns the others' children, which run
+// `survivor` then.
+std::vector<pid_t> lose_rank_zero(int port, int gone, const std::function<int(Rendezvous&, int)>& survivor) {
+    const int world = 4;
+    std::vector<pid_t> kids;
+    for (int r = 1; r < world; ++r)
+        kids.push_back(spawn([&, r] {
+            Rendezvous rv(rank_env(r, world, port), 5s);
+            rv.set_elastic(true);
+            rv.share_roster();
+            if (r == gone) return 0;
+            rv.set_timeout(1s);
+            return survivor(rv, r);
+        }));
+    Rendezvous rv(rank_env(0, world, port), 5s);
+    rv.set_elastic(true);
+    rv.share_roster();
+    return kids;  // rank 0 is gone: its connections close
+}
+
+// The survivors of rank 0 meet at the lowest of them (rank 1), which is rank 0 of the new
+// world: rank 0 is named lost in the old numbering, the records come in the new order, and
+// the exchanges go through the new hub.
+TEST(Rendezvous, ElasticSurvivorsOfRankZeroMeetAtTheLowestRankAsTheNewHub) {
+    const std::vector<pid_t> kids = lose_rank_zero(free_loopback_port(), -1, [](Rendezvous& rv, int r) {
+        try {
+            rv.all_gather("step");
+            return 1;  // rank 0 is gone: this cannot succeed
+        } catch (const WorldFault&) {
+            return 2;  // only rank 0 names a fault
+        } catch (const RendezvousError&) {
+        }
+        const Rendezvous::NewWorld w = rv.agree_world("record of " + std::to_string(r), {});
+        if (w.lost != std::vector<int>{0} || w.old_world != 4) return 3;
+        if (w.records != std::vector<std::string>{"record of 1", "record of 2", "record of 3"}) return 4;
+        if (rv.world_size() != 3 || rv.rank() != r - 1) return 5;
+        if (rv.launch_ranks() != std::vector<int>{1, 2, 3}) return 6;
+        return rv.all_gather("was " + std::to_string(r)) == std::vector<std::string>{"was 1", "was 2", "was 3"} ? 0 : 7;
+    });
+    for (pid_t k : kids) EXPECT_EQ(exit_status(k), 0);
+}
+
+// Rank 0 and rank 2 lost: the 2 of 4 that meet again are no majority, and the job ends on
+// both, the would-be hub saying why.
+TEST(Rendezvous, ElasticSurvivorsOfRankZeroThatAreNoMajorityEnd) {
+    const std::vector<pid_t> kids = lose_rank_zero(free_loopback_port(), 2, [](Rendezvous& rv, int r) {
+        try {
+            rv.all_gather("step");
+        } catch (const RendezvousError&) {
+        }
+        if (r == 3) return failed_with([&] { rv.agree_world("record of 3", {}); }, "");
+        return failed_with([&] { rv.agree_world("record of 1", {}); },
+                           "rank 0 (the hub) was lost and only 2 of the 4 ranks met again at rank 1 (as launched): "
+                           "not a majority");
+    });
+    for (std::size_t i = 0; i < kids.size(); ++i) EXPECT_EQ(exit_status(kids[i]), i == 1 ? 0 : 10) << "rank " << i + 1;
 }
 
 // Rank 0's ranks waiting to join, once one is there (within 5 s).
