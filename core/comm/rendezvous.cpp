@@ -792,7 +792,8 @@ void Rendezvous::share_roster() {
     const std::vector<std::string> ports = all_gather(port);
     std::string roster;  // rank 0: a line per rank, "host port" (rank 0's own line empty)
     if (env_.rank == 0)
-        for (std::size_t r = 0; r < ports.size(); ++r) roster += (r ? peer_host(peers_[r].fd) + " " + ports[r] : "") + "\n";
+        for (std::size_t r = 0; r < ports.size(); ++r)
+            roster += (r ? peer_host(peers_[r].fd) + " " + ports[r] : "") + "\n";
     roster = broadcast(roster);
     roster_.assign(std::size_t(launch_world_), {});
     std::size_t at = 0;

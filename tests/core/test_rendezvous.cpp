@@ -409,7 +409,8 @@ TEST(Rendezvous, RanksOfAnotherVersionAreRefusedNamingBothVersions) {
     // FP8 sum figures) at a rank 0 of 6.
     const int port = free_loopback_port();
     const pid_t child = spawn([&] {
-        for (const char* old : {"fp8scope-rendezvous 5 2 1", "fp8scope-rendezvous 4 2 1", "fp8scope-rendezvous 3 2 1", "fp8scope-rendezvous 2 2 1", "fp8scope-rendezvous 1 2 1"})
+        for (const char* old : {"fp8scope-rendezvous 5 2 1", "fp8scope-rendezvous 4 2 1", "fp8scope-rendezvous 3 2 1",
+                                "fp8scope-rendezvous 2 2 1", "fp8scope-rendezvous 1 2 1"})
             if (answer_to(old, port) != "error: the joining rank speaks rendezvous version " + std::string(old).substr(20, 1) +
                                             ", rank 0 version 6 (start every rank with the same fp8scope-engine build)")
                 return 11;

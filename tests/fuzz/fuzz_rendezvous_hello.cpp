@@ -17,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (h.rank < 0) return 0;
     if (h.rank < 1 || h.rank > 3) std::abort();
     const std::string proof = fp8scope::hello_proof(secret, true, nonce0, h.nonce, 4, h.rank);
-    if (hello != "fp8scope-rendezvous 6 4 " + std::to_string(h.rank) + " " + fp8scope::to_hex(h.nonce) + " " +
+    const std::string words = "fp8scope-rendezvous " + std::to_string(fp8scope::kRendezvousVersion) + " 4 ";
+    if (hello != words + std::to_string(h.rank) + " " + fp8scope::to_hex(h.nonce) + " " +
                      fp8scope::to_hex(proof))
         std::abort();
     if (h.key != fp8scope::link_key(secret, nonce0, h.nonce, 4, h.rank)) std::abort();
