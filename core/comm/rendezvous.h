@@ -156,9 +156,10 @@ public:
     // launched, which the others reach at its roster address (share_roster) with the hello
     // and the job's secret, each candidate within twice the timeout; the new hub waits for
     // the ranks above it (twice the timeout per candidate before it, and twice more), then
-    // runs the round as rank 0 did. Throws RendezvousError when the round finds no rank
-    // lost, or no rank could be reached after rank 0's loss (this rank is then rank 0 of a
-    // job of one, and writes what rank 0 would).
+    // runs the round as rank 0 did. A rank that joined late holds no roster and cannot take
+    // part. Throws RendezvousError when the round finds no rank lost, or when fewer than a
+    // majority of the ranks before the election meet again (the would-be hub is then rank 0
+    // of a job of one, and writes what rank 0 would: two groups never both train).
     struct NewWorld {
         std::vector<int> lost;              // in the old numbering, sorted (0: rank 0, the old hub)
         std::vector<std::string> records;   // the survivors', in their new rank order

@@ -5,7 +5,8 @@
 // the step's records exchanged at its end with the in-flight health check; control
 // requests agreed there too: rank 0's apply on every rank from the next step, a stop asked
 // on any rank stops all, pause and resume are refused (a paused rank would stall the
-// others). Only rank 0 writes checkpoints.
+// others). Only rank 0 writes checkpoints (in an elastic job that lost rank 0: the rank that
+// became rank 0).
 #pragma once
 
 #include <chrono>

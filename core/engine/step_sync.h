@@ -98,8 +98,8 @@ public:
     // with `fault` in an exchange (at `failed_step`, this rank's rewind snapshots being of
     // `snapshots`), the survivors agree on the new world and go on over a new
     // communicator; the trainer then restores the snapshot of restore_step. Throws when
-    // the job cannot go on (rank 0 lost, no rank lost, no snapshot every survivor holds, or
-    // a second failure during the recovery).
+    // the job cannot go on (rank 0 lost and no majority met again at a new hub, no rank
+    // lost, no snapshot every survivor holds, or a second failure during the recovery).
     virtual bool elastic() const { return false; }
     virtual WorldChange change_world(const std::exception& fault, std::int64_t failed_step,
                                      const std::vector<std::int64_t>& snapshots);
