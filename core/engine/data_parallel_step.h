@@ -35,7 +35,9 @@ public:
     std::vector<double> mean(const std::vector<double>& mine) override { return dp_.mean(mine); }
     StepAgreement agree(std::int64_t step, double step_ms, std::deque<ControlRequest> local) override;
     std::deque<ControlRequest> requests_due(std::deque<ControlRequest> local) override;
-    bool writes_checkpoints() const override { return dp_.rank() == 0; }
+    // The rendezvous's rank 0: the job's world as the ranks last agreed on it, also when a
+    // recovery failed before a new communicator was formed.
+    bool writes_checkpoints() const override { return dp_.rendezvous().rank() == 0; }
     void hold_nonfinite(std::int64_t step) override {
         if (!nonfinite_step_) nonfinite_step_ = step;
     }
