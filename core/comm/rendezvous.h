@@ -137,6 +137,8 @@ public:
     // listens on a port of its own, and rank 0 tells every rank the roster of these
     // addresses (each rank's as rank 0 sees it), so the survivors of rank 0 can meet again.
     void share_roster();
+    // Per rank as launched: "host port" of its listener (empty: none known, or rank 0).
+    const std::vector<std::string>& roster() const { return roster_; }
 
     // Elastic: rank 0 throws WorldFault, naming the rank, when one is lost in an exchange,
     // and the other ranks wait twice the timeout for rank 0 (so rank 0 names a lost rank

@@ -679,7 +679,8 @@ std::vector<pid_t> lose_rank_zero(int port, int gone, const std::function<int(Re
 
 // The survivors of rank 0 meet at the lowest of them (rank 1), which is rank 0 of the new
 // world: rank 0 is named lost in the old numbering, the records come in the new order, and
-// the exchanges go through the new hub.
+// the exchanges go through the new hub. A process without the job's secret that reaches
+// the new hub meanwhile is refused, and the election goes on without it.
 TEST(Rendezvous, ElasticSurvivorsOfRankZeroMeetAtTheLowestRankAsTheNewHub) {
     const std::vector<pid_t> kids = lose_rank_zero(free_loopback_port(), -1, [](Rendezvous& rv, int r) {
         try {
@@ -688,6 +689,14 @@ TEST(Rendezvous, ElasticSurvivorsOfRankZeroMeetAtTheLowestRankAsTheNewHub) {
         } catch (const WorldFault&) {
             return 2;  // only rank 0 names a fault
         } catch (const RendezvousError&) {
+        }
+        if (r == 3) {
+            const std::string& hub = rv.roster().at(1);
+            const std::string refused = answer_to("fp8scope-rendezvous 6 4 3", std::stoi(hub.substr(hub.find(' ') + 1)),
+                                                  "not the job secret");
+            if (refused != "error: the hello does not prove the job's secret (set FP8SCOPE_JOB_SECRET to rank 0's on "
+                           "every rank)")
+                return 8;
         }
         const Rendezvous::NewWorld w = rv.agree_world("record of " + std::to_string(r), {});
         if (w.lost != std::vector<int>{0} || w.old_world != 4) return 3;
