@@ -6,6 +6,7 @@
 // a reader of every row would.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -21,7 +22,17 @@ void check_step_record(const TraceFile& f, const TraceMeta& meta, StepRecord& r,
 // Of `rows`, one run's records in file order, those that no later record of the run goes
 // back before or to (a rewind), step ascending. `later_min`: the smallest step of the
 // run's records after the last of `rows` (INT64_MAX: none).
-std::vector<StepRecord> standing_records(const std::vector<StepRecord>& rows, std::int64_t later_min = INT64_MAX);
+template <class R>
+std::vector<R> standing_records(std::vector<R> rows, std::int64_t later_min = INT64_MAX) {
+    std::vector<R> kept;
+    for (std::size_t i = rows.size(); i-- > 0;) {
+        const std::int64_t step = rows[i].step;
+        if (step < later_min) kept.push_back(std::move(rows[i]));
+        later_min = std::min(later_min, step);
+    }
+    std::reverse(kept.begin(), kept.end());
+    return kept;
+}
 
 // The newest step of the runs: of each run's last record in /steps (where it is now), the
 // largest; read from the table's end. INT64_MIN when the table is empty.
@@ -45,5 +56,25 @@ struct StepOverview {
     std::vector<StepRecord> read(const TraceFile& f, const TraceMeta& meta, int run, std::int64_t from,
                                  std::int64_t to) const;
 };
+
+// The same for the per-step amax and scale (/scaling): one pass over its rows feeds each
+// run's SlotDecimator (one series per operand slot) and notes per block of rows and run
+// its smallest and largest step, from which a range is read back at full detail.
+struct ScalingOverview {
+    static constexpr hsize_t kBlockRows = 4096;
+    // Fewer buckets than the step records': a run has a series per operand slot.
+    static constexpr std::size_t kBuckets = 1024;
+
+    std::vector<SlotDecimator> runs;
+    std::vector<StepOverview::Block> blocks;
+    hsize_t scanned = 0;  // rows of /scaling/index seen
+
+    void scan(const TraceFile& f, const TraceMeta& meta, std::size_t buckets = kBuckets);
+    std::vector<ScalingRecord> read(const TraceFile& f, const TraceMeta& meta, int run, std::int64_t from,
+                                    std::int64_t to) const;
+};
+
+// Rows [first, first + count) of /scaling: index, amax and scale, checked against /meta.
+std::vector<ScalingRecord> read_scaling_rows(const TraceFile& f, const TraceMeta& meta, hsize_t first, hsize_t count);
 
 }  // namespace fp8scope::trace

@@ -21,6 +21,7 @@ struct TraceReader::Impl {
     TraceMeta meta;
     TraceIndex index;
     std::unique_ptr<StepOverview> overview;  // set when opened as an overview
+    std::unique_ptr<ScalingOverview> scaling_overview;  // with it
     std::int64_t detail_from = INT64_MIN;
     std::size_t buckets = StepDecimator::kDefaultBuckets;
 
@@ -29,6 +30,10 @@ struct TraceReader::Impl {
     const StepOverview& scanned() const {
         if (overview->scanned < file.steps.rows) overview->scan(file, meta, buckets);
         return *overview;
+    }
+    const ScalingOverview& scanned_scaling() const {
+        if (scaling_overview->scanned < file.scaling_index.rows) scaling_overview->scan(file, meta);
+        return *scaling_overview;
     }
 };
 
@@ -41,6 +46,7 @@ TraceReader::TraceReader(const std::string& path, const LargeTraceOptions& large
         d.index.op_rows.resize(d.meta.runs.size());
         if (large.min_step_rows > 0 && d.file.steps.rows >= large.min_step_rows) {
             d.overview = std::make_unique<StepOverview>();
+            d.scaling_overview = std::make_unique<ScalingOverview>();
             const std::int64_t newest = newest_step(d.file, d.meta);  // where the runs are now
             const std::int64_t tail = std::max<std::int64_t>(large.tail_steps, 1);
             d.detail_from = newest > INT64_MIN + tail ? newest - tail + 1 : INT64_MIN;
@@ -81,6 +87,33 @@ std::vector<StepRecord> TraceReader::steps(int run, std::int64_t from, std::int6
     std::vector<StepRecord> out = standing_records(steps(run));
     std::erase_if(out, [&](const StepRecord& r) { return r.step < from || r.step > to; });
     return out;
+}
+
+std::vector<std::vector<SlotPoint>> TraceReader::scaling_overview(int run) const {
+    const Impl& d = *impl_;
+    std::vector<std::vector<SlotPoint>> out;
+    if (run < 0 || run >= static_cast<int>(d.meta.runs.size())) return out;
+    const auto rows_of = [&](const SlotDecimator& dec) {
+        for (std::size_t slot = 0; slot < d.file.slots; ++slot) out.push_back(dec.rows(slot));
+    };
+    if (d.scaling_overview) {
+        rows_of(d.scanned_scaling().runs[run]);
+        return out;
+    }
+    SlotDecimator decimator(ScalingOverview::kBuckets, d.file.slots);
+    std::vector<SlotPoint> points(d.file.slots);
+    for (const ScalingRecord& r : scaling(run, INT64_MIN, INT64_MAX)) {
+        for (std::size_t k = 0; k < points.size(); ++k) points[k] = {r.step, r.amax[k], r.scale[k]};
+        decimator.add(points);
+    }
+    rows_of(decimator);
+    return out;
+}
+
+std::vector<ScalingRecord> TraceReader::scaling_detail(int run, std::int64_t from, std::int64_t to) const {
+    const Impl& d = *impl_;
+    if (d.scaling_overview) return d.scanned_scaling().read(d.file, d.meta, run, from, to);
+    return scaling(run, from, to);
 }
 
 std::vector<StepRecord> TraceReader::steps(int run) const {

@@ -1,7 +1,9 @@
 // A large trace in the GUI: it opens as an overview (the newest steps whole, the earlier
 // ones decimated with their spikes and NaN losses kept), a zoom reads its range at full
 // detail and puts the range it left back to decimated, and the Loss view keeps the zoom
-// while the detail arrives.
+// while the detail arrives. The Amax view draws the amax of the whole run (decimated
+// before the newest steps, its first step and its spike kept) and reads its zoom at full
+// detail too.
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -10,6 +12,7 @@
 #include "models/trace_file_loader.h"
 #include "show_view.h"
 #include "trace_writer.h"
+#include "widgets/amax_view.h"
 #include "widgets/loss_view.h"
 #include <qcustomplot.h>
 
@@ -26,16 +29,41 @@ double loss_of(int run, std::int64_t step) {
     return 3.0 + std::sin(0.01 * step) + 0.1 * run + (run == 0 && step == kSpike ? 10.0 : 0.0);
 }
 
+// The amax of slot `slot` of `run` at `step`: a slow wave, a one-step spike and a NaN.
+constexpr std::int64_t kAmaxSpike = 7777, kAmaxNan = 15555;
+float amax_of(int run, std::int64_t step, int slot) {
+    if (step == kAmaxNan && slot == 0) return NAN;
+    return static_cast<float>(1.0 + 0.5 * std::sin(0.001 * step) + 0.1 * slot + 0.01 * run +
+                              (step == kAmaxSpike ? 100.0 : 0.0));
+}
+constexpr int kSlots = trace::kOperandsPerLinear;  // one linear
+
 void write_trace(const QString& path) {
     trace::TraceMeta m;
     m.tool_version = "test";
     m.runs = {{"baseline", "baseline"}, {"delayed", "delayed"}};
     m.training_recipes = {"baseline", "delayed"};
+    m.linears = {{"blocks.0.mlp.fc1", 0, 64, 256}};
     trace::TraceWriter w(path.toStdString(), m);
     for (std::int64_t step = 1; step <= kSteps; ++step)
-        for (int run = 0; run < kRuns; ++run)
+        for (int run = 0; run < kRuns; ++run) {
+            trace::ScalingRecord sc{run, step, {}, {}};
+            for (int slot = 0; slot < kSlots; ++slot) {
+                sc.amax.push_back(amax_of(run, step, slot));
+                sc.scale.push_back(448.0f / amax_of(run, step, slot));
+            }
+            w.write(std::move(sc));
             w.write(trace::StepRecord{run, step, loss_of(run, step), NAN, 1e-3, 1.0, 100.0 + step % 7, 5e4, run});
+        }
     w.close();
+}
+
+// The amax graph's points at steps in [first, last] (key, value).
+std::vector<std::pair<double, double>> amax_points(QCPGraph* g, double first, double last) {
+    std::vector<std::pair<double, double>> out;
+    for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it)
+        if (it->key >= first && it->key <= last) out.push_back({it->key, it->value});
+    return out;
 }
 
 // The rows of `run` at steps in [first, last].
@@ -72,6 +100,21 @@ class LargeTraceTest : public QObject {
         loader.open(path_);
         QVERIFY(loader.wait(30000));
         QCoreApplication::processEvents();
+    }
+
+    // A store, a loader that opened the trace as an overview, and the views over them.
+    struct Views {
+        SeriesStore store;
+        StepCursor cursor;
+        Selection selection;
+        TraceFileLoader loader{&store};
+        std::unique_ptr<ViewSet> set;
+    };
+    std::unique_ptr<Views> openViews() {
+        auto w = std::make_unique<Views>();
+        open(w->loader);
+        w->set = std::make_unique<ViewSet>(&w->store, &w->cursor, &w->selection);
+        return w;
     }
 
 private slots:
@@ -130,12 +173,8 @@ private slots:
     }
 
     void lossViewKeepsTheZoom() {
-        SeriesStore store;
-        StepCursor cursor;
-        Selection selection;
-        TraceFileLoader loader(&store);
-        open(loader);
-        auto set = std::make_unique<ViewSet>(&store, &cursor, &selection);
+        auto w = openViews();
+        auto& [store, cursor, selection, loader, set] = *w;
         auto* loss = testing::show_view<LossView>(*set, "loss", QSize(900, 700));
         connect(loss, &LossView::stepsShown, &loader, &TraceFileLoader::showSteps);
         QCPAxis* x = loss->lossRect()->axis(QCPAxis::atBottom);
@@ -155,6 +194,48 @@ private slots:
         int in_zoom = 0;
         for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) in_zoom += it->key >= 5000 && it->key <= 5999;
         QCOMPARE(in_zoom, 1000);
+        for (StoreView* v : set->views()) v->hide();
+    }
+
+    void amaxViewShowsTheWholeRun() {
+        auto w = openViews();
+        auto& [store, cursor, selection, loader, set] = *w;
+        selection.setRun(1);
+        selection.setOperand({0, Gemm::Fprop, Operand::X});  // slot 0
+        auto* amax = testing::show_view<AmaxView>(*set, "amax", QSize(900, 600));
+        connect(amax, &StoreView::stepsShown, &loader, &TraceFileLoader::showSteps);
+        QCOMPARE(amax->operandCount(), 1);
+        QCPGraph* g = amax->graph(0, AmaxView::AmaxGraph);
+        // Decimated before the newest 2,000 steps, but from the run's first step on, with
+        // the spike and the NaN (a gap) kept, and every one of the newest steps.
+        const auto all = amax_points(g, -1e18, 1e18);
+        QVERIFY2(all.size() < kSteps / 2, qPrintable(QString::number(all.size())));
+        QCOMPARE(all.front().first, 1.0);
+        QCOMPARE(all.front().second, double(amax_of(1, 1, 0)));
+        const auto spike = amax_points(g, kAmaxSpike, kAmaxSpike);
+        QCOMPARE(spike.size(), std::size_t(1));
+        QCOMPARE(spike[0].second, double(amax_of(1, kAmaxSpike, 0)));
+        const auto nan = amax_points(g, kAmaxNan, kAmaxNan);
+        QCOMPARE(nan.size(), std::size_t(1));
+        QVERIFY(std::isnan(nan[0].second));
+        QCOMPARE(amax_points(g, kSteps - 1999, kSteps).size(), std::size_t(2000));
+        // A zoom reads its steps at full detail and stays.
+        QCPAxis* x = amax->plot()->xAxis;
+        QSignalSpy shown(amax, &StoreView::stepsShown);
+        x->setRange(3000, 3999);
+        QVERIFY(shown.wait(2000));
+        QCOMPARE(shown.at(0).at(0).toLongLong(), 3000);
+        QVERIFY(loader.wait(30000));
+        set->refreshNow();
+        g = amax->graph(0, AmaxView::AmaxGraph);
+        const auto zoomed = amax_points(g, 3000, 3999);
+        QCOMPARE(zoomed.size(), std::size_t(1000));
+        for (std::size_t i = 0; i < zoomed.size(); ++i) {
+            QCOMPARE(zoomed[i].first, 3000.0 + double(i));
+            QCOMPARE(zoomed[i].second, double(amax_of(1, 3000 + std::int64_t(i), 0)));
+        }
+        QCOMPARE(x->range().lower, 3000.0);
+        QCOMPARE(x->range().upper, 3999.0);
         for (StoreView* v : set->views()) v->hide();
     }
 };

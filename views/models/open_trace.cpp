@@ -29,23 +29,38 @@ bool OpenTrace::overview() const { return reader_->overview(); }
 TraceBatch OpenTrace::steps(std::int64_t first, std::int64_t last) const {
     TraceBatch b;
     b.replace = TraceBatch::StepRange{first, last, {}};
-    for (int run = 0; run < static_cast<int>(meta().runs.size()); ++run) {
+    const auto runs = static_cast<int>(meta().runs.size());
+    // The amax and scale of every slot at every step of a wide range would take more memory
+    // than the rest of the trace: such a range keeps them decimated.
+    const double values = static_cast<double>(last - first + 1) * runs * static_cast<double>(meta().linears.size()) *
+                          trace::kOperandsPerLinear;
+    if (values > kDetailScalingValues) b.replace->what = TraceBatch::StepRecords;
+    for (int run = 0; run < runs; ++run) {
         b.replace->runs.push_back(run);
         for (const auto& s : reader_->steps(run, first, last)) b.steps.push_back(s);
+        if (b.replace->what & TraceBatch::Scaling)
+            for (auto& s : reader_->scaling_detail(run, first, last)) b.scaling.push_back(std::move(s));
     }
     return b;
 }
 
-TraceBatch OpenTrace::decimated(std::int64_t first, std::int64_t last) const {
+TraceBatch OpenTrace::decimated(std::int64_t first, std::int64_t last, int what) const {
     // The newest steps stay whole.
     if (reader_->detail_from() > std::numeric_limits<std::int64_t>::min())
         last = std::min(last, reader_->detail_from() - 1);
     TraceBatch b;
-    b.replace = TraceBatch::StepRange{first, last, {}};
+    b.replace = TraceBatch::StepRange{first, last, {}, what};
+    const auto in_range = [&](std::int64_t step) { return step >= first && step <= last; };
     for (int run = 0; run < static_cast<int>(meta().runs.size()); ++run) {
         b.replace->runs.push_back(run);
-        for (const auto& s : reader_->step_overview(run))
-            if (s.step >= first && s.step <= last) b.steps.push_back(s);
+        if (what & TraceBatch::StepRecords)
+            for (const auto& s : reader_->step_overview(run))
+                if (in_range(s.step)) b.steps.push_back(s);
+        if (what & TraceBatch::Scaling) {
+            TraceBatch::SlotPoints p{run, reader_->scaling_overview(run)};
+            for (auto& v : p.by_slot) std::erase_if(v, [&](const trace::SlotPoint& s) { return !in_range(s.step); });
+            b.scaling_points.push_back(std::move(p));
+        }
     }
     return b;
 }
@@ -96,9 +111,11 @@ std::int64_t OpenTrace::readNew(const std::function<void(TraceBatch&&)>& push, c
         done_[p.run] = p.limit;
         newest = std::max(newest, p.limit);
     }
-    // An overview: the steps before the newest, decimated, once the newest are shown.
+    // An overview: the steps before the newest, decimated, once the newest are shown; the
+    // step records first (one pass over /steps), then the amax and scale (a longer one).
     if (overview() && !decimated_sent_ && reader_->detail_from() > std::numeric_limits<std::int64_t>::min()) {
-        push(decimated(std::numeric_limits<std::int64_t>::min(), reader_->detail_from() - 1));
+        for (int what : {TraceBatch::StepRecords, TraceBatch::Scaling})
+            push(decimated(std::numeric_limits<std::int64_t>::min(), reader_->detail_from() - 1, what));
         decimated_sent_ = true;
     }
     return newest;

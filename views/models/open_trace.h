@@ -15,9 +15,9 @@
 // A large trace (kLargeStepRows step records or more) opens as an overview
 // (TraceReader::overview()): the first readNew() hands over every record of the newest
 // kTailSteps steps, so that every view shows where the run is now at once, then each run's
-// earlier steps decimated (min/max per bucket) as a batch that replaces them. steps()
-// reads a range at full detail for a plot zoomed into it, and decimated() puts the
-// decimated records back.
+// earlier steps decimated (min/max per bucket) as batches that replace them: the step
+// records, then the amax and scale of every operand slot. steps() reads a range at full
+// detail for a plot zoomed into it, and decimated() puts the decimated records back.
 #pragma once
 
 #include <cstdint>
@@ -60,9 +60,13 @@ public:
     bool overview() const;
     // A batch that replaces every run's steps in [first, last] with the records that
     // stand there, at full detail (steps()) or decimated (decimated(), which leaves the
-    // newest steps whole).
+    // newest steps whole): step records and the per-step amax and scale (`what`:
+    // TraceBatch::Replaced). steps() keeps a range's amax and scale decimated where they
+    // would exceed kDetailScalingValues values.
     TraceBatch steps(std::int64_t first, std::int64_t last) const;
-    TraceBatch decimated(std::int64_t first, std::int64_t last) const;
+    TraceBatch decimated(std::int64_t first, std::int64_t last,
+                         int what = TraceBatch::StepRecords | TraceBatch::Scaling) const;
+    static constexpr double kDetailScalingValues = 16e6;  // 128 MB of amax and scale
 
 private:
     struct RunPlan;

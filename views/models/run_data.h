@@ -9,6 +9,7 @@
 #include "models/op_list.h"
 #include "models/operand_summary.h"
 #include "models/record_columns.h"
+#include "step_decimator.h"
 #include "trace_records.h"
 
 namespace fp8scope::views {
@@ -17,13 +18,20 @@ namespace fp8scope::views {
 // of trace::StepRecord's list.
 using StepColumns = RecordColumns<trace::StepRecord>;
 
-// Amax and scale of every operand slot at every step: row-major (steps, slot_count).
+// Amax and scale of every operand slot at every step: row-major (steps, slot_count). A
+// large trace's (an overview's) steps outside the rows are decimated: each slot's points
+// there (`decimated`, step ascending) are kept apart, since every slot keeps other steps.
 struct ScalingColumns {
     int slot_count = 0;
     std::vector<double> step;
     std::vector<float> amax, scale;
+    std::vector<std::vector<trace::SlotPoint>> decimated;  // by slot; empty unless an overview
     float amax_at(std::size_t row, int slot) const { return amax[row * slot_count + slot]; }
     float scale_at(std::size_t row, int slot) const { return scale[row * slot_count + slot]; }
+    std::size_t rows() const { return step.size(); }
+    // One slot's points in [first, last], the rows' and the decimated ones merged, step
+    // ascending.
+    std::vector<trace::SlotPoint> points(int slot, double first = -1e300, double last = 1e300) const;
 };
 
 // One rank's figures of a data-parallel job, one entry per step (steps ascending): every

@@ -80,6 +80,49 @@ void truncate_scaling(ScalingColumns& c, double step) {
     cut(c.step, n);
     cut(c.amax, n * c.slot_count);
     cut(c.scale, n * c.slot_count);
+    for (auto& points : c.decimated)
+        std::erase_if(points, [&](const trace::SlotPoint& p) { return static_cast<double>(p.step) >= step; });
+}
+
+// Appends a scaling record's amax and scale as a row; a short (damaged) row is padded with
+// NaN so every row keeps slot_count entries.
+void push_scaling(ScalingColumns& c, const trace::ScalingRecord& s) {
+    c.step.push_back(static_cast<double>(s.step));
+    for (auto [dst, src] : {std::pair(&c.amax, &s.amax), std::pair(&c.scale, &s.scale)}) {
+        const auto n = std::min<std::size_t>(src->size(), c.slot_count);
+        dst->insert(dst->end(), src->begin(), src->begin() + n);
+        dst->resize(dst->size() + (c.slot_count - n), NAN);
+    }
+}
+
+// Replaces the scaling rows and decimated points of `c` at steps in [first, last] with
+// `rows` (step ascending, all in the range) and `points` (by slot, step ascending, all in
+// the range; null: none).
+void splice_scaling(ScalingColumns& c, std::int64_t first, std::int64_t last, const std::vector<const trace::ScalingRecord*>& rows,
+                    const std::vector<std::vector<trace::SlotPoint>>* points) {
+    const auto in_range = [&](std::int64_t step) { return step >= first && step <= last; };
+    const auto lo = rows_before(c.step, static_cast<double>(first));
+    const auto hi = static_cast<std::size_t>(std::upper_bound(c.step.begin(), c.step.end(), static_cast<double>(last)) - c.step.begin());
+    ScalingColumns added;
+    added.slot_count = c.slot_count;
+    for (const trace::ScalingRecord* r : rows) push_scaling(added, *r);
+    const auto at = [](auto& v, std::size_t i) { return v.begin() + static_cast<std::ptrdiff_t>(i); };
+    const std::size_t n = static_cast<std::size_t>(c.slot_count);
+    c.step.erase(at(c.step, lo), at(c.step, hi));
+    c.step.insert(at(c.step, lo), added.step.begin(), added.step.end());
+    for (auto [dst, src] : {std::pair(&c.amax, &added.amax), std::pair(&c.scale, &added.scale)}) {
+        dst->erase(at(*dst, lo * n), at(*dst, hi * n));
+        dst->insert(at(*dst, lo * n), src->begin(), src->end());
+    }
+    for (auto& v : c.decimated) std::erase_if(v, [&](const trace::SlotPoint& p) { return in_range(p.step); });
+    if (!points) return;
+    if (c.decimated.size() < n) c.decimated.resize(n);
+    for (std::size_t slot = 0; slot < n && slot < points->size(); ++slot) {
+        auto& v = c.decimated[slot];
+        const auto& add = (*points)[slot];
+        const auto pos = std::lower_bound(v.begin(), v.end(), first, [](const trace::SlotPoint& p, std::int64_t s) { return p.step < s; });
+        v.insert(pos, add.begin(), add.end());
+    }
 }
 
 // Replaces the rows of `c` at steps in [first, last] with `rows` (step ascending, all in
@@ -98,6 +141,26 @@ void SeriesStore::append_locked(TraceBatch& batch) {
         const auto& r = *batch.replace;
         for (std::int32_t run : r.runs) {
             if (run < 0 || run >= static_cast<std::int32_t>(d.runs.size())) continue;
+            if (r.what & TraceBatch::Scaling) {
+                std::vector<const trace::ScalingRecord*> rows;
+                for (const auto& s : batch.scaling)
+                    if (s.run == run && s.step >= r.first && s.step <= r.last) rows.push_back(&s);
+                std::sort(rows.begin(), rows.end(), [](const auto* a, const auto* b) { return a->step < b->step; });
+                const std::vector<std::vector<trace::SlotPoint>>* points = nullptr;
+                for (const auto& p : batch.scaling_points)
+                    if (p.run == run) points = &p.by_slot;
+                std::vector<std::vector<trace::SlotPoint>> in_range;
+                if (points) {
+                    for (const auto& v : *points) {
+                        in_range.emplace_back();
+                        for (const auto& p : v)
+                            if (p.step >= r.first && p.step <= r.last) in_range.back().push_back(p);
+                    }
+                    points = &in_range;
+                }
+                splice_scaling(d.runs[run].scaling, r.first, r.last, rows, points);
+            }
+            if (!(r.what & TraceBatch::StepRecords)) continue;
             std::vector<trace::StepRecord> rows;
             for (const auto& s : batch.steps)
                 if (s.run == run && s.step >= r.first && s.step <= r.last) rows.push_back(s);
@@ -134,13 +197,7 @@ void SeriesStore::append_locked(TraceBatch& batch) {
         if (!run || slot_count == 0) continue;
         auto& c = run->scaling;
         if (!c.step.empty() && s.step <= c.step.back()) truncate_scaling(c, static_cast<double>(s.step));
-        c.step.push_back(static_cast<double>(s.step));
-        // Short (damaged) rows are padded with NaN so every row keeps slot_count entries.
-        for (auto [dst, src] : {std::pair(&c.amax, &s.amax), std::pair(&c.scale, &s.scale)}) {
-            const auto n = std::min<std::size_t>(src->size(), slot_count);
-            dst->insert(dst->end(), src->begin(), src->begin() + n);
-            dst->resize(dst->size() + (slot_count - n), NAN);
-        }
+        push_scaling(c, s);
         see_step(s.step);
     }
     for (const auto& o : batch.operands) {

@@ -144,6 +144,18 @@ void TraceMerge::remap(std::size_t part, TraceBatch& b) {
         s.amax = remap_slots(s.amax, m.linear, slot_count);
         s.scale = remap_slots(s.scale, m.linear, slot_count);
     }
+    for (auto& p : b.scaling_points) {
+        p.run += m.first_run;
+        if (m.same_linears) continue;
+        std::vector<std::vector<trace::SlotPoint>> merged(slot_count);
+        for (std::size_t s = 0; s < p.by_slot.size(); ++s) {
+            const std::size_t l = s / trace::kOperandsPerLinear;
+            if (l >= m.linear.size()) break;
+            merged[static_cast<std::size_t>(m.linear[l]) * trace::kOperandsPerLinear + s % trace::kOperandsPerLinear] =
+                std::move(p.by_slot[s]);
+        }
+        p.by_slot = std::move(merged);
+    }
     for (auto& o : b.operands) {
         o.key.run += m.first_run;
         o.key.linear = mapped(m.linear, o.key.linear);
