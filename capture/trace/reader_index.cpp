@@ -257,18 +257,9 @@ bool TraceIndex::update(const TraceFile& f, TraceMeta& meta) {
         std::vector<std::size_t> tails(kernel_step_rows.size());
         for (std::size_t r = 0; r < kernel_step_rows.size(); ++r) tails[r] = kernel_step_rows[r].size();
         in_chunks(indexed_kernel_steps, f.kernel_steps.rows, [&](hsize_t at, hsize_t n) {
-            const auto rows = f.read_records<s::KernelStepTable>(f.kernel_steps, at, n);
+            const auto rows = read_kernel_step_rows(f, meta, at, n);
             for (std::size_t i = 0; i < rows.size(); ++i) {
                 const KernelStepRecord& k = rows[i];
-                check_run(f, meta, k.run, s::kKernelSteps, at + i);
-                const auto ops = static_cast<std::int64_t>(meta.ops.size());
-                const int kind = static_cast<int>(k.kind);
-                if (k.op < 0 || k.op >= ops || k.parent < -1 || k.parent >= ops || kind < 0 ||
-                    kind > static_cast<int>(OpKind::Memset) || k.count < 1 || k.min_ns > k.max_ns)
-                    throw f.fail(std::string(s::kKernelSteps) + " row " + std::to_string(at + i) + ": op " +
-                                 std::to_string(k.op) + ", parent " + std::to_string(k.parent) + ", kind " +
-                                 std::to_string(kind) + ", count " + std::to_string(k.count) + ", min/max ns " +
-                                 std::to_string(k.min_ns) + "/" + std::to_string(k.max_ns) + " are not a sum of calls");
                 auto& v = kernel_step_rows[k.run];
                 const hsize_t row = at + i;
                 if (v.size() > tails[k.run] && v.back().step == k.step && v.back().first + v.back().count == row)

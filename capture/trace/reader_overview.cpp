@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 namespace fp8scope::trace {
 namespace s = schema;
@@ -34,6 +35,32 @@ std::vector<R> read_range(const std::vector<StepOverview::Block>& blocks, const 
     for (std::size_t k = parts.size(); k-- > 0;)
         out.insert(out.end(), std::make_move_iterator(parts[k].begin()), std::make_move_iterator(parts[k].end()));
     return out;
+}
+
+// One pass over the rows of a table added since `scanned` (`rows` now), read `block_rows`
+// at a time by read(first, count): notes each block's smallest and largest step per run
+// and hands each row not seen before to take(row). The last block fills up as the file
+// grows: it is read again whole, but its rows seen before are not taken again.
+template <class Read, class Take>
+void scan_blocks(std::vector<StepOverview::Block>& blocks, hsize_t& scanned, hsize_t rows, hsize_t block_rows,
+                 std::size_t n_runs, Read read, Take take) {
+    if (rows <= scanned) return;
+    if (!blocks.empty() && blocks.back().count < block_rows) blocks.pop_back();
+    hsize_t first = blocks.empty() ? 0 : blocks.back().first + blocks.back().count;
+    while (first < rows) {
+        const hsize_t count = std::min<hsize_t>(block_rows, rows - first);
+        auto records = read(first, count);
+        StepOverview::Block b{first, count, std::vector<std::int64_t>(n_runs, INT64_MAX), std::vector<std::int64_t>(n_runs, INT64_MIN)};
+        for (hsize_t i = 0; i < count; ++i) {
+            const auto& r = records[i];
+            b.min[r.run] = std::min(b.min[r.run], r.step);
+            b.max[r.run] = std::max(b.max[r.run], r.step);
+            if (first + i >= scanned) take(r);
+        }
+        blocks.push_back(std::move(b));
+        first += count;
+    }
+    scanned = rows;
 }
 
 }  // namespace
@@ -73,26 +100,12 @@ std::int64_t newest_step(const TraceFile& f, const TraceMeta& meta) {
 void StepOverview::scan(const TraceFile& f, const TraceMeta& meta, std::size_t buckets) {
     const std::size_t n_runs = meta.runs.size();
     if (runs.size() < n_runs) runs.resize(n_runs, StepDecimator(buckets));
-    if (f.steps.rows <= scanned) return;
-    // The last block fills up as the file grows: it is read again whole, but the rows the
-    // decimators have seen are not fed to them again.
-    if (!blocks.empty() && blocks.back().count < kBlockRows) blocks.pop_back();
-    hsize_t first = blocks.empty() ? 0 : blocks.back().first + blocks.back().count;
-    while (first < f.steps.rows) {
-        const hsize_t count = std::min<hsize_t>(kBlockRows, f.steps.rows - first);
+    const auto read = [&](hsize_t first, hsize_t count) {
         auto rows = f.read_records<s::StepTable>(f.steps, first, count);
-        Block b{first, count, std::vector<std::int64_t>(n_runs, INT64_MAX), std::vector<std::int64_t>(n_runs, INT64_MIN)};
-        for (hsize_t i = 0; i < count; ++i) {
-            StepRecord& r = rows[i];
-            check_step_record(f, meta, r, first + i);
-            b.min[r.run] = std::min(b.min[r.run], r.step);
-            b.max[r.run] = std::max(b.max[r.run], r.step);
-            if (first + i >= scanned) runs[r.run].add(r);
-        }
-        blocks.push_back(std::move(b));
-        first += count;
-    }
-    scanned = f.steps.rows;
+        for (hsize_t i = 0; i < count; ++i) check_step_record(f, meta, rows[i], first + i);
+        return rows;
+    };
+    scan_blocks(blocks, scanned, f.steps.rows, kBlockRows, n_runs, read, [&](const StepRecord& r) { runs[r.run].add(r); });
 }
 
 std::vector<StepRecord> StepOverview::read(const TraceFile& f, const TraceMeta& meta, int run, std::int64_t from,
@@ -126,33 +139,115 @@ std::vector<ScalingRecord> read_scaling_rows(const TraceFile& f, const TraceMeta
 void ScalingOverview::scan(const TraceFile& f, const TraceMeta& meta, std::size_t buckets) {
     const std::size_t n_runs = meta.runs.size();
     if (runs.size() < n_runs) runs.resize(n_runs, SlotDecimator(buckets, f.slots));
-    if (f.scaling_index.rows <= scanned) return;
-    // As StepOverview::scan: the last block, if not full, is read again whole.
-    if (!blocks.empty() && blocks.back().count < kBlockRows) blocks.pop_back();
-    hsize_t first = blocks.empty() ? 0 : blocks.back().first + blocks.back().count;
     std::vector<SlotPoint> points(f.slots);
-    while (first < f.scaling_index.rows) {
-        const hsize_t count = std::min<hsize_t>(kBlockRows, f.scaling_index.rows - first);
-        const auto rows = read_scaling_rows(f, meta, first, count);
-        StepOverview::Block b{first, count, std::vector<std::int64_t>(n_runs, INT64_MAX), std::vector<std::int64_t>(n_runs, INT64_MIN)};
-        for (hsize_t i = 0; i < count; ++i) {
-            const ScalingRecord& r = rows[i];
-            b.min[r.run] = std::min(b.min[r.run], r.step);
-            b.max[r.run] = std::max(b.max[r.run], r.step);
-            if (first + i < scanned) continue;
+    scan_blocks(
+        blocks, scanned, f.scaling_index.rows, kBlockRows, n_runs,
+        [&](hsize_t first, hsize_t count) { return read_scaling_rows(f, meta, first, count); },
+        [&](const ScalingRecord& r) {
             for (std::size_t k = 0; k < points.size(); ++k) points[k] = {r.step, r.amax[k], r.scale[k]};
             runs[r.run].add(points);
-        }
-        blocks.push_back(std::move(b));
-        first += count;
-    }
-    scanned = f.scaling_index.rows;
+        });
 }
 
 std::vector<ScalingRecord> ScalingOverview::read(const TraceFile& f, const TraceMeta& meta, int run, std::int64_t from,
                                                  std::int64_t to) const {
     return read_range<ScalingRecord>(blocks, meta, run, from, to,
                                      [&](const StepOverview::Block& b) { return read_scaling_rows(f, meta, b.first, b.count); });
+}
+
+std::vector<KernelStepRecord> read_kernel_step_rows(const TraceFile& f, const TraceMeta& meta, hsize_t first, hsize_t count) {
+    auto rows = f.read_records<s::KernelStepTable>(f.kernel_steps, first, count);
+    const auto ops = static_cast<std::int64_t>(meta.ops.size());
+    for (hsize_t i = 0; i < count; ++i) {
+        const KernelStepRecord& k = rows[i];
+        const std::string at = std::string(s::kKernelSteps) + " row " + std::to_string(first + i);
+        if (k.run < 0 || k.run >= static_cast<int>(meta.runs.size()))
+            throw f.fail(at + ": run " + std::to_string(k.run) + " is not in /meta/runs");
+        const int kind = static_cast<int>(k.kind);
+        if (k.op < 0 || k.op >= ops || k.parent < -1 || k.parent >= ops || kind < 0 ||
+            kind > static_cast<int>(OpKind::Memset) || k.count < 1 || k.min_ns > k.max_ns)
+            throw f.fail(at + ": op " + std::to_string(k.op) + ", parent " + std::to_string(k.parent) + ", kind " +
+                         std::to_string(kind) + ", count " + std::to_string(k.count) + ", min/max ns " +
+                         std::to_string(k.min_ns) + "/" + std::to_string(k.max_ns) + " are not a sum of calls");
+    }
+    return rows;
+}
+
+bool KernelStepSums::continues(const KernelStepRecord& r) const {
+    return r.step == step && std::none_of(rows.begin(), rows.end(), [&](const KernelStepRecord& o) {
+               return o.op == r.op && o.parent == r.parent && o.kind == r.kind;
+           });
+}
+
+void KernelStepSums::add(const KernelStepRecord& r) {
+    if (rows.empty()) step = r.step;
+    device_ns += static_cast<double>(r.total_ns);
+    rows.push_back(r);
+}
+
+void KernelStepOverview::scan(const TraceFile& f, const TraceMeta& meta, std::size_t buckets) {
+    const std::size_t n_runs = meta.runs.size();
+    if (runs.size() < n_runs) runs.resize(n_runs, KernelSumDecimator(buckets));
+    if (open.size() < n_runs) open.resize(n_runs);
+    if (f.format_version < 6) return;
+    scan_blocks(
+        blocks, scanned, f.kernel_steps.rows, kBlockRows, n_runs,
+        [&](hsize_t first, hsize_t count) { return read_kernel_step_rows(f, meta, first, count); },
+        [&](const KernelStepRecord& r) {
+            KernelStepSums& sums = open[r.run];
+            if (!sums.rows.empty() && !sums.continues(r)) runs[r.run].add(std::exchange(sums, {}));
+            sums.add(r);
+        });
+}
+
+std::vector<KernelStepRecord> KernelStepOverview::decimated(int run) const {
+    std::vector<KernelStepRecord> out;
+    if (run < 0 || run >= static_cast<int>(runs.size())) return out;
+    KernelSumDecimator d = runs[run];
+    if (!open[run].rows.empty()) d.add(open[run]);
+    for (const KernelStepSums& s : d.rows()) out.insert(out.end(), s.rows.begin(), s.rows.end());
+    return out;
+}
+
+std::vector<KernelStepRecord> KernelStepOverview::read(const TraceFile& f, const TraceMeta& meta, int run, std::int64_t from,
+                                                       std::int64_t to) const {
+    std::vector<KernelStepRecord> out;
+    if (run < 0 || run >= static_cast<int>(meta.runs.size()) || from > to || f.format_version < 6) return out;
+    // From the last block back, as read_range, but a step's sums stand or fall together: the
+    // oldest step seen (`open`, its rows may go on in the block before) is carried across.
+    std::int64_t later_min = INT64_MAX;  // the smallest step of the run's later sums
+    KernelStepSums open;                 // rows of the oldest step seen, newest first
+    bool open_stands = false;
+    const auto close = [&] {
+        if (!open.rows.empty()) later_min = std::min(later_min, open.step);
+        open = {};
+    };
+    std::vector<std::vector<KernelStepRecord>> parts;  // newest block first
+    for (std::size_t k = blocks.size(); k-- > 0;) {
+        const StepOverview::Block& b = blocks[k];
+        if (b.min[run] == INT64_MAX) continue;  // none of the run's rows
+        if (!(b.min[run] <= to && b.max[run] >= from && b.min[run] <= later_min)) {
+            close();
+            later_min = std::min(later_min, b.min[run]);
+            continue;
+        }
+        const auto rows = read_kernel_step_rows(f, meta, b.first, b.count);
+        std::vector<KernelStepRecord> kept;
+        for (std::size_t i = rows.size(); i-- > 0;) {
+            const KernelStepRecord& r = rows[i];
+            if (r.run != run) continue;
+            if (open.rows.empty() || !open.continues(r)) {
+                close();
+                open_stands = r.step < later_min;
+            }
+            open.add(r);
+            if (open_stands && r.step >= from && r.step <= to) kept.push_back(r);
+        }
+        std::reverse(kept.begin(), kept.end());
+        parts.push_back(std::move(kept));
+    }
+    for (std::size_t k = parts.size(); k-- > 0;) out.insert(out.end(), parts[k].begin(), parts[k].end());
+    return out;
 }
 
 }  // namespace fp8scope::trace

@@ -74,6 +74,50 @@ struct ScalingOverview {
                                     std::int64_t to) const;
 };
 
+// A run's per-step kernel sums (/kernel_steps, since format 6) the same way: each step's
+// sums (a row per kernel, op and record kind, written together) are one record, decimated
+// by the step's device time (the sum of its rows' total_ns), every row of a kept step kept.
+// A step's rows that name a kernel its earlier rows named are its recording again (after a
+// rewind), as the series store reads them.
+struct KernelStepSums {
+    std::int64_t step = 0;
+    double device_ns = 0;
+    std::vector<KernelStepRecord> rows;
+    // Whether `r` (of this step) belongs to these sums, not to a recording of the step again.
+    bool continues(const KernelStepRecord& r) const;
+    void add(const KernelStepRecord& r);
+};
+struct KernelSumFigures {
+    using Record = KernelStepSums;
+    static constexpr std::size_t kCount = 1;
+    static constexpr bool kKeepFirst = true;
+    static std::int64_t step(const KernelStepSums& s) { return s.step; }
+    static double figure(const KernelStepSums& s, std::size_t) { return s.device_ns; }
+    static bool bad(const KernelStepSums&) { return false; }
+};
+using KernelSumDecimator = MinMaxDecimator<KernelSumFigures>;
+
+struct KernelStepOverview {
+    static constexpr hsize_t kBlockRows = 16384;
+
+    std::vector<KernelSumDecimator> runs;
+    std::vector<KernelStepSums> open;  // per run: the step being summed, not yet decimated
+    std::vector<StepOverview::Block> blocks;
+    hsize_t scanned = 0;  // rows of /kernel_steps seen
+
+    void scan(const TraceFile& f, const TraceMeta& meta, std::size_t buckets = StepDecimator::kDefaultBuckets);
+    // The rows of `run`'s kept steps, step ascending.
+    std::vector<KernelStepRecord> decimated(int run) const;
+    // The rows of `run` in [from, to] that stand, step ascending, read from the blocks that
+    // hold them.
+    std::vector<KernelStepRecord> read(const TraceFile& f, const TraceMeta& meta, int run, std::int64_t from,
+                                       std::int64_t to) const;
+};
+
+// Rows [first, first + count) of /kernel_steps, each checked against /meta (one verdict
+// for the index and the overview).
+std::vector<KernelStepRecord> read_kernel_step_rows(const TraceFile& f, const TraceMeta& meta, hsize_t first, hsize_t count);
+
 // Rows [first, first + count) of /scaling: index, amax and scale, checked against /meta.
 std::vector<ScalingRecord> read_scaling_rows(const TraceFile& f, const TraceMeta& meta, hsize_t first, hsize_t count);
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include "kernel_steps.h"
 #include "reader_decode.h"
@@ -22,6 +23,7 @@ struct TraceReader::Impl {
     TraceIndex index;
     std::unique_ptr<StepOverview> overview;  // set when opened as an overview
     std::unique_ptr<ScalingOverview> scaling_overview;  // with it
+    std::unique_ptr<KernelStepOverview> kernel_overview;  // with it
     std::int64_t detail_from = INT64_MIN;
     std::size_t buckets = StepDecimator::kDefaultBuckets;
 
@@ -30,6 +32,11 @@ struct TraceReader::Impl {
     const StepOverview& scanned() const {
         if (overview->scanned < file.steps.rows) overview->scan(file, meta, buckets);
         return *overview;
+    }
+    const KernelStepOverview& scanned_kernels() const {
+        if (kernel_overview->scanned < file.kernel_steps.rows || kernel_overview->runs.empty())
+            kernel_overview->scan(file, meta, buckets);
+        return *kernel_overview;
     }
     const ScalingOverview& scanned_scaling() const {
         if (scaling_overview->scanned < file.scaling_index.rows) scaling_overview->scan(file, meta);
@@ -47,6 +54,7 @@ TraceReader::TraceReader(const std::string& path, const LargeTraceOptions& large
         if (large.min_step_rows > 0 && d.file.steps.rows >= large.min_step_rows) {
             d.overview = std::make_unique<StepOverview>();
             d.scaling_overview = std::make_unique<ScalingOverview>();
+            d.kernel_overview = std::make_unique<KernelStepOverview>();
             const std::int64_t newest = newest_step(d.file, d.meta);  // where the runs are now
             const std::int64_t tail = std::max<std::int64_t>(large.tail_steps, 1);
             d.detail_from = newest > INT64_MIN + tail ? newest - tail + 1 : INT64_MIN;
@@ -114,6 +122,27 @@ std::vector<ScalingRecord> TraceReader::scaling_detail(int run, std::int64_t fro
     const Impl& d = *impl_;
     if (d.scaling_overview) return d.scanned_scaling().read(d.file, d.meta, run, from, to);
     return scaling(run, from, to);
+}
+
+std::vector<KernelStepRecord> TraceReader::kernel_step_overview(int run) const {
+    const Impl& d = *impl_;
+    if (run < 0 || run >= static_cast<int>(d.meta.runs.size())) return {};
+    if (d.kernel_overview) return d.scanned_kernels().decimated(run);
+    KernelStepOverview one;  // the same decimation of the indexed sums
+    one.runs.assign(1, KernelSumDecimator(d.buckets));
+    one.open.resize(1);
+    for (const KernelStepRecord& r : kernel_steps(run, INT64_MIN, INT64_MAX)) {
+        KernelStepSums& sums = one.open[0];
+        if (!sums.rows.empty() && !sums.continues(r)) one.runs[0].add(std::exchange(sums, {}));
+        sums.add(r);
+    }
+    return one.decimated(0);
+}
+
+std::vector<KernelStepRecord> TraceReader::kernel_steps_detail(int run, std::int64_t from, std::int64_t to) const {
+    const Impl& d = *impl_;
+    if (d.kernel_overview) return d.scanned_kernels().read(d.file, d.meta, run, from, to);
+    return kernel_steps(run, from, to);
 }
 
 std::vector<StepRecord> TraceReader::steps(int run) const {

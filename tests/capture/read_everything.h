@@ -28,6 +28,8 @@ inline void read_everything_of(const std::string& path, std::size_t max_steps = 
         r.step_overview(run);
         r.scaling_overview(run);
         r.scaling_detail(run, INT64_MIN, INT64_MAX);
+        r.kernel_step_overview(run);
+        r.kernel_steps_detail(run, INT64_MIN, INT64_MAX);
         r.last_step(run);
         r.scaling(run, INT64_MIN, INT64_MAX);
         r.row_steps(run, INT64_MIN, INT64_MAX);

@@ -474,3 +474,97 @@ TEST(TraceOverview, ScalingDecimatedAndReadOnDemand) {
 
 }  // namespace
 }  // namespace fp8scope::trace
+
+namespace fp8scope::trace {
+namespace {
+using namespace testing;
+
+bool same_sum(const KernelStepRecord& a, const KernelStepRecord& b) {
+    return a.run == b.run && a.step == b.step && a.op == b.op && a.parent == b.parent && a.kind == b.kind &&
+           a.count == b.count && a.total_ns == b.total_ns && a.min_ns == b.min_ns && a.max_ns == b.max_ns;
+}
+
+// Two runs of 12,000 steps of kernel sums (one to three kernels a step, their times noisy
+// with spikes) that go back 150 steps every 1,100: opened as an overview, the decimated
+// sums keep every bucket's cheapest, dearest and first step with all their rows, and
+// ranges read on demand hold exactly the sums that stand there.
+TEST(TraceOverview, KernelSumsDecimatedAndReadOnDemand) {
+    TempDir dir;
+    const std::string path = dir / "kernels.h5";
+    const TraceMeta m = sample_meta();
+    std::mt19937_64 rng(17);
+    std::vector<std::map<std::int64_t, std::vector<KernelStepRecord>>> standing(2);
+    std::vector<std::vector<std::int64_t>> rewound(2);
+    std::int64_t most = 0;
+    {
+        TraceWriter w(path, m);
+        std::int64_t step = 1;
+        for (int n = 0; n < 12000; ++n, ++step) {
+            for (int run = 0; run < 2; ++run) {
+                std::vector<KernelStepRecord> sums;
+                for (int op = 0; op < 3; ++op) {
+                    if (op > 0 && rng() % 3 == 0) continue;
+                    const std::int64_t ns = 1000 + static_cast<std::int64_t>(rng() % 500) + (rng() % 701 == 0 ? 1'000'000 : 0);
+                    sums.push_back({run, step, op, -1, OpKind::Kernel, 0, 2, ns, ns / 3, ns - ns / 3, 0});
+                }
+                for (const auto& k : sums) w.write(k);
+                w.write(sample_step(run, step));
+                auto& kept = standing[run];
+                if (!kept.empty() && step <= kept.rbegin()->first) rewound[run].push_back(step);
+                kept.erase(kept.lower_bound(step), kept.end());
+                kept[step] = sums;
+            }
+            most = std::max(most, step);
+            if (n % 1100 == 1099) step -= 150;
+        }
+        w.close();
+    }
+    const TraceReader whole(path);
+    const TraceReader over(path, {.min_step_rows = 1000, .tail_steps = 100});
+    ASSERT_TRUE(over.overview());
+    for (int run = 0; run < 2; ++run) {
+        for (int k = 0; k < 80; ++k) {
+            std::int64_t a = static_cast<std::int64_t>(rng() % 11000) - 10, b = a + static_cast<std::int64_t>(rng() % 2000);
+            if (k == 0) a = INT64_MIN, b = INT64_MAX;
+            std::vector<KernelStepRecord> want;
+            for (auto it = standing[run].lower_bound(a); it != standing[run].end() && it->first <= b; ++it)
+                want.insert(want.end(), it->second.begin(), it->second.end());
+            const auto got = over.kernel_steps_detail(run, a, b);
+            ASSERT_EQ(got.size(), want.size()) << "run " << run << " [" << a << ", " << b << "]";
+            for (std::size_t i = 0; i < got.size(); ++i)
+                ASSERT_TRUE(same_sum(got[i], want[i])) << "run " << run << " step " << want[i].step;
+        }
+        // Decimated: whole steps that stand, each bucket's extremes and first step kept.
+        const auto kept = over.kernel_step_overview(run);
+        std::map<std::int64_t, std::vector<KernelStepRecord>> kept_steps;
+        for (const auto& r : kept) kept_steps[r.step].push_back(r);
+        EXPECT_LT(kept_steps.size(), standing[run].size());
+        for (const auto& [step, rows] : kept_steps) {
+            ASSERT_TRUE(standing[run].count(step)) << "step " << step << " was abandoned";
+            const auto& want = standing[run][step];
+            ASSERT_EQ(rows.size(), want.size()) << "step " << step;
+            for (std::size_t i = 0; i < rows.size(); ++i) EXPECT_TRUE(same_sum(rows[i], want[i])) << step;
+        }
+        const std::int64_t width = width_after(1, most, StepDecimator::kDefaultBuckets);
+        const auto bucket = [&](std::int64_t s) { return (s - 1) / width; };
+        std::map<std::int64_t, std::vector<std::pair<std::int64_t, std::int64_t>>> buckets;  // (step, device ns)
+        for (const auto& [step, rows] : standing[run]) {
+            std::int64_t ns = 0;
+            for (const auto& r : rows) ns += r.total_ns;
+            buckets[bucket(step)].push_back({step, ns});
+        }
+        for (const auto& [b, steps] : buckets) {
+            if (std::any_of(rewound[run].begin(), rewound[run].end(), [&, b = b](std::int64_t s) { return bucket(s) == b; })) continue;
+            const auto [lo, hi] = std::minmax_element(steps.begin(), steps.end(), [](auto x, auto y) { return x.second < y.second; });
+            std::set<std::int64_t> kept_ns;  // the device times of the bucket's kept steps
+            for (const auto& [step, ns] : steps)
+                if (kept_steps.count(step)) kept_ns.insert(ns);
+            EXPECT_TRUE(kept_steps.count(steps.front().first)) << "bucket " << b << " lacks its first step";
+            EXPECT_TRUE(kept_ns.count(lo->second) && kept_ns.count(hi->second))
+                << "bucket " << b << " lacks its device time " << lo->second << " or " << hi->second;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace fp8scope::trace

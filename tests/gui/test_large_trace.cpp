@@ -13,6 +13,8 @@
 #include "show_view.h"
 #include "trace_writer.h"
 #include "widgets/amax_view.h"
+#include "widgets/kernel_view.h"
+#include "widgets/step_cost_plot.h"
 #include "widgets/loss_view.h"
 #include <qcustomplot.h>
 
@@ -38,12 +40,16 @@ float amax_of(int run, std::int64_t step, int slot) {
 }
 constexpr int kSlots = trace::kOperandsPerLinear;  // one linear
 
+// The device time of the step's one kernel sum: a one-step spike at kAmaxSpike too.
+std::int64_t kernel_ns_of(int run, std::int64_t step) { return 1000 + step % 13 + run + (step == kAmaxSpike ? 50000 : 0); }
+
 void write_trace(const QString& path) {
     trace::TraceMeta m;
     m.tool_version = "test";
     m.runs = {{"baseline", "baseline"}, {"delayed", "delayed"}};
     m.training_recipes = {"baseline", "delayed"};
     m.linears = {{"blocks.0.mlp.fc1", 0, 64, 256}};
+    m.ops = {"fprop", "sm90_gemm_kernel"};
     trace::TraceWriter w(path.toStdString(), m);
     for (std::int64_t step = 1; step <= kSteps; ++step)
         for (int run = 0; run < kRuns; ++run) {
@@ -53,6 +59,7 @@ void write_trace(const QString& path) {
                 sc.scale.push_back(448.0f / amax_of(run, step, slot));
             }
             w.write(std::move(sc));
+            w.write(trace::KernelStepRecord{run, step, 1, 0, trace::OpKind::Kernel, 0, 2, kernel_ns_of(run, step), 100, 900, 0});
             w.write(trace::StepRecord{run, step, loss_of(run, step), NAN, 1e-3, 1.0, 100.0 + step % 7, 5e4, run});
         }
     w.close();
@@ -236,6 +243,52 @@ private slots:
         }
         QCOMPARE(x->range().lower, 3000.0);
         QCOMPARE(x->range().upper, 3999.0);
+        for (StoreView* v : set->views()) v->hide();
+    }
+
+    void kernelsViewSaysWhatItCovers() {
+        auto w = openViews();
+        auto& [store, cursor, selection, loader, set] = *w;
+        selection.setRun(0);
+        auto* kernels = testing::show_view<KernelView>(*set, "kernels", QSize(1000, 800));
+        connect(kernels, &StoreView::stepsShown, &loader, &TraceFileLoader::showSteps);
+        // The step costs: every step of the newest 2,000, the others decimated from step 1 on,
+        // the spike kept with its time.
+        const std::vector<StepBreakdown>& costs = kernels->stepCosts()->steps();
+        QVERIFY2(costs.size() < kSteps / 2, qPrintable(QString::number(costs.size())));
+        QCOMPARE(costs.front().step, std::int64_t(1));
+        const auto at = [&](std::int64_t step) {
+            return std::find_if(costs.begin(), costs.end(), [&](const StepBreakdown& b) { return b.step == step; });
+        };
+        QVERIFY(at(kAmaxSpike) != costs.end());
+        double spike_ns = 0;
+        for (double ns : at(kAmaxSpike)->ns) spike_ns += ns;
+        QCOMPARE(spike_ns, double(kernel_ns_of(0, kAmaxSpike)));
+        for (std::int64_t s = kSteps - 1999; s <= kSteps; s += 97) QVERIFY(at(s) != costs.end());
+        // The statistics over the run cover the steps read whole, and the view says so.
+        kernels->setScope(KernelStatsModel::WholeRun);
+        set->refreshNow();
+        QVERIFY2(kernels->detailNote().contains("statistics from the 2000 steps read whole (28001-30000"),
+                 qPrintable(kernels->detailNote()));
+        const auto calls = [&] {
+            const auto& m = kernels->model();
+            for (int r = 0; r < m.rowCount(); ++r)
+                if (m.data(m.index(r, KernelStatsModel::Name), Qt::DisplayRole).toString().contains("gemm"))
+                    return m.data(m.index(r, KernelStatsModel::Calls), Qt::DisplayRole).toLongLong();
+            return -1LL;
+        };
+        QCOMPARE(calls(), 2LL * 2000);
+        // A zoom of the step costs reads their sums whole, and the statistics take them in.
+        QCPAxis* x = kernels->stepCosts()->plot()->xAxis;
+        QSignalSpy shown(kernels, &StoreView::stepsShown);
+        x->setRange(3000, 3999);
+        QVERIFY(shown.wait(2000));
+        QVERIFY(loader.wait(30000));
+        set->refreshNow();
+        QVERIFY2(kernels->detailNote().contains("statistics from the 3000 steps read whole (3000-3999, 28001-30000"),
+                 qPrintable(kernels->detailNote()));
+        QCOMPARE(calls(), 2LL * 3000);
+        QCOMPARE(x->range().lower, 3000.0);
         for (StoreView* v : set->views()) v->hide();
     }
 };

@@ -34,14 +34,31 @@ TraceBatch OpenTrace::steps(std::int64_t first, std::int64_t last) const {
     // than the rest of the trace: such a range keeps them decimated.
     const double values = static_cast<double>(last - first + 1) * runs * static_cast<double>(meta().linears.size()) *
                           trace::kOperandsPerLinear;
-    if (values > kDetailScalingValues) b.replace->what = TraceBatch::StepRecords;
+    if (values > kDetailScalingValues) b.replace->what &= ~TraceBatch::Scaling;
+    // The same for the kernel sums, at as many a step as the newest steps have.
+    if (static_cast<double>(last - first + 1) * kernelSumsPerStep() > kDetailKernelSums)
+        b.replace->what &= ~TraceBatch::KernelSums;
     for (int run = 0; run < runs; ++run) {
         b.replace->runs.push_back(run);
         for (const auto& s : reader_->steps(run, first, last)) b.steps.push_back(s);
         if (b.replace->what & TraceBatch::Scaling)
             for (auto& s : reader_->scaling_detail(run, first, last)) b.scaling.push_back(std::move(s));
+        if (b.replace->what & TraceBatch::KernelSums)
+            for (const auto& k : reader_->kernel_steps_detail(run, first, last)) b.kernel_steps.push_back(k);
     }
     return b;
+}
+
+double OpenTrace::kernelSumsPerStep() const {
+    if (!overview()) return 0;
+    const std::int64_t from = reader_->detail_from();
+    double sums = 0;
+    std::int64_t newest = from;
+    for (int run = 0; run < static_cast<int>(meta().runs.size()); ++run) {
+        sums += static_cast<double>(reader_->kernel_steps(run, from, INT64_MAX).size());
+        newest = std::max(newest, reader_->last_step(run));
+    }
+    return sums / static_cast<double>(std::max<std::int64_t>(newest - from + 1, 1));
 }
 
 TraceBatch OpenTrace::decimated(std::int64_t first, std::int64_t last, int what) const {
@@ -56,6 +73,9 @@ TraceBatch OpenTrace::decimated(std::int64_t first, std::int64_t last, int what)
         if (what & TraceBatch::StepRecords)
             for (const auto& s : reader_->step_overview(run))
                 if (in_range(s.step)) b.steps.push_back(s);
+        if (what & TraceBatch::KernelSums)
+            for (const auto& k : reader_->kernel_step_overview(run))
+                if (in_range(k.step)) b.kernel_steps_decimated.push_back(k);
         if (what & TraceBatch::Scaling) {
             TraceBatch::SlotPoints p{run, reader_->scaling_overview(run)};
             for (auto& v : p.by_slot) std::erase_if(v, [&](const trace::SlotPoint& s) { return !in_range(s.step); });
@@ -112,9 +132,10 @@ std::int64_t OpenTrace::readNew(const std::function<void(TraceBatch&&)>& push, c
         newest = std::max(newest, p.limit);
     }
     // An overview: the steps before the newest, decimated, once the newest are shown; the
-    // step records first (one pass over /steps), then the amax and scale (a longer one).
+    // step records first (one pass over /steps), the kernel sums, then the amax and scale
+    // (the longest pass).
     if (overview() && !decimated_sent_ && reader_->detail_from() > std::numeric_limits<std::int64_t>::min()) {
-        for (int what : {TraceBatch::StepRecords, TraceBatch::Scaling})
+        for (int what : {TraceBatch::StepRecords, TraceBatch::KernelSums, TraceBatch::Scaling})
             push(decimated(std::numeric_limits<std::int64_t>::min(), reader_->detail_from() - 1, what));
         decimated_sent_ = true;
     }

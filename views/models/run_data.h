@@ -69,6 +69,10 @@ struct RunData {
     // The per-step sums of the run's device records (every step of a GPU run, also where
     // the individual records in `ops` were not kept), step ascending.
     std::vector<trace::KernelStepRecord> kernel_steps;
+    // A large trace's (an overview's) steps outside those read whole: the sums of the steps
+    // a decimation by device time kept (min/max per bucket), step ascending. Apart from
+    // kernel_steps, so that statistics over the run never mix them in.
+    std::vector<trace::KernelStepRecord> kernel_steps_decimated;
 
     // Index of the newest capture step <= step; -1 when none.
     std::ptrdiff_t capture_index_at(std::int64_t step) const;

@@ -133,6 +133,19 @@ void splice_steps(StepColumns& c, std::int64_t first, std::int64_t last, const s
     c.replace(lo, hi, rows);
 }
 
+// Replaces the sums of `v` (step ascending) at steps in [first, last] with those of `rows`
+// in the range (step ascending, file order within a step).
+void splice_sums(std::vector<trace::KernelStepRecord>& v, std::int64_t first, std::int64_t last,
+                 const std::vector<trace::KernelStepRecord>& rows) {
+    const auto by_step = [](const trace::KernelStepRecord& k, std::int64_t s) { return k.step < s; };
+    const auto lo = std::lower_bound(v.begin(), v.end(), first, by_step);
+    const auto hi = std::upper_bound(v.begin(), v.end(), last, [](std::int64_t s, const auto& k) { return s < k.step; });
+    std::vector<trace::KernelStepRecord> in_range;
+    for (const auto& k : rows)
+        if (k.step >= first && k.step <= last) in_range.push_back(k);
+    v.insert(v.erase(lo, hi), in_range.begin(), in_range.end());
+}
+
 }  // namespace
 
 void SeriesStore::append_locked(TraceBatch& batch) {
@@ -159,6 +172,15 @@ void SeriesStore::append_locked(TraceBatch& batch) {
                     points = &in_range;
                 }
                 splice_scaling(d.runs[run].scaling, r.first, r.last, rows, points);
+            }
+            if (r.what & TraceBatch::KernelSums) {
+                std::vector<trace::KernelStepRecord> mine, decimated;
+                for (const auto& k : batch.kernel_steps)
+                    if (k.run == run) mine.push_back(k);
+                for (const auto& k : batch.kernel_steps_decimated)
+                    if (k.run == run) decimated.push_back(k);
+                splice_sums(d.runs[run].kernel_steps, r.first, r.last, mine);
+                splice_sums(d.runs[run].kernel_steps_decimated, r.first, r.last, decimated);
             }
             if (!(r.what & TraceBatch::StepRecords)) continue;
             std::vector<trace::StepRecord> rows;
@@ -259,8 +281,10 @@ void SeriesStore::append_locked(TraceBatch& batch) {
         // come once per kernel, so a kernel seen again at the newest step is its re-recording.
         if (!v.empty() && k.step <= v.back().step) {
             const auto [lo, hi] = run->kernel_steps_of(k.step);
-            if (k.step < v.back().step || std::any_of(v.begin() + lo, v.begin() + hi, same))
+            if (k.step < v.back().step || std::any_of(v.begin() + lo, v.begin() + hi, same)) {
                 v.erase(v.begin() + static_cast<std::ptrdiff_t>(lo), v.end());
+                std::erase_if(run->kernel_steps_decimated, [&](const auto& o) { return o.step >= k.step; });
+            }
         }
         v.push_back(k);
         see_step(k.step);

@@ -36,15 +36,19 @@ struct TraceBatch {
         std::vector<std::vector<trace::SlotPoint>> by_slot;  // by operand slot, step ascending
     };
     std::vector<SlotPoints> scaling_points;
-    // Set: the batch's step records, or its scaling records and points, or both (`what`),
+    // A large trace's kernel sums of the steps its decimation kept (every sum of each kept
+    // step); only in a batch that replaces a range.
+    std::vector<trace::KernelStepRecord> kernel_steps_decimated;
+    // Set: the batch's step records, its scaling records and points, its kernel sums (of
+    // both kinds), or some of these (`what`),
     // replace those the store holds of `runs` at steps in [first, last] (a large trace's
     // steps at full detail where a plot zoomed in, or decimated again where it zoomed out),
     // instead of being appended.
-    enum Replaced { StepRecords = 1, Scaling = 2 };
+    enum Replaced { StepRecords = 1, Scaling = 2, KernelSums = 4 };
     struct StepRange {
         std::int64_t first = 0, last = 0;
         std::vector<std::int32_t> runs;
-        int what = StepRecords | Scaling;
+        int what = StepRecords | Scaling | KernelSums;
     };
     std::optional<StepRange> replace;
 
@@ -64,7 +68,8 @@ struct TraceBatch {
     bool empty() const {
         return !replace && steps.empty() && scaling.empty() && operands.empty() && blockmaps.empty() &&
                ops.empty() && events.empty() && op_names.empty() && ranks.empty() &&
-               gemm_errors.empty() && kernel_steps.empty() && gate_up.empty() && scaling_points.empty();
+               gemm_errors.empty() && kernel_steps.empty() && gate_up.empty() && scaling_points.empty() &&
+               kernel_steps_decimated.empty();
     }
 };
 

@@ -178,11 +178,12 @@ void TraceMerge::remap(std::size_t part, TraceBatch& b) {
         op.parent = mapped(m.op, op.parent);
         op.linear = mapped(m.linear, op.linear);
     }
-    for (auto& k : b.kernel_steps) {
-        k.run += m.first_run;
-        k.op = mapped(m.op, k.op);
-        k.parent = mapped(m.op, k.parent);
-    }
+    for (auto* sums : {&b.kernel_steps, &b.kernel_steps_decimated})
+        for (auto& k : *sums) {
+            k.run += m.first_run;
+            k.op = mapped(m.op, k.op);
+            k.parent = mapped(m.op, k.parent);
+        }
     for (auto& a : b.gate_up) {
         a.run += m.first_run;
         a.linear = mapped(m.linear, a.linear);
