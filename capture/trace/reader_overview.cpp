@@ -39,7 +39,7 @@ std::vector<R> read_range(const std::vector<StepOverview::Block>& blocks, const 
 
 // One pass over the rows of a table added since `scanned` (`rows` now), read `block_rows`
 // at a time by read(first, count): notes each block's smallest and largest step per run
-// and hands each row not seen before to take(row). The last block fills up as the file
+// and hands each row not seen before to take(rows, i) (the block's rows and its index). The last block fills up as the file
 // grows: it is read again whole, but its rows seen before are not taken again.
 template <class Read, class Take>
 void scan_blocks(std::vector<StepOverview::Block>& blocks, hsize_t& scanned, hsize_t rows, hsize_t block_rows,
@@ -55,7 +55,7 @@ void scan_blocks(std::vector<StepOverview::Block>& blocks, hsize_t& scanned, hsi
             const auto& r = records[i];
             b.min[r.run] = std::min(b.min[r.run], r.step);
             b.max[r.run] = std::max(b.max[r.run], r.step);
-            if (first + i >= scanned) take(r);
+            if (first + i >= scanned) take(records, i);
         }
         blocks.push_back(std::move(b));
         first += count;
@@ -105,7 +105,8 @@ void StepOverview::scan(const TraceFile& f, const TraceMeta& meta, std::size_t b
         for (hsize_t i = 0; i < count; ++i) check_step_record(f, meta, rows[i], first + i);
         return rows;
     };
-    scan_blocks(blocks, scanned, f.steps.rows, kBlockRows, n_runs, read, [&](const StepRecord& r) { runs[r.run].add(r); });
+    scan_blocks(blocks, scanned, f.steps.rows, kBlockRows, n_runs, read,
+                [&](const std::vector<StepRecord>& rows, hsize_t i) { runs[rows[i].run].add(rows[i]); });
 }
 
 std::vector<StepRecord> StepOverview::read(const TraceFile& f, const TraceMeta& meta, int run, std::int64_t from,
@@ -117,22 +118,27 @@ std::vector<StepRecord> StepOverview::read(const TraceFile& f, const TraceMeta& 
     });
 }
 
-std::vector<ScalingRecord> read_scaling_rows(const TraceFile& f, const TraceMeta& meta, hsize_t first, hsize_t count) {
+ScalingRecord ScalingRows::record(std::size_t i, std::size_t slots) const {
+    ScalingRecord r = index[i];
+    r.amax.assign(amax.begin() + static_cast<std::ptrdiff_t>(i * cols), amax.begin() + static_cast<std::ptrdiff_t>(i * cols + slots));
+    r.scale.assign(scale.begin() + static_cast<std::ptrdiff_t>(i * cols), scale.begin() + static_cast<std::ptrdiff_t>(i * cols + slots));
+    return r;
+}
+
+ScalingRows read_scaling_rows(const TraceFile& f, const TraceMeta& meta, hsize_t first, hsize_t count) {
     if (f.scaling_amax.rows < first + count || f.scaling_scale.rows < first + count)
         throw f.fail("/scaling/amax or /scaling/scale has fewer rows than /scaling/index");
-    auto rows = f.read_records<s::ScalingIndexTable>(f.scaling_index, first, count);
-    const std::size_t cols = f.scaling_amax.cols, slots = f.slots;
-    std::vector<float> amax(count * cols), scale(count * cols);
-    f.read_rows(f.scaling_amax, first, count, amax.data());
-    f.read_rows(f.scaling_scale, first, count, scale.data());
-    for (hsize_t i = 0; i < count; ++i) {
-        ScalingRecord& r = rows[i];
-        if (r.run < 0 || r.run >= static_cast<int>(meta.runs.size()))
+    ScalingRows rows;
+    rows.index = f.read_records<s::ScalingIndexTable>(f.scaling_index, first, count);
+    rows.cols = f.scaling_amax.cols;
+    rows.amax.resize(count * rows.cols);
+    rows.scale.resize(count * rows.cols);
+    f.read_rows(f.scaling_amax, first, count, rows.amax.data());
+    f.read_rows(f.scaling_scale, first, count, rows.scale.data());
+    for (hsize_t i = 0; i < count; ++i)
+        if (rows.index[i].run < 0 || rows.index[i].run >= static_cast<int>(meta.runs.size()))
             throw f.fail(std::string(s::kScalingIndex) + " row " + std::to_string(first + i) + ": run " +
-                         std::to_string(r.run) + " is not in /meta/runs");
-        r.amax.assign(amax.begin() + i * cols, amax.begin() + i * cols + slots);
-        r.scale.assign(scale.begin() + i * cols, scale.begin() + i * cols + slots);
-    }
+                         std::to_string(rows.index[i].run) + " is not in /meta/runs");
     return rows;
 }
 
@@ -143,16 +149,24 @@ void ScalingOverview::scan(const TraceFile& f, const TraceMeta& meta, std::size_
     scan_blocks(
         blocks, scanned, f.scaling_index.rows, kBlockRows, n_runs,
         [&](hsize_t first, hsize_t count) { return read_scaling_rows(f, meta, first, count); },
-        [&](const ScalingRecord& r) {
-            for (std::size_t k = 0; k < points.size(); ++k) points[k] = {r.step, r.amax[k], r.scale[k]};
-            runs[r.run].add(points);
+        [&](const ScalingRows& rows, hsize_t i) {
+            const float* amax = rows.amax.data() + i * rows.cols;
+            const float* scale = rows.scale.data() + i * rows.cols;
+            for (std::size_t k = 0; k < points.size(); ++k) points[k] = {rows[i].step, amax[k], scale[k]};
+            runs[rows[i].run].add(points);
         });
 }
 
 std::vector<ScalingRecord> ScalingOverview::read(const TraceFile& f, const TraceMeta& meta, int run, std::int64_t from,
                                                  std::int64_t to) const {
     return read_range<ScalingRecord>(blocks, meta, run, from, to,
-                                     [&](const StepOverview::Block& b) { return read_scaling_rows(f, meta, b.first, b.count); });
+                                     [&](const StepOverview::Block& b) {
+                                         const ScalingRows rows = read_scaling_rows(f, meta, b.first, b.count);
+                                         std::vector<ScalingRecord> out;
+                                         for (std::size_t i = 0; i < rows.size(); ++i)
+                                             if (rows[i].run == run) out.push_back(rows.record(i, f.slots));
+                                         return out;
+                                     });
 }
 
 std::vector<KernelStepRecord> read_kernel_step_rows(const TraceFile& f, const TraceMeta& meta, hsize_t first, hsize_t count) {
@@ -193,7 +207,8 @@ void KernelStepOverview::scan(const TraceFile& f, const TraceMeta& meta, std::si
     scan_blocks(
         blocks, scanned, f.kernel_steps.rows, kBlockRows, n_runs,
         [&](hsize_t first, hsize_t count) { return read_kernel_step_rows(f, meta, first, count); },
-        [&](const KernelStepRecord& r) {
+        [&](const std::vector<KernelStepRecord>& rows, hsize_t i) {
+            const KernelStepRecord& r = rows[i];
             KernelStepSums& sums = open[r.run];
             if (!sums.rows.empty() && !sums.continues(r)) runs[r.run].add(std::exchange(sums, {}));
             sums.add(r);

@@ -118,7 +118,16 @@ struct KernelStepOverview {
 // for the index and the overview).
 std::vector<KernelStepRecord> read_kernel_step_rows(const TraceFile& f, const TraceMeta& meta, hsize_t first, hsize_t count);
 
-// Rows [first, first + count) of /scaling: index, amax and scale, checked against /meta.
-std::vector<ScalingRecord> read_scaling_rows(const TraceFile& f, const TraceMeta& meta, hsize_t first, hsize_t count);
+// Rows [first, first + count) of /scaling as read: the index rows (run, step; checked
+// against /meta) and the amax and scale, row-major (count, cols).
+struct ScalingRows {
+    std::vector<ScalingRecord> index;  // amax and scale empty
+    std::vector<float> amax, scale;
+    std::size_t cols = 0;
+    std::size_t size() const { return index.size(); }
+    const ScalingRecord& operator[](std::size_t i) const { return index[i]; }
+    ScalingRecord record(std::size_t i, std::size_t slots) const;  // row i whole
+};
+ScalingRows read_scaling_rows(const TraceFile& f, const TraceMeta& meta, hsize_t first, hsize_t count);
 
 }  // namespace fp8scope::trace
