@@ -97,9 +97,9 @@ void push_scaling(ScalingColumns& c, const trace::ScalingRecord& s) {
 
 // Replaces the scaling rows and decimated points of `c` at steps in [first, last] with
 // `rows` (step ascending, all in the range) and `points` (by slot, step ascending, all in
-// the range; null: none).
+// the range, taken; null: none).
 void splice_scaling(ScalingColumns& c, std::int64_t first, std::int64_t last, const std::vector<const trace::ScalingRecord*>& rows,
-                    const std::vector<std::vector<trace::SlotPoint>>* points) {
+                    std::vector<std::vector<trace::SlotPoint>>* points) {
     const auto in_range = [&](std::int64_t step) { return step >= first && step <= last; };
     const auto lo = rows_before(c.step, static_cast<double>(first));
     const auto hi = static_cast<std::size_t>(std::upper_bound(c.step.begin(), c.step.end(), static_cast<double>(last)) - c.step.begin());
@@ -119,7 +119,11 @@ void splice_scaling(ScalingColumns& c, std::int64_t first, std::int64_t last, co
     if (c.decimated.size() < n) c.decimated.resize(n);
     for (std::size_t slot = 0; slot < n && slot < points->size(); ++slot) {
         auto& v = c.decimated[slot];
-        const auto& add = (*points)[slot];
+        auto& add = (*points)[slot];
+        if (v.empty()) {
+            v = std::move(add);
+            continue;
+        }
         const auto pos = std::lower_bound(v.begin(), v.end(), first, [](const trace::SlotPoint& p, std::int64_t s) { return p.step < s; });
         v.insert(pos, add.begin(), add.end());
     }
@@ -159,18 +163,12 @@ void SeriesStore::append_locked(TraceBatch& batch) {
                 for (const auto& s : batch.scaling)
                     if (s.run == run && s.step >= r.first && s.step <= r.last) rows.push_back(&s);
                 std::sort(rows.begin(), rows.end(), [](const auto* a, const auto* b) { return a->step < b->step; });
-                const std::vector<std::vector<trace::SlotPoint>>* points = nullptr;
-                for (const auto& p : batch.scaling_points)
+                std::vector<std::vector<trace::SlotPoint>>* points = nullptr;  // moved from the batch
+                for (auto& p : batch.scaling_points)
                     if (p.run == run) points = &p.by_slot;
-                std::vector<std::vector<trace::SlotPoint>> in_range;
-                if (points) {
-                    for (const auto& v : *points) {
-                        in_range.emplace_back();
-                        for (const auto& p : v)
-                            if (p.step >= r.first && p.step <= r.last) in_range.back().push_back(p);
-                    }
-                    points = &in_range;
-                }
+                if (points)
+                    for (auto& v : *points)
+                        std::erase_if(v, [&](const trace::SlotPoint& p) { return p.step < r.first || p.step > r.last; });
                 splice_scaling(d.runs[run].scaling, r.first, r.last, rows, points);
             }
             if (r.what & TraceBatch::KernelSums) {

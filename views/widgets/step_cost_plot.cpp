@@ -44,6 +44,13 @@ StepCostPlot::StepCostPlot(QWidget* parent) : QWidget(parent) {
     plot_->setToolTip(tr("Summed duration of the run's device records per step and category; eval: the run's "
                          "evaluation after the step; idle: time within the run's device spans (its training records' "
                          "first start to last end, and its evaluation's) with no kernel, copy or memset running"));
+    // A bar is 0.8 steps wide, but never narrower than a pixel: over a long run (a large
+    // trace's decimated steps) the bars stay visible.
+    connect(plot_->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, [this](const QCPRange& r) {
+        const double px = std::max(1, plot_->axisRect()->width());
+        for (int c = 0; c < kStepCategories; ++c)
+            qobject_cast<QCPBars*>(plot_->plottable(c))->setWidth(std::max(0.8, r.size() / px));
+    });
     zoom_ = new StepZoom(plot_, plot_->xAxis);
     connect(zoom_, &StepZoom::shown, this, &StepCostPlot::stepsShown);
     plot_->setMouseTracking(true);
