@@ -85,15 +85,11 @@ void TraceIndex::start_at(const TraceFile& f, std::int64_t from) {
     const auto table = [&f]<class Table>(const Dataset& d, Table) {
         return [&f, &d](hsize_t at, hsize_t n) { return f.read_records<Table>(d, at, n); };
     };
-    const auto keys = [&f](const Dataset& d) { return [&f, &d](hsize_t at, hsize_t n) { return f.read_keys(d, at, n); }; };
     indexed_steps = tail_row(f.steps, from, table(f.steps, s::StepTable{}));
     indexed_scaling = tail_row(f.scaling_index, from, table(f.scaling_index, s::ScalingIndexTable{}));
-    indexed_operands = tail_row(f.operands, from, keys(f.operands));
-    indexed_blockmaps = tail_row(f.blockmaps, from, keys(f.blockmaps));
     indexed_ops = tail_row(f.ops, from, table(f.ops, s::OpTable{}));
     indexed_kernel_steps = tail_row(f.kernel_steps, from, table(f.kernel_steps, s::KernelStepTable{}));
     indexed_ranks = tail_row(f.ranks, from, table(f.ranks, s::RankTable{}));
-    indexed_gemm_errors = tail_row(f.gemm_errors, from, table(f.gemm_errors, s::GemmErrorTable{}));
 }
 
 bool TraceIndex::update(const TraceFile& f, TraceMeta& meta) {

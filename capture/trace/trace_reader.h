@@ -49,9 +49,11 @@ public:
     bool refresh();
 
     // A trace opened as an overview holds in memory only what its views need first, so that
-    // one of any size opens in a second or two: only the records of the newest steps (from
-    // detail_from() on) are indexed, and every query below but step_overview and
-    // steps(run, from, to) (and their scaling twins) sees those alone. The first call of
+    // one of any size opens in a second or two: of the per-step tables (steps, scaling, ops,
+    // kernel sums, ranks) only the rows of the newest steps (from detail_from() on) are
+    // indexed, and every query below but step_overview and steps(run, from, to) (and their
+    // scaling and kernel-sum twins) sees those alone; the sparse records (operands and GEMM
+    // errors at capture steps, block maps, events) are indexed whole. The first call of
     // either of those two reads every step record once, for the decimated series and a
     // map of where each run's steps lie in the file. Records a growing file adds are
     // indexed as usual.

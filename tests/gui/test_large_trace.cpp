@@ -39,6 +39,7 @@ float amax_of(int run, std::int64_t step, int slot) {
                               (step == kAmaxSpike ? 100.0 : 0.0));
 }
 constexpr int kSlots = trace::kOperandsPerLinear;  // one linear
+constexpr std::int64_t kCaptureEvery = 5000;
 
 // The device time of the step's one kernel sum: a one-step spike at kAmaxSpike too.
 std::int64_t kernel_ns_of(int run, std::int64_t step) { return 1000 + step % 13 + run + (step == kAmaxSpike ? 50000 : 0); }
@@ -59,6 +60,12 @@ void write_trace(const QString& path) {
                 sc.scale.push_back(448.0f / amax_of(run, step, slot));
             }
             w.write(std::move(sc));
+            if (step % kCaptureEvery == 1) {  // an operand's figures at capture steps
+                trace::OperandRecord o;
+                o.key = {run, step, 0, Gemm::Fprop, Operand::X};
+                o.stats.amax = amax_of(run, step, 0);
+                w.write(std::move(o));
+            }
             w.write(trace::KernelStepRecord{run, step, 1, 0, trace::OpKind::Kernel, 0, 2, kernel_ns_of(run, step), 100, 900, 0});
             w.write(trace::StepRecord{run, step, loss_of(run, step), NAN, 1e-3, 1.0, 100.0 + step % 7, 5e4, run});
         }
@@ -143,6 +150,13 @@ private slots:
             // The newest steps whole.
             QVERIFY(whole(rows_in(store, run, kSteps - 1999, kSteps), run, kSteps - 1999, kSteps));
         }
+        // The operand figures of every capture step, those before the newest steps too.
+        const auto captures = store.read([](const TraceData& d) { return d.runs[1].capture_steps; });
+        QCOMPARE(captures, (std::vector<std::int64_t>{1, 5001, 10001, 15001, 20001, 25001}));
+        const double amax = store.read([](const TraceData& d) {
+            return d.runs[1].operand_at(10001, {0, Gemm::Fprop, Operand::X})->figures[&TensorStats::amax];
+        });
+        QCOMPARE(amax, double(amax_of(1, 10001, 0)));
         // The spike and the NaN loss are kept, with their values.
         const auto spike = rows_in(store, 0, kSpike, kSpike);
         QCOMPARE(spike.size(), std::size_t(1));
