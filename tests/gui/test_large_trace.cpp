@@ -9,6 +9,7 @@
 #include <QTest>
 #include <cmath>
 
+#include "models/rank_health_model.h"
 #include "models/trace_file_loader.h"
 #include "show_view.h"
 #include "trace_writer.h"
@@ -51,8 +52,9 @@ void write_trace(const QString& path) {
     m.training_recipes = {"baseline", "delayed"};
     m.linears = {{"blocks.0.mlp.fc1", 0, 64, 256}};
     m.ops = {"fprop", "sm90_gemm_kernel"};
+    m.world_size = 2;  // rank 0 of a data-parallel job: every rank's step times
     trace::TraceWriter w(path.toStdString(), m);
-    for (std::int64_t step = 1; step <= kSteps; ++step)
+    for (std::int64_t step = 1; step <= kSteps; ++step) {
         for (int run = 0; run < kRuns; ++run) {
             trace::ScalingRecord sc{run, step, {}, {}};
             for (int slot = 0; slot < kSlots; ++slot) {
@@ -69,6 +71,8 @@ void write_trace(const QString& path) {
             w.write(trace::KernelStepRecord{run, step, 1, 0, trace::OpKind::Kernel, 0, 2, kernel_ns_of(run, step), 100, 900, 0});
             w.write(trace::StepRecord{run, step, loss_of(run, step), NAN, 1e-3, 1.0, 100.0 + step % 7, 5e4, run});
         }
+        for (int rank = 0; rank < 2; ++rank) w.write(trace::RankStepRecord{step, rank, 90.0 + rank, 10.0, 100.0 + rank});
+    }
     w.close();
 }
 
@@ -157,6 +161,14 @@ private slots:
             return d.runs[1].operand_at(10001, {0, Gemm::Fprop, Operand::X})->figures[&TensorStats::amax];
         });
         QCOMPARE(amax, double(amax_of(1, 10001, 0)));
+        // The ranks' figures are of the newest steps, and the Health view's verdict says so.
+        RankHealthModel health(&store);
+        health.refresh();
+        const double ranks_from = store.read([](const TraceData& d) { return d.ranks[0].step.front(); });
+        QVERIFY(ranks_from > 1 && ranks_from <= kSteps - 1999);  // the rows from the newest steps' block on
+        QVERIFY2(health.verdict().endsWith(QStringLiteral("(steps %1-30000: a large trace's newest steps, the figures below are of these)")
+                                               .arg(ranks_from)),
+                 qPrintable(health.verdict()));
         // The spike and the NaN loss are kept, with their values.
         const auto spike = rows_in(store, 0, kSpike, kSpike);
         QCOMPARE(spike.size(), std::size_t(1));

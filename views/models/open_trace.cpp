@@ -109,6 +109,7 @@ std::int64_t OpenTrace::readNew(const std::function<void(TraceBatch&&)>& push, c
     if (ranks.size() > ranks_read_)
         head.ranks.assign(ranks.begin() + static_cast<std::ptrdiff_t>(ranks_read_), ranks.end());
     ranks_read_ = std::max(ranks_read_, ranks.size());
+    if (overview()) head.detail_from = reader_->detail_from();
     push(std::move(head));
 
     std::vector<RunPlan> plans;

@@ -73,8 +73,15 @@ void RankHealthModel::refresh() {
     qint64 first_step = 0;
     QString first;
     QStringList changes;
+    std::pair<qint64, qint64> covered{-1, -1};
     store_->read([&](const TraceData& d) {
         world = d.meta.world_size;
+        // A large trace opened as an overview reads its ranks' records of the newest steps
+        // only: the figures below cover those, and the verdict says so.
+        double lo = INFINITY, hi = -INFINITY;
+        for (const RankColumns& c : d.ranks)
+            if (!c.step.empty()) lo = std::min(lo, c.step.front()), hi = std::max(hi, c.step.back());
+        if (std::isfinite(lo) && d.detail_from > INT64_MIN) covered = {static_cast<qint64>(lo), static_cast<qint64>(hi)};
         type = sum_dtype(d.meta.grad_dtype);
         for (const RankColumns& c : d.ranks) {
             Row r;
@@ -137,6 +144,7 @@ void RankHealthModel::refresh() {
     first_mismatch_step_ = first_step;
     first_mismatch_ = first;
     world_changes_ = changes;
+    covered_ = covered;
     endResetModel();
 }
 
@@ -144,6 +152,13 @@ bool RankHealthModel::flagged(int rank) const { return std::find(slow_.begin(), 
 
 QString RankHealthModel::verdict() const {
     if (!dataParallel()) return tr("single-process run: no data-parallel health records");
+    if (covered_.first < 0) return judgement();
+    return judgement() + tr(" (steps %1-%2: a large trace's newest steps, the figures below are of these)")
+                             .arg(covered_.first)
+                             .arg(covered_.second);
+}
+
+QString RankHealthModel::judgement() const {
     if (std::none_of(rows_.begin(), rows_.end(), [](const Row& r) { return r.slowest_step >= 0; }))
         return tr("%1 ranks: no step times yet").arg(world_size_);
     if (slow_.empty())

@@ -104,6 +104,9 @@ struct TraceData {
     std::vector<trace::EventRecord> events;
     std::vector<RankColumns> ranks;  // by rank; meta.world_size of them, empty for one process
     std::int64_t first_step = -1, last_step = -1;  // over all runs; -1 when empty
+    // A large trace opened as an overview (open_trace.h): the step from which on its per-step
+    // records are all read; before it, only what a zoom read (INT64_MIN: not an overview).
+    std::int64_t detail_from = INT64_MIN;
     bool empty() const { return last_step < 0; }
     int slot_count() const { return static_cast<int>(meta.linears.size()) * trace::kOperandsPerLinear; }
 };

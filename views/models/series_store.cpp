@@ -154,6 +154,7 @@ void splice_sums(std::vector<trace::KernelStepRecord>& v, std::int64_t first, st
 
 void SeriesStore::append_locked(TraceBatch& batch) {
     auto& d = data_;
+    if (batch.detail_from) d.detail_from = std::max(d.detail_from, *batch.detail_from);
     if (batch.replace) {
         const auto& r = *batch.replace;
         for (std::int32_t run : r.runs) {

@@ -39,6 +39,9 @@ struct TraceBatch {
     // A large trace's kernel sums of the steps its decimation kept (every sum of each kept
     // step); only in a batch that replaces a range.
     std::vector<trace::KernelStepRecord> kernel_steps_decimated;
+    // Set: the trace is a large one opened as an overview, whose per-step records are read
+    // whole from this step on (TraceData::detail_from).
+    std::optional<std::int64_t> detail_from;
     // Set: the batch's step records, its scaling records and points, its kernel sums (of
     // both kinds), or some of these (`what`),
     // replace those the store holds of `runs` at steps in [first, last] (a large trace's
@@ -69,7 +72,7 @@ struct TraceBatch {
         return !replace && steps.empty() && scaling.empty() && operands.empty() && blockmaps.empty() &&
                ops.empty() && events.empty() && op_names.empty() && ranks.empty() &&
                gemm_errors.empty() && kernel_steps.empty() && gate_up.empty() && scaling_points.empty() &&
-               kernel_steps_decimated.empty();
+               kernel_steps_decimated.empty() && !detail_from;
     }
 };
 
