@@ -99,22 +99,24 @@ std::vector<StepRecord> TraceReader::steps(int run, std::int64_t from, std::int6
 
 std::vector<std::vector<SlotPoint>> TraceReader::scaling_overview(int run) const {
     const Impl& d = *impl_;
+    if (run < 0 || run >= static_cast<int>(d.meta.runs.size())) return {};
+    if (!d.scaling_overview) return scaling_overview(run, INT64_MIN, INT64_MAX);
+    std::vector<std::vector<SlotPoint>> out;
+    for (std::size_t slot = 0; slot < d.file.slots; ++slot) out.push_back(d.scanned_scaling().runs[run].rows(slot));
+    return out;
+}
+
+std::vector<std::vector<SlotPoint>> TraceReader::scaling_overview(int run, std::int64_t from, std::int64_t to) const {
+    const Impl& d = *impl_;
     std::vector<std::vector<SlotPoint>> out;
     if (run < 0 || run >= static_cast<int>(d.meta.runs.size())) return out;
-    const auto rows_of = [&](const SlotDecimator& dec) {
-        for (std::size_t slot = 0; slot < d.file.slots; ++slot) out.push_back(dec.rows(slot));
-    };
-    if (d.scaling_overview) {
-        rows_of(d.scanned_scaling().runs[run]);
-        return out;
-    }
     SlotDecimator decimator(ScalingOverview::kBuckets, d.file.slots);
     std::vector<SlotPoint> points(d.file.slots);
-    for (const ScalingRecord& r : scaling(run, INT64_MIN, INT64_MAX)) {
+    for (const ScalingRecord& r : scaling_detail(run, from, to)) {
         for (std::size_t k = 0; k < points.size(); ++k) points[k] = {r.step, r.amax[k], r.scale[k]};
         decimator.add(points);
     }
-    rows_of(decimator);
+    for (std::size_t slot = 0; slot < d.file.slots; ++slot) out.push_back(decimator.rows(slot));
     return out;
 }
 

@@ -72,6 +72,9 @@ public:
     // either in an overview reads /scaling once.
     std::vector<std::vector<SlotPoint>> scaling_overview(int run) const;
     std::vector<ScalingRecord> scaling_detail(int run, std::int64_t from, std::int64_t to) const;
+    // The scaling records of `run` in [from, to] that stand, decimated as scaling_overview
+    // does the whole run's (a zoom too wide to hold at full detail).
+    std::vector<std::vector<SlotPoint>> scaling_overview(int run, std::int64_t from, std::int64_t to) const;
     // And for the per-step kernel sums: every sum of `run`'s steps kept by a decimation of
     // its steps by device time (the sum of a step's total_ns; min/max per bucket), step
     // ascending; and `run`'s sums of the steps in [from, to] that stand, at full detail.

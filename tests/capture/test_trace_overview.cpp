@@ -469,6 +469,17 @@ TEST(TraceOverview, ScalingDecimatedAndReadOnDemand) {
             kept += decimated[s].size();
         }
         EXPECT_LT(kept, standing.size() * slots / 3);
+        // A range decimated anew (a zoom too wide to hold whole): its standing points alone.
+        const std::int64_t a = 2345, b = 17000;
+        const auto zoomed = over.scaling_overview(run, a, b);
+        ASSERT_EQ(zoomed.size(), static_cast<std::size_t>(slots));
+        for (int s = 0; s < slots; ++s) {
+            std::vector<SlotPoint> points;
+            for (const auto& r : standing)
+                if (r.step >= a && r.step <= b) points.push_back({r.step, r.amax[s], r.scale[s]});
+            expect_slot_extremes_kept(zoomed[s], points, a, width_after(a, b, ScalingOverview::kBuckets));
+            EXPECT_LT(zoomed[s].size(), points.size());
+        }
     }
 }
 

@@ -34,15 +34,17 @@ TraceBatch OpenTrace::steps(std::int64_t first, std::int64_t last) const {
     // than the rest of the trace: such a range keeps them decimated.
     const double values = static_cast<double>(last - first + 1) * runs * static_cast<double>(meta().linears.size()) *
                           trace::kOperandsPerLinear;
-    if (values > kDetailScalingValues) b.replace->what &= ~TraceBatch::Scaling;
+    const bool scaling_whole = values <= kDetailScalingValues;
     // The same for the kernel sums, at as many a step as the newest steps have.
     if (static_cast<double>(last - first + 1) * kernelSumsPerStep() > kDetailKernelSums)
         b.replace->what &= ~TraceBatch::KernelSums;
     for (int run = 0; run < runs; ++run) {
         b.replace->runs.push_back(run);
         for (const auto& s : reader_->steps(run, first, last)) b.steps.push_back(s);
-        if (b.replace->what & TraceBatch::Scaling)
+        if (scaling_whole)
             for (auto& s : reader_->scaling_detail(run, first, last)) b.scaling.push_back(std::move(s));
+        else
+            b.scaling_points.push_back({run, reader_->scaling_overview(run, first, last)});
         if (b.replace->what & TraceBatch::KernelSums)
             for (const auto& k : reader_->kernel_steps_detail(run, first, last)) b.kernel_steps.push_back(k);
     }

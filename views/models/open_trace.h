@@ -61,9 +61,10 @@ public:
     // A batch that replaces every run's steps in [first, last] with the records that
     // stand there, at full detail (steps()) or decimated (decimated(), which leaves the
     // newest steps whole): step records, the per-step amax and scale and the per-step
-    // kernel sums (`what`: TraceBatch::Replaced). steps() keeps a range's amax and scale
-    // decimated where they would exceed kDetailScalingValues values, and its kernel sums
-    // where kDetailKernelSums (at the newest steps' sums per step).
+    // kernel sums (`what`: TraceBatch::Replaced). steps() decimates a range's amax and
+    // scale anew (as finely as the whole run's) where they would exceed
+    // kDetailScalingValues values, and keeps its kernel sums decimated where they would
+    // exceed kDetailKernelSums (at the newest steps' sums per step).
     TraceBatch steps(std::int64_t first, std::int64_t last) const;
     TraceBatch decimated(std::int64_t first, std::int64_t last,
                          int what = TraceBatch::StepRecords | TraceBatch::Scaling | TraceBatch::KernelSums) const;
