@@ -31,7 +31,8 @@ TraceBatch OpenTrace::steps(std::int64_t first, std::int64_t last) const {
     b.replace = TraceBatch::StepRange{first, last, {}};
     const auto runs = static_cast<int>(meta().runs.size());
     // The amax and scale of every slot at every step of a wide range would take more memory
-    // than the rest of the trace: such a range keeps them decimated.
+    // than the rest of the trace: such a range has them decimated anew, but for the newest
+    // steps, which stay whole.
     const double values = static_cast<double>(last - first + 1) * runs * static_cast<double>(meta().linears.size()) *
                           trace::kOperandsPerLinear;
     const bool scaling_whole = values <= kDetailScalingValues;
@@ -41,10 +42,10 @@ TraceBatch OpenTrace::steps(std::int64_t first, std::int64_t last) const {
     for (int run = 0; run < runs; ++run) {
         b.replace->runs.push_back(run);
         for (const auto& s : reader_->steps(run, first, last)) b.steps.push_back(s);
-        if (scaling_whole)
-            for (auto& s : reader_->scaling_detail(run, first, last)) b.scaling.push_back(std::move(s));
-        else
-            b.scaling_points.push_back({run, reader_->scaling_overview(run, first, last)});
+        const std::int64_t whole_from = scaling_whole ? first : std::max(first, reader_->detail_from());
+        if (whole_from > first)
+            b.scaling_points.push_back({run, reader_->scaling_overview(run, first, std::min(last, whole_from - 1))});
+        for (auto& s : reader_->scaling_detail(run, whole_from, last)) b.scaling.push_back(std::move(s));
         if (b.replace->what & TraceBatch::KernelSums)
             for (const auto& k : reader_->kernel_steps_detail(run, first, last)) b.kernel_steps.push_back(k);
     }
