@@ -124,14 +124,7 @@ bool TraceIndex::update(const TraceFile& f, TraceMeta& meta) {
         grew = true;
     }
     if (f.ranks.rows > indexed_ranks) {
-        auto rows = f.read_records<s::RankTable>(f.ranks, indexed_ranks, f.ranks.rows - indexed_ranks);
-        for (std::size_t i = 0; i < rows.size(); ++i) {
-            if (rows[i].rank < 0 || rows[i].rank >= meta.world_size)
-                throw f.fail(std::string(s::kRanks) + " row " + std::to_string(indexed_ranks + i) + ": rank " +
-                             std::to_string(rows[i].rank) + " is outside world_size " +
-                             std::to_string(meta.world_size));
-            rank_records.push_back(rows[i]);
-        }
+        for (const auto& r : read_rank_rows(f, meta, indexed_ranks, f.ranks.rows - indexed_ranks)) rank_records.push_back(r);
         indexed_ranks = f.ranks.rows;
         grew = true;
     }

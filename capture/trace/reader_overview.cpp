@@ -10,14 +10,19 @@ namespace s = schema;
 
 namespace {
 
-// The records of `run` in [from, to] that stand, step ascending, from the blocks that hold
+// The series a record belongs to: its run, or for a rank's step times its rank.
+template <class R>
+int series_of(const R& r) { return r.run; }
+int series_of(const RankStepRecord& r) { return r.rank; }
+
+// The records of `run` (a series: series_of) in [from, to] that stand, step ascending, from the blocks that hold
 // them (`read_block(block)`: a block's records, file order). From the last block back: the
 // smallest step after each block decides what stands.
 template <class R, class ReadBlock>
-std::vector<R> read_range(const std::vector<StepOverview::Block>& blocks, const TraceMeta& meta, int run,
+std::vector<R> read_range(const std::vector<StepOverview::Block>& blocks, std::size_t series, int run,
                           std::int64_t from, std::int64_t to, ReadBlock read_block) {
     std::vector<R> out;
-    if (run < 0 || run >= static_cast<int>(meta.runs.size()) || from > to) return out;
+    if (run < 0 || run >= static_cast<int>(series) || from > to) return out;
     std::int64_t later_min = INT64_MAX;
     std::vector<std::vector<R>> parts;  // newest block first
     for (std::size_t k = blocks.size(); k-- > 0;) {
@@ -25,7 +30,7 @@ std::vector<R> read_range(const std::vector<StepOverview::Block>& blocks, const 
         if (b.min[run] <= to && b.max[run] >= from && b.min[run] < later_min) {
             std::vector<R> mine;
             for (R& r : read_block(b))
-                if (r.run == run) mine.push_back(std::move(r));
+                if (series_of(r) == run) mine.push_back(std::move(r));
             std::vector<R> kept = standing_records(std::move(mine), later_min);
             std::erase_if(kept, [&](const R& r) { return r.step < from || r.step > to; });
             parts.push_back(std::move(kept));
@@ -53,8 +58,9 @@ void scan_blocks(std::vector<StepOverview::Block>& blocks, hsize_t& scanned, hsi
         StepOverview::Block b{first, count, std::vector<std::int64_t>(n_runs, INT64_MAX), std::vector<std::int64_t>(n_runs, INT64_MIN)};
         for (hsize_t i = 0; i < count; ++i) {
             const auto& r = records[i];
-            b.min[r.run] = std::min(b.min[r.run], r.step);
-            b.max[r.run] = std::max(b.max[r.run], r.step);
+            const int k = series_of(r);
+            b.min[k] = std::min(b.min[k], r.step);
+            b.max[k] = std::max(b.max[k], r.step);
             if (first + i >= scanned) take(records, i);
         }
         blocks.push_back(std::move(b));
@@ -111,7 +117,7 @@ void StepOverview::scan(const TraceFile& f, const TraceMeta& meta, std::size_t b
 
 std::vector<StepRecord> StepOverview::read(const TraceFile& f, const TraceMeta& meta, int run, std::int64_t from,
                                            std::int64_t to) const {
-    return read_range<StepRecord>(blocks, meta, run, from, to, [&](const Block& b) {
+    return read_range<StepRecord>(blocks, meta.runs.size(), run, from, to, [&](const Block& b) {
         auto rows = f.read_records<s::StepTable>(f.steps, b.first, b.count);
         for (hsize_t i = 0; i < b.count; ++i) check_step_record(f, meta, rows[i], b.first + i);
         return rows;
@@ -159,7 +165,7 @@ void ScalingOverview::scan(const TraceFile& f, const TraceMeta& meta, std::size_
 
 std::vector<ScalingRecord> ScalingOverview::read(const TraceFile& f, const TraceMeta& meta, int run, std::int64_t from,
                                                  std::int64_t to) const {
-    return read_range<ScalingRecord>(blocks, meta, run, from, to,
+    return read_range<ScalingRecord>(blocks, meta.runs.size(), run, from, to,
                                      [&](const StepOverview::Block& b) {
                                          const ScalingRows rows = read_scaling_rows(f, meta, b.first, b.count);
                                          std::vector<ScalingRecord> out;
@@ -263,6 +269,30 @@ std::vector<KernelStepRecord> KernelStepOverview::read(const TraceFile& f, const
     }
     for (std::size_t k = parts.size(); k-- > 0;) out.insert(out.end(), parts[k].begin(), parts[k].end());
     return out;
+}
+
+std::vector<RankStepRecord> read_rank_rows(const TraceFile& f, const TraceMeta& meta, hsize_t first, hsize_t count) {
+    auto rows = f.read_records<s::RankTable>(f.ranks, first, count);
+    for (hsize_t i = 0; i < count; ++i)
+        if (rows[i].rank < 0 || rows[i].rank >= meta.world_size)
+            throw f.fail(std::string(s::kRanks) + " row " + std::to_string(first + i) + ": rank " +
+                         std::to_string(rows[i].rank) + " is outside world_size " + std::to_string(meta.world_size));
+    return rows;
+}
+
+void RankOverview::scan(const TraceFile& f, const TraceMeta& meta, std::size_t buckets) {
+    const auto world = static_cast<std::size_t>(std::max(meta.world_size, 1));
+    if (ranks.size() < world) ranks.resize(world, RankDecimator(buckets));
+    scan_blocks(
+        blocks, scanned, f.ranks.rows, kBlockRows, world,
+        [&](hsize_t first, hsize_t count) { return read_rank_rows(f, meta, first, count); },
+        [&](const std::vector<RankStepRecord>& rows, hsize_t i) { ranks[rows[i].rank].add(rows[i]); });
+}
+
+std::vector<RankStepRecord> RankOverview::read(const TraceFile& f, const TraceMeta& meta, int rank, std::int64_t from,
+                                               std::int64_t to) const {
+    return read_range<RankStepRecord>(blocks, ranks.size(), rank, from, to,
+                                      [&](const StepOverview::Block& b) { return read_rank_rows(f, meta, b.first, b.count); });
 }
 
 }  // namespace fp8scope::trace

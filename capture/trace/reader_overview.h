@@ -43,7 +43,7 @@ struct StepOverview {
 
     struct Block {
         hsize_t first = 0, count = 0;
-        std::vector<std::int64_t> min, max;  // per run; INT64_MAX / INT64_MIN: none in the block
+        std::vector<std::int64_t> min, max;  // per run (rank); INT64_MAX / INT64_MIN: none in the block
     };
     std::vector<StepDecimator> runs;
     std::vector<Block> blocks;
@@ -113,6 +113,22 @@ struct KernelStepOverview {
     std::vector<KernelStepRecord> read(const TraceFile& f, const TraceMeta& meta, int run, std::int64_t from,
                                        std::int64_t to) const;
 };
+
+// The same for a data-parallel job's per-rank step times (/ranks): each rank's records
+// decimated (RankDecimator), ranges read back from the blocks that hold them.
+struct RankOverview {
+    static constexpr hsize_t kBlockRows = 4096;
+
+    std::vector<RankDecimator> ranks;  // by rank
+    std::vector<StepOverview::Block> blocks;  // min and max per rank
+    hsize_t scanned = 0;
+
+    void scan(const TraceFile& f, const TraceMeta& meta, std::size_t buckets = StepDecimator::kDefaultBuckets);
+    std::vector<RankStepRecord> read(const TraceFile& f, const TraceMeta& meta, int rank, std::int64_t from,
+                                     std::int64_t to) const;
+};
+// Rows [first, first + count) of /ranks, each checked against /meta's world_size.
+std::vector<RankStepRecord> read_rank_rows(const TraceFile& f, const TraceMeta& meta, hsize_t first, hsize_t count);
 
 // Rows [first, first + count) of /kernel_steps, each checked against /meta (one verdict
 // for the index and the overview).

@@ -9,7 +9,7 @@
 // StepDecimator thins a run's step records (loss, eval loss, lr, grad norm, step time,
 // tokens/s). SlotDecimator thins a run's per-step amax and scale, one series per operand
 // slot (amax, scale and amax x scale, so the step of a bucket where the cast overflows most
-// is kept). Both keep each bucket's first record too: runs that step together keep the
+// is kept). RankDecimator thins a rank's step times. All keep each bucket's first record too: runs that step together keep the
 // same first steps, so a difference of two runs has a point in every bucket, and a plot
 // starts at the run's first step.
 //
@@ -102,6 +102,19 @@ struct StepFigures {
     static bool bad(const StepRecord& r) { return !std::isfinite(r.loss); }
 };
 using StepDecimator = MinMaxDecimator<StepFigures>;
+
+// A rank's step times (compute, wait for the gradient sums, the whole step).
+struct RankFigures {
+    using Record = RankStepRecord;
+    static constexpr std::size_t kCount = 3;
+    static constexpr bool kKeepFirst = true;
+    static std::int64_t step(const RankStepRecord& r) { return r.step; }
+    static double figure(const RankStepRecord& r, std::size_t f) {
+        return f == 0 ? r.compute_ms : f == 1 ? r.comm_ms : r.step_ms;
+    }
+    static bool bad(const RankStepRecord& r) { return !std::isfinite(r.step_ms); }
+};
+using RankDecimator = MinMaxDecimator<RankFigures>;
 
 // One operand slot's amax and scale in use at one step (ScalingRecord's columns).
 struct SlotPoint {

@@ -24,6 +24,7 @@ struct TraceReader::Impl {
     std::unique_ptr<StepOverview> overview;  // set when opened as an overview
     std::unique_ptr<ScalingOverview> scaling_overview;  // with it
     std::unique_ptr<KernelStepOverview> kernel_overview;  // with it
+    std::unique_ptr<RankOverview> rank_overview;          // with it
     std::int64_t detail_from = INT64_MIN;
     std::size_t buckets = StepDecimator::kDefaultBuckets;
 
@@ -37,6 +38,10 @@ struct TraceReader::Impl {
         if (kernel_overview->scanned < file.kernel_steps.rows || kernel_overview->runs.empty())
             kernel_overview->scan(file, meta, buckets);
         return *kernel_overview;
+    }
+    const RankOverview& scanned_ranks() const {
+        if (rank_overview->scanned < file.ranks.rows || rank_overview->ranks.empty()) rank_overview->scan(file, meta, buckets);
+        return *rank_overview;
     }
     const ScalingOverview& scanned_scaling() const {
         if (scaling_overview->scanned < file.scaling_index.rows) scaling_overview->scan(file, meta);
@@ -55,6 +60,7 @@ TraceReader::TraceReader(const std::string& path, const LargeTraceOptions& large
             d.overview = std::make_unique<StepOverview>();
             d.scaling_overview = std::make_unique<ScalingOverview>();
             d.kernel_overview = std::make_unique<KernelStepOverview>();
+            d.rank_overview = std::make_unique<RankOverview>();
             const std::int64_t newest = newest_step(d.file, d.meta);  // where the runs are now
             const std::int64_t tail = std::max<std::int64_t>(large.tail_steps, 1);
             d.detail_from = newest > INT64_MIN + tail ? newest - tail + 1 : INT64_MIN;
@@ -145,6 +151,39 @@ std::vector<KernelStepRecord> TraceReader::kernel_steps_detail(int run, std::int
     const Impl& d = *impl_;
     if (d.kernel_overview) return d.scanned_kernels().read(d.file, d.meta, run, from, to);
     return kernel_steps(run, from, to);
+}
+
+std::vector<RankStepRecord> TraceReader::rank_overview() const {
+    const Impl& d = *impl_;
+    std::vector<RankStepRecord> out;
+    if (d.rank_overview) {
+        for (const RankDecimator& r : d.scanned_ranks().ranks)
+            for (const auto& k : r.rows()) out.push_back(k);
+        return out;
+    }
+    std::vector<RankDecimator> ranks(static_cast<std::size_t>(std::max(d.meta.world_size, 1)), RankDecimator(d.buckets));
+    for (const auto& k : d.index.rank_records) ranks[static_cast<std::size_t>(k.rank)].add(k);
+    for (const RankDecimator& r : ranks)
+        for (const auto& k : r.rows()) out.push_back(k);
+    return out;
+}
+
+std::vector<RankStepRecord> TraceReader::rank_steps_detail(std::int64_t from, std::int64_t to) const {
+    const Impl& d = *impl_;
+    std::vector<RankStepRecord> out;
+    for (int rank = 0; rank < d.meta.world_size; ++rank) {
+        std::vector<RankStepRecord> mine;
+        if (d.rank_overview) {
+            mine = d.scanned_ranks().read(d.file, d.meta, rank, from, to);
+        } else {
+            for (const auto& k : d.index.rank_records)
+                if (k.rank == rank) mine.push_back(k);
+            mine = standing_records(std::move(mine));
+            std::erase_if(mine, [&](const RankStepRecord& k) { return k.step < from || k.step > to; });
+        }
+        out.insert(out.end(), mine.begin(), mine.end());
+    }
+    return out;
 }
 
 std::vector<StepRecord> TraceReader::steps(int run) const {

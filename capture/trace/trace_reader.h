@@ -79,6 +79,11 @@ public:
     // its steps by device time (the sum of a step's total_ns; min/max per bucket), step
     // ascending; and `run`'s sums of the steps in [from, to] that stand, at full detail.
     std::vector<KernelStepRecord> kernel_step_overview(int run) const;
+    // And for a data-parallel job's per-rank step times: every rank's records decimated
+    // (RankDecimator: compute, comm and step time), and the records of the steps in
+    // [from, to] that stand, at full detail; both rank ascending, then step.
+    std::vector<RankStepRecord> rank_overview() const;
+    std::vector<RankStepRecord> rank_steps_detail(std::int64_t from, std::int64_t to) const;
     std::vector<KernelStepRecord> kernel_steps_detail(int run, std::int64_t from, std::int64_t to) const;
 
     // Every indexed step record of `run`, in file order.

@@ -22,6 +22,8 @@ inline void read_everything_of(const std::string& path, std::size_t max_steps = 
     r.refresh();
     r.events();
     r.rank_steps();
+    r.rank_overview();
+    r.rank_steps_detail(INT64_MIN, INT64_MAX);
     for (int run = -1; run <= static_cast<int>(m.runs.size()); ++run) {  // and ids outside the runs
         r.steps(run);
         r.steps(run, INT64_MIN, INT64_MAX);

@@ -579,3 +579,90 @@ TEST(TraceOverview, KernelSumsDecimatedAndReadOnDemand) {
 
 }  // namespace
 }  // namespace fp8scope::trace
+
+namespace fp8scope::trace {
+namespace {
+using namespace testing;
+
+// A three-rank job's 12,000 steps of rank records (noisy times, spikes, a NaN step time now
+// and then) that go back 100 steps every 1,300: opened as an overview, every rank's
+// decimated records keep every bucket's extremes of compute, comm and step time, its NaN
+// and its first step, and ranges read on demand hold exactly the records that stand.
+TEST(TraceOverview, RankTimesDecimatedAndReadOnDemand) {
+    TempDir dir;
+    const std::string path = dir / "ranks.h5";
+    TraceMeta m = sample_meta();
+    m.world_size = 3;
+    std::mt19937_64 rng(23);
+    std::vector<std::map<std::int64_t, RankStepRecord>> standing(3);
+    std::vector<std::int64_t> rewound;
+    std::int64_t most = 0;
+    {
+        TraceWriter w(path, m);
+        std::int64_t step = 1;
+        for (int n = 0; n < 12000; ++n, ++step) {
+            if (!standing[0].empty() && step <= standing[0].rbegin()->first) rewound.push_back(step);
+            for (int run = 0; run < 2; ++run) w.write(sample_step(run, step));
+            for (int rank = 0; rank < 3; ++rank) {
+                const auto t = [&] { return 50.0 + static_cast<double>(rng() % 100000) / 1000 + (rng() % 997 == 0 ? 500 : 0); };
+                RankStepRecord r{step, rank, t(), t(), t()};
+                if (rng() % 1499 == 0) r.step_ms = NAN;
+                w.write(r);
+                standing[rank].erase(standing[rank].lower_bound(step), standing[rank].end());
+                standing[rank][step] = r;
+            }
+            most = std::max(most, step);
+            if (n % 1300 == 1299) step -= 100;
+        }
+        w.close();
+    }
+    const TraceReader over(path, {.min_step_rows = 1000, .tail_steps = 100});
+    ASSERT_TRUE(over.overview());
+    const auto same = [](const RankStepRecord& a, const RankStepRecord& b) {
+        return a.step == b.step && a.rank == b.rank && a.compute_ms == b.compute_ms && a.comm_ms == b.comm_ms &&
+               (a.step_ms == b.step_ms || (std::isnan(a.step_ms) && std::isnan(b.step_ms)));
+    };
+    for (int k = 0; k < 40; ++k) {
+        std::int64_t a = static_cast<std::int64_t>(rng() % 11000) - 10, b = a + static_cast<std::int64_t>(rng() % 3000);
+        if (k == 0) a = INT64_MIN, b = INT64_MAX;
+        std::vector<RankStepRecord> want;
+        for (int rank = 0; rank < 3; ++rank)
+            for (auto it = standing[rank].lower_bound(a); it != standing[rank].end() && it->first <= b; ++it) want.push_back(it->second);
+        const auto got = over.rank_steps_detail(a, b);
+        ASSERT_EQ(got.size(), want.size()) << "[" << a << ", " << b << "]";
+        for (std::size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(same(got[i], want[i])) << "step " << want[i].step;
+    }
+    const std::int64_t width = width_after(1, most, StepDecimator::kDefaultBuckets);
+    const auto bucket = [&](std::int64_t s) { return (s - 1) / width; };
+    std::vector<std::map<std::int64_t, std::vector<RankStepRecord>>> kept(3);
+    std::size_t n_kept = 0;
+    for (const auto& r : over.rank_overview()) {
+        ASSERT_TRUE(standing[r.rank].count(r.step) && same(standing[r.rank][r.step], r)) << "rank " << r.rank << " step " << r.step;
+        kept[r.rank][bucket(r.step)].push_back(r);
+        ++n_kept;
+    }
+    EXPECT_LT(n_kept, 3 * standing[0].size());
+    for (int rank = 0; rank < 3; ++rank) {
+        std::map<std::int64_t, std::vector<RankStepRecord>> all;
+        for (const auto& [step, r] : standing[rank]) all[bucket(step)].push_back(r);
+        for (const auto& [b, rows] : all) {
+            if (std::any_of(rewound.begin(), rewound.end(), [&, b = b](std::int64_t s) { return bucket(s) == b; })) continue;
+            const auto& mine = kept[rank][b];
+            EXPECT_TRUE(!mine.empty() && mine.front().step == rows.front().step) << "rank " << rank << " bucket " << b;
+            for (std::size_t f = 0; f < RankFigures::kCount; ++f) {
+                double lo = INFINITY, hi = -INFINITY;
+                for (const auto& r : rows)
+                    if (const double v = RankFigures::figure(r, f); std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+                bool has_lo = false, has_hi = false;
+                for (const auto& r : mine) has_lo = has_lo || RankFigures::figure(r, f) == lo, has_hi = has_hi || RankFigures::figure(r, f) == hi;
+                EXPECT_TRUE(has_lo && has_hi) << "rank " << rank << " bucket " << b << " figure " << f;
+            }
+            const bool nan = std::any_of(rows.begin(), rows.end(), [](const auto& r) { return std::isnan(r.step_ms); });
+            EXPECT_EQ(nan, std::any_of(mine.begin(), mine.end(), [](const auto& r) { return std::isnan(r.step_ms); }))
+                << "rank " << rank << " bucket " << b;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace fp8scope::trace
