@@ -49,6 +49,7 @@ TraceBatch OpenTrace::steps(std::int64_t first, std::int64_t last) const {
         if (b.replace->what & TraceBatch::KernelSums)
             for (const auto& k : reader_->kernel_steps_detail(run, first, last)) b.kernel_steps.push_back(k);
     }
+    b.ranks = reader_->rank_steps_detail(first, last);
     return b;
 }
 
@@ -85,6 +86,9 @@ TraceBatch OpenTrace::decimated(std::int64_t first, std::int64_t last, int what)
             b.scaling_points.push_back(std::move(p));
         }
     }
+    if (what & TraceBatch::Ranks)
+        for (const auto& k : reader_->rank_overview())
+            if (in_range(k.step)) b.ranks_decimated.push_back(k);
     return b;
 }
 
@@ -136,10 +140,10 @@ std::int64_t OpenTrace::readNew(const std::function<void(TraceBatch&&)>& push, c
         newest = std::max(newest, p.limit);
     }
     // An overview: the steps before the newest, decimated, once the newest are shown; the
-    // step records first (one pass over /steps), the kernel sums, then the amax and scale
-    // (the longest pass).
+    // step records first (one pass over /steps), the ranks' step times, the kernel sums,
+    // then the amax and scale (the longest pass).
     if (overview() && !decimated_sent_ && reader_->detail_from() > std::numeric_limits<std::int64_t>::min()) {
-        for (int what : {TraceBatch::StepRecords, TraceBatch::KernelSums, TraceBatch::Scaling})
+        for (int what : {TraceBatch::StepRecords, TraceBatch::Ranks, TraceBatch::KernelSums, TraceBatch::Scaling})
             push(decimated(std::numeric_limits<std::int64_t>::min(), reader_->detail_from() - 1, what));
         decimated_sent_ = true;
     }

@@ -1,6 +1,8 @@
 // Rank health table model.
 #include "models/rank_health_model.h"
 
+#include "models/kernel_detail.h"
+
 #include <QBrush>
 #include <QColor>
 #include <algorithm>
@@ -73,15 +75,18 @@ void RankHealthModel::refresh() {
     qint64 first_step = 0;
     QString first;
     QStringList changes;
-    std::pair<qint64, qint64> covered{-1, -1};
+    QString covered;
     store_->read([&](const TraceData& d) {
         world = d.meta.world_size;
         // A large trace opened as an overview reads its ranks' records of the newest steps
-        // only: the figures below cover those, and the verdict says so.
-        double lo = INFINITY, hi = -INFINITY;
-        for (const RankColumns& c : d.ranks)
-            if (!c.step.empty()) lo = std::min(lo, c.step.front()), hi = std::max(hi, c.step.back());
-        if (std::isfinite(lo) && d.detail_from > INT64_MIN) covered = {static_cast<qint64>(lo), static_cast<qint64>(hi)};
+        // (and of a zoom) whole: the figures below cover those, and the verdict says so.
+        std::vector<std::int64_t> steps;  // every rank's steps read whole, once
+        if (d.detail_from > INT64_MIN)
+            for (const RankColumns& c : d.ranks)
+                for (double s : c.step) steps.push_back(static_cast<std::int64_t>(s));
+        std::sort(steps.begin(), steps.end());
+        steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+        if (!steps.empty()) covered = step_ranges(steps, 4);
         type = sum_dtype(d.meta.grad_dtype);
         for (const RankColumns& c : d.ranks) {
             Row r;
@@ -152,10 +157,10 @@ bool RankHealthModel::flagged(int rank) const { return std::find(slow_.begin(), 
 
 QString RankHealthModel::verdict() const {
     if (!dataParallel()) return tr("single-process run: no data-parallel health records");
-    if (covered_.first < 0) return judgement();
-    return judgement() + tr(" (steps %1-%2: a large trace's newest steps, the figures below are of these)")
-                             .arg(covered_.first)
-                             .arg(covered_.second);
+    if (covered_.isEmpty()) return judgement();
+    return judgement() + tr(" (of steps %1 read whole: a large trace's newest and those a zoom shows; the figures below "
+                            "are of these)")
+                             .arg(covered_);
 }
 
 QString RankHealthModel::judgement() const {

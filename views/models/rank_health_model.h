@@ -77,7 +77,7 @@ private:
     qint64 first_mismatch_step_ = 0;
     QString first_mismatch_;
     QStringList world_changes_;  // "step 12: lost rank 2; world 4 -> 3; ..."
-    std::pair<qint64, qint64> covered_{-1, -1};  // of an overview: the steps of the ranks' records
+    QString covered_;  // of an overview: the steps of the ranks' records ("28001-30000"); empty otherwise
     QString judgement() const;  // the verdict without the steps it covers
 };
 

@@ -103,6 +103,9 @@ struct TraceData {
     std::vector<RunData> runs;
     std::vector<trace::EventRecord> events;
     std::vector<RankColumns> ranks;  // by rank; meta.world_size of them, empty for one process
+    // An overview's (detail_from) rank records outside those read whole, decimated per rank
+    // (step ascending); apart from `ranks`, whose medians they would bias.
+    std::vector<std::vector<trace::RankStepRecord>> ranks_decimated;
     std::int64_t first_step = -1, last_step = -1;  // over all runs; -1 when empty
     // A large trace opened as an overview (open_trace.h): the step from which on its per-step
     // records are all read; before it, only what a zoom read (INT64_MIN: not an overview).

@@ -150,11 +150,46 @@ void splice_sums(std::vector<trace::KernelStepRecord>& v, std::int64_t first, st
     v.insert(v.erase(lo, hi), in_range.begin(), in_range.end());
 }
 
+// Replaces every rank's records at steps in [range.first, range.last]: those read whole go
+// into its columns, the decimated ones beside them.
+void splice_ranks(TraceData& d, const TraceBatch::StepRange& range, const std::vector<trace::RankStepRecord>& rows,
+                  const std::vector<trace::RankStepRecord>& decimated) {
+    const auto in_range = [&](std::int64_t s) { return s >= range.first && s <= range.last; };
+    if (d.ranks_decimated.size() < d.ranks.size()) d.ranks_decimated.resize(d.ranks.size());
+    for (std::size_t k = 0; k < d.ranks.size(); ++k) {
+        std::vector<trace::RankStepRecord> mine;
+        for (const auto& r : rows)
+            if (r.rank == static_cast<std::int32_t>(k) && in_range(r.step)) mine.push_back(r);
+        RankColumns& c = d.ranks[k];
+        const auto lo = rows_before(c.step, static_cast<double>(range.first));
+        const auto hi = static_cast<std::size_t>(std::upper_bound(c.step.begin(), c.step.end(), static_cast<double>(range.last)) - c.step.begin());
+        c.replace(lo, hi, mine);
+        // The measured sum errors, kept apart: the range's anew.
+        const auto elo = rows_before(c.error_step, static_cast<double>(range.first));
+        const auto ehi = static_cast<std::size_t>(std::upper_bound(c.error_step.begin(), c.error_step.end(), static_cast<double>(range.last)) - c.error_step.begin());
+        std::vector<double> es;
+        std::vector<float> ev;
+        for (const auto& r : mine)
+            if (std::isfinite(r.grad_error)) es.push_back(static_cast<double>(r.step)), ev.push_back(static_cast<float>(r.grad_error));
+        c.error_step.insert(c.error_step.erase(c.error_step.begin() + static_cast<std::ptrdiff_t>(elo), c.error_step.begin() + static_cast<std::ptrdiff_t>(ehi)), es.begin(), es.end());
+        c.grad_error.insert(c.grad_error.erase(c.grad_error.begin() + static_cast<std::ptrdiff_t>(elo), c.grad_error.begin() + static_cast<std::ptrdiff_t>(ehi)), ev.begin(), ev.end());
+        auto& v = d.ranks_decimated[k];
+        const auto by_step = [](const trace::RankStepRecord& r, std::int64_t s) { return r.step < s; };
+        const auto dlo = std::lower_bound(v.begin(), v.end(), range.first, by_step);
+        const auto dhi = std::upper_bound(v.begin(), v.end(), range.last, [](std::int64_t s, const auto& r) { return s < r.step; });
+        std::vector<trace::RankStepRecord> kept;
+        for (const auto& r : decimated)
+            if (r.rank == static_cast<std::int32_t>(k) && in_range(r.step)) kept.push_back(r);
+        v.insert(v.erase(dlo, dhi), kept.begin(), kept.end());
+    }
+}
+
 }  // namespace
 
 void SeriesStore::append_locked(TraceBatch& batch) {
     auto& d = data_;
     if (batch.detail_from) d.detail_from = std::max(d.detail_from, *batch.detail_from);
+    if (batch.replace && (batch.replace->what & TraceBatch::Ranks)) splice_ranks(d, *batch.replace, batch.ranks, batch.ranks_decimated);
     if (batch.replace) {
         const auto& r = *batch.replace;
         for (std::int32_t run : r.runs) {
@@ -291,7 +326,11 @@ void SeriesStore::append_locked(TraceBatch& batch) {
     for (const auto& k : batch.ranks) {
         if (k.rank < 0 || k.rank >= static_cast<std::int32_t>(d.ranks.size())) continue;
         auto& c = d.ranks[static_cast<std::size_t>(k.rank)];
-        if (!c.step.empty() && k.step <= c.step.back()) truncate_ranks(c, static_cast<double>(k.step));
+        if (!c.step.empty() && k.step <= c.step.back()) {
+            truncate_ranks(c, static_cast<double>(k.step));
+            if (static_cast<std::size_t>(k.rank) < d.ranks_decimated.size())
+                std::erase_if(d.ranks_decimated[static_cast<std::size_t>(k.rank)], [&](const auto& o) { return o.step >= k.step; });
+        }
         c.push_back(k);
         if (std::isfinite(k.grad_error)) {
             c.error_step.push_back(static_cast<double>(k.step));

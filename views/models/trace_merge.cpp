@@ -191,7 +191,10 @@ void TraceMerge::remap(std::size_t part, TraceBatch& b) {
     for (auto& e : b.events)
         if (e.run >= 0) e.run += m.first_run;
     // One job's ranks: the merged meta is the first trace's, and so are the Health view's.
-    if (part > 0) b.ranks.clear();
+    if (part > 0) {
+        b.ranks.clear();
+        b.ranks_decimated.clear();
+    }
 }
 
 }  // namespace fp8scope::views

@@ -23,6 +23,8 @@ public:
     // Fits the plot's axes to its data (fit_axes), then puts the user's zoom back on every
     // axis rect, each value axis fitted to what it shows. `first`, `last`: the steps there are.
     void fit(double first, double last);
+    // The user zoomed in (or panned) and has not fitted the plot again.
+    bool zoomed() const { return zoom_.has_value(); }
 
 signals:
     void shown(qint64 first, qint64 last);
