@@ -6,8 +6,9 @@
 //   huge:         (only with --huge 1) 1,000,000 steps of a four-run comparison of a model
 //                 of 48 linears, kernel sums every step (~10 GB): opened whole ("before",
 //                 the index alone) and as an overview ("after": decimated steps plus the
-//                 newest steps whole, what the GUI's first view shows), then a zoom into
-//                 10,000 steps read at full detail.
+//                 newest steps whole, what the GUI's first view shows, then the kernel
+//                 sums and the amax and scale of every operand slot decimated), then a
+//                 zoom into 10,000 steps read at full detail.
 // Each trace is written with the TraceWriter, then opened in a child process so that its
 // peak RSS is the reader's alone (wait4's rusage), not the writer's. With --keep 1 the
 // traces stay in --dir, and a huge trace found there is opened again, not rewritten; with
@@ -193,14 +194,36 @@ int open_overview(const std::string& path) {
     const double first_s = seconds_since(t0);
     for (int run = 0; run < static_cast<int>(reader.meta().runs.size()); ++run) shown += reader.step_overview(run).size();
     const double whole_s = seconds_since(t0);
+    auto t4 = Clock::now();
+    std::size_t sums = 0;
+    for (int run = 0; run < static_cast<int>(reader.meta().runs.size()); ++run) sums += reader.kernel_step_overview(run).size();
+    const double sums_s = seconds_since(t4);
+    auto t2 = Clock::now();
+    std::size_t points = 0;
+    for (int run = 0; run < static_cast<int>(reader.meta().runs.size()); ++run)
+        for (const auto& slot : reader.scaling_overview(run)) points += slot.size();
+    const double scaling_s = seconds_since(t2);
     auto t1 = Clock::now();
-    std::size_t zoomed = 0;
+    std::size_t zoomed = 0, zoomed_scaling = 0, zoomed_sums = 0;
     for (int run = 0; run < static_cast<int>(reader.meta().runs.size()); ++run)
         zoomed += reader.steps(run, last / 2 - 5000, last / 2 + 4999).size();
+    const double zoom_s = seconds_since(t1);
+    auto t3 = Clock::now();
+    for (int run = 0; run < static_cast<int>(reader.meta().runs.size()); ++run)
+        zoomed_scaling += reader.scaling_detail(run, last / 2 - 5000, last / 2 + 4999).size();
+    const double zoom_scaling_s = seconds_since(t3);
+    auto t5 = Clock::now();
+    for (int run = 0; run < static_cast<int>(reader.meta().runs.size()); ++run)
+        zoomed_sums += reader.kernel_steps_detail(run, last / 2 - 5000, last / 2 + 4999).size();
     std::printf("overview open %.3f s, first view %.3f s (%zu records of the newest %lld steps), whole run decimated "
-                "%.3f s (%zu step records), zoom to 10,000 steps %.3f s (%zu step records)",
-                open_s, first_s, tail, static_cast<long long>(last - reader.detail_from() + 1), whole_s, shown,
-                seconds_since(t1), zoomed);
+                "%.3f s (%zu step records), kernel sums decimated %.3f s more (%zu sums), amax and scale of every slot "
+                "decimated %.3f s more (%zu points of %zu), zoom to 10,000 steps %.3f s (%zu step records), their amax "
+                "and scale %.3f s (%zu scaling records), their kernel sums %.3f s (%zu sums)",
+                open_s, first_s, tail, static_cast<long long>(last - reader.detail_from() + 1), whole_s, shown, sums_s,
+                sums, scaling_s, points,
+                static_cast<std::size_t>(reader.meta().linears.size() * trace::kOperandsPerLinear) *
+                    static_cast<std::size_t>(last) * reader.meta().runs.size(),
+                zoom_s, zoomed, zoom_scaling_s, zoomed_scaling, seconds_since(t5), zoomed_sums);
     return 0;
 }
 

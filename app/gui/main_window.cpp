@@ -27,7 +27,6 @@
 #include "run_control.h"
 #include "widgets/findings_view.h"
 #include "widgets/kernel_view.h"
-#include "widgets/loss_view.h"
 #include "widgets/report_view.h"
 
 using namespace fp8scope::views;
@@ -53,9 +52,8 @@ MainWindow::MainWindow(bool saved_layout) {
     connect(run_, &RunControl::error, this, &MainWindow::showError);
     connect(run_, &RunControl::sourceChanged, this,
             [this](const QString& title) { setWindowTitle(QStringLiteral("fp8scope - %1").arg(title)); });
-    // A large trace's steps are read at full detail where the loss plots zoom in.
-    if (auto* loss = qobject_cast<LossView*>(views_->view(QStringLiteral("loss"))))
-        connect(loss, &LossView::stepsShown, loader_.get(), &TraceFileLoader::showSteps);
+    // A large trace's steps are read at full detail where a step plot (loss, amax) zooms in.
+    for (StoreView* v : views_->views()) connect(v, &StoreView::stepsShown, loader_.get(), &TraceFileLoader::showSteps);
     if (auto* kernels = qobject_cast<KernelView*>(views_->view(QStringLiteral("kernels")))) {
         connect(kernels, &KernelView::recordKernelsRequested, run_, &RunControl::recordKernels);
         connect(run_, &RunControl::liveChanged, kernels, &KernelView::setLiveControl);

@@ -85,15 +85,11 @@ void TraceIndex::start_at(const TraceFile& f, std::int64_t from) {
     const auto table = [&f]<class Table>(const Dataset& d, Table) {
         return [&f, &d](hsize_t at, hsize_t n) { return f.read_records<Table>(d, at, n); };
     };
-    const auto keys = [&f](const Dataset& d) { return [&f, &d](hsize_t at, hsize_t n) { return f.read_keys(d, at, n); }; };
     indexed_steps = tail_row(f.steps, from, table(f.steps, s::StepTable{}));
     indexed_scaling = tail_row(f.scaling_index, from, table(f.scaling_index, s::ScalingIndexTable{}));
-    indexed_operands = tail_row(f.operands, from, keys(f.operands));
-    indexed_blockmaps = tail_row(f.blockmaps, from, keys(f.blockmaps));
     indexed_ops = tail_row(f.ops, from, table(f.ops, s::OpTable{}));
     indexed_kernel_steps = tail_row(f.kernel_steps, from, table(f.kernel_steps, s::KernelStepTable{}));
     indexed_ranks = tail_row(f.ranks, from, table(f.ranks, s::RankTable{}));
-    indexed_gemm_errors = tail_row(f.gemm_errors, from, table(f.gemm_errors, s::GemmErrorTable{}));
 }
 
 bool TraceIndex::update(const TraceFile& f, TraceMeta& meta) {
@@ -128,14 +124,7 @@ bool TraceIndex::update(const TraceFile& f, TraceMeta& meta) {
         grew = true;
     }
     if (f.ranks.rows > indexed_ranks) {
-        auto rows = f.read_records<s::RankTable>(f.ranks, indexed_ranks, f.ranks.rows - indexed_ranks);
-        for (std::size_t i = 0; i < rows.size(); ++i) {
-            if (rows[i].rank < 0 || rows[i].rank >= meta.world_size)
-                throw f.fail(std::string(s::kRanks) + " row " + std::to_string(indexed_ranks + i) + ": rank " +
-                             std::to_string(rows[i].rank) + " is outside world_size " +
-                             std::to_string(meta.world_size));
-            rank_records.push_back(rows[i]);
-        }
+        for (const auto& r : read_rank_rows(f, meta, indexed_ranks, f.ranks.rows - indexed_ranks)) rank_records.push_back(r);
         indexed_ranks = f.ranks.rows;
         grew = true;
     }
@@ -257,18 +246,9 @@ bool TraceIndex::update(const TraceFile& f, TraceMeta& meta) {
         std::vector<std::size_t> tails(kernel_step_rows.size());
         for (std::size_t r = 0; r < kernel_step_rows.size(); ++r) tails[r] = kernel_step_rows[r].size();
         in_chunks(indexed_kernel_steps, f.kernel_steps.rows, [&](hsize_t at, hsize_t n) {
-            const auto rows = f.read_records<s::KernelStepTable>(f.kernel_steps, at, n);
+            const auto rows = read_kernel_step_rows(f, meta, at, n);
             for (std::size_t i = 0; i < rows.size(); ++i) {
                 const KernelStepRecord& k = rows[i];
-                check_run(f, meta, k.run, s::kKernelSteps, at + i);
-                const auto ops = static_cast<std::int64_t>(meta.ops.size());
-                const int kind = static_cast<int>(k.kind);
-                if (k.op < 0 || k.op >= ops || k.parent < -1 || k.parent >= ops || kind < 0 ||
-                    kind > static_cast<int>(OpKind::Memset) || k.count < 1 || k.min_ns > k.max_ns)
-                    throw f.fail(std::string(s::kKernelSteps) + " row " + std::to_string(at + i) + ": op " +
-                                 std::to_string(k.op) + ", parent " + std::to_string(k.parent) + ", kind " +
-                                 std::to_string(kind) + ", count " + std::to_string(k.count) + ", min/max ns " +
-                                 std::to_string(k.min_ns) + "/" + std::to_string(k.max_ns) + " are not a sum of calls");
                 auto& v = kernel_step_rows[k.run];
                 const hsize_t row = at + i;
                 if (v.size() > tails[k.run] && v.back().step == k.step && v.back().first + v.back().count == row)

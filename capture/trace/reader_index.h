@@ -41,9 +41,10 @@ hsize_t indexed_steps = 0, indexed_events = 0, indexed_scaling = 0, indexed_oper
     // Indexes rows added since the last call; true when any were. Op names found on the
     // way go to meta.ops.
     bool update(const TraceFile& f, TraceMeta& meta);
-    // Before the first update(): leaves out the rows of the per-step tables that lie before
-    // the newest steps from `from` on, found from each table's end back (an overview's
-    // tail). A row before them at a step >= from was abandoned by a rewind, so what stands
+    // Before the first update(): leaves out the rows of the per-step tables (steps, scaling,
+    // ops, kernel sums, ranks) that lie before the newest steps from `from` on, found from
+    // each table's end back (an overview's tail); the sparse ones (operands and GEMM errors
+    // at capture steps, block maps, events) are indexed whole. A row before them at a step >= from was abandoned by a rewind, so what stands
     // of the steps from `from` on is all indexed.
     void start_at(const TraceFile& f, std::int64_t from);
 };

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include "kernel_steps.h"
 #include "reader_decode.h"
@@ -21,6 +22,9 @@ struct TraceReader::Impl {
     TraceMeta meta;
     TraceIndex index;
     std::unique_ptr<StepOverview> overview;  // set when opened as an overview
+    std::unique_ptr<ScalingOverview> scaling_overview;  // with it
+    std::unique_ptr<KernelStepOverview> kernel_overview;  // with it
+    std::unique_ptr<RankOverview> rank_overview;          // with it
     std::int64_t detail_from = INT64_MIN;
     std::size_t buckets = StepDecimator::kDefaultBuckets;
 
@@ -29,6 +33,19 @@ struct TraceReader::Impl {
     const StepOverview& scanned() const {
         if (overview->scanned < file.steps.rows) overview->scan(file, meta, buckets);
         return *overview;
+    }
+    const KernelStepOverview& scanned_kernels() const {
+        if (kernel_overview->scanned < file.kernel_steps.rows || kernel_overview->runs.empty())
+            kernel_overview->scan(file, meta, buckets);
+        return *kernel_overview;
+    }
+    const RankOverview& scanned_ranks() const {
+        if (rank_overview->scanned < file.ranks.rows || rank_overview->ranks.empty()) rank_overview->scan(file, meta, buckets);
+        return *rank_overview;
+    }
+    const ScalingOverview& scanned_scaling() const {
+        if (scaling_overview->scanned < file.scaling_index.rows) scaling_overview->scan(file, meta);
+        return *scaling_overview;
     }
 };
 
@@ -41,6 +58,9 @@ TraceReader::TraceReader(const std::string& path, const LargeTraceOptions& large
         d.index.op_rows.resize(d.meta.runs.size());
         if (large.min_step_rows > 0 && d.file.steps.rows >= large.min_step_rows) {
             d.overview = std::make_unique<StepOverview>();
+            d.scaling_overview = std::make_unique<ScalingOverview>();
+            d.kernel_overview = std::make_unique<KernelStepOverview>();
+            d.rank_overview = std::make_unique<RankOverview>();
             const std::int64_t newest = newest_step(d.file, d.meta);  // where the runs are now
             const std::int64_t tail = std::max<std::int64_t>(large.tail_steps, 1);
             d.detail_from = newest > INT64_MIN + tail ? newest - tail + 1 : INT64_MIN;
@@ -80,6 +100,89 @@ std::vector<StepRecord> TraceReader::steps(int run, std::int64_t from, std::int6
     if (d.overview) return d.scanned().read(d.file, d.meta, run, from, to);
     std::vector<StepRecord> out = standing_records(steps(run));
     std::erase_if(out, [&](const StepRecord& r) { return r.step < from || r.step > to; });
+    return out;
+}
+
+std::vector<std::vector<SlotPoint>> TraceReader::scaling_overview(int run) const {
+    const Impl& d = *impl_;
+    if (run < 0 || run >= static_cast<int>(d.meta.runs.size())) return {};
+    if (!d.scaling_overview) return scaling_overview(run, INT64_MIN, INT64_MAX);
+    std::vector<std::vector<SlotPoint>> out;
+    for (std::size_t slot = 0; slot < d.file.slots; ++slot) out.push_back(d.scanned_scaling().runs[run].rows(slot));
+    return out;
+}
+
+std::vector<std::vector<SlotPoint>> TraceReader::scaling_overview(int run, std::int64_t from, std::int64_t to) const {
+    const Impl& d = *impl_;
+    std::vector<std::vector<SlotPoint>> out;
+    if (run < 0 || run >= static_cast<int>(d.meta.runs.size())) return out;
+    SlotDecimator decimator(ScalingOverview::kBuckets, d.file.slots);
+    std::vector<SlotPoint> points(d.file.slots);
+    for (const ScalingRecord& r : scaling_detail(run, from, to)) {
+        for (std::size_t k = 0; k < points.size(); ++k) points[k] = {r.step, r.amax[k], r.scale[k]};
+        decimator.add(points);
+    }
+    for (std::size_t slot = 0; slot < d.file.slots; ++slot) out.push_back(decimator.rows(slot));
+    return out;
+}
+
+std::vector<ScalingRecord> TraceReader::scaling_detail(int run, std::int64_t from, std::int64_t to) const {
+    const Impl& d = *impl_;
+    if (d.scaling_overview) return d.scanned_scaling().read(d.file, d.meta, run, from, to);
+    return scaling(run, from, to);
+}
+
+std::vector<KernelStepRecord> TraceReader::kernel_step_overview(int run) const {
+    const Impl& d = *impl_;
+    if (run < 0 || run >= static_cast<int>(d.meta.runs.size())) return {};
+    if (d.kernel_overview) return d.scanned_kernels().decimated(run);
+    KernelStepOverview one;  // the same decimation of the indexed sums
+    one.runs.assign(1, KernelSumDecimator(d.buckets));
+    one.open.resize(1);
+    for (const KernelStepRecord& r : kernel_steps(run, INT64_MIN, INT64_MAX)) {
+        KernelStepSums& sums = one.open[0];
+        if (!sums.rows.empty() && !sums.continues(r)) one.runs[0].add(std::exchange(sums, {}));
+        sums.add(r);
+    }
+    return one.decimated(0);
+}
+
+std::vector<KernelStepRecord> TraceReader::kernel_steps_detail(int run, std::int64_t from, std::int64_t to) const {
+    const Impl& d = *impl_;
+    if (d.kernel_overview) return d.scanned_kernels().read(d.file, d.meta, run, from, to);
+    return kernel_steps(run, from, to);
+}
+
+std::vector<RankStepRecord> TraceReader::rank_overview() const {
+    const Impl& d = *impl_;
+    std::vector<RankStepRecord> out;
+    if (d.rank_overview) {
+        for (const RankDecimator& r : d.scanned_ranks().ranks)
+            for (const auto& k : r.rows()) out.push_back(k);
+        return out;
+    }
+    std::vector<RankDecimator> ranks(static_cast<std::size_t>(std::max(d.meta.world_size, 1)), RankDecimator(d.buckets));
+    for (const auto& k : d.index.rank_records) ranks[static_cast<std::size_t>(k.rank)].add(k);
+    for (const RankDecimator& r : ranks)
+        for (const auto& k : r.rows()) out.push_back(k);
+    return out;
+}
+
+std::vector<RankStepRecord> TraceReader::rank_steps_detail(std::int64_t from, std::int64_t to) const {
+    const Impl& d = *impl_;
+    std::vector<RankStepRecord> out;
+    for (int rank = 0; rank < d.meta.world_size; ++rank) {
+        std::vector<RankStepRecord> mine;
+        if (d.rank_overview) {
+            mine = d.scanned_ranks().read(d.file, d.meta, rank, from, to);
+        } else {
+            for (const auto& k : d.index.rank_records)
+                if (k.rank == rank) mine.push_back(k);
+            mine = standing_records(std::move(mine));
+            std::erase_if(mine, [&](const RankStepRecord& k) { return k.step < from || k.step > to; });
+        }
+        out.insert(out.end(), mine.begin(), mine.end());
+    }
     return out;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "step_decimator.h"
 #include "trace_records.h"
 
 namespace fp8scope::trace {
@@ -48,11 +49,14 @@ public:
     bool refresh();
 
     // A trace opened as an overview holds in memory only what its views need first, so that
-    // one of any size opens in a second or two: only the records of the newest steps (from
-    // detail_from() on) are indexed, and every query below but step_overview and
-    // steps(run, from, to) sees those alone. The first call of either of those two reads
-    // every step record once, for the decimated series and a map of where each run's
-    // steps lie in the file. Records a growing file adds are indexed as usual.
+    // one of any size opens in a second or two: of the per-step tables (steps, scaling, ops,
+    // kernel sums, ranks) only the rows of the newest steps (from detail_from() on) are
+    // indexed, and every query below but step_overview and steps(run, from, to) (and their
+    // scaling and kernel-sum twins) sees those alone; the sparse records (operands and GEMM
+    // errors at capture steps, block maps, events) are indexed whole. The first call of
+    // either of those two reads every step record once, for the decimated series and a
+    // map of where each run's steps lie in the file. Records a growing file adds are
+    // indexed as usual.
     bool overview() const;
     // The first step whose records are all indexed: INT64_MIN unless an overview.
     std::int64_t detail_from() const;
@@ -62,6 +66,25 @@ public:
     // The step records of `run` in [from, to] that stand, step ascending, at full detail;
     // in an overview read from the rows that hold them (what a zoomed-in plot needs).
     std::vector<StepRecord> steps(int run, std::int64_t from, std::int64_t to) const;
+    // The same two for the per-step amax and scale: per operand slot (operand_slot), the
+    // points of `run` decimated (SlotDecimator, 1,024 buckets), step ascending; and the
+    // scaling records of `run` in [from, to] that stand, at full detail. The first call of
+    // either in an overview reads /scaling once.
+    std::vector<std::vector<SlotPoint>> scaling_overview(int run) const;
+    std::vector<ScalingRecord> scaling_detail(int run, std::int64_t from, std::int64_t to) const;
+    // The scaling records of `run` in [from, to] that stand, decimated as scaling_overview
+    // does the whole run's (a zoom too wide to hold at full detail).
+    std::vector<std::vector<SlotPoint>> scaling_overview(int run, std::int64_t from, std::int64_t to) const;
+    // And for the per-step kernel sums: every sum of `run`'s steps kept by a decimation of
+    // its steps by device time (the sum of a step's total_ns; min/max per bucket), step
+    // ascending; and `run`'s sums of the steps in [from, to] that stand, at full detail.
+    std::vector<KernelStepRecord> kernel_step_overview(int run) const;
+    // And for a data-parallel job's per-rank step times: every rank's records decimated
+    // (RankDecimator: compute, comm and step time), and the records of the steps in
+    // [from, to] that stand, at full detail; both rank ascending, then step.
+    std::vector<RankStepRecord> rank_overview() const;
+    std::vector<RankStepRecord> rank_steps_detail(std::int64_t from, std::int64_t to) const;
+    std::vector<KernelStepRecord> kernel_steps_detail(int run, std::int64_t from, std::int64_t to) const;
 
     // Every indexed step record of `run`, in file order.
     std::vector<StepRecord> steps(int run) const;

@@ -22,10 +22,16 @@ inline void read_everything_of(const std::string& path, std::size_t max_steps = 
     r.refresh();
     r.events();
     r.rank_steps();
+    r.rank_overview();
+    r.rank_steps_detail(INT64_MIN, INT64_MAX);
     for (int run = -1; run <= static_cast<int>(m.runs.size()); ++run) {  // and ids outside the runs
         r.steps(run);
         r.steps(run, INT64_MIN, INT64_MAX);
         r.step_overview(run);
+        r.scaling_overview(run);
+        r.scaling_detail(run, INT64_MIN, INT64_MAX);
+        r.kernel_step_overview(run);
+        r.kernel_steps_detail(run, INT64_MIN, INT64_MAX);
         r.last_step(run);
         r.scaling(run, INT64_MIN, INT64_MAX);
         r.row_steps(run, INT64_MIN, INT64_MAX);

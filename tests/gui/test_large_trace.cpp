@@ -1,15 +1,22 @@
 // A large trace in the GUI: it opens as an overview (the newest steps whole, the earlier
 // ones decimated with their spikes and NaN losses kept), a zoom reads its range at full
 // detail and puts the range it left back to decimated, and the Loss view keeps the zoom
-// while the detail arrives.
+// while the detail arrives. The Amax view draws the amax of the whole run (decimated
+// before the newest steps, its first step and its spike kept) and reads its zoom at full
+// detail too.
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 #include <cmath>
 
+#include "models/rank_health_model.h"
 #include "models/trace_file_loader.h"
 #include "show_view.h"
 #include "trace_writer.h"
+#include "widgets/amax_view.h"
+#include "widgets/health_view.h"
+#include "widgets/kernel_view.h"
+#include "widgets/step_cost_plot.h"
 #include "widgets/loss_view.h"
 #include <qcustomplot.h>
 
@@ -26,16 +33,59 @@ double loss_of(int run, std::int64_t step) {
     return 3.0 + std::sin(0.01 * step) + 0.1 * run + (run == 0 && step == kSpike ? 10.0 : 0.0);
 }
 
+// The amax of slot `slot` of `run` at `step`: a slow wave, a one-step spike and a NaN.
+constexpr std::int64_t kAmaxSpike = 7777, kAmaxNan = 15555;
+float amax_of(int run, std::int64_t step, int slot) {
+    if (step == kAmaxNan && slot == 0) return NAN;
+    return static_cast<float>(1.0 + 0.5 * std::sin(0.001 * step) + 0.1 * slot + 0.01 * run +
+                              (step == kAmaxSpike ? 100.0 : 0.0));
+}
+constexpr int kSlots = trace::kOperandsPerLinear;  // one linear
+constexpr std::int64_t kCaptureEvery = 5000;
+
+// A rank's compute time: a one-step spike at kAmaxSpike too.
+double compute_of(int rank, std::int64_t step) { return 90.0 + rank + step % 11 + (step == kAmaxSpike ? 400.0 : 0.0); }
+
+// The device time of the step's one kernel sum: a one-step spike at kAmaxSpike too.
+std::int64_t kernel_ns_of(int run, std::int64_t step) { return 1000 + step % 13 + run + (step == kAmaxSpike ? 50000 : 0); }
+
 void write_trace(const QString& path) {
     trace::TraceMeta m;
     m.tool_version = "test";
     m.runs = {{"baseline", "baseline"}, {"delayed", "delayed"}};
     m.training_recipes = {"baseline", "delayed"};
+    m.linears = {{"blocks.0.mlp.fc1", 0, 64, 256}};
+    m.ops = {"fprop", "sm90_gemm_kernel"};
+    m.world_size = 2;  // rank 0 of a data-parallel job: every rank's step times
     trace::TraceWriter w(path.toStdString(), m);
-    for (std::int64_t step = 1; step <= kSteps; ++step)
-        for (int run = 0; run < kRuns; ++run)
+    for (std::int64_t step = 1; step <= kSteps; ++step) {
+        for (int run = 0; run < kRuns; ++run) {
+            trace::ScalingRecord sc{run, step, {}, {}};
+            for (int slot = 0; slot < kSlots; ++slot) {
+                sc.amax.push_back(amax_of(run, step, slot));
+                sc.scale.push_back(448.0f / amax_of(run, step, slot));
+            }
+            w.write(std::move(sc));
+            if (step % kCaptureEvery == 1) {  // an operand's figures at capture steps
+                trace::OperandRecord o;
+                o.key = {run, step, 0, Gemm::Fprop, Operand::X};
+                o.stats.amax = amax_of(run, step, 0);
+                w.write(std::move(o));
+            }
+            w.write(trace::KernelStepRecord{run, step, 1, 0, trace::OpKind::Kernel, 0, 2, kernel_ns_of(run, step), 100, 900, 0});
             w.write(trace::StepRecord{run, step, loss_of(run, step), NAN, 1e-3, 1.0, 100.0 + step % 7, 5e4, run});
+        }
+        for (int rank = 0; rank < 2; ++rank) w.write(trace::RankStepRecord{step, rank, compute_of(rank, step), 10.0, 100.0 + rank});
+    }
     w.close();
+}
+
+// A graph's points at steps in [first, last] (key, value).
+std::vector<std::pair<double, double>> points_of(QCPGraph* g, double first, double last) {
+    std::vector<std::pair<double, double>> out;
+    for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it)
+        if (it->key >= first && it->key <= last) out.push_back({it->key, it->value});
+    return out;
 }
 
 // The rows of `run` at steps in [first, last].
@@ -74,6 +124,21 @@ class LargeTraceTest : public QObject {
         QCoreApplication::processEvents();
     }
 
+    // A store, a loader that opened the trace as an overview, and the views over them.
+    struct Views {
+        SeriesStore store;
+        StepCursor cursor;
+        Selection selection;
+        TraceFileLoader loader{&store};
+        std::unique_ptr<ViewSet> set;
+    };
+    std::unique_ptr<Views> openViews() {
+        auto w = std::make_unique<Views>();
+        open(w->loader);
+        w->set = std::make_unique<ViewSet>(&w->store, &w->cursor, &w->selection);
+        return w;
+    }
+
 private slots:
     void initTestCase() {
         QVERIFY(dir_.isValid());
@@ -93,6 +158,19 @@ private slots:
             // The newest steps whole.
             QVERIFY(whole(rows_in(store, run, kSteps - 1999, kSteps), run, kSteps - 1999, kSteps));
         }
+        // The operand figures of every capture step, those before the newest steps too.
+        const auto captures = store.read([](const TraceData& d) { return d.runs[1].capture_steps; });
+        QCOMPARE(captures, (std::vector<std::int64_t>{1, 5001, 10001, 15001, 20001, 25001}));
+        const double amax = store.read([](const TraceData& d) {
+            return d.runs[1].operand_at(10001, {0, Gemm::Fprop, Operand::X})->figures[&TensorStats::amax];
+        });
+        QCOMPARE(amax, double(amax_of(1, 10001, 0)));
+        // The ranks' figures are of the newest steps, and the Health view's verdict says so.
+        RankHealthModel health(&store);
+        health.refresh();
+        QVERIFY2(health.verdict().endsWith("(of steps 28001-30000 read whole: a large trace's newest and those a zoom "
+                                           "shows; the figures below are of these)"),
+                 qPrintable(health.verdict()));
         // The spike and the NaN loss are kept, with their values.
         const auto spike = rows_in(store, 0, kSpike, kSpike);
         QCOMPARE(spike.size(), std::size_t(1));
@@ -130,12 +208,8 @@ private slots:
     }
 
     void lossViewKeepsTheZoom() {
-        SeriesStore store;
-        StepCursor cursor;
-        Selection selection;
-        TraceFileLoader loader(&store);
-        open(loader);
-        auto set = std::make_unique<ViewSet>(&store, &cursor, &selection);
+        auto w = openViews();
+        auto& [store, cursor, selection, loader, set] = *w;
         auto* loss = testing::show_view<LossView>(*set, "loss", QSize(900, 700));
         connect(loss, &LossView::stepsShown, &loader, &TraceFileLoader::showSteps);
         QCPAxis* x = loss->lossRect()->axis(QCPAxis::atBottom);
@@ -155,6 +229,126 @@ private slots:
         int in_zoom = 0;
         for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) in_zoom += it->key >= 5000 && it->key <= 5999;
         QCOMPARE(in_zoom, 1000);
+        for (StoreView* v : set->views()) v->hide();
+    }
+
+    void amaxViewShowsTheWholeRun() {
+        auto w = openViews();
+        auto& [store, cursor, selection, loader, set] = *w;
+        selection.setRun(1);
+        selection.setOperand({0, Gemm::Fprop, Operand::X});  // slot 0
+        auto* amax = testing::show_view<AmaxView>(*set, "amax", QSize(900, 600));
+        connect(amax, &StoreView::stepsShown, &loader, &TraceFileLoader::showSteps);
+        QCOMPARE(amax->operandCount(), 1);
+        QCPGraph* g = amax->graph(0, AmaxView::AmaxGraph);
+        // Decimated before the newest 2,000 steps, but from the run's first step on, with
+        // the spike and the NaN (a gap) kept, and every one of the newest steps.
+        const auto all = points_of(g, -1e18, 1e18);
+        QVERIFY2(all.size() < kSteps / 2, qPrintable(QString::number(all.size())));
+        QCOMPARE(all.front().first, 1.0);
+        QCOMPARE(all.front().second, double(amax_of(1, 1, 0)));
+        const auto spike = points_of(g, kAmaxSpike, kAmaxSpike);
+        QCOMPARE(spike.size(), std::size_t(1));
+        QCOMPARE(spike[0].second, double(amax_of(1, kAmaxSpike, 0)));
+        const auto nan = points_of(g, kAmaxNan, kAmaxNan);
+        QCOMPARE(nan.size(), std::size_t(1));
+        QVERIFY(std::isnan(nan[0].second));
+        QCOMPARE(points_of(g, kSteps - 1999, kSteps).size(), std::size_t(2000));
+        // A zoom reads its steps at full detail and stays.
+        QCPAxis* x = amax->plot()->xAxis;
+        QSignalSpy shown(amax, &StoreView::stepsShown);
+        x->setRange(3000, 3999);
+        QVERIFY(shown.wait(2000));
+        QCOMPARE(shown.at(0).at(0).toLongLong(), 3000);
+        QVERIFY(loader.wait(30000));
+        set->refreshNow();
+        g = amax->graph(0, AmaxView::AmaxGraph);
+        const auto zoomed = points_of(g, 3000, 3999);
+        QCOMPARE(zoomed.size(), std::size_t(1000));
+        for (std::size_t i = 0; i < zoomed.size(); ++i) {
+            QCOMPARE(zoomed[i].first, 3000.0 + double(i));
+            QCOMPARE(zoomed[i].second, double(amax_of(1, 3000 + std::int64_t(i), 0)));
+        }
+        QCOMPARE(x->range().lower, 3000.0);
+        QCOMPARE(x->range().upper, 3999.0);
+        for (StoreView* v : set->views()) v->hide();
+    }
+
+    void healthViewShowsTheWholeRun() {
+        auto w = openViews();
+        auto& [store, cursor, selection, loader, set] = *w;
+        auto* health = testing::show_view<HealthView>(*set, "health", QSize(1000, 800));
+        connect(health, &StoreView::stepsShown, &loader, &TraceFileLoader::showSteps);
+        // Rank 0's compute: from step 1 on, decimated but for the newest steps, its spike kept.
+        QCPGraph* g = health->plot()->graph(0);
+        QVERIFY(g->name().startsWith("rank 0"));
+        const auto all = points_of(g, -1e18, 1e18);
+        QVERIFY2(all.size() < kSteps / 2, qPrintable(QString::number(all.size())));
+        QCOMPARE(all.front().first, 1.0);
+        const auto spike = points_of(g, kAmaxSpike, kAmaxSpike);
+        QCOMPARE(spike.size(), std::size_t(1));
+        QCOMPARE(spike[0].second, compute_of(0, kAmaxSpike));
+        QCOMPARE(points_of(g, kSteps - 1999, kSteps).size(), std::size_t(2000));
+        // A zoom reads every rank's records there whole and stays.
+        QCPAxis* x = health->computeRect()->axis(QCPAxis::atBottom);
+        QSignalSpy shown(health, &StoreView::stepsShown);
+        x->setRange(6000, 6999);
+        QVERIFY(shown.wait(2000));
+        QVERIFY(loader.wait(30000));
+        set->refreshNow();
+        g = health->plot()->graph(0);
+        const auto zoomed = points_of(g, 6000, 6999);
+        QCOMPARE(zoomed.size(), std::size_t(1000));
+        for (std::size_t i = 0; i < zoomed.size(); ++i) QCOMPARE(zoomed[i].second, compute_of(0, 6000 + std::int64_t(i)));
+        QCOMPARE(x->range().lower, 6000.0);
+        QCOMPARE(health->commRect()->axis(QCPAxis::atBottom)->range().upper, 6999.0);
+        QVERIFY2(health->verdict().contains("(of steps 6000-6999, 28001-30000 read whole"), qPrintable(health->verdict()));
+        for (StoreView* v : set->views()) v->hide();
+    }
+
+    void kernelsViewSaysWhatItCovers() {
+        auto w = openViews();
+        auto& [store, cursor, selection, loader, set] = *w;
+        selection.setRun(0);
+        auto* kernels = testing::show_view<KernelView>(*set, "kernels", QSize(1000, 800));
+        connect(kernels, &StoreView::stepsShown, &loader, &TraceFileLoader::showSteps);
+        // The step costs: every step of the newest 2,000, the others decimated from step 1 on,
+        // the spike kept with its time.
+        const std::vector<StepBreakdown>& costs = kernels->stepCosts()->steps();
+        QVERIFY2(costs.size() < kSteps / 2, qPrintable(QString::number(costs.size())));
+        QCOMPARE(costs.front().step, std::int64_t(1));
+        const auto at = [&](std::int64_t step) {
+            return std::find_if(costs.begin(), costs.end(), [&](const StepBreakdown& b) { return b.step == step; });
+        };
+        QVERIFY(at(kAmaxSpike) != costs.end());
+        double spike_ns = 0;
+        for (double ns : at(kAmaxSpike)->ns) spike_ns += ns;
+        QCOMPARE(spike_ns, double(kernel_ns_of(0, kAmaxSpike)));
+        for (std::int64_t s = kSteps - 1999; s <= kSteps; s += 97) QVERIFY(at(s) != costs.end());
+        // The statistics over the run cover the steps read whole, and the view says so.
+        kernels->setScope(KernelStatsModel::WholeRun);
+        set->refreshNow();
+        QVERIFY2(kernels->detailNote().contains("statistics from the 2000 steps read whole (28001-30000"),
+                 qPrintable(kernels->detailNote()));
+        const auto calls = [&] {
+            const auto& m = kernels->model();
+            for (int r = 0; r < m.rowCount(); ++r)
+                if (m.data(m.index(r, KernelStatsModel::Name), Qt::DisplayRole).toString().contains("gemm"))
+                    return m.data(m.index(r, KernelStatsModel::Calls), Qt::DisplayRole).toLongLong();
+            return -1LL;
+        };
+        QCOMPARE(calls(), 2LL * 2000);
+        // A zoom of the step costs reads their sums whole, and the statistics take them in.
+        QCPAxis* x = kernels->stepCosts()->plot()->xAxis;
+        QSignalSpy shown(kernels, &StoreView::stepsShown);
+        x->setRange(3000, 3999);
+        QVERIFY(shown.wait(2000));
+        QVERIFY(loader.wait(30000));
+        set->refreshNow();
+        QVERIFY2(kernels->detailNote().contains("statistics from the 3000 steps read whole (3000-3999, 28001-30000"),
+                 qPrintable(kernels->detailNote()));
+        QCOMPARE(calls(), 2LL * 3000);
+        QCOMPARE(x->range().lower, 3000.0);
         for (StoreView* v : set->views()) v->hide();
     }
 };

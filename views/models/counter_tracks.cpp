@@ -32,16 +32,15 @@ std::vector<CounterTrack> counter_tracks(const TraceData& d, int run, std::int64
             t.points.emplace_back(static_cast<std::int64_t>(rd.steps.step[i]), rd.steps[field][i]);
         out.push_back(std::move(t));
     }
-    const auto [slo, shi] = rows_in(rd.scaling.step, first, last);
     for (const OperandRef& ref : operands) {
         const int slot = ref.slot();
         if (slot < 0 || slot >= rd.scaling.slot_count) continue;
         const QString label = short_operand_label(d.meta, ref);
         CounterTrack amax{"amax " + label, {}}, scale{"scale " + label, {}};
-        for (std::size_t i = slo; i < shi; ++i) {
-            const auto step = static_cast<std::int64_t>(rd.scaling.step[i]);
-            amax.points.emplace_back(step, rd.scaling.amax_at(i, slot));
-            scale.points.emplace_back(step, rd.scaling.scale_at(i, slot));
+        // A large trace's steps outside the rows read whole: its decimated points.
+        for (const trace::SlotPoint& p : rd.scaling.points(slot, static_cast<double>(first), static_cast<double>(last))) {
+            amax.points.emplace_back(p.step, p.amax);
+            scale.points.emplace_back(p.step, p.scale);
         }
         out.push_back(std::move(amax));
         if (std::any_of(scale.points.begin(), scale.points.end(), [](const auto& p) { return std::isfinite(p.second); }))

@@ -49,7 +49,7 @@ FindingTarget finding_target(const diagnose::Finding& f) {
 DiagnosedTrace diagnose_file(const std::string& path) {
     // A large trace is diagnosed as the views read it: its newest steps (open_trace.h).
     const trace::TraceReader reader(path, {.min_step_rows = OpenTrace::kLargeStepRows, .tail_steps = OpenTrace::kTailSteps});
-    DiagnosedTrace d{reader.meta(), diagnose::diagnose(reader), trace::read_attribution_table(path)};
+    DiagnosedTrace d{reader.meta(), diagnose::diagnose(reader), trace::read_attribution_table(path), reader.detail_from()};
     std::sort(d.attribution.begin(), d.attribution.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
     return d;
 }

@@ -30,6 +30,9 @@ struct DiagnosedTrace {
     trace::TraceMeta meta;
     std::vector<diagnose::Finding> findings;
     std::vector<trace::AttributionRecord> attribution;  // an attribute trace's groups, by rank
+    // A large trace is diagnosed as an overview reads it (open_trace.h): its per-step
+    // records from this step on, its capture steps whole; INT64_MIN: every step.
+    std::int64_t detail_from = INT64_MIN;
 };
 DiagnosedTrace diagnose_file(const std::string& path);
 

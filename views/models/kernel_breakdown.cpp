@@ -98,20 +98,22 @@ std::vector<StepBreakdown> run_breakdown(const TraceData& d, int run) {
         if (!k.empty()) out.push_back(step_breakdown(d.meta, step, k));
         while (i < ops.size() && ops.step(i) == step) ++i;
     }
-    // The steps whose records were not kept, from their sums, in step order among the others.
-    const std::size_t recorded = out.size();
-    const auto& sums = rd.kernel_steps;
-    for (std::size_t i = 0; i < sums.size();) {
-        std::size_t j = i;
-        while (j < sums.size() && sums[j].step == sums[i].step) ++j;
-        const auto at = std::lower_bound(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(recorded), sums[i].step,
-                                         [](const StepBreakdown& b, std::int64_t s) { return b.step < s; });
-        if (at == out.begin() + static_cast<std::ptrdiff_t>(recorded) || at->step != sums[i].step)
-            out.push_back(summed_breakdown(d.meta, sums[i].step, sums.data() + i, sums.data() + j));
-        i = j;
+    // The steps whose records were not kept, from their sums, in step order among the others;
+    // then a large trace's decimated steps (steps none of the others has).
+    const auto by_step = [](const StepBreakdown& a, const StepBreakdown& b) { return a.step < b.step; };
+    for (const auto* sums : {&rd.kernel_steps, &rd.kernel_steps_decimated}) {
+        const std::size_t recorded = out.size();
+        for (std::size_t i = 0; i < sums->size();) {
+            std::size_t j = i;
+            while (j < sums->size() && (*sums)[j].step == (*sums)[i].step) ++j;
+            const auto at = std::lower_bound(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(recorded), (*sums)[i].step,
+                                             [](const StepBreakdown& b, std::int64_t s) { return b.step < s; });
+            if (at == out.begin() + static_cast<std::ptrdiff_t>(recorded) || at->step != (*sums)[i].step)
+                out.push_back(summed_breakdown(d.meta, (*sums)[i].step, sums->data() + i, sums->data() + j));
+            i = j;
+        }
+        std::inplace_merge(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(recorded), out.end(), by_step);
     }
-    std::inplace_merge(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(recorded), out.end(),
-                       [](const StepBreakdown& a, const StepBreakdown& b) { return a.step < b.step; });
     return out;
 }
 

@@ -42,18 +42,27 @@ QString kernel_detail_note(const TraceData& d, int run) {
     if (run < 0 || run >= static_cast<int>(d.runs.size())) return {};
     const RunData& rd = d.runs[static_cast<std::size_t>(run)];
     if (rd.kernel_steps.empty()) return {};
-    std::int64_t summed = 0;
+    std::vector<std::int64_t> summed;
     for (std::size_t i = 0; i < rd.kernel_steps.size(); ++i)
-        if (i == 0 || rd.kernel_steps[i].step != rd.kernel_steps[i - 1].step) ++summed;
-    const std::vector<std::int64_t> detailed = detailed_steps(rd);
-    if (static_cast<std::int64_t>(detailed.size()) >= summed) return {};
+        if (i == 0 || rd.kernel_steps[i].step != rd.kernel_steps[i - 1].step) summed.push_back(rd.kernel_steps[i].step);
     const auto tr = [](const char* s) { return QCoreApplication::translate("KernelView", s); };
+    // A large trace: the statistics cover only the steps read whole; say which.
+    const QString overview =
+        rd.kernel_steps_decimated.empty()
+            ? QString()
+            : tr("; a large trace: statistics from the %1 steps read whole (%2: the newest and those a zoom shows), "
+                 "the step costs of the others decimated (each bucket's cheapest, dearest and first step)")
+                  .arg(summed.size())
+                  .arg(step_ranges(summed, 4));
+    const std::vector<std::int64_t> detailed = detailed_steps(rd);
+    if (detailed.size() >= summed.size()) return overview.isEmpty() ? QString() : overview.mid(2);
     QString mode;
     if (!d.meta.kernel_timings.empty())
         mode = tr(" (--kernel-timings %1, window %2)").arg(QString::fromStdString(d.meta.kernel_timings)).arg(d.meta.kernel_window);
     const QString where = detailed.empty() ? tr("no individual kernels recorded") + mode
                                            : tr("individual kernels recorded on steps %1").arg(step_ranges(detailed)) + mode;
-    return where + tr("; statistics from every step (%1 steps with kernel sums)").arg(summed);
+    if (!overview.isEmpty()) return where + overview;
+    return where + tr("; statistics from every step (%1 steps with kernel sums)").arg(summed.size());
 }
 
 }  // namespace fp8scope::views

@@ -19,8 +19,8 @@ std::vector<std::int64_t> detailed_steps(const RunData& rd);
 // counted ("..., and 40 more steps").
 QString step_ranges(const std::vector<std::int64_t>& steps, int max_ranges = 8);
 // What the Kernels view says of `run`: where the individual records are and that the
-// statistics come from every step; empty when the run has no kernel data, or kept every
-// step's records.
+// statistics come from every step (of a large trace opened as an overview: from which
+// steps); empty when the run has no kernel data, or kept every step's records.
 QString kernel_detail_note(const TraceData& d, int run);
 
 }  // namespace fp8scope::views

@@ -29,24 +29,66 @@ bool OpenTrace::overview() const { return reader_->overview(); }
 TraceBatch OpenTrace::steps(std::int64_t first, std::int64_t last) const {
     TraceBatch b;
     b.replace = TraceBatch::StepRange{first, last, {}};
-    for (int run = 0; run < static_cast<int>(meta().runs.size()); ++run) {
+    const auto runs = static_cast<int>(meta().runs.size());
+    // The amax and scale of every slot at every step of a wide range would take more memory
+    // than the rest of the trace: such a range has them decimated anew, but for the newest
+    // steps, which stay whole.
+    const double values = static_cast<double>(last - first + 1) * runs * static_cast<double>(meta().linears.size()) *
+                          trace::kOperandsPerLinear;
+    const bool scaling_whole = values <= kDetailScalingValues;
+    // The same for the kernel sums, at as many a step as the newest steps have.
+    if (static_cast<double>(last - first + 1) * kernelSumsPerStep() > kDetailKernelSums)
+        b.replace->what &= ~TraceBatch::KernelSums;
+    for (int run = 0; run < runs; ++run) {
         b.replace->runs.push_back(run);
         for (const auto& s : reader_->steps(run, first, last)) b.steps.push_back(s);
+        const std::int64_t whole_from = scaling_whole ? first : std::max(first, reader_->detail_from());
+        if (whole_from > first)
+            b.scaling_points.push_back({run, reader_->scaling_overview(run, first, std::min(last, whole_from - 1))});
+        for (auto& s : reader_->scaling_detail(run, whole_from, last)) b.scaling.push_back(std::move(s));
+        if (b.replace->what & TraceBatch::KernelSums)
+            for (const auto& k : reader_->kernel_steps_detail(run, first, last)) b.kernel_steps.push_back(k);
     }
+    b.ranks = reader_->rank_steps_detail(first, last);
     return b;
 }
 
-TraceBatch OpenTrace::decimated(std::int64_t first, std::int64_t last) const {
+double OpenTrace::kernelSumsPerStep() const {
+    if (!overview()) return 0;
+    const std::int64_t from = reader_->detail_from();
+    double sums = 0;
+    std::int64_t newest = from;
+    for (int run = 0; run < static_cast<int>(meta().runs.size()); ++run) {
+        sums += static_cast<double>(reader_->kernel_steps(run, from, INT64_MAX).size());
+        newest = std::max(newest, reader_->last_step(run));
+    }
+    return sums / static_cast<double>(std::max<std::int64_t>(newest - from + 1, 1));
+}
+
+TraceBatch OpenTrace::decimated(std::int64_t first, std::int64_t last, int what) const {
     // The newest steps stay whole.
     if (reader_->detail_from() > std::numeric_limits<std::int64_t>::min())
         last = std::min(last, reader_->detail_from() - 1);
     TraceBatch b;
-    b.replace = TraceBatch::StepRange{first, last, {}};
+    b.replace = TraceBatch::StepRange{first, last, {}, what};
+    const auto in_range = [&](std::int64_t step) { return step >= first && step <= last; };
     for (int run = 0; run < static_cast<int>(meta().runs.size()); ++run) {
         b.replace->runs.push_back(run);
-        for (const auto& s : reader_->step_overview(run))
-            if (s.step >= first && s.step <= last) b.steps.push_back(s);
+        if (what & TraceBatch::StepRecords)
+            for (const auto& s : reader_->step_overview(run))
+                if (in_range(s.step)) b.steps.push_back(s);
+        if (what & TraceBatch::KernelSums)
+            for (const auto& k : reader_->kernel_step_overview(run))
+                if (in_range(k.step)) b.kernel_steps_decimated.push_back(k);
+        if (what & TraceBatch::Scaling) {
+            TraceBatch::SlotPoints p{run, reader_->scaling_overview(run)};
+            for (auto& v : p.by_slot) std::erase_if(v, [&](const trace::SlotPoint& s) { return !in_range(s.step); });
+            b.scaling_points.push_back(std::move(p));
+        }
     }
+    if (what & TraceBatch::Ranks)
+        for (const auto& k : reader_->rank_overview())
+            if (in_range(k.step)) b.ranks_decimated.push_back(k);
     return b;
 }
 
@@ -74,6 +116,7 @@ std::int64_t OpenTrace::readNew(const std::function<void(TraceBatch&&)>& push, c
     if (ranks.size() > ranks_read_)
         head.ranks.assign(ranks.begin() + static_cast<std::ptrdiff_t>(ranks_read_), ranks.end());
     ranks_read_ = std::max(ranks_read_, ranks.size());
+    if (overview()) head.detail_from = reader_->detail_from();
     push(std::move(head));
 
     std::vector<RunPlan> plans;
@@ -96,9 +139,12 @@ std::int64_t OpenTrace::readNew(const std::function<void(TraceBatch&&)>& push, c
         done_[p.run] = p.limit;
         newest = std::max(newest, p.limit);
     }
-    // An overview: the steps before the newest, decimated, once the newest are shown.
+    // An overview: the steps before the newest, decimated, once the newest are shown; the
+    // step records first (one pass over /steps), the ranks' step times, the kernel sums,
+    // then the amax and scale (the longest pass).
     if (overview() && !decimated_sent_ && reader_->detail_from() > std::numeric_limits<std::int64_t>::min()) {
-        push(decimated(std::numeric_limits<std::int64_t>::min(), reader_->detail_from() - 1));
+        for (int what : {TraceBatch::StepRecords, TraceBatch::Ranks, TraceBatch::KernelSums, TraceBatch::Scaling})
+            push(decimated(std::numeric_limits<std::int64_t>::min(), reader_->detail_from() - 1, what));
         decimated_sent_ = true;
     }
     return newest;

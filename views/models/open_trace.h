@@ -15,9 +15,10 @@
 // A large trace (kLargeStepRows step records or more) opens as an overview
 // (TraceReader::overview()): the first readNew() hands over every record of the newest
 // kTailSteps steps, so that every view shows where the run is now at once, then each run's
-// earlier steps decimated (min/max per bucket) as a batch that replaces them. steps()
-// reads a range at full detail for a plot zoomed into it, and decimated() puts the
-// decimated records back.
+// earlier steps decimated (min/max per bucket) as batches that replace them: the step
+// records, the ranks' step times, the kernel sums, then the amax and scale of every
+// operand slot. steps() reads a range at full
+// detail for a plot zoomed into it, and decimated() puts the decimated records back.
 #pragma once
 
 #include <cstdint>
@@ -60,11 +61,21 @@ public:
     bool overview() const;
     // A batch that replaces every run's steps in [first, last] with the records that
     // stand there, at full detail (steps()) or decimated (decimated(), which leaves the
-    // newest steps whole).
+    // newest steps whole): step records, the per-step amax and scale, the per-step
+    // kernel sums and the ranks' step times (`what`: TraceBatch::Replaced). steps() decimates a range's amax and
+    // scale anew (as finely as the whole run's) where they would exceed
+    // kDetailScalingValues values, and keeps its kernel sums decimated where they would
+    // exceed kDetailKernelSums (at the newest steps' sums per step).
     TraceBatch steps(std::int64_t first, std::int64_t last) const;
-    TraceBatch decimated(std::int64_t first, std::int64_t last) const;
+    TraceBatch decimated(std::int64_t first, std::int64_t last,
+                         int what = TraceBatch::StepRecords | TraceBatch::Scaling | TraceBatch::KernelSums |
+                                    TraceBatch::Ranks) const;
+    static constexpr double kDetailScalingValues = 16e6;  // 128 MB of amax and scale
+    static constexpr double kDetailKernelSums = 2e6;      // 128 MB of kernel sums
 
 private:
+    // Kernel sums per step of the newest steps (read whole), every run together.
+    double kernelSumsPerStep() const;
     struct RunPlan;
     RunPlan plan(int run);
     void readWindow(const RunPlan& p, std::size_t window, const std::function<void(TraceBatch&&)>& push) const;

@@ -1,6 +1,8 @@
 // Rank health table model.
 #include "models/rank_health_model.h"
 
+#include "models/kernel_detail.h"
+
 #include <QBrush>
 #include <QColor>
 #include <algorithm>
@@ -73,8 +75,18 @@ void RankHealthModel::refresh() {
     qint64 first_step = 0;
     QString first;
     QStringList changes;
+    QString covered;
     store_->read([&](const TraceData& d) {
         world = d.meta.world_size;
+        // A large trace opened as an overview reads its ranks' records of the newest steps
+        // (and of a zoom) whole: the figures below cover those, and the verdict says so.
+        std::vector<std::int64_t> steps;  // every rank's steps read whole, once
+        if (d.detail_from > INT64_MIN)
+            for (const RankColumns& c : d.ranks)
+                for (double s : c.step) steps.push_back(static_cast<std::int64_t>(s));
+        std::sort(steps.begin(), steps.end());
+        steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+        if (!steps.empty()) covered = step_ranges(steps, 4);
         type = sum_dtype(d.meta.grad_dtype);
         for (const RankColumns& c : d.ranks) {
             Row r;
@@ -137,6 +149,7 @@ void RankHealthModel::refresh() {
     first_mismatch_step_ = first_step;
     first_mismatch_ = first;
     world_changes_ = changes;
+    covered_ = covered;
     endResetModel();
 }
 
@@ -144,6 +157,13 @@ bool RankHealthModel::flagged(int rank) const { return std::find(slow_.begin(), 
 
 QString RankHealthModel::verdict() const {
     if (!dataParallel()) return tr("single-process run: no data-parallel health records");
+    if (covered_.isEmpty()) return judgement();
+    return judgement() + tr(" (of steps %1 read whole: a large trace's newest and those a zoom shows; the figures below "
+                            "are of these)")
+                             .arg(covered_);
+}
+
+QString RankHealthModel::judgement() const {
     if (std::none_of(rows_.begin(), rows_.end(), [](const Row& r) { return r.slowest_step >= 0; }))
         return tr("%1 ranks: no step times yet").arg(world_size_);
     if (slow_.empty())

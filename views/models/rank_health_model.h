@@ -34,7 +34,7 @@ public:
     const std::vector<int>& slowRanks() const { return slow_; }  // slowest first
     double medianOfRanks() const { return median_of_ranks_; }    // of the ranks' median compute
     // One line that answers "is any rank slow, and which?"; for a single process, that it
-    // has no health records.
+    // has no health records. Of a large trace opened as an overview, which steps it judged.
     QString verdict() const;
     // One line on the gradient sums: their type, megabytes per rank per step, what BF16 or
     // FP8 saves against float32 and the last error it added. A trace that does not say
@@ -77,6 +77,8 @@ private:
     qint64 first_mismatch_step_ = 0;
     QString first_mismatch_;
     QStringList world_changes_;  // "step 12: lost rank 2; world 4 -> 3; ..."
+    QString covered_;  // of an overview: the steps of the ranks' records ("28001-30000"); empty otherwise
+    QString judgement() const;  // the verdict without the steps it covers
 };
 
 }  // namespace fp8scope::views

@@ -29,16 +29,15 @@ QString shapes_differ_note(const TraceData& d, int run, int other, const Operand
 
 SlotSeries slot_series(const RunData& rd, int slot) {
     SlotSeries s;
-    const ScalingColumns& sc = rd.scaling;
-    if (slot < 0 || slot >= sc.slot_count) return s;
-    const auto n = static_cast<qsizetype>(sc.step.size());
+    const std::vector<trace::SlotPoint> points = rd.scaling.points(slot);
+    const auto n = static_cast<qsizetype>(points.size());
     s.step.reserve(n);
     s.amax.reserve(n);
     s.scale.reserve(n);
-    for (qsizetype i = 0; i < n; ++i) {
-        s.step << sc.step[i];
-        s.amax << sc.amax_at(i, slot);
-        s.scale << sc.scale_at(i, slot);
+    for (const trace::SlotPoint& p : points) {
+        s.step << static_cast<double>(p.step);
+        s.amax << p.amax;
+        s.scale << p.scale;
     }
     return s;
 }

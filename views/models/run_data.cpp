@@ -5,6 +5,24 @@
 
 namespace fp8scope::views {
 
+std::vector<trace::SlotPoint> ScalingColumns::points(int slot, double first, double last) const {
+    std::vector<trace::SlotPoint> out;
+    if (slot < 0 || slot >= slot_count) return out;
+    const auto lo = std::lower_bound(step.begin(), step.end(), first) - step.begin();
+    const auto hi = std::upper_bound(step.begin(), step.end(), last) - step.begin();
+    for (auto i = lo; i < hi; ++i)
+        out.push_back({static_cast<std::int64_t>(step[i]), amax_at(static_cast<std::size_t>(i), slot),
+                       scale_at(static_cast<std::size_t>(i), slot)});
+    if (static_cast<std::size_t>(slot) >= decimated.size() || decimated[slot].empty()) return out;
+    const std::size_t rows_end = out.size();
+    for (const trace::SlotPoint& p : decimated[slot])
+        if (static_cast<double>(p.step) >= first && static_cast<double>(p.step) <= last) out.push_back(p);
+    // The rows and the decimated points hold different steps, each ascending.
+    std::inplace_merge(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(rows_end), out.end(),
+                       [](const trace::SlotPoint& a, const trace::SlotPoint& b) { return a.step < b.step; });
+    return out;
+}
+
 std::ptrdiff_t RunData::capture_index_at(std::int64_t step) const {
     auto it = std::upper_bound(capture_steps.begin(), capture_steps.end(), step);
     return (it - capture_steps.begin()) - 1;

@@ -9,6 +9,7 @@
 #include "models/op_list.h"
 #include "models/operand_summary.h"
 #include "models/record_columns.h"
+#include "step_decimator.h"
 #include "trace_records.h"
 
 namespace fp8scope::views {
@@ -17,13 +18,20 @@ namespace fp8scope::views {
 // of trace::StepRecord's list.
 using StepColumns = RecordColumns<trace::StepRecord>;
 
-// Amax and scale of every operand slot at every step: row-major (steps, slot_count).
+// Amax and scale of every operand slot at every step: row-major (steps, slot_count). A
+// large trace's (an overview's) steps outside the rows are decimated: each slot's points
+// there (`decimated`, step ascending) are kept apart, since every slot keeps other steps.
 struct ScalingColumns {
     int slot_count = 0;
     std::vector<double> step;
     std::vector<float> amax, scale;
+    std::vector<std::vector<trace::SlotPoint>> decimated;  // by slot; empty unless an overview
     float amax_at(std::size_t row, int slot) const { return amax[row * slot_count + slot]; }
     float scale_at(std::size_t row, int slot) const { return scale[row * slot_count + slot]; }
+    std::size_t rows() const { return step.size(); }
+    // One slot's points in [first, last], the rows' and the decimated ones merged, step
+    // ascending.
+    std::vector<trace::SlotPoint> points(int slot, double first = -1e300, double last = 1e300) const;
 };
 
 // One rank's figures of a data-parallel job, one entry per step (steps ascending): every
@@ -61,6 +69,10 @@ struct RunData {
     // The per-step sums of the run's device records (every step of a GPU run, also where
     // the individual records in `ops` were not kept), step ascending.
     std::vector<trace::KernelStepRecord> kernel_steps;
+    // A large trace's (an overview's) steps outside those read whole: the sums of the steps
+    // a decimation by device time kept (min/max per bucket), step ascending. Apart from
+    // kernel_steps, so that statistics over the run never mix them in.
+    std::vector<trace::KernelStepRecord> kernel_steps_decimated;
 
     // Index of the newest capture step <= step; -1 when none.
     std::ptrdiff_t capture_index_at(std::int64_t step) const;
@@ -91,7 +103,13 @@ struct TraceData {
     std::vector<RunData> runs;
     std::vector<trace::EventRecord> events;
     std::vector<RankColumns> ranks;  // by rank; meta.world_size of them, empty for one process
+    // An overview's (detail_from) rank records outside those read whole, decimated per rank
+    // (step ascending); apart from `ranks`, whose medians they would bias.
+    std::vector<std::vector<trace::RankStepRecord>> ranks_decimated;
     std::int64_t first_step = -1, last_step = -1;  // over all runs; -1 when empty
+    // A large trace opened as an overview (open_trace.h): the step from which on its per-step
+    // records are all read; before it, only what a zoom read (INT64_MIN: not an overview).
+    std::int64_t detail_from = INT64_MIN;
     bool empty() const { return last_step < 0; }
     int slot_count() const { return static_cast<int>(meta.linears.size()) * trace::kOperandsPerLinear; }
 };

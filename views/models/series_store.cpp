@@ -80,6 +80,53 @@ void truncate_scaling(ScalingColumns& c, double step) {
     cut(c.step, n);
     cut(c.amax, n * c.slot_count);
     cut(c.scale, n * c.slot_count);
+    for (auto& points : c.decimated)
+        std::erase_if(points, [&](const trace::SlotPoint& p) { return static_cast<double>(p.step) >= step; });
+}
+
+// Appends a scaling record's amax and scale as a row; a short (damaged) row is padded with
+// NaN so every row keeps slot_count entries.
+void push_scaling(ScalingColumns& c, const trace::ScalingRecord& s) {
+    c.step.push_back(static_cast<double>(s.step));
+    for (auto [dst, src] : {std::pair(&c.amax, &s.amax), std::pair(&c.scale, &s.scale)}) {
+        const auto n = std::min<std::size_t>(src->size(), c.slot_count);
+        dst->insert(dst->end(), src->begin(), src->begin() + n);
+        dst->resize(dst->size() + (c.slot_count - n), NAN);
+    }
+}
+
+// Replaces the scaling rows and decimated points of `c` at steps in [first, last] with
+// `rows` (step ascending, all in the range) and `points` (by slot, step ascending, all in
+// the range, taken; null: none).
+void splice_scaling(ScalingColumns& c, std::int64_t first, std::int64_t last, const std::vector<const trace::ScalingRecord*>& rows,
+                    std::vector<std::vector<trace::SlotPoint>>* points) {
+    const auto in_range = [&](std::int64_t step) { return step >= first && step <= last; };
+    const auto lo = rows_before(c.step, static_cast<double>(first));
+    const auto hi = static_cast<std::size_t>(std::upper_bound(c.step.begin(), c.step.end(), static_cast<double>(last)) - c.step.begin());
+    ScalingColumns added;
+    added.slot_count = c.slot_count;
+    for (const trace::ScalingRecord* r : rows) push_scaling(added, *r);
+    const auto at = [](auto& v, std::size_t i) { return v.begin() + static_cast<std::ptrdiff_t>(i); };
+    const std::size_t n = static_cast<std::size_t>(c.slot_count);
+    c.step.erase(at(c.step, lo), at(c.step, hi));
+    c.step.insert(at(c.step, lo), added.step.begin(), added.step.end());
+    for (auto [dst, src] : {std::pair(&c.amax, &added.amax), std::pair(&c.scale, &added.scale)}) {
+        dst->erase(at(*dst, lo * n), at(*dst, hi * n));
+        dst->insert(at(*dst, lo * n), src->begin(), src->end());
+    }
+    for (auto& v : c.decimated) std::erase_if(v, [&](const trace::SlotPoint& p) { return in_range(p.step); });
+    if (!points) return;
+    if (c.decimated.size() < n) c.decimated.resize(n);
+    for (std::size_t slot = 0; slot < n && slot < points->size(); ++slot) {
+        auto& v = c.decimated[slot];
+        auto& add = (*points)[slot];
+        if (v.empty()) {
+            v = std::move(add);
+            continue;
+        }
+        const auto pos = std::lower_bound(v.begin(), v.end(), first, [](const trace::SlotPoint& p, std::int64_t s) { return p.step < s; });
+        v.insert(pos, add.begin(), add.end());
+    }
 }
 
 // Replaces the rows of `c` at steps in [first, last] with `rows` (step ascending, all in
@@ -90,14 +137,86 @@ void splice_steps(StepColumns& c, std::int64_t first, std::int64_t last, const s
     c.replace(lo, hi, rows);
 }
 
+// Replaces the sums of `v` (step ascending) at steps in [first, last] with those of `rows`
+// in the range (step ascending, file order within a step).
+void splice_sums(std::vector<trace::KernelStepRecord>& v, std::int64_t first, std::int64_t last,
+                 const std::vector<trace::KernelStepRecord>& rows) {
+    const auto by_step = [](const trace::KernelStepRecord& k, std::int64_t s) { return k.step < s; };
+    const auto lo = std::lower_bound(v.begin(), v.end(), first, by_step);
+    const auto hi = std::upper_bound(v.begin(), v.end(), last, [](std::int64_t s, const auto& k) { return s < k.step; });
+    std::vector<trace::KernelStepRecord> in_range;
+    for (const auto& k : rows)
+        if (k.step >= first && k.step <= last) in_range.push_back(k);
+    v.insert(v.erase(lo, hi), in_range.begin(), in_range.end());
+}
+
+// Replaces every rank's records at steps in [range.first, range.last]: those read whole go
+// into its columns, the decimated ones beside them.
+void splice_ranks(TraceData& d, const TraceBatch::StepRange& range, const std::vector<trace::RankStepRecord>& rows,
+                  const std::vector<trace::RankStepRecord>& decimated) {
+    const auto in_range = [&](std::int64_t s) { return s >= range.first && s <= range.last; };
+    if (d.ranks_decimated.size() < d.ranks.size()) d.ranks_decimated.resize(d.ranks.size());
+    for (std::size_t k = 0; k < d.ranks.size(); ++k) {
+        std::vector<trace::RankStepRecord> mine;
+        for (const auto& r : rows)
+            if (r.rank == static_cast<std::int32_t>(k) && in_range(r.step)) mine.push_back(r);
+        RankColumns& c = d.ranks[k];
+        const auto lo = rows_before(c.step, static_cast<double>(range.first));
+        const auto hi = static_cast<std::size_t>(std::upper_bound(c.step.begin(), c.step.end(), static_cast<double>(range.last)) - c.step.begin());
+        c.replace(lo, hi, mine);
+        // The measured sum errors, kept apart: the range's anew.
+        const auto elo = rows_before(c.error_step, static_cast<double>(range.first));
+        const auto ehi = static_cast<std::size_t>(std::upper_bound(c.error_step.begin(), c.error_step.end(), static_cast<double>(range.last)) - c.error_step.begin());
+        std::vector<double> es;
+        std::vector<float> ev;
+        for (const auto& r : mine)
+            if (std::isfinite(r.grad_error)) es.push_back(static_cast<double>(r.step)), ev.push_back(static_cast<float>(r.grad_error));
+        c.error_step.insert(c.error_step.erase(c.error_step.begin() + static_cast<std::ptrdiff_t>(elo), c.error_step.begin() + static_cast<std::ptrdiff_t>(ehi)), es.begin(), es.end());
+        c.grad_error.insert(c.grad_error.erase(c.grad_error.begin() + static_cast<std::ptrdiff_t>(elo), c.grad_error.begin() + static_cast<std::ptrdiff_t>(ehi)), ev.begin(), ev.end());
+        auto& v = d.ranks_decimated[k];
+        const auto by_step = [](const trace::RankStepRecord& r, std::int64_t s) { return r.step < s; };
+        const auto dlo = std::lower_bound(v.begin(), v.end(), range.first, by_step);
+        const auto dhi = std::upper_bound(v.begin(), v.end(), range.last, [](std::int64_t s, const auto& r) { return s < r.step; });
+        std::vector<trace::RankStepRecord> kept;
+        for (const auto& r : decimated)
+            if (r.rank == static_cast<std::int32_t>(k) && in_range(r.step)) kept.push_back(r);
+        v.insert(v.erase(dlo, dhi), kept.begin(), kept.end());
+    }
+}
+
 }  // namespace
 
 void SeriesStore::append_locked(TraceBatch& batch) {
     auto& d = data_;
+    if (batch.detail_from) d.detail_from = std::max(d.detail_from, *batch.detail_from);
+    if (batch.replace && (batch.replace->what & TraceBatch::Ranks)) splice_ranks(d, *batch.replace, batch.ranks, batch.ranks_decimated);
     if (batch.replace) {
         const auto& r = *batch.replace;
         for (std::int32_t run : r.runs) {
             if (run < 0 || run >= static_cast<std::int32_t>(d.runs.size())) continue;
+            if (r.what & TraceBatch::Scaling) {
+                std::vector<const trace::ScalingRecord*> rows;
+                for (const auto& s : batch.scaling)
+                    if (s.run == run && s.step >= r.first && s.step <= r.last) rows.push_back(&s);
+                std::sort(rows.begin(), rows.end(), [](const auto* a, const auto* b) { return a->step < b->step; });
+                std::vector<std::vector<trace::SlotPoint>>* points = nullptr;  // moved from the batch
+                for (auto& p : batch.scaling_points)
+                    if (p.run == run) points = &p.by_slot;
+                if (points)
+                    for (auto& v : *points)
+                        std::erase_if(v, [&](const trace::SlotPoint& p) { return p.step < r.first || p.step > r.last; });
+                splice_scaling(d.runs[run].scaling, r.first, r.last, rows, points);
+            }
+            if (r.what & TraceBatch::KernelSums) {
+                std::vector<trace::KernelStepRecord> mine, decimated;
+                for (const auto& k : batch.kernel_steps)
+                    if (k.run == run) mine.push_back(k);
+                for (const auto& k : batch.kernel_steps_decimated)
+                    if (k.run == run) decimated.push_back(k);
+                splice_sums(d.runs[run].kernel_steps, r.first, r.last, mine);
+                splice_sums(d.runs[run].kernel_steps_decimated, r.first, r.last, decimated);
+            }
+            if (!(r.what & TraceBatch::StepRecords)) continue;
             std::vector<trace::StepRecord> rows;
             for (const auto& s : batch.steps)
                 if (s.run == run && s.step >= r.first && s.step <= r.last) rows.push_back(s);
@@ -134,13 +253,7 @@ void SeriesStore::append_locked(TraceBatch& batch) {
         if (!run || slot_count == 0) continue;
         auto& c = run->scaling;
         if (!c.step.empty() && s.step <= c.step.back()) truncate_scaling(c, static_cast<double>(s.step));
-        c.step.push_back(static_cast<double>(s.step));
-        // Short (damaged) rows are padded with NaN so every row keeps slot_count entries.
-        for (auto [dst, src] : {std::pair(&c.amax, &s.amax), std::pair(&c.scale, &s.scale)}) {
-            const auto n = std::min<std::size_t>(src->size(), slot_count);
-            dst->insert(dst->end(), src->begin(), src->begin() + n);
-            dst->resize(dst->size() + (slot_count - n), NAN);
-        }
+        push_scaling(c, s);
         see_step(s.step);
     }
     for (const auto& o : batch.operands) {
@@ -202,8 +315,10 @@ void SeriesStore::append_locked(TraceBatch& batch) {
         // come once per kernel, so a kernel seen again at the newest step is its re-recording.
         if (!v.empty() && k.step <= v.back().step) {
             const auto [lo, hi] = run->kernel_steps_of(k.step);
-            if (k.step < v.back().step || std::any_of(v.begin() + lo, v.begin() + hi, same))
+            if (k.step < v.back().step || std::any_of(v.begin() + lo, v.begin() + hi, same)) {
                 v.erase(v.begin() + static_cast<std::ptrdiff_t>(lo), v.end());
+                std::erase_if(run->kernel_steps_decimated, [&](const auto& o) { return o.step >= k.step; });
+            }
         }
         v.push_back(k);
         see_step(k.step);
@@ -211,7 +326,11 @@ void SeriesStore::append_locked(TraceBatch& batch) {
     for (const auto& k : batch.ranks) {
         if (k.rank < 0 || k.rank >= static_cast<std::int32_t>(d.ranks.size())) continue;
         auto& c = d.ranks[static_cast<std::size_t>(k.rank)];
-        if (!c.step.empty() && k.step <= c.step.back()) truncate_ranks(c, static_cast<double>(k.step));
+        if (!c.step.empty() && k.step <= c.step.back()) {
+            truncate_ranks(c, static_cast<double>(k.step));
+            if (static_cast<std::size_t>(k.rank) < d.ranks_decimated.size())
+                std::erase_if(d.ranks_decimated[static_cast<std::size_t>(k.rank)], [&](const auto& o) { return o.step >= k.step; });
+        }
         c.push_back(k);
         if (std::isfinite(k.grad_error)) {
             c.error_step.push_back(static_cast<double>(k.step));

@@ -29,12 +29,32 @@ struct TraceBatch {
     std::vector<trace::GemmErrorRecord> gemm_errors;  // GEMM output errors at capture steps
     std::vector<trace::KernelStepRecord> kernel_steps;  // per-step kernel sums
     std::vector<trace::GateUpAlignmentRecord> gate_up;  // a SwiGLU's gate/up alignment at capture steps
-    // Set: the batch's step records replace those the store holds of `runs` at steps in
-    // [first, last] (a large trace's steps at full detail where a plot zoomed in, or
-    // decimated again where it zoomed out), instead of being appended.
+    // A large trace's amax and scale decimated (trace::SlotDecimator): per run, the points
+    // of each operand slot; only in a batch that replaces a range (below).
+    struct SlotPoints {
+        std::int32_t run = 0;
+        std::vector<std::vector<trace::SlotPoint>> by_slot;  // by operand slot, step ascending
+    };
+    std::vector<SlotPoints> scaling_points;
+    // A large trace's kernel sums of the steps its decimation kept (every sum of each kept
+    // step); only in a batch that replaces a range.
+    std::vector<trace::KernelStepRecord> kernel_steps_decimated;
+    // The same for a job's per-rank step times (with Ranks, `ranks` are the full-detail
+    // records of the range).
+    std::vector<trace::RankStepRecord> ranks_decimated;
+    // Set: the trace is a large one opened as an overview, whose per-step records are read
+    // whole from this step on (TraceData::detail_from).
+    std::optional<std::int64_t> detail_from;
+    // Set: the batch's step records, its scaling records and points, its kernel sums (of
+    // both kinds), its rank records (of both kinds; every rank), or some of these (`what`),
+    // replace those the store holds of `runs` at steps in [first, last] (a large trace's
+    // steps at full detail where a plot zoomed in, or decimated again where it zoomed out),
+    // instead of being appended.
+    enum Replaced { StepRecords = 1, Scaling = 2, KernelSums = 4, Ranks = 8 };
     struct StepRange {
         std::int64_t first = 0, last = 0;
         std::vector<std::int32_t> runs;
+        int what = StepRecords | Scaling | KernelSums | Ranks;
     };
     std::optional<StepRange> replace;
 
@@ -54,7 +74,8 @@ struct TraceBatch {
     bool empty() const {
         return !replace && steps.empty() && scaling.empty() && operands.empty() && blockmaps.empty() &&
                ops.empty() && events.empty() && op_names.empty() && ranks.empty() &&
-               gemm_errors.empty() && kernel_steps.empty() && gate_up.empty();
+               gemm_errors.empty() && kernel_steps.empty() && gate_up.empty() && scaling_points.empty() &&
+               kernel_steps_decimated.empty() && ranks_decimated.empty() && !detail_from;
     }
 };
 

@@ -144,6 +144,18 @@ void TraceMerge::remap(std::size_t part, TraceBatch& b) {
         s.amax = remap_slots(s.amax, m.linear, slot_count);
         s.scale = remap_slots(s.scale, m.linear, slot_count);
     }
+    for (auto& p : b.scaling_points) {
+        p.run += m.first_run;
+        if (m.same_linears) continue;
+        std::vector<std::vector<trace::SlotPoint>> merged(slot_count);
+        for (std::size_t s = 0; s < p.by_slot.size(); ++s) {
+            const std::size_t l = s / trace::kOperandsPerLinear;
+            if (l >= m.linear.size()) break;
+            merged[static_cast<std::size_t>(m.linear[l]) * trace::kOperandsPerLinear + s % trace::kOperandsPerLinear] =
+                std::move(p.by_slot[s]);
+        }
+        p.by_slot = std::move(merged);
+    }
     for (auto& o : b.operands) {
         o.key.run += m.first_run;
         o.key.linear = mapped(m.linear, o.key.linear);
@@ -166,11 +178,12 @@ void TraceMerge::remap(std::size_t part, TraceBatch& b) {
         op.parent = mapped(m.op, op.parent);
         op.linear = mapped(m.linear, op.linear);
     }
-    for (auto& k : b.kernel_steps) {
-        k.run += m.first_run;
-        k.op = mapped(m.op, k.op);
-        k.parent = mapped(m.op, k.parent);
-    }
+    for (auto* sums : {&b.kernel_steps, &b.kernel_steps_decimated})
+        for (auto& k : *sums) {
+            k.run += m.first_run;
+            k.op = mapped(m.op, k.op);
+            k.parent = mapped(m.op, k.parent);
+        }
     for (auto& a : b.gate_up) {
         a.run += m.first_run;
         a.linear = mapped(m.linear, a.linear);
@@ -178,7 +191,10 @@ void TraceMerge::remap(std::size_t part, TraceBatch& b) {
     for (auto& e : b.events)
         if (e.run >= 0) e.run += m.first_run;
     // One job's ranks: the merged meta is the first trace's, and so are the Health view's.
-    if (part > 0) b.ranks.clear();
+    if (part > 0) {
+        b.ranks.clear();
+        b.ranks_decimated.clear();
+    }
 }
 
 }  // namespace fp8scope::views

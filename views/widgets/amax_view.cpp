@@ -14,6 +14,7 @@
 #include "widgets/event_markers.h"
 #include "widgets/plot_interaction.h"
 #include "widgets/plot_style.h"
+#include "widgets/step_zoom.h"
 
 namespace fp8scope::views {
 
@@ -76,6 +77,8 @@ AmaxView::AmaxView(const ViewContext& context, QWidget* parent) : StoreView(cont
     history_->setLayer(window_layer_);
     place_legend_below(plot_, 4);
     PlotInteraction::attach(plot_, context.cursor);
+    zoom_ = new StepZoom(plot_, plot_->xAxis);
+    connect(zoom_, &StepZoom::shown, this, &StoreView::stepsShown);
     connect(compare_, &QComboBox::currentIndexChanged, this, [this] { refresh(true); });
 }
 
@@ -92,8 +95,6 @@ void AmaxView::clearCurves() {
 void AmaxView::rebuild(const TraceData& d, int run, const std::vector<OperandRef>& refs, std::size_t selected) {
     clearCurves();
     const RunData& rd = d.runs[run];
-    const ScalingColumns& sc = rd.scaling;
-    const QVector<double> k(sc.step.begin(), sc.step.end());
     const OperandRef current = ctx().selection->operand();
     QColor current_color = operand_color(0);
     bool any_scale = false;
@@ -112,20 +113,20 @@ void AmaxView::rebuild(const TraceData& d, int run, const std::vector<OperandRef
         c.graphs[OverflowGraph]->setScatterStyle(
             QCPScatterStyle(QCPScatterStyle::ssTriangleInverted, color.darker(160), color, 9));
         for (Graph g : {ScaleGraph, OverflowGraph}) c.graphs[g]->removeFromLegend();
-        const std::size_t n = slot < sc.slot_count ? sc.step.size() : 0;
+        // Every step read whole, and a large trace's other steps decimated (each bucket's
+        // largest amax x scale kept, so an overflow there is marked).
+        const SlotSeries series = slot_series(rd, slot);
         const std::optional<Format> format = format_of(d, rd, ref);
-        QVector<double> a(n), s(n), over_k, over_v;
-        for (std::size_t i = 0; i < n; ++i) {
-            a[i] = sc.amax_at(i, slot);
-            s[i] = sc.scale_at(i, slot);
-            any_scale = any_scale || std::isfinite(s[i]);
-            if (format && cast_saturates(sc.amax_at(i, slot), sc.scale_at(i, slot), *format)) {
-                over_k << k[i];
-                over_v << a[i];
+        QVector<double> over_k, over_v;
+        for (qsizetype i = 0; i < series.step.size(); ++i) {
+            any_scale = any_scale || std::isfinite(series.scale[i]);
+            if (format && cast_saturates(static_cast<float>(series.amax[i]), static_cast<float>(series.scale[i]), *format)) {
+                over_k << series.step[i];
+                over_v << series.amax[i];
             }
         }
-        c.graphs[AmaxGraph]->setData(k.mid(0, static_cast<int>(n)), gaps_for_log(a), true);
-        c.graphs[ScaleGraph]->setData(k.mid(0, static_cast<int>(n)), gaps_for_log(s), true);
+        c.graphs[AmaxGraph]->setData(series.step, gaps_for_log(series.amax), true);
+        c.graphs[ScaleGraph]->setData(series.step, gaps_for_log(series.scale), true);
         c.graphs[OverflowGraph]->setData(over_k, over_v, true);
         curves_.push_back(c);
     }
@@ -155,7 +156,7 @@ void AmaxView::rebuild(const TraceData& d, int run, const std::vector<OperandRef
     wrap_legend(plot_);
     mark_events(plot_, d, run);
     plot_->yAxis->setLabel(tr("amax (run %1)").arg(run_label(d.meta, run)));
-    fit_axes(plot_);
+    zoom_->fit(static_cast<double>(d.first_step), static_cast<double>(d.last_step));
 }
 
 // The compared run's amax and scale of the current operand, its name and the selected
@@ -174,7 +175,7 @@ bool AmaxView::drawOther(const TraceData& d, int run, int other, const OperandRe
     other_[AmaxGraph]->setData(s.step, gaps_for_log(s.amax), true);
     // A run that records amax only at capture steps (a float32 baseline): its points marked,
     // so the straight lines between them do not pass for steps.
-    if (s.step.size() < static_cast<qsizetype>(d.runs[run].scaling.step.size()))
+    if (s.step.size() < static_cast<qsizetype>(d.runs[run].scaling.rows()))
         other_[AmaxGraph]->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 5));
     other_[ScaleGraph] = plot_->addGraph(plot_->xAxis, plot_->yAxis2);
     other_[ScaleGraph]->setName(other_[AmaxGraph]->name() + tr(" scale"));

@@ -5,7 +5,9 @@
 // amax x scale lands on the maximum up to float32 rounding and never saturates. For the current operand, the
 // delayed recipe's amax history window at the cursor's capture step. With a run chosen to
 // compare with (the baseline by default), that run's amax and scale of the current operand
-// in a second colour, the legend naming both runs.
+// in a second colour, the legend naming both runs. A large trace's steps outside those read
+// whole are drawn decimated (each bucket's smallest and largest amax and scale kept); a
+// zoom reads its steps at full detail (stepsShown) and stays while they arrive.
 #pragma once
 
 #include <vector>
@@ -21,6 +23,7 @@ class QCPLayer;
 namespace fp8scope::views {
 
 class CompareRunCombo;
+class StepZoom;
 
 class AmaxView : public StoreView {
     Q_OBJECT
@@ -63,6 +66,7 @@ private:
     QCPGraph* history_;
     std::vector<Curve> curves_;
     CompareRunCombo* compare_;
+    StepZoom* zoom_;  // kept across rebuilds; announces the steps shown
     QCPGraph* other_[2] = {nullptr, nullptr};  // the compared run's amax and scale
     std::vector<QCPGraph*> keys_;  // legend entries that explain the line styles
     std::vector<OperandRef> shown_;

@@ -87,8 +87,13 @@ void FindingsView::collect() {
     if (!job_.valid() || job_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
     poll_.stop();
     try {
-        model_.setFindings(job_.get());
-        headline_->setText(tr("%1 in %2").arg(model_.headline(), path_));
+        DiagnosedTrace d = job_.get();
+        // A large trace's per-step findings come from its newest steps: the headline says so.
+        const QString covered = d.detail_from == INT64_MIN
+                                    ? QString()
+                                    : tr(" (a large trace: per-step findings from step %1 on, capture steps whole)").arg(d.detail_from);
+        model_.setFindings(std::move(d));
+        headline_->setText(tr("%1 in %2").arg(model_.headline(), path_) + covered);
         table_->resizeColumnsToContents();
         // A long summary or fix keeps its own column readable without pushing the others
         // off screen; the whole text is in the tooltip and the details below.

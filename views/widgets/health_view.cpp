@@ -9,9 +9,11 @@
 #include <QTableView>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <array>
 
 #include "models/model_roles.h"
 #include "widgets/event_markers.h"
+#include "widgets/step_zoom.h"
 #include "widgets/plot_interaction.h"
 #include "widgets/plot_style.h"
 
@@ -104,6 +106,8 @@ HealthView::HealthView(const ViewContext& context, QWidget* parent)
     grid->insertRow(row + 1);
     grid->addElement(row + 1, 0, rects_[1]);
     PlotInteraction::attach(plot_, context.cursor);
+    zoom_ = new StepZoom(plot_, rects_[0]->axis(QCPAxis::atBottom));
+    connect(zoom_, &StepZoom::shown, this, &StoreView::stepsShown);
     body->addWidget(plot_, 1);
 
     auto* side = new QVBoxLayout;
@@ -178,23 +182,34 @@ void HealthView::rebuild(const TraceData& d) {
         const bool slow = ranks_.flagged(k);
         const QPen pen = slow ? QPen(QColor(kFlagged[flagged++ % std::size(kFlagged)]), 2.6)
                               : QPen(QColor(kHealthy[healthy++ % std::size(kHealthy)]), 1.2);
-        const QVector<double> steps(c.step.begin(), c.step.end());
+        // The records read whole and a large trace's decimated others, merged by step.
         using R = trace::RankStepRecord;
-        const std::vector<float>* values[2] = {&c[&R::compute_ms], &c[&R::comm_ms]};
+        std::vector<std::array<double, 3>> points;  // step, compute, comm
+        for (std::size_t i = 0; i < c.size(); ++i) points.push_back({c.step[i], c[&R::compute_ms][i], c[&R::comm_ms][i]});
+        if (static_cast<std::size_t>(k) < d.ranks_decimated.size())
+            for (const R& r : d.ranks_decimated[static_cast<std::size_t>(k)])
+                points.push_back({static_cast<double>(r.step), r.compute_ms, r.comm_ms});
+        std::sort(points.begin(), points.end(), [](const auto& a, const auto& b) { return a[0] < b[0]; });
+        QVector<double> steps, values[2];
+        for (const auto& p : points) {
+            steps << p[0];
+            values[0] << p[1];
+            values[1] << p[2];
+        }
         for (int i = 0; i < 2; ++i) {
             QCPGraph* g = plot_->addGraph(rects_[i]->axis(QCPAxis::atBottom), rects_[i]->axis(QCPAxis::atLeft));
             g->setPen(pen);
-            g->setData(steps, QVector<double>(values[i]->begin(), values[i]->end()), true);
+            g->setData(steps, values[i], true);
             g->setName(slow ? tr("rank %1 (slow)").arg(k) : tr("rank %1").arg(k));
             if (i == 1) g->removeFromLegend();
         }
     }
-    fit_axes(plot_);
+    zoom_->fit(static_cast<double>(d.first_step), static_cast<double>(d.last_step));
     // The pre-flight findings come at step 0, before the first step's records: the step
     // axis starts there so their marks and labels are not cut off at its left end.
     QCPAxis* steps_axis = rects_[0]->axis(QCPAxis::atBottom);
     for (const trace::EventRecord& e : d.events)
-        if (e.kind == EventKind::Health && e.step < steps_axis->range().lower)
+        if (e.kind == EventKind::Health && e.step < steps_axis->range().lower && !zoom_->zoomed())
             steps_axis->setRangeLower(static_cast<double>(e.step));
     // From zero, so a line's height is its time (30% slower looks 30% higher), with room
     // above the lines for the event labels.

@@ -9,8 +9,10 @@
 // event), a red line under the verdict says so and the events list the tensors. When an
 // elastic job lost ranks and went on, or took ranks in (world_changed events), an amber
 // line per change says when, which ranks, the new world and the steps lost; the events
-// list them and the plots mark them. A single-process trace shows one line saying it has no health
-// records instead of empty plots.
+// list them and the plots mark them. A single-process trace shows one line saying it has no
+// health records instead of empty plots. A large trace's lines are decimated before its
+// newest steps (each bucket's extremes kept), a zoom reads its steps whole; the table and
+// the verdict are of the steps read whole, and say which.
 #pragma once
 
 #include "models/events_model.h"
@@ -24,6 +26,8 @@ class QLabel;
 class QTableView;
 
 namespace fp8scope::views {
+
+class StepZoom;
 
 class HealthView : public StoreView {
     Q_OBJECT
@@ -54,6 +58,7 @@ private:
     QWidget* body_;
     QCustomPlot* plot_;
     QCPAxisRect* rects_[2];
+    StepZoom* zoom_;  // the step axes' zoom, kept across rebuilds and announced
     QCPItemStraightLine* cursor_lines_[2];
     RankHealthModel ranks_;
     EventsModel events_;

@@ -144,6 +144,7 @@ KernelView::KernelView(const ViewContext& context, QWidget* parent)
     connect(view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this] { highlight(); });
     connect(&model_, &QAbstractItemModel::modelReset, this, [this] { highlight(); });
     connect(costs_, &StepCostPlot::stepClicked, this, [this](std::int64_t s) { ctx().cursor->setStep(s); });
+    connect(costs_, &StepCostPlot::stepsShown, this, &StoreView::stepsShown);
 }
 
 QStringList KernelView::setCounterOperands(const QString& labels) {

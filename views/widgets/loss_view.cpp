@@ -14,6 +14,7 @@
 #include "models/loss_series.h"
 #include "widgets/event_markers.h"
 #include "widgets/plot_interaction.h"
+#include "widgets/step_zoom.h"
 #include "widgets/plot_style.h"
 
 namespace fp8scope::views {
@@ -69,14 +70,9 @@ LossView::LossView(const ViewContext& context, QWidget* parent)
                     for (int j = 0; j < 3; ++j)
                         if (j != i && rects_[j]->axis(QCPAxis::atBottom)->range() != r)
                             rects_[j]->axis(QCPAxis::atBottom)->setRange(r);
-                    if (i == 0) onRangeChanged(r.lower, r.upper);
                 });
-    announce_.setSingleShot(true);
-    announce_.setInterval(200);
-    connect(&announce_, &QTimer::timeout, this, [this] {
-        const QCPRange r = rects_[0]->axis(QCPAxis::atBottom)->range();
-        emit stepsShown(static_cast<qint64>(std::floor(r.lower)), static_cast<qint64>(std::ceil(r.upper)));
-    });
+    zoom_ = new StepZoom(plot_, rects_[0]->axis(QCPAxis::atBottom));
+    connect(zoom_, &StepZoom::shown, this, &StoreView::stepsShown);
     rects_[0]->axis(QCPAxis::atLeft)->setLabel(tr("loss"));
     rects_[1]->axis(QCPAxis::atLeft)->setLabel(tr("loss - baseline"));
     rects_[2]->axis(QCPAxis::atLeft)->setLabel(tr("step time"));
@@ -126,14 +122,6 @@ LossView::LossView(const ViewContext& context, QWidget* parent)
         ctx().store->read([&](const TraceData& d) { rebuild(d); });
         plot_->replot();
     });
-}
-
-void LossView::onRangeChanged(double lower, double upper) {
-    if (fitting_) return;
-    // A range over every step is no zoom (a double-click fits the plots to the data).
-    if (lower <= data_steps_.first && upper >= data_steps_.second) zoom_.reset();
-    else zoom_ = std::pair(lower, upper);
-    announce_.start();
 }
 
 QString LossView::diffTitle(bool one_run) {
@@ -200,22 +188,7 @@ void LossView::rebuild(const TraceData& d) {
         tok->removeFromLegend();
     }
     if (seeded) drawBands(d);
-    fitting_ = true;
-    fit_axes(plot_);
-    data_steps_ = {static_cast<double>(d.first_step), static_cast<double>(d.last_step)};
-    if (zoom_)  // the user's zoom stays; the values fit what it shows
-        for (QCPAxisRect* rect : rects_) {
-            rect->axis(QCPAxis::atBottom)->setRange(zoom_->first, zoom_->second);
-            for (QCPAxis* a : rect->axes(QCPAxis::atLeft | QCPAxis::atRight)) {
-                bool first = true;
-                for (QCPGraph* g : rect->graphs())
-                    if (g->valueAxis() == a && !g->data()->isEmpty()) {
-                        g->rescaleValueAxis(!first, true);
-                        first = false;
-                    }
-            }
-        }
-    fitting_ = false;
+    zoom_->fit(static_cast<double>(d.first_step), static_cast<double>(d.last_step));
     if (QCPAxis* ms = sr->axis(QCPAxis::atLeft); ms->range().lower > 0) ms->setRangeLower(round_down_log(ms->range().lower));
     for (QCPAxisRect* r : rects_) mark_events(plot_, d, -1, r);
     set_placeholder(plot_, d.empty() ? tr("no steps yet") : QString());

@@ -9,11 +9,8 @@
 // the recipe's colour), on the series the seeds are judged on (seed_gap_model.h), with a
 // table that says per recipe whether the gap at the end is larger than the seeds' noise.
 // A zoom stays when new records arrive (a double-click shows every step again); the steps
-// shown are announced (stepsShown), so that a large trace's are read at full detail.
+// shown are announced (stepsShown, step_zoom.h), so that a large trace's are read at full detail.
 #pragma once
-
-#include <QTimer>
-#include <optional>
 
 #include "models/loss_summary_model.h"
 #include "models/seed_gap_model.h"
@@ -28,6 +25,8 @@ class QSpinBox;
 class QTableView;
 
 namespace fp8scope::views {
+
+class StepZoom;
 
 class LossView : public StoreView {
     Q_OBJECT
@@ -50,10 +49,6 @@ public:
     QCPAxisRect* speedRect() const { return rects_[2]; }
     QSpinBox* emaSpan() const { return span_; }
 
-signals:
-    // The user zoomed or panned to steps [first, last] (announced once the range rests).
-    void stepsShown(qint64 first, qint64 last);
-
 protected:
     void redraw() override;
 
@@ -61,12 +56,8 @@ private:
     void rebuild(const TraceData& d);
     static QString diffTitle(bool one_run);
     void drawBands(const TraceData& d);
-    void onRangeChanged(double lower, double upper);
     QCustomPlot* plot_;
-    bool fitting_ = false;  // the range changes because the plots are rebuilt, not by the user
-    std::optional<std::pair<double, double>> zoom_;  // the user's step range, kept across rebuilds
-    std::pair<double, double> data_steps_{0, 0};     // the steps there are
-    QTimer announce_;
+    StepZoom* zoom_;  // the user's step range, kept across rebuilds and announced
     QCPAxisRect* rects_[3];
     QCPTextElement* titles_[3];
     QCPItemStraightLine* cursor_lines_[3];

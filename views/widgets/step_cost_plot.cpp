@@ -8,6 +8,7 @@
 #include <qcustomplot.h>
 
 #include "widgets/plot_style.h"
+#include "widgets/step_zoom.h"
 
 namespace fp8scope::views {
 
@@ -43,6 +44,15 @@ StepCostPlot::StepCostPlot(QWidget* parent) : QWidget(parent) {
     plot_->setToolTip(tr("Summed duration of the run's device records per step and category; eval: the run's "
                          "evaluation after the step; idle: time within the run's device spans (its training records' "
                          "first start to last end, and its evaluation's) with no kernel, copy or memset running"));
+    // A bar is 0.8 steps wide, but never narrower than a pixel: over a long run (a large
+    // trace's decimated steps) the bars stay visible.
+    connect(plot_->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, [this](const QCPRange& r) {
+        const double px = std::max(1, plot_->axisRect()->width());
+        for (int c = 0; c < kStepCategories; ++c)
+            qobject_cast<QCPBars*>(plot_->plottable(c))->setWidth(std::max(0.8, r.size() / px));
+    });
+    zoom_ = new StepZoom(plot_, plot_->xAxis);
+    connect(zoom_, &StepZoom::shown, this, &StepCostPlot::stepsShown);
     plot_->setMouseTracking(true);
     connect(plot_, &QCustomPlot::mouseMove, this, &StepCostPlot::onMove);
     connect(plot_, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) {
@@ -71,7 +81,8 @@ void StepCostPlot::setSteps(std::vector<StepBreakdown> steps) {
     detail_->removeFromLegend();
     if (summed) detail_->addToLegend();
     set_placeholder(plot_, steps_.empty() ? tr("no kernel records in this run") : QString());
-    fit_axes(plot_);
+    zoom_->fit(steps_.empty() ? 0.0 : static_cast<double>(steps_.front().step),
+               steps_.empty() ? 0.0 : static_cast<double>(steps_.back().step));
     // One step far above the rest (the first: cuBLASLt's heuristics, allocations) would
     // flatten every other bar: the axis stops above the second highest, the title says.
     std::vector<std::pair<double, std::int64_t>> heights;

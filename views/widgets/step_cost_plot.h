@@ -3,7 +3,8 @@
 // run's evaluation after the step, and idle (within the step's device span, no record
 // running). A step whose individual records were not kept has its bar from its kernel
 // sums (no idle); when some steps are so, the steps with records are marked under their
-// bars. Hovering a bar names its figures; clicking one moves the cursor there.
+// bars. Hovering a bar names its figures; clicking one moves the cursor there. A large
+// trace's steps outside those read whole are its decimated steps (kernel_breakdown.h).
 #pragma once
 
 #include <QWidget>
@@ -19,6 +20,8 @@ class QMouseEvent;
 
 namespace fp8scope::views {
 
+class StepZoom;
+
 class StepCostPlot : public QWidget {
     Q_OBJECT
 public:
@@ -32,6 +35,8 @@ public:
 
 signals:
     void stepClicked(std::int64_t step);
+    // Zoomed or panned to steps [first, last] (step_zoom.h); the zoom stays across setSteps.
+    void stepsShown(qint64 first, qint64 last);
 
 private:
     void onMove(QMouseEvent* e);
@@ -40,6 +45,7 @@ private:
     QCustomPlot* plot_;
     QCPItemStraightLine* cursor_;
     QCPGraph* detail_;  // marks the steps with individual records
+    StepZoom* zoom_;
     std::vector<StepBreakdown> steps_;
 };
 

@@ -37,6 +37,11 @@ public:
     // The view's table for CSV export, if it has one.
     virtual const QAbstractItemModel* table() const { return nullptr; }
 
+signals:
+    // A step plot of the view was zoomed or panned to steps [first, last] (announced once
+    // the range rests; step_zoom.h): a large trace's steps there are read at full detail.
+    void stepsShown(qint64 first, qint64 last);
+
 protected:
     virtual void redraw() = 0;
     void showEvent(QShowEvent* e) override;
