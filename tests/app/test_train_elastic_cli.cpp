@@ -167,8 +167,9 @@ fp8scope::testing::EngineResult second_failure(const std::string& name, int cras
     fs::remove_all(again);
     const auto resumed = train("--nproc-per-node 3 --checkpoint-dir " + again.string() + " --resume " + written.string());
     EXPECT_EQ(resumed.status, 0) << resumed.err;
-    if (resumed.status == 0)
+    if (resumed.status == 0) {
         EXPECT_EQ(json::parse(resumed.out)["runs"][0]["losses"], oracle(written)["runs"][0]["losses"]);
+    }
     return r;
 }
 
