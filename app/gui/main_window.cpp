@@ -53,7 +53,11 @@ MainWindow::MainWindow(bool saved_layout) {
     connect(run_, &RunControl::sourceChanged, this,
             [this](const QString& title) { setWindowTitle(QStringLiteral("fp8scope - %1").arg(title)); });
     // A large trace's steps are read at full detail where a step plot (loss, amax) zooms in.
-    for (StoreView* v : views_->views()) connect(v, &StoreView::stepsShown, loader_.get(), &TraceFileLoader::showSteps);
+    for (StoreView* v : views_->views()) {
+        connect(v, &StoreView::stepsShown, loader_.get(), &TraceFileLoader::showSteps);
+        connect(v, &StoreView::kernelRecordsWanted, loader_.get(), &TraceFileLoader::showKernelRecords);
+        connect(v, &StoreView::scalingWanted, loader_.get(), &TraceFileLoader::showScalingAt);
+    }
     if (auto* kernels = qobject_cast<KernelView*>(views_->view(QStringLiteral("kernels")))) {
         connect(kernels, &KernelView::recordKernelsRequested, run_, &RunControl::recordKernels);
         connect(run_, &RunControl::liveChanged, kernels, &KernelView::setLiveControl);

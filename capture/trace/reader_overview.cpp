@@ -209,6 +209,8 @@ void KernelStepOverview::scan(const TraceFile& f, const TraceMeta& meta, std::si
     const std::size_t n_runs = meta.runs.size();
     if (runs.size() < n_runs) runs.resize(n_runs, KernelSumDecimator(buckets));
     if (open.size() < n_runs) open.resize(n_runs);
+    if (detailed.size() < n_runs) detailed.resize(n_runs);
+    if (last_step.size() < n_runs) last_step.resize(n_runs, INT64_MIN);
     if (f.format_version < 6) return;
     scan_blocks(
         blocks, scanned, f.kernel_steps.rows, kBlockRows, n_runs,
@@ -218,6 +220,11 @@ void KernelStepOverview::scan(const TraceFile& f, const TraceMeta& meta, std::si
             KernelStepSums& sums = open[r.run];
             if (!sums.rows.empty() && !sums.continues(r)) runs[r.run].add(std::exchange(sums, {}));
             sums.add(r);
+            std::vector<std::int64_t>& kept = detailed[r.run];
+            if (r.step < last_step[r.run])  // a rewind: the steps from here on are recorded again
+                kept.erase(std::lower_bound(kept.begin(), kept.end(), r.step), kept.end());
+            last_step[r.run] = r.step;
+            if (r.detailed && (kept.empty() || kept.back() != r.step)) kept.push_back(r.step);
         });
 }
 
@@ -268,6 +275,58 @@ std::vector<KernelStepRecord> KernelStepOverview::read(const TraceFile& f, const
         parts.push_back(std::move(kept));
     }
     for (std::size_t k = parts.size(); k-- > 0;) out.insert(out.end(), parts[k].begin(), parts[k].end());
+    return out;
+}
+
+std::vector<OpRecord> read_op_rows(const TraceFile& f, const TraceMeta& meta, hsize_t first, hsize_t count) {
+    auto rows = f.read_records<s::OpTable>(f.ops, first, count);
+    const auto ops = static_cast<std::int64_t>(meta.ops.size());
+    for (hsize_t i = 0; i < count; ++i) {
+        const OpRecord& r = rows[i];
+        const std::string at = std::string(s::kOpTimes) + " row " + std::to_string(first + i);
+        if (r.run < 0 || r.run >= static_cast<int>(meta.runs.size()))
+            throw f.fail(at + ": run " + std::to_string(r.run) + " is not in /meta/runs");
+        if (r.op < 0 || r.op >= ops || r.parent < -1 || r.parent >= ops)
+            throw f.fail(at + ": op " + std::to_string(r.op) + " (parent " + std::to_string(r.parent) +
+                         ") is not in /meta/ops");
+    }
+    return rows;
+}
+
+void OpOverview::scan(const TraceFile& f, const TraceMeta& meta) {
+    scan_blocks(
+        blocks, scanned, f.ops.rows, kBlockRows, meta.runs.size(),
+        [&](hsize_t first, hsize_t count) { return read_op_rows(f, meta, first, count); },
+        [](const std::vector<OpRecord>&, hsize_t) {});
+}
+
+std::vector<OpRecord> OpOverview::read(const TraceFile& f, const TraceMeta& meta, int run, std::int64_t from,
+                                       std::int64_t to) const {
+    std::vector<OpRecord> out;
+    if (run < 0 || run >= static_cast<int>(meta.runs.size()) || from > to) return out;
+    // From the last block back, as read_range, but a step has many records: one stands
+    // unless a later record of the run lies at an earlier step.
+    std::int64_t later_min = INT64_MAX;
+    std::vector<std::vector<OpRecord>> parts;  // newest block first
+    for (std::size_t k = blocks.size(); k-- > 0;) {
+        const StepOverview::Block& b = blocks[k];
+        if (b.min[run] == INT64_MAX) continue;  // none of the run's rows
+        if (b.min[run] <= to && b.max[run] >= from && b.min[run] <= later_min) {
+            std::vector<OpRecord> kept;
+            auto rows = read_op_rows(f, meta, b.first, b.count);
+            for (std::size_t i = rows.size(); i-- > 0;) {
+                const OpRecord& r = rows[i];
+                if (r.run != run) continue;
+                if (r.step <= later_min && r.step >= from && r.step <= to) kept.push_back(r);
+                later_min = std::min(later_min, r.step);
+            }
+            std::reverse(kept.begin(), kept.end());
+            parts.push_back(std::move(kept));
+        }
+        later_min = std::min(later_min, b.min[run]);
+    }
+    for (std::size_t k = parts.size(); k-- > 0;) out.insert(out.end(), parts[k].begin(), parts[k].end());
+    std::stable_sort(out.begin(), out.end(), [](const OpRecord& a, const OpRecord& b) { return a.step < b.step; });
     return out;
 }
 

@@ -102,6 +102,11 @@ struct KernelStepOverview {
 
     std::vector<KernelSumDecimator> runs;
     std::vector<KernelStepSums> open;  // per run: the step being summed, not yet decimated
+    // Per run, ascending: the steps whose sums say their individual records are in /ops
+    // (KernelStepRecord::detailed), those a rewind abandoned left out; and the step of
+    // the run's last sum seen (where a step going back is a rewind).
+    std::vector<std::vector<std::int64_t>> detailed;
+    std::vector<std::int64_t> last_step;
     std::vector<StepOverview::Block> blocks;
     hsize_t scanned = 0;  // rows of /kernel_steps seen
 
@@ -113,6 +118,23 @@ struct KernelStepOverview {
     std::vector<KernelStepRecord> read(const TraceFile& f, const TraceMeta& meta, int run, std::int64_t from,
                                        std::int64_t to) const;
 };
+
+// A run's individual op and kernel records (/ops) the same way, for the steps before an
+// overview's newest: the blocks of rows and their smallest and largest step per run, from
+// one pass over /ops made when a range is first asked for.
+struct OpOverview {
+    static constexpr hsize_t kBlockRows = 16384;
+
+    std::vector<StepOverview::Block> blocks;
+    hsize_t scanned = 0;  // rows of /ops seen
+
+    void scan(const TraceFile& f, const TraceMeta& meta);
+    // The records of `run` in [from, to] that stand (none a later record of the run goes
+    // back before), step ascending, file order within a step.
+    std::vector<OpRecord> read(const TraceFile& f, const TraceMeta& meta, int run, std::int64_t from, std::int64_t to) const;
+};
+// Rows [first, first + count) of /ops, each checked against /meta (run, op and parent ids).
+std::vector<OpRecord> read_op_rows(const TraceFile& f, const TraceMeta& meta, hsize_t first, hsize_t count);
 
 // The same for a data-parallel job's per-rank step times (/ranks): each rank's records
 // decimated (RankDecimator), ranges read back from the blocks that hold them.

@@ -25,6 +25,7 @@ struct TraceReader::Impl {
     std::unique_ptr<ScalingOverview> scaling_overview;  // with it
     std::unique_ptr<KernelStepOverview> kernel_overview;  // with it
     std::unique_ptr<RankOverview> rank_overview;          // with it
+    std::unique_ptr<OpOverview> op_overview;              // with it
     std::int64_t detail_from = INT64_MIN;
     std::size_t buckets = StepDecimator::kDefaultBuckets;
 
@@ -43,8 +44,13 @@ struct TraceReader::Impl {
         if (rank_overview->scanned < file.ranks.rows || rank_overview->ranks.empty()) rank_overview->scan(file, meta, buckets);
         return *rank_overview;
     }
+    const OpOverview& scanned_ops() const {
+        if (op_overview->scanned < file.ops.rows) op_overview->scan(file, meta);
+        return *op_overview;
+    }
     const ScalingOverview& scanned_scaling() const {
-        if (scaling_overview->scanned < file.scaling_index.rows) scaling_overview->scan(file, meta);
+        if (scaling_overview->scanned < file.scaling_index.rows || scaling_overview->runs.empty())
+            scaling_overview->scan(file, meta);
         return *scaling_overview;
     }
 };
@@ -61,6 +67,7 @@ TraceReader::TraceReader(const std::string& path, const LargeTraceOptions& large
             d.scaling_overview = std::make_unique<ScalingOverview>();
             d.kernel_overview = std::make_unique<KernelStepOverview>();
             d.rank_overview = std::make_unique<RankOverview>();
+            d.op_overview = std::make_unique<OpOverview>();
             const std::int64_t newest = newest_step(d.file, d.meta);  // where the runs are now
             const std::int64_t tail = std::max<std::int64_t>(large.tail_steps, 1);
             d.detail_from = newest > INT64_MIN + tail ? newest - tail + 1 : INT64_MIN;
@@ -151,6 +158,31 @@ std::vector<KernelStepRecord> TraceReader::kernel_steps_detail(int run, std::int
     const Impl& d = *impl_;
     if (d.kernel_overview) return d.scanned_kernels().read(d.file, d.meta, run, from, to);
     return kernel_steps(run, from, to);
+}
+
+std::vector<OpRecord> TraceReader::ops_detail(int run, std::int64_t from, std::int64_t to) const {
+    const Impl& d = *impl_;
+    if (!d.op_overview || from >= d.detail_from) return ops(run, from, to);
+    // Before the newest steps from the blocks of rows, the newest from the index.
+    std::vector<OpRecord> out = d.scanned_ops().read(d.file, d.meta, run, from, std::min(to, d.detail_from - 1));
+    if (to >= d.detail_from)
+        for (OpRecord& r : ops(run, d.detail_from, to)) out.push_back(std::move(r));
+    return out;
+}
+
+std::vector<std::int64_t> TraceReader::kernel_record_steps(int run) const {
+    const Impl& d = *impl_;
+    std::vector<std::int64_t> out;
+    if (run < 0 || run >= static_cast<int>(d.meta.runs.size())) return out;
+    if (d.file.format_version < 6) {
+        for (const OpRecord& r : ops(run, INT64_MIN, INT64_MAX))
+            if (r.device >= 0 && (out.empty() || out.back() != r.step)) out.push_back(r.step);
+        return out;
+    }
+    if (d.kernel_overview) return d.scanned_kernels().detailed[run];
+    for (const KernelStepRecord& k : kernel_steps(run, INT64_MIN, INT64_MAX))
+        if (k.detailed && (out.empty() || out.back() != k.step)) out.push_back(k.step);
+    return out;
 }
 
 std::vector<RankStepRecord> TraceReader::rank_overview() const {

@@ -85,6 +85,15 @@ public:
     std::vector<RankStepRecord> rank_overview() const;
     std::vector<RankStepRecord> rank_steps_detail(std::int64_t from, std::int64_t to) const;
     std::vector<KernelStepRecord> kernel_steps_detail(int run, std::int64_t from, std::int64_t to) const;
+    // The op and kernel records (/ops) of `run` in [from, to] that stand, step ascending;
+    // in an overview those before the newest steps from the rows that hold them (one pass
+    // over /ops, on the first call that needs them), so keep the range short.
+    std::vector<OpRecord> ops_detail(int run, std::int64_t from, std::int64_t to) const;
+    // The steps of `run` whose individual device records are in /ops (their kernel sums say
+    // so: KernelStepRecord::detailed), ascending; in an overview from the pass over
+    // /kernel_steps that kernel_step_overview makes. Of a file before format 6, which kept
+    // every record: the steps whose /ops rows hold device records (of the indexed steps).
+    std::vector<std::int64_t> kernel_record_steps(int run) const;
 
     // Every indexed step record of `run`, in file order.
     std::vector<StepRecord> steps(int run) const;

@@ -9,13 +9,17 @@
 //   cast_fp8: 10 calls, 5000 ns; every step's device time 6500 + 20 s.
 #include <QApplication>
 #include <QLabel>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 #include <hdf5.h>
+#include <map>
+#include <tuple>
 
 #include "models/kernel_detail.h"
 #include "models/kernel_stats_model.h"
 #include "models/open_trace.h"
+#include "models/trace_file_loader.h"
 #include "show_view.h"
 #include "trace_writer.h"
 #include "widgets/kernel_view.h"
@@ -58,9 +62,9 @@ trace::OpRecord record(std::int64_t step, int op, int parent, std::int64_t start
 }
 
 // `kept`: the steps whose device records are written; `sums`: the per-step sums too.
-void write(const std::string& path, const std::vector<std::int64_t>& kept, bool sums) {
+void write(const std::string& path, const std::vector<std::int64_t>& kept, bool sums, std::int64_t steps = kSteps) {
     trace::TraceWriter w(path, meta());
-    for (std::int64_t s = 1; s <= kSteps; ++s) {
+    for (std::int64_t s = 1; s <= steps; ++s) {
         const std::int64_t gemm = 3000 + 10 * s;
         w.write(record(s, Fprop, -1, 0, 10000));
         if (std::find(kept.begin(), kept.end(), s) != kept.end()) {
@@ -95,6 +99,22 @@ void load(SeriesStore& store, const std::string& path) {
     OpenTrace file(path);
     const auto generation = store.reset(file.meta());
     file.readNew([&](TraceBatch&& b) { store.append(generation, std::move(b)); });
+}
+
+// A timeline box as a comparable tuple.
+using Box = std::tuple<QString, int, double, double, QString>;
+std::vector<Box> boxes_of(const KernelView* v) {
+    std::vector<Box> out;
+    for (const TimelineBox& b : v->timeline()->boxes()) out.emplace_back(b.name, b.lane, b.start_us, b.end_us, b.detail);
+    return out;
+}
+
+// The op and kernel records the store holds of run 0 at `step`.
+std::size_t ops_at(const SeriesStore& store, std::int64_t step) {
+    return store.read([&](const TraceData& d) {
+        const auto [lo, hi] = d.runs[0].ops_of_step(step);
+        return hi - lo;
+    });
 }
 
 }  // namespace
@@ -183,6 +203,93 @@ private slots:
         v->setLayerFilter(0);
         set_->refreshNow();
         QCOMPARE(m.value(row_of(m, "nvjet_gemm"), KernelStatsModel::Calls), 4.0);
+    }
+
+    // A long capture-mode trace opened as an overview (its newest 2,000 steps whole): the
+    // timeline of early steps reads their records, as opened whole it shows them.
+    void anOverviewReadsEarlyRecords() {
+        constexpr std::int64_t kLong = 3000;  // the newest 2,000 steps: 1001-3000
+        const std::vector<std::int64_t> kept{1, 6, 500, 501, 502, 900, 2990};
+        const std::string path = dir_.filePath("long.h5").toStdString();
+        write(path, kept, true, kLong);
+        // Opened whole: the boxes of steps 500-502, 898-900 and 298-300.
+        KernelView* whole = open(path);
+        whole->setTimelineSteps(3);
+        std::map<std::int64_t, std::vector<Box>> want;
+        for (std::int64_t step : {502, 900, 300}) {
+            cursor_.setStep(step);
+            set_->refreshNow();
+            want[step] = boxes_of(whole);
+        }
+        QCOMPARE(int(want[502].size()), 3 + 3 * 3);  // a host op per step, 3 kernels per kept step
+        QCOMPARE(int(want[900].size()), 3 + 3);
+        QCOMPARE(int(want[300].size()), 3);
+        const std::size_t ops_500 = ops_at(store_, 500);
+        QCOMPARE(ops_500, std::size_t(4));
+        whole->hide();
+
+        SeriesStore store;
+        StepCursor cursor;
+        Selection selection;
+        TraceFileLoader loader(&store);
+        loader.setLargeStepRows(1000);
+        loader.open(QString::fromStdString(path));
+        QVERIFY(loader.wait(30000));
+        QCOMPARE(store.read([](const TraceData& d) { return d.detail_from; }), std::int64_t(1001));
+        auto set = std::make_unique<ViewSet>(&store, &cursor, &selection);
+        selection.setRun(0);
+        auto* v = t::show_view<KernelView>(*set, "kernels", QSize(1200, 800), "overview_");
+        connect(v, &StoreView::kernelRecordsWanted, &loader, &TraceFileLoader::showKernelRecords);
+        v->setTimelineSteps(3);
+        // The note names every step the file kept records of, not only those in memory.
+        QVERIFY2(v->detailNote().startsWith("individual kernels recorded on steps 1, 6, 500-502, 900, 2990 "
+                                            "(--kernel-timings capture, window 2); a large trace"),
+                 qPrintable(v->detailNote()));
+        QSignalSpy wanted(v, &StoreView::kernelRecordsWanted);
+        for (std::int64_t step : {502, 900, 300}) {
+            cursor.setStep(step);
+            set->refreshNow();
+            QCOMPARE(wanted.size(), 1);
+            QCOMPARE(wanted.takeFirst(), (QList<QVariant>{qint64(step - 2), qint64(step)}));
+            QCOMPARE(v->timeline()->note(), QString("steps %1-%2: reading their op and kernel records from the trace...")
+                                                .arg(step - 2)
+                                                .arg(step));
+            QVERIFY(loader.wait(30000));
+            set->refreshNow();
+            QCOMPARE(boxes_of(v), want[step]);
+            QCOMPARE(wanted.size(), 0);  // asked once
+        }
+        QCOMPARE(ops_at(store, 500), ops_500);
+        // Step 300 kept no records: the note says where they are.
+        QCOMPARE(v->timeline()->note(),
+                 QString("step 300: no individual kernel records (kept on steps 1, 6, 500-502, 900, and 1 more steps)"));
+        // Reading a window again replaces its records, never adds them twice.
+        QVERIFY(loader.showKernelRecords(500, 502));
+        QVERIFY(loader.wait(30000));
+        QCOMPARE(ops_at(store, 500), ops_500);
+        // Past TraceData::kOpWindows windows the oldest asked for (898-900; 500-502 was
+        // asked again since) goes.
+        for (std::int64_t step : {6, 1000}) {
+            cursor.setStep(step);
+            set->refreshNow();
+            QVERIFY(loader.wait(30000));
+        }
+        set->refreshNow();
+        QCOMPARE(ops_at(store, 900), std::size_t(0));
+        QCOMPARE(ops_at(store, 500), ops_500);
+        QCOMPARE(ops_at(store, 300), std::size_t(1));  // its host op
+        QCOMPARE(ops_at(store, 6), std::size_t(4));
+        const auto windows = store.read([](const TraceData& d) { return d.op_windows; });
+        QCOMPARE(int(windows.size()), int(TraceData::kOpWindows));
+        QCOMPARE(windows.front(), (std::pair<std::int64_t, std::int64_t>(298, 300)));
+        // Back at step 900: read again, as opened whole; now 298-300 goes.
+        cursor.setStep(900);
+        set->refreshNow();
+        QVERIFY(loader.wait(30000));
+        set->refreshNow();
+        QCOMPARE(boxes_of(v), want[900]);
+        QCOMPARE(ops_at(store, 300), std::size_t(0));
+        for (StoreView* view : set->views()) view->hide();
     }
 
     void aFormat5TraceShowsTheSame() {

@@ -3,7 +3,8 @@
 // detail and puts the range it left back to decimated, and the Loss view keeps the zoom
 // while the detail arrives. The Amax view draws the amax of the whole run (decimated
 // before the newest steps, its first step and its spike kept) and reads its zoom at full
-// detail too.
+// detail too. The Layers view reads the amax and scale of a cursor step in the decimated
+// steps whole.
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -16,6 +17,8 @@
 #include "widgets/amax_view.h"
 #include "widgets/health_view.h"
 #include "widgets/kernel_view.h"
+#include "widgets/layers_view.h"
+#include "models/model_roles.h"
 #include "widgets/step_cost_plot.h"
 #include "widgets/loss_view.h"
 #include <qcustomplot.h>
@@ -349,6 +352,51 @@ private slots:
                  qPrintable(kernels->detailNote()));
         QCOMPARE(calls(), 2LL * 3000);
         QCOMPARE(x->range().lower, 3000.0);
+        for (StoreView* v : set->views()) v->hide();
+    }
+
+    // The Layers view at a cursor step in the decimated steps reads that step's amax and
+    // scale, and shows the figures written for it (never an earlier step's or a capture's).
+    void layersViewReadsTheCursorsScaling() {
+        auto w = openViews();
+        auto& [store, cursor, selection, loader, set] = *w;
+        selection.setRun(1);
+        auto* layers = testing::show_view<LayersView>(*set, "layers", QSize(1200, 500));
+        connect(layers, &StoreView::scalingWanted, &loader, &TraceFileLoader::showScalingAt);
+        const LayersModel& m = layers->model();
+        const auto figure = [&](int row, int column) { return m.data(m.index(row, column), kValueRole).toDouble(); };
+        for (std::int64_t step : {4321, 9876}) {
+            QSignalSpy wanted(layers, &StoreView::scalingWanted);
+            cursor.setStep(step);
+            set->refreshNow();
+            QCOMPARE(wanted.size(), 1);
+            QCOMPARE(wanted.at(0).at(0).toLongLong(), step);
+            QVERIFY2(layers->scalingNote().startsWith(QString("step %1: reading its amax and scale from the trace").arg(step)),
+                     qPrintable(layers->scalingNote()));
+            QCOMPARE(m.rowCount(), kSlots);
+            // While it is read: blank, or the step's own point where the decimation kept one.
+            for (int r = 0; r < m.rowCount(); ++r)
+                QVERIFY(std::isnan(figure(r, LayersModel::Amax)) ||
+                        figure(r, LayersModel::Amax) == double(amax_of(1, step, m.operandAt(r).slot())));
+            QVERIFY(loader.wait(30000));
+            set->refreshNow();
+            QVERIFY2(layers->scalingNote().isEmpty(), qPrintable(layers->scalingNote()));
+            for (int r = 0; r < m.rowCount(); ++r) {
+                const int slot = m.operandAt(r).slot();
+                QCOMPARE(figure(r, LayersModel::Amax), double(amax_of(1, step, slot)));
+                QCOMPARE(figure(r, LayersModel::Scale), double(448.0f / amax_of(1, step, slot)));
+            }
+            QCOMPARE(wanted.size(), 1);  // asked once
+        }
+        // The step read before went back to decimated: of the steps before the newest, the
+        // store holds the cursor's row alone.
+        const auto early_rows = store.read([](const TraceData& d) {
+            std::vector<double> out;
+            for (double s : d.runs[1].scaling.step)
+                if (s < static_cast<double>(d.detail_from)) out.push_back(s);
+            return out;
+        });
+        QCOMPARE(early_rows, std::vector<double>{9876.0});
         for (StoreView* v : set->views()) v->hide();
     }
 };

@@ -2,6 +2,8 @@
 #include "models/kernel_detail.h"
 
 #include <QCoreApplication>
+#include <algorithm>
+#include <iterator>
 
 namespace fp8scope::views {
 
@@ -19,6 +21,61 @@ std::vector<std::int64_t> detailed_steps(const RunData& rd) {
         if ((out.empty() || out.back() != s) && rd.ops.device(i)) out.push_back(s);
     }
     return out;
+}
+
+std::vector<std::int64_t> recorded_steps(const RunData& rd) {
+    std::vector<std::int64_t> out = detailed_steps(rd);
+    if (!rd.kernel_record_steps) return out;
+    std::vector<std::int64_t> both;  // a growing file's newest steps are in `ops` alone
+    std::set_union(out.begin(), out.end(), rd.kernel_record_steps->begin(), rd.kernel_record_steps->end(),
+                   std::back_inserter(both));
+    return both;
+}
+
+bool detailed_steps_known(const TraceData& d, const RunData& rd) {
+    return d.detail_from == INT64_MIN || rd.kernel_record_steps.has_value();
+}
+
+std::optional<std::pair<std::int64_t, std::int64_t>> kernel_records_wanted(const TraceData& d, std::int64_t first,
+                                                                           std::int64_t last) {
+    if (d.detail_from == INT64_MIN || first >= d.detail_from) return std::nullopt;
+    last = std::min(last, d.detail_from - 1);
+    if (first > last) return std::nullopt;
+    // Covered by the windows read: walk them in step order.
+    auto windows = d.op_windows;
+    std::sort(windows.begin(), windows.end());
+    std::int64_t from = first;
+    for (const auto& [lo, hi] : windows) {
+        if (lo > from) break;
+        if (hi >= from) from = hi + 1;
+        if (from > last) return std::nullopt;
+    }
+    return std::pair(first, last);
+}
+
+QString timeline_note(const TraceData& d, int run, std::int64_t first, std::int64_t step) {
+    if (run < 0 || run >= static_cast<int>(d.runs.size())) return {};
+    const auto tr = [](const char* s) { return QCoreApplication::translate("KernelView", s); };
+    if (const auto want = kernel_records_wanted(d, first, step))
+        return want->first == want->second ? tr("step %1: reading its op and kernel records from the trace...").arg(want->first)
+                                           : tr("steps %1-%2: reading their op and kernel records from the trace...")
+                                                 .arg(want->first)
+                                                 .arg(want->second);
+    const RunData& rd = d.runs[static_cast<std::size_t>(run)];
+    if (has_kernel_records(rd, step)) return {};
+    const auto [lo, hi] = rd.kernel_steps_of(step);
+    // An overview's step before the newest may have its sums decimated away, not absent.
+    const bool kernels = lo != hi || (d.detail_from != INT64_MIN && step < d.detail_from &&
+                                      (!rd.kernel_steps.empty() || !rd.kernel_steps_decimated.empty()));
+    if (!kernels) return {};
+    const std::vector<std::int64_t> kept = recorded_steps(rd);
+    const QString where = !detailed_steps_known(d, rd) ? tr("the steps that kept them are still being found")
+                          : kept.empty()                ? tr("no step of the trace kept them")
+                                                        : tr("kept on steps %1").arg(step_ranges(kept, 4));
+    return (lo != hi ? tr("step %1: kernel sums only, no individual kernel records (%2)")
+                     : tr("step %1: no individual kernel records (%2)"))
+        .arg(step)
+        .arg(where);
 }
 
 QString step_ranges(const std::vector<std::int64_t>& steps, int max_ranges) {
@@ -54,13 +111,15 @@ QString kernel_detail_note(const TraceData& d, int run) {
                  "the step costs of the others decimated (each bucket's cheapest, dearest and first step)")
                   .arg(summed.size())
                   .arg(step_ranges(summed, 4));
-    const std::vector<std::int64_t> detailed = detailed_steps(rd);
-    if (detailed.size() >= summed.size()) return overview.isEmpty() ? QString() : overview.mid(2);
+    const std::vector<std::int64_t> detailed = recorded_steps(rd);
+    // Every step kept its records (of an overview: the file says which, the store holds few).
+    if (overview.isEmpty() && detailed.size() >= summed.size()) return {};
     QString mode;
     if (!d.meta.kernel_timings.empty())
         mode = tr(" (--kernel-timings %1, window %2)").arg(QString::fromStdString(d.meta.kernel_timings)).arg(d.meta.kernel_window);
-    const QString where = detailed.empty() ? tr("no individual kernels recorded") + mode
-                                           : tr("individual kernels recorded on steps %1").arg(step_ranges(detailed)) + mode;
+    const QString where = !detailed_steps_known(d, rd) ? tr("the steps with individual kernel records are still being found")
+                          : detailed.empty()          ? tr("no individual kernels recorded") + mode
+                                             : tr("individual kernels recorded on steps %1").arg(step_ranges(detailed)) + mode;
     if (!overview.isEmpty()) return where + overview;
     return where + tr("; statistics from every step (%1 steps with kernel sums)").arg(summed.size());
 }

@@ -28,6 +28,42 @@ QString LayersModel::precisionLabel(const trace::GemmPrecision& p) {
     return p.a.empty() && p.b.empty() ? tr("high precision (%1)").arg(recipe) : recipe;
 }
 
+namespace {
+
+// Before an overview's newest steps.
+bool decimated_step(const TraceData& d, std::int64_t step) { return d.detail_from != INT64_MIN && step < d.detail_from; }
+
+bool has_scaling_row(const ScalingColumns& sc, std::int64_t step) {
+    return std::binary_search(sc.step.begin(), sc.step.end(), static_cast<double>(step));
+}
+
+// A slot's decimated point at `step`, if the decimation kept that step.
+const trace::SlotPoint* decimated_point(const ScalingColumns& sc, int slot, std::int64_t step) {
+    if (slot < 0 || slot >= static_cast<int>(sc.decimated.size())) return nullptr;
+    const auto& v = sc.decimated[static_cast<std::size_t>(slot)];
+    const auto it = std::lower_bound(v.begin(), v.end(), step, [](const trace::SlotPoint& p, std::int64_t s) { return p.step < s; });
+    return it != v.end() && it->step == step ? &*it : nullptr;
+}
+
+}  // namespace
+
+bool scaling_wanted(const TraceData& d, int run, std::int64_t step) {
+    if (run < 0 || run >= static_cast<int>(d.runs.size()) || !decimated_step(d, step) || d.scaling_at == step) return false;
+    return d.slot_count() > 0 && !has_scaling_row(d.runs[static_cast<std::size_t>(run)].scaling, step);
+}
+
+QString scaling_note(const TraceData& d, int run, std::int64_t step) {
+    if (run < 0 || run >= static_cast<int>(d.runs.size()) || !decimated_step(d, step) || d.slot_count() == 0) return {};
+    const ScalingColumns& sc = d.runs[static_cast<std::size_t>(run)].scaling;
+    if (has_scaling_row(sc, step)) return {};
+    if (d.scaling_at != step)
+        return LayersModel::tr("step %1: reading its amax and scale from the trace (a large trace holds them decimated "
+                               "before step %2)...")
+            .arg(step)
+            .arg(d.detail_from);
+    return LayersModel::tr("step %1: the trace has no amax and scale of this step").arg(step);
+}
+
 LayersModel::LayersModel(const SeriesStore* store, QObject* parent)
     : QAbstractTableModel(parent), store_(store) {}
 
@@ -39,6 +75,10 @@ std::vector<LayersModel::Row> LayersModel::build_rows(const TraceData& d, int ru
     const auto cap = rd.capture_index_at(step);
     const auto& sc = rd.scaling;
     auto srow = std::upper_bound(sc.step.begin(), sc.step.end(), static_cast<double>(step)) - sc.step.begin() - 1;
+    // A large trace's decimated steps: only the step's own figures (a row read whole, or a
+    // point the decimation kept), never an earlier step's or a capture's.
+    const bool decimated = decimated_step(d, step);
+    if (decimated && srow >= 0 && sc.step[static_cast<std::size_t>(srow)] != static_cast<double>(step)) srow = -1;
     const std::vector<trace::GemmPrecision> plan = trace::run_precision(d.meta, run);
     for (const OperandRef& ref : all_operands(static_cast<int>(d.meta.linears.size()))) {
         const std::size_t i = out.size();
@@ -56,12 +96,15 @@ std::vector<LayersModel::Row> LayersModel::build_rows(const TraceData& d, int ru
         if (srow >= 0 && ref.slot() < sc.slot_count) {
             r.amax = sc.amax_at(srow, ref.slot());
             r.scale = sc.scale_at(srow, ref.slot());
+        } else if (const trace::SlotPoint* p = decimated ? decimated_point(sc, ref.slot(), step) : nullptr) {
+            r.amax = p->amax;
+            r.scale = p->scale;
         }
         if (const OperandSummary* o = rd.operand(cap, ref)) {
             r.capture_step = o->step;
             r.in_use = o->recipe_in_use;
             r.recipe = quantizer_label(d.meta, o->recipe_in_use);
-            if (srow < 0) {
+            if (srow < 0 && !decimated) {
                 r.amax = o->figures[&TensorStats::amax];
                 r.scale = o->figures[&trace::OperandRecord::scale];
             }

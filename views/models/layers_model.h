@@ -1,6 +1,7 @@
 // The layers table: every linear x GEMM x operand of the selected run with its latest
 // figures at the step cursor (amax and scale of that step, statistics of the newest
-// capture step at or before it). One row per operand slot, except that a tensor two
+// capture step at or before it; of a large trace's decimated steps, amax and scale only
+// where the store holds that step's, blank while they are read). One row per operand slot, except that a tensor two
 // GEMMs share (fprop and dgrad read the same w) is one row when all its figures are the
 // same in both, what-if ones included: per-tensor quantizers quantize it once, but 1x128
 // and MX blocks follow the GEMM's orientation, so under them dgrad's dy and wgrad's dy
@@ -28,6 +29,13 @@
 #include "models/series_store.h"
 
 namespace fp8scope::views {
+
+// A large trace opened as an overview holds the amax and scale of its steps before the
+// newest only decimated: whether those of `run` at `step` must be read whole for the
+// cursor (TraceBatch::scaling_at), and what the Layers view says meanwhile (empty: the
+// figures shown are the step's).
+bool scaling_wanted(const TraceData& d, int run, std::int64_t step);
+QString scaling_note(const TraceData& d, int run, std::int64_t step);
 
 class LayersModel : public QAbstractTableModel {
     Q_OBJECT

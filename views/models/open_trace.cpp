@@ -53,6 +53,31 @@ TraceBatch OpenTrace::steps(std::int64_t first, std::int64_t last) const {
     return b;
 }
 
+TraceBatch OpenTrace::kernelRecords(std::int64_t first, std::int64_t last) const {
+    TraceBatch b;
+    if (reader_->detail_from() > std::numeric_limits<std::int64_t>::min())
+        last = std::min(last, reader_->detail_from() - 1);
+    if (!overview() || first > last) return b;
+    b.replace = TraceBatch::StepRange{first, last, {}, TraceBatch::Ops};
+    for (int run = 0; run < static_cast<int>(meta().runs.size()); ++run) {
+        b.replace->runs.push_back(run);
+        for (auto& op : reader_->ops_detail(run, first, last)) b.ops.push_back(std::move(op));
+    }
+    return b;
+}
+
+TraceBatch OpenTrace::scalingAt(std::int64_t step) const {
+    TraceBatch b;
+    if (!overview() || step >= reader_->detail_from()) return b;  // read whole already
+    b.replace = TraceBatch::StepRange{step, step, {}, TraceBatch::Scaling};
+    b.scaling_at = step;
+    for (int run = 0; run < static_cast<int>(meta().runs.size()); ++run) {
+        b.replace->runs.push_back(run);
+        for (auto& s : reader_->scaling_detail(run, step, step)) b.scaling.push_back(std::move(s));
+    }
+    return b;
+}
+
 double OpenTrace::kernelSumsPerStep() const {
     if (!overview()) return 0;
     const std::int64_t from = reader_->detail_from();
@@ -70,6 +95,7 @@ TraceBatch OpenTrace::decimated(std::int64_t first, std::int64_t last, int what)
     if (reader_->detail_from() > std::numeric_limits<std::int64_t>::min())
         last = std::min(last, reader_->detail_from() - 1);
     TraceBatch b;
+    if (first > last) return b;  // within the newest steps: nothing to put back
     b.replace = TraceBatch::StepRange{first, last, {}, what};
     const auto in_range = [&](std::int64_t step) { return step >= first && step <= last; };
     for (int run = 0; run < static_cast<int>(meta().runs.size()); ++run) {
@@ -77,9 +103,12 @@ TraceBatch OpenTrace::decimated(std::int64_t first, std::int64_t last, int what)
         if (what & TraceBatch::StepRecords)
             for (const auto& s : reader_->step_overview(run))
                 if (in_range(s.step)) b.steps.push_back(s);
-        if (what & TraceBatch::KernelSums)
+        if (what & TraceBatch::KernelSums) {
             for (const auto& k : reader_->kernel_step_overview(run))
                 if (in_range(k.step)) b.kernel_steps_decimated.push_back(k);
+            // Read in the same pass over the sums: where the timeline can show records.
+            b.kernel_record_steps.push_back({run, reader_->kernel_record_steps(run)});
+        }
         if (what & TraceBatch::Scaling) {
             TraceBatch::SlotPoints p{run, reader_->scaling_overview(run)};
             for (auto& v : p.by_slot) std::erase_if(v, [&](const trace::SlotPoint& s) { return !in_range(s.step); });

@@ -16,8 +16,9 @@
 // (TraceReader::overview()): the first readNew() hands over every record of the newest
 // kTailSteps steps, so that every view shows where the run is now at once, then each run's
 // earlier steps decimated (min/max per bucket) as batches that replace them: the step
-// records, the ranks' step times, the kernel sums, then the amax and scale of every
-// operand slot. steps() reads a range at full
+// records, the ranks' step times, the kernel sums (with the steps whose individual kernel
+// records the file holds), then the amax and scale of every operand slot. steps() reads a
+// range at full
 // detail for a plot zoomed into it, and decimated() puts the decimated records back.
 #pragma once
 
@@ -70,6 +71,14 @@ public:
     TraceBatch decimated(std::int64_t first, std::int64_t last,
                          int what = TraceBatch::StepRecords | TraceBatch::Scaling | TraceBatch::KernelSums |
                                     TraceBatch::Ranks) const;
+    // A batch that replaces every run's op and kernel records in [first, last] before the
+    // newest steps with those the file holds there (TraceBatch::Ops); empty when the range
+    // lies within the newest steps, which are read whole. For the Kernels view's timeline:
+    // keep the range short.
+    TraceBatch kernelRecords(std::int64_t first, std::int64_t last) const;
+    // A batch that replaces every run's amax and scale at `step` with its scaling records
+    // read whole (TraceBatch::scaling_at), for the cursor in the decimated steps.
+    TraceBatch scalingAt(std::int64_t step) const;
     static constexpr double kDetailScalingValues = 16e6;  // 128 MB of amax and scale
     static constexpr double kDetailKernelSums = 2e6;      // 128 MB of kernel sums
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "models/op_list.h"
@@ -73,6 +74,10 @@ struct RunData {
     // a decimation by device time kept (min/max per bucket), step ascending. Apart from
     // kernel_steps, so that statistics over the run never mix them in.
     std::vector<trace::KernelStepRecord> kernel_steps_decimated;
+    // A large trace's steps whose individual kernel records the file holds (ascending; read
+    // from its kernel sums), also those whose records are not in `ops`; unset until known,
+    // and for a trace read whole (`ops` holds them all).
+    std::optional<std::vector<std::int64_t>> kernel_record_steps;
 
     // Index of the newest capture step <= step; -1 when none.
     std::ptrdiff_t capture_index_at(std::int64_t step) const;
@@ -110,6 +115,13 @@ struct TraceData {
     // A large trace opened as an overview (open_trace.h): the step from which on its per-step
     // records are all read; before it, only what a zoom read (INT64_MIN: not an overview).
     std::int64_t detail_from = INT64_MIN;
+    // An overview's windows of steps before detail_from whose op and kernel records were read
+    // for the Kernels view ([first, last], oldest request first), at most kOpWindows.
+    static constexpr std::size_t kOpWindows = 4;
+    std::vector<std::pair<std::int64_t, std::int64_t>> op_windows;
+    // The step whose amax and scale were last read whole for the cursor (TraceBatch::
+    // scaling_at); INT64_MIN: none.
+    std::int64_t scaling_at = INT64_MIN;
     bool empty() const { return last_step < 0; }
     int slot_count() const { return static_cast<int>(meta.linears.size()) * trace::kOperandsPerLinear; }
 };

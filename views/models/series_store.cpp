@@ -184,11 +184,69 @@ void splice_ranks(TraceData& d, const TraceBatch::StepRange& range, const std::v
     }
 }
 
+// Replaces the records of `ops` at steps in [first, last] with `rows` (step ascending, all
+// in the range).
+void splice_ops(OpList& ops, std::int64_t first, std::int64_t last, const std::vector<trace::OpRecord>& rows) {
+    const std::size_t lo = ops.of_step(first).first, hi = ops.of_step(last).second;
+    std::vector<trace::OpRecord> after;
+    after.reserve(ops.size() - hi);
+    for (std::size_t i = hi; i < ops.size(); ++i) after.push_back(ops[i]);
+    ops.truncate(lo);
+    for (const auto& r : rows) ops.push_back(r);
+    for (const auto& r : after) ops.push_back(r);
+}
+
+// The parts of [first, last] that none of `windows` covers, ascending.
+std::vector<std::pair<std::int64_t, std::int64_t>> uncovered(std::int64_t first, std::int64_t last,
+                                                             std::vector<std::pair<std::int64_t, std::int64_t>> windows) {
+    std::sort(windows.begin(), windows.end());
+    std::vector<std::pair<std::int64_t, std::int64_t>> out;
+    for (const auto& [lo, hi] : windows) {
+        if (first > last) break;
+        if (hi < first || lo > last) continue;
+        if (lo > first) out.push_back({first, lo - 1});
+        if (hi >= last) return out;
+        first = hi + 1;
+    }
+    if (first <= last) out.push_back({first, last});
+    return out;
+}
+
+// Files an overview's window of op records read for [first, last] (the newest request) and
+// drops the records of the oldest windows past kOpWindows, where no other window holds them.
+void keep_op_window(TraceData& d, std::int64_t first, std::int64_t last) {
+    auto& w = d.op_windows;
+    std::erase(w, std::pair(first, last));
+    w.push_back({first, last});
+    while (w.size() > TraceData::kOpWindows) {
+        const auto [lo, hi] = w.front();
+        w.erase(w.begin());
+        const std::int64_t end = d.detail_from == INT64_MIN ? hi : std::min(hi, d.detail_from - 1);  // the newest stay
+        for (const auto& [a, b] : uncovered(lo, end, w))
+            for (RunData& run : d.runs) splice_ops(run.ops, a, b, {});
+    }
+}
+
 }  // namespace
 
 void SeriesStore::append_locked(TraceBatch& batch) {
     auto& d = data_;
     if (batch.detail_from) d.detail_from = std::max(d.detail_from, *batch.detail_from);
+    for (auto& k : batch.kernel_record_steps)
+        if (k.run >= 0 && k.run < static_cast<std::int32_t>(d.runs.size())) d.runs[k.run].kernel_record_steps = std::move(k.steps);
+    if (batch.scaling_at) d.scaling_at = *batch.scaling_at;
+    if (batch.replace && (batch.replace->what & TraceBatch::Ops)) {
+        const auto& r = *batch.replace;
+        for (std::int32_t run : r.runs) {
+            if (run < 0 || run >= static_cast<std::int32_t>(d.runs.size())) continue;
+            std::vector<trace::OpRecord> rows;
+            for (const auto& op : batch.ops)
+                if (op.run == run && op.step >= r.first && op.step <= r.last) rows.push_back(op);
+            std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.step < b.step; });
+            splice_ops(d.runs[run].ops, r.first, r.last, rows);
+        }
+        keep_op_window(d, r.first, r.last);
+    }
     if (batch.replace && (batch.replace->what & TraceBatch::Ranks)) splice_ranks(d, *batch.replace, batch.ranks, batch.ranks_decimated);
     if (batch.replace) {
         const auto& r = *batch.replace;

@@ -42,6 +42,16 @@ struct TraceBatch {
     // The same for a job's per-rank step times (with Ranks, `ranks` are the full-detail
     // records of the range).
     std::vector<trace::RankStepRecord> ranks_decimated;
+    // A large trace's steps whose individual kernel records the file holds, per run
+    // (RunData::kernel_record_steps), all of them: they replace what the store knew.
+    struct RecordSteps {
+        std::int32_t run = 0;
+        std::vector<std::int64_t> steps;  // ascending
+    };
+    std::vector<RecordSteps> kernel_record_steps;
+    // Set: the batch holds the amax and scale of this step of every run read whole, where
+    // the cursor stands in a large trace's decimated steps (TraceData::scaling_at).
+    std::optional<std::int64_t> scaling_at;
     // Set: the trace is a large one opened as an overview, whose per-step records are read
     // whole from this step on (TraceData::detail_from).
     std::optional<std::int64_t> detail_from;
@@ -49,8 +59,11 @@ struct TraceBatch {
     // both kinds), its rank records (of both kinds; every rank), or some of these (`what`),
     // replace those the store holds of `runs` at steps in [first, last] (a large trace's
     // steps at full detail where a plot zoomed in, or decimated again where it zoomed out),
-    // instead of being appended.
-    enum Replaced { StepRecords = 1, Scaling = 2, KernelSums = 4, Ranks = 8 };
+    // instead of being appended. With Ops, its op and kernel records replace those of every
+    // run in the range: a window of steps before an overview's newest read for the Kernels
+    // view's timeline (TraceData::op_windows), the oldest such window dropped past
+    // TraceData::kOpWindows.
+    enum Replaced { StepRecords = 1, Scaling = 2, KernelSums = 4, Ranks = 8, Ops = 16 };
     struct StepRange {
         std::int64_t first = 0, last = 0;
         std::vector<std::int32_t> runs;
@@ -75,7 +88,8 @@ struct TraceBatch {
         return !replace && steps.empty() && scaling.empty() && operands.empty() && blockmaps.empty() &&
                ops.empty() && events.empty() && op_names.empty() && ranks.empty() &&
                gemm_errors.empty() && kernel_steps.empty() && gate_up.empty() && scaling_points.empty() &&
-               kernel_steps_decimated.empty() && ranks_decimated.empty() && !detail_from;
+               kernel_steps_decimated.empty() && ranks_decimated.empty() && !detail_from &&
+               kernel_record_steps.empty() && !scaling_at;
     }
 };
 

@@ -131,7 +131,56 @@ bool TraceFileLoader::showSteps(qint64 first, qint64 last) {
                     if (!deliver(std::move(b))) return;
                 }
             }
+            // The cursor's step, read whole, was put back to decimated with the range.
+            if (detailed_ && scaling_at_ && *scaling_at_ >= detailed_->first && *scaling_at_ <= detailed_->second &&
+                !(want && *scaling_at_ >= want->first && *scaling_at_ <= want->second) &&
+                !deliverParts([&](const OpenTrace& t) { return t.scalingAt(*scaling_at_); }))
+                return;
             detailed_ = want;
+        } catch (const std::exception& e) {
+            fail(open_path_, QString::fromStdString(e.what()));
+        }
+    });
+    return true;
+}
+
+bool TraceFileLoader::deliverParts(const std::function<TraceBatch(const OpenTrace&)>& make) {
+    for (std::size_t i = 0; i < open_.size(); ++i) {
+        if (!open_[i]->overview()) continue;
+        TraceBatch b = make(*open_[i]);
+        if (b.empty()) continue;
+        merge_->remap(i, b);
+        if (!deliver(std::move(b))) return false;
+    }
+    return true;
+}
+
+bool TraceFileLoader::showKernelRecords(qint64 first, qint64 last) {
+    if (!overview_) return false;
+    first = std::max(first, last - kRecordSteps + 1);
+    workers().start([this, first, last] {
+        if (open_.empty()) return;
+        try {
+            deliverParts([&](const OpenTrace& t) { return t.kernelRecords(first, last); });
+        } catch (const std::exception& e) {
+            fail(open_path_, QString::fromStdString(e.what()));
+        }
+    });
+    return true;
+}
+
+bool TraceFileLoader::showScalingAt(qint64 step) {
+    if (!overview_) return false;
+    workers().start([this, step] {
+        if (open_.empty() || scaling_at_ == step) return;
+        try {
+            const auto zoomed = [&](qint64 s) { return detailed_ && s >= detailed_->first && s <= detailed_->second; };
+            // The step read before goes back to decimated (unless a zoom holds it whole).
+            if (scaling_at_ && !zoomed(*scaling_at_) &&
+                !deliverParts([&](const OpenTrace& t) { return t.decimated(*scaling_at_, *scaling_at_, TraceBatch::Scaling); }))
+                return;
+            scaling_at_ = step;
+            deliverParts([&](const OpenTrace& t) { return t.scalingAt(step); });
         } catch (const std::exception& e) {
             fail(open_path_, QString::fromStdString(e.what()));
         }
@@ -194,6 +243,7 @@ bool TraceFileLoader::load(const QStringList& paths, bool quiet, bool job) {
             auto merge = std::make_unique<TraceMerge>(std::move(parts));
             overview_ = std::any_of(opened_files.begin(), opened_files.end(), [](const auto& f) { return f->overview(); });
             detailed_.reset();
+            scaling_at_.reset();
             open_ = std::move(opened_files);
             merge_ = std::move(merge);
             replaced = true;

@@ -16,6 +16,7 @@
 
 #include <QTimer>
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -58,6 +59,15 @@ public:
     // shown before goes back to decimated. True when the open trace is an overview.
     bool showSteps(qint64 first, qint64 last);
     static constexpr qint64 kDetailSteps = 50000;
+    // The Kernels view's timeline shows steps [first, last] of an overview, before its
+    // newest: their op and kernel records are read (a worker job) and join the store
+    // (TraceBatch::Ops). At most kRecordSteps steps. True when the open trace is an overview.
+    bool showKernelRecords(qint64 first, qint64 last);
+    static constexpr qint64 kRecordSteps = 1000;
+    // The cursor stands at `step` of an overview: where the store holds that step's amax and
+    // scale decimated (or not at all), they are read whole (a worker job); the step read for
+    // the cursor before goes back to decimated. True when the open trace is an overview.
+    bool showScalingAt(qint64 step);
     // The step records from which on a trace opens as an overview (OpenTrace::kLargeStepRows
     // unless set; for the next open).
     void setLargeStepRows(std::uint64_t rows) { large_rows_ = rows; }
@@ -89,6 +99,10 @@ private:
     std::atomic<bool> overview_{false};  // the open trace is an overview
     std::atomic<std::uint64_t> large_rows_;
     std::optional<std::pair<qint64, qint64>> detailed_;  // worker only: the range read at full detail
+    std::optional<qint64> scaling_at_;  // worker only: the step whose amax and scale were read for the cursor
+    // Worker only: delivers each overview part's batch from `make(part)`; false when the
+    // store moved on.
+    bool deliverParts(const std::function<TraceBatch(const OpenTrace&)>& make);
 };
 
 }  // namespace fp8scope::views

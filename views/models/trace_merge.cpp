@@ -184,6 +184,7 @@ void TraceMerge::remap(std::size_t part, TraceBatch& b) {
             k.op = mapped(m.op, k.op);
             k.parent = mapped(m.op, k.parent);
         }
+    for (auto& k : b.kernel_record_steps) k.run += m.first_run;
     for (auto& a : b.gate_up) {
         a.run += m.first_run;
         a.linear = mapped(m.linear, a.linear);

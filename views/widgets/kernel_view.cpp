@@ -334,16 +334,17 @@ void KernelView::redraw() {
             box_kernels_.push_back(k);
         }
     });
-    // A step without its kernel records shows its host ops; the note says where they are.
-    timeline_->setNote(ctx().store->read([&](const TraceData& d) -> QString {
-        if (run < 0 || run >= static_cast<int>(d.runs.size())) return {};
-        const RunData& rd = d.runs[static_cast<std::size_t>(run)];
-        const auto [lo, hi] = rd.kernel_steps_of(step);
-        if (lo == hi || has_kernel_records(rd, step)) return {};
-        return tr("step %1: kernel sums only, no individual kernel records (kept on steps %2)")
-            .arg(step)
-            .arg(step_ranges(detailed_steps(rd), 4));
-    }));
+    // A step without its kernel records shows its host ops; the note says where they are,
+    // or that a large trace's records of the steps shown are being read.
+    const std::int64_t first = step - steps_->value() + 1;
+    const auto [note, want] = ctx().store->read([&](const TraceData& d) {
+        return std::pair(timeline_note(d, run, first, step), kernel_records_wanted(d, first, step));
+    });
+    timeline_->setNote(note);
+    if (want && std::tuple(ctx().store->generation(), want->first, want->second) != asked_) {
+        asked_ = {ctx().store->generation(), want->first, want->second};
+        emit kernelRecordsWanted(want->first, want->second);
+    }
     timeline_->setBoxes(std::move(boxes), lanes, std::move(launcher));
     strip_->setTracks(std::move(tracks));
     highlight();

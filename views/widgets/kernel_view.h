@@ -18,6 +18,7 @@
 #pragma once
 
 #include <QSortFilterProxyModel>
+#include <tuple>
 
 #include "models/kernel_stats_model.h"
 #include "models/op_time_comparison.h"
@@ -91,6 +92,9 @@ private:
     QPushButton* record_;
     QSpinBox* record_steps_;
     int shown_scope_ = -1, shown_run_ = -1;  // of the table
+    // The steps whose records were last asked for (kernelRecordsWanted), with the store's
+    // generation, so that a redraw asks once.
+    std::tuple<std::uint64_t, std::int64_t, std::int64_t> asked_{0, 0, -1};
     KernelSelection shown_filter_{KernelFilter::All, -2};
     CounterStrip* strip_;
     QLineEdit* operands_;

@@ -53,6 +53,10 @@ LayersView::LayersView(const ViewContext& context, QWidget* parent)
     row->addWidget(new QLabel(tr("compare with:"), this));
     row->addWidget(compare_);
     layout->addLayout(row);
+    note_ = new QLabel(this);
+    note_->setWordWrap(true);
+    note_->hide();
+    layout->addWidget(note_);
     layout->addWidget(view_);
     // Filtering hides rows, it does not unselect their operands.
     connect(filter_, &QLineEdit::textChanged, this, [this](const QString& text) {
@@ -106,9 +110,21 @@ void LayersView::showSelection() {
     syncing_ = false;
 }
 
+QString LayersView::scalingNote() const { return note_->text(); }
+
 void LayersView::redraw() {
     const bool first = model_.rowCount() == 0, was_compared = model_.compared();
     const int run = ctx().selection->run();
+    const std::int64_t step = ctx().cursor->step();
+    const auto [note, want] = ctx().store->read([&](const TraceData& d) {
+        return std::pair(scaling_note(d, run, step), scaling_wanted(d, run, step));
+    });
+    note_->setText(note);
+    note_->setVisible(!note.isEmpty());
+    if (want && std::pair(ctx().store->generation(), step) != asked_) {
+        asked_ = {ctx().store->generation(), step};
+        emit scalingWanted(step);
+    }
     if (dataChanged())
         ctx().store->read([&](const TraceData& d) {
             fill_recipe_combo(what_if_, quantizer_labels(d.meta));

@@ -3,13 +3,16 @@
 // rows (Ctrl/Shift-click) selects them all, the row with the focus being the current.
 // For a baseline run the error columns show a what-if quantizer chosen beside the filter.
 // With a run chosen to compare with (the baseline by default), delta columns follow: the
-// selected run's key figures minus that run's.
+// selected run's key figures minus that run's. At a cursor step before a large trace's
+// newest steps, that step's amax and scale are read from the trace (scalingWanted) and a
+// line says so while they are.
 #pragma once
 
 #include "models/layers_model.h"
 #include "widgets/store_view.h"
 
 class QComboBox;
+class QLabel;
 class QLineEdit;
 class QSortFilterProxyModel;
 class QTableView;
@@ -30,6 +33,8 @@ public:
     // The analysis quantizer whose figures an unquantized (baseline) operand shows.
     QComboBox* whatIf() const { return what_if_; }
     CompareRunCombo* compareRun() const { return compare_; }
+    // What the view says of the amax and scale at the cursor ("" when they are the step's).
+    QString scalingNote() const;
 
 protected:
     void redraw() override;
@@ -44,6 +49,8 @@ private:
     QLineEdit* filter_;
     QComboBox* what_if_;
     CompareRunCombo* compare_;
+    QLabel* note_;
+    std::pair<std::uint64_t, std::int64_t> asked_{0, 0};  // store generation and step of the last scalingWanted
     int sized_run_ = -1;    // the run the column widths were fitted to
     int sized_other_ = -1;  // and the compared run
     bool syncing_ = false;  // the table and the Selection are being made to agree

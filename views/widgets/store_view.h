@@ -41,6 +41,12 @@ signals:
     // A step plot of the view was zoomed or panned to steps [first, last] (announced once
     // the range rests; step_zoom.h): a large trace's steps there are read at full detail.
     void stepsShown(qint64 first, qint64 last);
+    // The view shows steps [first, last] of a large trace whose op and kernel records the
+    // store does not hold (before its newest steps): they are read and join the store.
+    void kernelRecordsWanted(qint64 first, qint64 last);
+    // The view shows the amax and scale at `step`, which the store holds of a large trace
+    // only decimated: they are read whole.
+    void scalingWanted(qint64 step);
 
 protected:
     virtual void redraw() = 0;
