@@ -27,12 +27,15 @@ GuiOptions parse_command_line(const QStringList& args, const QStringList& view_n
     const QCommandLineOption statistic_opt("statistic", "the error view's statistic for --screenshot, as its box "
                                            "names it (\"sqnr_db\", \"output SQNR\", \"output rel. error\")", "NAME");
     const QCommandLineOption step_opt("step", "the cursor's step for --screenshot (default: the last)", "N");
+    const QCommandLineOption large_opt("large-trace-rows", "open a trace with at least N step records (all runs "
+                                       "together) as a large one: its newest steps whole, the others decimated and read "
+                                       "as the views need them (default 400000)", "N");
     const QCommandLineOption no_launch_opt("no-launch", "open an empty window instead of starting a run");
     const QCommandLineOption attach_opt("attach", "follow a running engine (its --listen endpoint: unix:PATH, "
                                         "tcp:PORT or HOST:PORT)", "ENDPOINT");
     const QCommandLineOption token_opt("token", "the engine's token for --attach", "T");
-    cli.addOptions({open_opt, shot_opt, view_opt, raise_opt, run_opt, select_opt, blocks_opt, statistic_opt, step_opt, no_launch_opt,
-                    attach_opt, token_opt});
+    cli.addOptions({open_opt, shot_opt, view_opt, raise_opt, run_opt, select_opt, blocks_opt, statistic_opt, step_opt, large_opt,
+                    no_launch_opt, attach_opt, token_opt});
     GuiOptions o;
     if (!cli.parse(args)) {
         o.ok = false;
@@ -54,6 +57,15 @@ GuiOptions parse_command_line(const QStringList& args, const QStringList& view_n
     o.blocks = cli.value(blocks_opt);
     o.step = cli.value(step_opt);
     o.statistic = cli.value(statistic_opt);
+    if (cli.isSet(large_opt)) {
+        bool ok = false;
+        o.large_rows = cli.value(large_opt).toULongLong(&ok);
+        if (!ok || o.large_rows == 0) {
+            o.ok = false;
+            o.text = QStringLiteral("--large-trace-rows: '%1' is not a number of step records above 0\n").arg(cli.value(large_opt));
+            return o;
+        }
+    }
     o.no_launch = cli.isSet(no_launch_opt);
     o.attach = cli.value(attach_opt);
     o.token = cli.value(token_opt);

@@ -8,6 +8,9 @@ struct GuiOptions {
     QStringList traces;  // --open values, then the positional ones
     QString screenshot, view, raise, run, select, blocks, step, statistic;
     QString attach, token;  // a running engine's endpoint (--listen) and its token
+    // --large-trace-rows: a trace with at least this many step records opens as an overview
+    // (OpenTrace::kLargeStepRows unless set; 0: unset).
+    unsigned long long large_rows = 0;
     bool no_launch = false;
     bool help = false;   // print `text` and exit 0
     QString text;        // the help text, or the error for a bad command line

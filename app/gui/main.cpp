@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
 
     const bool screenshot = !o.screenshot.isEmpty();
     MainWindow window(!screenshot);  // screenshots never depend on the user's saved layout
+    if (o.large_rows > 0) window.setLargeStepRows(o.large_rows);
     if (screenshot)
         return take_screenshot(window, {o.screenshot, o.traces, o.view, o.raise, o.run, o.select, o.blocks, o.step, o.statistic});
     window.showAtStart();

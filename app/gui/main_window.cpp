@@ -239,6 +239,8 @@ void MainWindow::openComparison(const QString& path) {
     openTraces(paths_ + QStringList{path});
 }
 
+void MainWindow::setLargeStepRows(std::uint64_t rows) { loader_->setLargeStepRows(rows); }
+
 bool MainWindow::waitUntilLoaded(int timeout_ms) {
     QElapsedTimer clock;
     clock.start();
@@ -248,6 +250,9 @@ bool MainWindow::waitUntilLoaded(int timeout_ms) {
         QCoreApplication::processEvents();
     }
     views_->refreshNow();
+    // A large trace's views ask for records as they draw (an early step's kernels, amax and
+    // scale): drawn again once read.
+    if (loader_->wait(timeout_ms < 0 ? 600000 : std::max(timeout_ms, 10000))) views_->refreshNow();
     views_->findings()->waitForFindings(timeout_ms < 0 ? 600000 : timeout_ms);
     QCoreApplication::processEvents();
     return !loading_;

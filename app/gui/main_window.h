@@ -40,9 +40,13 @@ public:
     // message, never a crash. Several traces open as one comparison.
     void openTrace(const QString& path) { openTraces({path}); }
     void openTraces(const QStringList& paths);
+    // A trace opened next with at least `rows` step records opens as an overview of a large
+    // trace (TraceFileLoader::setLargeStepRows).
+    void setLargeStepRows(std::uint64_t rows);
     // Adds a trace to the open one(s): its runs overlay in every view.
     void openComparison(const QString& path);
-    // Blocks until the load is over (finished or failed) and every view is redrawn
+    // Blocks until the load is over (finished or failed) and every view is redrawn, with what
+    // the views asked for as they drew (a large trace's records of the steps shown)
     // (screenshots); a negative timeout waits for as long as it takes. True when the load
     // ended in time.
     bool waitUntilLoaded(int timeout_ms);

@@ -2,6 +2,7 @@
 #include "reader_overview.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -304,29 +305,42 @@ std::vector<OpRecord> OpOverview::read(const TraceFile& f, const TraceMeta& meta
                                        std::int64_t to) const {
     std::vector<OpRecord> out;
     if (run < 0 || run >= static_cast<int>(meta.runs.size()) || from > to) return out;
-    // From the last block back, as read_range, but a step has many records: one stands
-    // unless a later record of the run lies at an earlier step.
-    std::int64_t later_min = INT64_MAX;
+    // From the last block back, as read_range, but a step has many records, written
+    // together: a step's records (a group of the run's rows in a row) stand unless a later
+    // record of the run lies at that step or before (a rewind recorded it again, or went
+    // back past it). The oldest group seen may go on in the block before.
+    std::int64_t later_min = INT64_MAX;  // the smallest step of the run's later groups
+    std::optional<std::int64_t> group;   // the step of the oldest group seen
+    bool group_stands = false;
+    const auto close = [&] {
+        if (group) later_min = std::min(later_min, *group);
+        group.reset();
+    };
     std::vector<std::vector<OpRecord>> parts;  // newest block first
     for (std::size_t k = blocks.size(); k-- > 0;) {
         const StepOverview::Block& b = blocks[k];
         if (b.min[run] == INT64_MAX) continue;  // none of the run's rows
-        if (b.min[run] <= to && b.max[run] >= from && b.min[run] <= later_min) {
-            std::vector<OpRecord> kept;
-            auto rows = read_op_rows(f, meta, b.first, b.count);
-            for (std::size_t i = rows.size(); i-- > 0;) {
-                const OpRecord& r = rows[i];
-                if (r.run != run) continue;
-                if (r.step <= later_min && r.step >= from && r.step <= to) kept.push_back(r);
-                later_min = std::min(later_min, r.step);
-            }
-            std::reverse(kept.begin(), kept.end());
-            parts.push_back(std::move(kept));
+        if (!(b.min[run] <= to && b.max[run] >= from && b.min[run] <= std::min(later_min, group.value_or(INT64_MAX)))) {
+            close();
+            later_min = std::min(later_min, b.min[run]);
+            continue;
         }
-        later_min = std::min(later_min, b.min[run]);
+        std::vector<OpRecord> kept;
+        auto rows = read_op_rows(f, meta, b.first, b.count);
+        for (std::size_t i = rows.size(); i-- > 0;) {
+            const OpRecord& r = rows[i];
+            if (r.run != run) continue;
+            if (group != r.step) {
+                close();
+                group = r.step;
+                group_stands = r.step < later_min;
+            }
+            if (group_stands && r.step >= from && r.step <= to) kept.push_back(r);
+        }
+        std::reverse(kept.begin(), kept.end());
+        parts.push_back(std::move(kept));
     }
     for (std::size_t k = parts.size(); k-- > 0;) out.insert(out.end(), parts[k].begin(), parts[k].end());
-    std::stable_sort(out.begin(), out.end(), [](const OpRecord& a, const OpRecord& b) { return a.step < b.step; });
     return out;
 }
 

@@ -129,8 +129,9 @@ struct OpOverview {
     hsize_t scanned = 0;  // rows of /ops seen
 
     void scan(const TraceFile& f, const TraceMeta& meta);
-    // The records of `run` in [from, to] that stand (none a later record of the run goes
-    // back before), step ascending, file order within a step.
+    // The records of `run` in [from, to] that stand (a step's records, written together,
+    // unless a later record of the run lies at that step or before), step ascending, file
+    // order within a step.
     std::vector<OpRecord> read(const TraceFile& f, const TraceMeta& meta, int run, std::int64_t from, std::int64_t to) const;
 };
 // Rows [first, first + count) of /ops, each checked against /meta (run, op and parent ids).

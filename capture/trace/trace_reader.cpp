@@ -163,11 +163,7 @@ std::vector<KernelStepRecord> TraceReader::kernel_steps_detail(int run, std::int
 std::vector<OpRecord> TraceReader::ops_detail(int run, std::int64_t from, std::int64_t to) const {
     const Impl& d = *impl_;
     if (!d.op_overview || from >= d.detail_from) return ops(run, from, to);
-    // Before the newest steps from the blocks of rows, the newest from the index.
-    std::vector<OpRecord> out = d.scanned_ops().read(d.file, d.meta, run, from, std::min(to, d.detail_from - 1));
-    if (to >= d.detail_from)
-        for (OpRecord& r : ops(run, d.detail_from, to)) out.push_back(std::move(r));
-    return out;
+    return d.scanned_ops().read(d.file, d.meta, run, from, to);
 }
 
 std::vector<std::int64_t> TraceReader::kernel_record_steps(int run) const {

@@ -85,9 +85,10 @@ public:
     std::vector<RankStepRecord> rank_overview() const;
     std::vector<RankStepRecord> rank_steps_detail(std::int64_t from, std::int64_t to) const;
     std::vector<KernelStepRecord> kernel_steps_detail(int run, std::int64_t from, std::int64_t to) const;
-    // The op and kernel records (/ops) of `run` in [from, to] that stand, step ascending;
-    // in an overview those before the newest steps from the rows that hold them (one pass
-    // over /ops, on the first call that needs them), so keep the range short.
+    // The op and kernel records (/ops) of `run` in [from, to], step ascending; in an overview,
+    // for a range that begins before the newest steps, those that stand, read from the
+    // blocks of rows that hold them (one pass over /ops, on the first call that needs it):
+    // keep the range short.
     std::vector<OpRecord> ops_detail(int run, std::int64_t from, std::int64_t to) const;
     // The steps of `run` whose individual device records are in /ops (their kernel sums say
     // so: KernelStepRecord::detailed), ascending; in an overview from the pass over

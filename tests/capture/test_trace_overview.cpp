@@ -577,6 +577,67 @@ TEST(TraceOverview, KernelSumsDecimatedAndReadOnDemand) {
     }
 }
 
+// Two runs of 6,000 steps, each with a host op, and on some steps (one in five, chosen
+// anew when a rewind records a step again) two kernels whose sums say so; they go back 150
+// steps every 1,100. Opened as an overview (the newest 100 steps whole), ranges of /ops
+// read on demand hold exactly the records that stand there, in file order, and the steps
+// with kernel records are exactly those that stand with them.
+TEST(TraceOverview, KernelRecordsReadOnDemand) {
+    TempDir dir;
+    const std::string path = dir / "ops.h5";
+    const TraceMeta m = sample_meta();
+    std::mt19937_64 rng(23);
+    std::vector<std::map<std::int64_t, std::vector<OpRecord>>> standing(2);
+    std::vector<std::set<std::int64_t>> recorded(2);
+    {
+        TraceWriter w(path, m);
+        std::int64_t step = 1;
+        for (int n = 0; n < 6000; ++n, ++step) {
+            for (int run = 0; run < 2; ++run) {
+                const bool kept = rng() % 5 == 0;
+                std::vector<OpRecord> ops;
+                OpRecord host{run, step, 0, -1, -1, -1, 0, step * 1000, step * 1000 + 500};
+                ops.push_back(host);
+                for (int k = 0; kept && k < 2; ++k) {
+                    OpRecord kernel{run, step, 1 + k, -1, -1, 0, 7, step * 1000 + 10 * k, step * 1000 + 10 * k + 5};
+                    kernel.kind = OpKind::Kernel;
+                    kernel.parent = 0;
+                    ops.push_back(kernel);
+                }
+                for (const auto& o : ops) w.write(o);
+                w.write(KernelStepRecord{run, step, 1, 0, OpKind::Kernel, kept ? 1 : 0, 1, 5, 5, 5, 0});
+                w.write(sample_step(run, step));
+                auto& v = standing[run];
+                v.erase(v.lower_bound(step), v.end());
+                v[step] = ops;
+                recorded[run].erase(recorded[run].lower_bound(step), recorded[run].end());
+                if (kept) recorded[run].insert(step);
+            }
+            if (n % 1100 == 1099) step -= 150;
+        }
+        w.close();
+    }
+    const TraceReader over(path, {.min_step_rows = 1000, .tail_steps = 100});
+    ASSERT_TRUE(over.overview());
+    for (int run = 0; run < 2; ++run) {
+        EXPECT_EQ(over.kernel_record_steps(run), std::vector<std::int64_t>(recorded[run].begin(), recorded[run].end()));
+        for (int k = 0; k < 60; ++k) {
+            const std::int64_t a = static_cast<std::int64_t>(rng() % 5200) - 10, b = a + static_cast<std::int64_t>(rng() % 300);
+            std::vector<OpRecord> want;
+            for (auto it = standing[run].lower_bound(a); it != standing[run].end() && it->first <= b; ++it)
+                want.insert(want.end(), it->second.begin(), it->second.end());
+            const auto got = over.ops_detail(run, a, b);
+            ASSERT_EQ(got.size(), want.size()) << "run " << run << " [" << a << ", " << b << "]";
+            for (std::size_t i = 0; i < got.size(); ++i) {
+                ASSERT_EQ(got[i].step, want[i].step) << "run " << run << " [" << a << ", " << b << "]";
+                ASSERT_EQ(got[i].op, want[i].op) << "step " << want[i].step;
+                ASSERT_EQ(got[i].device, want[i].device) << "step " << want[i].step;
+                ASSERT_EQ(got[i].start_ns, want[i].start_ns) << "step " << want[i].step;
+            }
+        }
+    }
+}
+
 }  // namespace
 }  // namespace fp8scope::trace
 

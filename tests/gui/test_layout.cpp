@@ -98,6 +98,13 @@ private slots:
         const GuiOptions attach = parse_command_line({"fp8scope", "--attach", "unix:/tmp/e.sock", "--token", "t0"}, views);
         QCOMPARE(attach.attach, QString("unix:/tmp/e.sock"));
         QCOMPARE(attach.token, QString("t0"));
+        QCOMPARE(parse_command_line({"fp8scope", "--large-trace-rows", "1000", "a.h5"}, views).large_rows, 1000ull);
+        QCOMPARE(parse_command_line({"fp8scope", "a.h5"}, views).large_rows, 0ull);
+        for (const char* v : {"0", "-5", "many"}) {
+            const GuiOptions large = parse_command_line({"fp8scope", "--large-trace-rows", v}, views);
+            QVERIFY(!large.ok);
+            QCOMPARE(large.text, QString("--large-trace-rows: '%1' is not a number of step records above 0\n").arg(v));
+        }
     }
 };
 

@@ -114,6 +114,7 @@ QString LayersView::scalingNote() const { return note_->text(); }
 
 void LayersView::redraw() {
     const bool first = model_.rowCount() == 0, was_compared = model_.compared();
+    const int rows = model_.rowCount();
     const int run = ctx().selection->run();
     const std::int64_t step = ctx().cursor->step();
     const auto [note, want] = ctx().store->read([&](const TraceData& d) {
@@ -149,7 +150,8 @@ void LayersView::redraw() {
             header->moveSection(header->visualIndex(LayersModel::ColumnCount + c),
                                 header->visualIndex(LayersModel::kDeltaOf[c]) + 1);
     }
-    if (first || model_.compared() != was_compared) showSelection();
+    // A reset (rows merged or split as figures arrive, delta columns) forgets the selection.
+    if (first || model_.compared() != was_compared || model_.rowCount() != rows) showSelection();
 }
 
 }  // namespace fp8scope::views
