@@ -167,7 +167,9 @@ class KernelWindowTest : public QObject {
     }
 
 private slots:
-    void cleanup() { t::close_view_set(set_); }
+    void cleanup() {
+        if (set_) t::close_view_set(set_);
+    }
 
     void statisticsCoverEveryStep() {
         const std::string path = dir_.filePath("capture.h5").toStdString();
@@ -290,6 +292,46 @@ private slots:
         QCOMPARE(boxes_of(v), want[900]);
         QCOMPARE(ops_at(store, 300), std::size_t(0));
         for (StoreView* view : set->views()) view->hide();
+    }
+
+    // What the timeline says of an overview's early step before the file's kernel sums were
+    // read through, once they were, and which of its steps are still to read.
+    void anOverviewsNotesBeforeTheRecordsAreKnown() {
+        SeriesStore store;
+        const auto generation = store.reset(meta());
+        TraceBatch head;
+        head.detail_from = 1001;
+        head.kernel_steps.push_back({0, 1500, Nvjet, Fprop, trace::OpKind::Kernel, 0, 2, 6000, 3000, 3000, 0});
+        QVERIFY(store.append(generation, std::move(head)));
+        TraceBatch sums;  // the decimated sums of the early steps
+        sums.replace = TraceBatch::StepRange{INT64_MIN, 1000, {0}, TraceBatch::KernelSums};
+        sums.kernel_steps_decimated.push_back({0, 7, Nvjet, Fprop, trace::OpKind::Kernel, 0, 2, 6000, 3000, 3000, 0});
+        QVERIFY(store.append(generation, std::move(sums)));
+        const auto note = [&](std::int64_t first, std::int64_t step) {
+            return store.read([&](const TraceData& d) { return timeline_note(d, 0, first, step); });
+        };
+        const auto wanted = [&](std::int64_t first, std::int64_t last) {
+            return store.read([&](const TraceData& d) { return kernel_records_wanted(d, first, last); });
+        };
+        QCOMPARE(wanted(299, 300), (std::optional(std::pair<std::int64_t, std::int64_t>(299, 300))));
+        QCOMPARE(wanted(999, 1002), (std::optional(std::pair<std::int64_t, std::int64_t>(999, 1000))));
+        QCOMPARE(wanted(1001, 1500), std::nullopt);  // the newest steps are whole
+        QCOMPARE(note(299, 300), QString("steps 299-300: reading their op and kernel records from the trace..."));
+        TraceBatch ops;  // the window read: no records in the file there
+        ops.replace = TraceBatch::StepRange{299, 300, {0}, TraceBatch::Ops};
+        QVERIFY(store.append(generation, std::move(ops)));
+        QCOMPARE(wanted(299, 300), std::nullopt);
+        QCOMPARE(wanted(300, 300), std::nullopt);
+        QCOMPARE(wanted(298, 300), (std::optional(std::pair<std::int64_t, std::int64_t>(298, 300))));
+        QCOMPARE(note(300, 300), QString("step 300: no individual kernel records (the steps that kept them are still being found)"));
+        QCOMPARE(note(1500, 1500), QString("step 1500: kernel sums only, no individual kernel records (the steps that "
+                                           "kept them are still being found)"));
+        TraceBatch known;
+        known.kernel_record_steps.push_back({0, {}});
+        QVERIFY(store.append(generation, std::move(known)));
+        QCOMPARE(note(300, 300), QString("step 300: no individual kernel records (no step of the trace kept them)"));
+        QVERIFY(store.read([](const TraceData& d) { return kernel_detail_note(d, 0); })
+                    .startsWith("no individual kernels recorded (--kernel-timings capture, window 2); a large trace"));
     }
 
     void aFormat5TraceShowsTheSame() {
