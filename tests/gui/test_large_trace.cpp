@@ -397,6 +397,14 @@ private slots:
             return out;
         });
         QCOMPARE(early_rows, std::vector<double>{9876.0});
+        // A zoom over the cursor's step and back out leaves its figures read whole.
+        QVERIFY(loader.showSteps(9000, 9999));
+        QVERIFY(loader.showSteps(0, kSteps + TraceFileLoader::kDetailSteps));
+        QVERIFY(loader.wait(30000));
+        set->refreshNow();
+        QVERIFY2(layers->scalingNote().isEmpty(), qPrintable(layers->scalingNote()));
+        for (int r = 0; r < m.rowCount(); ++r)
+            QCOMPARE(figure(r, LayersModel::Amax), double(amax_of(1, 9876, m.operandAt(r).slot())));
         for (StoreView* v : set->views()) v->hide();
     }
 };

@@ -131,9 +131,12 @@ bool TraceFileLoader::showSteps(qint64 first, qint64 last) {
                     if (!deliver(std::move(b))) return;
                 }
             }
-            // The cursor's step, read whole, was put back to decimated with the range.
-            if (detailed_ && scaling_at_ && *scaling_at_ >= detailed_->first && *scaling_at_ <= detailed_->second &&
-                !(want && *scaling_at_ >= want->first && *scaling_at_ <= want->second) &&
+            // The cursor's step read whole went back to decimated with the range left, or was
+            // decimated anew with a wide one: read again.
+            const auto holds = [&](const auto& range) {
+                return range && *scaling_at_ >= range->first && *scaling_at_ <= range->second;
+            };
+            if (scaling_at_ && (holds(detailed_) || holds(want)) &&
                 !deliverParts([&](const OpenTrace& t) { return t.scalingAt(*scaling_at_); }))
                 return;
             detailed_ = want;
