@@ -8,7 +8,9 @@
 // timeline. Where a GPU trace kept the individual kernel records only on some steps
 // (`--kernel-timings capture`), a line says on which and that the statistics and the
 // step costs come from every step (the kernel sums); the timeline of a step without
-// them says so, and a live run is asked to record the next steps' kernels.
+// them says so, and a live run is asked to record the next steps' kernels. Of a large trace
+// opened as an overview, the timeline of steps before the newest asks for their records
+// (kernelRecordsWanted) and says while they are read.
 // Kernels show short names (util/readable_kernel_name.h), the full name on hover; hovering
 // or clicking an op or kernel draws the flows from the op to the kernels it launched. A
 // strip under the lanes holds counters over the steps shown: the loss, the learning rate
