@@ -158,6 +158,7 @@ int main(int argc, char** argv) {
                 overlapped.push_back(take || taken > landed_before);
             }
             writer.wait();
+            if (async) std::printf("%-5s host copy: %s\n", mode.c_str(), trainer.checkpoint_route().c_str());
         } catch (const std::exception& e) {
             std::fprintf(stderr, "bench_checkpoint: %s: %s\n", mode.c_str(), e.what());
             return 1;

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -34,6 +35,9 @@ public:
     virtual void start(const std::vector<Region>& regions) = 0;
     virtual void wait() = 0;
     virtual const std::uint8_t* host() const = 0;
+    // How the last copy went, in words (a GPU: staged in device memory or straight over
+    // PCIe, and why), for the run's output and benchmarks.
+    virtual std::string route() const { return "copied on the host"; }
 };
 
 // Where a GPU's snapshot is copied from (kernels/cuda/cuda_backend_host_snapshot.cpp):

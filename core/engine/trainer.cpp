@@ -804,6 +804,8 @@ bool Trainer::write_checkpoint(std::string path) {
     return true;
 }
 
+std::string Trainer::checkpoint_route() const { return host_snapshot_ ? host_snapshot_->route() : std::string(); }
+
 std::vector<std::string> Trainer::report_checkpoints() {
     std::vector<std::string> skipped;
     for (const CheckpointWriter::Done& d : checkpoints_.finished()) {

@@ -103,6 +103,9 @@ public:
     void stop();
     void switch_recipe(int run, const std::string& recipe);
     void checkpoint_now(const std::string& path = "");  // "": checkpoint.dir/step_N.ckpt
+    // How the last checkpoint's parameters and moments went to the host (HostSnapshot::route);
+    // empty before the first.
+    std::string checkpoint_route() const;
     // Capture GEMM operands every `every` steps from the next step on (0: off). Throws
     // std::invalid_argument at once when negative.
     void set_capture_every(int every);

@@ -22,6 +22,7 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_backend_lane.h"
 #include "cuda/runtime/check.h"
+#include "util/strprintf.h"
 
 namespace fp8scope {
 namespace {
@@ -86,11 +87,17 @@ public:
     }
 
     const std::uint8_t* host() const override { return host_; }
+    std::string route() const override { return route_; }
 
 private:
     // Whether this copy goes through device staging (allocated on first use and kept).
     bool stage(std::size_t bytes) {
-        if (staging_ == SnapshotStaging::Direct) return false;
+        const double gb = double(bytes) / 1e9;
+        if (staging_ == SnapshotStaging::Direct) {
+            route_ = strprintf("%.2f GB straight over PCIe (staging off)", gb);
+            return false;
+        }
+        route_ = strprintf("%.2f GB staged in device memory, then over PCIe", gb);
         if (bytes <= device_bytes_) return true;
         if (device_) FP8SCOPE_CUDA_CHECK(cudaFree(device_));  // idle: the last copy has landed
         device_ = nullptr, device_bytes_ = 0;
@@ -100,12 +107,20 @@ private:
             std::size_t free = 0, all = 0;
             FP8SCOPE_CUDA_CHECK(cudaMemGetInfo(&free, &all));
             const std::size_t spare = std::max<std::size_t>(all / 8, std::size_t(2) << 30);
-            if (free < bytes + spare) return false;
+            if (free < bytes + spare) {
+                route_ = strprintf("%.2f GB straight over PCIe: staging needs %.2f GB free (the copy and %.2f GB to "
+                                   "spare), the device has %.2f GB; the step after it waits for the copy",
+                                   gb, double(bytes + spare) / 1e9, double(spare) / 1e9, double(free) / 1e9);
+                return false;
+            }
         }
         if (cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&device_), bytes); e != cudaSuccess) {
             device_ = nullptr;
             (void)cudaGetLastError();  // not sticky: the device goes on
-            if (staging_ == SnapshotStaging::Auto) return false;
+            if (staging_ == SnapshotStaging::Auto) {
+                route_ = strprintf("%.2f GB straight over PCIe: no device memory for staging (%s)", gb, cudaGetErrorString(e));
+                return false;
+            }
             cuda::fail("cudaMalloc (host snapshot staging)", __FILE__, __LINE__, cudaGetErrorString(e));
         }
         device_bytes_ = bytes;
@@ -120,6 +135,7 @@ private:
     std::size_t host_bytes_ = 0;
     std::uint8_t* device_ = nullptr;  // staging
     std::size_t device_bytes_ = 0;
+    std::string route_ = "no copy yet";
 };
 
 }  // namespace

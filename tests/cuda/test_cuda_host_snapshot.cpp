@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "cuda/cuda_backend.h"
@@ -46,6 +47,10 @@ void snapshot_sees_its_step(SnapshotStaging staging) {
         b.copy(v, grads, n * sizeof(float));
         b.fill_zero(m, n * sizeof(float) / 2);
         snap->wait();
+        // The route says which copy it was, with its size (3 x 96 MB = 0.30 GB).
+        const std::string route = snap->route();
+        EXPECT_NE(route.find("0.30 GB"), std::string::npos) << route;
+        EXPECT_EQ(route.find("staged") != std::string::npos, staging == SnapshotStaging::Staging) << route;
         const auto* host = reinterpret_cast<const float*>(snap->host());
         EXPECT_EQ(std::memcmp(host, p0.data(), n * sizeof(float)), 0) << "params, round " << round;
         EXPECT_EQ(std::memcmp(host + n, m0.data(), n * sizeof(float)), 0) << "m, round " << round;
