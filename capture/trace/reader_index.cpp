@@ -81,6 +81,14 @@ hsize_t tail_row(const Dataset& d, std::int64_t from, Read records) {
 
 }  // namespace
 
+void check_op_row(const TraceFile& f, const TraceMeta& meta, const OpRecord& r, hsize_t row) {
+    check_run(f, meta, r.run, s::kOpTimes, row);
+    const auto ops = static_cast<std::int64_t>(meta.ops.size());
+    if (r.op < 0 || r.op >= ops || r.parent < -1 || r.parent >= ops)
+        throw f.fail(std::string(s::kOpTimes) + " row " + std::to_string(row) + ": op " + std::to_string(r.op) +
+                     " (parent " + std::to_string(r.parent) + ") is not in /meta/ops");
+}
+
 void TraceIndex::start_at(const TraceFile& f, std::int64_t from) {
     const auto table = [&f]<class Table>(const Dataset& d, Table) {
         return [&f, &d](hsize_t at, hsize_t n) { return f.read_records<Table>(d, at, n); };
@@ -221,13 +229,8 @@ bool TraceIndex::update(const TraceFile& f, TraceMeta& meta) {
         in_chunks(indexed_ops, f.ops.rows, [&](hsize_t at, hsize_t n) {
             auto rows = f.read_records<s::OpTable>(f.ops, at, n);
             for (std::size_t i = 0; i < rows.size(); ++i) {
-                check_run(f, meta, rows[i].run, s::kOpTimes, at + i);
-                // Checked here, not when the rows are read, so every reader has one verdict.
-                const auto ops = static_cast<std::int64_t>(meta.ops.size());
-                if (rows[i].op < 0 || rows[i].op >= ops || rows[i].parent < -1 || rows[i].parent >= ops)
-                    throw f.fail(std::string(s::kOpTimes) + " row " + std::to_string(at + i) + ": op " +
-                                 std::to_string(rows[i].op) + " (parent " + std::to_string(rows[i].parent) +
-                                 ") is not in /meta/ops");
+                // Checked here, not when indexed rows are read, so every reader has one verdict.
+                check_op_row(f, meta, rows[i], at + i);
                 auto& v = op_rows[rows[i].run];
                 const hsize_t row = at + i;
                 if (v.size() > tails[rows[i].run] && v.back().step == rows[i].step &&

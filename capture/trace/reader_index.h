@@ -49,4 +49,7 @@ hsize_t indexed_steps = 0, indexed_events = 0, indexed_scaling = 0, indexed_oper
     void start_at(const TraceFile& f, std::int64_t from);
 };
 
+// A row of /ops: its run, op and parent must be in /meta (f.fail names the row otherwise).
+void check_op_row(const TraceFile& f, const TraceMeta& meta, const OpRecord& r, hsize_t row);
+
 }  // namespace fp8scope::trace

@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "reader_index.h"
+
 namespace fp8scope::trace {
 namespace s = schema;
 
@@ -281,16 +283,7 @@ std::vector<KernelStepRecord> KernelStepOverview::read(const TraceFile& f, const
 
 std::vector<OpRecord> read_op_rows(const TraceFile& f, const TraceMeta& meta, hsize_t first, hsize_t count) {
     auto rows = f.read_records<s::OpTable>(f.ops, first, count);
-    const auto ops = static_cast<std::int64_t>(meta.ops.size());
-    for (hsize_t i = 0; i < count; ++i) {
-        const OpRecord& r = rows[i];
-        const std::string at = std::string(s::kOpTimes) + " row " + std::to_string(first + i);
-        if (r.run < 0 || r.run >= static_cast<int>(meta.runs.size()))
-            throw f.fail(at + ": run " + std::to_string(r.run) + " is not in /meta/runs");
-        if (r.op < 0 || r.op >= ops || r.parent < -1 || r.parent >= ops)
-            throw f.fail(at + ": op " + std::to_string(r.op) + " (parent " + std::to_string(r.parent) +
-                         ") is not in /meta/ops");
-    }
+    for (hsize_t i = 0; i < count; ++i) check_op_row(f, meta, rows[i], first + i);
     return rows;
 }
 
