@@ -57,6 +57,7 @@ MainWindow::MainWindow(bool saved_layout) {
         connect(v, &StoreView::stepsShown, loader_.get(), &TraceFileLoader::showSteps);
         connect(v, &StoreView::kernelRecordsWanted, loader_.get(), &TraceFileLoader::showKernelRecords);
         connect(v, &StoreView::scalingWanted, loader_.get(), &TraceFileLoader::showScalingAt);
+        connect(v, &StoreView::kernelSumsWanted, loader_.get(), &TraceFileLoader::showKernelSumsAt);
     }
     if (auto* kernels = qobject_cast<KernelView*>(views_->view(QStringLiteral("kernels")))) {
         connect(kernels, &KernelView::recordKernelsRequested, run_, &RunControl::recordKernels);

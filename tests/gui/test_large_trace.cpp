@@ -4,11 +4,13 @@
 // while the detail arrives. The Amax view draws the amax of the whole run (decimated
 // before the newest steps, its first step and its spike kept) and reads its zoom at full
 // detail too. The Layers view reads the amax and scale of a cursor step in the decimated
-// steps whole.
+// steps whole, and the Kernels view its kernel sums.
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 #include <cmath>
+#include <map>
+#include <tuple>
 
 #include "models/rank_health_model.h"
 #include "models/trace_file_loader.h"
@@ -49,8 +51,13 @@ constexpr std::int64_t kCaptureEvery = 5000;
 // A rank's compute time: a one-step spike at kAmaxSpike too.
 double compute_of(int rank, std::int64_t step) { return 90.0 + rank + step % 11 + (step == kAmaxSpike ? 400.0 : 0.0); }
 
-// The device time of the step's one kernel sum: a one-step spike at kAmaxSpike too.
+// The device time of the step's GEMM kernel sum: a one-step spike at kAmaxSpike too.
 std::int64_t kernel_ns_of(int run, std::int64_t step) { return 1000 + step % 13 + run + (step == kAmaxSpike ? 50000 : 0); }
+// The step's second kernel sum, a cast: its calls, device time and longest call vary by step.
+trace::KernelStepRecord cast_sum_of(int run, std::int64_t step) {
+    const std::int64_t calls = 1 + step % 3;
+    return {run, step, 2, 0, trace::OpKind::Kernel, 0, calls, 300 + step % 7 + 2 * run, 50, 200 + step % 5 + run, 0};
+}
 
 void write_trace(const QString& path) {
     trace::TraceMeta m;
@@ -58,7 +65,7 @@ void write_trace(const QString& path) {
     m.runs = {{"baseline", "baseline"}, {"delayed", "delayed"}};
     m.training_recipes = {"baseline", "delayed"};
     m.linears = {{"blocks.0.mlp.fc1", 0, 64, 256}};
-    m.ops = {"fprop", "sm90_gemm_kernel"};
+    m.ops = {"fprop", "sm90_gemm_kernel", "cast_transpose_kernel"};
     m.world_size = 2;  // rank 0 of a data-parallel job: every rank's step times
     trace::TraceWriter w(path.toStdString(), m);
     for (std::int64_t step = 1; step <= kSteps; ++step) {
@@ -76,6 +83,7 @@ void write_trace(const QString& path) {
                 w.write(std::move(o));
             }
             w.write(trace::KernelStepRecord{run, step, 1, 0, trace::OpKind::Kernel, 0, 2, kernel_ns_of(run, step), 100, 900, 0});
+            w.write(cast_sum_of(run, step));
             w.write(trace::StepRecord{run, step, loss_of(run, step), NAN, 1e-3, 1.0, 100.0 + step % 7, 5e4, run});
         }
         for (int rank = 0; rank < 2; ++rank) w.write(trace::RankStepRecord{step, rank, compute_of(rank, step), 10.0, 100.0 + rank});
@@ -326,7 +334,7 @@ private slots:
         QVERIFY(at(kAmaxSpike) != costs.end());
         double spike_ns = 0;
         for (double ns : at(kAmaxSpike)->ns) spike_ns += ns;
-        QCOMPARE(spike_ns, double(kernel_ns_of(0, kAmaxSpike)));
+        QCOMPARE(spike_ns, double(kernel_ns_of(0, kAmaxSpike) + cast_sum_of(0, kAmaxSpike).total_ns));
         for (std::int64_t s = kSteps - 1999; s <= kSteps; s += 97) QVERIFY(at(s) != costs.end());
         // The statistics over the run cover the steps read whole, and the view says so.
         kernels->setScope(KernelStatsModel::WholeRun);
@@ -406,6 +414,141 @@ private slots:
         for (int r = 0; r < m.rowCount(); ++r)
             QCOMPARE(figure(r, LayersModel::Amax), double(amax_of(1, 9876, m.operandAt(r).slot())));
         for (StoreView* v : set->views()) v->hide();
+    }
+
+    // The Kernels view's table at a cursor step in the decimated steps: a step whose kernel
+    // sums the decimation left out has them read, once, and shows the sums written for it;
+    // a step it kept shows its own sums straight away.
+    void kernelsViewReadsTheCursorsKernelSums() {
+        auto w = openViews();
+        auto& [store, cursor, selection, loader, set] = *w;
+        selection.setRun(1);
+        auto* kernels = testing::show_view<KernelView>(*set, "kernels", QSize(1000, 800));
+        connect(kernels, &StoreView::kernelSumsWanted, &loader, &TraceFileLoader::showKernelSumsAt);
+        connect(kernels, &StoreView::kernelRecordsWanted, &loader, &TraceFileLoader::showKernelRecords);
+        const std::int64_t detail_from = store.read([](const TraceData& d) { return d.detail_from; });
+        QCOMPARE(detail_from, kSteps - 1999);
+        const std::vector<std::int64_t> kept = store.read([](const TraceData& d) {
+            std::vector<std::int64_t> steps;  // kept by either run's decimation
+            for (const RunData& rd : d.runs)
+                for (const auto& k : rd.kernel_steps_decimated) steps.push_back(k.step);
+            std::sort(steps.begin(), steps.end());
+            return steps;
+        });
+        const auto was_kept = [&](std::int64_t s) { return std::binary_search(kept.begin(), kept.end(), s); };
+        std::vector<std::int64_t> left_out;  // by every run's decimation
+        for (std::int64_t s = 4000; left_out.size() < 2; ++s)
+            if (!was_kept(s)) left_out.push_back(s);
+        // The table's rows, by full kernel name: calls, total ms, max us.
+        using Row = std::tuple<qlonglong, double, double>;
+        const auto rows = [&] {
+            std::map<QString, Row> out;
+            const KernelStatsModel& m = kernels->model();
+            for (int r = 0; r < m.rowCount(); ++r)
+                out[m.data(m.index(r, KernelStatsModel::FullName), Qt::DisplayRole).toString()] = {
+                    qlonglong(m.value(r, KernelStatsModel::Calls)), m.value(r, KernelStatsModel::TotalMs),
+                    m.value(r, KernelStatsModel::MaxUs)};
+            return out;
+        };
+        // What the trace holds for the run at `step`, from the values written.
+        const auto written = [](std::int64_t step) {
+            const trace::KernelStepRecord cast = cast_sum_of(1, step);
+            return std::map<QString, Row>{
+                {"sm90_gemm_kernel", {2, double(kernel_ns_of(1, step)) * 1e-6, 900 * 1e-3}},
+                {"cast_transpose_kernel", {cast.count, double(cast.total_ns) * 1e-6, double(cast.max_ns) * 1e-3}}};
+        };
+        const auto text = [](const std::map<QString, Row>& m) {
+            QString out;
+            for (const auto& [name, r] : m)
+                out += QString("%1: %2 calls, %3 ms, max %4 us; ")
+                           .arg(name)
+                           .arg(std::get<0>(r))
+                           .arg(std::get<1>(r), 0, 'g', 17)
+                           .arg(std::get<2>(r), 0, 'g', 17);
+            return out;
+        };
+        // Empty when the table shows what the trace holds at `step`, else both.
+        const auto differs = [&](std::int64_t step) {
+            const auto got = rows(), want = written(step);
+            return got == want ? QString() : QString("step %1: table %2; trace %3").arg(step).arg(text(got), text(want));
+        };
+        const auto sums_held = [&](std::int64_t step) {
+            return store.read([&](const TraceData& d) { return int(d.runs[1].step_sums(step).size()); });
+        };
+        QSignalSpy wanted(kernels, &StoreView::kernelSumsWanted);
+        for (std::int64_t step : {left_out[0], left_out[1], left_out[0]}) {
+            wanted.clear();
+            cursor.setStep(step);
+            set->refreshNow();
+            QCOMPARE(wanted.size(), 1);
+            QCOMPARE(wanted.at(0).at(0).toLongLong(), step);
+            QCOMPARE(kernels->tableNote(),
+                     QString("step %1: reading its kernel sums from the trace (a large trace holds them decimated before "
+                             "step %2)...").arg(step).arg(detail_from));
+            QCOMPARE(kernels->model().rowCount(), 0);
+            QVERIFY(loader.wait(30000));
+            set->refreshNow();
+            QVERIFY2(kernels->tableNote().isEmpty(), qPrintable(kernels->tableNote()));
+            QVERIFY2(differs(step).isEmpty(), qPrintable(differs(step)));  // read again, never twice over
+            QCOMPARE(kernels->model().summedSteps(), 1);
+            QCOMPARE(sums_held(step), 2);
+            QCOMPARE(wanted.size(), 1);  // asked once
+        }
+        // The step read before went back to decimated.
+        QCOMPARE(sums_held(left_out[1]), 0);
+        // A zoom over the cursor's step and back out leaves its sums read whole, once.
+        QVERIFY(loader.showSteps(left_out[0] - 100, left_out[0] + 100));
+        QVERIFY(loader.showSteps(0, kSteps + TraceFileLoader::kDetailSteps));
+        QVERIFY(loader.wait(30000));
+        set->refreshNow();
+        QCOMPARE(sums_held(left_out[0]), 2);
+        QVERIFY2(differs(left_out[0]).isEmpty(), qPrintable(differs(left_out[0])));
+        // A step the decimation kept (every run keeps its first) shows its sums without a read.
+        wanted.clear();
+        QCOMPARE(sums_held(1), 2);
+        cursor.setStep(1);
+        set->refreshNow();
+        QCOMPARE(wanted.size(), 0);
+        QVERIFY2(kernels->tableNote().isEmpty(), qPrintable(kernels->tableNote()));
+        QVERIFY2(differs(1).isEmpty(), qPrintable(differs(1)));
+        QVERIFY(loader.wait(30000));
+        set->refreshNow();
+        QVERIFY2(differs(1).isEmpty(), qPrintable(differs(1)));
+        // A step of the newest, read whole, as before.
+        cursor.setStep(kSteps - 5);
+        set->refreshNow();
+        QCOMPARE(wanted.size(), 0);
+        QVERIFY2(differs(kSteps - 5).isEmpty(), qPrintable(differs(kSteps - 5)));
+        for (StoreView* v : set->views()) v->hide();
+    }
+
+    // A trace opened whole never asks, and shows every step's sums.
+    void kernelsViewOfAWholeTraceReadsNothing() {
+        SeriesStore store;
+        StepCursor cursor;
+        Selection selection;
+        TraceFileLoader loader(&store);
+        loader.open(path_);
+        QVERIFY(loader.wait(30000));
+        QCoreApplication::processEvents();
+        ViewSet set(&store, &cursor, &selection);
+        selection.setRun(1);
+        auto* kernels = testing::show_view<KernelView>(set, "kernels", QSize(1000, 800));
+        QSignalSpy wanted(kernels, &StoreView::kernelSumsWanted);
+        cursor.setStep(4321);
+        set.refreshNow();
+        QCOMPARE(wanted.size(), 0);
+        QVERIFY(kernels->tableNote().isEmpty());
+        QVERIFY(!loader.showKernelSumsAt(4321));
+        const KernelStatsModel& m = kernels->model();
+        QCOMPARE(m.rowCount(), 2);
+        for (int r = 0; r < m.rowCount(); ++r) {
+            const bool gemm = m.data(m.index(r, KernelStatsModel::FullName), Qt::DisplayRole).toString() == "sm90_gemm_kernel";
+            QCOMPARE(m.value(r, KernelStatsModel::Calls), gemm ? 2.0 : double(cast_sum_of(1, 4321).count));
+            QCOMPARE(m.value(r, KernelStatsModel::TotalMs),
+                     double(gemm ? kernel_ns_of(1, 4321) : cast_sum_of(1, 4321).total_ns) * 1e-6);
+        }
+        for (StoreView* v : set.views()) v->hide();
     }
 };
 

@@ -53,6 +53,31 @@ std::optional<std::pair<std::int64_t, std::int64_t>> kernel_records_wanted(const
     return std::pair(first, last);
 }
 
+bool has_kernel_sums(const RunData& rd) { return !rd.kernel_steps.empty() || !rd.kernel_steps_decimated.empty(); }
+
+namespace {
+// An overview's step before its newest whose sums `rd` lacks: decimated away, or never written.
+bool sums_left_out(const TraceData& d, const RunData& rd, std::int64_t step) {
+    return d.detail_from != INT64_MIN && step < d.detail_from && has_kernel_sums(rd) && rd.step_sums(step).empty();
+}
+}  // namespace
+
+bool kernel_sums_wanted(const TraceData& d, std::int64_t step) {
+    if (d.kernel_sums_at == step) return false;
+    return std::any_of(d.runs.begin(), d.runs.end(), [&](const RunData& rd) { return sums_left_out(d, rd, step); });
+}
+
+QString kernel_sums_note(const TraceData& d, int run, std::int64_t step) {
+    if (run < 0 || run >= static_cast<int>(d.runs.size()) || !sums_left_out(d, d.runs[static_cast<std::size_t>(run)], step))
+        return {};
+    const auto tr = [](const char* s) { return QCoreApplication::translate("KernelView", s); };
+    if (d.kernel_sums_at != step)
+        return tr("step %1: reading its kernel sums from the trace (a large trace holds them decimated before step %2)...")
+            .arg(step)
+            .arg(d.detail_from);
+    return tr("step %1: the trace has no kernel sums of this step").arg(step);
+}
+
 QString timeline_note(const TraceData& d, int run, std::int64_t first, std::int64_t step) {
     if (run < 0 || run >= static_cast<int>(d.runs.size())) return {};
     const auto tr = [](const char* s) { return QCoreApplication::translate("KernelView", s); };
@@ -63,16 +88,15 @@ QString timeline_note(const TraceData& d, int run, std::int64_t first, std::int6
                                                  .arg(want->second);
     const RunData& rd = d.runs[static_cast<std::size_t>(run)];
     if (has_kernel_records(rd, step)) return {};
-    const auto [lo, hi] = rd.kernel_steps_of(step);
+    const bool summed = !rd.step_sums(step).empty();
     // An overview's step before the newest may have its sums decimated away, not absent.
-    const bool kernels = lo != hi || (d.detail_from != INT64_MIN && step < d.detail_from &&
-                                      (!rd.kernel_steps.empty() || !rd.kernel_steps_decimated.empty()));
+    const bool kernels = summed || (d.detail_from != INT64_MIN && step < d.detail_from && has_kernel_sums(rd));
     if (!kernels) return {};
     const std::vector<std::int64_t> kept = recorded_steps(rd);
     const QString where = !detailed_steps_known(d, rd) ? tr("the steps that kept them are still being found")
                           : kept.empty()                ? tr("no step of the trace kept them")
                                                         : tr("kept on steps %1").arg(step_ranges(kept, 4));
-    return (lo != hi ? tr("step %1: kernel sums only, no individual kernel records (%2)")
+    return (summed ? tr("step %1: kernel sums only, no individual kernel records (%2)")
                      : tr("step %1: no individual kernel records (%2)"))
         .arg(step)
         .arg(where);
@@ -104,13 +128,15 @@ QString kernel_detail_note(const TraceData& d, int run) {
         if (i == 0 || rd.kernel_steps[i].step != rd.kernel_steps[i - 1].step) summed.push_back(rd.kernel_steps[i].step);
     const auto tr = [](const char* s) { return QCoreApplication::translate("KernelView", s); };
     // A large trace: the statistics cover only the steps read whole; say which.
+    const bool cursor = d.kernel_sums_at < d.detail_from && std::binary_search(summed.begin(), summed.end(), d.kernel_sums_at);
     const QString overview =
         rd.kernel_steps_decimated.empty()
             ? QString()
-            : tr("; a large trace: statistics from the %1 steps read whole (%2: the newest and those a zoom shows), "
+            : tr("; a large trace: statistics from the %1 steps read whole (%2: the newest%3), "
                  "the step costs of the others decimated (each bucket's cheapest, dearest and first step)")
                   .arg(summed.size())
-                  .arg(step_ranges(summed, 4));
+                  .arg(step_ranges(summed, 4))
+                  .arg(cursor ? tr(", those a zoom shows and the cursor's") : tr(" and those a zoom shows"));
     const std::vector<std::int64_t> detailed = recorded_steps(rd);
     // Every step kept its records (of an overview: the file says which, the store holds few).
     if (overview.isEmpty() && detailed.size() >= summed.size()) return {};

@@ -28,6 +28,15 @@ bool detailed_steps_known(const TraceData& d, const RunData& rd);
 // when the store holds them all.
 std::optional<std::pair<std::int64_t, std::int64_t>> kernel_records_wanted(const TraceData& d, std::int64_t first,
                                                                            std::int64_t last);
+// Whether the run has kernel sums (of an overview: read whole or decimated).
+bool has_kernel_sums(const RunData& rd);
+// Whether the kernel sums of every run at `step` are to be read for the cursor: an
+// overview's step before its newest whose sums some run's decimation left out, not read
+// for the cursor yet (TraceData::kernel_sums_at).
+bool kernel_sums_wanted(const TraceData& d, std::int64_t step);
+// What the Kernels view's table at `step` of `run` says where the store lacks the step's
+// sums: that they are being read, or that the trace has none; empty otherwise.
+QString kernel_sums_note(const TraceData& d, int run, std::int64_t step);
 // What the Kernels view's timeline of steps [first, step] of `run` says: that their records
 // are being read, or that the cursor step has none and which steps have; empty when it
 // shows the step's records or the run has no kernel data.

@@ -71,11 +71,12 @@ void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope, KernelSe
         if (run < 0 || run >= static_cast<int>(d.runs.size())) return out;
         const RunData& rd = d.runs[run];
         auto [lo, hi] = scope == WholeRun ? std::pair<std::size_t, std::size_t>{0, rd.ops.size()} : rd.ops_of_step(step);
-        // The kernel sums of the scope's steps that kept no individual records.
-        auto [sum_lo, sum_hi] = scope == WholeRun ? std::pair<std::size_t, std::size_t>{0, rd.kernel_steps.size()}
-                                                  : rd.kernel_steps_of(step);
+        // The kernel sums of the scope's steps that kept no individual records: of the run,
+        // those read whole; of the cursor step, also those of a step an overview kept.
+        const std::span<const trace::KernelStepRecord> sums =
+            scope == WholeRun ? std::span<const trace::KernelStepRecord>(rd.kernel_steps) : rd.step_sums(step);
         for (std::size_t i = lo; i < hi && !device; ++i) device = is_device(rd.ops[i]);
-        device = device || sum_hi > sum_lo;
+        device = device || !sums.empty();
         if (device) {
             // Device records, attributed per step; shares are of all device time in the
             // scope, whatever the filter shows.
@@ -163,16 +164,16 @@ void KernelStatsModel::refresh(int run, std::int64_t step, Scope scope, KernelSe
             }
             // Steps without records count from their sums: calls, total and max (no
             // distribution of the calls, no layer: a layer filter leaves them out).
-            for (std::size_t i = sum_lo; i < sum_hi;) {
-                const std::int64_t s = rd.kernel_steps[i].step;
+            for (std::size_t i = 0; i < sums.size();) {
+                const std::int64_t s = sums[i].step;
                 std::size_t j = i;
-                while (j < sum_hi && rd.kernel_steps[j].step == s) ++j;
+                while (j < sums.size() && sums[j].step == s) ++j;
                 const bool read = std::binary_search(recorded.begin(), recorded.end(), s);
                 if (!read || !has_kernel_records(rd, s)) {
                     if (!read) ++steps;
                     ++summed_steps;
                     for (std::size_t x = i; x < j; ++x) {
-                        const trace::KernelStepRecord& sum = rd.kernel_steps[x];
+                        const trace::KernelStepRecord& sum = sums[x];
                         step_s += static_cast<double>(sum.total_ns) * 1e-9;
                         const StepKernel k = summed_kernel(d.meta, sum);
                         if (filter.layer >= 0 || !filter.passes(d.meta, k.rec)) continue;

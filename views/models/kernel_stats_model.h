@@ -9,7 +9,9 @@
 // GEMMs of a linear the shape, the operand types (gemm_dtypes.h) and achieved TFLOP/s
 // (gemm_shape.h). Steps whose individual records were not kept (kernel_detail.h) count
 // from their kernel sums: calls, total and max; the median and p95 are of the recorded
-// calls, and GEMM TFLOP/s of the recorded GEMMs.
+// calls, and GEMM TFLOP/s of the recorded GEMMs. The cursor step of a large trace opened
+// as an overview counts from the sums its decimation kept, or read for the cursor
+// (RunData::step_sums); the whole run from the steps read whole.
 #pragma once
 
 #include <QAbstractTableModel>

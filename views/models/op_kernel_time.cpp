@@ -46,9 +46,7 @@ OpTimes op_kernel_time(const TraceData& d, int run, std::int64_t step, bool devi
         return out;
     }
     const int eval = eval_op_id(d.meta);
-    const auto [lo, hi] = rd.kernel_steps_of(step);
-    for (auto i = lo; i < hi; ++i) {
-        const trace::KernelStepRecord& k = rd.kernel_steps[i];
+    for (const trace::KernelStepRecord& k : rd.step_sums(step)) {
         if (k.parent < 0 || k.parent != eval) out[{k.parent, -1, -1}] += static_cast<double>(k.total_ns);
     }
     return out;

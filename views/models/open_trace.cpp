@@ -53,28 +53,41 @@ TraceBatch OpenTrace::steps(std::int64_t first, std::int64_t last) const {
     return b;
 }
 
-TraceBatch OpenTrace::kernelRecords(std::int64_t first, std::int64_t last) const {
+TraceBatch OpenTrace::replacing(std::int64_t first, std::int64_t last, int what,
+                                const std::function<void(TraceBatch&, int run)>& read) const {
     TraceBatch b;
-    if (reader_->detail_from() > std::numeric_limits<std::int64_t>::min())
-        last = std::min(last, reader_->detail_from() - 1);
-    if (!overview() || first > last) return b;
-    b.replace = TraceBatch::StepRange{first, last, {}, TraceBatch::Ops};
+    b.replace = TraceBatch::StepRange{first, last, {}, what};
     for (int run = 0; run < static_cast<int>(meta().runs.size()); ++run) {
         b.replace->runs.push_back(run);
-        for (auto& op : reader_->ops_detail(run, first, last)) b.ops.push_back(std::move(op));
+        read(b, run);
     }
     return b;
 }
 
+TraceBatch OpenTrace::kernelRecords(std::int64_t first, std::int64_t last) const {
+    if (reader_->detail_from() > std::numeric_limits<std::int64_t>::min())
+        last = std::min(last, reader_->detail_from() - 1);
+    if (!overview() || first > last) return {};
+    return replacing(first, last, TraceBatch::Ops, [&](TraceBatch& out, int run) {
+        for (auto& op : reader_->ops_detail(run, first, last)) out.ops.push_back(std::move(op));
+    });
+}
+
 TraceBatch OpenTrace::scalingAt(std::int64_t step) const {
-    TraceBatch b;
-    if (!overview() || step >= reader_->detail_from()) return b;  // read whole already
-    b.replace = TraceBatch::StepRange{step, step, {}, TraceBatch::Scaling};
+    if (!overview() || step >= reader_->detail_from()) return {};  // read whole already
+    TraceBatch b = replacing(step, step, TraceBatch::Scaling, [&](TraceBatch& out, int run) {
+        for (auto& s : reader_->scaling_detail(run, step, step)) out.scaling.push_back(std::move(s));
+    });
     b.scaling_at = step;
-    for (int run = 0; run < static_cast<int>(meta().runs.size()); ++run) {
-        b.replace->runs.push_back(run);
-        for (auto& s : reader_->scaling_detail(run, step, step)) b.scaling.push_back(std::move(s));
-    }
+    return b;
+}
+
+TraceBatch OpenTrace::kernelSumsAt(std::int64_t step) const {
+    if (!overview() || step >= reader_->detail_from()) return {};  // read whole already
+    TraceBatch b = replacing(step, step, TraceBatch::KernelSums, [&](TraceBatch& out, int run) {
+        for (const auto& k : reader_->kernel_steps_detail(run, step, step)) out.kernel_steps.push_back(k);
+    });
+    b.kernel_sums_at = step;
     return b;
 }
 

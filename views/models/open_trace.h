@@ -79,10 +79,17 @@ public:
     // A batch that replaces every run's amax and scale at `step` with its scaling records
     // read whole (TraceBatch::scaling_at), for the cursor in the decimated steps.
     TraceBatch scalingAt(std::int64_t step) const;
+    // The same for the kernel sums at `step` (TraceBatch::kernel_sums_at), read as a zoom
+    // reads its steps': for the cursor on a step whose sums the decimation left out.
+    TraceBatch kernelSumsAt(std::int64_t step) const;
     static constexpr double kDetailScalingValues = 16e6;  // 128 MB of amax and scale
     static constexpr double kDetailKernelSums = 2e6;      // 128 MB of kernel sums
 
 private:
+    // A batch that replaces `what` of every run at steps [first, last] with what `read`
+    // puts in it for each run.
+    TraceBatch replacing(std::int64_t first, std::int64_t last, int what,
+                         const std::function<void(TraceBatch&, int run)>& read) const;
     // Kernel sums per step of the newest steps (read whole), every run together.
     double kernelSumsPerStep() const;
     struct RunPlan;

@@ -62,12 +62,26 @@ std::vector<const trace::BlockMapRecord*> RunData::blockmaps_of(std::int64_t ste
 
 std::pair<std::size_t, std::size_t> RunData::ops_of_step(std::int64_t step) const { return ops.of_step(step); }
 
-std::pair<std::size_t, std::size_t> RunData::kernel_steps_of(std::int64_t step) const {
+namespace {
+// The sums of `step` in `v` (step ascending).
+std::span<const trace::KernelStepRecord> sums_of(const std::vector<trace::KernelStepRecord>& v, std::int64_t step) {
     const auto by_step = [](const trace::KernelStepRecord& k, std::int64_t s) { return k.step < s; };
-    const auto lo = std::lower_bound(kernel_steps.begin(), kernel_steps.end(), step, by_step);
+    const auto lo = std::lower_bound(v.begin(), v.end(), step, by_step);
     auto hi = lo;
-    while (hi != kernel_steps.end() && hi->step == step) ++hi;
-    return {static_cast<std::size_t>(lo - kernel_steps.begin()), static_cast<std::size_t>(hi - kernel_steps.begin())};
+    while (hi != v.end() && hi->step == step) ++hi;
+    return {lo, hi};
+}
+}  // namespace
+
+std::pair<std::size_t, std::size_t> RunData::kernel_steps_of(std::int64_t step) const {
+    const auto s = sums_of(kernel_steps, step);
+    const auto lo = static_cast<std::size_t>(s.data() - kernel_steps.data());
+    return {lo, lo + s.size()};
+}
+
+std::span<const trace::KernelStepRecord> RunData::step_sums(std::int64_t step) const {
+    const auto whole = sums_of(kernel_steps, step);
+    return whole.empty() ? sums_of(kernel_steps_decimated, step) : whole;
 }
 
 std::ptrdiff_t RunData::step_row_at(std::int64_t step) const {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "models/op_list.h"
@@ -91,6 +92,9 @@ struct RunData {
     std::pair<std::size_t, std::size_t> ops_of_step(std::int64_t step) const;
     // Kernel sums of one step: [first, last) into kernel_steps.
     std::pair<std::size_t, std::size_t> kernel_steps_of(std::int64_t step) const;
+    // Every kernel sum of one step: those read whole, else those of a step a large trace's
+    // decimation kept; empty when the store holds neither (the step's were decimated away).
+    std::span<const trace::KernelStepRecord> step_sums(std::int64_t step) const;
     // Row of the newest step <= step in `steps`; -1 when none.
     std::ptrdiff_t step_row_at(std::int64_t step) const;
 };
@@ -122,6 +126,8 @@ struct TraceData {
     // The step whose amax and scale were last read whole for the cursor (TraceBatch::
     // scaling_at); INT64_MIN: none.
     std::int64_t scaling_at = INT64_MIN;
+    // The same for the kernel sums of every run (TraceBatch::kernel_sums_at).
+    std::int64_t kernel_sums_at = INT64_MIN;
     bool empty() const { return last_step < 0; }
     int slot_count() const { return static_cast<int>(meta.linears.size()) * trace::kOperandsPerLinear; }
 };

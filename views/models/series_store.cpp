@@ -235,6 +235,7 @@ void SeriesStore::append_locked(TraceBatch& batch) {
     for (auto& k : batch.kernel_record_steps)
         if (k.run >= 0 && k.run < static_cast<std::int32_t>(d.runs.size())) d.runs[k.run].kernel_record_steps = std::move(k.steps);
     if (batch.scaling_at) d.scaling_at = *batch.scaling_at;
+    if (batch.kernel_sums_at) d.kernel_sums_at = *batch.kernel_sums_at;
     if (batch.replace && (batch.replace->what & TraceBatch::Ops)) {
         const auto& r = *batch.replace;
         for (std::int32_t run : r.runs) {

@@ -52,6 +52,10 @@ struct TraceBatch {
     // Set: the batch holds the amax and scale of this step of every run read whole, where
     // the cursor stands in a large trace's decimated steps (TraceData::scaling_at).
     std::optional<std::int64_t> scaling_at;
+    // Set: the batch holds the kernel sums of this step of every run read whole, where the
+    // cursor stands on a step whose sums a large trace's decimation left out
+    // (TraceData::kernel_sums_at).
+    std::optional<std::int64_t> kernel_sums_at;
     // Set: the trace is a large one opened as an overview, whose per-step records are read
     // whole from this step on (TraceData::detail_from).
     std::optional<std::int64_t> detail_from;
@@ -89,7 +93,7 @@ struct TraceBatch {
                ops.empty() && events.empty() && op_names.empty() && ranks.empty() &&
                gemm_errors.empty() && kernel_steps.empty() && gate_up.empty() && scaling_points.empty() &&
                kernel_steps_decimated.empty() && ranks_decimated.empty() && !detail_from &&
-               kernel_record_steps.empty() && !scaling_at;
+               kernel_record_steps.empty() && !scaling_at && !kernel_sums_at;
     }
 };
 

@@ -133,11 +133,14 @@ bool TraceFileLoader::showSteps(qint64 first, qint64 last) {
             }
             // The cursor's step read whole went back to decimated with the range left, or was
             // decimated anew with a wide one: read again.
-            const auto holds = [&](const auto& range) {
-                return range && *scaling_at_ >= range->first && *scaling_at_ <= range->second;
+            const auto holds = [&](const std::optional<qint64>& at) {
+                const auto in = [&](const auto& range) { return range && *at >= range->first && *at <= range->second; };
+                return at && (in(detailed_) || in(want));
             };
-            if (scaling_at_ && (holds(detailed_) || holds(want)) &&
-                !deliverParts([&](const OpenTrace& t) { return t.scalingAt(*scaling_at_); }))
+            if (holds(scaling_at_) && !deliverParts([&](const OpenTrace& t) { return t.scalingAt(*scaling_at_); }))
+                return;
+            if (holds(kernel_sums_at_) &&
+                !deliverParts([&](const OpenTrace& t) { return t.kernelSumsAt(*kernel_sums_at_); }))
                 return;
             detailed_ = want;
         } catch (const std::exception& e) {
@@ -175,20 +178,32 @@ bool TraceFileLoader::showKernelRecords(qint64 first, qint64 last) {
 bool TraceFileLoader::showScalingAt(qint64 step) {
     if (!overview_) return false;
     workers().start([this, step] {
-        if (open_.empty() || scaling_at_ == step) return;
-        try {
-            const auto zoomed = [&](qint64 s) { return detailed_ && s >= detailed_->first && s <= detailed_->second; };
-            // The step read before goes back to decimated (unless a zoom holds it whole).
-            if (scaling_at_ && !zoomed(*scaling_at_) &&
-                !deliverParts([&](const OpenTrace& t) { return t.decimated(*scaling_at_, *scaling_at_, TraceBatch::Scaling); }))
-                return;
-            scaling_at_ = step;
-            deliverParts([&](const OpenTrace& t) { return t.scalingAt(step); });
-        } catch (const std::exception& e) {
-            fail(open_path_, QString::fromStdString(e.what()));
-        }
+        showAt(scaling_at_, step, TraceBatch::Scaling, [](const OpenTrace& t, qint64 s) { return t.scalingAt(s); });
     });
     return true;
+}
+
+bool TraceFileLoader::showKernelSumsAt(qint64 step) {
+    if (!overview_) return false;
+    workers().start([this, step] {
+        showAt(kernel_sums_at_, step, TraceBatch::KernelSums, [](const OpenTrace& t, qint64 s) { return t.kernelSumsAt(s); });
+    });
+    return true;
+}
+
+void TraceFileLoader::showAt(std::optional<qint64>& at, qint64 step, int what,
+                             const std::function<TraceBatch(const OpenTrace&, qint64)>& make) {
+    if (open_.empty() || at == step) return;
+    try {
+        const auto zoomed = [&](qint64 s) { return detailed_ && s >= detailed_->first && s <= detailed_->second; };
+        // The step read before goes back to decimated (unless a zoom holds it whole).
+        if (at && !zoomed(*at) && !deliverParts([&](const OpenTrace& t) { return t.decimated(*at, *at, what); }))
+            return;
+        at = step;
+        deliverParts([&](const OpenTrace& t) { return make(t, step); });
+    } catch (const std::exception& e) {
+        fail(open_path_, QString::fromStdString(e.what()));
+    }
 }
 
 void TraceFileLoader::fail(const QString& path, const QString& message) {
@@ -247,6 +262,7 @@ bool TraceFileLoader::load(const QStringList& paths, bool quiet, bool job) {
             overview_ = std::any_of(opened_files.begin(), opened_files.end(), [](const auto& f) { return f->overview(); });
             detailed_.reset();
             scaling_at_.reset();
+            kernel_sums_at_.reset();
             open_ = std::move(opened_files);
             merge_ = std::move(merge);
             replaced = true;

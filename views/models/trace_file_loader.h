@@ -68,6 +68,9 @@ public:
     // scale decimated (or not at all), they are read whole (a worker job); the step read for
     // the cursor before goes back to decimated. True when the open trace is an overview.
     bool showScalingAt(qint64 step);
+    // The same for the kernel sums of every run at `step`, where the decimation left them
+    // out (the Kernels view's table at the cursor step).
+    bool showKernelSumsAt(qint64 step);
     // The step records from which on a trace opens as an overview (OpenTrace::kLargeStepRows
     // unless set; for the next open).
     void setLargeStepRows(std::uint64_t rows) { large_rows_ = rows; }
@@ -100,6 +103,11 @@ private:
     std::atomic<std::uint64_t> large_rows_;
     std::optional<std::pair<qint64, qint64>> detailed_;  // worker only: the range read at full detail
     std::optional<qint64> scaling_at_;  // worker only: the step whose amax and scale were read for the cursor
+    std::optional<qint64> kernel_sums_at_;  // worker only: the same for the kernel sums
+    // Worker only: reads `at`'s records for the cursor (`make`) and puts the step read before
+    // back to decimated (`what` of it) unless the zoom holds it whole.
+    void showAt(std::optional<qint64>& at, qint64 step, int what,
+                const std::function<TraceBatch(const OpenTrace&, qint64)>& make);
     // Worker only: delivers each overview part's batch from `make(part)`; false when the
     // store moved on.
     bool deliverParts(const std::function<TraceBatch(const OpenTrace&)>& make);

@@ -99,7 +99,14 @@ KernelView::KernelView(const ViewContext& context, QWidget* parent)
     lanes_layout->addWidget(timeline_, 1);
     lanes_layout->addWidget(strip_);
     tabs_ = new QTabWidget(split);
-    view_ = new QTableView(tabs_);
+    auto* table = new QWidget(tabs_);
+    auto* table_layout = new QVBoxLayout(table);
+    table_layout->setContentsMargins(0, 0, 0, 0);
+    table_note_ = new QLabel(table);
+    table_note_->hide();
+    table_layout->addWidget(table_note_);
+    view_ = new QTableView(table);
+    table_layout->addWidget(view_);
     view_->setModel(&model_);
     view_->verticalHeader()->hide();
     view_->setWordWrap(false);
@@ -109,7 +116,7 @@ KernelView::KernelView(const ViewContext& context, QWidget* parent)
     // columns at the right stay in view.
     view_->horizontalHeader()->setMaximumSectionSize(340);
     view_->setTextElideMode(Qt::ElideMiddle);
-    tabs_->addTab(view_, tr("kernels"));
+    tabs_->addTab(table, tr("kernels"));
     auto* compare = new QWidget(tabs_);
     auto* compare_layout = new QVBoxLayout(compare);
     compare_layout->setContentsMargins(0, 2, 0, 0);
@@ -172,6 +179,7 @@ void KernelView::showComparison(bool on) { tabs_->setCurrentIndex(on ? 1 : 0); }
 void KernelView::setGrouping(KernelStatsModel::Grouping g) { grouping_->setCurrentIndex(g); }
 
 QString KernelView::detailNote() const { return note_->text(); }
+QString KernelView::tableNote() const { return table_note_->text(); }
 
 void KernelView::setLiveControl(bool on) {
     record_->setVisible(on);
@@ -238,6 +246,17 @@ void KernelView::redraw() {
     const auto grouping = static_cast<KernelStatsModel::Grouping>(grouping_->currentIndex());
     if (scope == KernelStatsModel::CursorStep || dataChanged() || scope != shown_scope_ || run != shown_run_ || new_filter)
         model_.refresh(run, step, scope, sel, grouping);
+    // A large trace's cursor step whose kernel sums were decimated away: read for the table
+    // (and the comparison's), which says so meanwhile.
+    const auto [sums_note, sums_wanted] = ctx().store->read([&](const TraceData& d) {
+        return std::pair(kernel_sums_note(d, run, step), kernel_sums_wanted(d, step));
+    });
+    table_note_->setText(scope == KernelStatsModel::CursorStep ? sums_note : QString());
+    table_note_->setVisible(!table_note_->text().isEmpty());
+    if (sums_wanted && std::pair(ctx().store->generation(), step) != asked_sums_) {
+        asked_sums_ = {ctx().store->generation(), step};
+        emit kernelSumsWanted(step);
+    }
     if (dataChanged() || run != costs_run_) {
         costs_->setSteps(ctx().store->read([&](const TraceData& d) { return run_breakdown(d, run); }));
         const QString note = ctx().store->read([&](const TraceData& d) { return kernel_detail_note(d, run); });

@@ -10,7 +10,8 @@
 // step costs come from every step (the kernel sums); the timeline of a step without
 // them says so, and a live run is asked to record the next steps' kernels. Of a large trace
 // opened as an overview, the timeline of steps before the newest asks for their records
-// (kernelRecordsWanted) and says while they are read.
+// (kernelRecordsWanted), and the table at a cursor step whose kernel sums the decimation
+// left out asks for them (kernelSumsWanted); each says while they are read.
 // Kernels show short names (util/readable_kernel_name.h), the full name on hover; hovering
 // or clicking an op or kernel draws the flows from the op to the kernels it launched. A
 // strip under the lanes holds counters over the steps shown: the loss, the learning rate
@@ -67,6 +68,8 @@ public:
     void setLayerFilter(int layer);  // -1: all layers
     // What the view says of the run's kernel records ("" when every step kept them).
     QString detailNote() const;
+    // What the table says of the cursor step's kernel sums ("" when the store holds them).
+    QString tableNote() const;
     // A live run can be asked for the next steps' kernel records (RunControl).
     void setLiveControl(bool on);
     QPushButton* recordButton() const { return record_; }
@@ -91,12 +94,14 @@ private:
     QComboBox* kind_;
     QComboBox* layer_;  // item data: the layer, -1 all
     QLabel* note_;
+    QLabel* table_note_;
     QPushButton* record_;
     QSpinBox* record_steps_;
     int shown_scope_ = -1, shown_run_ = -1;  // of the table
     // The steps whose records were last asked for (kernelRecordsWanted), with the store's
     // generation, so that a redraw asks once.
     std::tuple<std::uint64_t, std::int64_t, std::int64_t> asked_{0, 0, -1};
+    std::pair<std::uint64_t, std::int64_t> asked_sums_{0, 0};  // the same for kernelSumsWanted
     KernelSelection shown_filter_{KernelFilter::All, -2};
     CounterStrip* strip_;
     QLineEdit* operands_;

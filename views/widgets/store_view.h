@@ -47,6 +47,8 @@ signals:
     // The view shows the amax and scale at `step`, which the store holds of a large trace
     // only decimated: they are read whole.
     void scalingWanted(qint64 step);
+    // The same for the kernel sums at `step`, which a large trace's decimation left out.
+    void kernelSumsWanted(qint64 step);
 
 protected:
     virtual void redraw() = 0;
