@@ -38,10 +38,12 @@ constexpr double kLseTol = 1e-5;
 
 struct AttShape {
     int B, T, C, NH;
+    int ws_rows = 0;  // > 0: the workspace the ops ask for this many batch rows (fewer pairs per call)
 };
 
 void PrintTo(const AttShape& s, std::ostream* os) {
     *os << "B=" << s.B << " T=" << s.T << " C=" << s.C << " NH=" << s.NH << " (hs " << s.C / s.NH << ")";
+    if (s.ws_rows > 0) *os << ", workspace of " << s.ws_rows << " batch rows";
 }
 
 class CudaAttention : public ::testing::TestWithParam<AttShape> {};
@@ -94,7 +96,7 @@ std::size_t workspace_bytes(int B, int T, int C, int NH) {
 
 TEST_P(CudaAttention, ForwardMatchesCpu) {
     FP8SCOPE_REQUIRE_GPU();
-    const auto [B, T, C, NH] = GetParam();
+    const auto [B, T, C, NH, ws_rows] = GetParam();
     std::mt19937 rng(31);
     const Bf16Data qkv = random_bf16(std::size_t(B) * T * 3 * C, rng, -2.0f, 2.0f);
     const std::size_t saved = std::size_t(cuda::attention_saved(B, T, NH));
@@ -104,7 +106,7 @@ TEST_P(CudaAttention, ForwardMatchesCpu) {
     ops::attention_forward(ref_out.data(), ref_att.data(), qkv.f.data(), B, T, C, NH, NH);
 
     GpuBuffer<std::uint16_t> d_qkv(qkv.bits), out(ref_out.size()), att(saved);
-    Scratch ws(workspace_bytes(B, T, C, NH));
+    Scratch ws(workspace_bytes(ws_rows > 0 ? ws_rows : B, T, C, NH));
     Stream s;
     cuda::attention_forward(out.get(), att.get(), d_qkv.get(), B, T, C, NH, NH, ws.ws(), s);
     s.sync();
@@ -125,7 +127,7 @@ TEST_P(CudaAttention, ForwardMatchesCpu) {
 // path recomputes it; the cuBLAS path does not read it).
 TEST_P(CudaAttention, BackwardMatchesCpuAndIsDeterministic) {
     FP8SCOPE_REQUIRE_GPU();
-    const auto [B, T, C, NH] = GetParam();
+    const auto [B, T, C, NH, ws_rows] = GetParam();
     std::mt19937 rng(32);
     const Bf16Data qkv = random_bf16(std::size_t(B) * T * 3 * C, rng, -2.0f, 2.0f);
     const Bf16Data dout = random_bf16(std::size_t(B) * T * C, rng);
@@ -136,7 +138,7 @@ TEST_P(CudaAttention, BackwardMatchesCpuAndIsDeterministic) {
     const Bits nan(qkv.bits.size(), 0x7FC0);
     GpuBuffer<std::uint16_t> d_qkv(qkv.bits), out(dout.bits.size()), att(std::size_t(cuda::attention_saved(B, T, NH))),
         d_dout(dout.bits), dqkv(nan);
-    Scratch ws(workspace_bytes(B, T, C, NH));
+    Scratch ws(workspace_bytes(ws_rows > 0 ? ws_rows : B, T, C, NH));
     Stream s;
     cuda::attention_forward(out.get(), att.get(), d_qkv.get(), B, T, C, NH, NH, ws.ws(), s);
     cuda::attention_backward(dqkv.get(), d_dout.get(), d_qkv.get(), out.get(), att.get(), B, T, C, NH, NH, ws.ws(), s);
@@ -160,13 +162,16 @@ TEST_P(CudaAttention, BackwardMatchesCpuAndIsDeterministic) {
 }
 
 // Fused: hs 128 and 64 at T = 17 (one partial tile), 100, 257 (several, partial last),
-// 777 (many); cuBLAS: hs 10 (unaligned heads), 48, 32.
+// 777 (many); cuBLAS along the heads: hs 10 (unaligned heads), 48, 32; cuBLAS along the
+// batch rows (more rows than heads): hs 10 and 32, and hs 32 with the workspace of 2 batch
+// rows (calls of 2, 2 and 1 rows).
 INSTANTIATE_TEST_SUITE_P(
     Shapes, CudaAttention,
     ::testing::Values(AttShape{3, 17, 256, 2}, AttShape{3, 100, 256, 2}, AttShape{3, 257, 384, 3},
                       AttShape{1, 777, 256, 2}, AttShape{3, 17, 192, 3}, AttShape{3, 100, 128, 2},
                       AttShape{3, 257, 192, 3}, AttShape{3, 17, 40, 4}, AttShape{3, 100, 40, 4},
-                      AttShape{2, 33, 96, 2}, AttShape{2, 128, 128, 4}));
+                      AttShape{2, 33, 96, 2}, AttShape{2, 128, 128, 4}, AttShape{6, 17, 40, 4},
+                      AttShape{5, 65, 64, 2}, AttShape{5, 65, 64, 2, 2}));
 
 TEST(CudaAttentionChecks, RefusesASmallWorkspaceAndUnevenHeads) {
     FP8SCOPE_REQUIRE_GPU();

@@ -31,11 +31,13 @@ constexpr double kScaleTol = 1e-2;
 
 struct GqaShape {
     int B, T, C, NH, NKV;
+    int ws_rows = 0;  // > 0: the workspace the ops ask for this many batch rows (fewer pairs per call)
 };
 
 void PrintTo(const GqaShape& s, std::ostream* os) {
     *os << "B=" << s.B << " T=" << s.T << " C=" << s.C << " NH=" << s.NH << " NKV=" << s.NKV << " (hs "
         << s.C / s.NH << ")";
+    if (s.ws_rows > 0) *os << ", workspace of " << s.ws_rows << " batch rows";
 }
 
 class CudaGqaRope : public ::testing::TestWithParam<GqaShape> {};
@@ -52,7 +54,7 @@ std::vector<float> columns(const std::vector<float>& m, int rows, int W, int fro
 // on dqkv. The CPU on the BF16 values widened; the GPU rounds the rotated qkv to BF16.
 TEST_P(CudaGqaRope, ForwardAndBackwardMatchCpuAndAreDeterministic) {
     FP8SCOPE_REQUIRE_GPU();
-    const auto [B, T, C, NH, NKV] = GetParam();
+    const auto [B, T, C, NH, NKV, ws_rows_] = GetParam();
     const int hs = C / NH, W = C + 2 * NKV * hs, rows = B * T;
     std::mt19937 rng(41);
     const Bf16Data qkv = random_bf16(std::size_t(rows) * W, rng, -2.0f, 2.0f);
@@ -71,8 +73,9 @@ TEST_P(CudaGqaRope, ForwardAndBackwardMatchCpuAndAreDeterministic) {
     GpuBuffer<float> d_table(table);
     GpuBuffer<std::uint16_t> d_qkv(qkv.bits), out(ref_out.size()), d_dout(dout.bits),
         att_gpu(std::size_t(cuda::attention_saved(B, T, NH))), dqkv(Bits(qkv.bits.size(), 0x7FC0));
-    Scratch ws(std::max(cuda::attention_forward_workspace(B, T, C, NH, NKV),
-                        cuda::attention_backward_workspace(B, T, C, NH, NKV)));
+    const int ws_rows = GetParam().ws_rows > 0 ? GetParam().ws_rows : B;
+    Scratch ws(std::max(cuda::attention_forward_workspace(ws_rows, T, C, NH, NKV),
+                        cuda::attention_backward_workspace(ws_rows, T, C, NH, NKV)));
     Stream s;
     cuda::rope(d_qkv.get(), d_table.get(), B, T, NH, NKV, hs, false, s);
     s.sync();
@@ -104,11 +107,15 @@ TEST_P(CudaGqaRope, ForwardAndBackwardMatchCpuAndAreDeterministic) {
 }
 
 // Fused: hs 64 (groups of 2 and 4), hs 128 (group 2), multi-head in the GQA layout;
-// cuBLAS: hs 16 (group 2), hs 24 (group 4, chunks of a group).
+// cuBLAS along the heads: hs 16 (group 2), hs 24 (group 4, chunks of a group); cuBLAS along
+// the batch rows (more rows than heads): hs 16 (group 2), hs 24 (group 4), each also with
+// the workspace of 2 batch rows (calls of fewer rows than the batch).
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaGqaRope,
                          ::testing::Values(GqaShape{2, 100, 256, 4, 2}, GqaShape{2, 257, 256, 4, 1},
                                            GqaShape{1, 130, 512, 4, 2}, GqaShape{2, 70, 128, 2, 2},
-                                           GqaShape{2, 33, 64, 4, 2}, GqaShape{2, 50, 96, 4, 1}));
+                                           GqaShape{2, 33, 64, 4, 2}, GqaShape{2, 50, 96, 4, 1},
+                                           GqaShape{6, 40, 64, 4, 2}, GqaShape{5, 33, 96, 4, 1},
+                                           GqaShape{6, 40, 64, 4, 2, 2}, GqaShape{5, 33, 96, 4, 1, 2}));
 
 // RoPE's inverse undoes it, and v is left alone (the layout's last NKV heads).
 TEST(CudaRope, InverseUndoesItAndVIsUntouched) {

@@ -7,14 +7,16 @@
 // Both save the same state, the row logsumexp L (B,NH,T) in float32 (ops/ops.h), so the saved
 // `att` is O(T) per row; the cuBLAS backward recomputes the scores from q, k and L.
 //
-// cuBLAS path, per batch row b and chunk of heads (column-major cuBLAS terms in comments,
-// row-major in names). qkv is read in place: head h of batch row b is a (T,hs) matrix with
-// row stride W = C + 2 NKV hs at column h*hs, so one batched call covers the heads of a
-// chunk (batch stride hs). Under grouped-query attention a chunk stays within the query
-// heads of one key/value head, whose k and v every call of the batch reads (batch stride
-// 0), and dk, dv of the group are summed in float32 head by head (GEMMs with beta = 1 in
-// the workspace), then rounded to BF16 once. Scores and their gradients are float32 (the
-// GEMM's output type); the probabilities P and dS, the operands of the following GEMMs, are BF16.
+// cuBLAS path (column-major cuBLAS terms in comments, row-major in names). qkv is read in
+// place: head h of batch row b is a (T,hs) matrix of row stride W = C + 2 NKV hs at column
+// h*hs. One strided-batched call covers several (batch row, head) pairs, either head h of
+// several batch rows (batch stride T*W) or several heads of one batch row (batch stride hs),
+// whichever needs fewer calls (see Plan). Along the heads under grouped-query attention a
+// call stays within the query heads of one key/value head, whose k and v every matrix of
+// the batch reads (batch stride 0). dk and dv of a group are summed in float32 over its
+// query heads in order (GEMMs with beta = 1 in the workspace), then rounded to BF16 once.
+// Scores and their gradients are float32 (the GEMM's output type); the probabilities P
+// and dS, the operands of the following GEMMs, are BF16.
 //   forward:  S = q k^T / sqrt(hs) (float32);  P = softmax(S, causal) (BF16), L = lse(S);
 //             out = P v
 //   backward: S again;  P = exp(S - L) (BF16, 0 above the diagonal);  dv = P^T dout;
@@ -61,10 +63,12 @@ void gemm(cublasHandle_t h, bool ta, bool tb, int m, int n, int k, float alpha, 
                                                      CUBLAS_GEMM_DEFAULT));
 }
 
-// P rows (heads*T of one batch row) = softmax of the causal part of the score rows, and
-// lse[row] = max + ln(sum). A warp per row keeps an online (max, sum) per lane, combined
-// by a butterfly (every lane gets the same bits: the combine is commutative).
-__global__ void causal_softmax_kernel(bf16* probs, float* lse, const float* scores, int T, std::int64_t rows) {
+// P rows (T per pair of a call) = softmax of the causal part of the score rows, and
+// lse[row] = max + ln(sum) (a pair's T rows at lse + pair * lse_stride). A warp per row
+// keeps an online (max, sum) per lane, combined by a butterfly (every lane gets the same
+// bits: the combine is commutative).
+__global__ void causal_softmax_kernel(bf16* probs, float* lse, long long lse_stride, const float* scores, int T,
+                                      std::int64_t rows) {
     const std::int64_t row = std::int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
     if (row >= rows) return;
     const int lane = threadIdx.x % 32;
@@ -90,17 +94,18 @@ __global__ void causal_softmax_kernel(bf16* probs, float* lse, const float* scor
     }
     const float inv = 1.0f / sum;
     for (int j = lane; j < T; j += 32) p[j] = f32_to_bf16(j <= t ? expf(s[j] - m) * inv : 0.0f);
-    if (lane == 0) lse[row] = m + logf(sum);
+    if (lane == 0) lse[row / T * lse_stride + t] = m + logf(sum);
 }
 
 // P rows = exp(S - lse) on the causal part, 0 above it (backward's recomputation).
-__global__ void causal_probs_kernel(bf16* probs, const float* scores, const float* lse, int T, std::int64_t rows) {
+__global__ void causal_probs_kernel(bf16* probs, const float* scores, const float* lse, long long lse_stride, int T,
+                                    std::int64_t rows) {
     const std::int64_t row = std::int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
     if (row >= rows) return;
     const int lane = threadIdx.x % 32;
     const int t = int(row % T);
     const float* s = scores + row * T;
-    const float L = lse[row];
+    const float L = lse[row / T * lse_stride + t];
     bf16* p = probs + row * T;
     for (int j = lane; j < T; j += 32) p[j] = f32_to_bf16(j <= t ? expf(s[j] - L) : 0.0f);
 }
@@ -121,12 +126,15 @@ __global__ void causal_softmax_backward_kernel(bf16* ds, const bf16* att, const 
     for (int j = lane; j < T; j += 32) o[j] = f32_to_bf16(j <= t ? bf16_to_f32(p[j]) * (g[j] - dot) * scale : 0.0f);
 }
 
-// dst (T rows of stride W, hs columns) = acc (T,hs) float32 rounded to BF16: a key/value
-// head's gradient summed over its query heads.
-__global__ void store_group_grad_kernel(bf16* dst, const float* acc, int T, int hs, std::int64_t W) {
+// dst (T rows of stride W, hs columns; `heads` of them, dst_stride apart) = acc (heads,T,hs)
+// float32 rounded to BF16: key/value heads' gradients summed over their query heads.
+__global__ void store_group_grad_kernel(bf16* dst, const float* acc, int heads, int T, int hs, std::int64_t W,
+                                        long long dst_stride) {
     const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (i >= std::int64_t(T) * hs) return;
-    dst[(i / hs) * W + i % hs] = f32_to_bf16(acc[i]);
+    const std::int64_t per_head = std::int64_t(T) * hs;
+    if (i >= heads * per_head) return;
+    const std::int64_t head = i / per_head, at = i % per_head;
+    dst[head * dst_stride + (at / hs) * W + at % hs] = f32_to_bf16(acc[i]);
 }
 
 void check_shape(int C, int NH, int NKV, const char* op) {
@@ -148,139 +156,211 @@ float* lse_of(const bf16* att) {
 
 // --- the cuBLAS path ---------------------------------------------------------------------------
 
-// Workspace of `heads` heads of one batch row: float32 scores, then BF16 probabilities.
-std::size_t cublas_bytes(int T, int heads) {
-    return round256(std::size_t(heads) * T * T * sizeof(float)) + std::size_t(heads) * T * T * sizeof(bf16);
-}
-
-// The heads per chunk that fit in ws (at least 1, else the workspace is refused); under
-// grouped-query attention (group > 1 query heads per key/value head) a divisor of group,
-// so that a chunk never straddles two groups.
-int cublas_heads(const Workspace& ws, int T, int NH, int group, const char* op) {
-    require_workspace(ws, cublas_bytes(T, 1), op);
-    int heads = group > 1 ? group : NH;
-    while (heads > 1 && cublas_bytes(T, heads) > ws.bytes) heads = std::max(1, std::min(heads - 1, heads / 2));
-    while (group > 1 && group % heads != 0) --heads;
-    return heads;
-}
-
-// Backward's float32 sums of dk and dv of one key/value head under grouped-query
-// attention, in front of the chunk buffers: (T,hs) each.
-std::size_t group_acc_bytes(int T, int hs, int group) {
-    return group > 1 ? round256(2 * std::size_t(T) * hs * sizeof(float)) : 0;
-}
-
-struct Chunk {
-    float* scores;
-    bf16* probs;
+// A pair is (batch row b, query head h). A strided-batched GEMM needs a constant stride
+// between its matrices, which pairs have along the batch rows (head h of rows b, b+1, ..:
+// stride T*W in qkv) or along the heads (heads h, h+1, .. of row b: stride hs), not both.
+// Calls run along whichever covers every pair in fewer calls: a model of many short
+// sequences (B > NH) would otherwise pay B calls per GEMM (cuBLAS's host cost then
+// dominates a small model's step).
+struct Plan {
+    bool rows = false;  // along the batch rows, else along the heads
+    int per_call = 1;   // pairs per call
+    // Element strides between consecutive pairs of a call: of q (and dq), of k and v (and
+    // dk, dv; 0 along the heads under grouped-query attention: the chunk shares them), of
+    // out (and dout), and of their rows in the logsumexp (B,NH,T).
+    long long q = 0, kv = 0, out = 0, lse = 0;
+    int gqa_sums = 0;  // (T,hs) float32 sums of dk and dv per key/value head kept (backward, group > 1)
 };
 
-Chunk chunk_buffers(const Workspace& ws, int T, int heads) {
-    auto* scores = static_cast<float*>(ws.ptr);
-    auto* probs = reinterpret_cast<bf16*>(static_cast<unsigned char*>(ws.ptr) +
-                                          round256(std::size_t(heads) * T * T * sizeof(float)));
-    return {scores, probs};
+// Float32 scores, then BF16 probabilities, of n pairs.
+std::size_t scores_bytes(int T, int n) {
+    return round256(std::size_t(n) * T * T * sizeof(float)) + std::size_t(n) * T * T * sizeof(bf16);
 }
 
-// k and v of the chunk starting at query head h0 of batch row b, and their batch stride.
-struct KvOf {
-    const bf16* k;
-    const bf16* v;
-    long long stride;
+// Backward's float32 sums of dk and dv over a group's query heads (grouped-query
+// attention), in front of the scores: (T,hs) each per key/value head in flight.
+std::size_t gqa_sum_bytes(int T, int hs, int heads) { return round256(2 * std::size_t(heads) * T * hs * sizeof(float)); }
+
+// The workspace of a call of n pairs.
+std::size_t call_bytes(int T, int hs, int group, bool rows, bool backward, int n) {
+    const std::size_t sums = backward && group > 1 ? gqa_sum_bytes(T, hs, rows ? n : 1) : 0;
+    return sums + scores_bytes(T, n);
+}
+
+constexpr std::size_t kCallBudget = std::size_t(64) << 20;  // a call's scores along the rows, when more than the heads'
+
+// Along the heads a call covers at most the heads of a batch row (of one group under
+// grouped-query attention, whose k and v the chunk shares); along the rows, every batch
+// row, as the budget allows.
+int most_pairs(bool rows, int B, int T, int NH, int group) {
+    const int heads = group > 1 ? group : NH;
+    if (!rows) return heads;
+    const auto fit = int(std::min<std::size_t>(std::size_t(B), kCallBudget / scores_bytes(T, 1)));
+    return std::min(B, std::max(heads, fit));
+}
+
+bool along_rows(int B, int T, int NH, int NKV) {
+    const int group = NH / NKV;
+    const int per_call = most_pairs(true, B, T, NH, group);
+    const long long row_calls = std::int64_t(NH) * ((B + per_call - 1) / per_call);
+    const long long head_calls = std::int64_t(B) * (group > 1 ? NKV : 1);
+    return row_calls < head_calls;
+}
+
+std::size_t cublas_workspace(int B, int T, int C, int NH, int NKV, bool backward) {
+    const bool rows = along_rows(B, T, NH, NKV);
+    const int group = NH / NKV;
+    return call_bytes(T, C / NH, group, rows, backward, most_pairs(rows, B, T, NH, group));
+}
+
+// The plan for ws: as many pairs per call as fit (at least 1, else the workspace is
+// refused); along the heads under grouped-query attention a divisor of the group, so that
+// a call never straddles two groups.
+Plan plan_for(const Workspace& ws, int B, int T, int C, int NH, int NKV, bool backward, const char* op) {
+    const int hs = C / NH, group = NH / NKV, W = C + 2 * NKV * hs;
+    Plan p;
+    p.rows = along_rows(B, T, NH, NKV);
+    require_workspace(ws, call_bytes(T, hs, group, p.rows, backward, 1), op);
+    int n = most_pairs(p.rows, B, T, NH, group);
+    while (n > 1 && call_bytes(T, hs, group, p.rows, backward, n) > ws.bytes) n = std::max(1, std::min(n - 1, n / 2));
+    while (!p.rows && group > 1 && group % n != 0) --n;
+    p.per_call = n;
+    if (p.rows) {
+        p.q = p.kv = std::int64_t(T) * W;
+        p.out = std::int64_t(T) * C;
+        p.lse = std::int64_t(NH) * T;
+    } else {
+        p.q = p.out = hs;
+        p.kv = group > 1 ? 0 : hs;
+        p.lse = T;
+    }
+    if (backward && group > 1) p.gqa_sums = p.rows ? n : 1;
+    return p;
+}
+
+// The calls of a plan: the first pair (b, h) of each and its pair count, in an order that
+// finishes a key/value head's query heads before it moves to another batch row.
+template <class Call>
+void for_each_call(const Plan& p, int B, int NH, Call call) {
+    if (p.rows) {
+        for (int b = 0; b < B; b += p.per_call)
+            for (int h = 0; h < NH; ++h) call(b, h, std::min(p.per_call, B - b));
+        return;
+    }
+    for (int b = 0; b < B; ++b)
+        for (int h = 0; h < NH; h += p.per_call) call(b, h, std::min(p.per_call, NH - h));
+}
+
+struct Buffers {
+    float* dk_sum = nullptr;  // backward under grouped-query attention
+    float* dv_sum = nullptr;
+    float* scores = nullptr;
+    bf16* probs = nullptr;
 };
-KvOf kv_of(const bf16* qkv_b, int C, int NKV, int hs, int group, int h0) {
-    const bf16* k = qkv_b + C + std::int64_t(h0 / group) * hs;
-    return {k, k + std::int64_t(NKV) * hs, group > 1 ? 0 : hs};
+
+Buffers buffers_of(const Workspace& ws, const Plan& p, int T, int hs) {
+    Buffers buf;
+    auto* base = static_cast<unsigned char*>(ws.ptr);
+    if (p.gqa_sums > 0) {
+        buf.dk_sum = reinterpret_cast<float*>(base);
+        buf.dv_sum = buf.dk_sum + std::int64_t(p.gqa_sums) * T * hs;
+        base += gqa_sum_bytes(T, hs, p.gqa_sums);
+    }
+    buf.scores = reinterpret_cast<float*>(base);
+    buf.probs = reinterpret_cast<bf16*>(base + round256(std::size_t(p.per_call) * T * T * sizeof(float)));
+    return buf;
+}
+
+// The matrices of pair (b, h): q, k, v in qkv (row stride W), the output in out (row stride C).
+struct PairAt {
+    std::int64_t q, k, v, out, lse;
+};
+PairAt pair_at(int b, int h, int T, int C, int NH, int NKV) {
+    const int hs = C / NH, group = NH / NKV, W = C + 2 * NKV * hs;
+    const std::int64_t row = std::int64_t(b) * T * W;
+    const std::int64_t k = row + C + std::int64_t(h / group) * hs;
+    return {row + std::int64_t(h) * hs, k, k + std::int64_t(NKV) * hs, std::int64_t(b) * T * C + std::int64_t(h) * hs,
+            (std::int64_t(b) * NH + h) * T};
 }
 
 void cublas_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH, int NKV, Workspace ws,
                     cudaStream_t stream) {
-    const int hs = C / NH, group = NH / NKV, W = C + 2 * NKV * hs;
+    const int hs = C / NH, W = C + 2 * NKV * hs;
     const float scale = 1.0f / std::sqrt(float(hs));
     const long long TT = std::int64_t(T) * T;
-    const int chunk = cublas_heads(ws, T, NH, group, "attention_forward");
-    const Chunk buf = chunk_buffers(ws, T, chunk);
+    const Plan p = plan_for(ws, B, T, C, NH, NKV, false, "attention_forward");
+    const Buffers buf = buffers_of(ws, p, T, hs);
     cublasHandle_t h = cublas_for(stream);
-    for (int b = 0; b < B; ++b)
-        for (int h0 = 0; h0 < NH; h0 += chunk) {
-            const int nh = std::min(chunk, NH - h0);
-            const std::int64_t rows = std::int64_t(nh) * T;
-            const bf16* qkv_b = qkv + std::int64_t(b) * T * W;
-            const bf16* q = qkv_b + std::int64_t(h0) * hs;
-            const KvOf kv = kv_of(qkv_b, C, NKV, hs, group, h0);
-            // S^T (T,T) col-major = K Q^T: element (t2, t) at t*T + t2, i.e. S[t][t2] row-major
-            gemm(h, true, false, T, T, hs, scale, kv.k, W, kv.stride, q, W, hs, buf.scores, CUDA_R_32F, T, TT, nh);
-            causal_softmax_kernel<<<blocks_for(rows, kRowsPerBlock), kRowsPerBlock * 32, 0, stream>>>(
-                buf.probs, lse + (std::int64_t(b) * NH + h0) * T, buf.scores, T, rows);
-            FP8SCOPE_CUDA_LAUNCHED();
-            // out^T (hs,T) = V^T P^T: A = v (hs,T) ld W, B = P^T as stored (T,T) ld T
-            gemm(h, false, false, hs, T, T, 1.0f, kv.v, W, kv.stride, buf.probs, T, TT,
-                 out + std::int64_t(b) * T * C + std::int64_t(h0) * hs, CUDA_R_16BF, C, hs, nh);
-        }
+    for_each_call(p, B, NH, [&](int b, int head, int n) {
+        const PairAt at = pair_at(b, head, T, C, NH, NKV);
+        const std::int64_t rows = std::int64_t(n) * T;
+        // S^T (T,T) col-major = K Q^T: element (t2, t) at t*T + t2, i.e. S[t][t2] row-major
+        gemm(h, true, false, T, T, hs, scale, qkv + at.k, W, p.kv, qkv + at.q, W, p.q, buf.scores, CUDA_R_32F, T, TT,
+             n);
+        causal_softmax_kernel<<<blocks_for(rows, kRowsPerBlock), kRowsPerBlock * 32, 0, stream>>>(
+            buf.probs, lse + at.lse, p.lse, buf.scores, T, rows);
+        FP8SCOPE_CUDA_LAUNCHED();
+        // out^T (hs,T) = V^T P^T: A = v (hs,T) ld W, B = P^T as stored (T,T) ld T
+        gemm(h, false, false, hs, T, T, 1.0f, qkv + at.v, W, p.kv, buf.probs, T, TT, out + at.out, CUDA_R_16BF, C,
+             p.out, n);
+    });
 }
 
 void cublas_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse, int B, int T, int C, int NH,
                      int NKV, Workspace ws, cudaStream_t stream) {
     const int hs = C / NH, group = NH / NKV, W = C + 2 * NKV * hs;
     const float scale = 1.0f / std::sqrt(float(hs));
-    const long long TT = std::int64_t(T) * T;
-    // Grouped-query attention: dk and dv of the group summed in float32 in front of the chunks.
-    const std::size_t acc_bytes = group_acc_bytes(T, hs, group);
-    require_workspace(ws, acc_bytes + cublas_bytes(T, 1), "attention_backward");
-    float* dk_acc = static_cast<float*>(ws.ptr);
-    float* dv_acc = dk_acc + std::int64_t(T) * hs;
-    const Workspace rest{static_cast<unsigned char*>(ws.ptr) + acc_bytes, ws.bytes - acc_bytes};
-    const int chunk = cublas_heads(rest, T, NH, group, "attention_backward");
-    const Chunk buf = chunk_buffers(rest, T, chunk);
+    const long long TT = std::int64_t(T) * T, Ths = std::int64_t(T) * hs;
+    const Plan p = plan_for(ws, B, T, C, NH, NKV, true, "attention_backward");
+    const Buffers buf = buffers_of(ws, p, T, hs);
     cublasHandle_t h = cublas_for(stream);
-    for (int b = 0; b < B; ++b)
-        for (int h0 = 0; h0 < NH; h0 += chunk) {
-            const int nh = std::min(chunk, NH - h0);
-            const std::int64_t rows = std::int64_t(nh) * T;
-            const std::int64_t col = std::int64_t(h0) * hs;
-            const bf16* qkv_b = qkv + std::int64_t(b) * T * W;
-            const bf16* q = qkv_b + col;
-            const KvOf kv = kv_of(qkv_b, C, NKV, hs, group, h0);
-            const bf16* d = dout + std::int64_t(b) * T * C + col;
-            bf16* dqkv_b = dqkv + std::int64_t(b) * T * W;
-            bf16* dq = dqkv_b + col;
-            bf16* dk = dqkv_b + C + std::int64_t(h0 / group) * hs;
-            bf16* dv = dk + std::int64_t(NKV) * hs;
-            gemm(h, true, false, T, T, hs, scale, kv.k, W, kv.stride, q, W, hs, buf.scores, CUDA_R_32F, T, TT, nh);
-            causal_probs_kernel<<<blocks_for(rows, kRowsPerBlock), kRowsPerBlock * 32, 0, stream>>>(
-                buf.probs, buf.scores, lse + (std::int64_t(b) * NH + h0) * T, T, rows);
-            FP8SCOPE_CUDA_LAUNCHED();
-            // dv^T (hs,T) = dO^T P: A = dout (hs,T) ld C, B = P^T as stored, transposed
-            if (group == 1) {
-                gemm(h, false, true, hs, T, T, 1.0f, d, C, hs, buf.probs, T, TT, dv, CUDA_R_16BF, W, hs, nh);
-            } else {
-                for (int i = 0; i < nh; ++i)  // head by head into the group's float32 sum
-                    gemm(h, false, true, hs, T, T, 1.0f, d + i * hs, C, 0, buf.probs + i * TT, T, 0, dv_acc,
-                         CUDA_R_32F, hs, 0, 1, (h0 + i) % group == 0 ? 0.0f : 1.0f);
+    for_each_call(p, B, NH, [&](int b, int head, int n) {
+        const PairAt at = pair_at(b, head, T, C, NH, NKV);
+        const std::int64_t rows = std::int64_t(n) * T;
+        const bf16 *q = qkv + at.q, *k = qkv + at.k, *v = qkv + at.v, *d = dout + at.out;
+        bf16 *dq = dqkv + at.q, *dk = dqkv + at.k, *dv = dqkv + at.v;
+        gemm(h, true, false, T, T, hs, scale, k, W, p.kv, q, W, p.q, buf.scores, CUDA_R_32F, T, TT, n);
+        causal_probs_kernel<<<blocks_for(rows, kRowsPerBlock), kRowsPerBlock * 32, 0, stream>>>(
+            buf.probs, buf.scores, lse + at.lse, p.lse, T, rows);
+        FP8SCOPE_CUDA_LAUNCHED();
+        // Under grouped-query attention dk and dv go to the group's float32 sums: along the
+        // rows a call's pairs are n rows of one query head (sums of n key/value heads, one
+        // GEMM); along the heads, n query heads of one key/value head (one GEMM each).
+        const int heads = p.rows ? 1 : n;
+        auto to_sum = [&](const bf16* a, int lda, long long sa, float* sum) {
+            if (p.rows) {
+                gemm(h, false, true, hs, T, T, 1.0f, a, lda, sa, buf.probs, T, TT, sum, CUDA_R_32F, hs, Ths, n,
+                     head % group == 0 ? 0.0f : 1.0f);
+                return;
             }
-            // dP^T (T,T) col-major = V dO^T: element (t2, t) = <dout[t], v[t2]> (over the scores)
-            gemm(h, true, false, T, T, hs, 1.0f, kv.v, W, kv.stride, d, C, hs, buf.scores, CUDA_R_32F, T, TT, nh);
-            causal_softmax_backward_kernel<<<blocks_for(rows, kRowsPerBlock), kRowsPerBlock * 32, 0, stream>>>(
-                buf.probs, buf.probs, buf.scores, T, rows, scale);
-            FP8SCOPE_CUDA_LAUNCHED();
-            // dq^T (hs,T) = K^T dS^T: A = k (hs,T) ld W, B = dS^T as stored (T,T) ld T
-            gemm(h, false, false, hs, T, T, 1.0f, kv.k, W, kv.stride, buf.probs, T, TT, dq, CUDA_R_16BF, W, hs, nh);
-            // dk^T (hs,T) = Q^T dS: B = dS^T as stored, transposed
-            if (group == 1) {
-                gemm(h, false, true, hs, T, T, 1.0f, q, W, hs, buf.probs, T, TT, dk, CUDA_R_16BF, W, hs, nh);
-                continue;
-            }
-            for (int i = 0; i < nh; ++i)
-                gemm(h, false, true, hs, T, T, 1.0f, q + i * hs, W, 0, buf.probs + i * TT, T, 0, dk_acc, CUDA_R_32F,
-                     hs, 0, 1, (h0 + i) % group == 0 ? 0.0f : 1.0f);
-            if ((h0 + nh) % group == 0) {  // the group's last query head: its sums are complete
-                const unsigned blocks = blocks_for(std::int64_t(T) * hs, 256);
-                store_group_grad_kernel<<<blocks, 256, 0, stream>>>(dk, dk_acc, T, hs, W);
-                FP8SCOPE_CUDA_LAUNCHED();
-                store_group_grad_kernel<<<blocks, 256, 0, stream>>>(dv, dv_acc, T, hs, W);
-                FP8SCOPE_CUDA_LAUNCHED();
-            }
+            for (int i = 0; i < n; ++i)
+                gemm(h, false, true, hs, T, T, 1.0f, a + i * sa, lda, 0, buf.probs + i * TT, T, 0, sum, CUDA_R_32F, hs,
+                     0, 1, (head + i) % group == 0 ? 0.0f : 1.0f);
+        };
+        // dv^T (hs,T) = dO^T P: A = dout (hs,T) ld C, B = P^T as stored, transposed
+        if (group == 1) gemm(h, false, true, hs, T, T, 1.0f, d, C, p.out, buf.probs, T, TT, dv, CUDA_R_16BF, W, p.kv, n);
+        else to_sum(d, C, p.out, buf.dv_sum);
+        // dP^T (T,T) col-major = V dO^T: element (t2, t) = <dout[t], v[t2]> (over the scores)
+        gemm(h, true, false, T, T, hs, 1.0f, v, W, p.kv, d, C, p.out, buf.scores, CUDA_R_32F, T, TT, n);
+        causal_softmax_backward_kernel<<<blocks_for(rows, kRowsPerBlock), kRowsPerBlock * 32, 0, stream>>>(
+            buf.probs, buf.probs, buf.scores, T, rows, scale);
+        FP8SCOPE_CUDA_LAUNCHED();
+        // dq^T (hs,T) = K^T dS^T: A = k (hs,T) ld W, B = dS^T as stored (T,T) ld T
+        gemm(h, false, false, hs, T, T, 1.0f, k, W, p.kv, buf.probs, T, TT, dq, CUDA_R_16BF, W, p.q, n);
+        // dk^T (hs,T) = Q^T dS: B = dS^T as stored, transposed
+        if (group == 1) {
+            gemm(h, false, true, hs, T, T, 1.0f, q, W, p.q, buf.probs, T, TT, dk, CUDA_R_16BF, W, p.kv, n);
+            return;
         }
+        to_sum(q, W, p.q, buf.dk_sum);
+        if ((head + heads) % group != 0) return;  // the group's sums are complete after its last query head
+        const int sums = p.gqa_sums;
+        const unsigned blocks = blocks_for(std::int64_t(sums) * Ths, 256);
+        store_group_grad_kernel<<<blocks, 256, 0, stream>>>(dk, buf.dk_sum, sums, T, hs, W, p.kv);
+        FP8SCOPE_CUDA_LAUNCHED();
+        store_group_grad_kernel<<<blocks, 256, 0, stream>>>(dv, buf.dv_sum, sums, T, hs, W, p.kv);
+        FP8SCOPE_CUDA_LAUNCHED();
+    });
 }
 
 // --- the fused path ------------------------------------------------------------------------------
@@ -318,16 +398,16 @@ std::int64_t attention_saved(int B, int T, int NH) {
 
 std::size_t attention_forward_workspace(int B, int T, int C, int NH, int NKV) {
     if (B <= 0 || T <= 0 || C <= 0 || NH <= 0 || C % NH != 0 || NKV <= 0 || NH % NKV != 0) return 0;
-    const int group = NH / NKV;
-    return flash_head_size(C / NH) ? cublas_bytes(T, 1) : cublas_bytes(T, group > 1 ? group : NH);
+    return flash_head_size(C / NH) ? scores_bytes(T, 1) : cublas_workspace(B, T, C, NH, NKV, false);
 }
 
 std::size_t attention_backward_workspace(int B, int T, int C, int NH, int NKV) {
     if (B <= 0 || T <= 0 || C <= 0 || NH <= 0 || C % NH != 0 || NKV <= 0 || NH % NKV != 0) return 0;
-    const int hs = C / NH, group = NH / NKV;
-    const std::size_t acc = group_acc_bytes(T, hs, group);
-    if (!flash_head_size(hs)) return acc + cublas_bytes(T, group > 1 ? group : NH);
-    return std::max(fused_scratch(B, T, C, NH).total, acc + cublas_bytes(T, 1));
+    const int hs = C / NH;
+    if (!flash_head_size(hs)) return cublas_workspace(B, T, C, NH, NKV, true);
+    // Unaligned pointers send a fused shape to the cuBLAS path, a pair at a time.
+    return std::max(fused_scratch(B, T, C, NH).total,
+                    call_bytes(T, hs, NH / NKV, along_rows(B, T, NH, NKV), true, 1));
 }
 
 void attention_forward(bf16* out, bf16* att, const bf16* qkv, int B, int T, int C, int NH, int NKV, Workspace ws,
