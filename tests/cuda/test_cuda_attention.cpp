@@ -1,5 +1,5 @@
 // Causal attention on the GPU (kernels/cuda/ops/ops.h: the fused kernels for head sizes 64 and
-// 128, the cuBLAS path for the rest) against the CPU ops (kernels/cpu/ops/attention.h) on
+// 128, padded heads below 128, the cuBLAS path above) against the CPU ops (kernels/cpu/ops/attention.h) on
 // BF16-rounded inputs, over sequence lengths that are not multiples of the tiles (17, 100,
 // 257, 777: partial query and key tiles, several tiles, the diagonal inside a tile), several
 // heads and a batch of 3.
@@ -162,27 +162,29 @@ TEST_P(CudaAttention, BackwardMatchesCpuAndIsDeterministic) {
 }
 
 // Fused: hs 128 and 64 at T = 17 (one partial tile), 100, 257 (several, partial last),
-// 777 (many); cuBLAS along the heads: hs 10 (unaligned heads), 48, 32; cuBLAS along the
-// batch rows (more rows than heads): hs 10 and 32, and hs 32 with the workspace of 2 batch
-// rows (calls of 2, 2 and 1 rows).
+// 777 (many); padded to 64: hs 10 (unaligned heads), 48, 32 (more batch rows than heads
+// too); padded to 128: hs 96; cuBLAS (hs above 128) along the heads: hs 160, along the
+// batch rows (more rows than heads): hs 160 and 136, and hs 160 with the workspace of 2
+// batch rows (calls of 2, 2 and 1 rows).
 INSTANTIATE_TEST_SUITE_P(
     Shapes, CudaAttention,
     ::testing::Values(AttShape{3, 17, 256, 2}, AttShape{3, 100, 256, 2}, AttShape{3, 257, 384, 3},
                       AttShape{1, 777, 256, 2}, AttShape{3, 17, 192, 3}, AttShape{3, 100, 128, 2},
                       AttShape{3, 257, 192, 3}, AttShape{3, 17, 40, 4}, AttShape{3, 100, 40, 4},
                       AttShape{2, 33, 96, 2}, AttShape{2, 128, 128, 4}, AttShape{6, 17, 40, 4},
-                      AttShape{5, 65, 64, 2}, AttShape{5, 65, 64, 2, 2}));
+                      AttShape{5, 65, 64, 2}, AttShape{2, 70, 192, 2}, AttShape{2, 33, 320, 2},
+                      AttShape{5, 33, 320, 2}, AttShape{3, 17, 272, 2}, AttShape{5, 33, 320, 2, 2}));
 
 TEST(CudaAttentionChecks, RefusesASmallWorkspaceAndUnevenHeads) {
     FP8SCOPE_REQUIRE_GPU();
-    for (const int C : {16, 128}) {  // hs 8 (cuBLAS) and 64 (fused)
+    for (const int C : {16, 128}) {  // hs 8 (padded) and 64 (fused)
         const int B = 1, T = 8, NH = 2;
         GpuBuffer<std::uint16_t> qkv(std::size_t(B) * T * 3 * C), out(std::size_t(B) * T * C),
             dqkv(std::size_t(B) * T * 3 * C), att(std::size_t(cuda::attention_saved(B, T, NH)));
         Scratch ws(workspace_bytes(B, T, C, NH));
         const std::size_t need = C == 16 ? 16 : cuda::attention_backward_workspace(B, T, C, NH, NH) - 1;
         const cuda::Workspace small{ws.buf.get(), need};
-        if (C == 16) {  // the fused forward needs no workspace
+        if (C == 16) {  // the padded forward needs one, the fused none
             EXPECT_THROW(cuda::attention_forward(out.get(), att.get(), qkv.get(), B, T, C, NH, NH, small, nullptr),
                          std::invalid_argument);
         }

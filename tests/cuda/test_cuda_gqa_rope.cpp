@@ -1,8 +1,8 @@
 // Grouped-query attention and rotary positions on the GPU against the CPU ops
 // (kernels/cpu/ops/attention.h, rope.h) on BF16-rounded inputs: the fused kernels (head
-// sizes 64 and 128) and the cuBLAS path (hs 16, 24), groups of 2 and 4 query heads per
-// key/value head (and 1, multi-head, through the same layout), sequence lengths that end
-// in partial tiles. Tolerances as in test_cuda_attention.cpp: BF16 storage of the output
+// sizes 64 and 128; hs 16 and 24 padded to 64) and the cuBLAS path (hs 160), groups of 2
+// and 4 query heads per key/value head (and 1, multi-head, through the same layout),
+// sequence lengths that end in partial tiles. Tolerances as in test_cuda_attention.cpp: BF16 storage of the output
 // (rtol 2^-7) and a floor of 1e-2 max|ref| for sums of BF16-rounded terms; a key/value
 // head's gradient sums `group` query heads' terms, within the same floor.
 #include <random>
@@ -106,18 +106,18 @@ TEST_P(CudaGqaRope, ForwardAndBackwardMatchCpuAndAreDeterministic) {
     EXPECT_TRUE(same_bits(dqkv.download(), got)) << "dqkv, second run";
 }
 
-// Fused: hs 64 (groups of 2 and 4), hs 128 (group 2), multi-head in the GQA layout;
-// cuBLAS along the heads: hs 16 (group 2), hs 24 (group 4, chunks of a group); cuBLAS along
-// the batch rows (more rows than heads): hs 16 (group 2), hs 24 (group 4), each also with
-// the workspace of 2 batch rows (calls of fewer rows than the batch).
+// Fused: hs 64 (groups of 2 and 4), hs 128 (group 2), multi-head in the GQA layout; padded
+// to 64: hs 16 (group 2, and more batch rows than heads), hs 24 (group 4); cuBLAS (hs 160)
+// along the heads (group 2), along the batch rows (groups of 2 and 4), each of those also
+// with the workspace of 2 batch rows (calls of fewer rows than the batch).
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaGqaRope,
                          ::testing::Values(GqaShape{2, 100, 256, 4, 2}, GqaShape{2, 257, 256, 4, 1},
                                            GqaShape{1, 130, 512, 4, 2}, GqaShape{2, 70, 128, 2, 2},
                                            GqaShape{2, 33, 64, 4, 2}, GqaShape{2, 50, 96, 4, 1},
-                                           GqaShape{6, 40, 64, 4, 2}, GqaShape{5, 33, 96, 4, 1},
-                                           GqaShape{6, 40, 64, 4, 2, 2}, GqaShape{5, 33, 96, 4, 1, 2}));
+                                           GqaShape{6, 40, 64, 4, 2}, GqaShape{2, 33, 640, 4, 2},
+                                           GqaShape{6, 40, 640, 4, 2}, GqaShape{5, 33, 640, 4, 1},
+                                           GqaShape{6, 40, 640, 4, 2, 2}, GqaShape{5, 33, 640, 4, 1, 2}));
 
-// RoPE's inverse undoes it, and v is left alone (the layout's last NKV heads).
 TEST(CudaRope, InverseUndoesItAndVIsUntouched) {
     FP8SCOPE_REQUIRE_GPU();
     const int B = 2, T = 9, NH = 4, NKV = 2, hs = 64, W = (NH + 2 * NKV) * hs;

@@ -74,12 +74,13 @@ void rmsnorm_backward(bf16* dinp, float* dweight, const bf16* dout, const bf16* 
 // columns h*hs), NKV key/value heads (k head g at C + g*hs, v head g at C + NKV*hs + g*hs);
 // query head h reads key/value head h / (NH / NKV) (grouped-query attention; NKV = NH is
 // multi-head attention), and backward sums a key/value head's gradient over its query
-// heads in a fixed order. Head sizes 64 and
-// 128 with 16-byte aligned pointers run fused FlashAttention-2 style kernels (no T x T
-// matrix in memory: O(T) state and O(B NH T^2 / 2) bytes of BF16 scratch in backward);
-// every other shape runs cuBLAS GEMMs over the materialised scores of several (batch row,
-// head) pairs at a time (ops/attention/attention.cu). Both are deterministic (fixed summation orders, no atomics).
-// att, the state kept for backward, is the same for both: the row logsumexp
+// heads in a fixed order. Head sizes 64 and 128 with 16-byte aligned pointers run fused
+// FlashAttention-2 style kernels (no T x T matrix in memory: O(T) state and O(B NH T^2 / 2)
+// bytes of BF16 scratch in backward); other head sizes below 128 run the same kernels on
+// heads zero-padded to 64 or 128 in the workspace; larger ones (and unaligned pointers)
+// run cuBLAS GEMMs over the materialised scores of several (batch row, head) pairs at a
+// time (ops/attention/attention.cu). All are deterministic (fixed summation orders, no
+// atomics). att, the state kept for backward, is the same for all: the row logsumexp
 // L[b,h,t] = ln sum_{t2<=t} exp(q_t . k_t2 / sqrt(hs)) as float32 (B,NH,T), stored from the
 // first 4-byte aligned address of att. attention_saved() counts BF16 elements: 2 per
 // float, 2 of alignment slack, rounded up to a multiple of 8 so that buffers carved after
@@ -87,7 +88,8 @@ void rmsnorm_backward(bf16* dinp, float* dweight, const bf16* dout, const bf16* 
 std::int64_t attention_saved(int B, int T, int NH);  // elements of att
 // Scratch of forward and of backward. The fused path: none in forward; in backward about
 // B*NH*T^2 bytes (the BF16 dS tiles of the causal half) plus a (B,T,C) BF16 output it
-// recomputes when `out` is null. The cuBLAS path: float32 + BF16 scores (6*T^2 bytes) of
+// recomputes when `out` is null. The padded path: padded copies of qkv and the output (and
+// in backward of dout and dqkv) with the fused backward's scratch. The cuBLAS path: float32 + BF16 scores (6*T^2 bytes) of
 // the pairs of one call (every head of a batch row, or one head of every batch row up to
 // 64 MB, whichever needs fewer calls), with float32 sums of dk and dv under grouped-query
 // attention; given less, it runs fewer pairs at a time (down to one, the least it accepts;

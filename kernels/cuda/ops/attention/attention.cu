@@ -1,9 +1,12 @@
-// Causal multi-head attention: the entry points of ops/ops.h. Two paths:
+// Causal multi-head attention: the entry points of ops/ops.h. Three paths:
 //   fused (head sizes 64 and 128, 16-byte aligned pointers): FlashAttention-2 style
 //     kernels (flash.cuh) that never hold a T x T matrix in memory;
-//   cuBLAS (every other shape, llm.c style): the T x T scores of a few heads at a time are
-//     materialised in the workspace and the products are strided-batched GEMMs on tensor
-//     cores (BF16 in, float32 accumulation), with softmax kernels between them.
+//   padded (other head sizes below 128): the fused kernels on heads copied to 64 or 128
+//     columns, zero after hs (see the padded path below);
+//   cuBLAS (head sizes above 128, and fused shapes with unaligned pointers; llm.c style):
+//     the T x T scores of a few (batch row, head) pairs at a time are materialised in the
+//     workspace and the products are strided-batched GEMMs on tensor cores (BF16 in,
+//     float32 accumulation), with softmax kernels between them.
 // Both save the same state, the row logsumexp L (B,NH,T) in float32 (ops/ops.h), so the saved
 // `att` is O(T) per row; the cuBLAS backward recomputes the scores from q, k and L.
 //
@@ -389,6 +392,129 @@ FusedScratch fused_scratch(int B, int T, int C, int NH) {  // per query head, wh
     return s;
 }
 
+// The fused backward with its scratch at `base` (fused_scratch(a.B, a.T, a.C, a.NH)); a.out
+// null: the forward's output is recomputed first (the same bits: the forward is deterministic).
+void fused_backward(FlashArgs a, unsigned char* base, const FusedScratch& s, cudaStream_t stream) {
+    if (!a.out) {
+        FlashArgs f = a;
+        f.out = reinterpret_cast<bf16*>(base + s.dsum + s.ds);
+        f.lse = reinterpret_cast<float*>(base + s.dsum + s.ds + s.out);
+        flash_forward(f, stream);
+        a.out = f.out;
+    }
+    a.dsum = reinterpret_cast<float*>(base);
+    a.ds = reinterpret_cast<bf16*>(base + s.dsum);
+    flash_backward(a, stream);
+}
+
+// --- the padded path -----------------------------------------------------------------------------
+// Head sizes below 128 that the fused kernels do not take (hs 32 of a small model, 80, 96):
+// q, k and v are copied into heads of the next size they take (64 or 128), zero after hs,
+// and the fused kernels run there with the softmax scale of hs. The zeros add nothing to
+// q.k and make zero columns of the output and of dqkv, which are not copied back. A few
+// launches a layer whatever B and NH, against the cuBLAS path's GEMM calls per head.
+
+int padded_head(int hs) { return hs < 64 ? 64 : hs < 128 ? 128 : 0; }
+
+// dst (rows, heads * P) = heads of hs columns from column 0 of src (rows, row stride
+// `stride`), each zero-padded to P.
+__global__ void pad_heads_kernel(bf16* dst, const bf16* src, std::int64_t rows, int heads, int hs, int P,
+                                 std::int64_t stride) {
+    const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    const std::int64_t per_row = std::int64_t(heads) * P;
+    if (i >= rows * per_row) return;
+    const std::int64_t r = i / per_row;
+    const int at = int(i % per_row), h = at / P, c = at % P;
+    dst[i] = c < hs ? src[r * stride + std::int64_t(h) * hs + c] : bf16(0);
+}
+
+// The first hs columns of each head of src (rows, heads * P) into dst (rows, row stride `stride`).
+__global__ void unpad_heads_kernel(bf16* dst, const bf16* src, std::int64_t rows, int heads, int hs, int P,
+                                   std::int64_t stride) {
+    const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    const std::int64_t per_row = std::int64_t(heads) * hs;
+    if (i >= rows * per_row) return;
+    const std::int64_t r = i / per_row;
+    const int at = int(i % per_row), h = at / hs, c = at % hs;
+    dst[r * stride + at] = src[r * std::int64_t(heads) * P + std::int64_t(h) * P + c];
+}
+
+void pad_heads(bf16* dst, const bf16* src, std::int64_t rows, int heads, int hs, int P, std::int64_t stride,
+               cudaStream_t stream) {
+    pad_heads_kernel<<<blocks_for(rows * heads * P, 256), 256, 0, stream>>>(dst, src, rows, heads, hs, P, stride);
+    FP8SCOPE_CUDA_LAUNCHED();
+}
+
+void unpad_heads(bf16* dst, const bf16* src, std::int64_t rows, int heads, int hs, int P, std::int64_t stride,
+                 cudaStream_t stream) {
+    unpad_heads_kernel<<<blocks_for(rows * heads * hs, 256), 256, 0, stream>>>(dst, src, rows, heads, hs, P, stride);
+    FP8SCOPE_CUDA_LAUNCHED();
+}
+
+// The workspace of the padded path: padded qkv and output, and in backward padded dout and
+// dqkv and the fused backward's scratch.
+struct Padded {
+    int P = 0;
+    std::size_t qkv = 0, out = 0, total = 0;
+    FusedScratch fused{};
+};
+
+Padded padded_layout(int B, int T, int C, int NH, int NKV, bool backward) {
+    Padded p;
+    p.P = padded_head(C / NH);
+    const std::size_t rows = std::size_t(B) * T;
+    p.qkv = round256(rows * std::size_t(NH + 2 * NKV) * p.P * sizeof(bf16));
+    p.out = round256(rows * std::size_t(NH) * p.P * sizeof(bf16));
+    p.total = p.qkv + p.out;
+    if (backward) {
+        p.fused = fused_scratch(B, T, NH * p.P, NH);
+        p.total = 2 * (p.qkv + p.out) + p.fused.total;
+    }
+    return p;
+}
+
+FlashArgs padded_args(int B, int T, int C, int NH, int NKV, int P) {
+    FlashArgs a;
+    a.B = B, a.T = T, a.C = NH * P, a.NH = NH, a.NKV = NKV, a.hs = P, a.scale_hs = C / NH;
+    return a;
+}
+
+void padded_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH, int NKV, Workspace ws,
+                    cudaStream_t stream) {
+    const int hs = C / NH, W = C + 2 * NKV * hs;
+    const Padded p = padded_layout(B, T, C, NH, NKV, false);
+    require_workspace(ws, p.total, "attention_forward");
+    auto* base = static_cast<unsigned char*>(ws.ptr);
+    const std::int64_t rows = std::int64_t(B) * T;
+    FlashArgs a = padded_args(B, T, C, NH, NKV, p.P);
+    bf16* q = reinterpret_cast<bf16*>(base);
+    bf16* o = reinterpret_cast<bf16*>(base + p.qkv);
+    pad_heads(q, qkv, rows, NH + 2 * NKV, hs, p.P, W, stream);
+    a.qkv = q, a.out = o, a.lse = lse;
+    flash_forward(a, stream);
+    unpad_heads(out, o, rows, NH, hs, p.P, C, stream);
+}
+
+void padded_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out, const float* lse, int B, int T,
+                     int C, int NH, int NKV, Workspace ws, cudaStream_t stream) {
+    const int hs = C / NH, W = C + 2 * NKV * hs;
+    const Padded p = padded_layout(B, T, C, NH, NKV, true);
+    require_workspace(ws, p.total, "attention_backward");
+    auto* base = static_cast<unsigned char*>(ws.ptr);
+    const std::int64_t rows = std::int64_t(B) * T;
+    bf16* q = reinterpret_cast<bf16*>(base);
+    bf16* dq = reinterpret_cast<bf16*>(base + p.qkv);
+    bf16* o = reinterpret_cast<bf16*>(base + 2 * p.qkv);
+    bf16* d = reinterpret_cast<bf16*>(base + 2 * p.qkv + p.out);
+    pad_heads(q, qkv, rows, NH + 2 * NKV, hs, p.P, W, stream);
+    pad_heads(d, dout, rows, NH, hs, p.P, C, stream);
+    if (out) pad_heads(o, out, rows, NH, hs, p.P, C, stream);
+    FlashArgs a = padded_args(B, T, C, NH, NKV, p.P);
+    a.qkv = q, a.out = out ? o : nullptr, a.lse = const_cast<float*>(lse), a.dout = d, a.dqkv = dq;
+    fused_backward(a, base + 2 * (p.qkv + p.out), p.fused, stream);
+    unpad_heads(dqkv, dq, rows, NH + 2 * NKV, hs, p.P, W, stream);
+}
+
 }  // namespace
 
 std::int64_t attention_saved(int B, int T, int NH) {
@@ -398,13 +524,16 @@ std::int64_t attention_saved(int B, int T, int NH) {
 
 std::size_t attention_forward_workspace(int B, int T, int C, int NH, int NKV) {
     if (B <= 0 || T <= 0 || C <= 0 || NH <= 0 || C % NH != 0 || NKV <= 0 || NH % NKV != 0) return 0;
-    return flash_head_size(C / NH) ? scores_bytes(T, 1) : cublas_workspace(B, T, C, NH, NKV, false);
+    const int hs = C / NH;
+    if (flash_head_size(hs)) return scores_bytes(T, 1);  // unaligned pointers: the cuBLAS path, a pair at a time
+    return padded_head(hs) ? padded_layout(B, T, C, NH, NKV, false).total : cublas_workspace(B, T, C, NH, NKV, false);
 }
 
 std::size_t attention_backward_workspace(int B, int T, int C, int NH, int NKV) {
     if (B <= 0 || T <= 0 || C <= 0 || NH <= 0 || C % NH != 0 || NKV <= 0 || NH % NKV != 0) return 0;
     const int hs = C / NH;
-    if (!flash_head_size(hs)) return cublas_workspace(B, T, C, NH, NKV, true);
+    if (!flash_head_size(hs))
+        return padded_head(hs) ? padded_layout(B, T, C, NH, NKV, true).total : cublas_workspace(B, T, C, NH, NKV, true);
     // Unaligned pointers send a fused shape to the cuBLAS path, a pair at a time.
     return std::max(fused_scratch(B, T, C, NH).total,
                     call_bytes(T, hs, NH / NKV, along_rows(B, T, NH, NKV), true, 1));
@@ -423,7 +552,8 @@ void attention_forward(bf16* out, bf16* att, const bf16* qkv, int B, int T, int 
         flash_forward(a, stream);
         return;
     }
-    cublas_forward(out, lse, qkv, B, T, C, NH, NKV, ws, stream);
+    if (!flash_head_size(hs) && padded_head(hs)) padded_forward(out, lse, qkv, B, T, C, NH, NKV, ws, stream);
+    else cublas_forward(out, lse, qkv, B, T, C, NH, NKV, ws, stream);
 }
 
 void attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out, const bf16* att, int B, int T,
@@ -435,23 +565,18 @@ void attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf1
     if (fused(hs, {dqkv, dout, qkv, out})) {
         const FusedScratch s = fused_scratch(B, T, C, NH);
         require_workspace(ws, out ? s.dsum + s.ds : s.total, "attention_backward");
-        auto* base = static_cast<unsigned char*>(ws.ptr);
         FlashArgs a;
         a.B = B, a.T = T, a.C = C, a.NH = NH, a.NKV = NKV, a.hs = hs;
         a.qkv = qkv;
-        if (!out) {  // recompute the forward's output (the same bits: the forward is deterministic)
-            a.out = reinterpret_cast<bf16*>(base + s.dsum + s.ds);
-            a.lse = reinterpret_cast<float*>(base + s.dsum + s.ds + s.out);
-            flash_forward(a, stream);
-        } else {
-            a.out = const_cast<bf16*>(out);  // read only in backward
-        }
+        a.out = const_cast<bf16*>(out);   // read only in backward; null: recomputed
         a.lse = const_cast<float*>(lse);  // read only in backward
         a.dout = dout;
         a.dqkv = dqkv;
-        a.dsum = reinterpret_cast<float*>(base);
-        a.ds = reinterpret_cast<bf16*>(base + s.dsum);
-        flash_backward(a, stream);
+        fused_backward(a, static_cast<unsigned char*>(ws.ptr), s, stream);
+        return;
+    }
+    if (!flash_head_size(hs) && padded_head(hs)) {
+        padded_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, NKV, ws, stream);
         return;
     }
     cublas_backward(dqkv, dout, qkv, lse, B, T, C, NH, NKV, ws, stream);

@@ -16,10 +16,12 @@ void allow_smem(Kernel kernel, int bytes) {
     FP8SCOPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
 }
 
+int scale_hs(const FlashArgs& a) { return a.scale_hs > 0 ? a.scale_hs : a.hs; }
+
 template <int D>
 void forward(const FlashArgs& a, cudaStream_t stream) {
     using Tr = FwdTraits<D>;
-    const FwdParams p{a.qkv, a.out, a.lse, a.T, a.C, a.NH, a.NKV, kLog2e / std::sqrt(float(D))};
+    const FwdParams p{a.qkv, a.out, a.lse, a.T, a.C, a.NH, a.NKV, kLog2e / std::sqrt(float(scale_hs(a)))};
     const dim3 grid(unsigned(a.B) * unsigned(a.NH), unsigned((a.T + Tr::kBlockM - 1) / Tr::kBlockM));
     allow_smem(flash_forward_kernel<D>, Tr::kSmemBytes);
     flash_forward_kernel<D><<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p);
@@ -28,7 +30,7 @@ void forward(const FlashArgs& a, cudaStream_t stream) {
 
 template <int D>
 void backward(const FlashArgs& a, cudaStream_t stream) {
-    const float scale = 1.0f / std::sqrt(float(D));
+    const float scale = 1.0f / std::sqrt(float(scale_hs(a)));
     BwdParams p{};
     p.qkv = a.qkv;
     p.out = a.out;

@@ -12,6 +12,7 @@ namespace fp8scope::cuda::detail {
 
 struct FlashArgs {
     int B = 0, T = 0, C = 0, NH = 0, NKV = 0, hs = 0;
+    int scale_hs = 0;  // the head size of the softmax scale 1/sqrt(scale_hs); 0: hs (else padded heads)
     const bf16* qkv = nullptr;  // (B,T,C + 2 NKV hs)
     bf16* out = nullptr;        // forward: written; backward: read (the forward's output)
     float* lse = nullptr;       // (B,NH,T): forward writes, backward reads
