@@ -10,12 +10,14 @@
 // Staging (when the device can spare the memory; SnapshotStaging): the side stream first
 // copies the arrays within device memory (about 2 x bytes / HBM bandwidth: ~15 ms for
 // 24 GB on an H200, while the next forward runs), and the fence is that copy's event; the
-// slow copy over PCIe (~0.5 s for 24 GB) then reads the staging buffer, which nothing
-// else writes. Direct: the fence is the PCIe copy's own event, so the next AdamW waits
+// slow copy over PCIe (~0.45 s for 24 GB) then reads the staging buffer, which nothing
+// else writes, in chunks that wait() issues one at a time on the checkpoint writer's
+// thread (see wait()). Direct: the fence is the PCIe copy's own event, so the next AdamW waits
 // whenever that copy outlasts the next forward and backward. Both buffers are allocated
 // once (the largest copy yet) and kept.
 #include <algorithm>
 #include <cstdlib>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -38,7 +40,7 @@ public:
     }
 
     ~CudaHostSnapshot() override {  // never throws: errors mean the context is gone
-        cudaEventSynchronize(landed_);
+        cudaStreamSynchronize(side_);
         backend_.fence_writes({}, nullptr);
         if (device_) cudaFree(device_);
         if (host_) cudaFreeHost(host_);
@@ -48,7 +50,7 @@ public:
 
     void reserve(std::size_t bytes) override {
         if (bytes <= host_bytes_) return;
-        FP8SCOPE_CUDA_CHECK(cudaEventSynchronize(landed_));
+        wait();
         if (host_) FP8SCOPE_CUDA_CHECK(cudaFreeHost(host_));
         host_ = nullptr, host_bytes_ = 0;
         FP8SCOPE_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_), bytes, cudaHostAllocDefault));
@@ -56,7 +58,7 @@ public:
     }
 
     void start(const std::vector<Region>& regions) override {
-        FP8SCOPE_CUDA_CHECK(cudaEventSynchronize(landed_));  // the last copy is whole (and was read: the contract)
+        wait();  // the last copy is whole (and was read: the contract)
         backend_.fence_writes({}, nullptr);
         std::size_t total = 0;
         for (const Region& r : regions) total += r.bytes;
@@ -73,16 +75,27 @@ public:
         if (staged) {
             FP8SCOPE_CUDA_CHECK(cudaEventRecord(staged_, side_));
             backend_.fence_writes(regions, staged_);
-            if (total) FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(host_, device_, total, cudaMemcpyDeviceToHost, side_));
-            FP8SCOPE_CUDA_CHECK(cudaEventRecord(landed_, side_));
+            std::lock_guard lock(mu_);
+            unsent_ = total;  // to the host in chunks, by wait()
         } else {
             FP8SCOPE_CUDA_CHECK(cudaEventRecord(landed_, side_));
             backend_.fence_writes(regions, landed_);
         }
     }
 
+    // A staged copy goes to the host here, one chunk in flight at a time: the training
+    // stream's own small copies to the host (the loss, the gradient norm) share the copy
+    // engine's direction and would otherwise queue behind the whole copy.
     void wait() override {
         FP8SCOPE_CUDA_CHECK(cudaSetDevice(backend_.device_index()));  // maybe another thread
+        std::lock_guard lock(mu_);
+        for (std::size_t at = 0; at < unsent_; at += kChunk) {
+            const std::size_t n = std::min(kChunk, unsent_ - at);
+            FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(host_ + at, device_ + at, n, cudaMemcpyDeviceToHost, side_));
+            FP8SCOPE_CUDA_CHECK(cudaEventRecord(landed_, side_));
+            FP8SCOPE_CUDA_CHECK(cudaEventSynchronize(landed_));
+        }
+        unsent_ = 0;
         FP8SCOPE_CUDA_CHECK(cudaEventSynchronize(landed_));
     }
 
@@ -97,7 +110,7 @@ private:
             route_ = strprintf("%.2f GB straight over PCIe (staging off)", gb);
             return false;
         }
-        route_ = strprintf("%.2f GB staged in device memory, then over PCIe", gb);
+        route_ = strprintf("%.2f GB staged in device memory, then over PCIe in %zu MB chunks", gb, kChunk >> 20);
         if (bytes <= device_bytes_) return true;
         if (device_) FP8SCOPE_CUDA_CHECK(cudaFree(device_));  // idle: the last copy has landed
         device_ = nullptr, device_bytes_ = 0;
@@ -136,6 +149,9 @@ private:
     std::uint8_t* device_ = nullptr;  // staging
     std::size_t device_bytes_ = 0;
     std::string route_ = "no copy yet";
+    static constexpr std::size_t kChunk = std::size_t(32) << 20;  // ~2 ms over PCIe
+    std::mutex mu_;          // wait() may run on the checkpoint writer's thread
+    std::size_t unsent_ = 0;  // bytes of the staging buffer not yet sent to the host
 };
 
 }  // namespace
