@@ -53,9 +53,10 @@ std::optional<std::pair<std::int64_t, std::int64_t>> kernel_records_wanted(const
     return std::pair(first, last);
 }
 
+namespace {
+// Whether the run has kernel sums (of an overview: read whole or decimated).
 bool has_kernel_sums(const RunData& rd) { return !rd.kernel_steps.empty() || !rd.kernel_steps_decimated.empty(); }
 
-namespace {
 // An overview's step before its newest whose sums `rd` lacks: decimated away, or never written.
 bool sums_left_out(const TraceData& d, const RunData& rd, std::int64_t step) {
     return d.detail_from != INT64_MIN && step < d.detail_from && has_kernel_sums(rd) && rd.step_sums(step).empty();
@@ -90,7 +91,7 @@ QString timeline_note(const TraceData& d, int run, std::int64_t first, std::int6
     if (has_kernel_records(rd, step)) return {};
     const bool summed = !rd.step_sums(step).empty();
     // An overview's step before the newest may have its sums decimated away, not absent.
-    const bool kernels = summed || (d.detail_from != INT64_MIN && step < d.detail_from && has_kernel_sums(rd));
+    const bool kernels = summed || sums_left_out(d, rd, step);
     if (!kernels) return {};
     const std::vector<std::int64_t> kept = recorded_steps(rd);
     const QString where = !detailed_steps_known(d, rd) ? tr("the steps that kept them are still being found")

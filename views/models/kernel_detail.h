@@ -28,8 +28,6 @@ bool detailed_steps_known(const TraceData& d, const RunData& rd);
 // when the store holds them all.
 std::optional<std::pair<std::int64_t, std::int64_t>> kernel_records_wanted(const TraceData& d, std::int64_t first,
                                                                            std::int64_t last);
-// Whether the run has kernel sums (of an overview: read whole or decimated).
-bool has_kernel_sums(const RunData& rd);
 // Whether the kernel sums of every run at `step` are to be read for the cursor: an
 // overview's step before its newest whose sums some run's decimation left out, not read
 // for the cursor yet (TraceData::kernel_sums_at).
