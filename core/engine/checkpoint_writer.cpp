@@ -5,6 +5,8 @@
 #include <exception>
 #include <utility>
 
+#include "util/background_thread.h"
+
 namespace fp8scope {
 
 CheckpointWriter::~CheckpointWriter() { wait(); }
@@ -16,6 +18,7 @@ void CheckpointWriter::wait() {
 void CheckpointWriter::launch(std::string path, std::function<void(Done&)> save) {
     wait();
     thread_ = std::thread([this, path = std::move(path), save = std::move(save), t0 = std::chrono::steady_clock::now()] {
+        lower_thread_priority();  // the array check, CRC and write yield to the training thread
         Done d{path, {}, {}, 0};
         try {
             save(d);
