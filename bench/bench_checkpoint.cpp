@@ -126,6 +126,8 @@ int main(int argc, char** argv) {
         const std::string path = dir + "/" + mode + ".ckpt";  // one file, removed before the next
         std::vector<double> ms;        // per measured step
         std::vector<bool> overlapped;  // a checkpoint was in flight during it
+        std::vector<double> begins;    // per measured step: its start, seconds after the last checkpoint's request
+        std::string timing;            // the last checkpoint's (async)
         try {
             Trainer trainer(c, *backend);
             Landings landings;
@@ -149,11 +151,14 @@ int main(int argc, char** argv) {
             std::filesystem::remove(path);
             step(true);
             while (landings.landed < taken) step(false);
+            auto requested = std::chrono::steady_clock::now();
             for (int s = 1; s <= steps; ++s) {
                 const int landed_before = landings.landed;
                 const bool take = s % every == 0;
                 if (take) std::filesystem::remove(path);
                 const auto t0 = std::chrono::steady_clock::now();
+                if (take) requested = t0;
+                begins.push_back(std::chrono::duration<double>(t0 - requested).count());
                 step(take);
                 ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
                 // In flight during this step: taken in it, or taken before and not landed
@@ -161,7 +166,9 @@ int main(int argc, char** argv) {
                 overlapped.push_back(take || taken > landed_before);
             }
             writer.wait();
+            while (async && landings.landed < taken) step(false);  // its timing lands with it
             if (async) std::printf("%-5s host copy: %s\n", mode.c_str(), trainer.checkpoint_route().c_str());
+            timing = async ? trainer.checkpoint_timing() : "";
         } catch (const std::exception& e) {
             std::fprintf(stderr, "bench_checkpoint: %s: %s\n", mode.c_str(), e.what());
             return 1;
@@ -178,9 +185,10 @@ int main(int argc, char** argv) {
             if (!overlapped[i]) continue;
             const double above = med > 0 ? 100.0 * (ms[i] / med - 1) : 0;
             worst = std::max(worst, above);
-            std::printf("  step %3zu %9.1f ms %+7.1f%%%s\n", i + 1, ms[i], above,
+            std::printf("  step %3zu at %+6.2f s %9.1f ms %+7.1f%%%s\n", i + 1, begins[i], ms[i], above,
                         (i + 1) % std::size_t(every) == 0 ? "  (takes the checkpoint)" : "");
         }
+        if (!timing.empty()) std::printf("%-5s last checkpoint: %s\n", mode.c_str(), timing.c_str());
         std::printf("%-5s worst step with a checkpoint in flight: %+.1f%% above the median (goal: <= +5%%)\n",
                     mode.c_str(), worst);
         std::fflush(stdout);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -181,7 +182,7 @@ std::uint32_t crc32_pieces(std::span<const std::span<const std::uint8_t>> pieces
 namespace {
 
 // The whole file as pieces: header, then the payload's.
-Writer checkpoint_pieces(const TrainState& s, std::span<const RunArrays> arrays) {
+Writer checkpoint_pieces(const TrainState& s, std::span<const RunArrays> arrays, double* crc_seconds = nullptr) {
     if (arrays.size() != s.runs.size())
         throw std::invalid_argument("checkpoint: " + std::to_string(arrays.size()) + " runs' arrays for " +
                                     std::to_string(s.runs.size()) + " runs");
@@ -205,7 +206,9 @@ Writer checkpoint_pieces(const TrainState& s, std::span<const RunArrays> arrays)
     p.pod(s.world_size);
     std::uint64_t size = 0;
     for (std::span<const std::uint8_t> piece : p.spans()) size += piece.size();
+    const auto t0 = std::chrono::steady_clock::now();
     const std::uint32_t crc = crc32_pieces(p.spans());
+    if (crc_seconds) *crc_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     Writer file;
     file.own(kMagic, sizeof(kMagic));
     file.pod(kVersion);
@@ -278,12 +281,17 @@ TrainState deserialize_checkpoint(std::span<const std::uint8_t> bytes, const std
     return s;
 }
 
-void save_checkpoint(const std::string& path, const TrainState& state) {
-    save_checkpoint(path, state, arrays_of(state));
+void save_checkpoint(const std::string& path, const TrainState& state, CheckpointTimes* times) {
+    save_checkpoint(path, state, arrays_of(state), times);
 }
 
-void save_checkpoint(const std::string& path, const TrainState& state, std::span<const RunArrays> arrays) {
-    const Writer file = checkpoint_pieces(state, arrays);
+void save_checkpoint(const std::string& path, const TrainState& state, std::span<const RunArrays> arrays,
+                     CheckpointTimes* times) {
+    CheckpointTimes t;
+    const Writer file = checkpoint_pieces(state, arrays, &t.crc);
+    using clock = std::chrono::steady_clock;
+    auto since = [](clock::time_point from) { return std::chrono::duration<double>(clock::now() - from).count(); };
+    const auto written = clock::now();
     const std::filesystem::path target(path);
     const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";
     if (target.has_parent_path()) std::filesystem::create_directories(dir);
@@ -306,6 +314,8 @@ void save_checkpoint(const std::string& path, const TrainState& state, std::span
             done += static_cast<std::size_t>(n);
         }
     }
+    t.write = since(written);
+    const auto flushed = clock::now();
     const bool synced = ::fsync(fd) == 0;  // closed either way: a failed flush must not keep the file open
     if (::close(fd) != 0 || !synced) {
         ::unlink(tmp.c_str());
@@ -321,6 +331,8 @@ void save_checkpoint(const std::string& path, const TrainState& state, std::span
     const bool dir_synced = ::fsync(dir_fd) == 0;
     ::close(dir_fd);
     if (!dir_synced) io_error(dir.string(), "cannot flush the checkpoint directory");
+    t.flush = since(flushed);
+    if (times) *times = t;
 }
 
 TrainState load_checkpoint(const std::string& path) {

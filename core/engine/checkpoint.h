@@ -58,10 +58,15 @@ std::vector<std::uint8_t> serialize_checkpoint(const TrainState& state);
 // checksum, truncated field).
 TrainState deserialize_checkpoint(std::span<const std::uint8_t> bytes, const std::string& origin);
 
-void save_checkpoint(const std::string& path, const TrainState& state);
+// Where a save's time went, in seconds: the checksum, the write, the flush to the disk.
+struct CheckpointTimes {
+    double crc = 0, write = 0, flush = 0;
+};
+void save_checkpoint(const std::string& path, const TrainState& state, CheckpointTimes* times = nullptr);
 // The same with each run's arrays taken from `arrays` (one per run; the RunStates' own
 // are not read), written from where they lie without a copy of the whole file.
-void save_checkpoint(const std::string& path, const TrainState& state, std::span<const RunArrays> arrays);
+void save_checkpoint(const std::string& path, const TrainState& state, std::span<const RunArrays> arrays,
+                     CheckpointTimes* times = nullptr);
 TrainState load_checkpoint(const std::string& path);
 
 // The checkpoints in `dir`: its regular *.ckpt files, by step (the N of step_N.ckpt;

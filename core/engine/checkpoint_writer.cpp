@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "util/background_thread.h"
+#include "util/strprintf.h"
 
 namespace fp8scope {
 
@@ -19,7 +20,8 @@ void CheckpointWriter::launch(std::string path, std::function<void(Done&)> save)
     wait();
     thread_ = std::thread([this, path = std::move(path), save = std::move(save), t0 = std::chrono::steady_clock::now()] {
         lower_thread_priority();  // the array check, CRC and write yield to the training thread
-        Done d{path, {}, {}, 0};
+        Done d;
+        d.path = path;
         try {
             save(d);
         } catch (const std::exception& e) {
@@ -32,12 +34,15 @@ void CheckpointWriter::launch(std::string path, std::function<void(Done&)> save)
 }
 
 void CheckpointWriter::write(std::string path, TrainState state) {
-    launch(path, [path, state = std::move(state)](Done&) { save_checkpoint(path, state); });
+    launch(path, [path, state = std::move(state)](Done& d) { save_checkpoint(path, state, &d.times); });
 }
 
 void CheckpointWriter::write(std::string path, TrainState state, HostSnapshot& snapshot, std::vector<std::size_t> sizes) {
-    launch(path, [path, state = std::move(state), &snapshot, sizes = std::move(sizes)](Done& d) {
+    launch(path, [path, state = std::move(state), &snapshot, sizes = std::move(sizes),
+                  t0 = std::chrono::steady_clock::now()](Done& d) {
+        auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
         snapshot.wait();
+        d.landed = since();
         std::vector<RunArrays> arrays;
         const auto* at = reinterpret_cast<const float*>(snapshot.host());
         for (std::size_t n : sizes) {
@@ -45,8 +50,16 @@ void CheckpointWriter::write(std::string path, TrainState state, HostSnapshot& s
             at += 3 * n;
         }
         d.skipped = nonfinite_arrays(arrays);
-        if (d.skipped.empty()) save_checkpoint(path, state, arrays);
+        d.checked = since();
+        if (d.skipped.empty()) save_checkpoint(path, state, arrays, &d.times);
     });
+}
+
+std::string CheckpointWriter::Done::timing() const {
+    std::string s;
+    if (checked > 0) s = strprintf("host copy landed at %.2f s, arrays checked by %.2f s, ", landed, checked);
+    return s + strprintf("CRC %.2f s, write %.2f s, flush %.2f s, in place at %.2f s", times.crc, times.write,
+                         times.flush, seconds);
 }
 
 std::vector<CheckpointWriter::Done> CheckpointWriter::finished() {

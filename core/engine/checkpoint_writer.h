@@ -38,6 +38,13 @@ public:
         std::string error;    // empty: written
         std::string skipped;  // not empty: not written, the arrays held a NaN/Inf (where)
         double seconds = 0;   // from the request to the file in place
+        // From the request: the arrays on the host, then checked for NaN/Inf (with a
+        // snapshot); and the save's own times.
+        double landed = 0, checked = 0;
+        CheckpointTimes times;
+        // "host copy landed at 0.46 s, arrays checked by 1.50 s, CRC 1.92 s, write 5.31 s,
+        // flush 0.00 s, in place at 8.75 s"
+        std::string timing() const;
     };
     // The writes finished since the last call, oldest first.
     std::vector<Done> finished();

@@ -813,6 +813,7 @@ std::vector<std::string> Trainer::report_checkpoints() {
             emit(EventKind::CheckpointSkipped, -1, d.path + " not written: " + d.skipped);
             skipped.push_back(d.path);
         } else if (d.error.empty()) {
+            checkpoint_timing_ = d.timing();
             emit(EventKind::Checkpoint, -1, d.path);
         } else {
             fail_checkpoint("checkpoint " + d.path + ": " + d.error);

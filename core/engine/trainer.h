@@ -106,6 +106,9 @@ public:
     // How the last checkpoint's parameters and moments went to the host (HostSnapshot::route);
     // empty before the first.
     std::string checkpoint_route() const;
+    // Where the last checkpoint written took its time (CheckpointWriter::Done::timing);
+    // empty before the first lands.
+    std::string checkpoint_timing() const { return checkpoint_timing_; }
     // Capture GEMM operands every `every` steps from the next step on (0: off). Throws
     // std::invalid_argument at once when negative.
     void set_capture_every(int every);
@@ -236,6 +239,7 @@ private:
 
     std::unique_ptr<HostSnapshot> host_snapshot_;  // before checkpoints_: outlives its writes
     CheckpointWriter checkpoints_;
+    std::string checkpoint_timing_;  // the last written one's
     SingleProcess single_;  // the sync when none is given
     StepSync* sync_;
     double delay_ms_ = 0;

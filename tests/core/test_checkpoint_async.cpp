@@ -114,6 +114,12 @@ TEST(CheckpointAsync, TheWriterWritesFromAHostSnapshotAndSkipsANaNInIt) {
     EXPECT_EQ(done[0].skipped, "");
     EXPECT_EQ(done[0].error, "");
     EXPECT_EQ(done[1].skipped, "run 1's AdamW m: a NaN/Inf (first at 17)");
+    // The phases in their order, inside the whole write's time.
+    const CheckpointWriter::Done& d = done[0];
+    EXPECT_LE(0.0, d.landed);
+    EXPECT_LE(d.landed, d.checked);
+    EXPECT_LE(d.checked + d.times.crc + d.times.write + d.times.flush, d.seconds);
+    EXPECT_EQ(d.timing().rfind("host copy landed at ", 0), 0u) << d.timing();
     EXPECT_FALSE(fs::exists(dir / "bad.ckpt"));
     fs::remove_all(dir);
 }
