@@ -20,6 +20,7 @@
 #include <zlib.h>
 
 #include "io/input_file.h"
+#include "util/background_thread.h"
 
 namespace fp8scope {
 namespace {
@@ -148,6 +149,8 @@ std::uint32_t crc32(std::span<const std::uint8_t> bytes) {
     return static_cast<std::uint32_t>(::crc32_z(0, bytes.data(), bytes.size()));
 }
 
+std::size_t checkpoint_threads() { return std::clamp<std::size_t>(std::thread::hardware_concurrency() / 2, 1, 8); }
+
 // Parts that threads of their own checksum and zlib's crc32_combine joins: a checkpoint
 // of many GB is checksummed at several cores' speed (zlib's crc32: 1-2 GB/s on one).
 std::uint32_t crc32_pieces(std::span<const std::span<const std::uint8_t>> pieces, std::size_t part_bytes) {
@@ -159,21 +162,8 @@ std::uint32_t crc32_pieces(std::span<const std::span<const std::uint8_t>> pieces
     std::vector<Part> parts;
     for (std::span<const std::uint8_t> piece : pieces)
         for (std::size_t at = 0; at < piece.size(); at += kPart) parts.push_back({piece.subspan(at, std::min(kPart, piece.size() - at))});
-    std::atomic<std::size_t> next{0};
-    auto work = [&] {
-        for (std::size_t i; (i = next++) < parts.size();) parts[i].crc = ::crc32_z(0, parts[i].bytes.data(), parts[i].bytes.size());
-    };
-    const std::size_t threads = std::min<std::size_t>({parts.size(), 8, std::max(1u, std::thread::hardware_concurrency() / 2)});
-    std::vector<std::thread> helpers;
-    for (std::size_t t = 1; t < threads; ++t) {
-        try {
-            helpers.emplace_back(work);
-        } catch (const std::system_error&) {  // no more threads: the ones there finish the parts
-            break;
-        }
-    }
-    work();
-    for (std::thread& t : helpers) t.join();
+    run_on_own_threads(parts.size(), checkpoint_threads(),
+                       [&](std::size_t i) { parts[i].crc = ::crc32_z(0, parts[i].bytes.data(), parts[i].bytes.size()); });
     uLong crc = ::crc32_z(0, nullptr, 0);
     for (const Part& part : parts) crc = ::crc32_combine(crc, part.crc, z_off_t(part.bytes.size()));
     return static_cast<std::uint32_t>(crc);

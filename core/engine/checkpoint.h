@@ -46,6 +46,8 @@ std::uint32_t crc32(std::span<const std::uint8_t> bytes);
 // crc32 of `pieces` one after the other; parts of `part_bytes` are checksummed on
 // threads of their own (up to 8) and combined.
 std::uint32_t crc32_pieces(std::span<const std::span<const std::uint8_t>> pieces, std::size_t part_bytes = std::size_t(256) << 20);
+// The threads a checkpoint's checks and checksum use: half the cores, 1 to 8.
+std::size_t checkpoint_threads();
 
 // A run's parameters and AdamW moments where they lie: a RunState's vectors, or a host
 // snapshot of backend memory (asynchronous checkpoints).

@@ -60,7 +60,7 @@ private:
 };
 
 // "run 0's parameters: a NaN/Inf (first at 1234)" for the first array holding one; empty
-// when all are finite.
-std::string nonfinite_arrays(std::span<const RunArrays> arrays);
+// when all are finite. Checked in parts of `part` floats on up to checkpoint_threads().
+std::string nonfinite_arrays(std::span<const RunArrays> arrays, std::size_t part = std::size_t(64) << 20);
 
 }  // namespace fp8scope

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -160,6 +161,28 @@ TEST(CheckpointAsync, TheWriterThreadYieldsToTraining) {
     EXPECT_EQ(probe.helper, 10);
     EXPECT_EQ(own_nice(), training);  // the caller's own priority is unchanged
     fs::remove_all(dir);
+}
+
+// Checked in parts on several threads, the first NaN/Inf in (run, array, index) order is
+// the one named, whichever part finishes first.
+TEST(CheckpointAsync, TheFirstNonFiniteValueIsNamedWhateverThePartsOrder) {
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    std::vector<std::vector<float>> a(6, std::vector<float>(1000, 0.5f));  // run r: params, m, v at 3r..3r+2
+    auto runs = [&] {
+        return std::vector<RunArrays>{{a[0], a[1], a[2]}, {a[3], a[4], a[5]}};
+    };
+    for (std::size_t part : {std::size_t(7), std::size_t(1000), std::size_t(64) << 20}) {
+        EXPECT_EQ(nonfinite_arrays(runs(), part), "") << part;
+        a[3][500] = nan;
+        EXPECT_EQ(nonfinite_arrays(runs(), part), "run 1's parameters: a NaN/Inf (first at 500)") << part;
+        a[2][999] = -inf;
+        EXPECT_EQ(nonfinite_arrays(runs(), part), "run 0's AdamW v: a NaN/Inf (first at 999)") << part;
+        a[2][6] = inf;
+        EXPECT_EQ(nonfinite_arrays(runs(), part), "run 0's AdamW v: a NaN/Inf (first at 6)") << part;
+        a[1][7] = nan;
+        EXPECT_EQ(nonfinite_arrays(runs(), part), "run 0's AdamW m: a NaN/Inf (first at 7)") << part;
+        for (auto& v : a) std::fill(v.begin(), v.end(), 0.5f);
+    }
 }
 
 TEST(CheckpointAsync, TheNewestThatVerifiesIsFoundPastACorruptOne) {
