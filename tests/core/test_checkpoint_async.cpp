@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -183,6 +184,35 @@ TEST(CheckpointAsync, TheFirstNonFiniteValueIsNamedWhateverThePartsOrder) {
         EXPECT_EQ(nonfinite_arrays(runs(), part), "run 0's AdamW m: a NaN/Inf (first at 7)") << part;
         for (auto& v : a) std::fill(v.begin(), v.end(), 0.5f);
     }
+}
+
+// A write that fails part way (here the file size limit: EFBIG) is an error naming the
+// file, and leaves neither the checkpoint nor its temporary.
+TEST(CheckpointAsync, AFailedWriteLeavesNoFile) {
+    const fs::path dir = temp_dir("efbig");
+    TrainState s = two_runs();
+    for (RunState& r : s.runs) r.params.resize(20000, 0.25f), r.m.resize(20000), r.v.resize(20000);
+    rlimit was{};
+    ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &was), 0);
+    rlimit small = was;
+    small.rlim_cur = 64 << 10;  // the state is ~480 KB
+    auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+    std::string error;
+    try {
+        save_checkpoint((dir / "big.ckpt").string(), s);
+    } catch (const std::exception& e) {
+        error = e.what();
+    }
+    ::setrlimit(RLIMIT_FSIZE, &was);
+    std::signal(SIGXFSZ, old_handler);
+    EXPECT_NE(error.find("cannot write checkpoint"), std::string::npos) << error;
+    EXPECT_NE(error.find((dir / "big.ckpt.tmp.").string()), std::string::npos) << error;
+    EXPECT_TRUE(fs::is_empty(dir));
+    save_checkpoint((dir / "big.ckpt").string(), s);  // the limit gone, it is written whole
+    const TrainState back = load_checkpoint((dir / "big.ckpt").string());
+    EXPECT_EQ(back.runs.at(1).params, s.runs[1].params);
+    fs::remove_all(dir);
 }
 
 TEST(CheckpointAsync, TheNewestThatVerifiesIsFoundPastACorruptOne) {
