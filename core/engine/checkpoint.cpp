@@ -20,7 +20,7 @@
 #include <zlib.h>
 
 #include "io/input_file.h"
-#include "util/background_thread.h"
+#include "util/own_threads.h"
 
 namespace fp8scope {
 namespace {

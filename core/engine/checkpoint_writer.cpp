@@ -8,7 +8,7 @@
 #include <exception>
 #include <utility>
 
-#include "util/background_thread.h"
+#include "util/own_threads.h"
 #include "util/strprintf.h"
 
 namespace fp8scope {
@@ -22,7 +22,6 @@ void CheckpointWriter::wait() {
 void CheckpointWriter::launch(std::string path, std::function<void(Done&)> save) {
     wait();
     thread_ = std::thread([this, path = std::move(path), save = std::move(save), t0 = std::chrono::steady_clock::now()] {
-        lower_thread_priority();  // the array check, CRC and write yield to the training thread
         Done d;
         d.path = path;
         try {

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,7 +15,6 @@
 #include <fstream>
 #include <limits>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cpu/cpu_backend.h"
@@ -123,44 +121,6 @@ TEST(CheckpointAsync, TheWriterWritesFromAHostSnapshotAndSkipsANaNInIt) {
     EXPECT_LE(d.checked + d.times.crc + d.times.write + d.times.flush, d.seconds);
     EXPECT_EQ(d.timing().rfind("host copy landed at ", 0), 0u) << d.timing();
     EXPECT_FALSE(fs::exists(dir / "bad.ckpt"));
-    fs::remove_all(dir);
-}
-
-namespace {
-
-int own_nice() { return ::getpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid))); }
-
-// A snapshot of nothing that notes the nice value of the thread that waits for it (the
-// writer's) and of a thread that one starts (the CRC's helpers).
-struct NiceProbe final : HostSnapshot {
-    void reserve(std::size_t) override {}
-    void start(const std::vector<Region>&) override {}
-    void wait() override {
-        writer = own_nice();
-        std::thread([this] { helper = own_nice(); }).join();
-    }
-    const std::uint8_t* host() const override { return nullptr; }
-    std::string route() const override { return "probe"; }
-    int writer = -100, helper = -100;
-};
-
-}  // namespace
-
-// The writer's array check, CRC and file write run for seconds beside the training
-// thread: at a lower priority than it, and so are the threads they start.
-TEST(CheckpointAsync, TheWriterThreadYieldsToTraining) {
-    const int training = own_nice();
-    if (training >= 10) GTEST_SKIP() << "this process runs at nice " << training << " already";
-    const fs::path dir = temp_dir("nice");
-    NiceProbe probe;
-    TrainState meta = two_runs();
-    meta.runs.clear();
-    CheckpointWriter writer;
-    writer.write((dir / "n.ckpt").string(), meta, probe, {});
-    writer.wait();
-    EXPECT_EQ(probe.writer, 10);
-    EXPECT_EQ(probe.helper, 10);
-    EXPECT_EQ(own_nice(), training);  // the caller's own priority is unchanged
     fs::remove_all(dir);
 }
 

@@ -1,4 +1,4 @@
-#include "util/background_thread.h"
+#include "util/own_threads.h"
 
 #include <algorithm>
 #include <atomic>
@@ -6,22 +6,7 @@
 #include <thread>
 #include <vector>
 
-#if defined(__linux__)
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
-
 namespace fp8scope {
-
-void lower_thread_priority() {
-#if defined(__linux__)
-    constexpr int kNice = 10;  // still ahead of idle work; behind the training thread
-    const auto tid = static_cast<id_t>(::syscall(SYS_gettid));
-    const int now = ::getpriority(PRIO_PROCESS, tid);
-    if (now < kNice) (void)::setpriority(PRIO_PROCESS, tid, kNice);
-#endif
-}
 
 void run_on_own_threads(std::size_t tasks, std::size_t threads, const std::function<void(std::size_t)>& f) {
     std::atomic<std::size_t> next{0};
