@@ -289,40 +289,20 @@ void save_checkpoint(const std::string& path, const TrainState& state, std::span
     const std::string tmp = path + ".tmp." + std::to_string(::getpid());
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) io_error(tmp, "cannot create checkpoint");
-    // In parts at their offsets, on the writer's own threads: one thread writes a few GB/s
-    // (about 3 into tmpfs), a state of 24 GB takes seconds.
-    constexpr std::size_t kWritePart = std::size_t(256) << 20;
-    struct Part {
-        const std::uint8_t* bytes;
-        std::size_t size;
-        off_t at;
-    };
-    std::vector<Part> parts;
-    off_t at = 0;
-    for (std::span<const std::uint8_t> piece : file.spans())
-        for (std::size_t k = 0; k < piece.size(); k += kWritePart) {
-            const std::size_t n = std::min(kWritePart, piece.size() - k);
-            parts.push_back({piece.data() + k, n, at});
-            at += off_t(n);
-        }
-    std::atomic<int> failed{0};  // the first errno
-    run_on_own_threads(parts.size(), checkpoint_threads(), [&](std::size_t i) {
-        for (std::size_t done = 0; done < parts[i].size && !failed;) {
-            const ssize_t n = ::pwrite(fd, parts[i].bytes + done, parts[i].size - done, parts[i].at + off_t(done));
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) {
-                int none = 0;
-                failed.compare_exchange_strong(none, n < 0 ? errno : EIO);
-                return;
+    for (std::span<const std::uint8_t> piece : file.spans()) {
+        std::size_t done = 0;
+        while (done < piece.size()) {
+            const ssize_t n = ::write(fd, piece.data() + done, piece.size() - done);
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                const int saved = errno;
+                ::close(fd);
+                ::unlink(tmp.c_str());
+                errno = saved;
+                io_error(tmp, "cannot write checkpoint");
             }
-            done += std::size_t(n);
+            done += static_cast<std::size_t>(n);
         }
-    });
-    if (failed) {
-        ::close(fd);
-        ::unlink(tmp.c_str());
-        errno = failed;
-        io_error(tmp, "cannot write checkpoint");
     }
     t.write = since(written);
     const auto flushed = clock::now();
