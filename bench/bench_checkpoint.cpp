@@ -182,10 +182,8 @@ int main(int argc, char** argv) {
         auto above = [&](double t) { return med > 0 ? 100.0 * (t / med - 1) : 0.0; };
         std::printf("%-5s median %.1f ms over %zu steps without a checkpoint; steps with one in flight:\n", mode.c_str(),
                     med, quiet.size());
-        double worst = 0;
         for (std::size_t i = 0; i < ms.size(); ++i) {
             if (!overlapped[i]) continue;
-            worst = std::max(worst, above(ms[i]));
             std::printf("  step %3zu at %+6.2f s %9.1f ms %+7.1f%%%s\n", i + 1, begins[i], ms[i], above(ms[i]),
                         takes[i] ? "  (takes the checkpoint)" : "");
         }
@@ -201,6 +199,7 @@ int main(int argc, char** argv) {
         };
         spread("steps without a checkpoint", quiet);
         spread("steps with one in flight   ", busy);
+        const double worst = busy.empty() ? 0.0 : above(*std::max_element(busy.begin(), busy.end()));
         std::printf("%-5s worst step with a checkpoint in flight: %+.1f%% above the median (goal: <= +5%%)\n",
                     mode.c_str(), worst);
         std::fflush(stdout);

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -14,7 +13,6 @@
 #include <limits>
 #include <stdexcept>
 #include <string_view>
-#include <system_error>
 #include <thread>
 
 #include <zlib.h>

@@ -4,9 +4,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <vector>
 #include <exception>
 #include <utility>
+#include <vector>
 
 #include "util/own_threads.h"
 #include "util/strprintf.h"

@@ -1,5 +1,5 @@
 // Threads of their own for work beside training: the checkpoint writer's check of the
-// arrays, CRC and file write, seconds long for a large state.
+// arrays and its CRC, seconds long for a large state.
 #pragma once
 
 #include <cstddef>
