@@ -11,9 +11,10 @@
 // Last, the FP4 training cast (cast_fp4_copies, what CudaBackend::cast runs for nvfp4 and
 // mxfp4): both BF16 GEMM copies (2 bytes per element each) with the amax fused, RHT on
 // the columnwise copy where the quantizer has it; the goal is 80% of the copy bandwidth
-// for BF16 input.
+// for BF16 input. Before it, the same access pattern without the cast's arithmetic: how
+// far the cast is from what its reads and writes allow.
 //
-//   bench_cuda_quantize [--rows R] [--cols C] [--runs N]
+//   bench_cuda_quantize [--rows R] [--cols C] [--runs N] [--breakdown 0]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -37,6 +38,35 @@ namespace {
 using namespace fp8scope;
 using namespace fp8scope::bench;
 
+// The FP4 training cast's access pattern without its arithmetic: x (BF16) copied to a
+// straight and a transposed copy, one CTA per 32 x 128 tile as the cast runs (its columns
+// through shared memory). What the cast could reach at best.
+__global__ void __launch_bounds__(256) copy_straight_and_transposed(const std::uint16_t* __restrict__ x, std::int64_t rows,
+                                                                    std::int64_t cols, std::uint16_t* __restrict__ straight,
+                                                                    std::uint16_t* __restrict__ transposed) {
+    __shared__ std::uint16_t tile[32][128 + 8];
+    const int t = threadIdx.x;
+    const unsigned tiles_x = unsigned(cols / 128);
+    const std::int64_t r0 = blockIdx.x / tiles_x * 32, c0 = blockIdx.x % tiles_x * 128;
+    uint4 v[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) v[h] = *reinterpret_cast<const uint4*>(x + (r0 + t / 16 + 16 * h) * cols + c0 + t % 16 * 8);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        *reinterpret_cast<uint4*>(&tile[t / 16 + 16 * h][t % 16 * 8]) = v[h];
+        *reinterpret_cast<uint4*>(straight + (r0 + t / 16 + 16 * h) * cols + c0 + t % 16 * 8) = v[h];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int c = (t + 256 * h) / 4, r = t % 4 * 8;
+        std::uint32_t w[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) w[j] = std::uint32_t(tile[r + 2 * j][c]) | std::uint32_t(tile[r + 2 * j + 1][c]) << 16;
+        *reinterpret_cast<uint4*>(transposed + (c0 + c) * rows + r0 + r) = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+}
+
 struct Case {
     const char* name;
     Recipe recipe;
@@ -49,6 +79,9 @@ int main(int argc, char** argv) {
     std::int64_t rows = 8192, cols = 8192;
     int runs = 30;
     shape_options(argc, argv, rows, cols, runs, 20);
+    bool breakdowns = true;  // --breakdown 0: times only (no CUPTI)
+    for (int i = 1; i + 1 < argc; ++i)
+        if (!std::strcmp(argv[i], "--breakdown")) breakdowns = std::atoi(argv[i + 1]) != 0;
     int device = 0;
     cudaDeviceProp prop{};
     if (cudaGetDevice(&device) != cudaSuccess || cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
@@ -80,7 +113,16 @@ int main(int argc, char** argv) {
         FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(copy_dst, x, n * 4, cudaMemcpyDeviceToDevice, stream));
     });
     const double copy_gbs = 2.0 * n * 4 / copy_ms * 1e-6;
-    std::printf("device-to-device copy: %.3f ms for %.0f MB, %.0f GB/s\n\n", copy_ms, 2.0 * n * 4 * 1e-6, copy_gbs);
+    std::printf("device-to-device copy: %.3f ms for %.0f MB, %.0f GB/s\n", copy_ms, 2.0 * n * 4 * 1e-6, copy_gbs);
+    if (rows % 32 == 0 && cols % 128 == 0) {
+        const double ms = median_ms(stream, runs, [&] {
+            copy_straight_and_transposed<<<unsigned(n / (32 * 128)), 256, 0, stream>>>(
+                static_cast<const std::uint16_t*>(x), rows, cols, static_cast<std::uint16_t*>(copy_dst), static_cast<std::uint16_t*>(copy_dst) + n);
+        });
+        const double gbs = 6.0 * double(n) / ms * 1e-6;
+        std::printf("BF16 copy to a straight and a transposed copy (the training cast's access pattern): %.3f ms, "
+                    "%.0f GB/s, %.1f%% copy\n\n", ms, gbs, 100.0 * gbs / copy_gbs);
+    }
 
     const DelayedScaling delayed{Format::E4M3, 1024, AmaxAlgo::Max, 0};
     void* state;
@@ -120,7 +162,7 @@ int main(int argc, char** argv) {
                                  (mx ? double(rg.size() + cg.size()) : 0.0);
             const double gbs = bytes / ms * 1e-6;
             std::printf("  %-22s %10.3f %10.1f %10.0f %7.1f%%\n", c.name, ms, bytes * 1e-6, gbs, 100.0 * gbs / copy_gbs);
-            if (breakdown.record(3, call)) breakdown.print();
+            if (breakdowns && breakdown.record(3, call)) breakdown.print();
         }
         std::printf("\n");
     }
@@ -146,7 +188,7 @@ int main(int argc, char** argv) {
                 const double bytes = reads * double(n) * dtype_size(in) + 2.0 * (n / 2.0) + 2.0 * double(n) / block;
                 const double gbs = bytes / ms * 1e-6;
                 std::printf("  %-22s %10.3f %10.1f %10.0f %7.1f%%\n", name, ms, bytes * 1e-6, gbs, 100.0 * gbs / copy_gbs);
-                if (breakdown.record(3, call)) breakdown.print();
+                if (breakdowns && breakdown.record(3, call)) breakdown.print();
             }
             std::printf("\n");
         }
@@ -186,7 +228,7 @@ int main(int argc, char** argv) {
                 const double bytes = reads * double(n) * dtype_size(in) + 2.0 * 2.0 * double(n);
                 const double gbs = bytes / ms * 1e-6;
                 std::printf("  %-22s %10.3f %10.1f %10.0f %7.1f%%\n", name, ms, bytes * 1e-6, gbs, 100.0 * gbs / copy_gbs);
-                if (in == DType::BF16 && breakdown.record(3, call)) breakdown.print();
+                if (in == DType::BF16 && breakdowns && breakdown.record(3, call)) breakdown.print();
             }
         }
         std::printf("(goal: nvfp4 and mxfp4_rceil with BF16 input at >= 80%% of the copy)\n");

@@ -1,15 +1,22 @@
 // The FP4 training cast's kernel for BF16 input of 16-byte rows (the GEMM operands of real
 // models): the same copies, bit for bit, as fp4_tile.cuh's kernel, with fewer instructions
-// per element, which is what bounds that kernel.
+// per element and the memory schedule of a plain copy.
 //
-// A CTA loops over tiles of 64 rows x 128 columns. Each tile goes through shared memory
-// three times, always in 16-byte words and whole 128-byte lines towards global memory:
-//   1. x's tile is loaded by whole rows into `in`, BF16 as it is, asynchronously (cp.async:
-//      the next tile's loads are in flight while this one is cast);
-//   2. each thread casts 32 elements of a row (16-byte reads of `in`) into `outr` and 16
-//      rows of two neighbouring columns (one 4-byte read per row gives both) into `outc`,
-//      x^T's tile;
-//   3. `outr` and `outc` go out by whole rows of their copies.
+// Short-lived CTAs, one per two neighbouring tiles of 32 rows x 128 columns, as many resident
+// as fit: that is the schedule of the fastest plain copy to one straight and one transposed
+// output measured on an H200 (tiles of 32 x 128: 86% of the copy bandwidth; 64-row tiles
+// 77%; persistent CTAs looping over tiles 65-77%, whatever the depth of their cp.async
+// pipeline, which is where this kernel's 75% came from before).
+//   1. Thread t loads the 16-byte words (8 BF16) of rows t / 16 and t / 16 + 16 at word
+//      t % 16 of both tiles, all four before anything waits for them: a warp reads whole
+//      256-byte rows. It casts them to the rowwise copy (B / 8 neighbouring lanes share a
+//      block and its amax), stores them there, and puts them in shared memory.
+//   2. Per tile, thread (pair, seg) casts 8 rows (8 seg on) of columns 2 pair and 2 pair + 1
+//      (one 4-byte read per row gives both; B / 8 neighbouring lanes share a block) and
+//      stores each column's 8 values as one word of x^T's row: a warp's four segs write
+//      64 bytes of each of 16 rows of the columnwise copy.
+// Shared memory rows are unpadded; the 16-byte word w of row r sits at w ^ (2 ((r / 8) % 4)),
+// so that both phases fall in 32 different banks.
 // Block amaxes are taken on the BF16 bits, two elements per instruction (max.u16x2 of the
 // magnitudes: NaN lies above Inf there too), and widen to float32 bits exactly.
 // Rows and columns must be multiples of 8 (whole 16-byte words of both copies); a tile
@@ -24,28 +31,11 @@
 
 namespace fp8scope::cuda::fp4k {
 
-constexpr int kStagedRows = 64, kStagedCols = 128;
-constexpr int kInStride = kStagedCols + 8;   // BF16 per `in` / `outr` row: 16 B of pad moves each row by 4 banks
-constexpr int kColStride = kStagedRows + 8;  // BF16 per `outc` row (a column of the tile)
-// 256 threads: a thread casts 32 elements of the rowwise copy (32 / B blocks of a row) and
-// 16 rows of two neighbouring columns for the columnwise copy (B / 16 threads, neighbouring
-// lanes, share a block and its amax).
-constexpr int kStagedThreads = 256;
-constexpr int kInTile = kStagedRows * kInStride;  // BF16 of one `in` / `outr` buffer
-// Two buffers of x's tiles (one in flight while the other is cast; more measured no faster),
-// two CTAs per SM (the registers of a whole tile's casts without spills).
-constexpr int kStages = 2, kStagedMinBlocks = 2;
-constexpr int kStagedSmem = ((kStages + 1) * kInTile + kStagedCols * kColStride) * 2 + 2 * 128 * int(sizeof(float2));
-
-// x's 16-byte word at src into shared memory at dst, asynchronously (cp.async, L1 bypassed);
-// zeros where `inside` is false.
-__device__ __forceinline__ void load_async(void* dst, const void* src, bool inside) {
-    const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(at), "l"(src), "r"(inside ? 16 : 0));
-}
-__device__ __forceinline__ void commit_loads() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void wait_loads() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+constexpr int kStagedRows = 32, kStagedCols = 128, kStagedThreads = 256;
+// Tiles side by side per CTA (32 x 256 of x): one measured 5% slower, four 15%; the
+// registers of two tiles' words hold 4 CTAs per SM.
+constexpr int kTilesPerCta = 2, kStagedMinBlocks = 4;
+constexpr int kStagedWords = kStagedCols / 8;  // 16-byte words per tile row
 
 // Per 16-bit half: the larger of the two as unsigned integers.
 __device__ __forceinline__ std::uint32_t max_u16x2(std::uint32_t a, std::uint32_t b) {
@@ -59,42 +49,45 @@ constexpr std::uint32_t kMagnitudes2 = 0x7FFF7FFFu;
 // The float32 bits of the larger magnitude of a max_u16x2 result's two halves.
 __device__ __forceinline__ std::uint32_t wider_half(std::uint32_t m) { return max(m & 0xFFFFu, m >> 16) << 16; }
 
-// Casts the N elements get(0), ..., get(N - 1) under block amax bits `amax` to BF16 values
-// decode(q) * s_b, stored at dst (16-byte aligned) eight at a time; returns the finite
-// elements clamped to +-6 (cast_block's rule) where Count: MXFP4 RCEIL never clamps a finite
-// element (amax_b <= 6 x 2^e, and a finite amax_b is below 6 x 2^127), so it counts nothing.
-template <int N, bool Count, class Get>
-__device__ __forceinline__ unsigned cast_run(const Get& get, std::uint32_t amax, const Params& p, const CopyScales& s,
-                                             std::uint16_t* dst) {
+// max_u16x2 over the L neighbouring lanes that share a block (L a power of two).
+template <int L>
+__device__ __forceinline__ std::uint32_t lanes_max(std::uint32_t m) {
+#pragma unroll
+    for (int k = 1; k < L; k *= 2) m = max_u16x2(m, __shfl_xor_sync(kAllLanes, m, k));
+    return m;
+}
+
+// Where 16-byte word w of tile row r lies in shared memory (in 16-byte words).
+__device__ __forceinline__ int staged_slot(int r, int w) { return r * kStagedWords + (w ^ (((r >> 3) & 3) << 1)); }
+
+// Casts the 8 elements get(0), ..., get(7) under block amax bits `amax` to BF16 values
+// decode(q) * s_b, one 16-byte word; counts in `clamped` the finite elements clamped to
+// +-6 (cast_block's rule) where Count: MXFP4 RCEIL never clamps a finite element
+// (amax_b <= 6 x 2^e, and a finite amax_b is below 6 x 2^127), so it counts nothing.
+template <bool Count, class Get>
+__device__ __forceinline__ uint4 cast_word(const Get& get, std::uint32_t amax, const Params& p, const CopyScales& s,
+                                           unsigned& clamped) {
     const cast::FP4BlockScale b = block_scale(amax, p, s);
     const bool count = Count && amax < cast::kInfBits && cast::mul_rn(cast::float_of(amax), b.enc) > cast::kE2M1Max;
-    unsigned clamped = 0;
     auto value = [&](int j) {  // exact: the product's top half is the BF16
         const float y = cast::mul_rn(get(j), b.enc);
         if (count) clamped += fabsf(y) > cast::kE2M1Max ? 1u : 0u;
         return __float_as_uint(cast::mul_rn(cast::e2m1_round_in_block_fp(y), b.scale));
     };
+    std::uint32_t o[4];
 #pragma unroll
-    for (int g = 0; g < N / 8; ++g) {
-        std::uint32_t o[4];
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-            const std::uint32_t lo = value(8 * g + 2 * k), hi = value(8 * g + 2 * k + 1);
-            o[k] = __byte_perm(lo, hi, 0x7632);
-        }
-        *reinterpret_cast<uint4*>(dst + 8 * g) = make_uint4(o[0], o[1], o[2], o[3]);
-    }
-    return clamped;
+    for (int k = 0; k < 4; ++k) o[k] = __byte_perm(value(2 * k), value(2 * k + 1), 0x7632);
+    return make_uint4(o[0], o[1], o[2], o[3]);
 }
 
-// The largest |x| of a run, NaN ignored (what a fused amax keeps): its amax where that is
-// no NaN, else element by element.
-template <int N, class Get>
+// The largest |x| of a thread's 8 elements, NaN ignored (what a fused amax keeps): the
+// block's amax where that is no NaN, else element by element.
+template <class Get>
 __device__ __forceinline__ std::uint32_t finite_or_inf_amax(const Get& get, std::uint32_t amax) {
     if (amax <= cast::kInfBits) return amax;
     std::uint32_t m = 0;
 #pragma unroll
-    for (int j = 0; j < N; ++j) {
+    for (int j = 0; j < 8; ++j) {
         const std::uint32_t e = __float_as_uint(get(j)) & ~cast::kSignBit;
         m = e <= cast::kInfBits ? max(m, e) : m;
     }
@@ -105,19 +98,28 @@ template <int B, bool Count>
 __global__ void __launch_bounds__(kStagedThreads, kStagedMinBlocks)
     fp4_staged_kernel(const std::uint16_t* x, std::int64_t rows, std::int64_t cols, Params p, std::uint16_t* row_out,
                       std::uint16_t* col_out) {
-    constexpr int kT = kStagedThreads;
-    constexpr int kChunks = kStagedRows * kStagedCols / 8 / kT;  // 16-byte words per thread of a tile
-    constexpr int kPerRow = kStagedCols / 8;                      // ... of one row of `in`
-    constexpr int kRowThreads = kStagedCols / 32;                 // threads per row of the rowwise pass
-    constexpr int kSegs = B / 16;                                 // threads per columnwise block
-    extern __shared__ uint4 smem[];
-    std::uint16_t* ins = reinterpret_cast<std::uint16_t*>(smem);  // kStages buffers of x's tiles
-    std::uint16_t* outr = ins + kStages * kInTile;
-    std::uint16_t* outc = outr + kInTile;
-    float2* scale_by_code = reinterpret_cast<float2*>(outc + kStagedCols * kColStride);  // [2][128]
+    constexpr int kLanes = B / 8;  // lanes per block in both phases
+    __shared__ uint4 tile[kTilesPerCta][kStagedRows * kStagedWords];
+    __shared__ float2 scale_by_code[2][128];
     __shared__ unsigned counts[2];
     __shared__ std::uint32_t cta_amax;
     const int t = threadIdx.x;
+    // 32-bit division: a 64-bit one is a long subroutine ahead of every load.
+    const unsigned tiles_x = unsigned((cols + kTilesPerCta * kStagedCols - 1) / (kTilesPerCta * kStagedCols));
+    const std::int64_t r0 = std::int64_t(blockIdx.x / tiles_x) * kStagedRows,
+                       c0 = std::int64_t(blockIdx.x % tiles_x) * (kTilesPerCta * kStagedCols);
+    // 1. Rows t / 16 and t / 16 + 16, word t % 16: x's loads go first, so that the CTA's
+    // other waits (the tensor amax, the scale table) overlap theirs.
+    const int w = t % kStagedWords;
+    uint4 q[kTilesPerCta][2];
+#pragma unroll
+    for (int k = 0; k < kTilesPerCta; ++k)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const std::int64_t r = r0 + t / kStagedWords + 16 * h, c = c0 + k * kStagedCols + 8 * w;
+            q[k][h] = r < rows && c < cols ? __ldg(reinterpret_cast<const uint4*>(x + r * cols + c)) : make_uint4(0, 0, 0, 0);
+        }
+    const std::uint32_t seen = t == 0 && p.fused_amax ? ld_relaxed(p.fused_amax) : 0;
     if (t < 2) counts[t] = 0;
     if (t == 0) cta_amax = 0;
     CopyScales row_scales, col_scales;
@@ -126,123 +128,64 @@ __global__ void __launch_bounds__(kStagedThreads, kStagedMinBlocks)
         row_scales.s_dec = 1.0f / row_scales.s_enc;
         col_scales.s_enc = cast::nvfp4_tensor_scale(*p.col_amax);
         col_scales.s_dec = 1.0f / col_scales.s_enc;
-        row_scales.by_code = scale_by_code;
-        col_scales.by_code = scale_by_code + 128;
-        for (int i = t; i < 256; i += kT) scale_by_code[i] = nvfp4_scale_entry(i % 128, i < 128 ? row_scales.s_dec : col_scales.s_dec);
+        row_scales.by_code = scale_by_code[0];
+        col_scales.by_code = scale_by_code[1];
+        scale_by_code[t / 128][t % 128] = nvfp4_scale_entry(t % 128, t < 128 ? row_scales.s_dec : col_scales.s_dec);
     }
     if (blockIdx.x == 0 && t == 0) {
         if (p.row_tensor_scale_inv) *p.row_tensor_scale_inv = row_scales.s_dec;
         if (p.col_tensor_scale_inv) *p.col_tensor_scale_inv = col_scales.s_dec;
         if (p.tensor_scale) *p.tensor_scale = __uint_as_float(cast::kQuietNaNBits);
     }
-
-    const std::int64_t tiles_x = (cols + kStagedCols - 1) / kStagedCols, tiles_y = (rows + kStagedRows - 1) / kStagedRows;
-    const std::int64_t step_y = gridDim.x / tiles_x, step_x = gridDim.x % tiles_x;
-    auto advance = [&](std::int64_t& ty, std::int64_t& tx) {
-        tx += step_x, ty += step_y;
-        if (tx >= tiles_x) tx -= tiles_x, ++ty;
-    };
-    // Word k of this thread in a tile: row (t + k kT) / kPerRow, 8 columns at 8 ((t + k kT) % kPerRow).
-    auto load = [&](std::int64_t ty, std::int64_t tx, std::uint16_t* buf) {
 #pragma unroll
-        for (int k = 0; k < kChunks; ++k) {
-            const int i = t + k * kT;
-            const std::int64_t r = ty * kStagedRows + i / kPerRow, c = tx * kStagedCols + (i % kPerRow) * 8;
-            const bool inside = r < rows && c < cols;
-            load_async(buf + (i / kPerRow) * kInStride + (i % kPerRow) * 8, inside ? x + r * cols + c : x, inside);
-        }
-    };
-    const int rr = t / kRowThreads, rb = t % kRowThreads;  // rowwise: row; blocks rb, rb + kRowThreads, ...
-    // columnwise: columns 2cp, 2cp + 1; rows 16 seg on of block cb (rows B cb on)
-    const int seg = t % kSegs, cp = (t / kSegs) % (kStagedCols / 2), cb = t / (kSegs * kStagedCols / 2);
+    for (int k = 0; k < kTilesPerCta; ++k)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) tile[k][staged_slot(t / kStagedWords + 16 * h, w)] = q[k][h];
+    __syncthreads();  // the tile and the scale table
     unsigned clamped[2] = {0, 0};
     std::uint32_t x_amax = 0;
-    std::int64_t ty = blockIdx.x / tiles_x, tx = blockIdx.x % tiles_x;
-    // Tiles kStages - 1 ahead are in flight while one is cast: a group of loads per tile,
-    // empty past the last, so that after a round's own group wait_loads<kStages - 1> always
-    // means "this tile's".
-    std::int64_t ly = ty, lx = tx;
+    if (p.rowwise) {
 #pragma unroll
-    for (int s = 0; s < kStages - 1; ++s) {
-        if (ly < tiles_y) load(ly, lx, ins + s * kInTile);
-        commit_loads();
-        advance(ly, lx);
-    }
-    __syncthreads();  // the scale table
-    for (int stage = 0; ty < tiles_y; advance(ty, tx), stage = stage + 1 == kStages ? 0 : stage + 1) {
-        // The buffer of the tile before this one: every thread has cast from it (sync below).
-        if (ly < tiles_y) load(ly, lx, ins + (stage == 0 ? kStages - 1 : stage - 1) * kInTile);
-        commit_loads();
-        advance(ly, lx);
-        wait_loads<kStages - 1>();
-        __syncthreads();
-        const std::uint16_t* in = ins + stage * kInTile;
-
-        if (p.rowwise) {
+        for (int k = 0; k < kTilesPerCta; ++k)
 #pragma unroll
-            for (int h = 0; h < 32 / B; ++h) {
-                const int at = rr * kInStride + (rb + h * kRowThreads) * B;
-                std::uint32_t w[B / 2];
-#pragma unroll
-                for (int i = 0; i < B / 8; ++i) {
-                    const uint4 q = *reinterpret_cast<const uint4*>(in + at + 8 * i);
-                    w[4 * i] = q.x, w[4 * i + 1] = q.y, w[4 * i + 2] = q.z, w[4 * i + 3] = q.w;
-                }
-                std::uint32_t m = w[0] & kMagnitudes2;
-#pragma unroll
-                for (int i = 1; i < B / 2; ++i) m = max_u16x2(m, w[i] & kMagnitudes2);
+            for (int h = 0; h < 2; ++h) {
+                const std::uint32_t v[4] = {q[k][h].x, q[k][h].y, q[k][h].z, q[k][h].w};
+                const std::uint32_t m = lanes_max<kLanes>(max_u16x2(max_u16x2(v[0] & kMagnitudes2, v[1] & kMagnitudes2),
+                                                                    max_u16x2(v[2] & kMagnitudes2, v[3] & kMagnitudes2)));
                 const std::uint32_t a = wider_half(m);
-                auto get = [&](int j) { return __uint_as_float(j & 1 ? w[j / 2] & 0xFFFF0000u : w[j / 2] << 16); };
-                if (p.fused_amax) x_amax = max(x_amax, finite_or_inf_amax<B>(get, a));
-                clamped[0] += cast_run<B, Count>(get, a, p, row_scales, outr + at);
+                auto get = [&](int j) { return __uint_as_float(j & 1 ? v[j / 2] & 0xFFFF0000u : v[j / 2] << 16); };
+                if (p.fused_amax) x_amax = max(x_amax, finite_or_inf_amax(get, a));
+                const uint4 out = cast_word<Count>(get, a, p, row_scales, clamped[0]);
+                const std::int64_t r = r0 + t / kStagedWords + 16 * h, c = c0 + k * kStagedCols + 8 * w;
+                if (r < rows && c < cols) *reinterpret_cast<uint4*>(row_out + r * cols + c) = out;
             }
-        }
-        if (p.columnwise) {
-            const int r = cb * B + seg * 16;
-            std::uint32_t w[16];
-#pragma unroll
-            for (int j = 0; j < 16; ++j) w[j] = *reinterpret_cast<const std::uint32_t*>(in + (r + j) * kInStride + 2 * cp);
-            std::uint32_t m = w[0] & kMagnitudes2;
-#pragma unroll
-            for (int j = 1; j < 16; ++j) m = max_u16x2(m, w[j] & kMagnitudes2);
-            if constexpr (kSegs == 2) m = max_u16x2(m, __shfl_xor_sync(kAllLanes, m, 1));
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {  // column 2cp (low halves), then 2cp + 1
-                auto get = [&](int j) { return __uint_as_float(h ? w[j] & 0xFFFF0000u : w[j] << 16); };
-                const std::uint32_t a = h ? m & 0xFFFF0000u : m << 16;
-                if (p.fused_amax && !p.rowwise) x_amax = max(x_amax, finite_or_inf_amax<16>(get, a));
-                clamped[1] += cast_run<16, Count>(get, a, p, col_scales, outc + (2 * cp + h) * kColStride + r);
-            }
-        }
-        __syncthreads();
-
-        const std::int64_t r0 = ty * kStagedRows, c0 = tx * kStagedCols;
-        if (p.rowwise) {
-#pragma unroll
-            for (int k = 0; k < kChunks; ++k) {
-                const int i = t + k * kT;
-                const std::int64_t r = r0 + i / kPerRow, c = c0 + (i % kPerRow) * 8;
-                if (r < rows && c < cols)
-                    *reinterpret_cast<uint4*>(row_out + r * cols + c) =
-                        *reinterpret_cast<const uint4*>(outr + (i / kPerRow) * kInStride + (i % kPerRow) * 8);
-            }
-        }
-        if (p.columnwise) {
-            constexpr int kPerCol = kStagedRows / 8;  // words per row of `outc`
-#pragma unroll
-            for (int k = 0; k < kChunks; ++k) {
-                const int i = t + k * kT;
-                const std::int64_t c = c0 + i / kPerCol, r = r0 + (i % kPerCol) * 8;
-                if (c < cols && r < rows)
-                    *reinterpret_cast<uint4*>(col_out + c * rows + r) =
-                        *reinterpret_cast<const uint4*>(outc + (i / kPerCol) * kColStride + (i % kPerCol) * 8);
-            }
-        }
-        // The next round's loads go to the buffer read before the sync above; its stores to
-        // `outr` / `outc` wait for its own first sync.
     }
-
-    add_cta_totals(clamped, x_amax, p, counts, cta_amax);
+    if (p.columnwise) {
+        // 2. Warp k: pairs 8k + lane / 4, seg lane % 4.
+        const int pair = 8 * (t / 32) + (t % 32) / 4, seg = t % 4;
+#pragma unroll
+        for (int k = 0; k < kTilesPerCta; ++k) {
+            const std::uint32_t* words = reinterpret_cast<const std::uint32_t*>(tile[k]);
+            std::uint32_t v[8];
+#pragma unroll
+            for (int j = 0; j < 8; ++j) v[j] = words[4 * staged_slot(8 * seg + j, pair / 4) + pair % 4];
+            std::uint32_t m = v[0] & kMagnitudes2;
+#pragma unroll
+            for (int j = 1; j < 8; ++j) m = max_u16x2(m, v[j] & kMagnitudes2);
+            m = lanes_max<kLanes>(m);
+            const std::int64_t r = r0 + 8 * seg;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {  // column 2 pair (low halves), then 2 pair + 1
+                auto get = [&](int j) { return __uint_as_float(h ? v[j] & 0xFFFF0000u : v[j] << 16); };
+                const std::uint32_t a = h ? m & 0xFFFF0000u : m << 16;
+                if (p.fused_amax && !p.rowwise) x_amax = max(x_amax, finite_or_inf_amax(get, a));
+                const uint4 out = cast_word<Count>(get, a, p, col_scales, clamped[1]);
+                const std::int64_t cc = c0 + k * kStagedCols + 2 * pair + h;
+                if (cc < cols && r < rows) *reinterpret_cast<uint4*>(col_out + cc * rows + r) = out;
+            }
+        }
+    }
+    add_cta_totals(clamped, x_amax, p, counts, cta_amax, seen);
 }
 
 // Whether the staged kernel casts x for this recipe: BF16 of whole 16-byte words in both
@@ -255,17 +198,10 @@ inline bool staged_fits(const CastInput& x, const Params& p, bool two_d, bool sr
 
 template <int B, bool Count>
 void launch_staged_as(const CastInput& x, const Params& p, std::uint16_t* row_out, std::uint16_t* col_out, cudaStream_t stream) {
-    auto* kernel = fp4_staged_kernel<B, Count>;
-    static const int per_sm = [&] {
-        FP8SCOPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kStagedSmem));
-        int n = 0;
-        FP8SCOPE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kStagedThreads, kStagedSmem));
-        return std::max(1, n);
-    }();
-    const std::int64_t tiles = (x.cols + kStagedCols - 1) / kStagedCols * ((x.rows + kStagedRows - 1) / kStagedRows);
-    const unsigned grid = unsigned(std::min<std::int64_t>(tiles, std::int64_t(per_sm) * qk::sm_count()));
-    kernel<<<grid, kStagedThreads, kStagedSmem, stream>>>(static_cast<const std::uint16_t*>(x.data), x.rows, x.cols, p,
-                                                          row_out, col_out);
+    const std::int64_t ctas = (x.cols + kTilesPerCta * kStagedCols - 1) / (kTilesPerCta * kStagedCols) *
+                              ((x.rows + kStagedRows - 1) / kStagedRows);
+    fp4_staged_kernel<B, Count><<<unsigned(ctas), kStagedThreads, 0, stream>>>(static_cast<const std::uint16_t*>(x.data), x.rows,
+                                                                            x.cols, p, row_out, col_out);
 }
 
 // NVFP4 (blocks of 16) or MXFP4 (32).

@@ -338,8 +338,18 @@ __device__ __forceinline__ unsigned cast_block(const float (&v)[B], std::uint32_
 
 // A CTA's clamped elements per copy and fused amax (zeroed `counts` and `cta_amax` in shared
 // memory collect them), added to the launch's totals once per CTA. Every thread calls it.
+// *p as the atomics of other CTAs left it, not as this SM's L1 may hold it.
+__device__ __forceinline__ std::uint32_t ld_relaxed(const std::uint32_t* p) {
+    std::uint32_t v;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p));
+    return v;
+}
+
+// `seen`: a value *p.fused_amax held earlier (0: none known); a CTA whose max is not above
+// it has nothing to add. Kernels of one CTA per tile read it as they start, so that of
+// tens of thousands of CTAs only the first few queue atomics on the one word.
 __device__ __forceinline__ void add_cta_totals(const unsigned (&clamped)[2], std::uint32_t x_amax, const Params& p,
-                                               unsigned (&counts)[2], std::uint32_t& cta_amax) {
+                                               unsigned (&counts)[2], std::uint32_t& cta_amax, std::uint32_t seen = 0) {
     const int t = threadIdx.x;
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
@@ -352,7 +362,7 @@ __device__ __forceinline__ void add_cta_totals(const unsigned (&clamped)[2], std
     }
     __syncthreads();
     if (t < 2 && counts[t]) atomicAdd(p.overflow + t, static_cast<unsigned long long>(counts[t]));
-    if (t == 0 && p.fused_amax && cta_amax) atomicMax(p.fused_amax, cta_amax);
+    if (t == 0 && p.fused_amax && cta_amax > seen) atomicMax(p.fused_amax, cta_amax);
 }
 
 // Resident CTAs per SM the registers are held to: 4 (64 registers) where the cast fits,
