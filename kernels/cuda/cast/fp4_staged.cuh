@@ -32,8 +32,8 @@
 namespace fp8scope::cuda::fp4k {
 
 constexpr int kStagedRows = 32, kStagedCols = 128, kStagedThreads = 256;
-// Tiles side by side per CTA (32 x 256 of x): one measured 5% slower, four 15%; the
-// registers of two tiles' words hold 4 CTAs per SM.
+// Tiles side by side per CTA (32 x 256 of x): one or four measured 9-19% slower on an
+// H200; 2, 3 or 4 resident CTAs per SM, the same.
 constexpr int kTilesPerCta = 2, kStagedMinBlocks = 4;
 constexpr int kStagedWords = kStagedCols / 8;  // 16-byte words per tile row
 
