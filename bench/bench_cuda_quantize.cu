@@ -39,8 +39,8 @@ using namespace fp8scope;
 using namespace fp8scope::bench;
 
 // The FP4 training cast's access pattern without its arithmetic: x (BF16) copied to a
-// straight and a transposed copy, one CTA per 32 x 128 tile as the cast runs (its columns
-// through shared memory). What the cast could reach at best.
+// straight and a transposed copy in the cast's 32 x 128 tiles, one per short-lived CTA,
+// the columns through shared memory. What the cast could reach at best.
 __global__ void __launch_bounds__(256) copy_straight_and_transposed(const std::uint16_t* __restrict__ x, std::int64_t rows,
                                                                     std::int64_t cols, std::uint16_t* __restrict__ straight,
                                                                     std::uint16_t* __restrict__ transposed) {

@@ -336,8 +336,6 @@ __device__ __forceinline__ unsigned cast_block(const float (&v)[B], std::uint32_
     return clamped;
 }
 
-// A CTA's clamped elements per copy and fused amax (zeroed `counts` and `cta_amax` in shared
-// memory collect them), added to the launch's totals once per CTA. Every thread calls it.
 // *p as the atomics of other CTAs left it, not as this SM's L1 may hold it.
 __device__ __forceinline__ std::uint32_t ld_relaxed(const std::uint32_t* p) {
     std::uint32_t v;
@@ -345,9 +343,11 @@ __device__ __forceinline__ std::uint32_t ld_relaxed(const std::uint32_t* p) {
     return v;
 }
 
+// A CTA's clamped elements per copy and fused amax (zeroed `counts` and `cta_amax` in shared
+// memory collect them), added to the launch's totals once per CTA. Every thread calls it.
 // `seen`: a value *p.fused_amax held earlier (0: none known); a CTA whose max is not above
-// it has nothing to add. Kernels of one CTA per tile read it as they start, so that of
-// tens of thousands of CTAs only the first few queue atomics on the one word.
+// it has nothing to add. Kernels of short-lived CTAs read it as they start, so that of
+// thousands of CTAs only the first few queue atomics on the one word.
 __device__ __forceinline__ void add_cta_totals(const unsigned (&clamped)[2], std::uint32_t x_amax, const Params& p,
                                                unsigned (&counts)[2], std::uint32_t& cta_amax, std::uint32_t seen = 0) {
     const int t = threadIdx.x;
