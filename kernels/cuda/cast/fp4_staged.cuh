@@ -96,27 +96,29 @@ __device__ __forceinline__ std::uint32_t finite_or_inf_amax(const Get& get, std:
 
 template <int B, bool Count>
 __global__ void __launch_bounds__(kStagedThreads, kStagedMinBlocks)
-    fp4_staged_kernel(const std::uint16_t* x, std::int64_t rows, std::int64_t cols, Params p, std::uint16_t* row_out,
-                      std::uint16_t* col_out) {
+    fp4_staged_kernel(const std::uint16_t* x, std::int64_t rows, std::int64_t cols, unsigned ctas_x, Params p,
+                      std::uint16_t* row_out, std::uint16_t* col_out) {
     constexpr int kLanes = B / 8;  // lanes per block in both phases
     __shared__ uint4 tile[kTilesPerCta][kStagedRows * kStagedWords];
     __shared__ float2 scale_by_code[2][128];
     __shared__ unsigned counts[2];
     __shared__ std::uint32_t cta_amax;
     const int t = threadIdx.x;
-    // 32-bit division: a 64-bit one is a long subroutine ahead of every load.
-    const unsigned tiles_x = unsigned((cols + kTilesPerCta * kStagedCols - 1) / (kTilesPerCta * kStagedCols));
-    const std::int64_t r0 = std::int64_t(blockIdx.x / tiles_x) * kStagedRows,
-                       c0 = std::int64_t(blockIdx.x % tiles_x) * (kTilesPerCta * kStagedCols);
+    // ctas_x (CTAs per row of tiles) is 32-bit: a 64-bit division is a long subroutine
+    // ahead of every load.
+    const std::int64_t r0 = std::int64_t(blockIdx.x / ctas_x) * kStagedRows,
+                       c0 = std::int64_t(blockIdx.x % ctas_x) * (kTilesPerCta * kStagedCols);
     // 1. Rows t / 16 and t / 16 + 16, word t % 16: x's loads go first, so that the CTA's
     // other waits (the tensor amax, the scale table) overlap theirs.
     const int w = t % kStagedWords;
+    auto row = [&](int h) { return r0 + t / kStagedWords + 16 * h; };  // of x, words h = 0, 1
+    auto col = [&](int k) { return c0 + k * kStagedCols + 8 * w; };    // ... of tile k
     uint4 q[kTilesPerCta][2];
 #pragma unroll
     for (int k = 0; k < kTilesPerCta; ++k)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            const std::int64_t r = r0 + t / kStagedWords + 16 * h, c = c0 + k * kStagedCols + 8 * w;
+            const std::int64_t r = row(h), c = col(k);
             q[k][h] = r < rows && c < cols ? __ldg(reinterpret_cast<const uint4*>(x + r * cols + c)) : make_uint4(0, 0, 0, 0);
         }
     const std::uint32_t seen = t == 0 && p.fused_amax ? ld_relaxed(p.fused_amax) : 0;
@@ -156,7 +158,7 @@ __global__ void __launch_bounds__(kStagedThreads, kStagedMinBlocks)
                 auto get = [&](int j) { return __uint_as_float(j & 1 ? v[j / 2] & 0xFFFF0000u : v[j / 2] << 16); };
                 if (p.fused_amax) x_amax = max(x_amax, finite_or_inf_amax(get, a));
                 const uint4 out = cast_word<Count>(get, a, p, row_scales, clamped[0]);
-                const std::int64_t r = r0 + t / kStagedWords + 16 * h, c = c0 + k * kStagedCols + 8 * w;
+                const std::int64_t r = row(h), c = col(k);
                 if (r < rows && c < cols) *reinterpret_cast<uint4*>(row_out + r * cols + c) = out;
             }
     }
@@ -198,10 +200,10 @@ inline bool staged_fits(const CastInput& x, const Params& p, bool two_d, bool sr
 
 template <int B, bool Count>
 void launch_staged_as(const CastInput& x, const Params& p, std::uint16_t* row_out, std::uint16_t* col_out, cudaStream_t stream) {
-    const std::int64_t ctas = (x.cols + kTilesPerCta * kStagedCols - 1) / (kTilesPerCta * kStagedCols) *
-                              ((x.rows + kStagedRows - 1) / kStagedRows);
-    fp4_staged_kernel<B, Count><<<unsigned(ctas), kStagedThreads, 0, stream>>>(static_cast<const std::uint16_t*>(x.data), x.rows,
-                                                                            x.cols, p, row_out, col_out);
+    const std::int64_t ctas_x = (x.cols + kTilesPerCta * kStagedCols - 1) / (kTilesPerCta * kStagedCols);
+    const std::int64_t ctas = ctas_x * ((x.rows + kStagedRows - 1) / kStagedRows);
+    fp4_staged_kernel<B, Count><<<unsigned(ctas), kStagedThreads, 0, stream>>>(
+        static_cast<const std::uint16_t*>(x.data), x.rows, x.cols, unsigned(ctas_x), p, row_out, col_out);
 }
 
 // NVFP4 (blocks of 16) or MXFP4 (32).
