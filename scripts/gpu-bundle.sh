@@ -15,7 +15,8 @@ mkdir -p "$stage/bin" "$stage/lib" "$root/.gpu-run"
 for b in "$@"; do
     cp "$b" "$stage/bin/"
     # glibc and the C++ runtime are on the target already (and must match its loader).
-    ldd "$b" | awk '/=> \//{print $3}' | grep -v -E '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s)\.so' |
+    # (A binary that needs nothing else leaves grep no lines: not an error.)
+    ldd "$b" | awk '/=> \//{print $3}' | { grep -v -E '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s)\.so' || true; } |
         { if [ -n "${FP8SCOPE_BUNDLE_SKIP:-}" ]; then grep -v "^${FP8SCOPE_BUNDLE_SKIP}" || true; else cat; fi; } |
         xargs -r -I{} cp -L {} "$stage/lib/"
 done

@@ -1,6 +1,7 @@
 // fp4_round.h's E2M1 rounding, which the FP4 cast kernels run, against cast_rules.h's
 // e2m1_code and e2m1_value over every float32 bit pattern (the in-block forms over every
-// one but NaN; host only: the functions are the same inline code on both sides). Needs no GPU.
+// one but NaN, the unclamped one over those below 7; host only: the functions are the
+// same inline code on both sides). Needs no GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -39,6 +40,10 @@ TEST(CudaFp4Round, EqualsE2M1CodeValueAndStochasticRoundingForEveryFloat) {
                     ok = ok && cast::e2m1_code_in_block(y) == want &&
                          cast::bits_of(cast::e2m1_round_in_block(y)) == cast::bits_of(cast::e2m1_value(want)) &&
                          cast::bits_of(cast::e2m1_round_in_block_fp(y)) == cast::bits_of(cast::e2m1_value(want));
+                    ok = ok && cast::e2m1_clamped_indicator(y) == (c0 ? 1.0f : 0.0f);
+                    if (std::fabs(y) < 7.0f)
+                        ok = ok && cast::bits_of(cast::e2m1_round_magnitude_below7(y)) ==
+                                       (cast::bits_of(cast::e2m1_value(want)) & ~cast::kSignBit);
                     // Stochastic rounding with two kinds of bits: a hash of y, and y's own
                     // low 24 bits as the top ones (near its fraction of a step).
                     const std::uint32_t h = std::uint32_t(i * 0x9E3779B97F4A7C15ull >> 32);

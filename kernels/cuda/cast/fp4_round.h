@@ -11,6 +11,7 @@
 // for |y| in [2^e, 2^e+1), at least 2^22.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "fp8/cast_rules.h"
@@ -62,6 +63,27 @@ FP8SCOPE_HD float e2m1_round_in_block_fp(float y) {
     const std::uint32_t binade = bits_of(m) & kInfBits;
     const float magic = mul_rn(float_of(binade > kOneBits ? binade : kOneBits), 0x1p22f);
     return float_of(bits_of(sub_rn(add_rn(m, magic), magic)) | (bits_of(y) & kSignBit));
+}
+
+// |e2m1_round_in_block_fp(y)| for |y| < 7 without the clamp: up from 4 the step is 2, so
+// [6, 7) rounds to 6 as the clamp would have it. What the cast kernels run where no
+// element of a block reaches 7 (all but blocks of tiny scales); the sign goes on later,
+// two elements at a time.
+FP8SCOPE_HD float e2m1_round_magnitude_below7(float y) {
+    const std::uint32_t binade = bits_of(y) & kInfBits;
+    const float magic = mul_rn(float_of(binade > kOneBits ? binade : kOneBits), 0x1p22f);
+    return sub_rn(add_rn(fabsf(y), magic), magic);
+}
+
+// 1 where |y| > 6 (a clamped element), else 0, on the FMA pipe: |y| 2^22 - 6 2^22 is exact
+// and at least 2 above 6 (whose ulp is 2^-21), saturated to [0, 1]. y not NaN.
+FP8SCOPE_HD float e2m1_clamped_indicator(float y) {
+#ifdef __CUDA_ARCH__
+    return __saturatef(__fmaf_rn(fabsf(y), 0x1p22f, -6.0f * 0x1p22f));
+#else
+    const float d = std::fma(std::fabs(y), 0x1p22f, -6.0f * 0x1p22f);
+    return d <= 0.0f ? 0.0f : (d >= 1.0f ? 1.0f : d);
+#endif
 }
 
 // e2m1_round and e2m1_code_fast inside a finite block (y not NaN).

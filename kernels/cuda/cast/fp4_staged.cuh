@@ -6,7 +6,16 @@
 // as fit: that is the schedule of the fastest plain copy to one straight and one transposed
 // output measured on an H200 (tiles of 32 x 128: 86% of the copy bandwidth; 64-row tiles
 // 77%; persistent CTAs looping over tiles 65-77%, whatever the depth of their cp.async
-// pipeline, which is where this kernel's 75% came from before).
+// pipeline). Around it, on an H200 (8192 x 8192), each worth 1-5 points of the copy:
+// - six CTAs per SM (40 registers) in place of four: more loads in flight behind the
+//   instructions of each element (five: the same as six);
+// - tiles from x's end back: the kernel before (the amax pass, or what wrote x) left x's
+//   end in L2, where the first CTAs find it; NVFP4's cast is launched as a dependent of its
+//   amax pass, so its first CTAs start loading before that pass ends;
+// - streaming stores (st.global.cs): the copies are not read back here, and L2 keeps x;
+// - the E2M1 rounding with neither clamp nor per-element sign where a block cannot reach 7
+//   (cast_word), which leaves the integer pipe, the busiest, a third fewer instructions.
+// Each CTA:
 //   1. Thread t loads the 16-byte words (8 BF16) of rows t / 16 and t / 16 + 16 at word
 //      t % 16 of both tiles, all four before anything waits for them: a warp reads whole
 //      256-byte rows. It casts them to the rowwise copy (B / 8 neighbouring lanes share a
@@ -28,13 +37,13 @@
 #include <cstdint>
 
 #include "cuda/cast/fp4_tile.cuh"
+#include "cuda/runtime/dependent_launch.cuh"
 
 namespace fp8scope::cuda::fp4k {
 
 constexpr int kStagedRows = 32, kStagedCols = 128, kStagedThreads = 256;
-// Tiles side by side per CTA (32 x 256 of x): one or four measured 9-19% slower on an
-// H200; 2, 3 or 4 resident CTAs per SM, the same.
-constexpr int kTilesPerCta = 2, kStagedMinBlocks = 4;
+// Tiles side by side per CTA (32 x 256 of x): one or four measured 9-19% slower on an H200.
+constexpr int kTilesPerCta = 2, kStagedMinBlocks = 6;
 constexpr int kStagedWords = kStagedCols / 8;  // 16-byte words per tile row
 
 // Per 16-bit half: the larger of the two as unsigned integers.
@@ -60,35 +69,53 @@ __device__ __forceinline__ std::uint32_t lanes_max(std::uint32_t m) {
 // Where 16-byte word w of tile row r lies in shared memory (in 16-byte words).
 __device__ __forceinline__ int staged_slot(int r, int w) { return r * kStagedWords + (w ^ (((r >> 3) & 3) << 1)); }
 
-// Casts the 8 elements get(0), ..., get(7) under block amax bits `amax` to BF16 values
-// decode(q) * s_b, one 16-byte word; counts in `clamped` the finite elements clamped to
-// +-6 (cast_block's rule) where Count: MXFP4 RCEIL never clamps a finite element
+// The element j of 8 BF16 held as pairs in w (element 2 i low in w[i]), as float32.
+__device__ __forceinline__ float pair_element(const std::uint32_t (&w)[4], int j) {
+    return __uint_as_float(j & 1 ? w[j / 2] & 0xFFFF0000u : w[j / 2] << 16);
+}
+
+// Casts the 8 BF16 elements of w (pairs in the copy's order) under block amax bits `amax`
+// to BF16 values decode(q) * s_b, one 16-byte word; adds to `clamped` the finite elements
+// clamped to +-6 (cast_block's rule) where Count: MXFP4 RCEIL never clamps a finite element
 // (amax_b <= 6 x 2^e, and a finite amax_b is below 6 x 2^127), so it counts nothing.
-template <bool Count, class Get>
-__device__ __forceinline__ uint4 cast_word(const Get& get, std::uint32_t amax, const Params& p, const CopyScales& s,
-                                           unsigned& clamped) {
+// |x enc| <= amax_b enc (products round monotonically): where that is below 7, as in every
+// finite block but those of tiny NVFP4 scales, no element needs the clamp, the count runs
+// on the FMA pipe, and the signs go back on two elements at a time. Else (a block holding
+// NaN or Inf among them, whose s_b is NaN) element by element, clamp and all.
+template <bool Count>
+__device__ __forceinline__ uint4 cast_word(const std::uint32_t (&w)[4], std::uint32_t amax, const Params& p,
+                                           const CopyScales& s, float& clamped) {
     const cast::FP4BlockScale b = block_scale(amax, p, s);
-    const bool count = Count && amax < cast::kInfBits && cast::mul_rn(cast::float_of(amax), b.enc) > cast::kE2M1Max;
-    auto value = [&](int j) {  // exact: the product's top half is the BF16
-        const float y = cast::mul_rn(get(j), b.enc);
-        if (count) clamped += fabsf(y) > cast::kE2M1Max ? 1u : 0u;
-        return __float_as_uint(cast::mul_rn(cast::e2m1_round_in_block_fp(y), b.scale));
-    };
     std::uint32_t o[4];
+    if (cast::mul_rn(cast::float_of(amax), b.enc) < 7.0f) {
+        auto value = [&](int j) {  // exact: the product's top half is the BF16
+            const float y = cast::mul_rn(pair_element(w, j), b.enc);
+            if constexpr (Count) clamped += cast::e2m1_clamped_indicator(y);
+            return __float_as_uint(cast::mul_rn(cast::e2m1_round_magnitude_below7(y), b.scale));
+        };
 #pragma unroll
-    for (int k = 0; k < 4; ++k) o[k] = __byte_perm(value(2 * k), value(2 * k + 1), 0x7632);
+        for (int k = 0; k < 4; ++k) o[k] = __byte_perm(value(2 * k), value(2 * k + 1), 0x7632) | (w[k] & 0x80008000u);
+    } else {
+        const bool count = Count && amax < cast::kInfBits;
+        auto value = [&](int j) {
+            const float y = cast::mul_rn(pair_element(w, j), b.enc);
+            if (count) clamped += fabsf(y) > cast::kE2M1Max ? 1.0f : 0.0f;
+            return __float_as_uint(cast::mul_rn(cast::e2m1_round_in_block_fp(y), b.scale));
+        };
+#pragma unroll
+        for (int k = 0; k < 4; ++k) o[k] = __byte_perm(value(2 * k), value(2 * k + 1), 0x7632);
+    }
     return make_uint4(o[0], o[1], o[2], o[3]);
 }
 
-// The largest |x| of a thread's 8 elements, NaN ignored (what a fused amax keeps): the
+// The largest |x| of a thread's 8 elements w, NaN ignored (what a fused amax keeps): the
 // block's amax where that is no NaN, else element by element.
-template <class Get>
-__device__ __forceinline__ std::uint32_t finite_or_inf_amax(const Get& get, std::uint32_t amax) {
+__device__ __forceinline__ std::uint32_t finite_or_inf_amax(const std::uint32_t (&w)[4], std::uint32_t amax) {
     if (amax <= cast::kInfBits) return amax;
     std::uint32_t m = 0;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-        const std::uint32_t e = __float_as_uint(get(j)) & ~cast::kSignBit;
+        const std::uint32_t e = __float_as_uint(pair_element(w, j)) & ~cast::kSignBit;
         m = e <= cast::kInfBits ? max(m, e) : m;
     }
     return m;
@@ -104,10 +131,12 @@ __global__ void __launch_bounds__(kStagedThreads, kStagedMinBlocks)
     __shared__ unsigned counts[2];
     __shared__ std::uint32_t cta_amax;
     const int t = threadIdx.x;
-    // ctas_x (CTAs per row of tiles) is 32-bit: a 64-bit division is a long subroutine
-    // ahead of every load.
-    const std::int64_t r0 = std::int64_t(blockIdx.x / ctas_x) * kStagedRows,
-                       c0 = std::int64_t(blockIdx.x % ctas_x) * (kTilesPerCta * kStagedCols);
+    // Tiles from x's end back: the kernel before (the amax pass, or what wrote x) left
+    // x's end in L2, where the first CTAs find it. ctas_x (CTAs per row of tiles) is
+    // 32-bit: a 64-bit division is a long subroutine ahead of every load.
+    const unsigned cta = gridDim.x - 1 - blockIdx.x;
+    const std::int64_t r0 = std::int64_t(cta / ctas_x) * kStagedRows,
+                       c0 = std::int64_t(cta % ctas_x) * (kTilesPerCta * kStagedCols);
     // 1. Rows t / 16 and t / 16 + 16, word t % 16: x's loads go first, so that the CTA's
     // other waits (the tensor amax, the scale table) overlap theirs.
     const int w = t % kStagedWords;
@@ -121,6 +150,7 @@ __global__ void __launch_bounds__(kStagedThreads, kStagedMinBlocks)
             const std::int64_t r = row(h), c = col(k);
             q[k][h] = r < rows && c < cols ? __ldg(reinterpret_cast<const uint4*>(x + r * cols + c)) : make_uint4(0, 0, 0, 0);
         }
+    wait_prior_grid();  // NVFP4: the amax pass's tensor amax (x itself it leaves alone)
     const std::uint32_t seen = t == 0 && p.fused_amax ? ld_relaxed(p.fused_amax) : 0;
     if (t < 2) counts[t] = 0;
     if (t == 0) cta_amax = 0;
@@ -144,7 +174,7 @@ __global__ void __launch_bounds__(kStagedThreads, kStagedMinBlocks)
 #pragma unroll
         for (int h = 0; h < 2; ++h) tile[k][staged_slot(t / kStagedWords + 16 * h, w)] = q[k][h];
     __syncthreads();  // the tile and the scale table
-    unsigned clamped[2] = {0, 0};
+    float clamped[2] = {0.0f, 0.0f};  // counts, exact: at most 64 per thread
     std::uint32_t x_amax = 0;
     if (p.rowwise) {
 #pragma unroll
@@ -155,11 +185,10 @@ __global__ void __launch_bounds__(kStagedThreads, kStagedMinBlocks)
                 const std::uint32_t m = lanes_max<kLanes>(max_u16x2(max_u16x2(v[0] & kMagnitudes2, v[1] & kMagnitudes2),
                                                                     max_u16x2(v[2] & kMagnitudes2, v[3] & kMagnitudes2)));
                 const std::uint32_t a = wider_half(m);
-                auto get = [&](int j) { return __uint_as_float(j & 1 ? v[j / 2] & 0xFFFF0000u : v[j / 2] << 16); };
-                if (p.fused_amax) x_amax = max(x_amax, finite_or_inf_amax(get, a));
-                const uint4 out = cast_word<Count>(get, a, p, row_scales, clamped[0]);
+                if (p.fused_amax) x_amax = max(x_amax, finite_or_inf_amax(v, a));
+                const uint4 out = cast_word<Count>(v, a, p, row_scales, clamped[0]);
                 const std::int64_t r = row(h), c = col(k);
-                if (r < rows && c < cols) *reinterpret_cast<uint4*>(row_out + r * cols + c) = out;
+                if (r < rows && c < cols) __stcs(reinterpret_cast<uint4*>(row_out + r * cols + c), out);
             }
     }
     if (p.columnwise) {
@@ -178,16 +207,19 @@ __global__ void __launch_bounds__(kStagedThreads, kStagedMinBlocks)
             const std::int64_t r = r0 + 8 * seg;
 #pragma unroll
             for (int h = 0; h < 2; ++h) {  // column 2 pair (low halves), then 2 pair + 1
-                auto get = [&](int j) { return __uint_as_float(h ? v[j] & 0xFFFF0000u : v[j] << 16); };
+                std::uint32_t w[4];  // the column's 8 rows as pairs
+#pragma unroll
+                for (int i = 0; i < 4; ++i) w[i] = __byte_perm(v[2 * i], v[2 * i + 1], h ? 0x7632 : 0x5410);
                 const std::uint32_t a = h ? m & 0xFFFF0000u : m << 16;
-                if (p.fused_amax && !p.rowwise) x_amax = max(x_amax, finite_or_inf_amax(get, a));
-                const uint4 out = cast_word<Count>(get, a, p, col_scales, clamped[1]);
+                if (p.fused_amax && !p.rowwise) x_amax = max(x_amax, finite_or_inf_amax(w, a));
+                const uint4 out = cast_word<Count>(w, a, p, col_scales, clamped[1]);
                 const std::int64_t cc = c0 + k * kStagedCols + 2 * pair + h;
-                if (cc < cols && r < rows) *reinterpret_cast<uint4*>(col_out + cc * rows + r) = out;
+                if (cc < cols && r < rows) __stcs(reinterpret_cast<uint4*>(col_out + cc * rows + r), out);
             }
         }
     }
-    add_cta_totals(clamped, x_amax, p, counts, cta_amax, seen);
+    const unsigned clamped_n[2] = {unsigned(clamped[0]), unsigned(clamped[1])};
+    add_cta_totals(clamped_n, x_amax, p, counts, cta_amax, seen);
 }
 
 // Whether the staged kernel casts x for this recipe: BF16 of whole 16-byte words in both
@@ -202,8 +234,15 @@ template <int B, bool Count>
 void launch_staged_as(const CastInput& x, const Params& p, std::uint16_t* row_out, std::uint16_t* col_out, cudaStream_t stream) {
     const std::int64_t ctas_x = (x.cols + kTilesPerCta * kStagedCols - 1) / (kTilesPerCta * kStagedCols);
     const std::int64_t ctas = ctas_x * ((x.rows + kStagedRows - 1) / kStagedRows);
-    fp4_staged_kernel<B, Count><<<unsigned(ctas), kStagedThreads, 0, stream>>>(
-        static_cast<const std::uint16_t*>(x.data), x.rows, x.cols, unsigned(ctas_x), p, row_out, col_out);
+    // NVFP4 follows its amax pass, which only reads x: the cast's CTAs may start in its tail
+    // and load their tiles while it finishes.
+    auto kernel = fp4_staged_kernel<B, Count>;
+    const auto* data = static_cast<const std::uint16_t*>(x.data);
+    if (p.nvfp4)
+        launch_dependent(kernel, unsigned(ctas), kStagedThreads, 0, stream, data, x.rows, x.cols, unsigned(ctas_x), p,
+                         row_out, col_out);
+    else
+        kernel<<<unsigned(ctas), kStagedThreads, 0, stream>>>(data, x.rows, x.cols, unsigned(ctas_x), p, row_out, col_out);
 }
 
 // NVFP4 (blocks of 16) or MXFP4 (32).
