@@ -471,9 +471,9 @@ FP8SCOPE_HD float fp4_qdq_sr(float x, const FP4BlockScale& b, std::uint32_t u, s
 constexpr std::uint32_t kRhtSignMask = 0xD7E8u;  // [1,1,1,-1,1,-1,-1,-1,-1,-1,-1,1,-1,1,-1,-1]
 constexpr int kRhtSize = 16;
 
-FP8SCOPE_HD void rht16(float* v) {
-    for (int i = 0; i < kRhtSize; ++i)
-        if ((kRhtSignMask >> i) & 1u) v[i] = float_of(bits_of(v[i]) ^ kSignBit);
+// rht16 after its sign flips: the 16-point Hadamard butterflies and the 1/4 scale, in this
+// order (kernels that flip the signs their own way run this for the rest).
+FP8SCOPE_HD void hadamard16_quarter(float* v) {
     for (int h = 1; h < kRhtSize; h *= 2)
         for (int i = 0; i < kRhtSize; i += 2 * h)
             for (int j = i; j < i + h; ++j) {
@@ -482,6 +482,12 @@ FP8SCOPE_HD void rht16(float* v) {
                 v[j + h] = sub_rn(a, b);
             }
     for (int i = 0; i < kRhtSize; ++i) v[i] = mul_rn(v[i], 0.25f);
+}
+
+FP8SCOPE_HD void rht16(float* v) {
+    for (int i = 0; i < kRhtSize; ++i)
+        if ((kRhtSignMask >> i) & 1u) v[i] = float_of(bits_of(v[i]) ^ kSignBit);
+    hadamard16_quarter(v);
 }
 
 }  // inline namespace FP8SCOPE_CAST_NS

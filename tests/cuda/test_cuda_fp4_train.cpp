@@ -85,6 +85,20 @@ void expect_copy(const std::vector<std::uint16_t>& got, const Fp4RefCopy& ref, c
 
 constexpr cast::RoundingKey kKey{0x0123456789ABCDEFull, 7, 6u << 1};
 
+// The columnwise copy, the rowwise one where asked, reporting into `report`; synchronized.
+GemmOperand cast_copies(CudaBackend& gpu, const TensorDesc& x, const Recipe& recipe, bool rowwise, CastInfo& report,
+                        OperandStorage& storage) {
+    CastSpec spec;
+    spec.recipe = &recipe;
+    spec.rowwise = rowwise;
+    spec.columnwise = true;
+    spec.report = &report;
+    spec.rounding = kKey;
+    const GemmOperand op = gpu.cast(x, spec, storage);
+    gpu.synchronize();
+    return op;
+}
+
 TEST(CudaFp4TrainingCast, CopiesAndTensorScalesMatchTheReferenceBitForBit) {
     FP8SCOPE_REQUIRE_GPU();
     CudaBackend gpu;
@@ -104,13 +118,7 @@ TEST(CudaFp4TrainingCast, CopiesAndTensorScalesMatchTheReferenceBitForBit) {
                     Uploaded u = upload(gpu, x, rows, cols, dtype);
                     auto storage = gpu.make_operand_storage();
                     CastInfo report;
-                    CastSpec spec;
-                    spec.recipe = &recipe;
-                    spec.columnwise = true;
-                    spec.report = &report;
-                    spec.rounding = kKey;
-                    const GemmOperand op = gpu.cast(u.desc, spec, *storage);
-                    gpu.synchronize();
+                    const GemmOperand op = cast_copies(gpu, u.desc, recipe, true, report, *storage);
                     const Fp4Ref ref = testing::fp4_reference(x, rows, cols, recipe, kKey);
 
                     ASSERT_EQ(op.rowwise.dtype, DType::BF16) << what;
@@ -127,6 +135,30 @@ TEST(CudaFp4TrainingCast, CopiesAndTensorScalesMatchTheReferenceBitForBit) {
                     EXPECT_TRUE(std::isnan(report.scale)) << what << ": block scales report NaN";
                     EXPECT_EQ(report.overflow, std::int64_t(ref.row.overflow)) << what << ": overflow";
                 }
+    }
+}
+
+// A wgrad operand alone: the columnwise copy without the rowwise one, whose pass then
+// also takes the fused amax (MXFP4) from x itself, not from the transformed columns.
+TEST(CudaFp4TrainingCast, ColumnwiseCopyAloneMatchesTheReference) {
+    FP8SCOPE_REQUIRE_GPU();
+    CudaBackend gpu;
+    const std::int64_t shapes[][2] = {{64, 64}, {40, 200}, {200, 392}, {96, 520}, {17, 33}};
+    for (const char* name : {"nvfp4", "nvfp4:rht=1", "mxfp4_floor", "mxfp4_rceil", "mxfp4_rceil:rht=1"}) {
+        const Recipe recipe = parse_recipe(name);
+        for (const auto& [rows, cols] : shapes)
+            for (const bool specials : {false, true}) {
+                const std::string what = std::string(name) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
+                                         (specials ? " with NaN and Inf" : "") + ", columnwise only";
+                std::vector<float> x = testing::fp4_test_data(rows, cols, specials);
+                Uploaded u = upload(gpu, x, rows, cols, DType::BF16);
+                auto storage = gpu.make_operand_storage();
+                CastInfo report;
+                const GemmOperand op = cast_copies(gpu, u.desc, recipe, false, report, *storage);
+                const Fp4Ref ref = testing::fp4_reference(x, rows, cols, recipe, kKey);
+                expect_copy(download_bf16(gpu, op.columnwise), ref.col, what);
+                EXPECT_EQ(bits(report.amax), bits(ref.row.amax)) << what << ": amax";
+            }
     }
 }
 

@@ -10,6 +10,7 @@
 #include "cuda/cast/fp4_tile.cuh"
 #include "cuda/cast/launch.cuh"
 #include "cuda/runtime/check.h"
+#include "cuda/runtime/dependent_launch.cuh"
 
 namespace fp8scope::cuda::fp4k {
 namespace {
@@ -98,6 +99,7 @@ __global__ void __launch_bounds__(kAmaxThreads) rht_amax_kernel(const T* x, std:
         mt = abs_max(mt, v);
         __syncthreads();  // the band is rewritten next round
     }
+    allow_dependents();  // the cast after it waits for the whole max anyway
     const std::uint32_t w0 = __reduce_max_sync(0xFFFFFFFFu, __float_as_uint(m));
     const std::uint32_t w1 = __reduce_max_sync(0xFFFFFFFFu, __float_as_uint(mt));
     if (lane == 0) atomicMax(&cta[0], w0), atomicMax(&cta[1], w1);

@@ -35,6 +35,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/cast/fp4_tile.cuh"
 #include "cuda/runtime/dependent_launch.cuh"
@@ -43,7 +44,7 @@ namespace fp8scope::cuda::fp4k {
 
 constexpr int kStagedRows = 32, kStagedCols = 128, kStagedThreads = 256;
 // Tiles side by side per CTA (32 x 256 of x): one or four measured 9-19% slower on an H200.
-constexpr int kTilesPerCta = 2, kStagedMinBlocks = 6;
+constexpr int kTilesPerCta = 2, kStagedMinBlocks = 6, kStagedRhtMinBlocks = 4;
 constexpr int kStagedWords = kStagedCols / 8;  // 16-byte words per tile row
 
 // Per 16-bit half: the larger of the two as unsigned integers.
@@ -74,31 +75,47 @@ __device__ __forceinline__ float pair_element(const std::uint32_t (&w)[4], int j
     return __uint_as_float(j & 1 ? w[j / 2] & 0xFFFF0000u : w[j / 2] << 16);
 }
 
-// Casts the 8 BF16 elements of w (pairs in the copy's order) under block amax bits `amax`
-// to BF16 values decode(q) * s_b, one 16-byte word; adds to `clamped` the finite elements
-// clamped to +-6 (cast_block's rule) where Count: MXFP4 RCEIL never clamps a finite element
-// (amax_b <= 6 x 2^e, and a finite amax_b is below 6 x 2^127), so it counts nothing.
+// The 8 elements a word of a copy is cast from: element(j), and the sign bits of elements
+// 2 k and 2 k + 1 where a BF16 pair has them.
+struct Bf16Elements {  // x itself, as pairs
+    const std::uint32_t (&w)[4];
+    __device__ __forceinline__ float element(int j) const { return pair_element(w, j); }
+    __device__ __forceinline__ std::uint32_t signs(int k) const { return w[k] & 0x80008000u; }
+};
+
+struct F32Elements {  // rht's transformed columns
+    const float* v;
+    __device__ __forceinline__ float element(int j) const { return v[j]; }
+    __device__ __forceinline__ std::uint32_t signs(int k) const {
+        return __byte_perm(__float_as_uint(v[2 * k]), __float_as_uint(v[2 * k + 1]), 0x7632) & 0x80008000u;
+    }
+};
+
+// Casts 8 elements under block amax bits `amax` to BF16 values decode(q) * s_b, one 16-byte
+// word; adds to `clamped` the finite elements clamped to +-6 (cast_block's rule) where
+// Count: MXFP4 RCEIL never clamps a finite element (amax_b <= 6 x 2^e, and a finite amax_b
+// is below 6 x 2^127), so it counts nothing.
 // |x enc| <= amax_b enc (products round monotonically): where that is below 7, as in every
 // finite block but those of tiny NVFP4 scales, no element needs the clamp, the count runs
 // on the FMA pipe, and the signs go back on two elements at a time. Else (a block holding
 // NaN or Inf among them, whose s_b is NaN) element by element, clamp and all.
-template <bool Count>
-__device__ __forceinline__ uint4 cast_word(const std::uint32_t (&w)[4], std::uint32_t amax, const Params& p,
-                                           const CopyScales& s, float& clamped) {
+template <bool Count, class In>
+__device__ __forceinline__ uint4 cast_word(const In& in, std::uint32_t amax, const Params& p, const CopyScales& s,
+                                           float& clamped) {
     const cast::FP4BlockScale b = block_scale(amax, p, s);
     std::uint32_t o[4];
     if (cast::mul_rn(cast::float_of(amax), b.enc) < 7.0f) {
         auto value = [&](int j) {  // exact: the product's top half is the BF16
-            const float y = cast::mul_rn(pair_element(w, j), b.enc);
+            const float y = cast::mul_rn(in.element(j), b.enc);
             if constexpr (Count) clamped += cast::e2m1_clamped_indicator(y);
             return __float_as_uint(cast::mul_rn(cast::e2m1_round_magnitude_below7(y), b.scale));
         };
 #pragma unroll
-        for (int k = 0; k < 4; ++k) o[k] = __byte_perm(value(2 * k), value(2 * k + 1), 0x7632) | (w[k] & 0x80008000u);
+        for (int k = 0; k < 4; ++k) o[k] = __byte_perm(value(2 * k), value(2 * k + 1), 0x7632) | in.signs(k);
     } else {
         const bool count = Count && amax < cast::kInfBits;
         auto value = [&](int j) {
-            const float y = cast::mul_rn(pair_element(w, j), b.enc);
+            const float y = cast::mul_rn(in.element(j), b.enc);
             if (count) clamped += fabsf(y) > cast::kE2M1Max ? 1.0f : 0.0f;
             return __float_as_uint(cast::mul_rn(cast::e2m1_round_in_block_fp(y), b.scale));
         };
@@ -121,12 +138,62 @@ __device__ __forceinline__ std::uint32_t finite_or_inf_amax(const std::uint32_t 
     return m;
 }
 
+using StagedTiles = uint4[kTilesPerCta][kStagedRows * kStagedWords];
+
+// Step 2 with rht (the columnwise copy of a wgrad operand): thread t = 128 k + 2 pair + g
+// casts rows 16 g on of columns 2 pair and 2 pair + 1 of tile k (one 4-byte read per row
+// gives both; the lanes g = 0 and 1 read different halves of the banks), runs rht16 down
+// each column where its 16 rows are all inside x (a tail stays as it is, as in
+// fp4_tile.cuh), and stores the column's 16 values as two words of x^T's row. An MXFP4
+// block (32 rows) is lanes g = 0 and 1 together.
 template <int B, bool Count>
-__global__ void __launch_bounds__(kStagedThreads, kStagedMinBlocks)
+__device__ __forceinline__ void columnwise_rht(const StagedTiles& tile, std::int64_t r0, std::int64_t c0,
+                                               std::int64_t rows, std::int64_t cols, const Params& p,
+                                               const CopyScales& s, std::uint16_t* col_out, float& clamped,
+                                               std::uint32_t& x_amax) {
+    const int t = threadIdx.x, k = t / 128, pair = (t % 128) / 2, g = t % 2;
+    const std::uint32_t* words = reinterpret_cast<const std::uint32_t*>(tile[k]);
+    std::uint32_t v[16];
+#pragma unroll
+    for (int j = 0; j < 16; ++j) v[j] = words[4 * staged_slot(16 * g + j, pair / 4) + pair % 4];
+    const std::int64_t r = r0 + 16 * g;
+    const bool full = r + 16 <= rows;
+    // rht16's sign flips, both columns' at once.
+    const std::uint32_t flip = full ? 0x80008000u : 0u;
+#pragma unroll
+    for (int j = 0; j < 16; ++j) v[j] ^= (cast::kRhtSignMask >> j) & 1u ? flip : 0u;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {  // column 2 pair (low halves), then 2 pair + 1
+        float y[16];
+#pragma unroll
+        for (int j = 0; j < 16; ++j) y[j] = __uint_as_float(h ? v[j] & 0xFFFF0000u : v[j] << 16);
+        if (p.fused_amax && !p.rowwise) {  // of x itself, NaN ignored (|x|: the flips change nothing)
+#pragma unroll
+            for (int j = 0; j < 16; ++j) {
+                const std::uint32_t e = __float_as_uint(y[j]) & ~cast::kSignBit;
+                x_amax = e <= cast::kInfBits ? max(x_amax, e) : x_amax;
+            }
+        }
+        if (full) cast::hadamard16_quarter(y);
+        std::uint32_t a = 0;
+#pragma unroll
+        for (int j = 0; j < 16; ++j) a = max(a, __float_as_uint(y[j]) & ~cast::kSignBit);
+        if constexpr (B == 32) a = max(a, __shfl_xor_sync(kAllLanes, a, 1));
+        const std::int64_t cc = c0 + k * kStagedCols + 2 * pair + h;
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            const uint4 out = cast_word<Count>(F32Elements{y + 8 * i}, a, p, s, clamped);
+            if (cc < cols && r + 8 * i < rows) __stcs(reinterpret_cast<uint4*>(col_out + cc * rows + r + 8 * i), out);
+        }
+    }
+}
+
+template <int B, bool Count, bool Rht>
+__global__ void __launch_bounds__(kStagedThreads, Rht ? kStagedRhtMinBlocks : kStagedMinBlocks)
     fp4_staged_kernel(const std::uint16_t* x, std::int64_t rows, std::int64_t cols, unsigned ctas_x, Params p,
                       std::uint16_t* row_out, std::uint16_t* col_out) {
     constexpr int kLanes = B / 8;  // lanes per block in both phases
-    __shared__ uint4 tile[kTilesPerCta][kStagedRows * kStagedWords];
+    __shared__ StagedTiles tile;
     __shared__ float2 scale_by_code[2][128];
     __shared__ unsigned counts[2];
     __shared__ std::uint32_t cta_amax;
@@ -186,12 +253,14 @@ __global__ void __launch_bounds__(kStagedThreads, kStagedMinBlocks)
                                                                     max_u16x2(v[2] & kMagnitudes2, v[3] & kMagnitudes2)));
                 const std::uint32_t a = wider_half(m);
                 if (p.fused_amax) x_amax = max(x_amax, finite_or_inf_amax(v, a));
-                const uint4 out = cast_word<Count>(v, a, p, row_scales, clamped[0]);
+                const uint4 out = cast_word<Count>(Bf16Elements{v}, a, p, row_scales, clamped[0]);
                 const std::int64_t r = row(h), c = col(k);
                 if (r < rows && c < cols) __stcs(reinterpret_cast<uint4*>(row_out + r * cols + c), out);
             }
     }
-    if (p.columnwise) {
+    if (p.columnwise && Rht) {
+        columnwise_rht<B, Count>(tile, r0, c0, rows, cols, p, col_scales, col_out, clamped[1], x_amax);
+    } else if (p.columnwise) {
         // 2. Warp k: pairs 8k + lane / 4, seg lane % 4.
         const int pair = 8 * (t / 32) + (t % 32) / 4, seg = t % 4;
 #pragma unroll
@@ -212,7 +281,7 @@ __global__ void __launch_bounds__(kStagedThreads, kStagedMinBlocks)
                 for (int i = 0; i < 4; ++i) w[i] = __byte_perm(v[2 * i], v[2 * i + 1], h ? 0x7632 : 0x5410);
                 const std::uint32_t a = h ? m & 0xFFFF0000u : m << 16;
                 if (p.fused_amax && !p.rowwise) x_amax = max(x_amax, finite_or_inf_amax(w, a));
-                const uint4 out = cast_word<Count>(w, a, p, col_scales, clamped[1]);
+                const uint4 out = cast_word<Count>(Bf16Elements{w}, a, p, col_scales, clamped[1]);
                 const std::int64_t cc = c0 + k * kStagedCols + 2 * pair + h;
                 if (cc < cols && r < rows) __stcs(reinterpret_cast<uint4*>(col_out + cc * rows + r), out);
             }
@@ -223,20 +292,20 @@ __global__ void __launch_bounds__(kStagedThreads, kStagedMinBlocks)
 }
 
 // Whether the staged kernel casts x for this recipe: BF16 of whole 16-byte words in both
-// copies, 1-D blocks, round to nearest, no transform.
-inline bool staged_fits(const CastInput& x, const Params& p, bool two_d, bool sr, const void* row_out, const void* col_out) {
+// copies, 1-D blocks, round to nearest.
+inline bool staged_fits(const CastInput& x, bool two_d, bool sr, const void* row_out, const void* col_out) {
     auto aligned = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 16 == 0; };
-    return x.dtype == DType::BF16 && !two_d && !sr && !p.rht && x.rows % 8 == 0 && x.cols % 8 == 0 && aligned(x.data) &&
+    return x.dtype == DType::BF16 && !two_d && !sr && x.rows % 8 == 0 && x.cols % 8 == 0 && aligned(x.data) &&
            aligned(row_out) && aligned(col_out);
 }
 
-template <int B, bool Count>
+template <int B, bool Count, bool Rht>
 void launch_staged_as(const CastInput& x, const Params& p, std::uint16_t* row_out, std::uint16_t* col_out, cudaStream_t stream) {
     const std::int64_t ctas_x = (x.cols + kTilesPerCta * kStagedCols - 1) / (kTilesPerCta * kStagedCols);
     const std::int64_t ctas = ctas_x * ((x.rows + kStagedRows - 1) / kStagedRows);
     // NVFP4 follows its amax pass, which only reads x: the cast's CTAs may start in its tail
     // and load their tiles while it finishes.
-    auto kernel = fp4_staged_kernel<B, Count>;
+    auto kernel = fp4_staged_kernel<B, Count, Rht>;
     const auto* data = static_cast<const std::uint16_t*>(x.data);
     if (p.nvfp4)
         launch_dependent(kernel, unsigned(ctas), kStagedThreads, 0, stream, data, x.rows, x.cols, unsigned(ctas_x), p,
@@ -248,9 +317,14 @@ void launch_staged_as(const CastInput& x, const Params& p, std::uint16_t* row_ou
 // NVFP4 (blocks of 16) or MXFP4 (32).
 inline void launch_staged(const CastInput& x, const Params& p, std::uint16_t* row_out, std::uint16_t* col_out,
                           cudaStream_t stream) {
-    if (p.nvfp4) launch_staged_as<16, true>(x, p, row_out, col_out, stream);
-    else if (p.rule == MXRule::RCeil) launch_staged_as<32, false>(x, p, row_out, col_out, stream);
-    else launch_staged_as<32, true>(x, p, row_out, col_out, stream);
+    auto launch = [&](auto rht) {
+        constexpr bool kRht = decltype(rht)::value;
+        if (p.nvfp4) launch_staged_as<16, true, kRht>(x, p, row_out, col_out, stream);
+        else if (p.rule == MXRule::RCeil) launch_staged_as<32, false, kRht>(x, p, row_out, col_out, stream);
+        else launch_staged_as<32, true, kRht>(x, p, row_out, col_out, stream);
+    };
+    if (p.rht && col_out) launch(std::true_type{});
+    else launch(std::false_type{});
 }
 
 }  // namespace fp8scope::cuda::fp4k
