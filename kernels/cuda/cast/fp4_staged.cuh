@@ -44,7 +44,7 @@ namespace fp8scope::cuda::fp4k {
 
 constexpr int kStagedRows = 32, kStagedCols = 128, kStagedThreads = 256;
 // Tiles side by side per CTA (32 x 256 of x): one or four measured 9-19% slower on an H200.
-constexpr int kTilesPerCta = 2, kStagedMinBlocks = 6, kStagedRhtMinBlocks = 4;
+constexpr int kTilesPerCta = 2, kStagedMinBlocks = 6, kStagedRhtMinBlocks = 5;
 constexpr int kStagedWords = kStagedCols / 8;  // 16-byte words per tile row
 
 // Per 16-bit half: the larger of the two as unsigned integers.
@@ -140,46 +140,41 @@ __device__ __forceinline__ std::uint32_t finite_or_inf_amax(const std::uint32_t 
 
 using StagedTiles = uint4[kTilesPerCta][kStagedRows * kStagedWords];
 
-// Step 2 with rht (the columnwise copy of a wgrad operand): thread t = 128 k + 2 pair + g
-// casts rows 16 g on of columns 2 pair and 2 pair + 1 of tile k (one 4-byte read per row
-// gives both; the lanes g = 0 and 1 read different halves of the banks), runs rht16 down
-// each column where its 16 rows are all inside x (a tail stays as it is, as in
-// fp4_tile.cuh), and stores the column's 16 values as two words of x^T's row. An MXFP4
-// block (32 rows) is lanes g = 0 and 1 together.
+// Step 2 with rht (the columnwise copy of a wgrad operand): thread t casts rows 16 (t % 2)
+// on of column t / 2 of each tile (per row a warp reads 32 bytes of rows j and 16 + j, in
+// different halves of the banks), flips their signs and runs the rest of rht16 down the
+// column where its 16 rows are all inside x (a tail stays as it is, as in fp4_tile.cuh),
+// and stores the 16 values as two words of x^T's row. An MXFP4 block (32 rows) is lanes
+// t and t ^ 1. One 2-byte read per element measured faster than a thread taking two
+// columns from 4-byte reads (mxfp4_rceil:rht=1 62% against 60% of the copy).
 template <int B, bool Count>
 __device__ __forceinline__ void columnwise_rht(const StagedTiles& tile, std::int64_t r0, std::int64_t c0,
                                                std::int64_t rows, std::int64_t cols, const Params& p,
                                                const CopyScales& s, std::uint16_t* col_out, float& clamped,
                                                std::uint32_t& x_amax) {
-    const int t = threadIdx.x, k = t / 128, pair = (t % 128) / 2, g = t % 2;
-    const std::uint32_t* words = reinterpret_cast<const std::uint32_t*>(tile[k]);
-    std::uint32_t v[16];
-#pragma unroll
-    for (int j = 0; j < 16; ++j) v[j] = words[4 * staged_slot(16 * g + j, pair / 4) + pair % 4];
+    const int t = threadIdx.x, c = t / 2, g = t % 2;
     const std::int64_t r = r0 + 16 * g;
     const bool full = r + 16 <= rows;
-    // rht16's sign flips, both columns' at once.
-    const std::uint32_t flip = full ? 0x80008000u : 0u;
-#pragma unroll
-    for (int j = 0; j < 16; ++j) v[j] ^= (cast::kRhtSignMask >> j) & 1u ? flip : 0u;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {  // column 2 pair (low halves), then 2 pair + 1
+#pragma unroll 1  // one tile's 16 values live at a time: five CTAs per SM (six spill)
+    for (int k = 0; k < kTilesPerCta; ++k) {
+        const std::uint16_t* halves = reinterpret_cast<const std::uint16_t*>(tile[k]);
         float y[16];
 #pragma unroll
-        for (int j = 0; j < 16; ++j) y[j] = __uint_as_float(h ? v[j] & 0xFFFF0000u : v[j] << 16);
-        if (p.fused_amax && !p.rowwise) {  // of x itself, NaN ignored (|x|: the flips change nothing)
-#pragma unroll
-            for (int j = 0; j < 16; ++j) {
-                const std::uint32_t e = __float_as_uint(y[j]) & ~cast::kSignBit;
+        for (int j = 0; j < 16; ++j) {
+            std::uint32_t b = halves[8 * staged_slot(16 * g + j, c / 8) + c % 8];
+            if (p.fused_amax && !p.rowwise) {  // of x itself, NaN ignored
+                const std::uint32_t e = (b << 16) & ~cast::kSignBit;
                 x_amax = e <= cast::kInfBits ? max(x_amax, e) : x_amax;
             }
+            if ((cast::kRhtSignMask >> j) & 1u) b ^= full ? 0x8000u : 0u;
+            y[j] = __uint_as_float(b << 16);
         }
         if (full) cast::hadamard16_quarter(y);
         std::uint32_t a = 0;
 #pragma unroll
         for (int j = 0; j < 16; ++j) a = max(a, __float_as_uint(y[j]) & ~cast::kSignBit);
         if constexpr (B == 32) a = max(a, __shfl_xor_sync(kAllLanes, a, 1));
-        const std::int64_t cc = c0 + k * kStagedCols + 2 * pair + h;
+        const std::int64_t cc = c0 + k * kStagedCols + c;
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
             const uint4 out = cast_word<Count>(F32Elements{y + 8 * i}, a, p, s, clamped);
