@@ -144,7 +144,7 @@ TEST(CudaFp4TrainingCast, ColumnwiseCopyAloneMatchesTheReference) {
     FP8SCOPE_REQUIRE_GPU();
     CudaBackend gpu;
     const std::int64_t shapes[][2] = {{64, 64}, {40, 200}, {200, 392}, {96, 520}, {17, 33}};
-    for (const char* name : {"nvfp4", "nvfp4:rht=1", "mxfp4_floor", "mxfp4_rceil", "mxfp4_rceil:rht=1"}) {
+    for (const char* name : {"nvfp4", "nvfp4:rht=1", "nvfp4_2d", "mxfp4_floor", "mxfp4_rceil", "mxfp4_rceil:rht=1"}) {
         const Recipe recipe = parse_recipe(name);
         for (const auto& [rows, cols] : shapes)
             for (const bool specials : {false, true}) {

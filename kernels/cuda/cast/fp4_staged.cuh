@@ -24,6 +24,8 @@
 //      (one 4-byte read per row gives both; B / 8 neighbouring lanes share a block) and
 //      stores each column's 8 values as one word of x^T's row: a warp's four segs write
 //      64 bytes of each of 16 rows of the columnwise copy.
+//   With rht, step 2 is columnwise_rht's. With 16 x 16 tiles, each tile's amax is gathered
+//   in shared memory between the two steps, and both copies take it (add_tile_amax).
 // Shared memory rows are unpadded; the 16-byte word w of row r sits at w ^ (2 ((r / 8) % 4)),
 // so that both phases fall in 32 different banks.
 // Block amaxes are taken on the BF16 bits, two elements per instruction (max.u16x2 of the
@@ -183,8 +185,22 @@ __device__ __forceinline__ void columnwise_rht(const StagedTiles& tile, std::int
     }
 }
 
-template <int B, bool Count, bool Rht>
-__global__ void __launch_bounds__(kStagedThreads, Rht ? kStagedRhtMinBlocks : kStagedMinBlocks)
+// What the columnwise copy is: x^T cast in 1-D blocks, x^T through rht16 first, or (NVFP4's
+// 16 x 16 tiles, Transformer Engine's weight layout) x^T under each tile's amax, which is
+// the rowwise copy transposed, bit for bit.
+enum class StagedCopy { Blocks, Rht, Tiles };
+
+// The word magnitudes' max over a 16 x 16 tile of x: the two words of its columns in each
+// of the rows a warp holds, then the eight warps through shared memory (atomicMax into
+// zeroed tile_amax by the lane of the tile's first word in the warp's first row).
+__device__ __forceinline__ void add_tile_amax(std::uint32_t m, int t, std::uint32_t* tile_amax) {
+    m = max_u16x2(m, __shfl_xor_sync(kAllLanes, m, 1));   // the tile's other word
+    m = max_u16x2(m, __shfl_xor_sync(kAllLanes, m, 16));  // the warp's other row
+    if ((t & 17) == 0) atomicMax(tile_amax, wider_half(m));
+}
+
+template <int B, bool Count, StagedCopy C>
+__global__ void __launch_bounds__(kStagedThreads, C == StagedCopy::Rht ? kStagedRhtMinBlocks : kStagedMinBlocks)
     fp4_staged_kernel(const std::uint16_t* x, std::int64_t rows, std::int64_t cols, unsigned ctas_x, Params p,
                       std::uint16_t* row_out, std::uint16_t* col_out) {
     constexpr int kLanes = B / 8;  // lanes per block in both phases
@@ -192,6 +208,9 @@ __global__ void __launch_bounds__(kStagedThreads, Rht ? kStagedRhtMinBlocks : kS
     __shared__ float2 scale_by_code[2][128];
     __shared__ unsigned counts[2];
     __shared__ std::uint32_t cta_amax;
+    constexpr bool kTiles = C == StagedCopy::Tiles;
+    // Per tile k: 16 x 16 tiles (h, cg) of rows 16 h on, columns 16 cg on, at 16 k + 8 h + cg.
+    __shared__ std::uint32_t tile_amax[kTiles ? 16 * kTilesPerCta : 1];
     const int t = threadIdx.x;
     // Tiles from x's end back: the kernel before (the amax pass, or what wrote x) left
     // x's end in L2, where the first CTAs find it. ctas_x (CTAs per row of tiles) is
@@ -216,6 +235,7 @@ __global__ void __launch_bounds__(kStagedThreads, Rht ? kStagedRhtMinBlocks : kS
     const std::uint32_t seen = t == 0 && p.fused_amax ? ld_relaxed(p.fused_amax) : 0;
     if (t < 2) counts[t] = 0;
     if (t == 0) cta_amax = 0;
+    if (kTiles && t < 16 * kTilesPerCta) tile_amax[t] = 0;
     CopyScales row_scales, col_scales;
     if (p.nvfp4) {
         row_scales.s_enc = cast::nvfp4_tensor_scale(*p.amax);
@@ -236,6 +256,19 @@ __global__ void __launch_bounds__(kStagedThreads, Rht ? kStagedRhtMinBlocks : kS
 #pragma unroll
         for (int h = 0; h < 2; ++h) tile[k][staged_slot(t / kStagedWords + 16 * h, w)] = q[k][h];
     __syncthreads();  // the tile and the scale table
+    auto word_max = [](const std::uint32_t (&v)[4]) {
+        return max_u16x2(max_u16x2(v[0] & kMagnitudes2, v[1] & kMagnitudes2), max_u16x2(v[2] & kMagnitudes2, v[3] & kMagnitudes2));
+    };
+    if constexpr (kTiles) {
+#pragma unroll
+        for (int k = 0; k < kTilesPerCta; ++k)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const std::uint32_t v[4] = {q[k][h].x, q[k][h].y, q[k][h].z, q[k][h].w};
+                add_tile_amax(word_max(v), t, &tile_amax[16 * k + 8 * h + w / 2]);
+            }
+        __syncthreads();
+    }
     float clamped[2] = {0.0f, 0.0f};  // counts, exact: at most 64 per thread
     std::uint32_t x_amax = 0;
     if (p.rowwise) {
@@ -244,16 +277,15 @@ __global__ void __launch_bounds__(kStagedThreads, Rht ? kStagedRhtMinBlocks : kS
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const std::uint32_t v[4] = {q[k][h].x, q[k][h].y, q[k][h].z, q[k][h].w};
-                const std::uint32_t m = lanes_max<kLanes>(max_u16x2(max_u16x2(v[0] & kMagnitudes2, v[1] & kMagnitudes2),
-                                                                    max_u16x2(v[2] & kMagnitudes2, v[3] & kMagnitudes2)));
-                const std::uint32_t a = wider_half(m);
+                const std::uint32_t a =
+                    kTiles ? tile_amax[16 * k + 8 * h + w / 2] : wider_half(lanes_max<kLanes>(word_max(v)));
                 if (p.fused_amax) x_amax = max(x_amax, finite_or_inf_amax(v, a));
                 const uint4 out = cast_word<Count>(Bf16Elements{v}, a, p, row_scales, clamped[0]);
                 const std::int64_t r = row(h), c = col(k);
                 if (r < rows && c < cols) __stcs(reinterpret_cast<uint4*>(row_out + r * cols + c), out);
             }
     }
-    if (p.columnwise && Rht) {
+    if (p.columnwise && C == StagedCopy::Rht) {
         columnwise_rht<B, Count>(tile, r0, c0, rows, cols, p, col_scales, col_out, clamped[1], x_amax);
     } else if (p.columnwise) {
         // 2. Warp k: pairs 8k + lane / 4, seg lane % 4.
@@ -264,17 +296,22 @@ __global__ void __launch_bounds__(kStagedThreads, Rht ? kStagedRhtMinBlocks : kS
             std::uint32_t v[8];
 #pragma unroll
             for (int j = 0; j < 8; ++j) v[j] = words[4 * staged_slot(8 * seg + j, pair / 4) + pair % 4];
-            std::uint32_t m = v[0] & kMagnitudes2;
+            std::uint32_t m;  // both columns' block amaxes as BF16 halves, or the tile's (float32 bits)
+            if constexpr (kTiles) {
+                m = tile_amax[16 * k + 8 * (seg / 2) + pair / 8];
+            } else {
+                m = v[0] & kMagnitudes2;
 #pragma unroll
-            for (int j = 1; j < 8; ++j) m = max_u16x2(m, v[j] & kMagnitudes2);
-            m = lanes_max<kLanes>(m);
+                for (int j = 1; j < 8; ++j) m = max_u16x2(m, v[j] & kMagnitudes2);
+                m = lanes_max<kLanes>(m);
+            }
             const std::int64_t r = r0 + 8 * seg;
 #pragma unroll
             for (int h = 0; h < 2; ++h) {  // column 2 pair (low halves), then 2 pair + 1
                 std::uint32_t w[4];  // the column's 8 rows as pairs
 #pragma unroll
                 for (int i = 0; i < 4; ++i) w[i] = __byte_perm(v[2 * i], v[2 * i + 1], h ? 0x7632 : 0x5410);
-                const std::uint32_t a = h ? m & 0xFFFF0000u : m << 16;
+                const std::uint32_t a = kTiles ? m : h ? m & 0xFFFF0000u : m << 16;
                 if (p.fused_amax && !p.rowwise) x_amax = max(x_amax, finite_or_inf_amax(w, a));
                 const uint4 out = cast_word<Count>(Bf16Elements{w}, a, p, col_scales, clamped[1]);
                 const std::int64_t cc = c0 + k * kStagedCols + 2 * pair + h;
@@ -287,20 +324,20 @@ __global__ void __launch_bounds__(kStagedThreads, Rht ? kStagedRhtMinBlocks : kS
 }
 
 // Whether the staged kernel casts x for this recipe: BF16 of whole 16-byte words in both
-// copies, 1-D blocks, round to nearest.
-inline bool staged_fits(const CastInput& x, bool two_d, bool sr, const void* row_out, const void* col_out) {
+// copies, round to nearest, 16 x 16 tiles only without rht.
+inline bool staged_fits(const CastInput& x, bool two_d, bool rht, bool sr, const void* row_out, const void* col_out) {
     auto aligned = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 16 == 0; };
-    return x.dtype == DType::BF16 && !two_d && !sr && x.rows % 8 == 0 && x.cols % 8 == 0 && aligned(x.data) &&
+    return x.dtype == DType::BF16 && !(two_d && rht) && !sr && x.rows % 8 == 0 && x.cols % 8 == 0 && aligned(x.data) &&
            aligned(row_out) && aligned(col_out);
 }
 
-template <int B, bool Count, bool Rht>
+template <int B, bool Count, StagedCopy C>
 void launch_staged_as(const CastInput& x, const Params& p, std::uint16_t* row_out, std::uint16_t* col_out, cudaStream_t stream) {
     const std::int64_t ctas_x = (x.cols + kTilesPerCta * kStagedCols - 1) / (kTilesPerCta * kStagedCols);
     const std::int64_t ctas = ctas_x * ((x.rows + kStagedRows - 1) / kStagedRows);
     // NVFP4 follows its amax pass, which only reads x: the cast's CTAs may start in its tail
     // and load their tiles while it finishes.
-    auto kernel = fp4_staged_kernel<B, Count, Rht>;
+    auto kernel = fp4_staged_kernel<B, Count, C>;
     const auto* data = static_cast<const std::uint16_t*>(x.data);
     if (p.nvfp4)
         launch_dependent(kernel, unsigned(ctas), kStagedThreads, 0, stream, data, x.rows, x.cols, unsigned(ctas_x), p,
@@ -309,17 +346,22 @@ void launch_staged_as(const CastInput& x, const Params& p, std::uint16_t* row_ou
         kernel<<<unsigned(ctas), kStagedThreads, 0, stream>>>(data, x.rows, x.cols, unsigned(ctas_x), p, row_out, col_out);
 }
 
-// NVFP4 (blocks of 16) or MXFP4 (32).
-inline void launch_staged(const CastInput& x, const Params& p, std::uint16_t* row_out, std::uint16_t* col_out,
-                          cudaStream_t stream) {
-    auto launch = [&](auto rht) {
-        constexpr bool kRht = decltype(rht)::value;
-        if (p.nvfp4) launch_staged_as<16, true, kRht>(x, p, row_out, col_out, stream);
-        else if (p.rule == MXRule::RCeil) launch_staged_as<32, false, kRht>(x, p, row_out, col_out, stream);
-        else launch_staged_as<32, true, kRht>(x, p, row_out, col_out, stream);
+// NVFP4 (blocks of 16, or 16 x 16 tiles) or MXFP4 (32).
+inline void launch_staged(const CastInput& x, const Params& p, bool two_d, std::uint16_t* row_out,
+                          std::uint16_t* col_out, cudaStream_t stream) {
+    auto launch = [&](auto copy) {
+        constexpr StagedCopy kC = decltype(copy)::value;
+        if constexpr (kC == StagedCopy::Tiles) {  // NVFP4's only
+            launch_staged_as<16, true, kC>(x, p, row_out, col_out, stream);
+        } else {
+            if (p.nvfp4) launch_staged_as<16, true, kC>(x, p, row_out, col_out, stream);
+            else if (p.rule == MXRule::RCeil) launch_staged_as<32, false, kC>(x, p, row_out, col_out, stream);
+            else launch_staged_as<32, true, kC>(x, p, row_out, col_out, stream);
+        }
     };
-    if (p.rht && col_out) launch(std::true_type{});
-    else launch(std::false_type{});
+    if (two_d) launch(std::integral_constant<StagedCopy, StagedCopy::Tiles>{});
+    else if (p.rht && col_out) launch(std::integral_constant<StagedCopy, StagedCopy::Rht>{});
+    else launch(std::integral_constant<StagedCopy, StagedCopy::Blocks>{});
 }
 
 }  // namespace fp8scope::cuda::fp4k
