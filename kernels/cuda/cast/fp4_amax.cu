@@ -1,12 +1,14 @@
 // The amax pass before an NVFP4 cast (fp4_tile.cuh): the scaling amax of x, and with rht
-// also that of the columnwise copy after its transform, from one read. A CTA walks bands
-// of 16 rows by 256 columns: each warp loads two rows of the band, a lane 16 contiguous
+// also that of the columnwise copy after its transform, from one read. BF16 x of 16-byte
+// rows takes rht_amax_staged_kernel (the staged cast's schedule). Other x, bands: a CTA
+// walks bands of 16 rows by 256 columns: each warp loads two rows of the band, a lane 16 contiguous
 // bytes at a time (whole sectors), into shared memory, and issues the next band's loads
 // before it works on this one; then thread t takes column t of the band, keeps max |x|
 // and runs cast::rht16 down the column when the 16 rows are all inside x (a tail of fewer
 // rows counts as it is, as the cast leaves it). NaN is ignored, Inf included.
 #include <algorithm>
 
+#include "cuda/cast/fp4_staged.cuh"
 #include "cuda/cast/fp4_tile.cuh"
 #include "cuda/cast/launch.cuh"
 #include "cuda/runtime/check.h"
@@ -108,6 +110,55 @@ __global__ void __launch_bounds__(kAmaxThreads) rht_amax_kernel(const T* x, std:
     if (t == 1 && cta[1]) atomicMax(col_amax, cta[1]);
 }
 
+// BF16 x of 16-byte rows, on the cast's own schedule (fp4_staged.cuh): short-lived CTAs of
+// two 32 x 128 tiles in x's order (the cast then starts from the end, still in L2), each
+// thread's four 16-byte loads first; then, as the cast's rht pass does, thread t takes
+// rows 16 (t % 2) on of column t / 2 of each tile from shared memory. A CTA adds its maxima
+// only where they pass what the words held when it started.
+__global__ void __launch_bounds__(kStagedThreads, kStagedRhtMinBlocks)
+    rht_amax_staged_kernel(const std::uint16_t* x, std::int64_t rows, std::int64_t cols, unsigned ctas_x,
+                           std::uint32_t* amax, std::uint32_t* col_amax) {
+    __shared__ StagedTiles tile;
+    __shared__ std::uint32_t cta[2];
+    const int t = threadIdx.x, w = t % kStagedWords;
+    const std::int64_t r0 = std::int64_t(blockIdx.x / ctas_x) * kStagedRows,
+                       c0 = std::int64_t(blockIdx.x % ctas_x) * (kTilesPerCta * kStagedCols);
+    uint4 q[kTilesPerCta][2];
+#pragma unroll
+    for (int k = 0; k < kTilesPerCta; ++k)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const std::int64_t r = r0 + t / kStagedWords + 16 * h, c = c0 + k * kStagedCols + 8 * w;
+            q[k][h] = r < rows && c < cols ? __ldg(reinterpret_cast<const uint4*>(x + r * cols + c)) : make_uint4(0, 0, 0, 0);
+        }
+    const std::uint32_t seen = t < 2 ? ld_relaxed(t ? col_amax : amax) : 0;
+    if (t < 2) cta[t] = 0;
+#pragma unroll
+    for (int k = 0; k < kTilesPerCta; ++k)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) tile[k][staged_slot(t / kStagedWords + 16 * h, w)] = q[k][h];
+    __syncthreads();
+    const int c = t / 2, g = t % 2;
+    const bool full = r0 + 16 * g + 16 <= rows;
+    float m = 0.0f, mt = 0.0f;
+#pragma unroll 1
+    for (int k = 0; k < kTilesPerCta; ++k) {
+        const std::uint16_t* halves = reinterpret_cast<const std::uint16_t*>(tile[k]);
+        float v[16];
+#pragma unroll
+        for (int j = 0; j < 16; ++j) v[j] = __uint_as_float(std::uint32_t(halves[8 * staged_slot(16 * g + j, c / 8) + c % 8]) << 16);
+        m = abs_max(m, v);
+        if (full) cast::rht16(v);
+        mt = abs_max(mt, v);
+    }
+    allow_dependents();  // the cast after it waits for the whole max anyway
+    const std::uint32_t w0 = __reduce_max_sync(0xFFFFFFFFu, __float_as_uint(m));
+    const std::uint32_t w1 = __reduce_max_sync(0xFFFFFFFFu, __float_as_uint(mt));
+    if (t % 32 == 0) atomicMax(&cta[0], w0), atomicMax(&cta[1], w1);
+    __syncthreads();
+    if (t < 2 && cta[t] > seen) atomicMax(t ? col_amax : amax, cta[t]);
+}
+
 }  // namespace
 
 void amax_pass(const CastInput& x, bool rht, float* amax, float* col_amax, cudaStream_t stream) {
@@ -118,6 +169,15 @@ void amax_pass(const CastInput& x, bool rht, float* amax, float* col_amax, cudaS
     FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof(float), stream));
     FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(col_amax, 0, sizeof(float), stream));
     if (x.rows == 0 || x.cols == 0) return;
+    if (x.dtype == DType::BF16 && x.rows % 8 == 0 && x.cols % 8 == 0 && reinterpret_cast<std::uintptr_t>(x.data) % 16 == 0) {
+        const std::int64_t ctas_x = (x.cols + kTilesPerCta * kStagedCols - 1) / (kTilesPerCta * kStagedCols);
+        const std::int64_t ctas = ctas_x * ((x.rows + kStagedRows - 1) / kStagedRows);
+        rht_amax_staged_kernel<<<unsigned(ctas), kStagedThreads, 0, stream>>>(
+            static_cast<const std::uint16_t*>(x.data), x.rows, x.cols, unsigned(ctas_x),
+            reinterpret_cast<std::uint32_t*>(amax), reinterpret_cast<std::uint32_t*>(col_amax));
+        FP8SCOPE_CUDA_LAUNCHED();
+        return;
+    }
     auto launch = [&](const auto* data) {
         using T = std::remove_cv_t<std::remove_pointer_t<decltype(data)>>;
         static const int per_sm = [] {
