@@ -8,7 +8,7 @@
 // 77%; persistent CTAs looping over tiles 65-77%, whatever the depth of their cp.async
 // pipeline). Around it, on an H200 (8192 x 8192), each worth 1-5 points of the copy:
 // - six CTAs per SM (40 registers) in place of four: more loads in flight behind the
-//   instructions of each element (five: the same as six);
+//   instructions of each element (five: the same as six; with rht five, as six spill);
 // - tiles from x's end back: the kernel before (the amax pass, or what wrote x) left x's
 //   end in L2, where the first CTAs find it; NVFP4's cast is launched as a dependent of its
 //   amax pass, so its first CTAs start loading before that pass ends;
