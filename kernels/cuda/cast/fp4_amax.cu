@@ -1,11 +1,11 @@
 // The amax pass before an NVFP4 cast (fp4_tile.cuh): the scaling amax of x, and with rht
 // also that of the columnwise copy after its transform, from one read. BF16 x of 16-byte
 // rows takes rht_amax_staged_kernel (the staged cast's schedule). Other x, bands: a CTA
-// walks bands of 16 rows by 256 columns: each warp loads two rows of the band, a lane 16 contiguous
-// bytes at a time (whole sectors), into shared memory, and issues the next band's loads
-// before it works on this one; then thread t takes column t of the band, keeps max |x|
-// and runs cast::rht16 down the column when the 16 rows are all inside x (a tail of fewer
-// rows counts as it is, as the cast leaves it). NaN is ignored, Inf included.
+// walks bands of 16 rows by 256 columns: each warp loads two rows of the band, a lane 16
+// contiguous bytes at a time (whole sectors), into shared memory, and issues the next
+// band's loads before it works on this one; then thread t takes column t of the band,
+// keeps max |x| and runs cast::rht16 down the column when the 16 rows are all inside x (a
+// tail of fewer rows counts as it is, as the cast leaves it). NaN is ignored, Inf included.
 #include <algorithm>
 
 #include "cuda/cast/fp4_staged.cuh"
