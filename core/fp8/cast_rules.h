@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cfloat>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -471,16 +472,22 @@ FP8SCOPE_HD float fp4_qdq_sr(float x, const FP4BlockScale& b, std::uint32_t u, s
 constexpr std::uint32_t kRhtSignMask = 0xD7E8u;  // [1,1,1,-1,1,-1,-1,-1,-1,-1,-1,1,-1,1,-1,-1]
 constexpr int kRhtSize = 16;
 
-// rht16 after its sign flips: the 16-point Hadamard butterflies and the 1/4 scale, in this
-// order (kernels that flip the signs their own way run this for the rest).
-FP8SCOPE_HD void hadamard16_quarter(float* v) {
-    for (int h = 1; h < kRhtSize; h *= 2)
+// The first `stages` of the 16-point Hadamard butterflies of rht16, in its order (stage
+// h = 1, 2, 4, 8 pairs j and j + h).
+FP8SCOPE_HD void hadamard16(float* v, int stages = 4) {
+    for (int h = 1; h < (1 << stages); h *= 2)
         for (int i = 0; i < kRhtSize; i += 2 * h)
             for (int j = i; j < i + h; ++j) {
                 const float a = v[j], b = v[j + h];
                 v[j] = add_rn(a, b);
                 v[j + h] = sub_rn(a, b);
             }
+}
+
+// rht16 after its sign flips: the butterflies, then the 1/4 scale (kernels that flip the
+// signs their own way run this for the rest).
+FP8SCOPE_HD void hadamard16_quarter(float* v) {
+    hadamard16(v);
     for (int i = 0; i < kRhtSize; ++i) v[i] = mul_rn(v[i], 0.25f);
 }
 
@@ -488,6 +495,31 @@ FP8SCOPE_HD void rht16(float* v) {
     for (int i = 0; i < kRhtSize; ++i)
         if ((kRhtSignMask >> i) & 1u) v[i] = float_of(bits_of(v[i]) ^ kSignBit);
     hadamard16_quarter(v);
+}
+
+// rht16's sign flips by negation, which a GPU's adds take for free.
+FP8SCOPE_HD void negate_rht_signs(float* v) {
+    for (int i = 0; i < kRhtSize; ++i)
+        if ((kRhtSignMask >> i) & 1u) v[i] = -v[i];
+}
+
+// 4 rht16(v), the quarter left for a later multiply to take: rht16(v) = rht16_times4(v) *
+// 1/4 bit for bit where v are BF16 values, since every sum of theirs is a multiple of
+// 2^-133, whose quarter float32 holds exactly (subnormals included).
+FP8SCOPE_HD void rht16_times4(float* v) {
+    negate_rht_signs(v);
+    hadamard16(v);
+}
+
+// max |rht16_times4(v)| (NaN ignored; v is overwritten) without the last stage's outputs:
+// of a + b and a - b the larger magnitude is round(|a| + |b|), rounding being monotonic
+// and symmetric (Inf and NaN included).
+FP8SCOPE_HD float rht16_times4_abs_max(float* v) {
+    negate_rht_signs(v);
+    hadamard16(v, 3);
+    float m = 0.0f;
+    for (int j = 0; j < kRhtSize / 2; ++j) m = fmaxf(m, add_rn(fabsf(v[j]), fabsf(v[j + kRhtSize / 2])));
+    return m;
 }
 
 }  // inline namespace FP8SCOPE_CAST_NS

@@ -4,6 +4,7 @@
 // (orthogonal: H H^T = 16 I, TE's sign vector, a GEMM through it unchanged).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -118,6 +119,42 @@ TEST(RandomHadamard, IsTheSignedSylvesterMatrixOverFour) {
             norm_out += double(v[j]) * v[j];
         }
         EXPECT_NEAR(norm_out, norm_in, 1e-5 * norm_in);  // orthogonal
+    }
+}
+
+// rht16_times4 and rht16_times4_abs_max (the CUDA cast's and amax pass's forms) against
+// rht16 on BF16 input: every bit pattern class, the subnormal range (where a quarter of a
+// float32 could round) and magnitudes whose sums overflow to Inf, then Inf - Inf = NaN.
+TEST(RandomHadamard, TimesFourFormsMatchRht16BitForBitOnBf16Input) {
+    std::mt19937 gen(17);
+    std::uniform_int_distribution<std::uint32_t> bits(0, 0xFFFF), tiny(0, 0x03FF), sign(0, 1);
+    auto bf16 = [](std::uint32_t b) { return cast::float_of(b << 16); };
+    for (int trial = 0; trial < 200000; ++trial) {
+        float v[16];
+        const int kind = trial % 4;
+        for (float& x : v) {
+            if (kind == 0) x = bf16(bits(gen));                          // any pattern, NaN included
+            else if (kind == 1) x = bf16(tiny(gen) | sign(gen) << 15);   // subnormal and tiny normal
+            else if (kind == 2) x = bf16((0x7F00 + bits(gen) % 0x80) | sign(gen) << 15);  // near FLT_MAX
+            else x = bf16((0x3C00 + bits(gen) % 0x600) | sign(gen) << 15);  // ordinary magnitudes
+        }
+        float want[16], got[16], m[16];
+        std::copy(v, v + 16, want);
+        std::copy(v, v + 16, got);
+        std::copy(v, v + 16, m);
+        cast::rht16(want);
+        cast::rht16_times4(got);
+        float want_max = 0.0f;
+        for (int j = 0; j < 16; ++j) {
+            const float q = got[j] * 0.25f;
+            if (std::isnan(want[j])) {
+                EXPECT_TRUE(std::isnan(q)) << trial << " " << j;
+            } else {
+                ASSERT_EQ(cast::bits_of(q), cast::bits_of(want[j])) << "trial " << trial << " element " << j;
+                want_max = std::max(want_max, std::fabs(want[j]));
+            }
+        }
+        ASSERT_EQ(cast::bits_of(cast::rht16_times4_abs_max(m) * 0.25f), cast::bits_of(want_max)) << "trial " << trial;
     }
 }
 

@@ -113,8 +113,9 @@ __global__ void __launch_bounds__(kAmaxThreads) rht_amax_kernel(const T* x, std:
 // BF16 x of 16-byte rows, on the cast's own schedule (fp4_staged.cuh): short-lived CTAs of
 // two 32 x 128 tiles in x's order (the cast then starts from the end, still in L2), each
 // thread's four 16-byte loads first; then, as the cast's rht pass does, thread t takes
-// rows 16 (t % 2) on of column t / 2 of each tile from shared memory. A CTA adds its maxima
-// only where they pass what the words held when it started.
+// rows 16 (t % 2) on of column t / 2 of each tile from shared memory, and the transform's
+// amax is cast::rht16_times4_abs_max's, a quarter at the end. A CTA adds its maxima only
+// where they pass what the words held when it started.
 __global__ void __launch_bounds__(kStagedThreads, kStagedRhtMinBlocks)
     rht_amax_staged_kernel(const std::uint16_t* x, std::int64_t rows, std::int64_t cols, unsigned ctas_x,
                            std::uint32_t* amax, std::uint32_t* col_amax) {
@@ -148,9 +149,9 @@ __global__ void __launch_bounds__(kStagedThreads, kStagedRhtMinBlocks)
 #pragma unroll
         for (int j = 0; j < 16; ++j) v[j] = __uint_as_float(std::uint32_t(halves[8 * staged_slot(16 * g + j, c / 8) + c % 8]) << 16);
         m = abs_max(m, v);
-        if (full) cast::rht16(v);
-        mt = abs_max(mt, v);
+        mt = full ? fmaxf(mt, cast::rht16_times4_abs_max(v)) : abs_max(mt, v);
     }
+    if (full) mt *= 0.25f;  // exact: cast::rht16_times4
     allow_dependents();  // the cast after it waits for the whole max anyway
     const std::uint32_t w0 = __reduce_max_sync(0xFFFFFFFFu, __float_as_uint(m));
     const std::uint32_t w1 = __reduce_max_sync(0xFFFFFFFFu, __float_as_uint(mt));

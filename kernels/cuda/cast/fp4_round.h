@@ -55,14 +55,29 @@ FP8SCOPE_HD std::uint8_t e2m1_code_fast(float y, std::uint32_t& clamped) {
     return e2m1_code_of_rounded(e2m1_round_abs_bits(u & ~kSignBit, clamped), u);
 }
 
+FP8SCOPE_HD float fma_rn(float a, float b, float c) {
+#ifdef __CUDA_ARCH__
+    return __fmaf_rn(a, b, c);
+#else
+    return std::fma(a, b, c);
+#endif
+}
+
+// m in [0, 8) rounded to nearest even at E2M1's step in its binade: 2^-1 below 2, 1, 2. The
+// magic number is the binade (at least 1) times 2^22, whose ulp is that step; an FMA adds
+// it to m exactly and rounds once, another takes it off exactly (two instructions where a
+// multiply, an add and a subtract were three).
+FP8SCOPE_HD float e2m1_round_nonnegative_below8(float m, std::uint32_t binade) {
+    const float b = float_of(binade > kOneBits ? binade : kOneBits);
+    return fma_rn(b, -0x1p22f, fma_rn(b, 0x1p22f, m));
+}
+
 // e2m1_round_in_block's value with more of its work on the FMA pipe, for kernels bound by
-// the integer one: min(|y|, 6) as a float min, and the magic number as the binade of that
-// (at least 1) times 2^22. The same bits for every y but NaN.
+// the integer one: min(|y|, 6) as a float min, then e2m1_round_nonnegative_below8. The same
+// bits for every y but NaN.
 FP8SCOPE_HD float e2m1_round_in_block_fp(float y) {
     const float m = fminf(fabsf(y), 6.0f);
-    const std::uint32_t binade = bits_of(m) & kInfBits;
-    const float magic = mul_rn(float_of(binade > kOneBits ? binade : kOneBits), 0x1p22f);
-    return float_of(bits_of(sub_rn(add_rn(m, magic), magic)) | (bits_of(y) & kSignBit));
+    return float_of(bits_of(e2m1_round_nonnegative_below8(m, bits_of(m) & kInfBits)) | (bits_of(y) & kSignBit));
 }
 
 // |e2m1_round_in_block_fp(y)| for |y| < 7 without the clamp: up from 4 the step is 2, so
@@ -70,9 +85,7 @@ FP8SCOPE_HD float e2m1_round_in_block_fp(float y) {
 // element of a block reaches 7 (all but blocks of tiny scales); the sign goes on later,
 // two elements at a time.
 FP8SCOPE_HD float e2m1_round_magnitude_below7(float y) {
-    const std::uint32_t binade = bits_of(y) & kInfBits;
-    const float magic = mul_rn(float_of(binade > kOneBits ? binade : kOneBits), 0x1p22f);
-    return sub_rn(add_rn(fabsf(y), magic), magic);
+    return e2m1_round_nonnegative_below8(fabsf(y), bits_of(y) & kInfBits);
 }
 
 // 1 where |y| > 6 (a clamped element), else 0, on the FMA pipe: |y| 2^22 - 6 2^22 is exact

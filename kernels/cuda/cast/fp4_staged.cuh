@@ -24,8 +24,10 @@
 //      (one 4-byte read per row gives both; B / 8 neighbouring lanes share a block) and
 //      stores each column's 8 values as one word of x^T's row: a warp's four segs write
 //      64 bytes of each of 16 rows of the columnwise copy.
-//   With rht, step 2 is columnwise_rht's. With 16 x 16 tiles, each tile's amax is gathered
-//   in shared memory between the two steps, and both copies take it (add_tile_amax).
+//   With rht, step 2 is columnwise_rht's: a thread transforms 16 rows of a column, and lane
+//   pairs swap words through shared memory so that every store writes whole sectors. With
+//   16 x 16 tiles, each tile's amax is gathered in shared memory between the two steps, and
+//   both copies take it (add_tile_amax).
 // Shared memory rows are unpadded; the 16-byte word w of row r sits at w ^ (2 ((r / 8) % 4)),
 // so that both phases fall in 32 different banks.
 // Block amaxes are taken on the BF16 bits, two elements per instruction (max.u16x2 of the
@@ -58,6 +60,13 @@ __device__ __forceinline__ std::uint32_t max_u16x2(std::uint32_t a, std::uint32_
 
 constexpr std::uint32_t kMagnitudes2 = 0x7FFF7FFFu;
 
+// The larger of a and b, NaN where either is (one instruction, as fmaxf).
+__device__ __forceinline__ float max_nan(float a, float b) {
+    float r;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+
 // The float32 bits of the larger magnitude of a max_u16x2 result's two halves.
 __device__ __forceinline__ std::uint32_t wider_half(std::uint32_t m) { return max(m & 0xFFFFu, m >> 16) << 16; }
 
@@ -77,17 +86,22 @@ __device__ __forceinline__ float pair_element(const std::uint32_t (&w)[4], int j
     return __uint_as_float(j & 1 ? w[j / 2] & 0xFFFF0000u : w[j / 2] << 16);
 }
 
-// The 8 elements a word of a copy is cast from: element(j), and the sign bits of elements
-// 2 k and 2 k + 1 where a BF16 pair has them.
+// The 8 elements a word of a copy is cast from: element(j) = raw(j) * quarter (exactly),
+// and the sign bits of elements 2 k and 2 k + 1 where a BF16 pair has them.
 struct Bf16Elements {  // x itself, as pairs
+    static constexpr bool kQuartered = false;
     const std::uint32_t (&w)[4];
-    __device__ __forceinline__ float element(int j) const { return pair_element(w, j); }
+    __device__ __forceinline__ float raw(int j) const { return pair_element(w, j); }
+    __device__ __forceinline__ float element(int j) const { return raw(j); }
     __device__ __forceinline__ std::uint32_t signs(int k) const { return w[k] & 0x80008000u; }
 };
 
-struct F32Elements {  // rht's transformed columns
+struct F32Elements {  // rht's transformed columns: rht16_times4's, quarter 1/4 (1 in a tail)
+    static constexpr bool kQuartered = true;
     const float* v;
-    __device__ __forceinline__ float element(int j) const { return v[j]; }
+    float quarter;
+    __device__ __forceinline__ float raw(int j) const { return v[j]; }
+    __device__ __forceinline__ float element(int j) const { return cast::mul_rn(v[j], quarter); }
     __device__ __forceinline__ std::uint32_t signs(int k) const {
         return __byte_perm(__float_as_uint(v[2 * k]), __float_as_uint(v[2 * k + 1]), 0x7632) & 0x80008000u;
     }
@@ -100,15 +114,20 @@ struct F32Elements {  // rht's transformed columns
 // |x enc| <= amax_b enc (products round monotonically): where that is below 7, as in every
 // finite block but those of tiny NVFP4 scales, no element needs the clamp, the count runs
 // on the FMA pipe, and the signs go back on two elements at a time. Else (a block holding
-// NaN or Inf among them, whose s_b is NaN) element by element, clamp and all.
+// NaN or Inf among them, whose s_b is NaN) element by element, clamp and all. A quarter
+// goes into enc there where that stays exact (enc_b >= 2^-124, all but blocks of a tensor
+// amax near FLT_MAX): (raw / 4) enc_b and raw (enc_b / 4) are then one exact product.
 template <bool Count, class In>
 __device__ __forceinline__ uint4 cast_word(const In& in, std::uint32_t amax, const Params& p, const CopyScales& s,
                                            float& clamped) {
     const cast::FP4BlockScale b = block_scale(amax, p, s);
     std::uint32_t o[4];
-    if (cast::mul_rn(cast::float_of(amax), b.enc) < 7.0f) {
+    const bool exact_enc = !In::kQuartered || b.enc >= 0x1p-124f;
+    if (cast::mul_rn(cast::float_of(amax), b.enc) < 7.0f && exact_enc) {
+        float enc = b.enc;
+        if constexpr (In::kQuartered) enc = cast::mul_rn(enc, in.quarter);
         auto value = [&](int j) {  // exact: the product's top half is the BF16
-            const float y = cast::mul_rn(in.element(j), b.enc);
+            const float y = cast::mul_rn(in.raw(j), enc);
             if constexpr (Count) clamped += cast::e2m1_clamped_indicator(y);
             return __float_as_uint(cast::mul_rn(cast::e2m1_round_magnitude_below7(y), b.scale));
         };
@@ -154,6 +173,9 @@ __device__ __forceinline__ void columnwise_rht(const StagedTiles& tile, std::int
                                                std::int64_t rows, std::int64_t cols, const Params& p,
                                                const CopyScales& s, std::uint16_t* col_out, float& clamped,
                                                std::uint32_t& x_amax) {
+    // The words lane pairs swap before they store them: word i of thread t at
+    // i (kStagedThreads + 1) + t (the pad puts the two words of a read in different banks).
+    __shared__ uint4 xchg[2 * (kStagedThreads + 1)];
     const int t = threadIdx.x, c = t / 2, g = t % 2;
     const std::int64_t r = r0 + 16 * g;
     const bool full = r + 16 <= rows;
@@ -163,25 +185,38 @@ __device__ __forceinline__ void columnwise_rht(const StagedTiles& tile, std::int
         float y[16];
 #pragma unroll
         for (int j = 0; j < 16; ++j) {
-            std::uint32_t b = halves[8 * staged_slot(16 * g + j, c / 8) + c % 8];
+            const std::uint32_t b = halves[8 * staged_slot(16 * g + j, c / 8) + c % 8];
             if (p.fused_amax && !p.rowwise) {  // of x itself, NaN ignored
                 const std::uint32_t e = (b << 16) & ~cast::kSignBit;
                 x_amax = e <= cast::kInfBits ? max(x_amax, e) : x_amax;
             }
-            if ((cast::kRhtSignMask >> j) & 1u) b ^= full ? 0x8000u : 0u;
             y[j] = __uint_as_float(b << 16);
         }
-        if (full) cast::hadamard16_quarter(y);
-        std::uint32_t a = 0;
+        if (full) cast::rht16_times4(y);
+        const float quarter = full ? 0.25f : 1.0f;
+        float m[8];  // a tree, not a chain; NaN wins, as in the bits' max of the other copies
 #pragma unroll
-        for (int j = 0; j < 16; ++j) a = max(a, __float_as_uint(y[j]) & ~cast::kSignBit);
+        for (int j = 0; j < 8; ++j) m[j] = max_nan(fabsf(y[j]), fabsf(y[j + 8]));
+#pragma unroll
+        for (int h = 4; h > 0; h /= 2)
+#pragma unroll
+            for (int j = 0; j < h; ++j) m[j] = max_nan(m[j], m[j + h]);
+        std::uint32_t a = __float_as_uint(m[0] * quarter);  // exact (cast::rht16_times4)
         if constexpr (B == 32) a = max(a, __shfl_xor_sync(kAllLanes, a, 1));
+#pragma unroll
+        for (int i = 0; i < 2; ++i) xchg[i * (kStagedThreads + 1) + t] = cast_word<Count>(F32Elements{y + 8 * i, quarter}, a, p, s, clamped);
+        __syncwarp();
+        // Store h writes the 32 bytes (one sector) of rows 16 h on: lane g the word g of
+        // lane 2 c + h's. A lane storing both of its own words would leave every sector
+        // half written twice, and the L2 a third more store requests.
         const std::int64_t cc = c0 + k * kStagedCols + c;
 #pragma unroll
-        for (int i = 0; i < 2; ++i) {
-            const uint4 out = cast_word<Count>(F32Elements{y + 8 * i}, a, p, s, clamped);
-            if (cc < cols && r + 8 * i < rows) __stcs(reinterpret_cast<uint4*>(col_out + cc * rows + r + 8 * i), out);
+        for (int h = 0; h < 2; ++h) {
+            const uint4 out = xchg[g * (kStagedThreads + 1) + (t & ~1) + h];
+            const std::int64_t rh = r0 + 16 * h + 8 * g;
+            if (cc < cols && rh < rows) __stcs(reinterpret_cast<uint4*>(col_out + cc * rows + rh), out);
         }
+        __syncwarp();  // xchg is rewritten next tile
     }
 }
 
