@@ -65,13 +65,8 @@ void cast_fp4(const CastInput& x, const Recipe& recipe, const Fp4Target& out, cu
     if (p.rht && out.col_codes && (!out.col_amax || !out.col_tensor_scale_inv))
         throw std::invalid_argument("cast_fp4: rht needs the columnwise copy's amax and tensor_scale_inv");
     const bool own_col = p.rht && out.col_codes;  // the columnwise copy has scalars of its own
-    FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(out.overflow, 0, 2 * sizeof(unsigned long long), stream));
-    if (p.nvfp4) {
-        fp4k::amax_pass(x, own_col, out.amax, out.col_amax, stream);
-    } else {
-        FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(out.amax, 0, sizeof(float), stream));
-        if (own_col) FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(out.col_amax, 0, sizeof(float), stream));
-    }
+    fp4k::zero_totals(out.overflow, out.amax, own_col ? out.col_amax : nullptr, stream);
+    if (p.nvfp4) fp4k::amax_pass(x, own_col, out.amax, out.col_amax, stream);
     if (x.rows == 0 || x.cols == 0) {
         const float one[2] = {1.0f, 1.0f};
         FP8SCOPE_CUDA_CHECK(cudaMemcpyAsync(out.tensor_scale_inv, one, sizeof(float), cudaMemcpyHostToDevice, stream));

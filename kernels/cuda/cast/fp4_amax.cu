@@ -132,6 +132,7 @@ __global__ void __launch_bounds__(kStagedThreads, kStagedRhtMinBlocks)
             const std::int64_t r = r0 + t / kStagedWords + 16 * h, c = c0 + k * kStagedCols + 8 * w;
             q[k][h] = r < rows && c < cols ? __ldg(reinterpret_cast<const uint4*>(x + r * cols + c)) : make_uint4(0, 0, 0, 0);
         }
+    wait_prior_grid();  // zero_totals
     const std::uint32_t seen = t < 2 ? ld_relaxed(t ? col_amax : amax) : 0;
     if (t < 2) cta[t] = 0;
 #pragma unroll
@@ -160,22 +161,35 @@ __global__ void __launch_bounds__(kStagedThreads, kStagedRhtMinBlocks)
     if (t < 2 && cta[t] > seen) atomicMax(t ? col_amax : amax, cta[t]);
 }
 
+// One warp: the kernels after it add into these words only after wait_prior_grid().
+__global__ void zero_totals_kernel(unsigned long long* overflow, std::uint32_t* amax, std::uint32_t* col_amax) {
+    allow_dependents();
+    const int t = threadIdx.x;
+    if (t < 2) overflow[t] = 0;
+    if (t == 2) *amax = 0;
+    if (t == 3 && col_amax) *col_amax = 0;
+}
+
 }  // namespace
 
+void zero_totals(unsigned long long* overflow, float* amax, float* col_amax, cudaStream_t stream) {
+    zero_totals_kernel<<<1, 32, 0, stream>>>(overflow, reinterpret_cast<std::uint32_t*>(amax),
+                                             reinterpret_cast<std::uint32_t*>(col_amax));
+    FP8SCOPE_CUDA_LAUNCHED();
+}
+
 void amax_pass(const CastInput& x, bool rht, float* amax, float* col_amax, cudaStream_t stream) {
+    if (x.rows == 0 || x.cols == 0) return;
     if (!rht) {
-        scaling_amax(x, amax, stream);
+        qk::launch_tensor_amax(x, reinterpret_cast<std::uint32_t*>(amax), stream);
         return;
     }
-    FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof(float), stream));
-    FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(col_amax, 0, sizeof(float), stream));
-    if (x.rows == 0 || x.cols == 0) return;
     if (x.dtype == DType::BF16 && x.rows % 8 == 0 && x.cols % 8 == 0 && reinterpret_cast<std::uintptr_t>(x.data) % 16 == 0) {
         const std::int64_t ctas_x = (x.cols + kTilesPerCta * kStagedCols - 1) / (kTilesPerCta * kStagedCols);
         const std::int64_t ctas = ctas_x * ((x.rows + kStagedRows - 1) / kStagedRows);
-        rht_amax_staged_kernel<<<unsigned(ctas), kStagedThreads, 0, stream>>>(
-            static_cast<const std::uint16_t*>(x.data), x.rows, x.cols, unsigned(ctas_x),
-            reinterpret_cast<std::uint32_t*>(amax), reinterpret_cast<std::uint32_t*>(col_amax));
+        launch_dependent(rht_amax_staged_kernel, unsigned(ctas), kStagedThreads, 0, stream,
+                         static_cast<const std::uint16_t*>(x.data), x.rows, x.cols, unsigned(ctas_x),
+                         reinterpret_cast<std::uint32_t*>(amax), reinterpret_cast<std::uint32_t*>(col_amax));
         FP8SCOPE_CUDA_LAUNCHED();
         return;
     }

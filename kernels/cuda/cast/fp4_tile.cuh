@@ -72,8 +72,12 @@ inline Params params_of(const Recipe& recipe) {
     return p;
 }
 
-// NVFP4's amax pass (fp4_amax.cu): *amax = the scaling amax of x; with rht also
-// *col_amax = that of the columnwise copy after its transform, from the same read.
+// Before a cast, in one launch: the two overflow counters, *amax and (not null) *col_amax
+// zeroed, for the kernels after it to add into.
+void zero_totals(unsigned long long* overflow, float* amax, float* col_amax, cudaStream_t stream);
+
+// NVFP4's amax pass (fp4_amax.cu), after zero_totals: *amax = the scaling amax of x; with
+// rht also *col_amax = that of the columnwise copy after its transform, from the same read.
 void amax_pass(const CastInput& x, bool rht, float* amax, float* col_amax, cudaStream_t stream);
 
 // One cast block of a copy: where it lies in its copy (row, first column, elements n

@@ -62,9 +62,8 @@ void cast_fp4_copies(const CastInput& x, const Recipe& recipe, const cast::Round
     const bool own_col = p.rht && out.columnwise;  // the columnwise copy has an amax of its own
     float* amax = &out.stats->amax;
     float* col_amax = own_col ? &out.scalars->col_amax : amax;
-    FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(&out.stats->overflow_rowwise, 0, 2 * sizeof(unsigned long long), stream));
+    fp4k::zero_totals(&out.stats->overflow_rowwise, amax, own_col ? col_amax : nullptr, stream);
     if (p.nvfp4) fp4k::amax_pass(x, own_col, amax, col_amax, stream);
-    else FP8SCOPE_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof(float), stream));
     if (x.rows == 0 || x.cols == 0) {
         const Fp4Scalars ones{1.0f, 1.0f, 0.0f, 0.0f};
         const float scale = cast::float_of(cast::kQuietNaNBits);
