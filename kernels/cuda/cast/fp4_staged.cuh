@@ -107,8 +107,8 @@ struct F32Elements {  // rht's transformed columns: rht16_times4's, quarter 1/4 
     }
 };
 
-// Casts 8 elements under block amax bits `amax` to BF16 values decode(q) * s_b, one 16-byte
-// word; adds to `clamped` the finite elements clamped to +-6 (cast_block's rule) where
+// Casts 8 elements of a block with amax bits `amax` and scale b (block_scale's) to BF16
+// values decode(q) * s_b, one 16-byte word; adds to `clamped` the finite elements clamped to +-6 (cast_block's rule) where
 // Count: MXFP4 RCEIL never clamps a finite element (amax_b <= 6 x 2^e, and a finite amax_b
 // is below 6 x 2^127), so it counts nothing.
 // |x enc| <= amax_b enc (products round monotonically): where that is below 7, as in every
@@ -118,9 +118,8 @@ struct F32Elements {  // rht's transformed columns: rht16_times4's, quarter 1/4 
 // goes into enc there where that stays exact (enc_b >= 2^-124, all but blocks of a tensor
 // amax near FLT_MAX): (raw / 4) enc_b and raw (enc_b / 4) are then one exact product.
 template <bool Count, class In>
-__device__ __forceinline__ uint4 cast_word(const In& in, std::uint32_t amax, const Params& p, const CopyScales& s,
+__device__ __forceinline__ uint4 cast_word(const In& in, std::uint32_t amax, const cast::FP4BlockScale& b,
                                            float& clamped) {
-    const cast::FP4BlockScale b = block_scale(amax, p, s);
     std::uint32_t o[4];
     const bool exact_enc = !In::kQuartered || b.enc >= 0x1p-124f;
     if (cast::mul_rn(cast::float_of(amax), b.enc) < 7.0f && exact_enc) {
@@ -203,8 +202,9 @@ __device__ __forceinline__ void columnwise_rht(const StagedTiles& tile, std::int
             for (int j = 0; j < h; ++j) m[j] = max_nan(m[j], m[j + h]);
         std::uint32_t a = __float_as_uint(m[0] * quarter);  // exact (cast::rht16_times4)
         if constexpr (B == 32) a = max(a, __shfl_xor_sync(kAllLanes, a, 1));
+        const cast::FP4BlockScale b = block_scale(a, p, s);  // both words' (one block)
 #pragma unroll
-        for (int i = 0; i < 2; ++i) xchg[i * (kStagedThreads + 1) + t] = cast_word<Count>(F32Elements{y + 8 * i, quarter}, a, p, s, clamped);
+        for (int i = 0; i < 2; ++i) xchg[i * (kStagedThreads + 1) + t] = cast_word<Count>(F32Elements{y + 8 * i, quarter}, a, b, clamped);
         __syncwarp();
         // Store h writes the 32 bytes (one sector) of rows 16 h on: lane g the word g of
         // lane 2 c + h's. A lane storing both of its own words would leave every sector
@@ -315,7 +315,7 @@ __global__ void __launch_bounds__(kStagedThreads, C == StagedCopy::Rht ? kStaged
                 const std::uint32_t a =
                     kTiles ? tile_amax[16 * k + 8 * h + w / 2] : wider_half(lanes_max<kLanes>(word_max(v)));
                 if (p.fused_amax) x_amax = max(x_amax, finite_or_inf_amax(v, a));
-                const uint4 out = cast_word<Count>(Bf16Elements{v}, a, p, row_scales, clamped[0]);
+                const uint4 out = cast_word<Count>(Bf16Elements{v}, a, block_scale(a, p, row_scales), clamped[0]);
                 const std::int64_t r = row(h), c = col(k);
                 if (r < rows && c < cols) __stcs(reinterpret_cast<uint4*>(row_out + r * cols + c), out);
             }
@@ -348,7 +348,7 @@ __global__ void __launch_bounds__(kStagedThreads, C == StagedCopy::Rht ? kStaged
                 for (int i = 0; i < 4; ++i) w[i] = __byte_perm(v[2 * i], v[2 * i + 1], h ? 0x7632 : 0x5410);
                 const std::uint32_t a = kTiles ? m : h ? m & 0xFFFF0000u : m << 16;
                 if (p.fused_amax && !p.rowwise) x_amax = max(x_amax, finite_or_inf_amax(w, a));
-                const uint4 out = cast_word<Count>(Bf16Elements{w}, a, p, col_scales, clamped[1]);
+                const uint4 out = cast_word<Count>(Bf16Elements{w}, a, block_scale(a, p, col_scales), clamped[1]);
                 const std::int64_t cc = c0 + k * kStagedCols + 2 * pair + h;
                 if (cc < cols && r < rows) __stcs(reinterpret_cast<uint4*>(col_out + cc * rows + r), out);
             }
