@@ -107,8 +107,8 @@ struct F32Elements {  // rht's transformed columns: rht16_times4's, quarter 1/4 
     }
 };
 
-// Casts 8 elements of a block with amax bits `amax` and scale b (block_scale's) to BF16
-// values decode(q) * s_b, one 16-byte word; adds to `clamped` the finite elements clamped to +-6 (cast_block's rule) where
+// Casts 8 W elements of a block with amax bits `amax` and scale b (block_scale's) to BF16
+// values decode(q) * s_b, W 16-byte words; adds to `clamped` the finite elements clamped to +-6 (cast_block's rule) where
 // Count: MXFP4 RCEIL never clamps a finite element (amax_b <= 6 x 2^e, and a finite amax_b
 // is below 6 x 2^127), so it counts nothing.
 // |x enc| <= amax_b enc (products round monotonically): where that is below 7, as in every
@@ -117,10 +117,10 @@ struct F32Elements {  // rht's transformed columns: rht16_times4's, quarter 1/4 
 // NaN or Inf among them, whose s_b is NaN) element by element, clamp and all. A quarter
 // goes into enc there where that stays exact (enc_b >= 2^-124, all but blocks of a tensor
 // amax near FLT_MAX): (raw / 4) enc_b and raw (enc_b / 4) are then one exact product.
-template <bool Count, class In>
-__device__ __forceinline__ uint4 cast_word(const In& in, std::uint32_t amax, const cast::FP4BlockScale& b,
-                                           float& clamped) {
-    std::uint32_t o[4];
+template <bool Count, int W, class In>
+__device__ __forceinline__ void cast_words(const In& in, std::uint32_t amax, const cast::FP4BlockScale& b,
+                                           float& clamped, uint4 (&out)[W]) {
+    std::uint32_t o[4 * W];
     const bool exact_enc = !In::kQuartered || b.enc >= 0x1p-124f;
     if (cast::mul_rn(cast::float_of(amax), b.enc) < 7.0f && exact_enc) {
         float enc = b.enc;
@@ -131,7 +131,7 @@ __device__ __forceinline__ uint4 cast_word(const In& in, std::uint32_t amax, con
             return __float_as_uint(cast::mul_rn(cast::e2m1_round_magnitude_below7(y), b.scale));
         };
 #pragma unroll
-        for (int k = 0; k < 4; ++k) o[k] = __byte_perm(value(2 * k), value(2 * k + 1), 0x7632) | in.signs(k);
+        for (int k = 0; k < 4 * W; ++k) o[k] = __byte_perm(value(2 * k), value(2 * k + 1), 0x7632) | in.signs(k);
     } else {
         const bool count = Count && amax < cast::kInfBits;
         auto value = [&](int j) {
@@ -140,9 +140,18 @@ __device__ __forceinline__ uint4 cast_word(const In& in, std::uint32_t amax, con
             return __float_as_uint(cast::mul_rn(cast::e2m1_round_in_block_fp(y), b.scale));
         };
 #pragma unroll
-        for (int k = 0; k < 4; ++k) o[k] = __byte_perm(value(2 * k), value(2 * k + 1), 0x7632);
+        for (int k = 0; k < 4 * W; ++k) o[k] = __byte_perm(value(2 * k), value(2 * k + 1), 0x7632);
     }
-    return make_uint4(o[0], o[1], o[2], o[3]);
+#pragma unroll
+    for (int w = 0; w < W; ++w) out[w] = make_uint4(o[4 * w], o[4 * w + 1], o[4 * w + 2], o[4 * w + 3]);
+}
+
+template <bool Count, class In>
+__device__ __forceinline__ uint4 cast_word(const In& in, std::uint32_t amax, const cast::FP4BlockScale& b,
+                                           float& clamped) {
+    uint4 out[1];
+    cast_words<Count>(in, amax, b, clamped, out);
+    return out[0];
 }
 
 // The largest |x| of a thread's 8 elements w, NaN ignored (what a fused amax keeps): the
@@ -202,9 +211,10 @@ __device__ __forceinline__ void columnwise_rht(const StagedTiles& tile, std::int
             for (int j = 0; j < h; ++j) m[j] = max_nan(m[j], m[j + h]);
         std::uint32_t a = __float_as_uint(m[0] * quarter);  // exact (cast::rht16_times4)
         if constexpr (B == 32) a = max(a, __shfl_xor_sync(kAllLanes, a, 1));
-        const cast::FP4BlockScale b = block_scale(a, p, s);  // both words' (one block)
+        uint4 words[2];  // one block, one scale
+        cast_words<Count>(F32Elements{y, quarter}, a, block_scale(a, p, s), clamped, words);
 #pragma unroll
-        for (int i = 0; i < 2; ++i) xchg[i * (kStagedThreads + 1) + t] = cast_word<Count>(F32Elements{y + 8 * i, quarter}, a, b, clamped);
+        for (int i = 0; i < 2; ++i) xchg[i * (kStagedThreads + 1) + t] = words[i];
         __syncwarp();
         // Store h writes the 32 bytes (one sector) of rows 16 h on: lane g the word g of
         // lane 2 c + h's. A lane storing both of its own words would leave every sector
@@ -241,6 +251,7 @@ __global__ void __launch_bounds__(kStagedThreads, C == StagedCopy::Rht ? kStaged
     constexpr int kLanes = B / 8;  // lanes per block in both phases
     __shared__ StagedTiles tile;
     __shared__ float2 scale_by_code[2][128];
+    __shared__ float2 tensor_scales[2];  // (S_enc, S_dec) of the rowwise and the columnwise copy
     __shared__ unsigned counts[2];
     __shared__ std::uint32_t cta_amax;
     constexpr bool kTiles = C == StagedCopy::Tiles;
@@ -271,26 +282,32 @@ __global__ void __launch_bounds__(kStagedThreads, C == StagedCopy::Rht ? kStaged
     if (t < 2) counts[t] = 0;
     if (t == 0) cta_amax = 0;
     if (kTiles && t < 16 * kTilesPerCta) tile_amax[t] = 0;
-    CopyScales row_scales, col_scales;
+    // Threads 0-127 take the rowwise copy's S_enc, S_dec and table, 128-255 the columnwise
+    // copy's: two divisions and an entry each (both copies' scales in every thread were
+    // four more divisions ahead of its cast).
+    const int copy = t / 128;
+    float s_dec = 1.0f;  // MXFP4's
     if (p.nvfp4) {
-        row_scales.s_enc = cast::nvfp4_tensor_scale(*p.amax);
-        row_scales.s_dec = 1.0f / row_scales.s_enc;
-        col_scales.s_enc = cast::nvfp4_tensor_scale(*p.col_amax);
-        col_scales.s_dec = 1.0f / col_scales.s_enc;
-        row_scales.by_code = scale_by_code[0];
-        col_scales.by_code = scale_by_code[1];
-        scale_by_code[t / 128][t % 128] = nvfp4_scale_entry(t % 128, t < 128 ? row_scales.s_dec : col_scales.s_dec);
+        const float s_enc = cast::nvfp4_tensor_scale(*(copy ? p.col_amax : p.amax));
+        s_dec = 1.0f / s_enc;
+        scale_by_code[copy][t % 128] = nvfp4_scale_entry(t % 128, s_dec);
+        if (t % 128 == 0) tensor_scales[copy] = make_float2(s_enc, s_dec);
     }
-    if (blockIdx.x == 0 && t == 0) {
-        if (p.row_tensor_scale_inv) *p.row_tensor_scale_inv = row_scales.s_dec;
-        if (p.col_tensor_scale_inv) *p.col_tensor_scale_inv = col_scales.s_dec;
-        if (p.tensor_scale) *p.tensor_scale = __uint_as_float(cast::kQuietNaNBits);
+    if (blockIdx.x == 0 && t % 128 == 0) {
+        float* tensor_scale_inv = copy ? p.col_tensor_scale_inv : p.row_tensor_scale_inv;
+        if (tensor_scale_inv) *tensor_scale_inv = s_dec;
+        if (t == 0 && p.tensor_scale) *p.tensor_scale = __uint_as_float(cast::kQuietNaNBits);
     }
 #pragma unroll
     for (int k = 0; k < kTilesPerCta; ++k)
 #pragma unroll
         for (int h = 0; h < 2; ++h) tile[k][staged_slot(t / kStagedWords + 16 * h, w)] = q[k][h];
-    __syncthreads();  // the tile and the scale table
+    __syncthreads();  // the tile and the scale tables
+    CopyScales row_scales, col_scales;
+    if (p.nvfp4) {
+        row_scales = CopyScales{tensor_scales[0].x, tensor_scales[0].y, scale_by_code[0]};
+        col_scales = CopyScales{tensor_scales[1].x, tensor_scales[1].y, scale_by_code[1]};
+    }
     auto word_max = [](const std::uint32_t (&v)[4]) {
         return max_u16x2(max_u16x2(v[0] & kMagnitudes2, v[1] & kMagnitudes2), max_u16x2(v[2] & kMagnitudes2, v[3] & kMagnitudes2));
     };
