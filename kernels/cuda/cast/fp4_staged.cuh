@@ -8,7 +8,8 @@
 // 77%; persistent CTAs looping over tiles 65-77%, whatever the depth of their cp.async
 // pipeline). Around it, on an H200 (8192 x 8192), each worth 1-5 points of the copy:
 // - six CTAs per SM (40 registers) in place of four: more loads in flight behind the
-//   instructions of each element (five: the same as six; with rht five, as six spill);
+//   instructions of each element (five: the same as six; with rht five: six, which fit only
+//   with spills or with the rowwise totals reduced early, measured slower);
 // - tiles from x's end back: the kernel before (the amax pass, or what wrote x) left x's
 //   end in L2, where the first CTAs find it; NVFP4's cast is launched as a dependent of its
 //   amax pass, so its first CTAs start loading before that pass ends;
@@ -171,10 +172,10 @@ using StagedTiles = uint4[kTilesPerCta][kStagedRows * kStagedWords];
 
 // Step 2 with rht (the columnwise copy of a wgrad operand): thread t casts rows 16 (t % 2)
 // on of column t / 2 of each tile (per row a warp reads 32 bytes of rows j and 16 + j, in
-// different halves of the banks), flips their signs and runs the rest of rht16 down the
-// column where its 16 rows are all inside x (a tail stays as it is, as in fp4_tile.cuh),
-// and stores the 16 values as two words of x^T's row. An MXFP4 block (32 rows) is lanes
-// t and t ^ 1. One 2-byte read per element measured faster than a thread taking two
+// different halves of the banks), runs cast::rht16_times4 down the column where its 16
+// rows are all inside x (a tail stays as it is, as in fp4_tile.cuh), casts them under one
+// block scale with the quarter in enc, and the 16 values become two words of x^T's row.
+// An MXFP4 block (32 rows) is lanes t and t ^ 1. One 2-byte read per element measured faster than a thread taking two
 // columns from 4-byte reads (mxfp4_rceil:rht=1 62% against 60% of the copy).
 template <int B, bool Count>
 __device__ __forceinline__ void columnwise_rht(const StagedTiles& tile, std::int64_t r0, std::int64_t c0,
@@ -187,7 +188,7 @@ __device__ __forceinline__ void columnwise_rht(const StagedTiles& tile, std::int
     const int t = threadIdx.x, c = t / 2, g = t % 2;
     const std::int64_t r = r0 + 16 * g;
     const bool full = r + 16 <= rows;
-#pragma unroll 1  // one tile's 16 values live at a time: five CTAs per SM (six spill)
+#pragma unroll 1  // one tile at a time (both tiles unrolled measured 6% slower)
     for (int k = 0; k < kTilesPerCta; ++k) {
         const std::uint16_t* halves = reinterpret_cast<const std::uint16_t*>(tile[k]);
         float y[16];
