@@ -184,11 +184,10 @@ void amax_pass(const CastInput& x, bool rht, float* amax, float* col_amax, cudaS
         qk::launch_tensor_amax(x, reinterpret_cast<std::uint32_t*>(amax), stream);
         return;
     }
-    if (x.dtype == DType::BF16 && x.rows % 8 == 0 && x.cols % 8 == 0 && reinterpret_cast<std::uintptr_t>(x.data) % 16 == 0) {
-        const std::int64_t ctas_x = (x.cols + kTilesPerCta * kStagedCols - 1) / (kTilesPerCta * kStagedCols);
-        const std::int64_t ctas = ctas_x * ((x.rows + kStagedRows - 1) / kStagedRows);
-        launch_dependent(rht_amax_staged_kernel, unsigned(ctas), kStagedThreads, 0, stream,
-                         static_cast<const std::uint16_t*>(x.data), x.rows, x.cols, unsigned(ctas_x),
+    if (staged_input(x)) {
+        const StagedGrid g = staged_grid(x);
+        launch_dependent(rht_amax_staged_kernel, g.ctas, kStagedThreads, 0, stream,
+                         static_cast<const std::uint16_t*>(x.data), x.rows, x.cols, g.ctas_x,
                          reinterpret_cast<std::uint32_t*>(amax), reinterpret_cast<std::uint32_t*>(col_amax));
         FP8SCOPE_CUDA_LAUNCHED();
         return;

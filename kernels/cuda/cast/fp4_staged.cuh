@@ -376,27 +376,42 @@ __global__ void __launch_bounds__(kStagedThreads, C == StagedCopy::Rht ? kStaged
     add_cta_totals(clamped_n, x_amax, p, counts, cta_amax, seen);
 }
 
-// Whether the staged kernel casts x for this recipe: BF16 of whole 16-byte words in both
-// copies, round to nearest, 16 x 16 tiles only without rht.
+inline bool aligned16(const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 16 == 0; }
+
+// Whether x suits the staged schedule (this cast's and rht's amax pass): BF16 of whole
+// 16-byte words, aligned.
+inline bool staged_input(const CastInput& x) {
+    return x.dtype == DType::BF16 && x.rows % 8 == 0 && x.cols % 8 == 0 && aligned16(x.data);
+}
+
+// The staged schedule's grid: CTAs (one per two neighbouring tiles) per row of tiles, and
+// in all.
+struct StagedGrid {
+    unsigned ctas_x, ctas;
+};
+
+inline StagedGrid staged_grid(const CastInput& x) {
+    const std::int64_t ctas_x = (x.cols + kTilesPerCta * kStagedCols - 1) / (kTilesPerCta * kStagedCols);
+    return {unsigned(ctas_x), unsigned(ctas_x * ((x.rows + kStagedRows - 1) / kStagedRows))};
+}
+
+// Whether the staged kernel casts x for this recipe: a staged input and whole 16-byte
+// words in both copies, round to nearest, 16 x 16 tiles only without rht.
 inline bool staged_fits(const CastInput& x, bool two_d, bool rht, bool sr, const void* row_out, const void* col_out) {
-    auto aligned = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 16 == 0; };
-    return x.dtype == DType::BF16 && !(two_d && rht) && !sr && x.rows % 8 == 0 && x.cols % 8 == 0 && aligned(x.data) &&
-           aligned(row_out) && aligned(col_out);
+    return staged_input(x) && !(two_d && rht) && !sr && aligned16(row_out) && aligned16(col_out);
 }
 
 template <int B, bool Count, StagedCopy C>
 void launch_staged_as(const CastInput& x, const Params& p, std::uint16_t* row_out, std::uint16_t* col_out, cudaStream_t stream) {
-    const std::int64_t ctas_x = (x.cols + kTilesPerCta * kStagedCols - 1) / (kTilesPerCta * kStagedCols);
-    const std::int64_t ctas = ctas_x * ((x.rows + kStagedRows - 1) / kStagedRows);
+    const StagedGrid g = staged_grid(x);
     // NVFP4 follows its amax pass, which only reads x: the cast's CTAs may start in its tail
     // and load their tiles while it finishes.
     auto kernel = fp4_staged_kernel<B, Count, C>;
     const auto* data = static_cast<const std::uint16_t*>(x.data);
     if (p.nvfp4)
-        launch_dependent(kernel, unsigned(ctas), kStagedThreads, 0, stream, data, x.rows, x.cols, unsigned(ctas_x), p,
-                         row_out, col_out);
+        launch_dependent(kernel, g.ctas, kStagedThreads, 0, stream, data, x.rows, x.cols, g.ctas_x, p, row_out, col_out);
     else
-        kernel<<<unsigned(ctas), kStagedThreads, 0, stream>>>(data, x.rows, x.cols, unsigned(ctas_x), p, row_out, col_out);
+        kernel<<<g.ctas, kStagedThreads, 0, stream>>>(data, x.rows, x.cols, g.ctas_x, p, row_out, col_out);
 }
 
 // NVFP4 (blocks of 16, or 16 x 16 tiles) or MXFP4 (32).
