@@ -4,7 +4,7 @@
 //   exact: the float32 product has nothing below BF16's bits), NaN where a block holds NaN
 //   or Inf; each copy's S_dec bit for bit; the report's amax, scale (NaN, block scales)
 //   and rowwise overflow;
-//   for nvfp4, nvfp4:rht=1, nvfp4:sr=1, nvfp4_2d (with sr: the transpose, bits and all; with rht and sr), mxfp4_floor,
+//   for nvfp4, nvfp4:rht=1, nvfp4:sr=1 (with rht too), nvfp4_2d (with sr: the transpose, bits and all; with rht and sr), mxfp4_floor,
 //   mxfp4_rceil:sr=1:rht=1, BF16 and float32 inputs, shapes that leave partial blocks,
 //   tiles and rht tails, with and without a NaN and an Inf;
 // - stochastic rounding: the same key gives the same bits, another step other bits;
@@ -106,7 +106,7 @@ TEST(CudaFp4TrainingCast, CopiesAndTensorScalesMatchTheReferenceBitForBit) {
     // tiles of 32 x 128, partial tiles, and blocks cut short at the edge.
     const std::int64_t shapes[][2] = {{17, 33},  {48, 20},  {1, 16},  {16, 1},   {130, 260}, {64, 64},
                                       {257, 96}, {40, 200}, {128, 256}, {200, 392}, {8, 136},  {72, 8}, {96, 520}};
-    for (const char* name : {"nvfp4", "nvfp4:rht=1", "nvfp4:sr=1", "nvfp4_2d", "nvfp4_2d:sr=1", "nvfp4_2d:rht=1:sr=1", "mxfp4_floor",
+    for (const char* name : {"nvfp4", "nvfp4:rht=1", "nvfp4:sr=1", "nvfp4:rht=1:sr=1", "nvfp4_2d", "nvfp4_2d:sr=1", "nvfp4_2d:rht=1:sr=1", "mxfp4_floor",
                              "mxfp4_rceil", "mxfp4_rceil:sr=1:rht=1", "mxfp4_rceil:rht=1"}) {
         const Recipe recipe = parse_recipe(name);
         for (const auto& [rows, cols] : shapes)

@@ -1,6 +1,8 @@
 // The FP4 training cast's kernel for BF16 input of 16-byte rows (the GEMM operands of real
 // models): the same copies, bit for bit, as fp4_tile.cuh's kernel, with fewer instructions
-// per element and the memory schedule of a plain copy.
+// per element and the memory schedule of a plain copy. With stochastic rounding (four CTAs
+// per SM for Philox's registers) the generator's ~16 instructions per element and copy
+// bound it: 32-36% of the copy on an H200, 25-35% in fp4_tile.cuh.
 //
 // Short-lived CTAs, one per two neighbouring tiles of 32 rows x 128 columns, as many resident
 // as fit: that is the schedule of the fastest plain copy to one straight and one transposed
@@ -49,7 +51,7 @@ namespace fp8scope::cuda::fp4k {
 
 constexpr int kStagedRows = 32, kStagedCols = 128, kStagedThreads = 256;
 // Tiles side by side per CTA (32 x 256 of x): one or four measured 9-19% slower on an H200.
-constexpr int kTilesPerCta = 2, kStagedMinBlocks = 6, kStagedRhtMinBlocks = 5;
+constexpr int kTilesPerCta = 2, kStagedMinBlocks = 6, kStagedRhtMinBlocks = 5, kStagedSrMinBlocks = 4;
 constexpr int kStagedWords = kStagedCols / 8;  // 16-byte words per tile row
 
 // Per 16-bit half: the larger of the two as unsigned integers.
@@ -118,12 +120,23 @@ struct F32Elements {  // rht's transformed columns: rht16_times4's, quarter 1/4 
 // NaN or Inf among them, whose s_b is NaN) element by element, clamp and all. A quarter
 // goes into enc there where that stays exact (enc_b >= 2^-124, all but blocks of a tensor
 // amax near FLT_MAX): (raw / 4) enc_b and raw (enc_b / 4) are then one exact product.
-template <bool Count, int W, class In>
+// With stochastic rounding (u: the elements' Philox words), element by element as
+// fp4_tile.cuh's cast_block: e2m1_sr_in_block, the count where amax_b enc passes 6.
+template <bool Count, bool SR = false, int W, class In>
 __device__ __forceinline__ void cast_words(const In& in, std::uint32_t amax, const cast::FP4BlockScale& b,
-                                           float& clamped, uint4 (&out)[W]) {
+                                           float& clamped, uint4 (&out)[W], const std::uint32_t* u = nullptr) {
     std::uint32_t o[4 * W];
     const bool exact_enc = !In::kQuartered || b.enc >= 0x1p-124f;
-    if (cast::mul_rn(cast::float_of(amax), b.enc) < 7.0f && exact_enc) {
+    if constexpr (SR) {
+        const bool count = Count && amax < cast::kInfBits && cast::mul_rn(cast::float_of(amax), b.enc) > cast::kE2M1Max;
+        auto value = [&](int j) {
+            const float y = cast::mul_rn(in.element(j), b.enc);
+            if (count) clamped += (__float_as_uint(y) & ~cast::kSignBit) > cast::kE2M1MaxBits ? 1.0f : 0.0f;
+            return __float_as_uint(cast::mul_rn(cast::e2m1_sr_in_block(y, u[j]).value, b.scale));
+        };
+#pragma unroll
+        for (int k = 0; k < 4 * W; ++k) o[k] = __byte_perm(value(2 * k), value(2 * k + 1), 0x7632);
+    } else if (cast::mul_rn(cast::float_of(amax), b.enc) < 7.0f && exact_enc) {
         float enc = b.enc;
         if constexpr (In::kQuartered) enc = cast::mul_rn(enc, in.quarter);
         auto value = [&](int j) {  // exact: the product's top half is the BF16
@@ -147,12 +160,17 @@ __device__ __forceinline__ void cast_words(const In& in, std::uint32_t amax, con
     for (int w = 0; w < W; ++w) out[w] = make_uint4(o[4 * w], o[4 * w + 1], o[4 * w + 2], o[4 * w + 3]);
 }
 
-template <bool Count, class In>
+template <bool Count, bool SR = false, class In>
 __device__ __forceinline__ uint4 cast_word(const In& in, std::uint32_t amax, const cast::FP4BlockScale& b,
-                                           float& clamped) {
+                                           float& clamped, const std::uint32_t* u = nullptr) {
     uint4 out[1];
-    cast_words<Count>(in, amax, b, clamped, out);
+    cast_words<Count, SR>(in, amax, b, clamped, out, u);
     return out[0];
+}
+
+// The Philox words of the 8 elements of copy index e0 on (a multiple of 8): two calls.
+__device__ __forceinline__ void word_bits(const cast::RoundingKey& key, std::uint64_t e0, std::uint32_t (&u)[8]) {
+    rounding_run<8>(key, e0, 1, u);
 }
 
 // The largest |x| of a thread's 8 elements w, NaN ignored (what a fused amax keeps): the
@@ -177,7 +195,7 @@ using StagedTiles = uint4[kTilesPerCta][kStagedRows * kStagedWords];
 // block scale with the quarter in enc, and the 16 values become two words of x^T's row.
 // An MXFP4 block (32 rows) is lanes t and t ^ 1. One 2-byte read per element measured faster than a thread taking two
 // columns from 4-byte reads (mxfp4_rceil:rht=1 62% against 60% of the copy).
-template <int B, bool Count>
+template <int B, bool Count, bool SR>
 __device__ __forceinline__ void columnwise_rht(const StagedTiles& tile, std::int64_t r0, std::int64_t c0,
                                                std::int64_t rows, std::int64_t cols, const Params& p,
                                                const CopyScales& s, std::uint16_t* col_out, float& clamped,
@@ -212,15 +230,27 @@ __device__ __forceinline__ void columnwise_rht(const StagedTiles& tile, std::int
             for (int j = 0; j < h; ++j) m[j] = max_nan(m[j], m[j + h]);
         std::uint32_t a = __float_as_uint(m[0] * quarter);  // exact (cast::rht16_times4)
         if constexpr (B == 32) a = max(a, __shfl_xor_sync(kAllLanes, a, 1));
-        uint4 words[2];  // one block, one scale
-        cast_words<Count>(F32Elements{y, quarter}, a, block_scale(a, p, s), clamped, words);
+        const std::int64_t cc = c0 + k * kStagedCols + c;
+        if constexpr (SR) {  // a word at a time: its Philox words and 8 values
+            const cast::FP4BlockScale b = block_scale(a, p, s);
+            cast::RoundingKey key = p.key;
+            key.tensor |= 1u;
 #pragma unroll
-        for (int i = 0; i < 2; ++i) xchg[i * (kStagedThreads + 1) + t] = words[i];
+            for (int i = 0; i < 2; ++i) {
+                std::uint32_t u[8];
+                word_bits(key, std::uint64_t(cc * rows + r + 8 * i), u);
+                xchg[i * (kStagedThreads + 1) + t] = cast_word<Count, true>(F32Elements{y + 8 * i, quarter}, a, b, clamped, u);
+            }
+        } else {
+            uint4 words[2];  // one block, one scale
+            cast_words<Count>(F32Elements{y, quarter}, a, block_scale(a, p, s), clamped, words);
+#pragma unroll
+            for (int i = 0; i < 2; ++i) xchg[i * (kStagedThreads + 1) + t] = words[i];
+        }
         __syncwarp();
         // Store h writes the 32 bytes (one sector) of rows 16 h on: lane g the word g of
         // lane 2 c + h's. A lane storing both of its own words would leave every sector
         // half written twice, and the L2 a third more store requests.
-        const std::int64_t cc = c0 + k * kStagedCols + c;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const uint4 out = xchg[g * (kStagedThreads + 1) + (t & ~1) + h];
@@ -245,8 +275,9 @@ __device__ __forceinline__ void add_tile_amax(std::uint32_t m, int t, std::uint3
     if ((t & 17) == 0) atomicMax(tile_amax, wider_half(m));
 }
 
-template <int B, bool Count, StagedCopy C>
-__global__ void __launch_bounds__(kStagedThreads, C == StagedCopy::Rht ? kStagedRhtMinBlocks : kStagedMinBlocks)
+template <int B, bool Count, StagedCopy C, bool SR>
+__global__ void __launch_bounds__(kStagedThreads, SR ? kStagedSrMinBlocks
+                                                     : (C == StagedCopy::Rht ? kStagedRhtMinBlocks : kStagedMinBlocks))
     fp4_staged_kernel(const std::uint16_t* x, std::int64_t rows, std::int64_t cols, unsigned ctas_x, Params p,
                       std::uint16_t* row_out, std::uint16_t* col_out) {
     constexpr int kLanes = B / 8;  // lanes per block in both phases
@@ -333,13 +364,15 @@ __global__ void __launch_bounds__(kStagedThreads, C == StagedCopy::Rht ? kStaged
                 const std::uint32_t a =
                     kTiles ? tile_amax[16 * k + 8 * h + w / 2] : wider_half(lanes_max<kLanes>(word_max(v)));
                 if (p.fused_amax) x_amax = max(x_amax, finite_or_inf_amax(v, a));
-                const uint4 out = cast_word<Count>(Bf16Elements{v}, a, block_scale(a, p, row_scales), clamped[0]);
                 const std::int64_t r = row(h), c = col(k);
+                std::uint32_t u[SR ? 8 : 1];
+                if constexpr (SR) word_bits(p.key, std::uint64_t(r * cols + c), u);
+                const uint4 out = cast_word<Count, SR>(Bf16Elements{v}, a, block_scale(a, p, row_scales), clamped[0], u);
                 if (r < rows && c < cols) __stcs(reinterpret_cast<uint4*>(row_out + r * cols + c), out);
             }
     }
     if (p.columnwise && C == StagedCopy::Rht) {
-        columnwise_rht<B, Count>(tile, r0, c0, rows, cols, p, col_scales, col_out, clamped[1], x_amax);
+        columnwise_rht<B, Count, SR>(tile, r0, c0, rows, cols, p, col_scales, col_out, clamped[1], x_amax);
     } else if (p.columnwise) {
         // 2. Warp k: pairs 8k + lane / 4, seg lane % 4.
         const int pair = 8 * (t / 32) + (t % 32) / 4, seg = t % 4;
@@ -366,8 +399,14 @@ __global__ void __launch_bounds__(kStagedThreads, C == StagedCopy::Rht ? kStaged
                 for (int i = 0; i < 4; ++i) w[i] = __byte_perm(v[2 * i], v[2 * i + 1], h ? 0x7632 : 0x5410);
                 const std::uint32_t a = kTiles ? m : h ? m & 0xFFFF0000u : m << 16;
                 if (p.fused_amax && !p.rowwise) x_amax = max(x_amax, finite_or_inf_amax(w, a));
-                const uint4 out = cast_word<Count>(Bf16Elements{w}, a, block_scale(a, p, col_scales), clamped[1]);
                 const std::int64_t cc = c0 + k * kStagedCols + 2 * pair + h;
+                std::uint32_t u[SR ? 8 : 1];
+                if constexpr (SR) {  // 1-D blocks only: a cast of its own, drawing with tensor | 1
+                    cast::RoundingKey key = p.key;
+                    key.tensor |= 1u;
+                    word_bits(key, std::uint64_t(cc * rows + r), u);
+                }
+                const uint4 out = cast_word<Count, SR>(Bf16Elements{w}, a, block_scale(a, p, col_scales), clamped[1], u);
                 if (cc < cols && r < rows) __stcs(reinterpret_cast<uint4*>(col_out + cc * rows + r), out);
             }
         }
@@ -396,17 +435,17 @@ inline StagedGrid staged_grid(const CastInput& x) {
 }
 
 // Whether the staged kernel casts x for this recipe: a staged input and whole 16-byte
-// words in both copies, round to nearest, 16 x 16 tiles only without rht.
+// words in both copies; 16 x 16 tiles only without rht and sr.
 inline bool staged_fits(const CastInput& x, bool two_d, bool rht, bool sr, const void* row_out, const void* col_out) {
-    return staged_input(x) && !(two_d && rht) && !sr && aligned16(row_out) && aligned16(col_out);
+    return staged_input(x) && !(two_d && (rht || sr)) && aligned16(row_out) && aligned16(col_out);
 }
 
-template <int B, bool Count, StagedCopy C>
+template <int B, bool Count, StagedCopy C, bool SR>
 void launch_staged_as(const CastInput& x, const Params& p, std::uint16_t* row_out, std::uint16_t* col_out, cudaStream_t stream) {
     const StagedGrid g = staged_grid(x);
     // NVFP4 follows its amax pass, which only reads x: the cast's CTAs may start in its tail
     // and load their tiles while it finishes.
-    auto kernel = fp4_staged_kernel<B, Count, C>;
+    auto kernel = fp4_staged_kernel<B, Count, C, SR>;
     const auto* data = static_cast<const std::uint16_t*>(x.data);
     if (p.nvfp4)
         launch_dependent(kernel, g.ctas, kStagedThreads, 0, stream, data, x.rows, x.cols, g.ctas_x, p, row_out, col_out);
@@ -414,22 +453,28 @@ void launch_staged_as(const CastInput& x, const Params& p, std::uint16_t* row_ou
         kernel<<<g.ctas, kStagedThreads, 0, stream>>>(data, x.rows, x.cols, g.ctas_x, p, row_out, col_out);
 }
 
-// NVFP4 (blocks of 16, or 16 x 16 tiles) or MXFP4 (32).
-inline void launch_staged(const CastInput& x, const Params& p, bool two_d, std::uint16_t* row_out,
+// NVFP4 (blocks of 16, or 16 x 16 tiles) or MXFP4 (32), round to nearest or (1-D blocks)
+// stochastic rounding.
+inline void launch_staged(const CastInput& x, const Params& p, bool two_d, bool sr, std::uint16_t* row_out,
                           std::uint16_t* col_out, cudaStream_t stream) {
-    auto launch = [&](auto copy) {
+    auto launch = [&](auto copy, auto stochastic) {
         constexpr StagedCopy kC = decltype(copy)::value;
-        if constexpr (kC == StagedCopy::Tiles) {  // NVFP4's only
-            launch_staged_as<16, true, kC>(x, p, row_out, col_out, stream);
+        constexpr bool kSR = decltype(stochastic)::value;
+        if constexpr (kC == StagedCopy::Tiles) {  // NVFP4's only, round to nearest
+            launch_staged_as<16, true, kC, false>(x, p, row_out, col_out, stream);
         } else {
-            if (p.nvfp4) launch_staged_as<16, true, kC>(x, p, row_out, col_out, stream);
-            else if (p.rule == MXRule::RCeil) launch_staged_as<32, false, kC>(x, p, row_out, col_out, stream);
-            else launch_staged_as<32, true, kC>(x, p, row_out, col_out, stream);
+            if (p.nvfp4) launch_staged_as<16, true, kC, kSR>(x, p, row_out, col_out, stream);
+            else if (p.rule == MXRule::RCeil) launch_staged_as<32, false, kC, kSR>(x, p, row_out, col_out, stream);
+            else launch_staged_as<32, true, kC, kSR>(x, p, row_out, col_out, stream);
         }
     };
-    if (two_d) launch(std::integral_constant<StagedCopy, StagedCopy::Tiles>{});
-    else if (p.rht && col_out) launch(std::integral_constant<StagedCopy, StagedCopy::Rht>{});
-    else launch(std::integral_constant<StagedCopy, StagedCopy::Blocks>{});
+    auto with = [&](auto copy) {
+        if (sr) launch(copy, std::true_type{});
+        else launch(copy, std::false_type{});
+    };
+    if (two_d) launch(std::integral_constant<StagedCopy, StagedCopy::Tiles>{}, std::false_type{});
+    else if (p.rht && col_out) with(std::integral_constant<StagedCopy, StagedCopy::Rht>{});
+    else with(std::integral_constant<StagedCopy, StagedCopy::Blocks>{});
 }
 
 }  // namespace fp8scope::cuda::fp4k

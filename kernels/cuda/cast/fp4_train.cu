@@ -1,6 +1,6 @@
 // The FP4 training cast (fp4_train.h): BF16 values decode(q) * s_b, by fp4_staged.cuh's
-// kernel where it fits (BF16 input of 16-byte rows, round to nearest, 16 x 16 tiles only
-// without rht), else by fp4_tile.cuh's, whole 32-byte sectors per store where a block is
+// kernel where it fits (BF16 input of 16-byte rows; 16 x 16 tiles only without rht and
+// stochastic rounding), else by fp4_tile.cuh's, whole 32-byte sectors per store where a block is
 // whole and its row aligned.
 #include "cuda/cast/fp4_train.h"
 
@@ -85,7 +85,7 @@ void cast_fp4_copies(const CastInput& x, const Recipe& recipe, const cast::Round
     const auto* nv = std::get_if<NVFP4Scaling>(&recipe);
     const bool two_d = nv && nv->two_d, sr = nv ? nv->sr : std::get<MXFP4Scaling>(recipe).sr;
     if (fp4k::staged_fits(x, two_d, p.rht, sr, out.rowwise, out.columnwise))
-        fp4k::launch_staged(x, p, two_d, out.rowwise, out.columnwise, stream);
+        fp4k::launch_staged(x, p, two_d, sr, out.rowwise, out.columnwise, stream);
     else
         fp4k::dispatch_tiles(x, recipe, p, ValuesOut{out.rowwise, out.columnwise}, stream);
     FP8SCOPE_CUDA_LAUNCHED();
