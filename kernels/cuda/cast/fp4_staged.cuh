@@ -111,9 +111,9 @@ struct F32Elements {  // rht's transformed columns: rht16_times4's, quarter 1/4 
 };
 
 // Casts 8 W elements of a block with amax bits `amax` and scale b (block_scale's) to BF16
-// values decode(q) * s_b, W 16-byte words; adds to `clamped` the finite elements clamped to +-6 (cast_block's rule) where
-// Count: MXFP4 RCEIL never clamps a finite element (amax_b <= 6 x 2^e, and a finite amax_b
-// is below 6 x 2^127), so it counts nothing.
+// values decode(q) * s_b, W 16-byte words; adds to `clamped` the finite elements clamped
+// to +-6 (cast_block's rule) where Count: MXFP4 RCEIL never clamps a finite element
+// (amax_b <= 6 x 2^e, and a finite amax_b is below 6 x 2^127), so it counts nothing.
 // |x enc| <= amax_b enc (products round monotonically): where that is below 7, as in every
 // finite block but those of tiny NVFP4 scales, no element needs the clamp, the count runs
 // on the FMA pipe, and the signs go back on two elements at a time. Else (a block holding
@@ -193,8 +193,9 @@ using StagedTiles = uint4[kTilesPerCta][kStagedRows * kStagedWords];
 // different halves of the banks), runs cast::rht16_times4 down the column where its 16
 // rows are all inside x (a tail stays as it is, as in fp4_tile.cuh), casts them under one
 // block scale with the quarter in enc, and the 16 values become two words of x^T's row.
-// An MXFP4 block (32 rows) is lanes t and t ^ 1. One 2-byte read per element measured faster than a thread taking two
-// columns from 4-byte reads (mxfp4_rceil:rht=1 62% against 60% of the copy).
+// An MXFP4 block (32 rows) is lanes t and t ^ 1. One 2-byte read per element measured
+// faster than a thread taking two columns from 4-byte reads (mxfp4_rceil:rht=1 62% against
+// 60% of the copy).
 template <int B, bool Count, bool SR>
 __device__ __forceinline__ void columnwise_rht(const StagedTiles& tile, std::int64_t r0, std::int64_t c0,
                                                std::int64_t rows, std::int64_t cols, const Params& p,
@@ -239,7 +240,8 @@ __device__ __forceinline__ void columnwise_rht(const StagedTiles& tile, std::int
             for (int i = 0; i < 2; ++i) {
                 std::uint32_t u[8];
                 word_bits(key, std::uint64_t(cc * rows + r + 8 * i), u);
-                xchg[i * (kStagedThreads + 1) + t] = cast_word<Count, true>(F32Elements{y + 8 * i, quarter}, a, b, clamped, u);
+                const F32Elements in{y + 8 * i, quarter};
+                xchg[i * (kStagedThreads + 1) + t] = cast_word<Count, true>(in, a, b, clamped, u);
             }
         } else {
             uint4 words[2];  // one block, one scale
