@@ -76,11 +76,13 @@ FP8SCOPE_HD float mul_rn(float a, float b) { return __fmul_rn(a, b); }
 FP8SCOPE_HD float div_rn(float a, float b) { return __fdiv_rn(a, b); }
 FP8SCOPE_HD float add_rn(float a, float b) { return __fadd_rn(a, b); }
 FP8SCOPE_HD float sub_rn(float a, float b) { return __fsub_rn(a, b); }
+FP8SCOPE_HD float fma_rn(float a, float b, float c) { return __fmaf_rn(a, b, c); }
 #else
 FP8SCOPE_HD float mul_rn(float a, float b) { return a * b; }
 FP8SCOPE_HD float div_rn(float a, float b) { return a / b; }
 FP8SCOPE_HD float add_rn(float a, float b) { return a + b; }
 FP8SCOPE_HD float sub_rn(float a, float b) { return a - b; }
+FP8SCOPE_HD float fma_rn(float a, float b, float c) { return std::fma(a, b, c); }
 #endif
 
 FP8SCOPE_HD bool is_nan(float f) { return (bits_of(f) & ~kSignBit) > kInfBits; }
@@ -427,6 +429,12 @@ struct RoundingKey {
     std::uint32_t tensor = 0;
 };
 
+// The key a columnwise copy cast on its own draws with (not the rowwise copy's bits).
+FP8SCOPE_HD RoundingKey columnwise_key(RoundingKey k) {
+    k.tensor |= 1u;
+    return k;
+}
+
 // The 32 random bits of element e: word e % 4 of Philox at counter (e / 4, tensor, step lo,
 // step hi), key (seed lo, seed hi). Counters repeat past 2^34 elements in one copy.
 FP8SCOPE_HD std::uint32_t rounding_bits(const RoundingKey& k, std::uint64_t e) {
@@ -484,17 +492,11 @@ FP8SCOPE_HD void hadamard16(float* v, int stages = 4) {
             }
 }
 
-// rht16 after its sign flips: the butterflies, then the 1/4 scale (kernels that flip the
-// signs their own way run this for the rest).
-FP8SCOPE_HD void hadamard16_quarter(float* v) {
-    hadamard16(v);
-    for (int i = 0; i < kRhtSize; ++i) v[i] = mul_rn(v[i], 0.25f);
-}
-
 FP8SCOPE_HD void rht16(float* v) {
     for (int i = 0; i < kRhtSize; ++i)
         if ((kRhtSignMask >> i) & 1u) v[i] = float_of(bits_of(v[i]) ^ kSignBit);
-    hadamard16_quarter(v);
+    hadamard16(v);
+    for (int i = 0; i < kRhtSize; ++i) v[i] = mul_rn(v[i], 0.25f);
 }
 
 // rht16's sign flips by negation, which a GPU's adds take for free.

@@ -42,9 +42,7 @@ GemmOperand cast_fp4(const TensorDesc& x, const CastSpec& spec, std::vector<floa
             op.columnwise = transposed_view(op.rowwise);
         } else {  // x^T (transformed) into its buffer, cast there
             float* t = grow(columnwise, x.numel());
-            cast::RoundingKey key = spec.rounding;
-            key.tensor |= 1u;
-            fp4_fake_quantize_transposed(v, r, t, key);
+            fp4_fake_quantize_transposed(v, r, t, cast::columnwise_key(spec.rounding));
             op.columnwise = TensorDesc{t, DType::F32, x.cols, x.rows, Device::CPU, false};
         }
     }

@@ -55,14 +55,6 @@ FP8SCOPE_HD std::uint8_t e2m1_code_fast(float y, std::uint32_t& clamped) {
     return e2m1_code_of_rounded(e2m1_round_abs_bits(u & ~kSignBit, clamped), u);
 }
 
-FP8SCOPE_HD float fma_rn(float a, float b, float c) {
-#ifdef __CUDA_ARCH__
-    return __fmaf_rn(a, b, c);
-#else
-    return std::fma(a, b, c);
-#endif
-}
-
 // m in [0, 8) rounded to nearest even at E2M1's step in its binade: 2^-1 below 2, 1, 2. The
 // magic number is the binade (at least 1) times 2^22, whose ulp is that step; an FMA adds
 // it to m exactly and rounds once, another takes it off exactly (two instructions where a

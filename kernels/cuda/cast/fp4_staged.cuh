@@ -126,7 +126,6 @@ template <bool Count, bool SR = false, int W, class In>
 __device__ __forceinline__ void cast_words(const In& in, std::uint32_t amax, const cast::FP4BlockScale& b,
                                            float& clamped, uint4 (&out)[W], const std::uint32_t* u = nullptr) {
     std::uint32_t o[4 * W];
-    const bool exact_enc = !In::kQuartered || b.enc >= 0x1p-124f;
     if constexpr (SR) {
         const bool count = Count && amax < cast::kInfBits && cast::mul_rn(cast::float_of(amax), b.enc) > cast::kE2M1Max;
         auto value = [&](int j) {
@@ -136,7 +135,7 @@ __device__ __forceinline__ void cast_words(const In& in, std::uint32_t amax, con
         };
 #pragma unroll
         for (int k = 0; k < 4 * W; ++k) o[k] = __byte_perm(value(2 * k), value(2 * k + 1), 0x7632);
-    } else if (cast::mul_rn(cast::float_of(amax), b.enc) < 7.0f && exact_enc) {
+    } else if (cast::mul_rn(cast::float_of(amax), b.enc) < 7.0f && (!In::kQuartered || b.enc >= 0x1p-124f)) {
         float enc = b.enc;
         if constexpr (In::kQuartered) enc = cast::mul_rn(enc, in.quarter);
         auto value = [&](int j) {  // exact: the product's top half is the BF16
@@ -234,12 +233,10 @@ __device__ __forceinline__ void columnwise_rht(const StagedTiles& tile, std::int
         const std::int64_t cc = c0 + k * kStagedCols + c;
         if constexpr (SR) {  // a word at a time: its Philox words and 8 values
             const cast::FP4BlockScale b = block_scale(a, p, s);
-            cast::RoundingKey key = p.key;
-            key.tensor |= 1u;
 #pragma unroll
             for (int i = 0; i < 2; ++i) {
                 std::uint32_t u[8];
-                word_bits(key, std::uint64_t(cc * rows + r + 8 * i), u);
+                word_bits(cast::columnwise_key(p.key), std::uint64_t(cc * rows + r + 8 * i), u);
                 const F32Elements in{y + 8 * i, quarter};
                 xchg[i * (kStagedThreads + 1) + t] = cast_word<Count, true>(in, a, b, clamped, u);
             }
@@ -403,11 +400,8 @@ __global__ void __launch_bounds__(kStagedThreads, SR ? kStagedSrMinBlocks
                 if (p.fused_amax && !p.rowwise) x_amax = max(x_amax, finite_or_inf_amax(w, a));
                 const std::int64_t cc = c0 + k * kStagedCols + 2 * pair + h;
                 std::uint32_t u[SR ? 8 : 1];
-                if constexpr (SR) {  // 1-D blocks only: a cast of its own, drawing with tensor | 1
-                    cast::RoundingKey key = p.key;
-                    key.tensor |= 1u;
-                    word_bits(key, std::uint64_t(cc * rows + r), u);
-                }
+                if constexpr (SR)  // 1-D blocks only: a cast of its own
+                    word_bits(cast::columnwise_key(p.key), std::uint64_t(cc * rows + r), u);
                 const uint4 out = cast_word<Count, SR>(Bf16Elements{w}, a, block_scale(a, p, col_scales), clamped[1], u);
                 if (cc < cols && r < rows) __stcs(reinterpret_cast<uint4*>(col_out + cc * rows + r), out);
             }

@@ -477,8 +477,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T, B, SR>)
                                 in && (!TwoD || (gcc & 15) == 0),
                                 std::uint64_t(transpose ? grr * cols + gcc : gcc * rows + grr),
                                 std::uint64_t(transpose ? cols : 1)};
-                cast::RoundingKey key = p.key;
-                if (!transpose) key.tensor |= 1u;
+                const cast::RoundingKey key = transpose ? p.key : cast::columnwise_key(p.key);
                 clamped[1] += cast_block<B, SR>(w, a, p, col_scales, key, blk, out, 1);
             }
         }
